@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages headlab needs that are missing on this machine.
+# Idempotent: prints nothing and exits 0 when everything is present.
+set -euo pipefail
+PKGS=(build-essential cmake ccache pkg-config git
+      libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libboost-dev nlohmann-json3-dev
+      catch2 libtorch-dev jq curl procps psmisc)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
