@@ -2,6 +2,9 @@
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Paths relative to the checkout, so a fresh clone (CI) hits the same ccache entries.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
 
 .PHONY: all deps configure build test test-gpu demo up clean
 
