@@ -1,0 +1,177 @@
+// fork/execve with pipes and a process group. Everything the child needs (argv, envp) is
+// built before fork, so the child only calls async-signal-safe functions.
+#include "worker/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace headlab {
+namespace {
+
+// Closes both ends of a pipe pair that is still open.
+void ClosePair(int p[2]) {
+  for (int i = 0; i < 2; ++i)
+    if (p[i] >= 0) ::close(p[i]);
+}
+
+}  // namespace
+
+std::string ExitInfo::Describe() const {
+  if (signal != 0) return "killed by signal " + std::to_string(signal);
+  if (exit_code != 0) return "exit " + std::to_string(exit_code);
+  return "";
+}
+
+StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
+    const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides) {
+  if (argv.empty()) return Status::InvalidArgument("spawn: empty argv");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    std::string key = kv.substr(0, kv.find('='));
+    if (!env_overrides.count(key)) env_strings.push_back(std::move(kv));
+  }
+  for (const auto& [k, v] : env_overrides) env_strings.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  // The exec-error pipe is close-on-exec: a successful execve closes it (EOF, no bytes);
+  // a failed one writes errno into it. That turns "binary missing" into a Spawn error.
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(ex, O_CLOEXEC) != 0) {
+    int e = errno;
+    ClosePair(out), ClosePair(err), ClosePair(ex);
+    return Status::IoError(std::string("spawn: pipe: ") + std::strerror(e));
+  }
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ClosePair(out), ClosePair(err), ClosePair(ex);
+    if (devnull >= 0) ::close(devnull);
+    return Status::IoError(std::string("spawn: fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    // Undo what the worker changed: ignored SIGPIPE and blocked signals survive execve.
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGPIPE, SIGTERM, SIGINT, SIGCHLD}) ::sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execve(cargv[0], cargv.data(), cenv.data());
+    int e = errno;
+    ssize_t ignored = ::write(ex[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  // Also set the group from the parent: whichever runs first wins, so a signal sent right
+  // after Spawn returns always reaches the group.
+  ::setpgid(pid, pid);
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(ex[1]);
+  if (devnull >= 0) ::close(devnull);
+
+  std::unique_ptr<ChildProcess> c(new ChildProcess());
+  c->pid_ = pid;
+  c->out_fd_ = out[0];
+  c->err_fd_ = err[0];
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(ex[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(ex[0]);
+  if (n == ssize_t(sizeof exec_errno)) {
+    // The destructor reaps the child (it has already _exit-ed or is about to).
+    return Status::IoError("spawn: cannot execute " + argv[0] + ": " + std::strerror(exec_errno));
+  }
+  ::fcntl(c->out_fd_, F_SETFL, ::fcntl(c->out_fd_, F_GETFL) | O_NONBLOCK);
+  ::fcntl(c->err_fd_, F_SETFL, ::fcntl(c->err_fd_, F_GETFL) | O_NONBLOCK);
+  return c;
+}
+
+ChildProcess::~ChildProcess() {
+  ClosePipes();
+  if (pid_ > 0 && !exit_) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    int st;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void ChildProcess::CloseFd(int* fd) {
+  if (*fd >= 0) ::close(*fd);
+  *fd = -1;
+}
+
+void ChildProcess::ClosePipes() {
+  CloseFd(&out_fd_);
+  CloseFd(&err_fd_);
+}
+
+bool ChildProcess::Read(int fd, std::string* out) {
+  int* slot = fd == out_fd_ ? &out_fd_ : fd == err_fd_ ? &err_fd_ : nullptr;
+  if (slot == nullptr || fd < 0) return false;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out->append(buf, size_t(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    CloseFd(slot);  // EOF or a real error
+    return false;
+  }
+}
+
+bool ChildProcess::SignalGroup(int sig) {
+  if (pid_ <= 0 || exit_) return false;
+  return ::kill(-pid_, sig) == 0 || ::kill(pid_, sig) == 0;
+}
+
+std::optional<ExitInfo> ChildProcess::TryReap() {
+  if (exit_ || pid_ <= 0) return exit_;
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &st, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return std::nullopt;
+  ExitInfo info;
+  if (r < 0) {
+    info.exit_code = -1;  // ECHILD: someone else reaped it; report it honestly as a failure
+  } else if (WIFSIGNALED(st)) {
+    info.signal = WTERMSIG(st);
+    info.exit_code = 128 + info.signal;
+  } else {
+    info.exit_code = WEXITSTATUS(st);
+  }
+  // The attempt's process group dies with its leader: nothing it forked may outlive it
+  // (a stray grandchild would also keep our pipes open).
+  ::kill(-pid_, SIGKILL);
+  exit_ = info;
+  return exit_;
+}
+
+}  // namespace headlab

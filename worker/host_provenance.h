@@ -1,0 +1,32 @@
+// Host provenance: the facts about this worker that every run it executes inherits
+// (source tree commit, dirty flag, diff hash, binary hash, host, devices, CUDA versions).
+// Computed once at start: they cannot change while the process runs.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "worker/devices.h"
+
+namespace headlab {
+
+// Runs argv (argv[0] searched in PATH), feeds its stdout to `on_stdout` and waits for it.
+// Returns its exit status (127 when it could not be started), or an error if it did not
+// finish within `timeout_ms`.
+StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
+                            const std::function<void(const std::string&)>& on_stdout,
+                            int timeout_ms = 30000);
+
+// Returns the provenance fields (names as in schema/001_init.sql's provenance table):
+//   git_commit, git_dirty, git_diff_sha256   ("unknown" when git or the tree is unavailable)
+//   binary_sha256, host, devices, driver_version, cuda_version ("none" without CUDA)
+Json ComputeHostProvenance(const std::string& source_dir, const std::string& binary_path,
+                           const DeviceInventory& inventory);
+
+// Returns "cuda:0 NVIDIA H200, cuda:1 ..." or "cpu: <model>" for the given devices.
+std::string DescribeDevices(const std::vector<Device>& devices);
+
+}  // namespace headlab

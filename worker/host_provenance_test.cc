@@ -1,0 +1,55 @@
+#include "worker/host_provenance.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "common/sha256.h"
+
+namespace headlab {
+
+TEST_CASE("RunAndCapture returns stdout and the exit status") {
+  std::string out;
+  auto rc = RunAndCapture({"sh", "-c", "echo hello; echo err >&2; exit 3"},
+                          [&](const std::string& s) { out += s; });
+  REQUIRE(rc.ok());
+  CHECK(*rc == 3);
+  CHECK(out == "hello\n");
+  CHECK(*RunAndCapture({"no-such-binary-headlab"}, [](const std::string&) {}) == 127);
+}
+
+TEST_CASE("RunAndCapture times out a hung command") {
+  auto rc = RunAndCapture({"sleep", "10"}, [](const std::string&) {}, 100);
+  CHECK(!rc.ok());
+}
+
+TEST_CASE("ComputeHostProvenance records the source tree and the binary") {
+  DeviceInventory inv;
+  inv.devices.push_back(CpuDevice());
+  std::string self = "/proc/self/exe";
+  Json p = ComputeHostProvenance(HEADLAB_SOURCE_DIR, self, inv);
+  CHECK(p["binary_sha256"] == *Sha256File(self));
+  CHECK(p["driver_version"] == "none");
+  CHECK(p["devices"].get<std::string>().rfind("cpu: ", 0) == 0);
+  CHECK(!p["host"].get<std::string>().empty());
+  if (p["git_commit"] != "unknown") {  // the build tree is a git checkout with git installed
+    CHECK(p["git_commit"].get<std::string>().size() == 40);
+    CHECK(p["git_dirty"].is_boolean());
+    CHECK(p["git_diff_sha256"].get<std::string>().size() == 64);
+  }
+}
+
+TEST_CASE("ComputeHostProvenance says unknown outside a git tree") {
+  DeviceInventory inv;
+  inv.devices.push_back(CpuDevice());
+  char tmpl[] = "/tmp/headlab-nogit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  Json p = ComputeHostProvenance(tmpl, "/nonexistent/binary", inv);
+  CHECK(p["git_commit"] == "unknown");
+  CHECK(p["git_dirty"] == "unknown");
+  CHECK(p["git_diff_sha256"] == "unknown");
+  CHECK(p["binary_sha256"] == "unknown");
+  ::rmdir(tmpl);
+}
+
+}  // namespace headlab
