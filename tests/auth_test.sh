@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# System test (issue 2, 9e): workers must present the shared token, HTTP writes need the
+# bearer token, and the SQL query endpoint cannot write.
+source "$(dirname "$0")/lib.sh"
+
+GRID=$HEADLAB_SOURCE_DIR/tests/data/noop_runs.jsonc
+start_coordinator
+[[ -s "$HL_DATA/token" ]] || fail "the coordinator did not create $HL_DATA/token"
+expect_eq "mode of $HL_DATA/token" 600 "$(stat -c %a "$HL_DATA/token")"
+TOKEN=$(cat "$HL_DATA/token")
+BODY=$(jq -n --rawfile t "$GRID" '{file: "noop_runs.jsonc", text: $t, sets: []}')
+
+# post PATH BODY [CURL ARGS...]: prints the HTTP status of a POST.
+post() {
+  local path=$1 body=$2
+  shift 2
+  curl -s -o "$HL_TMP/post.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary "$body" "$@" "$HL_URL$path"
+}
+
+say "HTTP writes without or with a wrong bearer token"
+expect_eq "POST /api/v1/experiments without a token" 401 "$(post /api/v1/experiments "$BODY")"
+CODE=$(post /api/v1/experiments "$BODY" -H "Authorization: Bearer not-the-$TOKEN")
+[[ "$CODE" == 401 || "$CODE" == 403 ]] || fail "POST with a wrong token: expected 401/403, got $CODE"
+ok "POST with a wrong token -> $CODE"
+expect_eq "POST with a token that is not a bearer token" 401 \
+  "$(post /api/v1/experiments "$BODY" -H "Authorization: $TOKEN")"
+expect_eq "experiments stored after refused POSTs" 0 "$(curl -sf "$HL_URL/api/v1/experiments" | jq length)"
+
+expect_eq "POST /api/v1/experiments with the token" 200 \
+  "$(post /api/v1/experiments "$BODY" -H "Authorization: Bearer $TOKEN")"
+EXP=$(jq -er .experiment "$HL_TMP/post.out") || fail "no experiment id in $(cat "$HL_TMP/post.out")"
+RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $EXP")
+expect_eq "POST /api/v1/runs/$RUN/cancel without a token" 401 "$(post "/api/v1/runs/$RUN/cancel" '{}')"
+expect_eq "POST /api/v1/experiments/$EXP/cancel without a token" 401 \
+  "$(post "/api/v1/experiments/$EXP/cancel" '{}')"
+expect_eq "runs still queued" 2 "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'queued'")"
+
+say "workers with a wrong or empty token"
+echo "wrong-$TOKEN" >"$HL_TMP/wrong_token"
+: >"$HL_TMP/empty_token"
+for bad in wrong_token empty_token; do
+  LINES=$(wc -l <"$HL_LOGS/coordinator.log")
+  start_worker "bad_$bad" --token-file "$HL_TMP/$bad"
+  PID=${HL_WORKER_PIDS[bad_$bad]}
+  worker_exited() { ! kill -0 "$PID" 2>/dev/null; }
+  wait_until 20 "worker with $bad to exit" worker_exited
+  wait "$PID"
+  RC=$?
+  unset "HL_WORKER_PIDS[bad_$bad]"
+  (( RC != 0 )) || fail "worker with $bad exited 0"
+  ok "worker with $bad exited $RC"
+  tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus|token' >/dev/null ||
+    fail "the coordinator log does not mention refusing the worker with $bad"
+  ok "coordinator logged: $(tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus|token' | head -1)"
+done
+expect_eq "attempts assigned to refused workers" 0 "$(db "SELECT count(*) FROM attempts")"
+expect_eq "alive workers" 0 "$(alive_workers)"
+
+say "writes through the read-only query endpoint"
+sleep 1
+BEFORE=$(db_fingerprint)
+for sql in "INSERT INTO experiments (name, grid_json, max_attempts, created_at) VALUES ('x', '{}', 1, 'now')" \
+           "DELETE FROM runs" \
+           "DROP TABLE runs" \
+           "UPDATE runs SET status = 'succeeded'" \
+           "CREATE TABLE evil (x)" \
+           "PRAGMA user_version = 99" \
+           "ATTACH DATABASE '$HL_TMP/evil.db' AS evil" \
+           "WITH x AS (SELECT 1) DELETE FROM runs"; do
+  OUT=$(hl query "$sql" 2>&1)
+  RC=$?
+  (( RC == 2 )) || fail "headlab query \"$sql\": expected exit 2, got $RC: $OUT"
+  grep -qi 'read-only' <<<"$OUT" || fail "headlab query \"$sql\": message does not say read-only: $OUT"
+  ok "refused (exit 2): $sql"
+done
+[[ ! -e "$HL_TMP/evil.db" ]] || fail "ATTACH created $HL_TMP/evil.db"
+# A second statement after a harmless one must not run either.
+hl query "SELECT 1; DELETE FROM runs" >/dev/null 2>&1
+expect_eq "POST /api/v1/query DELETE without a token" 400 \
+  "$(post /api/v1/query '{"sql": "DELETE FROM runs"}')"
+AFTER=$(db_fingerprint)
+expect_eq "database files byte-for-byte after the refused writes" "$BEFORE" "$AFTER"
+expect_eq "runs after the refused writes" 2 "$(db "SELECT count(*) FROM runs")"
+OUT=$(hl query "SELECT count(*) AS n FROM runs" --json) || fail "a read-only query failed"
+expect_eq "query --json SELECT count(*)" 2 "$(jq -r '.rows[0][0]' <<<"$OUT")"
+
+say "positive control: a worker with the right token runs the grid"
+start_worker w1
+wait_workers 1
+wait_grid "$EXP" 60
+expect_eq "runs succeeded with the right token" 2 \
+  "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'succeeded'")"
