@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "common/status.h"
@@ -17,5 +18,35 @@ Json DefaultRunConfig();
 // out-of-range values).
 StatusOr<Json> NormalizeRunConfig(const Json& config, const std::string& file,
                                   const std::string& path_prefix = "$");
+
+// Validates the leaves of `config` (nested sections, or dotted keys such as "model.width"
+// at the top level) without defaults or cross-field rules, and returns them flattened:
+// {"model.width": 256, ...}. Grid bases and arm overrides are partial configs like this.
+StatusOr<Json> FlattenRunConfig(const Json& config, const std::string& file,
+                                const std::string& path_prefix);
+
+// Returns defaults <- preset <- `flat` (validated leaves from FlattenRunConfig), after the
+// cross-field rules (width divisible by heads, ...); errors name `file` and path_prefix.
+StatusOr<Json> BuildRunConfig(const Json& flat, const std::string& file,
+                              const std::string& path_prefix = "$");
+
+// Returns the JSON pointer of a dotted key ("/model/layers" for "model.layers").
+Json::json_pointer RunConfigPointer(const std::string& dotted_key);
+
+// Returns every leaf key in dotted form ("kind", "seed", "model.layers", ...), in schema
+// order (the order the CLI uses for export columns).
+const std::vector<std::string>& RunConfigKeys();
+
+// Returns true iff `dotted_key` names a leaf of the run config (e.g. "train.lr").
+bool IsRunConfigKey(const std::string& dotted_key);
+
+// Checks one value against the schema entry of `dotted_key` (which must be a known key)
+// and returns it in canonical form (integers as integers, numbers as doubles). The error
+// is "<file>: <path>: expected ..., got ...".
+StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json& value,
+                                      const std::string& file, const std::string& path);
+
+// Returns "<file>: <path>: unknown config key (known: kind, seed, model.layers, ...)".
+Status UnknownRunConfigKey(const std::string& file, const std::string& path);
 
 }  // namespace headlab

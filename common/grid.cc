@@ -1,0 +1,329 @@
+// Grid parsing, validation and expansion (schema/grid.md). Every check names the file, the
+// JSON path and what was expected; nothing is expanded until the whole grid is valid.
+#include "common/grid.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "common/run_config.h"
+#include "common/sha256.h"
+
+namespace headlab {
+
+namespace {
+
+// A grid may not expand to more runs than this: a typo such as a 1000-value axis times
+// another must fail fast rather than allocate millions of configs.
+constexpr size_t kMaxRuns = 100000;
+constexpr int kMinAttempts = 1;
+constexpr int kMaxAttempts = 20;
+
+Status Invalid(const std::string& file, const std::string& path, const std::string& what) {
+  return Status::InvalidArgument(file + ": " + path + ": " + what);
+}
+
+std::string Got(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+// Returns true iff `s` matches [A-Za-z0-9_.-]{1,64}: grid, arm and comparison names.
+bool IsName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
+Status CheckKnownKeys(const Json& obj, const std::string& file, const std::string& path,
+                      const std::vector<std::string>& known) {
+  for (auto& [key, value] : obj.items()) {
+    bool found = false;
+    for (const auto& k : known) found = found || k == key;
+    if (found) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return Invalid(file, path + "." + key, "unknown key (known: " + list + ")");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> RequiredString(const Json& obj, const std::string& key,
+                                     const std::string& file, const std::string& path,
+                                     const std::string& expected) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return Invalid(file, path + "." + key, "required: " + expected);
+  if (!it->is_string())
+    return Invalid(file, path + "." + key, "expected " + expected + ", got " + Got(*it));
+  return it->get<std::string>();
+}
+
+// Parses one --set value: a JSON number, bool or string literal, else the raw text.
+Json ParseSetValue(const std::string& text) {
+  auto j = ParseJson(text, "--set");
+  if (j.ok() && (j->is_number() || j->is_boolean() || j->is_string())) return j.value();
+  return Json(text);
+}
+
+// Applies "key=v1,v2" to root["axes"]; values are validated against the schema here so
+// the error names the --set argument rather than a path the user never wrote.
+Status ApplySet(const std::string& set, const std::string& file, Json* root) {
+  std::string where = "--set \"" + set + "\"";
+  size_t eq = set.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Invalid(file, where, "expected KEY=V1,V2,...");
+  std::string key = set.substr(0, eq);
+  if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where);
+  std::string rest = set.substr(eq + 1);
+  if (rest.empty()) return Invalid(file, where, "empty axis");
+  Json values = Json::array();
+  size_t start = 0;
+  while (true) {
+    size_t comma = rest.find(',', start);
+    std::string item = rest.substr(start, comma == std::string::npos ? comma : comma - start);
+    Json v = ParseSetValue(item);
+    auto checked = ValidateRunConfigValue(key, v, file, where);
+    if (!checked.ok()) return checked.status();
+    values.push_back(std::move(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (!root->contains("axes")) (*root)["axes"] = Json::object();
+  if ((*root)["axes"].is_object()) (*root)["axes"][key] = std::move(values);
+  return Status::Ok();
+}
+
+struct Axis {
+  std::string key;
+  std::vector<Json> values;  // canonical (validated) values
+};
+
+StatusOr<std::vector<Axis>> ParseAxes(const Json& root, const std::string& file) {
+  std::vector<Axis> axes;
+  auto it = root.find("axes");
+  if (it == root.end()) return axes;
+  if (!it->is_object())
+    return Invalid(file, "$.axes", "expected an object of config key -> list of values, got " +
+                                       Got(*it));
+  for (auto& [key, list] : it->items()) {  // std::map order: lexicographic keys
+    std::string path = "$.axes." + key;
+    if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, path);
+    if (!list.is_array())
+      return Invalid(file, path, "expected a non-empty list of values, got " + Got(list));
+    if (list.empty()) return Invalid(file, path, "empty axis");
+    Axis axis{key, {}};
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string vpath = path + "[" + std::to_string(i) + "]";
+      auto v = ValidateRunConfigValue(key, list[i], file, vpath);
+      if (!v.ok()) return v.status();
+      if (!seen.insert(v->dump()).second)
+        return Invalid(file, vpath, "duplicate value " + Got(list[i]) + " (runs would repeat)");
+      axis.values.push_back(std::move(v.value()));
+    }
+    axes.push_back(std::move(axis));
+  }
+  return axes;
+}
+
+// Returns arm -> flattened overrides, in lexicographic arm order.
+StatusOr<std::map<std::string, Json>> ParseArms(const Json& root, const std::string& file) {
+  std::map<std::string, Json> arms;
+  auto it = root.find("arms");
+  if (it == root.end()) {
+    arms["main"] = Json::object();
+    return arms;
+  }
+  if (!it->is_object())
+    return Invalid(file, "$.arms", "expected an object of arm name -> overrides, got " +
+                                       Got(*it));
+  if (it->empty()) return Invalid(file, "$.arms", "expected at least one arm, got {}");
+  for (auto& [name, overrides] : it->items()) {
+    std::string path = "$.arms." + name;
+    if (!IsName(name))
+      return Invalid(file, path, "expected an arm name matching [A-Za-z0-9_.-]{1,64}");
+    auto flat = FlattenRunConfig(overrides, file, path);
+    if (!flat.ok()) return flat.status();
+    arms[name] = std::move(flat.value());
+  }
+  return arms;
+}
+
+StatusOr<std::vector<std::string>> ParsePairBy(const Json& root, const std::string& file) {
+  auto it = root.find("pair_by");
+  if (it == root.end()) return std::vector<std::string>{"seed"};
+  if (!it->is_array())
+    return Invalid(file, "$.pair_by", "expected a list of config keys, got " + Got(*it));
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::string path = "$.pair_by[" + std::to_string(i) + "]";
+    const Json& k = (*it)[i];
+    if (!k.is_string())
+      return Invalid(file, path, "expected a config key such as \"seed\", got " + Got(k));
+    if (!IsRunConfigKey(k.get<std::string>())) return UnknownRunConfigKey(file, path);
+    for (const auto& prev : keys)
+      if (prev == k.get<std::string>()) return Invalid(file, path, "duplicate key " + Got(k));
+    keys.push_back(k.get<std::string>());
+  }
+  return keys;
+}
+
+StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::string& file,
+                                                   const std::map<std::string, Json>& arms) {
+  std::vector<Comparison> out;
+  auto it = root.find("comparisons");
+  if (it == root.end()) return out;
+  if (!it->is_array())
+    return Invalid(file, "$.comparisons", "expected a list of comparisons, got " + Got(*it));
+  std::set<std::string> names;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::string path = "$.comparisons[" + std::to_string(i) + "]";
+    const Json& c = (*it)[i];
+    if (!c.is_object())
+      return Invalid(file, path, "expected an object {name, baseline, treatment, metric, "
+                                 "stat}, got " + Got(c));
+    HEADLAB_RETURN_IF_ERROR(
+        CheckKnownKeys(c, file, path, {"name", "baseline", "treatment", "metric", "stat"}));
+    Comparison cmp;
+    std::string* fields[] = {&cmp.name, &cmp.baseline, &cmp.treatment, &cmp.metric, &cmp.stat};
+    const char* keys[] = {"name", "baseline", "treatment", "metric", "stat"};
+    const char* expected[] = {"a non-empty string", "an arm name", "an arm name",
+                              "a metric name such as \"eval.ppl\"",
+                              "one of \"delta_pct\", \"diff\", \"ratio\""};
+    for (int f = 0; f < 5; ++f) {
+      auto v = RequiredString(c, keys[f], file, path, expected[f]);
+      if (!v.ok()) return v.status();
+      *fields[f] = v.value();
+    }
+    if (cmp.name.empty() || cmp.name.size() > 200)
+      return Invalid(file, path + ".name", "expected a non-empty string of at most 200 bytes");
+    if (!names.insert(cmp.name).second)
+      return Invalid(file, path + ".name", "duplicate comparison name " + Got(cmp.name));
+    for (const auto& [field, arm] : {std::pair<const char*, std::string>{"baseline", cmp.baseline},
+                                     {"treatment", cmp.treatment}}) {
+      if (arms.count(arm)) continue;
+      std::string list;
+      for (const auto& [a, o] : arms) list += (list.empty() ? "" : ", ") + a;
+      return Invalid(file, path + "." + field,
+                     "unknown arm " + Got(arm) + " (arms: " + list + ")");
+    }
+    if (cmp.baseline == cmp.treatment)
+      return Invalid(file, path + ".treatment",
+                     "expected an arm other than the baseline, got " + Got(cmp.treatment));
+    if (!IsName(cmp.metric))
+      return Invalid(file, path + ".metric",
+                     "expected a metric name such as \"eval.ppl\", got " + Got(cmp.metric));
+    if (cmp.stat != "delta_pct" && cmp.stat != "diff" && cmp.stat != "ratio")
+      return Invalid(file, path + ".stat",
+                     "expected one of \"delta_pct\", \"diff\", \"ratio\", got " + Got(cmp.stat));
+    out.push_back(std::move(cmp));
+  }
+  return out;
+}
+
+// A short description of one run's axis values for cross-field error messages.
+std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>& axes,
+                     const std::vector<size_t>& pos) {
+  std::string s = "run " + std::to_string(index) + " (arm \"" + arm + "\"";
+  for (size_t a = 0; a < axes.size(); ++a)
+    s += ", " + axes[a].key + "=" + axes[a].values[pos[a]].dump();
+  return s + ")";
+}
+
+}  // namespace
+
+StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
+                          const std::vector<std::string>& sets) {
+  auto parsed = ParseJson(text, file);
+  if (!parsed.ok()) return parsed.status();
+  Json root = std::move(parsed.value());
+  if (!root.is_object()) return Invalid(file, "$", "expected an object (a grid), got " + Got(root));
+  HEADLAB_RETURN_IF_ERROR(CheckKnownKeys(root, file, "$",
+                                         {"name", "description", "base", "axes", "arms",
+                                          "pair_by", "comparisons", "max_attempts"}));
+  for (const auto& set : sets) HEADLAB_RETURN_IF_ERROR(ApplySet(set, file, &root));
+
+  Grid grid;
+  grid.file = file;
+  auto name = RequiredString(root, "name", file, "$", "a name matching [A-Za-z0-9_.-]{1,64}");
+  if (!name.ok()) return name.status();
+  if (!IsName(name.value()))
+    return Invalid(file, "$.name", "expected a name matching [A-Za-z0-9_.-]{1,64}, got " +
+                                       Got(name.value()));
+  grid.name = name.value();
+  if (root.contains("description")) {
+    if (!root["description"].is_string())
+      return Invalid(file, "$.description", "expected a string, got " + Got(root["description"]));
+    grid.description = root["description"].get<std::string>();
+  }
+  if (!root.contains("base")) return Invalid(file, "$.base", "required: a run config object");
+  auto base = FlattenRunConfig(root["base"], file, "$.base");
+  if (!base.ok()) return base.status();
+  auto axes = ParseAxes(root, file);
+  if (!axes.ok()) return axes.status();
+  auto arms = ParseArms(root, file);
+  if (!arms.ok()) return arms.status();
+  auto pair_by = ParsePairBy(root, file);
+  if (!pair_by.ok()) return pair_by.status();
+  grid.pair_by = pair_by.value();
+  auto comparisons = ParseComparisons(root, file, arms.value());
+  if (!comparisons.ok()) return comparisons.status();
+  grid.comparisons = comparisons.value();
+  if (root.contains("max_attempts")) {
+    const Json& m = root["max_attempts"];
+    if (!m.is_number_integer() || m.get<int64_t>() < kMinAttempts ||
+        m.get<int64_t>() > kMaxAttempts)
+      return Invalid(file, "$.max_attempts", "expected an integer in [1, 20], got " + Got(m));
+    grid.max_attempts = m.get<int>();
+  }
+  for (const auto& [arm, overrides] : arms.value()) {
+    grid.arms.push_back(arm);
+    for (const Axis& a : axes.value())
+      if (overrides.contains(a.key))
+        return Invalid(file, "$.arms." + arm + "." + a.key,
+                       "also an axis: the override would make that axis's runs identical");
+  }
+
+  size_t per_arm = 1;
+  for (const Axis& a : axes.value()) {
+    per_arm *= a.values.size();
+    if (per_arm * grid.arms.size() > kMaxRuns)
+      return Invalid(file, "$.axes", "the grid expands to more than " +
+                                         std::to_string(kMaxRuns) + " runs");
+  }
+
+  // Expansion: arms in lexicographic order, then the cartesian product of the axes in
+  // lexicographic key order with the last axis varying fastest (an odometer).
+  grid.runs.reserve(per_arm * grid.arms.size());
+  const std::vector<Axis>& ax = axes.value();
+  for (const auto& [arm, overrides] : arms.value()) {
+    std::vector<size_t> pos(ax.size(), 0);
+    for (size_t n = 0; n < per_arm; ++n) {
+      Json flat = base.value();
+      for (size_t a = 0; a < ax.size(); ++a) flat[ax[a].key] = ax[a].values[pos[a]];
+      for (auto& [k, v] : overrides.items()) flat[k] = v;
+      ExpandedRun run;
+      run.index = int(grid.runs.size());
+      run.arm = arm;
+      auto config = BuildRunConfig(flat, file + ": " + RunLabel(run.index, arm, ax, pos), "$");
+      if (!config.ok()) return config.status();
+      run.config = std::move(config.value());
+      run.config_hash = Sha256Hex(CanonicalJson(run.config));
+      Json pair = Json::array();
+      for (const auto& k : grid.pair_by) pair.push_back(run.config[RunConfigPointer(k)]);
+      run.pair_key = CanonicalJson(pair);
+      grid.runs.push_back(std::move(run));
+      for (size_t a = ax.size(); a-- > 0;) {  // advance the odometer, last axis fastest
+        if (++pos[a] < ax[a].values.size()) break;
+        pos[a] = 0;
+      }
+    }
+  }
+  grid.source = std::move(root);
+  return grid;
+}
+
+}  // namespace headlab

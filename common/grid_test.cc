@@ -1,0 +1,212 @@
+#include "common/grid.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/files.h"
+#include "common/run_config.h"
+#include "common/sha256.h"
+
+using headlab::ExpandGrid;
+using headlab::Json;
+
+namespace {
+
+constexpr const char* kGrid = R"({
+  // a comment
+  "name": "g1",
+  "base": {"model": {"layers": 1, "heads": 2, "width": 32}, "train": {"steps": 10}},
+  "axes": {"seed": [1, 2], "train.lr": [1e-3, 3e-3, 1e-2]},
+  /* two arms */
+  "arms": {"wide": {"model.width": 64}, "narrow": {}},
+  "comparisons": [{"name": "wide vs narrow", "baseline": "narrow", "treatment": "wide",
+                   "metric": "eval.ppl", "stat": "delta_pct"}],
+  "max_attempts": 2
+})";
+
+// Returns the error of expanding `text` with `sets` (empty when it succeeded).
+std::string ErrorOf(const std::string& text, const std::vector<std::string>& sets = {}) {
+  auto g = ExpandGrid(text, "g.jsonc", sets);
+  return g.ok() ? "" : g.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("Expansion order: arms lexicographic, then axes with the last varying fastest") {
+  auto g = ExpandGrid(kGrid, "g.jsonc", {});
+  REQUIRE(g.ok());
+  CHECK(g->name == "g1");
+  CHECK(g->max_attempts == 2);
+  CHECK(g->arms == std::vector<std::string>{"narrow", "wide"});
+  CHECK(g->pair_by == std::vector<std::string>{"seed"});
+  REQUIRE(g->runs.size() == 12);
+  REQUIRE(g->comparisons.size() == 1);
+  CHECK(g->comparisons[0].stat == "delta_pct");
+  // Axes in key order: "seed" < "train.lr"; train.lr varies fastest.
+  for (int i = 0; i < 12; ++i) {
+    const auto& r = g->runs[i];
+    CHECK(r.index == i);
+    CHECK(r.arm == (i < 6 ? "narrow" : "wide"));
+    CHECK(r.config["seed"] == 1 + (i % 6) / 3);
+    double lrs[] = {1e-3, 3e-3, 1e-2};
+    CHECK(r.config["train"]["lr"].get<double>() == Approx(lrs[i % 3]));
+    CHECK(r.config["model"]["width"] == (i < 6 ? 32 : 64));
+    CHECK(r.config["model"]["layers"] == 1);
+    CHECK(r.config["train"]["steps"] == 10);
+    CHECK(r.config_hash == headlab::Sha256Hex(headlab::CanonicalJson(r.config)));
+    CHECK(r.pair_key == "[" + std::to_string(1 + (i % 6) / 3) + "]");
+  }
+  // Runs of the same arm have distinct hashes; the same seed pairs across arms.
+  CHECK(g->runs[0].config_hash != g->runs[1].config_hash);
+  CHECK(g->runs[0].pair_key == g->runs[6].pair_key);
+}
+
+TEST_CASE("Identical grids expand identically; hashes are stable") {
+  auto a = ExpandGrid(kGrid, "a.jsonc", {});
+  auto b = ExpandGrid(kGrid, "b.jsonc", {});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  for (size_t i = 0; i < a->runs.size(); ++i) CHECK(a->runs[i].config_hash == b->runs[i].config_hash);
+  // A default config's hash is pinned: changing a default or the canonical form changes it.
+  auto d = ExpandGrid(R"({"name": "d", "base": {}})", "d", {});
+  REQUIRE(d.ok());
+  REQUIRE(d->runs.size() == 1);
+  CHECK(d->runs[0].arm == "main");
+  CHECK(d->runs[0].config == headlab::DefaultRunConfig());
+  CHECK(d->runs[0].config_hash == headlab::Sha256Hex(headlab::DefaultRunConfig().dump()));
+  CHECK(d->runs[0].pair_key == "[0]");
+}
+
+TEST_CASE("--set adds and overrides axes") {
+  auto g = ExpandGrid(kGrid, "g.jsonc", {"seed=7,8,9", "model.layers=2"});
+  REQUIRE(g.ok());
+  CHECK(g->runs.size() == 2 * 3 * 3 * 1);
+  CHECK(g->runs[0].config["seed"] == 7);
+  CHECK(g->runs[0].config["model"]["layers"] == 2);
+  CHECK(g->source["axes"]["seed"] == Json::parse("[7,8,9]"));
+  g = ExpandGrid(kGrid, "g.jsonc", {"train.device=cpu"});
+  REQUIRE(g.ok());
+  CHECK(g->runs[0].config["train"]["device"] == "cpu");
+  CHECK(ErrorOf(kGrid, {"train.lrr=1"}).rfind(
+            "g.jsonc: --set \"train.lrr=1\": unknown config key (known: kind, seed,", 0) == 0);
+  CHECK(ErrorOf(kGrid, {"seed="}) == "g.jsonc: --set \"seed=\": empty axis");
+  CHECK(ErrorOf(kGrid, {"noequals"}) == "g.jsonc: --set \"noequals\": expected KEY=V1,V2,...");
+  CHECK(ErrorOf(kGrid, {"model.layers=two"}) ==
+        "g.jsonc: --set \"model.layers=two\": expected an integer in [1, 128], got \"two\"");
+}
+
+TEST_CASE("Bad grids: every error names the file, the JSON path and the expectation") {
+  auto with = [](const std::string& patch) {
+    Json g = Json::parse(kGrid, nullptr, true, true);
+    g.merge_patch(Json::parse(patch));
+    return ErrorOf(g.dump());
+  };
+  CHECK(with(R"({"base": {"model": {"layers": "two"}}})") ==
+        "g.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\"");
+  CHECK(with(R"({"base": {"model": {"heds": 2}}})") ==
+        "g.jsonc: $.base.model.heds: unknown key (known: layers, heads, width, context, "
+        "mlp_ratio, vocab, preset)");
+  CHECK(with(R"({"base": {"train": {"lr": 2}}})") ==
+        "g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2");
+  CHECK(with(R"({"axes": {"train.lr": []}})") == "g.jsonc: $.axes.train.lr: empty axis");
+  CHECK(with(R"({"axes": {"train.lr": [0.1, 5]}})") ==
+        "g.jsonc: $.axes.train.lr[1]: expected a number in (0, 1], got 5");
+  CHECK(with(R"({"axes": {"seed": [1, 1]}})") ==
+        "g.jsonc: $.axes.seed[1]: duplicate value 1 (runs would repeat)");
+  CHECK(with(R"({"axes": {"train.lr": 0.1}})") ==
+        "g.jsonc: $.axes.train.lr: expected a non-empty list of values, got 0.1");
+  CHECK(with(R"({"axes": {"model.heds": [1]}})").rfind(
+            "g.jsonc: $.axes.model.heds: unknown config key (known: kind, seed, ", 0) == 0);
+  CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "saf",
+                                  "metric": "eval.ppl", "stat": "diff"}]})") ==
+        "g.jsonc: $.comparisons[0].treatment: unknown arm \"saf\" (arms: narrow, wide)");
+  CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
+                                  "metric": "eval.ppl", "stat": "mean"}]})") ==
+        "g.jsonc: $.comparisons[0].stat: expected one of \"delta_pct\", \"diff\", \"ratio\", "
+        "got \"mean\"");
+  CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
+                                  "stat": "diff"}]})") ==
+        "g.jsonc: $.comparisons[0].metric: required: a metric name such as \"eval.ppl\"");
+  CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "narrow",
+                                  "metric": "eval.ppl", "stat": "diff"}]})") ==
+        "g.jsonc: $.comparisons[0].treatment: expected an arm other than the baseline, got "
+        "\"narrow\"");
+  CHECK(with(R"({"max_attempts": 0})") ==
+        "g.jsonc: $.max_attempts: expected an integer in [1, 20], got 0");
+  CHECK(with(R"({"max_attempts": 21})") ==
+        "g.jsonc: $.max_attempts: expected an integer in [1, 20], got 21");
+  CHECK(with(R"({"pair_by": ["sed"]})").rfind(
+            "g.jsonc: $.pair_by[0]: unknown config key (known: kind, seed,", 0) == 0);
+  CHECK(with(R"({"pair_by": "seed"})") ==
+        "g.jsonc: $.pair_by: expected a list of config keys, got \"seed\"");
+  CHECK(with(R"({"name": "has space"})") ==
+        "g.jsonc: $.name: expected a name matching [A-Za-z0-9_.-]{1,64}, got \"has space\"");
+  CHECK(with(R"({"arms": {"wide": {"model.layers": 0}}})") ==
+        "g.jsonc: $.arms.wide.model.layers: expected an integer in [1, 128], got 0");
+  CHECK(with(R"({"arms": {"wide": {"train.lr": 0.5}}})") ==
+        "g.jsonc: $.arms.wide.train.lr: also an axis: the override would make that axis's "
+        "runs identical");
+  CHECK(with(R"({"arms": []})") ==
+        "g.jsonc: $.arms: expected an object of arm name -> overrides, got []");
+  CHECK(with(R"({"extra": 1})") ==
+        "g.jsonc: $.extra: unknown key (known: name, description, base, axes, arms, pair_by, "
+        "comparisons, max_attempts)");
+  CHECK(ErrorOf(R"({"base": {}})") ==
+        "g.jsonc: $.name: required: a name matching [A-Za-z0-9_.-]{1,64}");
+  CHECK(ErrorOf(R"({"name": "x"})") == "g.jsonc: $.base: required: a run config object");
+  CHECK(ErrorOf("[]") == "g.jsonc: $: expected an object (a grid), got []");
+  CHECK(ErrorOf("{\"name\": ").rfind("g.jsonc: invalid JSON at byte", 0) == 0);
+  // A cross-field error is reported for the run that breaks it.
+  CHECK(with(R"({"axes": {"model.heads": [2, 3]}})") ==
+        "g.jsonc: run 6 (arm \"narrow\", model.heads=3, seed=1, train.lr=0.001): "
+        "$.model.width: expected a multiple of model.heads (3), got 32");
+}
+
+TEST_CASE("A 10,000-run grid expands") {
+  std::string text = R"({"name": "big", "base": {"kind": "noop"},
+    "axes": {"seed": [)";
+  for (int i = 0; i < 1000; ++i) text += (i ? "," : "") + std::to_string(i);
+  text += R"(], "noop.duration_ms": [0,1,2,3,4,5,6,7,8,9]}})";
+  auto g = ExpandGrid(text, "big.jsonc", {});
+  REQUIRE(g.ok());
+  REQUIRE(g->runs.size() == 10000);
+  CHECK(g->runs[9999].config["seed"] == 999);
+  CHECK(g->runs[9999].config["noop"]["duration_ms"] == 9);
+  CHECK(g->runs[9999].index == 9999);
+}
+
+TEST_CASE("The repository's grid files expand or fail as documented") {
+  auto load = [](const std::string& rel) {
+    std::string path = std::string(HEADLAB_SOURCE_DIR) + "/experiments/" + rel;
+    auto text = headlab::ReadFile(path);
+    REQUIRE(text.ok());
+    return ExpandGrid(text.value(), rel, {});
+  };
+  auto demo = load("demo.jsonc");
+  REQUIRE(demo.ok());
+  CHECK(demo->runs.size() == 4);
+  CHECK(demo->runs[0].config["model"]["width"] == 128);
+  CHECK(demo->runs[0].config["train"]["threads"] == 1);
+  auto six = load("tests/six_runs.jsonc");
+  REQUIRE(six.ok());
+  CHECK(six->runs.size() == 6);
+  struct Bad {
+    const char* file;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {"tests/bad_unknown_key.jsonc", "tests/bad_unknown_key.jsonc: $.base.model.heds: unknown key"},
+      {"tests/bad_wrong_type.jsonc",
+       "tests/bad_wrong_type.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\""},
+      {"tests/bad_out_of_range.jsonc",
+       "tests/bad_out_of_range.jsonc: $.axes.train.lr[1]: expected a number in (0, 1], got 5"},
+      {"tests/bad_empty_axis.jsonc", "tests/bad_empty_axis.jsonc: $.axes.seed: empty axis"},
+      {"tests/bad_unknown_arm.jsonc",
+       "tests/bad_unknown_arm.jsonc: $.comparisons[0].treatment: unknown arm \"saf\""},
+  };
+  for (const Bad& b : bad) {
+    auto g = load(b.file);
+    REQUIRE(!g.ok());
+    CHECK(g.status().code() == headlab::Status::Code::kInvalidArgument);
+    CHECK(g.status().message().rfind(b.message, 0) == 0);
+  }
+}

@@ -1,0 +1,334 @@
+// The run-config schema as one table: each leaf key's type, range, default and allowed
+// strings. DefaultRunConfig, validation and the CLI's export columns all read this table,
+// so adding a key is one line here (and one line in schema/grid.md).
+#include "common/run_config.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+namespace headlab {
+
+namespace {
+
+enum class KeyType { kInt, kNumber, kString };
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One leaf of the run config. For kInt/kNumber, [min, max] bounds the value (an open end
+// when min_open/max_open; infinite = unbounded). For kString, `allowed` is a '|' separated
+// list of the accepted values, or nullptr for any string of at most kMaxStringBytes.
+struct KeySpec {
+  const char* key;  // dotted: "train.lr"
+  KeyType type;
+  double min, max;
+  bool min_open, max_open;
+  double num_default;       // kInt / kNumber
+  const char* str_default;  // kString
+  const char* allowed;      // kString: "a|b|c" or nullptr
+};
+
+constexpr size_t kMaxStringBytes = 4096;
+
+KeySpec Int(const char* key, double lo, double hi, double def) {
+  return {key, KeyType::kInt, lo, hi, false, false, def, nullptr, nullptr};
+}
+KeySpec Num(const char* key, double lo, double hi, double def, bool lo_open = false,
+            bool hi_open = false) {
+  return {key, KeyType::kNumber, lo, hi, lo_open, hi_open, def, nullptr, nullptr};
+}
+KeySpec Str(const char* key, const char* def, const char* allowed) {
+  return {key, KeyType::kString, 0, 0, false, false, 0, def, allowed};
+}
+
+// The schema (schema/grid.md, "Run config"). Order = documentation and export order.
+const std::vector<KeySpec>& Schema() {
+  static const std::vector<KeySpec> kSchema = {
+      Str("kind", "train", "train|noop"),
+      Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
+      Int("model.layers", 1, 128, 2),
+      Int("model.heads", 1, 128, 4),
+      Int("model.width", 8, 65536, 128),
+      Int("model.context", 8, 131072, 128),
+      Int("model.mlp_ratio", 1, 64, 4),
+      Int("model.vocab", 2, 1000000, 256),
+      Str("model.preset", "", "|tiny|124m|1b"),
+      Int("train.steps", 0, 1e8, 200),
+      Int("train.batch_size", 1, 65536, 8),
+      Num("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
+      Num("train.min_lr_ratio", 0, 1, 0.1),
+      Int("train.warmup_steps", 0, 1e8, 20),
+      Num("train.weight_decay", 0, 10, 0.1),
+      Num("train.beta1", 0, 1, 0.9, false, /*hi_open=*/true),
+      Num("train.beta2", 0, 1, 0.95, false, /*hi_open=*/true),
+      Num("train.grad_clip", 0, kInf, 1.0),  // 0 = no clipping
+      Int("train.eval_every", 0, 1e8, 50),   // 0 = only at the end
+      Int("train.eval_batches", 1, 1e6, 8),
+      Int("train.log_every", 1, 1e8, 10),
+      Int("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
+      Str("train.device", "auto", "auto|cpu|cuda"),
+      Int("train.threads", 0, 1024, 0),  // 0 = the library default
+      Str("data.source", "builtin", "builtin|shards"),
+      Str("data.path", "", nullptr),
+      Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
+      Int("noop.duration_ms", 0, 86400000, 0),
+      Int("noop.metrics", 0, 10000000, 0),
+  };
+  return kSchema;
+}
+
+// Model presets: the fields each one fills (defaults <- preset <- config).
+struct Preset {
+  const char* name;
+  int layers, heads, width, context, vocab;
+};
+constexpr Preset kPresets[] = {
+    {"tiny", 2, 4, 128, 128, 256},        // the demo shape
+    {"124m", 12, 12, 768, 4096, 50304},   // GPT-2 small shape, 50304 = 50257 padded to 64
+    {"1b", 32, 16, 1536, 8192, 50304},
+};
+
+const std::map<std::string, const KeySpec*>& Index() {
+  static const std::map<std::string, const KeySpec*> kIndex = [] {
+    std::map<std::string, const KeySpec*> m;
+    for (const KeySpec& s : Schema()) m[s.key] = &s;
+    return m;
+  }();
+  return kIndex;
+}
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
+// Renders a received value for an error message, shortened so a huge value stays readable.
+std::string Got(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string Expected(const KeySpec& s) {
+  if (s.type == KeyType::kString) {
+    if (!s.allowed) return "a string of at most " + std::to_string(kMaxStringBytes) + " bytes";
+    std::string out = "one of ";
+    std::string allowed = s.allowed;
+    size_t start = 0;
+    bool first = true;
+    while (true) {
+      size_t bar = allowed.find('|', start);
+      out += (first ? "\"" : ", \"") + allowed.substr(start, bar - start) + "\"";
+      first = false;
+      if (bar == std::string::npos) break;
+      start = bar + 1;
+    }
+    return out;
+  }
+  std::string what = s.type == KeyType::kInt ? "an integer" : "a number";
+  if (std::isinf(s.max)) return what + (s.min_open ? " > " : " >= ") + FormatNumber(s.min);
+  if (s.type == KeyType::kInt && s.max >= 9007199254740992.0)
+    return what + " >= " + FormatNumber(s.min);
+  return what + " in " + (s.min_open ? "(" : "[") + FormatNumber(s.min) + ", " +
+         FormatNumber(s.max) + (s.max_open ? ")" : "]");
+}
+
+bool AllowedString(const KeySpec& s, const std::string& v) {
+  if (!s.allowed) return v.size() <= kMaxStringBytes;
+  std::string allowed = s.allowed;
+  size_t start = 0;
+  while (true) {
+    size_t bar = allowed.find('|', start);
+    if (allowed.compare(start, bar == std::string::npos ? std::string::npos : bar - start,
+                        v) == 0)
+      return true;
+    if (bar == std::string::npos) return false;
+    start = bar + 1;
+  }
+}
+
+Json DefaultValue(const KeySpec& s) {
+  switch (s.type) {
+    case KeyType::kInt: return Json(int64_t(s.num_default));
+    case KeyType::kNumber: return Json(s.num_default);
+    case KeyType::kString: return Json(s.str_default);
+  }
+  return Json();
+}
+
+Status Invalid(const std::string& file, const std::string& path, const std::string& what) {
+  return Status::InvalidArgument(file + ": " + path + ": " + what);
+}
+
+// The names known at one level of the config ("" = top level), for unknown-key messages.
+std::string KnownAt(const std::string& section) {
+  std::string out;
+  std::vector<std::string> seen;
+  for (const KeySpec& s : Schema()) {
+    std::string key = s.key;
+    std::string name;
+    if (section.empty()) {
+      name = key.substr(0, key.find('.'));
+    } else if (key.compare(0, section.size() + 1, section + ".") == 0) {
+      name = key.substr(section.size() + 1);
+    } else {
+      continue;
+    }
+    bool dup = false;
+    for (const auto& x : seen) dup = dup || x == name;
+    if (dup) continue;
+    seen.push_back(name);
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+bool IsSection(const std::string& name) {
+  return name == "model" || name == "train" || name == "data" || name == "noop";
+}
+
+// Cross-field rules: checked on the merged config, reported at the field that must change.
+Status CheckCrossField(const Json& c, const std::string& file, const std::string& prefix) {
+  int64_t heads = c["model"]["heads"].get<int64_t>();
+  int64_t width = c["model"]["width"].get<int64_t>();
+  if (width % heads != 0)
+    return Invalid(file, prefix + ".model.width",
+                   "expected a multiple of model.heads (" + std::to_string(heads) +
+                       "), got " + std::to_string(width));
+  const std::string& source = c["data"]["source"].get_ref<const std::string&>();
+  if (source == "shards" && c["data"]["path"].get_ref<const std::string&>().empty())
+    return Invalid(file, prefix + ".data.path",
+                   "expected the directory holding train.bin and val.bin when data.source "
+                   "is \"shards\", got \"\"");
+  // The builtin corpus is byte-level: token ids go up to 255.
+  int64_t vocab = c["model"]["vocab"].get<int64_t>();
+  if (source == "builtin" && vocab < 256)
+    return Invalid(file, prefix + ".model.vocab",
+                   "expected an integer >= 256 with data.source \"builtin\" (byte-level "
+                   "tokens), got " + std::to_string(vocab));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Json::json_pointer RunConfigPointer(const std::string& dotted_key) {
+  std::string p = "/" + dotted_key;
+  for (char& c : p)
+    if (c == '.') c = '/';
+  return Json::json_pointer(p);
+}
+
+Json DefaultRunConfig() {
+  static const Json kDefaults = [] {
+    Json c = Json::object();
+    for (const KeySpec& s : Schema()) c[RunConfigPointer(s.key)] = DefaultValue(s);
+    return c;
+  }();
+  return kDefaults;
+}
+
+const std::vector<std::string>& RunConfigKeys() {
+  static const std::vector<std::string> kKeys = [] {
+    std::vector<std::string> keys;
+    for (const KeySpec& s : Schema()) keys.push_back(s.key);
+    return keys;
+  }();
+  return kKeys;
+}
+
+bool IsRunConfigKey(const std::string& dotted_key) { return Index().count(dotted_key) > 0; }
+
+Status UnknownRunConfigKey(const std::string& file, const std::string& path) {
+  std::string known;
+  for (const std::string& k : RunConfigKeys()) known += (known.empty() ? "" : ", ") + k;
+  return Invalid(file, path, "unknown config key (known: " + known + ")");
+}
+
+StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json& value,
+                                      const std::string& file, const std::string& path) {
+  auto it = Index().find(dotted_key);
+  if (it == Index().end()) return UnknownRunConfigKey(file, path);
+  const KeySpec& s = *it->second;
+  auto fail = [&] { return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value)); };
+  if (s.type == KeyType::kString) {
+    if (!value.is_string() || !AllowedString(s, value.get_ref<const std::string&>()))
+      return fail();
+    return value;
+  }
+  if (!value.is_number()) return fail();
+  double v = value.get<double>();
+  if (v < s.min || v > s.max || (s.min_open && v == s.min) || (s.max_open && v == s.max))
+    return fail();
+  if (s.type == KeyType::kInt) {
+    // 1e3 is accepted as 1000; 1.5 is not an integer.
+    if (!value.is_number_integer() && std::floor(v) != v) return fail();
+    return Json(int64_t(v));
+  }
+  return Json(v);  // integers given for a number key hash like their float value
+}
+
+StatusOr<Json> FlattenRunConfig(const Json& config, const std::string& file,
+                                const std::string& path_prefix) {
+  if (!config.is_object())
+    return Invalid(file, path_prefix, "expected an object (a run config), got " + Got(config));
+  Json flat = Json::object();
+  auto add = [&](const std::string& key, const Json& value, const std::string& path) {
+    auto v = ValidateRunConfigValue(key, value, file, path);
+    if (!v.ok()) return v.status();
+    flat[key] = std::move(v.value());
+    return Status::Ok();
+  };
+  for (auto& [name, value] : config.items()) {
+    std::string path = path_prefix + "." + name;
+    if (IsSection(name)) {
+      if (!value.is_object())
+        return Invalid(file, path, "expected an object, got " + Got(value));
+      for (auto& [leaf, leaf_value] : value.items()) {
+        std::string key = name + "." + leaf;
+        if (!IsRunConfigKey(key))
+          return Invalid(file, path + "." + leaf,
+                         "unknown key (known: " + KnownAt(name) + ")");
+        HEADLAB_RETURN_IF_ERROR(add(key, leaf_value, path + "." + leaf));
+      }
+    } else if (IsRunConfigKey(name)) {
+      HEADLAB_RETURN_IF_ERROR(add(name, value, path));
+    } else if (name.find('.') != std::string::npos) {
+      return UnknownRunConfigKey(file, path);
+    } else {
+      return Invalid(file, path, "unknown key (known: " + KnownAt("") + ")");
+    }
+  }
+  return flat;
+}
+
+StatusOr<Json> BuildRunConfig(const Json& flat, const std::string& file,
+                              const std::string& path_prefix) {
+  Json out = DefaultRunConfig();
+  auto preset = flat.find("model.preset");
+  if (preset != flat.end()) {
+    for (const Preset& p : kPresets) {
+      if (preset->get_ref<const std::string&>() != p.name) continue;
+      Json& m = out["model"];
+      m["layers"] = p.layers;
+      m["heads"] = p.heads;
+      m["width"] = p.width;
+      m["context"] = p.context;
+      m["vocab"] = p.vocab;
+    }
+  }
+  for (auto& [key, value] : flat.items()) out[RunConfigPointer(key)] = value;
+  HEADLAB_RETURN_IF_ERROR(CheckCrossField(out, file, path_prefix));
+  return out;
+}
+
+StatusOr<Json> NormalizeRunConfig(const Json& config, const std::string& file,
+                                  const std::string& path_prefix) {
+  auto flat = FlattenRunConfig(config, file, path_prefix);
+  if (!flat.ok()) return flat.status();
+  return BuildRunConfig(flat.value(), file, path_prefix);
+}
+
+}  // namespace headlab

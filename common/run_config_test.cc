@@ -1,0 +1,114 @@
+#include "common/run_config.h"
+
+#include <catch2/catch.hpp>
+
+using headlab::Json;
+using headlab::NormalizeRunConfig;
+
+namespace {
+
+// Returns the error message of normalising `config` (empty when it succeeded).
+std::string ErrorOf(const Json& config) {
+  auto r = NormalizeRunConfig(config, "f.jsonc");
+  return r.ok() ? "" : r.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("Default run config matches schema/grid.md") {
+  Json d = headlab::DefaultRunConfig();
+  CHECK(d["kind"] == "train");
+  CHECK(d["seed"] == 0);
+  CHECK(d["model"]["layers"] == 2);
+  CHECK(d["model"]["heads"] == 4);
+  CHECK(d["model"]["width"] == 128);
+  CHECK(d["model"]["context"] == 128);
+  CHECK(d["model"]["vocab"] == 256);
+  CHECK(d["model"]["preset"] == "");
+  CHECK(d["train"]["lr"].get<double>() == Approx(3e-3));
+  CHECK(d["train"]["device"] == "auto");
+  CHECK(d["data"]["source"] == "builtin");
+  CHECK(d["noop"]["duration_ms"] == 0);
+  // Every leaf of the defaults is a schema key and vice versa.
+  CHECK(d.flatten().size() == headlab::RunConfigKeys().size());
+  auto n = NormalizeRunConfig(Json::object(), "f");
+  REQUIRE(n.ok());
+  CHECK(n.value() == d);
+}
+
+TEST_CASE("Presets fill their fields; explicit fields win") {
+  auto r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "124m"}})"), "f");
+  REQUIRE(r.ok());
+  CHECK(r.value()["model"]["layers"] == 12);
+  CHECK(r.value()["model"]["heads"] == 12);
+  CHECK(r.value()["model"]["width"] == 768);
+  CHECK(r.value()["model"]["context"] == 4096);
+  CHECK(r.value()["model"]["vocab"] == 50304);
+  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "1b", "layers": 4}})"), "f");
+  REQUIRE(r.ok());
+  CHECK(r.value()["model"]["layers"] == 4);
+  CHECK(r.value()["model"]["width"] == 1536);
+  CHECK(r.value()["model"]["context"] == 8192);
+  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "tiny"}})"), "f");
+  REQUIRE(r.ok());
+  CHECK(r.value()["model"]["width"] == 128);
+}
+
+TEST_CASE("Errors name the file, the path and the expectation") {
+  CHECK(ErrorOf(Json::parse(R"({"model": {"layers": "two"}})")) ==
+        "f.jsonc: $.model.layers: expected an integer in [1, 128], got \"two\"");
+  CHECK(ErrorOf(Json::parse(R"({"model": {"heds": 4}})")) ==
+        "f.jsonc: $.model.heds: unknown key (known: layers, heads, width, context, "
+        "mlp_ratio, vocab, preset)");
+  CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
+        "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, noop)");
+  CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
+        "f.jsonc: $.train.lr: expected a number in (0, 1], got 0");
+  CHECK(ErrorOf(Json::parse(R"({"train": {"beta2": 1.0}})")) ==
+        "f.jsonc: $.train.beta2: expected a number in [0, 1), got 1.0");
+  CHECK(ErrorOf(Json::parse(R"({"seed": -1})")) ==
+        "f.jsonc: $.seed: expected an integer >= 0, got -1");
+  CHECK(ErrorOf(Json::parse(R"({"seed": 1.5})")) ==
+        "f.jsonc: $.seed: expected an integer >= 0, got 1.5");
+  CHECK(ErrorOf(Json::parse(R"({"kind": "trian"})")) ==
+        "f.jsonc: $.kind: expected one of \"train\", \"noop\", got \"trian\"");
+  CHECK(ErrorOf(Json::parse(R"({"train": {"steps": true}})")) ==
+        "f.jsonc: $.train.steps: expected an integer in [0, 100000000], got true");
+  CHECK(ErrorOf(Json::parse(R"({"model": 3})")) ==
+        "f.jsonc: $.model: expected an object, got 3");
+  CHECK(ErrorOf(Json::parse(R"([1])")) ==
+        "f.jsonc: $: expected an object (a run config), got [1]");
+}
+
+TEST_CASE("Cross-field rules are checked on the merged config") {
+  CHECK(ErrorOf(Json::parse(R"({"model": {"heads": 3}})")) ==
+        "f.jsonc: $.model.width: expected a multiple of model.heads (3), got 128");
+  CHECK(ErrorOf(Json::parse(R"({"data": {"source": "shards"}})")).find("$.data.path") !=
+        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"vocab": 100}})")).find("$.model.vocab") !=
+        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"heads": 3, "width": 96}})")).empty());
+}
+
+TEST_CASE("Values are canonicalised so equal configs hash equal") {
+  auto a = NormalizeRunConfig(Json::parse(R"({"train": {"lr": 1, "steps": 1e3}})"), "f");
+  auto b = NormalizeRunConfig(Json::parse(R"({"train": {"lr": 1.0, "steps": 1000}})"), "f");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(headlab::CanonicalJson(a.value()) == headlab::CanonicalJson(b.value()));
+  CHECK(a.value()["train"]["steps"].is_number_integer());
+}
+
+TEST_CASE("Flattened configs accept dotted keys") {
+  auto f = headlab::FlattenRunConfig(Json::parse(R"({"model.width": 64, "train": {"lr": 0.01}})"),
+                                     "f", "$.arms.a");
+  REQUIRE(f.ok());
+  CHECK(f.value()["model.width"] == 64);
+  CHECK(f.value()["train.lr"].get<double>() == Approx(0.01));
+  auto bad = headlab::FlattenRunConfig(Json::parse(R"({"model.wdth": 64})"), "f", "$.arms.a");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().rfind("f: $.arms.a.model.wdth: unknown config key (known: kind, "
+                                     "seed, model.layers,", 0) == 0);
+  CHECK(headlab::IsRunConfigKey("train.lr"));
+  CHECK(!headlab::IsRunConfigKey("train"));
+}
