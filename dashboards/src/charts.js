@@ -1,0 +1,118 @@
+// Line charts over training steps, drawn by uPlot (canvas; handles 10^5+ points). Curves
+// are aligned on a shared step axis and downsampled to at most kMaxPoints steps so a run
+// logged every step for 10^6 steps still draws in milliseconds.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+const kMaxPoints = 1500;
+const kPalette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b',
+  '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
+
+// Returns the i-th palette colour (cycling).
+export function colorFor(i) {
+  return kPalette[((i % kPalette.length) + kPalette.length) % kPalette.length];
+}
+
+// Returns `hex` (#rrggbb) with the given alpha as an rgba() string.
+export function withAlpha(hex, alpha) {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${alpha})`;
+}
+
+// Aligns lines [{xs, ys}] on one sorted x axis. When the axis would exceed `maxPoints`
+// steps, steps are bucketed to a common width and each line keeps its bucket mean, so the
+// lines stay aligned. Returns uPlot's AlignedData [xs, ys0, ys1, ...] (null = no point).
+export function alignLines(lines, maxPoints = kMaxPoints) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const l of lines) {
+    for (const x of l.xs) {
+      if (x < lo) lo = x;
+      if (x > hi) hi = x;
+    }
+  }
+  if (lo > hi) return [[], ...lines.map(() => [])];
+  const distinct = new Set();
+  for (const l of lines) for (const x of l.xs) distinct.add(x);
+  const width = distinct.size > maxPoints ? Math.ceil((hi - lo + 1) / maxPoints) : 1;
+  const bucket = (x) => (width === 1 ? x : lo + Math.floor((x - lo) / width) * width);
+  const sums = lines.map((l) => {
+    const m = new Map();
+    for (let i = 0; i < l.xs.length; i++) {
+      const y = l.ys[i];
+      if (y === null || y === undefined || !Number.isFinite(y)) continue;
+      const b = bucket(l.xs[i]);
+      const s = m.get(b);
+      if (s) { s[0] += y; s[1] += 1; } else m.set(b, [y, 1]);
+    }
+    return m;
+  });
+  const axis = new Set();
+  for (const m of sums) for (const b of m.keys()) axis.add(b);
+  const xs = [...axis].sort((a, b) => a - b);
+  return [xs, ...sums.map((m) => xs.map((x) => {
+    const s = m.get(x);
+    return s ? s[0] / s[1] : null;
+  }))];
+}
+
+// One chart: set(lines, bands) draws lines [{label, color, xs, ys, width?, dash?, legend?}]
+// and bands [[upperIdx, lowerIdx, fill]] (indices into lines) shading the spread between
+// two lines. The element's data-points attribute counts the points drawn (tests read it).
+export class CurveChart {
+  constructor(el, { height = 260, xLabel = 'step', yLabel = '' } = {}) {
+    this.el = el;
+    this.height = height;
+    this.xLabel = xLabel;
+    this.yLabel = yLabel;
+    this.plot = null;
+    this.shape = '';
+    this.resize = new ResizeObserver(() => {
+      if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
+    });
+    this.resize.observe(el);
+  }
+
+  width() {
+    return Math.max(240, this.el.clientWidth || 480);
+  }
+
+  set(lines, bands = []) {
+    const data = alignLines(lines);
+    let drawn = 0;
+    for (let i = 1; i < data.length; i++) for (const y of data[i]) if (y !== null) drawn++;
+    this.el.dataset.points = String(drawn);
+    const shape = JSON.stringify([lines.map((l) => [l.label, l.color, l.dash]), bands]);
+    if (this.plot && shape === this.shape) {
+      this.plot.setData(data);
+      return;
+    }
+    this.shape = shape;
+    if (this.plot) this.plot.destroy();
+    const opts = {
+      width: this.width(),
+      height: this.height,
+      legend: { live: true },
+      cursor: { drag: { x: true, y: false } },
+      scales: { x: { time: false } },
+      axes: [{ label: this.xLabel }, { label: this.yLabel, size: 60 }],
+      series: [{ label: this.xLabel }, ...lines.map((l) => ({
+        label: l.label,
+        stroke: l.color,
+        width: l.width ?? 1.5,
+        dash: l.dash,
+        spanGaps: true,
+        points: { show: false },
+        show: true,
+      }))],
+      bands: bands.map(([a, b, fill]) => ({ series: [a + 1, b + 1], fill })),
+    };
+    this.plot = new uPlot(opts, data, this.el);
+  }
+
+  destroy() {
+    this.resize.disconnect();
+    if (this.plot) this.plot.destroy();
+    this.plot = null;
+  }
+}

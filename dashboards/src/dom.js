@@ -1,0 +1,51 @@
+// Tiny DOM helpers. Every value from the API reaches the page as text (never innerHTML),
+// so a run name or an error message cannot inject markup.
+
+// Returns a new element: h('a', {href: '#/', class: 'x', onclick: fn}, 'text', child, ...).
+// Props starting with "on" become listeners; `dataset`/`style` objects are merged; null and
+// false children are skipped; arrays are flattened.
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'dataset' || k === 'style') Object.assign(el[k], v);
+    else if (k === 'class') el.className = v;
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// Replaces every child of `el` with `children`.
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+// Calls `fn` now and then `ms` after each call settles, until `signal` aborts. Calls never
+// overlap, so a slow coordinator slows the polling down instead of piling requests up.
+export function poll(fn, ms, signal) {
+  let timer = null;
+  const tick = async () => {
+    if (signal.aborted) return;
+    try {
+      await fn();
+    } catch (e) {
+      if (!signal.aborted) console.warn('poll:', e);
+    }
+    if (!signal.aborted) timer = setTimeout(tick, typeof ms === 'function' ? ms() : ms);
+  };
+  signal.addEventListener('abort', () => clearTimeout(timer));
+  tick();
+}

@@ -1,0 +1,75 @@
+// Entry point: page frame (navigation, write-token box, fleet summary) and a hash router.
+// Each view is mount(el, params, signal); the signal aborts when the user navigates away,
+// which stops that view's polling.
+import './style.css';
+import { h, replace, poll } from './dom.js';
+import { get, getToken, setToken } from './api.js';
+import { experimentsView } from './views/experiments.js';
+import { experimentView } from './views/experiment.js';
+import { runView } from './views/run.js';
+import { workersView } from './views/workers.js';
+
+const kRoutes = [
+  [/^#?\/?(experiments)?$/, experimentsView, 'experiments'],
+  [/^#\/experiments\/(\d+)$/, experimentView, 'experiments'],
+  [/^#\/runs\/(\d+)$/, runView, 'experiments'],
+  [/^#\/workers$/, workersView, 'workers'],
+];
+
+function tokenBox() {
+  const input = h('input', {
+    type: 'password', placeholder: 'write token', value: getToken(), id: 'token',
+    autocomplete: 'off', size: 14,
+  });
+  const state = h('span', { class: 'muted', id: 'token-state' });
+  const show = () => { state.textContent = getToken() ? 'token set' : 'read-only'; };
+  const save = () => { setToken(input.value.trim()); show(); };
+  input.addEventListener('keydown', (e) => { if (e.key === 'Enter') save(); });
+  show();
+  return h('span', { class: 'token' }, input,
+    h('button', { onclick: save, id: 'token-save' }, 'save'),
+    h('button', { onclick: () => { input.value = ''; save(); } }, 'clear'), state);
+}
+
+const fleet = h('span', { class: 'fleet muted', id: 'fleet' });
+const nav = {
+  experiments: h('a', { href: '#/' }, 'Experiments'),
+  workers: h('a', { href: '#/workers' }, 'Workers'),
+};
+const main = h('main', { id: 'view' });
+document.body.append(
+  h('header', {}, h('a', { class: 'brand', href: '#/' }, 'headlab'),
+    h('nav', {}, nav.experiments, nav.workers), fleet, tokenBox()),
+  main);
+
+let current = null;
+function route() {
+  if (current) current.abort();
+  current = new AbortController();
+  const hash = location.hash || '#/';
+  for (const [re, view, tab] of kRoutes) {
+    const m = hash.match(re);
+    if (!m) continue;
+    for (const [k, a] of Object.entries(nav)) a.classList.toggle('active', k === tab);
+    const el = h('div', {});
+    replace(main, el);
+    view(el, m.slice(1), current.signal);
+    return;
+  }
+  replace(main, h('p', { class: 'error' }, `no such page: ${hash}`));
+}
+window.addEventListener('hashchange', route);
+route();
+
+// Fleet summary in the header, refreshed slowly on every page.
+poll(async () => {
+  try {
+    const s = await get('/status');
+    const by = s.runs_by_status || {};
+    const workers = (s.workers || []).length;
+    fleet.textContent = `${workers} worker${workers === 1 ? '' : 's'} · ` +
+      `${by.running || 0} running · ${by.queued || 0} queued`;
+  } catch (e) {
+    fleet.textContent = e.message;
+  }
+}, 5000, new AbortController().signal);

@@ -1,0 +1,66 @@
+// Incremental metric stream of one run: GET /runs/ID/metrics?key=K&after=SEQ returns the
+// points after the last sequence number seen, so each poll moves only the new points.
+import { get } from './api.js';
+
+export class RunMetrics {
+  // key: one metric key, or null for every key of the run.
+  constructor(runId, key = null) {
+    this.runId = runId;
+    this.key = key;
+    this.reset(0);
+  }
+
+  // Forgets every point and starts again from attempt `attempt`.
+  reset(attempt) {
+    this.attempt = attempt;
+    this.lastSeq = -1;
+    this.series = new Map();  // key -> {xs: steps, ys: values}
+  }
+
+  // Called with the run's attempt count from the runs list: a newer attempt restarts the
+  // curve (its seq numbers start again from 0, so after=SEQ would skip its first points).
+  expectAttempt(attempt) {
+    if (attempt > this.attempt) this.reset(attempt);
+  }
+
+  // Fetches new points; returns how many were added.
+  async update(signal) {
+    const params = new URLSearchParams();
+    if (this.key) params.set('key', this.key);
+    if (this.lastSeq >= 0) params.set('after', String(this.lastSeq));
+    const qs = params.toString();
+    const complete = this.lastSeq < 0;  // no `after`: every attempt's points come back
+    const r = await get(`/runs/${this.runId}/metrics${qs ? `?${qs}` : ''}`, signal);
+    let added = 0;
+    for (const p of (r && r.points) || []) {
+      const [attempt, seq, step, key, value] = Array.isArray(p)
+        ? p : [p.attempt, p.seq, p.step, p.key, p.value];
+      if (attempt > this.attempt) {
+        // A newer attempt than we knew: drop the old curve. After an incremental read its
+        // first points may be missing, so re-read it from the start on the next poll.
+        this.reset(attempt);
+        if (!complete) return 0;
+        added = 0;
+      }
+      if (attempt < this.attempt) continue;
+      if (seq > this.lastSeq) this.lastSeq = seq;
+      let s = this.series.get(key);
+      if (!s) {
+        s = { xs: [], ys: [] };
+        this.series.set(key, s);
+      }
+      s.xs.push(step);
+      s.ys.push(value === null ? null : Number(value));
+      added++;
+    }
+    return added;
+  }
+
+  get(key) {
+    return this.series.get(key) || { xs: [], ys: [] };
+  }
+
+  keys() {
+    return [...this.series.keys()].sort();
+  }
+}

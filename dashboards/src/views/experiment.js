@@ -1,0 +1,368 @@
+// One experiment: progress and ETA, live curves of selected runs and of each arm (mean and
+// spread), the runs table (sort, filter, virtualised), paired comparisons with 95% CIs and
+// the window-bucket heatmap per arm (AAH Fig. 4).
+//
+// Speed (issue 9: 10^4 runs, 10^6 points, usable in < 1 s): the table renders only the rows
+// in view; the first chart reads only the few selected runs' points of one key; the
+// arm chart is one grouped SQL aggregate that arrives after the table and first chart.
+import { h, replace, poll } from '../dom.js';
+import { get, query, sqlInt, sqlString } from '../api.js';
+import { num, shortHash, parseJson, kStatuses } from '../format.js';
+import { CurveChart, colorFor, withAlpha } from '../charts.js';
+import { RunMetrics } from '../metrics.js';
+import { VirtualTable } from '../table.js';
+import { progressBar, countsLine, etaText } from './experiments.js';
+import { statusBadge, actionButton, ci95, keyMetrics } from './common.js';
+import { windowBuckets } from './heads.js';
+
+const kLivePollMs = 500;
+const kMaxOverlay = 12;
+const kAutoOverlay = 8;
+
+export function experimentView(el, [idText], signal) {
+  const id = sqlInt(idText);
+  const s = {
+    exp: null, runs: [], arms: [], devices: new Map(), timing: {},
+    selected: new Set(), userSelected: false, key: null, streams: new Map(),
+  };
+
+  const err = h('p', { class: 'error' });
+  const title = h('h1', {}, `Experiment #${id}`);
+  const desc = h('p', { class: 'muted' });
+  const progress = h('div', { class: 'progress-wide' });
+  const counts = h('div', {});
+  const etaEl = h('span', { id: 'eta' });
+  const msg = h('span', { class: 'msg', id: 'exp-msg' });
+  const keySelect = h('select', { id: 'metric-key' });
+  const runsChartEl = h('div', { class: 'chart', id: 'runs-chart' });
+  const armChartEl = h('div', { class: 'chart', id: 'arm-chart' });
+  const armNote = h('span', { class: 'muted' });
+  const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, id, pair…',
+    id: 'runs-filter' });
+  const statusSelect = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'all statuses'),
+    kStatuses.map((st) => h('option', { value: st }, st)));
+  const tableEl = h('div', { id: 'runs-table' });
+  const results = h('div', { id: 'results' });
+  const buckets = h('div', { id: 'window-buckets' });
+
+  replace(el, title, desc, err,
+    h('section', { class: 'card' }, progress, h('div', { class: 'row' }, counts,
+      h('span', {}, 'ETA ', etaEl), h('span', { class: 'spacer' }),
+      actionButton('cancel experiment', `/experiments/${id}/cancel`, msg, () => refreshRuns()), msg)),
+    h('section', { class: 'card' },
+      h('div', { class: 'row' }, h('h2', {}, 'Curves'), h('label', {}, 'metric ', keySelect),
+        h('span', { class: 'muted' }, 'tick runs in the table to overlay them')),
+      h('div', { class: 'charts' },
+        h('div', {}, h('h3', {}, 'Selected runs (live)'), runsChartEl),
+        h('div', {}, h('h3', {}, 'By arm: mean ± sd ', armNote), armChartEl))),
+    h('section', { class: 'card' },
+      h('div', { class: 'row' }, h('h2', {}, 'Runs'), filterInput, statusSelect), tableEl),
+    h('section', { class: 'card' }, h('h2', {}, 'Comparisons'), results),
+    h('section', { class: 'card' }, h('h2', {}, 'Selected windows by arm'), buckets));
+
+  const runsChart = new CurveChart(runsChartEl, { yLabel: '' });
+  const armChart = new CurveChart(armChartEl, { yLabel: '' });
+  signal.addEventListener('abort', () => { runsChart.destroy(); armChart.destroy(); });
+
+  let table = null;
+  let tableShape = '';
+
+  const isActive = () => s.runs.some((r) => r.status === 'queued' || r.status === 'running');
+
+  // --- runs table --------------------------------------------------------------------
+  function buildTable(metricKeys) {
+    const armIndex = (arm) => Math.max(0, s.arms.indexOf(arm));
+    const cols = [
+      { label: '', width: '28px', cell: (r) => h('input', {
+        type: 'checkbox', checked: s.selected.has(r.id), title: 'overlay this run',
+        onchange: (e) => toggleRun(r.id, e.target.checked) }) },
+      { label: 'run', width: '70px', get: (r) => r.id,
+        cell: (r) => h('a', { href: `#/runs/${r.id}` }, `#${r.id}`) },
+      { label: 'arm', width: 'minmax(90px,1fr)', get: (r) => r.arm,
+        cell: (r) => h('span', {}, h('span', { class: 'swatch',
+          style: { background: colorFor(armIndex(r.arm)) } }), r.arm) },
+      { label: 'status', width: '100px', get: (r) => r.status, cell: (r) => statusBadge(r.status) },
+      { label: 'attempt', width: '70px', get: (r) => r.attempts, cell: (r) => r.attempts, cls: 'num' },
+      { label: 'worker', width: 'minmax(90px,1fr)', get: (r) => r.worker || '',
+        cell: (r) => r.worker || '—' },
+      { label: 'device', width: '90px', get: (r) => s.devices.get(r.id) || '',
+        cell: (r) => s.devices.get(r.id) || '—' },
+      { label: 'pair', width: 'minmax(80px,1fr)', get: (r) => r.pair_key || '',
+        cell: (r) => pairText(r.pair_key) },
+      ...metricKeys.map((k) => ({
+        label: k, width: '100px', cls: 'num',
+        get: (r) => (r.summary && r.summary[k] !== undefined ? r.summary[k] : null),
+        cell: (r) => num(r.summary ? r.summary[k] : null),
+      })),
+      { label: 'config', width: '110px', get: (r) => r.config_hash,
+        cell: (r) => h('code', { title: r.config_hash }, shortHash(r.config_hash)) },
+    ];
+    table = new VirtualTable(tableEl, cols, {
+      rowAttrs: (r) => ({ dataset: { runId: r.id, status: r.status },
+        class: `vt-row ${s.selected.has(r.id) ? 'selected' : ''}` }),
+    });
+    table.setFilter(rowFilter);
+  }
+
+  function rowFilter(r) {
+    const st = statusSelect.value;
+    if (st && r.status !== st) return false;
+    const q = filterInput.value.trim().toLowerCase();
+    if (!q) return true;
+    return [`#${r.id}`, r.arm, r.status, r.worker, r.pair_key, s.devices.get(r.id), r.config_hash]
+      .some((v) => v && String(v).toLowerCase().includes(q));
+  }
+  filterInput.addEventListener('input', () => table && table.setFilter(rowFilter));
+  statusSelect.addEventListener('change', () => table && table.setFilter(rowFilter));
+
+  function toggleRun(runId, on) {
+    s.userSelected = true;
+    if (on && s.selected.size >= kMaxOverlay) {
+      err.textContent = `at most ${kMaxOverlay} runs overlay at once`;
+      table.render();
+      return;
+    }
+    if (on) s.selected.add(runId); else s.selected.delete(runId);
+    table.render();
+    drawRuns();
+    updateStreams();
+  }
+
+  // Until the user ticks runs, overlay the running ones first, then the finished ones.
+  function autoSelect() {
+    if (s.userSelected) return;
+    const order = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
+    const pick = [...s.runs].sort((a, b) => (order[a.status] ?? 9) - (order[b.status] ?? 9) || a.id - b.id)
+      .slice(0, kAutoOverlay).map((r) => r.id);
+    s.selected = new Set(pick);
+  }
+
+  async function refreshRuns() {
+    const [exp, runs] = await Promise.all([
+      get(`/experiments/${id}`, signal), get(`/experiments/${id}/runs`, signal)]);
+    s.exp = exp;
+    s.runs = runs || [];
+    const armsFromGrid = parseJson(exp.grid, {})?.arms;
+    s.arms = [...new Set([...Object.keys(armsFromGrid || {}), ...s.runs.map((r) => r.arm)])].sort();
+    title.textContent = `Experiment #${id} · ${exp.name}`;
+    desc.textContent = parseJson(exp.grid, {})?.description || '';
+    replace(progress, progressBar(exp.counts || {}, exp.total));
+    replace(counts, countsLine(exp.counts || {}), h('span', { class: 'muted' }, ` of ${exp.total}`));
+    etaEl.textContent = etaText(exp.counts || {}, s.timing);
+    autoSelect();
+    const metricKeys = keyMetrics(s.runs);
+    const shape = JSON.stringify([metricKeys, s.arms]);
+    if (!table || shape !== tableShape) {
+      tableShape = shape;
+      buildTable(metricKeys);
+    }
+    table.setRows(s.runs);
+    updateStreams();
+  }
+
+  // Device column and ETA timing: two grouped queries (the runs endpoint has neither).
+  async function refreshAttempts() {
+    const rows = await query(`
+SELECT a.run_id AS run, a.devices_json AS devices, a.worker_id AS worker, a.status AS status,
+  (julianday(coalesce(a.finished_at, 'now')) - julianday(coalesce(a.accepted_at, a.assigned_at)))
+    * 86400.0 AS secs
+FROM attempts a JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts
+WHERE r.experiment_id = ${id}`, signal);
+    const devs = new Map();
+    let sum = 0;
+    let n = 0;
+    let running = 0;
+    for (const r of rows) {
+      const d = parseJson(r.devices, []);
+      devs.set(r.run, Array.isArray(d) && d.length ? d.map((x) => (typeof x === 'object'
+        ? x.name || x.kind || JSON.stringify(x) : String(x))).join(',') : 'cpu');
+      if (r.status === 'succeeded' && r.secs > 0) { sum += r.secs; n++; }
+      if (r.status === 'running' && r.secs > 0) running += r.secs;
+    }
+    s.devices = devs;
+    s.timing = { mean_s: n ? sum / n : null, running_s: running };
+    if (s.exp) etaEl.textContent = etaText(s.exp.counts || {}, s.timing);
+    if (table) table.render();
+  }
+
+  // --- curves ------------------------------------------------------------------------
+  async function loadKeys() {
+    const first = s.runs.find((r) => r.attempts > 0 && r.status !== 'queued');
+    if (!first) return false;
+    const rows = await query(
+      `SELECT DISTINCT key FROM metrics WHERE run_id = ${sqlInt(first.id)} ORDER BY key`, signal);
+    const keys = rows.map((r) => r.key);
+    if (!keys.length) return false;
+    const preferred = ['train.loss', 'eval.loss', 'eval.ppl'].find((k) => keys.includes(k)) || keys[0];
+    replace(keySelect, keys.map((k) => h('option', { value: k, selected: k === preferred }, k)));
+    s.key = preferred;
+    return true;
+  }
+  keySelect.addEventListener('change', () => {
+    s.key = keySelect.value;
+    s.streams.clear();
+    updateStreams();
+    refreshArms().catch((e) => { armNote.textContent = e.message; });
+  });
+
+  // Keeps one incremental stream per selected run, for the chosen key.
+  function updateStreams() {
+    if (!s.key) return;
+    for (const runId of [...s.streams.keys()]) if (!s.selected.has(runId)) s.streams.delete(runId);
+    for (const runId of s.selected) {
+      if (!s.streams.has(runId)) s.streams.set(runId, { m: new RunMetrics(runId, s.key), done: false });
+    }
+  }
+
+  async function pollStreams() {
+    if (!s.key && !(await loadKeys())) return;
+    updateStreams();
+    const byId = new Map(s.runs.map((r) => [r.id, r]));
+    let changed = false;
+    await Promise.all([...s.streams.entries()].map(async ([runId, st]) => {
+      const run = byId.get(runId);
+      if (!run || st.done) return;
+      const finished = run.status !== 'running' && run.status !== 'queued';
+      st.m.expectAttempt(run.attempts);
+      if (await st.m.update(signal)) changed = true;
+      // One more read after the run finished picks up its last points; then it is frozen.
+      if (finished) st.done = true;
+    }));
+    if (changed || !runsChart.plot) drawRuns();
+  }
+
+  function drawRuns() {
+    const byId = new Map(s.runs.map((r) => [r.id, r]));
+    const lines = [];
+    for (const [runId, st] of s.streams) {
+      const run = byId.get(runId);
+      if (!run) continue;
+      const d = st.m.get(s.key);
+      lines.push({ label: `#${runId} ${run.arm}`, color: colorFor(Math.max(0, s.arms.indexOf(run.arm))),
+        xs: d.xs, ys: d.ys });
+    }
+    lines.sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true }));
+    runsChart.set(lines);
+  }
+
+  // Mean and standard deviation across runs of each arm at each step, one query.
+  async function refreshArms() {
+    if (!s.key) return;
+    const rows = await query(`
+SELECT r.arm AS arm, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
+FROM runs r JOIN runs src ON src.id = coalesce(r.reused_from, r.id)
+JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
+WHERE r.experiment_id = ${id} AND m.key = ${sqlString(s.key)} AND m.value IS NOT NULL
+GROUP BY r.arm, m.step ORDER BY r.arm, m.step`, signal);
+    const byArm = new Map();
+    for (const r of rows) {
+      if (!byArm.has(r.arm)) byArm.set(r.arm, { xs: [], mean: [], lo: [], hi: [], n: 0 });
+      const a = byArm.get(r.arm);
+      const sd = Math.sqrt(Math.max(0, r.sq - r.mean * r.mean));
+      a.xs.push(r.step);
+      a.mean.push(r.mean);
+      a.lo.push(r.mean - sd);
+      a.hi.push(r.mean + sd);
+      a.n = Math.max(a.n, r.n);
+    }
+    const lines = [];
+    const bands = [];
+    for (const [arm, a] of byArm) {
+      const c = colorFor(Math.max(0, s.arms.indexOf(arm)));
+      const base = lines.length;
+      lines.push({ label: `${arm} (n=${a.n})`, color: c, xs: a.xs, ys: a.mean, width: 2 });
+      lines.push({ label: `${arm} +sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.hi, width: 0.5 });
+      lines.push({ label: `${arm} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5 });
+      bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
+    }
+    armNote.textContent = byArm.size ? `(${s.key})` : '(no points yet)';
+    armChart.set(lines, bands);
+  }
+
+  // --- comparisons and window buckets -------------------------------------------------
+  async function refreshResults() {
+    const r = await get(`/experiments/${id}/results`, signal);
+    replace(results, resultsTables(r || {}));
+    const rows = await query(`
+SELECT r.arm AS arm, hm.window AS window, count(*) AS n
+FROM head_maps hm JOIN runs r ON r.id = hm.run_id
+WHERE r.experiment_id = ${id} AND hm.window IS NOT NULL
+  AND hm.attempt = (SELECT max(attempt) FROM head_maps h2 WHERE h2.run_id = hm.run_id)
+GROUP BY r.arm, hm.window`, signal);
+    replace(buckets, rows.length ? windowBuckets(rows)
+      : h('p', { class: 'muted' }, 'No head windows recorded for this experiment (AAH runs record them).'));
+  }
+
+  // --- schedule ------------------------------------------------------------------------
+  const guard = (fn, out = err) => async () => {
+    try {
+      await fn();
+    } catch (e) {
+      if (e.name !== 'AbortError') out.textContent = e.message;
+    }
+  };
+  const slow = () => (s.runs.length > 2000 ? 10000 : 2000);
+  let startedAux = false;
+  poll(guard(async () => {
+    await refreshRuns();
+    err.textContent = '';
+    if (!startedAux) {
+      // Secondary panels start once the table is up, so they never delay it.
+      startedAux = true;
+      poll(guard(pollStreams), kLivePollMs, signal);
+      poll(guard(refreshAttempts), () => (isActive() ? 3000 : 30000), signal);
+      poll(guard(refreshArms, armNote), () => (isActive() ? 5000 : 60000), signal);
+      poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
+    }
+  }), () => (isActive() ? slow() : 10000), signal);
+}
+
+function pairText(pairKey) {
+  const p = parseJson(pairKey, null);
+  if (p && typeof p === 'object') {
+    return Object.entries(p).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  }
+  return pairKey || '—';
+}
+
+// Arms (mean ± SE per metric) and comparisons (paired statistic, n, mean ± SE, 95% CI).
+function resultsTables(r) {
+  const arms = r.arms || [];
+  const comps = r.comparisons || [];
+  const metricKeys = [...new Set(arms.flatMap((a) => Object.keys(a.metrics || {})))].sort();
+  const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'arm'), h('th', {}, 'n'), h('th', {}, 'succeeded'),
+      metricKeys.map((k) => h('th', {}, k)))),
+    h('tbody', {}, arms.map((a) => h('tr', {},
+      h('td', {}, a.arm), h('td', { class: 'num' }, a.n), h('td', { class: 'num' }, a.succeeded),
+      metricKeys.map((k) => {
+        const m = (a.metrics || {})[k];
+        return h('td', { class: 'num' }, m ? `${num(m.mean)} ± ${num(m.se)}` : '—');
+      })))));
+  const compTable = comps.length ? h('table', { class: 'grid-table', id: 'comparisons' },
+    h('thead', {}, h('tr', {}, ['comparison', 'baseline → treatment', 'metric', 'stat', 'pairs',
+      'mean ± se', '95% CI', 'per pair'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, comps.map((c) => {
+      const ci = (c.ci_lo !== undefined && c.ci_hi !== undefined)
+        ? [c.ci_lo, c.ci_hi] : ci95(c.mean, c.se, c.n);
+      const pairs = c.per_pair || [];
+      return h('tr', {},
+        h('td', {}, c.name), h('td', {}, `${c.baseline} → ${c.treatment}`), h('td', {}, c.metric),
+        h('td', {}, c.stat), h('td', { class: 'num' }, c.n),
+        h('td', { class: 'num' }, `${num(c.mean)} ± ${num(c.se)}`),
+        h('td', { class: `num ${ci && (ci[0] > neutral(c.stat) || ci[1] < neutral(c.stat)) ? 'signif' : ''}` },
+          ci ? `[${num(ci[0])}, ${num(ci[1])}]` : '—'),
+        h('td', {}, pairs.length ? h('details', {}, h('summary', {}, `${pairs.length} pairs`),
+          h('ul', { class: 'pairs' }, pairs.map((p) => h('li', {},
+            h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`), ' vs ',
+            h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`),
+            `: ${num(p.value)} `, h('span', { class: 'muted' }, pairText(p.pair_key))))))
+          : '—'));
+    }))) : h('p', { class: 'muted' }, 'No comparisons in this grid (or no complete pairs yet).');
+  return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
+}
+
+// The value of a statistic meaning "no difference".
+function neutral(stat) {
+  return stat === 'ratio' ? 1 : 0;
+}

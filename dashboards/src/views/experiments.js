@@ -1,0 +1,83 @@
+// Experiments list: progress counts per status, a progress bar and an ETA.
+import { h, replace, poll } from '../dom.js';
+import { get, query } from '../api.js';
+import { kStatuses, duration, eta } from '../format.js';
+
+// Mean duration of succeeded attempts and summed elapsed time of running attempts, per
+// experiment (feeds format.eta). One grouped scan of the attempts table.
+const kTimingSql = `
+SELECT r.experiment_id AS id,
+  avg(CASE WHEN a.status = 'succeeded' AND a.finished_at IS NOT NULL THEN
+      (julianday(a.finished_at) - julianday(coalesce(a.accepted_at, a.assigned_at))) * 86400.0
+      END) AS mean_s,
+  sum(CASE WHEN a.status = 'running' THEN
+      (julianday('now') - julianday(coalesce(a.accepted_at, a.assigned_at))) * 86400.0
+      END) AS running_s
+FROM attempts a JOIN runs r ON r.id = a.run_id
+GROUP BY r.experiment_id`;
+
+// Returns a stacked bar of status counts.
+export function progressBar(counts, total) {
+  const t = Math.max(1, total || 0);
+  return h('div', { class: 'progress', title: kStatuses.map((s) => `${s} ${counts[s] || 0}`).join(', ') },
+    kStatuses.filter((s) => counts[s]).map((s) =>
+      h('div', { class: `seg st-${s}`, style: { width: `${(100 * counts[s]) / t}%` } })));
+}
+
+// Returns "3 queued · 1 running · ..." with each status coloured.
+export function countsLine(counts) {
+  return h('span', { class: 'counts' }, kStatuses.map((s) =>
+    h('span', { class: `count st-text-${s}`, dataset: { status: s } }, `${counts[s] || 0} ${s}`)));
+}
+
+export function experimentsView(el, _params, signal) {
+  const table = h('tbody', {});
+  const err = h('p', { class: 'error' });
+  replace(el, h('h1', {}, 'Experiments'), err,
+    h('table', { class: 'grid-table', id: 'experiments' },
+      h('thead', {}, h('tr', {}, ['id', 'name', 'created', 'progress', 'counts', 'total', 'ETA']
+        .map((c) => h('th', {}, c)))),
+      table));
+  let timing = new Map();
+  let lastTiming = 0;
+  poll(async () => {
+    let list;
+    try {
+      list = await get('/experiments', signal);
+      err.textContent = '';
+    } catch (e) {
+      err.textContent = e.message;
+      return;
+    }
+    if (Date.now() - lastTiming > 5000) {
+      lastTiming = Date.now();
+      try {
+        timing = new Map((await query(kTimingSql, signal)).map((r) => [r.id, r]));
+      } catch (e) {
+        console.warn('eta query:', e.message);
+      }
+    }
+    list.sort((a, b) => b.id - a.id);
+    replace(table, list.length === 0
+      ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No experiments yet: headlab submit GRID'))
+      : list.map((x) => {
+        const counts = x.counts || {};
+        const t = timing.get(x.id) || {};
+        return h('tr', { dataset: { experiment: x.id } },
+          h('td', {}, h('a', { href: `#/experiments/${x.id}` }, `#${x.id}`)),
+          h('td', {}, h('a', { href: `#/experiments/${x.id}` }, x.name)),
+          h('td', { class: 'muted' }, (x.created_at || '').replace('T', ' ').replace(/\..*|Z$/, '')),
+          h('td', { class: 'wide' }, progressBar(counts, x.total)),
+          h('td', {}, countsLine(counts)),
+          h('td', { class: 'num' }, x.total),
+          h('td', { class: 'num' }, etaText(counts, t)));
+      }));
+  }, 2000, signal);
+}
+
+// Returns "done", "≈ 4m 10s" or "—" (no finished attempt to estimate from).
+export function etaText(counts, timing) {
+  const s = eta(counts, timing.mean_s, timing.running_s);
+  if (s === 0) return 'done';
+  return s === null ? '—' : `≈ ${duration(s)}`;
+}

@@ -1,0 +1,239 @@
+// One run: status with cancel/retry, live curves of every metric, the layer x head grid,
+// provenance with links to parent and child runs, attempts, summary, artifacts, config.
+import { h, replace, poll } from '../dom.js';
+import { get, query, sqlInt } from '../api.js';
+import { num, shortHash, parseJson, duration } from '../format.js';
+import { CurveChart, colorFor } from '../charts.js';
+import { RunMetrics } from '../metrics.js';
+import { statusBadge, actionButton } from './common.js';
+import { headGrid } from './heads.js';
+
+const kLivePollMs = 500;
+const kMaxCharts = 9;
+
+// Provenance columns in display order (schema/001_init.sql, table provenance).
+const kProvenance = [
+  ['git_commit', 'commit'], ['git_dirty', 'dirty'], ['git_diff_sha256', 'diff sha256'],
+  ['binary_sha256', 'binary sha256'], ['host', 'host'], ['devices', 'devices'],
+  ['driver_version', 'driver'], ['cuda_version', 'CUDA'], ['libtorch_version', 'LibTorch'],
+  ['dataset_path', 'dataset'], ['dataset_sha256', 'dataset sha256'],
+  ['parent_run', 'parent run'], ['parent_checkpoint_sha256', 'parent checkpoint'],
+];
+
+export function runView(el, [idText], signal) {
+  const id = sqlInt(idText);
+  const err = h('p', { class: 'error' });
+  const title = h('h1', {}, `Run #${id}`);
+  const sub = h('div', { class: 'row' });
+  const msg = h('span', { class: 'msg', id: 'run-msg' });
+  const charts = h('div', { class: 'charts run-charts', id: 'run-charts' });
+  const modeSelect = h('select', { id: 'head-mode' },
+    ['role', 'score', 'window'].map((m) => h('option', { value: m }, m)));
+  const grid = h('div', { id: 'head-grid' });
+  const prov = h('div', { id: 'provenance' });
+  const attempts = h('div', { id: 'attempts' });
+  const summary = h('div', { id: 'summary' });
+  const artifacts = h('div', { id: 'artifacts' });
+  const config = h('pre', { class: 'config', id: 'config' });
+
+  replace(el, title, err,
+    h('section', { class: 'card' }, sub, h('div', { class: 'row' },
+      actionButton('cancel', `/runs/${id}/cancel`, msg, () => refresh()),
+      actionButton('retry', `/runs/${id}/retry`, msg, () => refresh()), msg)),
+    h('section', { class: 'card' }, h('h2', {}, 'Curves'), charts),
+    h('div', { class: 'two' },
+      h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Heads'),
+        h('label', {}, 'colour by ', modeSelect)), grid),
+      h('section', { class: 'card' }, h('h2', {}, 'Provenance'), prov)),
+    h('section', { class: 'card' }, h('h2', {}, 'Attempts'), attempts),
+    h('div', { class: 'two' },
+      h('section', { class: 'card' }, h('h2', {}, 'Summary'), summary),
+      h('section', { class: 'card' }, h('h2', {}, 'Artifacts'), artifacts)),
+    h('section', { class: 'card' }, h('h2', {}, 'Config'), config));
+
+  let run = null;
+  let heads = [];
+  const stream = new RunMetrics(id, null);
+  const chartMap = new Map();  // group name -> CurveChart
+  signal.addEventListener('abort', () => { for (const c of chartMap.values()) c.destroy(); });
+  const active = () => run && (run.status === 'running' || run.status === 'queued');
+
+  async function refresh() {
+    run = await get(`/runs/${id}`, signal);
+    const attemptList = Array.isArray(run.attempts) ? run.attempts : [];
+    const attemptCount = attemptList.length || Number(run.attempts) || 0;
+    title.textContent = `Run #${id} · ${run.arm || ''}`;
+    replace(sub, statusBadge(run.status),
+      run.experiment_id !== undefined
+        ? h('a', { href: `#/experiments/${run.experiment_id}` }, `experiment #${run.experiment_id}`) : null,
+      h('span', {}, `attempt ${attemptCount}${run.max_attempts ? ` of ${run.max_attempts}` : ''}`),
+      run.worker ? h('span', {}, `worker ${run.worker}`) : null,
+      h('code', { title: run.config_hash || '' }, `config ${shortHash(run.config_hash)}`),
+      run.reused_from ? h('span', {}, 'reuses result of ',
+        h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null,
+      run.error ? h('span', { class: 'error' }, run.error) : null);
+    stream.expectAttempt(attemptCount);
+    replace(attempts, attemptsTable(attemptList));
+    replace(summary, kvTable(run.summary || {}, 'summary-table'));
+    replace(artifacts, artifactsTable(run.artifacts || []));
+    config.textContent = JSON.stringify(parseJson(run.config, run.config) ?? {}, null, 2);
+    await refreshProvenance();
+  }
+
+  async function refreshProvenance() {
+    let p = run.provenance;
+    if (Array.isArray(p)) p = p.reduce((a, b) => ((b.attempt || 0) >= (a?.attempt || 0) ? b : a), null);
+    const [children, reusers] = await Promise.all([
+      query(`SELECT DISTINCT run_id AS id FROM provenance WHERE parent_run = ${id} ORDER BY run_id`, signal),
+      query(`SELECT id FROM runs WHERE reused_from = ${id} ORDER BY id`, signal),
+    ]);
+    const rows = [];
+    if (p) {
+      for (const [k, label] of kProvenance) {
+        const v = p[k];
+        if (k === 'parent_run' && v !== null && v !== undefined) {
+          rows.push([label, h('a', { href: `#/runs/${v}`, class: 'parent-link' }, `#${v}`)]);
+        } else if (k === 'git_dirty') {
+          rows.push([label, v === null || v === undefined ? '—'
+            : h('span', { class: Number(v) ? 'warn' : '' }, Number(v) ? 'yes (uncommitted changes)' : 'no')]);
+        } else if (k.endsWith('sha256') || k === 'git_commit') {
+          rows.push([label, v ? h('code', { title: v, class: k === 'git_commit' ? 'commit' : '' },
+            k === 'git_commit' ? v : shortHash(v)) : '—']);
+        } else {
+          rows.push([label, v === null || v === undefined || v === '' ? '—' : String(v)]);
+        }
+      }
+      const extra = parseJson(p.fields_json, p.fields || {}) || {};
+      const named = new Set(kProvenance.map(([k]) => k));
+      for (const [k, v] of Object.entries(extra)) {
+        if (!named.has(k)) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
+      }
+    }
+    if (children.length) {
+      rows.push(['child runs', h('span', {}, children.map((c) =>
+        h('a', { href: `#/runs/${c.id}`, class: 'child-link' }, `#${c.id} `)))]);
+    }
+    if (reusers.length) {
+      rows.push(['reused by', h('span', {}, reusers.map((c) =>
+        h('a', { href: `#/runs/${c.id}` }, `#${c.id} `)))]);
+    }
+    replace(prov, rows.length ? h('table', { class: 'kv' }, h('tbody', {},
+      rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, v)))))
+      : h('p', { class: 'muted' }, 'No provenance recorded yet (it arrives when an attempt starts).'));
+  }
+
+  async function refreshHeads() {
+    const rows = await query(`SELECT attempt, layer, head, role, score, window FROM head_maps
+WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
+    const last = rows.reduce((m, r) => Math.max(m, r.attempt), 0);
+    heads = rows.filter((r) => r.attempt === last);
+    drawHeads();
+  }
+
+  function drawHeads() {
+    const cfg = run ? parseJson(run.config, run.config) || {} : {};
+    const layers = Math.max(cfg.model?.layers || 0, ...heads.map((r) => r.layer + 1));
+    const nheads = Math.max(cfg.model?.heads || 0, ...heads.map((r) => r.head + 1));
+    if (!heads.length) {
+      replace(grid, h('p', { class: 'muted' },
+        'No head map recorded for this run (calibrate, AoH and AAH runs record one).'));
+      return;
+    }
+    headGrid(grid, heads, layers, nheads, modeSelect.value);
+  }
+  modeSelect.addEventListener('change', drawHeads);
+
+  // One chart per metric group: train.loss and eval.loss share the "loss" chart.
+  function group(key) {
+    return key.endsWith('.loss') ? 'loss' : key;
+  }
+
+  async function pollMetrics() {
+    if (!run) return;
+    // A finished run is read once more (its last points) and then left alone.
+    const finished = !active();
+    if (finished && stream.finalRead) return;
+    const added = await stream.update(signal);
+    stream.finalRead = finished;
+    if (!added && chartMap.size) return;
+    const groups = new Map();
+    for (const k of stream.keys()) {
+      const g = group(k);
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(k);
+    }
+    const names = [...groups.keys()].sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)))
+      .slice(0, kMaxCharts);
+    if (!names.length) {
+      if (!chartMap.size) replace(charts, h('p', { class: 'muted' }, 'No metrics yet.'));
+      return;
+    }
+    for (const name of names) {
+      if (!chartMap.has(name)) {
+        if (!chartMap.size) charts.replaceChildren();
+        const box = h('div', { class: 'chart', dataset: { group: name } });
+        charts.append(h('div', {}, h('h3', {}, name), box));
+        chartMap.set(name, new CurveChart(box, { height: 200 }));
+      }
+      chartMap.get(name).set(groups.get(name).map((k, i) => ({
+        label: k, color: colorFor(i), ...stream.get(k) })));
+    }
+  }
+
+  const guard = (fn) => async () => {
+    try {
+      await fn();
+      err.textContent = '';
+    } catch (e) {
+      if (e.name !== 'AbortError') err.textContent = e.message;
+    }
+  };
+  poll(guard(async () => {
+    await refresh();
+    if (!heads.length) await refreshHeads();
+  }), () => (active() ? 2000 : 15000), signal);
+  poll(guard(pollMetrics), kLivePollMs, signal);
+}
+
+function kvTable(obj, id) {
+  const entries = Object.entries(obj || {});
+  if (!entries.length) return h('p', { class: 'muted' }, 'None yet.');
+  return h('table', { class: 'kv', id }, h('tbody', {}, entries.sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'num' }, num(v))))));
+}
+
+function secondsBetween(a, b) {
+  const t0 = Date.parse(a);
+  const t1 = b ? Date.parse(b) : Date.now();
+  return Number.isFinite(t0) && Number.isFinite(t1) ? (t1 - t0) / 1000 : null;
+}
+
+function attemptsTable(list) {
+  if (!list.length) return h('p', { class: 'muted' }, 'Not started yet.');
+  return h('table', { class: 'grid-table' },
+    h('thead', {}, h('tr', {}, ['attempt', 'status', 'worker', 'devices', 'assigned', 'ran for',
+      'exit', 'resumed from', 'error'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, list.map((a) => {
+      const resume = parseJson(a.resume_json, a.resume);
+      return h('tr', {},
+        h('td', { class: 'num' }, a.attempt), h('td', {}, statusBadge(a.status)),
+        h('td', {}, a.worker_id || a.worker || '—'),
+        h('td', {}, JSON.stringify(parseJson(a.devices_json, a.devices) ?? [])),
+        h('td', { class: 'muted' }, (a.assigned_at || '').replace('T', ' ').replace(/\..*|Z$/, '')),
+        h('td', { class: 'num' }, duration(secondsBetween(a.accepted_at || a.assigned_at, a.finished_at))),
+        h('td', { class: 'num' }, a.exit_code ?? '—'),
+        h('td', {}, resume ? `step ${resume.step} (${shortHash(resume.sha256)})` : '—'),
+        h('td', {}, a.error || a.stderr_tail ? h('details', {}, h('summary', {}, a.error || 'stderr'),
+          h('pre', {}, a.stderr_tail || '')) : ''));
+    })));
+}
+
+function artifactsTable(list) {
+  if (!list.length) return h('p', { class: 'muted' }, 'None yet.');
+  return h('table', { class: 'grid-table' },
+    h('thead', {}, h('tr', {}, ['attempt', 'kind', 'step', 'bytes', 'sha256', 'path'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, list.map((a) => h('tr', {},
+      h('td', { class: 'num' }, a.attempt), h('td', {}, a.kind), h('td', { class: 'num' }, a.step),
+      h('td', { class: 'num' }, num(a.bytes)), h('td', {}, h('code', { title: a.sha256 }, shortHash(a.sha256))),
+      h('td', { class: 'path' }, a.path)))));
+}
