@@ -1,0 +1,153 @@
+// Attempt: exec events -> protocol messages.
+#include "worker/attempt.h"
+
+#include <signal.h>
+
+#include "common/log.h"
+
+namespace headlab {
+
+Attempt::Attempt(Json run, int64_t attempt, Json provenance, AttemptOptions options, Emit emit)
+    : run_(std::move(run)), attempt_(attempt), options_(options), emit_(std::move(emit)),
+      stderr_tail_(options.stderr_tail_bytes), provenance_(std::move(provenance)) {}
+
+StatusOr<std::unique_ptr<Attempt>> Attempt::Start(Json run, int64_t attempt,
+                                                  const std::vector<std::string>& argv,
+                                                  const std::map<std::string, std::string>& env,
+                                                  Json provenance, AttemptOptions options,
+                                                  Emit emit) {
+  std::unique_ptr<Attempt> a(new Attempt(std::move(run), attempt, std::move(provenance),
+                                         options, std::move(emit)));
+  StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(argv, env);
+  if (!child.ok()) return child.status();
+  a->child_ = std::move(*child);
+  Json body = a->Body();
+  body["fields"] = a->provenance_;
+  a->emit_(wire::kProvenance, std::move(body));
+  return a;
+}
+
+Json Attempt::Body() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
+
+std::vector<int> Attempt::Fds() const {
+  std::vector<int> fds;
+  if (child_->stdout_fd() >= 0) fds.push_back(child_->stdout_fd());
+  if (child_->stderr_fd() >= 0) fds.push_back(child_->stderr_fd());
+  return fds;
+}
+
+void Attempt::OnReadable(int fd) {
+  std::string data;
+  if (fd == child_->stdout_fd()) {
+    child_->Read(fd, &data);
+    stdout_lines_.Append(data.data(), data.size(), [this](const std::string& l) { HandleLine(l); });
+  } else if (fd == child_->stderr_fd()) {
+    child_->Read(fd, &data);
+    stderr_tail_.Append(data.data(), data.size());
+  }
+}
+
+void Attempt::HandleLine(const std::string& line) {
+  StatusOr<ExecEvent> ev = ParseExecEvent(line);
+  if (!ev.ok()) {
+    // exec.md: non-event stdout is ignored, logged at most once per attempt.
+    if (!logged_bad_line_) {
+      LogWarn("run " + run_.dump() + " attempt " + std::to_string(attempt_) +
+              ": ignoring stdout that is not an event (" + ev.status().message() + ")");
+      logged_bad_line_ = true;
+    }
+    return;
+  }
+  switch (ev->type) {
+    case ExecEvent::Type::kMetric:
+      if (points_.empty()) batch_started_ = Clock::now();
+      points_.push_back(Json::array({next_metric_seq_++, ev->step, ev->key, ev->value, ev->time_s}));
+      if (points_.size() >= options_.metrics_batch) FlushMetrics();
+      break;
+    case ExecEvent::Type::kArtifact: {
+      FlushMetrics();  // keep the stream in the order exec wrote it
+      Json body = Body();
+      body.update(Json{{"seq", next_artifact_seq_++}, {"kind", ev->kind}, {"path", ev->path},
+                       {"sha256", ev->sha256}, {"bytes", ev->bytes}, {"step", ev->step}});
+      emit_(wire::kArtifact, std::move(body));
+      break;
+    }
+    case ExecEvent::Type::kProvenance: {
+      // The worker's host facts win over exec's on a name clash: it computed them itself.
+      Json merged = ev->object;
+      merged.update(provenance_);
+      provenance_ = merged;
+      Json body = Body();
+      body["fields"] = provenance_;
+      emit_(wire::kProvenance, std::move(body));
+      break;
+    }
+    case ExecEvent::Type::kSummary:
+      summary_ = ev->object;
+      break;
+    case ExecEvent::Type::kLog:
+      LogInfo("run " + run_.dump() + " attempt " + std::to_string(attempt_) + ": " + ev->key);
+      break;
+  }
+}
+
+void Attempt::FlushMetrics() {
+  if (points_.empty()) return;
+  Json body = Body();
+  body["points"] = std::move(points_);
+  points_ = Json::array();
+  emit_(wire::kMetrics, std::move(body));
+}
+
+void Attempt::Cancel(Clock::time_point now) {
+  if (cancelled_ || finished_) return;
+  cancelled_ = true;
+  child_->SignalGroup(SIGTERM);
+  kill_at_ = now + options_.cancel_grace;
+}
+
+Attempt::Clock::time_point Attempt::NextDeadline() const {
+  Clock::time_point t = kill_at_;
+  if (!points_.empty()) t = std::min(t, batch_started_ + options_.metrics_flush);
+  return t;
+}
+
+bool Attempt::Tick(Clock::time_point now) {
+  if (finished_) return true;
+  if (!points_.empty() && now >= batch_started_ + options_.metrics_flush) FlushMetrics();
+  if (now >= kill_at_) {
+    LogWarn("run " + run_.dump() + " attempt " + std::to_string(attempt_) +
+            ": still running after the cancel grace period, sending SIGKILL");
+    child_->SignalGroup(SIGKILL);
+    kill_at_ = Clock::time_point::max();
+  }
+  std::optional<ExitInfo> exit = child_->TryReap();
+  if (!exit) return false;
+  Finish(*exit);
+  return true;
+}
+
+void Attempt::Finish(const ExitInfo& exit) {
+  // Drain what the child wrote before exiting; the group was killed at reap, so nothing
+  // can keep writing. A pipe still held by an escaped process just ends here.
+  for (int fd : Fds()) OnReadable(fd);
+  stdout_lines_.Finish([this](const std::string& l) { HandleLine(l); });
+  child_->ClosePipes();
+  FlushMetrics();
+  Json body = Body();
+  std::string status, error = exit.Describe();
+  if (cancelled_) {
+    status = "cancelled";
+    error = "cancelled" + (error.empty() ? std::string() : " (" + error + ")");
+  } else {
+    status = exit.exit_code == 0 && exit.signal == 0 ? "succeeded" : "failed";
+  }
+  body.update(Json{{"status", status}, {"exit_code", exit.exit_code}, {"error", error},
+                   {"stderr_tail", stderr_tail_.str()}, {"summary", summary_}});
+  LogInfo("run " + run_.dump() + " attempt " + std::to_string(attempt_) + ": " + status + " (" +
+          (exit.Describe().empty() ? "exit 0" : exit.Describe()) + ")");
+  emit_(wire::kDone, std::move(body));
+  finished_ = true;
+}
+
+}  // namespace headlab

@@ -1,0 +1,92 @@
+// One running attempt: the `headlab exec` child, its event stream turned into protocol
+// messages (METRICS batches, ARTIFACT, PROVENANCE, DONE), cancel with a grace period.
+// Driven by the worker's main loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "common/wire.h"
+#include "worker/child_output.h"
+#include "worker/child_process.h"
+#include "worker/exec_events.h"
+
+namespace headlab {
+
+struct AttemptOptions {
+  // METRICS batching: a batch goes out when it holds `metrics_batch` points or its oldest
+  // point is `metrics_flush` old, whichever comes first (schema/protocol.md, METRICS).
+  std::chrono::milliseconds metrics_flush{100};
+  size_t metrics_batch = 1000;
+  std::chrono::milliseconds cancel_grace = wire::kCancelGrace;
+  size_t stderr_tail_bytes = 4096;
+};
+
+class Attempt {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Receives each outgoing message (command, body) in order.
+  using Emit = std::function<void(const std::string& command, Json body)>;
+
+  // Spawns argv with `env` added, and emits a first PROVENANCE with `provenance` (the
+  // host's and this attempt's facts; exec's own fields are merged in as they arrive).
+  static StatusOr<std::unique_ptr<Attempt>> Start(Json run, int64_t attempt,
+                                                  const std::vector<std::string>& argv,
+                                                  const std::map<std::string, std::string>& env,
+                                                  Json provenance, AttemptOptions options,
+                                                  Emit emit);
+
+  const Json& run() const { return run_; }
+  int64_t attempt() const { return attempt_; }
+  // Returns {run, attempt}, the protocol's `ref`.
+  Json Ref() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
+  // Returns the child's pipe fds that are still open (to poll for POLLIN).
+  std::vector<int> Fds() const;
+  // Consumes what is readable on `fd`.
+  void OnReadable(int fd);
+  // Sends SIGTERM to the child's process group, and SIGKILL after the grace period (in
+  // Tick). Idempotent. The attempt ends as `cancelled` whatever its exit status.
+  void Cancel(Clock::time_point now);
+  // Runs timers: flushes a due METRICS batch, escalates a cancel to SIGKILL, reaps the
+  // child. Returns true once the attempt has finished and DONE has been emitted.
+  bool Tick(Clock::time_point now);
+  bool finished() const { return finished_; }
+  // Returns the earliest time Tick has work to do (a batch to flush, a kill to escalate).
+  Clock::time_point NextDeadline() const;
+
+ private:
+  Attempt(Json run, int64_t attempt, Json provenance, AttemptOptions options, Emit emit);
+  Json Body() const;
+  void HandleLine(const std::string& line);
+  void FlushMetrics();
+  void Finish(const ExitInfo& exit);
+
+  // Constant after construction.
+  const Json run_;
+  const int64_t attempt_;
+  const AttemptOptions options_;
+  const Emit emit_;
+
+  std::unique_ptr<ChildProcess> child_;
+  LineSplitter stdout_lines_;
+  TailBuffer stderr_tail_;
+  Json provenance_;                   // host facts + exec's fields so far
+  Json summary_ = Json::object();     // the last summary event
+  Json points_ = Json::array();       // METRICS points not yet emitted
+  Clock::time_point batch_started_;   // when the oldest unemitted point arrived
+  int64_t next_metric_seq_ = 0;
+  int64_t next_artifact_seq_ = 0;
+  bool logged_bad_line_ = false;
+  bool cancelled_ = false;
+  Clock::time_point kill_at_ = Clock::time_point::max();
+  bool finished_ = false;
+};
+
+}  // namespace headlab

@@ -1,0 +1,67 @@
+// Outbox: per-attempt queues of unacknowledged messages.
+#include "worker/outbox.h"
+
+#include <algorithm>
+
+#include "common/wire.h"
+
+namespace headlab {
+
+std::string Outbox::Key(const Json& run, int64_t attempt) {
+  return CanonicalJson(run) + "/" + std::to_string(attempt);
+}
+
+void Outbox::Add(const std::string& command, const Json& body) {
+  std::deque<Entry>& q = by_attempt_[Key(body["run"], body["attempt"].get<int64_t>())];
+  int64_t seq = -1;
+  if (command == wire::kMetrics) {
+    for (const Json& p : body["points"]) seq = std::max(seq, p[0].get<int64_t>());
+  } else if (command == wire::kArtifact) {
+    seq = body["seq"];
+  } else if (command == wire::kProvenance) {
+    q.erase(std::remove_if(q.begin(), q.end(),
+                           [](const Entry& e) { return e.command == wire::kProvenance; }),
+            q.end());
+  }
+  q.push_back(Entry{command, body, seq});
+}
+
+size_t Outbox::Ack(const Json& run, int64_t attempt, const std::string& what, int64_t seq) {
+  auto it = by_attempt_.find(Key(run, attempt));
+  if (it == by_attempt_.end()) return 0;
+  std::deque<Entry>& q = it->second;
+  size_t before = q.size();
+  if (what == wire::kDone) {
+    q.clear();
+  } else {
+    q.erase(std::remove_if(q.begin(), q.end(), [&](const Entry& e) {
+              if (e.command != what) return false;
+              if (what == wire::kMetrics) return e.seq <= seq;
+              if (what == wire::kArtifact) return e.seq == seq;
+              return what == wire::kProvenance;
+            }), q.end());
+  }
+  size_t dropped = before - q.size();
+  if (q.empty()) by_attempt_.erase(it);
+  return dropped;
+}
+
+void Outbox::ForEach(
+    const std::function<void(const std::string& command, const Json& body)>& send) const {
+  for (const auto& [key, q] : by_attempt_)
+    for (const Entry& e : q) send(e.command, e.body);
+}
+
+bool Outbox::HasDone(const Json& run, int64_t attempt) const {
+  auto it = by_attempt_.find(Key(run, attempt));
+  if (it == by_attempt_.end()) return false;
+  return !it->second.empty() && it->second.back().command == wire::kDone;
+}
+
+size_t Outbox::size() const {
+  size_t n = 0;
+  for (const auto& [key, q] : by_attempt_) n += q.size();
+  return n;
+}
+
+}  // namespace headlab
