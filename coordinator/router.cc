@@ -1,0 +1,179 @@
+// ZeroMQ ROUTER loop.
+#include "coordinator/router.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "common/wire.h"
+
+namespace headlab::coord {
+namespace {
+
+// Messages handled per transaction: large enough to amortise the commit under a metrics
+// burst, small enough that one batch stays well under the heartbeat interval.
+constexpr int kMaxBatch = 4096;
+constexpr int64_t kMaxMessageBytes = 64 << 20;
+constexpr int kHighWaterMark = 200000;
+
+std::string Printable(const zmq::message_t& m, size_t max = 40) {
+  std::string s(static_cast<const char*>(m.data()), std::min(m.size(), max));
+  for (char& c : s)
+    if (c < 32 || c > 126) c = '?';
+  return s;
+}
+
+}  // namespace
+
+Router::Router(Core* core) : core_(core), ctx_(1), sock_(ctx_, zmq::socket_type::router) {
+  sock_.set(zmq::sockopt::linger, 0);
+  // A worker that reconnects with the same identity takes over its old connection.
+  sock_.set(zmq::sockopt::router_handover, 1);
+  sock_.set(zmq::sockopt::maxmsgsize, kMaxMessageBytes);
+  sock_.set(zmq::sockopt::sndhwm, kHighWaterMark);
+  sock_.set(zmq::sockopt::rcvhwm, kHighWaterMark);
+  if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+}
+
+Router::~Router() {
+  sock_.close();
+  if (wake_[0] >= 0) ::close(wake_[0]);
+  if (wake_[1] >= 0) ::close(wake_[1]);
+}
+
+Status Router::Bind(const std::string& endpoint) {
+  if (wake_[0] < 0) return Status::Internal("cannot create the wake-up pipe");
+  try {
+    sock_.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable("cannot bind the worker socket to " + endpoint + ": " + e.what());
+  }
+  endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
+  return Status::Ok();
+}
+
+void Router::Wake() {
+  char b = 1;
+  ssize_t ignored = ::write(wake_[1], &b, 1);  // a full pipe already means "wake up"
+  (void)ignored;
+}
+
+void Router::Stop() {
+  stop_ = true;
+  Wake();
+}
+
+StatusOr<Json> Router::Call(std::function<StatusOr<Json>(Core&)> fn) {
+  auto promise = std::make_shared<std::promise<StatusOr<Json>>>();
+  std::future<StatusOr<Json>> result = promise->get_future();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return Status::Unavailable("the coordinator is shutting down");
+    pending_.push_back([promise, fn = std::move(fn)](Core& core) {
+      auto value = std::make_shared<StatusOr<Json>>(fn(core));
+      core.AfterCommit([promise, value] { promise->set_value(std::move(*value)); });
+    });
+  }
+  Wake();
+  try {
+    return result.get();
+  } catch (const std::future_error&) {
+    return Status::Unavailable("the coordinator stopped before the request was committed");
+  }
+}
+
+void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point now) {
+  std::string identity(static_cast<const char*>(frames[0].data()), frames[0].size());
+  size_t first = 1;
+  // Tolerate a REQ-style empty delimiter frame after the identity.
+  if (frames.size() > 1 && frames[1].size() == 0) first = 2;
+  if (frames.size() - first != 3) {
+    LogWarn("dropped message from '" + Printable(frames[0]) + "': expected 3 frames "
+            "(protocol, command, body), got " + std::to_string(frames.size() - first));
+    return;
+  }
+  if (frames[first].to_string_view() != wire::kProtocol) {
+    LogWarn("dropped message from '" + Printable(frames[0]) + "': unknown protocol '" +
+            Printable(frames[first]) + "'");
+    return;
+  }
+  core_->HandleMessage(identity, frames[first + 1].to_string(), frames[first + 2].to_string(), now);
+}
+
+void Router::SendOutbox() {
+  for (OutMessage& m : core_->TakeOutbox()) {
+    try {
+      // ROUTER drops messages to identities it has no connection for; a lost reply is
+      // covered by the protocol (leases, resends), so sends never block the loop.
+      sock_.send(zmq::buffer(m.identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      sock_.send(zmq::str_buffer("HLW1"), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      sock_.send(zmq::buffer(m.command), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      sock_.send(zmq::buffer(m.body), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      LogWarn("send " + m.command + " to " + m.identity + " failed: " + e.what());
+    }
+  }
+}
+
+Status Router::Run() {
+  Status result;
+  while (!stop_) {
+    Clock::time_point now = Clock::now();
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        core_->NextDeadline(now) - now);
+    long timeout = std::clamp<long>(long(wait.count()), 0, 50);
+    zmq_pollitem_t items[2] = {{sock_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_[0], ZMQ_POLLIN, 0}};
+    if (zmq_poll(items, 2, timeout) < 0 && zmq_errno() != EINTR) {
+      result = Status::Internal(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
+      break;
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      char buf[256];
+      while (::read(wake_[0], buf, sizeof buf) > 0) {
+      }
+    }
+    now = Clock::now();
+    Status st = core_->BeginBatch();
+    if (!st.ok()) {
+      result = st;
+      break;
+    }
+    std::vector<zmq::message_t> frames;
+    for (int n = 0; n < kMaxBatch; ++n) {
+      frames.clear();
+      zmq::recv_result_t got;
+      try {
+        got = zmq::recv_multipart(sock_, std::back_inserter(frames), zmq::recv_flags::dontwait);
+      } catch (const zmq::error_t& e) {
+        LogWarn(std::string("receive failed: ") + e.what());
+        break;
+      }
+      if (!got) break;
+      HandleFrames(frames, now);
+    }
+    std::deque<std::function<void(Core&)>> requests;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      requests.swap(pending_);
+    }
+    for (auto& r : requests) r(*core_);
+    core_->Tick(now);
+    st = core_->CommitBatch();
+    if (!st.ok()) {
+      LogError("cannot commit to the database: " + st.message());
+      result = st;
+      break;
+    }
+    SendOutbox();
+  }
+  // Requests that will never run: their callers get Unavailable (broken promise).
+  std::lock_guard<std::mutex> l(mu_);
+  stop_ = true;
+  pending_.clear();
+  return result;
+}
+
+}  // namespace headlab::coord

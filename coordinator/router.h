@@ -1,0 +1,66 @@
+// The loop thread: a ZeroMQ ROUTER socket for workers (schema/protocol.md) plus a queue of
+// requests from other threads (HTTP), served in batches:
+//
+//   wait (socket, wake-up pipe, next timer) -> BEGIN -> up to kMaxBatch worker messages ->
+//   queued requests -> Core::Tick (expiry, heartbeats, dispatch) -> COMMIT -> send replies
+//
+// The loop thread is the only writer of the database. A batch is one transaction, so a
+// burst of METRICS costs one commit, and replies leave only after their state is durable.
+#pragma once
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+#include "coordinator/core.h"
+
+namespace headlab::coord {
+
+class Router {
+ public:
+  explicit Router(Core* core);
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  // Binds the ROUTER socket ("tcp://ADDR:PORT"; port 0 picks a free one). Unavailable
+  // with a clear message if the address is in use.
+  Status Bind(const std::string& endpoint);
+  // Returns the bound endpoint with the actual port.
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Runs the loop on the calling thread until Stop(). Returns an error only if the
+  // database cannot be written (the process should exit; a restart recovers).
+  Status Run();
+  // Asks Run to return after the current batch; callable from any thread or a signal
+  // handler's helper thread.
+  void Stop();
+
+  // Runs fn(core) on the loop thread within a batch; returns its result once the batch
+  // has committed, or Unavailable if the loop stopped first. Callable from any thread.
+  StatusOr<Json> Call(std::function<StatusOr<Json>(Core&)> fn);
+
+ private:
+  void Wake();
+  void HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point now);
+  void SendOutbox();
+
+  Core* const core_;
+  zmq::context_t ctx_;
+  zmq::socket_t sock_;
+  std::string endpoint_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::deque<std::function<void(Core&)>> pending_;  // guarded by mu_
+};
+
+}  // namespace headlab::coord

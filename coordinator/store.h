@@ -1,0 +1,169 @@
+// The write side of the database: every state change the coordinator makes, as SQL on the
+// one read-write connection. Owned and called only by the loop thread (router.h); callers
+// group calls into batches (Begin/Commit) so one transaction covers many messages.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/grid.h"
+#include "common/json.h"
+#include "common/status.h"
+#include "coordinator/db.h"
+
+namespace headlab::coord {
+
+// (run, attempt): names one attempt of one run.
+struct AttemptRef {
+  int64_t run = 0;
+  int attempt = 0;
+  bool operator<(const AttemptRef& o) const {
+    return run != o.run ? run < o.run : attempt < o.attempt;
+  }
+  bool operator==(const AttemptRef& o) const { return run == o.run && attempt == o.attempt; }
+};
+
+// An attempt the database says is running (recovered at startup).
+struct RunningAttempt {
+  AttemptRef ref;
+  std::string worker_id;
+  std::vector<int> devices;
+};
+
+// What ASSIGN needs to know about a run.
+struct RunForAssign {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  std::string status;
+  int attempts = 0;
+  int max_attempts = 0;
+  std::string config_json;
+};
+
+struct SubmitResult {
+  int64_t experiment_id = 0;
+  int runs = 0;
+  int reused = 0;
+  std::vector<int64_t> queued;  // run ids inserted as queued, ascending
+};
+
+// One metric point as METRICS carries it.
+struct MetricPoint {
+  int64_t seq = 0;
+  int64_t step = 0;
+  std::string key;
+  std::optional<double> value;  // JSON null (e.g. a NaN loss) is stored as NULL
+  double time_s = 0;
+};
+
+// Result of ending an attempt (DONE, loss, cancel).
+struct AttemptOutcome {
+  bool known = false;      // the attempt row exists
+  bool changed = false;    // this call changed its status (false: duplicate or stale)
+  bool requeued = false;   // the run went back to `queued`
+  bool run_finished = false;  // the run reached a terminal status
+  int64_t experiment_id = 0;
+};
+
+// A user request's effect on one run (cancel/retry).
+struct RunChange {
+  int64_t run = 0;
+  int64_t experiment_id = 0;
+  std::string old_status;
+  std::optional<AttemptRef> running;  // the attempt to send CANCEL for
+  std::string worker_id;
+};
+
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Opens (creating) the database at `path`, migrates it and prepares the statements.
+  Status Open(const std::string& path);
+  void Close();
+  Db* db() { return &db_; }
+
+  // Batches: one transaction around many calls; Commit makes them durable (to WAL).
+  Status Begin();
+  Status Commit();
+  void Rollback();
+  bool in_batch() const { return in_batch_; }
+
+  // --- Recovery (startup) ---
+  // Returns the ids of queued runs in dispatch order (experiment, then grid index).
+  std::vector<int64_t> QueuedRuns();
+  std::vector<RunningAttempt> RunningAttempts();
+
+  // --- Submission ---
+  // Inserts the experiment and its runs; a run whose config_hash matches a succeeded run
+  // is inserted as succeeded with reused_from and copied summaries, unless `rerun`. Runs
+  // inside a savepoint: on error nothing of it remains.
+  StatusOr<SubmitResult> InsertExperiment(const Grid& grid, const std::vector<std::string>& sets,
+                                          bool rerun);
+
+  // --- Dispatch ---
+  StatusOr<RunForAssign> LoadRunForAssign(int64_t run);
+  // Returns {path, sha256, step} of the run's latest checkpoint artifact, or null.
+  Json LatestCheckpoint(int64_t run);
+  // Inserts the attempt row (status running) and marks the run running.
+  Status StartAttempt(const AttemptRef& ref, const std::string& worker_id,
+                      const std::vector<int>& devices, const Json& resume);
+
+  // --- Workers ---
+  Status UpsertWorker(const std::string& id, const Json& ready);
+  Status SetWorkerState(const std::string& id, const std::string& state);
+
+  // --- Ingestion ---
+  // Returns NotFound for an unknown (run, attempt).
+  Status CheckAttempt(const AttemptRef& ref);
+  Status MarkAccepted(const AttemptRef& ref);
+  // INSERT OR IGNORE keyed by (run, attempt, seq): a resend is harmless.
+  Status InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint>& points);
+  Status InsertArtifact(const AttemptRef& ref, int64_t seq, const std::string& kind,
+                        const std::string& path, const std::string& sha256, int64_t bytes,
+                        int64_t step);
+  Status UpsertProvenance(const AttemptRef& ref, const Json& fields);
+  // DONE: records the attempt's end. Only the run's current running attempt can make the
+  // run succeed (exactly one successful attempt per run); a late or duplicate DONE is
+  // recorded on its attempt row at most once and changes nothing else.
+  AttemptOutcome FinishAttempt(const AttemptRef& ref, const std::string& status, int exit_code,
+                               const std::string& error, const std::string& stderr_tail,
+                               const Json& summary);
+  // Lease expiry: the attempt becomes `lost`; its run is requeued (attempt+1 comes at the
+  // next dispatch) while attempts < max_attempts, else the run is `failed`.
+  AttemptOutcome LoseAttempt(const AttemptRef& ref, const std::string& reason);
+  // REJECT: like a loss (counts toward max_attempts, so a run every worker rejects ends).
+  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason);
+
+  // --- User requests ---
+  // Cancels a queued or running run; NotFound / FailedPrecondition-as-Unavailable if the
+  // run is already finished (the HTTP layer maps Unavailable to 409).
+  StatusOr<RunChange> CancelRun(int64_t run);
+  // Cancels every queued/running run of the experiment.
+  StatusOr<std::vector<RunChange>> CancelExperiment(int64_t experiment);
+  // failed/cancelled/lost -> queued with a fresh attempt budget.
+  StatusOr<RunChange> RetryRun(int64_t run);
+
+  // Returns true iff the experiment has no queued or running runs.
+  bool ExperimentFinished(int64_t experiment);
+  Status AddEvent(const std::string& kind, int64_t experiment, int64_t run, int attempt,
+                  const std::string& worker, const Json& detail);
+
+ private:
+  AttemptOutcome EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
+                            const std::string& reason, const char* event);
+  Status SetRunStatus(int64_t run, const std::string& status, const std::string& error);
+
+  Db db_;
+  bool in_batch_ = false;
+  // Prepared once (Open); used on every message.
+  Stmt insert_metric_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
+      set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,
+      upsert_provenance_, insert_summary_, run_of_attempt_, unfinished_in_exp_;
+};
+
+}  // namespace headlab::coord

@@ -1,0 +1,56 @@
+// Worker capacity and liveness bookkeeping.
+#include "coordinator/worker_registry.h"
+
+#include "common/wire.h"
+
+namespace headlab::coord {
+
+std::vector<int> WorkerInfo::PickDevices() const {
+  if (cuda_devices.empty()) return {};
+  std::set<int> used;
+  for (const auto& [ref, devs] : running) used.insert(devs.begin(), devs.end());
+  for (int d : cuda_devices)
+    if (!used.count(d)) return {d};
+  return {};
+}
+
+WorkerInfo& WorkerRegistry::Register(const std::string& id, const ReadyMsg& m,
+                                     Clock::time_point now) {
+  WorkerInfo& w = workers_[id];
+  w.id = id;
+  w.name = m.name;
+  w.host = m.host;
+  w.version = m.version;
+  w.pid = m.pid;
+  w.slots = m.slots;
+  w.devices = m.devices;
+  w.cuda_devices = m.cuda_devices;
+  w.heartbeat_at = now + wire::kHeartbeatInterval;
+  Touch(&w, now);
+  return w;
+}
+
+WorkerInfo* WorkerRegistry::Find(const std::string& id) {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+void WorkerRegistry::Remove(const std::string& id) { workers_.erase(id); }
+
+void WorkerRegistry::Touch(WorkerInfo* w, Clock::time_point now) {
+  w->last_heard = now;
+  w->expiry = now + wire::kLiveness;
+}
+
+std::vector<std::string> WorkerRegistry::Expired(Clock::time_point now) const {
+  std::vector<std::string> out;
+  for (const auto& [id, w] : workers_)
+    if (w.expiry <= now) out.push_back(id);
+  return out;
+}
+
+void WorkerRegistry::ReleaseAttempt(const std::string& worker_id, const AttemptRef& ref) {
+  if (WorkerInfo* w = Find(worker_id)) w->running.erase(ref);
+}
+
+}  // namespace headlab::coord
