@@ -3,13 +3,14 @@
 import { h, replace } from './dom.js';
 
 // columns: [{label, width (CSS grid track), get(row) -> sort value, cell(row) -> Node|text,
-// cls?}]. options: rowHeight (px), height (px of the scrolling body), rowAttrs(row) ->
+// cls?}]. options: rowHeight (px), height (most px of the scrolling body), rowAttrs(row) ->
 // attributes of a row element.
 export class VirtualTable {
-  constructor(el, columns, { rowHeight = 28, height = 420, rowAttrs = () => ({}) } = {}) {
+  constructor(el, columns, { rowHeight = 28, height = 480, rowAttrs = () => ({}) } = {}) {
     this.columns = columns;
     this.rowHeight = rowHeight;
     this.rowAttrs = rowAttrs;
+    this.maxHeight = height;
     this.all = [];
     this.rows = [];
     this.filter = () => true;
@@ -62,6 +63,9 @@ export class VirtualTable {
       this.rows = rows;
     }
     this.spacer.style.height = `${this.rows.length * this.rowHeight}px`;
+    // Short tables shrink to their rows; long ones scroll inside maxHeight.
+    this.body.style.height = `${Math.min(this.maxHeight,
+      Math.max(3, this.rows.length) * this.rowHeight + 2)}px`;
     this.footer.textContent = this.rows.length === this.all.length
       ? `${this.all.length} rows`
       : `${this.rows.length} of ${this.all.length} rows`;

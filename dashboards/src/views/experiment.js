@@ -168,14 +168,13 @@ SELECT a.run_id AS run, a.devices_json AS devices, a.worker_id AS worker, a.stat
     * 86400.0 AS secs
 FROM attempts a JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts
 WHERE r.experiment_id = ${id}`, signal);
+    const workers = new Map((await get('/workers', signal) || []).map((w) => [w.id, w]));
     const devs = new Map();
     let sum = 0;
     let n = 0;
     let running = 0;
     for (const r of rows) {
-      const d = parseJson(r.devices, []);
-      devs.set(r.run, Array.isArray(d) && d.length ? d.map((x) => (typeof x === 'object'
-        ? x.name || x.kind || JSON.stringify(x) : String(x))).join(',') : 'cpu');
+      devs.set(r.run, deviceLabel(parseJson(r.devices, []), workers.get(r.worker)));
       if (r.status === 'succeeded' && r.secs > 0) { sum += r.secs; n++; }
       if (r.status === 'running' && r.secs > 0) running += r.secs;
     }
@@ -196,6 +195,7 @@ WHERE r.experiment_id = ${id}`, signal);
     const preferred = ['train.loss', 'eval.loss', 'eval.ppl'].find((k) => keys.includes(k)) || keys[0];
     replace(keySelect, keys.map((k) => h('option', { value: k, selected: k === preferred }, k)));
     s.key = preferred;
+    refreshArms().catch((e) => { armNote.textContent = e.message; });
     return true;
   }
   keySelect.addEventListener('change', () => {
@@ -315,6 +315,15 @@ GROUP BY r.arm, hm.window`, signal);
       poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
     }
   }), () => (isActive() ? slow() : 10000), signal);
+}
+
+// Returns "cpu", "cuda:0" or "cuda:0,1" for an attempt's device indices on its worker.
+function deviceLabel(indices, worker) {
+  if (!Array.isArray(indices) || !indices.length) return 'cpu';
+  const devices = (worker && Array.isArray(worker.devices)) ? worker.devices : [];
+  const kinds = indices.map((i) => devices.find((d) => d.index === i)?.kind);
+  if (kinds.every((k) => k === 'cpu')) return 'cpu';
+  return `cuda:${indices.join(',')}`;
 }
 
 function pairText(pairKey) {

@@ -44,6 +44,17 @@ export function headGrid(el, rows, layers, heads, mode) {
     const v = mode === 'window' ? r.window : r.score;
     return v === null || v === undefined ? '#eee' : viridis(scale(Number(v)));
   };
+  // Dark text on the bright (yellow-green) end of the ramp, white elsewhere.
+  const ink = (r) => {
+    const v = r && (mode === 'window' ? r.window : r.score);
+    return mode !== 'role' && v !== null && v !== undefined && scale(Number(v)) > 0.6 ? 'dark' : '';
+  };
+  const label = (r) => {
+    if (!r) return '';
+    if (mode === 'role') return (r.role || '?').slice(0, 1).toUpperCase();
+    if (mode === 'window') return r.window === null || r.window === undefined ? '' : shortWindow(r.window);
+    return r.score === null || r.score === undefined ? '' : num(r.score);
+  };
   const cells = [h('div', { class: 'hg-corner' }, 'L \\ H')];
   for (let j = 0; j < heads; j++) cells.push(h('div', { class: 'hg-label' }, j));
   for (let i = 0; i < layers; i++) {
@@ -51,12 +62,12 @@ export function headGrid(el, rows, layers, heads, mode) {
     for (let j = 0; j < heads; j++) {
       const r = at.get(`${i}:${j}`);
       cells.push(h('div', {
-        class: `hg-cell ${r ? '' : 'empty'}`,
+        class: `hg-cell ${r ? '' : 'empty'} ${ink(r)}`,
         style: { background: color(r) },
         dataset: { layer: i, head: j, role: r ? r.role : '' },
         title: r ? `layer ${i} head ${j}\nrole ${r.role}\nscore ${num(r.score)}\nwindow ${r.window ?? '—'}`
           : `layer ${i} head ${j}: no map`,
-      }, mode === 'window' && r && r.window !== null ? shortWindow(r.window) : ''));
+      }, label(r)));
     }
   }
   const legend = mode === 'role'
@@ -68,7 +79,7 @@ export function headGrid(el, rows, layers, heads, mode) {
       ' ', num(mode === 'window' ? 2 ** hi : hi)]
       : h('span', { class: 'muted' }, `no ${mode} values`);
   replace(el,
-    h('div', { class: 'headgrid', style: { gridTemplateColumns: `auto repeat(${heads}, minmax(18px, 36px))` },
+    h('div', { class: 'headgrid', style: { gridTemplateColumns: `auto repeat(${heads}, minmax(22px, 44px))` },
       dataset: { layers, heads } }, cells),
     h('div', { class: 'legend' }, legend));
 }

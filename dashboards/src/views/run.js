@@ -36,10 +36,10 @@ export function runView(el, [idText], signal) {
   const artifacts = h('div', { id: 'artifacts' });
   const config = h('pre', { class: 'config', id: 'config' });
 
+  const cancelButton = actionButton('cancel', `/runs/${id}/cancel`, msg, () => refresh());
+  const retryButton = actionButton('retry', `/runs/${id}/retry`, msg, () => refresh());
   replace(el, title, err,
-    h('section', { class: 'card' }, sub, h('div', { class: 'row' },
-      actionButton('cancel', `/runs/${id}/cancel`, msg, () => refresh()),
-      actionButton('retry', `/runs/${id}/retry`, msg, () => refresh()), msg)),
+    h('section', { class: 'card' }, sub, h('div', { class: 'row' }, cancelButton, retryButton, msg)),
     h('section', { class: 'card' }, h('h2', {}, 'Curves'), charts),
     h('div', { class: 'two' },
       h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Heads'),
@@ -72,6 +72,12 @@ export function runView(el, [idText], signal) {
       run.reused_from ? h('span', {}, 'reuses result of ',
         h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null,
       run.error ? h('span', { class: 'error' }, run.error) : null);
+    // Offer only what the coordinator would accept in this state (it checks again: 409).
+    cancelButton.title = active() ? 'cancel this run' : `nothing to cancel: ${run.status}`;
+    cancelButton.classList.toggle('inapplicable', !active());
+    const retryable = ['failed', 'cancelled', 'lost'].includes(run.status);
+    retryButton.title = retryable ? 'requeue as a new attempt' : `retry applies to failed, cancelled or lost runs`;
+    retryButton.classList.toggle('inapplicable', !retryable);
     stream.expectAttempt(attemptCount);
     replace(attempts, attemptsTable(attemptList));
     replace(summary, kvTable(run.summary || {}, 'summary-table'));

@@ -6,10 +6,10 @@ import { num } from '../format.js';
 // Returns "cpu" or "0: NVIDIA H200 (139 GiB, cc 9.0)" for one device entry.
 export function deviceText(d) {
   if (typeof d !== 'object' || d === null) return String(d);
-  const mem = d.memory_bytes || d.total_memory_bytes || d.memory;
+  const mem = d.memory_bytes;
   const parts = [d.name || d.kind || 'device'];
   if (mem) parts.push(`${num(Number(mem) / 2 ** 30)} GiB`);
-  if (d.compute_capability || d.cc) parts.push(`cc ${d.compute_capability || d.cc}`);
+  if (d.cc_major) parts.push(`cc ${d.cc_major}.${d.cc_minor || 0}`);
   const idx = d.index ?? d.id;
   return `${idx !== undefined ? `${idx}: ` : ''}${parts[0]}${parts.length > 1 ? ` (${parts.slice(1).join(', ')})` : ''}`;
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# System test (issue 9): the web dashboard, in headless Chromium, against a real
+# coordinator and worker. A finished grid (tests/dashboard/finished_grid.jsonc) and a
+# running one (live_grid.jsonc) are in the database; tests/dashboard/check.mjs then checks
+# that the runs table lists every run, charts draw points, a live curve grows while its
+# run trains, the head grid has L x H cells, provenance shows the commit, and cancel
+# without a token is refused. Screenshots land in $PWD/dashboard-screens/ (the ctest
+# working directory) for a person to look at.
+#
+# Needs Debian's chromium (make deps installs it) and node >= 20 with npm; installs only
+# through `npm ci` in dashboards/ (via dashboards/build.sh) and tests/dashboard/.
+source "$(dirname "$0")/lib.sh"
+
+DASH=$HEADLAB_SOURCE_DIR/dashboards
+DRIVER=$HEADLAB_SOURCE_DIR/tests/dashboard
+SCREENS=$PWD/dashboard-screens
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+[[ -x "$CHROMIUM" ]] || fail "no Chromium at $CHROMIUM (apt-get install chromium; make deps does)"
+command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed (Node >= 20)"
+
+say "build the dashboard (dashboards/build.sh) and the browser driver (npm ci)"
+"$DASH/build.sh" >"$HL_LOGS/dashboard-build.log" 2>&1 || { cat "$HL_LOGS/dashboard-build.log"; fail "dashboards/build.sh failed"; }
+[[ -f "$DASH/dist/index.html" ]] || fail "dashboards/build.sh left no dist/index.html"
+if [[ ! -f "$DRIVER/node_modules/.package-lock.json" || \
+      "$DRIVER/package-lock.json" -nt "$DRIVER/node_modules/.package-lock.json" ]]; then
+  (cd "$DRIVER" && npm ci --no-audit --no-fund --loglevel=error) >"$HL_LOGS/npm-ci.log" 2>&1 ||
+    { cat "$HL_LOGS/npm-ci.log"; fail "npm ci in tests/dashboard failed"; }
+fi
+
+start_cluster 1
+
+say "the coordinator serves the dashboard at /"
+INDEX=$(curl -sf --max-time 5 "$HL_URL/") || fail "GET / failed: the coordinator does not serve dashboards/dist"
+grep -q '<script type="module"' <<<"$INDEX" || fail "GET / is not the dashboard's index.html: ${INDEX:0:200}"
+ASSET=$(grep -o 'assets/index-[^"]*\.js' <<<"$INDEX" | head -1)
+curl -sf --max-time 5 "$HL_URL/$ASSET" -o /dev/null || fail "GET /$ASSET failed"
+ok "index.html and $ASSET served"
+
+say "a finished grid"
+FIN=$(submit "$DRIVER/finished_grid.jsonc") || exit 1
+wait_grid "$FIN" 300
+expect_eq "finished grid's runs that succeeded" 4 \
+  "$(db "SELECT count(*) FROM runs WHERE experiment_id = $FIN AND status = 'succeeded'")"
+FIN_RUNS=$(db "SELECT group_concat(id) FROM (SELECT id FROM runs WHERE experiment_id = $FIN ORDER BY id)")
+HEAD_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $FIN")
+PROV_RUN=$(db "SELECT max(id) FROM runs WHERE experiment_id = $FIN")
+COMMIT=$(db "SELECT git_commit FROM provenance WHERE run_id = $PROV_RUN ORDER BY attempt DESC LIMIT 1")
+[[ -n "$COMMIT" ]] || fail "run $PROV_RUN has no provenance commit in the database"
+
+# No method writes head_maps in this tiny grid yet, so the test inserts a deterministic
+# map for one finished run (2 layers x 4 heads, as its config says): roles cycle through
+# retrieval/streaming/local/ordinary, score = cell index / 8, window = 2^(4 + head).
+if [[ "$(db "SELECT count(*) FROM head_maps WHERE run_id = $HEAD_RUN")" == 0 ]]; then
+  say "insert a synthetic 2 x 4 head map for run $HEAD_RUN (no method writes head_maps here yet)"
+  values=()
+  for l in 0 1; do for hd in 0 1 2 3; do
+    roles=(retrieval streaming local ordinary)
+    values+=("($HEAD_RUN, 1, $l, $hd, '${roles[$hd]}', $(( l * 4 + hd )) / 8.0, $(( 1 << (4 + hd) )))")
+  done; done
+  sqlite3 -cmd '.timeout 10000' "$HL_DB" \
+    "INSERT INTO head_maps (run_id, attempt, layer, head, role, score, window) VALUES $(IFS=,; echo "${values[*]}");" ||
+    fail "could not insert head_maps rows"
+fi
+LAYERS=$(db "SELECT json_extract(config_json, '$.model.layers') FROM runs WHERE id = $HEAD_RUN")
+HEADS=$(db "SELECT json_extract(config_json, '$.model.heads') FROM runs WHERE id = $HEAD_RUN")
+
+say "a running grid"
+LIVE=$(submit "$DRIVER/live_grid.jsonc") || exit 1
+LIVE_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $LIVE")
+live_has_points() {
+  [[ "$(db "SELECT count(*) FROM metrics WHERE run_id = $LIVE_RUN")" -gt 0 ]]
+}
+wait_until 120 "run $LIVE_RUN to stream metrics" live_has_points
+ok "run $LIVE_RUN is training"
+
+mkdir -p "$SCREENS"
+rm -f "$SCREENS"/*.png
+jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fin_runs "$FIN_RUNS" \
+  --argjson live "$LIVE" --argjson live_run "$LIVE_RUN" --argjson head_run "$HEAD_RUN" \
+  --argjson layers "$LAYERS" --argjson heads "$HEADS" --argjson prov_run "$PROV_RUN" --arg commit "$COMMIT" '
+  {url: $url, screens: $screens,
+   finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber))},
+   live: {experiment: $live, run: $live_run},
+   heads: {run: $head_run, layers: $layers, heads: $heads},
+   provenance: {run: $prov_run, commit: $commit},
+   cancel_run: $live_run}' >"$HL_TMP/spec.json"
+
+say "headless Chromium: tests/dashboard/check.mjs"
+CHROMIUM=$CHROMIUM timeout 600 node "$DRIVER/check.mjs" "$HL_TMP/spec.json" || fail "dashboard checks failed (screens in $SCREENS)"
+
+expect_eq "run $LIVE_RUN still running after the refused cancel" running \
+  "$(db "SELECT status FROM runs WHERE id = $LIVE_RUN")"
+expect_eq "cancel events for run $LIVE_RUN" 0 \
+  "$(db "SELECT count(*) FROM events WHERE kind = 'cancel' AND run_id = $LIVE_RUN")"
+
+say "cancel the running grid with the token (what the dashboard's button does once one is pasted)"
+curl -sf --max-time 10 -X POST -H "Authorization: Bearer $(cat "$HL_DATA/token")" \
+  -H 'Content-Type: application/json' -d '{}' "$HL_URL/api/v1/experiments/$LIVE/cancel" >/dev/null ||
+  fail "POST /experiments/$LIVE/cancel with the token failed"
+live_cancelled() { [[ "$(db "SELECT status FROM runs WHERE id = $LIVE_RUN")" == cancelled ]]; }
+wait_until 30 "run $LIVE_RUN to be cancelled" live_cancelled
+ok "run $LIVE_RUN cancelled"
+ok "screenshots: $(ls "$SCREENS" | tr '\n' ' ')"
