@@ -21,10 +21,18 @@ StatusOr<std::unique_ptr<Attempt>> Attempt::Start(Json run, int64_t attempt,
   StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(argv, env);
   if (!child.ok()) return child.status();
   a->child_ = std::move(*child);
-  Json body = a->Body();
-  body["fields"] = a->provenance_;
-  a->emit_(wire::kProvenance, std::move(body));
   return a;
+}
+
+void Attempt::ReportProvenance() {
+  Json body = Body();
+  body["fields"] = provenance_;
+  emit_(wire::kProvenance, std::move(body));
+}
+
+void Attempt::Kill() {
+  child_->SignalGroup(SIGKILL);
+  kill_at_ = Clock::time_point::max();
 }
 
 Json Attempt::Body() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
@@ -77,9 +85,7 @@ void Attempt::HandleLine(const std::string& line) {
       Json merged = ev->object;
       merged.update(provenance_);
       provenance_ = merged;
-      Json body = Body();
-      body["fields"] = provenance_;
-      emit_(wire::kProvenance, std::move(body));
+      ReportProvenance();
       break;
     }
     case ExecEvent::Type::kSummary:

@@ -35,8 +35,8 @@ class Attempt {
   // Receives each outgoing message (command, body) in order.
   using Emit = std::function<void(const std::string& command, Json body)>;
 
-  // Spawns argv with `env` added, and emits a first PROVENANCE with `provenance` (the
-  // host's and this attempt's facts; exec's own fields are merged in as they arrive).
+  // Spawns argv with `env` added. `provenance` holds the host's and this attempt's facts;
+  // exec's own fields are merged in as they arrive.
   static StatusOr<std::unique_ptr<Attempt>> Start(Json run, int64_t attempt,
                                                   const std::vector<std::string>& argv,
                                                   const std::map<std::string, std::string>& env,
@@ -47,6 +47,8 @@ class Attempt {
   int64_t attempt() const { return attempt_; }
   // Returns {run, attempt}, the protocol's `ref`.
   Json Ref() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
+  // Emits PROVENANCE with the fields known so far (the caller does it once after ACCEPT).
+  void ReportProvenance();
   // Returns the child's pipe fds that are still open (to poll for POLLIN).
   std::vector<int> Fds() const;
   // Consumes what is readable on `fd`.
@@ -54,6 +56,9 @@ class Attempt {
   // Sends SIGTERM to the child's process group, and SIGKILL after the grace period (in
   // Tick). Idempotent. The attempt ends as `cancelled` whatever its exit status.
   void Cancel(Clock::time_point now);
+  // Sends SIGKILL to the group now (a second stop request). The attempt still ends as
+  // `cancelled` if it was cancelled first.
+  void Kill();
   // Runs timers: flushes a due METRICS batch, escalates a cancel to SIGKILL, reaps the
   // child. Returns true once the attempt has finished and DONE has been emitted.
   bool Tick(Clock::time_point now);

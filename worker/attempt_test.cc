@@ -22,6 +22,7 @@ std::vector<Sent> RunScript(const std::string& script, AttemptOptions opt = {},
                           [&](const std::string& c, Json b) { sent.push_back({c, std::move(b)}); });
   REQUIRE(a.ok());
   Attempt& at = **a;
+  at.ReportProvenance();
   auto start = Attempt::Clock::now();
   while (!at.finished()) {
     auto now = Attempt::Clock::now();

@@ -1,0 +1,54 @@
+// Manifest writing and resume-checkpoint verification.
+#include "worker/attempt_manifest.h"
+
+#include <cctype>
+#include <filesystem>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/sha256.h"
+
+namespace headlab {
+
+Json VerifiedResume(const Json& resume) {
+  if (resume.is_null()) return nullptr;
+  const std::string path = resume["path"];
+  if (!PathExists(path)) {
+    LogWarn("resume checkpoint " + path + " is not on this host; starting from scratch");
+    return nullptr;
+  }
+  StatusOr<std::string> sha = Sha256File(path);
+  if (!sha.ok()) {
+    LogWarn("resume checkpoint unreadable (" + sha.status().message() + "); starting from scratch");
+    return nullptr;
+  }
+  if (*sha != resume["sha256"].get<std::string>()) {
+    LogWarn("resume checkpoint " + path + " has SHA-256 " + *sha + ", expected " +
+            resume["sha256"].get<std::string>() + "; starting from scratch");
+    return nullptr;
+  }
+  return resume;
+}
+
+std::string AttemptOutDir(const std::string& work_dir, const Json& run, int64_t attempt) {
+  std::string id = run.is_string() ? run.get<std::string>() : run.dump();
+  for (char& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  std::filesystem::path p = std::filesystem::absolute(work_dir) / "runs" /
+                            (id + "-" + std::to_string(attempt));
+  return p.lexically_normal().string();
+}
+
+StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& assign) {
+  std::string out_dir = AttemptOutDir(work_dir, assign["run"], assign["attempt"].get<int64_t>());
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(out_dir));
+  Json m{{"run", assign["run"]}, {"attempt", assign["attempt"]},
+         {"experiment", assign["experiment"]}, {"config", assign["config"]},
+         {"out_dir", out_dir},
+         {"resume", VerifiedResume(assign.value("resume", Json(nullptr)))}};
+  std::string path = out_dir + "/manifest.json";
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, m.dump(2) + "\n"));
+  return path;
+}
+
+}  // namespace headlab

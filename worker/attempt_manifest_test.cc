@@ -1,0 +1,65 @@
+#include "worker/attempt_manifest.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include "common/files.h"
+#include "common/sha256.h"
+
+namespace headlab {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/headlab-manifest-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+}  // namespace
+
+TEST_CASE("WriteManifest writes the manifest into <work>/runs/<run>-<attempt>") {
+  std::string work = TempDir();
+  Json assign{{"run", 12}, {"attempt", 1}, {"experiment", 3},
+              {"config", {{"kind", "noop"}}}, {"resume", nullptr}};
+  auto path = WriteManifest(work, assign);
+  REQUIRE(path.ok());
+  CHECK(*path == work + "/runs/12-1/manifest.json");
+  Json m = Json::parse(*ReadFile(*path));
+  CHECK(m["run"] == 12);
+  CHECK(m["attempt"] == 1);
+  CHECK(m["experiment"] == 3);
+  CHECK(m["config"]["kind"] == "noop");
+  CHECK(m["out_dir"] == work + "/runs/12-1");
+  CHECK(m["resume"].is_null());
+  std::filesystem::remove_all(work);
+}
+
+TEST_CASE("AttemptOutDir sanitises string run ids") {
+  CHECK(AttemptOutDir("/w", Json("../x y"), 0) == "/w/runs/.._x_y-0");
+}
+
+TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or changed one") {
+  std::string work = TempDir();
+  std::string ckpt = work + "/ckpt.pt";
+  REQUIRE(WriteFileAtomic(ckpt, "weights").ok());
+  Json good{{"path", ckpt}, {"sha256", Sha256Hex("weights")}, {"step", 100}};
+  CHECK(VerifiedResume(good) == good);
+  Json changed = good;
+  changed["sha256"] = Sha256Hex("other");
+  CHECK(VerifiedResume(changed).is_null());
+  Json missing = good;
+  missing["path"] = work + "/nope.pt";
+  CHECK(VerifiedResume(missing).is_null());
+  CHECK(VerifiedResume(nullptr).is_null());
+
+  Json assign{{"run", 1}, {"attempt", 2}, {"experiment", 1}, {"config", Json::object()},
+              {"resume", good}};
+  Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
+  CHECK(m["resume"] == good);
+  std::filesystem::remove_all(work);
+}
+
+}  // namespace headlab

@@ -1,0 +1,99 @@
+// Connection: DEALER socket lifecycle and liveness timers.
+#include "worker/connection.h"
+
+#include <zmq_addon.hpp>
+
+#include "common/log.h"
+
+namespace headlab {
+
+Connection::Connection(zmq::context_t* ctx, ConnectionOptions options)
+    : ctx_(ctx), options_(std::move(options)),
+      backoff_(options_.reconnect_initial, options_.reconnect_max) {}
+
+void Connection::Open(Clock::time_point now) {
+  socket_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
+  socket_->set(zmq::sockopt::routing_id, options_.identity);
+  // A closed socket drops what it still queues: the outbox resends what matters, and a
+  // reconnect must not wait on a dead peer.
+  socket_->set(zmq::sockopt::linger, 0);
+  socket_->connect(options_.endpoint);
+  registered_ = false;
+  peer_expiry_ = now + options_.liveness;
+  heartbeat_at_ = now + options_.heartbeat_interval;
+}
+
+void Connection::Close(std::chrono::milliseconds linger) {
+  if (!socket_) return;
+  socket_->set(zmq::sockopt::linger, int(linger.count()));
+  socket_->close();
+  socket_.reset();
+  registered_ = false;
+}
+
+bool Connection::Send(const std::string& command, const Json& body) {
+  if (!socket_) return false;
+  std::vector<zmq::message_t> frames = EncodeMessage(command, body);
+  try {
+    // All frames of a multipart message are queued atomically: a full queue rejects the
+    // first frame, never a later one.
+    return zmq::send_multipart(*socket_, frames, zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t& e) {
+    LogWarn(std::string("send ") + command + " failed: " + e.what());
+    return false;
+  }
+}
+
+std::optional<WireMessage> Connection::Receive(Clock::time_point now) {
+  while (socket_) {
+    std::vector<zmq::message_t> frames;
+    try {
+      if (!zmq::recv_multipart(*socket_, std::back_inserter(frames), zmq::recv_flags::dontwait))
+        return std::nullopt;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      LogWarn(std::string("receive failed: ") + e.what());
+      return std::nullopt;
+    }
+    peer_expiry_ = now + options_.liveness;
+    StatusOr<WireMessage> m = DecodeCoordinatorMessage(frames);
+    if (m.ok()) return std::move(*m);
+    LogWarn("dropping bad message from the coordinator: " + m.status().message());
+  }
+  return std::nullopt;
+}
+
+void Connection::MarkRegistered(Clock::time_point now) {
+  registered_ = true;
+  backoff_.Reset();
+  heartbeat_at_ = now;  // tell the coordinator what runs here right away
+}
+
+Connection::Event Connection::Tick(Clock::time_point now) {
+  if (!socket_) {
+    if (now < reconnect_at_) return Event::kNone;
+    LogInfo("reconnecting to " + options_.endpoint);
+    Open(now);
+    return Event::kOpened;
+  }
+  if (now >= peer_expiry_) {
+    std::chrono::milliseconds delay = backoff_.Next();
+    LogWarn("coordinator silent for " + std::to_string(options_.liveness.count()) +
+            " ms; reconnecting in " + std::to_string(delay.count()) + " ms");
+    Close(std::chrono::milliseconds(0));
+    reconnect_at_ = now + delay;
+    return Event::kLost;
+  }
+  if (registered_ && now >= heartbeat_at_) {
+    heartbeat_at_ = now + options_.heartbeat_interval;
+    return Event::kHeartbeatDue;
+  }
+  return Event::kNone;
+}
+
+Connection::Clock::time_point Connection::NextDeadline() const {
+  if (!socket_) return reconnect_at_;
+  return registered_ ? std::min(peer_expiry_, heartbeat_at_) : peer_expiry_;
+}
+
+}  // namespace headlab

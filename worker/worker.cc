@@ -1,0 +1,250 @@
+// Worker main loop: wait for events (coordinator socket, attempts' pipes, the stop pipe),
+// dispatch by message type, run timers.
+#include "worker/worker.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/log.h"
+#include "worker/attempt_manifest.h"
+#include "worker/host_provenance.h"
+
+namespace headlab {
+
+// The reaping cadence: a child whose pipes closed is reaped within this long.
+constexpr std::chrono::milliseconds kMaxPollWait{100};
+
+Worker::Worker(WorkerOptions options)
+    : options_(std::move(options)), ctx_(1), conn_(&ctx_, options_.connection),
+      slot_busy_(options_.slots, false) {
+  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) stop_pipe_[0] = stop_pipe_[1] = -1;
+}
+
+Worker::~Worker() {
+  running_.clear();  // ChildProcess kills and reaps whatever is left
+  conn_.Close(std::chrono::milliseconds(0));
+  for (int fd : stop_pipe_)
+    if (fd >= 0) ::close(fd);
+}
+
+void Worker::RequestStop() {
+  char b = 1;
+  ssize_t ignored = ::write(stop_pipe_[1], &b, 1);
+  (void)ignored;
+}
+
+std::string Worker::Key(const Json& run, int64_t attempt) {
+  return CanonicalJson(run) + "/" + std::to_string(attempt);
+}
+
+int Worker::Run() {
+  conn_.Open(Clock::now());
+  SendReady();
+  LogInfo("worker " + options_.name + " (" + options_.connection.identity + ") connecting to " +
+          options_.connection.endpoint + " with " + std::to_string(options_.slots) + " slot(s)");
+  while (!exit_code_) {
+    // Poll set: [stop pipe, socket?, every attempt's open pipe fds].
+    std::vector<zmq::pollitem_t> items = {{nullptr, stop_pipe_[0], ZMQ_POLLIN, 0}};
+    bool have_socket = conn_.socket() != nullptr;
+    if (have_socket) items.push_back({conn_.socket()->handle(), 0, ZMQ_POLLIN, 0});
+    std::vector<Attempt*> owners;
+    for (auto& [key, r] : running_)
+      for (int fd : r.attempt->Fds()) {
+        items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+        owners.push_back(r.attempt.get());
+      }
+    try {
+      zmq::poll(items, std::chrono::milliseconds(PollTimeoutMs(Clock::now())));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) LogWarn(std::string("poll: ") + e.what());
+      continue;
+    }
+    Clock::time_point now = Clock::now();
+    if (items[0].revents) OnStopRequest(now);
+    size_t first_fd = have_socket ? 2 : 1;
+    for (size_t i = first_fd; i < items.size(); ++i)
+      if (items[i].revents) owners[i - first_fd]->OnReadable(items[i].fd);
+    if (have_socket && items[1].revents)
+      while (!exit_code_) {
+        std::optional<WireMessage> m = conn_.Receive(now);
+        if (!m) break;
+        Dispatch(*m, now);
+      }
+    if (!exit_code_) RunTimers(Clock::now());
+  }
+  return *exit_code_;
+}
+
+void Worker::Dispatch(const WireMessage& m, Clock::time_point now) {
+  const Json& b = m.body;
+  if (m.command == wire::kWelcome) {
+    bool first = !conn_.registered();
+    conn_.MarkRegistered(now);
+    if (first) {
+      LogInfo("registered" + (b.contains("worker_id") ? " as " + b["worker_id"].dump() : "") +
+              "; resending " + std::to_string(outbox_.size()) + " unacknowledged message(s)");
+      outbox_.ForEach([this](const std::string& c, const Json& body) { Send(c, body); });
+    }
+  } else if (m.command == wire::kRefuse) {
+    LogError("the coordinator refused this worker: " + b["reason"].get<std::string>());
+    running_.clear();
+    exit_code_ = 1;
+  } else if (m.command == wire::kReregister) {
+    LogInfo("the coordinator asked us to register again");
+    conn_.MarkUnregistered();
+    SendReady();
+  } else if (m.command == wire::kHeartbeat) {
+    // Liveness was refreshed by Receive.
+  } else if (m.command == wire::kAssign) {
+    HandleAssign(b);
+  } else if (m.command == wire::kCancel) {
+    HandleCancel(b, now);
+  } else if (m.command == wire::kAck) {
+    outbox_.Ack(b["run"], b["attempt"].get<int64_t>(), b["what"], b.value("seq", int64_t(-1)));
+  } else {
+    LogWarn("ignoring " + m.command + " (not a coordinator -> worker command)");
+  }
+}
+
+void Worker::HandleAssign(const Json& b) {
+  const Json& run = b["run"];
+  const int64_t attempt = b["attempt"];
+  const std::string key = Key(run, attempt);
+  const Json ref{{"run", run}, {"attempt", attempt}};
+  auto reject = [&](const std::string& reason) {
+    LogWarn("rejecting run " + run.dump() + " attempt " + std::to_string(attempt) + ": " + reason);
+    Json body = ref;
+    body["reason"] = reason;
+    Send(wire::kReject, body);
+  };
+  if (running_.count(key)) {  // a redelivered ASSIGN (at-least-once): confirm again
+    Send(wire::kAccept, ref);
+    return;
+  }
+  if (outbox_.HasDone(run, attempt)) {
+    LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) +
+            " already finished here; its DONE is awaiting an ACK");
+    return;
+  }
+  if (stop_requests_ > 0) return reject("worker is shutting down");
+  int slot = FreeSlot();
+  if (slot < 0) return reject("no free slot");
+  StatusOr<std::string> manifest = WriteManifest(options_.work_dir, b);
+  if (!manifest.ok()) return reject(manifest.status().message());
+
+  std::vector<std::string> argv = options_.exec_command;
+  argv.push_back(*manifest);
+  const std::string& cvd = options_.slot_devices[slot];
+  Json provenance = options_.host_provenance;
+  provenance["worker"] = options_.name;
+  provenance["cuda_visible_devices"] = cvd;
+  if (options_.inventory.has_gpu) {
+    std::vector<Device> used;
+    for (const Device& d : options_.inventory.devices)
+      if (std::to_string(d.index) == cvd) used.push_back(d);
+    provenance["devices"] = DescribeDevices(used);
+  }
+  StatusOr<std::unique_ptr<Attempt>> a = Attempt::Start(
+      run, attempt, argv, {{"CUDA_VISIBLE_DEVICES", cvd}}, provenance, options_.attempt,
+      [this](const std::string& c, Json body) { Emit(c, std::move(body)); });
+  if (!a.ok()) return reject(a.status().message());
+  Send(wire::kAccept, ref);
+  (*a)->ReportProvenance();
+  LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started in slot " +
+          std::to_string(slot) + " (CUDA_VISIBLE_DEVICES=\"" + cvd + "\")");
+  slot_busy_[slot] = true;
+  running_[key] = Running{std::move(*a), slot};
+}
+
+void Worker::HandleCancel(const Json& b, Clock::time_point now) {
+  auto it = running_.find(Key(b["run"], b["attempt"].get<int64_t>()));
+  if (it == running_.end()) {
+    LogInfo("CANCEL for run " + b["run"].dump() + " attempt " + b["attempt"].dump() +
+            ", which is not running here");
+    return;
+  }
+  LogInfo("cancelling run " + b["run"].dump() + " attempt " + b["attempt"].dump());
+  it->second.attempt->Cancel(now);
+}
+
+void Worker::OnStopRequest(Clock::time_point now) {
+  char buf[64];
+  while (::read(stop_pipe_[0], buf, sizeof buf) > 0) ++stop_requests_;
+  if (stop_requests_ == 0) return;
+  LogInfo(stop_requests_ == 1 ? "stopping: cancelling " + std::to_string(running_.size()) +
+                                    " running attempt(s)"
+                              : "stopping now: killing running attempts");
+  for (auto& [key, r] : running_) {
+    r.attempt->Cancel(now);
+    if (stop_requests_ > 1) r.attempt->Kill();
+  }
+}
+
+void Worker::RunTimers(Clock::time_point now) {
+  switch (conn_.Tick(now)) {
+    case Connection::Event::kOpened: SendReady(); break;
+    case Connection::Event::kHeartbeatDue: Send(wire::kHeartbeat, Json{{"running", RunningRefs()}}); break;
+    case Connection::Event::kLost:
+    case Connection::Event::kNone: break;
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (it->second.attempt->Tick(now)) {
+      slot_busy_[it->second.slot] = false;
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (stop_requests_ > 0 && running_.empty()) {
+    // Best effort: the DONEs and DISCONNECT get a moment to leave; unacknowledged ones
+    // are reported lost by the coordinator's lease expiry, never left running.
+    Send(wire::kDisconnect, Json::object());
+    conn_.Close(std::chrono::milliseconds(1000));
+    LogInfo("stopped");
+    exit_code_ = 0;
+  }
+}
+
+void Worker::SendReady() {
+  Json devices = Json::array();
+  for (const Device& d : options_.inventory.devices) devices.push_back(DeviceToJson(d));
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  Send(wire::kReady, Json{{"token", options_.token}, {"name", options_.name}, {"host", host},
+                          {"pid", int64_t(::getpid())}, {"version", wire::kProtocol},
+                          {"slots", options_.slots}, {"devices", devices},
+                          {"running", RunningRefs()}});
+}
+
+void Worker::Send(const std::string& command, const Json& body) {
+  if (!conn_.Send(command, body) && conn_.socket())
+    LogWarn("could not queue " + command + " (send queue full)");
+}
+
+void Worker::Emit(const std::string& command, Json body) {
+  if (conn_.registered()) Send(command, body);
+  outbox_.Add(command, std::move(body));
+}
+
+Json Worker::RunningRefs() const {
+  Json refs = Json::array();
+  for (const auto& [key, r] : running_) refs.push_back(r.attempt->Ref());
+  return refs;
+}
+
+int Worker::FreeSlot() const {
+  for (int i = 0; i < int(slot_busy_.size()); ++i)
+    if (!slot_busy_[i]) return i;
+  return -1;
+}
+
+int Worker::PollTimeoutMs(Clock::time_point now) const {
+  Clock::time_point next = std::min(conn_.NextDeadline(), now + kMaxPollWait);
+  for (const auto& [key, r] : running_) next = std::min(next, r.attempt->NextDeadline());
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  return int(std::max<int64_t>(ms, 0));
+}
+
+}  // namespace headlab

@@ -1,0 +1,155 @@
+// Flag parsing for `headlab worker`.
+#include "worker/worker_flags.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/files.h"
+
+namespace headlab {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
+  return buf;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::string WorkerUsage() {
+  return "usage: headlab worker [--coordinator tcp://ADDR:PORT] [--data-dir DIR]\n"
+         "                      [--token-file FILE] [--name NAME] [--slots N] [--cpu-only]\n"
+         "                      [--work-dir DIR]\n"
+         "\n"
+         "Runs a worker: registers this host's devices with the coordinator, runs each\n"
+         "assigned attempt as a `headlab exec` child, relays its results, cancels on request.\n"
+         "\n"
+         "  --coordinator URL  the coordinator's worker socket (default tcp://127.0.0.1:8322)\n"
+         "  --data-dir DIR     data directory (default .headlab); the token is read from\n"
+         "                     DIR/token unless HEADLAB_TOKEN or --token-file gives it\n"
+         "  --token-file FILE  file holding the shared worker token\n"
+         "  --name NAME        worker name (default: the host name)\n"
+         "  --slots N          concurrent attempts when CPU-only (default 1); with GPUs one\n"
+         "                     slot per GPU, at most N when given\n"
+         "  --cpu-only         ignore GPUs\n"
+         "  --work-dir DIR     manifests and run outputs (default DIR/worker-NAME)\n"
+         "\n"
+         "Stops on SIGTERM/SIGINT: cancels running attempts, reports them, exits 0.\n"
+         "Exit codes: 0 stopped, 1 refused by the coordinator or failed, 2 bad input.\n";
+}
+
+StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
+  WorkerFlags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool has_inline = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      has_inline = true;
+    }
+    auto take = [&](std::string* out) -> Status {
+      if (has_inline) {
+        *out = value;
+      } else if (i + 1 < argc) {
+        *out = argv[++i];
+      } else {
+        return Status::InvalidArgument(arg + ": missing value");
+      }
+      if (out->empty()) return Status::InvalidArgument(arg + ": empty value");
+      return Status::Ok();
+    };
+    if (arg == "--help" || arg == "-h") {
+      f.help = true;
+    } else if (arg == "--cpu-only") {
+      if (has_inline) return Status::InvalidArgument("--cpu-only takes no value");
+      f.cpu_only = true;
+    } else if (arg == "--coordinator") {
+      HEADLAB_RETURN_IF_ERROR(take(&f.coordinator));
+      if (f.coordinator.rfind("tcp://", 0) != 0 && f.coordinator.rfind("ipc://", 0) != 0)
+        return Status::InvalidArgument("--coordinator: expected tcp://ADDR:PORT, got \"" +
+                                       f.coordinator + "\"");
+    } else if (arg == "--data-dir") {
+      HEADLAB_RETURN_IF_ERROR(take(&f.data_dir));
+    } else if (arg == "--token-file") {
+      HEADLAB_RETURN_IF_ERROR(take(&f.token_file));
+    } else if (arg == "--name") {
+      HEADLAB_RETURN_IF_ERROR(take(&f.name));
+    } else if (arg == "--work-dir") {
+      HEADLAB_RETURN_IF_ERROR(take(&f.work_dir));
+    } else if (arg == "--slots") {
+      std::string v;
+      HEADLAB_RETURN_IF_ERROR(take(&v));
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 1024)
+        return Status::InvalidArgument("--slots: expected an integer in [1, 1024], got \"" + v + "\"");
+      f.slots = int(n);
+    } else {
+      return Status::InvalidArgument("unknown argument \"" + arg + "\"");
+    }
+  }
+  return f;
+}
+
+StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token) {
+  std::string source;
+  std::string token;
+  if (!flags.token_file.empty()) {
+    StatusOr<std::string> t = ReadFile(flags.token_file);
+    if (!t.ok()) return Status::InvalidArgument("--token-file: " + t.status().message());
+    source = flags.token_file;
+    token = Trim(*t);
+  } else if (env_token != nullptr && *env_token) {
+    source = "HEADLAB_TOKEN";
+    token = Trim(env_token);
+  } else {
+    source = flags.data_dir + "/token";
+    StatusOr<std::string> t = ReadFile(source);
+    if (!t.ok())
+      return Status::InvalidArgument(
+          "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
+          "the coordinator's data directory (" + source + " does not exist or is unreadable)");
+    token = Trim(*t);
+  }
+  if (token.empty()) return Status::InvalidArgument("no worker token: " + source + " is empty");
+  return token;
+}
+
+WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& token,
+                                const DeviceInventory& inventory,
+                                const std::vector<std::string>& exec_command) {
+  WorkerOptions o;
+  std::string host = HostName();
+  o.connection.endpoint = flags.coordinator;
+  o.connection.identity = "worker-" + host + "-" + std::to_string(::getpid());
+  o.token = token;
+  o.name = flags.name.empty() ? host : flags.name;
+  o.work_dir = flags.work_dir.empty() ? flags.data_dir + "/worker-" + o.name : flags.work_dir;
+  o.exec_command = exec_command;
+  if (flags.cpu_only || !inventory.has_gpu) {
+    o.inventory.devices = {inventory.has_gpu ? CpuDevice() : inventory.devices[0]};
+    o.inventory.cuda_driver = inventory.cuda_driver;
+    o.inventory.cuda_runtime = inventory.cuda_runtime;
+    o.inventory.note = flags.cpu_only ? "--cpu-only" : inventory.note;
+    o.slots = flags.slots > 0 ? flags.slots : 1;
+    o.slot_devices.assign(o.slots, "");
+  } else {
+    o.inventory = inventory;
+    if (flags.slots > 0 && size_t(flags.slots) < o.inventory.devices.size())
+      o.inventory.devices.resize(flags.slots);
+    o.slots = int(o.inventory.devices.size());
+    for (const Device& d : o.inventory.devices) o.slot_devices.push_back(std::to_string(d.index));
+  }
+  return o;
+}
+
+}  // namespace headlab
