@@ -1,0 +1,182 @@
+// hybrid_attention.cu: argument validation and dispatch of the hybrid-head layer to the
+// SIMT (every dtype; fp32's path) or tensor-core (bf16/fp16) implementation.
+#include "kernels/hybrid_attention.h"
+
+#include "kernels/hybrid_attention_internal.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using internal::Params;
+
+KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
+
+KernelStatus ValidateShapeAndHeads(const AttentionShape& s, const HeadSpec* heads) {
+  if (s.batch < 1 || s.seq_len < 1) return Invalid("batch and seq_len must be >= 1");
+  if (s.heads < 1 || s.heads > kMaxHeads) return Invalid("heads must be in [1, kMaxHeads]");
+  if (s.kv_heads < 1 || s.heads % s.kv_heads != 0) return Invalid("kv_heads must divide heads");
+  if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128)
+    return {KernelCode::kUnsupported, "head_dim must be 64, 96 or 128"};
+  if (!(s.scale > 0.f) || !std::isfinite(s.scale)) return Invalid("scale must be finite and > 0");
+  if (s.dtype != DType::kF32 && s.dtype != DType::kBF16 && s.dtype != DType::kF16)
+    return Invalid("unknown dtype");
+  if ((int64_t)s.batch * s.heads * s.seq_len * s.head_dim >= (int64_t(1) << 31))
+    return {KernelCode::kUnsupported, "B*H*T*d must stay below 2^31"};
+  if (heads == nullptr) return Invalid("heads is null");
+  for (int h = 0; h < s.heads; ++h) {
+    const HeadSpec& hs = heads[h];
+    switch (hs.state) {
+      case HeadState::kOrdinary:
+      case HeadState::kPruned: break;
+      case HeadState::kLocal:
+        if (hs.window < 1) return Invalid("local head needs window >= 1");
+        break;
+      case HeadState::kStreaming:
+        if (hs.recent < 1 || hs.sink < 0) return Invalid("streaming head needs recent >= 1, sink >= 0");
+        break;
+      case HeadState::kFixed:
+        if (!hs.alpha || !hs.rho || !hs.log_z) return Invalid("fixed head needs alpha, rho, log_z");
+        break;
+      default: return Invalid("unknown head state");
+    }
+  }
+  return {};
+}
+
+KernelStatus ValidateView(const TensorView& v, const char* null_message) {
+  if (v.data == nullptr) return Invalid(null_message);
+  if (v.stride_b < 0 || v.stride_t < 0 || v.stride_h < 0) return Invalid("negative stride");
+  return {};
+}
+
+// Returns true iff every row of the view starts 16-byte aligned (tensor-core loads).
+bool RowsAligned(const TensorView& v, DType dtype) {
+  const int64_t vec = 16 / int64_t(DTypeSize(dtype));
+  return reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && v.stride_b % vec == 0 &&
+         v.stride_t % vec == 0 && v.stride_h % vec == 0;
+}
+
+internal::View ToView(const TensorView& v) { return {v.data, v.stride_b, v.stride_t, v.stride_h}; }
+
+Params MakeParams(const AttentionShape& s, const HeadSpec* heads) {
+  Params p{};
+  p.B = s.batch;
+  p.T = s.seq_len;
+  p.H = s.heads;
+  p.G = s.kv_heads;
+  p.d = s.head_dim;
+  p.scale = s.scale;
+  for (int h = 0; h < s.heads; ++h) {
+    p.heads[h] = {static_cast<int32_t>(heads[h].state), heads[h].window, heads[h].sink,
+                  heads[h].recent, heads[h].alpha, heads[h].rho, heads[h].log_z};
+  }
+  return p;
+}
+
+KernelStatus FromCuda(cudaError_t e) {
+  if (e == cudaSuccess) return {};
+  return {KernelCode::kCudaError, cudaGetErrorString(e)};
+}
+
+template <typename Fn>
+cudaError_t ByDType(DType dtype, Fn fn) {
+  switch (dtype) {
+    case DType::kF32: return fn(float{});
+    case DType::kBF16: return fn(__nv_bfloat16{});
+    default: return fn(__half{});
+  }
+}
+
+}  // namespace
+
+size_t BackwardWorkspaceBytes(const AttentionShape& s) {
+  return sizeof(float) * size_t(s.batch) * s.heads * s.seq_len * (s.head_dim + 1);
+}
+
+KernelStatus ValidateForward(const ForwardArgs& a) {
+  KernelStatus st = ValidateShapeAndHeads(a.shape, a.heads);
+  if (!st.ok()) return st;
+  for (auto [v, m] : {std::pair{&a.q, "q is null"}, {&a.k, "k is null"}, {&a.v, "v is null"},
+                      {&a.o, "o is null"}}) {
+    if (!(st = ValidateView(*v, m)).ok()) return st;
+  }
+  if (a.lse == nullptr) return Invalid("lse is null");
+  return {};
+}
+
+KernelStatus ValidateBackward(const BackwardArgs& a) {
+  KernelStatus st = ValidateShapeAndHeads(a.shape, a.heads);
+  if (!st.ok()) return st;
+  for (auto [v, m] : {std::pair{&a.q, "q is null"}, {&a.k, "k is null"}, {&a.v, "v is null"},
+                      {&a.o, "o is null"}, {&a.d_o, "d_o is null"}, {&a.dq, "dq is null"},
+                      {&a.dk, "dk is null"}, {&a.dv, "dv is null"}}) {
+    if (!(st = ValidateView(*v, m)).ok()) return st;
+  }
+  if (a.lse == nullptr) return Invalid("lse is null");
+  if (a.workspace == nullptr) return Invalid("workspace is null");
+  return {};
+}
+
+KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
+  KernelStatus st = ValidateForward(a);
+  if (!st.ok()) return st;
+  Params p = MakeParams(a.shape, a.heads);
+  p.q = ToView(a.q);
+  p.k = ToView(a.k);
+  p.v = ToView(a.v);
+  p.o = ToView(a.o);
+  p.lse = a.lse;
+  const bool tc_possible = a.shape.dtype != DType::kF32 && RowsAligned(a.q, a.shape.dtype) &&
+                           RowsAligned(a.k, a.shape.dtype) && RowsAligned(a.v, a.shape.dtype) &&
+                           RowsAligned(a.o, a.shape.dtype);
+  if (a.path == KernelPath::kTensorCore && !tc_possible)
+    return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
+  const bool tc = tc_possible && a.path != KernelPath::kSimt;
+  auto s = static_cast<cudaStream_t>(stream);
+  return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      return internal::LaunchSimtForward<T>(p, s);
+    } else {
+      return tc ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
+    }
+  }));
+}
+
+KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
+  KernelStatus st = ValidateBackward(a);
+  if (!st.ok()) return st;
+  Params p = MakeParams(a.shape, a.heads);
+  p.q = ToView(a.q);
+  p.k = ToView(a.k);
+  p.v = ToView(a.v);
+  p.o = ToView(a.o);
+  p.d_o = ToView(a.d_o);
+  p.dq = ToView(a.dq);
+  p.dk = ToView(a.dk);
+  p.dv = ToView(a.dv);
+  p.lse = const_cast<float*>(a.lse);
+  p.dq_acc = static_cast<float*>(a.workspace);
+  p.delta = p.dq_acc + size_t(p.B) * p.H * p.T * p.d;
+  bool tc_possible = a.shape.dtype != DType::kF32;
+  for (const TensorView* v : {&a.q, &a.k, &a.v, &a.d_o, &a.dk, &a.dv})
+    tc_possible = tc_possible && RowsAligned(*v, a.shape.dtype);
+  if (a.path == KernelPath::kTensorCore && !tc_possible)
+    return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
+  const bool tc = tc_possible && a.path != KernelPath::kSimt;
+  auto s = static_cast<cudaStream_t>(stream);
+  return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
+    using T = decltype(t);
+    cudaError_t e = internal::LaunchBackwardPreprocess<T>(p, s);
+    if (e != cudaSuccess) return e;
+    // TODO(kernels): a tensor-core backward; until then every dtype runs the SIMT one.
+    (void)tc;
+    e = internal::LaunchSimtBackward<T>(p, s);
+    if (e != cudaSuccess) return e;
+    return internal::LaunchBackwardFinish<T>(p, s);
+  }));
+}
+
+}  // namespace kernels
+}  // namespace headlab

@@ -1,0 +1,106 @@
+// hybrid_attention_internal.cuh: what the kernel files share — the launch parameters, dtype
+// conversion, strided element addressing and the conversion of skip spans to key/query
+// block ranges. Included by .cu files only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "kernels/head_mask.h"
+#include "kernels/hybrid_attention.h"
+
+namespace headlab {
+namespace kernels {
+namespace internal {
+
+// A device copy of HeadSpec (40 bytes); all heads travel in the kernel parameters.
+struct DeviceHead {
+  int32_t state, window, sink, recent;
+  const float* alpha;
+  const float* rho;
+  const float* log_z;
+};
+
+struct View {
+  void* data;
+  int64_t sb, st, sh;
+};
+
+// Everything one launch needs, passed by value (CUDA 12.1+ allows 32 KB of parameters).
+struct Params {
+  int B, T, H, G, d;
+  float scale;
+  View q, k, v, o, d_o, dq, dk, dv;
+  float* lse;      // (B, H, T)
+  float* dq_acc;   // (B, H, T, d) fp32, backward only
+  float* delta;    // (B, H, T) rowsum(dO * O), backward only
+  DeviceHead heads[kMaxHeads];
+};
+
+template <typename T> __device__ __forceinline__ float ToFloat(T x);
+template <> __device__ __forceinline__ float ToFloat<float>(float x) { return x; }
+template <> __device__ __forceinline__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <> __device__ __forceinline__ float ToFloat<__half>(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T FromFloat(float x);
+template <> __device__ __forceinline__ float FromFloat<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
+
+// Returns a pointer to element (b, t, h, 0) of a view.
+template <typename T>
+__device__ __forceinline__ T* At(const View& v, int b, int t, int h) {
+  return reinterpret_cast<T*>(v.data) + b * v.sb + t * v.st + h * v.sh;
+}
+
+// Block index ranges [a0, a1) and [b0, b1) (disjoint, ascending) covering a SpanPair for
+// blocks of `blk` positions. Iterating n in [0, Count()) visits each block once.
+struct BlockRanges {
+  int a0, a1, b0, b1;
+  __device__ __forceinline__ int Count() const { return (a1 - a0) + (b1 - b0); }
+  __device__ __forceinline__ int Block(int n) const { return n < a1 - a0 ? a0 + n : b0 + n - (a1 - a0); }
+};
+
+__device__ __forceinline__ BlockRanges ToBlocks(SpanPair s, int blk) {
+  BlockRanges r{0, 0, 0, 0};
+  if (s.hi0 > s.lo0) { r.a0 = s.lo0 / blk; r.a1 = (s.hi0 + blk - 1) / blk; }
+  if (s.hi1 > s.lo1) {
+    r.b0 = s.lo1 / blk;
+    r.b1 = (s.hi1 + blk - 1) / blk;
+    if (r.b0 < r.a1) r.b0 = r.a1;  // a block shared by both spans is visited once
+    if (r.b1 < r.b0) r.b1 = r.b0;
+  }
+  return r;
+}
+
+__device__ __forceinline__ bool Visible(const DeviceHead& h, int q, int k) {
+  return KeyVisible(static_cast<HeadState>(h.state), h.window, h.sink, h.recent, q, k);
+}
+
+// Returns true iff every (q, k) in [q0, q1] x [k0, k1] (inclusive) is visible to `h`: then
+// a tile needs no per-element mask.
+__device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int q1, int k0, int k1) {
+  if (k1 > q0) return false;  // causal
+  switch (static_cast<HeadState>(h.state)) {
+    case HeadState::kOrdinary:
+    case HeadState::kFixed: return true;
+    case HeadState::kLocal: return k0 > q1 - h.window;
+    case HeadState::kStreaming: return k1 < h.sink || k0 > q1 - h.recent;
+    default: return false;
+  }
+}
+
+// Forward / backward launchers of each implementation (return a CUDA error code).
+template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
+// Shared by both backward implementations.
+template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);
+
+}  // namespace internal
+}  // namespace kernels
+}  // namespace headlab

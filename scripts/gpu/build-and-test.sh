@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# build-and-test.sh: builds the hybrid-head kernels on the device machine, runs the `gpu`
+# ctest label, the dev bench and the SDPA comparison; logs go to $OUT (or ./gpu-out).
+#
+#   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only]
+#
+# Run it from the repository root on the device machine (through the `run` tool). Needs
+# cmake/ninja (/opt/torch/.venv/bin there), nvcc, python3 with torch for the SDPA baseline.
+# Only kernels/ is built (standalone CMake project): the rest of headlab needs the carried
+# Debian packages (DESIGN.md "Seen working on the device machine") and is not built here.
+set -uo pipefail
+quick=""
+bench=1
+for a in "$@"; do
+  case "$a" in
+    --quick) quick="--quick" ;;
+    --no-bench|--test-only) bench=0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $a" >&2; exit 2 ;;
+  esac
+done
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+build="${HEADLAB_KERNELS_BUILD:-/tmp/headlab-kernels-build}"
+status=0
+
+{ nvidia-smi; nvcc --version; date -u; } > "$out/machine.txt" 2>&1
+
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+if ! { cmake -S kernels -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release &&
+       cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  echo "BUILD FAILED"
+  exit 1
+fi
+echo "build ok"
+
+(cd "$build" && ctest -L gpu --output-on-failure --timeout 1200) > "$out/gpu-test.log" 2>&1 || status=1
+grep -E "FAIL|PASSED|FAILED|tests passed|tests failed" "$out/gpu-test.log" | tail -15
+
+if [ "$bench" = 1 ]; then
+  "$build/hybrid_attention_bench" $quick > "$out/bench.log" 2>&1 || status=1
+  cat "$out/bench.log"
+  PYTHONUNBUFFERED=1 python3 scripts/gpu/bench_vs_sdpa.py --lib "$build/libheadlab_kernels_capi.so" \
+    $quick > "$out/sdpa.log" 2>&1 || status=1
+  cat "$out/sdpa.log"
+fi
+exit $status
