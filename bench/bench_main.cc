@@ -1,11 +1,148 @@
-// Entry point (being written in this session; see the issue note).
+// `headlab bench WHAT`: argument parsing and reporting; the benchmarks live in their own
+// files (coordinator_bench.cc).
 #include "bench/bench_main.h"
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "bench/coordinator_bench.h"
+#include "common/json.h"
 
 namespace headlab {
-int BenchMain(int, char**) {
-  std::fprintf(stderr, "headlab: this command is not built yet\n");
-  return 1;
+namespace {
+
+const char* kBenchUsage =
+    "usage: headlab bench coordinator [--runs N] [--workers N] [--batches N]\n"
+    "                                 [--batch-points N] [--json] [--keep]\n"
+    "\n"
+    "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
+    "ports) and measures, against the targets of issue 2:\n"
+    "  grid accept        POST of a grid of --runs no-op runs            target < 2 s\n"
+    "  dispatch           --runs runs through --workers simulated worker\n"
+    "                     connections (HLW1, ACCEPT+METRICS+DONE at once) target >= 500 runs/s\n"
+    "  metric ingestion   --workers x --batches METRICS of --batch-points\n"
+    "                     points, counted again in headlab.db              target >= 200000 points/s\n"
+    "  requeue latency    a worker goes silent after ACCEPT; time from its\n"
+    "                     last HEARTBEAT to ASSIGN of attempt 2 elsewhere  target <= 5 s\n"
+    "\n"
+    "options:\n"
+    "  --runs N          runs in the dispatch grid (default 10000)\n"
+    "  --workers N       simulated worker connections (default 64)\n"
+    "  --batches N       ingestion: METRICS messages per worker (default 16)\n"
+    "  --batch-points N  ingestion: points per METRICS message (default 1000)\n"
+    "  --json            print the figures as JSON\n"
+    "  --keep            keep the temp data dir (headlab.db, coordinator.log)\n"
+    "exit: 0 every target met, 1 a target missed or the benchmark failed, 2 bad arguments\n";
+
+// Returns the CPU model from /proc/cpuinfo, or "".
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      return colon == std::string::npos ? "" : line.substr(colon + 2);
+    }
+  }
+  return "";
 }
+
+// Parses a positive integer option value; returns false on bad input.
+bool ParseCount(const char* flag, const char* text, int* out) {
+  char* end = nullptr;
+  long v = text ? std::strtol(text, &end, 10) : 0;
+  if (!text || *end != '\0' || v < 1 || v > 10000000) {
+    std::fprintf(stderr, "headlab bench coordinator: %s expects an integer in [1, 10000000], got '%s'\n",
+                 flag, text ? text : "");
+    return false;
+  }
+  *out = int(v);
+  return true;
+}
+
+int CoordinatorCommand(int argc, char** argv) {
+  bench::CoordinatorBenchOptions opt;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kBenchUsage, stdout);
+      return 0;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--keep") {
+      opt.keep = true;
+    } else if (a == "--runs" || a == "--workers" || a == "--batches" || a == "--batch-points") {
+      int* dst = a == "--runs" ? &opt.runs : a == "--workers" ? &opt.workers
+               : a == "--batches" ? &opt.batches : &opt.batch_points;
+      if (!ParseCount(a.c_str(), v, dst)) return 2;
+      ++i;
+    } else {
+      std::fprintf(stderr, "headlab bench coordinator: unknown argument '%s'\n\n%s", a.c_str(),
+                   kBenchUsage);
+      return 2;
+    }
+  }
+
+  auto r = bench::RunCoordinatorBench(opt);
+  if (!r.ok()) {
+    std::fprintf(stderr, "headlab bench coordinator: %s\n", r.status().ToString().c_str());
+    return 1;
+  }
+  bool pass = true;
+  for (const auto& f : r->figures) pass = pass && f.Pass();
+  char date[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  utsname u{};
+  uname(&u);
+  unsigned cores = std::thread::hardware_concurrency();
+  if (json) {
+    Json out = {{"benchmark", "coordinator"},
+                {"date", date},
+                {"host", {{"nproc", cores}, {"cpu", CpuModel()}, {"kernel", u.release}}},
+                {"options", {{"runs", opt.runs}, {"workers", opt.workers},
+                             {"batches", opt.batches}, {"batch_points", opt.batch_points}}},
+                {"figures", bench::FiguresJson(r->figures)},
+                {"notes", r->notes},
+                {"pass", pass}};
+    if (opt.keep) out["data_dir"] = r->data_dir;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("headlab bench coordinator  %s  %u cores, %s\n", date, cores, CpuModel().c_str());
+    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points\n\n",
+                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points);
+    std::fputs(bench::FormatTable(r->figures).c_str(), stdout);
+    std::printf("\n");
+    for (const auto& n : r->notes) std::printf("  %s\n", n.c_str());
+    if (opt.keep) std::printf("  data dir kept: %s\n", r->data_dir.c_str());
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace
+
+int BenchMain(int argc, char** argv) {
+  std::string what = argc > 1 ? argv[1] : "";
+  if (what == "coordinator") return CoordinatorCommand(argc - 1, argv + 1);
+  if (what == "--help" || what == "-h" || what == "help") {
+    std::printf("usage: headlab bench WHAT [ARGS]\n\nbenchmarks:\n"
+                "  coordinator   grid accept, dispatch, ingestion and requeue figures\n"
+                "                (headlab bench coordinator --help)\n");
+    return 0;
+  }
+  std::fprintf(stderr, "usage: headlab bench coordinator [--help]%s%s\n",
+               what.empty() ? "" : "   (unknown benchmark: ", what.empty() ? "" : (what + ")").c_str());
+  return 2;
+}
+
 }  // namespace headlab

@@ -1,0 +1,380 @@
+// The coordinator benchmark. Four phases against one coordinator child process:
+//   1. accept: POST a grid of `runs` no-op runs; the figure is the request's wall time.
+//   2. dispatch: `workers` SimWorkers (slots 1 each) answer every ASSIGN at once; the
+//      figure is runs / (last DONE ACK - first READY).
+//   3. ingestion: each SimWorker streams `batches` METRICS of `batch_points` points for
+//      one run (4 batches in flight); the figure is points ACKed / (last ACK - first
+//      send), and headlab.db must then hold exactly that many points.
+//   4. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
+//      figure is the time from that heartbeat until a second SimWorker gets ASSIGN of
+//      the same run as attempt 2.
+// The simulated workers run in this process and share its CPU with the coordinator, as
+// a real worker fleet would not: the figures are a lower bound for the coordinator alone.
+#include "bench/coordinator_bench.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "bench/coordinator_process.h"
+#include "bench/http_client.h"
+#include "bench/sim_worker.h"
+#include "common/json.h"
+#include "coordinator/db.h"
+
+namespace headlab::bench {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+using Sims = std::vector<std::unique_ptr<SimWorker>>;
+
+// Returns the text of a grid of `runs` runs of the no-op kind (axis: seed).
+std::string NoopGrid(const std::string& name, int runs, const Json& noop) {
+  Json seeds = Json::array();
+  for (int i = 0; i < runs; ++i) seeds.push_back(i);
+  Json grid = {{"name", name},
+               {"description", "headlab bench coordinator"},
+               {"base", {{"kind", "noop"}, {"noop", noop}}},
+               {"axes", {{"seed", seeds}}},
+               {"max_attempts", 3}};
+  return grid.dump();
+}
+
+// POSTs a grid; returns the experiment id and sets *seconds to the request's wall time.
+StatusOr<int64_t> Submit(const CoordinatorProcess& c, const std::string& name,
+                         const std::string& text, int expect_runs, double* seconds) {
+  Json body = {{"file", name + ".jsonc"}, {"text", text}, {"sets", Json::array()},
+               {"rerun", true}, {"dry_run", false}};
+  auto t0 = Clock::now();
+  auto r = HttpRequest("127.0.0.1", c.http_port(), "POST", "/api/v1/experiments", body.dump(),
+                       c.token(), 120);
+  if (seconds) *seconds = Seconds(Clock::now() - t0).count();
+  if (!r.ok()) return r.status();
+  if (r->status != 200)
+    return Status::Internal("POST /api/v1/experiments: HTTP " + std::to_string(r->status) + " " +
+                            r->body.substr(0, 300));
+  auto j = ParseJson(r->body, "submit response");
+  if (!j.ok()) return j.status();
+  if (!j->contains("experiment") || j->value("runs", -1) != expect_runs)
+    return Status::Internal("submit response without experiment id or with runs != " +
+                            std::to_string(expect_runs) + ": " + r->body.substr(0, 300));
+  return (*j)["experiment"].get<int64_t>();
+}
+
+// Runs one `SELECT count(*) ...` on a read-only connection to the coordinator's database.
+StatusOr<int64_t> Count(const CoordinatorProcess& c, const std::string& sql) {
+  coord::Db db;
+  HEADLAB_RETURN_IF_ERROR(db.Open(c.db_path(), coord::Db::Mode::kReadOnly));
+  sqlite3_busy_timeout(db.raw(), 5000);
+  auto st = db.Prepare(sql);
+  if (!st.ok()) return st.status();
+  Status err;
+  if (!st->Step(&err)) return err.ok() ? Status::Internal("no row: " + sql) : err;
+  return st->Int(0);
+}
+
+// Returns the number of workers /api/v1/workers reports alive, or -1.
+int AliveWorkers(const CoordinatorProcess& c) {
+  auto r = HttpRequest("127.0.0.1", c.http_port(), "GET", "/api/v1/workers", "", "", 10);
+  if (!r.ok() || r->status != 200) return -1;
+  auto j = ParseJson(r->body, "workers");
+  if (!j.ok() || !j->is_array()) return -1;
+  int n = 0;
+  for (const Json& w : *j) n += w.value("state", "") == "alive";
+  return n;
+}
+
+// Polls `done` every 5 ms until it returns true or `timeout_s` passes; returns done().
+template <typename F>
+bool WaitFor(double timeout_s, F done) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  while (!done()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// Returns the first error any simulated worker reported, or "".
+std::string FirstSimError(const Sims& sims) {
+  for (const auto& s : sims)
+    if (!s->error().empty()) return s->error();
+  return "";
+}
+
+void Progress(const std::string& msg) { std::fprintf(stderr, "bench: %s\n", msg.c_str()); }
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// Creates the benchmark's data dir under $TMPDIR (or /tmp).
+StatusOr<std::string> MakeTempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/headlab-bench-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return Status::IoError("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  return tmpl;
+}
+
+// One benchmark run: the coordinator, the simulated fleet and the figures so far.
+class Bench {
+ public:
+  Bench(const CoordinatorBenchOptions& o, CoordinatorProcess* c, CoordinatorBenchResult* r)
+      : opt_(o), c_(c), r_(r) {}
+
+  void AcceptGrid();
+  void Dispatch();
+  void Ingest();
+  void Requeue();
+  void StopFleet();
+
+ private:
+  std::unique_ptr<SimWorker> NewSim(const std::string& name, SimWorker::Mode mode) {
+    SimWorker::Options o;
+    o.endpoint = c_->worker_endpoint();
+    o.token = c_->token();
+    o.identity = "worker-bench-" + std::to_string(::getpid()) + "-" + name;
+    o.name = name;
+    o.mode = mode;
+    o.batches = opt_.batches;
+    o.batch_points = opt_.batch_points;
+    return std::make_unique<SimWorker>(&ctx_, o);
+  }
+  void Note(const std::string& n) {
+    Progress(n);
+    r_->notes.push_back(n);
+  }
+  // Checks `sql` counts `want`; notes the outcome.
+  bool Verify(const std::string& what, const std::string& sql, int64_t want) {
+    auto n = Count(*c_, sql);
+    if (!n.ok()) {
+      Note("check FAILED: " + what + ": " + n.status().ToString());
+      return false;
+    }
+    bool good = n.value() == want;
+    Note(std::string(good ? "check ok: " : "check FAILED: ") + what + " = " +
+         std::to_string(n.value()) + (good ? "" : " (expected " + std::to_string(want) + ")"));
+    return good;
+  }
+
+  const CoordinatorBenchOptions& opt_;
+  CoordinatorProcess* c_;
+  CoordinatorBenchResult* r_;
+  zmq::context_t ctx_{2};
+  Sims fleet_;
+  int64_t dispatch_exp_ = 0;
+};
+
+void Bench::AcceptGrid() {
+  Figure f{"grid accept (" + std::to_string(opt_.runs) + " runs)", "s", Figure::Cmp::kLess, 2};
+  std::string text = NoopGrid("bench_dispatch", opt_.runs, {{"duration_ms", 0}, {"metrics", 1}});
+  double s = 0;
+  auto exp = Submit(*c_, "bench_dispatch", text, opt_.runs, &s);
+  if (!exp.ok()) {
+    f.note = exp.status().ToString();
+    Note("accept failed: " + f.note);
+  } else {
+    dispatch_exp_ = exp.value();
+    f.measured = true;
+    f.value = s;
+    f.note = "POST /api/v1/experiments wall time, " + std::to_string(text.size()) + " byte grid";
+    Verify("queued runs stored", "SELECT count(*) FROM runs WHERE status = 'queued' AND "
+           "experiment_id = " + std::to_string(dispatch_exp_), opt_.runs);
+  }
+  r_->figures.push_back(f);
+}
+
+void Bench::Dispatch() {
+  Figure f{"dispatch throughput (" + std::to_string(opt_.workers) + " workers)", "runs/s",
+           Figure::Cmp::kGreaterEq, 500};
+  for (int i = 0; i < opt_.workers; ++i)
+    fleet_.push_back(NewSim("sim" + std::to_string(i), SimWorker::Mode::kNoop));
+  if (dispatch_exp_ == 0) {
+    f.note = "no grid to dispatch";
+    r_->figures.push_back(f);
+    return;
+  }
+  Progress("dispatching " + std::to_string(opt_.runs) + " runs to " +
+           std::to_string(opt_.workers) + " simulated workers");
+  auto t0 = Clock::now();
+  for (auto& s : fleet_) s->Start();
+  auto done = [&] {
+    int64_t n = 0;
+    for (auto& s : fleet_) n += s->runs_done();
+    return n;
+  };
+  bool finished = WaitFor(opt_.phase_timeout_s, [&] {
+    return done() >= opt_.runs || !FirstSimError(fleet_).empty();
+  });
+  Clock::time_point t1{};
+  for (auto& s : fleet_) t1 = std::max(t1, s->last_done_ack());
+  std::string err = FirstSimError(fleet_);
+  if (!err.empty()) {
+    f.note = "simulated worker error: " + err;
+  } else if (!finished) {
+    f.note = "only " + std::to_string(done()) + " of " + std::to_string(opt_.runs) +
+             " runs done after " + Fmt("%.0f s", opt_.phase_timeout_s);
+  } else {
+    f.measured = true;
+    f.value = opt_.runs / Seconds(t1 - t0).count();
+    f.note = Fmt("%.2f s from the first READY to the last DONE ACK", Seconds(t1 - t0).count());
+  }
+  Note("dispatch: " + f.note);
+  r_->figures.push_back(f);
+  std::string e = std::to_string(dispatch_exp_);
+  Verify("succeeded runs", "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
+         "experiment_id = " + e, opt_.runs);
+  Verify("attempt rows (one per run)", "SELECT count(*) FROM attempts a JOIN runs r ON "
+         "r.id = a.run_id WHERE r.experiment_id = " + e, opt_.runs);
+}
+
+void Bench::Ingest() {
+  const int64_t per_run = int64_t(opt_.batches) * opt_.batch_points;
+  const int64_t total = per_run * opt_.workers;
+  Figure f{"metric ingestion", "points/s", Figure::Cmp::kGreaterEq, 200000};
+  for (auto& s : fleet_) {
+    s->ResetStats();
+    s->set_mode(SimWorker::Mode::kIngest);
+  }
+  Progress("ingesting " + std::to_string(total) + " metric points (" +
+           std::to_string(opt_.workers) + " workers x " + std::to_string(opt_.batches) +
+           " batches x " + std::to_string(opt_.batch_points) + ")");
+  std::string text = NoopGrid("bench_ingest", opt_.workers,
+                              {{"duration_ms", 0}, {"metrics", per_run}});
+  auto exp = Submit(*c_, "bench_ingest", text, opt_.workers, nullptr);
+  if (!exp.ok()) {
+    f.note = exp.status().ToString();
+    Note("ingest submit failed: " + f.note);
+    r_->figures.push_back(f);
+    return;
+  }
+  auto acked = [&] {
+    int64_t n = 0;
+    for (auto& s : fleet_) n += s->points_acked();
+    return n;
+  };
+  auto runs_done = [&] {
+    int64_t n = 0;
+    for (auto& s : fleet_) n += s->runs_done();
+    return n;
+  };
+  bool finished = WaitFor(opt_.phase_timeout_s, [&] {
+    return (acked() >= total && runs_done() >= opt_.workers) || !FirstSimError(fleet_).empty();
+  });
+  Clock::time_point first = Clock::time_point::max(), last{};
+  for (auto& s : fleet_) {
+    if (s->first_metrics_sent() != Clock::time_point{}) first = std::min(first, s->first_metrics_sent());
+    last = std::max(last, s->last_metrics_ack());
+  }
+  std::string err = FirstSimError(fleet_);
+  if (!err.empty()) {
+    f.note = "simulated worker error: " + err;
+  } else if (!finished) {
+    f.note = std::to_string(acked()) + " of " + std::to_string(total) + " points ACKed after " +
+             Fmt("%.0f s", opt_.phase_timeout_s);
+  } else {
+    f.measured = true;
+    f.value = double(acked()) / Seconds(last - first).count();
+    f.note = std::to_string(acked()) + " points ACKed in " +
+             Fmt("%.2f s", Seconds(last - first).count());
+  }
+  Note("ingestion: " + f.note);
+  r_->figures.push_back(f);
+  Verify("metric points in headlab.db", "SELECT count(*) FROM metrics WHERE run_id IN "
+         "(SELECT id FROM runs WHERE experiment_id = " + std::to_string(exp.value()) + ")", total);
+}
+
+void Bench::StopFleet() {
+  for (auto& s : fleet_) s->Stop();
+  fleet_.clear();
+}
+
+void Bench::Requeue() {
+  Figure f{"dead-worker requeue latency", "s", Figure::Cmp::kLessEq, 5};
+  StopFleet();  // each sends DISCONNECT
+  if (!WaitFor(15, [&] { return AliveWorkers(*c_) == 0; }))
+    Note("requeue: the coordinator still lists alive workers after DISCONNECT");
+  std::string text = NoopGrid("bench_requeue", 1, {{"duration_ms", 1}, {"metrics", 0}});
+  auto exp = Submit(*c_, "bench_requeue", text, 1, nullptr);
+  if (!exp.ok()) {
+    f.note = exp.status().ToString();
+    r_->figures.push_back(f);
+    return;
+  }
+  auto dead = NewSim("dead", SimWorker::Mode::kSilentAfterAccept);
+  dead->Start();
+  if (!WaitFor(30, [&] { return dead->silent(); })) {
+    f.note = "the run was not assigned to the first simulated worker within 30 s";
+    Note("requeue: " + f.note);
+    r_->figures.push_back(f);
+    return;
+  }
+  int64_t run = dead->assignments().front().run;
+  auto heir = NewSim("heir", SimWorker::Mode::kNoop);
+  heir->Start();
+  SimWorker::Assignment again{};
+  bool got = WaitFor(30, [&] {
+    for (const auto& a : heir->assignments())
+      if (a.run == run && a.attempt >= 2) {
+        again = a;
+        return true;
+      }
+    return false;
+  });
+  if (!got) {
+    f.note = "run " + std::to_string(run) + " was not reassigned within 30 s of the last heartbeat";
+  } else {
+    f.measured = true;
+    f.value = Seconds(again.at - dead->last_heartbeat()).count();
+    f.note = "last HEARTBEAT of the silent worker -> ASSIGN attempt " +
+             std::to_string(again.attempt) + " to another worker";
+  }
+  Note("requeue: " + f.note);
+  r_->figures.push_back(f);
+  WaitFor(10, [&] { return heir->runs_done() >= 1; });
+  Verify("attempt 1 of the dead worker's run marked lost", "SELECT count(*) FROM attempts WHERE "
+         "status = 'lost' AND attempt = 1 AND run_id = " + std::to_string(run), 1);
+  heir->Stop();
+  dead->Stop();
+}
+
+}  // namespace
+
+StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptions& opt) {
+  CoordinatorBenchResult result;
+  auto dir = MakeTempDir();
+  if (!dir.ok()) return dir.status();
+  result.data_dir = dir.value();
+  Progress("starting the coordinator in " + result.data_dir);
+  auto c = CoordinatorProcess::Start(opt.binary, result.data_dir + "/data");
+  if (!c.ok()) return c.status();
+  {
+    Bench b(opt, c.value().get(), &result);
+    b.AcceptGrid();
+    b.Dispatch();
+    b.Ingest();
+    b.Requeue();
+    b.StopFleet();
+  }
+  auto rc = c.value()->Stop(10);
+  std::string shutdown = rc.ok() ? "coordinator exited " + std::to_string(rc.value()) + " on SIGTERM"
+                                 : rc.status().ToString();
+  Progress(shutdown);
+  result.notes.push_back(shutdown);
+  if (!opt.keep) {
+    std::error_code ec;
+    std::filesystem::remove_all(result.data_dir, ec);
+  }
+  return result;
+}
+
+}  // namespace headlab::bench

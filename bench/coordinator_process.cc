@@ -1,0 +1,154 @@
+// Spawning the coordinator with posix_spawn: its output goes straight to a log file (no
+// pipe to drain), and the bench keeps only the pid.
+#include "bench/coordinator_process.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "bench/http_client.h"
+#include "common/files.h"
+#include "common/json.h"
+
+extern char** environ;
+
+namespace headlab::bench {
+namespace {
+
+// Returns 32 random bytes as hex (the shared worker/HTTP token).
+StatusOr<std::string> RandomToken() {
+  auto raw = std::string(32, '\0');
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::read(fd, raw.data(), raw.size()) != ssize_t(raw.size())) {
+    if (fd >= 0) ::close(fd);
+    return Status::IoError("cannot read /dev/urandom");
+  }
+  ::close(fd);
+  static const char* kHex = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
+// Returns the exit code of a reaped child: its status, or 128 + signal.
+int ExitCode(int wstatus) {
+  return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+}
+
+}  // namespace
+
+StatusOr<int> FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return Status::IoError(std::string("bind 127.0.0.1:0: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return int(ntohs(addr.sin_port));
+}
+
+StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
+    const std::string& binary, const std::string& data_dir, double timeout_s) {
+  std::unique_ptr<CoordinatorProcess> c(new CoordinatorProcess);
+  c->data_dir_ = data_dir;
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(data_dir));
+  auto token = RandomToken();
+  if (!token.ok()) return token.status();
+  c->token_ = token.value();
+  std::string token_file = data_dir + "/token";
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(token_file, c->token_, 0600));
+  auto hp = FreeLoopbackPort();
+  auto wp = FreeLoopbackPort();
+  if (!hp.ok()) return hp.status();
+  if (!wp.ok()) return wp.status();
+  c->http_port_ = hp.value();
+  c->worker_port_ = wp.value();
+
+  std::vector<std::string> args = {binary, "coordinator", "--data-dir", data_dir,
+                                   "--http", "127.0.0.1:" + std::to_string(c->http_port_),
+                                   "--workers", c->worker_endpoint(),
+                                   "--token-file", token_file};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  std::string log = c->log_path();
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  int err = posix_spawn(&c->pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) {
+    c->pid_ = -1;
+    return Status::IoError("spawn " + binary + ": " + std::strerror(err));
+  }
+
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    int wstatus = 0;
+    if (::waitpid(c->pid_, &wstatus, WNOHANG) == c->pid_) {
+      c->pid_ = -1;
+      return Status::Unavailable("coordinator exited with " + std::to_string(ExitCode(wstatus)) +
+                                 " during start-up (see " + log + ")");
+    }
+    auto r = HttpRequest("127.0.0.1", c->http_port_, "GET", "/api/v1/health", "", "", 2);
+    if (r.ok() && r->status == 200) {
+      auto j = ParseJson(r->body, "health");
+      if (j.ok() && j->value("ok", false)) return c;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable("coordinator did not answer /api/v1/health within " +
+                             std::to_string(int(timeout_s)) + " s (see " + log + ")");
+}
+
+StatusOr<int> CoordinatorProcess::Stop(double timeout_s) {
+  if (pid_ < 0) return Status::NotFound("coordinator is not running");
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  int wstatus = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, &wstatus, WNOHANG) == pid_) {
+      pid_ = -1;
+      return ExitCode(wstatus);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, &wstatus, 0);
+  pid_ = -1;
+  return Status::Unavailable("coordinator ignored SIGTERM for " + std::to_string(int(timeout_s)) +
+                             " s; killed");
+}
+
+CoordinatorProcess::~CoordinatorProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int wstatus;
+    ::waitpid(pid_, &wstatus, 0);
+  }
+}
+
+}  // namespace headlab::bench

@@ -1,0 +1,273 @@
+// The simulated worker's loop: the main loop of a real worker (receive, dispatch by
+// command, heartbeat timer) with the exec child replaced by an immediate answer.
+#include "bench/sim_worker.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <zmq_addon.hpp>
+
+#include "common/json.h"
+#include "common/wire.h"
+
+namespace headlab::bench {
+namespace {
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+SimWorker::SimWorker(zmq::context_t* ctx, Options options)
+    : ctx_(ctx), opt_(std::move(options)), mode_(opt_.mode) {}
+
+SimWorker::~SimWorker() { Stop(); }
+
+void SimWorker::Start() {
+  stop_.store(false);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void SimWorker::Stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+void SimWorker::ResetStats() {
+  runs_done_.store(0);
+  points_acked_.store(0);
+  std::lock_guard<std::mutex> l(mu_);
+  first_metrics_sent_ = last_metrics_ack_ = last_done_ack_ = Clock::time_point{};
+}
+
+std::string SimWorker::error() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return error_;
+}
+
+std::vector<SimWorker::Assignment> SimWorker::assignments() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return assignments_;
+}
+
+Clock::time_point SimWorker::first_metrics_sent() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return first_metrics_sent_;
+}
+
+Clock::time_point SimWorker::last_metrics_ack() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return last_metrics_ack_;
+}
+
+Clock::time_point SimWorker::last_done_ack() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return last_done_ack_;
+}
+
+Clock::time_point SimWorker::last_heartbeat() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return last_heartbeat_;
+}
+
+void SimWorker::SetError(const std::string& e) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (error_.empty()) error_ = e;
+}
+
+void SimWorker::Send(const char* command, const std::string& body) {
+  if (silent_.load()) return;
+  sock_->send(zmq::buffer(std::string(wire::kProtocol)), zmq::send_flags::sndmore);
+  sock_->send(zmq::buffer(std::string(command)), zmq::send_flags::sndmore);
+  sock_->send(zmq::buffer(body), zmq::send_flags::none);
+}
+
+void SimWorker::SendReady() {
+  Json devices = Json::array();
+  devices.push_back({{"index", 0}, {"name", "simulated cpu"}, {"memory_bytes", 0},
+                     {"cc_major", 0}, {"cc_minor", 0}, {"kind", "cpu"}});
+  Json running = Json::array();
+  for (const Job& j : jobs_) running.push_back({{"run", j.run}, {"attempt", j.attempt}});
+  Json ready = {{"token", opt_.token}, {"name", opt_.name}, {"host", "bench-sim"},
+                {"pid", int64_t(::getpid())}, {"version", wire::kProtocol}, {"slots", 1},
+                {"devices", devices}, {"running", running}};
+  Send(wire::kReady, ready.dump());
+}
+
+void SimWorker::SendHeartbeat() {
+  Json running = Json::array();
+  for (const Job& j : jobs_)
+    if (!j.done_sent) running.push_back({{"run", j.run}, {"attempt", j.attempt}});
+  Send(wire::kHeartbeat, Json{{"running", running}}.dump());
+  std::lock_guard<std::mutex> l(mu_);
+  last_heartbeat_ = Clock::now();
+}
+
+void SimWorker::SendDone(int64_t run, int attempt, const char* status) {
+  Json done = {{"run", run}, {"attempt", attempt}, {"status", status}, {"exit_code", 0},
+               {"error", ""}, {"stderr_tail", ""}, {"summary", Json::object()}};
+  Send(wire::kDone, done.dump());
+}
+
+// Points are formatted by hand: at hundreds of thousands of points per second the
+// benchmark's own JSON encoding would otherwise compete with the coordinator for the CPU.
+void SimWorker::SendPoints(int64_t run, int attempt, int64_t first_seq, int count) {
+  std::string body = "{\"run\":" + std::to_string(run) + ",\"attempt\":" +
+                     std::to_string(attempt) + ",\"points\":[";
+  body.reserve(body.size() + size_t(count) * 56);
+  char p[128];
+  double now = UnixSeconds();
+  for (int i = 0; i < count; ++i) {
+    int64_t seq = first_seq + i;
+    int n = std::snprintf(p, sizeof p, "%s[%lld,%lld,\"train.loss\",%.6g,%.3f]", i ? "," : "",
+                          static_cast<long long>(seq), static_cast<long long>(seq),
+                          1.0 / double(seq + 1), now);
+    body.append(p, size_t(n));
+  }
+  body += "]}";
+  Send(wire::kMetrics, body);
+  std::lock_guard<std::mutex> l(mu_);
+  if (first_metrics_sent_ == Clock::time_point{}) first_metrics_sent_ = Clock::now();
+}
+
+void SimWorker::OnAssign(const std::string& body) {
+  Json a = Json::parse(body, nullptr, false);
+  if (a.is_discarded() || !a.contains("run") || !a.contains("attempt")) {
+    SetError("bad ASSIGN body: " + body.substr(0, 200));
+    return;
+  }
+  int64_t run = a["run"].get<int64_t>();
+  int attempt = a["attempt"].get<int>();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    assignments_.push_back({run, attempt, Clock::now()});
+  }
+  if (silent_.load()) return;  // a dead worker answers nothing
+  Json ref = {{"run", run}, {"attempt", attempt}};
+  Send(wire::kAccept, ref.dump());
+  switch (mode_.load()) {
+    case Mode::kNoop: {
+      int points = 0;
+      if (a.contains("config") && a["config"].contains("noop"))
+        points = a["config"]["noop"].value("metrics", 0);
+      if (points > 0) SendPoints(run, attempt, 0, points);
+      SendDone(run, attempt, "succeeded");
+      break;
+    }
+    case Mode::kIngest:
+      jobs_.push_back({run, attempt});
+      PumpIngest();
+      break;
+    case Mode::kSilentAfterAccept:
+      jobs_.push_back({run, attempt});
+      SendHeartbeat();  // the last message: liveness is measured from here
+      silent_.store(true);
+      break;
+  }
+}
+
+void SimWorker::PumpIngest() {
+  const int64_t total = int64_t(opt_.batches) * opt_.batch_points;
+  for (Job& j : jobs_) {
+    if (j.done_sent) continue;
+    int64_t acked_batches = (j.acked_seq + 1) / opt_.batch_points;
+    while (j.next_batch < opt_.batches && j.next_batch - acked_batches < opt_.window) {
+      SendPoints(j.run, j.attempt, int64_t(j.next_batch) * opt_.batch_points, opt_.batch_points);
+      ++j.next_batch;
+    }
+    if (j.acked_seq + 1 >= total) {
+      SendDone(j.run, j.attempt, "succeeded");
+      j.done_sent = true;
+    }
+  }
+}
+
+void SimWorker::OnAck(const std::string& body) {
+  Json a = Json::parse(body, nullptr, false);
+  if (a.is_discarded() || !a.contains("run") || !a.contains("attempt") || !a.contains("what")) {
+    SetError("bad ACK body: " + body.substr(0, 200));
+    return;
+  }
+  int64_t run = a["run"].get<int64_t>();
+  int attempt = a["attempt"].get<int>();
+  std::string what = a["what"].get<std::string>();
+  if (what == wire::kDone) {
+    runs_done_.fetch_add(1);
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (jobs_[i].run == run && jobs_[i].attempt == attempt) {
+        jobs_.erase(jobs_.begin() + long(i));
+        break;
+      }
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    last_done_ack_ = Clock::now();
+  } else if (what == wire::kMetrics) {
+    int64_t seq = a.value("seq", int64_t(-1));
+    for (Job& j : jobs_) {
+      if (j.run != run || j.attempt != attempt || seq <= j.acked_seq) continue;
+      points_acked_.fetch_add(seq - j.acked_seq);
+      j.acked_seq = seq;
+      std::lock_guard<std::mutex> l(mu_);
+      last_metrics_ack_ = Clock::now();
+    }
+  }
+}
+
+void SimWorker::OnMessage(const std::string& command, const std::string& body) {
+  if (command == wire::kWelcome) {
+    welcomed_.store(true);
+  } else if (command == wire::kRefuse) {
+    SetError("REFUSE " + body);
+    stop_.store(true);
+  } else if (command == wire::kReregister) {
+    SendReady();
+  } else if (command == wire::kAssign) {
+    OnAssign(body);
+  } else if (command == wire::kAck) {
+    OnAck(body);
+  } else if (command == wire::kCancel) {
+    Json c = Json::parse(body, nullptr, false);
+    if (!c.is_discarded() && c.contains("run") && c.contains("attempt"))
+      SendDone(c["run"].get<int64_t>(), c["attempt"].get<int>(), "cancelled");
+  }
+  // HEARTBEAT needs no answer: ours go out on the timer.
+}
+
+void SimWorker::Loop() {
+  try {
+    sock_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
+    sock_->set(zmq::sockopt::routing_id, opt_.identity);
+    sock_->set(zmq::sockopt::linger, 500);
+    sock_->connect(opt_.endpoint);
+    SendReady();
+    next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
+    while (!stop_.load()) {
+      zmq::pollitem_t item{sock_->handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+      std::vector<zmq::message_t> frames;
+      while (zmq::recv_multipart(*sock_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+        if (frames.size() == 3 && frames[0].to_string() == wire::kProtocol)
+          OnMessage(frames[1].to_string(), frames[2].to_string());
+        else
+          SetError("malformed message with " + std::to_string(frames.size()) + " frames");
+        frames.clear();
+      }
+      if (!silent_.load()) {
+        PumpIngest();
+        if (Clock::now() >= next_heartbeat_) {
+          SendHeartbeat();
+          next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
+        }
+      }
+    }
+    if (!silent_.load()) Send(wire::kDisconnect, "{}");
+  } catch (const std::exception& e) {
+    SetError(std::string("zmq: ") + e.what());
+  }
+  sock_.reset();
+}
+
+}  // namespace headlab::bench

@@ -1,0 +1,128 @@
+// A simulated worker for the coordinator benchmark: one ZeroMQ DEALER connection on its
+// own thread, speaking HLW1 (schema/protocol.md) with the real token, and running every
+// assignment as the no-op run kind without spawning anything.
+//
+// Thread model: Start() launches the thread that owns the socket; every other public
+// method may be called from any thread (atomics or mutex_).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace headlab::bench {
+
+using Clock = std::chrono::steady_clock;
+
+class SimWorker {
+ public:
+  enum class Mode {
+    kNoop,               // ASSIGN -> ACCEPT, METRICS (config.noop.metrics points), DONE
+    kIngest,             // ASSIGN -> ACCEPT, `batches` METRICS of `batch_points`, then DONE
+    kSilentAfterAccept,  // ASSIGN -> ACCEPT, one HEARTBEAT, then silence (a dead worker)
+  };
+  struct Options {
+    std::string endpoint;   // tcp://127.0.0.1:PORT
+    std::string token;
+    std::string identity;   // routing identity, "worker-<host>-<pid>" style, unique
+    std::string name;
+    Mode mode = Mode::kNoop;
+    int batches = 16;        // kIngest: METRICS messages per run
+    int batch_points = 1000; // kIngest: points per METRICS message
+    int window = 4;          // kIngest: METRICS messages in flight before waiting for ACKs
+  };
+  // One ASSIGN received.
+  struct Assignment {
+    int64_t run = 0;
+    int attempt = 0;
+    Clock::time_point at;
+  };
+
+  SimWorker(zmq::context_t* ctx, Options options);
+  // Stops the thread (as Stop) if running.
+  ~SimWorker();
+  SimWorker(const SimWorker&) = delete;
+  SimWorker& operator=(const SimWorker&) = delete;
+
+  // Connects and sends READY on a new thread.
+  void Start();
+  // Sends DISCONNECT (unless silent) and joins the thread.
+  void Stop();
+  // Changes how later ASSIGNs are answered.
+  void set_mode(Mode m) { mode_.store(m); }
+  // Zeroes the counters and times below (between benchmark phases, while idle).
+  void ResetStats();
+
+  bool welcomed() const { return welcomed_.load(); }
+  bool silent() const { return silent_.load(); }
+  // Returns the REFUSE reason or a protocol error seen; "" when none.
+  std::string error() const;
+  // Number of DONE messages the coordinator acknowledged.
+  int64_t runs_done() const { return runs_done_.load(); }
+  // Number of metric points the coordinator acknowledged (ACK seq + 1 per attempt).
+  int64_t points_acked() const { return points_acked_.load(); }
+  std::vector<Assignment> assignments() const;
+  // Times of the first METRICS sent, the last METRICS ACK, the last DONE ACK and the last
+  // HEARTBEAT sent (epoch when none).
+  Clock::time_point first_metrics_sent() const;
+  Clock::time_point last_metrics_ack() const;
+  Clock::time_point last_done_ack() const;
+  Clock::time_point last_heartbeat() const;
+
+ private:
+  // An ingest-mode attempt in progress.
+  struct Job {
+    int64_t run = 0;
+    int attempt = 0;
+    int next_batch = 0;      // batches sent
+    int64_t acked_seq = -1;  // highest seq the coordinator acknowledged
+    bool done_sent = false;
+  };
+
+  void Loop();
+  void Send(const char* command, const std::string& body);
+  void SendReady();
+  void SendHeartbeat();
+  void SendDone(int64_t run, int attempt, const char* status);
+  void SendPoints(int64_t run, int attempt, int64_t first_seq, int count);
+  void OnMessage(const std::string& command, const std::string& body);
+  void OnAssign(const std::string& body);
+  void OnAck(const std::string& body);
+  void PumpIngest();
+  void SetError(const std::string& e);
+
+  // Constant after construction.
+  zmq::context_t* ctx_;
+  const Options opt_;
+
+  // Owned by the thread.
+  std::unique_ptr<zmq::socket_t> sock_;
+  std::vector<Job> jobs_;
+  std::vector<std::pair<int64_t, int>> noop_running_;  // noop attempts awaiting DONE ACK
+  Clock::time_point next_heartbeat_;
+
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<Mode> mode_;
+  std::atomic<bool> welcomed_{false};
+  std::atomic<bool> silent_{false};
+  std::atomic<int64_t> runs_done_{0};
+  std::atomic<int64_t> points_acked_{0};
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  std::string error_;
+  std::vector<Assignment> assignments_;
+  Clock::time_point first_metrics_sent_{};
+  Clock::time_point last_metrics_ack_{};
+  Clock::time_point last_done_ack_{};
+  Clock::time_point last_heartbeat_{};
+};
+
+}  // namespace headlab::bench
