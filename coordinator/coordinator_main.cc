@@ -1,11 +1,128 @@
-// Entry point (being written in this session; see the issue note).
+// `headlab coordinator`: flags, token, signals; the work is in server.cc.
 #include "coordinator/coordinator_main.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/files.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "coordinator/server.h"
+#include "coordinator/token.h"
 
 namespace headlab {
-int CoordinatorMain(int, char**) {
-  std::fprintf(stderr, "headlab: this command is not built yet\n");
-  return 1;
+namespace {
+
+void PrintHelp(FILE* out) {
+  std::fprintf(out,
+      "usage: headlab coordinator [--data-dir DIR] [--workers tcp://ADDR:PORT]\n"
+      "                           [--http ADDR:PORT] [--token-file FILE] [--dashboard DIR]\n"
+      "\n"
+      "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
+      "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n"
+      "\n"
+      "  --data-dir DIR     database, token and logs (default .headlab)\n"
+      "  --workers EP       worker socket (default tcp://127.0.0.1:8322; port 0 = any free)\n"
+      "  --http ADDR:PORT   HTTP API (default 127.0.0.1:8321; port 0 = any free)\n"
+      "  --token-file FILE  shared token for workers and HTTP writes; default: $HEADLAB_TOKEN,\n"
+      "                     else DIR/token (created with mode 0600 if missing)\n"
+      "  --dashboard DIR    static files served at / (default: the source tree's dashboards/)\n"
+      "\n"
+      "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
+      "use) or the database cannot be written; exit 2: bad arguments.\n");
 }
+
+}  // namespace
+
+int CoordinatorMain(int argc, char** argv) {
+  SetLogRole("coordinator");
+  coord::ServerOptions opts;
+  std::string token_file;
+  std::string dashboard = "\x01";  // unset
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      PrintHelp(stdout);
+      return 0;
+    }
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "headlab coordinator: %s needs a value\n", a.c_str());
+        return false;
+      }
+      *out = argv[++i];
+      return true;
+    };
+    bool ok;
+    if (a == "--data-dir") ok = value(&opts.data_dir);
+    else if (a == "--workers") ok = value(&opts.workers);
+    else if (a == "--http") ok = value(&opts.http);
+    else if (a == "--token-file") ok = value(&token_file);
+    else if (a == "--dashboard") ok = value(&dashboard);
+    else {
+      std::fprintf(stderr, "headlab coordinator: unknown argument '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+    if (!ok) return 2;
+  }
+  opts.static_root = dashboard == "\x01" ? coord::DefaultStaticRoot() : dashboard;
+
+  Status st = MakeDirs(opts.data_dir);
+  if (!st.ok()) {
+    LogError(st.message());
+    return 1;
+  }
+  auto token = coord::LoadOrCreateToken(opts.data_dir, token_file);
+  if (!token.ok()) {
+    LogError("token: " + token.status().message());
+    return token.status().code() == Status::Code::kInvalidArgument ? 2 : 1;
+  }
+  opts.token = *token;
+
+  // Signals are taken synchronously by this thread (sigtimedwait); every other thread
+  // inherits the blocked mask. SIGPIPE: a peer closing mid-write is an error code, not death.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  coord::Server server;
+  st = server.Start(opts);
+  if (!st.ok()) {
+    LogError("cannot start: " + st.message());
+    server.Stop();
+    return 1;
+  }
+  LogInfo("listening: http://" + server.http_address() + " (HTTP API), " +
+          server.workers_endpoint() + " (workers); database " + server.db_path() +
+          (opts.static_root.empty() ? "" : "; dashboard " + opts.static_root));
+  Json endpoints = {{"pid", int64_t(::getpid())}, {"http", server.http_address()},
+                    {"workers", server.workers_endpoint()}};
+  WriteFileAtomic(opts.data_dir + "/coordinator.json", endpoints.dump() + "\n");
+
+  int code = 0;
+  while (true) {
+    timespec ts{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      LogInfo(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; stopping");
+      break;
+    }
+    if (server.loop_ended()) {
+      LogError("the coordinator loop stopped: " + server.loop_status().ToString());
+      code = 1;
+      break;
+    }
+  }
+  server.Stop();
+  LogInfo("stopped");
+  return code;
+}
+
 }  // namespace headlab

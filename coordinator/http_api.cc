@@ -1,0 +1,324 @@
+// Routing and handlers of the HTTP/JSON API.
+#include "coordinator/http_api.h"
+
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "common/files.h"
+#include "common/grid.h"
+#include "common/log.h"
+#include "coordinator/db.h"
+#include "coordinator/query.h"
+#include "coordinator/results.h"
+#include "coordinator/token.h"
+#include "coordinator/views.h"
+
+namespace headlab::coord {
+namespace {
+
+HttpResponse JsonResponse(int status, const Json& j) {
+  HttpResponse r;
+  r.status = status;
+  r.body = j.dump();
+  return r;
+}
+
+HttpResponse Error(int status, const std::string& msg) {
+  return JsonResponse(status, {{"error", msg}});
+}
+
+HttpResponse FromStatus(const Status& st) { return Error(HttpStatusFor(st), st.message()); }
+
+HttpResponse FromResult(const StatusOr<Json>& r) {
+  return r.ok() ? JsonResponse(200, r.value()) : FromStatus(r.status());
+}
+
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// Parses a positive decimal id; returns 0 if it is not one.
+int64_t ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 15) return 0;
+  for (char c : s)
+    if (c < '0' || c > '9') return 0;
+  return std::strtoll(s.c_str(), nullptr, 10);
+}
+
+std::string UrlDecode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += char(std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Returns the value of `name` in a query string ("" if absent).
+std::string QueryParam(const std::string& query, const std::string& name) {
+  size_t i = 0;
+  while (i <= query.size()) {
+    size_t j = query.find('&', i);
+    if (j == std::string::npos) j = query.size();
+    std::string kv = query.substr(i, j - i);
+    size_t eq = kv.find('=');
+    if (UrlDecode(kv.substr(0, eq)) == name)
+      return eq == std::string::npos ? "" : UrlDecode(kv.substr(eq + 1));
+    i = j + 1;
+  }
+  return "";
+}
+
+// A read-only connection per HTTP thread, opened on first use.
+StatusOr<Db*> ReaderFor(const std::string& path) {
+  thread_local std::unique_ptr<Db> db;
+  thread_local std::string db_path;
+  if (!db || db_path != path) {
+    db = std::make_unique<Db>();
+    db_path = path;
+    Status st = db->Open(path, Db::Mode::kReadOnly);
+    if (!st.ok()) {
+      db.reset();
+      return st;
+    }
+  }
+  return db.get();
+}
+
+const char* ContentType(const std::string& path) {
+  auto ends = [&](const char* ext) {
+    size_t n = std::strlen(ext);
+    return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
+  };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".json")) return "application/json";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  if (ends(".ico")) return "image/x-icon";
+  if (ends(".woff2")) return "font/woff2";
+  return "application/octet-stream";
+}
+
+}  // namespace
+
+int HttpStatusFor(const Status& st) {
+  switch (st.code()) {
+    case Status::Code::kInvalidArgument: return 400;
+    case Status::Code::kNotFound: return 404;
+    case Status::Code::kPermissionDenied: return 403;
+    case Status::Code::kUnavailable: return 409;
+    default: return 500;
+  }
+}
+
+HttpApi::HttpApi(Options options, Router* router) : options_(std::move(options)), router_(router) {}
+
+HttpResponse HttpApi::Handle(const HttpRequest& req) {
+  std::string path = req.target, query;
+  size_t q = path.find('?');
+  if (q != std::string::npos) {
+    query = path.substr(q + 1);
+    path = path.substr(0, q);
+  }
+  bool api = path.rfind("/api/", 0) == 0;
+  try {
+    if (req.method == "GET" || req.method == "HEAD") {
+      return api ? Get(path, query) : Static(path);
+    }
+    if (req.method == "POST" && api) {
+      // The query endpoint cannot write, so it needs no token (schema/http_api.md).
+      if (path != "/api/v1/query") {
+        const std::string prefix = "Bearer ";
+        if (req.authorization.rfind(prefix, 0) != 0 ||
+            !TokenEquals(req.authorization.substr(prefix.size()), options_.token))
+          return Error(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+      }
+      return Post(path, req.body);
+    }
+    if (api) return Error(405, "method " + req.method + " not allowed on " + path);
+    return Error(405, "method not allowed");
+  } catch (const std::exception& e) {
+    // Programming errors must not take the daemon down; say what happened.
+    LogError("HTTP " + req.method + " " + req.target + ": " + e.what());
+    return Error(500, std::string("internal error: ") + e.what());
+  }
+}
+
+HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
+  std::vector<std::string> p = Split(path);  // "api", "v1", ...
+  if (p.size() < 3 || p[1] != "v1") return Error(404, "no route " + path);
+  if (p.size() == 3 && p[2] == "health")
+    return JsonResponse(200, {{"ok", true}, {"version", options_.version}});
+  auto db = ReaderFor(options_.db_path);
+  if (!db.ok()) return FromStatus(db.status());
+  Db* d = *db;
+  if (p.size() == 3 && p[2] == "status") {
+    Json s = StatusView(d);
+    auto live = router_ ? router_->Call([](Core& c) -> StatusOr<Json> {
+                            return c.WorkersJson(Clock::now());
+                          })
+                        : StatusOr<Json>(Json::array());
+    s["workers"] = live.ok() ? *live : Json::array();
+    return JsonResponse(200, s);
+  }
+  if (p.size() == 3 && p[2] == "workers") {
+    // Live workers from memory (heartbeat ages), then the others the database remembers.
+    auto live = router_ ? router_->Call([](Core& c) -> StatusOr<Json> {
+                            return c.WorkersJson(Clock::now());
+                          })
+                        : StatusOr<Json>(Json::array());
+    Json out = live.ok() ? *live : Json::array();
+    std::set<std::string> seen;
+    for (const Json& w : out) seen.insert(w["id"].get<std::string>());
+    for (Json& w : WorkerRowsView(d)) {
+      if (seen.count(w["id"].get<std::string>())) continue;
+      if (w["state"] == "alive") w["state"] = "unknown";  // not (yet) re-registered
+      w["running"] = Json::array();
+      w["last_heartbeat_age_s"] = nullptr;
+      out.push_back(w);
+    }
+    return JsonResponse(200, out);
+  }
+  if (p[2] == "experiments") {
+    if (p.size() == 3) return JsonResponse(200, ExperimentsView(d));
+    int64_t id = ParseId(p[3]);
+    if (!id) return Error(400, "bad experiment id '" + p[3] + "'");
+    if (p.size() == 4) return FromResult(ExperimentView(d, id));
+    if (p.size() == 5 && p[4] == "runs") return FromResult(ExperimentRunsView(d, id));
+    if (p.size() == 5 && p[4] == "results") return FromResult(ComputeResults(d, id));
+  }
+  if (p[2] == "runs" && p.size() >= 4) {
+    int64_t id = ParseId(p[3]);
+    if (!id) return Error(400, "bad run id '" + p[3] + "'");
+    if (p.size() == 4) return FromResult(RunView(d, id));
+    if (p.size() == 5 && p[4] == "metrics") {
+      std::string after = QueryParam(query, "after"), attempt = QueryParam(query, "attempt"),
+                  limit = QueryParam(query, "limit");
+      auto num = [](const std::string& s, int64_t def) {
+        char* end = nullptr;
+        long long v = std::strtoll(s.c_str(), &end, 10);
+        return s.empty() || *end ? def : int64_t(v);
+      };
+      return FromResult(RunMetricsView(d, id, QueryParam(query, "key"), num(after, -1),
+                                       int(num(attempt, 0)), num(limit, 1000000)));
+    }
+  }
+  return Error(404, "no route GET " + path);
+}
+
+HttpResponse HttpApi::Write(std::function<StatusOr<Json>(Core&)> fn) {
+  if (!router_) return Error(503, "this server is read-only");
+  return FromResult(router_->Call(std::move(fn)));
+}
+
+HttpResponse HttpApi::Post(const std::string& path, const std::string& body) {
+  std::vector<std::string> p = Split(path);
+  if (p.size() < 3 || p[1] != "v1") return Error(404, "no route " + path);
+  if (p.size() == 3 && p[2] == "query") return Query(body);
+  if (p.size() == 3 && p[2] == "experiments") return Submit(body);
+  if (p.size() == 5 && p[2] == "experiments" && p[4] == "cancel") {
+    int64_t id = ParseId(p[3]);
+    if (!id) return Error(400, "bad experiment id '" + p[3] + "'");
+    return Write([id](Core& c) { return c.CancelExperiment(id); });
+  }
+  if (p.size() == 5 && p[2] == "runs" && (p[4] == "cancel" || p[4] == "retry")) {
+    int64_t id = ParseId(p[3]);
+    if (!id) return Error(400, "bad run id '" + p[3] + "'");
+    if (p[4] == "cancel") return Write([id](Core& c) { return c.CancelRun(id); });
+    return Write([id](Core& c) { return c.RetryRun(id); });
+  }
+  return Error(404, "no route POST " + path);
+}
+
+HttpResponse HttpApi::Submit(const std::string& body) {
+  // Everything here up to Router::Call only reads: a bad grid leaves the database as it was.
+  auto req = ParseJson(body, "request body");
+  if (!req.ok()) return FromStatus(req.status());
+  if (!req->is_object()) return Error(400, "request body: expected a JSON object");
+  const Json& r = *req;
+  auto text = r.find("text");
+  if (text == r.end() || !text->is_string())
+    return Error(400, "request body: \"text\" must be the grid file's contents (a string)");
+  std::string file = r.value("file", Json("grid")).is_string() ? r.value("file", "grid") : "grid";
+  std::vector<std::string> sets;
+  if (auto s = r.find("sets"); s != r.end() && !s->is_null()) {
+    if (!s->is_array()) return Error(400, "request body: \"sets\" must be an array of strings");
+    for (const Json& x : *s) {
+      if (!x.is_string()) return Error(400, "request body: \"sets\" must be an array of strings");
+      sets.push_back(x.get<std::string>());
+    }
+  }
+  auto flag = [&](const char* k) {
+    auto it = r.find(k);
+    return it != r.end() && it->is_boolean() && it->get<bool>();
+  };
+  bool rerun = flag("rerun"), dry_run = flag("dry_run");
+  auto grid = ExpandGrid(text->get<std::string>(), file, sets);
+  if (!grid.ok()) return Error(400, grid.status().message());
+  if (dry_run) {
+    Json configs = Json::array();
+    for (const ExpandedRun& run : grid->runs)
+      configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
+                         {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
+    return JsonResponse(200, {{"runs", grid->runs.size()}, {"configs", configs}});
+  }
+  auto shared = std::make_shared<Grid>(std::move(grid.value()));
+  return Write([shared, sets, rerun](Core& c) -> StatusOr<Json> {
+    auto res = c.Submit(*shared, sets, rerun);
+    if (!res.ok()) return res.status();
+    return Json{{"experiment", res->experiment_id}, {"runs", res->runs}, {"reused", res->reused}};
+  });
+}
+
+HttpResponse HttpApi::Query(const std::string& body) {
+  auto req = ParseJson(body, "request body");
+  if (!req.ok()) return FromStatus(req.status());
+  if (!req->is_object() || !req->contains("sql") || !(*req)["sql"].is_string())
+    return Error(400, "request body: expected {\"sql\": \"SELECT ...\"}");
+  return FromResult(RunReadOnlyQuery(options_.db_path, (*req)["sql"].get<std::string>()));
+}
+
+HttpResponse HttpApi::Static(const std::string& raw_path) {
+  if (options_.static_root.empty()) return Error(404, "no dashboard is installed");
+  std::string path = UrlDecode(raw_path);
+  // No traversal: every segment must be a plain name (no "..", no hidden files).
+  for (const std::string& seg : Split(path))
+    if (seg == ".." || seg[0] == '.' || seg.find('\\') != std::string::npos ||
+        seg.find('\0') != std::string::npos)
+      return Error(404, "not found");
+  std::string file = options_.static_root + (path.empty() || path[0] != '/' ? "/" : "") + path;
+  struct stat st;
+  if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) file += "/index.html";
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return Error(404, "not found");
+  auto data = ReadFile(file);
+  if (!data.ok()) return Error(404, "not found");
+  HttpResponse r;
+  r.content_type = ContentType(file);
+  r.body = std::move(*data);
+  return r;
+}
+
+}  // namespace headlab::coord

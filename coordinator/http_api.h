@@ -1,0 +1,55 @@
+// The HTTP/JSON API (schema/http_api.md), independent of the HTTP transport: a request in,
+// a response out. Reads run on the calling (HTTP) thread with read-only connections;
+// writes go to the loop thread through Router::Call. Thread-safe.
+#pragma once
+
+#include <string>
+
+#include "coordinator/router.h"
+
+namespace headlab::coord {
+
+struct HttpRequest {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // path and query, e.g. "/api/v1/runs/3/metrics?after=10"
+  std::string authorization;  // the Authorization header, "" if absent
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+class HttpApi {
+ public:
+  struct Options {
+    std::string db_path;
+    std::string token;
+    std::string static_root;  // dashboard files served at "/" ("" = none)
+    std::string version = "0.1.0";
+  };
+  // `router` may be null for read-only use (tests); writes then answer 503.
+  HttpApi(Options options, Router* router);
+
+  HttpResponse Handle(const HttpRequest& req);
+
+ private:
+  HttpResponse Get(const std::string& path, const std::string& query);
+  HttpResponse Post(const std::string& path, const std::string& body);
+  HttpResponse Submit(const std::string& body);
+  HttpResponse Query(const std::string& body);
+  HttpResponse Static(const std::string& path);
+  // Runs a write on the loop thread and renders its result.
+  HttpResponse Write(std::function<StatusOr<Json>(Core&)> fn);
+
+  const Options options_;
+  Router* const router_;
+};
+
+// Returns the HTTP status for a Status code: InvalidArgument 400, NotFound 404,
+// PermissionDenied 403, Unavailable 409 (state conflict), others 500.
+int HttpStatusFor(const Status& st);
+
+}  // namespace headlab::coord

@@ -1,0 +1,36 @@
+// HTTP/1.1 transport for HttpApi (Boost.Beast; the only file that includes it, since Beast
+// is slow to compile). Asynchronous accept and I/O on a small thread pool; each request
+// is handled synchronously by HttpApi on a pool thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "coordinator/http_api.h"
+
+namespace headlab::coord {
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpApi* api);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens on "ADDR:PORT" (port 0 picks a free one). Unavailable with a clear
+  // message if the address is in use; InvalidArgument if it does not parse.
+  Status Listen(const std::string& address);
+  // Returns "ADDR:PORT" with the actual port.
+  std::string address() const;
+  // Starts `threads` threads serving requests; returns at once.
+  void Start(int threads);
+  // Stops accepting, closes connections and joins the threads.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace headlab::coord

@@ -1,0 +1,100 @@
+// Wiring of Store, Core, Router, HttpApi and HttpServer.
+#include "coordinator/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "coordinator/core.h"
+#include "coordinator/http_api.h"
+#include "coordinator/http_server.h"
+#include "coordinator/router.h"
+#include "coordinator/store.h"
+
+namespace headlab::coord {
+
+struct Server::Impl {
+  ServerOptions options;
+  Store store;
+  std::unique_ptr<Core> core;
+  std::unique_ptr<Router> router;
+  std::unique_ptr<HttpApi> api;
+  std::unique_ptr<HttpServer> http;
+  std::thread loop;
+  std::atomic<bool> loop_ended{false};
+  mutable std::mutex mu;
+  Status loop_status;  // guarded by mu
+  bool stopped = false;
+};
+
+Server::Server() : impl_(std::make_unique<Impl>()) {}
+
+Server::~Server() { Stop(); }
+
+Status Server::Start(const ServerOptions& options) {
+  Impl& m = *impl_;
+  m.options = options;
+  if (options.token.empty()) return Status::InvalidArgument("no token");
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(options.data_dir));
+  HEADLAB_RETURN_IF_ERROR(m.store.Open(db_path()));
+  m.core = std::make_unique<Core>(&m.store, options.token);
+  m.core->Recover(Clock::now());
+  m.router = std::make_unique<Router>(m.core.get());
+  HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers));
+  HttpApi::Options api_opts;
+  api_opts.db_path = db_path();
+  api_opts.token = options.token;
+  api_opts.static_root = options.static_root;
+  m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
+  m.http = std::make_unique<HttpServer>(m.api.get());
+  HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
+  m.loop = std::thread([this] {
+    Status st = impl_->router->Run();
+    {
+      std::lock_guard<std::mutex> l(impl_->mu);
+      impl_->loop_status = st;
+    }
+    impl_->loop_ended = true;
+  });
+  m.http->Start(std::max(1, options.http_threads));
+  return Status::Ok();
+}
+
+void Server::Stop() {
+  Impl& m = *impl_;
+  if (m.stopped) return;
+  m.stopped = true;
+  // HTTP first: a request waiting on the loop still gets its answer.
+  if (m.http) m.http->Stop();
+  if (m.router) m.router->Stop();
+  if (m.loop.joinable()) m.loop.join();
+  m.http.reset();
+  m.api.reset();
+  m.router.reset();
+  m.core.reset();
+  m.store.Close();
+}
+
+bool Server::loop_ended() const { return impl_->loop_ended; }
+
+Status Server::loop_status() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->loop_status;
+}
+
+std::string Server::workers_endpoint() const {
+  return impl_->router ? impl_->router->endpoint() : "";
+}
+std::string Server::http_address() const { return impl_->http ? impl_->http->address() : ""; }
+std::string Server::db_path() const { return impl_->options.data_dir + "/headlab.db"; }
+
+std::string DefaultStaticRoot() {
+  std::string src = HEADLAB_SOURCE_DIR;
+  for (const std::string& d : {src + "/dashboards/dist", src + "/dashboards"})
+    if (PathExists(d + "/index.html")) return d;
+  return "";
+}
+
+}  // namespace headlab::coord

@@ -1,0 +1,52 @@
+// The whole coordinator in one object: database, state machine, worker socket and HTTP
+// API, started and stopped together. Used by `headlab coordinator` and by in-process
+// tests (which bind port 0 and read the actual addresses back).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+
+namespace headlab::coord {
+
+struct ServerOptions {
+  std::string data_dir = ".headlab";
+  std::string workers = "tcp://127.0.0.1:8322";
+  std::string http = "127.0.0.1:8321";
+  std::string token;        // required
+  std::string static_root;  // dashboard directory ("" = none)
+  int http_threads = 4;
+};
+
+class Server {
+ public:
+  Server();
+  ~Server();
+  // Opens DATA_DIR/headlab.db (creating and migrating it), recovers, binds both sockets
+  // and starts the loop and HTTP threads. Bind errors are Unavailable.
+  Status Start(const ServerOptions& options);
+  // Stops HTTP, then the loop (finishing and committing the current batch), then closes
+  // the database. Idempotent.
+  void Stop();
+  // Returns true iff the loop thread has ended (Stop, or a database write error).
+  bool loop_ended() const;
+  // The loop's exit status (OK after Stop).
+  Status loop_status() const;
+
+  // The actual addresses (with the ports chosen for port 0).
+  std::string workers_endpoint() const;
+  std::string http_address() const;
+  std::string db_path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Returns the dashboard directory to serve: <source>/dashboards/dist or <source>/dashboards
+// when it holds an index.html, else "".
+std::string DefaultStaticRoot();
+
+}  // namespace headlab::coord

@@ -1,0 +1,213 @@
+// SELECTs behind the HTTP GET routes.
+#include "coordinator/views.h"
+
+#include <cmath>
+#include <map>
+
+namespace headlab::coord {
+namespace {
+
+const char* const kStatuses[] = {"queued", "running", "succeeded", "failed", "lost", "cancelled"};
+
+Json ParsedOrText(const std::string& text) {
+  auto j = ParseJson(text, "stored JSON");
+  return j.ok() ? *j : Json(text);
+}
+
+Json Value(const Stmt& s, int col) {
+  switch (sqlite3_column_type(s.raw(), col)) {
+    case SQLITE_NULL: return nullptr;
+    case SQLITE_INTEGER: return s.Int(col);
+    case SQLITE_FLOAT: return std::isfinite(s.Real(col)) ? Json(s.Real(col)) : Json(nullptr);
+    default: return s.Text(col);
+  }
+}
+
+// Returns one object per row, keys = column names.
+Json Rows(Stmt& s) {
+  Json out = Json::array();
+  int n = s.Columns();
+  while (s.Step()) {
+    Json row = Json::object();
+    for (int i = 0; i < n; ++i) row[sqlite3_column_name(s.raw(), i)] = Value(s, i);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+Json EmptyCounts() {
+  Json c = Json::object();
+  for (const char* s : kStatuses) c[s] = 0;
+  return c;
+}
+
+Status NotFound(const char* what, int64_t id) {
+  return Status::NotFound(std::string(what) + " " + std::to_string(id) + " not found");
+}
+
+// counts and total of one experiment.
+void AddCounts(Db* db, int64_t id, Json* e) {
+  Json counts = EmptyCounts();
+  int64_t total = 0;
+  Stmt s = db->MustPrepare("SELECT status, count(*) FROM runs WHERE experiment_id=? GROUP BY status");
+  s.Bind(1, id);
+  while (s.Step()) {
+    counts[s.Text(0)] = s.Int(1);
+    total += s.Int(1);
+  }
+  (*e)["counts"] = counts;
+  (*e)["total"] = total;
+}
+
+}  // namespace
+
+Json StatusView(Db* db) {
+  Json by = EmptyCounts();
+  Stmt s = db->MustPrepare("SELECT status, count(*) FROM runs GROUP BY status");
+  while (s.Step()) by[s.Text(0)] = s.Int(1);
+  Stmt e = db->MustPrepare("SELECT count(*) FROM experiments");
+  int64_t n = e.Step() ? e.Int(0) : 0;
+  return {{"experiments", n}, {"runs_by_status", by}};
+}
+
+Json WorkerRowsView(Db* db) {
+  Stmt s = db->MustPrepare(
+      "SELECT id, name, host, pid, version, slots, devices_json, state, first_seen_at, "
+      "last_seen_at FROM workers ORDER BY id");
+  Json rows = Rows(s);
+  for (Json& r : rows) {
+    r["devices"] = ParsedOrText(r["devices_json"].get<std::string>());
+    r.erase("devices_json");
+  }
+  return rows;
+}
+
+Json ExperimentsView(Db* db) {
+  Json out = Json::array();
+  std::map<int64_t, size_t> pos;
+  Stmt s = db->MustPrepare("SELECT id, name, description, created_at FROM experiments ORDER BY id");
+  while (s.Step()) {
+    pos[s.Int(0)] = out.size();
+    out.push_back({{"id", s.Int(0)}, {"name", s.Text(1)}, {"description", s.Text(2)},
+                   {"created_at", s.Text(3)}, {"counts", EmptyCounts()}, {"total", 0}});
+  }
+  Stmt c = db->MustPrepare(
+      "SELECT experiment_id, status, count(*) FROM runs GROUP BY experiment_id, status");
+  while (c.Step()) {
+    auto it = pos.find(c.Int(0));
+    if (it == pos.end()) continue;
+    Json& e = out[it->second];
+    e["counts"][c.Text(1)] = c.Int(2);
+    e["total"] = e["total"].get<int64_t>() + c.Int(2);
+  }
+  return out;
+}
+
+StatusOr<Json> ExperimentView(Db* db, int64_t id) {
+  Stmt s = db->MustPrepare(
+      "SELECT id, name, description, file, grid_json, sets_json, arms_json, pair_by_json, "
+      "comparisons_json, max_attempts, rerun, created_at FROM experiments WHERE id=?");
+  s.Bind(1, id);
+  if (!s.Step()) return NotFound("experiment", id);
+  Json e = {{"id", s.Int(0)}, {"name", s.Text(1)}, {"description", s.Text(2)},
+            {"file", s.Text(3)}, {"grid", ParsedOrText(s.Text(4))},
+            {"sets", ParsedOrText(s.Text(5))}, {"arms", ParsedOrText(s.Text(6))},
+            {"pair_by", ParsedOrText(s.Text(7))}, {"comparisons", ParsedOrText(s.Text(8))},
+            {"max_attempts", s.Int(9)}, {"rerun", s.Int(10) != 0}, {"created_at", s.Text(11)}};
+  AddCounts(db, id, &e);
+  return e;
+}
+
+StatusOr<Json> ExperimentRunsView(Db* db, int64_t id) {
+  Stmt e = db->MustPrepare("SELECT 1 FROM experiments WHERE id=?");
+  e.Bind(1, id);
+  if (!e.Step()) return NotFound("experiment", id);
+  Stmt s = db->MustPrepare(
+      "SELECT id, idx, arm, status, attempts, max_attempts, config_hash, pair_key, seed, "
+      "worker_id AS worker, reused_from, error, updated_at FROM runs WHERE experiment_id=? "
+      "ORDER BY idx");
+  s.Bind(1, id);
+  Json runs = Rows(s);
+  std::map<int64_t, size_t> pos;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    pos[runs[i]["id"].get<int64_t>()] = i;
+    runs[i]["summary"] = Json::object();
+  }
+  Stmt m = db->MustPrepare(
+      "SELECT s.run_id, s.key, s.value FROM summaries s JOIN runs r ON r.id = s.run_id "
+      "WHERE r.experiment_id=?");
+  m.Bind(1, id);
+  while (m.Step()) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = Value(m, 2);
+  return runs;
+}
+
+StatusOr<Json> RunView(Db* db, int64_t id) {
+  Stmt s = db->MustPrepare(
+      "SELECT id, experiment_id, idx, arm, status, attempts, max_attempts, config_hash, "
+      "pair_key, seed, worker_id AS worker, reused_from, error, created_at, updated_at, "
+      "config_json FROM runs WHERE id=?");
+  s.Bind(1, id);
+  Json rows = Rows(s);
+  if (rows.empty()) return NotFound("run", id);
+  Json run = rows[0];
+  run["config"] = ParsedOrText(run["config_json"].get<std::string>());
+  run.erase("config_json");
+
+  Stmt a = db->MustPrepare(
+      "SELECT attempt, worker_id AS worker, devices_json, status, assigned_at, accepted_at, "
+      "finished_at, exit_code, error, stderr_tail, resume_json FROM attempts WHERE run_id=? "
+      "ORDER BY attempt");
+  a.Bind(1, id);
+  Json attempts = Rows(a);
+  for (Json& at : attempts) {
+    at["devices"] = ParsedOrText(at["devices_json"].get<std::string>());
+    at["resume"] = ParsedOrText(at["resume_json"].get<std::string>());
+    at.erase("devices_json");
+    at.erase("resume_json");
+  }
+  run["attempts"] = attempts;
+
+  Json summary = Json::object();
+  Stmt m = db->MustPrepare("SELECT key, value FROM summaries WHERE run_id=? ORDER BY key");
+  m.Bind(1, id);
+  while (m.Step()) summary[m.Text(0)] = Value(m, 1);
+  run["summary"] = summary;
+
+  // Provenance of the latest attempt that reported any (the one behind the summary when
+  // the run succeeded); every attempt's is in provenance_by_attempt.
+  Json prov = nullptr, by_attempt = Json::object();
+  Stmt p = db->MustPrepare(
+      "SELECT attempt, fields_json FROM provenance WHERE run_id=? ORDER BY attempt");
+  p.Bind(1, id);
+  while (p.Step()) {
+    prov = ParsedOrText(p.Text(1));
+    by_attempt[std::to_string(p.Int(0))] = prov;
+  }
+  run["provenance"] = prov;
+  run["provenance_by_attempt"] = by_attempt;
+
+  Stmt art = db->MustPrepare(
+      "SELECT attempt, seq, kind, path, sha256, bytes, step, created_at FROM artifacts "
+      "WHERE run_id=? ORDER BY attempt, seq");
+  art.Bind(1, id);
+  run["artifacts"] = Rows(art);
+  return run;
+}
+
+StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_t after,
+                              int attempt, int64_t limit) {
+  Stmt r = db->MustPrepare("SELECT 1 FROM runs WHERE id=?");
+  r.Bind(1, id);
+  if (!r.Step()) return NotFound("run", id);
+  Stmt s = db->MustPrepare(
+      "SELECT attempt, seq, step, key, value, time_s FROM metrics WHERE run_id=?1 "
+      "AND seq > ?2 AND (?3 = '' OR key = ?3) AND (?4 = 0 OR attempt = ?4) "
+      "ORDER BY attempt, seq LIMIT ?5");
+  s.Bind(1, id).Bind(2, after).Bind(3, key).Bind(4, attempt).Bind(5, limit);
+  Json points = Json::array();
+  while (s.Step())
+    points.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), Value(s, 4), s.Real(5)});
+  return Json{{"points", points}};
+}
+
+}  // namespace headlab::coord
