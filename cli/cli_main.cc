@@ -1,9 +1,111 @@
-// Entry point (being written in this session; see the issue note).
+// The CLI's dispatcher: one table of commands, each with its spec (options, usage) and
+// handler; global options and the token are resolved once here.
 #include "cli/cli_main.h"
 
 #include <cstdio>
 
+#include "cli/commands.h"
+
 namespace headlab {
-bool IsCliCommand(const std::string&) { return false; }
-int CliMain(int, char**) { return 1; }
+
+namespace {
+
+struct Command {
+  CommandSpec spec;
+  int (*run)(const CliContext&, const ParsedArgs&);
+};
+
+const OptionSpec kJson = {"--json", "", "", "print JSON instead of a table"};
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {{"submit", "FILE", "Submit a grid file (JSON with comments; schema/grid.md) to the coordinator.",
+        {{"--set", "", "KEY=V1,V2", "add or replace the axis KEY (values: JSON numbers/bools, else strings)", true},
+         {"--rerun", "", "", "run every config again instead of reusing finished runs"},
+         {"--dry-run", "", "", "expand the grid locally and print its runs; submit nothing"},
+         {"--json", "", "", "print {\"experiment\": ID, \"runs\": N, \"reused\": R} (dry run: {\"runs\": N, \"configs\": [...]})"}},
+        1, 1},
+       RunSubmit},
+      {{"status", "", "Show the coordinator, its workers and recent experiments.", {kJson}, 0, 0},
+       RunStatus},
+      {{"runs", "EXP", "List an experiment's runs.", {kJson}, 1, 1}, RunRuns},
+      {{"show", "RUN", "Show one run in full: config, attempts, summary, provenance, artifacts.",
+        {kJson}, 1, 1},
+       RunShow},
+      {{"cancel", "[RUN]", "Cancel a run, or with --experiment every queued/running run of an experiment.",
+        {{"--experiment", "", "EXP", "cancel the experiment EXP instead of one run"}, kJson}, 0, 1},
+       RunCancel},
+      {{"retry", "RUN", "Requeue a failed, cancelled or lost run as a new attempt.", {kJson}, 1, 1},
+       RunRetry},
+      {{"wait", "EXP",
+        "Wait until no run of EXP is queued or running, with a progress bar on stderr.\n"
+        "Exit 0 when every run succeeded, 1 when any failed, was lost or cancelled (or on timeout).",
+        {{"--timeout", "", "S", "give up after S seconds (exit 1)"},
+         {"--quiet", "", "", "no progress output"},
+         {"--json", "", "", "print the final counts as JSON"}},
+        1, 1},
+       RunWait},
+      {{"results", "EXP",
+        "Show one row per arm (n, succeeded, summary metrics as mean ± SE) and the grid's comparisons.",
+        {kJson}, 1, 1},
+       RunResults},
+      {{"query", "SQL", "Run read-only SQL on the coordinator's database.",
+        {{"--csv", "", "", "print CSV"}, {"--json", "", "", "print {columns, rows} JSON"}}, 1, 1},
+       RunQuery},
+      {{"export", "EXP", "Export an experiment's runs with config and summary.",
+        {{"--format", "", "json|csv", "json (default) or csv: one row per run, flattened config and summary"},
+         {"--output", "-o", "FILE", "write to FILE instead of stdout"}},
+        1, 1},
+       RunExport},
+      {{"up", "",
+        "Start a coordinator and one local worker (children of this process) and print the\n"
+        "dashboard URL. Foreground until SIGINT/SIGTERM, or --detach (stop with `headlab down`).",
+        {{"--http", "", "ADDR:PORT", "HTTP API and dashboard address (default 127.0.0.1:8321)"},
+         {"--workers", "", "tcp://ADDR:PORT", "worker socket (default tcp://127.0.0.1:8322)"},
+         {"--worker-slots", "", "N", "runs the local worker executes at once"},
+         {"--detach", "", "", "leave both running; pids in DIR/up.json, logs in DIR/*.log"}},
+        0, 0},
+       RunUp},
+      {{"down", "", "Stop the coordinator and worker started by `headlab up --detach`.", {}, 0, 0},
+       RunDown},
+  };
+  return kCommands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& c : Commands())
+    if (c.spec.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+bool IsCliCommand(const std::string& command) { return FindCommand(command) != nullptr; }
+
+int CliMain(int argc, char** argv) {
+  if (argc < 1) return kExitBadInput;
+  const Command* cmd = FindCommand(argv[0]);
+  if (!cmd) {
+    std::fprintf(stderr, "headlab: unknown command '%s'\n", argv[0]);
+    return kExitBadInput;
+  }
+  std::vector<std::string> args(argv, argv + argc);
+  auto parsed = ParseArgs(cmd->spec, args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s\n", parsed.status().message().c_str());
+    return kExitBadInput;
+  }
+  if (parsed->help()) {
+    std::printf("%s", Usage(cmd->spec).c_str());
+    return kExitOk;
+  }
+  auto ctx = ResolveContext(cmd->spec.name, parsed.value());
+  if (!ctx.ok()) {
+    std::fprintf(stderr, "headlab %s: %s\n", cmd->spec.name.c_str(),
+                 ctx.status().message().c_str());
+    return kExitBadInput;
+  }
+  return cmd->run(ctx.value(), parsed.value());
+}
+
 }  // namespace headlab

@@ -1,0 +1,43 @@
+// What every CLI command shares: the resolved coordinator URL, data dir and token, the
+// HTTP client, and the mapping from Status to exit code and message.
+#pragma once
+
+#include <string>
+
+#include "cli/args.h"
+#include "cli/http_client.h"
+#include "common/status.h"
+
+namespace headlab {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+constexpr const char* kDefaultUrl = "http://127.0.0.1:8321";
+constexpr const char* kDefaultDataDir = ".headlab";
+
+struct CliContext {
+  std::string command;   // "submit", ...
+  std::string url;       // --url, else $HEADLAB_URL, else kDefaultUrl
+  std::string data_dir;  // --data-dir, else kDefaultDataDir
+  std::string token;     // --token-file, else $HEADLAB_TOKEN, else DIR/token, else ""
+  // Returns a client for `url` with `token`.
+  HttpClient Client() const { return HttpClient(url, token); }
+};
+
+// Resolves the global options and environment. An unreadable --token-file is an error;
+// a missing DIR/token is not (reads need no token; a POST then gets a clear 401).
+StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args);
+
+// Returns the exit code for a failed status: 2 for InvalidArgument/NotFound (bad input),
+// 1 otherwise.
+int ExitCodeFor(const Status& s);
+
+// Prints "headlab COMMAND: message" to stderr and returns ExitCodeFor(s).
+int Fail(const CliContext& ctx, const Status& s);
+
+// Parses a positive integer id ("12") for `what` ("experiment", "run").
+StatusOr<int64_t> ParseId(const std::string& text, const std::string& what);
+
+}  // namespace headlab

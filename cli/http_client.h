@@ -1,0 +1,55 @@
+// A small synchronous HTTP/1.1 client for the coordinator's JSON API (schema/http_api.md).
+// The implementation is the CLI's only Boost.Beast translation unit (Beast is slow to
+// compile); this header keeps Beast out of every other file.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace headlab {
+
+struct HttpUrl {
+  std::string host;
+  std::string port;
+  std::string base_path;  // "" or "/prefix" (no trailing slash)
+};
+
+// Parses "http://HOST[:PORT][/PATH]" (port 80 when omitted). Only plain http is supported.
+StatusOr<HttpUrl> ParseHttpUrl(const std::string& url);
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// One connection per request; not thread-safe (one client per thread).
+class HttpClient {
+ public:
+  // `token` (may be empty) is sent as "Authorization: Bearer <token>".
+  HttpClient(std::string base_url, std::string token,
+             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // Sends `method` (GET/POST) to base_path + `target` with a JSON `body` (POST). A failure
+  // to connect, send or receive within the timeout is Unavailable naming the URL.
+  StatusOr<HttpResponse> Request(const std::string& method, const std::string& target,
+                                 const std::string& body = "");
+
+  // Request() plus the API's error convention: 2xx -> the parsed JSON body; otherwise the
+  // body's "error" as 400 InvalidArgument, 404 NotFound, 401/403 PermissionDenied,
+  // anything else (409 state conflict, 5xx) Internal.
+  StatusOr<Json> Call(const std::string& method, const std::string& target,
+                      const Json* body = nullptr);
+
+  const std::string& base_url() const { return base_url_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+ private:
+  std::string base_url_;
+  std::string token_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace headlab

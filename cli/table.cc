@@ -1,0 +1,118 @@
+// Table, CSV and number formatting for the CLI.
+#include "cli/table.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace headlab {
+
+namespace {
+
+bool LooksNumeric(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end && *end == '\0';
+}
+
+// Display width of UTF-8 text: counts code points, not bytes ("±" is one column).
+size_t Width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+void FlattenInto(const Json& v, const std::string& prefix, Json* out) {
+  if (v.is_object() && !v.empty()) {
+    for (auto& [k, child] : v.items()) FlattenInto(child, prefix.empty() ? k : prefix + "." + k, out);
+  } else {
+    (*out)[prefix] = v;
+  }
+}
+
+}  // namespace
+
+std::string FormatTable(const TableRow& header, const std::vector<TableRow>& rows) {
+  size_t cols = header.size();
+  for (const auto& r : rows) cols = std::max(cols, r.size());
+  std::vector<size_t> width(cols, 0);
+  std::vector<bool> numeric(cols, true);
+  for (size_t c = 0; c < header.size(); ++c) width[c] = Width(header[c]);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) {
+      width[c] = std::max(width[c], Width(r[c]));
+      if (!r[c].empty() && r[c] != "-" && !LooksNumeric(r[c])) numeric[c] = false;
+    }
+  auto line = [&](const TableRow& r) {
+    std::string s;
+    for (size_t c = 0; c < cols; ++c) {
+      std::string cell = c < r.size() ? r[c] : "";
+      std::string pad(width[c] - Width(cell), ' ');
+      bool right = numeric[c];
+      if (c + 1 == cols && !right) pad.clear();  // no trailing blanks
+      s += right ? pad + cell : cell + pad;
+      if (c + 1 < cols) s += "  ";
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out;
+  if (!header.empty()) {
+    out += line(header);
+    std::string rule;
+    for (size_t c = 0; c < cols; ++c) rule += std::string(width[c], '-') + (c + 1 < cols ? "  " : "");
+    out += rule + "\n";
+  }
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string FormatCsv(const TableRow& header, const std::vector<TableRow>& rows) {
+  auto line = [](const TableRow& r) {
+    std::string s;
+    for (size_t c = 0; c < r.size(); ++c) s += (c ? "," : "") + CsvField(r[c]);
+    return s + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string FormatMeanSe(const Json& mean, const Json& se) {
+  if (!mean.is_number()) return "-";
+  std::string s = FormatNumber(mean.get<double>());
+  if (se.is_number()) s += " ± " + FormatNumber(se.get<double>());
+  return s;
+}
+
+std::string Cell(const Json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number()) return FormatNumber(v.get<double>());
+  return v.dump();
+}
+
+Json FlattenObject(const Json& obj) {
+  Json out = Json::object();
+  if (obj.is_object() && !obj.empty()) FlattenInto(obj, "", &out);
+  return out;
+}
+
+}  // namespace headlab
