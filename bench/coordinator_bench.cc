@@ -24,8 +24,8 @@
 #include <thread>
 
 #include "bench/coordinator_process.h"
-#include "bench/http_client.h"
 #include "bench/sim_worker.h"
+#include "cli/http_client.h"
 #include "common/json.h"
 #include "coordinator/db.h"
 
@@ -52,19 +52,14 @@ StatusOr<int64_t> Submit(const CoordinatorProcess& c, const std::string& name,
                          const std::string& text, int expect_runs, double* seconds) {
   Json body = {{"file", name + ".jsonc"}, {"text", text}, {"sets", Json::array()},
                {"rerun", true}, {"dry_run", false}};
+  HttpClient http(c.url(), c.token(), std::chrono::seconds(120));
   auto t0 = Clock::now();
-  auto r = HttpRequest("127.0.0.1", c.http_port(), "POST", "/api/v1/experiments", body.dump(),
-                       c.token(), 120);
+  auto j = http.Call("POST", "/api/v1/experiments", &body);
   if (seconds) *seconds = Seconds(Clock::now() - t0).count();
-  if (!r.ok()) return r.status();
-  if (r->status != 200)
-    return Status::Internal("POST /api/v1/experiments: HTTP " + std::to_string(r->status) + " " +
-                            r->body.substr(0, 300));
-  auto j = ParseJson(r->body, "submit response");
   if (!j.ok()) return j.status();
   if (!j->contains("experiment") || j->value("runs", -1) != expect_runs)
     return Status::Internal("submit response without experiment id or with runs != " +
-                            std::to_string(expect_runs) + ": " + r->body.substr(0, 300));
+                            std::to_string(expect_runs) + ": " + j->dump().substr(0, 300));
   return (*j)["experiment"].get<int64_t>();
 }
 
@@ -82,9 +77,7 @@ StatusOr<int64_t> Count(const CoordinatorProcess& c, const std::string& sql) {
 
 // Returns the number of workers /api/v1/workers reports alive, or -1.
 int AliveWorkers(const CoordinatorProcess& c) {
-  auto r = HttpRequest("127.0.0.1", c.http_port(), "GET", "/api/v1/workers", "", "", 10);
-  if (!r.ok() || r->status != 200) return -1;
-  auto j = ParseJson(r->body, "workers");
+  auto j = HttpClient(c.url(), "", std::chrono::seconds(10)).Call("GET", "/api/v1/workers");
   if (!j.ok() || !j->is_array()) return -1;
   int n = 0;
   for (const Json& w : *j) n += w.value("state", "") == "alive";

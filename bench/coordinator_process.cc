@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/http_client.h"
+#include "cli/http_client.h"
 #include "common/files.h"
 #include "common/json.h"
 
@@ -105,6 +105,7 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  HttpClient http(c->url(), "", std::chrono::seconds(2));
   while (std::chrono::steady_clock::now() < deadline) {
     int wstatus = 0;
     if (::waitpid(c->pid_, &wstatus, WNOHANG) == c->pid_) {
@@ -112,11 +113,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
       return Status::Unavailable("coordinator exited with " + std::to_string(ExitCode(wstatus)) +
                                  " during start-up (see " + log + ")");
     }
-    auto r = HttpRequest("127.0.0.1", c->http_port_, "GET", "/api/v1/health", "", "", 2);
-    if (r.ok() && r->status == 200) {
-      auto j = ParseJson(r->body, "health");
-      if (j.ok() && j->value("ok", false)) return c;
-    }
+    auto j = http.Call("GET", "/api/v1/health");
+    if (j.ok() && j->value("ok", false)) return c;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Status::Unavailable("coordinator did not answer /api/v1/health within " +
