@@ -28,7 +28,7 @@ for arg in "$@"; do
   case "$arg" in
     --up) up_only=1 ;;
     --rerun) submit_args+=(--rerun) ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
