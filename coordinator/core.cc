@@ -168,21 +168,19 @@ void Core::OnAccept(WorkerInfo* w, const Json& body, Clock::time_point now) {
 }
 
 void Core::OnReject(WorkerInfo* w, const Json& body) {
-  auto ref = ParseRef(body, wire::kReject);
-  if (!ref.ok()) {
-    LogWarn("dropped REJECT from " + w->id + ": " + ref.status().message());
+  auto m = ParseReject(body);
+  if (!m.ok()) {
+    LogWarn("dropped REJECT from " + w->id + ": " + m.status().message());
     return;
   }
-  Lease* l = leases_.Find(*ref);
+  Lease* l = leases_.Find(m->ref);
   if (!l || l->worker_id != w->id) {
-    LogWarn("REJECT from " + w->id + " for " + RefString(*ref) + " it does not hold; ignored");
+    LogWarn("REJECT from " + w->id + " for " + RefString(m->ref) + " it does not hold; ignored");
     return;
   }
-  std::string reason = body.value("reason", Json("")).is_string()
-                           ? body.value("reason", std::string()) : std::string();
-  AttemptOutcome o = store_->RejectAttempt(*ref, "rejected by " + w->id + ": " + reason);
-  LogInfo("worker " + w->id + " rejected " + RefString(*ref) + ": " + reason);
-  AfterAttemptEnd(*ref, o);
+  AttemptOutcome o = store_->RejectAttempt(m->ref, "rejected by " + w->id + ": " + m->reason);
+  LogInfo("worker " + w->id + " rejected " + RefString(m->ref) + ": " + m->reason);
+  AfterAttemptEnd(m->ref, o);
 }
 
 void Core::OnMetrics(WorkerInfo* w, const Json& body, Clock::time_point now) {

@@ -82,9 +82,9 @@ StatusOr<ReadyMsg> ParseReady(const Json& b) {
   for (const Json& dev : *d) {
     if (!dev.is_object()) return Bad(c, "devices[]", "an object");
     int64_t index = 0;
-    HEADLAB_RETURN_IF_ERROR(GetInt(dev, c, "devices[].index", 0, 1 << 16, &index));
+    HEADLAB_RETURN_IF_ERROR(GetInt(dev, "READY.devices[]", "index", 0, 1 << 16, &index));
     std::string kind;
-    HEADLAB_RETURN_IF_ERROR(GetString(dev, c, "kind", &kind));
+    HEADLAB_RETURN_IF_ERROR(GetString(dev, "READY.devices[]", "kind", &kind));
     if (kind != "cuda" && kind != "cpu") return Bad(c, "devices[].kind", "\"cuda\" or \"cpu\"");
     if (kind == "cuda") m.cuda_devices.push_back(int(index));
   }
@@ -106,6 +106,15 @@ StatusOr<AttemptRef> ParseRef(const Json& b, const char* command) {
   AttemptRef ref;
   HEADLAB_RETURN_IF_ERROR(GetRef(b, command, &ref));
   return ref;
+}
+
+StatusOr<RejectMsg> ParseReject(const Json& b) {
+  const char* c = "REJECT";
+  HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
+  RejectMsg m;
+  HEADLAB_RETURN_IF_ERROR(GetRef(b, c, &m.ref));
+  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "reason", &m.reason));
+  return m;
 }
 
 StatusOr<MetricsMsg> ParseMetrics(const Json& b) {

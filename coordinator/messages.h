@@ -22,6 +22,11 @@ struct ReadyMsg {
   std::vector<AttemptRef> running;
 };
 
+struct RejectMsg {
+  AttemptRef ref;
+  std::string reason;
+};
+
 struct MetricsMsg {
   AttemptRef ref;
   std::vector<MetricPoint> points;
@@ -47,7 +52,8 @@ struct DoneMsg {
 StatusOr<ReadyMsg> ParseReady(const Json& body);
 // HEARTBEAT {running: [ref]}.
 StatusOr<std::vector<AttemptRef>> ParseHeartbeat(const Json& body);
-// ACCEPT / REJECT / CANCEL-style {run, attempt}.
+StatusOr<RejectMsg> ParseReject(const Json& body);
+// ACCEPT-style {run, attempt}.
 StatusOr<AttemptRef> ParseRef(const Json& body, const char* command);
 StatusOr<MetricsMsg> ParseMetrics(const Json& body);
 StatusOr<ArtifactMsg> ParseArtifact(const Json& body);

@@ -1,0 +1,239 @@
+#include "coordinator/core.h"
+
+#include <catch2/catch.hpp>
+
+#include "common/wire.h"
+#include "coordinator/test_util.h"
+
+namespace headlab::coord {
+namespace {
+
+const char kToken[] = "secret";
+using std::chrono::milliseconds;
+
+Json Ready(int slots, Json running = Json::array(), Json devices = Json::array()) {
+  return {{"token", kToken}, {"name", "w"}, {"host", "h"}, {"pid", 1}, {"version", "0.1"},
+          {"slots", slots}, {"devices", devices}, {"running", running}};
+}
+
+// Drives a Core one batch at a time with a fake clock.
+struct Harness {
+  TempDir dir;
+  Store store;
+  std::unique_ptr<Core> core;
+  Clock::time_point now = Clock::now();
+
+  Harness() { Reopen(); }
+  void Reopen() {
+    core.reset();
+    store.Close();
+    REQUIRE(store.Open(dir.path() + "/h.db").ok());
+    core = std::make_unique<Core>(&store, kToken);
+    core->Recover(now);
+  }
+  // One batch: the messages, then Tick; returns what would be sent.
+  std::vector<OutMessage> Batch(std::vector<std::tuple<std::string, std::string, Json>> msgs = {}) {
+    REQUIRE(core->BeginBatch().ok());
+    for (auto& [id, cmd, body] : msgs) core->HandleMessage(id, cmd, body.dump(), now);
+    core->Tick(now);
+    REQUIRE(core->CommitBatch().ok());
+    return core->TakeOutbox();
+  }
+  SubmitResult Submit(const Grid& g) {
+    REQUIRE(core->BeginBatch().ok());
+    auto r = core->Submit(g, {}, false);
+    REQUIRE(r.ok());
+    REQUIRE(core->CommitBatch().ok());
+    return *r;
+  }
+  int64_t Count(const std::string& sql) {
+    Stmt q = store.db()->MustPrepare(sql);
+    return q.Step() ? q.Int(0) : -1;
+  }
+};
+
+std::vector<Json> Of(const std::vector<OutMessage>& out, const std::string& cmd,
+                     const std::string& to = "") {
+  std::vector<Json> r;
+  for (const OutMessage& m : out)
+    if (m.command == cmd && (to.empty() || m.identity == to)) r.push_back(Json::parse(m.body));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("READY: right token -> WELCOME, wrong token -> REFUSE, unknown -> REREGISTER") {
+  Harness h;
+  auto out = h.Batch({{"w1", "READY", Ready(2)}});
+  CHECK(Of(out, "WELCOME", "w1").size() == 1);
+  Json bad = Ready(2);
+  bad["token"] = "nope";
+  out = h.Batch({{"w2", "READY", bad}});
+  CHECK(Of(out, "REFUSE", "w2").size() == 1);
+  CHECK(h.core->workers().Find("w2") == nullptr);
+  out = h.Batch({{"w3", "HEARTBEAT", {{"running", Json::array()}}}});
+  CHECK(Of(out, "REREGISTER", "w3").size() == 1);
+  CHECK(h.Count("SELECT count(*) FROM workers") == 1);
+}
+
+TEST_CASE("dispatch: FIFO, one slot per GPU with its device index, ACK on ingestion") {
+  Harness h;
+  auto e = h.Submit(TestGrid({"a"}, 3));
+  Json gpus = Json::array({{{"index", 0}, {"kind", "cuda"}, {"name", "H200"}},
+                           {{"index", 1}, {"kind", "cuda"}, {"name", "H200"}}});
+  auto out = h.Batch({{"g", "READY", Ready(8, Json::array(), gpus)}});
+  auto assigns = Of(out, "ASSIGN", "g");
+  REQUIRE(assigns.size() == 2);  // 2 GPUs -> 2 slots, not 8
+  CHECK(assigns[0]["run"] == e.queued[0]);
+  CHECK(assigns[0]["attempt"] == 1);
+  CHECK(assigns[0]["devices"] == Json::array({0}));
+  CHECK(assigns[1]["devices"] == Json::array({1}));
+  CHECK(assigns[0]["config"]["kind"] == "noop");
+  CHECK(assigns[0]["resume"].is_null());
+  // The attempt rows were committed before ASSIGN left.
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 2);
+
+  int64_t run = e.queued[0];
+  Json metrics = {{"run", run}, {"attempt", 1},
+                  {"points", {{0, 1, "train.loss", 2.5, 1.0}, {1, 2, "train.loss", 2.4, 2.0}}}};
+  Json done = {{"run", run}, {"attempt", 1}, {"status", "succeeded"}, {"exit_code", 0},
+               {"error", ""}, {"stderr_tail", ""}, {"summary", {{"eval.ppl", 7.5}}}};
+  out = h.Batch({{"g", "ACCEPT", {{"run", run}, {"attempt", 1}}},
+                 {"g", "METRICS", metrics}, {"g", "METRICS", metrics},
+                 {"g", "DONE", done}, {"g", "DONE", done}});
+  auto acks = Of(out, "ACK", "g");
+  REQUIRE(acks.size() == 4);
+  CHECK(acks[0]["what"] == "METRICS");
+  CHECK(acks[0]["seq"] == 1);
+  CHECK(acks[3]["what"] == "DONE");
+  CHECK(h.Count("SELECT count(*) FROM metrics") == 2);
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='succeeded'") == 1);
+  // The freed GPU took the third run, on device 0 again.
+  auto next = Of(out, "ASSIGN", "g");
+  REQUIRE(next.size() == 1);
+  CHECK(next[0]["run"] == e.queued[2]);
+  CHECK(next[0]["devices"] == Json::array({0}));
+}
+
+TEST_CASE("a silent worker's attempt is lost and requeued as attempt+1 with resume") {
+  Harness h;
+  auto e = h.Submit(TestGrid({"a"}, 1));
+  int64_t run = e.queued[0];
+  auto out = h.Batch({{"w1", "READY", Ready(1)}});
+  REQUIRE(Of(out, "ASSIGN", "w1").size() == 1);
+  h.Batch({{"w1", "ARTIFACT", {{"run", run}, {"attempt", 1}, {"seq", 0}, {"kind", "checkpoint"},
+                               {"path", "/ck/100.pt"}, {"sha256", "abc"}, {"bytes", 10},
+                               {"step", 100}}}});
+  // Heartbeats keep it alive past the liveness window.
+  for (int i = 0; i < 4; ++i) {
+    h.now += milliseconds(1000);
+    h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", run}, {"attempt", 1}}}}}}});
+  }
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 1);
+  // Then silence: dead after kLiveness; a second worker gets attempt 2 resuming at step 100.
+  h.now += wire::kLiveness + milliseconds(100);
+  out = h.Batch({{"w2", "READY", Ready(1)}});
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=1 AND status='lost'") == 1);
+  auto a = Of(out, "ASSIGN", "w2");
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["attempt"] == 2);
+  CHECK(a[0]["resume"] == Json({{"path", "/ck/100.pt"}, {"sha256", "abc"}, {"step", 100}}));
+  CHECK(h.core->workers().Find("w1") == nullptr);
+  // w1 comes back: told to re-register, then told to cancel its stale attempt.
+  out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", run}, {"attempt", 1}}}}}}});
+  CHECK(Of(out, "REREGISTER", "w1").size() == 1);
+  out = h.Batch({{"w1", "READY", Ready(1, {{{"run", run}, {"attempt", 1}}})}});
+  CHECK(Of(out, "CANCEL", "w1").size() == 1);
+}
+
+TEST_CASE("max_attempts bounds the requeues") {
+  Harness h;
+  h.Submit(TestGrid({"a"}, 1, "t", /*max_attempts=*/2));
+  for (int i = 0; i < 3; ++i) {
+    h.Batch({{"w" + std::to_string(i), "READY", Ready(1)}});
+    h.now += wire::kLiveness + milliseconds(100);
+    h.Batch();
+  }
+  CHECK(h.Count("SELECT count(*) FROM attempts") == 2);
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='failed'") == 1);
+  CHECK(h.core->queued() == 0);
+}
+
+TEST_CASE("restart: running attempts keep running if their worker re-registers") {
+  Harness h;
+  auto e = h.Submit(TestGrid({"a"}, 2));
+  auto out = h.Batch({{"w1", "READY", Ready(1)}, {"w2", "READY", Ready(1)}});
+  REQUIRE(Of(out, "ASSIGN").size() == 2);
+  h.Reopen();  // like kill -9 and a restart: only the database survives
+  CHECK(h.core->leases() == 2);
+  out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", e.queued[0]}, {"attempt", 1}}}}}}});
+  CHECK(Of(out, "REREGISTER", "w1").size() == 1);
+  h.now += milliseconds(500);
+  out = h.Batch({{"w1", "READY", Ready(1, {{{"run", e.queued[0]}, {"attempt", 1}}})}});
+  CHECK(Of(out, "CANCEL").empty());
+  CHECK(Of(out, "ASSIGN").empty());  // w1's slot is still taken by its adopted attempt
+  // w2 never comes back: its attempt is lost after the window and goes to w1 when free.
+  for (int i = 0; i < 4; ++i) {
+    h.now += milliseconds(1000);
+    out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", e.queued[0]}, {"attempt", 1}}}}}}});
+  }
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 1);
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='lost'") == 1);
+  out = h.Batch({{"w1", "DONE", {{"run", e.queued[0]}, {"attempt", 1}, {"status", "succeeded"},
+                                 {"exit_code", 0}, {"summary", Json::object()}}}});
+  auto a = Of(out, "ASSIGN", "w1");
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["run"] == e.queued[1]);
+  CHECK(a[0]["attempt"] == 2);
+}
+
+TEST_CASE("cancel of a running run sends CANCEL; retry requeues") {
+  Harness h;
+  auto e = h.Submit(TestGrid({"a"}, 1));
+  int64_t run = e.queued[0];
+  h.Batch({{"w1", "READY", Ready(1)}});
+  REQUIRE(h.core->BeginBatch().ok());
+  auto c = h.core->CancelRun(run);
+  REQUIRE(c.ok());
+  REQUIRE(h.core->CommitBatch().ok());
+  auto out = h.core->TakeOutbox();
+  REQUIRE(Of(out, "CANCEL", "w1").size() == 1);
+  out = h.Batch({{"w1", "DONE", {{"run", run}, {"attempt", 1}, {"status", "cancelled"},
+                                 {"exit_code", -15}, {"summary", nullptr}}}});
+  CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='cancelled'") == 1);
+  REQUIRE(h.core->BeginBatch().ok());
+  REQUIRE(h.core->RetryRun(run).ok());
+  h.core->Tick(h.now);
+  REQUIRE(h.core->CommitBatch().ok());
+  auto a = Of(h.core->TakeOutbox(), "ASSIGN", "w1");
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["attempt"] == 2);
+}
+
+TEST_CASE("malformed bodies are dropped without effect") {
+  Harness h;
+  auto e = h.Submit(TestGrid({"a"}, 1));
+  h.Batch({{"w1", "READY", Ready(1)}});
+  REQUIRE(h.core->BeginBatch().ok());
+  for (const char* body : {"", "{", "[]", "null", "42", "\"x\"", "{\"run\":\"1\"}",
+                           "{\"run\":1,\"attempt\":0}", "{\"run\":-1,\"attempt\":1}",
+                           "{\"run\":1,\"attempt\":1,\"points\":[[0]]}",
+                           "{\"run\":1,\"attempt\":1,\"points\":\"x\"}",
+                           "{\"run\":1,\"attempt\":1,\"status\":\"weird\",\"exit_code\":0}",
+                           "{\"running\":[{\"run\":\"a\"}]}", "\xff\xfe garbage"}) {
+    for (const char* cmd : {"METRICS", "DONE", "HEARTBEAT", "ACCEPT", "REJECT", "ARTIFACT",
+                            "PROVENANCE", "NOPE", "READY"})
+      h.core->HandleMessage("w1", cmd, body, h.now);
+  }
+  REQUIRE(h.core->CommitBatch().ok());
+  // DONE for an unknown run is acknowledged (the worker may forget it) and stores nothing.
+  auto out = h.Batch({{"w1", "DONE", {{"run", 12345}, {"attempt", 1}, {"status", "succeeded"},
+                                      {"exit_code", 0}}}});
+  CHECK(Of(out, "ACK", "w1").size() == 1);
+  CHECK(h.Count("SELECT count(*) FROM metrics") == 0);
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='running'") == 1);
+  CHECK(h.Count("SELECT count(*) FROM attempts") == 1);
+  (void)e;
+}
+
+}  // namespace headlab::coord
