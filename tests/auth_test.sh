@@ -36,24 +36,31 @@ expect_eq "POST /api/v1/experiments/$EXP/cancel without a token" 401 \
   "$(post "/api/v1/experiments/$EXP/cancel" '{}')"
 expect_eq "runs still queued" 2 "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'queued'")"
 
-say "workers with a wrong or empty token"
+say "workers with a wrong or an empty token"
 echo "wrong-$TOKEN" >"$HL_TMP/wrong_token"
 : >"$HL_TMP/empty_token"
-for bad in wrong_token empty_token; do
-  LINES=$(wc -l <"$HL_LOGS/coordinator.log")
-  start_worker "bad_$bad" --token-file "$HL_TMP/$bad"
-  PID=${HL_WORKER_PIDS[bad_$bad]}
-  worker_exited() { ! kill -0 "$PID" 2>/dev/null; }
-  wait_until 20 "worker with $bad to exit" worker_exited
-  wait "$PID"
-  RC=$?
-  unset "HL_WORKER_PIDS[bad_$bad]"
-  (( RC != 0 )) || fail "worker with $bad exited 0"
-  ok "worker with $bad exited $RC"
-  tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus|token' >/dev/null ||
-    fail "the coordinator log does not mention refusing the worker with $bad"
-  ok "coordinator logged: $(tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus|token' | head -1)"
-done
+# run_bad_worker NAME TOKEN_FILE: starts a worker with that token file; it must exit non-zero.
+run_bad_worker() {
+  start_worker "$1" --token-file "$2"
+  local pid=${HL_WORKER_PIDS[$1]} rc
+  worker_exited() { ! kill -0 "$pid" 2>/dev/null; }
+  wait_until 20 "worker $1 to exit" worker_exited
+  wait "$pid"
+  rc=$?
+  unset "HL_WORKER_PIDS[$1]"
+  (( rc != 0 )) || fail "worker $1 exited 0"
+  ok "worker $1 exited $rc"
+}
+LINES=$(wc -l <"$HL_LOGS/coordinator.log")
+run_bad_worker bad_token "$HL_TMP/wrong_token"
+REFUSAL=$(tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus' | head -1)
+[[ -n "$REFUSAL" ]] || fail "the coordinator log does not mention refusing the worker with a wrong token"
+ok "coordinator logged: $REFUSAL"
+# An empty token may be refused by the worker itself (bad input) or by the coordinator.
+run_bad_worker empty_token "$HL_TMP/empty_token"
+grep -qi token "$HL_LOGS/worker-empty_token.log" ||
+  fail "the worker with an empty token did not say why it stopped"
+ok "worker with an empty token: $(grep -i token "$HL_LOGS/worker-empty_token.log" | tail -1)"
 expect_eq "attempts assigned to refused workers" 0 "$(db "SELECT count(*) FROM attempts")"
 expect_eq "alive workers" 0 "$(alive_workers)"
 

@@ -142,7 +142,7 @@ wait_until() {
   local limit=$1 what=$2 deadline
   shift 2
   deadline=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do
+  until "$@" >/dev/null; do
     (( $(date +%s) < deadline )) || fail "timed out after ${limit}s waiting for: $what"
     sleep 0.2
   done
@@ -221,7 +221,23 @@ alive_workers() {
   curl -sf --max-time 2 "$HL_URL/api/v1/workers" | jq '[.[] | select(.state == "alive")] | length'
 }
 
-hl_alive_at_least() { local n; n=$(alive_workers 2>/dev/null) && (( ${n:-0} >= $1 )); }
+# Fails if the coordinator or a worker this test started (and did not kill) has exited.
+check_daemons() {
+  local name
+  if [[ -n "$HL_COORD_PID" ]] && ! kill -0 "$HL_COORD_PID" 2>/dev/null; then
+    fail "the coordinator (pid $HL_COORD_PID) exited unexpectedly"
+  fi
+  for name in "${!HL_WORKER_PIDS[@]}"; do
+    kill -0 "${HL_WORKER_PIDS[$name]}" 2>/dev/null ||
+      fail "worker $name (pid ${HL_WORKER_PIDS[$name]}) exited unexpectedly: $(tail -n 2 "$HL_LOGS/worker-$name.log" | tr '\n' ' ')"
+  done
+}
+
+hl_alive_at_least() {
+  check_daemons
+  local n
+  n=$(alive_workers 2>/dev/null) && (( ${n:-0} >= $1 ))
+}
 
 # wait_workers N: waits until at least N workers are registered and alive.
 wait_workers() {
@@ -293,6 +309,7 @@ wait_grid() {
   local exp=$1 limit=$2 deadline last="" cur json
   deadline=$(( $(date +%s) + limit ))
   while :; do
+    check_daemons
     json=$(hl runs "$exp" --json 2>/dev/null) || json=""
     if [[ -n "$json" ]]; then
       cur=$(jq -r 'group_by(.status) | map("\(.[0].status)=\(length)") | join(" ")' <<<"$json")
