@@ -1,5 +1,6 @@
-// Incremental metric stream of one run: GET /runs/ID/metrics?key=K&after=SEQ returns the
-// points after the last sequence number seen, so each poll moves only the new points.
+// Incremental metric stream of one run: GET /runs/ID/metrics?key=K&after=SEQ&attempt=A
+// returns the points after the last sequence number seen, so each poll moves only the new
+// points.
 import { get } from './api.js';
 
 export class RunMetrics {
@@ -28,6 +29,8 @@ export class RunMetrics {
     const params = new URLSearchParams();
     if (this.key) params.set('key', this.key);
     if (this.lastSeq >= 0) params.set('after', String(this.lastSeq));
+    // Only the current attempt's points (an earlier attempt's curve is a different run).
+    if (this.attempt > 0) params.set('attempt', String(this.attempt));
     const qs = params.toString();
     const complete = this.lastSeq < 0;  // no `after`: every attempt's points come back
     const r = await get(`/runs/${this.runId}/metrics${qs ? `?${qs}` : ''}`, signal);

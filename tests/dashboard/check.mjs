@@ -5,12 +5,10 @@
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const kChromium = process.env.CHROMIUM || '/usr/bin/chromium';
 const kTimeoutMs = 30000;
 fs.mkdirSync(spec.screens, { recursive: true });
 
@@ -18,16 +16,7 @@ const t0 = Date.now();
 const log = (msg) => console.log(`[dashboard +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 const ok = (msg) => log(`  ok: ${msg}`);
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'headlab-chromium-'));
-// A fresh profile per run (playwright passes it as --user-data-dir).
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: kChromium,
-  headless: true,
-  viewport: { width: 1400, height: 1000 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const page = browser.pages()[0] || await browser.newPage();
+const { page, close } = await launch();
 const consoleErrors = [];
 // The refused cancel's 401 is expected; Chromium logs every failed request as an error.
 page.on('console', (m) => {
@@ -45,8 +34,7 @@ async function fail(msg) {
   console.error(`[dashboard] FAIL: ${msg}`);
   if (consoleErrors.length) console.error(`browser console errors:\n  ${consoleErrors.join('\n  ')}`);
   try { await shot('failure'); } catch { /* the page may be gone */ }
-  await browser.close();
-  fs.rmSync(profile, { recursive: true, force: true });
+  await close();
   process.exit(1);
 }
 
@@ -203,6 +191,5 @@ ok(`workers page lists ${await page.$$eval('#workers tbody tr[data-worker]', (r)
 await shot('8-workers');
 
 if (consoleErrors.length) await fail(`browser console errors: ${consoleErrors.join(' | ')}`);
-await browser.close();
-fs.rmSync(profile, { recursive: true, force: true });
+await close();
 log('all dashboard checks passed');

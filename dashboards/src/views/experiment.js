@@ -18,11 +18,14 @@ import { windowBuckets } from './heads.js';
 const kLivePollMs = 500;
 const kMaxOverlay = 12;
 const kAutoOverlay = 8;
+// Which runs overlay first when the user has ticked none: running, then finished ones.
+const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
 
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
     exp: null, runs: [], arms: [], devices: new Map(), timing: {},
+    info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
   };
 
@@ -128,13 +131,30 @@ export function experimentView(el, [idText], signal) {
     updateStreams();
   }
 
-  // Until the user ticks runs, overlay the running ones first, then the finished ones.
+  // Until the user ticks runs, overlay the running ones first, then the finished ones
+  // (kOverlayOrder; firstSelection does the same in SQL).
   function autoSelect() {
     if (s.userSelected) return;
-    const order = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
-    const pick = [...s.runs].sort((a, b) => (order[a.status] ?? 9) - (order[b.status] ?? 9) || a.id - b.id)
+    const pick = [...s.runs].sort((a, b) =>
+      (kOverlayOrder[a.status] ?? 9) - (kOverlayOrder[b.status] ?? 9) || a.id - b.id)
       .slice(0, kAutoOverlay).map((r) => r.id);
     s.selected = new Set(pick);
+  }
+
+  // The first chart does not wait for the full runs list (10^4 rows): one small query
+  // picks the runs to overlay and the arms (for colours), another the metric keys.
+  async function firstSelection() {
+    const order = Object.entries(kOverlayOrder).map(([st, i]) => `WHEN ${sqlString(st)} THEN ${i}`).join(' ');
+    const [picked, arms] = await Promise.all([
+      query(`SELECT id, arm, status, attempts FROM runs WHERE experiment_id = ${id}
+ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
+      query(`SELECT DISTINCT arm FROM runs WHERE experiment_id = ${id} ORDER BY arm`, signal),
+    ]);
+    if (!s.runs.length) {
+      for (const r of picked) s.info.set(r.id, r);
+      s.arms = arms.map((a) => a.arm);
+      if (!s.userSelected) s.selected = new Set(picked.map((r) => r.id));
+    }
   }
 
   async function refreshRuns() {
@@ -142,6 +162,7 @@ export function experimentView(el, [idText], signal) {
       get(`/experiments/${id}`, signal), get(`/experiments/${id}/runs`, signal)]);
     s.exp = exp;
     s.runs = runs || [];
+    s.info = new Map(s.runs.map((r) => [r.id, r]));
     const armsFromGrid = parseJson(exp.grid, {})?.arms;
     s.arms = [...new Set([...Object.keys(armsFromGrid || {}), ...s.runs.map((r) => r.arm)])].sort();
     title.textContent = `Experiment #${id} · ${exp.name}`;
@@ -185,17 +206,17 @@ WHERE r.experiment_id = ${id}`, signal);
   }
 
   // --- curves ------------------------------------------------------------------------
+  // The metric keys the overlaid runs have logged (a primary-key range per run).
   async function loadKeys() {
-    const first = s.runs.find((r) => r.attempts > 0 && r.status !== 'queued');
-    if (!first) return false;
+    const ids = [...s.selected].map(sqlInt);
+    if (!ids.length) return false;
     const rows = await query(
-      `SELECT DISTINCT key FROM metrics WHERE run_id = ${sqlInt(first.id)} ORDER BY key`, signal);
+      `SELECT DISTINCT key FROM metrics WHERE run_id IN (${ids.join(',')}) ORDER BY key`, signal);
     const keys = rows.map((r) => r.key);
     if (!keys.length) return false;
     const preferred = ['train.loss', 'eval.loss', 'eval.ppl'].find((k) => keys.includes(k)) || keys[0];
     replace(keySelect, keys.map((k) => h('option', { value: k, selected: k === preferred }, k)));
     s.key = preferred;
-    refreshArms().catch((e) => { armNote.textContent = e.message; });
     return true;
   }
   keySelect.addEventListener('change', () => {
@@ -217,7 +238,7 @@ WHERE r.experiment_id = ${id}`, signal);
   async function pollStreams() {
     if (!s.key && !(await loadKeys())) return;
     updateStreams();
-    const byId = new Map(s.runs.map((r) => [r.id, r]));
+    const byId = s.info;
     let changed = false;
     await Promise.all([...s.streams.entries()].map(async ([runId, st]) => {
       const run = byId.get(runId);
@@ -232,7 +253,7 @@ WHERE r.experiment_id = ${id}`, signal);
   }
 
   function drawRuns() {
-    const byId = new Map(s.runs.map((r) => [r.id, r]));
+    const byId = s.info;
     const lines = [];
     for (const [runId, st] of s.streams) {
       const run = byId.get(runId);
@@ -301,20 +322,28 @@ GROUP BY r.arm, hm.window`, signal);
       if (e.name !== 'AbortError') out.textContent = e.message;
     }
   };
+  // The table and the first chart load side by side; the heavier panels (the arm chart
+  // scans every point of the experiment) start only once both are drawn, so they never
+  // hold either up, even on a coordinator that answers one request at a time.
   const slow = () => (s.runs.length > 2000 ? 10000 : 2000);
-  let startedAux = false;
+  let tableReady;
+  const tableShown = new Promise((resolve) => { tableReady = resolve; });
   poll(guard(async () => {
     await refreshRuns();
     err.textContent = '';
-    if (!startedAux) {
-      // Secondary panels start once the table is up, so they never delay it.
-      startedAux = true;
-      poll(guard(pollStreams), kLivePollMs, signal);
-      poll(guard(refreshAttempts), () => (isActive() ? 3000 : 30000), signal);
-      poll(guard(refreshArms, armNote), () => (isActive() ? 5000 : 60000), signal);
-      poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
-    }
+    tableReady();
   }), () => (isActive() ? slow() : 10000), signal);
+  const chartShown = guard(async () => {
+    await firstSelection();
+    await pollStreams();
+  })();
+  Promise.all([tableShown, chartShown]).then(() => {
+    if (signal.aborted) return;
+    poll(guard(pollStreams), kLivePollMs, signal);
+    poll(guard(refreshAttempts), () => (isActive() ? 3000 : 30000), signal);
+    poll(guard(refreshArms, armNote), () => (isActive() ? 5000 : 60000), signal);
+    poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
+  });
 }
 
 // Returns "cpu", "cuda:0" or "cuda:0,1" for an attempt's device indices on its worker.

@@ -105,8 +105,10 @@ export function runView(el, [idText], signal) {
         } else if (k.endsWith('sha256') || k === 'git_commit') {
           rows.push([label, v ? h('code', { title: v, class: k === 'git_commit' ? 'commit' : '' },
             k === 'git_commit' ? v : shortHash(v)) : '—']);
+        } else if (v === null || v === undefined || v === '') {
+          rows.push([label, '—']);
         } else {
-          rows.push([label, v === null || v === undefined || v === '' ? '—' : String(v)]);
+          rows.push([label, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
         }
       }
       const extra = parseJson(p.fields_json, p.fields || {}) || {};

@@ -40,7 +40,8 @@ export function workersView(el, _params, signal) {
     replace(body, !list.length
       ? h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No workers: start one with headlab worker'))
       : list.map((w) => {
-        const age = Number(w.last_heartbeat_age_s);
+        const age = w.last_heartbeat_age_s === null || w.last_heartbeat_age_s === undefined
+          ? NaN : Number(w.last_heartbeat_age_s);
         const devices = Array.isArray(w.devices) ? w.devices : [];
         return h('tr', { dataset: { worker: w.id } },
           h('td', { title: w.id }, w.name || w.id),
