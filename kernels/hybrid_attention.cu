@@ -170,9 +170,11 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     using T = decltype(t);
     cudaError_t e = internal::LaunchBackwardPreprocess<T>(p, s);
     if (e != cudaSuccess) return e;
-    // TODO(kernels): a tensor-core backward; until then every dtype runs the SIMT one.
-    (void)tc;
-    e = internal::LaunchSimtBackward<T>(p, s);
+    if constexpr (std::is_same_v<T, float>) {
+      e = internal::LaunchSimtBackward<T>(p, s);
+    } else {
+      e = tc ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
+    }
     if (e != cudaSuccess) return e;
     return internal::LaunchBackwardFinish<T>(p, s);
   }));

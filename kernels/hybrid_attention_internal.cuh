@@ -97,6 +97,7 @@ __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int 
 template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.
 template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);

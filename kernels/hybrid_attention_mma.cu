@@ -10,7 +10,7 @@
 // window intersects (head_mask.h), masks only on boundary tiles; fixed = SAF eq. 3 tiles of
 // P built from alpha/rho/logZ staged in shared memory — no Q load, no Q K^T, no softmax;
 // pruned = zeros.
-#include "kernels/hybrid_attention_internal.cuh"
+#include "kernels/mma_primitives.cuh"
 
 namespace headlab {
 namespace kernels {
@@ -18,68 +18,6 @@ namespace internal {
 namespace {
 
 constexpr int kBq = 64, kBk = 64, kWarps = 4;
-constexpr float kLog2e = 1.4426950408889634f;
-
-template <typename T> struct Mma;
-template <> struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-};
-template <> struct Mma<__half> {
-  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-};
-
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void LdMatrixX4(uint32_t r[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(SmemAddr(p)));
-}
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t r[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(SmemAddr(p)));
-}
-
-// 16-byte async copy; src_bytes = 0 zero-fills the destination (rows beyond T).
-__device__ __forceinline__ void CpAsync16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-               :: "r"(SmemAddr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N>
-__device__ __forceinline__ void CpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
-
-// Issues the async copy of rows [t0, t0 + 64) of head h into dst[64][D + 8].
-template <typename T, int D>
-__device__ __forceinline__ void LoadTile(const Params& p, const View& v, int b, int h, int t0, T* dst) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int idx = threadIdx.x; idx < kBk * kChunks; idx += kWarps * 32) {
-    const int r = idx / kChunks, c = (idx % kChunks) * 8, t = t0 + r;
-    const T* src = t < p.T ? At<const T>(v, b, t, h) + c : reinterpret_cast<const T*>(v.data);
-    CpAsync16(dst + r * (D + 8) + c, src, t < p.T ? 16 : 0);
-  }
-}
 
 template <int D>
 constexpr size_t MmaForwardSmemBytes() {
@@ -132,12 +70,12 @@ __global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) 
         }
       }
     } else {
-      LoadTile<T, D>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
+      LoadRows<T, D, kBk, kWarps * 32>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
     }
-    LoadTile<T, D>(p, p.v, b, g, k0, vs + buf * kBk * (D + 8));
+    LoadRows<T, D, kBk, kWarps * 32>(p, p.v, b, g, k0, vs + buf * kBk * (D + 8));
   };
 
-  if (!fixed) LoadTile<T, D>(p, p.q, b, h, q0, qs);
+  if (!fixed) LoadRows<T, D, kBk, kWarps * 32>(p, p.q, b, h, q0, qs);
   if (count > 0) issue(0);
   CpAsyncCommit();
 

@@ -37,8 +37,8 @@ if ! { cmake -S kernels -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
 fi
 echo "build ok"
 
-(cd "$build" && ctest -L gpu --output-on-failure --timeout 1200) > "$out/gpu-test.log" 2>&1 || status=1
-grep -E "FAIL|PASSED|FAILED|tests passed|tests failed" "$out/gpu-test.log" | tail -15
+(cd "$build" && ctest -L gpu -V --timeout 1200) > "$out/gpu-test.log" 2>&1 || status=1
+grep -E "FAIL|PASSED|FAILED|tests passed|tests failed|launch failed" "$out/gpu-test.log" | tail -15
 
 if [ "$bench" = 1 ]; then
   "$build/hybrid_attention_bench" $quick > "$out/bench.log" 2>&1 || status=1
