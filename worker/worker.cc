@@ -198,8 +198,13 @@ void Worker::RunTimers(Clock::time_point now) {
     }
   }
   if (stop_requests_ > 0 && running_.empty()) {
-    // Best effort: the DONEs and DISCONNECT get a moment to leave; unacknowledged ones
-    // are reported lost by the coordinator's lease expiry, never left running.
+    // Best effort: results get one liveness period to be acknowledged (the coordinator
+    // may be mid-reconnect); what stays unacknowledged is the coordinator's to expire.
+    if (drain_deadline_ == Clock::time_point::max())
+      drain_deadline_ = now + options_.connection.liveness;
+    if (outbox_.size() > 0 && now < drain_deadline_ && stop_requests_ == 1) return;
+    if (outbox_.size() > 0)
+      LogWarn("stopping with " + std::to_string(outbox_.size()) + " unacknowledged message(s)");
     Send(wire::kDisconnect, Json::object());
     conn_.Close(std::chrono::milliseconds(1000));
     LogInfo("stopped");

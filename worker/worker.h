@@ -46,8 +46,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Runs until stopped (returns 0 after cancelling its attempts and sending DISCONNECT)
-  // or refused by the coordinator (returns 1).
+  // Runs until stopped or refused. Stopping cancels the attempts, waits up to one
+  // liveness period for their results to be acknowledged, sends DISCONNECT and returns 0.
+  // REFUSE returns 1.
   int Run();
   // Asks Run to shut down; a second call kills running attempts without waiting for the
   // grace period. Async-signal-safe (one write(2) to a pipe).
@@ -85,6 +86,8 @@ class Worker {
   std::map<std::string, Running> running_;  // by Key(run, attempt)
   std::vector<bool> slot_busy_;
   int stop_requests_ = 0;                   // SIGTERM/SIGINT/RequestStop seen so far
+  // Stopping with no attempts left: wait for the outbox to drain (ACKs) until then.
+  Clock::time_point drain_deadline_ = Clock::time_point::max();
   std::optional<int> exit_code_;            // set when Run should return
 };
 
