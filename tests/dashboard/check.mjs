@@ -84,7 +84,7 @@ await goto('#/');
 const expIds = [spec.finished.experiment, spec.live.experiment];
 await waitFor('both experiments in the list', (ids) =>
   ids.every((id) => document.querySelector(`#experiments tr[data-experiment="${id}"]`)), expIds);
-const finishedCounts = await page.textContent(
+const finishedCounts = await page.innerText(
   `#experiments tr[data-experiment="${spec.finished.experiment}"] .counts`);
 if (!finishedCounts.includes(`${spec.finished.runs.length} succeeded`)) {
   await fail(`finished experiment counts read "${finishedCounts}", expected ${spec.finished.runs.length} succeeded`);
@@ -163,8 +163,13 @@ if (!refused.includes('refused: write token required')) await fail(`cancel said 
 ok(`cancel without a token: "${refused}"`);
 await shot('5-cancel-refused');
 
+// Waits until the run page has drawn its curves (so each screenshot shows them).
+const runCurves = () => waitFor('the run page curves', () =>
+  [...document.querySelectorAll('#run-charts .chart')].some((c) => Number(c.dataset.points) > 0));
+
 // 5. Head grid and provenance.
 await goto(`#/runs/${spec.heads.run}`);
+await runCurves();
 const cells = spec.heads.layers * spec.heads.heads;
 const nCells = await waitFor(`${cells} head-grid cells`, (n) => {
   const c = document.querySelectorAll('#head-grid .hg-cell').length;
@@ -182,6 +187,7 @@ const commit = await waitFor('the commit in the provenance panel', () =>
   document.querySelector('#provenance code.commit')?.textContent || '');
 if (commit !== spec.provenance.commit) await fail(`provenance shows commit "${commit}", expected "${spec.provenance.commit}"`);
 ok(`provenance of run #${spec.provenance.run} shows commit ${commit}`);
+await runCurves();
 await shot('7-run-provenance');
 
 // 6. Workers.

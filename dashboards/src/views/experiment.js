@@ -17,6 +17,7 @@ import { windowBuckets } from './heads.js';
 
 const kLivePollMs = 500;
 const kMaxOverlay = 12;
+const kArmSampleRuns = 1000;
 const kAutoOverlay = 8;
 // Which runs overlay first when the user has ticked none: running, then finished ones.
 const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
@@ -25,6 +26,7 @@ export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
     exp: null, runs: [], arms: [], devices: new Map(), timing: {},
+    pairBy: ['seed'],  // the grid's pair_by: names of the values in each pair_key
     info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
   };
@@ -91,7 +93,7 @@ export function experimentView(el, [idText], signal) {
       { label: 'device', width: '90px', get: (r) => s.devices.get(r.id) || '',
         cell: (r) => s.devices.get(r.id) || '—' },
       { label: 'pair', width: 'minmax(80px,1fr)', get: (r) => r.pair_key || '',
-        cell: (r) => pairText(r.pair_key) },
+        cell: (r) => pairText(r.pair_key, s.pairBy) },
       ...metricKeys.map((k) => ({
         label: k, width: '100px', cls: 'num',
         get: (r) => (r.summary && r.summary[k] !== undefined ? r.summary[k] : null),
@@ -163,10 +165,12 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
     s.exp = exp;
     s.runs = runs || [];
     s.info = new Map(s.runs.map((r) => [r.id, r]));
-    const armsFromGrid = parseJson(exp.grid, {})?.arms;
+    const grid = parseJson(exp.grid, {}) || {};
+    const armsFromGrid = grid.arms;
+    if (Array.isArray(grid.pair_by)) s.pairBy = grid.pair_by;
     s.arms = [...new Set([...Object.keys(armsFromGrid || {}), ...s.runs.map((r) => r.arm)])].sort();
     title.textContent = `Experiment #${id} · ${exp.name}`;
-    desc.textContent = parseJson(exp.grid, {})?.description || '';
+    desc.textContent = grid.description || '';
     replace(progress, progressBar(exp.counts || {}, exp.total));
     replace(counts, countsLine(exp.counts || {}), h('span', { class: 'muted' }, ` of ${exp.total}`));
     etaEl.textContent = etaText(exp.counts || {}, s.timing);
@@ -266,15 +270,23 @@ WHERE r.experiment_id = ${id}`, signal);
     runsChart.set(lines);
   }
 
-  // Mean and standard deviation across runs of each arm at each step, one query.
+  // Mean and standard deviation across runs of each arm at each step, one query. Past
+  // kArmSampleRuns runs it reads every k-th run of each arm (a scan of 10^6 points takes
+  // seconds, of 10^5 a fraction of one).
   async function refreshArms() {
     if (!s.key) return;
+    const stride = Math.max(1, Math.ceil(s.runs.length / kArmSampleRuns));
     const rows = await query(`
-SELECT r.arm AS arm, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
-FROM runs r JOIN runs src ON src.id = coalesce(r.reused_from, r.id)
+WITH picked AS (
+  SELECT id, arm, reused_from FROM (
+    SELECT id, arm, reused_from, row_number() OVER (PARTITION BY arm ORDER BY idx) - 1 AS k
+    FROM runs WHERE experiment_id = ${id})
+  WHERE k % ${stride} = 0)
+SELECT p.arm AS arm, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
+FROM picked p JOIN runs src ON src.id = coalesce(p.reused_from, p.id)
 JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
-WHERE r.experiment_id = ${id} AND m.key = ${sqlString(s.key)} AND m.value IS NOT NULL
-GROUP BY r.arm, m.step ORDER BY r.arm, m.step`, signal);
+WHERE m.key = ${sqlString(s.key)} AND m.value IS NOT NULL
+GROUP BY p.arm, m.step ORDER BY p.arm, m.step`, signal);
     const byArm = new Map();
     for (const r of rows) {
       if (!byArm.has(r.arm)) byArm.set(r.arm, { xs: [], mean: [], lo: [], hi: [], n: 0 });
@@ -296,14 +308,15 @@ GROUP BY r.arm, m.step ORDER BY r.arm, m.step`, signal);
       lines.push({ label: `${arm} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5 });
       bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
     }
-    armNote.textContent = byArm.size ? `(${s.key})` : '(no points yet)';
+    armNote.textContent = !byArm.size ? '(no points yet)'
+      : `(${s.key}${stride > 1 ? `; every ${stride}th run of ${s.runs.length}` : ''})`;
     armChart.set(lines, bands);
   }
 
   // --- comparisons and window buckets -------------------------------------------------
   async function refreshResults() {
     const r = await get(`/experiments/${id}/results`, signal);
-    replace(results, resultsTables(r || {}));
+    replace(results, resultsTables(r || {}, s.pairBy));
     const rows = await query(`
 SELECT r.arm AS arm, hm.window AS window, count(*) AS n
 FROM head_maps hm JOIN runs r ON r.id = hm.run_id
@@ -355,8 +368,12 @@ function deviceLabel(indices, worker) {
   return `cuda:${indices.join(',')}`;
 }
 
-function pairText(pairKey) {
+// Returns "seed=1" for a pair key: the canonical JSON array of the grid's pair_by values.
+function pairText(pairKey, pairBy = []) {
   const p = parseJson(pairKey, null);
+  if (Array.isArray(p)) {
+    return p.map((v, i) => `${pairBy[i] ?? i}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  }
   if (p && typeof p === 'object') {
     return Object.entries(p).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
   }
@@ -364,7 +381,7 @@ function pairText(pairKey) {
 }
 
 // Arms (mean ± SE per metric) and comparisons (paired statistic, n, mean ± SE, 95% CI).
-function resultsTables(r) {
+function resultsTables(r, pairBy) {
   const arms = r.arms || [];
   const comps = r.comparisons || [];
   const metricKeys = [...new Set(arms.flatMap((a) => Object.keys(a.metrics || {})))].sort();
@@ -394,7 +411,7 @@ function resultsTables(r) {
           h('ul', { class: 'pairs' }, pairs.map((p) => h('li', {},
             h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`), ' vs ',
             h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`),
-            `: ${num(p.value)} `, h('span', { class: 'muted' }, pairText(p.pair_key))))))
+            `: ${num(p.value)} `, h('span', { class: 'muted' }, pairText(p.pair_key, pairBy))))))
           : '—'));
     }))) : h('p', { class: 'muted' }, 'No comparisons in this grid (or no complete pairs yet).');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
