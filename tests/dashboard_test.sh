@@ -28,6 +28,11 @@ if [[ ! -f "$DRIVER/node_modules/.package-lock.json" || \
     { cat "$HL_LOGS/npm-ci.log"; fail "npm ci in tests/dashboard failed"; }
 fi
 
+say "dashboard unit tests (node --test dashboards/src/)"
+(cd "$DASH" && node --test src/) >"$HL_LOGS/dashboard-unit.log" 2>&1 ||
+  { cat "$HL_LOGS/dashboard-unit.log"; fail "dashboard unit tests failed"; }
+ok "$(grep -E '^# (pass|fail) ' "$HL_LOGS/dashboard-unit.log" | tr '\n' ' ')"
+
 start_cluster 1
 
 say "the coordinator serves the dashboard at /"

@@ -25,8 +25,8 @@ async function request(method, path, body, signal) {
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   // The query endpoint is read-only and takes no token; every other POST is a write.
   const isWrite = method !== 'GET' && path !== '/query';
-  const token = getToken();
-  if (isWrite && token) headers.Authorization = `Bearer ${token}`;
+  const token = isWrite ? getToken() : '';
+  if (token) headers.Authorization = `Bearer ${token}`;
   let res;
   try {
     res = await fetch(kBase + path, {

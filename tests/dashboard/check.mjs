@@ -89,7 +89,7 @@ const finishedCounts = await page.innerText(
 if (!finishedCounts.includes(`${spec.finished.runs.length} succeeded`)) {
   await fail(`finished experiment counts read "${finishedCounts}", expected ${spec.finished.runs.length} succeeded`);
 }
-ok(`experiments list shows #${expIds.join(' and #')} (finished: ${finishedCounts.trim()})`);
+ok(`experiments list shows #${expIds.join(' and #')} (finished: ${finishedCounts.replace(/\s+/g, ' ').trim()})`);
 await shot('1-experiments');
 
 // 2. The finished experiment: every run in the table, curves drawn.

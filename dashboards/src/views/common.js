@@ -1,6 +1,7 @@
 // Pieces shared by several views.
 import { h } from '../dom.js';
 import { post } from '../api.js';
+import { parseJson } from '../format.js';
 
 export function statusBadge(status) {
   return h('span', { class: `badge st-${status}` }, status || '?');
@@ -61,4 +62,25 @@ export function keyMetrics(runs, max = 4) {
   const ordered = kKeyMetrics.filter((k) => present.has(k));
   for (const k of [...present].sort()) if (!ordered.includes(k)) ordered.push(k);
   return ordered.slice(0, max);
+}
+
+// Returns "cpu", "cuda:0" or "cuda:0,1" for an attempt's device indices on its worker.
+export function deviceLabel(indices, worker) {
+  if (!Array.isArray(indices) || !indices.length) return 'cpu';
+  const devices = (worker && Array.isArray(worker.devices)) ? worker.devices : [];
+  const kinds = indices.map((i) => devices.find((d) => d.index === i)?.kind);
+  if (kinds.every((k) => k === 'cpu')) return 'cpu';
+  return `cuda:${indices.join(',')}`;
+}
+
+// Returns "seed=1" for a pair key: the canonical JSON array of the grid's pair_by values.
+export function pairText(pairKey, pairBy = []) {
+  const p = parseJson(pairKey, null);
+  if (Array.isArray(p)) {
+    return p.map((v, i) => `${pairBy[i] ?? i}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  }
+  if (p && typeof p === 'object') {
+    return Object.entries(p).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  }
+  return pairKey || '—';
 }

@@ -12,7 +12,7 @@ import { CurveChart, colorFor, withAlpha } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { VirtualTable } from '../table.js';
 import { progressBar, countsLine, etaText } from './experiments.js';
-import { statusBadge, actionButton, ci95, keyMetrics } from './common.js';
+import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel } from './common.js';
 import { windowBuckets } from './heads.js';
 
 const kLivePollMs = 500;
@@ -357,27 +357,6 @@ GROUP BY r.arm, hm.window`, signal);
     poll(guard(refreshArms, armNote), () => (isActive() ? 5000 : 60000), signal);
     poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
   });
-}
-
-// Returns "cpu", "cuda:0" or "cuda:0,1" for an attempt's device indices on its worker.
-function deviceLabel(indices, worker) {
-  if (!Array.isArray(indices) || !indices.length) return 'cpu';
-  const devices = (worker && Array.isArray(worker.devices)) ? worker.devices : [];
-  const kinds = indices.map((i) => devices.find((d) => d.index === i)?.kind);
-  if (kinds.every((k) => k === 'cpu')) return 'cpu';
-  return `cuda:${indices.join(',')}`;
-}
-
-// Returns "seed=1" for a pair key: the canonical JSON array of the grid's pair_by values.
-function pairText(pairKey, pairBy = []) {
-  const p = parseJson(pairKey, null);
-  if (Array.isArray(p)) {
-    return p.map((v, i) => `${pairBy[i] ?? i}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
-  }
-  if (p && typeof p === 'object') {
-    return Object.entries(p).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
-  }
-  return pairKey || '—';
 }
 
 // Arms (mean ± SE per metric) and comparisons (paired statistic, n, mean ± SE, 95% CI).
