@@ -45,6 +45,7 @@ class Attempt {
 
   const Json& run() const { return run_; }
   int64_t attempt() const { return attempt_; }
+  int pid() const { return child_->pid(); }
   // Returns {run, attempt}, the protocol's `ref`.
   Json Ref() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
   // Emits PROVENANCE with the fields known so far (the caller does it once after ACCEPT).

@@ -39,7 +39,8 @@ std::string AttemptOutDir(const std::string& work_dir, const Json& run, int64_t 
   return p.lexically_normal().string();
 }
 
-StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& assign) {
+StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& assign,
+                                    Json* manifest) {
   std::string out_dir = AttemptOutDir(work_dir, assign["run"], assign["attempt"].get<int64_t>());
   HEADLAB_RETURN_IF_ERROR(MakeDirs(out_dir));
   Json m{{"run", assign["run"]}, {"attempt", assign["attempt"]},
@@ -48,6 +49,7 @@ StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& ass
          {"resume", VerifiedResume(assign.value("resume", Json(nullptr)))}};
   std::string path = out_dir + "/manifest.json";
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, m.dump(2) + "\n"));
+  if (manifest) *manifest = std::move(m);
   return path;
 }
 

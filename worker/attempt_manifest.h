@@ -20,7 +20,8 @@ Json VerifiedResume(const Json& resume);
 std::string AttemptOutDir(const std::string& work_dir, const Json& run, int64_t attempt);
 
 // Creates the out dir of a validated ASSIGN body and writes manifest.json into it (resume
-// verified). Returns the manifest's path.
-StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& assign);
+// verified). Returns the manifest's path; `*manifest` (if given) receives its content.
+StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& assign,
+                                    Json* manifest = nullptr);
 
 }  // namespace headlab

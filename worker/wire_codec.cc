@@ -43,6 +43,14 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
     HEADLAB_RETURN_IF_ERROR(NeedRef(b));
     HEADLAB_RETURN_IF_ERROR(Need(b, "experiment", IsId, "an integer or string id"));
     HEADLAB_RETURN_IF_ERROR(Need(b, "config", [](const Json& j) { return j.is_object(); }, "an object"));
+    if (b.contains("devices")) {  // optional: the GPU ordinals the coordinator picked
+      HEADLAB_RETURN_IF_ERROR(Need(b, "devices", [](const Json& j) {
+        if (!j.is_array()) return false;
+        for (const Json& d : j)
+          if (!IsInt(d) || d.get<int64_t>() < 0 || d.get<int64_t>() > 65535) return false;
+        return true;
+      }, "an array of GPU ordinals"));
+    }
     if (!b.contains("resume") || b["resume"].is_null()) return Status::Ok();
     const Json& r = b["resume"];
     if (!r.is_object()) return Status::InvalidArgument("resume: expected null or an object");

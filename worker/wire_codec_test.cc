@@ -30,6 +30,8 @@ TEST_CASE("DecodeCoordinatorMessage accepts valid messages") {
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ASSIGN",
       R"({"run":"r3","attempt":0,"experiment":1,"config":{"kind":"noop"},"resume":null})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"", "HLW1", "HEARTBEAT", "{}"})).ok());
+  CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ASSIGN",
+      R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":null,"devices":[0,1]})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ACK", R"({"run":3,"attempt":1,"what":"DONE"})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ACK", R"({"run":3,"attempt":1,"what":"METRICS","seq":9})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "REFUSE", R"({"reason":"bad token"})"})).ok());
@@ -55,6 +57,8 @@ TEST_CASE("DecodeCoordinatorMessage rejects malformed messages") {
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":[]})"},
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":{"path":"/c"}})"},
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":7})"},
+      {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"devices":[-1]})"},
+      {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"devices":"0"})"},
   };
   for (const auto& parts : bad) {
     INFO(Json(parts).dump());

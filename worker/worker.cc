@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "common/log.h"
@@ -129,22 +130,31 @@ void Worker::HandleAssign(const Json& b) {
     return;
   }
   if (stop_requests_ > 0) return reject("worker is shutting down");
-  int slot = FreeSlot();
-  if (slot < 0) return reject("no free slot");
-  StatusOr<std::string> manifest = WriteManifest(options_.work_dir, b);
+  StatusOr<std::vector<int>> slots = PickSlots(b.value("devices", Json::array()));
+  if (!slots.ok()) return reject(slots.status().message());
+  Json written;
+  StatusOr<std::string> manifest = WriteManifest(options_.work_dir, b, &written);
   if (!manifest.ok()) return reject(manifest.status().message());
 
   std::vector<std::string> argv = options_.exec_command;
   argv.push_back(*manifest);
-  const std::string& cvd = options_.slot_devices[slot];
+  std::string cvd;  // "" for CPU slots: CUDA sees no device at all
+  std::vector<Device> used;
+  for (int s : *slots) {
+    const std::string& dev = options_.slot_devices[s];
+    if (dev.empty()) continue;
+    cvd += (cvd.empty() ? "" : ",") + dev;
+    for (const Device& d : options_.inventory.devices)
+      if (std::to_string(d.index) == dev) used.push_back(d);
+  }
   Json provenance = options_.host_provenance;
   provenance["worker"] = options_.name;
   provenance["cuda_visible_devices"] = cvd;
-  if (options_.inventory.has_gpu) {
-    std::vector<Device> used;
-    for (const Device& d : options_.inventory.devices)
-      if (std::to_string(d.index) == cvd) used.push_back(d);
-    provenance["devices"] = DescribeDevices(used);
+  if (!used.empty()) provenance["devices"] = DescribeDevices(used);
+  if (!written["resume"].is_null()) {  // the checkpoint this attempt continues from
+    provenance["resume_path"] = written["resume"]["path"];
+    provenance["resume_sha256"] = written["resume"]["sha256"];
+    provenance["resume_step"] = written["resume"]["step"];
   }
   StatusOr<std::unique_ptr<Attempt>> a = Attempt::Start(
       run, attempt, argv, {{"CUDA_VISIBLE_DEVICES", cvd}}, provenance, options_.attempt,
@@ -152,10 +162,10 @@ void Worker::HandleAssign(const Json& b) {
   if (!a.ok()) return reject(a.status().message());
   Send(wire::kAccept, ref);
   (*a)->ReportProvenance();
-  LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started in slot " +
-          std::to_string(slot) + " (CUDA_VISIBLE_DEVICES=\"" + cvd + "\")");
-  slot_busy_[slot] = true;
-  running_[key] = Running{std::move(*a), slot};
+  LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started (pid " +
+          std::to_string((*a)->pid()) + ", CUDA_VISIBLE_DEVICES=\"" + cvd + "\")");
+  for (int s : *slots) slot_busy_[s] = true;
+  running_[key] = Running{std::move(*a), *slots};
 }
 
 void Worker::HandleCancel(const Json& b, Clock::time_point now) {
@@ -191,7 +201,7 @@ void Worker::RunTimers(Clock::time_point now) {
   }
   for (auto it = running_.begin(); it != running_.end();) {
     if (it->second.attempt->Tick(now)) {
-      slot_busy_[it->second.slot] = false;
+      for (int s : it->second.slots) slot_busy_[s] = false;
       it = running_.erase(it);
     } else {
       ++it;
@@ -239,10 +249,23 @@ Json Worker::RunningRefs() const {
   return refs;
 }
 
-int Worker::FreeSlot() const {
-  for (int i = 0; i < int(slot_busy_.size()); ++i)
-    if (!slot_busy_[i]) return i;
-  return -1;
+StatusOr<std::vector<int>> Worker::PickSlots(const Json& devices) const {
+  std::vector<int> slots;
+  if (devices.empty() || !options_.inventory.has_gpu) {
+    for (int i = 0; i < int(slot_busy_.size()); ++i)
+      if (!slot_busy_[i]) return std::vector<int>{i};
+    return Status::InvalidArgument("no free slot");
+  }
+  for (const Json& d : devices) {
+    int found = -1;
+    for (int i = 0; i < int(options_.slot_devices.size()); ++i)
+      if (options_.slot_devices[i] == d.dump()) found = i;
+    if (found < 0) return Status::InvalidArgument("no GPU " + d.dump() + " on this worker");
+    if (slot_busy_[found] || std::find(slots.begin(), slots.end(), found) != slots.end())
+      return Status::InvalidArgument("GPU " + d.dump() + " is busy");
+    slots.push_back(found);
+  }
+  return slots;
 }
 
 int Worker::PollTimeoutMs(Clock::time_point now) const {

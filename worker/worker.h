@@ -59,7 +59,7 @@ class Worker {
  private:
   struct Running {
     std::unique_ptr<Attempt> attempt;
-    int slot;
+    std::vector<int> slots;
   };
 
   void Dispatch(const WireMessage& m, Clock::time_point now);
@@ -72,7 +72,9 @@ class Worker {
   // Keeps a result in the outbox and sends it if registered.
   void Emit(const std::string& command, Json body);
   Json RunningRefs() const;
-  int FreeSlot() const;
+  // Returns the slots for ASSIGN.devices (the GPU ordinals the coordinator picked), or
+  // any one free slot when it names none. InvalidArgument says why there are none.
+  StatusOr<std::vector<int>> PickSlots(const Json& devices) const;
   int PollTimeoutMs(Clock::time_point now) const;
   static std::string Key(const Json& run, int64_t attempt);
 

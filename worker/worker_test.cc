@@ -103,9 +103,11 @@ class FakeCoordinator {
     for (const std::string& s : frames) f.emplace_back(s);
     REQUIRE(zmq::send_multipart(router_, f));
   }
-  void Assign(int64_t run, const std::string& mode, Json resume = nullptr) {
-    Send(wire::kAssign, Json{{"run", run}, {"attempt", 0}, {"experiment", 1},
-                             {"config", {{"mode", mode}}}, {"resume", resume}});
+  void Assign(int64_t run, const std::string& mode, Json devices = nullptr) {
+    Json body{{"run", run}, {"attempt", 0}, {"experiment", 1}, {"config", {{"mode", mode}}},
+              {"resume", nullptr}};
+    if (!devices.is_null()) body["devices"] = devices;
+    Send(wire::kAssign, body);
   }
   const std::string& identity() const { return identity_; }
   // Expects READY and answers WELCOME; returns the READY body.
@@ -126,7 +128,8 @@ class FakeCoordinator {
 // A worker on its own thread, with a temp work dir and the script as payload.
 class WorkerUnderTest {
  public:
-  explicit WorkerUnderTest(const std::string& endpoint, int slots = 1) {
+  // `gpus` > 0 pretends this host has that many GPUs (one slot each).
+  explicit WorkerUnderTest(const std::string& endpoint, int slots = 1, int gpus = 0) {
     char tmpl[] = "/tmp/headlab-worker-test-XXXXXX";
     REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
@@ -146,6 +149,20 @@ class WorkerUnderTest {
     o.inventory.devices.push_back(CpuDevice());
     o.slots = slots;
     o.slot_devices.assign(slots, "");
+    if (gpus > 0) {
+      o.inventory.devices.clear();
+      o.slot_devices.clear();
+      for (int i = 0; i < gpus; ++i) {
+        Device d;
+        d.index = i;
+        d.kind = "cuda";
+        d.name = "Fake GPU";
+        o.inventory.devices.push_back(d);
+        o.slot_devices.push_back(std::to_string(i));
+      }
+      o.inventory.has_gpu = true;
+      o.slots = gpus;
+    }
     o.exec_command = {"/bin/sh", script};
     o.host_provenance = Json{{"host", "test-host"}};
     worker = std::make_unique<Worker>(std::move(o));
@@ -357,6 +374,36 @@ TEST_CASE("Worker reports running attempts in READY after a reconnect") {
   c.Send(wire::kAck, Json{{"run", 10}, {"attempt", 0}, {"what", "DONE"}});
   c.Expect(wire::kDisconnect);
   CHECK(w.Join() == 0);
+}
+
+TEST_CASE("Worker runs each attempt on the GPU the coordinator picked") {
+  FakeCoordinator c;
+  WorkerUnderTest w(c.endpoint(), 1, /*gpus=*/3);
+  Json ready = c.Register();
+  CHECK(ready["slots"] == 3);
+  CHECK(ready["devices"].size() == 3);
+  auto provenance_of = [&](int64_t run) {
+    for (;;) {
+      std::optional<Msg> m = c.Next();
+      REQUIRE(m.has_value());
+      if (m->command == wire::kProvenance && m->body["run"] == run &&
+          m->body["fields"].contains("cvd"))
+        return m->body["fields"];
+    }
+  };
+  c.Assign(1, "sleep", Json::array({2}));
+  c.Expect(wire::kAccept);
+  Json p = provenance_of(1);
+  CHECK(p["cvd"] == "2");
+  CHECK(p["cuda_visible_devices"] == "2");
+  CHECK(p["devices"] == "cuda:2 Fake GPU");
+  c.Assign(2, "sleep", Json::array({2}));
+  CHECK(c.Expect(wire::kReject)["reason"] == "GPU 2 is busy");
+  c.Assign(2, "sleep", Json::array({7}));
+  CHECK(c.Expect(wire::kReject)["reason"] == "no GPU 7 on this worker");
+  c.Assign(2, "sleep");  // no devices named: the first free GPU
+  c.Expect(wire::kAccept);
+  CHECK(provenance_of(2)["cvd"] == "0");
 }
 
 }  // namespace headlab
