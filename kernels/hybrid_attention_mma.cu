@@ -2,14 +2,14 @@
 // fp32 accumulation), FlashAttention-2 style with mma.sync.m16n8k16 (sm_80+ instruction,
 // runs on sm_90; wgmma would be the next step up).
 //
-// One CTA = 64 query rows of one (batch, head), 4 warps x 16 rows. K/V tiles of 64 keys
-// stream through shared memory with cp.async, double buffered. S = Q K^T and the online
+// One CTA = 64 (d > 64) or 128 (d = 64) query rows of one (batch, head), 4 warps x 16 or
+// 32 rows. K/V tiles of 64 keys stream through shared memory with cp.async, double buffered. S = Q K^T and the online
 // softmax stay in registers; P is repacked from the accumulator layout straight into the
 // A-operand layout of P V (no shared-memory round trip).
 // Per head state: ordinary = full causal; local/streaming = only the key tiles their
 // window intersects (head_mask.h), masks only on boundary tiles; fixed = SAF eq. 3 tiles of
-// P built from alpha/rho/logZ staged in shared memory — no Q load, no Q K^T, no softmax;
-// pruned = zeros.
+// P built from alpha/rho/logZ in product form (FixedTile) — no Q load, no Q K^T, no
+// softmax, no per-element exp; pruned = zeros.
 #include "kernels/mma_primitives.cuh"
 
 namespace headlab {
@@ -17,21 +17,98 @@ namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kBq = 64, kBk = 64, kWarps = 4;
+constexpr int kBk = 64, kWarps = 4, kThreads = kWarps * 32;
+// Above this, exp(A + R - logZ) could overflow the product form: the row falls back to exp.
+constexpr float kProductFormLimit = 60.f;
 
+// Query rows per CTA: kM m-tiles of 16 rows per warp. Two m-tiles per warp reuse each K/V
+// fragment twice (half the shared-memory traffic per mma); at d > 64 the accumulators
+// would not fit the register file, so one.
+template <int D> __host__ __device__ constexpr int MTiles() { return D <= 64 ? 2 : 1; }
+template <int D> __host__ __device__ constexpr int BlockQ() { return 64 * MTiles<D>(); }
+template <int D> __host__ __device__ constexpr int Band() { return BlockQ<D>() + kBk - 1; }
+
+// Shared memory: Q [Bq][D+8]; K, V [2][64][D+8]; fixed-head factors per buffer:
+// alpha raw/exp [64] x2, rho raw/exp [Band] x2, A and R.
 template <int D>
 constexpr size_t MmaForwardSmemBytes() {
-  return 2 * (kBq * (D + 8) + 4 * kBk * (D + 8)) + 4 * (2 * kBk + 2 * 2 * kBk);
+  return 2 * (BlockQ<D>() * (D + 8) + 4 * kBk * (D + 8)) + 4 * 2 * (2 * kBk + 2 * Band<D>() + 2);
+}
+
+__device__ __forceinline__ float WarpMaxF(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+// SAF eq. 3 product form of a fixed head's tile: P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R}
+// e^{A + R - logZ_i} with A, R the tile's maxima, so the tile needs 64 + Band exps instead of
+// one per element (the forward is otherwise bound by the exp unit, as ordinary heads are).
+struct FixedTile {
+  float* alpha_raw;  // [64]   -inf beyond T
+  float* alpha_exp;  // [64]   e^{alpha - A}
+  float* rho_raw;    // [Band] offsets q0 - k0 - 63 + j; -inf outside [0, T)
+  float* rho_exp;    // [Band] e^{rho - R}
+  float* ar;         // [2]    A, R
+};
+
+template <int D>
+__device__ __forceinline__ FixedTile FixedTileAt(float* base, int buf) {
+  float* b = base + buf * (2 * kBk + 2 * Band<D>() + 2);
+  return {b, b + kBk, b + 2 * kBk, b + 2 * kBk + Band<D>(), b + 2 * kBk + 2 * Band<D>()};
+}
+
+// Warp 0 stages alpha, warp 1 the rho band (plain loads; ordered by the next barrier).
+template <int D>
+__device__ __forceinline__ void StageFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
+                                               const FixedTile& ft) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) {
+    float a[kBk / 32];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kBk / 32; ++i) {
+      const int k = k0 + lane + 32 * i;
+      a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+      mx = fmaxf(mx, a[i]);
+    }
+    mx = WarpMaxF(mx);
+#pragma unroll
+    for (int i = 0; i < kBk / 32; ++i) {
+      ft.alpha_raw[lane + 32 * i] = a[i];
+      ft.alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
+    }
+    if (lane == 0) ft.ar[0] = mx;
+  } else if (warp == 1) {
+    constexpr int kPer = (Band<D>() + 31) / 32;
+    float r[kPer];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i, off = q0 - k0 - (kBk - 1) + j;
+      r[i] = (j < Band<D>() && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+      mx = fmaxf(mx, r[i]);
+    }
+    mx = WarpMaxF(mx);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i;
+      if (j < Band<D>()) {
+        ft.rho_raw[j] = r[i];
+        ft.rho_exp[j] = __expf(r[i] - mx);
+      }
+    }
+    if (lane == 0) ft.ar[1] = mx;
+  }
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads) MmaForwardKernel(const Params p) {
+  constexpr int kM = MTiles<D>(), kBq = BlockQ<D>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* qs = reinterpret_cast<T*>(smem_raw);
   T* ks = qs + kBq * (D + 8);       // [2][64][D + 8]
   T* vs = ks + 2 * kBk * (D + 8);   // [2][64][D + 8]
-  float* alpha_s = reinterpret_cast<float*>(vs + 2 * kBk * (D + 8));  // [2][64]
-  float* rho_s = alpha_s + 2 * kBk;                                   // [2][128]
+  float* fixed_s = reinterpret_cast<float*>(vs + 2 * kBk * (D + 8));
 
   const int qb = gridDim.x - 1 - blockIdx.x;  // longest (last) query blocks first
   const int q0 = qb * kBq, h = blockIdx.y, b = blockIdx.z;
@@ -42,14 +119,15 @@ __global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int gr = lane / 4, tq = lane % 4;  // mma fragment row group / thread in group
   const int q1 = min(q0 + kBq, p.T);
-  const int row_a = q0 + warp * 16 + gr, row_b = row_a + 8;
+  // This thread's rows: m-tile mt, half hf -> q0 + mt * 64 + warp * 16 + gr + 8 * hf.
+  auto row_of = [&](int mt, int hf) { return q0 + mt * 64 + warp * 16 + gr + 8 * hf; };
 
   if (state == HeadState::kPruned) {
-    for (int idx = threadIdx.x; idx < kBq * D; idx += kWarps * 32) {
+    for (int idx = threadIdx.x; idx < kBq * D; idx += kThreads) {
       const int r = idx / D, q = q0 + r;
       if (q < p.T) At<T>(p.o, b, q, h)[idx % D] = FromFloat<T>(0.f);
     }
-    for (int r = threadIdx.x; r < kBq; r += kWarps * 32)
+    for (int r = threadIdx.x; r < kBq; r += kThreads)
       if (q0 + r < p.T) p.lse[(size_t(b) * p.H + h) * p.T + q0 + r] = -INFINITY;
     return;
   }
@@ -59,34 +137,33 @@ __global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) 
   auto issue = [&](int n) {
     const int k0 = br.Block(n) * kBk, buf = n & 1;
     if (fixed) {
-      // SAF eq. 3 factors of this tile: alpha over its keys, rho over offsets
-      // q - k in [q0 - k0 - 63, q0 - k0 + 63].
-      for (int i = threadIdx.x; i < 3 * kBk; i += kWarps * 32) {
-        if (i < kBk) {
-          alpha_s[buf * kBk + i] = k0 + i < p.T ? hd.alpha[k0 + i] : 0.f;
-        } else {
-          const int j = i - kBk, off = q0 - k0 - (kBk - 1) + j;
-          if (j < 2 * kBk) rho_s[buf * 2 * kBk + j] = (off >= 0 && off < p.T) ? hd.rho[off] : 0.f;
-        }
-      }
+      StageFixedTile<D>(p, hd, q0, k0, FixedTileAt<D>(fixed_s, buf));
     } else {
-      LoadRows<T, D, kBk, kWarps * 32>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
+      LoadRows<T, D, kBk, kThreads>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
     }
-    LoadRows<T, D, kBk, kWarps * 32>(p, p.v, b, g, k0, vs + buf * kBk * (D + 8));
+    LoadRows<T, D, kBk, kThreads>(p, p.v, b, g, k0, vs + buf * kBk * (D + 8));
   };
 
-  if (!fixed) LoadRows<T, D, kBk, kWarps * 32>(p, p.q, b, h, q0, qs);
+  if (!fixed) LoadRows<T, D, kBq, kThreads>(p, p.q, b, h, q0, qs);
   if (count > 0) issue(0);
   CpAsyncCommit();
 
-  float oacc[D / 8][4];
+  float oacc[kM][D / 8][4];
+  float m[kM][2], l[kM][2], lz[kM][2];
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n) oacc[n][0] = oacc[n][1] = oacc[n][2] = oacc[n][3] = 0.f;
-  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
-  uint32_t qf[D / 16][4];
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) oacc[mt][n][0] = oacc[mt][n][1] = oacc[mt][n][2] = oacc[mt][n][3] = 0.f;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      m[mt][hf] = -INFINITY;
+      l[mt][hf] = 0.f;
+      const int row = row_of(mt, hf);
+      lz[mt][hf] = fixed && row < p.T ? hd.log_z[row] : 0.f;
+    }
+  }
+  uint32_t qf[kM][D / 16][4];
   const float scale2 = p.scale * kLog2e;
-  const float lz_a = fixed && row_a < p.T ? hd.log_z[row_a] : 0.f;
-  const float lz_b = fixed && row_b < p.T ? hd.log_z[row_b] : 0.f;
 
   for (int n = 0; n < count; ++n) {
     if (n + 1 < count) issue(n + 1);
@@ -96,18 +173,22 @@ __global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) 
     const int k0 = br.Block(n) * kBk, buf = n & 1;
     const T* kt = ks + buf * kBk * (D + 8);
     const T* vt = vs + buf * kBk * (D + 8);
-    float s[kBk / 8][4];
+    float s[kM][kBk / 8][4];
     const bool need_mask = !TileAllVisible(hd, q0, q1 - 1, k0, k0 + kBk - 1);
     if (!fixed) {
       if (n == 0) {
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c = kk * 16 + (lane / 16) * 8;
-          LdMatrixX4(qf[kk], qs + r * (D + 8) + c);
-        }
+        for (int mt = 0; mt < kM; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk) {
+            const int r = mt * 64 + warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c = kk * 16 + (lane / 16) * 8;
+            LdMatrixX4(qf[mt][kk], qs + r * (D + 8) + c);
+          }
       }
 #pragma unroll
-      for (int nb = 0; nb < kBk / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+      for (int mt = 0; mt < kM; ++mt)
+#pragma unroll
+        for (int nb = 0; nb < kBk / 8; ++nb) s[mt][nb][0] = s[mt][nb][1] = s[mt][nb][2] = s[mt][nb][3] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll
@@ -116,117 +197,128 @@ __global__ void __launch_bounds__(kWarps * 32) MmaForwardKernel(const Params p) 
           const int mi = lane / 8;
           const int key = np * 16 + (mi >> 1) * 8 + lane % 8, c = kk * 16 + (mi & 1) * 8;
           LdMatrixX4(bf, kt + key * (D + 8) + c);
-          Mma<T>::Run(s[2 * np], qf[kk], bf[0], bf[1]);
-          Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-        }
-      }
-      // Online softmax (log2 domain) on rows row_a (elements 0,1) and row_b (2,3).
-      float mx_a = -INFINITY, mx_b = -INFINITY;
 #pragma unroll
-      for (int nb = 0; nb < kBk / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[nb][e] * scale2;
-          if (need_mask) {
-            const int key = k0 + nb * 8 + 2 * tq + (e & 1);
-            if (!Visible(hd, e < 2 ? row_a : row_b, key)) x = -INFINITY;
+          for (int mt = 0; mt < kM; ++mt) {
+            Mma<T>::Run(s[mt][2 * np], qf[mt][kk], bf[0], bf[1]);
+            Mma<T>::Run(s[mt][2 * np + 1], qf[mt][kk], bf[2], bf[3]);
           }
-          s[nb][e] = x;
         }
-        mx_a = fmaxf(mx_a, fmaxf(s[nb][0], s[nb][1]));
-        mx_b = fmaxf(mx_b, fmaxf(s[nb][2], s[nb][3]));
       }
+      // Online softmax on raw scores (scale > 0 keeps the order); exponent = s*scale2 - ref.
 #pragma unroll
-      for (int o = 1; o < 4; o <<= 1) {
-        mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, o));
-        mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, o));
-      }
-      const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-      const float ref_a = mn_a == -INFINITY ? 0.f : mn_a, ref_b = mn_b == -INFINITY ? 0.f : mn_b;
-      const float corr_a = exp2f(m_a - ref_a), corr_b = exp2f(m_b - ref_b);
-      m_a = mn_a;
-      m_b = mn_b;
-      float sum_a = 0.f, sum_b = 0.f;
+      for (int mt = 0; mt < kM; ++mt) {
+        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-      for (int nb = 0; nb < kBk / 8; ++nb) {
-        s[nb][0] = exp2f(s[nb][0] - ref_a);
-        s[nb][1] = exp2f(s[nb][1] - ref_a);
-        s[nb][2] = exp2f(s[nb][2] - ref_b);
-        s[nb][3] = exp2f(s[nb][3] - ref_b);
-        sum_a += s[nb][0] + s[nb][1];
-        sum_b += s[nb][2] + s[nb][3];
-      }
-      l_a = l_a * corr_a + sum_a;
-      l_b = l_b * corr_b + sum_b;
+        for (int nb = 0; nb < kBk / 8; ++nb) {
 #pragma unroll
-      for (int nd = 0; nd < D / 8; ++nd) {
-        oacc[nd][0] *= corr_a;
-        oacc[nd][1] *= corr_a;
-        oacc[nd][2] *= corr_b;
-        oacc[nd][3] *= corr_b;
+          for (int e = 0; e < 4; ++e) {
+            if (need_mask) {
+              const int key = k0 + nb * 8 + 2 * tq + (e & 1);
+              if (!Visible(hd, row_of(mt, e >> 1), key)) s[mt][nb][e] = -INFINITY;
+            }
+            mx[e >> 1] = fmaxf(mx[e >> 1], s[mt][nb][e]);
+          }
+        }
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 1));
+          mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 2));
+          const float mn = fmaxf(m[mt][hf], mx[hf]);
+          const float ref = mn == -INFINITY ? 0.f : mn * scale2;
+          const float corr = Ex2(m[mt][hf] * scale2 - ref);
+          m[mt][hf] = mn;
+          float sum = 0.f;
+#pragma unroll
+          for (int nb = 0; nb < kBk / 8; ++nb) {
+            s[mt][nb][2 * hf] = Ex2(fmaf(s[mt][nb][2 * hf], scale2, -ref));
+            s[mt][nb][2 * hf + 1] = Ex2(fmaf(s[mt][nb][2 * hf + 1], scale2, -ref));
+            sum += s[mt][nb][2 * hf] + s[mt][nb][2 * hf + 1];
+          }
+          l[mt][hf] = l[mt][hf] * corr + sum;
+#pragma unroll
+          for (int nd = 0; nd < D / 8; ++nd) {
+            oacc[mt][nd][2 * hf] *= corr;
+            oacc[mt][nd][2 * hf + 1] *= corr;
+          }
+        }
       }
     } else {
-      // SAF eq. 3: P(i,j) = exp(alpha[j] + rho[i-j] - logZ[i]); no scores, no softmax.
-      const float* at = alpha_s + buf * kBk;
-      const float* rt = rho_s + buf * 2 * kBk;
+      // SAF eq. 3 without scores or softmax, in product form (FixedTile).
+      const FixedTile ft = FixedTileAt<D>(fixed_s, buf);
+      const float ar = ft.ar[0] + ft.ar[1];
+      const int band0 = q0 - k0 - (kBk - 1);
 #pragma unroll
-      for (int nb = 0; nb < kBk / 8; ++nb) {
+      for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int kl = nb * 8 + 2 * tq + (e & 1), key = k0 + kl;
-          const int row = e < 2 ? row_a : row_b;
-          const float lz = e < 2 ? lz_a : lz_b;
-          const bool vis = !need_mask || Visible(hd, row, key);
-          const int band = row - key - (q0 - k0 - (kBk - 1));
-          s[nb][e] = vis ? __expf(at[kl] + rt[band] - lz) : 0.f;
+        for (int hf = 0; hf < 2; ++hf) {
+          const int row = row_of(mt, hf);
+          const float rz_log = ar - lz[mt][hf];
+          const bool exact = rz_log > kProductFormLimit;
+          const float rz = __expf(fminf(rz_log, kProductFormLimit));
+#pragma unroll
+          for (int nb = 0; nb < kBk / 8; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int kl = nb * 8 + 2 * tq + e, key = k0 + kl, band = row - key - band0;
+              float pv = exact ? __expf(ft.alpha_raw[kl] + ft.rho_raw[band] - lz[mt][hf])
+                               : ft.alpha_exp[kl] * ft.rho_exp[band] * rz;
+              if (need_mask && !Visible(hd, row, key)) pv = 0.f;
+              s[mt][nb][2 * hf + e] = pv;
+            }
+          }
         }
       }
     }
-    // O += P V: P from the accumulators, V^T fragments by transposed ldmatrix.
+    // O += P V: P from the accumulators, V fragments by transposed ldmatrix.
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
-      uint32_t pf[4];
-      pf[0] = Mma<T>::Pack(s[2 * kk][0], s[2 * kk][1]);
-      pf[1] = Mma<T>::Pack(s[2 * kk][2], s[2 * kk][3]);
-      pf[2] = Mma<T>::Pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[3] = Mma<T>::Pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      uint32_t pf[kM][4];
+#pragma unroll
+      for (int mt = 0; mt < kM; ++mt) {
+        pf[mt][0] = Mma<T>::Pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pf[mt][1] = Mma<T>::Pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pf[mt][2] = Mma<T>::Pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pf[mt][3] = Mma<T>::Pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int np = 0; np < D / 16; ++np) {
         uint32_t bf[4];
         const int mi = lane / 8;
         const int key = kk * 16 + (mi & 1) * 8 + lane % 8, c = np * 16 + (mi >> 1) * 8;
         LdMatrixX4Trans(bf, vt + key * (D + 8) + c);
-        Mma<T>::Run(oacc[2 * np], pf, bf[0], bf[1]);
-        Mma<T>::Run(oacc[2 * np + 1], pf, bf[2], bf[3]);
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          Mma<T>::Run(oacc[mt][2 * np], pf[mt], bf[0], bf[1]);
+          Mma<T>::Run(oacc[mt][2 * np + 1], pf[mt], bf[2], bf[3]);
+        }
       }
     }
     __syncthreads();  // this buffer is refilled by the issue of iteration n + 1
   }
   CpAsyncWait<0>();
 
-  float inv_a = 1.f, inv_b = 1.f, lse_a = lz_a, lse_b = lz_b;
-  if (!fixed) {
 #pragma unroll
-    for (int o = 1; o < 4; o <<= 1) {
-      l_a += __shfl_xor_sync(0xffffffffu, l_a, o);
-      l_b += __shfl_xor_sync(0xffffffffu, l_b, o);
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int row = row_of(mt, hf);
+      float inv = 1.f, lse = lz[mt][hf];
+      if (!fixed) {
+        float lsum = l[mt][hf];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        inv = 1.f / lsum;
+        lse = m[mt][hf] * p.scale + logf(lsum);
+      }
+      if (row >= p.T) continue;
+      T* out = At<T>(p.o, b, row, h);
+#pragma unroll
+      for (int nd = 0; nd < D / 8; ++nd) {
+        *reinterpret_cast<uint32_t*>(out + nd * 8 + 2 * tq) =
+            Mma<T>::Pack(oacc[mt][nd][2 * hf] * inv, oacc[mt][nd][2 * hf + 1] * inv);
+      }
+      if (tq == 0) p.lse[(size_t(b) * p.H + h) * p.T + row] = lse;
     }
-    inv_a = 1.f / l_a;
-    inv_b = 1.f / l_b;
-    lse_a = (m_a + log2f(l_a)) / kLog2e;
-    lse_b = (m_b + log2f(l_b)) / kLog2e;
-  }
-#pragma unroll
-  for (int nd = 0; nd < D / 8; ++nd) {
-    const int c = nd * 8 + 2 * tq;
-    if (row_a < p.T)
-      *reinterpret_cast<uint32_t*>(At<T>(p.o, b, row_a, h) + c) = Mma<T>::Pack(oacc[nd][0] * inv_a, oacc[nd][1] * inv_a);
-    if (row_b < p.T)
-      *reinterpret_cast<uint32_t*>(At<T>(p.o, b, row_b, h) + c) = Mma<T>::Pack(oacc[nd][2] * inv_b, oacc[nd][3] * inv_b);
-  }
-  if (tq == 0) {
-    if (row_a < p.T) p.lse[(size_t(b) * p.H + h) * p.T + row_a] = lse_a;
-    if (row_b < p.T) p.lse[(size_t(b) * p.H + h) * p.T + row_b] = lse_b;
   }
 }
 
@@ -236,8 +328,8 @@ cudaError_t MmaForwardD(const Params& p, cudaStream_t s) {
   cudaError_t e = cudaFuncSetAttribute(MmaForwardKernel<T, D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  dim3 grid((p.T + kBq - 1) / kBq, p.H, p.B);
-  MmaForwardKernel<T, D><<<grid, kWarps * 32, smem, s>>>(p);
+  dim3 grid((p.T + BlockQ<D>() - 1) / BlockQ<D>(), p.H, p.B);
+  MmaForwardKernel<T, D><<<grid, kThreads, smem, s>>>(p);
   return cudaGetLastError();
 }
 

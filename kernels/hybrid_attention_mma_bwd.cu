@@ -21,12 +21,16 @@ namespace {
 
 constexpr int kBk = 64, kBq = 64, kWarps = 4, kThreads = kWarps * 32;
 
+// Above this, exp(A + R - logZ) could overflow the product form: the column uses exp.
+constexpr float kProductFormLimit = 60.f;
+constexpr int kBand = kBq + kBk - 1;  // offsets q - k of a (query tile, key block) pair
+
 template <int D>
 constexpr size_t MmaBackwardSmemBytes() {
-  // K, V [64][D+8]; Q, dO [2][64][D+8]; dS^T [64][64+8]; lse, delta [2][64]; alpha [64];
-  // rho band [2][128].
+  // K, V [64][D+8]; Q, dO [2][64][D+8]; dS^T [64][64+8]; lse, delta [2][64];
+  // fixed heads: alpha raw/exp [64] x2 + A; per buffer rho raw/exp [Band] x2, R, rz [64].
   return 2 * (2 * kBk * (D + 8) + 4 * kBq * (D + 8) + kBk * (kBq + 8)) +
-         4 * (4 * kBq + kBk + 4 * kBq);
+         4 * (4 * kBq + 2 * kBk + 1 + 2 * (2 * kBand + 1 + kBq));
 }
 
 template <typename T, int D>
@@ -39,8 +43,13 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
   T* dst_s = dos + 2 * kBq * (D + 8);  // dS^T [64 keys][64 + 8 queries]
   float* lse_s = reinterpret_cast<float*>(dst_s + kBk * (kBq + 8));  // [2][64], log2 units
   float* delta_s = lse_s + 2 * kBq;                                   // [2][64]
-  float* alpha_s = delta_s + 2 * kBq;                                 // [64]
-  float* rho_s = alpha_s + kBk;                                       // [2][128]
+  // SAF eq. 3 in product form, P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R} e^{A + R - logZ_i}:
+  // one exp per key, offset and query of a tile instead of one per element.
+  float* alpha_raw = delta_s + 2 * kBq;                               // [64]
+  float* alpha_exp = alpha_raw + kBk;                                 // [64]
+  float* alpha_max = alpha_exp + kBk;                                 // [1]
+  float* band_s = alpha_max + 1;  // per buffer: rho raw [Band], rho exp [Band], R, rz [64]
+  constexpr int kBandStride = 2 * kBand + 1 + kBq;
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
   const int k0 = kb * kBk, g = blockIdx.y, b = blockIdx.z;
@@ -71,7 +80,24 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
     __syncthreads();  // the previous head's last tile is fully consumed
     if (fixed) {
-      for (int i = threadIdx.x; i < kBk; i += kThreads) alpha_s[i] = k0 + i < p.T ? hd.alpha[k0 + i] : 0.f;
+      if (warp == 0) {
+        float a[kBk / 32], mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kBk / 32; ++i) {
+          const int k = k0 + lane + 32 * i;
+          a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+          mx = fmaxf(mx, a[i]);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+#pragma unroll
+        for (int i = 0; i < kBk / 32; ++i) {
+          alpha_raw[lane + 32 * i] = a[i];
+          alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
+        }
+        if (lane == 0) *alpha_max = mx;
+      }
+      __syncthreads();  // A is read by the rho staging below
     }
     auto issue = [&](int n) {
       const int q0 = br.Block(n) * kBq, buf = n & 1;
@@ -79,14 +105,37 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
       LoadRows<T, D, kBq, kThreads>(p, p.d_o, b, h, q0, dos + buf * kBq * (D + 8));
       for (int i = threadIdx.x; i < kBq; i += kThreads) {
         const int q = q0 + i;
-        // Rows beyond T get lse = +inf, so P = 0 there.
-        lse_s[buf * kBq + i] = q < p.T ? (fixed ? hd.log_z[q] : p.lse[row_base + q]) * kLog2e : INFINITY;
+        // Rows beyond T get lse = +inf, so P = 0 there. Fixed heads keep logZ (nats).
+        lse_s[buf * kBq + i] = q < p.T ? (fixed ? hd.log_z[q] : p.lse[row_base + q] * kLog2e) : INFINITY;
         delta_s[buf * kBq + i] = q < p.T && !fixed ? p.delta[row_base + q] : 0.f;
       }
-      if (fixed) {  // SAF eq. 3 rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
-        for (int j = threadIdx.x; j < 2 * kBq; j += kThreads) {
-          const int off = q0 - k0 - (kBk - 1) + j;
-          rho_s[buf * 2 * kBq + j] = (off >= 0 && off < p.T) ? hd.rho[off] : 0.f;
+      if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
+        float* bs = band_s + buf * kBandStride;
+        constexpr int kPer = (kBand + 31) / 32;
+        float r[kPer], mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          const int j = lane + 32 * i, off = q0 - k0 - (kBk - 1) + j;
+          r[i] = (j < kBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+          mx = fmaxf(mx, r[i]);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          const int j = lane + 32 * i;
+          if (j < kBand) {
+            bs[j] = r[i];
+            bs[kBand + j] = __expf(r[i] - mx);
+          }
+        }
+        // rz = e^{A + R - logZ_q}, or -1 where that could overflow (exact exp instead).
+        const float ar = *alpha_max + mx;
+#pragma unroll
+        for (int i = 0; i < kBq / 32; ++i) {
+          const int q = q0 + lane + 32 * i;
+          const float rl = q < p.T ? ar - hd.log_z[q] : -INFINITY;
+          bs[2 * kBand + 1 + lane + 32 * i] = rl > kProductFormLimit ? -1.f : __expf(rl);
         }
       }
     };
@@ -133,22 +182,26 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int ql = nb * 8 + 2 * tq + (e & 1);
-            float x = exp2f(pt[nb][e] * scale2 - lse_t[ql]);
+            float x = Ex2(fmaf(pt[nb][e], scale2, -lse_t[ql]));
             if (need_mask && !Visible(hd, q0 + ql, e < 2 ? key_a : key_b)) x = 0.f;
             pt[nb][e] = x;
           }
         }
       } else {
-        const float* rt = rho_s + buf * 2 * kBq;
+        const float* bs = band_s + buf * kBandStride;
+        const float* rz = bs + 2 * kBand + 1;
+        const int band0 = q0 - k0 - (kBk - 1);
 #pragma unroll
         for (int nb = 0; nb < kBq / 8; ++nb) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int ql = nb * 8 + 2 * tq + (e & 1), q = q0 + ql;
-            const int key = e < 2 ? key_a : key_b, kl = key - k0;
-            const bool vis = !need_mask || Visible(hd, q, key);
-            // SAF eq. 3 in log2 units: lse_t holds logZ * log2(e).
-            pt[nb][e] = vis ? exp2f((alpha_s[kl] + rt[q - key - (q0 - k0 - (kBk - 1))]) * kLog2e - lse_t[ql]) : 0.f;
+            const int key = e < 2 ? key_a : key_b, kl = key - k0, band = q - key - band0;
+            const float r = rz[ql];
+            float pv = r >= 0.f ? alpha_exp[kl] * bs[kBand + band] * r
+                                : __expf(alpha_raw[kl] + bs[band] - lse_t[ql]);
+            if (need_mask && !Visible(hd, q, key)) pv = 0.f;
+            pt[nb][e] = pv;
           }
         }
       }

@@ -15,6 +15,13 @@ namespace internal {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+// 2^x on the special-function unit (ex2.approx.ftz: ~2 ulp, flushes denormals; -inf -> 0).
+__device__ __forceinline__ float Ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
   static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {

@@ -191,6 +191,19 @@ int main(int argc, char** argv) {
       }
     }
   }
+  for (int d : {64, 128}) {  // fixed heads with a rho spike: the product form's exact fallback
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      testing::ProblemConfig c;
+      c.T = 257;
+      c.d = d;
+      c.dtype = dt;
+      c.H = 4;
+      c.G = 2;
+      c.spiky_prior = true;
+      c.heads = testing::MakeMix("fixed", c.H, c.T);
+      RunConfig(c, "spiky", KernelPath::kAuto, true);
+    }
+  }
   for (int d : {64, 128}) {  // fp16 spot checks
     testing::ProblemConfig c;
     c.T = 257;

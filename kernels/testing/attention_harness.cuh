@@ -95,6 +95,9 @@ struct ProblemConfig {
   Layout layout = Layout::kContiguous;
   std::vector<HeadSpec> heads;  // fixed heads' pointers are filled in by Problem
   uint32_t seed = 1;
+  // Adds +75 to rho at offset 70 of every fixed head: rows that cannot reach that offset
+  // then exercise the kernels' exact-exp fallback of the product form.
+  bool spiky_prior = false;
   float scale() const { return 1.f / std::sqrt(float(d)); }
 };
 
@@ -130,6 +133,7 @@ class Problem {
         rh[i] = -0.05f * std::min(i, 200) + 0.5f * n01(rng);  // decaying with distance
       }
       a[0] += 3.f;  // an attention sink
+      if (c.spiky_prior && prior > 70) rh[70] += 75.f;
       FixedLogZ(a, rh, prior, &log_z_[size_t(h) * prior]);
     }
     prior_ = prior;
