@@ -1,11 +1,106 @@
-// Entry point (being written in this session; see the issue note).
+// `headlab exec MANIFEST`: read the manifest, normalize its config, run the kind, map the
+// outcome to the exit status of schema/exec.md.
 #include "worker/exec/exec_main.h"
 
 #include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/run_config.h"
+#include "worker/exec/events.h"
+#include "worker/exec/exec_config.h"
+#include "worker/exec/manifest.h"
+#include "worker/exec/noop.h"
+#include "worker/exec/stop_flag.h"
+#include "worker/exec/train.h"
 
 namespace headlab {
-int ExecMain(int, char**) {
-  std::fprintf(stderr, "headlab: this command is not built yet\n");
-  return 1;
+namespace {
+
+constexpr const char* kUsage =
+    "usage: headlab exec MANIFEST\n"
+    "\n"
+    "Runs one attempt of one run as described by the manifest JSON (schema/exec.md):\n"
+    "  {run, attempt, experiment, config, out_dir, resume}\n"
+    "Events go to stdout, one JSON object per line (metric, artifact, provenance, summary,\n"
+    "log); progress goes to stderr. Normally spawned by `headlab worker`.\n"
+    "\n"
+    "exit status: 0 succeeded, 1 failed, 2 bad manifest or config, 143 stopped by SIGTERM\n";
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk: return 0;
+    case Status::Code::kCancelled: return kExitStopped;
+    case Status::Code::kInvalidArgument: return 2;
+    default: return 1;
+  }
 }
+
+struct LoadedRun {
+  Manifest manifest;
+  Json normalized;  // the manifest's config after NormalizeRunConfig
+  ExecConfig config;
+};
+
+// Reads and validates the manifest and its config; every error names `file` and the field.
+StatusOr<LoadedRun> LoadRun(const std::string& file) {
+  LoadedRun run;
+  StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) return text.status();
+  StatusOr<Manifest> manifest = ParseManifest(text.value(), file);
+  if (!manifest.ok()) return manifest.status();
+  run.manifest = manifest.value();
+  StatusOr<Json> normalized = NormalizeRunConfig(run.manifest.config, file, "$.config");
+  if (!normalized.ok()) return normalized.status();
+  run.normalized = normalized.value();
+  StatusOr<ExecConfig> config = ExecConfigFromJson(run.normalized, file);
+  if (!config.ok()) return config.status();
+  run.config = config.value();
+  return run;
+}
+
+}  // namespace
+
+int ExecMain(int argc, char** argv) {
+  if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc != 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  SetLogRole("exec");
+  InstallStopHandler();
+  const std::string file = argv[1];
+
+  StatusOr<LoadedRun> run = LoadRun(file);
+  if (!run.ok()) {
+    LogError(run.status().message());
+    return 2;
+  }
+  const ExecConfig& config = run->config;
+
+  EventSink events(stdout);
+  Status result;
+  if (config.kind == "noop") {
+    result = RunNoop(config, &events);
+  } else if (config.kind == "train") {
+    TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume};
+    result = RunTraining(req, &events);
+  } else {
+    result = Status::InvalidArgument(file + ": $.config.kind: run kind \"" + config.kind +
+                                     "\" is not executable by this build");
+  }
+  if (!result.ok()) {
+    if (result.code() == Status::Code::kCancelled)
+      LogInfo(result.message());
+    else
+      LogError(result.message());
+  }
+  return ExitCodeFor(result);
+}
+
 }  // namespace headlab

@@ -1,0 +1,37 @@
+// Exact training checkpoints (LibTorch translation units only).
+//
+// checkpoint := torch::serialize archive {
+//   model:     module archive (parameters and buffers by name)
+//   optimizer: AdamW archive (param groups, per-parameter step, exp_avg, exp_avg_sq)
+//   step:      int64 scalar, updates completed
+//   sampler:   uint8 tensor, BatchSampler::SaveState text
+//   cpu_rng:   uint8 tensor, default CPU generator state
+//   config:    uint8 tensor, canonical JSON of the run config that wrote it
+// }
+#pragma once
+
+#include <string>
+
+#include <torch/torch.h>
+
+#include "common/status.h"
+#include "worker/exec/model.h"
+
+namespace headlab {
+
+struct TrainProgress {
+  int64_t step = 0;           // updates completed
+  std::string sampler_state;  // BatchSampler::SaveState()
+};
+
+// Serializes model, optimizer, progress and the CPU RNG state to bytes.
+std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
+                                const TrainProgress& progress, const std::string& config_json);
+
+// Restores what SerializeCheckpoint wrote onto `model` and `optimizer` (already built with
+// the same shapes and parameter groups) and fills *progress. Shape mismatches and
+// unreadable archives are Corruption naming `source`.
+Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gpt& model,
+                         torch::optim::Optimizer& optimizer, TrainProgress* progress);
+
+}  // namespace headlab

@@ -1,0 +1,94 @@
+#include "worker/exec/data.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/files.h"
+
+namespace headlab {
+namespace {
+
+TEST_CASE("data: the builtin corpus is byte-level and split at val_fraction") {
+  StatusOr<Dataset> d = LoadBuiltinCorpus(0.1);
+  REQUIRE(d.ok());
+  CHECK(d->vocab == 256);
+  CHECK(d->sha256.size() == 64);
+  const int64_t n = d->train.size + d->val.size;
+  CHECK(d->val.size == int64_t(double(n) * 0.1));
+  CHECK(d->val.data == d->train.data + d->train.size);  // the held-out part is the tail
+  StatusOr<Dataset> again = LoadBuiltinCorpus(0.1);
+  REQUIRE(again.ok());
+  CHECK(again->sha256 == d->sha256);
+}
+
+TEST_CASE("data: batches are deterministic per seed, differ across seeds, stay in split") {
+  const int64_t context = 16, split = 1000;
+  BatchSampler a(5, context), b(5, context), c(6, context);
+  std::vector<int64_t> oa, ob, oc;
+  for (int i = 0; i < 50; ++i) {
+    for (int64_t o : a.NextOffsets(split, 4)) oa.push_back(o);
+    for (int64_t o : b.NextOffsets(split, 4)) ob.push_back(o);
+    for (int64_t o : c.NextOffsets(split, 4)) oc.push_back(o);
+  }
+  CHECK(oa == ob);
+  CHECK(oa != oc);
+  for (int64_t o : oa) {
+    CHECK(o >= 0);
+    CHECK(o + context < split);  // the window's last (target) token is inside the split
+  }
+  // Restoring a saved state continues the same sequence.
+  BatchSampler d(5, context);
+  d.NextOffsets(split, 4);
+  BatchSampler e(99, context);
+  REQUIRE(e.LoadState(d.SaveState()).ok());
+  CHECK(d.NextOffsets(split, 4) == e.NextOffsets(split, 4));
+  CHECK(!e.LoadState("garbage").ok());
+}
+
+TEST_CASE("data: train and eval windows are disjoint") {
+  StatusOr<Dataset> d = LoadBuiltinCorpus(0.1);
+  REQUIRE(d.ok());
+  const int64_t context = 64;
+  BatchSampler s(1, context);
+  for (int i = 0; i < 100; ++i)
+    for (int64_t o : s.NextOffsets(d->train.size, 8)) REQUIRE(o + context < d->train.size);
+  std::vector<int64_t> all;
+  for (int64_t b = 0; b < 8; ++b) {
+    std::vector<int64_t> offs = EvalOffsets(d->val.size, context, 8, b, 8);
+    CHECK(offs == EvalOffsets(d->val.size, context, 8, b, 8));
+    all.insert(all.end(), offs.begin(), offs.end());
+  }
+  for (int64_t o : all) {
+    CHECK(o >= 0);
+    CHECK(o + context < d->val.size);
+  }
+  CHECK(std::is_sorted(all.begin(), all.end()));
+  CHECK(all.front() == 0);
+}
+
+TEST_CASE("data: shards are mapped, hashed and range-checked") {
+  std::string dir = std::filesystem::temp_directory_path() / "headlab_exec_shards_test";
+  REQUIRE(MakeDirs(dir).ok());
+  std::string train, val;
+  for (uint16_t t = 0; t < 300; ++t) train.append(reinterpret_cast<const char*>(&t), 2);
+  for (uint16_t t = 0; t < 50; ++t) val.append(reinterpret_cast<const char*>(&t), 2);
+  REQUIRE(WriteFileAtomic(dir + "/train.bin", train).ok());
+  REQUIRE(WriteFileAtomic(dir + "/val.bin", val).ok());
+  StatusOr<Dataset> d = LoadShards(dir, 300);
+  REQUIRE(d.ok());
+  CHECK(d->train.size == 300);
+  CHECK(d->val.size == 50);
+  CHECK(d->train.data[299] == 299);
+  StatusOr<Dataset> small = LoadShards(dir, 299);
+  REQUIRE(!small.ok());
+  CHECK(small.status().message().find("token 299") != std::string::npos);
+  REQUIRE(WriteFileAtomic(dir + "/val.bin", "abc").ok());
+  CHECK(!LoadShards(dir, 300).ok());
+  std::filesystem::remove_all(dir);
+  CHECK(!LoadShards(dir, 300).ok());
+}
+
+}  // namespace
+}  // namespace headlab

@@ -1,0 +1,65 @@
+// The typed run config that exec works from: the normalized JSON config (common/run_config.h)
+// read once into plain fields, so the training code never looks up JSON keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace headlab {
+
+struct ModelConfig {
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t width = 0;
+  int64_t context = 0;
+  double mlp_ratio = 0;
+  int64_t vocab = 0;
+};
+
+struct TrainConfig {
+  int64_t steps = 0;
+  int64_t batch_size = 0;
+  double lr = 0;
+  double min_lr_ratio = 0;
+  int64_t warmup_steps = 0;
+  double weight_decay = 0;
+  double beta1 = 0;
+  double beta2 = 0;
+  double grad_clip = 0;  // 0 = no clipping
+  int64_t eval_every = 0;
+  int64_t eval_batches = 0;
+  int64_t log_every = 0;
+  int64_t checkpoint_every = 0;
+  std::string device;  // auto | cpu | cuda
+  int64_t threads = 0;
+};
+
+struct DataConfig {
+  std::string source;  // builtin | shards
+  std::string path;
+  double val_fraction = 0;
+};
+
+struct NoopConfig {
+  int64_t duration_ms = 0;
+  int64_t metrics = 0;
+};
+
+struct ExecConfig {
+  std::string kind;  // train | noop
+  int64_t seed = 0;
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+  NoopConfig noop;
+};
+
+// Reads a normalized run config (every key present, already range-checked by
+// NormalizeRunConfig) into an ExecConfig. A missing or mistyped key is InvalidArgument
+// naming `file` and the JSON path.
+StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& file);
+
+}  // namespace headlab

@@ -1,0 +1,36 @@
+// Run kind "train": pretraining of the decoder-only LM (model.h) with AdamW, a warm-up +
+// cosine schedule, periodic held-out evaluation and exact checkpoints. Torch-free header.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "worker/exec/events.h"
+#include "worker/exec/exec_config.h"
+#include "worker/exec/manifest.h"
+
+namespace headlab {
+
+struct TrainRequest {
+  ExecConfig config;
+  Json config_json;     // the normalized config, stored in checkpoints for the record
+  std::string out_dir;  // checkpoints and artifacts go here (created if missing)
+  std::optional<ResumePoint> resume;
+};
+
+// Runs the training described by `req`, streaming events to `events`. Returns Ok when all
+// steps ran, Cancelled when a stop was requested (stop_flag.h; checked between steps),
+// InvalidArgument for a config or data set that cannot be trained on, Corruption for a
+// resume checkpoint whose SHA-256 or step does not match, and other errors as they come.
+Status RunTraining(const TrainRequest& req, EventSink* events);
+
+// Returns the learning rate of update `step` (0-based): linear warm-up over warmup_steps to
+// lr, then cosine decay to lr * min_lr_ratio at the last step.
+double ScheduledLr(const TrainConfig& t, int64_t step);
+
+// Returns the checkpoint path of `step` in `out_dir`.
+std::string CheckpointPath(const std::string& out_dir, int64_t step);
+
+}  // namespace headlab

@@ -1,0 +1,171 @@
+#include "worker/exec/train.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <torch/torch.h>
+
+#include "common/files.h"
+#include "common/metric_names.h"
+#include "common/run_config.h"
+#include "common/sha256.h"
+#include "worker/exec/checkpoint.h"
+#include "worker/exec/model.h"
+#include "worker/exec/stop_flag.h"
+
+namespace headlab {
+namespace {
+
+// A run small enough for a unit test: defaults <- tiny model <- `overrides`.
+TrainRequest TinyRun(const std::string& name, const Json& overrides) {
+  Json config = {{"seed", 3},
+                 {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 32}}},
+                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2}}}};
+  config.merge_patch(overrides);
+  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
+  REQUIRE(normalized.ok());
+  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
+  REQUIRE(c.ok());
+  std::string dir = std::filesystem::temp_directory_path() / ("headlab_exec_" + name);
+  std::filesystem::remove_all(dir);
+  return TrainRequest{c.value(), normalized.value(), dir, std::nullopt};
+}
+
+// The events of one run, parsed.
+struct Events {
+  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
+  std::vector<Json> artifacts;
+  Json summary;
+  Json provenance;
+};
+
+Events Run(const TrainRequest& req, Status* status) {
+  FILE* f = std::tmpfile();
+  REQUIRE(f);
+  EventSink sink(f);
+  *status = RunTraining(req, &sink);
+  std::rewind(f);
+  Events ev;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    Json j = Json::parse(line);
+    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
+    if (j["ev"] == "artifact") ev.artifacts.push_back(j);
+    if (j["ev"] == "summary") ev.summary = j["values"];
+    if (j["ev"] == "provenance") ev.provenance = j["fields"];
+  }
+  std::fclose(f);
+  return ev;
+}
+
+TEST_CASE("train: the learning-rate schedule warms up linearly and decays by cosine") {
+  TrainConfig t;
+  t.lr = 1.0;
+  t.min_lr_ratio = 0.1;
+  t.warmup_steps = 10;
+  t.steps = 110;
+  CHECK(ScheduledLr(t, 0) == Approx(0.1));
+  CHECK(ScheduledLr(t, 9) == Approx(1.0));
+  CHECK(ScheduledLr(t, 10) == Approx(1.0));
+  CHECK(ScheduledLr(t, 59) == Approx(0.55).margin(0.01));
+  CHECK(ScheduledLr(t, 109) == Approx(0.1));
+}
+
+TEST_CASE("train: loss decreases on the builtin corpus") {
+  TrainRequest req = TinyRun("decrease", {{"train", {{"steps", 40}, {"log_every", 1},
+                                                     {"eval_every", 0}, {"eval_batches", 4},
+                                                     {"checkpoint_every", 0}}}});
+  Status st;
+  Events ev = Run(req, &st);
+  REQUIRE(st.ok());
+  const double first = ev.metrics[metric::kTrainLoss].at(1);
+  CHECK(first == Approx(std::log(256.0)).margin(0.3));  // uniform at init
+  const double eval = ev.summary[metric::kEvalLoss].get<double>();
+  CHECK(eval < first - 1.0);
+  CHECK(ev.summary[metric::kEvalPpl].get<double>() == Approx(std::exp(eval)));
+  CHECK(ev.provenance["dataset_sha256"].get<std::string>().size() == 64);
+  REQUIRE(ev.artifacts.size() == 1);  // the final checkpoint
+  CHECK(ev.artifacts[0]["step"] == 40);
+  std::filesystem::remove_all(req.out_dir);
+}
+
+TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU") {
+  const Json train = {{"train", {{"steps", 6}, {"log_every", 1}, {"eval_every", 3},
+                                 {"eval_batches", 2}, {"checkpoint_every", 3}}}};
+  TrainRequest full = TinyRun("resume_full", train);
+  Status st;
+  Events a = Run(full, &st);
+  REQUIRE(st.ok());
+  REQUIRE(a.artifacts.size() == 2);
+  const Json& mid = a.artifacts[0];
+  CHECK(mid["step"] == 3);
+  CHECK(Sha256File(mid["path"]).value() == mid["sha256"]);
+  CHECK(!PathExists(mid["path"].get<std::string>() + ".tmp"));
+
+  TrainRequest cont = TinyRun("resume_cont", train);
+  cont.resume = ResumePoint{mid["path"], mid["sha256"], 3};
+  Events b = Run(cont, &st);
+  REQUIRE(st.ok());
+  for (int64_t step = 4; step <= 6; ++step)
+    CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
+  CHECK(b.metrics[metric::kTrainLoss].count(3) == 0);
+  CHECK(a.metrics[metric::kEvalLoss].at(6) == b.metrics[metric::kEvalLoss].at(6));
+  CHECK(b.provenance["parent_checkpoint_sha256"] == mid["sha256"]);
+
+  // The final weights and optimizer moments agree exactly as well.
+  auto load = [](const std::string& path) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    return archive;
+  };
+  torch::serialize::InputArchive fa = load(a.artifacts[1]["path"]);
+  torch::serialize::InputArchive fb = load(b.artifacts.back()["path"]);
+  torch::serialize::InputArchive ma, mb;
+  fa.read("model", ma);
+  fb.read("model", mb);
+  Gpt wa(full.config.model), wb(full.config.model);
+  wa->load(ma);
+  wb->load(mb);
+  auto pa = wa->named_parameters(), pb = wb->named_parameters();
+  for (const auto& p : pa) {
+    INFO(p.key());
+    CHECK(torch::equal(p.value(), pb[p.key()]));
+  }
+  CHECK(!torch::equal(pa["wte.weight"], Gpt(full.config.model)->named_parameters()["wte.weight"]));
+
+  // A wrong hash or step is refused before anything is trained.
+  cont.resume->sha256 = std::string(64, '0');
+  Run(cont, &st);
+  CHECK(st.code() == Status::Code::kCorruption);
+  cont.resume = ResumePoint{mid["path"], mid["sha256"], 4};
+  Run(cont, &st);
+  CHECK(st.code() == Status::Code::kCorruption);
+  std::filesystem::remove_all(full.out_dir);
+  std::filesystem::remove_all(cont.out_dir);
+}
+
+TEST_CASE("train: a stop request ends the run at a step boundary with no partial files") {
+  TrainRequest req = TinyRun("stop", {{"train", {{"steps", 5}}}});
+  RequestStop();
+  Status st;
+  Events ev = Run(req, &st);
+  ClearStop();
+  CHECK(st.code() == Status::Code::kCancelled);
+  CHECK(ev.artifacts.empty());
+  CHECK(std::filesystem::is_empty(req.out_dir));
+  std::filesystem::remove_all(req.out_dir);
+}
+
+TEST_CASE("train: a context longer than the held-out split is refused") {
+  TrainRequest req = TinyRun("bigctx", {{"model", {{"context", 131072}}}});
+  Status st;
+  Run(req, &st);
+  CHECK(st.code() == Status::Code::kInvalidArgument);
+  CHECK(st.message().find("model.context") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace headlab
