@@ -4,7 +4,11 @@
 set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config git
       libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libboost-dev nlohmann-json3-dev
-      catch2 libtorch-dev jq curl procps psmisc)
+      catch2 libtorch-dev jq curl procps psmisc
+      # Debian's LibTorch calls the generic libblas.so.3; without this it gets the netlib
+      # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
+      # on shared CPUs, deterministic results).
+      libopenblas0-serial)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
