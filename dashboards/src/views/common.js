@@ -84,3 +84,25 @@ export function pairText(pairKey, pairBy = []) {
   }
   return pairKey || '—';
 }
+
+// Orders result metric keys for the arms table: preferred keys first, then the rest, with
+// ACR keys moved beside the measured FLOPs ratios (AAH §5.10: ACR is a routing diagnostic
+// reported beside, never instead of, measured FLOPs). When ACR is there but no FLOPs key
+// is, a "flops" column says "unmeasured" rather than leaving the comparison implicit.
+// Returns [{key, unmeasured?}].
+export function resultColumns(keys) {
+  const sorted = [...new Set(keys)].sort();
+  const ordered = [...kKeyMetrics.filter((k) => sorted.includes(k)),
+    ...sorted.filter((k) => !kKeyMetrics.includes(k))];
+  const isAcr = (k) => /(^|[._])acr([._]|$)/i.test(k);
+  const acr = ordered.filter(isAcr);
+  const rest = ordered.filter((k) => !isAcr(k));
+  const flops = rest.filter((k) => /flops/i.test(k));
+  if (!acr.length) return ordered.map((key) => ({ key }));
+  if (!flops.length) {
+    return [...rest.map((key) => ({ key })), { key: 'flops ratio', unmeasured: true },
+      ...acr.map((key) => ({ key }))];
+  }
+  const at = rest.indexOf(flops[flops.length - 1]) + 1;
+  return [...rest.slice(0, at), ...acr, ...rest.slice(at)].map((key) => ({ key }));
+}

@@ -1,7 +1,7 @@
 // node --test: statistics and labels shared by the views.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ci95, keyMetrics, pairText, deviceLabel } from './common.js';
+import { ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
 
 test('ci95 uses t with n-1 degrees of freedom', () => {
   assert.equal(ci95(1, 0.5, 1), null);
@@ -29,4 +29,12 @@ test('deviceLabel maps indices through the worker devices', () => {
   assert.equal(deviceLabel([], gpu), 'cpu');
   assert.equal(deviceLabel([0], { devices: [{ index: 0, kind: 'cpu' }] }), 'cpu');
   assert.equal(deviceLabel([0, 1], gpu), 'cuda:0,1');
+});
+
+test('resultColumns puts ACR beside the FLOPs ratio, or says FLOPs are unmeasured', () => {
+  const keys = (cols) => cols.map((c) => (c.unmeasured ? `${c.key}?` : c.key));
+  assert.deepEqual(keys(resultColumns(['b', 'eval.ppl', 'a'])), ['eval.ppl', 'a', 'b']);
+  assert.deepEqual(keys(resultColumns(['acr.train', 'flops.total_ratio', 'eval.ppl', 'z'])),
+    ['eval.ppl', 'flops.total_ratio', 'acr.train', 'z']);
+  assert.deepEqual(keys(resultColumns(['acr', 'eval.ppl'])), ['eval.ppl', 'flops ratio?', 'acr']);
 });

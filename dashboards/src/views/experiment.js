@@ -12,7 +12,7 @@ import { CurveChart, colorFor, withAlpha } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { VirtualTable } from '../table.js';
 import { progressBar, countsLine, etaText } from './experiments.js';
-import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel } from './common.js';
+import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
 import { windowBuckets } from './heads.js';
 
 const kLivePollMs = 500;
@@ -363,14 +363,15 @@ GROUP BY r.arm, hm.window`, signal);
 function resultsTables(r, pairBy) {
   const arms = r.arms || [];
   const comps = r.comparisons || [];
-  const metricKeys = [...new Set(arms.flatMap((a) => Object.keys(a.metrics || {})))].sort();
+  const columns = resultColumns(arms.flatMap((a) => Object.keys(a.metrics || {})));
   const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
     h('thead', {}, h('tr', {}, h('th', {}, 'arm'), h('th', {}, 'n'), h('th', {}, 'succeeded'),
-      metricKeys.map((k) => h('th', {}, k)))),
+      columns.map((c) => h('th', {}, c.key)))),
     h('tbody', {}, arms.map((a) => h('tr', {},
       h('td', {}, a.arm), h('td', { class: 'num' }, a.n), h('td', { class: 'num' }, a.succeeded),
-      metricKeys.map((k) => {
-        const m = (a.metrics || {})[k];
+      columns.map((c) => {
+        if (c.unmeasured) return h('td', { class: 'muted', title: 'no FLOPs counter was read' }, 'unmeasured');
+        const m = (a.metrics || {})[c.key];
         return h('td', { class: 'num' }, m ? `${num(m.mean)} ± ${num(m.se)}` : '—');
       })))));
   const compTable = comps.length ? h('table', { class: 'grid-table', id: 'comparisons' },

@@ -1,7 +1,7 @@
 // One run: status with cancel/retry, live curves of every metric, the layer x head grid,
 // provenance with links to parent and child runs, attempts, summary, artifacts, config.
 import { h, replace, poll } from '../dom.js';
-import { get, query, sqlInt } from '../api.js';
+import { get, query, sqlInt, sqlString } from '../api.js';
 import { num, shortHash, parseJson, duration } from '../format.js';
 import { CurveChart, colorFor } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
@@ -89,9 +89,16 @@ export function runView(el, [idText], signal) {
   async function refreshProvenance() {
     let p = run.provenance;
     if (Array.isArray(p)) p = p.reduce((a, b) => ((b.attempt || 0) >= (a?.attempt || 0) ? b : a), null);
-    const [children, reusers] = await Promise.all([
-      query(`SELECT DISTINCT run_id AS id FROM provenance WHERE parent_run = ${id} ORDER BY run_id`, signal),
+    // Children: runs naming this one as parent, or resumed/initialised from one of its
+    // checkpoints (matched by SHA-256). The parent checkpoint resolves to its run the same way.
+    const parentSha = p && p.parent_checkpoint_sha256;
+    const [children, reusers, parentCkpt] = await Promise.all([
+      query(`SELECT DISTINCT run_id AS id FROM provenance WHERE parent_run = ${id} AND run_id != ${id}
+UNION SELECT DISTINCT p.run_id FROM provenance p JOIN artifacts a ON a.sha256 = p.parent_checkpoint_sha256
+WHERE a.run_id = ${id} AND p.run_id != ${id} ORDER BY 1`, signal),
       query(`SELECT id FROM runs WHERE reused_from = ${id} ORDER BY id`, signal),
+      parentSha ? query(`SELECT run_id, attempt, step FROM artifacts WHERE sha256 = ${sqlString(parentSha)}
+ORDER BY run_id LIMIT 1`, signal) : Promise.resolve([]),
     ]);
     const rows = [];
     if (p) {
@@ -99,6 +106,11 @@ export function runView(el, [idText], signal) {
         const v = p[k];
         if (k === 'parent_run' && v !== null && v !== undefined) {
           rows.push([label, h('a', { href: `#/runs/${v}`, class: 'parent-link' }, `#${v}`)]);
+        } else if (k === 'parent_checkpoint_sha256' && v && parentCkpt.length) {
+          const c = parentCkpt[0];
+          rows.push([label, h('span', {}, h('code', { title: v }, shortHash(v)), ' = checkpoint of ',
+            h('a', { href: `#/runs/${c.run_id}`, class: 'parent-link' }, `#${c.run_id}`),
+            ` (attempt ${c.attempt}, step ${c.step})`)]);
         } else if (k === 'git_dirty') {
           rows.push([label, v === null || v === undefined ? '—'
             : h('span', { class: Number(v) ? 'warn' : '' }, Number(v) ? 'yes (uncommitted changes)' : 'no')]);
