@@ -55,6 +55,14 @@ std::string CpuModel() {
   return "";
 }
 
+// Returns the 1-minute load average (contention from other processes skews the figures).
+double LoadAverage() {
+  double l = -1;
+  std::ifstream in("/proc/loadavg");
+  in >> l;
+  return l;
+}
+
 // Parses a positive integer option value; returns false on bad input.
 bool ParseCount(const char* flag, const char* text, int* out) {
   char* end = nullptr;
@@ -109,7 +117,8 @@ int CoordinatorCommand(int argc, char** argv) {
   if (json) {
     Json out = {{"benchmark", "coordinator"},
                 {"date", date},
-                {"host", {{"nproc", cores}, {"cpu", CpuModel()}, {"kernel", u.release}}},
+                {"host", {{"nproc", cores}, {"cpu", CpuModel()}, {"kernel", u.release},
+                          {"loadavg_1m_after", LoadAverage()}}},
                 {"options", {{"runs", opt.runs}, {"workers", opt.workers},
                              {"batches", opt.batches}, {"batch_points", opt.batch_points}}},
                 {"figures", bench::FiguresJson(r->figures)},
@@ -119,8 +128,9 @@ int CoordinatorCommand(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("headlab bench coordinator  %s  %u cores, %s\n", date, cores, CpuModel().c_str());
-    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points\n\n",
-                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points);
+    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points; "
+                "load average %.2f (1 min, after the run)\n\n",
+                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points, LoadAverage());
     std::fputs(bench::FormatTable(r->figures).c_str(), stdout);
     std::printf("\n");
     for (const auto& n : r->notes) std::printf("  %s\n", n.c_str());

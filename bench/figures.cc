@@ -44,14 +44,14 @@ double Figure::RatioToTarget() const {
 std::string FormatTable(const std::vector<Figure>& figures) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %16s %16s %8s  %s\n", "figure", "value", "target",
+  std::snprintf(line, sizeof line, "%-34s %18s %20s %8s  %s\n", "figure", "value", "target",
                 "x target", "result");
   out += line;
   for (const Figure& f : figures) {
     std::string value = f.measured ? Num(f.value) + " " + f.unit : "unmeasured";
     std::string target = std::string(CmpText(f.cmp)) + " " + Num(f.target) + " " + f.unit;
     std::string ratio = f.measured ? Num(f.RatioToTarget()) : "-";
-    std::snprintf(line, sizeof line, "%-34s %16s %16s %8s  %s\n", f.name.c_str(), value.c_str(),
+    std::snprintf(line, sizeof line, "%-34s %18s %20s %8s  %s\n", f.name.c_str(), value.c_str(),
                   target.c_str(), ratio.c_str(), f.Pass() ? "pass" : "FAIL");
     out += line;
   }

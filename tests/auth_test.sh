@@ -67,25 +67,34 @@ expect_eq "alive workers" 0 "$(alive_workers)"
 say "writes through the read-only query endpoint"
 sleep 1
 BEFORE=$(db_fingerprint)
+# Through the CLI (exit 2: the API answers 400)...
 for sql in "INSERT INTO experiments (name, grid_json, max_attempts, created_at) VALUES ('x', '{}', 1, 'now')" \
            "DELETE FROM runs" \
-           "DROP TABLE runs" \
-           "UPDATE runs SET status = 'succeeded'" \
-           "CREATE TABLE evil (x)" \
-           "PRAGMA user_version = 99" \
-           "ATTACH DATABASE '$HL_TMP/evil.db' AS evil" \
-           "WITH x AS (SELECT 1) DELETE FROM runs"; do
+           "DROP TABLE runs"; do
   OUT=$(hl query "$sql" 2>&1)
   RC=$?
   (( RC == 2 )) || fail "headlab query \"$sql\": expected exit 2, got $RC: $OUT"
   grep -qi 'read-only' <<<"$OUT" || fail "headlab query \"$sql\": message does not say read-only: $OUT"
-  ok "refused (exit 2): $sql"
+  ok "headlab query refused (exit 2): $sql"
+done
+# ...and straight at the API (no CLI start-up per statement), with no token at all.
+for sql in "UPDATE runs SET status = 'succeeded'" \
+           "CREATE TABLE evil (x)" \
+           "PRAGMA user_version = 99" \
+           "ATTACH DATABASE '$HL_TMP/evil.db' AS evil" \
+           "WITH x AS (SELECT 1) DELETE FROM runs" \
+           "INSERT INTO runs SELECT * FROM runs"; do
+  CODE=$(post /api/v1/query "$(jq -n --arg s "$sql" '{sql: $s}')")
+  [[ "$CODE" == 400 ]] || fail "POST /api/v1/query \"$sql\": expected 400, got $CODE: $(cat "$HL_TMP/post.out")"
+  jq -e '.error | test("read-only"; "i")' "$HL_TMP/post.out" >/dev/null ||
+    fail "POST /api/v1/query \"$sql\": error does not say read-only: $(cat "$HL_TMP/post.out")"
+  ok "POST /api/v1/query refused (400 read-only): $sql"
 done
 [[ ! -e "$HL_TMP/evil.db" ]] || fail "ATTACH created $HL_TMP/evil.db"
 # A second statement after a harmless one must not run either.
 hl query "SELECT 1; DELETE FROM runs" >/dev/null 2>&1
-expect_eq "POST /api/v1/query DELETE without a token" 400 \
-  "$(post /api/v1/query '{"sql": "DELETE FROM runs"}')"
+expect_eq "POST /api/v1/query SELECT without a token" 200 \
+  "$(post /api/v1/query '{"sql": "SELECT count(*) FROM runs"}')"
 AFTER=$(db_fingerprint)
 expect_eq "database files byte-for-byte after the refused writes" "$BEFORE" "$AFTER"
 expect_eq "runs after the refused writes" 2 "$(db "SELECT count(*) FROM runs")"

@@ -43,6 +43,7 @@ expect_eq "experiments in the database" 1 "$(db "SELECT count(*) FROM experiment
 check_one_success_per_run "$EXP" 6
 expect_eq "attempts neither succeeded nor lost" 0 \
   "$(db "SELECT count(*) FROM attempts WHERE status NOT IN ('succeeded', 'lost')")"
+say "attempts lost and requeued across the restart: $(db "SELECT count(*) FROM attempts WHERE status = 'lost'")"
 RUNS=$(runs_json "$EXP") || exit 1
 expect_eq "runs --json statuses" succeeded "$(jq -r '[.[].status] | unique | join(",")' <<<"$RUNS")"
 OUT=$(hl results "$EXP" --json) || fail "headlab results $EXP --json exited $?"

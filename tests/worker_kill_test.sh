@@ -29,6 +29,7 @@ VICTIM=$(db "SELECT name FROM workers WHERE id = '$WID'")
 SURVIVOR=w1; [[ "$VICTIM" == w1 ]] && SURVIVOR=w2
 STEP_AT_KILL=$(db "SELECT coalesce(max(step), -1) FROM metrics WHERE run_id = $RUN AND attempt = 1")
 say "run $RUN attempt 1 is on $VICTIM at step $STEP_AT_KILL; killing $VICTIM"
+KILLED_AT=$(date +%s)
 kill9_worker "$VICTIM"
 [[ "$(db "SELECT status FROM runs WHERE id = $RUN")" != succeeded ]] ||
   fail "run $RUN finished before the kill: make tests/data/two_long_runs.jsonc longer"
@@ -38,6 +39,12 @@ wait_until 30 "run $RUN requeued as attempt 2" has_attempt2
 ok "run $RUN requeued as attempt 2"
 expect_eq "status of the killed worker's attempt" lost \
   "$(db "SELECT status FROM attempts WHERE run_id = $RUN AND attempt = 1")"
+# Liveness is 3 heartbeats of 1 s: the attempt must be declared lost within seconds.
+LOST_AT=$(db "SELECT CAST(strftime('%s', finished_at) AS INTEGER) FROM attempts
+              WHERE run_id = $RUN AND attempt = 1")
+[[ -n "$LOST_AT" ]] || fail "attempt 1 of run $RUN has no finished_at"
+(( LOST_AT - KILLED_AT <= 10 )) || fail "attempt 1 was marked lost $((LOST_AT - KILLED_AT))s after the kill (> 10 s)"
+ok "attempt 1 marked lost $((LOST_AT - KILLED_AT))s after the kill"
 WID2=$(db "SELECT worker_id FROM attempts WHERE run_id = $RUN AND attempt = 2")
 expect_eq "worker of attempt 2" "$SURVIVOR" "$(db "SELECT name FROM workers WHERE id = '$WID2'")"
 
