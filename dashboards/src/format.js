@@ -39,14 +39,28 @@ export function parseJson(text, fallback) {
   }
 }
 
-// Estimated seconds until an experiment finishes: the queued runs and the remainder of
-// the running ones, at the mean duration of its succeeded attempts, spread over the runs
-// executing in parallel now. Null when nothing has finished yet (no rate to go on).
-export function eta(counts, meanS, runningElapsedS) {
+// Estimated seconds until an experiment finishes. meanS: mean duration of its succeeded
+// attempts (null if none yet); running: [{elapsed, steps, step}] per running attempt, with
+// the configured and the latest logged step where known. A running attempt with progress
+// is projected linearly (elapsed * steps / step); without, it takes meanS. Runs still
+// queued take meanS, or the mean projection when nothing has finished; the sum is spread
+// over the attempts running now. Returns 0 when nothing is left, null when there is no
+// rate to go on.
+export function eta(counts, meanS, running = []) {
   const queued = counts.queued || 0;
-  const running = counts.running || 0;
-  if (queued + running === 0) return 0;
-  if (!meanS) return null;
-  const left = queued * meanS + Math.max(0, running * meanS - (runningElapsedS || 0));
-  return left / Math.max(1, running);
+  const nRunning = counts.running || 0;
+  if (queued + nRunning === 0) return 0;
+  const projected = running.filter((r) => r.step > 0 && r.steps > 0)
+    .map((r) => ({ total: (r.elapsed * r.steps) / Math.min(r.step, r.steps), elapsed: r.elapsed }));
+  const per = meanS || (projected.length
+    ? projected.reduce((a, p) => a + p.total, 0) / projected.length : null);
+  if (!per) return null;
+  let left = queued * per;
+  for (const r of running) {
+    const p = r.step > 0 && r.steps > 0 ? (r.elapsed * r.steps) / Math.min(r.step, r.steps) : per;
+    left += Math.max(0, p - r.elapsed);
+  }
+  // Running attempts the query did not see (e.g. between two polls) take a full duration.
+  left += Math.max(0, nRunning - running.length) * per;
+  return left / Math.max(1, nRunning);
 }

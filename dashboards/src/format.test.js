@@ -21,10 +21,18 @@ test('duration', () => {
 });
 
 test('eta: done, unknown, and remaining work over running parallelism', () => {
-  assert.equal(eta({ succeeded: 4 }, 10, 0), 0);
-  assert.equal(eta({ queued: 3 }, null, 0), null);
-  // 4 queued at 60 s each plus 2 running with 30 s of 120 s already spent, over 2 slots.
-  assert.equal(eta({ queued: 4, running: 2 }, 60, 30), (4 * 60 + (2 * 60 - 30)) / 2);
+  assert.equal(eta({ succeeded: 4 }, 10, []), 0);
+  assert.equal(eta({ queued: 3 }, null, []), null);
+  // 4 queued at 60 s each plus 2 running with 30 s of 60 s spent each (no step info), over 2.
+  const running = [{ elapsed: 30 }, { elapsed: 30 }];
+  assert.equal(eta({ queued: 4, running: 2 }, 60, running), (4 * 60 + 30 + 30) / 2);
+});
+
+test('eta: running training projects from its step when nothing has finished', () => {
+  // 25% through in 10 s: 30 s left for it; the queued run takes the projected 40 s.
+  assert.equal(eta({ queued: 1, running: 1 }, null, [{ elapsed: 10, steps: 400, step: 100 }]), 70);
+  // A finished mean does not override a run's own progress.
+  assert.equal(eta({ running: 1 }, 1000, [{ elapsed: 10, steps: 400, step: 100 }]), 30);
 });
 
 test('parseJson and shortHash', () => {

@@ -148,6 +148,11 @@ const e1 = await waitFor('the live experiment chart to grow', (n) => {
   return p > n ? p : 0;
 }, e0, 60000);
 ok(`live experiment overlay grew from ${e0} to ${e1} points`);
+const etaLive = await waitFor('an ETA projected from the live run\'s progress', () => {
+  const t = document.querySelector('#eta')?.textContent || '';
+  return t.startsWith('≈') ? t : '';
+});
+ok(`live experiment ETA ${etaLive}`);
 await shot('4-experiment-live');
 
 // 4. Cancel without a token is refused (and says so).

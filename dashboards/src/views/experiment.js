@@ -11,7 +11,8 @@ import { num, shortHash, parseJson, kStatuses } from '../format.js';
 import { CurveChart, colorFor, withAlpha } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { VirtualTable } from '../table.js';
-import { progressBar, countsLine, etaText } from './experiments.js';
+import { progressBar, countsLine } from './experiments.js';
+import { loadTiming, etaText } from '../timing.js';
 import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
 import { windowBuckets } from './heads.js';
 
@@ -25,7 +26,7 @@ const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled:
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
-    exp: null, runs: [], arms: [], devices: new Map(), timing: {},
+    exp: null, runs: [], arms: [], devices: new Map(), timing: null,
     pairBy: ['seed'],  // the grid's pair_by: names of the values in each pair_key
     info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
@@ -185,26 +186,20 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
     updateStreams();
   }
 
-  // Device column and ETA timing: two grouped queries (the runs endpoint has neither).
+  // Device column (attempts.devices_json through the workers' device lists) and ETA
+  // timing: the runs endpoint has neither.
   async function refreshAttempts() {
-    const rows = await query(`
-SELECT a.run_id AS run, a.devices_json AS devices, a.worker_id AS worker, a.status AS status,
-  (julianday(coalesce(a.finished_at, 'now')) - julianday(coalesce(a.accepted_at, a.assigned_at)))
-    * 86400.0 AS secs
+    const [rows, workerList, timing] = await Promise.all([
+      query(`SELECT a.run_id AS run, a.devices_json AS devices, a.worker_id AS worker
 FROM attempts a JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts
-WHERE r.experiment_id = ${id}`, signal);
-    const workers = new Map((await get('/workers', signal) || []).map((w) => [w.id, w]));
-    const devs = new Map();
-    let sum = 0;
-    let n = 0;
-    let running = 0;
-    for (const r of rows) {
-      devs.set(r.run, deviceLabel(parseJson(r.devices, []), workers.get(r.worker)));
-      if (r.status === 'succeeded' && r.secs > 0) { sum += r.secs; n++; }
-      if (r.status === 'running' && r.secs > 0) running += r.secs;
-    }
-    s.devices = devs;
-    s.timing = { mean_s: n ? sum / n : null, running_s: running };
+WHERE r.experiment_id = ${id}`, signal),
+      get('/workers', signal),
+      loadTiming(id, signal),
+    ]);
+    const workers = new Map((workerList || []).map((w) => [w.id, w]));
+    s.devices = new Map(rows.map((r) =>
+      [r.run, deviceLabel(parseJson(r.devices, []), workers.get(r.worker))]));
+    s.timing = timing.get(id) || null;
     if (s.exp) etaEl.textContent = etaText(s.exp.counts || {}, s.timing);
     if (table) table.render();
   }

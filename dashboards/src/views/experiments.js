@@ -1,20 +1,8 @@
 // Experiments list: progress counts per status, a progress bar and an ETA.
 import { h, replace, poll } from '../dom.js';
-import { get, query } from '../api.js';
-import { kStatuses, duration, eta } from '../format.js';
-
-// Mean duration of succeeded attempts and summed elapsed time of running attempts, per
-// experiment (feeds format.eta). One grouped scan of the attempts table.
-const kTimingSql = `
-SELECT r.experiment_id AS id,
-  avg(CASE WHEN a.status = 'succeeded' AND a.finished_at IS NOT NULL THEN
-      (julianday(a.finished_at) - julianday(coalesce(a.accepted_at, a.assigned_at))) * 86400.0
-      END) AS mean_s,
-  sum(CASE WHEN a.status = 'running' THEN
-      (julianday('now') - julianday(coalesce(a.accepted_at, a.assigned_at))) * 86400.0
-      END) AS running_s
-FROM attempts a JOIN runs r ON r.id = a.run_id
-GROUP BY r.experiment_id`;
+import { get } from '../api.js';
+import { kStatuses } from '../format.js';
+import { loadTiming, etaText } from '../timing.js';
 
 // Returns a stacked bar of status counts.
 export function progressBar(counts, total) {
@@ -52,7 +40,7 @@ export function experimentsView(el, _params, signal) {
     if (Date.now() - lastTiming > 5000) {
       lastTiming = Date.now();
       try {
-        timing = new Map((await query(kTimingSql, signal)).map((r) => [r.id, r]));
+        timing = await loadTiming(null, signal);
       } catch (e) {
         console.warn('eta query:', e.message);
       }
@@ -62,7 +50,7 @@ export function experimentsView(el, _params, signal) {
       ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No experiments yet: headlab submit GRID'))
       : list.map((x) => {
         const counts = x.counts || {};
-        const t = timing.get(x.id) || {};
+        const t = timing.get(x.id);
         return h('tr', { dataset: { experiment: x.id } },
           h('td', {}, h('a', { href: `#/experiments/${x.id}` }, `#${x.id}`)),
           h('td', {}, h('a', { href: `#/experiments/${x.id}` }, x.name)),
@@ -73,11 +61,4 @@ export function experimentsView(el, _params, signal) {
           h('td', { class: 'num' }, etaText(counts, t)));
       }));
   }, 2000, signal);
-}
-
-// Returns "done", "≈ 4m 10s" or "—" (no finished attempt to estimate from).
-export function etaText(counts, timing) {
-  const s = eta(counts, timing.mean_s, timing.running_s);
-  if (s === 0) return 'done';
-  return s === null ? '—' : `≈ ${duration(s)}`;
 }
