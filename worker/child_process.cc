@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     return Status::IoError(std::string("spawn: pipe: ") + std::strerror(e));
   }
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -63,6 +65,10 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    // If we die (even by SIGKILL), the child dies with us: the coordinator will have
+    // requeued its attempt elsewhere, so an orphan would only burn the host's devices.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
     // Undo what the worker changed: ignored SIGPIPE and blocked signals survive execve.
     struct sigaction dfl;
     std::memset(&dfl, 0, sizeof dfl);

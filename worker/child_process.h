@@ -25,8 +25,9 @@ struct ExitInfo {
 class ChildProcess {
  public:
   // Starts argv[0] (a path, not searched in PATH) with the current environment plus
-  // `env_overrides`, stdin from /dev/null, in a new process group. The error of a failed
-  // exec (e.g. a missing binary) is returned here, not discovered later.
+  // `env_overrides`, stdin from /dev/null, in a new process group; the child gets SIGKILL
+  // if the calling thread dies. The error of a failed exec (e.g. a missing binary) is
+  // returned here, not discovered later.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
       const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides);
   // Kills the group and reaps the child if still running (never leaves a zombie).

@@ -1,0 +1,78 @@
+#include "worker/child_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+namespace headlab {
+namespace {
+
+// Returns true iff `pid` exists and is not a zombie (an orphan's new parent may be slow
+// to reap, or not reap at all in a container).
+bool Running(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("ChildProcess: environment, pipes and exit status") {
+  auto c = ChildProcess::Spawn({"/bin/sh", "-c", "echo \"$HL_X\"; echo e >&2; exit 5"},
+                               {{"HL_X", "override"}});
+  REQUIRE(c.ok());
+  std::string out, err;
+  std::optional<ExitInfo> exit;
+  for (int i = 0; i < 2000 && !exit; ++i) {
+    if ((*c)->stdout_fd() >= 0) (*c)->Read((*c)->stdout_fd(), &out);
+    if ((*c)->stderr_fd() >= 0) (*c)->Read((*c)->stderr_fd(), &err);
+    if ((*c)->stdout_fd() < 0 && (*c)->stderr_fd() < 0) exit = (*c)->TryReap();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(exit.has_value());
+  CHECK(exit->exit_code == 5);
+  CHECK(exit->Describe() == "exit 5");
+  CHECK(out == "override\n");
+  CHECK(err == "e\n");
+  CHECK(::getpgid((*c)->pid()) < 0);  // reaped: no zombie left behind
+}
+
+TEST_CASE("ChildProcess dies with the process that spawned it") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  pid_t middle = ::fork();
+  REQUIRE(middle >= 0);
+  if (middle == 0) {
+    // Spawn a long child, report its pid, then die without any cleanup.
+    auto c = ChildProcess::Spawn({"/bin/sleep", "30"}, {});
+    pid_t pid = c.ok() ? (*c)->pid() : -1;
+    ssize_t ignored = ::write(p[1], &pid, sizeof pid);
+    (void)ignored;
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  pid_t grandchild = -1;
+  REQUIRE(::read(p[0], &grandchild, sizeof grandchild) == sizeof grandchild);
+  ::close(p[0]);
+  REQUIRE(grandchild > 0);
+  int st;
+  REQUIRE(::waitpid(middle, &st, 0) == middle);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    // The orphan is reparented (to init or a subreaper), which reaps it once killed.
+    gone = !Running(grandchild);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) ::kill(grandchild, SIGKILL);
+  CHECK(gone);
+}
+
+}  // namespace headlab
