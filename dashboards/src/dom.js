@@ -33,8 +33,11 @@ export function replace(el, ...children) {
   return el;
 }
 
+const kHiddenPollMs = 5000;
+
 // Calls `fn` now and then `ms` after each call settles, until `signal` aborts. Calls never
 // overlap, so a slow coordinator slows the polling down instead of piling requests up.
+// `ms` may be a function (re-read after each call).
 export function poll(fn, ms, signal) {
   let timer = null;
   const tick = async () => {
@@ -44,7 +47,10 @@ export function poll(fn, ms, signal) {
     } catch (e) {
       if (!signal.aborted) console.warn('poll:', e);
     }
-    if (!signal.aborted) timer = setTimeout(tick, typeof ms === 'function' ? ms() : ms);
+    const wait = typeof ms === 'function' ? ms() : ms;
+    // A hidden tab polls at most every kHiddenPollMs: many idle dashboards cost little.
+    const hidden = typeof document !== 'undefined' && document.hidden;
+    if (!signal.aborted) timer = setTimeout(tick, hidden ? Math.max(wait, kHiddenPollMs) : wait);
   };
   signal.addEventListener('abort', () => clearTimeout(timer));
   tick();

@@ -31,6 +31,7 @@ function tokenBox() {
     h('button', { onclick: () => { input.value = ''; save(); } }, 'clear'), state);
 }
 
+document.getElementById('boot')?.remove();
 const fleet = h('span', { class: 'fleet muted', id: 'fleet' });
 const nav = {
   experiments: h('a', { href: '#/' }, 'Experiments'),
