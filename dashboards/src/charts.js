@@ -18,9 +18,10 @@ export function withAlpha(hex, alpha) {
   return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${alpha})`;
 }
 
-// One chart: set(lines, bands) draws lines [{label, color, xs, ys, width?, dash?, legend?}]
-// and bands [[upperIdx, lowerIdx, fill]] (indices into lines) shading the spread between
-// two lines. The element's data-points attribute counts the points drawn (tests read it).
+// One chart. set(lines, bands) draws lines [{label, color, xs, ys, width?, dash?, legend?}]
+// (legend: false keeps a line, e.g. a band edge, out of the legend) and bands
+// [[upperIdx, lowerIdx, fill]] (indices into lines) shading the spread between two lines.
+// The element's data-points attribute counts the points drawn (tests read it).
 export class CurveChart {
   constructor(el, { height = 260, xLabel = 'step', yLabel = '' } = {}) {
     this.el = el;
@@ -66,6 +67,7 @@ export class CurveChart {
         spanGaps: true,
         points: { show: false },
         show: true,
+        class: l.legend === false ? 'no-legend' : undefined,
       }))],
       bands: bands.map(([a, b, fill]) => ({ series: [a + 1, b + 1], fill })),
     };

@@ -299,8 +299,8 @@ GROUP BY p.arm, m.step ORDER BY p.arm, m.step`, signal);
       const c = colorFor(Math.max(0, s.arms.indexOf(arm)));
       const base = lines.length;
       lines.push({ label: `${arm} (n=${a.n})`, color: c, xs: a.xs, ys: a.mean, width: 2 });
-      lines.push({ label: `${arm} +sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.hi, width: 0.5 });
-      lines.push({ label: `${arm} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5 });
+      lines.push({ label: `${arm} +sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.hi, width: 0.5, legend: false });
+      lines.push({ label: `${arm} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5, legend: false });
       bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
     }
     armNote.textContent = !byArm.size ? '(no points yet)'
