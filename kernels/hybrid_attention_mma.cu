@@ -2,8 +2,7 @@
 // fp32 accumulation), FlashAttention-2 style with mma.sync.m16n8k16 (sm_80+ instruction,
 // runs on sm_90; wgmma would be the next step up).
 //
-// One CTA = 64 (d > 64) or 128 (d = 64) query rows of one (batch, head), 4 warps x 16 or
-// 32 rows. K/V tiles of 64 keys stream through shared memory with cp.async, double buffered. S = Q K^T and the online
+// One CTA = 64 query rows of one (batch, head), 4 warps x 16 rows (MTiles). K/V tiles of 64 keys stream through shared memory with cp.async, double buffered. S = Q K^T and the online
 // softmax stay in registers; P is repacked from the accumulator layout straight into the
 // A-operand layout of P V (no shared-memory round trip).
 // Per head state: ordinary = full causal; local/streaming = only the key tiles their
@@ -21,10 +20,10 @@ constexpr int kBk = 64, kWarps = 4, kThreads = kWarps * 32;
 // Above this, exp(A + R - logZ) could overflow the product form: the row falls back to exp.
 constexpr float kProductFormLimit = 60.f;
 
-// Query rows per CTA: kM m-tiles of 16 rows per warp. Two m-tiles per warp reuse each K/V
-// fragment twice (half the shared-memory traffic per mma); at d > 64 the accumulators
-// would not fit the register file, so one.
-template <int D> __host__ __device__ constexpr int MTiles() { return D <= 64 ? 2 : 1; }
+// Query rows per CTA: kM m-tiles of 16 rows per warp. Two m-tiles per warp (128-row blocks)
+// reuse each K/V fragment twice, but measured on H200 (kernels/dev/NOTES.md) it gained only
+// 3.5% for all-ordinary d=64 while local heads lost 25% to coarser window blocks: one.
+template <int D> __host__ __device__ constexpr int MTiles() { return 1; }
 template <int D> __host__ __device__ constexpr int BlockQ() { return 64 * MTiles<D>(); }
 template <int D> __host__ __device__ constexpr int Band() { return BlockQ<D>() + kBk - 1; }
 
@@ -243,12 +242,28 @@ __global__ void __launch_bounds__(kThreads) MmaForwardKernel(const Params p) {
         }
       }
     } else {
-      // SAF eq. 3 without scores or softmax, in product form (FixedTile).
+      // SAF eq. 3 without scores or softmax, in product form (FixedTile). Each thread's
+      // elements touch 16 alpha factors and 18 rho factors per m-tile: load those once
+      // (band = c + 8 (hf - nb) - e) instead of two shared loads per element.
       const FixedTile ft = FixedTileAt<D>(fixed_s, buf);
       const float ar = ft.ar[0] + ft.ar[1];
       const int band0 = q0 - k0 - (kBk - 1);
+      float ea[kBk / 8][2];
+#pragma unroll
+      for (int nb = 0; nb < kBk / 8; ++nb) {
+        const float2 v = *reinterpret_cast<const float2*>(ft.alpha_exp + nb * 8 + 2 * tq);
+        ea[nb][0] = v.x;
+        ea[nb][1] = v.y;
+      }
 #pragma unroll
       for (int mt = 0; mt < kM; ++mt) {
+        const int c = mt * 64 + warp * 16 + gr + (kBk - 1) - 2 * tq;
+        float er[kBk / 8 + 1][2];
+#pragma unroll
+        for (int u = 0; u <= kBk / 8; ++u) {
+          er[u][0] = ft.rho_exp[c + 8 * (u - (kBk / 8 - 1))];
+          er[u][1] = ft.rho_exp[c + 8 * (u - (kBk / 8 - 1)) - 1];
+        }
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
           const int row = row_of(mt, hf);
@@ -259,9 +274,9 @@ __global__ void __launch_bounds__(kThreads) MmaForwardKernel(const Params p) {
           for (int nb = 0; nb < kBk / 8; ++nb) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const int kl = nb * 8 + 2 * tq + e, key = k0 + kl, band = row - key - band0;
-              float pv = exact ? __expf(ft.alpha_raw[kl] + ft.rho_raw[band] - lz[mt][hf])
-                               : ft.alpha_exp[kl] * ft.rho_exp[band] * rz;
+              float pv = ea[nb][e] * er[hf - nb + kBk / 8 - 1][e] * rz;
+              const int kl = nb * 8 + 2 * tq + e, key = k0 + kl;
+              if (exact) pv = __expf(ft.alpha_raw[kl] + ft.rho_raw[row - key - band0] - lz[mt][hf]);
               if (need_mask && !Visible(hd, row, key)) pv = 0.f;
               s[mt][nb][2 * hf + e] = pv;
             }

@@ -24,13 +24,17 @@ constexpr int kBk = 64, kBq = 64, kWarps = 4, kThreads = kWarps * 32;
 // Above this, exp(A + R - logZ) could overflow the product form: the column uses exp.
 constexpr float kProductFormLimit = 60.f;
 constexpr int kBand = kBq + kBk - 1;  // offsets q - k of a (query tile, key block) pair
+// Per buffer: rz [64], rho raw [Band + 1], rho exp [Band + 1], pad [2]; even, so the float2
+// loads of rz stay 8-byte aligned.
+constexpr int kBandStride = kBq + 2 * (kBand + 1) + 2;
+constexpr int kRawOff = kBq, kExpOff = kBq + kBand + 1;
 
 template <int D>
 constexpr size_t MmaBackwardSmemBytes() {
   // K, V [64][D+8]; Q, dO [2][64][D+8]; dS^T [64][64+8]; lse, delta [2][64];
-  // fixed heads: alpha raw/exp [64] x2 + A; per buffer rho raw/exp [Band] x2, R, rz [64].
+  // fixed heads: alpha raw/exp [64] x2, A + pad; per buffer kBandStride floats.
   return 2 * (2 * kBk * (D + 8) + 4 * kBq * (D + 8) + kBk * (kBq + 8)) +
-         4 * (4 * kBq + 2 * kBk + 1 + 2 * (2 * kBand + 1 + kBq));
+         4 * (4 * kBq + 2 * kBk + 2 + 2 * kBandStride);
 }
 
 template <typename T, int D>
@@ -47,9 +51,8 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
   // one exp per key, offset and query of a tile instead of one per element.
   float* alpha_raw = delta_s + 2 * kBq;                               // [64]
   float* alpha_exp = alpha_raw + kBk;                                 // [64]
-  float* alpha_max = alpha_exp + kBk;                                 // [1]
-  float* band_s = alpha_max + 1;  // per buffer: rho raw [Band], rho exp [Band], R, rz [64]
-  constexpr int kBandStride = 2 * kBand + 1 + kBq;
+  float* alpha_max = alpha_exp + kBk;                                 // [2] (A, pad)
+  float* band_s = alpha_max + 2;                                      // [2][kBandStride]
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
   const int k0 = kb * kBk, g = blockIdx.y, b = blockIdx.z;
@@ -125,8 +128,8 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
         for (int i = 0; i < kPer; ++i) {
           const int j = lane + 32 * i;
           if (j < kBand) {
-            bs[j] = r[i];
-            bs[kBand + j] = __expf(r[i] - mx);
+            bs[kRawOff + j] = r[i];
+            bs[kExpOff + j] = __expf(r[i] - mx);
           }
         }
         // rz = e^{A + R - logZ_q}, or -1 where that could overflow (exact exp instead).
@@ -135,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
         for (int i = 0; i < kBq / 32; ++i) {
           const int q = q0 + lane + 32 * i;
           const float rl = q < p.T ? ar - hd.log_z[q] : -INFINITY;
-          bs[2 * kBand + 1 + lane + 32 * i] = rl > kProductFormLimit ? -1.f : __expf(rl);
+          bs[lane + 32 * i] = rl > kProductFormLimit ? -1.f : __expf(rl);
         }
       }
     };
@@ -189,17 +192,28 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
         }
       } else {
         const float* bs = band_s + buf * kBandStride;
-        const float* rz = bs + 2 * kBand + 1;
+        const float* rz = bs;
         const int band0 = q0 - k0 - (kBk - 1);
+        // Per thread: 2 alpha factors (its key rows), 16 rz (its query columns) and 18 rho
+        // factors (band = c + 8 (nb - hf) + e) per tile, loaded once.
+        const float ea[2] = {alpha_exp[key_a - k0], alpha_exp[key_b - k0]};
+        const int c = 2 * tq - warp * 16 - gr + (kBk - 1);
+        float er[kBq / 8 + 1][2];
+#pragma unroll
+        for (int u = 0; u <= kBq / 8; ++u) {
+          er[u][0] = bs[kExpOff + c + 8 * (u - 1)];
+          er[u][1] = bs[kExpOff + c + 8 * (u - 1) + 1];
+        }
 #pragma unroll
         for (int nb = 0; nb < kBq / 8; ++nb) {
+          const float2 r2 = *reinterpret_cast<const float2*>(rz + nb * 8 + 2 * tq);
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int ql = nb * 8 + 2 * tq + (e & 1), q = q0 + ql;
-            const int key = e < 2 ? key_a : key_b, kl = key - k0, band = q - key - band0;
-            const float r = rz[ql];
-            float pv = r >= 0.f ? alpha_exp[kl] * bs[kBand + band] * r
-                                : __expf(alpha_raw[kl] + bs[band] - lse_t[ql]);
+            const int hf = e >> 1, ql = nb * 8 + 2 * tq + (e & 1), q = q0 + ql;
+            const int key = hf ? key_b : key_a;
+            const float r = (e & 1) ? r2.y : r2.x;
+            float pv = ea[hf] * er[nb - hf + 1][e & 1] * r;
+            if (r < 0.f) pv = __expf(alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
             if (need_mask && !Visible(hd, q, key)) pv = 0.f;
             pt[nb][e] = pv;
           }

@@ -14,7 +14,7 @@
 //
 // Build and run (device machine; scripts/gpu/build-and-test.sh does both):
 //   cmake -S kernels -B /tmp/kb -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/kb
-//   /tmp/kb/hybrid_attention_bench [--quick]
+//   /tmp/kb/hybrid_attention_bench [--quick | --profile]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -251,11 +251,25 @@ void Run() {
   }
 }
 
+// --profile: two all-ordinary forwards and one forward+backward at the bench size, nothing
+// else (for `ncu -k regex:Mma`).
+void Profile() {
+  Problem p(Base(4096));
+  Fwd(p, KernelPath::kAuto)();
+  Fwd(p, KernelPath::kAuto)();
+  FwdBwd(p, KernelPath::kAuto)();
+  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace
 }  // namespace kernels
 }  // namespace headlab
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--profile") == 0) {
+    headlab::kernels::Profile();
+    return 0;
+  }
   headlab::kernels::quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop;
   HEADLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

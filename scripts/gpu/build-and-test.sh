@@ -2,7 +2,7 @@
 # build-and-test.sh: builds the hybrid-head kernels on the device machine, runs the `gpu`
 # ctest label, the dev bench and the SDPA comparison; logs go to $OUT (or ./gpu-out).
 #
-#   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only]
+#   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only] [--ncu]
 #
 # Run it from the repository root on the device machine (through the `run` tool). Needs
 # cmake/ninja (/opt/torch/.venv/bin there), nvcc, python3 with torch for the SDPA baseline.
@@ -11,10 +11,12 @@
 set -uo pipefail
 quick=""
 bench=1
+ncu_profile=0
 for a in "$@"; do
   case "$a" in
     --quick) quick="--quick" ;;
     --no-bench|--test-only) bench=0 ;;
+    --ncu) ncu_profile=1 ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
@@ -46,5 +48,12 @@ if [ "$bench" = 1 ]; then
   PYTHONUNBUFFERED=1 python3 scripts/gpu/bench_vs_sdpa.py --lib "$build/libheadlab_kernels_capi.so" \
     $quick > "$out/sdpa.log" 2>&1 || status=1
   cat "$out/sdpa.log"
+fi
+if [ "$ncu_profile" = 1 ]; then
+  # Hardware counters of the tensor-core kernels at the bench size (clocks left alone).
+  ncu --clock-control none -k regex:'Mma(Forward|Backward)Kernel' --launch-count 3 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+    "$build/hybrid_attention_bench" --profile > "$out/ncu.txt" 2>&1 || status=1
+  grep -E "MmaForward|MmaBackward|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall|ERROR" "$out/ncu.txt" | head -40
 fi
 exit $status
