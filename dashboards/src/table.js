@@ -12,6 +12,7 @@ export class VirtualTable {
     this.rowAttrs = rowAttrs;
     this.maxHeight = height;
     this.all = [];
+    this.note = '';
     this.rows = [];
     this.filter = () => true;
     this.sortCol = -1;
@@ -27,8 +28,9 @@ export class VirtualTable {
   }
 
   // Replaces the data, keeping sort, filter and scroll position.
-  setRows(rows) {
+  setRows(rows, note = '') {
     this.all = rows;
+    this.note = note;
     this.refresh();
   }
 
@@ -66,9 +68,9 @@ export class VirtualTable {
     // Short tables shrink to their rows; long ones scroll inside maxHeight.
     this.body.style.height = `${Math.min(this.maxHeight,
       Math.max(3, this.rows.length) * this.rowHeight + 2)}px`;
-    this.footer.textContent = this.rows.length === this.all.length
+    this.footer.textContent = (this.rows.length === this.all.length
       ? `${this.all.length} rows`
-      : `${this.rows.length} of ${this.all.length} rows`;
+      : `${this.rows.length} of ${this.all.length} rows`) + (this.note || '');
     this.body.dataset.total = String(this.rows.length);
     this.render();
   }

@@ -16,6 +16,7 @@ const drawn = (sel) => Number(document.querySelector(sel)?.dataset.points || 0) 
 const table = [];
 const first = [];
 const arms = [];
+const full = [];
 for (let i = 0; i < repeats; i++) {
   await page.goto('about:blank');
   const t0 = Date.now();
@@ -27,15 +28,21 @@ for (let i = 0; i < repeats; i++) {
   const tFirst = Date.now() - t0;
   await page.waitForFunction(drawn, '#arm-chart', { timeout: 60000, polling: 'raf' });
   const tArms = Date.now() - t0;
+  await page.waitForFunction(() => {
+    const foot = document.querySelector('#runs-table .vt-foot')?.textContent || '';
+    return foot && !foot.includes('loading');
+  }, null, { timeout: 60000, polling: 'raf' });
+  const tFull = Date.now() - t0;
   const rows = await page.getAttribute('#runs-table .vt-body', 'data-total');
   const points = await page.getAttribute('#arm-chart', 'data-points');
-  console.log(`load ${i + 1}: table (${rows} runs) ${tTable} ms, first chart ${tFirst} ms, ` +
-    `arm mean±sd chart (${points} points) ${tArms} ms`);
+  console.log(`load ${i + 1}: table ${tTable} ms, first chart ${tFirst} ms, ` +
+    `arm mean±sd chart (${points} points) ${tArms} ms, full list (${rows} runs) ${tFull} ms`);
   table.push(tTable);
   first.push(tFirst);
   arms.push(tArms);
+  full.push(tFull);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`median of ${repeats}: table ${median(table)} ms, table + first chart ${median(first)} ms, ` +
-  `arm chart ${median(arms)} ms`);
+  `arm chart ${median(arms)} ms, full runs list ${median(full)} ms`);
 await close();

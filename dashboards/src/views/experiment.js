@@ -19,6 +19,7 @@ import { windowBuckets } from './heads.js';
 const kLivePollMs = 500;
 const kMaxOverlay = 12;
 const kArmSampleRuns = 1000;
+const kFirstPage = 50;
 const kAutoOverlay = 8;
 // Which runs overlay first when the user has ticked none: running, then finished ones.
 const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
@@ -27,6 +28,7 @@ export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
     exp: null, runs: [], arms: [], devices: new Map(), timing: null,
+    gridArms: [],
     pairBy: ['seed'],  // the grid's pair_by: names of the values in each pair_key
     info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
@@ -160,30 +162,56 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
     }
   }
 
-  async function refreshRuns() {
-    const [exp, runs] = await Promise.all([
-      get(`/experiments/${id}`, signal), get(`/experiments/${id}/runs`, signal)]);
+  function showExperiment(exp) {
     s.exp = exp;
-    s.runs = runs || [];
-    s.info = new Map(s.runs.map((r) => [r.id, r]));
     const grid = parseJson(exp.grid, {}) || {};
-    const armsFromGrid = grid.arms;
     if (Array.isArray(grid.pair_by)) s.pairBy = grid.pair_by;
-    s.arms = [...new Set([...Object.keys(armsFromGrid || {}), ...s.runs.map((r) => r.arm)])].sort();
+    s.gridArms = Object.keys(grid.arms || {});
     title.textContent = `Experiment #${id} · ${exp.name}`;
     desc.textContent = grid.description || '';
     replace(progress, progressBar(exp.counts || {}, exp.total));
     replace(counts, countsLine(exp.counts || {}), h('span', { class: 'muted' }, ` of ${exp.total}`));
     etaEl.textContent = etaText(exp.counts || {}, s.timing);
-    autoSelect();
-    const metricKeys = keyMetrics(s.runs);
+  }
+
+  // Shows `runs` in the table; `note` says when they are only the first page.
+  function showRuns(runs, note = '') {
+    s.arms = [...new Set([...(s.gridArms || []), ...s.arms, ...runs.map((r) => r.arm)])].sort();
+    const metricKeys = keyMetrics(runs);
     const shape = JSON.stringify([metricKeys, s.arms]);
     if (!table || shape !== tableShape) {
       tableShape = shape;
       buildTable(metricKeys);
     }
-    table.setRows(s.runs);
+    table.setRows(runs, note);
+  }
+
+  // The full runs list (10^4 runs are a few MB of JSON) feeds sort and filter; the header
+  // shows as soon as the experiment's own small answer is in.
+  async function refreshRuns() {
+    const runsAnswer = get(`/experiments/${id}/runs`, signal);
+    showExperiment(await get(`/experiments/${id}`, signal));
+    s.runs = (await runsAnswer) || [];
+    s.info = new Map(s.runs.map((r) => [r.id, r]));
+    autoSelect();
+    showRuns(s.runs);
     updateStreams();
+  }
+
+  // The first kFirstPage runs in grid order (what the table shows first) straight from the
+  // database, so the table is drawn before the full list has arrived.
+  async function firstPage() {
+    const rows = await query(`SELECT id, arm, status, attempts, config_hash, pair_key,
+  worker_id AS worker, reused_from FROM runs WHERE experiment_id = ${id} ORDER BY idx LIMIT ${kFirstPage}`, signal);
+    if (s.runs.length || !rows.length) return;
+    const sums = await query(`SELECT run_id, key, value FROM summaries
+WHERE run_id IN (${rows.map((r) => sqlInt(r.id)).join(',')})`, signal);
+    if (s.runs.length) return;  // the full list won the race
+    const byRun = new Map(rows.map((r) => [r.id, { ...r, summary: {} }]));
+    for (const x of sums) byRun.get(x.run_id).summary[x.key] = x.value;
+    const total = s.exp ? s.exp.total : '…';
+    showRuns([...byRun.values()], rows.length < kFirstPage ? ''
+      : ` · the first ${rows.length} of ${total} runs; the rest are loading`);
   }
 
   // Device column (attempts.devices_json through the workers' device lists) and ETA
@@ -336,6 +364,7 @@ GROUP BY r.arm, hm.window`, signal);
   const slow = () => (s.runs.length > 2000 ? 10000 : 2000);
   let tableReady;
   const tableShown = new Promise((resolve) => { tableReady = resolve; });
+  guard(firstPage)();
   poll(guard(async () => {
     await refreshRuns();
     err.textContent = '';
