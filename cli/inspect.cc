@@ -138,7 +138,10 @@ int RunShow(const CliContext& ctx, const ParsedArgs& args) {
   std::printf("run %s  experiment %s  arm %s  status %s  attempts %s\n", Str(r, "id").c_str(),
               Str(r, "experiment").empty() ? Str(r, "experiment_id").c_str()
                                            : Str(r, "experiment").c_str(),
-              Str(r, "arm").c_str(), Str(r, "status").c_str(), Str(r, "attempts").c_str());
+              Str(r, "arm").c_str(), Str(r, "status").c_str(),
+              r.contains("attempts") && r["attempts"].is_array()
+                  ? std::to_string(r["attempts"].size()).c_str()
+                  : Str(r, "attempts").c_str());
   std::printf("config_hash %s  pair %s\n", Str(r, "config_hash").c_str(), Str(r, "pair_key").c_str());
   if (!Str(r, "error").empty()) std::printf("error: %s\n", Str(r, "error").c_str());
   PrintSection("config");

@@ -11,9 +11,8 @@ namespace headlab {
 namespace {
 
 // Metrics shown first when present; any others follow in name order, up to kMaxColumns.
-const char* const kPreferred[] = {"eval.ppl", "eval.loss", "train.loss", "train.tokens_per_s",
-                                  "time.elapsed_s"};
-constexpr size_t kMaxColumns = 6;
+const char* const kPreferred[] = {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"};
+constexpr size_t kMaxColumns = 4;
 
 std::vector<std::string> MetricColumns(const Json& arms) {
   std::set<std::string> present;
@@ -47,7 +46,7 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
   std::vector<std::string> metrics = MetricColumns(arms);
   TableRow header = {"arm", "n", "succeeded"};
-  for (const auto& m : metrics) header.push_back(m + " (mean ± SE)");
+  for (const auto& m : metrics) header.push_back(m);
   std::vector<TableRow> rows;
   for (const Json& a : arms) {
     TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
@@ -60,7 +59,8 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
     }
     rows.push_back(row);
   }
-  std::printf("experiment %s: arms\n%s", std::to_string(id.value()).c_str(),
+  std::printf("experiment %s: arms (metrics: mean ± SE over the arm's succeeded runs)\n%s",
+              std::to_string(id.value()).c_str(),
               FormatTable(header, rows).c_str());
   std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline)\n");
   std::vector<TableRow> crows;

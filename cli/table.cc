@@ -97,7 +97,12 @@ std::string FormatNumber(double v) {
 std::string FormatMeanSe(const Json& mean, const Json& se) {
   if (!mean.is_number()) return "-";
   std::string s = FormatNumber(mean.get<double>());
-  if (se.is_number()) s += " ± " + FormatNumber(se.get<double>());
+  if (se.is_number()) {
+    // Two or three significant digits are all a standard error carries.
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3g", se.get<double>());
+    s += std::string(" ± ") + buf;
+  }
   return s;
 }
 

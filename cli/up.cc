@@ -25,6 +25,7 @@ namespace headlab {
 namespace {
 
 constexpr auto kHealthDeadline = std::chrono::seconds(30);
+constexpr auto kWorkerDeadline = std::chrono::seconds(20);
 constexpr auto kStopGrace = std::chrono::seconds(10);  // SIGTERM, then SIGKILL
 constexpr auto kPoll = std::chrono::milliseconds(100);
 
@@ -143,6 +144,26 @@ Status WaitHealthy(const std::string& url, pid_t coordinator, const std::string&
                              "/api/v1/health within 30 s; tail of " + log + ":\n" + Tail(log));
 }
 
+// Waits until the coordinator lists an alive worker. A worker that exits first (e.g.
+// refused: wrong token) is an error; one that is merely slow only earns a warning.
+Status WaitWorker(const std::string& url, pid_t worker, const std::string& log) {
+  HttpClient client(url, "", std::chrono::seconds(2));
+  auto deadline = std::chrono::steady_clock::now() + kWorkerDeadline;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto w = client.Call("GET", "/api/v1/workers");
+    if (w.ok() && w->is_array())
+      for (const Json& x : w.value())
+        if (x.is_object() && x.value("state", std::string()) == "alive") return Status::Ok();
+    if (Exited(worker, true))
+      return Status::Unavailable("the worker exited before it registered; tail of " + log +
+                                 ":\n" + Tail(log));
+    std::this_thread::sleep_for(kPoll * 2);
+  }
+  std::fprintf(stderr, "headlab up: warning: no worker registered within %d s (see %s)\n",
+               int(kWorkerDeadline.count()), log.c_str());
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunUp(const CliContext& ctx, const ParsedArgs& args) {
@@ -210,6 +231,11 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   if (!worker.ok()) {
     Stop(coord.value(), true);
     return Fail(ctx, worker.status());
+  }
+  st = WaitWorker(url, worker.value(), worker_log);
+  if (!st.ok()) {
+    Stop(coord.value(), true);
+    return Fail(ctx, st);
   }
   std::printf("headlab is up: dashboard %s/\n", url.c_str());
   std::printf("  coordinator pid %d (log %s), worker pid %d (log %s)\n", int(coord.value()),
