@@ -4,12 +4,15 @@
 set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config git
       libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libboost-dev nlohmann-json3-dev
-      catch2 libtorch-dev jq curl procps psmisc
+      catch2 libtorch-dev jq curl procps psmisc chromium
       # Debian's LibTorch calls the generic libblas.so.3; without this it gets the netlib
       # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
       # on shared CPUs, deterministic results).
       libopenblas0-serial)
 missing=()
+# The dashboard build needs node and npm; any install of them will do (the machine image
+# may carry its own), so only fall back to Debian's when the commands are absent.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
