@@ -2,14 +2,11 @@
 // CliMain as the binary would be.
 #include "cli/cli_main.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
+
+#include "cli/test_util.h"
 
 namespace {
 
@@ -18,19 +15,6 @@ int Run(std::vector<std::string> args) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   return headlab::CliMain(int(args.size()), argv.data());
-}
-
-// Returns the URL of a loopback port that nothing listens on.
-std::string DeadUrl() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
 }
 
 const std::string kSrc = HEADLAB_SOURCE_DIR;
@@ -62,13 +46,13 @@ TEST_CASE("Bad input exits 2") {
 }
 
 TEST_CASE("A dry run needs no coordinator") {
-  CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url", DeadUrl()}) == 0);
+  CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url", headlab::DeadLoopbackUrl()}) == 0);
   CHECK(Run({"submit", kSrc + "/experiments/tests/six_runs.jsonc", "--dry-run", "--json",
              "--set", "seed=1,2"}) == 0);
 }
 
 TEST_CASE("An unreachable coordinator exits 1") {
-  std::string url = DeadUrl();
+  std::string url = headlab::DeadLoopbackUrl();
   CHECK(Run({"status", "--url", url}) == 1);
   CHECK(Run({"runs", "1", "--url", url}) == 1);
   CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--url", url}) == 1);

@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "cli/test_util.h"
+
 using headlab::HttpClient;
 using headlab::Json;
 using headlab::Status;
@@ -131,16 +133,7 @@ TEST_CASE("API errors map to Status codes with the server's message") {
 }
 
 TEST_CASE("An unreachable or silent coordinator is Unavailable naming the URL") {
-  // A port nobody listens on: bind one, close it, connect.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  ::close(fd);
+  std::string url = headlab::DeadLoopbackUrl();
   auto r = HttpClient(url, "").Call("GET", "/api/v1/health");
   REQUIRE(!r.ok());
   CHECK(r.status().code() == Status::Code::kUnavailable);
