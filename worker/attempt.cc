@@ -106,8 +106,20 @@ void Attempt::FlushMetrics() {
 }
 
 void Attempt::Cancel(Clock::time_point now) {
-  if (cancelled_ || finished_) return;
+  if (finished_) return;
   cancelled_ = true;
+  Terminate(now);
+}
+
+void Attempt::Abandon(Clock::time_point now) {
+  if (finished_) return;
+  abandoned_ = true;
+  Terminate(now);
+}
+
+void Attempt::Terminate(Clock::time_point now) {
+  if (signalled_) return;
+  signalled_ = true;
   child_->SignalGroup(SIGTERM);
   kill_at_ = now + options_.cancel_grace;
 }
@@ -140,6 +152,13 @@ void Attempt::Finish(const ExitInfo& exit) {
   stdout_lines_.Finish([this](const std::string& l) { HandleLine(l); });
   child_->ClosePipes();
   FlushMetrics();
+  finished_ = true;
+  if (abandoned_ && !cancelled_) {
+    LogInfo("run " + run_.dump() + " attempt " + std::to_string(attempt_) + ": stopped (" +
+            (exit.Describe().empty() ? "exit 0" : exit.Describe()) +
+            ") because this worker is stopping; left to the coordinator to requeue");
+    return;
+  }
   Json body = Body();
   std::string status, error = exit.Describe();
   if (cancelled_) {
@@ -153,7 +172,6 @@ void Attempt::Finish(const ExitInfo& exit) {
   LogInfo("run " + run_.dump() + " attempt " + std::to_string(attempt_) + ": " + status + " (" +
           (exit.Describe().empty() ? "exit 0" : exit.Describe()) + ")");
   emit_(wire::kDone, std::move(body));
-  finished_ = true;
 }
 
 }  // namespace headlab

@@ -57,11 +57,17 @@ class Attempt {
   // Sends SIGTERM to the child's process group, and SIGKILL after the grace period (in
   // Tick). Idempotent. The attempt ends as `cancelled` whatever its exit status.
   void Cancel(Clock::time_point now);
+  // Stops the child like Cancel because this worker is going away, but emits no DONE for
+  // it (its results so far are still flushed): the coordinator then sees the attempt
+  // `lost` and requeues the run, resuming from its last checkpoint, instead of recording
+  // a cancel nobody asked for. A Cancel before or after still reports `cancelled`.
+  void Abandon(Clock::time_point now);
   // Sends SIGKILL to the group now (a second stop request). The attempt still ends as
   // `cancelled` if it was cancelled first.
   void Kill();
   // Runs timers: flushes a due METRICS batch, escalates a cancel to SIGKILL, reaps the
-  // child. Returns true once the attempt has finished and DONE has been emitted.
+  // child. Returns true once the attempt has finished (and DONE was emitted unless it
+  // was abandoned).
   bool Tick(Clock::time_point now);
   bool finished() const { return finished_; }
   // Returns the earliest time Tick has work to do (a batch to flush, a kill to escalate).
@@ -72,6 +78,8 @@ class Attempt {
   Json Body() const;
   void HandleLine(const std::string& line);
   void FlushMetrics();
+  // SIGTERM to the group once; SIGKILL follows after the grace period (Tick).
+  void Terminate(Clock::time_point now);
   void Finish(const ExitInfo& exit);
 
   // Constant after construction.
@@ -91,6 +99,8 @@ class Attempt {
   int64_t next_artifact_seq_ = 0;
   bool logged_bad_line_ = false;
   bool cancelled_ = false;
+  bool abandoned_ = false;
+  bool signalled_ = false;            // SIGTERM sent (by Cancel or Abandon)
   Clock::time_point kill_at_ = Clock::time_point::max();
   bool finished_ = false;
 };

@@ -15,7 +15,8 @@ struct Sent {
 // Runs `script` under /bin/sh as an attempt until it finishes (or `cancel_after` passes,
 // then cancels it). Returns everything it emitted.
 std::vector<Sent> RunScript(const std::string& script, AttemptOptions opt = {},
-                            std::chrono::milliseconds cancel_after = std::chrono::hours(1)) {
+                            std::chrono::milliseconds cancel_after = std::chrono::hours(1),
+                            bool abandon = false) {
   std::vector<Sent> sent;
   auto a = Attempt::Start(Json(7), 2, {"/bin/sh", "-c", script}, {{"HEADLAB_TEST_VAR", "x"}},
                           Json{{"host", "h"}}, opt,
@@ -27,7 +28,7 @@ std::vector<Sent> RunScript(const std::string& script, AttemptOptions opt = {},
   while (!at.finished()) {
     auto now = Attempt::Clock::now();
     REQUIRE(now - start < std::chrono::seconds(20));
-    if (now - start >= cancel_after) at.Cancel(now);
+    if (now - start >= cancel_after) abandon ? at.Abandon(now) : at.Cancel(now);
     std::vector<pollfd> fds;
     for (int fd : at.Fds()) fds.push_back({fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), 10);
@@ -134,6 +135,14 @@ TEST_CASE("Attempt cancel: SIGKILL after the grace period when SIGTERM is ignore
                                      std::chrono::milliseconds(100));
   CHECK(sent.back().body["status"] == "cancelled");
   CHECK(sent.back().body["error"] == "cancelled (killed by signal 9)");
+}
+
+TEST_CASE("Attempt abandoned by a stopping worker flushes its results but sends no DONE") {
+  std::vector<Sent> sent = RunScript(
+      "echo '{\"ev\":\"metric\",\"step\":1,\"key\":\"k\",\"value\":1,\"t\":0}'; sleep 30",
+      {}, std::chrono::milliseconds(200), /*abandon=*/true);
+  CHECK(Only(sent, "DONE").empty());
+  CHECK(Only(sent, "METRICS").size() == 1);
 }
 
 TEST_CASE("Attempt::Start fails cleanly for a missing binary") {

@@ -129,7 +129,14 @@ void Worker::HandleAssign(const Json& b) {
             " already finished here; its DONE is awaiting an ACK");
     return;
   }
-  if (stop_requests_ > 0) return reject("worker is shutting down");
+  if (stop_requests_ > 0) {
+    // Not REJECT: the coordinator would requeue the run and likely hand it straight back
+    // to this slot, burning its attempts. Unanswered, the attempt holds the slot until our
+    // DISCONNECT, which makes the coordinator requeue it once.
+    LogInfo("ignoring ASSIGN of run " + run.dump() + " attempt " + std::to_string(attempt) +
+            " while stopping");
+    return;
+  }
   StatusOr<std::vector<int>> slots = PickSlots(b.value("devices", Json::array()));
   if (!slots.ok()) return reject(slots.status().message());
   Json written;
@@ -183,11 +190,11 @@ void Worker::OnStopRequest(Clock::time_point now) {
   char buf[64];
   while (::read(stop_pipe_[0], buf, sizeof buf) > 0) ++stop_requests_;
   if (stop_requests_ == 0) return;
-  LogInfo(stop_requests_ == 1 ? "stopping: cancelling " + std::to_string(running_.size()) +
-                                    " running attempt(s)"
+  LogInfo(stop_requests_ == 1 ? "stopping: ending " + std::to_string(running_.size()) +
+                                    " running attempt(s); the coordinator will requeue them"
                               : "stopping now: killing running attempts");
   for (auto& [key, r] : running_) {
-    r.attempt->Cancel(now);
+    r.attempt->Abandon(now);
     if (stop_requests_ > 1) r.attempt->Kill();
   }
 }

@@ -46,9 +46,10 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Runs until stopped or refused. Stopping cancels the attempts, waits up to one
-  // liveness period for their results to be acknowledged, sends DISCONNECT and returns 0.
-  // REFUSE returns 1.
+  // Runs until stopped or refused. Stopping ends the attempts (SIGTERM, SIGKILL after
+  // the grace period) without a DONE, waits up to one liveness period for their results
+  // so far to be acknowledged, sends DISCONNECT (the coordinator marks the attempts lost
+  // and requeues their runs) and returns 0. REFUSE returns 1.
   int Run();
   // Asks Run to shut down; a second call kills running attempts without waiting for the
   // grace period. Async-signal-safe (one write(2) to a pipe).

@@ -353,7 +353,7 @@ TEST_CASE("Worker reconnects after coordinator silence and resends unacknowledge
   c.Expect(wire::kReady);
 }
 
-TEST_CASE("Worker reports running attempts in READY after a reconnect") {
+TEST_CASE("Worker reports running attempts in READY after a reconnect; stop requeues them") {
   FakeCoordinator c;
   WorkerUnderTest w(c.endpoint());
   c.Register();
@@ -366,13 +366,25 @@ TEST_CASE("Worker reports running attempts in READY after a reconnect") {
   c.keepalive = true;
   c.Send(wire::kWelcome, Json::object());
 
-  // Stopping the worker cancels the attempt, reports it (even though the WELCOME may
-  // arrive after the stop), then says goodbye once the DONE is acknowledged.
+  // Stopping the worker ends the attempt without a DONE (the coordinator requeues it on
+  // DISCONNECT), after resending its unacknowledged results once registered again (the
+  // WELCOME may arrive after the stop).
   w.worker->RequestStop();
-  Json done = UntilDone(c).back().body;
-  CHECK(done["status"] == "cancelled");
-  c.Send(wire::kAck, Json{{"run", 10}, {"attempt", 0}, {"what", "DONE"}});
-  c.Expect(wire::kDisconnect);
+  bool metrics = false;
+  for (;;) {
+    std::optional<Msg> m = c.Next();
+    REQUIRE(m.has_value());
+    REQUIRE(m->command != wire::kDone);
+    if (m->command == wire::kMetrics) {
+      metrics = true;
+      c.Send(wire::kAck, Json{{"run", 10}, {"attempt", 0}, {"what", "METRICS"},
+                              {"seq", m->body["points"].back()[0]}});
+    }
+    if (m->command == wire::kProvenance)
+      c.Send(wire::kAck, Json{{"run", 10}, {"attempt", 0}, {"what", "PROVENANCE"}, {"seq", 0}});
+    if (m->command == wire::kDisconnect) break;
+  }
+  CHECK(metrics);
   CHECK(w.Join() == 0);
 }
 
