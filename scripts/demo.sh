@@ -14,7 +14,8 @@
 # Environment: BUILD (build dir, default build), HEADLAB_BIN (default $BUILD/headlab),
 # HEADLAB_DEMO_DIR (default .headlab/demo), HEADLAB_DEMO_GRID (default experiments/demo.jsonc),
 # HEADLAB_DEMO_HTTP / HEADLAB_DEMO_WORKERS (`up --http ADDR:PORT` / `--workers tcp://ADDR:PORT`;
-# default: headlab's 127.0.0.1:8321 and tcp://127.0.0.1:8322).
+# default: headlab's 127.0.0.1:8321 and tcp://127.0.0.1:8322), HEADLAB_DEMO_SLOTS (the local
+# worker's slots, default nproc).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -28,7 +29,7 @@ for arg in "$@"; do
   case "$arg" in
     --up) up_only=1 ;;
     --rerun) submit_args+=(--rerun) ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +45,8 @@ if [[ -f "$DIR/up.json" ]]; then
   "$HL" down --data-dir "$DIR" || die "could not stop the previous headlab in $DIR"
 fi
 
-up_args=(--detach --data-dir "$DIR")
+# One run per core: the demo grid's runs use one thread each (train.threads 1).
+up_args=(--detach --data-dir "$DIR" --worker-slots "${HEADLAB_DEMO_SLOTS:-$(nproc)}")
 [[ -n "${HEADLAB_DEMO_HTTP:-}" ]] && up_args+=(--http "$HEADLAB_DEMO_HTTP")
 [[ -n "${HEADLAB_DEMO_WORKERS:-}" ]] && up_args+=(--workers "$HEADLAB_DEMO_WORKERS")
 "$HL" up "${up_args[@]}" || die "headlab up failed (logs in $DIR/*.log)"
