@@ -2,11 +2,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/log.h"
+#include "worker/host_provenance.h"
+
 namespace headlab {
 
 TEST_CASE("DiscoverDevices returns at least one device, CPU fallback without a GPU") {
   DeviceInventory inv = DiscoverDevices();
   REQUIRE(!inv.devices.empty());
+  LogInfo("discovered " + DescribeDevices(inv.devices) + "; driver " + inv.cuda_driver +
+          ", runtime " + inv.cuda_runtime + (inv.note.empty() ? "" : " (" + inv.note + ")"));
   if (!inv.has_gpu) {
     REQUIRE(inv.devices.size() == 1);
     const Device& d = inv.devices[0];
@@ -15,12 +20,16 @@ TEST_CASE("DiscoverDevices returns at least one device, CPU fallback without a G
     CHECK(d.memory_bytes > 0);
     CHECK(!inv.note.empty());
   } else {
-    for (const Device& d : inv.devices) {
+    for (size_t i = 0; i < inv.devices.size(); ++i) {
+      const Device& d = inv.devices[i];
+      CHECK(d.index == int(i));
       CHECK(d.kind == "cuda");
+      CHECK(!d.name.empty());
       CHECK(d.memory_bytes > 0);
       CHECK(d.cc_major > 0);
     }
     CHECK(inv.cuda_driver != "none");
+    CHECK(inv.cuda_runtime != "none");
   }
 }
 
