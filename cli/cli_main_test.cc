@@ -3,10 +3,12 @@
 #include "cli/cli_main.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "cli/test_util.h"
+#include "common/files.h"
 
 namespace {
 
@@ -57,4 +59,21 @@ TEST_CASE("An unreachable coordinator exits 1") {
   CHECK(Run({"runs", "1", "--url", url}) == 1);
   CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--url", url}) == 1);
   CHECK(Run({"wait", "1", "--timeout", "0.5", "--url", url}) == 1);
+}
+
+TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
+  char tmpl[] = "/tmp/headlab-cli-down.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  std::string dir = tmpl;
+  CHECK(Run({"down", "--data-dir", dir}) == 0);
+  // Pids above the kernel's pid_max (2^22) cannot exist: both count as already stopped.
+  REQUIRE(headlab::WriteFileAtomic(dir + "/up.json",
+                                   R"({"coordinator_pid": 5000001, "worker_pid": 5000002})")
+              .ok());
+  CHECK(Run({"down", "--data-dir", dir}) == 0);
+  CHECK(!headlab::PathExists(dir + "/up.json"));
+  REQUIRE(headlab::WriteFileAtomic(dir + "/up.json", "not json").ok());
+  CHECK(Run({"down", "--data-dir", dir}) == 2);
+  ::unlink((dir + "/up.json").c_str());
+  ::rmdir(dir.c_str());
 }

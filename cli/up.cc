@@ -197,6 +197,11 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   }
 
   const std::string url = "http://" + LocalHost(http->first) + ":" + http->second;
+  // Something already answering there would pass the health check in our coordinator's
+  // place while ours fails to bind.
+  if (HttpClient(url, "", std::chrono::seconds(2)).Call("GET", "/api/v1/health").ok())
+    return Fail(ctx, Status::Unavailable("a coordinator already answers at " + url +
+                                         " (another `headlab up`? see --http)"));
   const std::string exe = SelfExe();
   const std::string coord_log = dir + "/coordinator.log", worker_log = dir + "/worker.log";
   std::vector<std::string> coord_argv = {exe, "coordinator", "--data-dir", dir, "--http",
