@@ -58,6 +58,14 @@ bool Outbox::HasDone(const Json& run, int64_t attempt) const {
   return !it->second.empty() && it->second.back().command == wire::kDone;
 }
 
+Json Outbox::DoneRefs() const {
+  Json refs = Json::array();
+  for (const auto& [key, q] : by_attempt_)
+    if (!q.empty() && q.back().command == wire::kDone)
+      refs.push_back(Json{{"run", q.back().body["run"]}, {"attempt", q.back().body["attempt"]}});
+  return refs;
+}
+
 size_t Outbox::size() const {
   size_t n = 0;
   for (const auto& [key, q] : by_attempt_) n += q.size();

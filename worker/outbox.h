@@ -28,6 +28,8 @@ class Outbox {
   void ForEach(const std::function<void(const std::string& command, const Json& body)>& send) const;
   // Returns true iff DONE of (run, attempt) is kept (finished, not yet acknowledged).
   bool HasDone(const Json& run, int64_t attempt) const;
+  // Returns {run, attempt} of every attempt whose DONE is kept.
+  Json DoneRefs() const;
   // Returns the number of kept messages.
   size_t size() const;
 

@@ -35,6 +35,7 @@ TEST_CASE("Outbox keeps everything until acknowledged, in order") {
                                                 "DONE", "METRICS"});
   CHECK(o.HasDone(Json(1), 0));
   CHECK(!o.HasDone(Json(2), 1));
+  CHECK(o.DoneRefs() == Json::array({Json{{"run", 1}, {"attempt", 0}}}));
 
   // A partial METRICS ack drops only batches entirely at or below the seq.
   CHECK(o.Ack(Json(1), 0, "METRICS", 4) == 1);

@@ -237,7 +237,7 @@ void Worker::SendReady() {
   Send(wire::kReady, Json{{"token", options_.token}, {"name", options_.name}, {"host", host},
                           {"pid", int64_t(::getpid())}, {"version", wire::kProtocol},
                           {"slots", options_.slots}, {"devices", devices},
-                          {"running", RunningRefs()}});
+                          {"running", ReadyRefs()}});
 }
 
 void Worker::Send(const std::string& command, const Json& body) {
@@ -273,6 +273,15 @@ StatusOr<std::vector<int>> Worker::PickSlots(const Json& devices) const {
     slots.push_back(found);
   }
   return slots;
+}
+
+Json Worker::ReadyRefs() const {
+  // Finished attempts whose DONE is not yet acknowledged count as running here: that keeps
+  // their leases alive until the DONE, resent after WELCOME, arrives (a lease that expired
+  // meanwhile would requeue a run that has in fact finished).
+  Json refs = RunningRefs();
+  for (const Json& r : outbox_.DoneRefs()) refs.push_back(r);
+  return refs;
 }
 
 int Worker::PollTimeoutMs(Clock::time_point now) const {

@@ -72,7 +72,10 @@ class Worker {
   void Send(const std::string& command, const Json& body);
   // Keeps a result in the outbox and sends it if registered.
   void Emit(const std::string& command, Json body);
+  // Returns the refs of the running attempts (HEARTBEAT).
   Json RunningRefs() const;
+  // Returns RunningRefs plus finished attempts whose DONE awaits an ACK (READY).
+  Json ReadyRefs() const;
   // Returns the slots for ASSIGN.devices (the GPU ordinals the coordinator picked), or
   // any one free slot when it names none. InvalidArgument says why there are none.
   StatusOr<std::vector<int>> PickSlots(const Json& devices) const;
