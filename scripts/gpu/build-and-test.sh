@@ -2,7 +2,7 @@
 # build-and-test.sh: builds the hybrid-head kernels on the device machine, runs the `gpu`
 # ctest label, the dev bench and the SDPA comparison; logs go to $OUT (or ./gpu-out).
 #
-#   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only] [--ncu]
+#   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only] [--ncu] [--torch-only]
 #
 # Run it from the repository root on the device machine (through the `run` tool). Needs
 # cmake/ninja (/opt/torch/.venv/bin there), nvcc, python3 with torch for the SDPA baseline.
@@ -12,11 +12,13 @@ set -uo pipefail
 quick=""
 bench=1
 ncu_profile=0
+torch_only=0
 for a in "$@"; do
   case "$a" in
     --quick) quick="--quick" ;;
     --no-bench|--test-only) bench=0 ;;
     --ncu) ncu_profile=1 ;;
+    --torch-only) torch_only=1 ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
@@ -31,6 +33,20 @@ status=0
 
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
+
+if [ "$torch_only" = 1 ]; then
+  # The LibTorch op (kernels/torch/) against the machine's LibTorch with CUDA, and its test.
+  prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+  if ! { cmake -S kernels -B "$build-torch" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+           -DHEADLAB_KERNELS_WITH_TORCH=ON -DCMAKE_PREFIX_PATH="$prefix" &&
+         cmake --build "$build-torch" -j "$(nproc)" --target kernels_torch_test; } > "$out/build-torch.log" 2>&1; then
+    tail -40 "$out/build-torch.log"
+    echo "TORCH BUILD FAILED"
+    exit 1
+  fi
+  "$build-torch/kernels_torch_test" 2>&1 | tee "$out/torch-test.log"
+  exit "${PIPESTATUS[0]}"
+fi
 if ! { cmake -S kernels -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release &&
        cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"

@@ -1,0 +1,192 @@
+// hybrid_attention_op.cc: torch::autograd::Function over HybridAttentionForward/Backward.
+// The kernels see raw pointers and strides; this file maps tensors onto them, takes the
+// current CUDA stream and keeps O and lse for the backward pass.
+#include "kernels/torch/hybrid_attention_op.h"
+
+#if HEADLAB_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+DType ToDType(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat: return DType::kF32;
+    case torch::kBFloat16: return DType::kBF16;
+    case torch::kHalf: return DType::kF16;
+    default: TORCH_CHECK(false, "hybrid attention: dtype must be float32, bfloat16 or float16");
+  }
+  return DType::kF32;
+}
+
+TensorView View(const torch::Tensor& t) {
+  return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+void CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                 const HybridHeads& heads) {
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+              "hybrid attention: q, k, v must be (B, T, heads, d)");
+  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), "hybrid attention: CUDA tensors only");
+  TORCH_CHECK(k.sizes() == v.sizes(), "hybrid attention: k and v shapes differ");
+  TORCH_CHECK(q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+              "hybrid attention: q and k disagree on B, T or d");
+  TORCH_CHECK(q.scalar_type() == k.scalar_type() && q.scalar_type() == v.scalar_type(),
+              "hybrid attention: q, k, v dtypes differ");
+  TORCH_CHECK(q.stride(3) == 1 && k.stride(3) == 1 && v.stride(3) == 1,
+              "hybrid attention: the last dimension must be contiguous");
+  TORCH_CHECK(static_cast<int64_t>(heads.specs.size()) == q.size(2),
+              "hybrid attention: one HeadSpec per query head");
+  bool any_fixed = false;
+  for (const HeadSpec& s : heads.specs) any_fixed |= s.state == HeadState::kFixed;
+  if (!any_fixed) return;
+  for (const torch::Tensor* t : {&heads.alpha, &heads.rho, &heads.log_z}) {
+    TORCH_CHECK(t->defined() && t->dim() == 2 && t->scalar_type() == torch::kFloat &&
+                    t->device() == q.device() && t->stride(1) == 1,
+                "hybrid attention: fixed heads need fp32 [H, L] alpha, rho, log_z on q's device");
+    TORCH_CHECK(t->size(0) == q.size(2) && t->size(1) >= q.size(1),
+                "hybrid attention: alpha/rho/log_z must be [H, L] with L >= T");
+  }
+}
+
+// The kernel's per-head specs, fixed heads pointing into rows of the prior tensors.
+std::vector<HeadSpec> DeviceSpecs(const HybridHeads& heads) {
+  std::vector<HeadSpec> out = heads.specs;
+  for (size_t h = 0; h < out.size(); ++h) {
+    if (out[h].state != HeadState::kFixed) {
+      out[h].alpha = out[h].rho = out[h].log_z = nullptr;
+      continue;
+    }
+    out[h].alpha = heads.alpha.data_ptr<float>() + h * heads.alpha.stride(0);
+    out[h].rho = heads.rho.data_ptr<float>() + h * heads.rho.stride(0);
+    out[h].log_z = heads.log_z.data_ptr<float>() + h * heads.log_z.stride(0);
+  }
+  return out;
+}
+
+AttentionShape Shape(const torch::Tensor& q, const torch::Tensor& k, double scale) {
+  AttentionShape s;
+  s.batch = static_cast<int>(q.size(0));
+  s.seq_len = static_cast<int>(q.size(1));
+  s.heads = static_cast<int>(q.size(2));
+  s.kv_heads = static_cast<int>(k.size(2));
+  s.head_dim = static_cast<int>(q.size(3));
+  s.scale = static_cast<float>(scale);
+  s.dtype = ToDType(q);
+  return s;
+}
+
+void Check(KernelStatus st) { TORCH_CHECK(st.ok(), "hybrid attention kernel: ", st.message); }
+
+#if HEADLAB_TORCH_CUDA
+void* CurrentStream(const torch::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+class HybridAttentionFunction : public torch::autograd::Function<HybridAttentionFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
+                               torch::Tensor v, const HybridHeads& heads, double scale) {
+    CheckInputs(q, k, v, heads);
+    c10::cuda::CUDAGuard guard(q.device());
+    const std::vector<HeadSpec> specs = DeviceSpecs(heads);
+    torch::Tensor o = torch::empty_like(q, torch::MemoryFormat::Contiguous);
+    torch::Tensor lse = torch::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(torch::kFloat));
+    ForwardArgs a;
+    a.shape = Shape(q, k, scale);
+    a.heads = specs.data();
+    a.q = View(q);
+    a.k = View(k);
+    a.v = View(v);
+    a.o = View(o);
+    a.lse = lse.data_ptr<float>();
+    Check(HybridAttentionForward(a, CurrentStream(q)));
+    ctx->save_for_backward({q, k, v, o, lse});
+    // The specs travel as plain integers; the prior tensors by reference (no copy).
+    std::vector<int64_t> flat;
+    for (const HeadSpec& s : heads.specs) {
+      flat.insert(flat.end(), {static_cast<int64_t>(s.state), s.window, s.sink, s.recent});
+    }
+    ctx->saved_data["specs"] = flat;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["alpha"] = heads.alpha.defined() ? heads.alpha : torch::Tensor();
+    ctx->saved_data["rho"] = heads.rho.defined() ? heads.rho : torch::Tensor();
+    ctx->saved_data["log_z"] = heads.log_z.defined() ? heads.log_z : torch::Tensor();
+    return o;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &o = saved[3], &lse = saved[4];
+    c10::cuda::CUDAGuard guard(q.device());
+    HybridHeads heads;
+    const std::vector<int64_t> flat = ctx->saved_data["specs"].toIntVector();
+    for (size_t i = 0; i + 3 < flat.size(); i += 4) {
+      HeadSpec s;
+      s.state = static_cast<HeadState>(flat[i]);
+      s.window = static_cast<int32_t>(flat[i + 1]);
+      s.sink = static_cast<int32_t>(flat[i + 2]);
+      s.recent = static_cast<int32_t>(flat[i + 3]);
+      heads.specs.push_back(s);
+    }
+    heads.alpha = ctx->saved_data["alpha"].toTensor();
+    heads.rho = ctx->saved_data["rho"].toTensor();
+    heads.log_z = ctx->saved_data["log_z"].toTensor();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const std::vector<HeadSpec> specs = DeviceSpecs(heads);
+
+    torch::Tensor d_o = grads[0];
+    if (d_o.stride(3) != 1) d_o = d_o.contiguous();
+    torch::Tensor dq = torch::empty_like(q, torch::MemoryFormat::Contiguous);
+    torch::Tensor dk = torch::empty_like(k, torch::MemoryFormat::Contiguous);
+    torch::Tensor dv = torch::empty_like(v, torch::MemoryFormat::Contiguous);
+    BackwardArgs a;
+    a.shape = Shape(q, k, scale);
+    a.heads = specs.data();
+    a.q = View(q);
+    a.k = View(k);
+    a.v = View(v);
+    a.o = View(o);
+    a.d_o = View(d_o);
+    a.lse = lse.data_ptr<float>();
+    a.dq = View(dq);
+    a.dk = View(dk);
+    a.dv = View(dv);
+    torch::Tensor workspace = torch::empty({static_cast<int64_t>(BackwardWorkspaceBytes(a.shape))},
+                                           q.options().dtype(torch::kUInt8));
+    a.workspace = workspace.data_ptr();
+    Check(HybridAttentionBackward(a, CurrentStream(q)));
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor()};
+  }
+};
+#endif  // HEADLAB_TORCH_CUDA
+
+}  // namespace
+
+bool HybridAttentionAvailable() {
+#if HEADLAB_TORCH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const HybridHeads& heads, double scale) {
+#if HEADLAB_TORCH_CUDA
+  return HybridAttentionFunction::apply(q, k, v, heads, scale);
+#else
+  CheckInputs(q, k, v, heads);  // a CPU tensor fails here with "CUDA tensors only"
+  TORCH_CHECK(false, "hybrid attention: this build has no CUDA LibTorch; use the dense reference");
+  return torch::Tensor();
+#endif
+}
+
+}  // namespace kernels
+}  // namespace headlab

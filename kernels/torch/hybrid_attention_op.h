@@ -1,0 +1,38 @@
+// hybrid_attention_op.h: the hybrid-head attention layer as a LibTorch autograd op over the
+// fused CUDA kernels (kernels/hybrid_attention.h). CUDA tensors only: the dense reference
+// layer in worker/exec stays the CPU path and the test oracle. The one LibTorch translation
+// unit of kernels/; builds against Debian's LibTorch 1.13 (CPU: the op then reports itself
+// unavailable) and LibTorch 2.11 with CUDA.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "kernels/hybrid_attention.h"
+
+namespace headlab {
+namespace kernels {
+
+// A layer's head configuration. specs has one entry per query head; their alpha/rho/log_z
+// pointers are ignored and taken from the tensors below instead: fp32 [H, L] on q's device,
+// L >= T, row h used iff head h is kFixed (SAF eq. 3; log_z[h, i] = log Z(i)). The tensors
+// may be undefined when no head is fixed.
+struct HybridHeads {
+  std::vector<HeadSpec> specs;
+  torch::Tensor alpha, rho, log_z;
+};
+
+// Returns true iff this build can run the op: LibTorch with CUDA and the kernels compiled.
+bool HybridAttentionAvailable();
+
+// Returns O (B, T, H, d), causal hybrid attention of q (B, T, H, d) over k, v (B, T, Hkv, d)
+// with softmax scale `scale`; CUDA tensors of one dtype (fp32, bf16, fp16) whose last
+// dimension is contiguous (views such as slices of a packed QKV tensor are fine).
+// Differentiable in q, k and v; fixed heads' q and k gradients are exact zeros.
+// Throws c10::Error on bad input or when !HybridAttentionAvailable().
+torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const HybridHeads& heads, double scale);
+
+}  // namespace kernels
+}  // namespace headlab
