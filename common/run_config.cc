@@ -55,6 +55,11 @@ const std::vector<KeySpec>& Schema() {
       Int("model.mlp_ratio", 1, 64, 4),
       Int("model.vocab", 2, 1000000, 256),
       Str("model.preset", "", "|tiny|124m|1b"),
+      Int("model.kv_heads", 0, 128, 0),            // GQA key/value heads; 0 = model.heads
+      Str("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
+      Num("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
+      Str("model.norm", "layernorm", "layernorm|rmsnorm"),
+      Str("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
       Int("train.steps", 0, 1e8, 200),
       Int("train.batch_size", 1, 65536, 8),
       Num("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
@@ -68,6 +73,7 @@ const std::vector<KeySpec>& Schema() {
       Int("train.eval_batches", 1, 1e6, 8),
       Int("train.log_every", 1, 1e8, 10),
       Int("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
+      Num("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
       Str("train.device", "auto", "auto|cpu|cuda"),
       Int("train.threads", 0, 1024, 0),  // 0 = the library default
       Str("data.source", "builtin", "builtin|shards"),
@@ -198,6 +204,15 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
     return Invalid(file, prefix + ".model.width",
                    "expected a multiple of model.heads (" + std::to_string(heads) +
                        "), got " + std::to_string(width));
+  int64_t kv_heads = c["model"]["kv_heads"].get<int64_t>();
+  if (kv_heads != 0 && heads % kv_heads != 0)
+    return Invalid(file, prefix + ".model.kv_heads",
+                   "expected 0 or a divisor of model.heads (" + std::to_string(heads) +
+                       "), got " + std::to_string(kv_heads));
+  if (c["model"]["pos"] == "rope" && (width / heads) % 2 != 0)
+    return Invalid(file, prefix + ".model.pos",
+                   "\"rope\" needs an even head dimension (model.width / model.heads), got " +
+                       std::to_string(width / heads));
   const std::string& source = c["data"]["source"].get_ref<const std::string&>();
   if (source == "shards" && c["data"]["path"].get_ref<const std::string&>().empty())
     return Invalid(file, prefix + ".data.path",

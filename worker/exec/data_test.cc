@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "common/files.h"
+#include "worker/exec/test_util.h"
 
 namespace headlab {
 namespace {
@@ -69,7 +69,7 @@ TEST_CASE("data: train and eval windows are disjoint") {
 }
 
 TEST_CASE("data: shards are mapped, hashed and range-checked") {
-  std::string dir = std::filesystem::temp_directory_path() / "headlab_exec_shards_test";
+  std::string dir = testing::ScratchPath("headlab_exec_shards_test");
   REQUIRE(MakeDirs(dir).ok());
   std::string train, val;
   for (uint16_t t = 0; t < 300; ++t) train.append(reinterpret_cast<const char*>(&t), 2);
@@ -86,7 +86,7 @@ TEST_CASE("data: shards are mapped, hashed and range-checked") {
   CHECK(small.status().message().find("token 299") != std::string::npos);
   REQUIRE(WriteFileAtomic(dir + "/val.bin", "abc").ok());
   CHECK(!LoadShards(dir, 300).ok());
-  std::filesystem::remove_all(dir);
+  testing::RemoveTree(dir);
   CHECK(!LoadShards(dir, 300).ok());
 }
 

@@ -62,6 +62,12 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("model.context", &c.model.context);
   r.Read("model.mlp_ratio", &c.model.mlp_ratio);
   r.Read("model.vocab", &c.model.vocab);
+  r.Read("model.kv_heads", &c.model.kv_heads);
+  r.Read("model.pos", &c.model.pos);
+  r.Read("model.rope_base", &c.model.rope_base);
+  r.Read("model.norm", &c.model.norm);
+  std::string head_modes;
+  r.Read("model.head_modes", &head_modes);
   r.Read("train.steps", &c.train.steps);
   r.Read("train.batch_size", &c.train.batch_size);
   r.Read("train.lr", &c.train.lr);
@@ -75,6 +81,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("train.eval_batches", &c.train.eval_batches);
   r.Read("train.log_every", &c.train.log_every);
   r.Read("train.checkpoint_every", &c.train.checkpoint_every);
+  r.Read("train.time_budget_s", &c.train.time_budget_s);
   r.Read("train.device", &c.train.device);
   r.Read("train.threads", &c.train.threads);
   r.Read("data.source", &c.data.source);
@@ -83,6 +90,11 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("noop.duration_ms", &c.noop.duration_ms);
   r.Read("noop.metrics", &c.noop.metrics);
   if (!r.status().ok()) return r.status();
+  if (c.model.kv_heads == 0) c.model.kv_heads = c.model.heads;
+  StatusOr<std::vector<HeadAssignment>> modes =
+      ParseHeadModes(head_modes, c.model.layers, c.model.heads, file + ": $.config.model.head_modes");
+  if (!modes.ok()) return modes.status();
+  c.model.head_modes = modes.value();
   return c;
 }
 

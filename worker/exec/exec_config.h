@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "common/status.h"
+#include "worker/exec/head_state.h"
 
 namespace headlab {
 
@@ -17,6 +19,11 @@ struct ModelConfig {
   int64_t context = 0;
   double mlp_ratio = 0;
   int64_t vocab = 0;
+  int64_t kv_heads = 0;          // key/value heads (GQA); normalized: 0 -> heads
+  std::string pos;               // learned | rope
+  double rope_base = 0;
+  std::string norm;              // layernorm | rmsnorm
+  std::vector<HeadAssignment> head_modes;  // parsed model.head_modes
 };
 
 struct TrainConfig {
@@ -33,6 +40,7 @@ struct TrainConfig {
   int64_t eval_batches = 0;
   int64_t log_every = 0;
   int64_t checkpoint_every = 0;
+  double time_budget_s = 0;  // > 0: matched-time run (SAF App. C.3.3); steps shapes the schedule
   std::string device;  // auto | cpu | cuda
   int64_t threads = 0;
 };

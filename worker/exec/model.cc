@@ -13,53 +13,39 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t width, int64_t heads)
-    : heads_(heads), head_dim_(width / heads) {
-  auto lin = [&](const char* name) {
-    return register_module(name, torch::nn::Linear(
-                                     torch::nn::LinearOptions(width, width).bias(false)));
-  };
-  q_proj = lin("q_proj");
-  k_proj = lin("k_proj");
-  v_proj = lin("v_proj");
-  o_proj = lin("o_proj");
+NormImpl::NormImpl(int64_t width, bool rms) : rms_(rms) {
+  weight = register_parameter("weight", torch::ones({width}));
+  if (!rms) bias = register_parameter("bias", torch::zeros({width}));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  auto split = [&](const torch::Tensor& t) {
-    return t.view({B, T, heads_, head_dim_}).transpose(1, 2);  // [B, H, T, d]
-  };
-  torch::Tensor q = split(q_proj(x)), k = split(k_proj(x)), v = split(v_proj(x));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
-  torch::Tensor future = torch::ones({T, T}, torch::dtype(torch::kBool).device(x.device()))
-                             .triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  torch::Tensor y = torch::matmul(torch::softmax(scores, -1), v);  // [B, H, T, d]
-  return o_proj(y.transpose(1, 2).reshape({B, T, C}));
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (!rms_) return F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(1e-5));
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + 1e-6) * weight;
 }
 
 BlockImpl::BlockImpl(const ModelConfig& c) {
   const int64_t hidden = int64_t(std::llround(c.mlp_ratio * double(c.width)));
-  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})));
-  attn = register_module("attn", CausalSelfAttention(c.width, c.heads));
-  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})));
+  const bool rms = c.norm == "rmsnorm";
+  ln1 = register_module("ln1", Norm(c.width, rms));
+  attn = register_module("attn", HybridAttention(c.width, c.heads, c.kv_heads, c.context));
+  ln2 = register_module("ln2", Norm(c.width, rms));
   fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(c.width, hidden).bias(false)));
   proj = register_module("proj",
                          torch::nn::Linear(torch::nn::LinearOptions(hidden, c.width).bias(false)));
 }
 
-torch::Tensor BlockImpl::forward(torch::Tensor x) {
-  x = x + attn(ln1(x));
+torch::Tensor BlockImpl::forward(
+    torch::Tensor x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  x = x + attn->forward(ln1(x), rotate);
   return x + proj(F::gelu(fc(ln2(x))));
 }
 
 GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
   wte = register_module("wte", torch::nn::Embedding(c.vocab, c.width));
-  wpe = register_module("wpe", torch::nn::Embedding(c.context, c.width));
+  if (c.pos == "learned") wpe = register_module("wpe", torch::nn::Embedding(c.context, c.width));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.layers; ++i) blocks->push_back(Block(c));
-  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.width})));
+  ln_f = register_module("ln_f", Norm(c.width, c.norm == "rmsnorm"));
 
   // GPT-2 initialisation: N(0, 0.02) for embeddings and projections; the projections that
   // write into the residual stream are scaled by 1/sqrt(2 * layers) so its variance does
@@ -69,18 +55,40 @@ GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     torch::Tensor& t = p.value();
-    if (t.dim() < 2) continue;  // LayerNorm weights/biases keep their (1, 0) init
+    if (t.dim() < 2) continue;  // norm gains and biases keep their (1, 0) init
     bool residual = EndsWith(name, ".o_proj.weight") || EndsWith(name, ".proj.weight");
     t.normal_(0.0, residual ? residual_std : 0.02);
   }
+  for (const HeadAssignment& a : c.head_modes) attention(a.layer)->SetHeadState(a.head, a.state);
+}
+
+HybridAttention& GptImpl::attention(int64_t layer) {
+  return blocks->ptr(size_t(layer))->as<Block>()->attn;
+}
+
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base) {
+  const int64_t T = x.size(2), d = x.size(3), half = d / 2;
+  auto opts = torch::dtype(torch::kFloat).device(x.device());
+  torch::Tensor inv_freq =
+      torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));  // [d/2]
+  torch::Tensor angles = torch::outer(torch::arange(T, opts), inv_freq);             // [T, d/2]
+  torch::Tensor cos = angles.cos(), sin = angles.sin();
+  torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= config_.context, "sequence length ", T, " > context ", config_.context);
-  torch::Tensor pos = torch::arange(T, torch::dtype(torch::kLong).device(idx.device()));
-  torch::Tensor x = wte(idx) + wpe(pos);
-  for (const auto& b : *blocks) x = b->as<Block>()->forward(x);
+  torch::Tensor x = wte(idx);
+  std::function<torch::Tensor(const torch::Tensor&)> rotate;
+  if (wpe) {
+    x = x + wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
+  } else {
+    const double base = config_.rope_base;
+    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
+  }
+  for (const auto& b : *blocks) x = b->as<Block>()->forward(x, rotate);
   return F::linear(ln_f(x), wte->weight);  // tied output head
 }
 

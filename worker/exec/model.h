@@ -1,40 +1,46 @@
 // The decoder-only language model (LibTorch): token embedding tied with the output head,
-// learned absolute positions, pre-LayerNorm blocks of causal multi-head attention and a
-// GELU MLP, final LayerNorm. Included only by LibTorch translation units.
+// learned absolute positions or RoPE, pre-norm (LayerNorm or RMSNorm) blocks of hybrid-head
+// causal attention (attention.h; ordinary heads by default, GQA optional) and a GELU MLP,
+// final norm. Included only by LibTorch translation units.
 #pragma once
 
 #include <torch/torch.h>
 
+#include "worker/exec/attention.h"
 #include "worker/exec/exec_config.h"
 
 namespace headlab {
 
-// Causal multi-head self-attention with separate Q/K/V/output projections (no biases),
-// computed densely in fp32: softmax(QK^T/sqrt(d) + causal mask) V.
-class CausalSelfAttentionImpl : public torch::nn::Module {
+// LayerNorm (with bias) or RMSNorm (gain only), chosen by model.norm; parameters are named
+// "weight" (and "bias") as in torch::nn::LayerNorm.
+class NormImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(int64_t width, int64_t heads);
-  // x: [B, T, C] -> [B, T, C].
+  NormImpl(int64_t width, bool rms);
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  torch::Tensor weight, bias;
 
  private:
-  int64_t heads_;
-  int64_t head_dim_;
+  bool rms_;
 };
-TORCH_MODULE(CausalSelfAttention);
+TORCH_MODULE(Norm);
 
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& c);
-  torch::Tensor forward(torch::Tensor x);
+  // `rotate`: the position encoding of queries and keys (RoPE), or empty.
+  torch::Tensor forward(torch::Tensor x,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
 
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
-  CausalSelfAttention attn{nullptr};
+  Norm ln1{nullptr}, ln2{nullptr};
+  HybridAttention attn{nullptr};
   torch::nn::Linear fc{nullptr}, proj{nullptr};
 };
 TORCH_MODULE(Block);
+
+// RoPE in rotate-half form: rotates each (i, i + d/2) pair of the [B, h, T, d] tensor x at
+// position t by the angle t * base^(-2i/d), so q.k depends on positions only through t_q - t_k.
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base);
 
 class GptImpl : public torch::nn::Module {
  public:
@@ -49,9 +55,12 @@ class GptImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  // Returns block `layer`'s attention layer (to read or change its head states).
+  HybridAttention& attention(int64_t layer);
+
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe only with learned positions
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm ln_f{nullptr};
+  Norm ln_f{nullptr};
 
  private:
   ModelConfig config_;

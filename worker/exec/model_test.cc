@@ -13,6 +13,10 @@ ModelConfig TinyModel() {
   m.context = 12;
   m.mlp_ratio = 2;
   m.vocab = 40;
+  m.kv_heads = 2;
+  m.pos = "learned";
+  m.rope_base = 10000;
+  m.norm = "layernorm";
   return m;
 }
 
@@ -42,6 +46,38 @@ TEST_CASE("model: causal, changing a future token leaves earlier logits unchange
     // ...and the changed position itself does see its own token.
     CHECK(!torch::allclose(before.select(1, t), after.select(1, t)));
   }
+}
+
+TEST_CASE("model: RoPE, RMSNorm and GQA variants are causal; head modes are installed") {
+  ModelConfig c = TinyModel();
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.pos = "rope";
+  c.norm = "rmsnorm";
+  c.head_modes = {{0, 1, {HeadMode::kLocal, 3}}, {1, 2, {HeadMode::kPruned}}};
+  torch::manual_seed(4);
+  Gpt model(c);
+  CHECK(!model->wpe);  // no learned positions with RoPE
+  CHECK(model->attention(0)->head_states()[1].mode == HeadMode::kLocal);
+  CHECK(model->attention(1)->head_states()[2].mode == HeadMode::kPruned);
+  CHECK(model->attention(1)->k_proj->weight.size(0) == 2 * 4);  // kv_heads x head_dim
+  torch::NoGradGuard no_grad;
+  torch::Tensor idx = torch::randint(0, 40, {2, 12}, torch::kLong);
+  torch::Tensor before = model->forward(idx);
+  torch::Tensor changed = idx.clone();
+  changed.index_put_({torch::indexing::Slice(), 8}, (idx.index({0, 8}).item<int64_t>() + 1) % 40);
+  CHECK(torch::equal(before.narrow(1, 0, 8), model->forward(changed).narrow(1, 0, 8)));
+  CHECK(before.isfinite().all().item<bool>());
+}
+
+TEST_CASE("model: RoPE dot products depend only on the relative position") {
+  torch::manual_seed(5);
+  const int64_t T = 16, d = 8;
+  torch::Tensor q = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), 10000.0)[0][0];
+  torch::Tensor k = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), 10000.0)[0][0];
+  CHECK(q[5].norm().item<double>() == Approx(q[0].norm().item<double>()));
+  CHECK(q[9].dot(k[4]).item<double>() == Approx(q[12].dot(k[7]).item<double>()).epsilon(1e-5));
+  CHECK(q[9].dot(k[4]).item<double>() != Approx(q[9].dot(k[7]).item<double>()).epsilon(1e-3));
 }
 
 TEST_CASE("model: same seed, same initial weights") {

@@ -70,17 +70,41 @@ std::pair<torch::Tensor, torch::Tensor> ToBatch(std::vector<int64_t>& tokens, in
   return {t.narrow(1, 0, context), t.narrow(1, 1, context)};
 }
 
-// Mean nats/token over the fixed evaluation batches of the held-out split.
-double Evaluate(Gpt& model, const Dataset& data, const ExecConfig& c, torch::Device device) {
+// Per-token log-probabilities of the fixed evaluation batches of the held-out split, as
+// one float32 vector in batch, row, position order (the logprobs artifact's layout).
+std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfig& c,
+                                torch::Device device) {
   torch::NoGradGuard no_grad;
-  double total = 0;
+  std::vector<float> out;
   for (int64_t b = 0; b < c.train.eval_batches; ++b) {
     std::vector<int64_t> tokens;
     EvalBatch(data.val, c.model.context, c.train.batch_size, b, c.train.eval_batches, &tokens);
     auto [x, y] = ToBatch(tokens, c.train.batch_size, c.model.context, device);
-    total += model->Loss(x, y).item<double>();
+    torch::Tensor lp = model->TokenLogProbs(x, y).to(torch::kCPU, torch::kFloat).contiguous();
+    out.insert(out.end(), lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
   }
-  return total / double(c.train.eval_batches);  // equal-size batches: mean of means
+  return out;
+}
+
+// Mean nats/token: -mean log p, accumulated in double.
+double MeanNats(const std::vector<float>& logprobs) {
+  double sum = 0;
+  for (float v : logprobs) sum -= double(v);
+  return sum / double(logprobs.size());
+}
+
+// logprobs artifact := float32 little-endian [eval_batches * batch_size * context]: log p of
+// each held-out target token under the model at `step`, in EvalBatch order (batch, row,
+// position). Paired comparisons and bootstraps are computed from these later.
+Status SaveLogProbs(const std::string& out_dir, int64_t step, const std::vector<float>& lp,
+                    EventSink* events) {
+  char name[40];
+  std::snprintf(name, sizeof name, "logprobs-%08lld.f32", static_cast<long long>(step));
+  std::string path = out_dir + "/" + name;
+  std::string bytes(reinterpret_cast<const char*>(lp.data()), lp.size() * sizeof(float));
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+  events->Artifact("logprobs", path, Sha256Hex(bytes), bytes.size(), step);
+  return Status::Ok();
 }
 
 // AdamW with weight decay on matrices (dim >= 2: embeddings, projections) only; vectors
@@ -114,11 +138,11 @@ Status SaveCheckpoint(const TrainRequest& req, Gpt& model, torch::optim::Optimiz
 
 }  // namespace
 
-double ScheduledLr(const TrainConfig& t, int64_t step) {
-  if (step < t.warmup_steps) return t.lr * double(step + 1) / double(t.warmup_steps);
+double ScheduledLr(const TrainConfig& t, double step) {
+  if (step < double(t.warmup_steps)) return t.lr * (step + 1) / double(t.warmup_steps);
   const double min_lr = t.lr * t.min_lr_ratio;
   const int64_t decay_steps = std::max<int64_t>(1, t.steps - t.warmup_steps - 1);
-  const double progress = std::min(1.0, double(step - t.warmup_steps) / double(decay_steps));
+  const double progress = std::min(1.0, (step - double(t.warmup_steps)) / double(decay_steps));
   return min_lr + 0.5 * (1.0 + std::cos(M_PI * progress)) * (t.lr - min_lr);
 }
 
@@ -188,65 +212,87 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   const int64_t tokens_per_step = t.batch_size * c.model.context;
   const int64_t first_step = progress.step;
   const Clock::time_point train_t0 = Clock::now();
-  double last_loss = std::nan("");
+  const bool timed = t.time_budget_s > 0;
   double eval_loss = std::nan("");
+  double last_loss = std::nan("");
+  int64_t logged_at = -1, evaluated_at = -1, saved_at = -1;
+  std::vector<float> logprobs;  // of the latest evaluation
   auto tokens_per_s = [&]() {
     double s = SecondsSince(train_t0);
     return s > 0 ? double((progress.step - first_step) * tokens_per_step) / s : 0.0;
   };
   auto evaluate = [&]() {
-    eval_loss = Evaluate(model, *data, c, device);
+    logprobs = EvalLogProbs(model, *data, c, device);
+    eval_loss = MeanNats(logprobs);
+    evaluated_at = progress.step;
     events->Metric(progress.step, metric::kEvalLoss, eval_loss);
     events->Metric(progress.step, metric::kEvalPpl, std::exp(eval_loss));
     LogInfo("step " + std::to_string(progress.step) + ": eval loss " + std::to_string(eval_loss) +
             " ppl " + std::to_string(std::exp(eval_loss)));
   };
+  auto save = [&]() {
+    progress.sampler_state = sampler.SaveState();
+    saved_at = progress.step;
+    return SaveCheckpoint(req, model, *opt, progress, events);
+  };
+  torch::Tensor loss;
+  double lr = 0, grad_norm = 0;
+  auto log_step = [&]() {
+    last_loss = loss.item<double>();
+    logged_at = progress.step;
+    events->Metric(progress.step, metric::kTrainLoss, last_loss);
+    events->Metric(progress.step, metric::kTrainLr, lr);
+    events->Metric(progress.step, metric::kTrainGradNorm, grad_norm);
+    events->Metric(progress.step, metric::kTrainTokens, double(progress.step * tokens_per_step));
+    events->Metric(progress.step, metric::kTrainTokensPerS, tokens_per_s());
+    events->Metric(progress.step, metric::kElapsedS, SecondsSince(t0));
+    char line[160];
+    std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s",
+                  static_cast<long long>(progress.step), static_cast<long long>(t.steps),
+                  last_loss, lr, grad_norm, tokens_per_s());
+    LogInfo(line);
+  };
 
-  while (progress.step < t.steps) {
+  // Matched time (SAF App. C.3.3): the allowance runs from the start of this attempt
+  // (loading included) and the run stops before an update would exceed it, predicting an
+  // update's cost by the slowest one so far. The schedule then advances with elapsed time
+  // over what is left of the `steps`-long schedule, the same for every arm.
+  double slowest_update_s = 0;
+  while (timed ? SecondsSince(t0) + slowest_update_s <= t.time_budget_s : progress.step < t.steps) {
     if (StopRequested()) return Status::Cancelled("stopped by signal at step " + std::to_string(progress.step));
-    const double lr = ScheduledLr(t, progress.step);
+    const Clock::time_point u0 = Clock::now();
+    const double at = timed ? double(first_step) + std::min(1.0, SecondsSince(t0) / t.time_budget_s) *
+                                                       double(std::max<int64_t>(0, t.steps - first_step))
+                            : double(progress.step);
+    lr = ScheduledLr(t, at);
     SetLr(*opt, lr);
     std::vector<int64_t> tokens;
     sampler.Next(data->train, t.batch_size, &tokens);
     auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
     opt->zero_grad();
-    torch::Tensor loss = model->Loss(x, y);
+    loss = model->Loss(x, y);
     loss.backward();
     // clip_grad_norm_ with an infinite limit only measures the norm.
-    double grad_norm = torch::nn::utils::clip_grad_norm_(
-        model->parameters(), t.grad_clip > 0 ? t.grad_clip : INFINITY);
+    grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
+                                                  t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
     ++progress.step;
+    slowest_update_s = std::max(slowest_update_s, SecondsSince(u0));
 
-    const bool last = progress.step == t.steps;
-    if (last || (t.log_every > 0 && progress.step % t.log_every == 0)) {
-      last_loss = loss.item<double>();
-      const int64_t tokens_seen = progress.step * tokens_per_step;
-      events->Metric(progress.step, metric::kTrainLoss, last_loss);
-      events->Metric(progress.step, metric::kTrainLr, lr);
-      events->Metric(progress.step, metric::kTrainGradNorm, grad_norm);
-      events->Metric(progress.step, metric::kTrainTokens, double(tokens_seen));
-      events->Metric(progress.step, metric::kTrainTokensPerS, tokens_per_s());
-      events->Metric(progress.step, metric::kElapsedS, SecondsSince(t0));
-      char line[160];
-      std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s",
-                    static_cast<long long>(progress.step), static_cast<long long>(t.steps),
-                    last_loss, lr, grad_norm, tokens_per_s());
-      LogInfo(line);
-    }
-    if (last || (t.eval_every > 0 && progress.step % t.eval_every == 0)) evaluate();
-    if (last || (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0)) {
-      progress.sampler_state = sampler.SaveState();
-      HEADLAB_RETURN_IF_ERROR(SaveCheckpoint(req, model, *opt, progress, events));
-    }
+    const bool last = !timed && progress.step == t.steps;
+    if (last || (t.log_every > 0 && progress.step % t.log_every == 0)) log_step();
+    if (last) break;  // the final evaluation and checkpoint follow
+    if (t.eval_every > 0 && progress.step % t.eval_every == 0) evaluate();
+    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0)
+      HEADLAB_RETURN_IF_ERROR(save());
   }
-  if (std::isnan(eval_loss)) {  // nothing left to train (steps 0, or resumed at the end)
-    evaluate();
-    if (first_step == t.steps && !req.resume) {
-      progress.sampler_state = sampler.SaveState();
-      HEADLAB_RETURN_IF_ERROR(SaveCheckpoint(req, model, *opt, progress, events));
-    }
-  }
+  // Final reporting: evaluation with per-token log-probs, and the final checkpoint (not
+  // again when nothing was trained after resuming).
+  if (loss.defined() && logged_at != progress.step) log_step();
+  if (evaluated_at != progress.step) evaluate();
+  HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
+  if (saved_at != progress.step && !(req.resume && progress.step == first_step))
+    HEADLAB_RETURN_IF_ERROR(save());
 
   const double elapsed = SecondsSince(t0);
   Json values = {{metric::kEvalLoss, eval_loss},

@@ -26,9 +26,10 @@ struct TrainRequest {
 // resume checkpoint whose SHA-256 or step does not match, and other errors as they come.
 Status RunTraining(const TrainRequest& req, EventSink* events);
 
-// Returns the learning rate of update `step` (0-based): linear warm-up over warmup_steps to
-// lr, then cosine decay to lr * min_lr_ratio at the last step.
-double ScheduledLr(const TrainConfig& t, int64_t step);
+// Returns the learning rate of update `step` (0-based; fractional under a time budget):
+// linear warm-up over warmup_steps to lr, then cosine decay to lr * min_lr_ratio at the
+// last step.
+double ScheduledLr(const TrainConfig& t, double step);
 
 // Returns the checkpoint path of `step` in `out_dir`.
 std::string CheckpointPath(const std::string& out_dir, int64_t step);

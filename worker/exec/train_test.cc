@@ -3,12 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <map>
 
 #include <torch/torch.h>
 
 #include "common/files.h"
+#include "worker/exec/test_util.h"
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
@@ -29,8 +30,8 @@ TrainRequest TinyRun(const std::string& name, const Json& overrides) {
   REQUIRE(normalized.ok());
   StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
   REQUIRE(c.ok());
-  std::string dir = std::filesystem::temp_directory_path() / ("headlab_exec_" + name);
-  std::filesystem::remove_all(dir);
+  std::string dir = testing::ScratchPath("headlab_exec_" + name);
+  testing::RemoveTree(dir);
   return TrainRequest{c.value(), normalized.value(), dir, std::nullopt};
 }
 
@@ -38,6 +39,7 @@ TrainRequest TinyRun(const std::string& name, const Json& overrides) {
 struct Events {
   std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
   std::vector<Json> artifacts;
+  std::vector<Json> checkpoints;  // the artifacts of kind checkpoint
   Json summary;
   Json provenance;
 };
@@ -54,6 +56,7 @@ Events Run(const TrainRequest& req, Status* status) {
     Json j = Json::parse(line);
     if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "artifact") ev.artifacts.push_back(j);
+    if (j["ev"] == "artifact" && j["kind"] == "checkpoint") ev.checkpoints.push_back(j);
     if (j["ev"] == "summary") ev.summary = j["values"];
     if (j["ev"] == "provenance") ev.provenance = j["fields"];
   }
@@ -87,9 +90,23 @@ TEST_CASE("train: loss decreases on the builtin corpus") {
   CHECK(eval < first - 1.0);
   CHECK(ev.summary[metric::kEvalPpl].get<double>() == Approx(std::exp(eval)));
   CHECK(ev.provenance["dataset_sha256"].get<std::string>().size() == 64);
-  REQUIRE(ev.artifacts.size() == 1);  // the final checkpoint
-  CHECK(ev.artifacts[0]["step"] == 40);
-  std::filesystem::remove_all(req.out_dir);
+  REQUIRE(ev.artifacts.size() == 2);  // the final log-probs and checkpoint
+  CHECK(ev.checkpoints.at(0)["step"] == 40);
+  const Json& lp = ev.artifacts[0];
+  CHECK(lp["kind"] == "logprobs");
+  StatusOr<std::string> bytes = ReadFile(lp["path"]);
+  REQUIRE(bytes.ok());
+  CHECK(Sha256Hex(bytes.value()) == lp["sha256"]);
+  REQUIRE(bytes->size() == size_t(4 * 4 * 32) * sizeof(float));  // eval_batches x batch x context
+  double nats = 0;
+  for (size_t i = 0; i < bytes->size(); i += 4) {
+    float v;
+    std::memcpy(&v, bytes->data() + i, 4);
+    CHECK(v <= 0.0f);
+    nats -= v;
+  }
+  CHECK(nats / double(bytes->size() / 4) == Approx(eval).epsilon(1e-9));
+  testing::RemoveTree(req.out_dir);
 }
 
 TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU") {
@@ -99,8 +116,8 @@ TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU"
   Status st;
   Events a = Run(full, &st);
   REQUIRE(st.ok());
-  REQUIRE(a.artifacts.size() == 2);
-  const Json& mid = a.artifacts[0];
+  REQUIRE(a.checkpoints.size() == 2);
+  const Json& mid = a.checkpoints[0];
   CHECK(mid["step"] == 3);
   CHECK(Sha256File(mid["path"]).value() == mid["sha256"]);
   CHECK(!PathExists(mid["path"].get<std::string>() + ".tmp"));
@@ -121,8 +138,8 @@ TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU"
     archive.load_from(path);
     return archive;
   };
-  torch::serialize::InputArchive fa = load(a.artifacts[1]["path"]);
-  torch::serialize::InputArchive fb = load(b.artifacts.back()["path"]);
+  torch::serialize::InputArchive fa = load(a.checkpoints.at(1)["path"]);
+  torch::serialize::InputArchive fb = load(b.checkpoints.at(0)["path"]);
   torch::serialize::InputArchive ma, mb;
   fa.read("model", ma);
   fb.read("model", mb);
@@ -143,8 +160,26 @@ TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU"
   cont.resume = ResumePoint{mid["path"], mid["sha256"], 4};
   Run(cont, &st);
   CHECK(st.code() == Status::Code::kCorruption);
-  std::filesystem::remove_all(full.out_dir);
-  std::filesystem::remove_all(cont.out_dir);
+  testing::RemoveTree(full.out_dir);
+  testing::RemoveTree(cont.out_dir);
+}
+
+TEST_CASE("train: a matched-time run stops within its allowance, lr following elapsed time") {
+  TrainRequest req = TinyRun("timed", {{"train", {{"steps", 100000}, {"log_every", 1},
+                                                  {"eval_every", 0}, {"eval_batches", 1},
+                                                  {"checkpoint_every", 0}, {"warmup_steps", 0},
+                                                  {"time_budget_s", 1.5}}}});
+  Status st;
+  Events ev = Run(req, &st);
+  REQUIRE(st.ok());
+  const auto& lrs = ev.metrics[metric::kTrainLr];
+  REQUIRE(lrs.size() >= 2);
+  CHECK(lrs.size() < 100000);
+  CHECK(lrs.rbegin()->second < lrs.begin()->second);  // the schedule advanced with time
+  // Updates are predicted by the slowest so far; allow one slower update under CPU contention.
+  CHECK(ev.metrics[metric::kElapsedS].rbegin()->second <= 2.5);
+  CHECK(ev.checkpoints.size() == 1);
+  testing::RemoveTree(req.out_dir);
 }
 
 TEST_CASE("train: a stop request ends the run at a step boundary with no partial files") {
@@ -155,8 +190,8 @@ TEST_CASE("train: a stop request ends the run at a step boundary with no partial
   ClearStop();
   CHECK(st.code() == Status::Code::kCancelled);
   CHECK(ev.artifacts.empty());
-  CHECK(std::filesystem::is_empty(req.out_dir));
-  std::filesystem::remove_all(req.out_dir);
+  CHECK(testing::IsEmptyDir(req.out_dir));
+  testing::RemoveTree(req.out_dir);
 }
 
 TEST_CASE("train: a context longer than the held-out split is refused") {

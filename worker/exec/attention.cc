@@ -1,0 +1,191 @@
+// Dense fp32 reference of the hybrid-head attention layer.
+#include "worker/exec/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace headlab {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool NeedsScores(HeadMode m) {
+  return m == HeadMode::kOrdinary || m == HeadMode::kStreaming || m == HeadMode::kLocal;
+}
+
+// Returns the [T, T] unnormalised log-pattern alpha(j) + rho(i-j) for keys j <= i, -inf
+// for j > i.
+torch::Tensor CompactLogits(const torch::Tensor& alpha, const torch::Tensor& rho, int64_t T) {
+  auto opts = torch::dtype(torch::kLong).device(alpha.device());
+  torch::Tensor i = torch::arange(T, opts).unsqueeze(1);  // query
+  torch::Tensor j = torch::arange(T, opts).unsqueeze(0);  // key
+  torch::Tensor logits = alpha.narrow(0, 0, T).unsqueeze(0) + rho.index({(i - j).clamp_min(0)});
+  return logits.masked_fill(j > i, kNegInf);
+}
+
+}  // namespace
+
+torch::Tensor CompactLogNormalizer(const torch::Tensor& alpha, const torch::Tensor& rho) {
+  return torch::logsumexp(CompactLogits(alpha, rho, alpha.size(0)), 1);
+}
+
+torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rho,
+                             const torch::Tensor& log_z, int64_t T) {
+  // SAF eq. 3: P(i,j) = exp(alpha(j) + rho(i-j)) / Z(i) for j <= i; exp(-inf) = 0 above.
+  return torch::exp(CompactLogits(alpha, rho, T) - log_z.narrow(0, 0, T).unsqueeze(1));
+}
+
+torch::Tensor AllowedKeys(const HeadState& s, int64_t T, torch::Device device) {
+  auto opts = torch::dtype(torch::kLong).device(device);
+  torch::Tensor q = torch::arange(T, opts).unsqueeze(1);
+  torch::Tensor k = torch::arange(T, opts).unsqueeze(0);
+  torch::Tensor allowed = k <= q;
+  if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
+  if (s.mode == HeadMode::kStreaming) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  return allowed;
+}
+
+HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads,
+                                         int64_t context)
+    : heads_(heads),
+      kv_heads_(kv_heads),
+      head_dim_(width / heads),
+      context_(context),
+      states_(size_t(heads)) {
+  TORCH_CHECK(width % heads == 0 && heads % kv_heads == 0, "bad attention shape");
+  auto lin = [&](const char* name, int64_t in, int64_t out) {
+    return register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  };
+  q_proj = lin("q_proj", width, heads * head_dim_);
+  k_proj = lin("k_proj", width, kv_heads * head_dim_);
+  v_proj = lin("v_proj", width, kv_heads * head_dim_);
+  o_proj = lin("o_proj", heads * head_dim_, width);
+  fixed_alpha = register_buffer("fixed_alpha", torch::zeros({heads, context}));
+  fixed_rho = register_buffer("fixed_rho", torch::zeros({heads, context}));
+  fixed_log_z = register_buffer("fixed_log_z", torch::zeros({heads, context}));
+}
+
+void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
+  TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  TORCH_CHECK(state.mode != HeadMode::kFixed, "use SetFixedCompact/SetFixedDense");
+  TORCH_CHECK(state.mode != HeadMode::kLocal || state.window >= 1, "local window must be >= 1");
+  TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0),
+              "streaming needs recent >= 1 and sink >= 0");
+  states_[size_t(h)] = state;
+}
+
+void HybridAttentionImpl::SetFixedCompact(int64_t h, const torch::Tensor& alpha,
+                                          const torch::Tensor& rho, const torch::Tensor& log_z) {
+  TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  torch::NoGradGuard no_grad;
+  fixed_alpha[h].copy_(alpha);
+  fixed_rho[h].copy_(rho);
+  fixed_log_z[h].copy_(log_z);
+  states_[size_t(h)] = HeadState{HeadMode::kFixed};
+}
+
+void HybridAttentionImpl::SetFixedDense(int64_t h, const torch::Tensor& p) {
+  TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  if (!fixed_dense.defined())
+    fixed_dense = torch::zeros({heads_, context_, context_}, fixed_alpha.options());
+  fixed_dense[h].copy_(p.detach());
+  HeadState s{HeadMode::kFixed};
+  s.dense = true;
+  states_[size_t(h)] = s;
+}
+
+torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::Tensor& weight,
+                                           const std::vector<int64_t>& heads) const {
+  const int64_t B = x.size(0), T = x.size(1), C = weight.size(1);
+  const int64_t n = weight.size(0) / head_dim_;
+  // Unique heads in first-use order; their rows only are multiplied.
+  std::vector<int64_t> unique, slot;
+  for (int64_t h : heads) {
+    auto it = std::find(unique.begin(), unique.end(), h);
+    slot.push_back(int64_t(it - unique.begin()));
+    if (it == unique.end()) unique.push_back(h);
+  }
+  bool all = int64_t(unique.size()) == n;
+  for (size_t i = 0; all && i < unique.size(); ++i) all = unique[i] == int64_t(i);
+  torch::Tensor w = weight;
+  if (!all) {
+    torch::Tensor idx = torch::tensor(unique, torch::kLong).to(weight.device());
+    w = weight.view({n, head_dim_, C}).index_select(0, idx).reshape({-1, C});
+  }
+  torch::Tensor y = torch::nn::functional::linear(x, w).view({B, T, -1, head_dim_}).transpose(1, 2);
+  bool identity = slot.size() == unique.size();
+  for (size_t i = 0; identity && i < slot.size(); ++i) identity = slot[i] == int64_t(i);
+  if (identity) return y;  // [B, len(heads), T, d]
+  return y.index_select(1, torch::tensor(slot, torch::kLong).to(weight.device()));
+}
+
+torch::Tensor HybridAttentionImpl::forward(
+    const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
+  const int64_t group = heads_ / kv_heads_;
+
+  std::vector<int64_t> score_heads, score_kv, value_heads, value_kv;
+  for (int64_t h = 0; h < heads_; ++h) {
+    HeadMode m = states_[size_t(h)].mode;
+    if (NeedsScores(m)) {
+      score_heads.push_back(h);
+      score_kv.push_back(h / group);
+    }
+    if (m != HeadMode::kPruned) {
+      value_heads.push_back(h);
+      value_kv.push_back(h / group);
+    }
+  }
+  // Values of every non-pruned head, [B, len(value_heads), T, d]; a shared kv head is
+  // computed once and repeated for each query head that reads it.
+  torch::Tensor v;
+  if (!value_heads.empty()) v = Project(x, v_proj->weight, value_kv);
+  auto value_slot = [&](int64_t h) {
+    return int64_t(std::find(value_heads.begin(), value_heads.end(), h) - value_heads.begin());
+  };
+  std::vector<torch::Tensor> per_head(static_cast<size_t>(heads_));  // [B, T, d] each
+
+  if (!score_heads.empty()) {
+    torch::Tensor q = Project(x, q_proj->weight, score_heads);  // [B, Hs, T, d]
+    torch::Tensor k = Project(x, k_proj->weight, score_kv);
+    if (rotate) {
+      q = rotate(q);
+      k = rotate(k);
+    }
+    std::vector<torch::Tensor> masks;
+    std::vector<int64_t> slots;
+    for (int64_t h : score_heads) {
+      masks.push_back(AllowedKeys(states_[size_t(h)], T, x.device()));
+      slots.push_back(value_slot(h));
+    }
+    torch::Tensor allowed = torch::stack(masks);  // [Hs, T, T]
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
+    torch::Tensor att = torch::softmax(scores.masked_fill(allowed.logical_not(), kNegInf), -1);
+    torch::Tensor vs = v.index_select(1, torch::tensor(slots, torch::kLong).to(x.device()));
+    torch::Tensor y = torch::matmul(att, vs);  // [B, Hs, T, d]
+    for (size_t i = 0; i < score_heads.size(); ++i)
+      per_head[size_t(score_heads[i])] = y.select(1, int64_t(i));
+  }
+
+  for (int64_t h = 0; h < heads_; ++h) {
+    const HeadState& s = states_[size_t(h)];
+    if (s.mode != HeadMode::kFixed) continue;
+    torch::Tensor p = s.dense ? fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
+                              : CompactPattern(fixed_alpha[h], fixed_rho[h], fixed_log_z[h], T);
+    // SAF: Z = P V; autograd gives dV = P^T dZ and nothing to alpha/rho (buffers).
+    per_head[size_t(h)] = torch::matmul(p, v.select(1, value_slot(h)));
+  }
+
+  torch::Tensor zeros;
+  for (auto& out : per_head) {
+    if (out.defined()) continue;  // pruned: contributes nothing
+    if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
+    out = zeros;
+  }
+  torch::Tensor y = torch::stack(per_head, 2);  // [B, T, H, d], original head order
+  return o_proj(y.reshape({B, T, heads_ * d}));
+}
+
+}  // namespace headlab

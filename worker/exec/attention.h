@@ -1,0 +1,83 @@
+// The hybrid-head attention layer, dense fp32 reference (LibTorch translation units only).
+//
+// One layer, one state per head (DESIGN.md, "Hybrid-head attention"):
+//   ordinary      softmax(q k^T / sqrt(d)) over keys k <= q
+//   fixed         a frozen pattern P, no scores: compact P(i,j) = exp(alpha(j) + rho(i-j)
+//                 - logZ(i)) for j <= i (SAF eq. 3), or a dense [T, T] P (comparison
+//                 patterns); alpha, rho, logZ and P are buffers, never trained
+//   streaming     keys k <= q with k < sink or q - k < recent (AoH §5, StreamingLLM)
+//   local(W)      keys q - W < k <= q (AAH §5.8)
+//   pruned        contributes nothing
+// Outputs stay in the original head order before the output projection. Fixed and pruned
+// heads' query/key rows are not computed (their rows get no gradient); pruned heads' value
+// rows neither. Grouped-query attention shares each key/value head among heads/kv_heads
+// consecutive query heads.
+//
+// This implementation forms every score matrix densely and applies the modes as masks: it
+// is the obviously-correct reference that the CUDA kernels are tested against, not the
+// fast path.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/exec/head_state.h"
+
+namespace headlab {
+
+// Returns logZ(i) = log sum_{k<=i} exp(alpha(k) + rho(i-k)) for i < T (SAF eq. 3),
+// alpha, rho: [T].
+torch::Tensor CompactLogNormalizer(const torch::Tensor& alpha, const torch::Tensor& rho);
+// Returns the dense causal [T, T] pattern of SAF eq. 3 from alpha, rho, logZ: [>= T].
+torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rho,
+                             const torch::Tensor& log_z, int64_t T);
+// Returns the [T, T] boolean mask of keys that `state` lets each query attend to (not
+// meaningful for fixed or pruned heads).
+torch::Tensor AllowedKeys(const HeadState& state, int64_t T, torch::Device device);
+
+class HybridAttentionImpl : public torch::nn::Module {
+ public:
+  // All heads start ordinary. kv_heads divides heads.
+  HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads, int64_t context);
+
+  // x: [B, T, C] -> [B, T, C]. `rotate`, when given, applies a position encoding to
+  // queries and keys ([B, h, T, d] -> same), e.g. RoPE.
+  torch::Tensor forward(const torch::Tensor& x,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& rotate = {});
+
+  const std::vector<HeadState>& head_states() const { return states_; }
+  // Sets head h to ordinary, streaming, local or pruned (fixed heads use SetFixed*).
+  void SetHeadState(int64_t h, const HeadState& state);
+  // Makes head h fixed with the compact pattern (alpha, rho, logZ: [context]).
+  void SetFixedCompact(int64_t h, const torch::Tensor& alpha, const torch::Tensor& rho,
+                       const torch::Tensor& log_z);
+  // Makes head h fixed with a dense causal pattern P: [context, context].
+  void SetFixedDense(int64_t h, const torch::Tensor& p);
+
+  int64_t heads() const { return heads_; }
+  int64_t head_dim() const { return head_dim_; }
+
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  // Per-head fixed-pattern state, saved with the model: [heads, context] each.
+  torch::Tensor fixed_alpha, fixed_rho, fixed_log_z;
+  // Dense patterns [heads, context, context], allocated by the first SetFixedDense. Not a
+  // registered buffer (and so not checkpointed): dense patterns are comparison controls
+  // built from data at installation time, while compact patterns are the saved state.
+  torch::Tensor fixed_dense;
+
+ private:
+  // Projects x [B, T, C] with the rows of `weight` ([n * head_dim, C]) of the listed heads
+  // (repeats allowed, e.g. a GQA kv head per query head): [B, len(heads), T, head_dim].
+  // Only the listed heads' rows are multiplied, so the others get no gradient.
+  torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight,
+                        const std::vector<int64_t>& heads) const;
+
+  int64_t heads_, kv_heads_, head_dim_, context_;
+  std::vector<HeadState> states_;
+};
+TORCH_MODULE(HybridAttention);
+
+}  // namespace headlab

@@ -1,0 +1,44 @@
+// Per-head attention states of the hybrid-head layer (attention.h) and their config syntax.
+// Torch-free: the config reader and the CLI-facing validation use it without LibTorch.
+//
+// model.head_modes := "" | item ("," item)*          (unlisted heads stay ordinary)
+// item  := LAYER "." HEAD "=" mode                    (later items override earlier ones)
+// LAYER, HEAD := integer | "*"
+// mode  := "ordinary" | "pruned" | "local:" W | "streaming:" SINK ":" RECENT
+// e.g. "0.1=local:32,1.*=streaming:4:16,1.3=pruned". Fixed heads need fitted patterns and
+// are installed by the methods, not by config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace headlab {
+
+enum class HeadMode { kOrdinary, kFixed, kStreaming, kLocal, kPruned };
+
+// Returns "ordinary", "fixed", "streaming", "local" or "pruned".
+const char* HeadModeName(HeadMode m);
+
+struct HeadState {
+  HeadMode mode = HeadMode::kOrdinary;
+  int64_t window = 0;  // local: W >= 1, key k allowed iff q - W < k <= q (AAH §5.8)
+  int64_t sink = 0;    // streaming: keys k < sink ...
+  int64_t recent = 0;  // ... or q - k < recent, recent >= 1 (AoH §5)
+  bool dense = false;  // fixed: a dense [T, T] pattern rather than alpha/rho/logZ
+};
+
+struct HeadAssignment {
+  int64_t layer = 0;
+  int64_t head = 0;
+  HeadState state;
+};
+
+// Parses `spec` for a model of `layers` x `heads`; returns one assignment per (layer, head)
+// it names, wildcards expanded, in order. Errors are InvalidArgument "<where>: ...".
+StatusOr<std::vector<HeadAssignment>> ParseHeadModes(const std::string& spec, int64_t layers,
+                                                     int64_t heads, const std::string& where);
+
+}  // namespace headlab
