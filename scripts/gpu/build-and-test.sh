@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-and-test.sh: builds the hybrid-head kernels on the device machine, runs the `gpu`
-# ctest label, the dev bench and the SDPA comparison; logs go to $OUT (or ./gpu-out).
+# ctest label, the dev bench and the SDPA comparison; logs go to $OUT (or /tmp/headlab-gpu-out).
 #
 #   scripts/gpu/build-and-test.sh [--quick] [--no-bench] [--test-only] [--ncu] [--torch-only]
 #
@@ -23,7 +23,7 @@ for a in "$@"; do
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
-out="${OUT:-$PWD/gpu-out}"
+out="${OUT:-/tmp/headlab-gpu-out}"
 mkdir -p "$out"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 build="${HEADLAB_KERNELS_BUILD:-/tmp/headlab-kernels-build}"
