@@ -1,0 +1,116 @@
+// Argument validation of the kernel entry points (host code; needs no GPU): bad shapes,
+// head specs and views are refused with a clear status before anything is launched.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "kernels/hybrid_attention.h"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+struct Args {
+  std::vector<HeadSpec> heads;
+  float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced: validation only
+  ForwardArgs fwd;
+  BackwardArgs bwd;
+
+  Args() : heads(4) {
+    AttentionShape s;
+    s.batch = 2;
+    s.seq_len = 97;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.head_dim = 64;
+    s.scale = 0.125f;
+    s.dtype = DType::kBF16;
+    TensorView v{fake_device_memory, 97 * 4 * 64, 4 * 64, 64};
+    fwd.shape = bwd.shape = s;
+    fwd.heads = bwd.heads = heads.data();
+    fwd.q = fwd.k = fwd.v = fwd.o = v;
+    fwd.lse = fake_device_memory;
+    bwd.q = bwd.k = bwd.v = bwd.o = bwd.d_o = bwd.dq = bwd.dk = bwd.dv = v;
+    bwd.lse = fake_device_memory;
+    bwd.workspace = fake_device_memory;
+  }
+};
+
+bool Mentions(const KernelStatus& st, const char* word) {
+  return std::strstr(st.message, word) != nullptr;
+}
+
+TEST_CASE("valid arguments pass validation") {
+  Args a;
+  a.heads[1].state = HeadState::kLocal;
+  a.heads[1].window = 5;
+  a.heads[2].state = HeadState::kStreaming;
+  a.heads[2].recent = 3;
+  a.heads[3].state = HeadState::kPruned;
+  REQUIRE(ValidateForward(a.fwd).ok());
+  REQUIRE(ValidateBackward(a.bwd).ok());
+}
+
+TEST_CASE("bad shapes are refused") {
+  Args a;
+  a.fwd.shape.kv_heads = 3;
+  KernelStatus st = ValidateForward(a.fwd);
+  REQUIRE(st.code == KernelCode::kInvalidArgument);
+  REQUIRE(Mentions(st, "kv_heads"));
+  a = Args();
+  a.fwd.shape.head_dim = 80;
+  REQUIRE(ValidateForward(a.fwd).code == KernelCode::kUnsupported);
+  a = Args();
+  a.fwd.shape.seq_len = 0;
+  REQUIRE(ValidateForward(a.fwd).code == KernelCode::kInvalidArgument);
+  a = Args();
+  a.fwd.shape.heads = kMaxHeads + 1;
+  a.fwd.shape.kv_heads = 1;
+  REQUIRE(ValidateForward(a.fwd).code == KernelCode::kInvalidArgument);
+  a = Args();
+  a.fwd.shape.scale = 0.f;
+  REQUIRE(ValidateForward(a.fwd).code == KernelCode::kInvalidArgument);
+}
+
+TEST_CASE("bad head specs are refused") {
+  Args a;
+  a.heads[0].state = HeadState::kLocal;  // window 0
+  REQUIRE(Mentions(ValidateForward(a.fwd), "window"));
+  a = Args();
+  a.heads[0].state = HeadState::kStreaming;  // recent 0
+  REQUIRE(Mentions(ValidateForward(a.fwd), "recent"));
+  a = Args();
+  a.heads[0].state = HeadState::kFixed;  // no alpha/rho/log_z
+  REQUIRE(Mentions(ValidateBackward(a.bwd), "alpha"));
+  a = Args();
+  a.heads[0].state = static_cast<HeadState>(9);
+  REQUIRE(Mentions(ValidateForward(a.fwd), "state"));
+  a = Args();
+  a.fwd.heads = nullptr;
+  REQUIRE(ValidateForward(a.fwd).code == KernelCode::kInvalidArgument);
+}
+
+TEST_CASE("missing buffers are refused") {
+  Args a;
+  a.fwd.o.data = nullptr;
+  REQUIRE(Mentions(ValidateForward(a.fwd), "o is null"));
+  a = Args();
+  a.fwd.lse = nullptr;
+  REQUIRE(Mentions(ValidateForward(a.fwd), "lse"));
+  a = Args();
+  a.bwd.workspace = nullptr;
+  REQUIRE(Mentions(ValidateBackward(a.bwd), "workspace"));
+  a = Args();
+  a.bwd.dk.stride_t = -1;
+  REQUIRE(Mentions(ValidateBackward(a.bwd), "stride"));
+}
+
+TEST_CASE("workspace size covers the fp32 dQ accumulator and the row sums") {
+  Args a;
+  const AttentionShape& s = a.fwd.shape;
+  REQUIRE(BackwardWorkspaceBytes(s) == 4u * s.batch * s.heads * s.seq_len * (s.head_dim + 1));
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace headlab
