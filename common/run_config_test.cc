@@ -88,6 +88,12 @@ TEST_CASE("Cross-field rules are checked on the merged config") {
   CHECK(ErrorOf(Json::parse(R"({"model": {"vocab": 100}})")).find("$.model.vocab") !=
         std::string::npos);
   CHECK(ErrorOf(Json::parse(R"({"model": {"heads": 3, "width": 96}})")).empty());
+  CHECK(ErrorOf(Json::parse(R"({"model": {"kv_heads": 3}})")) ==
+        "f.jsonc: $.model.kv_heads: expected 0 or a divisor of model.heads (4), got 3");
+  CHECK(ErrorOf(Json::parse(R"({"model": {"kv_heads": 2}})")).empty());
+  CHECK(ErrorOf(Json::parse(R"({"model": {"pos": "rope", "heads": 4, "width": 12}})"))
+            .find("$.model.pos") != std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"pos": "rope"}})")).empty());
 }
 
 TEST_CASE("Values are canonicalised so equal configs hash equal") {
