@@ -334,7 +334,13 @@ StatusOr<Json> BuildRunConfig(const Json& flat, const std::string& file,
       m["vocab"] = p.vocab;
     }
   }
-  for (auto& [key, value] : flat.items()) out[RunConfigPointer(key)] = value;
+  // Keys are at most "section.leaf" (the schema has two levels): index directly, which is
+  // several times cheaper than a JSON pointer on the 10^4-run expansion path.
+  for (auto& [key, value] : flat.items()) {
+    size_t dot = key.find('.');
+    if (dot == std::string::npos) out[key] = value;
+    else out[key.substr(0, dot)][key.substr(dot + 1)] = value;
+  }
   HEADLAB_RETURN_IF_ERROR(CheckCrossField(out, file, path_prefix));
   return out;
 }
