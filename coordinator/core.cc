@@ -69,6 +69,15 @@ void Core::Ack(const std::string& id, const AttemptRef& ref, const char* what, i
 
 void Core::HandleMessage(const std::string& identity, const std::string& command,
                          const std::string& body, Clock::time_point now) {
+  WorkerInfo* w = workers_.Find(identity);
+  if (!w && command != wire::kReady) {
+    // E.g. after a coordinator restart: the worker must READY again (listing its attempts).
+    if (command != wire::kDisconnect) Send(identity, wire::kReregister, Json::object());
+    return;
+  }
+  if (w) workers_.Touch(w, now);
+  // METRICS is the bulk of the traffic: parsed straight into points, no JSON tree.
+  if (command == wire::kMetrics) return OnMetrics(w, body, now);
   auto parsed = ParseJson(body, "HLW1 " + command + " body from " + identity);
   if (!parsed.ok()) {
     LogWarn("dropped message: " + parsed.status().message());
@@ -80,15 +89,7 @@ void Core::HandleMessage(const std::string& identity, const std::string& command
     return;
   }
   if (command == wire::kReady) return OnReady(identity, j, now);
-  WorkerInfo* w = workers_.Find(identity);
-  if (!w) {
-    // E.g. after a coordinator restart: the worker must READY again (listing its attempts).
-    if (command != wire::kDisconnect) Send(identity, wire::kReregister, Json::object());
-    return;
-  }
-  workers_.Touch(w, now);
   if (command == wire::kHeartbeat) return OnHeartbeat(w, j, now);
-  if (command == wire::kMetrics) return OnMetrics(w, j, now);
   if (command == wire::kAccept) return OnAccept(w, j, now);
   if (command == wire::kReject) return OnReject(w, j);
   if (command == wire::kArtifact) return OnArtifact(w, j, now);
@@ -183,8 +184,8 @@ void Core::OnReject(WorkerInfo* w, const Json& body) {
   AfterAttemptEnd(m->ref, o);
 }
 
-void Core::OnMetrics(WorkerInfo* w, const Json& body, Clock::time_point now) {
-  auto m = ParseMetrics(body);
+void Core::OnMetrics(WorkerInfo* w, const std::string& body, Clock::time_point now) {
+  auto m = ParseMetricsText(body);
   if (!m.ok()) {
     LogWarn("dropped METRICS from " + w->id + ": " + m.status().message());
     return;

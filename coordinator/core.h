@@ -76,7 +76,7 @@ class Core {
   void OnHeartbeat(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnAccept(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnReject(WorkerInfo* w, const Json& body);
-  void OnMetrics(WorkerInfo* w, const Json& body, Clock::time_point now);
+  void OnMetrics(WorkerInfo* w, const std::string& body, Clock::time_point now);
   void OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnProvenance(WorkerInfo* w, const Json& body);
   void OnDone(WorkerInfo* w, const Json& body);

@@ -117,30 +117,157 @@ StatusOr<RejectMsg> ParseReject(const Json& b) {
   return m;
 }
 
-StatusOr<MetricsMsg> ParseMetrics(const Json& b) {
-  const char* c = "METRICS";
-  HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
-  MetricsMsg m;
-  HEADLAB_RETURN_IF_ERROR(GetRef(b, c, &m.ref));
-  auto pts = b.find("points");
-  if (pts == b.end() || !pts->is_array()) return Bad(c, "points", "an array");
-  m.points.reserve(pts->size());
-  for (const Json& p : *pts) {
-    if (!p.is_array() || p.size() != 5 || !p[0].is_number_integer() ||
-        !p[1].is_number_integer() || !p[2].is_string() ||
-        !(p[3].is_number() || p[3].is_null()) || !p[4].is_number())
-      return Bad(c, "points[]", "[seq, step, key, value, time_s]");
-    MetricPoint mp;
-    mp.seq = p[0].get<int64_t>();
-    if (mp.seq < 0) return Bad(c, "points[].seq", "an integer >= 0");
-    mp.step = p[1].get<int64_t>();
-    mp.key = p[2].get<std::string>();
-    if (mp.key.empty() || mp.key.size() > 200) return Bad(c, "points[].key", "a metric name");
-    if (p[3].is_number()) mp.value = p[3].get<double>();
-    mp.time_s = p[4].get<double>();
-    if (mp.seq > m.max_seq) m.max_seq = mp.seq;
-    m.points.push_back(std::move(mp));
+namespace {
+
+// SAX handler for METRICS {run, attempt, points: [[seq, step, key, value, time_s], ...]}.
+// Other top-level keys are skipped. Returns false (stops the parse) on the first error.
+class MetricsSax : public nlohmann::json_sax<Json> {
+ public:
+  explicit MetricsSax(MetricsMsg* m) : m_(m) {}
+  std::string error;
+  bool have_run = false, have_attempt = false, have_points = false;
+
+  bool null() override {
+    if (in_point()) {
+      if (field_ == 3) return Next();  // value: null allowed
+      return Fail("points[]: expected [seq, step, key, value, time_s]");
+    }
+    return Scalar();
   }
+  bool boolean(bool) override { return in_point() ? Fail(kPointShape) : Scalar(); }
+  bool number_integer(number_integer_t v) override { return Number(double(v), true, v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (v > uint64_t(INT64_MAX)) return Fail("integer out of range");
+    return Number(double(v), true, int64_t(v));
+  }
+  bool number_float(number_float_t v, const string_t&) override { return Number(v, false, 0); }
+  bool string(string_t& s) override {
+    if (in_point()) {
+      if (field_ != 2 || s.empty() || s.size() > 200) return Fail(kPointShape);
+      point_.key = std::move(s);
+      return Next();
+    }
+    return Scalar();
+  }
+  bool binary(binary_t&) override { return Fail("binary values are not JSON"); }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) return Enter();
+    if (in_points_array() || in_point()) return Fail(kPointShape);
+    return Enter();
+  }
+  bool end_object() override { return Leave(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) key_ = k;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) return Fail("body is not an object");
+    if (depth_ == 1 && key_ == "points") {
+      have_points = true;
+      points_depth_ = 2;
+      return Enter();
+    }
+    if (in_points_array()) {
+      point_ = MetricPoint();
+      field_ = 0;
+      return Enter();
+    }
+    if (in_point()) return Fail(kPointShape);
+    return Enter();
+  }
+  bool end_array() override {
+    if (in_point()) {
+      if (field_ != 5) return Fail(kPointShape);
+      if (point_.seq > m_->max_seq) m_->max_seq = point_.seq;
+      m_->points.push_back(std::move(point_));
+    }
+    return Leave();
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+    return Fail("invalid JSON at byte " + std::to_string(pos) + ": " + e.what());
+  }
+
+ private:
+  static constexpr const char* kPointShape = "points[]: expected [seq, step, key, value, time_s]";
+  bool in_points_array() const { return points_depth_ && depth_ == points_depth_; }
+  bool in_point() const { return points_depth_ && depth_ == points_depth_ + 1; }
+  bool Enter() {
+    ++depth_;
+    return true;
+  }
+  bool Leave() {
+    --depth_;
+    if (points_depth_ && depth_ < points_depth_) points_depth_ = 0;
+    return true;
+  }
+  bool Fail(const std::string& msg) {
+    if (error.empty()) error = "METRICS." + msg;
+    return false;
+  }
+  bool Next() {
+    ++field_;
+    return true;
+  }
+  // A scalar outside the points: run and attempt matter, anything else is skipped.
+  bool Scalar() {
+    if (depth_ == 0) return Fail("body is not an object");
+    if (in_points_array()) return Fail(kPointShape);
+    if (depth_ == 1 && (key_ == "run" || key_ == "attempt"))
+      return Fail(key_ + ": expected an integer");
+    return true;
+  }
+  bool Number(double d, bool is_int, int64_t i) {
+    if (in_point()) {
+      switch (field_) {
+        case 0:
+          if (!is_int || i < 0) return Fail("points[].seq: expected an integer >= 0");
+          point_.seq = i;
+          break;
+        case 1:
+          if (!is_int) return Fail("points[].step: expected an integer");
+          point_.step = i;
+          break;
+        case 3: point_.value = d; break;
+        case 4: point_.time_s = d; break;
+        default: return Fail(kPointShape);
+      }
+      return Next();
+    }
+    if (depth_ == 1 && key_ == "run") {
+      if (!is_int || i < 1 || i > (int64_t(1) << 53)) return Fail("run: expected an integer in range");
+      m_->ref.run = i;
+      have_run = true;
+      return true;
+    }
+    if (depth_ == 1 && key_ == "attempt") {
+      if (!is_int || i < 1 || i > (1 << 20)) return Fail("attempt: expected an integer in range");
+      m_->ref.attempt = int(i);
+      have_attempt = true;
+      return true;
+    }
+    return Scalar();
+  }
+
+  MetricsMsg* m_;
+  int depth_ = 0;
+  int points_depth_ = 0;  // depth inside the points array (0 = not in it)
+  int field_ = 0;
+  std::string key_;
+  MetricPoint point_;
+};
+
+}  // namespace
+
+StatusOr<MetricsMsg> ParseMetricsText(const std::string& text) {
+  MetricsMsg m;
+  MetricsSax sax(&m);
+  bool ok = Json::sax_parse(text, &sax, nlohmann::detail::input_format_t::json,
+                            /*strict=*/true, /*ignore_comments=*/true);
+  if (!ok || !sax.error.empty())
+    return Status::InvalidArgument(sax.error.empty() ? "METRICS: invalid JSON" : sax.error);
+  if (!sax.have_run) return Bad("METRICS", "run", "an integer");
+  if (!sax.have_attempt) return Bad("METRICS", "attempt", "an integer");
+  if (!sax.have_points) return Bad("METRICS", "points", "an array");
   return m;
 }
 

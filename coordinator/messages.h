@@ -55,7 +55,9 @@ StatusOr<std::vector<AttemptRef>> ParseHeartbeat(const Json& body);
 StatusOr<RejectMsg> ParseReject(const Json& body);
 // ACCEPT-style {run, attempt}.
 StatusOr<AttemptRef> ParseRef(const Json& body, const char* command);
-StatusOr<MetricsMsg> ParseMetrics(const Json& body);
+// METRICS from the body's text, streamed (SAX) into MetricPoints without building a JSON
+// tree: METRICS is the bulk of the traffic (DESIGN.md, Scale).
+StatusOr<MetricsMsg> ParseMetricsText(const std::string& text);
 StatusOr<ArtifactMsg> ParseArtifact(const Json& body);
 // PROVENANCE {run, attempt, fields: {...}}: returns the ref; fields are body["fields"].
 StatusOr<AttemptRef> ParseProvenance(const Json& body);

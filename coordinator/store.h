@@ -161,7 +161,7 @@ class Store {
   Db db_;
   bool in_batch_ = false;
   // Prepared once (Open); used on every message.
-  Stmt insert_metric_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
+  Stmt insert_metric_, insert_metrics_chunk_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
       set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,
       upsert_provenance_, insert_summary_, run_of_attempt_, unfinished_in_exp_;
 };

@@ -84,6 +84,26 @@ TEST_CASE("metrics ingestion is idempotent per (run, attempt, seq)") {
   CHECK(Count(s, "SELECT count(*) FROM artifacts") == 1);
 }
 
+TEST_CASE("large metric batches (multi-row inserts) keep every point once") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  auto e = s.InsertExperiment(TestGrid({"a"}, 1), {}, false);
+  AttemptRef ref{e->queued[0], 1};
+  REQUIRE(s.StartAttempt(ref, "w", {}, nullptr).ok());
+  std::vector<MetricPoint> pts;
+  for (int i = 0; i < 150; ++i)
+    pts.push_back({i, i, i % 2 ? "train.loss" : "eval.loss", double(i), 1000.0 + i});
+  REQUIRE(s.InsertMetrics(ref, pts).ok());
+  // A resend overlapping the first half, shifted: seqs 75..224.
+  for (auto& p : pts) p.seq += 75;
+  REQUIRE(s.InsertMetrics(ref, pts).ok());
+  CHECK(Count(s, "SELECT count(*) FROM metrics") == 225);
+  CHECK(Count(s, "SELECT sum(seq) FROM metrics") == 224 * 225 / 2);
+  CHECK(Count(s, "SELECT value FROM metrics WHERE seq = 74") == 74);   // first write kept
+  CHECK(Count(s, "SELECT value FROM metrics WHERE seq = 200") == 125);
+}
+
 TEST_CASE("provenance from worker and exec merges into one row") {
   TempDir dir;
   Store s;
