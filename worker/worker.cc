@@ -188,7 +188,7 @@ void Worker::HandleCancel(const Json& b, Clock::time_point now) {
 
 void Worker::OnStopRequest(Clock::time_point now) {
   char buf[64];
-  while (::read(stop_pipe_[0], buf, sizeof buf) > 0) ++stop_requests_;
+  for (ssize_t n; (n = ::read(stop_pipe_[0], buf, sizeof buf)) > 0;) stop_requests_ += int(n);
   if (stop_requests_ == 0) return;
   LogInfo(stop_requests_ == 1 ? "stopping: ending " + std::to_string(running_.size()) +
                                     " running attempt(s); the coordinator will requeue them"
