@@ -32,6 +32,10 @@ case "$mode" in
   sleep)
     echo '{"ev":"metric","step":0,"key":"train.loss","value":1,"t":1}'
     sleep 30 ;;
+  stubborn)
+    trap '' TERM
+    echo '{"ev":"metric","step":0,"key":"train.loss","value":1,"t":1}'
+    sleep 30; sleep 30 ;;
   *)
     echo "bad mode" >&2; exit 4 ;;
 esac
@@ -392,6 +396,26 @@ TEST_CASE("Worker reports running attempts in READY after a reconnect; stop requ
   }
   CHECK(metrics);
   CHECK(w.Join() == 0);
+}
+
+TEST_CASE("Worker: a second stop request kills attempts that ignore SIGTERM") {
+  FakeCoordinator c;
+  WorkerUnderTest w(c.endpoint());  // cancel grace 2 s
+  c.Register();
+  c.Assign(11, "stubborn");
+  c.Expect(wire::kAccept);
+  c.Expect(wire::kMetrics);         // the payload is up and ignoring SIGTERM
+  auto t0 = std::chrono::steady_clock::now();
+  w.worker->RequestStop();
+  c.Next(milliseconds(200));
+  w.worker->RequestStop();
+  for (;;) {
+    std::optional<Msg> m = c.Next();
+    REQUIRE(m.has_value());
+    if (m->command == wire::kDisconnect) break;
+  }
+  CHECK(w.Join() == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 < milliseconds(1500));
 }
 
 TEST_CASE("Worker runs each attempt on the GPU the coordinator picked") {
