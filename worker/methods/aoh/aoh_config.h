@@ -1,0 +1,59 @@
+// The AoH settings of a run (the aoh.* run-config keys, README.md) read into plain structs.
+// Torch-free, so the exec config reader can use it without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "worker/methods/aoh/head_labels.h"
+
+namespace headlab::aoh {
+
+// How heads are labelled. The defaults are the paper's main setting (AoH §6.1): effective
+// rank, GQA mean, sink 128, recent 256, sparsity 0.5.
+struct AohOptions {
+  Selection selection = Selection::kAoh;
+  Metric metric = Metric::kEffectiveRank;
+  GroupAggregation aggregation = GroupAggregation::kMean;
+  double sparsity = 0.5;          // in [0, 1]; k = ceil((1 - s) G) retrieval groups per layer
+  uint64_t seed = 0;              // the Random control's draw
+  int64_t sink = 128;             // streaming heads' sink tokens (AoH §5)
+  int64_t recent = 256;           // streaming heads' recent window, >= 1
+  int64_t rope_max_distance = 0;  // > 0: AoH-RoPE scores (§6.4; RoPE models only)
+};
+
+// Checks ranges: sparsity in [0, 1], sink >= 0, recent >= 1, rope_max_distance >= 0.
+Status ValidateOptions(const AohOptions& o);
+
+// Everything a run needs to apply and evaluate AoH.
+struct AohRunConfig {
+  bool enabled = false;      // aoh.method != "none"
+  AohOptions options;
+  int64_t apply_step = -1;   // -1: after training (inference only); s >= 0: convert at step s
+  int64_t prefill_chunk = 512;
+  int64_t anchor_block = 0;  // > 1: anchor-reuse blocks (App. J.2)
+  int64_t anchor_topk = 64;
+  std::vector<int64_t> passkey_lengths;  // empty: no passkey evaluation
+  std::vector<double> passkey_depths;
+  int64_t passkey_samples = 8;
+  std::vector<int64_t> bench_contexts;   // empty: no latency benchmark
+  int64_t bench_decode_tokens = 32;
+  int64_t bench_repeats = 3;
+};
+
+// Reads the "aoh" section of a normalized run config. aoh.method maps to the selection:
+// aoh -> AoH, aoh_rope -> AoH with rope_max_distance = aoh.rope_max_distance, random ->
+// Random (drawn from aoh.random_seed * 1000003 + seed, so the seed axis of a grid averages
+// over draws: Random_avg), reverse -> Reverse, none -> disabled. A missing section
+// is "none". Errors (bad names, bad lists, ranges) are InvalidArgument naming `file` and
+// the key.
+StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file);
+
+// Parses "1,2,3" (spaces allowed) into integers / numbers; "" gives an empty list.
+StatusOr<std::vector<int64_t>> ParseIntList(const std::string& s);
+StatusOr<std::vector<double>> ParseNumberList(const std::string& s);
+
+}  // namespace headlab::aoh

@@ -1,0 +1,276 @@
+// Chunked prefill and incremental decode with bounded streaming-head caches (AoH §5, J.3).
+#include "worker/methods/aoh/streaming_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace headlab::aoh {
+namespace F = torch::nn::functional;
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A head's retention need: full (-1, -1) or bounded (sink, recent).
+std::pair<int64_t, int64_t> Retention(const HeadState& s) {
+  if (s.mode == HeadMode::kStreaming) return {s.sink, s.recent};
+  if (s.mode == HeadMode::kLocal) return {0, s.window};  // q - W < k  <=>  q - k < W
+  return {-1, -1};
+}
+
+// Keys each query may attend to under `s` (attention.h AllowedKeys, at arbitrary positions):
+// [T, L] for query positions qpos [T] and key positions kpos [L].
+torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch::Tensor& kpos) {
+  torch::Tensor q = qpos.unsqueeze(1), k = kpos.unsqueeze(0);
+  torch::Tensor allowed = k <= q;
+  if (s.mode == HeadMode::kStreaming) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
+  return allowed;
+}
+
+// RoPE at absolute positions `pos` [T] for x [B, h, T, d]: the same rotate-half rotation
+// and float arithmetic as RotaryEmbedding (model.h), which uses positions 0..T-1.
+torch::Tensor RotateAt(const torch::Tensor& x, const torch::Tensor& pos, double base) {
+  const int64_t d = x.size(3), half = d / 2;
+  auto opts = torch::dtype(torch::kFloat).device(x.device());
+  torch::Tensor inv_freq = torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));
+  torch::Tensor angles = torch::outer(pos.to(torch::kFloat), inv_freq);  // [T, d/2]
+  torch::Tensor cos = angles.cos(), sin = angles.sin();
+  torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+}
+
+BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
+  return model->blocks->ptr(size_t(layer))->as<Block>();
+}
+
+torch::Tensor Append(const torch::Tensor& cache, const torch::Tensor& fresh, int64_t dim) {
+  return cache.defined() ? torch::cat({cache, fresh}, dim) : fresh;
+}
+
+}  // namespace
+
+AohDecoder::AohDecoder(GptImpl* model, const DecoderOptions& options)
+    : model_(model), options_(options) {}
+
+StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
+                                                         const DecoderOptions& options) {
+  const ModelConfig& c = model->config();
+  if (options.prefill_chunk < 1) return Status::InvalidArgument("prefill_chunk: expected >= 1");
+  if (options.anchor_block > 1) {
+    if (options.anchor_topk < 1) return Status::InvalidArgument("anchor_topk: expected >= 1");
+    bool shaped = int64_t(options.anchor_map.size()) == c.layers;
+    for (const auto& row : options.anchor_map) shaped = shaped && int64_t(row.size()) == c.heads;
+    if (!shaped) return Status::InvalidArgument("anchor_map: expected [layers][heads]");
+  }
+  std::unique_ptr<AohDecoder> d(new AohDecoder(model, options));
+  const int64_t group = c.heads / c.kv_heads;
+  for (int64_t l = 0; l < c.layers; ++l) {
+    d->states_.push_back(model->attention(l)->head_states());
+    std::vector<KvSegment> segments;
+    std::map<std::pair<int64_t, int64_t>, size_t> by_policy;
+    for (int64_t j = 0; j < c.kv_heads; ++j) {
+      bool cached = false, same = true;
+      std::pair<int64_t, int64_t> policy{-1, -1};
+      for (int64_t h = j * group; h < (j + 1) * group; ++h) {
+        const HeadState& s = d->states_.back()[size_t(h)];
+        if (s.mode == HeadMode::kFixed)
+          return Status::InvalidArgument("layer " + std::to_string(l) + " head " +
+                                         std::to_string(h) +
+                                         ": fixed heads have no decode path here");
+        if (s.mode == HeadMode::kPruned) continue;
+        if (cached && Retention(s) != policy) same = false;
+        if (!cached) policy = Retention(s);
+        cached = true;
+      }
+      if (!cached) continue;  // read only by pruned heads
+      if (!same) policy = {-1, -1};
+      auto it = by_policy.find(policy);
+      if (it == by_policy.end()) {
+        KvSegment seg;
+        seg.bounded = policy.first >= 0;
+        seg.sink = std::max<int64_t>(policy.first, 0);
+        seg.recent = std::max<int64_t>(policy.second, 0);
+        it = by_policy.emplace(policy, segments.size()).first;
+        segments.push_back(seg);
+      }
+      segments[it->second].kv_heads.push_back(j);
+    }
+    d->layers_.push_back(std::move(segments));
+  }
+  return d;
+}
+
+void AohDecoder::Reset() {
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer) {
+      s.k = s.v = s.positions = torch::Tensor();
+    }
+  selected_.clear();
+  selected_valid_.clear();
+  position_ = 0;
+}
+
+int64_t AohDecoder::KvBytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_)
+    for (const KvSegment& s : layer)
+      if (s.k.defined())
+        bytes += int64_t(s.k.numel() * s.k.element_size() + s.v.numel() * s.v.element_size());
+  return bytes;
+}
+
+int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
+  for (const KvSegment& s : layers_[size_t(layer)])
+    for (int64_t j : s.kv_heads)
+      if (j == kv_head) return s.k.defined() ? s.k.size(2) : 0;
+  return 0;
+}
+
+void AohDecoder::Evict(int64_t next) {
+  for (auto& layer : layers_) {
+    for (KvSegment& s : layer) {
+      if (!s.bounded || !s.positions.defined()) continue;
+      // AoH §5: keep the sink tokens and the recent window the next query can reach
+      // (keys p with next - p < recent); evict the rest.
+      torch::Tensor keep = (s.positions < s.sink) | (s.positions > next - s.recent);
+      if (keep.all().item<bool>()) continue;
+      torch::Tensor idx = keep.nonzero().squeeze(1);
+      s.positions = s.positions.index_select(0, idx);
+      s.k = s.k.index_select(2, idx);
+      s.v = s.v.index_select(2, idx);
+    }
+  }
+}
+
+torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
+                                    const torch::Tensor& qpos) {
+  const ModelConfig& c = model_->config();
+  HybridAttention& attn = model_->attention(layer);
+  const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
+  const int64_t d = attn->head_dim(), group = H / KV;
+  torch::Tensor q = F::linear(x, attn->q_proj->weight).view({B, T, H, d}).transpose(1, 2);
+  torch::Tensor k = F::linear(x, attn->k_proj->weight).view({B, T, KV, d}).transpose(1, 2);
+  torch::Tensor v = F::linear(x, attn->v_proj->weight).view({B, T, KV, d}).transpose(1, 2);
+  if (c.pos == "rope") {
+    q = RotateAt(q, qpos, c.rope_base);
+    k = RotateAt(k, qpos, c.rope_base);
+  }
+  const bool reuse_on = options_.anchor_block > 1;
+  const bool anchor = reuse_on && layer % options_.anchor_block == 0;
+  const bool reuse = reuse_on && !anchor;
+  if (anchor) {
+    selected_.assign(size_t(H), torch::Tensor());
+    selected_valid_.assign(size_t(H), torch::Tensor());
+  }
+  const std::vector<HeadState>& states = states_[size_t(layer)];
+  std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    const int64_t n = int64_t(seg.kv_heads.size());
+    torch::Tensor kv_idx = torch::tensor(seg.kv_heads, torch::kLong).to(x.device());
+    seg.k = Append(seg.k, k.index_select(1, kv_idx), 2);
+    seg.v = Append(seg.v, v.index_select(1, kv_idx), 2);
+    seg.positions = Append(seg.positions, qpos, 0);
+    const int64_t L = seg.k.size(2);
+
+    std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
+    std::vector<torch::Tensor> masks;
+    for (int64_t j : seg.kv_heads)
+      for (int64_t h = j * group; h < (j + 1) * group; ++h) {
+        heads.push_back(h);
+        masks.push_back(Allowed(states[size_t(h)], qpos, seg.positions));
+      }
+    torch::Tensor allowed = torch::stack(masks).view({1, n, group, T, L});
+    if (reuse && !seg.bounded) {
+      // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
+      // anchor head selected. Full segments hold every position, so position = index.
+      allowed = allowed.expand({B, n, group, T, L}).clone();
+      for (size_t i = 0; i < heads.size(); ++i) {
+        int64_t a = options_.anchor_map[size_t(layer)][size_t(heads[i])];
+        if (a < 0 || states[size_t(heads[i])].mode != HeadMode::kOrdinary ||
+            !selected_.at(size_t(a)).defined())
+          continue;
+        torch::Tensor picked = torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
+        picked.scatter_add_(2, selected_[size_t(a)], selected_valid_[size_t(a)]);
+        torch::Tensor slot = allowed.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+        slot.copy_(slot & (picked > 0));
+      }
+    }
+    torch::Tensor qs = q.index_select(1, torch::tensor(heads, torch::kLong).to(x.device()))
+                           .view({B, n, group, T, d});
+    torch::Tensor scores = torch::matmul(qs, seg.k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+    scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
+    if (anchor) {
+      // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
+      const int64_t topk = std::min(options_.anchor_topk, L);
+      for (size_t i = 0; i < heads.size(); ++i) {
+        if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
+        auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+        torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
+        selected_[size_t(heads[i])] = seg.positions.index_select(0, index.flatten()).view(index.sizes());
+        selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+      }
+    }
+    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg.v.unsqueeze(2));  // [B, n, g, T, d]
+    for (size_t i = 0; i < heads.size(); ++i) {
+      if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
+      per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+    }
+  }
+  torch::Tensor zeros;
+  for (auto& o : per_head) {
+    if (o.defined()) continue;  // pruned heads contribute nothing
+    if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
+    o = zeros;
+  }
+  return attn->o_proj(torch::stack(per_head, 2).reshape({B, T, H * d}));
+}
+
+torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
+  const ModelConfig& c = model_->config();
+  const int64_t T = tokens.size(1);
+  torch::Tensor qpos = torch::arange(position_, position_ + T,
+                                     torch::dtype(torch::kLong).device(tokens.device()));
+  torch::Tensor x = model_->wte(tokens);
+  if (model_->wpe) {
+    TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
+    x = x + model_->wpe(qpos);
+  }
+  for (int64_t l = 0; l < c.layers; ++l) {
+    BlockImpl* b = BlockAt(model_, l);
+    x = x + Attention(l, b->ln1(x), qpos);
+    x = x + b->proj(F::gelu(b->fc(b->ln2(x))));
+  }
+  position_ += T;
+  Evict(position_);
+  if (last_only) x = x.narrow(1, T - 1, 1);
+  return F::linear(model_->ln_f(x), model_->wte->weight);  // tied head, as GptImpl::forward
+}
+
+void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {
+  torch::NoGradGuard no_grad;
+  const int64_t T = tokens.size(1);
+  for (int64_t start = 0; start < T; start += options_.prefill_chunk) {
+    const int64_t len = std::min(options_.prefill_chunk, T - start);
+    const bool last = start + len == T;
+    const int64_t first = position_;
+    torch::Tensor logits = Chunk(tokens.narrow(1, start, len), last_only);
+    if (!last_only) on_chunk(first, logits);
+    if (last_only && last) on_chunk(position_ - 1, logits);
+  }
+}
+
+torch::Tensor AohDecoder::Prefill(const torch::Tensor& tokens) {
+  std::vector<torch::Tensor> parts;
+  Prefill(tokens, [&](int64_t, const torch::Tensor& logits) { parts.push_back(logits); });
+  return torch::cat(parts, 1);
+}
+
+torch::Tensor AohDecoder::Step(const torch::Tensor& token) {
+  torch::NoGradGuard no_grad;
+  return Chunk(token.view({-1, 1}), /*last_only=*/false).squeeze(1);
+}
+
+}  // namespace headlab::aoh

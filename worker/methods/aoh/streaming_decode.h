@@ -1,0 +1,100 @@
+// Inference with a KV cache for a hybrid-head model (AoH §5, App. J.3): chunked prefill that
+// evicts streaming heads' keys after every chunk, incremental decode, optional anchor-reuse
+// (App. J.2), KV-cache bytes. Included only by LibTorch translation units.
+//
+// The decoder runs the model's own modules (GptImpl: wte, wpe, blocks[i].{ln1, attn.{q,k,v,o}
+// _proj, ln2, fc, proj}, ln_f) and reads each head's state from the hybrid layer when it is
+// created, so it computes exactly GptImpl::forward with those states (tested), one chunk at
+// a time instead of the whole sequence.
+//
+// Cache layout: per layer, KV heads are grouped into segments that share a retention policy
+// (the contiguous slices of AoH §5; after ReorderLayer they are literal slices):
+//   full      every position (retrieval heads: ordinary)
+//   bounded   positions p < sink or p > next - recent, evicted after every chunk; sink +
+//             recent - 1 entries persist between chunks, at most sink + recent while a
+//             one-token decode step runs (streaming(sink, recent); local(W) = bounded(0, W))
+// A KV head is bounded only when every non-pruned query head reading it (GQA) has the same
+// bounded policy; otherwise it is kept in full and each query head applies its own mask.
+// KV heads read only by pruned heads are not cached. Fixed (SAF) heads are not supported.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "common/status.h"
+#include "worker/exec/model.h"
+
+namespace headlab::aoh {
+
+struct DecoderOptions {
+  // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
+  // O(sink + recent).
+  int64_t prefill_chunk = 512;
+  // Anchor-reuse (App. J.2): > 1 enables blocks of this many layers; anchor_map[layer][head]
+  // (AnchorHeadMap) names the anchor head whose top-k key indices a reuse retrieval head
+  // attends to (its own K/V at those positions); -1 = its own mask.
+  int64_t anchor_block = 0;
+  int64_t anchor_topk = 64;
+  std::vector<std::vector<int64_t>> anchor_map;
+};
+
+// One group of a layer's KV heads with one retention policy (see the file comment).
+struct KvSegment {
+  std::vector<int64_t> kv_heads;  // KV head indices in the layer
+  bool bounded = false;
+  int64_t sink = 0, recent = 0;   // bounded only
+  torch::Tensor k, v;             // [B, len(kv_heads), L, d], undefined while empty
+  torch::Tensor positions;        // [L] int64, ascending, on the model's device
+};
+
+class AohDecoder {
+ public:
+  // Builds a decoder for `model` (which must outlive it) from the model's current head
+  // states. InvalidArgument for fixed heads or a bad option.
+  static StatusOr<std::unique_ptr<AohDecoder>> Create(GptImpl* model, const DecoderOptions& options);
+
+  // Runs tokens [B, T] at the next T positions in chunks of prefill_chunk and returns their
+  // logits [B, T, vocab]. With learned positions, position + T must stay within the
+  // model's context (TORCH_CHECK).
+  torch::Tensor Prefill(const torch::Tensor& tokens);
+  // The same, handing each chunk's logits [B, T_chunk, vocab] (first position `start`) to
+  // `on_chunk` instead of keeping them all; with `last_only`, only the last position's
+  // logits are computed and handed over ([B, 1, vocab], one call at the end).
+  using ChunkFn = std::function<void(int64_t start, const torch::Tensor& logits)>;
+  void Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only = false);
+  // Runs one token per sequence ([B]) at the next position; returns logits [B, vocab].
+  torch::Tensor Step(const torch::Tensor& token);
+
+  // The next position (tokens seen so far).
+  int64_t position() const { return position_; }
+  // Bytes of all cached keys and values.
+  int64_t KvBytes() const;
+  // Cached positions of KV head `kv_head` of `layer` (0 when not cached).
+  int64_t KvEntries(int64_t layer, int64_t kv_head) const;
+  // The segments of `layer`.
+  const std::vector<KvSegment>& segments(int64_t layer) const { return layers_[size_t(layer)]; }
+  // Empties the cache and returns to position 0.
+  void Reset();
+
+ private:
+  AohDecoder(GptImpl* model, const DecoderOptions& options);
+  // Runs one chunk [B, T] at positions [position_, position_ + T) and returns its logits
+  // (only the last position's with `last_only`).
+  torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos);
+  void Evict(int64_t next_position);
+
+  GptImpl* model_;
+  DecoderOptions options_;
+  std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
+  std::vector<std::vector<KvSegment>> layers_;   // [layer][segment]
+  std::vector<torch::Tensor> selected_;          // anchor heads' top-k positions [B, T, k]
+  std::vector<torch::Tensor> selected_valid_;    // ... and which of them are real keys
+  int64_t position_ = 0;
+};
+
+}  // namespace headlab::aoh
