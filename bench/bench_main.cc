@@ -21,7 +21,7 @@ namespace {
 
 const char* kBenchUsage =
     "usage: headlab bench coordinator [--runs N] [--workers N] [--batches N]\n"
-    "                                 [--batch-points N] [--json] [--keep]\n"
+    "                                 [--batch-points N] [--window N] [--json] [--keep]\n"
     "\n"
     "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
     "ports) and measures, against the targets of issue 2:\n"
@@ -38,6 +38,7 @@ const char* kBenchUsage =
     "  --workers N       simulated worker connections (default 64)\n"
     "  --batches N       ingestion: METRICS messages per worker (default 16)\n"
     "  --batch-points N  ingestion: points per METRICS message (default 1000)\n"
+    "  --window N        ingestion: METRICS messages in flight per worker (default 4)\n"
     "  --json            print the figures as JSON\n"
     "  --keep            keep the temp data dir (headlab.db, coordinator.log)\n"
     "exit: 0 every target met, 1 a target missed or the benchmark failed, 2 bad arguments\n";
@@ -89,9 +90,11 @@ int CoordinatorCommand(int argc, char** argv) {
       json = true;
     } else if (a == "--keep") {
       opt.keep = true;
-    } else if (a == "--runs" || a == "--workers" || a == "--batches" || a == "--batch-points") {
+    } else if (a == "--runs" || a == "--workers" || a == "--batches" || a == "--batch-points" ||
+               a == "--window") {
       int* dst = a == "--runs" ? &opt.runs : a == "--workers" ? &opt.workers
-               : a == "--batches" ? &opt.batches : &opt.batch_points;
+               : a == "--batches" ? &opt.batches : a == "--window" ? &opt.window
+               : &opt.batch_points;
       if (!ParseCount(a.c_str(), v, dst)) return 2;
       ++i;
     } else {
@@ -120,7 +123,8 @@ int CoordinatorCommand(int argc, char** argv) {
                 {"host", {{"nproc", cores}, {"cpu", CpuModel()}, {"kernel", u.release},
                           {"loadavg_1m_after", LoadAverage()}}},
                 {"options", {{"runs", opt.runs}, {"workers", opt.workers},
-                             {"batches", opt.batches}, {"batch_points", opt.batch_points}}},
+                             {"batches", opt.batches}, {"batch_points", opt.batch_points},
+                             {"window", opt.window}}},
                 {"figures", bench::FiguresJson(r->figures)},
                 {"notes", r->notes},
                 {"pass", pass}};

@@ -140,6 +140,7 @@ class Bench {
     o.mode = mode;
     o.batches = opt_.batches;
     o.batch_points = opt_.batch_points;
+    o.window = opt_.window;
     return std::make_unique<SimWorker>(&ctx_, o);
   }
   void Note(const std::string& n) {
@@ -157,6 +158,25 @@ class Bench {
     Note(std::string(good ? "check ok: " : "check FAILED: ") + what + " = " +
          std::to_string(n.value()) + (good ? "" : " (expected " + std::to_string(want) + ")"));
     return good;
+  }
+
+  // Returns the number of succeeded runs of `exp` (-1 on error).
+  int64_t Succeeded(int64_t exp) {
+    auto n = Count(*c_, "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
+                        "experiment_id = " + std::to_string(exp));
+    return n.ok() ? n.value() : -1;
+  }
+  // Notes attempts of `exp` the coordinator declared lost although every simulated worker
+  // kept heartbeating (a sign the coordinator fell behind its own liveness deadlines).
+  void NoteLost(const std::string& phase, int64_t exp) {
+    auto n = Count(*c_, "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE "
+                        "a.status = 'lost' AND r.experiment_id = " + std::to_string(exp));
+    int64_t cancels = 0;
+    for (auto& s : fleet_) cancels += s->cancels();
+    if (!n.ok() || n.value() > 0 || cancels > 0)
+      Note(phase + ": attempts of live simulated workers declared lost: " +
+           (n.ok() ? std::to_string(n.value()) : n.status().ToString()) + ", CANCELs received: " +
+           std::to_string(cancels));
   }
 
   const CoordinatorBenchOptions& opt_;
@@ -198,6 +218,7 @@ void Bench::Dispatch() {
   }
   Progress("dispatching " + std::to_string(opt_.runs) + " runs to " +
            std::to_string(opt_.workers) + " simulated workers");
+  std::string e = std::to_string(dispatch_exp_);
   auto t0 = Clock::now();
   for (auto& s : fleet_) s->Start();
   auto done = [&] {
@@ -206,7 +227,8 @@ void Bench::Dispatch() {
     return n;
   };
   bool finished = WaitFor(opt_.phase_timeout_s, [&] {
-    return done() >= opt_.runs || !FirstSimError(fleet_).empty();
+    return (done() >= opt_.runs && Succeeded(dispatch_exp_) >= opt_.runs) ||
+           !FirstSimError(fleet_).empty();
   });
   Clock::time_point t1{};
   for (auto& s : fleet_) t1 = std::max(t1, s->last_done_ack());
@@ -223,11 +245,11 @@ void Bench::Dispatch() {
   }
   Note("dispatch: " + f.note);
   r_->figures.push_back(f);
-  std::string e = std::to_string(dispatch_exp_);
+  NoteLost("dispatch", dispatch_exp_);
   Verify("succeeded runs", "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
          "experiment_id = " + e, opt_.runs);
-  Verify("attempt rows (one per run)", "SELECT count(*) FROM attempts a JOIN runs r ON "
-         "r.id = a.run_id WHERE r.experiment_id = " + e, opt_.runs);
+  Verify("succeeded attempt rows (one per run)", "SELECT count(*) FROM attempts a JOIN runs r "
+         "ON r.id = a.run_id WHERE a.status = 'succeeded' AND r.experiment_id = " + e, opt_.runs);
 }
 
 void Bench::Ingest() {
@@ -255,13 +277,9 @@ void Bench::Ingest() {
     for (auto& s : fleet_) n += s->points_acked();
     return n;
   };
-  auto runs_done = [&] {
-    int64_t n = 0;
-    for (auto& s : fleet_) n += s->runs_done();
-    return n;
-  };
   bool finished = WaitFor(opt_.phase_timeout_s, [&] {
-    return (acked() >= total && runs_done() >= opt_.workers) || !FirstSimError(fleet_).empty();
+    return (acked() >= total && Succeeded(exp.value()) >= opt_.workers) ||
+           !FirstSimError(fleet_).empty();
   });
   Clock::time_point first = Clock::time_point::max(), last{};
   for (auto& s : fleet_) {
@@ -282,8 +300,11 @@ void Bench::Ingest() {
   }
   Note("ingestion: " + f.note);
   r_->figures.push_back(f);
-  Verify("metric points in headlab.db", "SELECT count(*) FROM metrics WHERE run_id IN "
-         "(SELECT id FROM runs WHERE experiment_id = " + std::to_string(exp.value()) + ")", total);
+  NoteLost("ingestion", exp.value());
+  Verify("metric points of the succeeded attempts in headlab.db",
+         "SELECT count(*) FROM metrics m JOIN attempts a ON a.run_id = m.run_id AND "
+         "a.attempt = m.attempt JOIN runs r ON r.id = m.run_id WHERE a.status = 'succeeded' "
+         "AND r.experiment_id = " + std::to_string(exp.value()), total);
 }
 
 void Bench::StopFleet() {
@@ -324,7 +345,12 @@ void Bench::Requeue() {
     return false;
   });
   if (!got) {
-    f.note = "run " + std::to_string(run) + " was not reassigned within 30 s of the last heartbeat";
+    auto st = Count(*c_, "SELECT count(*) FROM attempts WHERE status = 'lost' AND run_id = " +
+                             std::to_string(run));
+    f.note = "run " + std::to_string(run) + " was not reassigned to the second worker within " +
+             "30 s (second worker: " + (heir->welcomed() ? "welcomed" : "not welcomed") +
+             (heir->error().empty() ? "" : ", error " + heir->error()) + "; lost attempts of " +
+             "the run: " + (st.ok() ? std::to_string(st.value()) : st.status().ToString()) + ")";
   } else {
     f.measured = true;
     f.value = Seconds(again.at - dead->last_heartbeat()).count();

@@ -16,6 +16,7 @@ struct CoordinatorBenchOptions {
   int workers = 64;          // simulated worker connections
   int batches = 16;          // ingestion: METRICS messages per worker
   int batch_points = 1000;   // ingestion: points per METRICS message
+  int window = 4;            // ingestion: METRICS messages in flight per worker
   double phase_timeout_s = 300;
   bool keep = false;         // keep the temp data dir (coordinator.log, headlab.db)
 };

@@ -38,6 +38,7 @@ void SimWorker::Stop() {
 
 void SimWorker::ResetStats() {
   runs_done_.store(0);
+  cancels_.store(0);
   points_acked_.store(0);
   std::lock_guard<std::mutex> l(mu_);
   first_metrics_sent_ = last_metrics_ack_ = last_done_ack_ = Clock::time_point{};
@@ -229,9 +230,15 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
   } else if (command == wire::kAck) {
     OnAck(body);
   } else if (command == wire::kCancel) {
+    // E.g. an attempt the coordinator declared lost: stop streaming it and say so.
     Json c = Json::parse(body, nullptr, false);
-    if (!c.is_discarded() && c.contains("run") && c.contains("attempt"))
-      SendDone(c["run"].get<int64_t>(), c["attempt"].get<int>(), "cancelled");
+    if (c.is_discarded() || !c.contains("run") || !c.contains("attempt")) return;
+    int64_t run = c["run"].get<int64_t>();
+    int attempt = c["attempt"].get<int>();
+    for (Job& j : jobs_)
+      if (j.run == run && j.attempt == attempt) j.done_sent = true;
+    cancels_.fetch_add(1);
+    SendDone(run, attempt, "cancelled");
   }
   // HEARTBEAT needs no answer: ours go out on the timer.
 }

@@ -67,6 +67,8 @@ class SimWorker {
   int64_t runs_done() const { return runs_done_.load(); }
   // Number of metric points the coordinator acknowledged (ACK seq + 1 per attempt).
   int64_t points_acked() const { return points_acked_.load(); }
+  // Number of CANCELs received (attempts the coordinator took away).
+  int64_t cancels() const { return cancels_.load(); }
   std::vector<Assignment> assignments() const;
   // Times of the first METRICS sent, the last METRICS ACK, the last DONE ACK and the last
   // HEARTBEAT sent (epoch when none).
@@ -114,6 +116,7 @@ class SimWorker {
   std::atomic<bool> silent_{false};
   std::atomic<int64_t> runs_done_{0};
   std::atomic<int64_t> points_acked_{0};
+  std::atomic<int64_t> cancels_{0};
 
   mutable std::mutex mu_;
   // Guarded by mu_.
