@@ -114,19 +114,30 @@ trap hl_cleanup EXIT
 trap 'exit 130' INT TERM
 
 [[ -x "$HEADLAB_BIN" ]] || fail "HEADLAB_BIN=$HEADLAB_BIN is not an executable"
-for tool in curl jq sqlite3 ss sha256sum; do
+for tool in curl jq sqlite3 sha256sum pgrep; do
   command -v "$tool" >/dev/null || fail "the tests need '$tool' on PATH"
 done
 
 # ---------------------------------------------------------------------------------------
 # Ports.
 
-# Prints a TCP port on 127.0.0.1 that nothing listens on or is connected to.
+# Returns 0 iff nothing accepts connections on 127.0.0.1:$1 (and, where `ss` exists, no
+# socket uses the port at all).
+hl_port_unused() {
+  if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 1; fi
+  if command -v ss >/dev/null; then
+    [[ -z "$(ss -Htan "( sport = :$1 or dport = :$1 )" 2>/dev/null)" ]] || return 1
+  fi
+  return 0
+}
+
+# Prints a random TCP port in [20000, 60000) on 127.0.0.1 that looks unused. Tests running
+# in parallel could still pick the same port: start_coordinator retries on other ports.
 hl_free_port() {
   local p i
   for ((i = 0; i < 200; i++)); do
     p=$(( 20000 + (RANDOM * 32768 + RANDOM + $$) % 40000 ))
-    if [[ -z "$(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null)" ]]; then
+    if hl_port_unused "$p"; then
       echo "$p"
       return 0
     fi
