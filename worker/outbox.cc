@@ -2,7 +2,9 @@
 #include "worker/outbox.h"
 
 #include <algorithm>
+#include <iterator>
 
+#include "common/log.h"
 #include "common/wire.h"
 
 namespace headlab {
@@ -24,6 +26,36 @@ void Outbox::Add(const std::string& command, const Json& body) {
             q.end());
   }
   q.push_back(Entry{command, body, seq});
+  if (command == wire::kMetrics) {
+    metric_points_ += body["points"].size();
+    EnforceCap();
+  }
+}
+
+void Outbox::Forget(const Entry& e) {
+  if (e.command == wire::kMetrics) metric_points_ -= e.body["points"].size();
+}
+
+void Outbox::EnforceCap() {
+  if (metric_points_ <= max_metric_points_) return;
+  size_t dropped = 0;
+  // Oldest first within each attempt; attempts in key order (the cap is a last resort).
+  for (auto it = by_attempt_.begin(); it != by_attempt_.end() && metric_points_ > max_metric_points_;) {
+    std::deque<Entry>& q = it->second;
+    for (auto e = q.begin(); e != q.end() && metric_points_ > max_metric_points_;) {
+      if (e->command != wire::kMetrics) {
+        ++e;
+        continue;
+      }
+      dropped += e->body["points"].size();
+      Forget(*e);
+      e = q.erase(e);
+    }
+    it = q.empty() ? by_attempt_.erase(it) : std::next(it);
+  }
+  dropped_points_ += dropped;
+  LogWarn("outbox full: dropped " + std::to_string(dropped) +
+          " unacknowledged metric points (the coordinator is not acknowledging them)");
 }
 
 size_t Outbox::Ack(const Json& run, int64_t attempt, const std::string& what, int64_t seq) {
@@ -31,16 +63,16 @@ size_t Outbox::Ack(const Json& run, int64_t attempt, const std::string& what, in
   if (it == by_attempt_.end()) return 0;
   std::deque<Entry>& q = it->second;
   size_t before = q.size();
-  if (what == wire::kDone) {
-    q.clear();
-  } else {
-    q.erase(std::remove_if(q.begin(), q.end(), [&](const Entry& e) {
-              if (e.command != what) return false;
-              if (what == wire::kMetrics) return e.seq <= seq;
-              if (what == wire::kArtifact) return e.seq == seq;
-              return what == wire::kProvenance;
-            }), q.end());
-  }
+  auto acked = [&](const Entry& e) {
+    if (what == wire::kDone) return true;
+    if (e.command != what) return false;
+    if (what == wire::kMetrics) return e.seq <= seq;
+    if (what == wire::kArtifact) return e.seq == seq;
+    return what == wire::kProvenance;
+  };
+  for (const Entry& e : q)
+    if (acked(e)) Forget(e);
+  q.erase(std::remove_if(q.begin(), q.end(), acked), q.end());
   size_t dropped = before - q.size();
   if (q.empty()) by_attempt_.erase(it);
   return dropped;

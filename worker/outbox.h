@@ -16,6 +16,14 @@ namespace headlab {
 
 class Outbox {
  public:
+  // At most this many unacknowledged METRICS points are kept (a few hundred MB as JSON):
+  // past it the oldest batches are dropped with a warning. A coordinator gone for hours
+  // must not get the worker OOM-killed, which would lose the runs themselves.
+  static constexpr size_t kMaxMetricPoints = 1000000;
+
+  explicit Outbox(size_t max_metric_points = kMaxMetricPoints)
+      : max_metric_points_(max_metric_points) {}
+
   // Keeps a message (body has run and attempt). A PROVENANCE replaces the attempt's
   // earlier unacked one: each carries all fields known so far.
   void Add(const std::string& command, const Json& body);
@@ -32,6 +40,8 @@ class Outbox {
   Json DoneRefs() const;
   // Returns the number of kept messages.
   size_t size() const;
+  // Returns the number of METRICS points dropped so far because of the cap.
+  size_t dropped_points() const { return dropped_points_; }
 
  private:
   struct Entry {
@@ -40,8 +50,15 @@ class Outbox {
     int64_t seq;  // METRICS: highest point seq; ARTIFACT: its seq; else -1
   };
   static std::string Key(const Json& run, int64_t attempt);
+  // Drops the oldest METRICS batches until at most max_metric_points_ are kept.
+  void EnforceCap();
+  // Adjusts metric_points_ for an entry that leaves the outbox.
+  void Forget(const Entry& e);
 
+  const size_t max_metric_points_;
   std::map<std::string, std::deque<Entry>> by_attempt_;
+  size_t metric_points_ = 0;
+  size_t dropped_points_ = 0;
 };
 
 }  // namespace headlab

@@ -64,4 +64,20 @@ TEST_CASE("Outbox keys string and integer run ids apart") {
   CHECK(o.HasDone(Json("1"), 0));
 }
 
+TEST_CASE("Outbox caps unacknowledged metric points, dropping the oldest batches") {
+  Outbox o(/*max_metric_points=*/10);
+  o.Add("METRICS", Metrics(1, 0, 0, 4));   // seq 0..3
+  o.Add("ARTIFACT", Json{{"run", 1}, {"attempt", 0}, {"seq", 0}});
+  o.Add("METRICS", Metrics(1, 0, 4, 4));   // seq 4..7
+  CHECK(o.dropped_points() == 0);
+  o.Add("METRICS", Metrics(1, 0, 8, 4));   // 12 > 10: the oldest batch goes
+  CHECK(o.dropped_points() == 4);
+  CHECK(Commands(o) == std::vector<std::string>{"ARTIFACT", "METRICS", "METRICS"});
+  // ACKs release room.
+  o.Ack(Json(1), 0, "METRICS", 11);
+  o.Add("METRICS", Metrics(1, 0, 12, 10));
+  CHECK(o.dropped_points() == 4);
+  CHECK(o.size() == 2);
+}
+
 }  // namespace headlab
