@@ -15,9 +15,6 @@ namespace {
 // Timer work (expiry scans, heartbeats) runs at most this often; dispatch runs every batch.
 constexpr std::chrono::milliseconds kTimerPeriod{50};
 
-std::string RefString(const AttemptRef& r) {
-  return "run " + std::to_string(r.run) + " attempt " + std::to_string(r.attempt);
-}
 
 }  // namespace
 
@@ -250,18 +247,6 @@ void Core::OnDisconnect(WorkerInfo* w) {
   DropWorker(id, "gone", "worker " + id + " disconnected");
 }
 
-void Core::DropWorker(const std::string& id, const std::string& state, const std::string& why) {
-  std::vector<AttemptRef> held = leases_.HeldBy(id);
-  for (const AttemptRef& ref : held) {
-    AttemptOutcome o = store_->LoseAttempt(ref, why);
-    AfterAttemptEnd(ref, o);
-  }
-  workers_.Remove(id);
-  Status st = store_->SetWorkerState(id, state);
-  if (!st.ok()) LogError("worker row for " + id + ": " + st.message());
-  LogWarn(why + ": " + std::to_string(held.size()) + " attempts lost");
-}
-
 void Core::AfterAttemptEnd(const AttemptRef& ref, const AttemptOutcome& o) {
   if (Lease* l = leases_.Find(ref)) {
     workers_.ReleaseAttempt(l->worker_id, ref);
@@ -274,67 +259,12 @@ void Core::AfterAttemptEnd(const AttemptRef& ref, const AttemptOutcome& o) {
 void Core::Tick(Clock::time_point now) {
   if (now >= next_timer_) {
     next_timer_ = now + kTimerPeriod;
-    for (const std::string& id : workers_.Expired(now)) {
-      DropWorker(id, "dead", "worker " + id + " silent for " +
-                                 std::to_string(wire::kLiveness.count()) + " ms");
-    }
-    for (const AttemptRef& ref : leases_.Expired(now)) {
-      Lease* l = leases_.Find(ref);
-      std::string why = "lease expired: worker " + (l ? l->worker_id : std::string("?")) +
-                        " did not report it for " + std::to_string(wire::kLiveness.count()) +
-                        " ms";
-      AttemptOutcome o = store_->LoseAttempt(ref, why);
-      LogWarn(RefString(ref) + " lost: " + why + (o.requeued ? "; requeued" : ""));
-      AfterAttemptEnd(ref, o);
-      leases_.Release(ref);  // also when the row was already terminal
-    }
-    for (auto& [id, w] : workers_.all()) {
-      if (w.heartbeat_at <= now) {
-        Send(id, wire::kHeartbeat, Json::object());
-        w.heartbeat_at = now + wire::kHeartbeatInterval;
-      }
-    }
+    ExpireDeadWorkers(now);  // liveness.cc
+    ExpireLeases(now);       // liveness.cc
+    SendHeartbeats(now);     // liveness.cc
   }
-  Dispatch(now);
+  Dispatch(now);  // dispatch.cc
   FinishExperiments();
-}
-
-void Core::Dispatch(Clock::time_point now) {
-  if (queue_.empty()) return;
-  std::vector<WorkerInfo*> free;
-  for (auto& [id, w] : workers_.all())
-    if (w.FreeSlots() > 0) free.push_back(&w);
-  if (free.empty()) return;
-  // Round-robin: each pass gives every worker with a free slot one run.
-  std::rotate(free.begin(), free.begin() + (dispatch_cursor_++ % free.size()), free.end());
-  bool progress = true;
-  while (progress && !queue_.empty()) {
-    progress = false;
-    for (WorkerInfo* w : free) {
-      if (w->FreeSlots() <= 0) continue;
-      auto run = queue_.Pop();
-      if (!run) break;
-      auto r = store_->LoadRunForAssign(*run);
-      if (!r.ok() || r->status != "queued") continue;  // cancelled since it was queued
-      AttemptRef ref{r->id, r->attempts + 1};
-      std::vector<int> devices = w->PickDevices();
-      Json resume = store_->LatestCheckpoint(r->id);
-      Status st = store_->StartAttempt(ref, w->id, devices, resume);
-      if (!st.ok()) {
-        LogError("cannot start " + RefString(ref) + ": " + st.message());
-        queue_.Push(*run);
-        return;
-      }
-      leases_.Grant(ref, w->id, devices, now);
-      w->running[ref] = devices;
-      auto config = ParseJson(r->config_json, "runs.config_json");
-      Send(w->id, wire::kAssign,
-           {{"run", ref.run}, {"attempt", ref.attempt}, {"experiment", r->experiment_id},
-            {"config", config.ok() ? *config : Json::object()}, {"resume", resume},
-            {"devices", devices}});
-      progress = true;
-    }
-  }
 }
 
 void Core::FinishExperiments() {

@@ -47,7 +47,7 @@ class Core {
                      const std::string& body, Clock::time_point now);
   // Timers: worker and lease expiry, heartbeats, dispatch, finished experiments' stats.
   void Tick(Clock::time_point now);
-  // Assigns queued runs to workers with free slots.
+  // Assigns queued runs to workers with free slots (dispatch.cc).
   void Dispatch(Clock::time_point now);
 
   // --- User requests (HTTP), run inside a batch ---
@@ -81,6 +81,10 @@ class Core {
   void OnProvenance(WorkerInfo* w, const Json& body);
   void OnDone(WorkerInfo* w, const Json& body);
   void OnDisconnect(WorkerInfo* w);
+  // liveness.cc: workers silent for kLiveness, leases not renewed, our heartbeats.
+  void ExpireDeadWorkers(Clock::time_point now);
+  void ExpireLeases(Clock::time_point now);
+  void SendHeartbeats(Clock::time_point now);
   // The worker is gone: its attempts are lost (and requeued), the worker forgotten.
   void DropWorker(const std::string& id, const std::string& state, const std::string& why);
   // Releases the lease and slot of an ended attempt and applies the outcome.

@@ -64,6 +64,10 @@ Status CheckObject(const Json& b, const char* cmd) {
 
 Json RefJson(const AttemptRef& ref) { return {{"run", ref.run}, {"attempt", ref.attempt}}; }
 
+std::string RefString(const AttemptRef& ref) {
+  return "run " + std::to_string(ref.run) + " attempt " + std::to_string(ref.attempt);
+}
+
 StatusOr<ReadyMsg> ParseReady(const Json& b) {
   const char* c = "READY";
   HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));

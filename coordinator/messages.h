@@ -65,5 +65,7 @@ StatusOr<DoneMsg> ParseDone(const Json& body);
 
 // Returns {"run": r, "attempt": a}.
 Json RefJson(const AttemptRef& ref);
+// Returns "run R attempt A" (for log lines).
+std::string RefString(const AttemptRef& ref);
 
 }  // namespace headlab::coord
