@@ -20,6 +20,7 @@ void PrintUsage(FILE* out) {
       "  worker        run a worker that executes runs on this host's devices\n"
       "  exec          execute one attempt of one run from a manifest (spawned by worker)\n"
       "  up            start an embedded coordinator + local worker and keep them running\n"
+      "  down          stop what `headlab up --detach` started\n"
       "\n"
       "experiments:\n"
       "  submit FILE   submit a grid            status        coordinator and fleet\n"
