@@ -18,9 +18,14 @@ void EventSink::Emit(const Json& event) {
 }
 
 void EventSink::Metric(int64_t step, const std::string& key, double value) {
-  // JSON has no NaN/Inf; a diverged loss is still reported (as null) rather than dropped.
-  Json v = std::isfinite(value) ? Json(value) : Json(nullptr);
-  Emit({{"ev", "metric"}, {"step", step}, {"key", key}, {"value", v}, {"t", UnixSeconds()}});
+  // JSON has no NaN/Inf and the worker accepts numbers only: a diverged value is reported
+  // as a log line instead of being dropped silently.
+  if (!std::isfinite(value)) {
+    LogLine("metric " + key + " at step " + std::to_string(step) + " is not finite (" +
+            std::to_string(value) + ")");
+    return;
+  }
+  Emit({{"ev", "metric"}, {"step", step}, {"key", key}, {"value", value}, {"t", UnixSeconds()}});
 }
 
 void EventSink::Artifact(const std::string& kind, const std::string& path,
@@ -31,7 +36,12 @@ void EventSink::Artifact(const std::string& kind, const std::string& path,
 
 void EventSink::Provenance(const Json& fields) { Emit({{"ev", "provenance"}, {"fields", fields}}); }
 
-void EventSink::Summary(const Json& values) { Emit({{"ev", "summary"}, {"values", values}}); }
+void EventSink::Summary(const Json& values) {
+  Json finite = Json::object();
+  for (auto it = values.begin(); it != values.end(); ++it)
+    if (it->is_number() && std::isfinite(it->get<double>())) finite[it.key()] = *it;
+  Emit({{"ev", "summary"}, {"values", finite}});
+}
 
 void EventSink::LogLine(const std::string& msg) { Emit({{"ev", "log"}, {"msg", msg}}); }
 

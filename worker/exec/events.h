@@ -21,10 +21,12 @@ class EventSink {
  public:
   explicit EventSink(FILE* out) : out_(out) {}
 
+  // A non-finite value becomes a log event (JSON has no NaN/Inf).
   void Metric(int64_t step, const std::string& key, double value);
   void Artifact(const std::string& kind, const std::string& path, const std::string& sha256,
                 uint64_t bytes, int64_t step);
   void Provenance(const Json& fields);
+  // Non-finite values are left out.
   void Summary(const Json& values);
   void LogLine(const std::string& msg);
 
