@@ -11,16 +11,23 @@ Connection::Connection(zmq::context_t* ctx, ConnectionOptions options)
     : ctx_(ctx), options_(std::move(options)),
       backoff_(options_.reconnect_initial, options_.reconnect_max) {}
 
-void Connection::Open(Clock::time_point now) {
-  socket_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
-  socket_->set(zmq::sockopt::routing_id, options_.identity);
-  // A closed socket drops what it still queues: the outbox resends what matters, and a
-  // reconnect must not wait on a dead peer.
-  socket_->set(zmq::sockopt::linger, 0);
-  socket_->connect(options_.endpoint);
+Status Connection::Open(Clock::time_point now) {
   registered_ = false;
   peer_expiry_ = now + options_.liveness;
   heartbeat_at_ = now + options_.heartbeat_interval;
+  try {
+    socket_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
+    socket_->set(zmq::sockopt::routing_id, options_.identity);
+    // A closed socket drops what it still queues: the outbox resends what matters, and a
+    // reconnect must not wait on a dead peer.
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->connect(options_.endpoint);
+  } catch (const zmq::error_t& e) {
+    socket_.reset();
+    reconnect_at_ = now + backoff_.Next();
+    return Status::InvalidArgument("cannot connect to " + options_.endpoint + ": " + e.what());
+  }
+  return Status::Ok();
 }
 
 void Connection::Close(std::chrono::milliseconds linger) {
@@ -73,7 +80,11 @@ Connection::Event Connection::Tick(Clock::time_point now) {
   if (!socket_) {
     if (now < reconnect_at_) return Event::kNone;
     LogInfo("reconnecting to " + options_.endpoint);
-    Open(now);
+    Status st = Open(now);
+    if (!st.ok()) {
+      LogWarn(st.message());
+      return Event::kNone;
+    }
     return Event::kOpened;
   }
   if (now >= peer_expiry_) {

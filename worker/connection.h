@@ -40,7 +40,8 @@ class Connection {
 
   Connection(zmq::context_t* ctx, ConnectionOptions options);
   // Opens the socket at once (the first connect). The caller sends READY next.
-  void Open(Clock::time_point now);
+  // InvalidArgument if ZeroMQ rejects the endpoint.
+  Status Open(Clock::time_point now);
   // Closes the socket, giving queued messages up to `linger` to leave (shutdown).
   void Close(std::chrono::milliseconds linger);
   // Returns the socket to poll for input, or nullptr while down.

@@ -41,7 +41,11 @@ std::string Worker::Key(const Json& run, int64_t attempt) {
 }
 
 int Worker::Run() {
-  conn_.Open(Clock::now());
+  Status opened = conn_.Open(Clock::now());
+  if (!opened.ok()) {
+    LogError(opened.message());
+    return 2;
+  }
   SendReady();
   LogInfo("worker " + options_.name + " (" + options_.connection.identity + ") connecting to " +
           options_.connection.endpoint + " with " + std::to_string(options_.slots) + " slot(s)");
@@ -190,9 +194,13 @@ void Worker::OnStopRequest(Clock::time_point now) {
   char buf[64];
   for (ssize_t n; (n = ::read(stop_pipe_[0], buf, sizeof buf)) > 0;) stop_requests_ += int(n);
   if (stop_requests_ == 0) return;
-  LogInfo(stop_requests_ == 1 ? "stopping: ending " + std::to_string(running_.size()) +
-                                    " running attempt(s); the coordinator will requeue them"
-                              : "stopping now: killing running attempts");
+  if (running_.empty()) {
+    LogInfo("stopping");
+  } else {
+    LogInfo(stop_requests_ == 1 ? "stopping: ending " + std::to_string(running_.size()) +
+                                      " running attempt(s); the coordinator will requeue them"
+                                : "stopping now: killing running attempts");
+  }
   for (auto& [key, r] : running_) {
     r.attempt->Abandon(now);
     if (stop_requests_ > 1) r.attempt->Kill();

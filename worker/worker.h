@@ -49,7 +49,8 @@ class Worker {
   // Runs until stopped or refused. Stopping ends the attempts (SIGTERM, SIGKILL after
   // the grace period) without a DONE, waits up to one liveness period for their results
   // so far to be acknowledged, sends DISCONNECT (the coordinator marks the attempts lost
-  // and requeues their runs) and returns 0. REFUSE returns 1.
+  // and requeues their runs) and returns 0. REFUSE returns 1; an endpoint ZeroMQ
+  // rejects returns 2.
   int Run();
   // Asks Run to shut down; a second call kills running attempts without waiting for the
   // grace period. Async-signal-safe (one write(2) to a pipe).

@@ -22,6 +22,21 @@ std::string Trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// Accepts tcp://HOST:PORT (PORT in 1..65535) and ipc://PATH.
+Status CheckEndpoint(const std::string& ep) {
+  auto bad = [&] {
+    return Status::InvalidArgument("--coordinator: expected tcp://ADDR:PORT, got \"" + ep + "\"");
+  };
+  if (ep.rfind("ipc://", 0) == 0) return ep.size() > 6 ? Status::Ok() : bad();
+  if (ep.rfind("tcp://", 0) != 0) return bad();
+  size_t colon = ep.rfind(':');
+  if (colon <= 6 || colon + 1 >= ep.size()) return bad();
+  std::string port = ep.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return bad();
+  int p = std::stoi(port);
+  return p >= 1 && p <= 65535 ? Status::Ok() : bad();
+}
+
 }  // namespace
 
 std::string WorkerUsage() {
@@ -74,9 +89,7 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
       f.cpu_only = true;
     } else if (arg == "--coordinator") {
       HEADLAB_RETURN_IF_ERROR(take(&f.coordinator));
-      if (f.coordinator.rfind("tcp://", 0) != 0 && f.coordinator.rfind("ipc://", 0) != 0)
-        return Status::InvalidArgument("--coordinator: expected tcp://ADDR:PORT, got \"" +
-                                       f.coordinator + "\"");
+      HEADLAB_RETURN_IF_ERROR(CheckEndpoint(f.coordinator));
     } else if (arg == "--data-dir") {
       HEADLAB_RETURN_IF_ERROR(take(&f.data_dir));
     } else if (arg == "--token-file") {

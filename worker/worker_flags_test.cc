@@ -49,12 +49,17 @@ TEST_CASE("ParseWorkerFlags: defaults and every flag") {
   CHECK(f->cpu_only);
   CHECK(f->work_dir == "/w");
   CHECK(Parse({"worker", "--help"})->help);
+  CHECK(Parse({"worker", "--coordinator", "tcp://[::1]:8322"}).ok());
+  CHECK(Parse({"worker", "--coordinator", "ipc:///tmp/hl.sock"}).ok());
 }
 
 TEST_CASE("ParseWorkerFlags rejects bad input") {
   for (auto args : std::vector<std::vector<std::string>>{
            {"worker", "--slots", "0"}, {"worker", "--slots", "two"}, {"worker", "--slots"},
            {"worker", "--coordinator", "localhost:1"}, {"worker", "--bogus"},
+           {"worker", "--coordinator", "tcp://foo"}, {"worker", "--coordinator", "tcp://h:x"},
+           {"worker", "--coordinator", "tcp://h:0"}, {"worker", "--coordinator", "tcp://h:70000"},
+           {"worker", "--coordinator", "tcp://:5"},
            {"worker", "extra"}, {"worker", "--name="}, {"worker", "--cpu-only=yes"}}) {
     INFO(Json(args).dump());
     CHECK(!Parse(args).ok());

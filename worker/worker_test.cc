@@ -263,6 +263,11 @@ TEST_CASE("Worker registers, runs an assignment, relays its results and stops cl
   CHECK(c.heartbeats_seen > 0);
 }
 
+TEST_CASE("Worker exits 2 on an endpoint ZeroMQ rejects") {
+  WorkerUnderTest w("tcp://no-port");
+  CHECK(w.Join() == 2);
+}
+
 TEST_CASE("Worker exits 1 when the coordinator refuses it") {
   FakeCoordinator c;
   WorkerUnderTest w(c.endpoint());
