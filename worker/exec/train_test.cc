@@ -24,7 +24,8 @@ namespace {
 TrainRequest TinyRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 3},
                  {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 32}}},
-                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2}}}};
+                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2},
+                            {"device", "cpu"}}}};  // the bitwise claims are for CPU
   config.merge_patch(overrides);
   StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
   REQUIRE(normalized.ok());
