@@ -34,8 +34,10 @@ std::string AttemptOutDir(const std::string& work_dir, const Json& run, int64_t 
   std::string id = run.is_string() ? run.get<std::string>() : run.dump();
   for (char& c : id)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  std::filesystem::path p = std::filesystem::absolute(work_dir) / "runs" /
-                            (id + "-" + std::to_string(attempt));
+  std::error_code ec;  // absolute() fails only without a current directory: keep it relative
+  std::filesystem::path base = std::filesystem::absolute(work_dir, ec);
+  if (ec) base = work_dir;
+  std::filesystem::path p = base / "runs" / (id + "-" + std::to_string(attempt));
   return p.lexically_normal().string();
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -92,7 +93,14 @@ int WorkerMain(int argc, char** argv) {
   g_stop_fd = worker.stop_fd();
   SetHandler(SIGTERM, OnStopSignal);
   SetHandler(SIGINT, OnStopSignal);
-  int rc = worker.Run();
+  int rc;
+  try {
+    rc = worker.Run();
+  } catch (const std::exception& e) {
+    // A bug, not bad input (every message is validated first): say so instead of aborting.
+    LogError(std::string("internal error: ") + e.what());
+    rc = 1;
+  }
   SetHandler(SIGTERM, SIG_DFL);
   SetHandler(SIGINT, SIG_DFL);
   g_stop_fd = -1;
