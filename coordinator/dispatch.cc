@@ -30,7 +30,7 @@ void Core::Dispatch(Clock::time_point now) {
       AttemptRef ref{r->id, r->attempts + 1};
       std::vector<int> devices = w->PickDevices();
       Json resume = store_->LatestCheckpoint(r->id);
-      Status st = store_->StartAttempt(ref, w->id, devices, resume);
+      Status st = store_->StartAttempt(ref, w->id, devices, resume, r->experiment_id);
       if (!st.ok()) {
         LogError("cannot start " + RefString(ref) + ": " + st.message());
         queue_.Push(*run);

@@ -266,7 +266,8 @@ Json Store::LatestCheckpoint(int64_t run) {
 }
 
 Status Store::StartAttempt(const AttemptRef& ref, const std::string& worker_id,
-                           const std::vector<int>& devices, const Json& resume) {
+                           const std::vector<int>& devices, const Json& resume,
+                           int64_t experiment_id) {
   std::string now = NowIso();
   insert_attempt_.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, worker_id)
       .Bind(4, DevicesJson(devices)).Bind(5, now).Bind(6, resume.dump());
@@ -275,7 +276,7 @@ Status Store::StartAttempt(const AttemptRef& ref, const std::string& worker_id,
   HEADLAB_RETURN_IF_ERROR(run_started_.Exec());
   Json detail = {{"devices", devices}};
   if (!resume.is_null()) detail["resume"] = resume;
-  return AddEvent("assign", 0, ref.run, ref.attempt, worker_id, detail);
+  return AddEvent("assign", experiment_id, ref.run, ref.attempt, worker_id, detail);
 }
 
 Status Store::UpsertWorker(const std::string& id, const Json& ready) {

@@ -111,7 +111,8 @@ class Store {
   Json LatestCheckpoint(int64_t run);
   // Inserts the attempt row (status running) and marks the run running.
   Status StartAttempt(const AttemptRef& ref, const std::string& worker_id,
-                      const std::vector<int>& devices, const Json& resume);
+                      const std::vector<int>& devices, const Json& resume,
+                      int64_t experiment_id = 0);
 
   // --- Workers ---
   Status UpsertWorker(const std::string& id, const Json& ready);
