@@ -166,6 +166,14 @@ class Bench {
                         "experiment_id = " + std::to_string(exp));
     return n.ok() ? n.value() : -1;
   }
+  // Notes the coordinator's CPU time since `cpu0` and `n` `what` per CPU-second: a figure
+  // that other load on the machine does not scale down the way wall time does.
+  void NoteCpu(const std::string& phase, double cpu0, int64_t n, const std::string& what) {
+    double cpu = c_->CpuSeconds() - cpu0;
+    if (cpu0 < 0 || cpu <= 0) return;
+    Note(phase + ": coordinator CPU " + Fmt("%.2f s", cpu) + " = " +
+         Fmt("%.0f ", double(n) / cpu) + what + " per coordinator CPU-second");
+  }
   // Notes attempts of `exp` the coordinator declared lost although every simulated worker
   // kept heartbeating (a sign the coordinator fell behind its own liveness deadlines).
   void NoteLost(const std::string& phase, int64_t exp) {
@@ -219,6 +227,7 @@ void Bench::Dispatch() {
   Progress("dispatching " + std::to_string(opt_.runs) + " runs to " +
            std::to_string(opt_.workers) + " simulated workers");
   std::string e = std::to_string(dispatch_exp_);
+  double cpu0 = c_->CpuSeconds();
   auto t0 = Clock::now();
   for (auto& s : fleet_) s->Start();
   auto done = [&] {
@@ -244,6 +253,7 @@ void Bench::Dispatch() {
     f.note = Fmt("%.2f s from the first READY to the last DONE ACK", Seconds(t1 - t0).count());
   }
   Note("dispatch: " + f.note);
+  if (f.measured) NoteCpu("dispatch", cpu0, opt_.runs, "runs");
   r_->figures.push_back(f);
   NoteLost("dispatch", dispatch_exp_);
   Verify("succeeded runs", "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
@@ -265,6 +275,7 @@ void Bench::Ingest() {
            " batches x " + std::to_string(opt_.batch_points) + ")");
   std::string text = NoopGrid("bench_ingest", opt_.workers,
                               {{"duration_ms", 0}, {"metrics", per_run}});
+  double cpu0 = c_->CpuSeconds();
   auto exp = Submit(*c_, "bench_ingest", text, opt_.workers, nullptr);
   if (!exp.ok()) {
     f.note = exp.status().ToString();
@@ -299,6 +310,7 @@ void Bench::Ingest() {
              Fmt("%.2f s", Seconds(last - first).count());
   }
   Note("ingestion: " + f.note);
+  if (f.measured) NoteCpu("ingestion", cpu0, acked(), "points");
   r_->figures.push_back(f);
   NoteLost("ingestion", exp.value());
   Verify("metric points of the succeeded attempts in headlab.db",

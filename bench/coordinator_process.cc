@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -139,6 +141,23 @@ StatusOr<int> CoordinatorProcess::Stop(double timeout_s) {
   pid_ = -1;
   return Status::Unavailable("coordinator ignored SIGTERM for " + std::to_string(int(timeout_s)) +
                              " s; killed");
+}
+
+double CoordinatorProcess::CpuSeconds() const {
+  if (pid_ < 0) return -1;
+  auto stat = ReadFile("/proc/" + std::to_string(pid_) + "/stat");
+  if (!stat.ok()) return -1;
+  // Fields after the parenthesised command name (which may contain spaces): state is
+  // field 3; utime and stime are fields 14 and 15, in clock ticks.
+  const std::string& s = stat.value();
+  size_t p = s.rfind(')');
+  if (p == std::string::npos) return -1;
+  std::istringstream in(s.substr(p + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i)
+    if (i >= 14) ticks += std::atof(field.c_str());
+  return ticks / double(::sysconf(_SC_CLK_TCK));
 }
 
 CoordinatorProcess::~CoordinatorProcess() {

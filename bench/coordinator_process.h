@@ -31,6 +31,10 @@ class CoordinatorProcess {
   // timeout, reported as an error).
   StatusOr<int> Stop(double timeout_s = 10);
 
+  // Returns the CPU time (user + system) the coordinator has used so far, from
+  // /proc/PID/stat; -1 when unavailable.
+  double CpuSeconds() const;
+
   // "http://127.0.0.1:PORT", the HTTP API.
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
   const std::string& token() const { return token_; }
