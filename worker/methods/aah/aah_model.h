@@ -1,0 +1,36 @@
+// AAH-v3 on the training runtime's model (LibTorch translation units only): the
+// observation pass that measures each head's Q/K/V statistics and attention diagnostics
+// (AAH §5.3), installing the selected windows as local(W) head states (§5.8), and the
+// per-step control hook the training loop calls.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "common/status.h"
+#include "worker/exec/model.h"
+#include "worker/methods/aah/controller.h"
+
+namespace headlab::aah {
+
+// Runs a no-grad forward of `model` on tokens `idx` ([B, T]) and returns, per layer and
+// query head: mu(|q|), sigma(q), mu(|k|), sigma(k), mu(|v|), sigma(v) of the projections
+// (before the position encoding; k and v from the head's key/value head under GQA), and
+// the diagnostics of the attention the head executes now: entropy (mean over queries of
+// -sum p log p, nats), output norm (mean |y_h|_2 over batch and positions) and usage
+// (the fraction of the context its mask allows, W_h / T). Heads that form no scores
+// (fixed, pruned) report zero diagnostics. Uses the blocks' own modules, so the pass sees
+// exactly the layer inputs of GptImpl::forward; model.cc's embedding step is mirrored here.
+std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& idx);
+
+// Installs `windows` ([layer][head]): local(W) for W < context, ordinary otherwise.
+void ApplyWindows(GptImpl& model, const WindowMap& windows);
+
+// The training-loop hook: before the forward of optimizer step `step` (0-based), runs a
+// control update when one is due, observing the first aah.observe_rows rows of the batch
+// `x` (all when 0), and installs the resulting windows; otherwise the cached windows stay
+// (AAH §5.3). Sets *updated when an update ran. InvalidArgument when the model's shape
+// does not match the controller's.
+Status ControlStep(AahController& controller, GptImpl& model, int64_t step,
+                   const torch::Tensor& x, bool* updated = nullptr);
+
+}  // namespace headlab::aah
