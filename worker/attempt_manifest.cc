@@ -48,7 +48,10 @@ StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& ass
   Json m{{"run", assign["run"]}, {"attempt", assign["attempt"]},
          {"experiment", assign["experiment"]}, {"config", assign["config"]},
          {"out_dir", out_dir},
-         {"resume", VerifiedResume(assign.value("resume", Json(nullptr)))}};
+         {"resume", VerifiedResume(assign.value("resume", Json(nullptr)))},
+         // A shared parent checkpoint is passed as given: without it the run cannot start,
+         // so exec (which checks its SHA-256) fails the attempt with the reason.
+         {"parent", assign.value("parent", Json(nullptr))}};
   std::string path = out_dir + "/manifest.json";
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, m.dump(2) + "\n"));
   if (manifest) *manifest = std::move(m);

@@ -1,7 +1,8 @@
 // The manifest the worker writes for each ASSIGN (schema/exec.md, "Manifest"):
 //
 //    manifest := {run, attempt, experiment, config: {...}, out_dir: absolute dir,
-//                 resume: null | {path, sha256, step}}
+//                 resume: null | {path, sha256, step},
+//                 parent: null | {run, path, sha256, step}}
 #pragma once
 
 #include <string>

@@ -59,6 +59,18 @@ TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or ch
               {"resume", good}};
   Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
   CHECK(m["resume"] == good);
+  CHECK(m["parent"].is_null());
+  std::filesystem::remove_all(work);
+}
+
+TEST_CASE("WriteManifest passes a shared parent checkpoint through beside resume") {
+  std::string work = TempDir();
+  Json parent{{"run", 7}, {"path", "/elsewhere/ckpt.pt"}, {"sha256", Sha256Hex("w")}, {"step", 20}};
+  Json assign{{"run", 9}, {"attempt", 1}, {"experiment", 2}, {"config", Json::object()},
+              {"resume", nullptr}, {"parent", parent}};
+  Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
+  CHECK(m["parent"] == parent);
+  CHECK(m["resume"].is_null());
   std::filesystem::remove_all(work);
 }
 

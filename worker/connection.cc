@@ -14,7 +14,7 @@ Connection::Connection(zmq::context_t* ctx, ConnectionOptions options)
 Status Connection::Open(Clock::time_point now) {
   registered_ = false;
   peer_expiry_ = now + options_.liveness;
-  heartbeat_at_ = now + options_.heartbeat_interval;
+  heartbeat_at_ = now + options_.liveness;
   try {
     socket_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
     socket_->set(zmq::sockopt::routing_id, options_.identity);
@@ -76,6 +76,11 @@ void Connection::MarkRegistered(Clock::time_point now) {
   heartbeat_at_ = now;  // tell the coordinator what runs here right away
 }
 
+void Connection::MarkUnregistered(Clock::time_point now) {
+  registered_ = false;
+  heartbeat_at_ = now + options_.liveness;
+}
+
 Connection::Event Connection::Tick(Clock::time_point now) {
   if (!socket_) {
     if (now < reconnect_at_) return Event::kNone;
@@ -95,16 +100,16 @@ Connection::Event Connection::Tick(Clock::time_point now) {
     reconnect_at_ = now + delay;
     return Event::kLost;
   }
-  if (registered_ && now >= heartbeat_at_) {
-    heartbeat_at_ = now + options_.heartbeat_interval;
-    return Event::kHeartbeatDue;
+  if (now >= heartbeat_at_) {
+    heartbeat_at_ = now + (registered_ ? options_.heartbeat_interval : options_.liveness);
+    return registered_ ? Event::kHeartbeatDue : Event::kReadyDue;
   }
   return Event::kNone;
 }
 
 Connection::Clock::time_point Connection::NextDeadline() const {
   if (!socket_) return reconnect_at_;
-  return registered_ ? std::min(peer_expiry_, heartbeat_at_) : peer_expiry_;
+  return std::min(peer_expiry_, heartbeat_at_);
 }
 
 }  // namespace headlab

@@ -35,6 +35,7 @@ class Connection {
     kNone,
     kOpened,        // a fresh socket is connected: send READY now
     kHeartbeatDue,  // send HEARTBEAT now
+    kReadyDue,      // alive but still not WELCOMEd a liveness period after READY: resend it
     kLost,          // the coordinator fell silent; the socket is closed until a reconnect
   };
 
@@ -56,7 +57,7 @@ class Connection {
   // WELCOME: registered; heartbeats start and the backoff starts over.
   void MarkRegistered(Clock::time_point now);
   // REREGISTER: the coordinator forgot us; until the next WELCOME we only send READY.
-  void MarkUnregistered() { registered_ = false; }
+  void MarkUnregistered(Clock::time_point now);
   bool registered() const { return registered_; }
   // Runs the timers (reconnect, liveness, heartbeat) and says what to do next.
   Event Tick(Clock::time_point now);
@@ -72,7 +73,7 @@ class Connection {
   bool registered_ = false;
   Backoff backoff_;
   Clock::time_point peer_expiry_;   // the coordinator is dead if silent until then
-  Clock::time_point heartbeat_at_;  // our next HEARTBEAT
+  Clock::time_point heartbeat_at_;  // our next HEARTBEAT (registered) or READY (not yet)
   Clock::time_point reconnect_at_;  // while down: when to open a new socket
 };
 

@@ -43,7 +43,7 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
     HEADLAB_RETURN_IF_ERROR(NeedRef(b));
     HEADLAB_RETURN_IF_ERROR(Need(b, "experiment", IsId, "an integer or string id"));
     HEADLAB_RETURN_IF_ERROR(Need(b, "config", [](const Json& j) { return j.is_object(); }, "an object"));
-    if (b.contains("devices")) {  // optional: the GPU ordinals the coordinator picked
+    if (b.contains("devices") && !b["devices"].is_null()) {  // optional: the GPUs picked
       HEADLAB_RETURN_IF_ERROR(Need(b, "devices", [](const Json& j) {
         if (!j.is_array()) return false;
         for (const Json& d : j)

@@ -31,6 +31,8 @@ TEST_CASE("DecodeCoordinatorMessage accepts valid messages") {
       R"({"run":"r3","attempt":0,"experiment":1,"config":{"kind":"noop"},"resume":null})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"", "HLW1", "HEARTBEAT", "{}"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ASSIGN",
+      R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":null,"devices":null})"})).ok());
+  CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ASSIGN",
       R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":null,"devices":[0,1]})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ACK", R"({"run":3,"attempt":1,"what":"DONE"})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW1", "ACK", R"({"run":3,"attempt":1,"what":"METRICS","seq":9})"})).ok());

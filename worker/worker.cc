@@ -97,9 +97,13 @@ void Worker::Dispatch(const WireMessage& m, Clock::time_point now) {
     running_.clear();
     exit_code_ = 1;
   } else if (m.command == wire::kReregister) {
-    LogInfo("the coordinator asked us to register again");
-    conn_.MarkUnregistered();
-    SendReady();
+    // One READY per loss of registration: a restarted coordinator answers each message it
+    // got from us before our READY with a REREGISTER.
+    if (conn_.registered()) {
+      LogInfo("the coordinator asked us to register again");
+      conn_.MarkUnregistered(now);
+      SendReady();
+    }
   } else if (m.command == wire::kHeartbeat) {
     // Liveness was refreshed by Receive.
   } else if (m.command == wire::kAssign) {
@@ -209,7 +213,8 @@ void Worker::OnStopRequest(Clock::time_point now) {
 
 void Worker::RunTimers(Clock::time_point now) {
   switch (conn_.Tick(now)) {
-    case Connection::Event::kOpened: SendReady(); break;
+    case Connection::Event::kOpened:
+    case Connection::Event::kReadyDue: SendReady(); break;
     case Connection::Event::kHeartbeatDue: Send(wire::kHeartbeat, Json{{"running", RunningRefs()}}); break;
     case Connection::Event::kLost:
     case Connection::Event::kNone: break;

@@ -363,8 +363,13 @@ TEST_CASE("Worker reconnects after coordinator silence and resends unacknowledge
   c.Send(wire::kWelcome, Json::object());
   CHECK(!c.Next(milliseconds(500)).has_value());
 
-  // REREGISTER asks for READY again.
+  // REREGISTER asks for READY again, once per loss of registration.
   c.Send(wire::kReregister, Json::object());
+  c.Send(wire::kReregister, Json::object());
+  c.Expect(wire::kReady);
+  c.keepalive = true;
+  CHECK(!c.Next(milliseconds(300)).has_value());
+  // Alive but never WELCOMEd: READY again after a liveness period (1 s here).
   c.Expect(wire::kReady);
 }
 
