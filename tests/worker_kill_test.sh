@@ -30,7 +30,9 @@ SURVIVOR=w1; [[ "$VICTIM" == w1 ]] && SURVIVOR=w2
 STEP_AT_KILL=$(db "SELECT coalesce(max(step), -1) FROM metrics WHERE run_id = $RUN AND attempt = 1")
 say "run $RUN attempt 1 is on $VICTIM at step $STEP_AT_KILL; killing $VICTIM"
 KILLED_AT=$(date +%s)
+ORPHANS_BEFORE=${#HL_EXTRA_PIDS[@]}
 kill9_worker "$VICTIM"
+ORPHANS=("${HL_EXTRA_PIDS[@]:$ORPHANS_BEFORE}")
 [[ "$(db "SELECT status FROM runs WHERE id = $RUN")" != succeeded ]] ||
   fail "run $RUN finished before the kill: make tests/data/two_long_runs.jsonc longer"
 
@@ -48,6 +50,12 @@ ok "attempt 1 marked lost $((LOST_AT - KILLED_AT))s after the kill"
 WID2=$(db "SELECT worker_id FROM attempts WHERE run_id = $RUN AND attempt = 2")
 expect_eq "worker of attempt 2" "$SURVIVOR" "$(db "SELECT name FROM workers WHERE id = '$WID2'")"
 
+# Informational: the killed worker's `headlab exec` child loses its stdout pipe; say
+# whether it ended by itself (cleanup kills it either way).
+for pid in "${ORPHANS[@]}"; do
+  if kill -0 "$pid" 2>/dev/null; then say "note: the killed worker's child pid $pid is still running"
+  else say "note: the killed worker's child pid $pid has exited"; fi
+done
 wait_grid "$EXP" 300
 check_one_success_per_run "$EXP" 2
 expect_eq "attempts of run $RUN" 2 "$(db "SELECT count(*) FROM attempts WHERE run_id = $RUN")"
@@ -65,6 +73,8 @@ RSTEP=$(jq -r .step <<<"$RESUME")
 expect_eq "resume checkpoint is an artifact of attempt 1 at its step" 1 "$(db "
   SELECT count(*) FROM artifacts WHERE run_id = $RUN AND attempt = 1 AND kind = 'checkpoint'
     AND sha256 = '$RSHA' AND step = $RSTEP")"
+expect_eq "resume step is attempt 1's last checkpoint" "$(db "
+  SELECT max(step) FROM artifacts WHERE run_id = $RUN AND attempt = 1 AND kind = 'checkpoint'")" "$RSTEP"
 expect_eq "attempt 2 train.loss points before the resume step $RSTEP (retrained steps)" 0 "$(db "
   SELECT count(*) FROM metrics WHERE run_id = $RUN AND attempt = 2 AND key = 'train.loss'
     AND step < $RSTEP")"
