@@ -13,7 +13,7 @@ torch::Tensor Double(const torch::Tensor& t) {
 // Returns the symmetric PSD square root of a symmetric PSD matrix (negative rounding
 // eigenvalues clamped to 0).
 torch::Tensor PsdSqrt(const torch::Tensor& a) {
-  auto eig = torch::linalg::eigh(a, "L");
+  auto eig = torch::linalg_eigh(a, "L");
   torch::Tensor lambda = std::get<0>(eig).clamp_min(0).sqrt();
   torch::Tensor u = std::get<1>(eig);
   return torch::matmul(u * lambda.unsqueeze(0), u.transpose(0, 1));
@@ -39,7 +39,7 @@ torch::Tensor GramProxySpectrum(const torch::Tensor& wq, const torch::Tensor& wk
   torch::Tensor s = PsdSqrt(a);
   torch::Tensor sym = torch::matmul(torch::matmul(s, b), s);
   sym = 0.5 * (sym + sym.transpose(0, 1));  // exact symmetry for the eigensolver
-  torch::Tensor lambda = torch::linalg::eigvalsh(sym, "L").clamp_min(0);
+  torch::Tensor lambda = torch::linalg_eigvalsh(sym, "L").clamp_min(0);
   return std::get<0>(lambda.sqrt().sort(/*dim=*/0, /*descending=*/true));
 }
 

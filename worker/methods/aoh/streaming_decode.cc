@@ -42,12 +42,35 @@ torch::Tensor RotateAt(const torch::Tensor& x, const torch::Tensor& pos, double 
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
+// Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
+// reordered layout of AoH §5), else a gather.
+torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads) {
+  bool run = true;
+  for (size_t i = 1; run && i < heads.size(); ++i) run = heads[i] == heads[0] + int64_t(i);
+  if (run) return x.narrow(1, heads[0], int64_t(heads.size()));
+  return x.index_select(1, torch::tensor(heads, torch::kLong).to(x.device()));
+}
+
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
   return model->blocks->ptr(size_t(layer))->as<Block>();
 }
 
-torch::Tensor Append(const torch::Tensor& cache, const torch::Tensor& fresh, int64_t dim) {
-  return cache.defined() ? torch::cat({cache, fresh}, dim) : fresh;
+// Writes fresh [B, n, T, d] after the first `entries` positions of *buf, doubling its
+// capacity when it is full.
+void AppendTo(torch::Tensor* buf, int64_t entries, const torch::Tensor& fresh) {
+  const int64_t T = fresh.size(2);
+  if (!buf->defined() || buf->size(2) < entries + T) {
+    const int64_t cap = std::max<int64_t>({64, entries + T, buf->defined() ? 2 * buf->size(2) : 0});
+    torch::Tensor grown = torch::empty({fresh.size(0), fresh.size(1), cap, fresh.size(3)}, fresh.options());
+    if (entries > 0) grown.narrow(2, 0, entries).copy_(buf->narrow(2, 0, entries));
+    *buf = grown;
+  }
+  buf->narrow(2, entries, T).copy_(fresh);
+}
+
+// Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
+void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
+  if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
 }
 
 }  // namespace
@@ -106,7 +129,9 @@ StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
 void AohDecoder::Reset() {
   for (auto& layer : layers_)
     for (KvSegment& s : layer) {
-      s.k = s.v = s.positions = torch::Tensor();
+      s.k_buf = s.v_buf = torch::Tensor();
+      s.entries = 0;
+      s.positions.clear();
     }
   selected_.clear();
   selected_valid_.clear();
@@ -117,36 +142,48 @@ int64_t AohDecoder::KvBytes() const {
   int64_t bytes = 0;
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
-      if (s.k.defined())
-        bytes += int64_t(s.k.numel() * s.k.element_size() + s.v.numel() * s.v.element_size());
+      if (s.k_buf.defined()) bytes += 2 * int64_t(s.k().numel() * s.k_buf.element_size());
+  return bytes;
+}
+
+int64_t AohDecoder::KvCapacityBytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_)
+    for (const KvSegment& s : layer)
+      if (s.k_buf.defined()) bytes += 2 * int64_t(s.k_buf.numel() * s.k_buf.element_size());
   return bytes;
 }
 
 int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
   for (const KvSegment& s : layers_[size_t(layer)])
     for (int64_t j : s.kv_heads)
-      if (j == kv_head) return s.k.defined() ? s.k.size(2) : 0;
+      if (j == kv_head) return s.entries;
   return 0;
 }
 
 void AohDecoder::Evict(int64_t next) {
   for (auto& layer : layers_) {
     for (KvSegment& s : layer) {
-      if (!s.bounded || !s.positions.defined()) continue;
+      if (!s.bounded) continue;
       // AoH §5: keep the sink tokens and the recent window the next query can reach
-      // (keys p with next - p < recent); evict the rest.
-      torch::Tensor keep = (s.positions < s.sink) | (s.positions > next - s.recent);
-      if (keep.all().item<bool>()) continue;
-      torch::Tensor idx = keep.nonzero().squeeze(1);
-      s.positions = s.positions.index_select(0, idx);
-      s.k = s.k.index_select(2, idx);
-      s.v = s.v.index_select(2, idx);
+      // (keys p with next - p < recent); evict the rest. Positions ascend, so the kept
+      // ones are a leading run (p < sink) and a trailing run (p > next - recent).
+      const auto& p = s.positions;
+      int64_t a = 0, b = 0;
+      while (a < s.entries && p[size_t(a)] < s.sink) ++a;
+      while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+      if (a + b == s.entries) continue;
+      KeepEnds(&s.k_buf, s.entries, a, b);
+      KeepEnds(&s.v_buf, s.entries, a, b);
+      s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
+      s.entries = a + b;
     }
   }
 }
 
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
                                     const torch::Tensor& qpos) {
+  const int64_t first = position_;  // qpos = [first, first + T)
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -169,18 +206,25 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
   for (KvSegment& seg : layers_[size_t(layer)]) {
     const int64_t n = int64_t(seg.kv_heads.size());
-    torch::Tensor kv_idx = torch::tensor(seg.kv_heads, torch::kLong).to(x.device());
-    seg.k = Append(seg.k, k.index_select(1, kv_idx), 2);
-    seg.v = Append(seg.v, v.index_select(1, kv_idx), 2);
-    seg.positions = Append(seg.positions, qpos, 0);
-    const int64_t L = seg.k.size(2);
+    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads));
+    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads));
+    seg.entries += T;
+    const int64_t L = seg.entries;
+    torch::Tensor kpos;  // [L] positions of the cached keys
+    if (seg.bounded) {
+      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
+      kpos = torch::tensor(seg.positions, torch::kLong).to(x.device());
+    } else {
+      kpos = torch::arange(L, torch::dtype(torch::kLong).device(x.device()));
+    }
+    const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
     std::vector<torch::Tensor> masks;
     for (int64_t j : seg.kv_heads)
       for (int64_t h = j * group; h < (j + 1) * group; ++h) {
         heads.push_back(h);
-        masks.push_back(Allowed(states[size_t(h)], qpos, seg.positions));
+        masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
       }
     torch::Tensor allowed = torch::stack(masks).view({1, n, group, T, L});
     if (reuse && !seg.bounded) {
@@ -198,9 +242,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         slot.copy_(slot & (picked > 0));
       }
     }
-    torch::Tensor qs = q.index_select(1, torch::tensor(heads, torch::kLong).to(x.device()))
-                           .view({B, n, group, T, d});
-    torch::Tensor scores = torch::matmul(qs, seg.k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+    torch::Tensor qs = SelectHeads(q, heads).reshape({B, n, group, T, d});
+    torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
     scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
     if (anchor) {
       // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
@@ -209,11 +252,11 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
         auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
         torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
-        selected_[size_t(heads[i])] = seg.positions.index_select(0, index.flatten()).view(index.sizes());
+        selected_[size_t(heads[i])] = index;  // full segment: index = position
         selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
       }
     }
-    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg.v.unsqueeze(2));  // [B, n, g, T, d]
+    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));  // [B, n, g, T, d]
     for (size_t i = 0; i < heads.size(); ++i) {
       if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
       per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);

@@ -43,12 +43,19 @@ struct DecoderOptions {
 };
 
 // One group of a layer's KV heads with one retention policy (see the file comment).
+// Keys and values live in a buffer of `capacity` >= entries positions that grows by
+// doubling, so a decode step appends in place instead of copying the cache.
 struct KvSegment {
   std::vector<int64_t> kv_heads;  // KV head indices in the layer
   bool bounded = false;
   int64_t sink = 0, recent = 0;   // bounded only
-  torch::Tensor k, v;             // [B, len(kv_heads), L, d], undefined while empty
-  torch::Tensor positions;        // [L] int64, ascending, on the model's device
+  torch::Tensor k_buf, v_buf;     // [B, len(kv_heads), capacity, d], undefined while empty
+  int64_t entries = 0;            // cached positions: k_buf[:, :, :entries]
+  // Bounded: the cached positions, ascending (host-side, so eviction needs no device
+  // sync). Full segments hold every position 0..entries-1.
+  std::vector<int64_t> positions;
+  torch::Tensor k() const { return k_buf.narrow(2, 0, entries); }
+  torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
 
 class AohDecoder {
@@ -71,8 +78,10 @@ class AohDecoder {
 
   // The next position (tokens seen so far).
   int64_t position() const { return position_; }
-  // Bytes of all cached keys and values.
+  // Bytes of all cached keys and values (live entries).
   int64_t KvBytes() const;
+  // Bytes allocated for them (capacity; at most twice the peak entries plus a chunk).
+  int64_t KvCapacityBytes() const;
   // Cached positions of KV head `kv_head` of `layer` (0 when not cached).
   int64_t KvEntries(int64_t layer, int64_t kv_head) const;
   // The segments of `layer`.

@@ -1,0 +1,66 @@
+#include "worker/methods/aoh/aoh_config.h"
+
+#include <catch2/catch.hpp>
+
+namespace headlab::aoh {
+namespace {
+
+TEST_CASE("aoh config: missing section or method none disables AoH") {
+  auto r = AohRunConfigFromJson(Json::object(), "g.jsonc");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->enabled);
+  r = AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3}})", "t").value(), "g");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->enabled);
+}
+
+TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
+  Json c = ParseJson(R"({"seed": 3, "aoh": {"method": "aoh_rope", "rope_max_distance": 4096,
+      "sparsity": 0.75, "metric": "stable_rank", "gqa_agg": "min", "sink": 4, "recent": 128,
+      "apply_step": 100, "passkey_lengths": "1024, 2048", "passkey_depths": "0.2,0.8",
+      "bench_contexts": "4096"}})", "t").value();
+  auto r = AohRunConfigFromJson(c, "g");
+  REQUIRE(r.ok());
+  CHECK(r->enabled);
+  CHECK(r->options.selection == Selection::kAoh);
+  CHECK(r->options.rope_max_distance == 4096);
+  CHECK(r->options.sparsity == 0.75);
+  CHECK(r->options.metric == Metric::kStableRank);
+  CHECK(r->options.aggregation == GroupAggregation::kMin);
+  CHECK(r->options.sink == 4);
+  CHECK(r->options.recent == 128);
+  CHECK(r->apply_step == 100);
+  CHECK(r->passkey_lengths == std::vector<int64_t>{1024, 2048});
+  CHECK(r->passkey_depths == std::vector<double>{0.2, 0.8});
+  CHECK(r->bench_contexts == std::vector<int64_t>{4096});
+  CHECK(r->options.seed == 3);
+
+  c["aoh"] = {{"method", "random"}, {"random_seed", 2}};
+  r = AohRunConfigFromJson(c, "g");
+  REQUIRE(r.ok());
+  CHECK(r->options.selection == Selection::kRandom);
+  CHECK(r->options.seed == 2 * 1000003u + 3);
+  CHECK(r->options.rope_max_distance == 0);
+  CHECK(r->options.recent == 256);  // paper defaults
+  CHECK(r->options.sink == 128);
+}
+
+TEST_CASE("aoh config: bad values are errors naming the key") {
+  auto bad = [](const char* aoh) {
+    auto r = AohRunConfigFromJson(ParseJson(std::string(R"({"aoh": )") + aoh + "}", "t").value(), "g.jsonc");
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK(bad(R"({"method": "best"})").find("$.aoh.method") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "metric": "trace"})").find("$.aoh.metric") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "sparsity": 2})").find("aoh.sparsity") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "recent": 0})").find("aoh.recent") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "passkey_lengths": "1,x"})").find("$.aoh.passkey_lengths") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "sink": "many"})").find("$.aoh.sink") != std::string::npos);
+  CHECK(ParseIntList("").value().empty());
+  CHECK_FALSE(ParseIntList("3,,4").ok());
+  CHECK_FALSE(ParseNumberList("1.5").ok());
+}
+
+}  // namespace
+}  // namespace headlab::aoh
