@@ -1,0 +1,168 @@
+#include "worker/methods/saf/intervention.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "worker/exec/model.h"
+#include "worker/methods/saf/saf_testing.h"
+
+namespace headlab::saf {
+namespace {
+
+constexpr int64_t kT = 16;
+
+Gpt TinyGpt() {
+  torch::manual_seed(31);
+  return Gpt(testing::TinyGptConfig(kT, 2));
+}
+
+InterventionInputs Inputs(Gpt& gpt, int64_t k) {
+  InterventionInputs in;
+  in.view = ViewOfGpt(*gpt);
+  for (int64_t l = 0; l < 2; ++l) in.layers.push_back(gpt->attention(l).get());
+  torch::manual_seed(32);
+  for (int b = 0; b < 3; ++b) in.calibration.push_back(torch::randint(0, 64, {2, kT}, torch::kLong));
+  in.k = k;
+  return in;
+}
+
+int64_t CountFixed(Gpt& gpt) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < 2; ++l)
+    for (const HeadState& s : gpt->attention(l)->head_states()) n += s.mode == HeadMode::kFixed;
+  return n;
+}
+
+TEST_CASE("an intervention installs exactly k fixed heads in score order and reports them") {
+  Gpt gpt = TinyGpt();
+  torch::Tensor q_before = gpt->attention(0)->q_proj->weight.clone();
+  SafOptions o;
+  o.method = "replace";
+  auto r = RunIntervention(o, Inputs(gpt, TargetHeadCount(0.5, 2, 4)));
+  REQUIRE(r.ok());
+  CHECK(r->installed.size() == 4);
+  CHECK(CountFixed(gpt) == 4);
+  CHECK(torch::equal(q_before, gpt->attention(0)->q_proj->weight));  // weights untouched
+
+  const InterventionReport& rep = r->report;
+  REQUIRE(rep.head_map.size() == 8);
+  int64_t fixed = 0;
+  std::vector<double> fixed_scores, other_scores;
+  for (const HeadMapRow& row : rep.head_map) {
+    if (row.role == "fixed") {
+      ++fixed;
+      REQUIRE(row.fit_kl.has_value());
+      CHECK(*row.fit_kl <= 0.2);
+      CHECK(row.pattern == "mean");
+      fixed_scores.push_back(row.score);
+    } else {
+      other_scores.push_back(row.score);
+    }
+  }
+  CHECK(fixed == 4);
+  // Every installed head has a lower variance than every head left ordinary (all fits pass
+  // on this small model, so no candidate was skipped).
+  if (rep.fits_rejected == 0)
+    CHECK(*std::max_element(fixed_scores.begin(), fixed_scores.end()) <=
+          *std::min_element(other_scores.begin(), other_scores.end()));
+  CHECK(rep.cost.calibration_s >= 0);
+  CHECK(rep.cost.total_s() >= rep.cost.fitting_s);
+  Json j = ToJson(rep);
+  CHECK(j["k"] == 4);
+  CHECK(j["head_map"].size() == 8);
+  CHECK(j["cost_s"].contains("installation"));
+
+  // The model still runs, and an undo restores ordinary attention.
+  torch::Tensor tokens = torch::randint(0, 64, {1, kT}, torch::kLong);
+  CHECK(gpt->forward(tokens).isfinite().all().item<bool>());
+  const HeadId u = r->installed[0];
+  RevertToOrdinary(*gpt->attention(u.layer), u.head);
+  CHECK(CountFixed(gpt) == 3);
+
+  // A later event only considers heads that are still ordinary.
+  auto again = RunIntervention(o, Inputs(gpt, 2));
+  REQUIRE(again.ok());
+  CHECK(CountFixed(gpt) == 5);
+}
+
+TEST_CASE("selection fails clearly when k fits cannot pass; prescribed sets are not substituted") {
+  Gpt gpt = TinyGpt();
+  SafOptions o;
+  o.fit_max_kl = 0.0;  // nothing passes
+  o.fit_steps = 5;
+  auto r = RunIntervention(o, Inputs(gpt, 2));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("needs 2 heads") != std::string::npos);
+  CHECK(CountFixed(gpt) == 0);
+
+  InterventionInputs in = Inputs(gpt, 2);
+  in.prescribed = {{0, 1}, {1, 2}};
+  auto p = RunIntervention(o, in);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().message().find("prescribed head 0.1") != std::string::npos);
+  CHECK(CountFixed(gpt) == 0);
+
+  o.fit_max_kl = 0.2;
+  o.fit_steps = 400;
+  auto ok = RunIntervention(o, in);
+  REQUIRE(ok.ok());
+  CHECK(ok->installed == std::vector<HeadId>{{0, 1}, {1, 2}});
+}
+
+TEST_CASE("dense and sampled patterns install as dense heads; random selection matches per-layer counts") {
+  Gpt gpt = TinyGpt();
+  SafOptions o;
+  o.pattern = PatternKind::kDirichlet;
+  auto r = RunIntervention(o, Inputs(gpt, 3));
+  REQUIRE(r.ok());
+  for (const HeadId& u : r->installed) CHECK(gpt->attention(u.layer)->head_states()[size_t(u.head)].dense);
+
+  Gpt a = TinyGpt(), b = TinyGpt();
+  SafOptions var;
+  SafOptions rnd;
+  rnd.score = ScoreKind::kRandom;
+  auto rv = RunIntervention(var, Inputs(a, 3));
+  auto rr = RunIntervention(rnd, Inputs(b, 3));
+  REQUIRE(rv.ok());
+  REQUIRE(rr.ok());
+  CHECK(PerLayerCounts(rv->installed, 2) == PerLayerCounts(rr->installed, 2));
+}
+
+TEST_CASE("configurations that cannot run are refused before anything is installed") {
+  Gpt gpt = TinyGpt();
+  SafOptions o;
+  o.score = ScoreKind::kGradient;
+  CHECK_FALSE(RunIntervention(o, Inputs(gpt, 2)).ok());  // no gradient EMA
+  o.score = ScoreKind::kVariance;
+  o.trainable = true;
+  CHECK_FALSE(RunIntervention(o, Inputs(gpt, 2)).ok());
+  o.trainable = false;
+  InterventionInputs in = Inputs(gpt, 2);
+  in.calibration = {torch::randint(0, 64, {2, kT / 2}, torch::kLong)};
+  CHECK_FALSE(RunIntervention(o, in).ok());  // calibration shorter than the context
+  CHECK(CountFixed(gpt) == 0);
+}
+
+TEST_CASE("calibration batches come from a generator of their own") {
+  std::vector<uint16_t> data(4000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint16_t(i % 251);
+  TokenSpan span;
+  span.data = data.data();
+  span.size = int64_t(data.size());
+  auto a = DrawCalibrationBatches(span, kT, 5, 2, 7, torch::kCPU);
+  auto b = DrawCalibrationBatches(span, kT, 5, 2, 7, torch::kCPU);
+  REQUIRE(a.size() == 3);
+  CHECK(a[2].size(0) == 1);
+  CHECK(a[0].size(1) == kT);
+  CHECK(torch::equal(a[0], b[0]));
+  // A training sampler with the run seed is not advanced and draws differently.
+  BatchSampler train(7, kT);
+  std::vector<int64_t> offsets = train.NextOffsets(span.size, 2);
+  const bool differs = a[0][0][0].item<int64_t>() != int64_t(data[size_t(offsets[0])]) ||
+                       a[0][1][0].item<int64_t>() != int64_t(data[size_t(offsets[1])]);
+  CHECK(differs);
+}
+
+}  // namespace
+}  // namespace headlab::saf

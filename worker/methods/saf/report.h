@@ -1,0 +1,50 @@
+// What one SAF intervention reports: the head map (DESIGN.md "head_maps": layer, head, role,
+// score, fit KL) and its one-time cost split into calibration, ranking, fitting and
+// installation (SAF Table 13's columns). Torch-free, JSON-able.
+//
+// report := {"event": int, "step": int, "schedule": str, "score": str, "pattern": str,
+//            "storage": str, "k": int, "cost_s": {"calibration": s, "ranking": s,
+//            "fitting": s, "installation": s, "total": s},
+//            "fits": {"run": int, "rejected": int},
+//            "head_map": [{"layer", "head", "role": "fixed"|"ordinary"|"pruned", "score",
+//                          "rank", "fit_kl": number|null, "pattern": str|null}]}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+
+namespace headlab::saf {
+
+struct HeadMapRow {
+  int64_t layer = 0, head = 0;
+  std::string role = "ordinary";  // the head mode after the event: "fixed", "ordinary", "pruned"
+  double score = 0;               // the selection score (or rank sum; order position for random)
+  int64_t rank = 0;               // position in candidate order, 0 = first
+  std::optional<double> fit_kl;   // set for every head that was fitted
+  std::string pattern;            // installed pattern kind, fixed heads only
+};
+
+// Seconds spent in each phase of one intervention (Table 13).
+struct InterventionCost {
+  double calibration_s = 0, ranking_s = 0, fitting_s = 0, installation_s = 0;
+  double total_s() const { return calibration_s + ranking_s + fitting_s + installation_s; }
+};
+
+struct InterventionReport {
+  int64_t event = 0;  // 0 for one-time; the group / increment index otherwise
+  int64_t step = 0;   // completed updates when it ran
+  std::string schedule, score, pattern, storage;
+  int64_t k = 0;      // heads installed by this event
+  InterventionCost cost;
+  int64_t fits_run = 0, fits_rejected = 0;
+  std::vector<HeadMapRow> head_map;  // every head, layer-major
+};
+
+Json ToJson(const HeadMapRow& row);
+Json ToJson(const InterventionReport& report);
+
+}  // namespace headlab::saf
