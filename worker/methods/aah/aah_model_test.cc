@@ -4,23 +4,13 @@
 #include <cmath>
 
 #include "worker/methods/aah/aah_report.h"
+#include "worker/methods/aah/aah_testing.h"
 
 namespace headlab::aah {
 namespace {
 
 ModelConfig Tiny(const std::string& pos = "learned", int64_t kv_heads = 4) {
-  ModelConfig c;
-  c.layers = 2;
-  c.heads = 4;
-  c.width = 32;
-  c.context = 32;
-  c.mlp_ratio = 2;
-  c.vocab = 64;
-  c.kv_heads = kv_heads;
-  c.pos = pos;
-  c.rope_base = 10000;
-  c.norm = "layernorm";
-  return c;
+  return testing::SmallModel(2, 4, 32, 32, 64, pos, kv_heads);
 }
 
 AahOptions Opts(Regime r, int64_t context) {

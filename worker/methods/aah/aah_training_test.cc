@@ -5,24 +5,12 @@
 
 #include "worker/methods/aah/aah_model.h"
 #include "worker/methods/aah/aah_report.h"
+#include "worker/methods/aah/aah_testing.h"
 
 namespace headlab::aah {
 namespace {
 
-ModelConfig Small() {
-  ModelConfig c;
-  c.layers = 2;
-  c.heads = 8;
-  c.width = 32;
-  c.context = 32;
-  c.mlp_ratio = 2;
-  c.vocab = 32;
-  c.kv_heads = 8;
-  c.pos = "learned";
-  c.rope_base = 10000;
-  c.norm = "layernorm";
-  return c;
-}
+ModelConfig Small() { return testing::SmallModel(2, 8, 32, 32, 32); }
 
 struct Trace {
   std::vector<double> losses;
