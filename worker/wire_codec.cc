@@ -51,6 +51,8 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
         return true;
       }, "an array of GPU ordinals"));
     }
+    if (b.contains("parent") && !b["parent"].is_null() && !b["parent"].is_object())
+      return Status::InvalidArgument("parent: expected null or an object");
     if (!b.contains("resume") || b["resume"].is_null()) return Status::Ok();
     const Json& r = b["resume"];
     if (!r.is_object()) return Status::InvalidArgument("resume: expected null or an object");

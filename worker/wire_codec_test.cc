@@ -61,6 +61,7 @@ TEST_CASE("DecodeCoordinatorMessage rejects malformed messages") {
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":7})"},
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"devices":[-1]})"},
       {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"devices":"0"})"},
+      {"HLW1", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"parent":"x"})"},
   };
   for (const auto& parts : bad) {
     INFO(Json(parts).dump());
