@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/wire.h"
+#include "coordinator/head_maps.h"
 #include "coordinator/messages.h"
 #include "coordinator/results.h"
 #include "coordinator/token.h"
@@ -205,6 +206,12 @@ void Core::OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now) {
   if (st.ok())
     st = store_->InsertArtifact(m->ref, m->seq, m->kind, m->path, m->sha256, m->bytes, m->step);
   if (!st.ok()) LogWarn("ARTIFACT from " + w->id + " not stored: " + st.message());
+  if (st.ok() && IsHeadMapKind(m->kind)) {
+    auto rows = LoadHeadMapArtifact(m->path, m->sha256);
+    if (rows.ok()) st = store_->InsertHeadMaps(m->ref, *rows);
+    Status hm = rows.ok() ? st : rows.status();
+    if (!hm.ok()) LogWarn("head map of " + RefString(m->ref) + " not stored: " + hm.message());
+  }
   Renew(w, m->ref, now);
   Ack(w->id, m->ref, wire::kArtifact, m->seq);
 }

@@ -236,4 +236,47 @@ TEST_CASE("malformed bodies are dropped without effect") {
   (void)e;
 }
 
+
+TEST_CASE("dispatch: a continuation waits for its parent, then gets its checkpoint in ASSIGN") {
+  Harness h;
+  auto p = h.Submit(TestGrid({"p"}, 1, "parent"));
+  const int64_t parent = p.queued[0];
+  Grid child = TestGrid({"c"}, 1, "child");
+  child.runs[0].config["parent"] = {{"run", parent}, {"step", 0}};
+  auto c = h.Submit(child);
+
+  auto out = h.Batch({{"w1", "READY", Ready(2)}});
+  auto assigns = Of(out, "ASSIGN", "w1");
+  REQUIRE(assigns.size() == 1);  // the child stays queued beside a free slot
+  CHECK(assigns[0]["run"] == parent);
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='queued' AND id=" +
+                std::to_string(c.queued[0])) == 1);
+
+  out = h.Batch({{"w1", "ARTIFACT", {{"run", parent}, {"attempt", 1}, {"seq", 0},
+                                     {"kind", "checkpoint"}, {"path", "/ck/20.pt"},
+                                     {"sha256", "abc"}, {"bytes", 10}, {"step", 20}}},
+                 {"w1", "DONE", {{"run", parent}, {"attempt", 1}, {"status", "succeeded"},
+                                 {"exit_code", 0}, {"error", ""}, {"stderr_tail", ""},
+                                 {"summary", Json::object()}}}});
+  assigns = Of(out, "ASSIGN", "w1");
+  REQUIRE(assigns.size() == 1);
+  CHECK(assigns[0]["run"] == c.queued[0]);
+  CHECK(assigns[0]["resume"].is_null());
+  CHECK(assigns[0]["parent"] ==
+        Json({{"run", parent}, {"path", "/ck/20.pt"}, {"sha256", "abc"}, {"step", 20}}));
+}
+
+TEST_CASE("dispatch: a continuation of a missing parent fails without an attempt") {
+  Harness h;
+  Grid child = TestGrid({"c"}, 1, "orphan");
+  child.runs[0].config["parent"] = {{"run", 4242}, {"step", 0}};
+  auto c = h.Submit(child);
+  auto out = h.Batch({{"w1", "READY", Ready(1)}});
+  CHECK(Of(out, "ASSIGN", "w1").empty());
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='failed' AND error LIKE "
+                "'%parent run 4242 does not exist%'") == 1);
+  CHECK(h.Count("SELECT count(*) FROM attempts") == 0);
+  CHECK(h.Count("SELECT count(*) FROM events WHERE kind='parent_failed'") == 1);
+}
+
 }  // namespace headlab::coord

@@ -389,6 +389,19 @@ Status Store::UpsertProvenance(const AttemptRef& ref, const Json& fields) {
   return s.Exec();
 }
 
+Status Store::InsertHeadMaps(const AttemptRef& ref, const std::vector<HeadMapRow>& rows) {
+  Stmt s = db_.MustPrepare(
+      "INSERT OR REPLACE INTO head_maps(run_id, attempt, layer, head, role, score, window) "
+      "VALUES (?,?,?,?,?,?,?)");
+  for (const HeadMapRow& r : rows) {
+    s.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, r.layer).Bind(4, r.head).Bind(5, r.role);
+    if (r.score) s.Bind(6, *r.score); else s.BindNull(6);
+    if (r.window) s.Bind(7, *r.window); else s.BindNull(7);
+    HEADLAB_RETURN_IF_ERROR(s.Exec());
+  }
+  return Status::Ok();
+}
+
 AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& status,
                                     int exit_code, const std::string& error,
                                     const std::string& stderr_tail, const Json& summary) {

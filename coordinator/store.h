@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "coordinator/db.h"
+#include "coordinator/head_maps.h"
 
 namespace headlab::coord {
 
@@ -128,6 +129,8 @@ class Store {
                         const std::string& path, const std::string& sha256, int64_t bytes,
                         int64_t step);
   Status UpsertProvenance(const AttemptRef& ref, const Json& fields);
+  // Replaces rows with the same (run, attempt, layer, head).
+  Status InsertHeadMaps(const AttemptRef& ref, const std::vector<HeadMapRow>& rows);
   // DONE: records the attempt's end. Only the run's current running attempt can make the
   // run succeed (exactly one successful attempt per run); a late or duplicate DONE is
   // recorded on its attempt row at most once and changes nothing else.

@@ -1,0 +1,62 @@
+// Shared-parent resolution: the parent's status decides wait/fail; its checkpoint artifact
+// of the requested step (of the attempt that succeeded, if several wrote one) is the start.
+#include "coordinator/parent.h"
+
+namespace headlab::coord {
+
+ParentResolution ResolveParent(Db* db, const Json& config) {
+  ParentResolution out;
+  const Json* p = config.contains("parent") ? &config["parent"] : nullptr;
+  if (!p || !p->is_object() || !p->contains("run") || !(*p)["run"].is_number_integer() ||
+      (*p)["run"].get<int64_t>() == 0)
+    return out;
+  const int64_t parent = (*p)["run"].get<int64_t>();
+  const int64_t step = p->value("step", int64_t{0});
+  const std::string name = "parent run " + std::to_string(parent);
+
+  Stmt run = db->MustPrepare("SELECT status, COALESCE(reused_from, id), error FROM runs WHERE id=?");
+  run.Bind(1, parent);
+  if (!run.Step()) {
+    out.state = ParentResolution::State::kFail;
+    out.error = name + " does not exist";
+    return out;
+  }
+  const std::string status = run.Text(0);
+  const int64_t source = run.Int(1);
+  if (status == "queued" || status == "running") {
+    out.state = ParentResolution::State::kWait;
+    return out;
+  }
+  if (status != "succeeded") {
+    out.state = ParentResolution::State::kFail;
+    out.error = name + " " + status + (run.Text(2).empty() ? "" : " (" + run.Text(2) + ")") +
+                ": no checkpoint to continue from";
+    return out;
+  }
+  // Prefer the succeeded (latest) attempt's artifact: an earlier lost attempt may have
+  // written a checkpoint of the same step with other bytes.
+  Stmt ck = db->MustPrepare(
+      "SELECT path, sha256, step FROM artifacts WHERE run_id=? AND kind='checkpoint' "
+      "AND (?=0 OR step=?) ORDER BY step DESC, attempt DESC, seq DESC LIMIT 1");
+  ck.Bind(1, source).Bind(2, step).Bind(3, step);
+  if (!ck.Step()) {
+    out.state = ParentResolution::State::kFail;
+    out.error = name + " has no checkpoint" +
+                (step ? " of step " + std::to_string(step) : std::string()) +
+                " (train.checkpoint_every decides which steps are saved)";
+    return out;
+  }
+  out.state = ParentResolution::State::kReady;
+  out.checkpoint = {{"run", parent}, {"path", ck.Text(0)}, {"sha256", ck.Text(1)},
+                    {"step", ck.Int(2)}};
+  return out;
+}
+
+Status FailQueuedRun(Db* db, int64_t run, const std::string& error) {
+  Stmt s = db->MustPrepare(
+      "UPDATE runs SET status='failed', error=?, updated_at=? WHERE id=? AND status='queued'");
+  s.Bind(1, error).Bind(2, NowIso()).Bind(3, run);
+  return s.Exec();
+}
+
+}  // namespace headlab::coord

@@ -1,0 +1,32 @@
+// Shared-parent continuation (run config parent.*, schema/grid.md): which checkpoint a
+// queued run starts from, resolved at dispatch time from the parent run's artifacts.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "coordinator/db.h"
+
+namespace headlab::coord {
+
+struct ParentResolution {
+  enum class State {
+    kNone,   // the run has no parent: dispatch as usual
+    kReady,  // dispatch with `checkpoint`
+    kWait,   // the parent has not finished yet: leave the run queued
+    kFail,   // the parent failed/was cancelled or lacks the checkpoint: fail with `error`
+  };
+  State state = State::kNone;
+  Json checkpoint;    // kReady: {run, path, sha256, step} (ASSIGN.parent)
+  std::string error;  // kFail
+};
+
+// Resolves `config`'s parent.run / parent.step (step 0 = the parent's final checkpoint).
+// A parent that reused another run's result resolves to that run's checkpoints.
+ParentResolution ResolveParent(Db* db, const Json& config);
+
+// Marks queued run `run` failed with `error` (a continuation whose parent cannot provide
+// its checkpoint). The caller records the event.
+Status FailQueuedRun(Db* db, int64_t run, const std::string& error);
+
+}  // namespace headlab::coord
