@@ -261,6 +261,7 @@ void Core::AfterAttemptEnd(const AttemptRef& ref, const AttemptOutcome& o) {
   }
   if (o.requeued) queue_.Push(ref.run);
   if (o.run_finished || o.changed) finished_experiments_.insert(o.experiment_id);
+  if (o.run_finished) UnparkAll();  // a parent may have finished
 }
 
 void Core::Tick(Clock::time_point now) {
@@ -297,6 +298,7 @@ StatusOr<SubmitResult> Core::Submit(const Grid& grid, const std::vector<std::str
 
 void Core::ApplyCancel(const RunChange& c) {
   queue_.Remove(c.run);
+  UnparkAll();  // children of a cancelled parent fail at their next dispatch
   if (c.running && workers_.Find(c.worker_id))
     Send(c.worker_id, wire::kCancel, RefJson(*c.running));
   finished_experiments_.insert(c.experiment_id);

@@ -93,6 +93,8 @@ class Core {
   void Renew(WorkerInfo* w, const AttemptRef& ref, Clock::time_point now);
   void Ack(const std::string& id, const AttemptRef& ref, const char* what, int64_t seq);
   void FinishExperiments();
+  // Puts runs parked waiting for a parent back into the queue (dispatch.cc).
+  void UnparkAll();
   Json ChangesJson(const std::vector<RunChange>& changes, const char* verb);
   void ApplyCancel(const RunChange& c);
 
@@ -103,6 +105,7 @@ class Core {
   WorkerRegistry workers_;
   LeaseTable leases_;
   RunQueue queue_;
+  std::vector<int64_t> parked_;  // queued runs whose parent run has not finished
   std::vector<OutMessage> outbox_;
   std::vector<std::function<void()>> after_commit_;
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for

@@ -20,10 +20,6 @@ void Core::Dispatch(Clock::time_point now) {
   if (free.empty()) return;
   // Round-robin: each pass gives every worker with a free slot one run.
   std::rotate(free.begin(), free.begin() + (dispatch_cursor_++ % free.size()), free.end());
-  std::vector<int64_t> waiting;  // parent not finished: back into the queue afterwards
-  auto requeue_waiting = [&] {
-    for (int64_t id : waiting) queue_.Push(id);
-  };
   bool progress = true;
   while (progress && !queue_.empty()) {
     progress = false;
@@ -36,7 +32,9 @@ void Core::Dispatch(Clock::time_point now) {
       auto config = ParseJson(r->config_json, "runs.config_json");
       ParentResolution parent = ResolveParent(store_->db(), config.ok() ? *config : Json::object());
       if (parent.state == ParentResolution::State::kWait) {
-        waiting.push_back(*run);
+        // Parked, not requeued: re-examining every waiting child on every batch would cost
+        // a scan per batch; they return to the queue when some run finishes (core.cc).
+        parked_.push_back(*run);
         progress = true;  // the queue shrank; this worker's slot is offered again
         continue;
       }
@@ -47,6 +45,7 @@ void Core::Dispatch(Clock::time_point now) {
                                 {{"error", parent.error}});
         if (!st.ok()) LogError("cannot fail run " + std::to_string(r->id) + ": " + st.message());
         finished_experiments_.insert(r->experiment_id);
+        UnparkAll();  // its own children can now fail too
         progress = true;
         continue;
       }
@@ -57,7 +56,6 @@ void Core::Dispatch(Clock::time_point now) {
       if (!st.ok()) {
         LogError("cannot start " + RefString(ref) + ": " + st.message());
         queue_.Push(*run);
-        requeue_waiting();
         return;
       }
       leases_.Grant(ref, w->id, devices, now);
@@ -70,7 +68,11 @@ void Core::Dispatch(Clock::time_point now) {
       progress = true;
     }
   }
-  requeue_waiting();
+}
+
+void Core::UnparkAll() {
+  for (int64_t id : parked_) queue_.Push(id);
+  parked_.clear();
 }
 
 }  // namespace headlab::coord

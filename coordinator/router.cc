@@ -99,7 +99,15 @@ void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point
             Printable(frames[first]) + "'");
     return;
   }
-  core_->HandleMessage(identity, frames[first + 1].to_string(), frames[first + 2].to_string(), now);
+  std::string command = frames[first + 1].to_string();
+  try {
+    core_->HandleMessage(identity, command, frames[first + 2].to_string(), now);
+  } catch (const std::exception& e) {
+    // Validation should make this unreachable; if not, one bad message must not end the
+    // daemon. Its statements so far stay in the batch (each is individually consistent).
+    LogError("internal error handling " + command + " from '" + Printable(frames[0]) +
+             "': " + e.what());
+  }
 }
 
 void Router::SendOutbox() {
@@ -159,7 +167,13 @@ Status Router::Run() {
       std::lock_guard<std::mutex> l(mu_);
       requests.swap(pending_);
     }
-    for (auto& r : requests) r(*core_);
+    for (auto& r : requests) {
+      try {
+        r(*core_);
+      } catch (const std::exception& e) {
+        LogError(std::string("internal error in a request: ") + e.what());
+      }
+    }
     core_->Tick(now);
     st = core_->CommitBatch();
     if (!st.ok()) {
