@@ -59,6 +59,8 @@ class ValidationBudgetController {
   // Reports the paired held-out losses before and after installing the proposed group of
   // `size` heads (same batches). Returns true to keep it, false to undo it (then stops).
   bool Report(double loss_before, double loss_after, int64_t size);
+  // Stops proposing (e.g. no further head has an acceptable fit).
+  void Stop() { stopped_ = true; }
 
   double spent() const { return spent_; }
   int64_t installed() const { return installed_; }
@@ -87,6 +89,8 @@ class TrainLossController {
   Action Observe(int64_t step, double loss);
   int64_t NextGroupSize() const;
   void Installed(int64_t size);
+  // Stops proposing (e.g. no further head has an acceptable fit).
+  void Stop() { stopped_ = true; }
 
   int64_t installed() const { return installed_; }
   bool stopped() const { return stopped_; }

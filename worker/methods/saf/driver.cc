@@ -1,0 +1,168 @@
+// SafDriver: SAF schedules and events behind the training loop's hooks.
+#include "worker/methods/saf/driver.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "worker/exec/model.h"
+
+namespace headlab::saf {
+namespace {
+
+// The controllers' defaults when their keys are 0: 5% of the heads per increment, and a
+// check / window of 5% of the run (App. A.3 gives no constants).
+constexpr double kDefaultGroupFraction = 0.05;
+constexpr int64_t kDefaultCadenceDivisor = 20;
+constexpr int64_t kRecoveryWindows = 4;  // train-loss undo after 4 W updates without recovery
+
+}  // namespace
+
+SafDriver::SafDriver(const SafOptions& options, GptImpl* model, const TokenSpan& split,
+                     int64_t total_steps, uint64_t seed, torch::Device device)
+    : options_(options),
+      model_(model),
+      split_(split),
+      total_steps_(total_steps),
+      k_(TargetHeadCount(options.rate, model->config().layers, model->config().heads)),
+      seed_(seed),
+      device_(device) {}
+
+StatusOr<std::unique_ptr<SafDriver>> SafDriver::Create(const SafOptions& options, GptImpl* model,
+                                                       const TokenSpan& split,
+                                                       int64_t total_steps, uint64_t seed,
+                                                       torch::Device device) {
+  std::unique_ptr<SafDriver> d(new SafDriver(options, model, split, total_steps, seed, device));
+  const int64_t L = model->config().layers, H = model->config().heads;
+  if (!options.heads.empty()) {
+    auto heads = ParseHeadList(options.heads, L, H);
+    if (!heads.ok()) return heads.status();
+    d->prescribed_ = *heads;
+    d->k_ = int64_t(d->prescribed_.size());
+  }
+  if (split.size <= model->config().context)
+    return Status::InvalidArgument("saf: the calibration split is shorter than one context window");
+  ControllerOptions c;
+  c.first_step = OneTimeStep(options.tau_start, total_steps);
+  c.last_step = OneTimeStep(options.tau_end, total_steps);
+  c.group_heads = options.group_heads > 0
+                      ? options.group_heads
+                      : std::max<int64_t>(1, std::llround(kDefaultGroupFraction * double(L * H)));
+  c.max_heads = d->k_;
+  const int64_t cadence = std::max<int64_t>(1, total_steps / kDefaultCadenceDivisor);
+  switch (options.schedule) {
+    case ScheduleKind::kOneTime:
+      d->steps_ = {OneTimeStep(options.tau, total_steps)};
+      break;
+    case ScheduleKind::kGradual:
+      d->steps_ = GradualSteps(options.tau_start, options.tau_end, options.groups, total_steps);
+      break;
+    case ScheduleKind::kValidationBudget:
+      d->budget_ = std::make_unique<ValidationBudgetController>(
+          c, options.budget, options.check_every > 0 ? options.check_every : cadence);
+      break;
+    case ScheduleKind::kTrainLoss: {
+      const int64_t w = options.window > 0 ? options.window : std::max<int64_t>(2, cadence);
+      d->train_loss_ = std::make_unique<TrainLossController>(c, options.z, w, kRecoveryWindows * w);
+      break;
+    }
+  }
+  return StatusOr<std::unique_ptr<SafDriver>>(std::move(d));
+}
+
+StatusOr<InterventionResult> SafDriver::Run(int64_t step, int64_t k,
+                                            const std::vector<HeadId>& prescribed, bool install) {
+  const int64_t L = model_->config().layers, context = model_->config().context;
+  InterventionInputs in;
+  in.view = ViewOfGpt(*model_);
+  for (int64_t l = 0; l < L; ++l) in.layers.push_back(model_->attention(l).get());
+  // Each event draws its own calibration sequences from a generator of its own.
+  const uint64_t event_seed = seed_ + 0x9E3779B97F4A7C15ULL * uint64_t(events_ + 1);
+  in.calibration = DrawCalibrationBatches(split_, context, options_.calib_sequences,
+                                          options_.calib_batch, event_seed, device_);
+  if (NeedsOutputPass(options_.score))
+    in.output_calibration = DrawCalibrationBatches(split_, context, options_.output_sequences,
+                                                   options_.calib_batch,
+                                                   event_seed ^ kOutputCalibrationSalt, device_);
+  in.gradient = ema_.empty() ? nullptr : &ema_;
+  in.k = k;
+  in.prescribed = prescribed;
+  in.step = step;
+  in.event = events_;
+  in.install = install;
+  auto r = RunIntervention(options_, in);
+  if (r.ok() && install) {
+    ++events_;
+    installed_.insert(installed_.end(), r->installed.begin(), r->installed.end());
+    last_group_ = r->installed;
+  }
+  return r;
+}
+
+void SafDriver::Revert(const std::vector<HeadId>& heads) {
+  for (const HeadId& u : heads) {
+    RevertToOrdinary(*model_->attention(u.layer), u.head);
+    installed_.erase(std::remove(installed_.begin(), installed_.end(), u), installed_.end());
+  }
+}
+
+Status SafDriver::BeforeUpdate(int64_t step, const std::function<double()>& eval_loss,
+                               std::vector<InterventionReport>* reports) {
+  if (!Active(options_)) return Status::Ok();
+  // One-time and gradual: every scheduled step that has come (several groups may share a
+  // step when the run is short).
+  while (next_ < steps_.size() && steps_[next_] <= step) {
+    if (options_.schedule == ScheduleKind::kGradual && groups_.empty()) {
+      // The ordered final set F, chosen and fitted once; groups are re-fitted at their event.
+      auto final_set = Run(step, k_, prescribed_, /*install=*/false);
+      if (!final_set.ok()) return final_set.status();
+      groups_ = SplitIntoGroups(final_set->installed, int64_t(steps_.size()));
+    }
+    StatusOr<InterventionResult> r =
+        options_.schedule == ScheduleKind::kGradual
+            ? (next_ < groups_.size() ? Run(step, 0, groups_[next_], true)
+                                      : StatusOr<InterventionResult>(InterventionResult{}))
+            : Run(step, k_, prescribed_, true);
+    if (!r.ok()) return r.status();
+    if (!r->installed.empty()) reports->push_back(r->report);
+    ++next_;
+  }
+  if (budget_ && budget_->ShouldPropose(step)) {
+    const int64_t n = budget_->NextGroupSize();
+    const double before = eval_loss();
+    auto r = Run(step, n, {}, true);
+    if (!r.ok()) {  // no further head fits: the controller is done
+      budget_->Stop();
+      return Status::Ok();
+    }
+    const double after = eval_loss();
+    if (!budget_->Report(before, after, int64_t(r->installed.size()))) Revert(r->installed);
+    reports->push_back(r->report);
+  }
+  return Status::Ok();
+}
+
+void SafDriver::AfterBackward() {
+  if (!Active(options_) || !needs_gradients()) return;
+  ema_.Update(QkGradientNorms(ViewOfGpt(*model_)));
+}
+
+Status SafDriver::AfterUpdate(int64_t step, double loss, std::vector<InterventionReport>* reports) {
+  if (!Active(options_) || !train_loss_) return Status::Ok();
+  switch (train_loss_->Observe(step, loss)) {
+    case TrainLossController::Action::kNone: break;
+    case TrainLossController::Action::kPropose: {
+      auto r = Run(step, train_loss_->NextGroupSize(), {}, true);
+      if (!r.ok()) {
+        train_loss_->Stop();
+        break;
+      }
+      train_loss_->Installed(int64_t(r->installed.size()));
+      reports->push_back(r->report);
+      break;
+    }
+    case TrainLossController::Action::kUndo: Revert(last_group_); break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace headlab::saf
