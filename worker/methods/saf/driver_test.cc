@@ -39,6 +39,15 @@ SafOptions Options(ScheduleKind schedule) {
   return o;
 }
 
+// A controller active over the whole run, proposing `group` heads at a time.
+SafOptions AdaptiveOptions(ScheduleKind schedule, int64_t group) {
+  SafOptions o = Options(schedule);
+  o.group_heads = group;
+  o.tau_start = 0.0;
+  o.tau_end = 1.0;
+  return o;
+}
+
 TEST_CASE("one-time: the driver installs k heads at the midpoint only") {
   Fixture f;
   auto d = SafDriver::Create(Options(ScheduleKind::kOneTime), f.gpt.get(), f.span, kSteps, 1, torch::kCPU);
@@ -78,11 +87,8 @@ TEST_CASE("gradual: the final set goes in nearly equal groups at evenly spaced s
 
 TEST_CASE("validation budget: increments are kept while free and undone when over budget") {
   Fixture f;
-  SafOptions o = Options(ScheduleKind::kValidationBudget);
-  o.group_heads = 1;
+  SafOptions o = AdaptiveOptions(ScheduleKind::kValidationBudget, 1);
   o.check_every = 2;
-  o.tau_start = 0.0;
-  o.tau_end = 1.0;
   o.budget = 0.01;
   auto d = SafDriver::Create(o, f.gpt.get(), f.span, kSteps, 1, torch::kCPU);
   REQUIRE(d.ok());
@@ -97,11 +103,8 @@ TEST_CASE("validation budget: increments are kept while free and undone when ove
 
 TEST_CASE("train loss: a plateau proposes a group; a loss that never recovers undoes it") {
   Fixture f;
-  SafOptions o = Options(ScheduleKind::kTrainLoss);
-  o.group_heads = 2;
+  SafOptions o = AdaptiveOptions(ScheduleKind::kTrainLoss, 2);
   o.window = 3;
-  o.tau_start = 0.0;
-  o.tau_end = 1.0;
   auto d = SafDriver::Create(o, f.gpt.get(), f.span, 100, 1, torch::kCPU);
   REQUIRE(d.ok());
   std::vector<InterventionReport> reports;
