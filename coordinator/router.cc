@@ -15,6 +15,9 @@ namespace {
 // Messages handled per transaction: large enough to amortise the commit under a metrics
 // burst, small enough that one batch stays well under the heartbeat interval.
 constexpr int kMaxBatch = 4096;
+// ...and at most this long: replies (ACKs) then flow while workers produce the next
+// messages, instead of the whole fleet waiting in lockstep on one huge transaction.
+constexpr std::chrono::milliseconds kMaxBatchTime{10};
 constexpr int64_t kMaxMessageBytes = 64 << 20;
 constexpr int kHighWaterMark = 200000;
 
@@ -150,7 +153,7 @@ Status Router::Run() {
       break;
     }
     std::vector<zmq::message_t> frames;
-    for (int n = 0; n < kMaxBatch; ++n) {
+    for (int n = 0; n < kMaxBatch && Clock::now() - now < kMaxBatchTime; ++n) {
       frames.clear();
       zmq::recv_result_t got;
       try {
