@@ -61,7 +61,8 @@ const std::vector<KeySpec>& Schema() {
       Str("model.norm", "layernorm", "layernorm|rmsnorm"),
       Str("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
       Int("train.steps", 0, 1e8, 200),
-      Int("train.batch_size", 1, 65536, 8),
+      Int("train.batch_size", 1, 65536, 8),  // sequences per micro-batch
+      Int("train.grad_accum", 1, 65536, 1),  // micro-batches per update (gradient accumulation)
       Num("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
       Num("train.min_lr_ratio", 0, 1, 0.1),
       Int("train.warmup_steps", 0, 1e8, 20),
@@ -79,6 +80,10 @@ const std::vector<KeySpec>& Schema() {
       Str("data.source", "builtin", "builtin|shards"),
       Str("data.path", "", nullptr),
       Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
+      // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
+      // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
+      Int("parent.run", 0, 9007199254740992.0, 0),
+      Int("parent.step", 0, 1e8, 0),
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
   };
@@ -193,7 +198,8 @@ std::string KnownAt(const std::string& section) {
 }
 
 bool IsSection(const std::string& name) {
-  return name == "model" || name == "train" || name == "data" || name == "noop";
+  return name == "model" || name == "train" || name == "data" || name == "noop" ||
+         name == "parent";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
