@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "common/json.h"
+
 namespace headlab {
 namespace {
 
@@ -23,6 +25,55 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Head states as JSON: [[{mode, window, sink, recent, dense} per head] per layer]. Fixed
+// heads' compact patterns are model buffers and travel in the model archive.
+std::string HeadStatesJson(Gpt& model) {
+  Json layers = Json::array();
+  for (int64_t l = 0; l < model->config().layers; ++l) {
+    Json heads = Json::array();
+    for (const HeadState& s : model->attention(l)->head_states())
+      heads.push_back({{"mode", int(s.mode)}, {"window", s.window}, {"sink", s.sink},
+                       {"recent", s.recent}, {"dense", s.dense}});
+    layers.push_back(heads);
+  }
+  return CanonicalJson(layers);
+}
+
+// Installs the head states HeadStatesJson wrote (after the model's buffers were loaded).
+Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt& model) {
+  StatusOr<Json> parsed = ParseJson(text, source + ": head_states");
+  if (!parsed.ok()) return Status::Corruption(parsed.status().message());
+  const Json& layers = parsed.value();
+  if (!layers.is_array() || int64_t(layers.size()) != model->config().layers)
+    return Status::Corruption(source + ": head_states: expected " +
+                              std::to_string(model->config().layers) + " layers");
+  for (int64_t l = 0; l < model->config().layers; ++l) {
+    HybridAttention& attn = model->attention(l);
+    const Json& heads = layers[size_t(l)];
+    if (!heads.is_array() || int64_t(heads.size()) != attn->heads())
+      return Status::Corruption(source + ": head_states: layer " + std::to_string(l) +
+                                ": expected " + std::to_string(attn->heads()) + " heads");
+    for (int64_t h = 0; h < attn->heads(); ++h) {
+      const Json& j = heads[size_t(h)];
+      HeadState s;
+      s.mode = HeadMode(j.at("mode").get<int>());
+      s.window = j.at("window").get<int64_t>();
+      s.sink = j.at("sink").get<int64_t>();
+      s.recent = j.at("recent").get<int64_t>();
+      s.dense = j.at("dense").get<bool>();
+      if (s.mode == HeadMode::kFixed && s.dense)
+        return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
+                                  " is fixed with a dense pattern, which checkpoints do not hold");
+      if (s.mode == HeadMode::kFixed)
+        attn->SetFixedCompact(h, attn->fixed_alpha[h].clone(), attn->fixed_rho[h].clone(),
+                              attn->fixed_log_z[h].clone());
+      else
+        attn->SetHeadState(h, s);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
@@ -36,6 +87,7 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("sampler", BytesTensor(progress.sampler_state));
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
   archive.write("config", BytesTensor(config_json));
+  archive.write("head_states", BytesTensor(HeadStatesJson(model)));
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
@@ -72,6 +124,11 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
     progress->sampler_state = TensorBytes(sampler);
     at::Generator cpu_gen = torch::globalContext().defaultGenerator(torch::kCPU);  // a handle
     cpu_gen.set_state(rng.to(torch::kCPU));
+    torch::Tensor head_states;  // absent in checkpoints written before head states were saved
+    if (archive.try_read("head_states", head_states))
+      return RestoreHeadStates(TensorBytes(head_states), source, model);
+  } catch (const Json::exception& e) {
+    return Status::Corruption(source + ": head_states: " + e.what());
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     return Status::Corruption(source + ": cannot restore checkpoint: " + what.substr(0, 300));

@@ -7,6 +7,9 @@
 //   sampler:   uint8 tensor, BatchSampler::SaveState text
 //   cpu_rng:   uint8 tensor, default CPU generator state
 //   config:    uint8 tensor, canonical JSON of the run config that wrote it
+//   head_states: uint8 tensor, JSON [[{mode, window, sink, recent, dense}]] per layer/head
+//              (so heads a method installed survive resume; compact fixed patterns are
+//              model buffers; dense fixed patterns are not saved and refuse to restore)
 // }
 #pragma once
 

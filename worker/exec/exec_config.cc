@@ -82,6 +82,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("train.log_every", &c.train.log_every);
   r.Read("train.checkpoint_every", &c.train.checkpoint_every);
   r.Read("train.time_budget_s", &c.train.time_budget_s);
+  r.Read("train.grad_accum", &c.train.grad_accum);
   r.Read("train.device", &c.train.device);
   r.Read("train.threads", &c.train.threads);
   r.Read("data.source", &c.data.source);

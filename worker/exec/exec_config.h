@@ -28,7 +28,8 @@ struct ModelConfig {
 
 struct TrainConfig {
   int64_t steps = 0;
-  int64_t batch_size = 0;
+  int64_t batch_size = 0;  // sequences per micro-batch
+  int64_t grad_accum = 1;  // micro-batches per update
   double lr = 0;
   double min_lr_ratio = 0;
   int64_t warmup_steps = 0;

@@ -23,7 +23,7 @@ constexpr const char* kUsage =
     "usage: headlab exec MANIFEST\n"
     "\n"
     "Runs one attempt of one run as described by the manifest JSON (schema/exec.md):\n"
-    "  {run, attempt, experiment, config, out_dir, resume}\n"
+    "  {run, attempt, experiment, config, out_dir, resume, parent}\n"
     "Events go to stdout, one JSON object per line (metric, artifact, provenance, summary,\n"
     "log); progress goes to stderr. Normally spawned by `headlab worker`.\n"
     "\n"
@@ -88,7 +88,8 @@ int ExecMain(int argc, char** argv) {
   if (config.kind == "noop") {
     result = RunNoop(config, &events);
   } else if (config.kind == "train") {
-    TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume};
+    TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume,
+                     run->manifest.parent, run->manifest.parent_run};
     result = RunTraining(req, &events);
   } else {
     result = Status::InvalidArgument(file + ": $.config.kind: run kind \"" + config.kind +

@@ -13,6 +13,27 @@ Status FieldError(const std::string& file, const std::string& field, const std::
 
 bool IsId(const Json& j) { return j.is_number_integer() || j.is_string(); }
 
+// Reads {path, sha256, step} at `field` (resume or parent).
+Status ParseCheckpointRef(const Json& r, const std::string& file, const std::string& field,
+                          ResumePoint* out) {
+  if (!r.is_object()) return FieldError(file, field, "expected null or an object", &r);
+  if (!r.contains("path") || !r["path"].is_string() || r["path"].get<std::string>().empty())
+    return FieldError(file, field + ".path", "expected a non-empty string",
+                      r.contains("path") ? &r["path"] : nullptr);
+  out->path = r["path"].get<std::string>();
+  const Json* sha = r.contains("sha256") ? &r["sha256"] : nullptr;
+  bool sha_ok = sha && sha->is_string() && sha->get<std::string>().size() == 64 &&
+                sha->get<std::string>().find_first_not_of("0123456789abcdef") ==
+                    std::string::npos;
+  if (!sha_ok) return FieldError(file, field + ".sha256", "expected 64 lowercase hex digits", sha);
+  out->sha256 = sha->get<std::string>();
+  const Json* step = r.contains("step") ? &r["step"] : nullptr;
+  if (!step || !step->is_number_integer() || step->get<int64_t>() < 0)
+    return FieldError(file, field + ".step", "expected an integer >= 0", step);
+  out->step = step->get<int64_t>();
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<Manifest> ParseManifest(const std::string& text, const std::string& file) {
@@ -21,13 +42,13 @@ StatusOr<Manifest> ParseManifest(const std::string& text, const std::string& fil
   const Json& j = parsed.value();
   if (!j.is_object()) return FieldError(file, "", "expected an object", &j);
   static const char* const kKnown[] = {"run", "attempt", "experiment", "config", "out_dir",
-                                       "resume"};
+                                       "resume", "parent"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
     if (!known)
       return FieldError(file, it.key(),
-                        "unknown key (known: run, attempt, experiment, config, out_dir, resume)",
+                        "unknown key (known: run, attempt, experiment, config, out_dir, resume, parent)",
                         nullptr);
   }
   for (const char* k : {"run", "attempt", "config", "out_dir"})
@@ -54,24 +75,19 @@ StatusOr<Manifest> ParseManifest(const std::string& text, const std::string& fil
   m.out_dir = out.get<std::string>();
 
   if (j.contains("resume") && !j["resume"].is_null()) {
-    const Json& r = j["resume"];
-    if (!r.is_object()) return FieldError(file, "resume", "expected null or an object", &r);
     ResumePoint rp;
-    if (!r.contains("path") || !r["path"].is_string() || r["path"].get<std::string>().empty())
-      return FieldError(file, "resume.path", "expected a non-empty string",
-                        r.contains("path") ? &r["path"] : nullptr);
-    rp.path = r["path"].get<std::string>();
-    const Json* sha = r.contains("sha256") ? &r["sha256"] : nullptr;
-    bool sha_ok = sha && sha->is_string() && sha->get<std::string>().size() == 64 &&
-                  sha->get<std::string>().find_first_not_of("0123456789abcdef") ==
-                      std::string::npos;
-    if (!sha_ok) return FieldError(file, "resume.sha256", "expected 64 lowercase hex digits", sha);
-    rp.sha256 = sha->get<std::string>();
-    const Json* step = r.contains("step") ? &r["step"] : nullptr;
-    if (!step || !step->is_number_integer() || step->get<int64_t>() < 0)
-      return FieldError(file, "resume.step", "expected an integer >= 0", step);
-    rp.step = step->get<int64_t>();
+    HEADLAB_RETURN_IF_ERROR(ParseCheckpointRef(j["resume"], file, "resume", &rp));
     m.resume = rp;
+  }
+  if (j.contains("parent") && !j["parent"].is_null()) {
+    const Json& p = j["parent"];
+    ResumePoint rp;
+    HEADLAB_RETURN_IF_ERROR(ParseCheckpointRef(p, file, "parent", &rp));
+    if (!p.contains("run") || !IsId(p["run"]))
+      return FieldError(file, "parent.run", "expected an integer or string",
+                        p.contains("run") ? &p["run"] : nullptr);
+    m.parent = rp;
+    m.parent_run = p["run"];
   }
   return m;
 }

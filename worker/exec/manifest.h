@@ -1,7 +1,8 @@
 // The exec manifest (schema/exec.md): what the worker hands one attempt of one run.
 //
 // manifest := {run: id, attempt: int >= 0, experiment: id, config: {run config},
-//              out_dir: absolute path, resume: null | {path, sha256, step}}
+//              out_dir: absolute path, resume: null | {path, sha256, step},
+//              parent: null | {run, path, sha256, step}}
 // id := integer | string
 #pragma once
 
@@ -14,7 +15,7 @@
 
 namespace headlab {
 
-// A checkpoint to continue from, as recorded by an earlier attempt's artifact event.
+// A checkpoint to continue from, as recorded by an artifact event.
 struct ResumePoint {
   std::string path;
   std::string sha256;
@@ -27,7 +28,11 @@ struct Manifest {
   Json experiment;  // experiment id
   Json config;      // the run config as given (normalized later)
   std::string out_dir;
-  std::optional<ResumePoint> resume;
+  std::optional<ResumePoint> resume;  // this run's own checkpoint (a requeued attempt)
+  // The shared parent's checkpoint a continuation starts from (run config parent.*); used
+  // only when `resume` is absent, i.e. before the run has a checkpoint of its own.
+  std::optional<ResumePoint> parent;
+  Json parent_run;  // the parent's run id (provenance)
 };
 
 // Parses manifest JSON text. Errors are InvalidArgument "<file>: $.<field>: ...".

@@ -28,6 +28,31 @@ TEST_CASE("manifest: a good manifest parses") {
   CHECK(!m->resume);
 }
 
+TEST_CASE("manifest: a shared parent checkpoint parses beside resume") {
+  const std::string sha(64, 'a');
+  StatusOr<Manifest> m = ParseManifest(
+      R"({"run": 9, "attempt": 1, "config": {}, "out_dir": "/tmp/x", "resume": null,
+          "parent": {"run": 4, "path": "/p/ckpt.pt", "sha256": ")" + sha + R"(", "step": 20}})",
+      "m.json");
+  REQUIRE(m.ok());
+  CHECK(!m->resume);
+  REQUIRE(m->parent);
+  CHECK(m->parent->path == "/p/ckpt.pt");
+  CHECK(m->parent->step == 20);
+  CHECK(m->parent_run == 4);
+  StatusOr<Manifest> bad = ParseManifest(
+      R"({"run": 9, "attempt": 1, "config": {}, "out_dir": "/tmp/x",
+          "parent": {"path": "/p", "sha256": ")" + sha + R"(", "step": 20}})",
+      "m.json");
+  CHECK(bad.status().message() == "m.json: $.parent.run: expected an integer or string");
+  bad = ParseManifest(
+      R"({"run": 9, "attempt": 1, "config": {}, "out_dir": "/tmp/x",
+          "parent": {"run": 4, "path": "/p", "sha256": "xyz", "step": 20}})",
+      "m.json");
+  CHECK(bad.status().message() ==
+        "m.json: $.parent.sha256: expected 64 lowercase hex digits, got \"xyz\"");
+}
+
 TEST_CASE("manifest: errors name the file and the field") {
   struct Case {
     const char* text;

@@ -178,18 +178,20 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_sha256", data->sha256},
                {"dataset_train_tokens", data->train.size},
                {"dataset_val_tokens", data->val.size}};
-  if (req.resume) {
-    StatusOr<std::string> bytes = ReadFile(req.resume->path);
+  // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
+  // comparison is made) unless it already has a checkpoint of its own (a requeue).
+  const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
+  if (from) {
+    StatusOr<std::string> bytes = ReadFile(from->path);
     if (!bytes.ok()) return bytes.status();
     std::string sha = Sha256Hex(bytes.value());
-    if (sha != req.resume->sha256)
-      return Status::Corruption(req.resume->path + ": SHA-256 is " + sha + ", the manifest expects " +
-                                req.resume->sha256);
-    HEADLAB_RETURN_IF_ERROR(
-        RestoreCheckpoint(bytes.value(), req.resume->path, model, *opt, &progress));
-    if (progress.step != req.resume->step)
-      return Status::Corruption(req.resume->path + ": holds step " + std::to_string(progress.step) +
-                                ", the manifest expects " + std::to_string(req.resume->step));
+    if (sha != from->sha256)
+      return Status::Corruption(from->path + ": SHA-256 is " + sha + ", the manifest expects " +
+                                from->sha256);
+    HEADLAB_RETURN_IF_ERROR(RestoreCheckpoint(bytes.value(), from->path, model, *opt, &progress));
+    if (progress.step != from->step)
+      return Status::Corruption(from->path + ": holds step " + std::to_string(progress.step) +
+                                ", the manifest expects " + std::to_string(from->step));
     HEADLAB_RETURN_IF_ERROR(sampler.LoadState(progress.sampler_state));
     // A continuation may change the optimisation settings (e.g. another arm's weight
     // decay): the config, not the checkpoint, decides them.
@@ -198,10 +200,23 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
       static_cast<torch::optim::AdamWOptions&>(groups[i].options())
           .betas({t.beta1, t.beta2})
           .weight_decay(i == 0 ? t.weight_decay : 0.0);
+    // The checkpoint restored the parent's head states; a continuation arm's own
+    // model.head_modes (e.g. the heads it prunes) apply on top. A resume keeps its own.
+    if (!req.resume)
+      for (const HeadAssignment& a : c.model.head_modes)
+        model->attention(a.layer)->SetHeadState(a.head, a.state);
+    prov["resumed_from_step"] = progress.step;
+    LogInfo(std::string(req.resume ? "resumed" : "continuing from parent") + " from " +
+            from->path + " at step " + std::to_string(progress.step));
+  }
+  if (req.parent) {
+    prov["parent_run"] = req.parent_run;
+    prov["parent_checkpoint_sha256"] = req.parent->sha256;
+    prov["parent_checkpoint_path"] = req.parent->path;
+    prov["parent_step"] = req.parent->step;
+  } else if (req.resume) {
     prov["parent_checkpoint_sha256"] = req.resume->sha256;
     prov["parent_checkpoint_path"] = req.resume->path;
-    prov["resumed_from_step"] = progress.step;
-    LogInfo("resumed from " + req.resume->path + " at step " + std::to_string(progress.step));
   }
   events->Provenance(prov);
   LogInfo("train: " + std::to_string(c.model.layers) + " layers, " + std::to_string(c.model.heads) +
@@ -209,7 +224,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
           std::to_string(c.model.context) + ", " + std::to_string(t.steps) + " steps on " +
           device.str() + " (" + std::to_string(torch::get_num_threads()) + " threads)");
 
-  const int64_t tokens_per_step = t.batch_size * c.model.context;
+  const int64_t tokens_per_step = t.batch_size * t.grad_accum * c.model.context;
   const int64_t first_step = progress.step;
   const Clock::time_point train_t0 = Clock::now();
   const bool timed = t.time_budget_s > 0;
@@ -266,12 +281,20 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                             : double(progress.step);
     lr = ScheduledLr(t, at);
     SetLr(*opt, lr);
-    std::vector<int64_t> tokens;
-    sampler.Next(data->train, t.batch_size, &tokens);
-    auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
+    // Gradient accumulation: the update's loss is the mean over grad_accum micro-batches
+    // (each scaled by 1/grad_accum before backward), drawn one after another from the
+    // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
     opt->zero_grad();
-    loss = model->Loss(x, y);
-    loss.backward();
+    torch::Tensor total;
+    for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+      std::vector<int64_t> tokens;
+      sampler.Next(data->train, t.batch_size, &tokens);
+      auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
+      torch::Tensor part = model->Loss(x, y) / double(t.grad_accum);
+      part.backward();
+      total = micro == 0 ? part.detach() : total + part.detach();
+    }
+    loss = total;
     // clip_grad_norm_ with an infinite limit only measures the norm.
     grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
@@ -291,7 +314,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   if (loss.defined() && logged_at != progress.step) log_step();
   if (evaluated_at != progress.step) evaluate();
   HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
-  if (saved_at != progress.step && !(req.resume && progress.step == first_step))
+  if (saved_at != progress.step && !(from && progress.step == first_step))
     HEADLAB_RETURN_IF_ERROR(save());
 
   const double elapsed = SecondsSince(t0);

@@ -17,13 +17,15 @@ struct TrainRequest {
   ExecConfig config;
   Json config_json;     // the normalized config, stored in checkpoints for the record
   std::string out_dir;  // checkpoints and artifacts go here (created if missing)
-  std::optional<ResumePoint> resume;
+  std::optional<ResumePoint> resume;  // own checkpoint of an earlier attempt (wins)
+  std::optional<ResumePoint> parent;  // shared parent checkpoint a continuation starts from
+  Json parent_run;                    // its run id, for provenance
 };
 
 // Runs the training described by `req`, streaming events to `events`. Returns Ok when all
 // steps ran, Cancelled when a stop was requested (stop_flag.h; checked between steps),
 // InvalidArgument for a config or data set that cannot be trained on, Corruption for a
-// resume checkpoint whose SHA-256 or step does not match, and other errors as they come.
+// resume or parent checkpoint whose SHA-256 or step does not match, and other errors as they come.
 Status RunTraining(const TrainRequest& req, EventSink* events);
 
 // Returns the learning rate of update `step` (0-based; fractional under a time budget):

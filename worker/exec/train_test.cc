@@ -165,6 +165,119 @@ TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU"
   testing::RemoveTree(cont.out_dir);
 }
 
+TEST_CASE("train: a continuation from a shared parent checkpoint starts at the parent's step") {
+  const Json train = {{"train", {{"steps", 6}, {"log_every", 1}, {"eval_every", 0},
+                                 {"eval_batches", 2}, {"checkpoint_every", 3}}}};
+  TrainRequest full = TinyRun("parent_full", train);
+  Status st;
+  Events a = Run(full, &st);
+  REQUIRE(st.ok());
+  const Json& mid = a.checkpoints.at(0);
+
+  // Same config as the parent: the continuation is the uninterrupted run from step 3.
+  TrainRequest child = TinyRun("parent_child", train);
+  child.parent = ResumePoint{mid["path"], mid["sha256"], 3};
+  child.parent_run = 41;
+  Events b = Run(child, &st);
+  REQUIRE(st.ok());
+  CHECK(b.metrics[metric::kTrainLoss].count(3) == 0);
+  for (int64_t step = 4; step <= 6; ++step)
+    CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
+  CHECK(b.provenance["parent_run"] == 41);
+  CHECK(b.provenance["parent_checkpoint_sha256"] == mid["sha256"]);
+  CHECK(b.provenance["parent_step"] == 3);
+
+  // An arm with other head modes starts from the same weights and then diverges.
+  TrainRequest pruned = TinyRun("parent_pruned", {{"train", train["train"]},
+                                                  {"model", {{"head_modes", "*.1=pruned"}}}});
+  pruned.parent = child.parent;
+  pruned.parent_run = 41;
+  Events c = Run(pruned, &st);
+  REQUIRE(st.ok());
+  CHECK(c.metrics[metric::kTrainLoss].at(4) != a.metrics[metric::kTrainLoss].at(4));
+
+  // A requeued child resumes its own checkpoint, not the parent's.
+  TrainRequest requeued = TinyRun("parent_requeued", train);
+  requeued.parent = child.parent;
+  requeued.parent_run = 41;
+  const Json& own = b.checkpoints.at(0);  // the child's step-6 checkpoint
+  requeued.resume = ResumePoint{own["path"], own["sha256"], 6};
+  Events d = Run(requeued, &st);
+  REQUIRE(st.ok());
+  CHECK(d.metrics[metric::kTrainLoss].empty());  // nothing left to train
+  CHECK(d.provenance["resumed_from_step"] == 6);
+
+  // A parent checkpoint with another hash is refused before anything is trained.
+  child.parent->sha256 = std::string(64, '0');
+  Run(child, &st);
+  CHECK(st.code() == Status::Code::kCorruption);
+  for (const TrainRequest* r : {&full, &child, &pruned, &requeued}) testing::RemoveTree(r->out_dir);
+}
+
+TEST_CASE("train: k accumulated micro-batches equal one batch of k times the size") {
+  auto config = [](int64_t batch, int64_t accum) {
+    return Json{{"train", {{"steps", 3}, {"log_every", 1}, {"eval_every", 0},
+                           {"eval_batches", 1}, {"checkpoint_every", 0},
+                           {"batch_size", batch}, {"grad_accum", accum}}}};
+  };
+  TrainRequest one = TinyRun("accum_one", config(8, 1));
+  TrainRequest four = TinyRun("accum_four", config(2, 4));
+  Status st;
+  Events a = Run(one, &st);
+  REQUIRE(st.ok());
+  Events b = Run(four, &st);
+  REQUIRE(st.ok());
+  for (int64_t step = 1; step <= 3; ++step) {
+    INFO("step " << step);
+    CHECK(b.metrics[metric::kTrainLoss].at(step) ==
+          Approx(a.metrics[metric::kTrainLoss].at(step)).epsilon(1e-5));
+    CHECK(b.metrics[metric::kTrainGradNorm].at(step) ==
+          Approx(a.metrics[metric::kTrainGradNorm].at(step)).epsilon(1e-4));
+    CHECK(b.metrics[metric::kTrainTokens].at(step) == a.metrics[metric::kTrainTokens].at(step));
+  }
+  CHECK(b.summary[metric::kEvalLoss].get<double>() ==
+        Approx(a.summary[metric::kEvalLoss].get<double>()).epsilon(1e-5));
+  // Not vacuous: another batch composition changes the losses.
+  Events c = Run(TinyRun("accum_other", config(4, 1)), &st);
+  CHECK(c.metrics[metric::kTrainLoss].at(3) != Approx(a.metrics[metric::kTrainLoss].at(3)).epsilon(1e-5));
+  testing::RemoveTree(one.out_dir);
+  testing::RemoveTree(four.out_dir);
+  testing::RemoveTree(TinyRun("accum_other", config(4, 1)).out_dir);
+}
+
+TEST_CASE("checkpoint: head states (including installed fixed heads) survive a restore") {
+  TrainRequest req = TinyRun("head_states", {{"model", {{"heads", 4}}}});
+  Gpt model(req.config.model);
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3));
+  const int64_t T = req.config.model.context;
+  model->attention(0)->SetHeadState(0, HeadState{HeadMode::kLocal, 5});
+  model->attention(0)->SetFixedCompact(1, torch::linspace(-1, 1, T), torch::linspace(0, -2, T),
+                                       CompactLogNormalizer(torch::linspace(-1, 1, T),
+                                                            torch::linspace(0, -2, T)));
+  std::string bytes = SerializeCheckpoint(model, opt, TrainProgress{7, ""}, "{}");
+
+  Gpt fresh(req.config.model);
+  torch::optim::AdamW fresh_opt(fresh->parameters(), torch::optim::AdamWOptions(1e-3));
+  TrainProgress progress;
+  REQUIRE(RestoreCheckpoint(bytes, "ck", fresh, fresh_opt, &progress).ok());
+  const auto& states = fresh->attention(0)->head_states();
+  CHECK(states[0].mode == HeadMode::kLocal);
+  CHECK(states[0].window == 5);
+  CHECK(states[1].mode == HeadMode::kFixed);
+  CHECK(torch::equal(fresh->attention(0)->fixed_rho[1], torch::linspace(0, -2, T)));
+  torch::Tensor x = torch::randint(0, 256, {2, 16}, torch::kLong);
+  CHECK(torch::equal(model->forward(x), fresh->forward(x)));
+
+  // A dense fixed pattern is not checkpointed: restoring it is refused, not faked.
+  model->attention(0)->SetFixedDense(2, torch::tril(torch::ones({T, T})) /
+                                            torch::arange(1, T + 1).unsqueeze(1));
+  bytes = SerializeCheckpoint(model, opt, TrainProgress{7, ""}, "{}");
+  Gpt other(req.config.model);
+  torch::optim::AdamW other_opt(other->parameters(), torch::optim::AdamWOptions(1e-3));
+  CHECK(RestoreCheckpoint(bytes, "ck", other, other_opt, &progress).code() ==
+        Status::Code::kCorruption);
+}
+
 TEST_CASE("train: a matched-time run stops within its allowance, lr following elapsed time") {
   TrainRequest req = TinyRun("timed", {{"train", {{"steps", 100000}, {"log_every", 1},
                                                   {"eval_every", 0}, {"eval_batches", 1},
