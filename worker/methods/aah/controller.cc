@@ -95,7 +95,9 @@ LayerController::LayerController(const AahOptions& o, int heads, uint64_t seed)
   joint_ = JointSiblingScorer(K, int(o.scorer_hidden), &init);
   topology_.head_group.resize(size_t(heads));
   std::iota(topology_.head_group.begin(), topology_.head_group.end(), 0);
-  if (o.control == Control::kFixedWindow)
+  if (o.windows.empty())  // regime off: no candidates, every head ordinary
+    windows_.assign(size_t(heads), o.context);
+  else if (o.control == Control::kFixedWindow)
     windows_.assign(size_t(heads), std::min(o.fixed_window, o.context));
   else
     SetWindows(resolution_.index());  // the full-window index: ordinary attention (§5.8)
@@ -144,6 +146,7 @@ std::vector<int> LayerController::Level0(const std::vector<Vec>& xbar) {
 }
 
 void LayerController::Update(const HeadObservation& obs) {
+  if (o_.windows.empty()) return;  // regime off
   std::vector<Vec> x;
   for (int h = 0; h < heads_; ++h)
     x.push_back(BaseFeature(obs.qkv[size_t(h)],

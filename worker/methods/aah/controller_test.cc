@@ -121,6 +121,14 @@ TEST_CASE("aah shallow freeze keeps its [2] topology; deep reuse keeps level 0")
   CHECK(deep.layer(0).topology().head_group == level0);
 }
 
+TEST_CASE("aah regime off: a controller without candidates keeps every head ordinary") {
+  AahOptions o;  // regime off, no windows
+  o.context = 64;
+  AahController c(o, 2, 4, 0);
+  CHECK_FALSE(c.Due(0));
+  CHECK(c.windows() == WindowMap(2, std::vector<int64_t>(4, 64)));
+}
+
 TEST_CASE("aah control schedule and controls") {
   AahController adaptive(Options(Regime::kFullAdaptive), 1, 8, 0);
   CHECK(adaptive.Due(0));
