@@ -1,4 +1,8 @@
 // headlab: one binary, one subcommand per process role (DESIGN.md, Processes).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -6,7 +10,6 @@
 #include "bench/bench_main.h"
 #include "cli/cli_main.h"
 #include "coordinator/coordinator_main.h"
-#include "worker/exec/exec_main.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -32,6 +35,32 @@ void PrintUsage(FILE* out) {
       "  bench WHAT    benchmarks (bench coordinator)\n");
 }
 
+// Runs `headlab exec` from libheadlab_exec.so beside this binary (the only part that
+// needs LibTorch). Returns its exit code, or 1 when the plugin cannot be loaded.
+int RunExecPlugin(int argc, char** argv) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    std::fprintf(stderr, "headlab exec: cannot resolve /proc/self/exe\n");
+    return 1;
+  }
+  std::string dir(self, size_t(n));
+  dir.resize(dir.rfind('/'));
+  std::string path = dir + "/libheadlab_exec.so";
+  void* plugin = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!plugin) {
+    std::fprintf(stderr, "headlab exec: cannot load %s: %s\n", path.c_str(), ::dlerror());
+    return 1;
+  }
+  using ExecEntry = int (*)(int, char**);
+  auto entry = reinterpret_cast<ExecEntry>(::dlsym(plugin, "headlab_exec_main"));
+  if (!entry) {
+    std::fprintf(stderr, "headlab exec: %s has no headlab_exec_main\n", path.c_str());
+    return 1;
+  }
+  return entry(argc, argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +73,7 @@ int main(int argc, char** argv) {
   // Each entry point receives argv starting at its own command name.
   if (cmd == "coordinator") return headlab::CoordinatorMain(argc - 1, argv + 1);
   if (cmd == "worker") return headlab::WorkerMain(argc - 1, argv + 1);
-  if (cmd == "exec") return headlab::ExecMain(argc - 1, argv + 1);
+  if (cmd == "exec") return RunExecPlugin(argc - 1, argv + 1);
   if (cmd == "bench") return headlab::BenchMain(argc - 1, argv + 1);
   if (headlab::IsCliCommand(cmd)) return headlab::CliMain(argc - 1, argv + 1);
   std::fprintf(stderr, "headlab: unknown command '%s'\n\n", cmd.c_str());
