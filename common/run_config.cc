@@ -86,6 +86,25 @@ const std::vector<KeySpec>& Schema() {
       Int("parent.step", 0, 1e8, 0),
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
+      // AoH (worker/methods/aoh/README.md): arm, labels, streaming cache, evaluation.
+      Str("aoh.method", "none", "none|aoh|aoh_rope|random|reverse"),
+      Num("aoh.sparsity", 0, 1, 0.5),
+      Str("aoh.metric", "effective_rank", "effective_rank|frobenius|spectral|stable_rank"),
+      Str("aoh.gqa_agg", "mean", "mean|min|max"),
+      Int("aoh.sink", 0, 1048576, 128),
+      Int("aoh.recent", 1, 1048576, 256),
+      Int("aoh.rope_max_distance", 1, 1e7, 32768),
+      Int("aoh.random_seed", 0, 9007199254740992.0, 0),
+      Int("aoh.apply_step", -1, 1e8, -1),  // -1: after training; s: convert at step s
+      Int("aoh.prefill_chunk", 1, 1048576, 512),
+      Int("aoh.anchor_block", 0, 128, 0),  // > 1: anchor-reuse blocks (AoH App. J.2)
+      Int("aoh.anchor_topk", 1, 1048576, 64),
+      Str("aoh.passkey_lengths", "", nullptr),  // comma-separated; "" = no passkey eval
+      Str("aoh.passkey_depths", "0.2,0.4,0.6,0.8", nullptr),
+      Int("aoh.passkey_samples", 1, 100000, 8),
+      Str("aoh.bench_contexts", "", nullptr),  // comma-separated; "" = no latency bench
+      Int("aoh.bench_decode_tokens", 0, 1e6, 32),
+      Int("aoh.bench_repeats", 1, 1000, 3),
   };
   return kSchema;
 }
@@ -199,7 +218,7 @@ std::string KnownAt(const std::string& section) {
 
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
-         name == "parent";
+         name == "parent" || name == "aoh";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
