@@ -134,8 +134,16 @@ ModelView ViewOfGpt(GptImpl& gpt) {
     lv.attention_input = [block](const torch::Tensor& r) { return block->ln1->forward(r); };
     auto rotate = v.rotate;
     lv.block = [block, rotate](const torch::Tensor& r) { return block->forward(r, rotate); };
+    // model.cc's BlockImpl::forward, second half (the gate-Taylor forward splits the block).
+    lv.mlp = [block](const torch::Tensor& r) {
+      return r + block->proj->forward(torch::nn::functional::gelu(block->fc->forward(block->ln2->forward(r))));
+    };
     v.layers.push_back(lv);
   }
+  NormImpl* ln_f = gpt.ln_f.get();
+  v.logits = [ln_f, wte](const torch::Tensor& r) {
+    return torch::nn::functional::linear(ln_f->forward(r), wte->weight);  // tied head
+  };
   const int64_t d = v.layers.empty() ? 1 : v.layers[0].q_weight.size(0) / v.heads;
   v.kv_heads = v.layers.empty() ? v.heads : v.layers[0].k_weight.size(0) / d;
   return v;
@@ -235,6 +243,40 @@ OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Te
     out.rows += B * nq;
   }
   return out;
+}
+
+std::vector<double> GateTaylorImportance(const ModelView& model,
+                                         const std::vector<torch::Tensor>& batches) {
+  EvalModeScope eval(model.module);
+  torch::AutoGradMode grad_mode(true);  // gradients to the gates even inside a NoGradGuard
+  const int64_t L = int64_t(model.layers.size()), H = model.heads;
+  std::vector<double> sum(size_t(L * H), 0.0);
+  int64_t sequences = 0;
+  for (const torch::Tensor& tokens : batches) {
+    const int64_t B = tokens.size(0), T = tokens.size(1) - 1;
+    torch::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
+    torch::Tensor gates = torch::ones({B, L, H}, torch::dtype(torch::kFloat32).device(tokens.device()))
+                              .requires_grad_(true);
+    torch::Tensor r = model.embed(x);
+    for (int64_t l = 0; l < L; ++l) {
+      const LayerView& lv = model.layers[size_t(l)];
+      LayerAttention a = ComputeLayerAttention(model, l, lv.attention_input(r));
+      torch::Tensor z = torch::matmul(a.att, a.values) * gates.select(1, l).view({B, H, 1, 1});
+      r = r + torch::nn::functional::linear(z.transpose(1, 2).reshape({B, T, -1}), lv.o_weight);
+      r = lv.mlp(r);
+    }
+    torch::Tensor logits = model.logits(r);
+    // Per-sequence mean-token NLL, summed: each sequence's gates see only its own loss.
+    torch::Tensor nll = torch::nn::functional::cross_entropy(
+        logits.reshape({B * T, -1}), y.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    torch::Tensor loss = nll.view({B, T}).mean(1).sum();
+    torch::Tensor g = torch::autograd::grad({loss}, {gates})[0];
+    AddInto(&sum, g.abs().sum(0));  // SAF eq. 19: |dL_n/dxi| before averaging
+    sequences += B;
+  }
+  for (double& v : sum) v /= double(std::max<int64_t>(1, sequences));
+  return sum;
 }
 
 std::vector<double> QkGradientNorms(const ModelView& model) {

@@ -91,6 +91,8 @@ struct LayerView {
   torch::Tensor q_weight, k_weight, v_weight, o_weight;  // [H d, C], [kv d, C], [kv d, C], [C, H d]
   std::function<torch::Tensor(const torch::Tensor&)> attention_input;
   std::function<torch::Tensor(const torch::Tensor&)> block;
+  // The block's MLP half with its residual: R' -> R' + MLP(LN2(R')) (gate-Taylor only).
+  std::function<torch::Tensor(const torch::Tensor&)> mlp;
 };
 
 // A read-only view of a decoder: token embedding, layers in order, and an optional rotary
@@ -100,6 +102,7 @@ struct ModelView {
   std::function<torch::Tensor(const torch::Tensor&)> embed;  // tokens [B, T] -> R_0 [B, T, C]
   std::vector<LayerView> layers;
   std::function<torch::Tensor(const torch::Tensor&)> rotate;  // may be empty
+  std::function<torch::Tensor(const torch::Tensor&)> logits;  // R_L -> [B, T, vocab]
   torch::nn::Module* module = nullptr;  // put into eval mode during calibration, if set
 };
 
@@ -129,6 +132,14 @@ std::vector<int64_t> LatterHalfQueries(int64_t T, int64_t count);
 // (A_hat, for C~ and Y~) at `queries` positions per sequence (LatterHalfQueries).
 OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Tensor>& batches,
                              const CalibrationStats& stats, int64_t queries);
+
+// Returns the gate-Taylor importances I_lh of SAF eq. 19 ([L H]): each head's output is
+// multiplied by a gate xi (1) before the output projection, and |dL_n/dxi_lh| is averaged
+// over the calibration sequences (next-token loss on each batch's first T-1 positions).
+// Gradients go to the gates only (torch::autograd::grad): the model's .grad stay as they
+// are. Eval mode, restored afterwards.
+std::vector<double> GateTaylorImportance(const ModelView& model,
+                                         const std::vector<torch::Tensor>& batches);
 
 // Returns q_lh = ||grad W^Q_lh||_F + ||grad W^K_lh||_F for every head (SAF eq. 8) from the
 // gradients the last backward pass left on the model's q/k weights (a kv head shared by a

@@ -130,6 +130,36 @@ TEST_CASE("Q/K gradient norms are read per head from the last backward pass (eq.
   CHECK(q[size_t(4 + h)] == Approx(expected).epsilon(1e-5));
 }
 
+TEST_CASE("gate-Taylor importances match central differences of per-sequence losses (eq. 19)") {
+  torch::manual_seed(9);
+  Gpt gpt(TinyConfig());
+  torch::Tensor tokens = torch::randint(0, 64, {2, kT}, torch::kLong);
+  std::vector<double> imp = GateTaylorImportance(ViewOfGpt(*gpt), {tokens});
+  REQUIRE(imp.size() == 8);
+  CHECK(gpt->wte->weight.grad().defined() == false);  // no parameter gradients left behind
+  // A gate on head h's output equals scaling head h's columns of W^O.
+  // The reference runs in float64 so the central difference is not lost to rounding.
+  gpt->to(torch::kFloat64);
+  const int64_t l = 1, h = 2, d = 8;
+  const double eps = 1e-3;
+  torch::Tensor wo = gpt->attention(l)->o_proj->weight;
+  torch::Tensor saved = wo.detach().clone();
+  double expected = 0;
+  torch::NoGradGuard ng;
+  gpt->eval();
+  for (int64_t n = 0; n < 2; ++n) {
+    torch::Tensor x = tokens.narrow(0, n, 1).narrow(1, 0, kT - 1), y = tokens.narrow(0, n, 1).narrow(1, 1, kT - 1);
+    auto loss_at = [&](double gate) {
+      wo.copy_(saved);
+      wo.narrow(1, h * d, d).mul_(gate);
+      return gpt->Loss(x, y).item<double>();
+    };
+    expected += std::abs(loss_at(1 + eps) - loss_at(1 - eps)) / (2 * eps);
+  }
+  wo.copy_(saved);
+  CHECK(imp[size_t(l * 4 + h)] == Approx(expected / 2).epsilon(2e-3));
+}
+
 TEST_CASE("latter-half queries are spread evenly over [T/2, T-1]") {
   CHECK(LatterHalfQueries(16, 4) == std::vector<int64_t>{8, 10, 13, 15});
   CHECK(LatterHalfQueries(16, 100).size() == 8);

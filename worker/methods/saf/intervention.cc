@@ -21,7 +21,8 @@ struct Ranking {
 };
 
 StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
-                       const OutputStats* outputs, const GradientEma* gradient) {
+                       const OutputStats* outputs, const GradientEma* gradient,
+                       const std::vector<double>& gate_taylor) {
   const int64_t L = stats.layers(), H = stats.heads();
   Ranking r;
   std::vector<double> var(size_t(L * H));
@@ -49,6 +50,7 @@ StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
     case ScoreKind::kRedundancy: r.scores = RedundancyScores(*outputs); break;
     case ScoreKind::kResidualCos: r.scores = ResidualCosScores(*outputs); break;
     case ScoreKind::kResidualRel: r.scores = ResidualRelScores(*outputs); break;
+    case ScoreKind::kGateTaylor: r.scores = gate_taylor; break;
   }
   if (int64_t(r.scores.size()) != L * H)
     return Status::InvalidArgument("saf: score vector has " + std::to_string(r.scores.size()) +
@@ -135,11 +137,14 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
     const auto& batches = in.output_calibration.empty() ? in.calibration : in.output_calibration;
     outputs = CalibrateOutputs(in.view, batches, stats, o.output_queries);
   }
+  std::vector<double> gate_taylor;  // eq. 19 on the same calibration sequences (App. C.3.4)
+  if (in.prescribed.empty() && o.score == ScoreKind::kGateTaylor)
+    gate_taylor = NormalizeGateTaylor(GateTaylorImportance(in.view, in.calibration), H);
   rep.cost.calibration_s = Seconds(t0);
 
   // Ranking (§3.1): only heads that still use ordinary attention are candidates.
   t0 = Clock::now();
-  auto ranking = Rank(o, stats, &outputs, in.gradient);
+  auto ranking = Rank(o, stats, &outputs, in.gradient, gate_taylor);
   if (!ranking.ok()) return ranking.status();
   std::vector<bool> eligible(size_t(L * H));
   for (int64_t l = 0; l < L; ++l)
@@ -154,7 +159,10 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   t0 = Clock::now();
   const CompactFitOptions fit_options = FitOptionsOf(o);
   std::map<int64_t, CompactFit> fits;  // u -> fit
+  // Gate-Taylor pruning has no fit rule (App. C.3.4): its heads get no pattern.
+  const bool fit_free = o.method == "prune" && o.score == ScoreKind::kGateTaylor;
   FitFn fit = [&](const HeadId& u) {
+    if (fit_free) return FitOutcome{0.0, true};
     CompactFit f = FitCompact(PrepareTarget(stats.Mean(u.layer, u.head), fit_options.floor), fit_options);
     fits[u.layer * H + u.head] = f;
     return FitOutcome{f.kl, f.accepted};

@@ -129,6 +129,27 @@ TEST_CASE("dense and sampled patterns install as dense heads; random selection m
   CHECK(PerLayerCounts(rv->installed, 2) == PerLayerCounts(rr->installed, 2));
 }
 
+TEST_CASE("pruning controls: variance pruning and gate-Taylor pruning set heads pruned") {
+  Gpt gpt = TinyGpt();
+  SafOptions o;
+  o.method = "prune";
+  o.score = ScoreKind::kGateTaylor;
+  auto r = RunIntervention(o, Inputs(gpt, 3));
+  REQUIRE(r.ok());
+  int64_t pruned = 0;
+  for (const HeadMapRow& row : r->report.head_map) {
+    pruned += row.role == "pruned";
+    CHECK_FALSE(row.fit_kl.has_value());  // gate-Taylor pruning fits nothing
+  }
+  CHECK(pruned == 3);
+  // Within a layer the scores are normalised: sum of squares 1 per layer.
+  double sq = 0;
+  for (const HeadMapRow& row : r->report.head_map)
+    if (row.layer == 0) sq += row.score * row.score;
+  CHECK(sq == Approx(1.0));
+  CHECK(gpt->forward(torch::randint(0, 64, {1, kT}, torch::kLong)).isfinite().all().item<bool>());
+}
+
 TEST_CASE("configurations that cannot run are refused before anything is installed") {
   Gpt gpt = TinyGpt();
   SafOptions o;

@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kNames[] = {"variance",   "forward_kl",   "gradient",
                                   "rank_sum",   "gradient_veto", "magnitude",
                                   "redundancy", "residual_cos", "residual_rel",
-                                  "random"};
+                                  "random",     "gate_taylor"};
 constexpr int kNumKinds = int(sizeof(kNames) / sizeof(kNames[0]));
 
 std::vector<double> PerRow(const std::vector<double>& sums, int64_t rows) {
@@ -48,6 +48,18 @@ bool NeedsOutputPass(ScoreKind k) {
 
 bool NeedsGradientEma(ScoreKind k) {
   return k == ScoreKind::kGradient || k == ScoreKind::kRankSum || k == ScoreKind::kGradientVeto;
+}
+
+std::vector<double> NormalizeGateTaylor(const std::vector<double>& importance, int64_t heads) {
+  std::vector<double> out(importance.size(), 0.0);
+  for (size_t l = 0; l * size_t(heads) < importance.size(); ++l) {
+    double sq = 0;
+    for (int64_t h = 0; h < heads; ++h) sq += importance[l * size_t(heads) + size_t(h)] * importance[l * size_t(heads) + size_t(h)];
+    if (sq <= 0) continue;  // zero-norm layers score 0
+    for (int64_t h = 0; h < heads; ++h)
+      out[l * size_t(heads) + size_t(h)] = importance[l * size_t(heads) + size_t(h)] / std::sqrt(sq);
+  }
+  return out;
 }
 
 std::vector<double> MagnitudeScores(const OutputStats& s) {

@@ -24,15 +24,19 @@ enum class ScoreKind {
   kResidualCos,   // eq. 11
   kResidualRel,   // eq. 12
   kRandom,        // random heads, per-layer counts matched to the variance selection
+  kGateTaylor,    // eq. 19, the pruning criterion (for saf.method prune controls)
 };
 
 // Returns "variance", "forward_kl", "gradient", "rank_sum", "gradient_veto", "magnitude",
-// "redundancy", "residual_cos", "residual_rel", "random".
+// "redundancy", "residual_cos", "residual_rel", "random", "gate_taylor".
 const char* ScoreKindName(ScoreKind k);
 // Parses a ScoreKindName; InvalidArgument listing the known names otherwise.
 StatusOr<ScoreKind> ParseScoreKind(const std::string& name);
 // Returns true iff the score needs the output-aware pass (CalibrateOutputs).
 bool NeedsOutputPass(ScoreKind k);
+// SAF eq. 19: s_gate = I_lh / sqrt(sum_h' I_lh'^2) per layer from the importances I
+// ([L H]); a layer whose importances are all 0 scores 0.
+std::vector<double> NormalizeGateTaylor(const std::vector<double>& importance, int64_t heads);
 // Returns true iff the score needs the Q/K gradient EMA from the training loop.
 bool NeedsGradientEma(ScoreKind k);
 

@@ -49,6 +49,14 @@ TEST_CASE("the gradient EMA normalises by the mean over heads and starts from th
   CHECK(ema.updates() == 2);
 }
 
+TEST_CASE("gate-Taylor scores are normalised within each layer; zero layers score 0") {
+  std::vector<double> s = NormalizeGateTaylor({3, 4, 0, 0}, 2);
+  CHECK(s[0] == Approx(0.6));
+  CHECK(s[1] == Approx(0.8));
+  CHECK(s[2] == 0.0);
+  CHECK(s[3] == 0.0);
+}
+
 TEST_CASE("ranks, rank sums and the gradient veto") {
   std::vector<double> var = {0.3, 0.1, 0.2, 0.4};
   std::vector<double> grad = {0.1, 0.9, 0.2, 0.8};
