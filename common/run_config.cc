@@ -105,6 +105,35 @@ const std::vector<KeySpec>& Schema() {
       Str("aoh.bench_contexts", "", nullptr),  // comma-separated; "" = no latency bench
       Int("aoh.bench_decode_tokens", 0, 1e6, 32),
       Int("aoh.bench_repeats", 1, 1000, 3),
+      // SAF (worker/methods/saf/README.md): method, selection, patterns, fitting, schedules.
+      Str("saf.method", "none", "none|replace|prune"),
+      Num("saf.rate", 0, 1, 0.25),
+      Str("saf.score", "variance", "variance|forward_kl|gradient|rank_sum|gradient_veto|magnitude|redundancy|residual_cos|residual_rel|random|gate_taylor"),
+      Str("saf.pattern", "mean", "mean|sharp_mean|gaussian|dirichlet|structured_random"),
+      Str("saf.storage", "compact", "compact|dense"),
+      Str("saf.schedule", "one_time", "one_time|gradual|validation_budget|train_loss"),
+      Num("saf.tau", 0, 1, 0.5),
+      Num("saf.tau_start", 0, 1, 0.3),
+      Num("saf.tau_end", 0, 1, 0.7),
+      Int("saf.groups", 1, 1000, 5),
+      Int("saf.calib_sequences", 2, 1e6, 32),
+      Int("saf.calib_batch", 1, 65536, 2),
+      Str("saf.calib_split", "train", "train|val"),
+      Int("saf.output_sequences", 1, 1e6, 16),
+      Int("saf.output_queries", 1, 1e6, 64),
+      Int("saf.fit_steps", 0, 1e6, 400),
+      Num("saf.fit_lr", 0, 10, 0.05, /*lo_open=*/true),
+      Num("saf.fit_max_kl", 0, 1e9, 0.2),
+      Str("saf.fit_path", "fft", "fft|dense"),
+      Str("saf.heads", "", nullptr),
+      Num("saf.dirichlet_scale", 0, 1e9, 16, /*lo_open=*/true),
+      Int("saf.trainable", 0, 1, 0),
+      Num("saf.budget", 0, 100, 0.01),
+      Int("saf.group_heads", 0, 1e6, 0),
+      Int("saf.check_every", 0, 1e8, 0),
+      Num("saf.z", 0, 100, 2.0),
+      Int("saf.window", 0, 1e8, 0),
+      Int("saf.pattern_seed", 0, 9007199254740992.0, 0),
   };
   return kSchema;
 }
@@ -218,7 +247,7 @@ std::string KnownAt(const std::string& section) {
 
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
-         name == "parent" || name == "aoh";
+         name == "parent" || name == "aoh" || name == "saf";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
