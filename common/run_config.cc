@@ -134,6 +134,21 @@ const std::vector<KeySpec>& Schema() {
       Num("saf.z", 0, 100, 2.0),
       Int("saf.window", 0, 1e8, 0),
       Int("saf.pattern_seed", 0, 9007199254740992.0, 0),
+      // AAH-v3 (worker/methods/aah/README.md): regime, control, hierarchy, windows.
+      Str("aah.regime", "off", "off|full|grouping_off|full_adaptive|shallow_freeze|deep_reuse"),
+      Str("aah.control", "none", "none|control_off|fixed_random_grouping|freeze_after_warmup|independent_scoring|no_parent_constraint|no_feature_ema|fixed_window|random_window|shuffle_post_select"),
+      Str("aah.hierarchy", "", nullptr),
+      Str("aah.windows", "", nullptr),
+      Int("aah.min_window", 0, 1048576, 0),
+      Int("aah.control_every", 1, 1e8, 5),
+      Num("aah.feature_ema", 0, 1, 0.9, false, true),
+      Num("aah.resolution_ema", 0, 1, 0.15, false, true),
+      Num("aah.norm_penalty", 0, kInf, 16),
+      Num("aah.cluster_threshold", -1, 1, 0.98),
+      Int("aah.scorer_hidden", 1, 4096, 64),
+      Int("aah.fixed_window", 0, 1048576, 0),
+      Int("aah.freeze_step", -1, 1e8, -1),
+      Int("aah.observe_rows", 0, 65536, 1),
   };
   return kSchema;
 }
@@ -247,7 +262,7 @@ std::string KnownAt(const std::string& section) {
 
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
-         name == "parent" || name == "aoh" || name == "saf";
+         name == "parent" || name == "aoh" || name == "saf" || name == "aah";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.

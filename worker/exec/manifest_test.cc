@@ -117,6 +117,14 @@ TEST_CASE("exec: bad manifest or config exits 2") {
   CHECK(ExecMain(1, argv) == 2);
 }
 
+TEST_CASE("exec: a method the training loop does not run yet fails the run, never trains") {
+  for (const char* method : {R"("saf": {"method": "replace"})", R"("aoh": {"method": "aoh"})",
+                             R"("aah": {"regime": "full_adaptive"})"}) {
+    CHECK(ExecOn(std::string(R"({"run": 1, "attempt": 0, "config": {)") + method +
+                 R"(, "train": {"steps": 1}}, "out_dir": "/tmp/x"})") == 1);
+  }
+}
+
 TEST_CASE("exec: the noop kind succeeds") {
   CHECK(ExecOn(R"({"run": 1, "attempt": 0, "config": {"kind": "noop", "noop": {"metrics": 2}},
                    "out_dir": "/tmp/x"})") == 0);
