@@ -108,6 +108,12 @@ Json ComputeHostProvenance(const std::string& source_dir, const std::string& bin
   }
   StatusOr<std::string> bin = Sha256File(binary_path);
   p["binary_sha256"] = bin.ok() ? *bin : std::string(kUnknown);
+  // `headlab exec` runs its payload from libheadlab_exec.so beside the binary (main.cc):
+  // hash it too, or binary_sha256 would not cover the code that trained.
+  const std::string plugin =
+      binary_path.substr(0, binary_path.rfind('/') + 1) + "libheadlab_exec.so";
+  StatusOr<std::string> lib = Sha256File(plugin);
+  p["exec_plugin_sha256"] = lib.ok() ? *lib : std::string(kUnknown);
   p["host"] = HostName();
   p["devices"] = DescribeDevices(inventory.devices);
   p["driver_version"] = inventory.cuda_driver;

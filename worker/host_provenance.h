@@ -22,7 +22,8 @@ StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
 
 // Returns the provenance fields (names as in schema/001_init.sql's provenance table):
 //   git_commit, git_dirty, git_diff_sha256   ("unknown" when git or the tree is unavailable)
-//   binary_sha256, host, devices, driver_version, cuda_version ("none" without CUDA)
+//   binary_sha256, exec_plugin_sha256 (libheadlab_exec.so beside the binary), host,
+//   devices, driver_version, cuda_version ("none" without CUDA)
 Json ComputeHostProvenance(const std::string& source_dir, const std::string& binary_path,
                            const DeviceInventory& inventory);
 

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <catch2/catch.hpp>
 
+#include "common/files.h"
 #include "common/sha256.h"
 
 namespace headlab {
@@ -49,6 +51,23 @@ TEST_CASE("ComputeHostProvenance says unknown outside a git tree") {
   CHECK(p["git_dirty"] == "unknown");
   CHECK(p["git_diff_sha256"] == "unknown");
   CHECK(p["binary_sha256"] == "unknown");
+  CHECK(p["exec_plugin_sha256"] == "unknown");
+  ::rmdir(tmpl);
+}
+
+TEST_CASE("ComputeHostProvenance hashes the exec plugin beside the binary") {
+  DeviceInventory inv;
+  inv.devices.push_back(CpuDevice());
+  char tmpl[] = "/tmp/headlab-plugin-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  REQUIRE(WriteFileAtomic(dir + "/headlab", "binary").ok());
+  REQUIRE(WriteFileAtomic(dir + "/libheadlab_exec.so", "payload").ok());
+  Json p = ComputeHostProvenance(dir, dir + "/headlab", inv);
+  CHECK(p["binary_sha256"] == Sha256Hex("binary"));
+  CHECK(p["exec_plugin_sha256"] == Sha256Hex("payload"));
+  std::remove((dir + "/headlab").c_str());
+  std::remove((dir + "/libheadlab_exec.so").c_str());
   ::rmdir(tmpl);
 }
 
