@@ -1,7 +1,7 @@
 -- headlab schema, migration 1 (PRAGMA user_version 0 -> 1).
--- The coordinator embeds this text (coordinator/migrations.cc; a unit test checks the two
--- copies are identical). Times: *_at columns are ISO-8601 UTC text; time_s columns are unix
--- seconds (REAL). JSON columns hold canonical (key-sorted, compact) JSON.
+-- The coordinator embeds this file's bytes (CMakeLists.txt generates the literal that
+-- coordinator/migrations.cc includes). Times: *_at columns are ISO-8601 UTC text; time_s
+-- columns are unix seconds (REAL). JSON columns hold canonical (key-sorted, compact) JSON.
 -- "Which commit, config and data produced this number?":
 --   SELECT r.config_json, p.git_commit, p.git_dirty, p.dataset_sha256, s.value
 --   FROM summaries s JOIN runs r ON r.id = s.run_id
