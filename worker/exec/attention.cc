@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 
+#include "worker/exec/attention_cuda.h"
+
 namespace headlab {
 namespace {
 
@@ -123,6 +125,9 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
 
 torch::Tensor HybridAttentionImpl::forward(
     const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  // CUDA input: the fused kernels (attention_cuda.h); the masks below are the reference.
+  if (x.is_cuda() && FusedAttentionUnsupported(*this, x).empty())
+    return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 
