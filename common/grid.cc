@@ -216,9 +216,12 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
     if (!IsName(cmp.metric))
       return Invalid(file, path + ".metric",
                      "expected a metric name such as \"eval.ppl\", got " + Got(cmp.metric));
-    if (cmp.stat != "delta_pct" && cmp.stat != "diff" && cmp.stat != "ratio")
+    // speedup = baseline / treatment per pair (SAF App. C.4: t_ord / t_rep).
+    if (cmp.stat != "delta_pct" && cmp.stat != "diff" && cmp.stat != "ratio" &&
+        cmp.stat != "speedup")
       return Invalid(file, path + ".stat",
-                     "expected one of \"delta_pct\", \"diff\", \"ratio\", got " + Got(cmp.stat));
+                     "expected one of \"delta_pct\", \"diff\", \"ratio\", \"speedup\", got " +
+                         Got(cmp.stat));
     out.push_back(std::move(cmp));
   }
   return out;

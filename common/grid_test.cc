@@ -121,7 +121,7 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
         "g.jsonc: $.comparisons[0].treatment: unknown arm \"saf\" (arms: narrow, wide)");
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
                                   "metric": "eval.ppl", "stat": "mean"}]})") ==
-        "g.jsonc: $.comparisons[0].stat: expected one of \"delta_pct\", \"diff\", \"ratio\", "
+        "g.jsonc: $.comparisons[0].stat: expected one of \"delta_pct\", \"diff\", \"ratio\", \"speedup\", "
         "got \"mean\"");
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
                                   "stat": "diff"}]})") ==

@@ -46,7 +46,7 @@ KeySpec Str(const char* key, const char* def, const char* allowed) {
 // The schema (schema/grid.md, "Run config"). Order = documentation and export order.
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> kSchema = {
-      Str("kind", "train", "train|noop"),
+      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode"),
       Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
       Int("model.layers", 1, 128, 2),
       Int("model.heads", 1, 128, 4),
@@ -84,6 +84,18 @@ const std::vector<KeySpec>& Schema() {
       // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
       Int("parent.run", 0, 9007199254740992.0, 0),
       Int("parent.step", 0, 1e8, 0),
+      // Paired timing (schema/grid.md, "Paired timing"): runs of one experiment with the same
+      // pair.group run one at a time on one worker, in ABBA order over pair.rep.
+      Str("pair.group", "", nullptr),
+      Int("pair.rep", 0, 1e6, 0),
+      Int("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
+      Num("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
+      // Timing run kinds bench-update / bench-prefill / bench-decode (worker/exec/bench_*.h).
+      Int("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
+      Int("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
+      Str("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
+      Str("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
+      Int("bench.decode_tokens", 1, 1e6, 32),
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
       // AoH (worker/methods/aoh/README.md): arm, labels, streaming cache, evaluation.
