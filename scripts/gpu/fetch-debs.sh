@@ -3,7 +3,7 @@
 # whole-project GPU build needs on the device machine into the git-ignored .debs/ of the
 # repository root; the device call then carries them (`run` with carry [".debs"]) and
 # scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is DESIGN.md's "Seen working
-# on the device machine" (libraries of ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2).
+# on the device machine" (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf.
 #
 #   scripts/gpu/fetch-debs.sh [--help]
 set -euo pipefail
@@ -13,7 +13,8 @@ case "${1:-}" in
   *) echo "fetch-debs.sh: unknown argument: $1" >&2; exit 2 ;;
 esac
 packages=(libzmq5 libzmq3-dev cppzmq-dev libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
-          nlohmann-json3-dev libboost1.74-dev libsqlite3-0 libsqlite3-dev catch2)
+          nlohmann-json3-dev libboost1.74-dev libsqlite3-0 libsqlite3-dev catch2
+          pkgconf-bin libpkgconf3)  # pkg-config, used only where the device has none
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$root/.debs"
 cd "$root/.debs"

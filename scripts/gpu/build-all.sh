@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# build-all.sh: builds the WHOLE headlab repository on the device machine against its bundled
+# LibTorch 2.11 (CUDA) and runs the `gpu` ctest label — the one command every GPU test runs
+# under. Logs and a summary go to $OUT (or /tmp/headlab-gpu-out).
+#
+#   scripts/gpu/build-all.sh [--cpu] [--bench] [--quick] [--no-test] [-j N] [-R REGEX]
+#                            [--target T]...
+#     --cpu      also run `ctest -L cpu` (after the gpu label)
+#     --bench    then the kernels' dev bench and the SDPA comparison (kernels/dev/NOTES.md)
+#     --quick    shorter bench (with --bench)
+#     --no-test  build only
+#     -R REGEX   run only the tests whose names match (ctest -R), within the labels
+#     --target T build only T (repeatable; default: everything, i.e. headlab,
+#                libheadlab_exec.so and every test binary)
+#
+# Run it from the repository root through the device tool with the Debian packages carried:
+#   here, once:  scripts/gpu/fetch-debs.sh          (fills the git-ignored .debs/)
+#   device:      run(command="scripts/gpu/build-all.sh", carry=[".debs"], timeout_s=300)
+# The .debs (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2; DESIGN.md "Seen working on
+# the device machine") are unpacked with `dpkg -x` into a prefix (never into /). cmake and
+# ninja come from /opt/torch/.venv/bin, LibTorch from the python3 that holds torch. The build
+# directory is build-gpu/ (git-ignored), so a second call on a still-warm machine rebuilds
+# incrementally. Exit 0 iff the build and every test run passed, 1 otherwise, 2 bad usage.
+set -uo pipefail
+
+usage() { sed -n '2,24p' "$0"; }
+run_cpu=0 bench=0 quick="" run_tests=1 jobs="" regex="" targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cpu) run_cpu=1 ;;
+    --bench) bench=1 ;;
+    --quick) quick="--quick" ;;
+    --no-test) run_tests=0 ;;
+    -j) shift; jobs="${1:-}" ;;
+    -R) shift; regex="${1:-}" ;;
+    --target) shift; targets+=("${1:-}") ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "build-all.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${OUT:-/tmp/headlab-gpu-out}"
+deps="${HEADLAB_DEPS:-/tmp/headlab-deps}"
+build="${HEADLAB_GPU_BUILD:-$root/build-gpu}"
+jobs="${jobs:-$(nproc)}"
+mkdir -p "$out" "$deps"
+summary="$out/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+status=0
+t_start=$(date +%s)
+phase() { note "$1: $2 ($(( $(date +%s) - t_start )) s since start)"; }
+
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+{ nvidia-smi; nvcc --version; cmake --version; date -u; git -C "$root" log -1 --oneline; } \
+  > "$out/machine.txt" 2>&1
+
+# 1. The Debian packages, unpacked into a prefix.
+debs=("$root"/.debs/*.deb)
+if [ ! -e "${debs[0]}" ]; then
+  note "no .debs/ in $root: run scripts/gpu/fetch-debs.sh here and carry [\".debs\"]"
+  exit 1
+fi
+for f in "${debs[@]}"; do dpkg -x "$f" "$deps" || { note "dpkg -x $f failed"; exit 1; }; done
+lib="$deps/usr/lib/x86_64-linux-gnu"
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Debian's libzmq.pc names the -dev .pc files of its static dependencies (Requires.private),
+# which pkg-config insists on finding even for a shared link: the prefix gets its own.
+mkdir -p "$deps/pc"
+cat > "$deps/pc/libzmq.pc" <<PC
+Name: libzmq
+Description: ZeroMQ (headlab build-all.sh, from Debian's libzmq3-dev)
+Version: $(sed -n 's/^Version: //p' "$lib/pkgconfig/libzmq.pc")
+Libs: -L/usr/lib/x86_64-linux-gnu -lzmq
+Cflags: -I/usr/include
+PC
+export PKG_CONFIG_PATH="$deps/pc:$lib/pkgconfig:$deps/usr/share/pkgconfig"
+export PKG_CONFIG_LIBDIR="$PKG_CONFIG_PATH"
+export PKG_CONFIG_SYSROOT_DIR="$deps"  # the .pc files say prefix=/usr
+pkg_config="$(command -v pkg-config || echo "$deps/usr/bin/pkgconf")"
+
+# 2. Configure the whole repository against the bundled LibTorch (CUDA).
+torch_cmake="${HEADLAB_TORCH_CMAKE:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}" ||
+  { note "python3 cannot import torch (set HEADLAB_TORCH_CMAKE to LibTorch's cmake dir)"; exit 1; }
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$torch_cmake;$deps/usr" \
+      -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
+      -DBoost_DIR="$lib/cmake/Boost-1.74.0" \
+      -DSQLite3_INCLUDE_DIR="$deps/usr/include" -DSQLite3_LIBRARY="$lib/libsqlite3.so" \
+      -DCPPZMQ_INCLUDE_DIR="$deps/usr/include" \
+      -DCMAKE_CXX_FLAGS="-isystem $deps/usr/include" \
+      -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib" \
+      -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$lib" \
+      -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$lib" > "$out/build.log" 2>&1; then
+  tail -30 "$out/build.log"
+  phase configure FAILED
+  exit 1
+fi
+phase configure ok
+
+# 3. Build (keep going past a failing target so one module's error hides no other's).
+target_args=()
+for t in "${targets[@]}"; do target_args+=(--target "$t"); done
+keep_going=()
+[ "${#generator[@]}" -gt 0 ] && keep_going=(-- -k 0)
+if ! cmake --build "$build" -j "$jobs" "${target_args[@]}" "${keep_going[@]}" >> "$out/build.log" 2>&1; then
+  grep -E "error:|Error |FAILED:" "$out/build.log" | head -40
+  phase build "FAILED (see build.log; tests of the targets that built still run)"
+  status=1
+else
+  phase build ok
+fi
+
+# 4. Tests: the gpu label (and the cpu label with --cpu).
+run_label() {
+  local label="$1" args=(-L "$1" --output-on-failure --timeout 900)
+  [ -n "$regex" ] && args+=(-R "$regex")
+  (cd "$build" && ctest "${args[@]}") > "$out/ctest-$label.log" 2>&1
+  local rc=$?
+  grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|Timeout|No tests were found" "$out/ctest-$label.log" | tee -a "$summary"
+  phase "ctest -L $label" "$([ $rc = 0 ] && echo ok || echo FAILED)"
+  return $rc
+}
+if [ "$run_tests" = 1 ]; then
+  run_label gpu || status=1
+  if [ "$run_cpu" = 1 ]; then run_label cpu || status=1; fi
+fi
+
+# 5. The kernels' dev bench and the SDPA comparison, from this build.
+if [ "$bench" = 1 ]; then
+  bench_bin="$build/kernels/hybrid_attention_bench"
+  capi="$build/kernels/libheadlab_kernels_capi.so"
+  if [ -x "$bench_bin" ] && [ -f "$capi" ]; then
+    "$bench_bin" $quick > "$out/bench.log" 2>&1 || status=1
+    cat "$out/bench.log"
+    PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/bench_vs_sdpa.py" --lib "$capi" $quick \
+      > "$out/sdpa.log" 2>&1 || status=1
+    cat "$out/sdpa.log"
+    phase bench "$([ $status = 0 ] && echo ok || echo FAILED)"
+  else
+    phase bench "not built"
+    status=1
+  fi
+fi
+note "build-all.sh: exit $status"
+exit $status
