@@ -88,6 +88,12 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
   archive.write("config", BytesTensor(config_json));
   archive.write("head_states", BytesTensor(HeadStatesJson(model)));
+  Json names = Json::array();
+  for (const auto& [name, state] : progress.method_states) {
+    names.push_back(name);
+    archive.write("method." + name, BytesTensor(state));
+  }
+  archive.write("method_names", BytesTensor(CanonicalJson(names)));
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
@@ -124,11 +130,22 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
     progress->sampler_state = TensorBytes(sampler);
     at::Generator cpu_gen = torch::globalContext().defaultGenerator(torch::kCPU);  // a handle
     cpu_gen.set_state(rng.to(torch::kCPU));
+    torch::Tensor method_names;  // absent in checkpoints written before methods had state
+    progress->method_states.clear();
+    if (archive.try_read("method_names", method_names)) {
+      StatusOr<Json> names = ParseJson(TensorBytes(method_names), source + ": method_names");
+      if (!names.ok()) return Status::Corruption(names.status().message());
+      for (const Json& name : names.value()) {
+        torch::Tensor state;
+        archive.read("method." + name.get<std::string>(), state);
+        progress->method_states[name.get<std::string>()] = TensorBytes(state);
+      }
+    }
     torch::Tensor head_states;  // absent in checkpoints written before head states were saved
     if (archive.try_read("head_states", head_states))
       return RestoreHeadStates(TensorBytes(head_states), source, model);
   } catch (const Json::exception& e) {
-    return Status::Corruption(source + ": head_states: " + e.what());
+    return Status::Corruption(source + ": head_states or method_names: " + e.what());
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     return Status::Corruption(source + ": cannot restore checkpoint: " + what.substr(0, 300));

@@ -13,6 +13,7 @@
 // }
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <torch/torch.h>
@@ -25,6 +26,8 @@ namespace headlab {
 struct TrainProgress {
   int64_t step = 0;           // updates completed
   std::string sampler_state;  // BatchSampler::SaveState()
+  // TrainHooks::SaveState of each method, by TrainHooks::name().
+  std::map<std::string, std::string> method_states;
 };
 
 // Serializes model, optimizer, progress and the CPU RNG state to bytes.

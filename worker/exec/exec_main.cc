@@ -12,6 +12,7 @@
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
 #include "worker/exec/manifest.h"
+#include "worker/exec/method_hooks.h"
 #include "worker/exec/noop.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/train.h"
@@ -42,6 +43,7 @@ struct LoadedRun {
   Manifest manifest;
   Json normalized;  // the manifest's config after NormalizeRunConfig
   ExecConfig config;
+  HookList hooks;   // the methods the config turns on
 };
 
 // Reads and validates the manifest and its config; every error names `file` and the field.
@@ -58,25 +60,10 @@ StatusOr<LoadedRun> LoadRun(const std::string& file) {
   StatusOr<ExecConfig> config = ExecConfigFromJson(run.normalized, file);
   if (!config.ok()) return config.status();
   run.config = config.value();
+  StatusOr<HookList> hooks = MakeMethodHooks(run.config, run.normalized, file);
+  if (!hooks.ok()) return hooks.status();
+  run.hooks = hooks.value();
   return run;
-}
-
-// The method libraries (worker/methods/{saf,aoh,aah}) are built and tested, but the training
-// loop does not call them yet (issues 4-6). A run that asks for one fails with this message
-// rather than silently training plain attention under a method's name.
-Status RefuseUnwiredMethods(const Json& c, const std::string& file) {
-  struct Switch { const char* section; const char* key; const char* off; const char* issue; };
-  const Switch kSwitches[] = {{"saf", "method", "none", "4"},
-                              {"aoh", "method", "none", "5"},
-                              {"aah", "regime", "off", "6"}};
-  for (const Switch& s : kSwitches) {
-    const std::string value = c[s.section][s.key].get<std::string>();
-    if (value != s.off)
-      return Status::Unavailable(file + ": $.config." + s.section + "." + s.key + " = \"" +
-                                 value + "\": this method is not wired into the training "
-                                 "loop yet (issue " + s.issue + "); refusing to train without it");
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -97,7 +84,7 @@ int ExecMain(int argc, char** argv) {
   StatusOr<LoadedRun> run = LoadRun(file);
   if (!run.ok()) {
     LogError(run.status().message());
-    return 2;
+    return run.status().code() == Status::Code::kInvalidArgument ? 2 : 1;
   }
   const ExecConfig& config = run->config;
 
@@ -106,12 +93,14 @@ int ExecMain(int argc, char** argv) {
   if (config.kind == "noop") {
     result = RunNoop(config, &events);
   } else if (config.kind == "train") {
-    result = RefuseUnwiredMethods(run->normalized, file);
-    if (result.ok()) {
-      TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume,
-                       run->manifest.parent, run->manifest.parent_run};
-      result = RunTraining(req, &events);
-    }
+    TrainRequest req{config,
+                     run->normalized,
+                     run->manifest.out_dir,
+                     run->manifest.resume,
+                     run->manifest.parent,
+                     run->manifest.parent_run,
+                     run->hooks};
+    result = RunTraining(req, &events);
   } else {
     result = Status::InvalidArgument(file + ": $.config.kind: run kind \"" + config.kind +
                                      "\" is not executable by this build");

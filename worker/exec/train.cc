@@ -18,6 +18,7 @@
 #include "worker/exec/data.h"
 #include "worker/exec/model.h"
 #include "worker/exec/stop_flag.h"
+#include "worker/exec/train_hooks.h"
 
 namespace headlab {
 namespace {
@@ -84,6 +85,33 @@ std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfi
     out.insert(out.end(), lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
   }
   return out;
+}
+
+// Held-out loss of the first `batches` fixed evaluation batches, in eval mode.
+double HeldOutLoss(Gpt& model, const Dataset& data, const ExecConfig& c, torch::Device device,
+                   int64_t batches) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> tokens;
+    EvalBatch(data.val, c.model.context, c.train.batch_size, b, c.train.eval_batches, &tokens);
+    auto [x, y] = ToBatch(tokens, c.train.batch_size, c.model.context, device);
+    torch::Tensor lp = model->TokenLogProbs(x, y);
+    sum -= lp.sum().item<double>();
+    count += lp.numel();
+  }
+  model->train(was_training);
+  return sum / double(std::max<int64_t>(1, count));
+}
+
+// Calls `f` on every hook in order; stops at the first error.
+template <typename F>
+Status ForEachHook(const HookList& hooks, F f) {
+  for (const std::shared_ptr<TrainHooks>& h : hooks) HEADLAB_RETURN_IF_ERROR(f(*h));
+  return Status::Ok();
 }
 
 // Mean nats/token: -mean log p, accumulated in double.
@@ -218,6 +246,18 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     prov["parent_checkpoint_sha256"] = req.resume->sha256;
     prov["parent_checkpoint_path"] = req.resume->path;
   }
+  TrainContext ctx{c,      req.config_json, req.out_dir, model, opt, data.value(), device,
+                   events, progress.step,   [&](int64_t batches) {
+                     return HeldOutLoss(model, *data, c, device, batches);
+                   }};
+  // A method's own state comes back only on a resume of the same run: a continuation
+  // from a parent starts its methods afresh.
+  for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
+    std::optional<std::string> saved;
+    auto it = progress.method_states.find(h->name());
+    if (req.resume && it != progress.method_states.end()) saved = it->second;
+    HEADLAB_RETURN_IF_ERROR(h->OnStart(ctx, saved, &prov));
+  }
   events->Provenance(prov);
   LogInfo("train: " + std::to_string(c.model.layers) + " layers, " + std::to_string(c.model.heads) +
           " heads, width " + std::to_string(c.model.width) + ", context " +
@@ -236,7 +276,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     double s = SecondsSince(train_t0);
     return s > 0 ? double((progress.step - first_step) * tokens_per_step) / s : 0.0;
   };
-  auto evaluate = [&]() {
+  auto evaluate = [&]() -> Status {
     logprobs = EvalLogProbs(model, *data, c, device);
     eval_loss = MeanNats(logprobs);
     evaluated_at = progress.step;
@@ -244,9 +284,15 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     events->Metric(progress.step, metric::kEvalPpl, std::exp(eval_loss));
     LogInfo("step " + std::to_string(progress.step) + ": eval loss " + std::to_string(eval_loss) +
             " ppl " + std::to_string(std::exp(eval_loss)));
+    return ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(ctx); });
   };
   auto save = [&]() {
     progress.sampler_state = sampler.SaveState();
+    progress.method_states.clear();
+    for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
+      std::string state = h->SaveState(ctx);
+      if (!state.empty()) progress.method_states[h->name()] = std::move(state);
+    }
     saved_at = progress.step;
     return SaveCheckpoint(req, model, *opt, progress, events);
   };
@@ -261,6 +307,9 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     events->Metric(progress.step, metric::kTrainTokens, double(progress.step * tokens_per_step));
     events->Metric(progress.step, metric::kTrainTokensPerS, tokens_per_s());
     events->Metric(progress.step, metric::kElapsedS, SecondsSince(t0));
+    MetricRow row;
+    for (const std::shared_ptr<TrainHooks>& h : req.hooks) h->LogRow(ctx, &row);
+    for (const auto& [key, value] : row) events->Metric(progress.step, key, value);
     char line[160];
     std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s",
                   static_cast<long long>(progress.step), static_cast<long long>(t.steps),
@@ -284,37 +333,53 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     // Gradient accumulation: the update's loss is the mean over grad_accum micro-batches
     // (each scaled by 1/grad_accum before backward), drawn one after another from the
     // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
+    ctx.step = progress.step;
     opt->zero_grad();
     torch::Tensor total;
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
       std::vector<int64_t> tokens;
       sampler.Next(data->train, t.batch_size, &tokens);
       auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
+      if (micro == 0)
+        HEADLAB_RETURN_IF_ERROR(
+            ForEachHook(req.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, x); }));
       torch::Tensor part = model->Loss(x, y) / double(t.grad_accum);
       part.backward();
       total = micro == 0 ? part.detach() : total + part.detach();
     }
     loss = total;
+    HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
     // clip_grad_norm_ with an infinite limit only measures the norm.
     grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
     ++progress.step;
+    ctx.step = progress.step;
     slowest_update_s = std::max(slowest_update_s, SecondsSince(u0));
+    if (!req.hooks.empty()) {
+      const double update_loss = loss.item<double>();
+      HEADLAB_RETURN_IF_ERROR(
+          ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
+    }
 
     const bool last = !timed && progress.step == t.steps;
     if (last || (t.log_every > 0 && progress.step % t.log_every == 0)) log_step();
     if (last) break;  // the final evaluation and checkpoint follow
-    if (t.eval_every > 0 && progress.step % t.eval_every == 0) evaluate();
+    if (t.eval_every > 0 && progress.step % t.eval_every == 0) HEADLAB_RETURN_IF_ERROR(evaluate());
     if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0)
       HEADLAB_RETURN_IF_ERROR(save());
   }
   // Final reporting: evaluation with per-token log-probs, and the final checkpoint (not
   // again when nothing was trained after resuming).
   if (loss.defined() && logged_at != progress.step) log_step();
-  if (evaluated_at != progress.step) evaluate();
+  ctx.step = progress.step;
+  // With methods, AfterTraining may change the model (SAF at tau = 1, AoH conversion):
+  // the final evaluation and checkpoint are then of the changed model.
+  const bool has_methods = !req.hooks.empty();
+  HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterTraining(ctx); }));
+  if (evaluated_at != progress.step || has_methods) HEADLAB_RETURN_IF_ERROR(evaluate());
   HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
-  if (saved_at != progress.step && !(from && progress.step == first_step))
+  if ((saved_at != progress.step && !(from && progress.step == first_step)) || has_methods)
     HEADLAB_RETURN_IF_ERROR(save());
 
   const double elapsed = SecondsSince(t0);
@@ -325,6 +390,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                  {metric::kTrainTokensPerS, tokens_per_s()},
                  {metric::kPeakMemBytes, double(PeakRssBytes())}};
   if (!std::isnan(last_loss)) values[metric::kTrainLoss] = last_loss;
+  HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.Summarize(ctx, &values); }));
   events->Summary(values);
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
 #include "worker/exec/manifest.h"
+#include "worker/exec/method_hooks.h"
 
 namespace headlab {
 
@@ -20,6 +21,7 @@ struct TrainRequest {
   std::optional<ResumePoint> resume;  // own checkpoint of an earlier attempt (wins)
   std::optional<ResumePoint> parent;  // shared parent checkpoint a continuation starts from
   Json parent_run;                    // its run id, for provenance
+  HookList hooks;                     // the methods' hooks (MakeMethodHooks), in call order
 };
 
 // Runs the training described by `req`, streaming events to `events`. Returns Ok when all

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -16,6 +17,7 @@
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/model.h"
 #include "worker/exec/stop_flag.h"
+#include "worker/exec/train_hooks.h"
 
 namespace headlab {
 namespace {
@@ -315,6 +317,99 @@ TEST_CASE("train: a context longer than the held-out split is refused") {
   Run(req, &st);
   CHECK(st.code() == Status::Code::kInvalidArgument);
   CHECK(st.message().find("model.context") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace headlab
+
+namespace headlab {
+namespace {
+
+// Records every hook call; its state is the number of updates it has seen.
+class RecordingHooks : public TrainHooks {
+ public:
+  const char* name() const override { return "recorder"; }
+  Status OnStart(TrainContext& ctx, const std::optional<std::string>& saved, Json* prov) override {
+    calls.push_back("start@" + std::to_string(ctx.step));
+    if (saved) updates = std::stoi(*saved);
+    (*prov)["recorder"] = true;
+    return Status::Ok();
+  }
+  Status BeforeUpdate(TrainContext& ctx, const torch::Tensor& x) override {
+    calls.push_back("before@" + std::to_string(ctx.step));
+    CHECK(x.size(1) == ctx.config.model.context);
+    return Status::Ok();
+  }
+  Status AfterBackward(TrainContext& ctx) override {
+    // Gradients exist here and have not been applied yet.
+    CHECK(ctx.model->wte->weight.grad().defined());
+    return Status::Ok();
+  }
+  Status AfterUpdate(TrainContext& ctx, double loss) override {
+    ++updates;
+    calls.push_back("after@" + std::to_string(ctx.step));
+    CHECK(std::isfinite(loss));
+    return ctx.step == fail_at ? Status::Internal("recorder: fails at " + std::to_string(fail_at))
+                               : Status::Ok();
+  }
+  void LogRow(TrainContext& ctx, MetricRow* row) override { row->push_back({"recorder.updates", double(updates)}); }
+  Status AfterTraining(TrainContext& ctx) override {
+    calls.push_back("end@" + std::to_string(ctx.step));
+    held_out = ctx.eval_loss(1);
+    return Status::Ok();
+  }
+  Status Summarize(TrainContext& ctx, Json* values) override {
+    (*values)["recorder.updates"] = updates;
+    return Status::Ok();
+  }
+  std::string SaveState(TrainContext&) override { return std::to_string(updates); }
+
+  std::vector<std::string> calls;
+  int updates = 0;
+  int64_t fail_at = -1;
+  double held_out = 0;
+};
+
+TEST_CASE("train: method hooks are called in loop order and their state survives a resume") {
+  const Json train = {{"train", {{"steps", 4}, {"log_every", 1}, {"eval_every", 0},
+                                 {"eval_batches", 1}, {"checkpoint_every", 2}}}};
+  TrainRequest full = TinyRun("hooks_full", train);
+  auto rec = std::make_shared<RecordingHooks>();
+  full.hooks = {rec};
+  Status st;
+  Events a = Run(full, &st);
+  REQUIRE(st.ok());
+  const std::vector<std::string> order = {"start@0", "before@0", "after@1", "before@1",
+                                          "after@2",  "before@2", "after@3", "before@3",
+                                          "after@4",  "end@4"};
+  CHECK(rec->calls == order);
+  CHECK(a.metrics["recorder.updates"].at(3) == 3);
+  CHECK(a.summary["recorder.updates"] == 4);
+  CHECK(a.provenance["recorder"] == true);
+  CHECK(std::isfinite(rec->held_out));
+  CHECK(rec->held_out > 0);
+
+  // Resumed from step 2, the hook gets back the state it saved there.
+  TrainRequest cont = TinyRun("hooks_cont", train);
+  cont.resume = ResumePoint{a.checkpoints.at(0)["path"], a.checkpoints.at(0)["sha256"], 2};
+  auto rec2 = std::make_shared<RecordingHooks>();
+  cont.hooks = {rec2};
+  Events b = Run(cont, &st);
+  REQUIRE(st.ok());
+  CHECK(rec2->calls.front() == "start@2");
+  CHECK(b.summary["recorder.updates"] == 4);
+  for (int64_t step = 3; step <= 4; ++step)
+    CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
+
+  // A failing hook fails the run with its message.
+  TrainRequest bad = TinyRun("hooks_fail", train);
+  auto rec3 = std::make_shared<RecordingHooks>();
+  rec3->fail_at = 2;
+  bad.hooks = {rec3};
+  Run(bad, &st);
+  CHECK(st.code() == Status::Code::kInternal);
+  CHECK(st.message() == "recorder: fails at 2");
+  for (const TrainRequest* r : {&full, &cont, &bad}) testing::RemoveTree(r->out_dir);
 }
 
 }  // namespace
