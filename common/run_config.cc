@@ -274,7 +274,8 @@ std::string KnownAt(const std::string& section) {
 
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
-         name == "parent" || name == "aoh" || name == "saf" || name == "aah";
+         name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
+         name == "saf" || name == "aah";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
