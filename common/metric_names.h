@@ -17,4 +17,22 @@ inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";
 inline constexpr const char* kEvalLoss = "eval.loss";            // nats/token
 inline constexpr const char* kEvalPpl = "eval.ppl";              // exp(eval.loss)
 
+// Paired timing run kinds (worker/exec/bench_*.h): medians over bench.repeats timed
+// repetitions after bench.warmup discarded ones.
+inline constexpr const char* kBenchUpdateMs = "bench.update_ms";    // one full optimiser update
+inline constexpr const char* kBenchPrefillMs = "bench.prefill_ms";  // at the first length x batch
+inline constexpr const char* kBenchDecodeMsPerToken = "bench.decode_ms_per_token";
+inline constexpr const char* kBenchKvBytes = "bench.kv_bytes";      // KV cache after decode
+inline constexpr const char* kBenchPeakMemBytes = "bench.peak_mem_bytes";  // CUDA peak allocated, else peak RSS
+
+// Hardware FLOPs (the flops run kind, CUPTI; AAH §5.10): per-run counts as summaries, and
+// method / pure ratios as results. A count that was not measured is never a number: the
+// run's provenance carries kFlopsStatus = "unmeasured" and kFlopsReason instead.
+inline constexpr const char* kFlopsTotal = "flops.total";          // per training step
+inline constexpr const char* kFlopsAttention = "flops.attention";  // attention ranges only
+inline constexpr const char* kFlopsTotalRatio = "flops.total_ratio";          // results
+inline constexpr const char* kFlopsAttentionRatio = "flops.attention_ratio";  // results
+inline constexpr const char* kFlopsStatus = "flops.status";  // provenance: measured | unmeasured
+inline constexpr const char* kFlopsReason = "flops.reason";  // provenance: why unmeasured
+
 }  // namespace headlab::metric
