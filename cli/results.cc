@@ -1,7 +1,10 @@
-// `headlab results EXP`: one row per arm (n, succeeded, key summary metrics as mean ± SE),
-// then the grid's paired comparisons.
+// `headlab results EXP`: per arm (n, succeeded) its summary metrics as mean ± SE, in one
+// table per metric group, then the grid's paired comparisons.
+#include <algorithm>
 #include <cstdio>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -10,22 +13,61 @@ namespace headlab {
 
 namespace {
 
-// Metrics shown first when present; any others follow in name order, up to kMaxColumns.
-const char* const kPreferred[] = {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"};
-constexpr size_t kMaxColumns = 4;
+// Arm metrics are shown in groups, one table each: the training figures every run has,
+// then each method's and measurement's own (by name prefix, common/metric_names.h), so a
+// method's figures appear without this file knowing their names.
+struct MetricGroup {
+  const char* title;
+  std::vector<const char*> exact;     // these names, in this order
+  std::vector<const char*> prefixes;  // then every name with one of these prefixes
+};
+const MetricGroup kGroups[] = {
+    {"training", {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"}, {}},
+    {"throughput and memory", {"train.tokens_per_s", "mem.peak_bytes"}, {}},
+    {"pruning", {}, {"prune."}},
+    {"SAF", {}, {"saf."}},
+    {"AoH", {}, {"aoh."}},
+    {"AAH-v3", {}, {"aah."}},
+    {"measurement", {}, {"bench.", "flops.", "timing."}},
+};
+constexpr size_t kColumnsPerTable = 5;
 
-std::vector<std::string> MetricColumns(const Json& arms) {
+// Returns each group's metric columns present in `arms` (groups with none are left out).
+std::vector<std::pair<std::string, std::vector<std::string>>> GroupColumns(const Json& arms) {
   std::set<std::string> present;
   for (const Json& a : arms)
     if (a.contains("metrics") && a["metrics"].is_object())
       for (auto& [k, v] : a["metrics"].items()) present.insert(k);
-  std::vector<std::string> cols;
-  for (const char* m : kPreferred)
-    if (present.erase(m)) cols.push_back(m);
-  for (const auto& m : present)
-    if (cols.size() < kMaxColumns) cols.push_back(m);
-  if (cols.size() > kMaxColumns) cols.resize(kMaxColumns);
-  return cols;
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const MetricGroup& g : kGroups) {
+    std::vector<std::string> cols;
+    for (const char* m : g.exact)
+      if (present.count(m)) cols.push_back(m);
+    for (const std::string& m : present)
+      for (const char* p : g.prefixes)
+        if (m.rfind(p, 0) == 0) cols.push_back(m);
+    if (!cols.empty()) out.emplace_back(g.title, cols);
+  }
+  return out;
+}
+
+// Prints one table of `arms` x `metrics` (mean ± SE cells).
+void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
+  TableRow header = {"arm", "n", "ok"};
+  for (const auto& m : metrics) header.push_back(m);
+  std::vector<TableRow> rows;
+  for (const Json& a : arms) {
+    TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
+                    Cell(a.value("succeeded", Json()))};
+    Json ms = a.value("metrics", Json::object());
+    for (const auto& m : metrics) {
+      Json v = ms.is_object() ? ms.value(m, Json::object()) : Json::object();
+      row.push_back(v.is_object() ? FormatMeanSe(v.value("mean", Json()), v.value("se", Json()))
+                                  : Cell(v));
+    }
+    rows.push_back(row);
+  }
+  std::printf("%s", FormatTable(header, rows).c_str());
 }
 
 }  // namespace
@@ -44,24 +86,15 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   Json comparisons = r.value("comparisons", Json::array());
   if (!arms.is_array() || !comparisons.is_array())
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
-  std::vector<std::string> metrics = MetricColumns(arms);
-  TableRow header = {"arm", "n", "succeeded"};
-  for (const auto& m : metrics) header.push_back(m);
-  std::vector<TableRow> rows;
-  for (const Json& a : arms) {
-    TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
-                    Cell(a.value("succeeded", Json()))};
-    Json ms = a.value("metrics", Json::object());
-    for (const auto& m : metrics) {
-      Json v = ms.is_object() ? ms.value(m, Json::object()) : Json::object();
-      row.push_back(v.is_object() ? FormatMeanSe(v.value("mean", Json()), v.value("se", Json()))
-                                  : Cell(v));
+  std::printf("experiment %s: arms (metrics: mean ± SE over the arm's succeeded runs)\n",
+              std::to_string(id.value()).c_str());
+  for (const auto& [title, columns] : GroupColumns(arms))
+    for (size_t i = 0; i < columns.size(); i += kColumnsPerTable) {
+      std::printf("\n%s%s\n", title.c_str(), i ? " (continued)" : "");
+      PrintArmTable(arms, std::vector<std::string>(
+                              columns.begin() + i,
+                              columns.begin() + std::min(columns.size(), i + kColumnsPerTable)));
     }
-    rows.push_back(row);
-  }
-  std::printf("experiment %s: arms (metrics: mean ± SE over the arm's succeeded runs)\n%s",
-              std::to_string(id.value()).c_str(),
-              FormatTable(header, rows).c_str());
   std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline)\n");
   std::vector<TableRow> crows;
   for (const Json& c : comparisons)
