@@ -10,12 +10,16 @@ namespace {
 const char kMigration001[] =
 #include "schema/001_init.sql.inc"
     ;
+const char kMigration002[] =
+#include "schema/002_paired_details.sql.inc"
+    ;
 
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> kAll = {
       {1, "schema/001_init.sql", kMigration001},
+      {2, "schema/002_paired_details.sql", kMigration002},
   };
   return kAll;
 }

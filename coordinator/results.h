@@ -8,34 +8,39 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/paired_estimators.h"
 #include "common/status.h"
 #include "coordinator/db.h"
 
 namespace headlab::coord {
 
-// The estimator's name as stored in paired_stats.estimator.
-inline constexpr const char* kPairedEstimator = "mean_se_paired";
+// The default estimator's name as stored in paired_stats.estimator (mean +- SE of the
+// within-pair values); paired timing legs on one device use paired::kMedian instead.
+inline constexpr const char* kPairedEstimator = paired::kMeanSe;
 
-struct MeanSe {
-  double mean = 0;
-  double se = 0;   // NaN when n < 2 (a single value has no spread)
-  int n = 0;
-};
+using paired::MeanAndSe;
+using paired::MeanSe;
 
-// Returns the mean and its standard error: sample sd with n-1 in the denominator,
-// SE = sd / sqrt(n). Empty input gives n = 0 and NaN mean.
-MeanSe MeanAndSe(const std::vector<double>& xs);
+// Bootstrap resamples of the per-token log-probability CIs.
+inline constexpr int kBootstrapResamples = 2000;
 
 // Returns the within-pair value of `stat` for baseline b and treatment t:
 // delta_pct = 100 * (t / b - 1) (DESIGN.md: dPPL% = 100 * (p_rep / p_ord - 1)),
-// diff = t - b, ratio = t / b. nullopt for an unknown stat or division by zero.
+// diff = t - b, ratio = t / b, speedup = b / t (SAF App. C.4: t_ord / t_rep). nullopt for
+// an unknown stat or division by zero.
 std::optional<double> PairValue(const std::string& stat, double b, double t);
 
 // Computes {arms: [...], comparisons: [...]} (schema/http_api.md) from `db`, which may be
-// a read-only connection. NotFound for an unknown experiment.
+// a read-only connection. Each comparison carries n, the estimator (median for paired
+// timing legs on single devices, else mean +- SE), the device(s) from provenance, the
+// spread, the zero-replacement control and contention flag (pair.control runs), the
+// bootstrap CI of paired per-token log-probability differences (eval.* metrics, from the
+// runs' logprobs artifacts) and the measured FLOPs ratios or "unmeasured". NotFound for an
+// unknown experiment.
 StatusOr<Json> ComputeResults(Db* db, int64_t experiment);
 
-// Replaces the experiment's rows in paired_stats with `results.comparisons`.
+// Replaces the experiment's rows in paired_stats with `results.comparisons`
+// (schema/002_paired_details.sql says where each field goes).
 Status SavePairedStats(Db* db, int64_t experiment, const Json& results);
 
 }  // namespace headlab::coord

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "common/files.h"
+#include "common/grid.h"
+#include "common/sha256.h"
 #include "coordinator/store.h"
 #include "coordinator/test_util.h"
 
@@ -65,6 +68,128 @@ TEST_CASE("results pair runs by pair_key and store paired_stats") {
   CHECK(q.Real(1) == Approx(0.9006).margin(5e-4));
   CHECK(q.Text(3) == kPairedEstimator);
   CHECK(ComputeResults(s.db(), 999).status().code() == Status::Code::kNotFound);
+}
+
+}  // namespace headlab::coord
+
+namespace headlab::coord {
+namespace {
+
+// Reference a, method b and zero-replacement control c, reps 0..3 paired by rep: the legs
+// of one paired timing group.
+constexpr const char* kTimingGrid = R"({
+  "name": "timing", "base": {"kind": "noop", "pair.group": "g"},
+  "axes": {"pair.rep": [0, 1, 2, 3]},
+  "arms": {"a": {}, "b": {"noop.metrics": 1}, "c": {"pair.control": 1}},
+  "pair_by": ["pair.rep"],
+  "comparisons": [{"name": "speedup", "baseline": "a", "treatment": "b",
+                   "metric": "bench.update_ms", "stat": "speedup"}]})";
+
+void FinishWith(Store& s, int64_t run, int64_t exp, double ms, const std::string& device) {
+  REQUIRE(s.StartAttempt({run, 1}, "w", {0}, nullptr, exp).ok());
+  REQUIRE(s.UpsertProvenance({run, 1}, {{"device", device},
+                                        {"flops.status", "unmeasured"},
+                                        {"flops.reason", "no CUDA device"}}).ok());
+  s.FinishAttempt({run, 1}, "succeeded", 0, "", "", {{"bench.update_ms", ms}});
+}
+
+}  // namespace
+
+TEST_CASE("paired timing: median speedup, range, device, control and contention") {
+  for (double control_ms : {10.2, 13.0}) {
+    TempDir dir;
+    Store s;
+    REQUIRE(s.Open(dir.path() + "/h.db").ok());
+    auto grid = ExpandGrid(kTimingGrid, "timing.jsonc", {});
+    REQUIRE(grid.ok());
+    auto e = s.InsertExperiment(*grid, {}, false);
+    REQUIRE(e.ok());
+    const int64_t exp = e->experiment_id;
+    // Runs: a rep 0..3, b rep 0..3, c rep 0..3. a = 10 ms; b = 8, 5, 10, 4 ms -> speedups
+    // 1.25, 2, 1, 2.5: median 1.625, range [1, 2.5]; ratio of means 40 / 27.
+    const double b_ms[] = {8, 5, 10, 4};
+    for (int i = 0; i < 4; ++i) {
+      FinishWith(s, e->queued[i], exp, 10.0, "cuda:0 H200");
+      FinishWith(s, e->queued[4 + i], exp, b_ms[i], "cuda:0 H200");
+      FinishWith(s, e->queued[8 + i], exp, control_ms, "cuda:0 H200");
+    }
+    auto r = ComputeResults(s.db(), exp);
+    REQUIRE(r.ok());
+    const Json& c = (*r)["comparisons"][0];
+    CHECK(c["estimator"] == paired::kMedian);
+    CHECK(c["n"] == 4);
+    CHECK(c["value"].get<double>() == Approx(1.625));
+    CHECK(c["spread"]["lo"].get<double>() == Approx(1.0));
+    CHECK(c["spread"]["hi"].get<double>() == Approx(2.5));
+    CHECK(c["ratio_of_means"].get<double>() == Approx(40.0 / 27.0));
+    CHECK(c["device"] == "cuda:0 H200");
+    CHECK(c["control"]["arm"] == "c");
+    // The control's speedup a / c: 10 / 10.2 = 0.98 is within 5%; 10 / 13 is not.
+    CHECK(c["contended"] == (control_ms > 11));
+    CHECK(c["flops"]["flops.total_ratio"] == "unmeasured");
+    CHECK(c["flops"]["reason"] == "no CUDA device");
+    REQUIRE(SavePairedStats(s.db(), exp, *r).ok());
+    Stmt q = s.db()->MustPrepare("SELECT estimator, value, device, details_json FROM paired_stats");
+    REQUIRE(q.Step());
+    CHECK(q.Text(0) == paired::kMedian);
+    CHECK(q.Real(1) == Approx(1.625));
+    CHECK(q.Text(2) == "cuda:0 H200");
+    auto details = ParseJson(q.Text(3), "details");
+    REQUIRE(details.ok());
+    CHECK((*details)["contended"] == (control_ms > 11));
+  }
+}
+
+TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob differences") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  auto grid = ExpandGrid(R"({"name": "lp", "base": {"kind": "noop", "model.context": 8},
+      "axes": {"seed": [1, 2]}, "arms": {"base": {}, "treat": {"noop.metrics": 1}},
+      "comparisons": [{"name": "ppl", "baseline": "base", "treatment": "treat",
+                       "metric": "eval.ppl", "stat": "delta_pct"}]})", "lp.jsonc", {});
+  REQUIRE(grid.ok());
+  auto e = s.InsertExperiment(*grid, {}, false);
+  REQUIRE(e.ok());
+  // Two rows of 8 tokens per run. Baseline log p = -2 everywhere; the treatment adds
+  // 0.5, 0.1 (seed 1) and 0.3, 0.3 (seed 2) per row: row means 0.5 0.1 0.3 0.3.
+  const float add[2][2] = {{0.5f, 0.1f}, {0.3f, 0.3f}};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t run = e->queued[i];
+    std::string bytes;
+    for (int row = 0; row < 2; ++row)
+      for (int k = 0; k < 8; ++k) {
+        float v = -2.0f + (i >= 2 ? add[i - 2][row] : 0.0f);
+        bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+    const std::string path = dir.path() + "/lp" + std::to_string(i) + ".f32";
+    REQUIRE(WriteFileAtomic(path, bytes).ok());
+    REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
+    REQUIRE(s.InsertArtifact({run, 1}, 0, "logprobs", path, Sha256Hex(bytes), int64_t(bytes.size()), 5).ok());
+    s.FinishAttempt({run, 1}, "succeeded", 0, "", "", {{"eval.ppl", 10.0 + i}});
+  }
+  auto r = ComputeResults(s.db(), e->experiment_id);
+  REQUIRE(r.ok());
+  const Json& lp = (*r)["comparisons"][0]["logprob_diff"];
+  INFO(lp.dump());
+  CHECK(lp["estimator"] == paired::kBootstrap);
+  CHECK(lp["n_pairs"] == 2);
+  CHECK(lp["n_rows"] == 4);
+  CHECK(lp["mean"].get<double>() == Approx(0.3));
+  CHECK(lp["lo"].get<double>() >= 0.1 - 1e-6);
+  CHECK(lp["hi"].get<double>() <= 0.5 + 1e-6);
+  CHECK(lp["lo"].get<double>() < 0.3);
+  CHECK(lp["per_pair"][0]["mean"].get<double>() == Approx(0.3));
+  CHECK(lp["per_pair"][1]["lo"].get<double>() == Approx(0.3));  // no spread in seed 2
+  auto again = ComputeResults(s.db(), e->experiment_id);  // deterministic
+  CHECK((*again)["comparisons"][0]["logprob_diff"] == lp);
+  CHECK((*r)["comparisons"][0]["estimator"] == paired::kMeanSe);  // not timing legs
+  CHECK((*r)["comparisons"][0]["device"] == "unknown");
+  // A tampered artifact is reported, not used.
+  REQUIRE(WriteFileAtomic(dir.path() + "/lp0.f32", std::string(64, '\0')).ok());
+  auto bad = ComputeResults(s.db(), e->experiment_id);
+  CHECK((*bad)["comparisons"][0]["logprob_diff"]["unavailable"].get<std::string>().find("SHA-256") !=
+        std::string::npos);
 }
 
 }  // namespace headlab::coord
