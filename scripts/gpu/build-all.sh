@@ -117,7 +117,8 @@ fi
 
 # 4. Tests: the gpu label (and the cpu label with --cpu).
 run_label() {
-  local label="$1" args=(-L "$1" --output-on-failure --timeout 900)
+  local label="$1" args=(-L "$1" --timeout 900)
+  if [ "$1" = gpu ]; then args+=(-V); else args+=(--output-on-failure); fi  # gpu tests print figures
   [ -n "$regex" ] && args+=(-R "$regex")
   (cd "$build" && ctest "${args[@]}") > "$out/ctest-$label.log" 2>&1
   local rc=$?
