@@ -35,4 +35,21 @@ inline constexpr const char* kFlopsAttentionRatio = "flops.attention_ratio";  //
 inline constexpr const char* kFlopsStatus = "flops.status";  // provenance: measured | unmeasured
 inline constexpr const char* kFlopsReason = "flops.reason";  // provenance: why unmeasured
 
+// AAH-v3 (worker/methods/aah/README.md). ACR is a routing diagnostic of the selected
+// windows (AAH §5.10: the rectangular T * W proxy), never FLOPs.
+inline constexpr const char* kAahAttnRatio = "aah.attn_ratio";          // rows + summary: training ACR
+inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";  // sum min(t, W) / full causal
+inline constexpr const char* kAahLevelsUsed = "aah.levels_used";        // mean over layers (Fig. 3)
+inline constexpr const char* kAahControlUpdates = "aah.control_updates";
+inline constexpr const char* kAahAcr = "aah.acr";  // eval rows + summary: sum_W f_W W / T (§7.6)
+inline constexpr const char* kAahBucketPrefix = "aah.bucket.";  // + W: fraction of final heads (Fig. 4)
+// Execution backend of the selected windows (§7.7): aah.backend.<name> = 1 for the one that
+// ran (dense_masked | fused_cuda); of the final local-window (W < T) heads, the fraction the
+// backend executed natively (block skipping; 0 for dense masks) and the fraction it could
+// not and ran on dense masks instead (fallback), overall and per bucket W.
+inline constexpr const char* kAahBackendPrefix = "aah.backend.";
+inline constexpr const char* kAahNativeFrac = "aah.native_frac";
+inline constexpr const char* kAahFallbackFrac = "aah.fallback_frac";
+inline constexpr const char* kAahFallbackPrefix = "aah.fallback.";  // + W
+
 }  // namespace headlab::metric
