@@ -69,4 +69,20 @@ inline constexpr const char* kAohBenchDecodeMs = "aoh.bench.decode_ms_per_token"
 inline constexpr const char* kAohBenchKvBytes = "aoh.bench.kv_bytes";  // after the decoded tokens
 inline constexpr const char* kAohBenchContext = "aoh.bench.context";   // summary: the row's context
 
+// More of the flops run kind (worker/exec/flops.h): the step's counts by kind, the no-grad
+// forward's, the replay cost, and CUDA-event / Activity API times of the named ranges.
+inline constexpr const char* kFlopsFp32 = "flops.fp32";            // fadd + fmul + 2 ffma
+inline constexpr const char* kFlopsHalf = "flops.half";            // fp16/bf16 non-tensor
+inline constexpr const char* kFlopsTensor = "flops.tensor";        // tensor-core ops
+inline constexpr const char* kFlopsForwardTotal = "flops.forward_total";
+inline constexpr const char* kFlopsForwardAttention = "flops.forward_attention";
+inline constexpr const char* kFlopsPasses = "flops.passes";        // counter replay passes
+inline constexpr const char* kFlopsOverheadX = "flops.overhead_x"; // profiled / plain wall time
+inline constexpr const char* kTimeWallPairMs = "time.pair_wall_ms";   // forward + step, host clock
+inline constexpr const char* kTimeStepMs = "time.step_ms";            // CUDA events, median
+inline constexpr const char* kTimeForwardMs = "time.forward_ms";
+inline constexpr const char* kTimeAttentionMs = "time.attention_ms";  // attention ranges in a step
+inline constexpr const char* kKernelStepMs = "kernel.step_ms";        // Activity API kernel time
+inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
+
 }  // namespace headlab::metric
