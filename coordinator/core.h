@@ -16,7 +16,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "coordinator/lease_table.h"
-#include "coordinator/run_queue.h"
+#include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "coordinator/worker_registry.h"
 
@@ -47,7 +47,7 @@ class Core {
                      const std::string& body, Clock::time_point now);
   // Timers: worker and lease expiry, heartbeats, dispatch, finished experiments' stats.
   void Tick(Clock::time_point now);
-  // Assigns queued runs to workers with free slots (dispatch.cc).
+  // Assigns queued runs to workers with free capacity (dispatch.cc, scheduler.h).
   void Dispatch(Clock::time_point now);
 
   // --- User requests (HTTP), run inside a batch ---
@@ -104,12 +104,11 @@ class Core {
 
   WorkerRegistry workers_;
   LeaseTable leases_;
-  RunQueue queue_;
+  Scheduler queue_;  // queued runs and where they go (scheduler.h)
   std::vector<int64_t> parked_;  // queued runs whose parent run has not finished
   std::vector<OutMessage> outbox_;
   std::vector<std::function<void()>> after_commit_;
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for
-  size_t dispatch_cursor_ = 0;              // round-robin start among workers
   Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
 };
 

@@ -1,72 +1,68 @@
-// Dispatch: queued runs (FIFO, run_queue.h) to workers with free slots, round-robin.
+// Dispatch: queued runs to workers with free capacity, in the scheduler's order and
+// placement (scheduler.h: priorities, fair share across experiments, resources, gangs).
 // Each assignment is written (attempt row, run status) before its ASSIGN is queued for
 // sending, and the router sends only after the batch commits (core.h). A run continuing
 // from a shared parent (parent.h) waits in the queue until the parent has finished.
-#include <algorithm>
-
 #include "common/log.h"
 #include "common/wire.h"
 #include "coordinator/core.h"
 #include "coordinator/messages.h"
 #include "coordinator/parent.h"
+#include "coordinator/scheduler_lookup.h"
 
 namespace headlab::coord {
 
 void Core::Dispatch(Clock::time_point now) {
   if (queue_.empty()) return;
-  std::vector<WorkerInfo*> free;
-  for (auto& [id, w] : workers_.all())
-    if (w.FreeSlots() > 0) free.push_back(&w);
-  if (free.empty()) return;
-  // Round-robin: each pass gives every worker with a free slot one run.
-  std::rotate(free.begin(), free.begin() + (dispatch_cursor_++ % free.size()), free.end());
-  bool progress = true;
-  while (progress && !queue_.empty()) {
-    progress = false;
-    for (WorkerInfo* w : free) {
-      if (w->FreeSlots() <= 0) continue;
-      auto run = queue_.Pop();
-      if (!run) break;
-      auto r = store_->LoadRunForAssign(*run);
-      if (!r.ok() || r->status != "queued") continue;  // cancelled since it was queued
-      auto config = ParseJson(r->config_json, "runs.config_json");
-      ParentResolution parent = ResolveParent(store_->db(), config.ok() ? *config : Json::object());
-      if (parent.state == ParentResolution::State::kWait) {
-        // Parked, not requeued: re-examining every waiting child on every batch would cost
-        // a scan per batch; they return to the queue when some run finishes (core.cc).
-        parked_.push_back(*run);
-        progress = true;  // the queue shrank; this worker's slot is offered again
-        continue;
-      }
-      if (parent.state == ParentResolution::State::kFail) {
-        Status st = FailQueuedRun(store_->db(), r->id, parent.error);
-        if (st.ok())
-          st = store_->AddEvent("parent_failed", r->experiment_id, r->id, 0, "",
-                                {{"error", parent.error}});
-        if (!st.ok()) LogError("cannot fail run " + std::to_string(r->id) + ": " + st.message());
-        finished_experiments_.insert(r->experiment_id);
-        UnparkAll();  // its own children can now fail too
-        progress = true;
-        continue;
-      }
-      AttemptRef ref{r->id, r->attempts + 1};
-      std::vector<int> devices = w->PickDevices();
-      Json resume = store_->LatestCheckpoint(r->id);  // a requeued child resumes its own
-      Status st = store_->StartAttempt(ref, w->id, devices, resume, r->experiment_id);
-      if (!st.ok()) {
-        LogError("cannot start " + RefString(ref) + ": " + st.message());
-        queue_.Push(*run);
-        return;
-      }
-      leases_.Grant(ref, w->id, devices, now);
-      w->running[ref] = devices;
-      Json assign = {{"run", ref.run}, {"attempt", ref.attempt}, {"experiment", r->experiment_id},
-                     {"config", config.ok() ? *config : Json::object()}, {"resume", resume},
-                     {"devices", devices}};
-      if (parent.state == ParentResolution::State::kReady) assign["parent"] = parent.checkpoint;
-      Send(w->id, wire::kAssign, assign);
-      progress = true;
+  bool any_free = false;
+  for (auto& [id, w] : workers_.all()) any_free = any_free || w.FreeSlots() > 0;
+  if (!any_free) return;
+  // Which run goes where (priority, fair share, resources, gangs, exclusivity):
+  // scheduler.h. Each placement is either started here or handed back with Undo.
+  queue_.BeginPass(workers_.all(), DbDemandLookup(store_->db()));
+  while (auto p = queue_.Next()) {
+    auto r = store_->LoadRunForAssign(p->run);
+    if (!r.ok() || r->status != "queued") {  // cancelled since it was queued
+      queue_.Undo(*p);
+      continue;
     }
+    auto config = ParseJson(r->config_json, "runs.config_json");
+    ParentResolution parent = ResolveParent(store_->db(), config.ok() ? *config : Json::object());
+    if (parent.state == ParentResolution::State::kWait) {
+      // Parked, not requeued: re-examining every waiting child on every batch would cost
+      // a scan per batch; they return to the queue when some run finishes (core.cc).
+      queue_.Undo(*p);
+      parked_.push_back(p->run);
+      continue;
+    }
+    if (parent.state == ParentResolution::State::kFail) {
+      queue_.Undo(*p);
+      Status st = FailQueuedRun(store_->db(), r->id, parent.error);
+      if (st.ok())
+        st = store_->AddEvent("parent_failed", r->experiment_id, r->id, 0, "",
+                              {{"error", parent.error}});
+      if (!st.ok()) LogError("cannot fail run " + std::to_string(r->id) + ": " + st.message());
+      finished_experiments_.insert(r->experiment_id);
+      UnparkAll();  // its own children can now fail too
+      continue;
+    }
+    WorkerInfo* w = p->worker;
+    AttemptRef ref{r->id, r->attempts + 1};
+    Json resume = store_->LatestCheckpoint(r->id);  // a requeued child resumes its own
+    Status st = store_->StartAttempt(ref, w->id, p->devices, resume, r->experiment_id);
+    if (!st.ok()) {
+      LogError("cannot start " + RefString(ref) + ": " + st.message());
+      queue_.Undo(*p);
+      queue_.Push(p->run);
+      return;
+    }
+    leases_.Grant(ref, w->id, p->devices, now);
+    w->running[ref] = p->devices;
+    Json assign = {{"run", ref.run}, {"attempt", ref.attempt}, {"experiment", r->experiment_id},
+                   {"config", config.ok() ? *config : Json::object()}, {"resume", resume},
+                   {"devices", p->devices}};
+    if (parent.state == ParentResolution::State::kReady) assign["parent"] = parent.checkpoint;
+    Send(w->id, wire::kAssign, assign);
   }
 }
 

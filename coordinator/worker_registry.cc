@@ -5,13 +5,10 @@
 
 namespace headlab::coord {
 
-std::vector<int> WorkerInfo::PickDevices() const {
-  if (cuda_devices.empty()) return {};
-  std::set<int> used;
-  for (const auto& [ref, devs] : running) used.insert(devs.begin(), devs.end());
-  for (int d : cuda_devices)
-    if (!used.count(d)) return {d};
-  return {};
+int WorkerInfo::FreeSlots() const {
+  int held = 0;
+  for (const auto& [ref, devs] : running) held += devs.empty() ? 1 : int(devs.size());
+  return Capacity() - held;
 }
 
 WorkerInfo& WorkerRegistry::Register(const std::string& id, const ReadyMsg& m,

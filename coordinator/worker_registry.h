@@ -30,9 +30,8 @@ struct WorkerInfo {
 
   // GPU workers have one slot per CUDA device; CPU workers have READY.slots.
   int Capacity() const { return cuda_devices.empty() ? slots : int(cuda_devices.size()); }
-  int FreeSlots() const { return Capacity() - int(running.size()); }
-  // Returns the device indices for one more attempt (one free CUDA device; none on CPU).
-  std::vector<int> PickDevices() const;
+  // Free slots: CUDA devices no attempt holds (a gang run holds several), or CPU slots.
+  int FreeSlots() const;
 };
 
 class WorkerRegistry {
