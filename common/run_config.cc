@@ -46,7 +46,7 @@ KeySpec Str(const char* key, const char* def, const char* allowed) {
 // The schema (schema/grid.md, "Run config"). Order = documentation and export order.
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> kSchema = {
-      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode"),
+      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey"),
       Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
       Int("model.layers", 1, 128, 2),
       Int("model.heads", 1, 128, 4),
@@ -98,6 +98,22 @@ const std::vector<KeySpec>& Schema() {
       Int("bench.decode_tokens", 1, 1e6, 32),
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
+      // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).
+      Str("prune.method", "none", "none|heads|gate_taylor"),
+      Str("prune.heads", "", nullptr),   // heads: "LAYER.HEAD,..." (the same heads as another arm)
+      Num("prune.rate", 0, 1, 0.25),     // gate_taylor: round(rate * layers * heads) heads
+      Int("prune.step", -1, 1e8, -1),    // -1: at the run's start; s: after update s
+      Int("prune.calib_sequences", 1, 1e6, 16),  // gate_taylor calibration (own generator)
+      Int("prune.calib_batch", 1, 65536, 4),
+      // Synthetic task kinds mqar / passkey (worker/exec/task_eval.h).
+      Int("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
+      Int("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
+      Int("mqar.pairs", 1, 65536, 8),
+      Num("mqar.power_a", 0, 1, 0.01, /*lo_open=*/true),
+      Int("mqar.eval_examples", 1, 1e6, 256),
+      Str("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
+      Str("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
+      Int("passkey.samples", 1, 100000, 8),
       // AoH (worker/methods/aoh/README.md): arm, labels, streaming cache, evaluation.
       Str("aoh.method", "none", "none|aoh|aoh_rope|random|reverse"),
       Num("aoh.sparsity", 0, 1, 0.5),
@@ -161,6 +177,12 @@ const std::vector<KeySpec>& Schema() {
       Int("aah.fixed_window", 0, 1048576, 0),
       Int("aah.freeze_step", -1, 1e8, -1),
       Int("aah.observe_rows", 0, 65536, 1),
+      // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
+      Int("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
+      Num("resources.min_memory_gb", 0, 1e6, 0),          // per device, GB = 1e9 bytes
+      Num("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
+      Int("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
+      Int("priority", -1000, 1000, 0),      // higher first; fair share within a priority
   };
   return kSchema;
 }
@@ -275,7 +297,8 @@ std::string KnownAt(const std::string& section) {
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
          name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
-         name == "saf" || name == "aah";
+         name == "saf" || name == "aah" || name == "prune" || name == "mqar" ||
+         name == "passkey" || name == "resources";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.

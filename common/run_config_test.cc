@@ -61,7 +61,7 @@ TEST_CASE("Errors name the file, the path and the expectation") {
             "f.jsonc: $.model.heds: unknown key (known: layers, heads, width, context, "
             "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
-        "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, parent, pair, bench, noop, aoh, saf, aah)");
+        "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, parent, pair, bench, noop, aoh, saf, aah, resources, priority)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
         "f.jsonc: $.train.lr: expected a number in (0, 1], got 0");
   CHECK(ErrorOf(Json::parse(R"({"train": {"beta2": 1.0}})")) ==
