@@ -57,6 +57,10 @@ bool RowsAligned(const TensorView& v, DType dtype) {
          v.stride_t % vec == 0 && v.stride_h % vec == 0;
 }
 
+bool ForcesTensorCores(KernelPath path) {
+  return path == KernelPath::kTensorCore || path == KernelPath::kTensorCoreRun4;
+}
+
 internal::View ToView(const TensorView& v) { return {v.data, v.stride_b, v.stride_t, v.stride_h}; }
 
 Params MakeParams(const AttentionShape& s, const HeadSpec* heads) {
@@ -130,16 +134,17 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   const bool tc_possible = a.shape.dtype != DType::kF32 && RowsAligned(a.q, a.shape.dtype) &&
                            RowsAligned(a.k, a.shape.dtype) && RowsAligned(a.v, a.shape.dtype) &&
                            RowsAligned(a.o, a.shape.dtype);
-  if (a.path == KernelPath::kTensorCore && !tc_possible)
+  if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
+  const bool run4 = a.path == KernelPath::kTensorCoreRun4;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, float>) {
       return internal::LaunchSimtForward<T>(p, s);
     } else {
-      return tc ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
+      return tc ? internal::LaunchMmaForward<T>(p, s, run4) : internal::LaunchSimtForward<T>(p, s);
     }
   }));
 }
@@ -162,9 +167,10 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   bool tc_possible = a.shape.dtype != DType::kF32;
   for (const TensorView* v : {&a.q, &a.k, &a.v, &a.d_o, &a.dk, &a.dv})
     tc_possible = tc_possible && RowsAligned(*v, a.shape.dtype);
-  if (a.path == KernelPath::kTensorCore && !tc_possible)
+  if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
+  const bool run4 = a.path == KernelPath::kTensorCoreRun4;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
@@ -173,7 +179,7 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     if constexpr (std::is_same_v<T, float>) {
       e = internal::LaunchSimtBackward<T>(p, s);
     } else {
-      e = tc ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
+      e = tc ? internal::LaunchMmaBackward<T>(p, s, run4) : internal::LaunchSimtBackward<T>(p, s);
     }
     if (e != cudaSuccess) return e;
     return internal::LaunchBackwardFinish<T>(p, s);

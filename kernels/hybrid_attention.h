@@ -83,7 +83,10 @@ struct KernelStatus {
 
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32.
 // kSimt forces the plain CUDA-core path (the correctness baseline for every dtype).
-enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2 };
+// kTensorCoreRun4 is the tensor-core path with the register budget of kernels/dev/NOTES.md
+// run 4 (no occupancy bound), kept so the dev bench times tuning changes against it in
+// one process.
+enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kTensorCoreRun4 = 3 };
 
 struct ForwardArgs {
   AttentionShape shape;

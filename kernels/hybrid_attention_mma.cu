@@ -100,8 +100,14 @@ __device__ __forceinline__ void StageFixedTile(const Params& p, const DeviceHead
   }
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) MmaForwardKernel(const Params p) {
+// CTAs per SM the register allocation must allow. Run 4 left it free: 167 registers at d=64
+// gave 3 CTAs (12 warps) per SM, and the kernel is latency bound (NOTES.md), so d=64 now
+// asks for 4 (16 warps; <= 128 registers, 8 bytes of spill outside the key loop; shared
+// memory 48 KB per CTA allows 4). d=96/128 keep their registers (their accumulators need them).
+template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 4 : 0; }  // 0: no bound
+
+template <typename T, int D, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) MmaForwardKernel(const Params p) {
   constexpr int kM = MTiles<D>(), kBq = BlockQ<D>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* qs = reinterpret_cast<T*>(smem_raw);
@@ -337,31 +343,39 @@ __global__ void __launch_bounds__(kThreads) MmaForwardKernel(const Params p) {
   }
 }
 
-template <typename T, int D>
-cudaError_t MmaForwardD(const Params& p, cudaStream_t s) {
+template <typename T, int D, int kMinBlocks>
+cudaError_t MmaForwardLaunch(const Params& p, cudaStream_t s) {
   constexpr size_t smem = MmaForwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(MmaForwardKernel<T, D>,
+  cudaError_t e = cudaFuncSetAttribute(MmaForwardKernel<T, D, kMinBlocks>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   dim3 grid((p.T + BlockQ<D>() - 1) / BlockQ<D>(), p.H, p.B);
-  MmaForwardKernel<T, D><<<grid, kThreads, smem, s>>>(p);
+  MmaForwardKernel<T, D, kMinBlocks><<<grid, kThreads, smem, s>>>(p);
   return cudaGetLastError();
+}
+
+template <typename T, int D>
+cudaError_t MmaForwardD(const Params& p, cudaStream_t s, bool run4_tuning) {
+  if constexpr (MinBlocksPerSm<D>() > 0) {  // 0: no bound (run 4's build)
+    if (run4_tuning) return MmaForwardLaunch<T, D, 0>(p, s);
+  }
+  return MmaForwardLaunch<T, D, MinBlocksPerSm<D>()>(p, s);
 }
 
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s) {
+cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s, bool run4_tuning) {
   switch (p.d) {
-    case 64: return MmaForwardD<T, 64>(p, s);
-    case 96: return MmaForwardD<T, 96>(p, s);
-    case 128: return MmaForwardD<T, 128>(p, s);
+    case 64: return MmaForwardD<T, 64>(p, s, run4_tuning);
+    case 96: return MmaForwardD<T, 96>(p, s, run4_tuning);
+    case 128: return MmaForwardD<T, 128>(p, s, run4_tuning);
     default: return cudaErrorInvalidValue;
   }
 }
 
-template cudaError_t LaunchMmaForward<__nv_bfloat16>(const Params&, cudaStream_t);
-template cudaError_t LaunchMmaForward<__half>(const Params&, cudaStream_t);
+template cudaError_t LaunchMmaForward<__nv_bfloat16>(const Params&, cudaStream_t, bool);
+template cudaError_t LaunchMmaForward<__half>(const Params&, cudaStream_t, bool);
 
 }  // namespace internal
 }  // namespace kernels

@@ -37,8 +37,13 @@ constexpr size_t MmaBackwardSmemBytes() {
          4 * (4 * kBq + 2 * kBk + 2 + 2 * kBandStride);
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
+// CTAs per SM the register allocation must allow. Run 4 left it free: 209 registers at d=64
+// gave 2 CTAs (8 warps) per SM while shared memory (~69 KB) allows 3; d=64 now asks for 3
+// (<= 168 registers, ~100 bytes of spill) — the dev bench times both (kTensorCoreRun4).
+template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 3 : 0; }  // 0: no bound
+
+template <typename T, int D, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* ks = reinterpret_cast<T*>(smem_raw);
   T* vs = ks + kBk * (D + 8);
@@ -341,31 +346,39 @@ __global__ void __launch_bounds__(kThreads) MmaBackwardKernel(const Params p) {
   }
 }
 
-template <typename T, int D>
-cudaError_t MmaBackwardD(const Params& p, cudaStream_t s) {
+template <typename T, int D, int kMinBlocks>
+cudaError_t MmaBackwardLaunch(const Params& p, cudaStream_t s) {
   constexpr size_t smem = MmaBackwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(MmaBackwardKernel<T, D>,
+  cudaError_t e = cudaFuncSetAttribute(MmaBackwardKernel<T, D, kMinBlocks>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
-  MmaBackwardKernel<T, D><<<grid, kThreads, smem, s>>>(p);
+  MmaBackwardKernel<T, D, kMinBlocks><<<grid, kThreads, smem, s>>>(p);
   return cudaGetLastError();
+}
+
+template <typename T, int D>
+cudaError_t MmaBackwardD(const Params& p, cudaStream_t s, bool run4_tuning) {
+  if constexpr (MinBlocksPerSm<D>() > 0) {  // 0: no bound (run 4's build)
+    if (run4_tuning) return MmaBackwardLaunch<T, D, 0>(p, s);
+  }
+  return MmaBackwardLaunch<T, D, MinBlocksPerSm<D>()>(p, s);
 }
 
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s) {
+cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s, bool run4_tuning) {
   switch (p.d) {
-    case 64: return MmaBackwardD<T, 64>(p, s);
-    case 96: return MmaBackwardD<T, 96>(p, s);
-    case 128: return MmaBackwardD<T, 128>(p, s);
+    case 64: return MmaBackwardD<T, 64>(p, s, run4_tuning);
+    case 96: return MmaBackwardD<T, 96>(p, s, run4_tuning);
+    case 128: return MmaBackwardD<T, 128>(p, s, run4_tuning);
     default: return cudaErrorInvalidValue;
   }
 }
 
-template cudaError_t LaunchMmaBackward<__nv_bfloat16>(const Params&, cudaStream_t);
-template cudaError_t LaunchMmaBackward<__half>(const Params&, cudaStream_t);
+template cudaError_t LaunchMmaBackward<__nv_bfloat16>(const Params&, cudaStream_t, bool);
+template cudaError_t LaunchMmaBackward<__half>(const Params&, cudaStream_t, bool);
 
 }  // namespace internal
 }  // namespace kernels

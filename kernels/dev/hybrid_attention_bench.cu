@@ -107,13 +107,13 @@ void ValidateSmall(ProblemConfig c, const char* name) {
   std::printf("\n");
 }
 
-// At full size: the tensor-core forward output against the SIMT one.
-void ValidateFull(Problem& p, const char* name) {
+// At full size: the tensor-core forward output (on `path`) against the SIMT one.
+void ValidateFull(Problem& p, const char* name, KernelPath path = KernelPath::kAuto) {
   Must(HybridAttentionForward(p.Forward(KernelPath::kSimt), nullptr));
   HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> simt = p.O();
   p.PoisonOutputs();
-  Must(HybridAttentionForward(p.Forward(KernelPath::kAuto), nullptr));
+  Must(HybridAttentionForward(p.Forward(path), nullptr));
   HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> mma = p.O();
   double err = RelativeL2(mma.data(), simt.data(), mma.size());
@@ -191,6 +191,15 @@ void Run() {
   const float ord_fb = TimeMs(FwdBwd(p_ord, KernelPath::kAuto));
   std::printf("all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
               ord_fb, 3.5 * flops / ord_fb * 1e-9);
+  // The current tensor-core tuning against run 4's (NOTES.md), same process, ABBA rounds.
+  ValidateFull(p_ord, "all ordinary, run-4 tuning", KernelPath::kTensorCoreRun4);
+  const KernelPath run4 = KernelPath::kTensorCoreRun4, now = KernelPath::kAuto;
+  Ratio tf = Compare(Fwd(p_ord, run4), Fwd(p_ord, now));
+  Ratio tb = Compare(FwdBwd(p_ord, run4), FwdBwd(p_ord, now));
+  std::printf("tuning fwd      run4 %8.3f ms | now %8.3f ms | now/run4 time %.3f [%.3f, %.3f]\n",
+              tf.a_ms, tf.b_ms, tf.median, tf.lo, tf.hi);
+  std::printf("tuning fwd+bwd  run4 %8.3f ms | now %8.3f ms | now/run4 time %.3f [%.3f, %.3f]\n",
+              tb.a_ms, tb.b_ms, tb.median, tb.lo, tb.hi);
 
   // 2. Fixed heads at 25% / 50%: forward+backward time over the all-ordinary time.
   for (int pct : {25, 50}) {

@@ -125,12 +125,14 @@ def main():
     qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
-    def ours_fwd():
-        kern.forward(q, k, v, o, lse, states)
-
-    def ours_fwd_bwd():
-        kern.forward(q, k, v, o, lse, states)
-        kern.backward(q, k, v, o, do, dq, dk, dv, lse, ws, states)
+    # path 0: the dispatched kernels; 3: the tensor-core kernels with run 4's tuning
+    # (kernels/dev/NOTES.md), timed against flash in the same process for the before/after.
+    def ours(path, bwd):
+        def run():
+            kern.forward(q, k, v, o, lse, states, path)
+            if bwd:
+                kern.backward(q, k, v, o, do, dq, dk, dv, lse, ws, states, path)
+        return run
 
     results = {}
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -149,22 +151,25 @@ def main():
         except RuntimeError as e:
             print(f"sdpa {name}: unavailable ({e})")
             continue
-        ours_fwd_bwd()
-        torch.cuda.synchronize()
-        errs = [rel_l2(o.transpose(1, 2), ref), rel_l2(dq.transpose(1, 2), gq),
-                rel_l2(dk.transpose(1, 2), gk), rel_l2(dv.transpose(1, 2), gv)]
-        ok = all(e < 2e-2 for e in errs)
-        print(f"validate vs sdpa {name}: rel L2 o {errs[0]:.1e} dq {errs[1]:.1e} dk {errs[2]:.1e} "
-              f"dv {errs[3]:.1e} {'ok' if ok else 'FAIL'}")
-        if not ok:
-            sys.exit(1)
+        paths = ((0, "ours"), (3, "ours-run4")) if name == "flash" else ((0, "ours"),)
+        for path, label in paths:
+            ours(path, True)()
+            torch.cuda.synchronize()
+            errs = [rel_l2(o.transpose(1, 2), ref), rel_l2(dq.transpose(1, 2), gq),
+                    rel_l2(dk.transpose(1, 2), gk), rel_l2(dv.transpose(1, 2), gv)]
+            ok = all(e < 2e-2 for e in errs)
+            print(f"validate {label} vs sdpa {name}: rel L2 o {errs[0]:.1e} dq {errs[1]:.1e} "
+                  f"dk {errs[2]:.1e} dv {errs[3]:.1e} {'ok' if ok else 'FAIL'}")
+            if not ok:
+                sys.exit(1)
         flops = 4.0 * B * H * d * T * (T + 1) / 2
-        sa, oa, r, lo, hi = compare(sdpa_fwd, ours_fwd)
-        print(f"fwd      sdpa-{name} {sa:8.3f} ms {flops / sa * 1e-9:6.1f} TFLOP/s | ours {oa:8.3f} ms "
-              f"{flops / oa * 1e-9:6.1f} TFLOP/s | throughput ours/sdpa {1 / r:.3f} [{1 / hi:.3f}, {1 / lo:.3f}]")
-        sa, oa, r, lo, hi = compare(sdpa_fwd_bwd, ours_fwd_bwd)
-        print(f"fwd+bwd  sdpa-{name} {sa:8.3f} ms {3.5 * flops / sa * 1e-9:6.1f} TFLOP/s | ours {oa:8.3f} ms "
-              f"{3.5 * flops / oa * 1e-9:6.1f} TFLOP/s | throughput ours/sdpa {1 / r:.3f} [{1 / hi:.3f}, {1 / lo:.3f}]")
+        for path, label in paths:
+            sa, oa, r, lo, hi = compare(sdpa_fwd, ours(path, False))
+            print(f"fwd      sdpa-{name} {sa:8.3f} ms {flops / sa * 1e-9:6.1f} TFLOP/s | {label} {oa:8.3f} ms "
+                  f"{flops / oa * 1e-9:6.1f} TFLOP/s | throughput {label}/sdpa {1 / r:.3f} [{1 / hi:.3f}, {1 / lo:.3f}]")
+            sa, oa, r, lo, hi = compare(sdpa_fwd_bwd, ours(path, True))
+            print(f"fwd+bwd  sdpa-{name} {sa:8.3f} ms {3.5 * flops / sa * 1e-9:6.1f} TFLOP/s | {label} {oa:8.3f} ms "
+                  f"{3.5 * flops / oa * 1e-9:6.1f} TFLOP/s | throughput {label}/sdpa {1 / r:.3f} [{1 / hi:.3f}, {1 / lo:.3f}]")
         results[name] = r
     return 0
 
