@@ -96,6 +96,8 @@ const std::vector<KeySpec>& Schema() {
       Str("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
       Str("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
       Int("bench.decode_tokens", 1, 1e6, 32),
+      Str("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
+      Str("bench.backend", "auto", "auto|dense"),  // dense: masked reference even on CUDA
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
       // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).
