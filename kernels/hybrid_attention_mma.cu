@@ -56,18 +56,45 @@ __device__ __forceinline__ FixedTile FixedTileAt(float* base, int buf) {
   return {b, b + kBk, b + 2 * kBk, b + 2 * kBk + Band<D>(), b + 2 * kBk + 2 * Band<D>()};
 }
 
-// Warp 0 stages alpha, warp 1 the rho band (plain loads; ordered by the next barrier).
+// A fixed tile's raw factors as warps 0 (alpha) and 1 (rho band) hold them in registers.
 template <int D>
-__device__ __forceinline__ void StageFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
-                                               const FixedTile& ft) {
+struct FixedRaw {
+  float v[(Band<D>() + 31) / 32];
+};
+
+// Loads tile (q0, k0)'s raw factors into registers (plain loads, -inf outside [0, T)). Issued
+// one tile ahead: a load stalls a warp only when its register is read, so the global latency
+// hides behind a tile of work (run 4 loaded here and stalled warps 0-1 every tile).
+template <int D>
+__device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
+                                               FixedRaw<D>* raw) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) {
+#pragma unroll
+    for (int i = 0; i < kBk / 32; ++i) {
+      const int k = k0 + lane + 32 * i;
+      raw->v[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+    }
+  } else if (warp == 1) {
+#pragma unroll
+    for (int i = 0; i < (Band<D>() + 31) / 32; ++i) {
+      const int j = lane + 32 * i, off = q0 - k0 - (kBk - 1) + j;
+      raw->v[i] = (j < Band<D>() && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+    }
+  }
+}
+
+// Warp 0 stages alpha, warp 1 the rho band from FetchFixedTile's registers (ordered by the
+// next barrier).
+template <int D>
+__device__ __forceinline__ void StageFixedTile(const FixedRaw<D>& raw, const FixedTile& ft) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp == 0) {
     float a[kBk / 32];
     float mx = -INFINITY;
 #pragma unroll
     for (int i = 0; i < kBk / 32; ++i) {
-      const int k = k0 + lane + 32 * i;
-      a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+      a[i] = raw.v[i];
       mx = fmaxf(mx, a[i]);
     }
     mx = WarpMaxF(mx);
@@ -83,8 +110,7 @@ __device__ __forceinline__ void StageFixedTile(const Params& p, const DeviceHead
     float mx = -INFINITY;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      const int j = lane + 32 * i, off = q0 - k0 - (kBk - 1) + j;
-      r[i] = (j < Band<D>() && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+      r[i] = raw.v[i];
       mx = fmaxf(mx, r[i]);
     }
     mx = WarpMaxF(mx);
@@ -139,10 +165,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaForwardKernel(const P
 
   const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kBk);
   const int count = br.Count();
+  FixedRaw<D> raw;  // fixed heads: the next tile's factors, in flight
+  if (fixed && count > 0) FetchFixedTile<D>(p, hd, q0, br.Block(0) * kBk, &raw);
   auto issue = [&](int n) {
     const int k0 = br.Block(n) * kBk, buf = n & 1;
     if (fixed) {
-      StageFixedTile<D>(p, hd, q0, k0, FixedTileAt<D>(fixed_s, buf));
+      StageFixedTile<D>(raw, FixedTileAt<D>(fixed_s, buf));
+      if (n + 1 < count) FetchFixedTile<D>(p, hd, q0, br.Block(n + 1) * kBk, &raw);
     } else {
       LoadRows<T, D, kBk, kThreads>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
     }

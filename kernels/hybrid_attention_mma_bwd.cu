@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
   T* qs = vs + kBk * (D + 8);          // [2][64][D + 8]
   T* dos = qs + 2 * kBq * (D + 8);     // [2][64][D + 8]
   T* dst_s = dos + 2 * kBq * (D + 8);  // dS^T [64 keys][64 + 8 queries]
-  float* lse_s = reinterpret_cast<float*>(dst_s + kBk * (kBq + 8));  // [2][64], log2 units
+  float* lse_s = reinterpret_cast<float*>(dst_s + kBk * (kBq + 8));  // [2][64] (nats)
   float* delta_s = lse_s + 2 * kBq;                                   // [2][64]
   // SAF eq. 3 in product form, P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R} e^{A + R - logZ_i}:
   // one exp per key, offset and query of a tile instead of one per element.
@@ -113,9 +113,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
       LoadRows<T, D, kBq, kThreads>(p, p.d_o, b, h, q0, dos + buf * kBq * (D + 8));
       for (int i = threadIdx.x; i < kBq; i += kThreads) {
         const int q = q0 + i;
-        // Rows beyond T get lse = +inf, so P = 0 there. Fixed heads keep logZ (nats).
-        lse_s[buf * kBq + i] = q < p.T ? (fixed ? hd.log_z[q] : p.lse[row_base + q] * kLog2e) : INFINITY;
-        delta_s[buf * kBq + i] = q < p.T && !fixed ? p.delta[row_base + q] : 0.f;
+        if (!fixed) {
+          // Async like the tiles (a plain load here stalled warps 0-1 every tile). Rows
+          // beyond T read lse = delta = 0: their Q and dO rows are zero-filled, so P = 1
+          // there meets dO = 0 (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are
+          // never stored.
+          const bool in = q < p.T;
+          CpAsync4(lse_s + buf * kBq + i, in ? p.lse + row_base + q : p.lse, in ? 4 : 0);
+          CpAsync4(delta_s + buf * kBq + i, in ? p.delta + row_base + q : p.delta, in ? 4 : 0);
+        } else {
+          lse_s[buf * kBq + i] = q < p.T ? hd.log_z[q] : INFINITY;  // logZ (nats)
+          delta_s[buf * kBq + i] = 0.f;
+        }
       }
       if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
         float* bs = band_s + buf * kBandStride;
@@ -187,10 +196,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
         }
 #pragma unroll
         for (int nb = 0; nb < kBq / 8; ++nb) {
+          const float2 l2 = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * tq);
+          const float nl[2] = {-l2.x * kLog2e, -l2.y * kLog2e};
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int ql = nb * 8 + 2 * tq + (e & 1);
-            float x = Ex2(fmaf(pt[nb][e], scale2, -lse_t[ql]));
+            float x = Ex2(fmaf(pt[nb][e], scale2, nl[e & 1]));
             if (need_mask && !Visible(hd, q0 + ql, e < 2 ? key_a : key_b)) x = 0.f;
             pt[nb][e] = x;
           }

@@ -68,6 +68,11 @@ __device__ __forceinline__ void CpAsync16(void* dst, const void* src, int src_by
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                :: "r"(SmemAddr(dst)), "l"(src), "r"(src_bytes));
 }
+// 4-byte async copy (through L1); src_bytes = 0 writes a zero.
+__device__ __forceinline__ void CpAsync4(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+               :: "r"(SmemAddr(dst)), "l"(src), "r"(src_bytes));
+}
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
 template <int N>
 __device__ __forceinline__ void CpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
