@@ -275,6 +275,7 @@ void Profile() {
 }  // namespace headlab
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines survive a `timeout` kill into a pipe
   if (argc > 1 && std::strcmp(argv[1], "--profile") == 0) {
     headlab::kernels::Profile();
     return 0;
