@@ -55,7 +55,9 @@ HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t k
       kv_heads_(kv_heads),
       head_dim_(width / heads),
       context_(context),
-      states_(size_t(heads)) {
+      states_(size_t(heads)),
+      train_alpha_(size_t(heads)),
+      train_rho_(size_t(heads)) {
   TORCH_CHECK(width % heads == 0 && heads % kv_heads == 0, "bad attention shape");
   auto lin = [&](const char* name, int64_t in, int64_t out) {
     return register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
@@ -75,6 +77,7 @@ void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
   TORCH_CHECK(state.mode != HeadMode::kLocal || state.window >= 1, "local window must be >= 1");
   TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0),
               "streaming needs recent >= 1 and sink >= 0");
+  EndTrainable(h);
   states_[size_t(h)] = state;
 }
 
@@ -85,6 +88,7 @@ void HybridAttentionImpl::SetFixedCompact(int64_t h, const torch::Tensor& alpha,
   fixed_alpha[h].copy_(alpha);
   fixed_rho[h].copy_(rho);
   fixed_log_z[h].copy_(log_z);
+  EndTrainable(h);
   states_[size_t(h)] = HeadState{HeadMode::kFixed};
 }
 
@@ -93,9 +97,40 @@ void HybridAttentionImpl::SetFixedDense(int64_t h, const torch::Tensor& p) {
   if (!fixed_dense.defined())
     fixed_dense = torch::zeros({heads_, context_, context_}, fixed_alpha.options());
   fixed_dense[h].copy_(p.detach());
+  EndTrainable(h);
   HeadState s{HeadMode::kFixed};
   s.dense = true;
   states_[size_t(h)] = s;
+}
+
+std::pair<torch::Tensor, torch::Tensor> HybridAttentionImpl::MakeFixedTrainable(int64_t h) {
+  TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  const HeadState& s = states_[size_t(h)];
+  TORCH_CHECK(s.mode == HeadMode::kFixed && !s.dense, "head ", h, " is not a compact fixed head");
+  if (!fixed_trainable(h)) {
+    train_alpha_[size_t(h)] = fixed_alpha[h].detach().clone().requires_grad_(true);
+    train_rho_[size_t(h)] = fixed_rho[h].detach().clone().requires_grad_(true);
+    ++trainable_count_;
+  }
+  return {train_alpha_[size_t(h)], train_rho_[size_t(h)]};
+}
+
+void HybridAttentionImpl::SyncTrainableFixed() {
+  if (trainable_count_ == 0) return;
+  torch::NoGradGuard no_grad;
+  for (int64_t h = 0; h < heads_; ++h) {
+    if (!fixed_trainable(h)) continue;
+    fixed_alpha[h].copy_(train_alpha_[size_t(h)]);
+    fixed_rho[h].copy_(train_rho_[size_t(h)]);
+    fixed_log_z[h].copy_(CompactLogNormalizer(train_alpha_[size_t(h)], train_rho_[size_t(h)]));
+  }
+}
+
+void HybridAttentionImpl::EndTrainable(int64_t h) {
+  if (!fixed_trainable(h)) return;
+  train_alpha_[size_t(h)] = torch::Tensor();
+  train_rho_[size_t(h)] = torch::Tensor();
+  --trainable_count_;
 }
 
 torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::Tensor& weight,
@@ -126,7 +161,8 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
 torch::Tensor HybridAttentionImpl::forward(
     const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
   // CUDA input: the fused kernels (attention_cuda.h); the masks below are the reference.
-  if (x.is_cuda() && FusedAttentionUnsupported(*this, x).empty())
+  // Trainable alpha/rho need autograd through logZ, which only this path has.
+  if (x.is_cuda() && trainable_count_ == 0 && FusedAttentionUnsupported(*this, x).empty())
     return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
@@ -177,9 +213,17 @@ torch::Tensor HybridAttentionImpl::forward(
   for (int64_t h = 0; h < heads_; ++h) {
     const HeadState& s = states_[size_t(h)];
     if (s.mode != HeadMode::kFixed) continue;
-    torch::Tensor p = s.dense ? fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
-                              : CompactPattern(fixed_alpha[h], fixed_rho[h], fixed_log_z[h], T);
-    // SAF: Z = P V; autograd gives dV = P^T dZ and nothing to alpha/rho (buffers).
+    torch::Tensor p;
+    if (fixed_trainable(h)) {
+      // SAF App. C.3.2: logZ(i) depends on alpha(k), rho(i-k) for k <= i < T only.
+      torch::Tensor a = train_alpha_[size_t(h)].narrow(0, 0, T);
+      torch::Tensor r = train_rho_[size_t(h)].narrow(0, 0, T);
+      p = CompactPattern(a, r, CompactLogNormalizer(a, r), T);
+    } else {
+      p = s.dense ? fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
+                  : CompactPattern(fixed_alpha[h], fixed_rho[h], fixed_log_z[h], T);
+    }
+    // SAF: Z = P V; autograd gives dV = P^T dZ, and nothing to frozen alpha/rho (buffers).
     per_head[size_t(h)] = torch::matmul(p, v.select(1, value_slot(h)));
   }
 

@@ -4,7 +4,9 @@
 //   ordinary      softmax(q k^T / sqrt(d)) over keys k <= q
 //   fixed         a frozen pattern P, no scores: compact P(i,j) = exp(alpha(j) + rho(i-j)
 //                 - logZ(i)) for j <= i (SAF eq. 3), or a dense [T, T] P (comparison
-//                 patterns); alpha, rho, logZ and P are buffers, never trained
+//                 patterns); alpha, rho, logZ and P are buffers, never trained, unless
+//                 MakeFixedTrainable (SAF App. C.3.2) gives a compact head trainable alpha,
+//                 rho whose logZ the forward then recomputes
 //   streaming     keys k <= q with k < sink or q - k < recent (AoH §5, StreamingLLM)
 //   local(W)      keys q - W < k <= q (AAH §5.8)
 //   pruned        contributes nothing
@@ -20,6 +22,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -56,6 +59,17 @@ class HybridAttentionImpl : public torch::nn::Module {
                        const torch::Tensor& log_z);
   // Makes head h fixed with a dense causal pattern P: [context, context].
   void SetFixedDense(int64_t h, const torch::Tensor& p);
+  // SAF App. C.3.2: makes compact fixed head h's alpha, rho trainable. Returns the two leaf
+  // tensors ([context] each, requires_grad, initialised from the buffers) for the caller to
+  // add to its optimiser; the forward then computes logZ from them (autograd through eq. 3)
+  // instead of reading fixed_log_z. Any later Set* of head h makes it frozen again. The
+  // tensors are not registered parameters: the default (frozen) model's parameter list,
+  // state dict and checkpoints stay exactly as they are.
+  std::pair<torch::Tensor, torch::Tensor> MakeFixedTrainable(int64_t h);
+  bool fixed_trainable(int64_t h) const { return train_alpha_[size_t(h)].defined(); }
+  // Copies the trainable alpha, rho into fixed_alpha / fixed_rho and recomputes fixed_log_z
+  // (call after each optimiser step), so checkpoints and the fused kernels see them.
+  void SyncTrainableFixed();
 
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return head_dim_; }
@@ -74,9 +88,14 @@ class HybridAttentionImpl : public torch::nn::Module {
   // Only the listed heads' rows are multiplied, so the others get no gradient.
   torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight,
                         const std::vector<int64_t>& heads) const;
+  // Drops head h's trainable alpha, rho (if any): it is frozen again.
+  void EndTrainable(int64_t h);
 
   int64_t heads_, kv_heads_, head_dim_, context_;
   std::vector<HeadState> states_;
+  // Trainable alpha, rho per head; undefined for every head not made trainable.
+  std::vector<torch::Tensor> train_alpha_, train_rho_;
+  int64_t trainable_count_ = 0;
 };
 TORCH_MODULE(HybridAttention);
 
