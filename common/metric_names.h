@@ -85,4 +85,21 @@ inline constexpr const char* kTimeAttentionMs = "time.attention_ms";  // attenti
 inline constexpr const char* kKernelStepMs = "kernel.step_ms";        // Activity API kernel time
 inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
 
+// SAF (worker/methods/saf/): emitted at each intervention event and summarised at the end
+// (counts: the heads' state after the event; costs: Table 13's split, summed over events).
+inline constexpr const char* kSafHeadsFixed = "saf.heads_fixed";    // heads with a fixed pattern
+inline constexpr const char* kSafHeadsPruned = "saf.heads_pruned";  // pruning control (saf.method prune)
+inline constexpr const char* kSafHeadsTrainable = "saf.heads_trainable";  // fixed with trainable alpha/rho
+inline constexpr const char* kSafEvents = "saf.events";             // interventions run (undo included)
+inline constexpr const char* kSafEventStep = "saf.event_step";      // updates before the last event
+inline constexpr const char* kSafCostCalibrationS = "saf.cost.calibration_s";
+inline constexpr const char* kSafCostRankingS = "saf.cost.ranking_s";
+inline constexpr const char* kSafCostFittingS = "saf.cost.fitting_s";
+inline constexpr const char* kSafCostInstallationS = "saf.cost.installation_s";
+inline constexpr const char* kSafCostTotalS = "saf.cost.total_s";
+inline constexpr const char* kSafFitKlMax = "saf.fit_kl_max";    // nats/row, over installed heads
+inline constexpr const char* kSafFitKlMean = "saf.fit_kl_mean";  // nats/row, over installed heads
+inline constexpr const char* kSafFitsRun = "saf.fits_run";
+inline constexpr const char* kSafFitsRejected = "saf.fits_rejected";  // KL above saf.fit_max_kl
+
 }  // namespace headlab::metric
