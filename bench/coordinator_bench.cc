@@ -5,6 +5,8 @@
 //   3. ingestion: each SimWorker streams `batches` METRICS of `batch_points` points for
 //      one run (4 batches in flight); the figure is points ACKed / (last ACK - first
 //      send), and headlab.db must then hold exactly that many points.
+//      Meanwhile an SseProbe follows the first runs over GET /api/v1/stream; the figure
+//      "live update latency" is the 99th percentile of (arrival - send) of their points.
 //   4. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
 //      figure is the time from that heartbeat until a second SimWorker gets ASSIGN of
 //      the same run as attempt 2.
@@ -25,6 +27,7 @@
 
 #include "bench/coordinator_process.h"
 #include "bench/sim_worker.h"
+#include "bench/sse_probe.h"
 #include "cli/http_client.h"
 #include "common/json.h"
 #include "coordinator/db.h"
@@ -127,6 +130,7 @@ class Bench {
   void AcceptGrid();
   void Dispatch();
   void Ingest();
+  void LiveLatency(SseProbe* probe);
   void Requeue();
   void StopFleet();
 
@@ -283,6 +287,20 @@ void Bench::Ingest() {
     r_->figures.push_back(f);
     return;
   }
+  // The live stream follows the first runs while the whole fleet ingests.
+  std::unique_ptr<SseProbe> probe;
+  auto first_runs = Count(*c_, "SELECT min(id) FROM runs WHERE experiment_id = " +
+                                   std::to_string(exp.value()));
+  if (first_runs.ok()) {
+    std::vector<int64_t> runs;
+    for (int i = 0; i < std::min(opt_.workers, 8); ++i) runs.push_back(first_runs.value() + i);
+    probe = std::make_unique<SseProbe>(c_->http_port(), runs);
+    Status st = probe->Start();
+    if (!st.ok()) {
+      Note("live stream probe: " + st.ToString());
+      probe.reset();
+    }
+  }
   auto acked = [&] {
     int64_t n = 0;
     for (auto& s : fleet_) n += s->points_acked();
@@ -312,11 +330,39 @@ void Bench::Ingest() {
   Note("ingestion: " + f.note);
   if (f.measured) NoteCpu("ingestion", cpu0, acked(), "points");
   r_->figures.push_back(f);
+  LiveLatency(probe.get());
   NoteLost("ingestion", exp.value());
   Verify("metric points of the succeeded attempts in headlab.db",
          "SELECT count(*) FROM metrics m JOIN attempts a ON a.run_id = m.run_id AND "
          "a.attempt = m.attempt JOIN runs r ON r.id = m.run_id WHERE a.status = 'succeeded' "
          "AND r.experiment_id = " + std::to_string(exp.value()), total);
+}
+
+void Bench::LiveLatency(SseProbe* probe) {
+  Figure f{"live update latency (p99, during ingestion)", "s", Figure::Cmp::kLessEq, 1};
+  if (!probe) {
+    f.note = "no stream probe";
+  } else {
+    // Points still in flight arrive within the target or count as late.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    probe->Stop();
+    std::vector<double> d = probe->delays();
+    if (!probe->error().empty()) {
+      f.note = "stream error: " + probe->error();
+    } else if (d.empty()) {
+      f.note = "no points arrived over the stream";
+    } else {
+      std::sort(d.begin(), d.end());
+      auto at = [&](double q) { return d[std::min(d.size() - 1, size_t(q * double(d.size())))]; };
+      f.measured = true;
+      f.value = at(0.99);
+      f.note = std::to_string(d.size()) + " points streamed: median " + Fmt("%.3f s", at(0.5)) +
+               ", p99 " + Fmt("%.3f s", at(0.99)) + ", max " + Fmt("%.3f s", d.back()) +
+               " from send to arrival";
+    }
+  }
+  Note("live stream: " + f.note);
+  r_->figures.push_back(f);
 }
 
 void Bench::StopFleet() {

@@ -37,6 +37,7 @@ class CoordinatorProcess {
 
   // "http://127.0.0.1:PORT", the HTTP API.
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
+  int http_port() const { return http_port_; }
   const std::string& token() const { return token_; }
   // "tcp://127.0.0.1:PORT", where workers connect.
   std::string worker_endpoint() const { return "tcp://127.0.0.1:" + std::to_string(worker_port_); }

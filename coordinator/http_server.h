@@ -1,6 +1,7 @@
 // HTTP/1.1 transport for HttpApi (Boost.Beast; the only file that includes it, since Beast
 // is slow to compile). Asynchronous accept and I/O on a small thread pool; each request
-// is handled synchronously by HttpApi on a pool thread.
+// is handled synchronously by HttpApi on a pool thread; GET /api/v1/stream is served as
+// server-sent events from a MetricFeed.
 #pragma once
 
 #include <memory>
@@ -11,9 +12,12 @@
 
 namespace headlab::coord {
 
+class MetricFeed;
+
 class HttpServer {
  public:
-  explicit HttpServer(HttpApi* api);
+  // `feed` (may be null: no live streams) must outlive the server.
+  HttpServer(HttpApi* api, MetricFeed* feed = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -17,6 +17,7 @@ namespace headlab::coord {
 
 struct Server::Impl {
   ServerOptions options;
+  MetricFeed feed;  // outlives the store that publishes and the HTTP sessions that follow
   Store store;
   std::unique_ptr<Core> core;
   std::unique_ptr<Router> router;
@@ -39,6 +40,7 @@ Status Server::Start(const ServerOptions& options) {
   if (options.token.empty()) return Status::InvalidArgument("no token");
   HEADLAB_RETURN_IF_ERROR(MakeDirs(options.data_dir));
   HEADLAB_RETURN_IF_ERROR(m.store.Open(db_path()));
+  m.store.SetMetricFeed(&m.feed);
   m.core = std::make_unique<Core>(&m.store, options.token);
   m.core->Recover(Clock::now());
   m.router = std::make_unique<Router>(m.core.get());
@@ -48,7 +50,7 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.token = options.token;
   api_opts.static_root = options.static_root;
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
-  m.http = std::make_unique<HttpServer>(m.api.get());
+  m.http = std::make_unique<HttpServer>(m.api.get(), &m.feed);
   HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
   m.loop = std::thread([this] {
     Status st = impl_->router->Run();

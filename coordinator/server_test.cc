@@ -234,6 +234,59 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   w.Send("DISCONNECT", Json::object());
 }
 
+TEST_CASE("a live stream delivers a run's metric points as server-sent events") {
+  Running r;
+  const std::string http = r.server.http_address();
+  CHECK(Http(http, "GET", "/api/v1/stream").status == 400);
+  CHECK(Http(http, "GET", "/api/v1/stream?runs=x").status == 400);
+  Json submit = {{"file", "loopback.jsonc"}, {"text", kGrid}};
+  REQUIRE(Http(http, "POST", "/api/v1/experiments", submit.dump(), kToken).status == 200);
+
+  Dealer w(r.server.workers_endpoint(), "worker-localhost-43");
+  w.Send("READY", ReadyBody(1));
+  w.Expect("WELCOME");
+  Json a = w.Expect("ASSIGN");
+  const int64_t run = a["run"];
+  w.Send("ACCEPT", {{"run", run}, {"attempt", 1}});
+
+  // Open the stream (raw socket: the response never ends) and read its hello.
+  const size_t colon = http.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(std::stoi(http.substr(colon + 1))));
+  inet_pton(AF_INET, http.substr(0, colon).c_str(), &sa.sin_addr);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string req = "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::write(fd, req.data(), req.size()) == ssize_t(req.size()));
+  std::string got;
+  auto read_until = [&](const std::string& needle) {
+    char buf[4096];
+    while (got.find(needle) == std::string::npos) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return false;
+      got.append(buf, size_t(n));
+    }
+    return true;
+  };
+  REQUIRE(read_until("event: hello"));
+  CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(got.find("Content-Type: text/event-stream") != std::string::npos);
+
+  w.Send("METRICS", {{"run", run}, {"attempt", 1}, {"points", {{0, 7, "train.loss", 3.25, 1.5}}}});
+  REQUIRE(read_until("event: points"));
+  REQUIRE(read_until("\n\n"));
+  const size_t data = got.find("data: ", got.find("event: points"));
+  Json ev = Json::parse(got.substr(data + 6, got.find('\n', data) - data - 6));
+  CHECK(ev["points"] == Json::parse("[[" + std::to_string(run) + ",1,0,7,\"train.loss\",3.25,1.5]]"));
+  ::close(fd);
+  // The closed stream does not disturb the coordinator.
+  w.Expect("ACK");
+  CHECK(Http(http, "GET", "/api/v1/health").status == 200);
+}
+
 TEST_CASE("garbage at the ROUTER is logged and dropped; the coordinator keeps serving") {
   Running r;
   std::string ep = r.server.workers_endpoint();

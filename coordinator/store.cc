@@ -134,11 +134,14 @@ Status Store::Commit() {
   in_batch_ = false;
   Status st = db_.Exec("COMMIT");
   if (!st.ok()) db_.Exec("ROLLBACK");
+  if (st.ok() && feed_) feed_->Publish(live_);
+  live_.clear();
   return st;
 }
 
 void Store::Rollback() {
   in_batch_ = false;
+  live_.clear();
   db_.Exec("ROLLBACK");
 }
 
@@ -345,6 +348,10 @@ Status Store::InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint
     insert_metric_.Bind(7, p.time_s);
     HEADLAB_RETURN_IF_ERROR(insert_metric_.Exec());
   }
+  if (feed_ && feed_->active())
+    for (const MetricPoint& p : points)
+      live_.push_back({ref.run, ref.attempt, p.seq, p.step, p.key,
+                       p.value ? Json(*p.value) : Json(), p.time_s});
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "coordinator/db.h"
+#include "coordinator/metric_feed.h"
 #include "coordinator/head_maps.h"
 
 namespace headlab::coord {
@@ -87,6 +88,8 @@ class Store {
   Status Open(const std::string& path);
   void Close();
   Db* db() { return &db_; }
+  // Live subscribers get each batch's metric points after its commit (null = none).
+  void SetMetricFeed(MetricFeed* feed) { feed_ = feed; }
 
   // Batches: one transaction around many calls; Commit makes them durable (to WAL).
   Status Begin();
@@ -164,6 +167,8 @@ class Store {
 
   Db db_;
   bool in_batch_ = false;
+  MetricFeed* feed_ = nullptr;
+  std::vector<LivePoint> live_;  // this batch's points, published after Commit
   // Prepared once (Open); used on every message.
   Stmt insert_metric_, insert_metrics_chunk_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
       set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,

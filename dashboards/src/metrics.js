@@ -1,6 +1,6 @@
 // Incremental metric stream of one run: GET /runs/ID/metrics?key=K&after=SEQ&attempt=A
-// returns the points after the last sequence number seen, so each poll moves only the new
-// points.
+// returns the points after the last sequence number seen, so each read moves only the new
+// points; points pushed by the live stream (live.js) are merged in with `ingest`.
 import { get } from './api.js';
 
 export class RunMetrics {
@@ -8,6 +8,8 @@ export class RunMetrics {
   constructor(runId, key = null) {
     this.runId = runId;
     this.key = key;
+    this.reading = false;  // a GET is in flight: pushed points wait in `pushed`
+    this.pushed = [];
     this.reset(0);
   }
 
@@ -16,6 +18,40 @@ export class RunMetrics {
     this.attempt = attempt;
     this.lastSeq = -1;
     this.series = new Map();  // key -> {xs: steps, ys: values}
+    this.loaded = false;      // a GET of this attempt has answered
+    this.newer = 0;           // a pushed point showed this newer attempt: re-read
+  }
+
+  // Adds one point of the current attempt unless it is already there.
+  add(seq, step, key, value) {
+    if (seq <= this.lastSeq) return 0;
+    this.lastSeq = seq;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { xs: [], ys: [] };
+      this.series.set(key, s);
+    }
+    s.xs.push(step);
+    s.ys.push(value === null ? null : Number(value));
+    return 1;
+  }
+
+  // Merges rows pushed by the live stream ([run, attempt, seq, step, key, value, time_s]);
+  // returns how many points were added. Points arrive in commit order, so a point newer
+  // than the last one seen is new; while a GET is in flight they wait for it.
+  ingest(rows) {
+    if (this.reading) {
+      this.pushed.push(...rows);
+      return 0;
+    }
+    let added = 0;
+    for (const [run, attempt, seq, step, key, value] of rows) {
+      if (run !== this.runId || (this.key && key !== this.key)) continue;
+      if (attempt > this.attempt) this.newer = Math.max(this.newer, attempt);  // a requeue
+      if (attempt !== this.attempt || this.newer || !this.loaded) continue;
+      added += this.add(seq, step, key, value);
+    }
+    return added;
   }
 
   // Called with the run's attempt count from the runs list: a newer attempt restarts the
@@ -24,8 +60,23 @@ export class RunMetrics {
     if (attempt > this.attempt) this.reset(attempt);
   }
 
-  // Fetches new points; returns how many were added.
+  // Fetches new points (and then any pushed while reading); returns how many were added.
   async update(signal) {
+    if (this.newer) this.reset(this.newer);  // the requeued attempt's curve, from its start
+    this.reading = true;
+    let added = 0;
+    try {
+      added = await this.read(signal);
+    } finally {
+      this.reading = false;
+      const pushed = this.pushed;
+      this.pushed = [];
+      added += this.ingest(pushed);
+    }
+    return added;
+  }
+
+  async read(signal) {
     const params = new URLSearchParams();
     if (this.key) params.set('key', this.key);
     if (this.lastSeq >= 0) params.set('after', String(this.lastSeq));
@@ -34,6 +85,7 @@ export class RunMetrics {
     const qs = params.toString();
     const complete = this.lastSeq < 0;  // no `after`: every attempt's points come back
     const r = await get(`/runs/${this.runId}/metrics${qs ? `?${qs}` : ''}`, signal);
+    this.loaded = true;
     let added = 0;
     for (const p of (r && r.points) || []) {
       const [attempt, seq, step, key, value] = Array.isArray(p)
@@ -46,15 +98,7 @@ export class RunMetrics {
         added = 0;
       }
       if (attempt < this.attempt) continue;
-      if (seq > this.lastSeq) this.lastSeq = seq;
-      let s = this.series.get(key);
-      if (!s) {
-        s = { xs: [], ys: [] };
-        this.series.set(key, s);
-      }
-      s.xs.push(step);
-      s.ys.push(value === null ? null : Number(value));
-      added++;
+      added += this.add(seq, step, key, value);
     }
     return added;
   }

@@ -51,3 +51,48 @@ test('without a known attempt, the newest attempt in the answer wins', async () 
   assert.equal(m.attempt, 2);
   assert.deepEqual(m.get('train.loss'), { xs: [0, 5], ys: [8, 7] });
 });
+
+test('pushed points are merged after the first read, duplicates and other keys ignored', async () => {
+  const points = [[1, 0, 0, 'train.loss', 5, 0]];
+  fakeCoordinator(points);
+  const m = new RunMetrics(1, 'train.loss');
+  m.expectAttempt(1);
+  // Before any read answered, a pushed point cannot be placed: the read will bring it.
+  assert.equal(m.ingest([[1, 1, 0, 0, 'train.loss', 5, 0]]), 0);
+  await m.update();
+  assert.equal(m.ingest([[1, 1, 0, 0, 'train.loss', 5, 0]]), 0);  // already read
+  assert.equal(m.ingest([[1, 1, 1, 1, 'train.lr', 0.1, 0], [1, 1, 2, 1, 'train.loss', 4, 0],
+                         [2, 1, 3, 1, 'train.loss', 9, 0]]), 1);
+  assert.deepEqual(m.get('train.loss'), { xs: [0, 1], ys: [5, 4] });
+});
+
+test('points pushed while a read is in flight wait for it and are not doubled', async () => {
+  const points = [[1, 0, 0, 'train.loss', 5, 0], [1, 1, 1, 'train.loss', 4, 0]];
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  globalThis.fetch = async () => {
+    await gate;
+    return { ok: true, status: 200, text: async () => JSON.stringify({ points }) };
+  };
+  const m = new RunMetrics(1, null);
+  m.expectAttempt(1);
+  const reading = m.update();
+  // The stream already delivers seq 1 (also in the read's answer) and seq 2 (not in it).
+  assert.equal(m.ingest([[1, 1, 1, 1, 'train.loss', 4, 0], [1, 1, 2, 2, 'train.loss', 3, 0]]), 0);
+  release();
+  assert.equal(await reading, 3);
+  assert.deepEqual(m.get('train.loss'), { xs: [0, 1, 2], ys: [5, 4, 3] });
+});
+
+test('a pushed point of a newer attempt makes the next read restart the curve', async () => {
+  const points = [[1, 0, 0, 'train.loss', 5, 0]];
+  fakeCoordinator(points);
+  const m = new RunMetrics(1, 'train.loss');
+  m.expectAttempt(1);
+  await m.update();
+  assert.equal(m.ingest([[1, 2, 0, 0, 'train.loss', 9, 0]]), 0);
+  points.push([2, 0, 0, 'train.loss', 9, 0]);
+  await m.update();
+  assert.equal(m.attempt, 2);
+  assert.deepEqual(m.get('train.loss'), { xs: [0], ys: [9] });
+});

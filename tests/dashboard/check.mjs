@@ -127,7 +127,7 @@ ok(`sort and filter work (filter "#${want[0]}" leaves ${filtered})`);
 await page.fill('#runs-filter', '');
 await shot('2-experiment-finished');
 
-// 3. A live curve gains points while its run trains (run page, polled every 500 ms).
+// 3. A live curve gains points while its run trains (run page, pushed over server-sent events).
 await goto(`#/runs/${spec.live.run}`);
 const liveSel = '#run-charts .chart[data-group="loss"]';
 const first = await waitFor('first live points', (sel) =>
@@ -137,6 +137,9 @@ const grown = await waitFor('the live curve to gain points', ([sel, n]) => {
   return p > n ? p : 0;
 }, [liveSel, first], 120000);
 ok(`live curve of run #${spec.live.run} grew from ${first} to ${grown} points while training`);
+const streamed = await page.evaluate(() => Number(document.documentElement.dataset.livePoints || 0));
+if (!(streamed > 0)) await fail('no metric points arrived over the live stream (GET /api/v1/stream)');
+ok(`${streamed} metric points arrived over the live stream (server-sent events)`);
 await shot('3-run-live');
 
 // 3b. The live experiment page's overlay also grows.

@@ -10,13 +10,16 @@ import { get, query, sqlInt, sqlString } from '../api.js';
 import { num, shortHash, parseJson, kStatuses } from '../format.js';
 import { CurveChart, colorFor, withAlpha } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
+import { LiveFeed } from '../live.js';
 import { VirtualTable } from '../table.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
 import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
 import { windowBuckets } from './heads.js';
 
-const kLivePollMs = 500;
+// Live points of the overlaid runs arrive over server-sent events (live.js); this read
+// over GET is the safety net for a stream that is down or lagging.
+const kLivePollMs = 5000;
 const kMaxOverlay = 12;
 const kArmSampleRuns = 1000;
 const kFirstPage = 50;
@@ -277,7 +280,18 @@ WHERE r.experiment_id = ${id}`, signal),
       if (finished) st.done = true;
     }));
     if (changed || !runsChart.plot) drawRuns();
+    // Follow the overlaid runs that still train.
+    live.follow([...s.streams.entries()].filter(([, st]) => !st.done).map(([runId]) => runId));
   }
+
+  const live = new LiveFeed((rows) => {
+    let changed = false;
+    for (const row of rows) {
+      const st = s.streams.get(row[0]);
+      if (st && !st.done && st.m.ingest([row])) changed = true;
+    }
+    if (changed) drawRuns();
+  }, guard(pollStreams), signal);
 
   function drawRuns() {
     const byId = s.info;

@@ -5,10 +5,13 @@ import { get, query, sqlInt, sqlString } from '../api.js';
 import { num, shortHash, parseJson, duration } from '../format.js';
 import { CurveChart, colorFor } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
+import { LiveFeed } from '../live.js';
 import { statusBadge, actionButton } from './common.js';
 import { headGrid } from './heads.js';
 
-const kLivePollMs = 500;
+// Live points arrive over server-sent events (live.js); this read over GET is the safety
+// net for a stream that is down or lagging.
+const kLivePollMs = 5000;
 const kMaxCharts = 9;
 
 // Provenance columns in display order (schema/001_init.sql, table provenance).
@@ -176,6 +179,10 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
     const added = await stream.update(signal);
     stream.finalRead = finished;
     if (!added && chartMap.size) return;
+    drawCurves();
+  }
+
+  function drawCurves() {
     const groups = new Map();
     for (const k of stream.keys()) {
       const g = group(k);
@@ -208,8 +215,11 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
       if (e.name !== 'AbortError') err.textContent = e.message;
     }
   };
+  const live = new LiveFeed((rows) => { if (stream.ingest(rows)) drawCurves(); },
+    guard(pollMetrics), signal);
   poll(guard(async () => {
     await refresh();
+    live.follow(active() ? [id] : []);
     if (!heads.length) await refreshHeads();
   }), () => (active() ? 2000 : 15000), signal);
   poll(guard(pollMetrics), kLivePollMs, signal);
