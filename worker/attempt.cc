@@ -118,20 +118,37 @@ void Attempt::Abandon(Clock::time_point now) {
 }
 
 void Attempt::Terminate(Clock::time_point now) {
-  if (signalled_) return;
+  if (signalled_ || held_exit_) return;  // held: already reaped, nothing to signal
   signalled_ = true;
   child_->SignalGroup(SIGTERM);
   kill_at_ = now + options_.cancel_grace;
 }
 
 Attempt::Clock::time_point Attempt::NextDeadline() const {
-  Clock::time_point t = kill_at_;
+  Clock::time_point t = held_exit_ ? held_until_ : kill_at_;
   if (!points_.empty()) t = std::min(t, batch_started_ + options_.metrics_flush);
   return t;
 }
 
+namespace {
+
+// How long a child killed by a signal this worker did not send waits for the worker's own
+// stop (see Tick).
+constexpr std::chrono::milliseconds kOutsideSignalGrace{2000};
+
+bool IsStopSignal(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL;
+}
+
+}  // namespace
+
 bool Attempt::Tick(Clock::time_point now) {
   if (finished_) return true;
+  if (held_exit_) {
+    if (!abandoned_ && !cancelled_ && now < held_until_) return false;
+    Finish(*held_exit_);
+    return true;
+  }
   if (!points_.empty() && now >= batch_started_ + options_.metrics_flush) FlushMetrics();
   if (now >= kill_at_) {
     LogWarn("run " + run_.dump() + " attempt " + std::to_string(attempt_) +
@@ -141,6 +158,16 @@ bool Attempt::Tick(Clock::time_point now) {
   }
   std::optional<ExitInfo> exit = child_->TryReap();
   if (!exit) return false;
+  if (!signalled_ && IsStopSignal(exit->signal)) {
+    // Killed by a stop signal this worker did not send. On a Slurm requeue, preemption or
+    // scancel, slurmstepd signals every process of the job step at once, so the child can
+    // die before the worker handles its own SIGTERM; reported at once, that would fail the
+    // run. Held briefly instead: if the worker stops meanwhile the attempt is abandoned
+    // (and requeued by the coordinator), else it is reported as failed as before.
+    held_exit_ = exit;
+    held_until_ = now + kOutsideSignalGrace;
+    return false;
+  }
   Finish(*exit);
   return true;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,8 @@ class Attempt {
   bool abandoned_ = false;
   bool signalled_ = false;            // SIGTERM sent (by Cancel or Abandon)
   Clock::time_point kill_at_ = Clock::time_point::max();
+  std::optional<ExitInfo> held_exit_;  // reaped after an outside stop signal (Tick)
+  Clock::time_point held_until_;
   bool finished_ = false;
 };
 

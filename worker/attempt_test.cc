@@ -145,6 +145,20 @@ TEST_CASE("Attempt abandoned by a stopping worker flushes its results but sends 
   CHECK(Only(sent, "METRICS").size() == 1);
 }
 
+TEST_CASE("Attempt killed by an outside SIGTERM waits briefly for the worker's own stop") {
+  // As under Slurm: the job step's processes all get SIGTERM; the worker stops just after.
+  std::vector<Sent> sent = RunScript("kill -TERM $$", {}, std::chrono::milliseconds(300),
+                                     /*abandon=*/true);
+  CHECK(Only(sent, "DONE").empty());
+  // Nobody stops the worker: after the grace the attempt fails as before.
+  auto t0 = Attempt::Clock::now();
+  sent = RunScript("kill -TERM $$");
+  CHECK(Attempt::Clock::now() - t0 >= std::chrono::milliseconds(1900));
+  REQUIRE(Only(sent, "DONE").size() == 1);
+  CHECK(sent.back().body["status"] == "failed");
+  CHECK(sent.back().body["error"] == "killed by signal 15");
+}
+
 TEST_CASE("Attempt::Start fails cleanly for a missing binary") {
   auto a = Attempt::Start(Json(1), 0, {"/nonexistent/headlab"}, {}, Json::object(), {},
                           [](const std::string&, Json) {});
