@@ -24,6 +24,7 @@ void PrintUsage(FILE* out) {
       "  exec          execute one attempt of one run from a manifest (spawned by worker)\n"
       "  up            start an embedded coordinator + local worker and keep them running\n"
       "  down          stop what `headlab up --detach` started\n"
+      "  slurm submit-workers   one worker per node of a Slurm allocation (sbatch)\n"
       "\n"
       "experiments:\n"
       "  submit FILE   submit a grid            status        coordinator and fleet\n"

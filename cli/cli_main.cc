@@ -68,6 +68,24 @@ const std::vector<Command>& Commands() {
        RunUp},
       {{"down", "", "Stop the coordinator and worker started by `headlab up --detach`.", {}, 0, 0},
        RunDown},
+      {{"slurm", "submit-workers",
+        "Write an sbatch script that starts one worker per node (named slurm-<job>-<node>,\n"
+        "connecting to the coordinator) and submit it. Requeued or preempted allocations\n"
+        "rejoin under the same names; the coordinator requeues their interrupted runs.",
+        {{"--partition", "", "P", "Slurm partition (required)"},
+         {"--nodes", "", "N", "nodes, one worker each (default 1)"},
+         {"--gpus-per-node", "", "G", "GPUs per node, one slot each (default 0: CPU-only workers)"},
+         {"--cpu-slots", "", "S", "concurrent runs of a CPU-only worker (default 1)"},
+         {"--cpus-per-node", "", "C", "CPUs for each node's worker (sbatch --cpus-per-task)"},
+         {"--time", "", "T", "time limit (sbatch --time), default the partition's"},
+         {"--job-name", "", "NAME", "job name (default headlab-workers)"},
+         {"--coordinator", "", "tcp://HOST:PORT", "worker socket the nodes connect to (default: "
+          "from DIR/coordinator.json; a loopback socket is refused)"},
+         {"--headlab", "", "PATH", "the headlab binary on the nodes (default: this one)"},
+         {"--dry-run", "", "", "write the script and print it; submit nothing"},
+         {"--json", "", "", "print {script, submitted, job, coordinator, ...}"}},
+        1, 1},
+       RunSlurm},
   };
   return kCommands;
 }

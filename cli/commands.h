@@ -19,6 +19,7 @@ int RunQuery(const CliContext& ctx, const ParsedArgs& args);    // query.cc
 int RunExport(const CliContext& ctx, const ParsedArgs& args);   // export.cc
 int RunUp(const CliContext& ctx, const ParsedArgs& args);       // up.cc
 int RunDown(const CliContext& ctx, const ParsedArgs& args);     // up.cc
+int RunSlurm(const CliContext& ctx, const ParsedArgs& args);    // slurm.cc
 
 // Prints `j` as indented JSON plus a newline to stdout (the --json output of every read).
 void PrintJson(const Json& j);
