@@ -8,7 +8,9 @@ PKGS=(build-essential cmake ccache pkg-config git
       # Debian's LibTorch calls the generic libblas.so.3; without this it gets the netlib
       # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
       # on shared CPUs, deterministic results).
-      libopenblas0-serial)
+      libopenblas0-serial
+      # tests/slurm_test.sh starts its own slurmctld + slurmd on loopback.
+      slurmctld slurmd slurm-client)
 missing=()
 # The dashboard build needs node and npm; any install of them will do (the machine image
 # may carry its own), so only fall back to Debian's when the commands are absent.
