@@ -68,12 +68,13 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
   try {
     key = "method";
     const std::string method = a.value("method", std::string("none"));
-    if (method == "none") return r;
-    r.enabled = true;
+    // "none" (full attention) still reads the rest: a full-attention arm is evaluated
+    // with the same passkey / bench settings as the AoH arms it is compared with.
+    r.enabled = method != "none";
     if (method == "aoh_rope") {
       r.options.selection = Selection::kAoh;
       r.options.rope_max_distance = a.value("rope_max_distance", int64_t(32768));
-    } else {
+    } else if (r.enabled) {
       auto sel = ParseSelection(method);
       if (!sel.ok()) return bad(sel.status().message() + " (or \"aoh_rope\", \"none\")");
       r.options.selection = sel.value();
@@ -89,9 +90,12 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
     key = "sparsity";
     r.options.sparsity = a.value("sparsity", 0.5);
     key = "random_seed";
-    // Random_avg (AoH Table 2) averages random draws: the draw follows the run seed too, so
-    // a grid's seed axis averages over draws while runs stay paired by seed.
-    r.options.seed = a.value("random_seed", uint64_t(0)) * 1000003u + config.value("seed", uint64_t(0));
+    // Random_avg (AoH Table 2) averages random draws: the draw follows the run seed and
+    // the shared parent run too, so a grid's seed axis or parent.run list averages over
+    // draws while runs stay paired by them.
+    const Json parent = config.value("parent", Json::object());
+    r.options.seed = a.value("random_seed", uint64_t(0)) * 1000003u + config.value("seed", uint64_t(0)) +
+                     (parent.is_object() ? parent.value("run", uint64_t(0)) : 0) * 7919u;
     key = "sink";
     r.options.sink = a.value("sink", int64_t(128));
     key = "recent";

@@ -46,9 +46,9 @@ struct AohRunConfig {
 
 // Reads the "aoh" section of a normalized run config. aoh.method maps to the selection:
 // aoh -> AoH, aoh_rope -> AoH with rope_max_distance = aoh.rope_max_distance, random ->
-// Random (drawn from aoh.random_seed * 1000003 + seed, so the seed axis of a grid averages
-// over draws: Random_avg), reverse -> Reverse, none -> disabled. A missing section
-// is "none". Errors (bad names, bad lists, ranges) are InvalidArgument naming `file` and
+// Random (drawn from aoh.random_seed * 1000003 + seed + parent.run * 7919, so a grid's seed
+// axis or parent list averages over draws: Random_avg), reverse -> Reverse, none -> disabled (full attention; the
+// evaluation keys are still read). A missing section is "none". Errors (bad names, bad lists, ranges) are InvalidArgument naming `file` and
 // the key.
 StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file);
 

@@ -9,9 +9,16 @@ TEST_CASE("aoh config: missing section or method none disables AoH") {
   auto r = AohRunConfigFromJson(Json::object(), "g.jsonc");
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
-  r = AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3}})", "t").value(), "g");
+  r = AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3,
+      "passkey_lengths": "64,128", "bench_contexts": "32"}})", "t").value(), "g");
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
+  // The full-attention arm is evaluated like the others.
+  CHECK(r->passkey_lengths == std::vector<int64_t>{64, 128});
+  CHECK(r->bench_contexts == std::vector<int64_t>{32});
+  CHECK(r->options.rope_max_distance == 0);
+  CHECK_FALSE(AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})",
+                                             "t").value(), "g").ok());
 }
 
 TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
@@ -43,6 +50,8 @@ TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
   CHECK(r->options.rope_max_distance == 0);
   CHECK(r->options.recent == 256);  // paper defaults
   CHECK(r->options.sink == 128);
+  c["parent"] = {{"run", 5}, {"step", 0}};  // a continuation draws per parent
+  CHECK(AohRunConfigFromJson(c, "g")->options.seed == 2 * 1000003u + 3 + 5 * 7919u);
 }
 
 TEST_CASE("aoh config: bad values are errors naming the key") {

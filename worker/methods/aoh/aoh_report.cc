@@ -1,6 +1,9 @@
 // AoH conversion and evaluation with their metrics and artifacts.
 #include "worker/methods/aoh/aoh_report.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/files.h"
 #include "common/metric_names.h"
 #include "common/sha256.h"
@@ -8,6 +11,8 @@
 
 namespace headlab::aoh {
 namespace {
+
+using namespace metric;
 
 int64_t RetrievalHeads(const AohPlan& plan) {
   int64_t n = 0;
@@ -38,14 +43,91 @@ DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan
   return d;
 }
 
+Json RolesJson(const std::vector<std::vector<Role>>& roles) {
+  Json out = Json::array();
+  for (const auto& layer : roles) {
+    Json row = Json::array();
+    for (Role r : layer) row.push_back(RoleName(r));
+    out.push_back(row);
+  }
+  return out;
+}
+
+// Reads [layer][i] roles with `width` entries per layer.
+StatusOr<std::vector<std::vector<Role>>> RolesFromJson(const Json& j, const char* field,
+                                                       int64_t layers, int64_t width) {
+  std::vector<std::vector<Role>> out;
+  if (!j.is_array() || int64_t(j.size()) != layers)
+    return Status::InvalidArgument(std::string("aoh plan: $.") + field + ": expected " +
+                                   std::to_string(layers) + " layers");
+  for (const Json& layer : j) {
+    if (!layer.is_array() || int64_t(layer.size()) != width)
+      return Status::InvalidArgument(std::string("aoh plan: $.") + field + ": expected " +
+                                     std::to_string(width) + " entries per layer");
+    out.emplace_back();
+    for (const Json& r : layer) {
+      if (r == "retrieval") out.back().push_back(Role::kRetrieval);
+      else if (r == "streaming") out.back().push_back(Role::kStreaming);
+      else return Status::InvalidArgument(std::string("aoh plan: $.") + field + ": unknown role " + r.dump());
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+Json PlanJson(const AohPlan& plan) {
+  Json scores = Json::array();
+  for (const auto& layer : plan.head_scores) {
+    Json row = Json::array();
+    for (const SpectralScores& s : layer)
+      row.push_back({s.effective_rank, s.frobenius, s.spectral, s.stable_rank});
+    scores.push_back(row);
+  }
+  return {{"head_scores", scores},
+          {"group_scores", plan.group_scores},
+          {"group_roles", RolesJson(plan.group_roles)},
+          {"head_roles", RolesJson(plan.head_roles)}};
+}
+
+StatusOr<AohPlan> PlanFromJson(const Json& j, const AohOptions& options, const GptImpl& model) {
+  const ModelConfig& c = model.config();
+  AohPlan plan;
+  plan.options = options;
+  try {
+    auto heads = RolesFromJson(j.at("head_roles"), "head_roles", c.layers, c.heads);
+    if (!heads.ok()) return heads.status();
+    auto groups = RolesFromJson(j.at("group_roles"), "group_roles", c.layers, c.kv_heads);
+    if (!groups.ok()) return groups.status();
+    plan.head_roles = std::move(heads.value());
+    plan.group_roles = std::move(groups.value());
+    plan.group_scores = j.at("group_scores").get<std::vector<std::vector<double>>>();
+    for (const Json& layer : j.at("head_scores")) {
+      plan.head_scores.emplace_back();
+      for (const Json& s : layer)
+        plan.head_scores.back().push_back({s.at(0).get<double>(), s.at(1).get<double>(),
+                                           s.at(2).get<double>(), s.at(3).get<double>()});
+    }
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(std::string("aoh plan: ") + e.what());
+  }
+  if (int64_t(plan.head_scores.size()) != c.layers || int64_t(plan.group_scores.size()) != c.layers)
+    return Status::InvalidArgument("aoh plan: $.head_scores / $.group_scores: expected " +
+                                   std::to_string(c.layers) + " layers");
+  for (int64_t l = 0; l < c.layers; ++l)
+    if (int64_t(plan.head_scores[l].size()) != c.heads ||
+        int64_t(plan.group_scores[l].size()) != c.kv_heads)
+      return Status::InvalidArgument("aoh plan: layer " + std::to_string(l) +
+                                     ": scores do not match the model's heads");
+  return plan;
+}
 
 StatusOr<AohPlan> ConvertAndReport(GptImpl& model, const AohRunConfig& cfg, int64_t step,
                                    EventSink* events) {
   auto plan = PlanAoh(model, cfg.options);
   if (!plan.ok()) return plan.status();
   ApplyPlan(model, plan.value());
-  events->Metric(step, kRetrievalHeads, double(RetrievalHeads(plan.value())));
+  events->Metric(step, kAohRetrievalHeads, double(RetrievalHeads(plan.value())));
   events->LogLine("aoh: " + std::to_string(RetrievalHeads(plan.value())) +
                   " retrieval heads at sparsity " + std::to_string(cfg.options.sparsity) +
                   " (metric " + MetricName(cfg.options.metric) + ", sink " +
@@ -88,18 +170,20 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
   const DecoderOptions d = DecoderFor(model, cfg, plan);
   Json summary = Json::object();
   const ModelConfig& c = model.config();
-  summary[kRetrievalHeads] = plan ? RetrievalHeads(*plan) : c.layers * c.heads;
+  summary[kAohRetrievalHeads] = plan ? RetrievalHeads(*plan) : c.layers * c.heads;
   if (plan) HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_head_maps.json", "aoh_head_maps",
                                                   HeadMapsJson(PlanHeadMaps(*plan)), step, events));
 
   auto ppl = Perplexity(model, d, windows, batch);
   if (!ppl.ok()) return ppl.status();
-  events->Metric(step, metric::kEvalLoss, ppl->loss);
-  events->Metric(step, metric::kEvalPpl, ppl->ppl);
-  events->Metric(step, kKvBytes, double(ppl->kv_bytes));
-  summary[metric::kEvalLoss] = ppl->loss;
-  summary[metric::kEvalPpl] = ppl->ppl;
-  summary[kKvBytes] = ppl->kv_bytes;
+  // aoh.* rather than eval.*: the loop's own eval.ppl (same tokens, the layer's masks) stays
+  // the one its log-prob artifact and paired comparisons are computed from.
+  events->Metric(step, kAohLoss, ppl->loss);
+  events->Metric(step, kAohPpl, ppl->ppl);
+  events->Metric(step, kAohKvBytes, double(ppl->kv_bytes));
+  summary[kAohLoss] = ppl->loss;
+  summary[kAohPpl] = ppl->ppl;
+  summary[kAohKvBytes] = ppl->kv_bytes;
 
   if (!cfg.passkey_lengths.empty()) {
     PasskeyOptions p;
@@ -110,8 +194,8 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
     auto cells = PasskeyAccuracy(model, d, p);
     if (!cells.ok()) return cells.status();
     const double acc = MeanPasskeyAccuracy(cells.value());
-    events->Metric(step, kPasskeyAcc, acc);
-    summary[kPasskeyAcc] = acc;
+    events->Metric(step, kAohPasskeyAcc, acc);
+    summary[kAohPasskeyAcc] = acc;
     HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_passkey.json", "aoh_passkey",
                                           PasskeyJson(cells.value()), step, events));
   }
@@ -125,10 +209,20 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
     auto rows = BenchmarkLatency(model, d, b);
     if (!rows.ok()) return rows.status();
     for (const BenchRow& r : rows.value()) {
-      events->Metric(r.context, kBenchPrefillS, r.prefill_s);
-      events->Metric(r.context, kBenchDecodeMs, r.decode_ms_per_token);
-      events->Metric(r.context, kBenchKvBytes, double(r.kv_bytes_decode));
+      events->Metric(r.context, kAohBenchPrefillS, r.prefill_s);
+      events->Metric(r.context, kAohBenchDecodeMs, r.decode_ms_per_token);
+      events->Metric(r.context, kAohBenchKvBytes, double(r.kv_bytes_decode));
     }
+    const BenchRow& longest = *std::max_element(
+        rows->begin(), rows->end(), [](const BenchRow& a, const BenchRow& b) { return a.context < b.context; });
+    summary[kAohBenchContext] = longest.context;
+    summary[kAohBenchPrefillS] = longest.prefill_s;
+    summary[kAohBenchDecodeMs] = longest.decode_ms_per_token;
+    summary[kAohBenchKvBytes] = longest.kv_bytes_decode;
+    events->LogLine("aoh bench on " + longest.device + ": context " + std::to_string(longest.context) +
+                    " prefill " + std::to_string(longest.prefill_s) + " s, decode " +
+                    std::to_string(longest.decode_ms_per_token) + " ms/token, KV " +
+                    std::to_string(longest.kv_bytes_decode) + " bytes");
     HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_bench.json", "aoh_bench",
                                           BenchJson(rows.value()), step, events));
   }
@@ -136,7 +230,13 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
   if (c.pos == "rope" && cfg.options.rope_max_distance > 0) {
     auto rho = RopeSpearman(model, cfg.options.rope_max_distance);
     if (!rho.ok()) return rho.status();
-    for (size_t l = 0; l < rho->size(); ++l) events->Metric(int64_t(l), kRopeSpearman, (*rho)[l]);
+    double sum = 0;
+    int64_t n = 0;
+    for (size_t l = 0; l < rho->size(); ++l) {
+      events->Metric(int64_t(l), kAohRopeSpearman, (*rho)[l]);
+      if (std::isfinite((*rho)[l])) sum += (*rho)[l], ++n;
+    }
+    if (n > 0) summary[kAohRopeSpearman] = sum / double(n);
   }
   return summary;
 }

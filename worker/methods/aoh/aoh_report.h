@@ -18,15 +18,6 @@
 
 namespace headlab::aoh {
 
-// Metric names (proposed for common/metric_names.h; README.md).
-inline constexpr const char* kRetrievalHeads = "aoh.retrieval_heads";   // query heads kept global
-inline constexpr const char* kPasskeyAcc = "aoh.passkey_acc";           // mean over cells (Fig. 9)
-inline constexpr const char* kKvBytes = "aoh.kv_bytes";                 // after the eval windows
-inline constexpr const char* kRopeSpearman = "aoh.rope_spearman";       // step = layer (Table 6)
-inline constexpr const char* kBenchPrefillS = "bench.prefill_s";        // step = context length
-inline constexpr const char* kBenchDecodeMs = "bench.decode_ms_per_token";
-inline constexpr const char* kBenchKvBytes = "bench.kv_bytes";
-
 // Plans AoH for `model` from cfg.options, installs it (ApplyPlan) and emits
 // aoh.retrieval_heads at `step` and a log line. Requires cfg.enabled.
 StatusOr<AohPlan> ConvertAndReport(GptImpl& model, const AohRunConfig& cfg, int64_t step,
@@ -38,14 +29,23 @@ StatusOr<AohPlan> ConvertAndReport(GptImpl& model, const AohRunConfig& cfg, int6
 // labels. InvalidArgument for rows outside the model or an unknown role.
 Status ApplyHeadMaps(GptImpl& model, const Json& head_maps);
 
+// The plan as JSON and back (the hooks' checkpoint state: labels made from the weights at
+// the conversion step cannot be recomputed from later weights). PlanFromJson takes the
+// options from `options` (the run config) and checks the shapes against `model`;
+// InvalidArgument naming the field otherwise.
+Json PlanJson(const AohPlan& plan);
+StatusOr<AohPlan> PlanFromJson(const Json& j, const AohOptions& options, const GptImpl& model);
+
 // Evaluates the model with its current head states (`plan` null = full attention):
 // perplexity of `windows` ([N, T + 1], e.g. EvalWindows) `batch` at a time, passkey cells
 // and latency rows when cfg lists lengths/contexts, per-layer Spearman of vanilla vs
 // RoPE-aware scores for RoPE models with aoh_rope. Emits metrics at `step` (bench rows at
 // step = context, Spearman at step = layer) and writes artifacts aoh_head_maps.json,
 // aoh_passkey.json, aoh_bench.json into out_dir (Artifact events with SHA-256). Returns the
-// summary values: eval.loss, eval.ppl, aoh.kv_bytes, aoh.passkey_acc (when measured),
-// aoh.retrieval_heads.
+// summary values (common/metric_names.h, AoH block): aoh.loss, aoh.ppl (through the
+// streaming decoder), aoh.kv_bytes, aoh.retrieval_heads, aoh.passkey_acc (when measured),
+// the longest bench context's aoh.bench.* row (when measured), aoh.rope_spearman (mean
+// over layers, when measured).
 StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan,
                                  const torch::Tensor& windows, int64_t batch, uint64_t seed,
                                  int64_t step, const std::string& out_dir, EventSink* events);

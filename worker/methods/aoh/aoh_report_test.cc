@@ -51,7 +51,9 @@ TEST_CASE("aoh report: convert + evaluate emit metrics, summary and hashed artif
   auto summary = EvaluateAndReport(*model, cfg, &plan.value(), windows, 2, 1, 9, dir, &events);
   REQUIRE(summary.ok());
   CHECK((*summary)["aoh.retrieval_heads"] == 4);  // 1 of 2 KV groups x 2 query heads x 2 layers
-  CHECK((*summary)["eval.ppl"].get<double>() > 1);
+  CHECK((*summary)["aoh.ppl"].get<double>() > 1);
+  CHECK((*summary)["aoh.bench.context"] == 32);
+  CHECK(summary->contains("aoh.rope_spearman"));
   CHECK(summary->contains("aoh.passkey_acc"));
   std::map<std::string, int> metrics, artifacts;
   for (const Json& e : Events(f)) {
@@ -64,8 +66,9 @@ TEST_CASE("aoh report: convert + evaluate emit metrics, summary and hashed artif
     }
   }
   CHECK(metrics["aoh.retrieval_heads"] == 1);
-  CHECK(metrics["eval.ppl"] == 1);
-  CHECK(metrics["bench.prefill_s"] == 1);
+  CHECK(metrics["aoh.ppl"] == 1);
+  CHECK(metrics.count("eval.ppl") == 0);  // the loop reports eval.ppl itself
+  CHECK(metrics["aoh.bench.prefill_s"] == 1);
   CHECK(metrics["aoh.rope_spearman"] == 2);  // one per layer
   CHECK(artifacts["aoh_head_maps"] == 1);
   CHECK(artifacts["aoh_passkey"] == 1);
@@ -100,6 +103,33 @@ TEST_CASE("aoh report: convert + evaluate emit metrics, summary and hashed artif
   REQUIRE(full.ok());
   CHECK((*full)["aoh.retrieval_heads"] == 8);
   std::fclose(g);
+}
+
+TEST_CASE("aoh report: a plan survives its JSON form; bad JSON is refused by field") {
+  torch::manual_seed(43);
+  Gpt model(TinyModelConfig("rope", 4, 2));
+  AohOptions o;
+  o.sparsity = 0.5;
+  auto plan = PlanAoh(*model, o);
+  REQUIRE(plan.ok());
+  // Through text, as the checkpoint stores it.
+  auto back = PlanFromJson(ParseJson(PlanJson(*plan).dump(), "p").value(), o, *model);
+  REQUIRE(back.ok());
+  CHECK((back->head_roles == plan->head_roles));
+  CHECK((back->group_roles == plan->group_roles));
+  CHECK(back->group_scores == plan->group_scores);
+  REQUIRE(back->head_scores.size() == plan->head_scores.size());
+  CHECK(back->head_scores[1][3].effective_rank == plan->head_scores[1][3].effective_rank);
+  CHECK(back->head_scores[1][3].stable_rank == plan->head_scores[1][3].stable_rank);
+  CHECK(back->options.sparsity == 0.5);
+
+  Json bad = PlanJson(*plan);
+  bad["head_roles"][0][1] = "local";
+  auto st = PlanFromJson(bad, o, *model);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.status().message().find("head_roles") != std::string::npos);
+  Gpt other(TinyModelConfig("rope", 4, 2, 24, 3));  // 3 layers
+  CHECK_FALSE(PlanFromJson(PlanJson(*plan), o, *other).ok());
 }
 
 }  // namespace
