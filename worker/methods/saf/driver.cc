@@ -165,4 +165,59 @@ Status SafDriver::AfterUpdate(int64_t step, double loss, std::vector<Interventio
   return Status::Ok();
 }
 
+namespace {
+
+Json HeadsJson(const std::vector<HeadId>& heads) {
+  Json a = Json::array();
+  for (const HeadId& u : heads) a.push_back({u.layer, u.head});
+  return a;
+}
+
+std::vector<HeadId> HeadsOf(const Json& a) {
+  std::vector<HeadId> out;
+  for (const Json& u : a) out.push_back(HeadId{u.at(0).get<int64_t>(), u.at(1).get<int64_t>()});
+  return out;
+}
+
+}  // namespace
+
+Json SafDriver::SaveState() const {
+  Json groups = Json::array();
+  for (const auto& g : groups_) groups.push_back(HeadsJson(g));
+  Json j = {{"events", events_},
+            {"installed", HeadsJson(installed_)},
+            {"last_group", HeadsJson(last_group_)},
+            {"next", next_},
+            {"groups", groups},
+            {"ema_updates", ema_.updates()},
+            {"ema", ema_.scores()}};
+  if (budget_) j["validation_budget"] = budget_->SaveState();
+  if (train_loss_) j["train_loss"] = train_loss_->SaveState();
+  return j;
+}
+
+Status SafDriver::LoadState(const Json& j) {
+  try {
+    events_ = j.at("events").get<int64_t>();
+    installed_ = HeadsOf(j.at("installed"));
+    last_group_ = HeadsOf(j.at("last_group"));
+    next_ = j.at("next").get<size_t>();
+    groups_.clear();
+    for (const Json& g : j.at("groups")) groups_.push_back(HeadsOf(g));
+    ema_.Restore(j.at("ema_updates").get<int64_t>(), j.at("ema").get<std::vector<double>>());
+    if (next_ > steps_.size())
+      return Status::Corruption("saf state: " + std::to_string(next_) + " scheduled events done of " +
+                                std::to_string(steps_.size()));
+    const int64_t L = model_->config().layers, H = model_->config().heads;
+    for (const HeadId& u : installed_)
+      if (u.layer < 0 || u.layer >= L || u.head < 0 || u.head >= H)
+        return Status::Corruption("saf state: installed head out of range");
+    if (budget_) HEADLAB_RETURN_IF_ERROR(budget_->LoadState(j.at("validation_budget")));
+    if (train_loss_) HEADLAB_RETURN_IF_ERROR(train_loss_->LoadState(j.at("train_loss")));
+  } catch (const Json::exception& e) {
+    return Status::Corruption(std::string("saf state: ") + e.what());
+  }
+  return Status::Ok();
+}
+
 }  // namespace headlab::saf

@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include "common/json.h"
 #include "common/status.h"
 #include "worker/exec/data.h"
 #include "worker/methods/saf/intervention.h"
@@ -51,8 +52,16 @@ class SafDriver {
   Status AfterUpdate(int64_t step, double loss, std::vector<InterventionReport>* reports);
 
   bool needs_gradients() const { return NeedsGradientEma(options_.score); }
-  // Heads currently fixed (or pruned) by SAF.
+  // Heads currently fixed (or pruned) by SAF, in installation order.
   int64_t heads_installed() const { return int64_t(installed_.size()); }
+  const std::vector<HeadId>& installed() const { return installed_; }
+
+  // The schedule state a resumed run needs so that it neither repeats nor loses an event:
+  // events done, installed heads, the next scheduled event, gradual groups, the gradient
+  // EMA and the controllers' progress. The heads' states themselves travel in the model
+  // checkpoint. LoadState restores it into a driver Created from the same options.
+  Json SaveState() const;
+  Status LoadState(const Json& state);
 
  private:
   SafDriver(const SafOptions& options, GptImpl* model, const TokenSpan& split,

@@ -108,10 +108,12 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   const int64_t L = int64_t(in.layers.size()), H = in.view.heads;
   if (L == 0 || int64_t(in.view.layers.size()) != L)
     return Status::InvalidArgument("saf: the model view and the attention layers disagree");
-  if (o.trainable)
+  // Installation is the same for both; the caller makes trainable heads' alpha/rho
+  // parameters afterwards (HybridAttentionImpl::MakeFixedTrainable).
+  if (o.trainable && !TrainablePatternOk(o))
     return Status::InvalidArgument(
-        "saf.trainable: trainable alpha/rho need the attention layer to recompute log Z in its "
-        "forward (worker/methods/saf/README.md, \"Integration\"); not available yet");
+        "saf.trainable = 1 needs compact patterns (saf.method replace, saf.pattern mean with "
+        "saf.storage compact, or structured_random): only they have alpha/rho to train");
   if (in.calibration.empty())
     return Status::InvalidArgument("saf: no calibration batches");
   const int64_t T = in.calibration[0].size(1), context = in.layers[0]->fixed_alpha.size(1);

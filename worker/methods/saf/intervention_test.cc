@@ -156,9 +156,11 @@ TEST_CASE("configurations that cannot run are refused before anything is install
   o.score = ScoreKind::kGradient;
   CHECK_FALSE(RunIntervention(o, Inputs(gpt, 2)).ok());  // no gradient EMA
   o.score = ScoreKind::kVariance;
-  o.trainable = true;
+  o.trainable = true;  // trainable alpha/rho need compact patterns
+  o.storage = "dense";
   CHECK_FALSE(RunIntervention(o, Inputs(gpt, 2)).ok());
   o.trainable = false;
+  o.storage = "compact";
   InterventionInputs in = Inputs(gpt, 2);
   in.calibration = {torch::randint(0, 64, {2, kT / 2}, torch::kLong)};
   CHECK_FALSE(RunIntervention(o, in).ok());  // calibration shorter than the context

@@ -66,6 +66,14 @@ struct SafOptions {
 // Returns true iff `options` asks for an intervention (method replace or prune).
 inline bool Active(const SafOptions& o) { return o.method != "none"; }
 
+// Returns true iff `options`' fixed patterns are compact (alpha, rho), as trainable
+// patterns (App. C.3.2) need.
+inline bool TrainablePatternOk(const SafOptions& o) {
+  return o.method != "prune" &&
+         ((o.pattern == PatternKind::kMean && o.storage == "compact") ||
+          o.pattern == PatternKind::kStructuredRandom);
+}
+
 // Reads the optional `saf` object of a normalized run config (absent: defaults, method none).
 // Unknown keys, wrong types and out-of-range values are InvalidArgument naming
 // "<file>: $.saf.<key>".

@@ -133,4 +133,47 @@ TrainLossController::Action TrainLossController::Observe(int64_t step, double lo
   return Action::kPropose;
 }
 
+Json ValidationBudgetController::SaveState() const {
+  return {{"spent", spent_}, {"installed", installed_}, {"stopped", stopped_}};
+}
+
+Status ValidationBudgetController::LoadState(const Json& j) {
+  try {
+    spent_ = j.at("spent").get<double>();
+    installed_ = j.at("installed").get<int64_t>();
+    stopped_ = j.at("stopped").get<bool>();
+  } catch (const Json::exception& e) {
+    return Status::Corruption(std::string("validation-budget controller state: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+Json TrainLossController::SaveState() const {
+  return {{"losses", std::vector<double>(losses_.begin(), losses_.end())},
+          {"waiting", waiting_},
+          {"event_step", event_step_},
+          {"baseline_mean", baseline_mean_},
+          {"baseline_var", baseline_var_},
+          {"installed", installed_},
+          {"last_size", last_size_},
+          {"stopped", stopped_}};
+}
+
+Status TrainLossController::LoadState(const Json& j) {
+  try {
+    std::vector<double> losses = j.at("losses").get<std::vector<double>>();
+    losses_.assign(losses.begin(), losses.end());
+    waiting_ = j.at("waiting").get<bool>();
+    event_step_ = j.at("event_step").get<int64_t>();
+    baseline_mean_ = j.at("baseline_mean").get<double>();
+    baseline_var_ = j.at("baseline_var").get<double>();
+    installed_ = j.at("installed").get<int64_t>();
+    last_size_ = j.at("last_size").get<int64_t>();
+    stopped_ = j.at("stopped").get<bool>();
+  } catch (const Json::exception& e) {
+    return Status::Corruption(std::string("train-loss controller state: ") + e.what());
+  }
+  return Status::Ok();
+}
+
 }  // namespace headlab::saf

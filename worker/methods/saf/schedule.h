@@ -23,6 +23,8 @@
 #include <deque>
 #include <vector>
 
+#include "common/json.h"
+#include "common/status.h"
 #include "worker/methods/saf/selection.h"
 
 namespace headlab::saf {
@@ -66,6 +68,10 @@ class ValidationBudgetController {
   int64_t installed() const { return installed_; }
   bool stopped() const { return stopped_; }
 
+  // The progress a resumed run needs (spent, installed, stopped); options come from config.
+  Json SaveState() const;
+  Status LoadState(const Json& state);
+
  private:
   ControllerOptions options_;
   double budget_;
@@ -95,6 +101,11 @@ class TrainLossController {
   int64_t installed() const { return installed_; }
   bool stopped() const { return stopped_; }
   bool waiting_for_recovery() const { return waiting_; }
+
+  // The progress a resumed run needs (losses, waiting, baseline, counts); options come
+  // from config.
+  Json SaveState() const;
+  Status LoadState(const Json& state);
 
  private:
   ControllerOptions options_;

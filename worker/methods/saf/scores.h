@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -71,6 +72,11 @@ class GradientEma {
   bool empty() const { return updates_ == 0; }
   int64_t updates() const { return updates_; }
   const std::vector<double>& scores() const { return s_; }
+  // Replaces the state with `updates` folds that produced `scores` (a resumed run).
+  void Restore(int64_t updates, std::vector<double> scores) {
+    updates_ = updates;
+    s_ = std::move(scores);
+  }
 
  private:
   double beta_;
