@@ -46,7 +46,7 @@ KeySpec Str(const char* key, const char* def, const char* allowed) {
 // The schema (schema/grid.md, "Run config"). Order = documentation and export order.
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> kSchema = {
-      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey"),
+      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops"),
       Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
       Int("model.layers", 1, 128, 2),
       Int("model.heads", 1, 128, 4),
@@ -185,6 +185,11 @@ const std::vector<KeySpec>& Schema() {
       Num("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
       Int("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
       Int("priority", -1000, 1000, 0),      // higher first; fair share within a priority
+      // Run kind flops (worker/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
+      Int("flops.warmup", 0, 1000, 2),     // untimed forward + step pairs first
+      Int("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
+      Int("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>
+      Str("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma"),
   };
   return kSchema;
 }
@@ -300,7 +305,7 @@ bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
          name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
          name == "saf" || name == "aah" || name == "prune" || name == "mqar" ||
-         name == "passkey" || name == "resources";
+         name == "passkey" || name == "resources" || name == "flops";
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.

@@ -61,7 +61,7 @@ TEST_CASE("Errors name the file, the path and the expectation") {
             "f.jsonc: $.model.heds: unknown key (known: layers, heads, width, context, "
             "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
-        "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, parent, pair, bench, noop, prune, mqar, passkey, aoh, saf, aah, resources, priority)");
+        "f.jsonc: $.modle: unknown key (known: kind, seed, model, train, data, parent, pair, bench, noop, prune, mqar, passkey, aoh, saf, aah, resources, priority, flops)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
         "f.jsonc: $.train.lr: expected a number in (0, 1], got 0");
   CHECK(ErrorOf(Json::parse(R"({"train": {"beta2": 1.0}})")) ==
@@ -71,7 +71,7 @@ TEST_CASE("Errors name the file, the path and the expectation") {
   CHECK(ErrorOf(Json::parse(R"({"seed": 1.5})")) ==
         "f.jsonc: $.seed: expected an integer >= 0, got 1.5");
   CHECK(ErrorOf(Json::parse(R"({"kind": "trian"})")) ==
-        "f.jsonc: $.kind: expected one of \"train\", \"noop\", \"bench-update\", \"bench-prefill\", \"bench-decode\", \"mqar\", \"passkey\", got \"trian\"");
+        "f.jsonc: $.kind: expected one of \"train\", \"noop\", \"bench-update\", \"bench-prefill\", \"bench-decode\", \"mqar\", \"passkey\", \"flops\", got \"trian\"");
   CHECK(ErrorOf(Json::parse(R"({"train": {"steps": true}})")) ==
         "f.jsonc: $.train.steps: expected an integer in [0, 100000000], got true");
   CHECK(ErrorOf(Json::parse(R"({"model": 3})")) ==
