@@ -2,11 +2,15 @@
 // placement (scheduler.h: priorities, fair share across experiments, resources, gangs).
 // Each assignment is written (attempt row, run status) before its ASSIGN is queued for
 // sending, and the router sends only after the batch commits (core.h). A run continuing
-// from a shared parent (parent.h) waits in the queue until the parent has finished.
+// from a shared parent (parent.h) waits in the queue until the parent has finished; a
+// paired timing leg (pair_legs.h) waits for its predecessors and runs where they ran.
+#include <set>
+
 #include "common/log.h"
 #include "common/wire.h"
 #include "coordinator/core.h"
 #include "coordinator/messages.h"
+#include "coordinator/pair_legs.h"
 #include "coordinator/parent.h"
 #include "coordinator/scheduler_lookup.h"
 
@@ -20,6 +24,7 @@ void Core::Dispatch(Clock::time_point now) {
   // Which run goes where (priority, fair share, resources, gangs, exclusivity):
   // scheduler.h. Each placement is either started here or handed back with Undo.
   queue_.BeginPass(workers_.all(), DbDemandLookup(store_->db()));
+  std::set<int64_t> repinned;  // paired legs re-pinned in this pass
   while (auto p = queue_.Next()) {
     auto r = store_->LoadRunForAssign(p->run);
     if (!r.ok() || r->status != "queued") {  // cancelled since it was queued
@@ -46,6 +51,36 @@ void Core::Dispatch(Clock::time_point now) {
       UnparkAll();  // its own children can now fail too
       continue;
     }
+    // Paired timing legs (pair_legs.h): one at a time in ABBA order, on the worker and
+    // devices that took their group's first leg (pinned when it was placed; re-pinned once
+    // here after a coordinator restart forgot the pins).
+    PairLegDecision leg = ResolvePairLeg(store_->db(), r->experiment_id, r->id,
+                                         config.ok() ? *config : Json::object());
+    using Leg = PairLegDecision::State;
+    if (leg.state == Leg::kPinned && !workers_.Find(leg.worker_id)) {
+      queue_.Undo(*p);
+      Status st = FailQueuedRun(store_->db(), r->id, "pair group \"" + leg.group + "\": worker " +
+                                leg.worker_id + " that ran its first leg is gone");
+      if (!st.ok()) LogError("cannot fail run " + std::to_string(r->id) + ": " + st.message());
+      finished_experiments_.insert(r->experiment_id);
+      UnparkAll();  // the group's later legs fail the same way
+      continue;
+    }
+    if (leg.state == Leg::kWait || (leg.state == Leg::kPinned &&
+                                    (p->worker->id != leg.worker_id || p->devices != leg.devices))) {
+      queue_.Undo(*p);
+      if (leg.state == Leg::kPinned && repinned.insert(p->run).second) {
+        queue_.Pin(p->run, leg.worker_id, leg.devices);
+        queue_.Push(p->run);
+      } else {
+        parked_.push_back(p->run);  // back when some run finishes (its predecessor)
+      }
+      continue;
+    }
+    if (leg.state == Leg::kAny)
+      for (const PairLeg& l : PairLegSequence(store_->db(), r->experiment_id, leg.group))
+        if (l.run != r->id && l.status == "queued")
+          queue_.Pin(l.run, p->worker->id, p->devices);
     WorkerInfo* w = p->worker;
     AttemptRef ref{r->id, r->attempts + 1};
     Json resume = store_->LatestCheckpoint(r->id);  // a requeued child resumes its own
