@@ -70,6 +70,39 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
   std::printf("%s", FormatTable(header, rows).c_str());
 }
 
+// "v [lo, hi]" for the median estimator, "mean ± SE" otherwise.
+std::string ComparisonValue(const Json& c) {
+  const Json spread = c.value("spread", Json::object());
+  if (c.value("estimator", "") == "median_paired" && spread.is_object())
+    return Cell(c.value("value", Json())) + " [" + Cell(spread.value("lo", Json())) + ", " +
+           Cell(spread.value("hi", Json())) + "]";
+  return FormatMeanSe(c.value("mean", Json()), c.value("se", Json()));
+}
+
+// "z_control 0.98 (within ±0.05)" / "... CONTENDED" / "-".
+std::string ControlCell(const Json& c) {
+  const Json ctl = c.value("control", Json());
+  if (!ctl.is_object()) return "-";
+  const bool contended = c.value("contended", false);
+  return Cell(ctl.value("arm", Json())) + " " + Cell(ctl.value("value", Json())) +
+         (contended ? " CONTENDED (beyond ±" : " (within ±") +
+         Cell(ctl.value("tolerance", Json())) + ")";
+}
+
+std::string FlopsCell(const Json& c, const char* key) {
+  const Json f = c.value("flops", Json::object());
+  return f.is_object() && f.contains(key) ? Cell(f[key]) : "-";
+}
+
+// "mean [lo, hi] over N rows", the reason it is unavailable, or "-".
+std::string LogProbCell(const Json& c) {
+  const Json lp = c.value("logprob_diff", Json());
+  if (!lp.is_object()) return "-";
+  if (lp.contains("unavailable")) return "unavailable";
+  return Cell(lp.value("mean", Json())) + " [" + Cell(lp.value("lo", Json())) + ", " +
+         Cell(lp.value("hi", Json())) + "] over " + Cell(lp.value("n_rows", Json())) + " rows";
+}
+
 }  // namespace
 
 int RunResults(const CliContext& ctx, const ParsedArgs& args) {
@@ -95,17 +128,35 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
                               columns.begin() + i,
                               columns.begin() + std::min(columns.size(), i + kColumnsPerTable)));
     }
-  std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline)\n");
-  std::vector<TableRow> crows;
-  for (const Json& c : comparisons)
-    crows.push_back({Cell(c.value("name", Json())),
+  std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline; value = the "
+              "estimator's: median with [min, max] or mean ± SE)\n");
+  std::vector<TableRow> crows, drows;
+  for (const Json& c : comparisons) {
+    const std::string name = Cell(c.value("name", Json()));
+    crows.push_back({name,
                      Cell(c.value("treatment", Json())) + " vs " + Cell(c.value("baseline", Json())),
                      Cell(c.value("metric", Json())), Cell(c.value("stat", Json())),
-                     Cell(c.value("n", Json())),
-                     FormatMeanSe(c.value("mean", Json()), c.value("se", Json()))});
-  if (crows.empty()) std::printf("  (none)\n");
-  else std::printf("%s", FormatTable({"name", "arms", "metric", "stat", "n pairs", "mean ± SE"},
-                                     crows).c_str());
+                     Cell(c.value("estimator", Json())), Cell(c.value("n", Json())),
+                     ComparisonValue(c), Cell(c.value("device", Json()))});
+    drows.push_back({name, ControlCell(c), FlopsCell(c, "flops.total_ratio"),
+                     FlopsCell(c, "flops.attention_ratio"), LogProbCell(c)});
+  }
+  if (crows.empty()) {
+    std::printf("  (none)\n");
+    return kExitOk;
+  }
+  std::printf("%s", FormatTable({"name", "arms", "metric", "stat", "estimator", "n pairs", "value",
+                                 "device"}, crows).c_str());
+  std::printf("\ncontrols, measured FLOPs ratios (treatment / baseline) and per-token log-prob "
+              "differences (bootstrap 95%% CI over held-out rows)\n%s",
+              FormatTable({"name", "zero-replacement control", "FLOPs total", "FLOPs attention",
+                           "logprob diff"}, drows).c_str());
+  for (const Json& c : comparisons) {
+    const Json f = c.value("flops", Json::object());
+    if (f.is_object() && f.contains("reason"))
+      std::printf("  %s: FLOPs unmeasured: %s\n", Cell(c.value("name", Json())).c_str(),
+                  Cell(f["reason"]).c_str());
+  }
   return kExitOk;
 }
 
