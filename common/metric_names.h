@@ -102,4 +102,23 @@ inline constexpr const char* kSafFitKlMean = "saf.fit_kl_mean";  // nats/row, ov
 inline constexpr const char* kSafFitsRun = "saf.fits_run";
 inline constexpr const char* kSafFitsRejected = "saf.fits_rejected";  // KL above saf.fit_max_kl
 
+// Pruning controls (SAF App. C.3.4, worker/methods/pruning/): summary values of a pruned
+// arm, and the step row logged when the heads are removed.
+inline constexpr const char* kPruneHeadsRemoved = "prune.heads_removed";  // query heads
+inline constexpr const char* kPruneKvHeadsRemoved = "prune.kv_heads_removed";  // GQA groups
+inline constexpr const char* kPruneParams = "prune.params";       // parameters after removal
+inline constexpr const char* kPruneParamsBefore = "prune.params_before";
+inline constexpr const char* kPruneStep = "prune.step";           // update it happened after
+inline constexpr const char* kPruneEvalLossBefore = "prune.eval_loss_before";  // held-out, nats
+inline constexpr const char* kPruneEvalLossAfter = "prune.eval_loss_after";
+
+// Synthetic task run kinds (worker/exec/task_eval.h). MQAR (SAF App. C.3.6): loss and
+// accuracy at query positions only; passkey (AoH §3): greedy exact-match accuracy, overall
+// and per cell as kPasskeyCellPrefix + "L<length>.D<depth %>", e.g. "passkey.acc.L256.D20".
+inline constexpr const char* kMqarTrainLoss = "mqar.train_loss";  // per logged step
+inline constexpr const char* kMqarLoss = "mqar.loss";             // eval examples, nats/query
+inline constexpr const char* kMqarAccuracy = "mqar.accuracy";     // eval examples, 0..1
+inline constexpr const char* kPasskeyAccuracy = "passkey.accuracy";  // all cells, 0..1
+inline constexpr const char* kPasskeyCellPrefix = "passkey.acc.";
+
 }  // namespace headlab::metric
