@@ -5,8 +5,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 
 #include "worker/exec/attention_cuda.h"
+#include "worker/exec/flops_ranges.h"
 
 namespace headlab {
 namespace {
@@ -59,6 +61,10 @@ HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t k
       train_alpha_(size_t(heads)),
       train_rho_(size_t(heads)) {
   TORCH_CHECK(width % heads == 0 && heads % kv_heads == 0, "bad attention shape");
+  kept_.resize(size_t(heads));
+  std::iota(kept_.begin(), kept_.end(), 0);
+  kept_kv_.resize(size_t(kv_heads));
+  std::iota(kept_kv_.begin(), kept_kv_.end(), 0);
   auto lin = [&](const char* name, int64_t in, int64_t out) {
     return register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
   };
@@ -74,6 +80,8 @@ HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t k
 void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
   TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
   TORCH_CHECK(state.mode != HeadMode::kFixed, "use SetFixedCompact/SetFixedDense");
+  TORCH_CHECK(state.mode == HeadMode::kPruned || !removed(h), "head ", h,
+              " was removed physically and can only stay pruned");
   TORCH_CHECK(state.mode != HeadMode::kLocal || state.window >= 1, "local window must be >= 1");
   TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0),
               "streaming needs recent >= 1 and sink >= 0");
@@ -84,6 +92,7 @@ void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
 void HybridAttentionImpl::SetFixedCompact(int64_t h, const torch::Tensor& alpha,
                                           const torch::Tensor& rho, const torch::Tensor& log_z) {
   TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  TORCH_CHECK(!removed(h), "head ", h, " was removed physically");
   torch::NoGradGuard no_grad;
   fixed_alpha[h].copy_(alpha);
   fixed_rho[h].copy_(rho);
@@ -94,6 +103,7 @@ void HybridAttentionImpl::SetFixedCompact(int64_t h, const torch::Tensor& alpha,
 
 void HybridAttentionImpl::SetFixedDense(int64_t h, const torch::Tensor& p) {
   TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+  TORCH_CHECK(!removed(h), "head ", h, " was removed physically");
   if (!fixed_dense.defined())
     fixed_dense = torch::zeros({heads_, context_, context_}, fixed_alpha.options());
   fixed_dense[h].copy_(p.detach());
@@ -133,6 +143,57 @@ void HybridAttentionImpl::EndTrainable(int64_t h) {
   --trainable_count_;
 }
 
+bool HybridAttentionImpl::removed(int64_t h) const {
+  return std::find(kept_.begin(), kept_.end(), h) == kept_.end();
+}
+
+void HybridAttentionImpl::RemoveHeads(const std::vector<int64_t>& heads, const ResizeFn& resized) {
+  const int64_t group = heads_ / kv_heads_;
+  std::vector<int64_t> keep_q, keep_kv;  // row/column blocks (current slots) that stay
+  std::vector<int64_t> kept, kept_kv;
+  for (size_t slot = 0; slot < kept_.size(); ++slot) {
+    const int64_t h = kept_[slot];
+    TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+    if (std::find(heads.begin(), heads.end(), h) != heads.end()) continue;
+    keep_q.push_back(int64_t(slot));
+    kept.push_back(h);
+  }
+  for (size_t slot = 0; slot < kept_kv_.size(); ++slot) {
+    const int64_t g = kept_kv_[slot];
+    bool used = false;  // a kv head stays while any of its query heads does
+    for (int64_t h : kept) used = used || h / group == g;
+    if (!used) continue;
+    keep_kv.push_back(int64_t(slot));
+    kept_kv.push_back(g);
+  }
+  for (int64_t h : heads) {
+    TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+    states_[size_t(h)] = HeadState{HeadMode::kPruned};
+  }
+  // Element indices of the kept blocks of head_dim rows (or columns).
+  auto elements = [&](const std::vector<int64_t>& blocks) {
+    std::vector<int64_t> idx;
+    for (int64_t b : blocks)
+      for (int64_t i = 0; i < head_dim_; ++i) idx.push_back(b * head_dim_ + i);
+    return torch::tensor(idx, torch::kLong).to(q_proj->weight.device());
+  };
+  torch::NoGradGuard no_grad;
+  auto shrink = [&](torch::Tensor& w, int64_t dim, const std::vector<int64_t>& blocks) {
+    if (int64_t(blocks.size()) * head_dim_ == w.size(dim)) return;  // nothing removed
+    torch::Tensor idx = elements(blocks);
+    if (resized) resized(w, dim, idx);
+    w.set_data(w.index_select(dim, idx));
+    // A gradient of the old shape cannot accumulate into the new one.
+    if (w.grad().defined()) w.mutable_grad() = torch::Tensor();
+  };
+  shrink(q_proj->weight, 0, keep_q);
+  shrink(o_proj->weight, 1, keep_q);
+  shrink(k_proj->weight, 0, keep_kv);
+  shrink(v_proj->weight, 0, keep_kv);
+  kept_ = kept;
+  kept_kv_ = kept_kv;
+}
+
 torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::Tensor& weight,
                                            const std::vector<int64_t>& heads) const {
   const int64_t B = x.size(0), T = x.size(1), C = weight.size(1);
@@ -160,6 +221,9 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
 
 torch::Tensor HybridAttentionImpl::forward(
     const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  // Run kind "flops": an "attention" range around this call, forward and backward.
+  if (AttentionRangeWanted())
+    return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
   // CUDA input: the fused kernels (attention_cuda.h); the masks below are the reference.
   // Trainable alpha/rho need autograd through logZ, which only this path has.
   if (x.is_cuda() && trainable_count_ == 0 && FusedAttentionUnsupported(*this, x).empty())
@@ -167,16 +231,25 @@ torch::Tensor HybridAttentionImpl::forward(
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 
-  std::vector<int64_t> score_heads, score_kv, value_heads, value_kv;
+  // Projection row blocks (slots) of a query head and of its kv head: after RemoveHeads
+  // they differ from the original numbering.
+  auto q_slot = [&](int64_t h) {
+    return int64_t(std::find(kept_.begin(), kept_.end(), h) - kept_.begin());
+  };
+  auto kv_slot = [&](int64_t h) {
+    return int64_t(std::find(kept_kv_.begin(), kept_kv_.end(), h / group) - kept_kv_.begin());
+  };
+  std::vector<int64_t> score_heads, score_q, score_kv, value_heads, value_kv;
   for (int64_t h = 0; h < heads_; ++h) {
     HeadMode m = states_[size_t(h)].mode;
     if (NeedsScores(m)) {
       score_heads.push_back(h);
-      score_kv.push_back(h / group);
+      score_q.push_back(q_slot(h));
+      score_kv.push_back(kv_slot(h));
     }
     if (m != HeadMode::kPruned) {
       value_heads.push_back(h);
-      value_kv.push_back(h / group);
+      value_kv.push_back(kv_slot(h));
     }
   }
   // Values of every non-pruned head, [B, len(value_heads), T, d]; a shared kv head is
@@ -189,7 +262,7 @@ torch::Tensor HybridAttentionImpl::forward(
   std::vector<torch::Tensor> per_head(static_cast<size_t>(heads_));  // [B, T, d] each
 
   if (!score_heads.empty()) {
-    torch::Tensor q = Project(x, q_proj->weight, score_heads);  // [B, Hs, T, d]
+    torch::Tensor q = Project(x, q_proj->weight, score_q);  // [B, Hs, T, d]
     torch::Tensor k = Project(x, k_proj->weight, score_kv);
     if (rotate) {
       q = rotate(q);
@@ -227,14 +300,22 @@ torch::Tensor HybridAttentionImpl::forward(
     per_head[size_t(h)] = torch::matmul(p, v.select(1, value_slot(h)));
   }
 
+  // The heads the output projection still has columns for, in original order.
+  std::vector<torch::Tensor> outputs;
   torch::Tensor zeros;
-  for (auto& out : per_head) {
-    if (out.defined()) continue;  // pruned: contributes nothing
-    if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
-    out = zeros;
+  for (int64_t h : kept_) {
+    torch::Tensor out = per_head[size_t(h)];
+    if (!out.defined()) {  // pruned: contributes nothing
+      if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
+      out = zeros;
+    }
+    if (head_gate.defined()) out = out * head_gate.select(1, h).view({B, 1, 1});
+    outputs.push_back(out);
   }
-  torch::Tensor y = torch::stack(per_head, 2);  // [B, T, H, d], original head order
-  return o_proj(y.reshape({B, T, heads_ * d}));
+  if (outputs.empty())  // every head removed: the layer adds nothing
+    return torch::zeros({B, T, o_proj->weight.size(0)}, x.options());
+  torch::Tensor y = torch::stack(outputs, 2);  // [B, T, kept heads, d], original order
+  return o_proj(y.reshape({B, T, int64_t(outputs.size()) * d}));
 }
 
 }  // namespace headlab

@@ -13,7 +13,8 @@
 // Outputs stay in the original head order before the output projection. Fixed and pruned
 // heads' query/key rows are not computed (their rows get no gradient); pruned heads' value
 // rows neither. Grouped-query attention shares each key/value head among heads/kv_heads
-// consecutive query heads.
+// consecutive query heads. Pruned heads may also be removed physically (RemoveHeads: their
+// projection rows and output-projection columns are gone); head numbering stays original.
 //
 // This implementation forms every score matrix densely and applies the modes as masks: it
 // is the obviously-correct reference that the CUDA kernels are tested against, not the
@@ -74,6 +75,27 @@ class HybridAttentionImpl : public torch::nn::Module {
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return head_dim_; }
 
+  // Called for each parameter RemoveHeads shrinks, before it shrinks: `kept` lists the
+  // indices along dimension `dim` that stay (e.g. to slice optimiser moments alike).
+  using ResizeFn = std::function<void(const torch::Tensor& param, int64_t dim,
+                                      const torch::Tensor& kept)>;
+  // Physically prunes query heads `heads` (original numbering; already removed ones are
+  // skipped): marks them pruned, drops their q_proj rows and o_proj columns, and the
+  // k_proj/v_proj rows of each kv head whose query heads are all removed (GQA). The
+  // parameters keep their identity (set_data), so an optimiser holding them stays valid.
+  void RemoveHeads(const std::vector<int64_t>& heads, const ResizeFn& resized = {});
+  // Whether query head h (original numbering) has been removed physically.
+  bool removed(int64_t h) const;
+  // Original query heads of q_proj's row blocks (= o_proj's column blocks), in order.
+  const std::vector<int64_t>& kept_heads() const { return kept_; }
+  // Original kv heads of k_proj's / v_proj's row blocks, in order.
+  const std::vector<int64_t>& kept_kv_heads() const { return kept_kv_; }
+
+  // Optional gates xi [B, heads] (original numbering) multiplying each head's output before
+  // the output projection, e.g. ones with requires_grad for the gate-Taylor importance
+  // |dL/dxi| (SAF eq. 19). Undefined (the default): no gates.
+  torch::Tensor head_gate;
+
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   // Per-head fixed-pattern state, saved with the model: [heads, context] each.
   torch::Tensor fixed_alpha, fixed_rho, fixed_log_z;
@@ -93,6 +115,7 @@ class HybridAttentionImpl : public torch::nn::Module {
 
   int64_t heads_, kv_heads_, head_dim_, context_;
   std::vector<HeadState> states_;
+  std::vector<int64_t> kept_, kept_kv_;  // see kept_heads(), kept_kv_heads()
   // Trainable alpha, rho per head; undefined for every head not made trainable.
   std::vector<torch::Tensor> train_alpha_, train_rho_;
   int64_t trainable_count_ = 0;

@@ -25,18 +25,37 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// Head states as JSON: [[{mode, window, sink, recent, dense} per head] per layer]. Fixed
-// heads' compact patterns are model buffers and travel in the model archive.
+// Head states as JSON: [[{mode, window, sink, recent, dense, removed} per head] per layer].
+// Fixed heads' compact patterns are model buffers and travel in the model archive;
+// `removed` marks heads pruned physically (attention.h RemoveHeads), whose parameters the
+// archive holds in the smaller shapes.
 std::string HeadStatesJson(Gpt& model) {
   Json layers = Json::array();
   for (int64_t l = 0; l < model->config().layers; ++l) {
     Json heads = Json::array();
-    for (const HeadState& s : model->attention(l)->head_states())
+    HybridAttention& attn = model->attention(l);
+    for (int64_t h = 0; h < attn->heads(); ++h) {
+      const HeadState& s = attn->head_states()[size_t(h)];
       heads.push_back({{"mode", int(s.mode)}, {"window", s.window}, {"sink", s.sink},
-                       {"recent", s.recent}, {"dense", s.dense}});
+                       {"recent", s.recent}, {"dense", s.dense}, {"removed", attn->removed(h)}});
+    }
     layers.push_back(heads);
   }
   return CanonicalJson(layers);
+}
+
+// Removes from `model` the heads the checkpoint's head states mark `removed`, so that its
+// parameters take the checkpoint's shapes before they are loaded.
+void RemoveCheckpointedHeads(const std::string& text, Gpt& model) {
+  StatusOr<Json> parsed = ParseJson(text, "head_states");
+  if (!parsed.ok() || !parsed->is_array()) return;  // RestoreHeadStates reports it
+  for (size_t l = 0; l < parsed->size() && int64_t(l) < model->config().layers; ++l) {
+    const Json& heads = (*parsed)[l];
+    std::vector<int64_t> removed;
+    for (size_t h = 0; heads.is_array() && h < heads.size(); ++h)
+      if (heads[h].is_object() && heads[h].value("removed", false)) removed.push_back(int64_t(h));
+    if (!removed.empty()) model->attention(int64_t(l))->RemoveHeads(removed);
+  }
 }
 
 // Installs the head states HeadStatesJson wrote (after the model's buffers were loaded).
@@ -106,6 +125,9 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
     torch::Device device = model->parameters().front().device();
     archive.load_from(bytes.data(), bytes.size(), device);
     archive.read("model", model_archive);
+    torch::Tensor head_states;  // absent in checkpoints written before head states were saved
+    const bool has_head_states = archive.try_read("head_states", head_states);
+    if (has_head_states) RemoveCheckpointedHeads(TensorBytes(head_states), model);
     // Module::load replaces each tensor wholesale (set_), so a checkpoint of another shape
     // would load silently; compare shapes explicitly.
     std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
@@ -141,8 +163,7 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
         progress->method_states[name.get<std::string>()] = TensorBytes(state);
       }
     }
-    torch::Tensor head_states;  // absent in checkpoints written before head states were saved
-    if (archive.try_read("head_states", head_states))
+    if (has_head_states)
       return RestoreHeadStates(TensorBytes(head_states), source, model);
   } catch (const Json::exception& e) {
     return Status::Corruption(source + ": head_states or method_names: " + e.what());

@@ -7,7 +7,9 @@
 //   sampler:   uint8 tensor, BatchSampler::SaveState text
 //   cpu_rng:   uint8 tensor, default CPU generator state
 //   config:    uint8 tensor, canonical JSON of the run config that wrote it
-//   head_states: uint8 tensor, JSON [[{mode, window, sink, recent, dense}]] per layer/head
+//   head_states: uint8 tensor, JSON [[{mode, window, sink, recent, dense, removed}]] per
+//              layer/head; heads `removed` physically (attention.h RemoveHeads) are
+//              removed from the model before its archive loads, so the shapes match
 //              (so heads a method installed survive resume; compact fixed patterns are
 //              model buffers; dense fixed patterns are not saved and refuse to restore)
 // }

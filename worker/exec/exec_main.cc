@@ -15,6 +15,7 @@
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/noop.h"
 #include "worker/exec/stop_flag.h"
+#include "worker/exec/task_eval.h"
 #include "worker/exec/train.h"
 
 namespace headlab {
@@ -101,6 +102,10 @@ int ExecMain(int argc, char** argv) {
                      run->manifest.parent_run,
                      run->hooks};
     result = RunTraining(req, &events);
+  } else if (config.kind == "mqar" || config.kind == "passkey") {
+    TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume,
+                     run->manifest.parent, run->manifest.parent_run, run->hooks};
+    result = config.kind == "mqar" ? RunMqar(req, &events) : RunPasskey(req, &events);
   } else {
     result = Status::InvalidArgument(file + ": $.config.kind: run kind \"" + config.kind +
                                      "\" is not executable by this build");

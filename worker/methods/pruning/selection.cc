@@ -51,14 +51,15 @@ int64_t PruneCount(double rate, int64_t total) {
 }
 
 std::vector<HeadRef> GateTaylorSelect(const std::vector<std::vector<double>>& importance,
-                                      int64_t count) {
+                                      int64_t count, const std::vector<HeadRef>& exclude) {
   std::vector<std::tuple<double, int64_t, int64_t>> scored;  // (s_lh, layer, head)
   for (size_t l = 0; l < importance.size(); ++l) {
     double norm2 = 0;
     for (double i : importance[l]) norm2 += i * i;
     const double norm = std::sqrt(norm2);
     for (size_t h = 0; h < importance[l].size(); ++h)
-      scored.emplace_back(norm > 0 ? importance[l][h] / norm : 0.0, int64_t(l), int64_t(h));
+      if (std::find(exclude.begin(), exclude.end(), HeadRef{int64_t(l), int64_t(h)}) == exclude.end())
+        scored.emplace_back(norm > 0 ? importance[l][h] / norm : 0.0, int64_t(l), int64_t(h));
   }
   // Tuple order is (score, layer, head): the tie rule of App. C.3.4.
   std::sort(scored.begin(), scored.end());

@@ -1,6 +1,6 @@
 // Head selection for the pruning controls (SAF App. C.3.4): a given head set ("same heads
 // as another arm") or the gate-Taylor rule of eq. 19. Torch-free: the scores come in as
-// numbers (the calibration pass that measures |dL/dxi| lives with the model code).
+// numbers (the calibration pass that measures |dL/dxi| is importance.h).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,8 @@ int64_t PruneCount(double rate, int64_t total);
 // sequences of |dL/dxi_lh| at xi = 1. Scores are normalised within each layer,
 // s_lh = I_lh / sqrt(sum_h' I_lh'^2) (0 for an all-zero layer), and the `count` globally
 // lowest are returned, ties broken by layer then head, in that order (lowest first).
+// Heads in `exclude` (e.g. removed already) are never returned.
 std::vector<HeadRef> GateTaylorSelect(const std::vector<std::vector<double>>& importance,
-                                      int64_t count);
+                                      int64_t count, const std::vector<HeadRef>& exclude = {});
 
 }  // namespace headlab

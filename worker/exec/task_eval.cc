@@ -1,0 +1,388 @@
+// The synthetic task run kinds: MQAR training/evaluation and passkey evaluation.
+#include "worker/exec/task_eval.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <tuple>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/metric_names.h"
+#include "common/sha256.h"
+#include "worker/exec/checkpoint.h"
+#include "worker/exec/model.h"
+#include "worker/exec/stop_flag.h"
+#include "worker/exec/tasks.h"
+
+namespace headlab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string ConfigError(const std::string& path, const std::string& what) {
+  return "config: $.config." + path + ": " + what;
+}
+
+// AdamW as the training loop builds it: weight decay on matrices only, two groups.
+std::unique_ptr<torch::optim::AdamW> MakeAdamW(Gpt& model, const TrainConfig& t) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const torch::Tensor& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, opts(t.weight_decay));
+  groups.emplace_back(no_decay, opts(0.0));
+  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+}
+
+// Restores the run's own checkpoint (a resume) or its parent's into model and optimiser,
+// checking the manifest's SHA-256 and step; adds the provenance fields.
+Status RestoreStart(const TrainRequest& req, Gpt& model, torch::optim::AdamW& opt,
+                    TrainProgress* progress, Json* prov) {
+  const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
+  if (!from) return Status::Ok();
+  StatusOr<std::string> bytes = ReadFile(from->path);
+  if (!bytes.ok()) return bytes.status();
+  const std::string sha = Sha256Hex(bytes.value());
+  if (sha != from->sha256)
+    return Status::Corruption(from->path + ": SHA-256 is " + sha + ", the manifest expects " +
+                              from->sha256);
+  HEADLAB_RETURN_IF_ERROR(RestoreCheckpoint(bytes.value(), from->path, model, opt, progress));
+  if (progress->step != from->step)
+    return Status::Corruption(from->path + ": holds step " + std::to_string(progress->step) +
+                              ", the manifest expects " + std::to_string(from->step));
+  (*prov)["resumed_from_step"] = progress->step;
+  (*prov)["parent_checkpoint_sha256"] = from->sha256;
+  (*prov)["parent_checkpoint_path"] = from->path;
+  if (req.parent && !req.resume) (*prov)["parent_run"] = req.parent_run;
+  return Status::Ok();
+}
+
+Status PickDevice(const std::string& want, torch::Device* device) {
+  const bool cuda = torch::cuda::is_available();
+  if (want == "cuda" && !cuda)
+    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
+  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
+  return Status::Ok();
+}
+
+// What both kinds set up: threads, device, the seeded model on it, provenance.
+struct Setup {
+  torch::Device device{torch::kCPU};
+  Json prov;
+};
+
+Status Prepare(const TrainRequest& req, const char* kind, Setup* s) {
+  const ExecConfig& c = req.config;
+  if (c.train.threads > 0) torch::set_num_threads(int(c.train.threads));
+  HEADLAB_RETURN_IF_ERROR(PickDevice(c.train.device, &s->device));
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
+  s->prov = {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", s->device.str()},
+             {"threads", torch::get_num_threads()}};
+  torch::manual_seed(uint64_t(c.seed));
+  return Status::Ok();
+}
+
+// ---- MQAR ----
+
+StatusOr<MqarSpec> MqarSpecOf(const TrainRequest& req) {
+  const Json& m = req.config_json.at("mqar");
+  const ModelConfig& model = req.config.model;
+  MqarSpec s;
+  s.vocab = m.at("vocab").get<int64_t>() > 0 ? m.at("vocab").get<int64_t>() : model.vocab;
+  s.seq_len = m.at("seq_len").get<int64_t>() > 0 ? m.at("seq_len").get<int64_t>() : model.context;
+  s.pairs = m.at("pairs").get<int64_t>();
+  s.power_a = m.at("power_a").get<double>();
+  if (s.vocab > model.vocab)
+    return Status::InvalidArgument(ConfigError("mqar.vocab", "must be <= model.vocab (" +
+                                               std::to_string(model.vocab) + ")"));
+  if (s.seq_len > model.context)
+    return Status::InvalidArgument(ConfigError("mqar.seq_len", "must be <= model.context (" +
+                                               std::to_string(model.context) + ")"));
+  Status v = ValidateMqar(s);
+  if (!v.ok()) return Status::InvalidArgument(ConfigError("mqar", v.message()));
+  return s;
+}
+
+// Examples [first, first + n) of generator stream `seed` as tokens and targets [n, T].
+std::pair<torch::Tensor, torch::Tensor> MqarBatch(const MqarSpec& spec, uint64_t seed,
+                                                  int64_t first, int64_t n, torch::Device device) {
+  std::vector<int64_t> tokens, targets;
+  for (int64_t i = 0; i < n; ++i) {
+    MqarExample ex = GenerateMqar(spec, seed, uint64_t(first + i));
+    tokens.insert(tokens.end(), ex.tokens.begin(), ex.tokens.end());
+    targets.insert(targets.end(), ex.targets.begin(), ex.targets.end());
+  }
+  auto t = [&](std::vector<int64_t>& v) {
+    return torch::tensor(v, torch::kLong).view({n, spec.seq_len}).to(device);
+  };
+  return {t(tokens), t(targets)};
+}
+
+// Summed cross-entropy and correct argmax predictions at the query positions (targets >= 0)
+// of one batch, and how many there are.
+struct QueryScore {
+  torch::Tensor loss_sum;
+  int64_t correct = 0, queries = 0;
+};
+QueryScore ScoreQueries(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
+  torch::Tensor logits = model->forward(x);
+  torch::Tensor flat = logits.view({-1, logits.size(-1)}), target = y.reshape({-1});
+  torch::Tensor mask = target != kNoTarget;
+  QueryScore s;
+  s.loss_sum = torch::nn::functional::cross_entropy(
+      flat, target,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget).reduction(torch::kSum));
+  s.queries = mask.sum().item<int64_t>();
+  s.correct = (flat.argmax(-1).eq(target) & mask).sum().item<int64_t>();
+  return s;
+}
+
+// Loss (nats per query) and accuracy of the held-out examples.
+std::pair<double, double> MqarEval(Gpt& model, const MqarSpec& spec, uint64_t seed,
+                                   int64_t examples, int64_t batch, torch::Device device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  double loss = 0;
+  int64_t correct = 0, queries = 0;
+  for (int64_t first = 0; first < examples; first += batch) {
+    auto [x, y] = MqarBatch(spec, seed, first, std::min(batch, examples - first), device);
+    QueryScore s = ScoreQueries(model, x, y);
+    loss += s.loss_sum.item<double>();
+    correct += s.correct;
+    queries += s.queries;
+  }
+  model->train(was_training);
+  const double q = double(std::max<int64_t>(1, queries));
+  return {loss / q, double(correct) / q};
+}
+
+}  // namespace
+
+Status RunMqar(const TrainRequest& req, EventSink* events) {
+  const Clock::time_point t0 = Clock::now();
+  const ExecConfig& c = req.config;
+  const TrainConfig& t = c.train;
+  StatusOr<MqarSpec> spec = MqarSpecOf(req);
+  if (!spec.ok()) return spec.status();
+  Setup setup;
+  HEADLAB_RETURN_IF_ERROR(Prepare(req, "mqar", &setup));
+  Gpt model(c.model);
+  model->to(setup.device);
+  std::unique_ptr<torch::optim::AdamW> opt = MakeAdamW(model, t);
+  TrainProgress progress;
+  HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));
+  const uint64_t train_seed = 2 * uint64_t(c.seed), eval_seed = train_seed + 1;
+  const int64_t eval_examples = req.config_json.at("mqar").at("eval_examples").get<int64_t>();
+  setup.prov["mqar_vocab"] = spec->vocab;
+  setup.prov["mqar_seq_len"] = spec->seq_len;
+  setup.prov["mqar_pairs"] = spec->pairs;
+  setup.prov["mqar_power_a"] = spec->power_a;
+  events->Provenance(setup.prov);
+
+  const int64_t per_update = t.batch_size * t.grad_accum;
+  double eval_loss = std::nan(""), accuracy = std::nan(""), last_loss = std::nan("");
+  int64_t evaluated_at = -1, saved_at = progress.step;
+  auto evaluate = [&]() {
+    std::tie(eval_loss, accuracy) =
+        MqarEval(model, *spec, eval_seed, eval_examples, t.batch_size, setup.device);
+    evaluated_at = progress.step;
+    events->Metric(progress.step, metric::kMqarLoss, eval_loss);
+    events->Metric(progress.step, metric::kMqarAccuracy, accuracy);
+    LogInfo("mqar step " + std::to_string(progress.step) + ": query loss " +
+            std::to_string(eval_loss) + ", accuracy " + std::to_string(accuracy));
+  };
+  auto save = [&]() -> Status {
+    std::string bytes = SerializeCheckpoint(model, *opt, progress, CanonicalJson(req.config_json));
+    std::string path = CheckpointPath(req.out_dir, progress.step);
+    HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+    events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
+    saved_at = progress.step;
+    return Status::Ok();
+  };
+  while (progress.step < t.steps) {
+    if (StopRequested())
+      return Status::Cancelled("stopped by signal at step " + std::to_string(progress.step));
+    const double lr = ScheduledLr(t, double(progress.step));
+    for (auto& g : opt->param_groups())
+      static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    opt->zero_grad();
+    double loss = 0;
+    for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+      // Update u's sequences are examples [u * per_update, (u + 1) * per_update): the data
+      // order depends on the step alone, so a resume needs no sampler state.
+      auto [x, y] = MqarBatch(*spec, train_seed, progress.step * per_update + micro * t.batch_size,
+                              t.batch_size, setup.device);
+      QueryScore s = ScoreQueries(model, x, y);
+      torch::Tensor part = s.loss_sum / double(std::max<int64_t>(1, s.queries)) / double(t.grad_accum);
+      part.backward();
+      loss += part.item<double>();
+    }
+    torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip > 0 ? t.grad_clip : INFINITY);
+    opt->step();
+    ++progress.step;
+    last_loss = loss;
+    if (progress.step % t.log_every == 0 || progress.step == t.steps) {
+      events->Metric(progress.step, metric::kMqarTrainLoss, loss);
+      events->Metric(progress.step, metric::kTrainLr, lr);
+      events->Metric(progress.step, metric::kTrainTokens,
+                     double(progress.step * per_update * spec->seq_len));
+    }
+    if (t.eval_every > 0 && progress.step % t.eval_every == 0 && progress.step < t.steps) evaluate();
+    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0 && progress.step < t.steps)
+      HEADLAB_RETURN_IF_ERROR(save());
+  }
+  if (evaluated_at != progress.step) evaluate();
+  if (saved_at != progress.step) HEADLAB_RETURN_IF_ERROR(save());
+  Json values = {{metric::kMqarLoss, eval_loss},
+                 {metric::kMqarAccuracy, accuracy},
+                 {metric::kElapsedS, SecondsSince(t0)}};
+  if (!std::isnan(last_loss)) values[metric::kMqarTrainLoss] = last_loss;
+  events->Summary(values);
+  return Status::Ok();
+}
+
+// ---- passkey ----
+
+namespace {
+
+// Parses a comma-separated list of numbers; `path` names the config field in errors.
+template <typename T>
+StatusOr<std::vector<T>> ParseList(const std::string& text, const std::string& path) {
+  std::vector<T> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::istringstream one(item);
+    T v;
+    if (!(one >> v) || !(one >> std::ws).eof())
+      return Status::InvalidArgument(ConfigError(path, "\"" + item + "\" is not a number"));
+    out.push_back(v);
+  }
+  if (out.empty()) return Status::InvalidArgument(ConfigError(path, "empty list"));
+  return out;
+}
+
+// Greedy continuation of `prompts` [n, L] by `count` tokens: [n, count].
+torch::Tensor GreedyDecode(Gpt& model, torch::Tensor prompts, int64_t count) {
+  std::vector<torch::Tensor> out;
+  for (int64_t i = 0; i < count; ++i) {
+    torch::Tensor next = model->forward(prompts).select(1, prompts.size(1) - 1).argmax(-1, true);
+    out.push_back(next);
+    prompts = torch::cat({prompts, next}, 1);
+  }
+  return torch::cat(out, 1);
+}
+
+std::string CellName(int64_t length, double depth) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%sL%lld.D%lld", metric::kPasskeyCellPrefix,
+                static_cast<long long>(length), static_cast<long long>(std::llround(depth * 100)));
+  return buf;
+}
+
+}  // namespace
+
+Status RunPasskey(const TrainRequest& req, EventSink* events) {
+  const Clock::time_point t0 = Clock::now();
+  const ExecConfig& c = req.config;
+  const Json& p = req.config_json.at("passkey");
+  if (c.model.vocab < 256)
+    return Status::InvalidArgument(ConfigError("model.vocab", "passkey prompts are byte-level "
+                                               "and need vocab >= 256, got " +
+                                               std::to_string(c.model.vocab)));
+  const std::string lengths_text = p.at("lengths").get<std::string>();
+  StatusOr<std::vector<int64_t>> lengths =
+      lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context})
+                           : ParseList<int64_t>(lengths_text, "passkey.lengths");
+  if (!lengths.ok()) return lengths.status();
+  StatusOr<std::vector<double>> depths =
+      ParseList<double>(p.at("depths").get<std::string>(), "passkey.depths");
+  if (!depths.ok()) return depths.status();
+  const int64_t samples = p.at("samples").get<int64_t>();
+  // Every prompt of a cell is generated up front, so bad lengths fail before any work.
+  struct Cell {
+    int64_t length;
+    double depth;
+    std::vector<PasskeyExample> examples;
+  };
+  std::vector<Cell> cells;
+  for (int64_t length : *lengths)
+    for (double depth : *depths) {
+      Cell cell{length, depth, {}};
+      for (int64_t i = 0; i < samples; ++i) {
+        StatusOr<PasskeyExample> ex = GeneratePasskey(length, depth, uint64_t(c.seed) + uint64_t(i));
+        if (!ex.ok()) return Status::InvalidArgument(ConfigError("passkey", ex.status().message()));
+        if (length + int64_t(ex->answer.size()) - 1 > c.model.context)
+          return Status::InvalidArgument(ConfigError(
+              "passkey.lengths", "a prompt of " + std::to_string(length) + " bytes and its " +
+                                     std::to_string(ex->answer.size()) + "-byte answer exceed " +
+                                     "model.context " + std::to_string(c.model.context)));
+        cell.examples.push_back(ex.value());
+      }
+      cells.push_back(std::move(cell));
+    }
+
+  Setup setup;
+  HEADLAB_RETURN_IF_ERROR(Prepare(req, "passkey", &setup));
+  Gpt model(c.model);
+  model->to(setup.device);
+  std::unique_ptr<torch::optim::AdamW> opt = MakeAdamW(model, c.train);
+  TrainProgress progress;
+  HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));
+  events->Provenance(setup.prov);
+  model->eval();
+  torch::NoGradGuard no_grad;
+
+  Json values = Json::object(), rows = Json::array();
+  int64_t correct_all = 0, total = 0;
+  for (const Cell& cell : cells) {
+    if (StopRequested()) return Status::Cancelled("stopped by signal");
+    std::vector<int64_t> tokens;
+    for (const PasskeyExample& ex : cell.examples)
+      for (unsigned char ch : ex.prompt) tokens.push_back(int64_t(ch));
+    torch::Tensor prompts =
+        torch::tensor(tokens, torch::kLong).view({samples, cell.length}).to(setup.device);
+    const int64_t answer_len = int64_t(cell.examples[0].answer.size());
+    torch::Tensor out = GreedyDecode(model, prompts, answer_len).to(torch::kCPU).contiguous();
+    int64_t correct = 0;
+    for (int64_t i = 0; i < samples; ++i) {
+      std::string got;
+      for (int64_t j = 0; j < answer_len; ++j) got += char(out[i][j].item<int64_t>());
+      correct += got == cell.examples[size_t(i)].answer;
+    }
+    const double acc = double(correct) / double(samples);
+    values[CellName(cell.length, cell.depth)] = acc;
+    events->Metric(progress.step, CellName(cell.length, cell.depth), acc);
+    rows.push_back({{"length", cell.length}, {"depth", cell.depth}, {"samples", samples},
+                    {"correct", correct}, {"accuracy", acc}});
+    correct_all += correct;
+    total += samples;
+  }
+  const double accuracy = double(correct_all) / double(std::max<int64_t>(1, total));
+  events->Metric(progress.step, metric::kPasskeyAccuracy, accuracy);
+  const std::string path = req.out_dir + "/passkey.json";
+  const std::string bytes = CanonicalJson(Json{{"cells", rows}, {"accuracy", accuracy}});
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+  events->Artifact("passkey", path, Sha256Hex(bytes), bytes.size(), progress.step);
+  values[metric::kPasskeyAccuracy] = accuracy;
+  values[metric::kElapsedS] = SecondsSince(t0);
+  events->Summary(values);
+  LogInfo("passkey: accuracy " + std::to_string(accuracy) + " over " + std::to_string(total) +
+          " prompts");
+  return Status::Ok();
+}
+
+}  // namespace headlab
