@@ -100,4 +100,15 @@ Json DeviceToJson(const Device& d) {
               {"cc_major", d.cc_major}, {"cc_minor", d.cc_minor}, {"kind", d.kind}};
 }
 
+std::string ChildVisibleDevice(int ordinal, const char* inherited) {
+  std::vector<std::string> entries;
+  if (inherited && *inherited) {
+    std::stringstream in(inherited);
+    for (std::string e; std::getline(in, e, ',');) entries.push_back(e);
+  }
+  if (ordinal >= 0 && size_t(ordinal) < entries.size() && !entries[ordinal].empty())
+    return entries[ordinal];
+  return std::to_string(ordinal);
+}
+
 }  // namespace headlab

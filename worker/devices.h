@@ -39,4 +39,11 @@ Device CpuDevice();
 // Returns `d` as the protocol's device object.
 Json DeviceToJson(const Device& d);
 
+// Returns the CUDA_VISIBLE_DEVICES value that gives a child process this worker's device
+// `ordinal`. CUDA numbers devices within the worker's own visible set, so when the worker
+// itself runs under CUDA_VISIBLE_DEVICES (`inherited`, e.g. Slurm's "4,5" for a job
+// given GPUs 4 and 5) the child needs that set's entry, not the ordinal. `inherited`
+// null or empty, or an ordinal past its end: the ordinal itself.
+std::string ChildVisibleDevice(int ordinal, const char* inherited);
+
 }  // namespace headlab

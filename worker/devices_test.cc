@@ -41,4 +41,13 @@ TEST_CASE("DeviceToJson has the protocol's fields") {
   CHECK(j["kind"] == "cpu");
 }
 
+TEST_CASE("ChildVisibleDevice maps ordinals through an inherited CUDA_VISIBLE_DEVICES") {
+  CHECK(ChildVisibleDevice(1, nullptr) == "1");
+  CHECK(ChildVisibleDevice(1, "") == "1");
+  CHECK(ChildVisibleDevice(0, "4,5") == "4");
+  CHECK(ChildVisibleDevice(1, "4,5") == "5");
+  CHECK(ChildVisibleDevice(1, "GPU-aa,GPU-bb") == "GPU-bb");
+  CHECK(ChildVisibleDevice(2, "4,5") == "2");
+}
+
 }  // namespace headlab

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 #include "common/log.h"
 #include "worker/attempt_manifest.h"
@@ -158,7 +159,9 @@ void Worker::HandleAssign(const Json& b) {
   for (int s : *slots) {
     const std::string& dev = options_.slot_devices[s];
     if (dev.empty()) continue;
-    cvd += (cvd.empty() ? "" : ",") + dev;
+    // The child names the device as our own CUDA_VISIBLE_DEVICES does (Slurm, devices.h).
+    cvd += (cvd.empty() ? "" : ",") +
+           ChildVisibleDevice(std::stoi(dev), std::getenv("CUDA_VISIBLE_DEVICES"));
     for (const Device& d : options_.inventory.devices)
       if (std::to_string(d.index) == dev) used.push_back(d);
   }
