@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "common/files.h"
@@ -14,6 +15,15 @@ std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
   return buf;
+}
+
+// The default worker name: the host name, or under Slurm (e.g. started by srun without
+// --name) slurm-<job id>-<node>, the name `headlab slurm submit-workers` gives.
+std::string DefaultName(const std::string& host) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!job || !*job) return host;
+  const char* node = std::getenv("SLURMD_NODENAME");
+  return std::string("slurm-") + job + "-" + (node && *node ? node : host);
 }
 
 std::string Trim(const std::string& s) {
@@ -51,7 +61,8 @@ std::string WorkerUsage() {
          "  --data-dir DIR     data directory (default .headlab); the token is read from\n"
          "                     DIR/token unless HEADLAB_TOKEN or --token-file gives it\n"
          "  --token-file FILE  file holding the shared worker token\n"
-         "  --name NAME        worker name (default: the host name)\n"
+         "  --name NAME        worker name (default: the host name; in a Slurm job\n"
+         "                     slurm-<job id>-<node>)\n"
          "  --slots N          concurrent attempts when CPU-only (default 1); with GPUs one\n"
          "                     slot per GPU, at most N when given\n"
          "  --cpu-only         ignore GPUs\n"
@@ -145,7 +156,7 @@ WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& tok
   o.connection.endpoint = flags.coordinator;
   o.connection.identity = "worker-" + host + "-" + std::to_string(::getpid());
   o.token = token;
-  o.name = flags.name.empty() ? host : flags.name;
+  o.name = flags.name.empty() ? DefaultName(host) : flags.name;
   o.work_dir = flags.work_dir.empty() ? flags.data_dir + "/worker-" + o.name : flags.work_dir;
   o.exec_command = exec_command;
   if (flags.cpu_only || !inventory.has_gpu) {

@@ -119,4 +119,18 @@ TEST_CASE("MakeWorkerOptions: one slot per GPU, --slots when CPU-only") {
   CHECK(o.slot_devices == std::vector<std::string>{""});
 }
 
+TEST_CASE("Under Slurm the default worker name carries the job and node") {
+  WorkerFlags f;
+  ::setenv("SLURM_JOB_ID", "4242", 1);
+  ::setenv("SLURMD_NODENAME", "gpu-07", 1);
+  WorkerOptions o = MakeWorkerOptions(f, "tok", DeviceInventory{{CpuDevice()}}, {"x"});
+  CHECK(o.name == "slurm-4242-gpu-07");
+  f.name = "mine";
+  CHECK(MakeWorkerOptions(f, "tok", DeviceInventory{{CpuDevice()}}, {"x"}).name == "mine");
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURMD_NODENAME");
+  f.name = "";
+  CHECK(MakeWorkerOptions(f, "tok", DeviceInventory{{CpuDevice()}}, {"x"}).name.rfind("slurm-", 0) != 0);
+}
+
 }  // namespace headlab
