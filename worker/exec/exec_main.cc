@@ -9,6 +9,8 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/run_config.h"
+#include "worker/exec/bench_latency.h"
+#include "worker/exec/bench_update.h"
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
 #include "worker/exec/manifest.h"
@@ -102,6 +104,21 @@ int ExecMain(int argc, char** argv) {
                      run->manifest.parent_run,
                      run->hooks};
     result = RunTraining(req, &events);
+  } else if (config.kind == "bench-update" || config.kind == "bench-prefill" ||
+             config.kind == "bench-decode") {
+    // The bench kinds time the model with its model.head_modes; a method's training hooks
+    // would not run inside them, so a leg that names one is refused, not mislabelled.
+    BenchRequest req{config, run->normalized, file, run->manifest.out_dir};
+    if (!run->hooks.empty())
+      result = Status::Unavailable(file + ": $.config.kind: " + config.kind +
+                                   " times model.head_modes only and cannot run a method's "
+                                   "hooks (saf/aoh/aah); set the heads with model.head_modes");
+    else if (config.kind == "bench-update")
+      result = RunBenchUpdate(req, &events);
+    else if (config.kind == "bench-prefill")
+      result = RunBenchPrefill(req, &events);
+    else
+      result = RunBenchDecode(req, &events);
   } else if (config.kind == "mqar" || config.kind == "passkey") {
     TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume,
                      run->manifest.parent, run->manifest.parent_run, run->hooks};

@@ -17,6 +17,7 @@
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
 #include "worker/exec/model.h"
+#include "worker/exec/optimizer.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/train_hooks.h"
 
@@ -133,21 +134,6 @@ Status SaveLogProbs(const std::string& out_dir, int64_t step, const std::vector<
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
   events->Artifact("logprobs", path, Sha256Hex(bytes), bytes.size(), step);
   return Status::Ok();
-}
-
-// AdamW with weight decay on matrices (dim >= 2: embeddings, projections) only; vectors
-// (LayerNorm gains and biases) are not decayed.
-std::unique_ptr<torch::optim::AdamW> MakeOptimizer(Gpt& model, const TrainConfig& t) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const torch::Tensor& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(t.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
 }
 
 void SetLr(torch::optim::Optimizer& opt, double lr) {

@@ -1,0 +1,54 @@
+// Timing and peak memory for the bench-* run kinds on one device: CUDA events on the
+// current stream for a CUDA device, the steady clock for the CPU; peak allocated bytes of
+// LibTorch's CUDA caching allocator, or the process's peak RSS on the CPU. Every figure
+// says which (method(), memory_kind(), DeviceLabel). Included only by LibTorch translation
+// units.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "common/status.h"
+
+namespace headlab {
+
+// Resolves train.device (auto = cuda when available) into *device; Unavailable when cuda
+// is asked for and absent.
+Status PickBenchDevice(const std::string& want, torch::Device* device);
+
+// Returns "cuda:I <GPU name>" or "cpu (N threads)".
+std::string DeviceLabel(const torch::Device& device);
+
+// Times regions on one device. Single-threaded.
+class BenchClock {
+ public:
+  explicit BenchClock(torch::Device device);
+  ~BenchClock();
+
+  // Marks the start of a timed region (records a CUDA event / reads the clock).
+  void Start();
+  // Marks its end and returns the region's milliseconds (waits for the device).
+  double StopMs();
+  // "cuda_events" or "steady_clock".
+  const char* method() const;
+
+  // Forgets the peak so far (CUDA: resets the allocator's peak statistics; the CPU's peak
+  // RSS cannot be reset and only grows).
+  void ResetPeakMemory();
+  // Peak allocated bytes since ResetPeakMemory (CUDA) or the process's peak RSS (CPU).
+  int64_t PeakMemoryBytes() const;
+  // "cuda_peak_allocated" or "peak_rss".
+  const char* memory_kind() const;
+
+ private:
+  struct CudaEvents;  // defined only in CUDA builds
+  torch::Device device_;
+  std::unique_ptr<CudaEvents> events_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace headlab

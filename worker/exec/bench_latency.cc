@@ -1,0 +1,180 @@
+// bench-prefill and bench-decode.
+#include "worker/exec/bench_latency.h"
+
+#include <unistd.h>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/metric_names.h"
+#include "common/paired_estimators.h"
+#include "common/sha256.h"
+#include "worker/exec/attention_cuda.h"
+#include "worker/exec/bench_clock.h"
+#include "worker/exec/bench_model.h"
+#include "worker/exec/bench_settings.h"
+#include "worker/exec/model.h"
+#include "worker/exec/stop_flag.h"
+#include "worker/methods/aoh/aoh_eval.h"
+
+namespace headlab {
+namespace {
+
+// The model of the leg, on its device, in eval mode, with its head states.
+struct Leg {
+  torch::Device device{torch::kCPU};
+  Gpt model{nullptr};
+  BenchSettings settings;
+};
+
+StatusOr<Leg> MakeLeg(const BenchRequest& req) {
+  Leg leg;
+  auto settings = BenchSettingsFromJson(req.config_json, req.config, req.file);
+  if (!settings.ok()) return settings.status();
+  leg.settings = *settings;
+  if (req.config.train.threads > 0) torch::set_num_threads(int(req.config.train.threads));
+  HEADLAB_RETURN_IF_ERROR(PickBenchDevice(req.config.train.device, &leg.device));
+  auto model = MakeBenchModel(req.config, leg.settings, leg.device);
+  if (!model.ok()) return model.status();
+  leg.model = *model;
+  leg.model->eval();
+  return leg;
+}
+
+Json LegProvenance(const char* kind, const Leg& leg, const BenchClock& clock) {
+  return {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", DeviceLabel(leg.device)},
+          {"timer", clock.method()}, {"memory_kind", clock.memory_kind()},
+          {"threads", torch::get_num_threads()}, {"pid", int64_t(::getpid())},
+          {"attention_backend", AttentionBackendName(leg.device)}, {"warmup", leg.settings.warmup},
+          {"repeats", leg.settings.repeats}};
+}
+
+// Writes the table as a bench_table artifact (JSON).
+Status SaveTable(const BenchRequest& req, const Json& table, EventSink* events) {
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
+  const std::string path = req.out_dir + "/bench_table.json";
+  const std::string bytes = table.dump(2);
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+  events->Artifact("bench_table", path, Sha256Hex(bytes), bytes.size(), 0);
+  return Status::Ok();
+}
+
+// A causal prefill: GptImpl::forward's layers over the whole prompt, then the logits of
+// the last position only ([B, vocab]; all positions' would be [B, T, vocab], 211 GB for the
+// 124M vocabulary at B = 64, T = 16K, and are not what a prefill computes). It repeats
+// forward's few lines rather than adding a hidden-state entry point to model.h, which
+// every exec translation unit includes.
+torch::Tensor PrefillLogits(GptImpl& m, const torch::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  torch::Tensor x = m.wte(idx);
+  std::function<torch::Tensor(const torch::Tensor&)> rotate;
+  if (m.wpe) {
+    x = x + m.wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
+  } else {
+    const double base = m.config().rope_base;
+    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
+  }
+  for (const auto& b : *m.blocks) x = b->as<Block>()->forward(x, rotate);
+  return torch::nn::functional::linear(m.ln_f(x.select(1, T - 1)), m.wte->weight);
+}
+
+std::string CellKey(const char* key, int64_t length, int64_t batch = 0) {
+  std::string k = std::string(key) + ".l" + std::to_string(length);
+  return batch > 0 ? k + ".b" + std::to_string(batch) : k;
+}
+
+}  // namespace
+
+Status RunBenchPrefill(const BenchRequest& req, EventSink* events) {
+  auto leg = MakeLeg(req);
+  if (!leg.ok()) return leg.status();
+  BenchClock clock(leg->device);
+  events->Provenance(LegProvenance("bench-prefill", *leg, clock));
+  torch::NoGradGuard no_grad;
+  const BenchSettings& s = leg->settings;
+  clock.ResetPeakMemory();
+  Json table = Json::array();
+  Json summary = Json::object();
+  int64_t cell = 0;
+  for (int64_t len : s.lengths)
+    for (int64_t batch : s.batch_sizes) {
+      torch::Tensor prompt =
+          torch::randint(0, req.config.model.vocab, {batch, len}, torch::kLong).to(leg->device);
+      std::vector<double> times;
+      for (int64_t rep = 0; rep < s.warmup + s.repeats; ++rep) {
+        if (StopRequested()) return Status::Cancelled("bench-prefill stopped by signal");
+        clock.Start();
+        torch::Tensor logits = PrefillLogits(*leg->model, prompt);
+        const double ms = clock.StopMs();
+        if (rep >= s.warmup) times.push_back(ms);  // warm-ups discarded
+      }
+      const double median = paired::Median(times);
+      ++cell;
+      events->Metric(cell, CellKey(metric::kBenchPrefillMs, len, batch), median);
+      summary[CellKey(metric::kBenchPrefillMs, len, batch)] = median;
+      if (cell == 1) summary[metric::kBenchPrefillMs] = median;
+      table.push_back({{"length", len}, {"batch", batch}, {"prefill_ms", median},
+                       {"tokens_per_s", double(batch * len) / (median / 1e3)}});
+      LogInfo("bench-prefill: length " + std::to_string(len) + " batch " + std::to_string(batch) +
+              ": median " + std::to_string(median) + " ms");
+    }
+  summary[metric::kBenchPeakMemBytes] = double(clock.PeakMemoryBytes());
+  HEADLAB_RETURN_IF_ERROR(SaveTable(req, {{"kind", "bench-prefill"},
+                                          {"device", DeviceLabel(leg->device)},
+                                          {"timer", clock.method()}, {"rows", table}},
+                                    events));
+  events->Summary(summary);
+  return Status::Ok();
+}
+
+Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
+  auto leg = MakeLeg(req);
+  if (!leg.ok()) return leg.status();
+  BenchClock clock(leg->device);  // memory only: BenchmarkLatency synchronises and times
+  Json prov = LegProvenance("bench-decode", *leg, clock);
+  prov["timer"] = "steady_clock_synchronized";  // aoh::BenchmarkLatency's clock
+  events->Provenance(prov);
+  const BenchSettings& s = leg->settings;
+  aoh::DecoderOptions decoder;
+  decoder.prefill_chunk = s.prefill_chunk;
+  aoh::BenchOptions options;
+  options.contexts = s.lengths;
+  options.decode_tokens = s.decode_tokens;
+  options.warmup = s.warmup;
+  options.repeats = s.repeats;
+  options.seed = uint64_t(req.config.seed);
+  clock.ResetPeakMemory();
+  torch::NoGradGuard no_grad;
+  auto rows = aoh::BenchmarkLatency(*leg->model, decoder, options);
+  if (!rows.ok())
+    return Status::InvalidArgument(req.file + ": $.config.bench: " + rows.status().message());
+  Json summary = Json::object();
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const aoh::BenchRow& r = (*rows)[i];
+    const double prefill_ms = 1e3 * r.prefill_s;
+    events->Metric(int64_t(i + 1), CellKey(metric::kBenchDecodeMsPerToken, r.context),
+                   r.decode_ms_per_token);
+    summary[CellKey(metric::kBenchDecodeMsPerToken, r.context)] = r.decode_ms_per_token;
+    summary[CellKey(metric::kBenchKvBytes, r.context)] = double(r.kv_bytes_decode);
+    summary[CellKey(metric::kBenchPrefillMs, r.context)] = prefill_ms;
+    if (i == 0) {
+      summary[metric::kBenchDecodeMsPerToken] = r.decode_ms_per_token;
+      summary[metric::kBenchKvBytes] = double(r.kv_bytes_decode);
+      summary[metric::kBenchPrefillMs] = prefill_ms;
+    }
+    LogInfo("bench-decode: length " + std::to_string(r.context) + ": " +
+            std::to_string(r.decode_ms_per_token) + " ms/token, KV " +
+            std::to_string(r.kv_bytes_decode) + " bytes");
+  }
+  summary[metric::kBenchPeakMemBytes] = double(clock.PeakMemoryBytes());
+  HEADLAB_RETURN_IF_ERROR(SaveTable(req, {{"kind", "bench-decode"},
+                                          {"device", DeviceLabel(leg->device)},
+                                          {"rows", aoh::BenchJson(*rows)}},
+                                    events));
+  events->Summary(summary);
+  return Status::Ok();
+}
+
+}  // namespace headlab

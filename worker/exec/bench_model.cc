@@ -1,0 +1,22 @@
+// Bench legs' models: head states, fixed heads, device, backend.
+#include "worker/exec/bench_model.h"
+
+#include "worker/exec/attention.h"
+#include "worker/exec/attention_cuda.h"
+
+namespace headlab {
+
+StatusOr<Gpt> MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device) {
+  torch::manual_seed(uint64_t(c.seed));
+  Gpt model(c.model);  // applies model.head_modes
+  const int64_t T = c.model.context;
+  const torch::Tensor zeros = torch::zeros({T});
+  const torch::Tensor log_z = CompactLogNormalizer(zeros, zeros);
+  for (const HeadAssignment& a : s.fixed_heads)
+    model->attention(a.layer)->SetFixedCompact(a.head, zeros, zeros, log_z);
+  model->to(device);
+  SetFusedAttentionEnabled(s.backend != "dense");
+  return model;
+}
+
+}  // namespace headlab

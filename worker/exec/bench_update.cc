@@ -1,0 +1,88 @@
+// bench-update: timed full optimiser updates.
+#include "worker/exec/bench_update.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <unistd.h>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "common/log.h"
+#include "common/metric_names.h"
+#include "common/paired_estimators.h"
+#include "worker/exec/bench_clock.h"
+#include "worker/exec/bench_model.h"
+#include "worker/exec/attention_cuda.h"
+#include "worker/exec/bench_settings.h"
+#include "worker/exec/optimizer.h"
+#include "worker/exec/stop_flag.h"
+
+namespace headlab {
+
+Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
+  const ExecConfig& c = req.config;
+  const TrainConfig& t = c.train;
+  auto settings = BenchSettingsFromJson(req.config_json, c, req.file);
+  if (!settings.ok()) return settings.status();
+  if (t.threads > 0) torch::set_num_threads(int(t.threads));
+  torch::Device device(torch::kCPU);
+  HEADLAB_RETURN_IF_ERROR(PickBenchDevice(t.device, &device));
+
+  auto made = MakeBenchModel(c, *settings, device);  // the leg's head states
+  if (!made.ok()) return made.status();
+  Gpt model = *made;
+  model->train();
+  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
+  // Random tokens, drawn before timing (the seed is the leg's batch-order seed): the cost
+  // of an update does not depend on token values, and no host-side data loading is timed.
+  const int64_t updates = settings->warmup + settings->repeats;
+  torch::Tensor tokens = torch::randint(0, c.model.vocab,
+                                        {updates * t.grad_accum, t.batch_size, c.model.context + 1},
+                                        torch::kLong).to(device);
+  BenchClock clock(device);
+  events->Provenance({{"kind", "bench-update"}, {"libtorch_version", TORCH_VERSION},
+                      {"device", DeviceLabel(device)}, {"timer", clock.method()},
+                      {"memory_kind", clock.memory_kind()}, {"threads", torch::get_num_threads()},
+                      {"pid", int64_t(::getpid())},
+                      {"attention_backend", AttentionBackendName(device)},
+                      {"warmup", settings->warmup}, {"repeats", settings->repeats}});
+  LogInfo("bench-update: " + std::to_string(settings->warmup) + " warm-up + " +
+          std::to_string(settings->repeats) + " timed updates of " +
+          std::to_string(t.grad_accum) + " x " + std::to_string(t.batch_size) + " x " +
+          std::to_string(c.model.context) + " tokens on " + DeviceLabel(device));
+
+  std::vector<double> times;
+  for (int64_t u = 0; u < updates; ++u) {
+    if (StopRequested()) return Status::Cancelled("bench-update stopped by signal");
+    if (u == settings->warmup) clock.ResetPeakMemory();
+    clock.Start();
+    opt->zero_grad();
+    for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+      torch::Tensor batch = tokens[u * t.grad_accum + micro];
+      torch::Tensor loss = model->Loss(batch.narrow(1, 0, c.model.context),
+                                       batch.narrow(1, 1, c.model.context)) /
+                           double(t.grad_accum);
+      loss.backward();
+    }
+    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip);
+    opt->step();
+    const double ms = clock.StopMs();
+    if (u < settings->warmup) continue;  // warm-ups discarded
+    times.push_back(ms);
+    events->Metric(u - settings->warmup + 1, metric::kBenchUpdateMs, ms);
+  }
+  const double median = paired::Median(times);
+  LogInfo("bench-update: median " + std::to_string(median) + " ms per update");
+  events->Summary({{metric::kBenchUpdateMs, median},
+                   {std::string(metric::kBenchUpdateMs) + ".min",
+                    *std::min_element(times.begin(), times.end())},
+                   {std::string(metric::kBenchUpdateMs) + ".max",
+                    *std::max_element(times.begin(), times.end())},
+                   {metric::kBenchPeakMemBytes, double(clock.PeakMemoryBytes())}});
+  return Status::Ok();
+}
+
+}  // namespace headlab

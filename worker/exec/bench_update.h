@@ -1,0 +1,29 @@
+// Run kind "bench-update": the time of full optimiser updates (SAF §4, App. C.4: "each
+// timed update includes all accumulation steps, the task loss, backward pass, gradient
+// clipping, AdamW update, and gradient reset") of the configured model with its head
+// states (model.head_modes), bench.warmup updates discarded, then bench.repeats timed
+// ones; the median is the run's bench.update_ms. One leg of a paired timing measurement
+// (pair.*): each leg is its own process. Torch-free header.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "worker/exec/events.h"
+#include "worker/exec/exec_config.h"
+
+namespace headlab {
+
+struct BenchRequest {
+  ExecConfig config;
+  Json config_json;  // the normalized config (bench.* keys)
+  std::string file;     // the manifest, for error messages
+  std::string out_dir;  // artifacts (bench tables) go here
+};
+
+// Runs the updates and reports per-update metrics, provenance (device, timer, memory
+// kind) and the summary. InvalidArgument for bad bench.* values, Cancelled on SIGTERM.
+Status RunBenchUpdate(const BenchRequest& req, EventSink* events);
+
+}  // namespace headlab
