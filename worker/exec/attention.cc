@@ -225,8 +225,10 @@ torch::Tensor HybridAttentionImpl::forward(
   if (AttentionRangeWanted())
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
   // CUDA input: the fused kernels (attention_cuda.h); the masks below are the reference.
-  // Trainable alpha/rho need autograd through logZ, which only this path has.
-  if (x.is_cuda() && trainable_count_ == 0 && FusedAttentionUnsupported(*this, x).empty())
+  // Trainable alpha/rho need autograd through logZ, which only this path has; physically
+  // pruned layers (fewer projection rows) and head gates also take it.
+  const bool full = int64_t(kept_.size()) == heads_ && !head_gate.defined();
+  if (x.is_cuda() && trainable_count_ == 0 && full && FusedAttentionUnsupported(*this, x).empty())
     return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
