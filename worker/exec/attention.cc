@@ -168,6 +168,7 @@ void HybridAttentionImpl::RemoveHeads(const std::vector<int64_t>& heads, const R
   }
   for (int64_t h : heads) {
     TORCH_CHECK(h >= 0 && h < heads_, "head ", h, " out of range");
+    EndTrainable(h);
     states_[size_t(h)] = HeadState{HeadMode::kPruned};
   }
   // Element indices of the kept blocks of head_dim rows (or columns).
