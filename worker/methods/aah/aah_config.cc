@@ -156,7 +156,7 @@ StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
   o.context = context;
   std::string key;
   auto bad = [&](const std::string& what) {
-    return Status::InvalidArgument(file + ": $.aah." + key + ": " + what);
+    return Status::InvalidArgument(file + ": $.config.aah." + key + ": " + what);
   };
   try {
     key = "regime";

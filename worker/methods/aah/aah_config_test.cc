@@ -33,11 +33,11 @@ TEST_CASE("aah config: defaults, regimes and the scaled window set") {
 TEST_CASE("aah config: bad values are InvalidArgument naming the key") {
   auto bad_regime = AahOptionsFromJson(Json{{"aah", {{"regime", "fast"}}}}, 128, 0, "g.jsonc");
   REQUIRE_FALSE(bad_regime.ok());
-  CHECK(bad_regime.status().message().find("g.jsonc: $.aah.regime: unknown aah regime") == 0);
+  CHECK(bad_regime.status().message().find("g.jsonc: $.config.aah.regime: unknown aah regime") == 0);
   auto bad_windows = AahOptionsFromJson(
       Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,32"}}}}, 128, 0, "g.jsonc");
   REQUIRE_FALSE(bad_windows.ok());
-  CHECK(bad_windows.status().message().find("$.aah.windows") != std::string::npos);
+  CHECK(bad_windows.status().message().find("$.config.aah.windows") != std::string::npos);
   auto too_big = AahOptionsFromJson(
       Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,256"}}}}, 128, 0, "g.jsonc");
   CHECK_FALSE(too_big.ok());

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "worker/exec/attention_cuda.h"
+
 namespace headlab::aah {
 namespace {
 
@@ -86,6 +88,42 @@ void ApplyWindows(GptImpl& model, const WindowMap& windows) {
       }
       model.attention(int64_t(l))->SetHeadState(int64_t(h), s);
     }
+}
+
+WindowMap InstalledWindows(GptImpl& model) {
+  const ModelConfig& c = model.config();
+  WindowMap w(size_t(c.layers));
+  for (int64_t l = 0; l < c.layers; ++l)
+    for (const HeadState& s : model.attention(l)->head_states()) {
+      switch (s.mode) {
+        case HeadMode::kLocal: w[size_t(l)].push_back(std::min(s.window, c.context)); break;
+        case HeadMode::kStreaming: w[size_t(l)].push_back(std::min(s.sink + s.recent, c.context)); break;
+        case HeadMode::kPruned: w[size_t(l)].push_back(0); break;
+        case HeadMode::kOrdinary:
+        case HeadMode::kFixed: w[size_t(l)].push_back(c.context); break;
+      }
+    }
+  return w;
+}
+
+ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device, int64_t batch) {
+  const ModelConfig& c = model.config();
+  ExecutionBackend b;
+  b.device = device.str();
+  const bool fused = std::string(AttentionBackendName(device)) == "fused_cuda";
+  b.name = fused ? kFusedCuda : kDenseMasked;
+  if (!device.is_cuda()) return b;
+  // The dispatch (HybridAttentionImpl::forward) asks per layer and input; a broadcast
+  // scalar of the input's shape, dtype and device asks the same question without memory.
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const HybridAttention& layer = model.attention(l);
+    torch::Tensor probe = torch::empty({1}, layer->q_proj->weight.options().device(device))
+                              .expand({batch, c.context, c.width});
+    const std::string why = FusedAttentionUnsupported(*layer, probe);
+    if (fused) b.layer_fallback.push_back(why);
+    else if (b.why_dense.empty()) b.why_dense = why;
+  }
+  return b;
 }
 
 Status ControlStep(AahController& controller, GptImpl& model, int64_t step,

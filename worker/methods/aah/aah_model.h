@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "worker/exec/model.h"
+#include "worker/methods/aah/aah_report.h"
 #include "worker/methods/aah/controller.h"
 
 namespace headlab::aah {
@@ -24,6 +25,16 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
 
 // Installs `windows` ([layer][head]): local(W) for W < context, ordinary otherwise.
 void ApplyWindows(GptImpl& model, const WindowMap& windows);
+
+// Returns the key span each head of `model` executes now ([layer][head]): W for local(W),
+// the context for ordinary and fixed heads, sink + recent for streaming, 0 for pruned. It
+// reads the installed head states, so branch usage counts what ran, not what was planned.
+WindowMap InstalledWindows(GptImpl& model);
+
+// Returns which backend executes `model`'s heads on `device` for inputs of `batch` rows
+// (AAH §7.7): fused_cuda when the CUDA kernels are built and enabled there (with each
+// layer's fallback reason, attention_cuda.h), dense_masked otherwise.
+ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device, int64_t batch);
 
 // The training-loop hook: before the forward of optimizer step `step` (0-based), runs a
 // control update when one is due, observing the first aah.observe_rows rows of the batch

@@ -9,26 +9,55 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/metric_names.h"
 #include "worker/methods/aah/controller.h"
 #include "worker/methods/aah/coverage.h"
 
 namespace headlab::aah {
 
-// Metric names (proposed for common/metric_names.h; README.md).
-inline constexpr const char* kAttnRatio = "aah.attn_ratio";          // training-row ACR (§5.10)
-inline constexpr const char* kExactCoverage = "aah.exact_coverage";  // sum min(t, W) / full causal
-inline constexpr const char* kLevelsUsed = "aah.levels_used";        // mean over layers (Fig. 3)
-inline constexpr const char* kControlUpdates = "aah.control_updates";
-inline constexpr const char* kInferenceAcr = "aah.acr";              // sum_W f_W W / T (§7.6)
-inline constexpr const char* kWindowFracPrefix = "aah.window_frac.";  // + bucket index (§7.4)
+// Metric names (common/metric_names.h's AAH block).
+inline constexpr const char* kAttnRatio = metric::kAahAttnRatio;          // training-row ACR (§5.10)
+inline constexpr const char* kExactCoverage = metric::kAahExactCoverage;  // sum min(t, W) / full causal
+inline constexpr const char* kLevelsUsed = metric::kAahLevelsUsed;        // mean over layers (Fig. 3)
+inline constexpr const char* kControlUpdates = metric::kAahControlUpdates;
+inline constexpr const char* kInferenceAcr = metric::kAahAcr;             // sum_W f_W W / T (§7.6)
+inline constexpr const char* kBucketPrefix = metric::kAahBucketPrefix;    // + W (§7.4, Fig. 4)
+
+// Execution backend names (§7.7): the dense masks of the hybrid layer (the reference, on
+// any device) and the fused block-skipping CUDA kernels (worker/exec/attention_cuda.h).
+inline constexpr const char* kDenseMasked = "dense_masked";
+inline constexpr const char* kFusedCuda = "fused_cuda";
+
+// Which backend executed a run's selected windows.
+struct ExecutionBackend {
+  std::string name;    // kDenseMasked | kFusedCuda
+  std::string device;  // e.g. "cpu", "cuda:0"
+  // Under kFusedCuda, per layer: "" when the kernels run the layer, else why it falls back
+  // to the dense masks. Empty under kDenseMasked.
+  std::vector<std::string> layer_fallback;
+  // Under kDenseMasked on a CUDA device: why the fused kernels are not used.
+  std::string why_dense;
+};
 
 // Returns the metrics of a logged training row for the windows executing now.
 std::vector<std::pair<std::string, double>> TrainRowMetrics(const AahController& c);
 
 // Returns the summary values: inference ACR from `eval_usage` (the windows' ACR when
 // nothing was recorded), the final training-path attn_ratio and exact coverage, levels used,
-// control updates and one aah.window_frac.<k> per candidate window (Fig. 4's row).
+// control updates and one aah.bucket.<W> per candidate window W (Fig. 4's row).
 Json SummaryValues(const AahController& c, const BranchUsage& eval_usage);
+
+// Returns the backend's summary values for the executed `windows`: aah.backend.<name> = 1;
+// over the local-window heads (W < T; none: both fractions left out) the fraction run
+// natively by block skipping (kFusedCuda on a layer it takes) and the fraction that fell
+// back to dense masks (kFusedCuda on a layer it cannot take: AAH §7.7 reports these
+// rather than counting them as backend-realized), and under kFusedCuda one
+// aah.fallback.<W> per local bucket present (the fraction of that bucket's heads).
+Json BackendSummary(const ExecutionBackend& b, const WindowMap& windows, int64_t T);
+
+// Returns the backend's provenance fields: aah_backend, aah_backend_device,
+// aah_backend_fallback (["layer L: why", ...]) and, when set, aah_backend_why_dense.
+Json BackendProvenance(const ExecutionBackend& b);
 
 // Returns the provenance fields that identify the policy (regime, control, candidate
 // windows, W_min, hierarchy, control interval, alpha, beta, lambda, scorer width).

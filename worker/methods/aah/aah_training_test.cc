@@ -80,7 +80,7 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
     CHECK(t.summary[kInferenceAcr].get<double>() == Approx(t.summary[kAttnRatio].get<double>()));
     CHECK(t.summary[kExactCoverage].get<double>() >= t.summary[kAttnRatio].get<double>() - 1e-9);
     double total = 0;
-    for (int k = 0; k < 4; ++k) total += t.summary[kWindowFracPrefix + std::to_string(k)].get<double>();
+    for (int k = 0; k < 4; ++k) total += t.summary[kBucketPrefix + std::to_string(4 << k)].get<double>();
     CHECK(total == Approx(1.0));
     CHECK(t.head_maps.size() == 16);
     // Runs are reproducible from the seed.
