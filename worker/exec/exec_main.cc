@@ -13,6 +13,7 @@
 #include "worker/exec/bench_update.h"
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
+#include "worker/exec/flops.h"
 #include "worker/exec/manifest.h"
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/noop.h"
@@ -104,6 +105,8 @@ int ExecMain(int argc, char** argv) {
                      run->manifest.parent_run,
                      run->hooks};
     result = RunTraining(req, &events);
+  } else if (config.kind == "flops") {
+    result = RunFlops(FlopsRequest{config, run->normalized, run->manifest.out_dir, run->hooks}, &events);
   } else if (config.kind == "bench-update" || config.kind == "bench-prefill" ||
              config.kind == "bench-decode") {
     // The bench kinds time the model with its model.head_modes; a method's training hooks

@@ -1,4 +1,5 @@
 #include "worker/exec/flops.h"
+#include "worker/exec/flops_test_run.h"
 
 #include <catch2/catch.hpp>
 
@@ -86,27 +87,8 @@ TEST_CASE("flops: on a machine without a GPU the kind runs and reports FLOPs as 
                  {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 32}}},
                  {"train", {{"threads", 1}, {"batch_size", 2}, {"device", "cpu"}}},
                  {"flops", {{"warmup", 1}, {"repeats", 3}}}};
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
-  REQUIRE(c.ok());
-  const std::string dir = testing::ScratchPath("headlab_exec_flops");
-  testing::RemoveTree(dir);
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  Status s = RunFlops(FlopsRequest{c.value(), normalized.value(), dir, {}}, &sink);
-  REQUIRE(s.ok());
-  std::rewind(f);
-  Json summary, provenance, artifact;
-  char line[8192];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
-    if (j["ev"] == "summary") summary = j["values"];
-    if (j["ev"] == "provenance") provenance = j["fields"];
-    if (j["ev"] == "artifact") artifact = j;
-  }
-  std::fclose(f);
+  testing::FlopsEvents ev = testing::RunFlopsForTest(config, "headlab_exec_flops");
+  Json summary = ev.summary, provenance = ev.provenance, artifact = ev.artifact;
   CHECK(provenance[metric::kFlopsStatus] == "unmeasured");
   const std::string reason = provenance[metric::kFlopsReason].get<std::string>();
   CHECK(reason.rfind("no GPU: ", 0) == 0);
@@ -121,7 +103,7 @@ TEST_CASE("flops: on a machine without a GPU the kind runs and reports FLOPs as 
   CHECK(report["flops"]["status"] == "unmeasured");
   CHECK(report["flops"]["reason"] == reason);
   CHECK(report["repeats"] == 3);
-  testing::RemoveTree(dir);
+  testing::RemoveTree(ev.dir);
 }
 
 TEST_CASE("flops: an unknown tensor metric set is refused by the run config") {

@@ -9,7 +9,7 @@
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "worker/exec/flops.h"
-#include "worker/exec/test_util.h"
+#include "worker/exec/flops_test_run.h"
 
 namespace headlab {
 namespace {
@@ -21,27 +21,8 @@ TEST_CASE("flops kind on CUDA: measured step and forward FLOPs, times and kernel
                  {"model", {{"layers", L}, {"heads", 4}, {"width", w}, {"context", T}, {"vocab", V}}},
                  {"train", {{"batch_size", B}, {"device", "cuda"}}},
                  {"flops", {{"warmup", 2}, {"repeats", 3}, {"per_layer", 1}}}};
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
-  REQUIRE(c.ok());
-  const std::string dir = testing::ScratchPath("headlab_flops_gpu");
-  testing::RemoveTree(dir);
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  Status s = RunFlops(FlopsRequest{c.value(), normalized.value(), dir, {}}, &sink);
-  REQUIRE(s.ok());
-  std::rewind(f);
-  Json summary, provenance, artifact;
-  char buf[1 << 16];
-  while (std::fgets(buf, sizeof buf, f)) {
-    Json j = Json::parse(buf);
-    if (j["ev"] == "summary") summary = j["values"];
-    if (j["ev"] == "provenance") provenance = j["fields"];
-    if (j["ev"] == "artifact") artifact = j;
-  }
-  std::fclose(f);
+  testing::FlopsEvents ev = testing::RunFlopsForTest(config, "headlab_flops_gpu");
+  Json summary = ev.summary, provenance = ev.provenance, artifact = ev.artifact;
   INFO(summary.dump(2));
   INFO(provenance.dump(2));
   REQUIRE(provenance[metric::kFlopsStatus] == "measured");
@@ -67,7 +48,7 @@ TEST_CASE("flops kind on CUDA: measured step and forward FLOPs, times and kernel
   CHECK(report["flops"]["ranges"].contains("step/backward/attention/L1"));
   CHECK(report["kernels"]["step/forward/attention"]["kernels"].get<int64_t>() > 0);
   std::printf("%s\n", report.dump(2).c_str());
-  testing::RemoveTree(dir);
+  testing::RemoveTree(ev.dir);
 }
 
 }  // namespace

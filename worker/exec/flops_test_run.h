@@ -1,0 +1,50 @@
+// Test helper shared by flops_test.cc (cpu) and worker/measure/gpu_tests/
+// flops_exec_gpu_test.cc (gpu): runs kind flops on a config and returns its events.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "common/json.h"
+#include "common/run_config.h"
+#include "worker/exec/flops.h"
+#include "worker/exec/test_util.h"
+
+namespace headlab::testing {
+
+struct FlopsEvents {
+  Json summary, provenance, artifact;  // the last of each
+  std::string dir;                     // the run's out_dir (remove it when done)
+};
+
+// Normalizes `config`, runs RunFlops into a scratch directory named after `name` and
+// REQUIREs that it succeeded.
+inline FlopsEvents RunFlopsForTest(const Json& config, const std::string& name) {
+  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
+  REQUIRE(normalized.ok());
+  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
+  REQUIRE(c.ok());
+  FlopsEvents ev;
+  ev.dir = ScratchPath(name);
+  RemoveTree(ev.dir);
+  FILE* f = std::tmpfile();
+  REQUIRE(f);
+  EventSink sink(f);
+  Status s = RunFlops(FlopsRequest{c.value(), normalized.value(), ev.dir, {}}, &sink);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::rewind(f);
+  char line[1 << 16];
+  while (std::fgets(line, sizeof line, f)) {
+    Json j = Json::parse(line);
+    if (j["ev"] == "summary") ev.summary = j["values"];
+    if (j["ev"] == "provenance") ev.provenance = j["fields"];
+    if (j["ev"] == "artifact") ev.artifact = j;
+  }
+  std::fclose(f);
+  return ev;
+}
+
+}  // namespace headlab::testing
