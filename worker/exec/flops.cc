@@ -19,6 +19,7 @@
 #include "worker/exec/data.h"
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
+#include "worker/exec/optimizer.h"
 #include "worker/exec/train_hooks.h"
 #include "worker/measure/flop_counter.h"
 #include "worker/measure/gpu_presence.h"
@@ -123,17 +124,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   torch::manual_seed(uint64_t(c.seed));
   Gpt model(c.model);
   model->to(device);
-  // AdamW as in run kind "train": weight decay on matrices only.
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const torch::Tensor& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  auto adamw = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
-  };
-  groups.emplace_back(decay, adamw(t.weight_decay));
-  groups.emplace_back(no_decay, adamw(0.0));
-  auto opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);  // as run kind "train"
 
   // One fixed batch: every repeat and replay pass does the same work.
   BatchSampler sampler(uint64_t(c.seed), c.model.context);
