@@ -25,6 +25,7 @@ const MetricGroup kGroups[] = {
     {"training", {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"}, {}},
     {"throughput and memory", {"train.tokens_per_s", "mem.peak_bytes"}, {}},
     {"pruning", {}, {"prune."}},
+    {"tasks", {}, {"mqar.", "passkey."}},
     {"SAF", {}, {"saf."}},
     {"AoH", {}, {"aoh."}},
     {"AAH-v3", {}, {"aah."}},
