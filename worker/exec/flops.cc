@@ -262,6 +262,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     StateSnapshot snapshot(model, *opt);
     measure::CounterOptions co;
     co.nesting_levels = o.per_layer ? 5 : 4;  // step/backward/attention/L<k>
+    co.max_passes = 512;  // 20 passes for the FLOP counters on H200 (docs/BENCHMARKS.md)
     co.max_ranges = size_t(16 + 4 * c.model.layers * (o.per_layer ? 2 : 1) * 2);
     measure::FlopReport r;
     StatusOr<measure::FlopReport> m = measure::MeasureFlops(pair, [&] { return snapshot.Restore(); }, o.tensor, co);
