@@ -76,6 +76,7 @@ inline constexpr const char* kFlopsHalf = "flops.half";            // fp16/bf16 
 inline constexpr const char* kFlopsTensor = "flops.tensor";        // tensor-core ops
 inline constexpr const char* kFlopsForwardTotal = "flops.forward_total";
 inline constexpr const char* kFlopsForwardAttention = "flops.forward_attention";
+inline constexpr const char* kFlopsMethod = "flops.method";  // step's method hooks (e.g. AAH controller)
 inline constexpr const char* kFlopsPasses = "flops.passes";        // counter replay passes
 inline constexpr const char* kFlopsOverheadX = "flops.overhead_x"; // profiled / plain wall time
 inline constexpr const char* kTimeWallPairMs = "time.pair_wall_ms";   // forward + step, host clock

@@ -91,11 +91,14 @@ class StateSnapshot {
 };
 
 // True iff `path` is an "attention" range (the innermost named one, not a per-layer
-// child) somewhere under the top-level range `prefix` ("step" or "forward").
+// child) of the model's own work under the top-level range `prefix` ("step" or "forward").
+// A method hook's extra forward (e.g. AAH's controller observation, range "step/method")
+// counts in the step's total and in flops.method, not in its attention.
 bool IsAttentionUnder(const std::string& path, const std::string& prefix) {
   const std::string tail = "/attention";
   return path.compare(0, prefix.size() + 1, prefix + "/") == 0 && path.size() >= tail.size() &&
-         path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+         path.compare(path.size() - tail.size(), tail.size(), tail) == 0 &&
+         path.find("/method/") == std::string::npos;
 }
 
 }  // namespace
@@ -156,7 +159,10 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     ResetAttentionLayers();
     ScopedRange s("step");
     opt->zero_grad();
-    for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(ctx, x));
+    {
+      ScopedRange m("method");
+      for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(ctx, x));
+    }
     torch::Tensor loss;
     {
       ScopedRange f("forward");
@@ -166,7 +172,10 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
       ScopedRange b("backward");
       loss.backward();
     }
-    for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterBackward(ctx));
+    {
+      ScopedRange m("method");
+      for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterBackward(ctx));
+    }
     {
       ScopedRange u("optimizer");
       torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip > 0 ? t.grad_clip : INFINITY);
@@ -311,6 +320,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     }
     values[metric::kFlopsAttention] = step_attention.total;
     values[metric::kFlopsForwardTotal] = fw.total;
+    values[metric::kFlopsMethod] = fr.ranges.count("step/method") ? fr.ranges.at("step/method").total : 0.0;
     values[metric::kFlopsForwardAttention] = forward_attention.total;
     values[metric::kFlopsPasses] = fr.passes;
     values[metric::kFlopsOverheadX] = fr.profiled_s / (Median(wall_ms) / 1e3);

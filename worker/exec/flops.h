@@ -4,14 +4,15 @@
 //
 // After `flops.warmup` untimed forward + training-step pairs (the method hooks run as in
 // training, AfterUpdate included, so a controller moves on), `flops.repeats` timed pairs
-// (hooks up to AfterBackward only, so all see one method state) give the
-// CUDA-event medians of the ranges "forward", "step", "step/forward", "step/backward",
-// "step/optimizer" and every "attention" range inside them (per layer "attention/L<k>"
-// with flops.per_layer = 1); one traced pair joins CUPTI Activity kernel records to the
-// same ranges; one pair under CUPTI counter replay (worker/measure/flop_counter.h) gives
-// the FLOPs, the model and optimiser state restored before every replay pass. Without a
-// GPU or counter permission the FLOPs are `unmeasured` with the reason (provenance
-// flops.status / flops.reason, and the flops.json artifact), never a number.
+// (hooks up to AfterBackward only, so all see one method state) give the CUDA-event
+// medians of the ranges "forward", "step", "step/forward", "step/backward",
+// "step/optimizer", "step/method" (the method hooks) and every "attention" range inside
+// them (per layer "attention/L<k>" with flops.per_layer = 1); one traced pair joins CUPTI
+// Activity kernel records to the same ranges; one pair under CUPTI counter replay
+// (worker/measure/flop_counter.h) gives the FLOPs, the model and optimiser state restored
+// before every replay pass. Without a GPU or counter permission the FLOPs are
+// `unmeasured` with the reason (provenance flops.status / flops.reason, and the flops.json
+// artifact), never a number.
 #pragma once
 
 #include <string>
