@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # System test (issue 8): paired timing through the service. The small SAF update grid
 # (experiments/measure/saf_update_small.jsonc: ordinary, 25% and 50% fixed heads and a
-# zero-replacement control, 4 reps = 16 bench-update legs) runs on a real coordinator with
-# two workers. Checks: every leg ran on ONE worker, one at a time, in ABBA order over the
+# zero-replacement control; here 2 reps = 8 bench-update legs, each a LibTorch process)
+# runs on a real coordinator with two workers. Checks: every leg ran on ONE worker, one at a time, in ABBA order over the
 # reps, each in its own exec process; `headlab results --json` shows each paired speedup
 # with n, the estimator (median for single-device legs), the device, the spread, the
 # control and the contention flag, and FLOPs ratios "unmeasured" with a reason on CPU;
@@ -14,9 +14,9 @@ DIR=$HEADLAB_SOURCE_DIR/experiments/measure
 start_cluster 2
 
 say "submit the paired timing grid"
-EXP=$(submit "$DIR/saf_update_small.jsonc") || exit 1
-wait_grid "$EXP" 150
-check_one_success_per_run "$EXP" 16
+EXP=$(submit "$DIR/saf_update_small.jsonc" --set pair.rep=0,1) || exit 1
+wait_grid "$EXP" 240
+check_one_success_per_run "$EXP" 8
 
 expect_eq "workers that ran the legs" 1 "$(db "
   SELECT count(DISTINCT a.worker_id) FROM attempts a JOIN runs r ON r.id = a.run_id
@@ -31,8 +31,8 @@ ORDER=$(db "SELECT group_concat(leg, ' ') FROM (SELECT substr(r.arm, 1, 1) ||
             FROM attempts a JOIN runs r ON r.id = a.run_id
             WHERE r.experiment_id = $EXP ORDER BY a.rowid)")
 expect_eq "leg order (ABBA over reps)" \
-  "a0 b0 c0 z0 z1 c1 b1 a1 a2 b2 c2 z2 z3 c3 b3 a3" "$ORDER"
-expect_eq "distinct exec processes (provenance pid per leg)" 16 "$(db "
+  "a0 b0 c0 z0 z1 c1 b1 a1" "$ORDER"
+expect_eq "distinct exec processes (provenance pid per leg)" 8 "$(db "
   SELECT count(DISTINCT json_extract(p.fields_json, '$.pid')) FROM provenance p
   JOIN runs r ON r.id = p.run_id WHERE r.experiment_id = $EXP")"
 
@@ -41,15 +41,15 @@ RES=$(hl results "$EXP" --json) || fail "headlab results $EXP --json exited $?"
 for name in "update speedup 25%" "update speedup 50%"; do
   C=$(jq -c --arg n "$name" '.comparisons[] | select(.name == $n)' <<<"$RES")
   [[ -n "$C" ]] || fail "no comparison '$name' in $RES"
-  expect_eq "$name: n" 4 "$(jq -r .n <<<"$C")"
+  expect_eq "$name: n" 2 "$(jq -r .n <<<"$C")"
   expect_eq "$name: estimator" median_paired "$(jq -r .estimator <<<"$C")"
   jq -e '.device | test("^cpu")' <<<"$C" >/dev/null || fail "$name: device is not cpu: $C"
   jq -e '(.value | type == "number") and .spread.kind == "range" and
          .spread.lo <= .value and .value <= .spread.hi' <<<"$C" >/dev/null ||
     fail "$name: value and spread inconsistent: $C"
-  jq -e '.per_pair | length == 4 and all(.[]; .value == .baseline / .treatment)' <<<"$C" \
+  jq -e '.per_pair | length == 2 and all(.[]; .value == .baseline / .treatment)' <<<"$C" \
     >/dev/null || fail "$name: per-pair values are not t_ordinary / t_method: $C"
-  jq -e '.control.arm == "z_control" and .control.n == 4 and (.contended | type == "boolean") and
+  jq -e '.control.arm == "z_control" and .control.n == 2 and (.contended | type == "boolean") and
          .contended == ((.control.value - 1 | fabs) > .control.tolerance + 1e-12)' <<<"$C" \
     >/dev/null || fail "$name: control / contention flag inconsistent: $C"
   expect_eq "$name: measured total FLOPs ratio" unmeasured "$(jq -r '.flops["flops.total_ratio"]' <<<"$C")"
