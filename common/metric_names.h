@@ -13,6 +13,12 @@ inline constexpr const char* kTrainGradNorm = "train.grad_norm";  // before clip
 inline constexpr const char* kElapsedS = "time.elapsed_s";       // wall seconds since start
 inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";
 
+// Data-parallel runs (train.ranks > 1, worker/exec/dist.h): per logged step and summary,
+// means per update over the attempt.
+inline constexpr const char* kDistRanks = "dist.ranks";
+inline constexpr const char* kDistAllReduceS = "dist.allreduce_s";         // gradient all-reduce
+inline constexpr const char* kDistSlowestUpdateS = "dist.update_s_slowest";  // the slowest rank's update
+
 // Evaluation on the held-out reporting split.
 inline constexpr const char* kEvalLoss = "eval.loss";            // nats/token
 inline constexpr const char* kEvalPpl = "eval.ppl";              // exp(eval.loss)

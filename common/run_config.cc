@@ -77,6 +77,9 @@ const std::vector<KeySpec>& Schema() {
       Num("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
       Str("train.device", "auto", "auto|cpu|cuda"),
       Int("train.threads", 0, 1024, 0),  // 0 = the library default
+      // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
+      // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
+      Int("train.ranks", 1, 64, 1),
       Str("data.source", "builtin", "builtin|shards"),
       Str("data.path", "", nullptr),
       Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),

@@ -44,6 +44,7 @@ struct TrainConfig {
   double time_budget_s = 0;  // > 0: matched-time run (SAF App. C.3.3); steps shapes the schedule
   std::string device;  // auto | cpu | cuda
   int64_t threads = 0;
+  int64_t ranks = 1;   // data-parallel processes (dist.h)
 };
 
 struct DataConfig {

@@ -31,6 +31,8 @@ constexpr const char* kUsage =
     "  {run, attempt, experiment, config, out_dir, resume, parent}\n"
     "Events go to stdout, one JSON object per line (metric, artifact, provenance, summary,\n"
     "log); progress goes to stderr. Normally spawned by `headlab worker`.\n"
+    "`headlab exec --rank R MANIFEST` is data-parallel rank R of a run with train.ranks > 1,\n"
+    "started by rank 0 (worker/exec/dist.h); it reports nothing on stdout.\n"
     "\n"
     "exit status: 0 succeeded, 1 failed, 2 bad manifest or config, 143 stopped by SIGTERM\n";
 
@@ -77,11 +79,18 @@ int ExecMain(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (argc != 2) {
+  // `exec --rank R MANIFEST`: a data-parallel peer that rank 0 started (dist.h).
+  int rank = 0;
+  if (argc == 4 && !std::strcmp(argv[1], "--rank")) {
+    rank = std::atoi(argv[2]);
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc != 2 || rank < 0) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  SetLogRole("exec");
+  SetLogRole(rank ? "exec rank " + std::to_string(rank) : "exec");
   InstallStopHandler();
   const std::string file = argv[1];
 
@@ -103,7 +112,9 @@ int ExecMain(int argc, char** argv) {
                      run->manifest.resume,
                      run->manifest.parent,
                      run->manifest.parent_run,
-                     run->hooks};
+                     run->hooks,
+                     rank,
+                     file};
     result = RunTraining(req, &events);
   } else if (config.kind == "flops") {
     result = RunFlops(FlopsRequest{config, run->normalized, run->manifest.out_dir, run->hooks}, &events);

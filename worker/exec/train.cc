@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
+#include "worker/exec/dist.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
 #include "worker/exec/stop_flag.h"
@@ -55,12 +56,19 @@ StatusOr<Dataset> LoadData(const ExecConfig& c) {
   return d;
 }
 
-// Resolves train.device (auto = cuda when available) into *device.
-Status PickDevice(const std::string& want, torch::Device* device) {
+// Resolves train.device (auto = cuda when available) into *device; data-parallel rank r
+// takes the r-th visible GPU.
+Status PickDevice(const std::string& want, int rank, torch::Device* device) {
   bool cuda = torch::cuda::is_available();
   if (want == "cuda" && !cuda)
     return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
+  if (want != "cpu" && cuda && rank >= int(torch::cuda::device_count()))
+    return Status::Unavailable("rank " + std::to_string(rank) + " needs GPU " +
+                               std::to_string(rank) + " but " +
+                               std::to_string(torch::cuda::device_count()) +
+                               " are visible: ask for resources.gpus = train.ranks");
+  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU)
+                                     : torch::Device(torch::kCUDA, int8_t(rank));
   return Status::Ok();
 }
 
@@ -171,11 +179,35 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   const ExecConfig& c = req.config;
   const TrainConfig& t = c.train;
   if (t.threads > 0) torch::set_num_threads(int(t.threads));
+  const int world = int(t.ranks), rank = req.rank;
+  const bool lead = rank == 0;  // reports events, evaluates, writes checkpoints
   torch::Device device(torch::kCPU);
-  HEADLAB_RETURN_IF_ERROR(PickDevice(t.device, &device));
+  HEADLAB_RETURN_IF_ERROR(PickDevice(t.device, rank, &device));
   StatusOr<Dataset> data = LoadData(c);
   if (!data.ok()) return data.status();
   HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
+
+  // Data parallel (dist.h): rank 0 launches its peers; every rank joins the group.
+  std::unique_ptr<RankLauncher> peers;
+  std::unique_ptr<ProcessGroup> group;
+  if (world > 1) {
+    if (!req.hooks.empty())
+      return Status::InvalidArgument("config: $.config.train.ranks: data-parallel runs do not "
+                                     "take the saf/aoh/aah/prune methods yet; use ranks = 1");
+    const std::string store = req.out_dir + "/dist-store";
+    if (lead) {
+      std::remove(store.c_str());  // a requeued attempt's stale rendezvous
+      StatusOr<std::unique_ptr<RankLauncher>> launched =
+          RankLauncher::Start(SelfExecutable(), req.manifest_path, world);
+      if (!launched.ok()) return launched.status();
+      peers = std::move(launched.value());
+    }
+    StatusOr<std::unique_ptr<ProcessGroup>> joined = JoinProcessGroup(rank, world, store, device);
+    if (!joined.ok()) return joined.status();
+    group = std::move(joined.value());
+    LogInfo("rank " + std::to_string(rank) + " of " + std::to_string(world) + " joined (" +
+            group->backend() + ", " + device.str() + ")");
+  }
 
   torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
   Gpt model(c.model);
@@ -191,7 +223,9 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_path", data->path},
                {"dataset_sha256", data->sha256},
                {"dataset_train_tokens", data->train.size},
-               {"dataset_val_tokens", data->val.size}};
+               {"dataset_val_tokens", data->val.size},
+               {"ranks", world}};
+  if (group) prov["dist_backend"] = group->backend();
   // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
   // comparison is made) unless it already has a checkpoint of its own (a requeue).
   const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
@@ -250,7 +284,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
           std::to_string(c.model.context) + ", " + std::to_string(t.steps) + " steps on " +
           device.str() + " (" + std::to_string(torch::get_num_threads()) + " threads)");
 
-  const int64_t tokens_per_step = t.batch_size * t.grad_accum * c.model.context;
+  const int64_t tokens_per_step = t.batch_size * t.grad_accum * c.model.context * world;
   const int64_t first_step = progress.step;
   const Clock::time_point train_t0 = Clock::now();
   const bool timed = t.time_budget_s > 0;
@@ -263,6 +297,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     return s > 0 ? double((progress.step - first_step) * tokens_per_step) / s : 0.0;
   };
   auto evaluate = [&]() -> Status {
+    if (!lead) return Status::Ok();
     logprobs = EvalLogProbs(model, *data, c, device);
     eval_loss = MeanNats(logprobs);
     evaluated_at = progress.step;
@@ -273,6 +308,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     return ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(ctx); });
   };
   auto save = [&]() {
+    if (!lead) return Status::Ok();
     progress.sampler_state = sampler.SaveState();
     progress.method_states.clear();
     for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
@@ -284,8 +320,10 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   };
   torch::Tensor loss;
   double lr = 0, grad_norm = 0;
+  double allreduce_s = 0, slowest_rank_s = 0;  // totals over this attempt's updates
   auto log_step = [&]() {
     last_loss = loss.item<double>();
+    if (!lead) return;
     logged_at = progress.step;
     events->Metric(progress.step, metric::kTrainLoss, last_loss);
     events->Metric(progress.step, metric::kTrainLr, lr);
@@ -293,6 +331,11 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     events->Metric(progress.step, metric::kTrainTokens, double(progress.step * tokens_per_step));
     events->Metric(progress.step, metric::kTrainTokensPerS, tokens_per_s());
     events->Metric(progress.step, metric::kElapsedS, SecondsSince(t0));
+    if (group) {
+      const double updates = double(std::max<int64_t>(1, progress.step - first_step));
+      events->Metric(progress.step, metric::kDistAllReduceS, allreduce_s / updates);
+      events->Metric(progress.step, metric::kDistSlowestUpdateS, slowest_rank_s / updates);
+    }
     MetricRow row;
     for (const std::shared_ptr<TrainHooks>& h : req.hooks) h->LogRow(ctx, &row);
     for (const auto& [key, value] : row) events->Metric(progress.step, key, value);
@@ -308,7 +351,18 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   // update's cost by the slowest one so far. The schedule then advances with elapsed time
   // over what is left of the `steps`-long schedule, the same for every arm.
   double slowest_update_s = 0;
-  while (timed ? SecondsSince(t0) + slowest_update_s <= t.time_budget_s : progress.step < t.steps) {
+  // Every rank must take the same number of updates: under a time budget any rank's
+  // "stop" stops them all (one max-reduction per update).
+  auto keep_going = [&]() {
+    bool go = timed ? SecondsSince(t0) + slowest_update_s <= t.time_budget_s : progress.step < t.steps;
+    if (group && timed) {
+      torch::Tensor stop = torch::full({1}, go ? 0.0f : 1.0f, torch::dtype(torch::kFloat).device(device));
+      group->AllReduceMax(stop);
+      go = stop.item<float>() == 0.0f;
+    }
+    return go;
+  };
+  while (keep_going()) {
     if (StopRequested()) return Status::Cancelled("stopped by signal at step " + std::to_string(progress.step));
     const Clock::time_point u0 = Clock::now();
     const double at = timed ? double(first_step) + std::min(1.0, SecondsSince(t0) / t.time_budget_s) *
@@ -323,8 +377,15 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     opt->zero_grad();
     torch::Tensor total;
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+      // Every rank draws the same global batch of world * batch_size rows and trains on
+      // its own slice, so the data order does not depend on the number of ranks.
       std::vector<int64_t> tokens;
-      sampler.Next(data->train, t.batch_size, &tokens);
+      sampler.Next(data->train, t.batch_size * world, &tokens);
+      if (world > 1) {
+        const size_t row = size_t(c.model.context + 1) * size_t(t.batch_size);
+        tokens = std::vector<int64_t>(tokens.begin() + long(size_t(rank) * row),
+                                      tokens.begin() + long(size_t(rank + 1) * row));
+      }
       auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
       if (micro == 0)
         HEADLAB_RETURN_IF_ERROR(
@@ -335,13 +396,27 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     }
     loss = total;
     HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
+    if (group) {
+      // The mean gradient over every rank's rows (SAF App. C.5: communication is part of
+      // the update time), and the mean loss for the record.
+      allreduce_s += AverageGradients(*group, world, model->parameters());
+      group->AllReduceSum(loss);
+      loss.div_(double(world));
+    }
     // clip_grad_norm_ with an infinite limit only measures the norm.
     grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
     ++progress.step;
     ctx.step = progress.step;
-    slowest_update_s = std::max(slowest_update_s, SecondsSince(u0));
+    double update_s = SecondsSince(u0);
+    if (group) {  // an update takes as long as its slowest rank
+      torch::Tensor u = torch::full({1}, update_s, torch::dtype(torch::kDouble).device(device));
+      group->AllReduceMax(u);
+      update_s = u.item<double>();
+      slowest_rank_s += update_s;
+    }
+    slowest_update_s = std::max(slowest_update_s, update_s);
     if (!req.hooks.empty()) {
       const double update_loss = loss.item<double>();
       HEADLAB_RETURN_IF_ERROR(
@@ -364,6 +439,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   const bool has_methods = !req.hooks.empty();
   HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterTraining(ctx); }));
   if (evaluated_at != progress.step || has_methods) HEADLAB_RETURN_IF_ERROR(evaluate());
+  if (!lead) return Status::Ok();  // rank 0 reports the run
+  if (peers) peers->Wait();
   HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
   if ((saved_at != progress.step && !(from && progress.step == first_step)) || has_methods)
     HEADLAB_RETURN_IF_ERROR(save());
@@ -376,6 +453,12 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                  {metric::kTrainTokensPerS, tokens_per_s()},
                  {metric::kPeakMemBytes, double(PeakRssBytes())}};
   if (!std::isnan(last_loss)) values[metric::kTrainLoss] = last_loss;
+  if (group) {
+    const double updates = double(std::max<int64_t>(1, progress.step - first_step));
+    values[metric::kDistRanks] = world;
+    values[metric::kDistAllReduceS] = allreduce_s / updates;
+    values[metric::kDistSlowestUpdateS] = slowest_rank_s / updates;
+  }
   HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.Summarize(ctx, &values); }));
   events->Summary(values);
   return Status::Ok();

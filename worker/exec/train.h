@@ -22,6 +22,8 @@ struct TrainRequest {
   std::optional<ResumePoint> parent;  // shared parent checkpoint a continuation starts from
   Json parent_run;                    // its run id, for provenance
   HookList hooks;                     // the methods' hooks (MakeMethodHooks), in call order
+  int rank = 0;               // data-parallel rank (train.ranks > 1; dist.h)
+  std::string manifest_path;  // rank 0 starts its peers with it
 };
 
 // Runs the training described by `req`, streaming events to `events`. Returns Ok when all
