@@ -291,7 +291,7 @@ WHERE r.experiment_id = ${id}`, signal),
       if (st && !st.done && st.m.ingest([row])) changed = true;
     }
     if (changed) drawRuns();
-  }, guard(pollStreams), signal);
+  }, () => guard(pollStreams)(), signal);  // guard is defined further down
 
   function drawRuns() {
     const byId = s.info;
