@@ -1,0 +1,162 @@
+// The pruning controls through the real training loop (worker/exec/train.cc).
+#include <cstdio>
+#include <map>
+
+#include <torch/torch.h>
+
+#include "common/files.h"
+#include "common/metric_names.h"
+#include "common/run_config.h"
+#include "worker/exec/checkpoint.h"
+#include "worker/exec/method_hooks.h"
+#include "worker/exec/test_util.h"
+#include "worker/exec/train.h"
+#include "worker/methods/pruning/pruning_testing.h"
+
+// After LibTorch: its glog CHECK must not replace Catch's.
+#include <catch2/catch.hpp>
+
+namespace headlab {
+namespace {
+
+// A tiny run (2 layers x 4 heads) with the prune hooks its config asks for.
+TrainRequest PruneRun(const std::string& name, const Json& overrides) {
+  Json config = {{"seed", 5},
+                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
+                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2},
+                            {"steps", 6}, {"log_every", 1}, {"eval_every", 0},
+                            {"eval_batches", 2}, {"checkpoint_every", 3}, {"device", "cpu"}}}};
+  config.merge_patch(overrides);
+  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
+  REQUIRE(normalized.ok());
+  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
+  REQUIRE(c.ok());
+  StatusOr<HookList> hooks = MakeMethodHooks(c.value(), normalized.value(), "test");
+  REQUIRE(hooks.ok());
+  std::string dir = testing::ScratchPath("headlab_prune_" + name);
+  testing::RemoveTree(dir);
+  TrainRequest req{c.value(), normalized.value(), dir, std::nullopt};
+  req.hooks = hooks.value();
+  return req;
+}
+
+struct Events {
+  std::map<std::string, std::map<int64_t, double>> metrics;
+  std::map<std::string, std::vector<Json>> artifacts;  // by kind
+  Json summary;
+};
+
+Events Run(const TrainRequest& req) {
+  FILE* f = std::tmpfile();
+  REQUIRE(f);
+  EventSink sink(f);
+  Status st = RunTraining(req, &sink);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  std::rewind(f);
+  Events ev;
+  char line[8192];
+  while (std::fgets(line, sizeof line, f)) {
+    Json j = Json::parse(line);
+    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
+    if (j["ev"] == "artifact") ev.artifacts[j["kind"]].push_back(j);
+    if (j["ev"] == "summary") ev.summary = j["values"];
+  }
+  std::fclose(f);
+  return ev;
+}
+
+}  // namespace
+
+TEST_CASE("prune hooks: a given head set is removed at the start and the smaller model trains") {
+  TrainRequest req = PruneRun("heads", {{"prune", {{"method", "heads"}, {"heads", "0.1,1.2"}}}});
+  Events ev = Run(req);
+  CHECK(ev.summary[metric::kPruneHeadsRemoved] == 2);
+  CHECK(ev.summary[metric::kPruneStep] == 0);
+  // 2 heads x (Q rows + K rows + V rows + O columns) of 8 x 32 each.
+  CHECK(ev.summary[metric::kPruneParamsBefore].get<double>() -
+            ev.summary[metric::kPruneParams].get<double>() == 2 * 4 * 8 * 32);
+  REQUIRE(ev.artifacts["prune_head_map"].size() == 1);
+  StatusOr<std::string> map = ReadFile(ev.artifacts["prune_head_map"][0]["path"]);
+  REQUIRE(map.ok());
+  Json rows = Json::parse(map.value())["head_maps"];
+  REQUIRE(rows.size() == 2);
+  CHECK((rows[0] == Json{{"layer", 0}, {"head", 1}, {"role", "pruned"}}));
+  CHECK(ev.metrics[metric::kTrainLoss].size() == 6);
+  // The final checkpoint restores into a model built from the config.
+  const Json& last = ev.artifacts["checkpoint"].back();
+  Gpt model(req.config.model);
+  auto opt = testing::TwoGroupAdamW(model);
+  TrainProgress progress;
+  StatusOr<std::string> bytes = ReadFile(last["path"]);
+  REQUIRE(bytes.ok());
+  CHECK(model->attention(0)->q_proj->weight.size(0) == 32);
+  Status s = RestoreCheckpoint(bytes.value(), "ckpt", model, *opt, &progress);
+  INFO(s.message());
+  REQUIRE(s.ok());
+  CHECK(progress.step == 6);
+  CHECK(model->attention(0)->q_proj->weight.size(0) == 24);
+  CHECK((model->attention(1)->kept_heads() == std::vector<int64_t>{0, 1, 3}));
+  testing::RemoveTree(req.out_dir);
+}
+
+TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise identical on CPU") {
+  const Json prune = {{"prune", {{"method", "gate_taylor"}, {"rate", 0.25}, {"step", 2},
+                                 {"calib_sequences", 4}, {"calib_batch", 2}}}};
+  TrainRequest full = PruneRun("gt_full", prune);
+  Events a = Run(full);
+  CHECK(a.summary[metric::kPruneHeadsRemoved] == 2);  // round(0.25 * 8)
+  CHECK(a.summary[metric::kPruneStep] == 2);
+  REQUIRE(a.artifacts["prune_head_map"].size() == 1);
+  CHECK(a.artifacts["prune_head_map"][0]["step"] == 2);
+  StatusOr<std::string> map = ReadFile(a.artifacts["prune_head_map"][0]["path"]);
+  REQUIRE(map.ok());
+  for (const Json& row : Json::parse(map.value())["head_maps"]) CHECK(row["score"].get<double>() >= 0);
+  REQUIRE(a.artifacts["checkpoint"].size() == 2);
+  const Json& mid = a.artifacts["checkpoint"][0];
+  REQUIRE(mid["step"] == 3);
+
+  TrainRequest cont = PruneRun("gt_cont", prune);
+  cont.resume = ResumePoint{mid["path"], mid["sha256"], 3};
+  Events b = Run(cont);
+  for (int64_t step = 4; step <= 6; ++step)
+    CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
+  CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
+  CHECK(b.artifacts["prune_head_map"].empty());  // pruned before the checkpoint
+  CHECK(b.summary[metric::kPruneHeadsRemoved] == 2);
+  CHECK(a.summary[metric::kPruneParams] == b.summary[metric::kPruneParams]);
+  testing::RemoveTree(full.out_dir);
+  testing::RemoveTree(cont.out_dir);
+}
+
+TEST_CASE("prune hooks: calibration draws its own sequences; the training data do not move") {
+  // Rate 0 removes nothing, but the calibration pass and evaluations still run: the
+  // training losses must equal a plain run's bit for bit.
+  Events plain = Run(PruneRun("plain", Json::object()));
+  Events zero = Run(PruneRun("zero", {{"prune", {{"method", "gate_taylor"}, {"rate", 0.0}}}}));
+  CHECK(zero.summary[metric::kPruneHeadsRemoved] == 0);
+  for (int64_t step = 1; step <= 6; ++step)
+    CHECK(plain.metrics[metric::kTrainLoss].at(step) == zero.metrics[metric::kTrainLoss].at(step));
+}
+
+TEST_CASE("prune hooks: bad prune sections are refused naming the field") {
+  auto make = [](const Json& overrides) {
+    Json config = {{"model", {{"layers", 2}, {"heads", 4}, {"width", 32}}}};
+    config.merge_patch(overrides);
+    StatusOr<Json> normalized = NormalizeRunConfig(config, "g.json");
+    REQUIRE(normalized.ok());
+    StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "g.json");
+    REQUIRE(c.ok());
+    return MakeMethodHooks(c.value(), normalized.value(), "g.json");
+  };
+  CHECK(make({{"prune", {{"method", "heads"}, {"heads", "2.0"}}}}).status().message() ==
+        "g.json: $.config.prune.heads: head 2.0 is outside the model's 2 x 4");
+  CHECK(make({{"prune", {{"method", "heads"}}}}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(make({{"prune", {{"method", "gate_taylor"}, {"heads", "0.1"}}}}).status().code() ==
+        Status::Code::kInvalidArgument);
+  CHECK(make({{"kind", "mqar"}, {"prune", {{"method", "heads"}, {"heads", "0.1"}}}})
+            .status().code() == Status::Code::kInvalidArgument);
+  CHECK(make({{"prune", {{"method", "none"}, {"heads", "0.1"}}}})->empty());
+}
+
+}  // namespace headlab
