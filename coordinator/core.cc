@@ -8,6 +8,7 @@
 #include "coordinator/head_maps.h"
 #include "coordinator/messages.h"
 #include "coordinator/results.h"
+#include "coordinator/scheduler_lookup.h"
 #include "coordinator/token.h"
 
 namespace headlab::coord {
@@ -127,6 +128,9 @@ void Core::OnReady(const std::string& id, const Json& body, Clock::time_point no
     } else {
       // Lost and requeued (or unknown) while the worker was away: its result will not be used.
       Send(id, wire::kCancel, RefJson(ref));
+      // Until the worker's DONE for it (or a HEARTBEAT without it) its devices stay busy:
+      // offered to another run now, they would be REJECTed as "no free slot".
+      if (auto devices = AttemptDevices(store_->db(), ref)) w.running[ref] = *devices;
     }
   }
   Send(id, wire::kWelcome, {{"worker_id", id}, {"heartbeat_ms", wire::kHeartbeatInterval.count()}});
@@ -148,6 +152,14 @@ void Core::OnHeartbeat(WorkerInfo* w, const Json& body, Clock::time_point now) {
   }
   for (const AttemptRef& ref : *refs) {
     if (!leases_.Renew(ref, w->id, now)) Send(w->id, wire::kCancel, RefJson(ref));
+  }
+  // An attempt kept only for its devices (cancelled at READY) is gone once the worker
+  // stops naming it.
+  for (auto it = w->running.begin(); it != w->running.end();) {
+    Lease* l = leases_.Find(it->first);
+    bool held = (l && l->worker_id == w->id) ||
+                std::find(refs->begin(), refs->end(), it->first) != refs->end();
+    it = held ? std::next(it) : w->running.erase(it);
   }
 }
 

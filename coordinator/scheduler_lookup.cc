@@ -38,4 +38,17 @@ DemandLookup DbDemandLookup(Db* db) {
   };
 }
 
+std::optional<std::vector<int>> AttemptDevices(Db* db, const AttemptRef& ref) {
+  auto stmt = db->Prepare("SELECT devices_json FROM attempts WHERE run_id = ?1 AND attempt = ?2");
+  if (!stmt.ok()) return std::nullopt;
+  stmt->Bind(1, ref.run).Bind(2, ref.attempt);
+  if (!stmt->Step()) return std::nullopt;
+  std::vector<int> out;
+  auto devices = ParseJson(stmt->Text(0), "attempts.devices_json");
+  if (devices.ok() && devices->is_array())
+    for (const Json& d : *devices)
+      if (d.is_number_integer()) out.push_back(d.get<int>());
+  return out;
+}
+
 }  // namespace headlab::coord
