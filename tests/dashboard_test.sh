@@ -48,25 +48,14 @@ wait_grid "$FIN" 300
 expect_eq "finished grid's runs that succeeded" 4 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $FIN AND status = 'succeeded'")"
 FIN_RUNS=$(db "SELECT group_concat(id) FROM (SELECT id FROM runs WHERE experiment_id = $FIN ORDER BY id)")
-HEAD_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $FIN")
+HEAD_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $FIN AND arm = 'aah'")
 PROV_RUN=$(db "SELECT max(id) FROM runs WHERE experiment_id = $FIN")
 COMMIT=$(db "SELECT git_commit FROM provenance WHERE run_id = $PROV_RUN ORDER BY attempt DESC LIMIT 1")
 [[ -n "$COMMIT" ]] || fail "run $PROV_RUN has no provenance commit in the database"
 
-# No method writes head_maps in this tiny grid yet, so the test inserts a deterministic
-# map for one finished run (2 layers x 4 heads, as its config says): roles cycle through
-# retrieval/streaming/local/ordinary, score = cell index / 8, window = 2^(4 + head).
-if [[ "$(db "SELECT count(*) FROM head_maps WHERE run_id = $HEAD_RUN")" == 0 ]]; then
-  say "insert a synthetic 2 x 4 head map for run $HEAD_RUN (no method writes head_maps here yet)"
-  values=()
-  for l in 0 1; do for hd in 0 1 2 3; do
-    roles=(retrieval streaming local ordinary)
-    values+=("($HEAD_RUN, 1, $l, $hd, '${roles[$hd]}', $(( l * 4 + hd )) / 8.0, $(( 1 << (4 + hd) )))")
-  done; done
-  sqlite3 -cmd '.timeout 10000' "$HL_DB" \
-    "INSERT INTO head_maps (run_id, attempt, layer, head, role, score, window) VALUES $(IFS=,; echo "${values[*]}");" ||
-    fail "could not insert head_maps rows"
-fi
+# The AAH-v3 arm's runs record a head map (aah_head_maps artifact -> head_maps table).
+expect_eq "head-map rows of run $HEAD_RUN (AAH-v3, 2 layers x 4 heads)" 8 \
+  "$(db "SELECT count(*) FROM head_maps WHERE run_id = $HEAD_RUN AND window IS NOT NULL")"
 LAYERS=$(db "SELECT json_extract(config_json, '$.model.layers') FROM runs WHERE id = $HEAD_RUN")
 HEADS=$(db "SELECT json_extract(config_json, '$.model.heads') FROM runs WHERE id = $HEAD_RUN")
 
