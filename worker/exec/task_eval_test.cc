@@ -1,0 +1,86 @@
+#include "worker/exec/task_eval.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "common/metric_names.h"
+#include "common/run_config.h"
+#include "worker/exec/test_util.h"
+
+namespace headlab {
+namespace {
+
+TrainRequest TaskRun(const std::string& name, const Json& overrides) {
+  Json config = {{"seed", 4},
+                 {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 192}}},
+                 {"train", {{"threads", 1}, {"batch_size", 4}, {"steps", 3}, {"warmup_steps", 1},
+                            {"checkpoint_every", 0}, {"device", "cpu"}}},
+                 {"mqar", {{"pairs", 4}, {"eval_examples", 8}}},
+                 {"passkey", {{"lengths", "160"}, {"depths", "0.5"}, {"samples", 2}}}};
+  config.merge_patch(overrides);
+  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
+  REQUIRE(normalized.ok());
+  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
+  REQUIRE(c.ok());
+  std::string dir = testing::ScratchPath("headlab_task_" + name);
+  testing::RemoveTree(dir);
+  return TrainRequest{c.value(), normalized.value(), dir, std::nullopt};
+}
+
+// Runs `kind`; returns the summary values (null on failure, with *status set).
+Json Summary(const TrainRequest& req, Status* status) {
+  FILE* f = std::tmpfile();
+  REQUIRE(f);
+  EventSink sink(f);
+  *status = req.config.kind == "mqar" ? RunMqar(req, &sink) : RunPasskey(req, &sink);
+  std::rewind(f);
+  Json summary;
+  char line[8192];
+  while (std::fgets(line, sizeof line, f)) {
+    Json j = Json::parse(line);
+    if (j["ev"] == "summary") summary = j["values"];
+  }
+  std::fclose(f);
+  testing::RemoveTree(req.out_dir);
+  return summary;
+}
+
+}  // namespace
+
+TEST_CASE("tasks: mqar trains and evaluates at query positions, deterministically per seed") {
+  Status st;
+  Json a = Summary(TaskRun("mqar_a", {{"kind", "mqar"}}), &st);
+  REQUIRE(st.ok());
+  Json b = Summary(TaskRun("mqar_b", {{"kind", "mqar"}}), &st);
+  REQUIRE(st.ok());
+  CHECK(a[metric::kMqarAccuracy].get<double>() >= 0);
+  CHECK(a[metric::kMqarAccuracy].get<double>() <= 1);
+  CHECK(a[metric::kMqarLoss] == b[metric::kMqarLoss]);
+  CHECK(a[metric::kMqarTrainLoss] == b[metric::kMqarTrainLoss]);
+  Json c = Summary(TaskRun("mqar_c", {{"kind", "mqar"}, {"seed", 5}}), &st);
+  REQUIRE(st.ok());
+  CHECK(a[metric::kMqarLoss] != c[metric::kMqarLoss]);
+  // A spec the model cannot hold is refused before any work.
+  Summary(TaskRun("mqar_bad", {{"kind", "mqar"}, {"mqar", {{"seq_len", 256}}}}), &st);
+  CHECK(st.code() == Status::Code::kInvalidArgument);
+  CHECK(st.message().find("mqar.seq_len") != std::string::npos);
+}
+
+TEST_CASE("tasks: passkey reports exact-match accuracy per length x depth cell") {
+  Status st;
+  Json s = Summary(TaskRun("pk", {{"kind", "passkey"}, {"passkey", {{"depths", "0.25,0.75"}}}}), &st);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  CHECK(s.contains("passkey.acc.L160.D25"));
+  CHECK(s.contains("passkey.acc.L160.D75"));
+  CHECK(s[metric::kPasskeyAccuracy].get<double>() >= 0);
+  CHECK(s[metric::kPasskeyAccuracy].get<double>() <= 1);
+  Summary(TaskRun("pk_long", {{"kind", "passkey"}, {"passkey", {{"lengths", "64"}}}}), &st);
+  CHECK(st.code() == Status::Code::kInvalidArgument);
+  Summary(TaskRun("pk_ctx", {{"kind", "passkey"}, {"passkey", {{"lengths", "190"}}}}), &st);
+  CHECK(st.code() == Status::Code::kInvalidArgument);
+  CHECK(st.message().find("passkey.lengths") != std::string::npos);
+}
+
+}  // namespace headlab
