@@ -118,8 +118,8 @@ TEST_CASE("exec: bad manifest or config exits 2") {
 }
 
 TEST_CASE("exec: a method the training loop does not run yet fails the run, never trains") {
-  for (const char* method : {R"("saf": {"method": "replace"})", R"("aoh": {"method": "aoh"})",
-                             R"("aah": {"regime": "full_adaptive"})"}) {
+  // SAF is wired (worker/methods/saf/train_hooks.cc).
+  for (const char* method : {R"("aoh": {"method": "aoh"})", R"("aah": {"regime": "full_adaptive"})"}) {
     CHECK(ExecOn(std::string(R"({"run": 1, "attempt": 0, "config": {)") + method +
                  R"(, "train": {"steps": 1}}, "out_dir": "/tmp/x"})") == 1);
   }
