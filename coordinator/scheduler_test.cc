@@ -312,6 +312,11 @@ TEST_CASE("scheduler: the database lookup reads resources and priority") {
   CHECK(found[res->queued[1]].demand.exclusive);
   CHECK(found[res->queued[1]].demand.priority == 3);
   CHECK(found[999999].experiment == 0);
+  REQUIRE(store.StartAttempt({res->queued[1], 1}, "w1", {2, 3}, nullptr, res->experiment_id).ok());
+  auto devices = AttemptDevices(store.db(), {res->queued[1], 1});
+  REQUIRE(devices);
+  CHECK(*devices == std::vector<int>{2, 3});
+  CHECK(!AttemptDevices(store.db(), {res->queued[1], 2}));
 }
 
 TEST_CASE("scheduler: a pinned run waits for its worker and devices") {
