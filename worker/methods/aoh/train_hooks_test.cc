@@ -110,7 +110,7 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
   REQUIRE(parent.hooks.empty());  // no aoh evaluation asked for: plain training
   Outcome p = Train(parent);
   REQUIRE(p.status.ok());
-  const Json eval = {{"passkey_lengths", "40"}, {"passkey_depths", "0.5"}, {"passkey_samples", 2}};
+  const Json eval = {{"passkey_lengths", "100"}, {"passkey_depths", "0.5"}, {"passkey_samples", 2}};
   std::map<std::string, Outcome> arms;
   std::vector<TrainRequest> reqs;
   for (const auto& [arm, method, sparsity] :
