@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/metric_names.h"
 #include "common/sha256.h"
+#include "worker/exec/attention_cuda.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
 #include "worker/exec/dist.h"
@@ -224,7 +225,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_sha256", data->sha256},
                {"dataset_train_tokens", data->train.size},
                {"dataset_val_tokens", data->val.size},
-               {"ranks", world}};
+               {"ranks", world},
+               {"attention_backend", AttentionBackendName(device)}};
   if (group) prov["dist_backend"] = group->backend();
   // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
   // comparison is made) unless it already has a checkpoint of its own (a requeue).
