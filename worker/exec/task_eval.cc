@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/model.h"
+#include "worker/exec/optimizer.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/tasks.h"
 
@@ -30,20 +31,6 @@ double SecondsSince(Clock::time_point t0) {
 
 std::string ConfigError(const std::string& path, const std::string& what) {
   return "config: $.config." + path + ": " + what;
-}
-
-// AdamW as the training loop builds it: weight decay on matrices only, two groups.
-std::unique_ptr<torch::optim::AdamW> MakeAdamW(Gpt& model, const TrainConfig& t) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const torch::Tensor& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(t.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
 }
 
 // Restores the run's own checkpoint (a resume) or its parent's into model and optimiser,
@@ -181,7 +168,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "mqar", &setup));
   Gpt model(c.model);
   model->to(setup.device);
-  std::unique_ptr<torch::optim::AdamW> opt = MakeAdamW(model, t);
+  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
   TrainProgress progress;
   HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));
   const uint64_t train_seed = 2 * uint64_t(c.seed), eval_seed = train_seed + 1;
@@ -339,7 +326,7 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "passkey", &setup));
   Gpt model(c.model);
   model->to(setup.device);
-  std::unique_ptr<torch::optim::AdamW> opt = MakeAdamW(model, c.train);
+  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, c.train);
   TrainProgress progress;
   HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));
   events->Provenance(setup.prov);
