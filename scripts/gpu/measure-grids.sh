@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# measure-grids.sh: issue 8's "Done when" in one command — runs the small measurement grids
+# (experiments/measure/*_small.jsonc: SAF update and prefill speedups at 25%/50%, AoH
+# decode/prefill/KV, AAH FLOPs boundary) through a real coordinator and one worker (tests/
+# lib.sh harness, loopback) and writes each experiment's `headlab results` (text and --json)
+# to $OUT (or /tmp/headlab-measure-out). On the device the legs run on the GPU (train.device
+# auto) and the flops runs count with CUPTI; on a CPU machine FLOPs say "unmeasured".
+#
+#   scripts/gpu/measure-grids.sh [--quick]
+#     --quick   one ABBA rep per grid (pair.rep=0) instead of the grids' 2-4
+#
+# Needs a built tree: HEADLAB_BIN (default build-gpu/headlab, as scripts/gpu/build-all.sh
+# leaves it; libheadlab_exec.so beside it). On the device, after build-all.sh:
+#   run(command="scripts/gpu/build-all.sh --no-test && scripts/gpu/measure-grids.sh",
+#       carry=[".debs"], timeout_s=600)
+# Exit 0 iff every run of every grid succeeded.
+set -uo pipefail
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) sed -n '2,17p' "$0"; exit 2 ;;
+esac
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export HEADLAB_SOURCE_DIR=$ROOT
+export HEADLAB_BIN=${HEADLAB_BIN:-$ROOT/build-gpu/headlab}
+RESULTS=${OUT:-/tmp/headlab-measure-out}
+mkdir -p "$RESULTS"
+source "$ROOT/tests/lib.sh"
+
+start_cluster 1
+status=0
+for grid in saf_update_small saf_prefill_small aoh_decode_small flops_aah_small; do
+  args=()
+  if (( quick )) && [[ $grid != flops_* ]]; then args=(--set pair.rep=0); fi
+  EXP=$(submit "$ROOT/experiments/measure/$grid.jsonc" "${args[@]}") || exit 1
+  wait_grid "$EXP" 1800
+  bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status != 'succeeded'")
+  (( bad == 0 )) || { say "$grid: $bad runs did not succeed"; status=1; }
+  hl results "$EXP" > "$RESULTS/$grid.txt"
+  hl results "$EXP" --json > "$RESULTS/$grid.json"
+  say "$grid: experiment $EXP -> $RESULTS/$grid.{txt,json}"
+  sed -n '/^comparisons/,$p' "$RESULTS/$grid.txt"
+done
+exit $status
