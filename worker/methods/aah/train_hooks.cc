@@ -92,8 +92,10 @@ StatusOr<std::shared_ptr<TrainHooks>> MakeAahHooks(const ExecConfig& config, con
       aah::AahOptionsFromJson(c, config.model.context, config.train.warmup_steps, file);
   if (!o.ok()) return o.status();
   if (o->regime == aah::Regime::kOff) return std::shared_ptr<TrainHooks>();
-  if (config.kind != "train")
-    return Status::InvalidArgument(file + ": $.config.aah.regime: AAH runs in kind \"train\" only, got \"" +
+  // The flops kind runs the hooks in its warm-up steps, so its counted steps execute the
+  // controller's windows (the AAH FLOPs-boundary grids, issue 8).
+  if (config.kind != "train" && config.kind != "flops")
+    return Status::InvalidArgument(file + ": $.config.aah.regime: AAH runs in kinds \"train\" and \"flops\" only, got \"" +
                                    config.kind + "\"");
   return std::shared_ptr<TrainHooks>(std::make_shared<AahHooks>(o.value()));
 }
