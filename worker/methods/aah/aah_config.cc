@@ -213,7 +213,7 @@ StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
   }
   key.clear();
   Status s = ValidateOptions(o);
-  if (!s.ok()) return Status::InvalidArgument(file + ": $." + s.message());
+  if (!s.ok()) return Status::InvalidArgument(file + ": $.config." + s.message());
   return o;
 }
 
