@@ -12,10 +12,12 @@
 #include <cstdio>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#ifdef USE_C10D_GLOO
+// HEADLAB_WITH_GLOO / _NCCL come from CMakeLists.txt when the headers are there (LibTorch's
+// own USE_C10D_* definitions say what it was built with, not what this machine can include).
+#if HEADLAB_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#ifdef USE_C10D_NCCL
+#if HEADLAB_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -63,24 +65,24 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
     auto store = c10::make_intrusive<c10d::FileStore>(store_path, world);
     store->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(kCollectiveTimeout));
     if (device.is_cuda()) {
-#ifdef USE_C10D_NCCL
+#if HEADLAB_WITH_NCCL
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = kCollectiveTimeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
       return std::unique_ptr<ProcessGroup>(
           new C10dGroup<c10d::ProcessGroupNCCL>(std::move(pg), "nccl"));
 #else
-      return Status::Unavailable("this build has no NCCL process group (USE_C10D_NCCL)");
+      return Status::Unavailable("this build has no NCCL process group (nccl.h not found)");
 #endif
     }
-#ifdef USE_C10D_GLOO
+#if HEADLAB_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(kCollectiveTimeout);
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
     return std::unique_ptr<ProcessGroup>(
         new C10dGroup<c10d::ProcessGroupGloo>(std::move(pg), "gloo"));
 #else
-    return Status::Unavailable("this build has no Gloo process group (USE_C10D_GLOO)");
+    return Status::Unavailable("this build has no Gloo process group (gloo headers not found)");
 #endif
   } catch (const c10::Error& e) {
     return Status::Unavailable("rank " + std::to_string(rank) + " of " + std::to_string(world) +

@@ -2,6 +2,7 @@
 #include "worker/methods/pruning/physical.h"
 
 #include <string>
+#include <sstream>
 #include <type_traits>
 
 namespace headlab {
@@ -11,9 +12,12 @@ namespace {
 // in LibTorch 1.x and as the pointer itself in later versions.
 template <typename Map>
 typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>)
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
-  else
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    // What LibTorch 1.x's c10::guts::to_string does (gone in 2.x): the pointer as printed.
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else
     return static_cast<typename Map::key_type>(p.unsafeGetTensorImpl());
 }
 
