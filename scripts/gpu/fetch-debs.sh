@@ -14,6 +14,7 @@ case "${1:-}" in
 esac
 packages=(libzmq5 libzmq3-dev cppzmq-dev libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
           nlohmann-json3-dev libboost1.74-dev libsqlite3-0 libsqlite3-dev catch2
+          sqlite3
           pkgconf-bin libpkgconf3)  # pkg-config, used only where the device has none
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$root/.debs"

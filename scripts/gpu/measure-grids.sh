@@ -22,6 +22,13 @@ case "${1:-}" in
   *) sed -n '2,17p' "$0"; exit 2 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# On the device the Debian tools and libraries come from build-all.sh's prefix (sqlite3 CLI
+# for the harness, libzmq & co. for headlab).
+DEPS=${HEADLAB_DEPS:-/tmp/headlab-deps}
+if [[ -x $DEPS/usr/bin/sqlite3 ]]; then
+  export PATH=$DEPS/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 export HEADLAB_SOURCE_DIR=$ROOT
 export HEADLAB_BIN=${HEADLAB_BIN:-$ROOT/build-gpu/headlab}
 RESULTS=${OUT:-/tmp/headlab-measure-out}
