@@ -31,6 +31,11 @@ say "   largest relative train.loss difference over 6 steps: $worst"
 awk -v w="$worst" 'BEGIN { exit !(w < 1e-4) }' || fail "2-rank losses differ from 1-rank losses by $worst"
 ok "2-rank losses equal the 1-rank losses within $worst (relative)"
 summary=$(jq -c 'select(.ev == "summary") | .values' "$HL_TMP/two/events")
+e1=$(jq -r 'select(.ev == "summary") | .values."eval.loss"' "$HL_TMP/one/events")
+e2=$(jq -r '."eval.loss"' <<<"$summary")
+awk -v a="$e1" -v b="$e2" 'BEGIN { d = (a - b) / a; if (d < 0) d = -d; exit !(d < 1e-4) }' ||
+  fail "held-out loss of the 2-rank run ($e2) differs from the 1-rank run's ($e1)"
+ok "held-out loss $e2 (2 ranks) = $e1 (1 rank): evaluated on the same global-batch rows"
 expect_eq "summary dist.ranks" 2 "$(jq '."dist.ranks"' <<<"$summary")"
 jq -e '."dist.allreduce_s" > 0 and ."dist.update_s_slowest" > 0' <<<"$summary" >/dev/null ||
   fail "summary lacks the all-reduce / slowest-rank times: $summary"

@@ -82,15 +82,18 @@ std::pair<torch::Tensor, torch::Tensor> ToBatch(std::vector<int64_t>& tokens, in
 }
 
 // Per-token log-probabilities of the fixed evaluation batches of the held-out split, as
-// one float32 vector in batch, row, position order (the logprobs artifact's layout).
+// one float32 vector in batch, row, position order (the logprobs artifact's layout). A
+// batch holds the global batch's rows (ranks * batch_size), so a data-parallel run is
+// evaluated on the same tokens as one process with the same global batch.
 std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfig& c,
                                 torch::Device device) {
   torch::NoGradGuard no_grad;
   std::vector<float> out;
+  const int64_t rows = c.train.batch_size * c.train.ranks;
   for (int64_t b = 0; b < c.train.eval_batches; ++b) {
     std::vector<int64_t> tokens;
-    EvalBatch(data.val, c.model.context, c.train.batch_size, b, c.train.eval_batches, &tokens);
-    auto [x, y] = ToBatch(tokens, c.train.batch_size, c.model.context, device);
+    EvalBatch(data.val, c.model.context, rows, b, c.train.eval_batches, &tokens);
+    auto [x, y] = ToBatch(tokens, rows, c.model.context, device);
     torch::Tensor lp = model->TokenLogProbs(x, y).to(torch::kCPU, torch::kFloat).contiguous();
     out.insert(out.end(), lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
   }
