@@ -11,7 +11,7 @@ RC=$?
 (( RC == 0 || RC == 1 )) || fail "bench exited $RC: $(tail -n 5 "$HL_LOGS/bench.log")"
 jq -e . <<<"$OUT" >/dev/null || fail "bench --json printed no JSON: $OUT"
 jq -r '.figures[] | "\(.name): \(.value) \(.unit) (target \(.cmp) \(.target))"' <<<"$OUT"
-expect_eq "figures reported" 4 "$(jq '.figures | length' <<<"$OUT")"
+expect_eq "figures reported" 5 "$(jq '.figures | length' <<<"$OUT")"
 expect_eq "figures left unmeasured" "" "$(jq -r '[.figures[] | select(.value == null) | .name] | join(", ")' <<<"$OUT")"
 expect_eq "database checks that failed" "" "$(jq -r '[.notes[] | select(test("FAILED"))] | join("; ")' <<<"$OUT")"
 expect_eq "database checks that passed" 5 "$(jq '[.notes[] | select(startswith("check ok"))] | length' <<<"$OUT")"

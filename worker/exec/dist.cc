@@ -168,9 +168,10 @@ void RankLauncher::Watch() {
       reaped[i] = true;
       --alive;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && !done_) {
-        LogError("rank " + std::to_string(i + 1) + " " + ExitText(status) +
-                 "; stopping every rank of this attempt");
+      if (ok || killing_) continue;
+      LogError("rank " + std::to_string(i + 1) + " " + ExitText(status) +
+               "; stopping every rank of this attempt");
+      if (!done_) {
         for (pid_t p : pids_) ::kill(p, SIGKILL);
         std::fflush(stdout);
         ::_exit(1);
@@ -187,8 +188,12 @@ void RankLauncher::Wait() {
 }
 
 RankLauncher::~RankLauncher() {
+  // Rank 0 is leaving (an error, often a collective that lost a peer): give the watcher one
+  // round to name a peer that died first, then stop the others.
   done_ = true;
   if (watcher_.joinable()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    killing_ = true;
     for (pid_t p : pids_) ::kill(p, SIGKILL);
     watcher_.join();
   }

@@ -68,7 +68,8 @@ class RankLauncher {
 
   std::vector<pid_t> pids_;
   std::thread watcher_;
-  std::atomic<bool> done_{false};
+  std::atomic<bool> done_{false};     // rank 0 is ending: no _exit from the watcher
+  std::atomic<bool> killing_{false};  // the destructor's own SIGKILLs: not failures to report
 };
 
 // Returns the path of the running executable (/proc/self/exe).

@@ -117,11 +117,12 @@ TEST_CASE("exec: bad manifest or config exits 2") {
   CHECK(ExecMain(1, argv) == 2);
 }
 
-TEST_CASE("exec: a method the training loop does not run yet fails the run, never trains") {
-  // SAF is wired (worker/methods/saf/train_hooks.cc).
-  for (const char* method : {R"("aoh": {"method": "aoh"})", R"("aah": {"regime": "full_adaptive"})"}) {
+TEST_CASE("exec: a bad method section is refused before training (exit 2)") {
+  for (const char* method : {R"("aah": {"regime": "full_adaptive", "hierarchy": "x"})",
+                             R"("saf": {"method": "replace", "heads": "9.9"})"}) {
+    INFO(method);
     CHECK(ExecOn(std::string(R"({"run": 1, "attempt": 0, "config": {)") + method +
-                 R"(, "train": {"steps": 1}}, "out_dir": "/tmp/x"})") == 1);
+                 R"(, "train": {"steps": 1}}, "out_dir": "/tmp/x"})") == 2);
   }
 }
 
