@@ -335,6 +335,9 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   if (!trace_unmeasured.empty()) prov["kernel_trace_unmeasured_reason"] = trace_unmeasured;
   events->Provenance(prov);
 
+  // The methods' own figures beside the counts (AAH's ACR next to its measured FLOPs: the
+  // ratio AAH §5.10 says must never stand in for them).
+  for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->Summarize(ctx, &values));
   Json report = {{"flops", measure::FlopReportJson(fr)},
                  {"event_ms_median", Json::object()},
                  {"kernels", kernels},
