@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System test (issue 10, data-parallel runs, on the CPU with Gloo; the same code uses NCCL on
-# GPUs): (1) a 2-rank run follows the 1-rank run of the same global batch step for step;
-# (2) a rank that dies fails the attempt promptly, with no rank left behind; (3) a 2-rank
+# GPUs): (1) a 2-rank run follows the 1-rank run of the same global batch step for step and
+# (1b) resumes bitwise from rank 0's checkpoint; (2) a rank that dies fails the attempt promptly, with no rank left behind; (3) a 2-rank
 # run goes through a real coordinator and worker and reports its all-reduce time.
 source "$(dirname "$0")/lib.sh"
 
@@ -42,6 +42,21 @@ jq -e '."dist.allreduce_s" > 0 and ."dist.update_s_slowest" > 0' <<<"$summary" >
 ok "all-reduce $(jq '."dist.allreduce_s"' <<<"$summary") s and slowest rank $(jq '."dist.update_s_slowest"' <<<"$summary") s per update"
 expect_eq "events written by rank 1 (none: only rank 0 reports)" 1 \
   "$(jq -r 'select(.ev == "provenance") | .fields.ranks' "$HL_TMP/two/events" | wc -l)"
+
+say "1b. a 2-rank run resumed from its step-3 checkpoint continues bitwise"
+mkdir -p "$HL_TMP/res"
+manifest "$HL_TMP/res" 2 2 6
+jq '.config.train.checkpoint_every = 3' "$HL_TMP/res/manifest.json" >"$HL_TMP/res/full.json"
+"$HEADLAB_BIN" exec "$HL_TMP/res/full.json" >"$HL_TMP/res/full.events" 2>"$HL_TMP/res/full.stderr" ||
+  fail "2-rank run with checkpoints exited $?"
+ckpt=$(jq -c 'select(.ev == "artifact" and .kind == "checkpoint" and .step == 3) | {path, sha256, step}' \
+  "$HL_TMP/res/full.events")
+[[ -n "$ckpt" ]] || fail "no step-3 checkpoint from rank 0"
+jq --argjson r "$ckpt" '.resume = $r | .out_dir += "-resumed"' "$HL_TMP/res/full.json" >"$HL_TMP/res/cont.json"
+"$HEADLAB_BIN" exec "$HL_TMP/res/cont.json" >"$HL_TMP/res/cont.events" 2>"$HL_TMP/res/cont.stderr" ||
+  fail "resumed 2-rank run exited $?: $(tail -3 "$HL_TMP/res/cont.stderr")"
+expect_eq "train.loss at steps 4-6, resumed vs uninterrupted" \
+  "$(losses "$HL_TMP/res/full.events" | awk '$1 > 3')" "$(losses "$HL_TMP/res/cont.events")"
 
 say "2. killing rank 1 mid-run fails the attempt promptly"
 mkdir -p "$HL_TMP/kill"
