@@ -192,8 +192,10 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
 
   // Data parallel (dist.h): rank 0 launches its peers; every rank joins the group.
-  std::unique_ptr<RankLauncher> peers;
+  // Declared in this order so that on an early return the peers are stopped before the
+  // process group is torn down (a communicator's teardown must not wait on live peers).
   std::unique_ptr<ProcessGroup> group;
+  std::unique_ptr<RankLauncher> peers;
   if (world > 1) {
     if (!req.hooks.empty())
       return Status::InvalidArgument("config: $.config.train.ranks: data-parallel runs do not "
