@@ -410,8 +410,13 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
       group->AllReduceSum(loss);
       loss.div_(double(world));
     }
-    // clip_grad_norm_ with an infinite limit only measures the norm.
-    grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
+    // Clipping covers everything the optimiser updates: the model's parameters and any
+    // tensors a method added (SAF's trainable alpha/rho, App. C.3.2). clip_grad_norm_ with
+    // an infinite limit only measures the norm.
+    std::vector<torch::Tensor> trained;
+    for (const auto& param_group : opt->param_groups())
+      trained.insert(trained.end(), param_group.params().begin(), param_group.params().end());
+    grad_norm = torch::nn::utils::clip_grad_norm_(trained,
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
     ++progress.step;
