@@ -18,6 +18,7 @@
 #include "worker/exec/model.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/train_hooks.h"
+#include "worker/exec/train_testing.h"
 
 namespace headlab {
 namespace {
@@ -29,13 +30,9 @@ TrainRequest TinyRun(const std::string& name, const Json& overrides) {
                  {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2},
                             {"device", "cpu"}}}};  // the bitwise claims are for CPU
   config.merge_patch(overrides);
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
-  REQUIRE(c.ok());
-  std::string dir = testing::ScratchPath("headlab_exec_" + name);
-  testing::RemoveTree(dir);
-  return TrainRequest{c.value(), normalized.value(), dir, std::nullopt};
+  StatusOr<TrainRequest> req = testing::MakeTrainRequest(config, "test", "headlab_exec_" + name);
+  REQUIRE(req.ok());
+  return req.value();
 }
 
 // The events of one run, parsed.
@@ -48,22 +45,14 @@ struct Events {
 };
 
 Events Run(const TrainRequest& req, Status* status) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  *status = RunTraining(req, &sink);
-  std::rewind(f);
   Events ev;
-  char line[4096];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : testing::RunTrainingEvents(req, status)) {
     if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "artifact") ev.artifacts.push_back(j);
     if (j["ev"] == "artifact" && j["kind"] == "checkpoint") ev.checkpoints.push_back(j);
     if (j["ev"] == "summary") ev.summary = j["values"];
     if (j["ev"] == "provenance") ev.provenance = j["fields"];
   }
-  std::fclose(f);
   return ev;
 }
 

@@ -12,6 +12,7 @@
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/test_util.h"
 #include "worker/exec/train.h"
+#include "worker/exec/train_testing.h"
 #include "worker/methods/aah/aah_report.h"
 
 namespace headlab {
@@ -26,17 +27,10 @@ TrainRequest AahRun(const std::string& name, const Json& overrides) {
                             {"checkpoint_every", 3}, {"device", "cpu"}}},
                  {"aah", {{"control_every", 2}, {"observe_rows", 2}}}};
   config.merge_patch(overrides);
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
-  REQUIRE(c.ok());
-  StatusOr<HookList> hooks = MakeMethodHooks(c.value(), normalized.value(), "test");
-  REQUIRE(hooks.ok());
-  std::string dir = testing::ScratchPath("headlab_aah_hooks_" + name);
-  testing::RemoveTree(dir);
-  TrainRequest req{c.value(), normalized.value(), dir, std::nullopt};
-  req.hooks = hooks.value();
-  return req;
+  StatusOr<TrainRequest> req =
+      testing::MakeTrainRequest(config, "test", "headlab_aah_hooks_" + name);
+  REQUIRE(req.ok());
+  return req.value();
 }
 
 struct Events {
@@ -47,21 +41,12 @@ struct Events {
 };
 
 Events Run(const TrainRequest& req) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  Status st = RunTraining(req, &sink);
+  Status st;
+  std::vector<Json> events = testing::RunTrainingEvents(req, &st);
   INFO(st.message());
   REQUIRE(st.ok());
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
   Events ev;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    Json j = Json::parse(line);
+  for (const Json& j : events) {
     if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "artifact") ev.artifacts[j["kind"]] = j;
     if (j["ev"] == "artifact" && j["kind"] == "checkpoint") ev.checkpoints.push_back(j);

@@ -8,6 +8,7 @@
 #include "common/run_config.h"
 #include "worker/exec/test_util.h"
 #include "worker/exec/train.h"
+#include "worker/exec/train_testing.h"
 
 namespace headlab {
 namespace {
@@ -23,17 +24,10 @@ TrainRequest AohRun(const std::string& name, const Json& overrides) {
                             {"checkpoint_every", 0}, {"device", "cpu"}}},
                  {"aoh", {{"sink", 2}, {"recent", 8}, {"prefill_chunk", 16}}}};
   config.merge_patch(overrides);
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "t.jsonc");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "t.jsonc");
-  REQUIRE(c.ok());
-  std::string dir = testing::ScratchPath("headlab_aoh_hooks_" + name);
-  testing::RemoveTree(dir);
-  TrainRequest req{c.value(), normalized.value(), dir, std::nullopt};
-  StatusOr<HookList> hooks = MakeMethodHooks(req.config, req.config_json, "t.jsonc");
-  REQUIRE(hooks.ok());
-  req.hooks = hooks.value();
-  return req;
+  StatusOr<TrainRequest> req =
+      testing::MakeTrainRequest(config, "t.jsonc", "headlab_aoh_hooks_" + name);
+  REQUIRE(req.ok());
+  return req.value();
 }
 
 struct Outcome {
@@ -45,22 +39,14 @@ struct Outcome {
 };
 
 Outcome Train(const TrainRequest& req) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
   Outcome o;
-  o.status = RunTraining(req, &sink);
-  std::rewind(f);
-  char line[1 << 16];
-  while (std::fgets(line, sizeof line, f)) {
-    Json e = Json::parse(line);
+  for (const Json& e : testing::RunTrainingEvents(req, &o.status)) {
     if (e["ev"] == "metric") o.metrics[e["key"]][e["step"]] = e["value"].get<double>();
     if (e["ev"] == "artifact") o.artifacts[e["kind"]] = e;
     if (e["ev"] == "artifact" && e["kind"] == "checkpoint") o.checkpoints[e["step"]] = e;
     if (e["ev"] == "summary") o.summary = e["values"];
     if (e["ev"] == "provenance") o.provenance = e["fields"];
   }
-  std::fclose(f);
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/test_util.h"
 #include "worker/exec/train.h"
+#include "worker/exec/train_testing.h"
 #include "worker/methods/pruning/pruning_testing.h"
 
 // After LibTorch: its glog CHECK must not replace Catch's.
@@ -27,17 +28,9 @@ TrainRequest PruneRun(const std::string& name, const Json& overrides) {
                             {"steps", 6}, {"log_every", 1}, {"eval_every", 0},
                             {"eval_batches", 2}, {"checkpoint_every", 3}, {"device", "cpu"}}}};
   config.merge_patch(overrides);
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
-  REQUIRE(normalized.ok());
-  StatusOr<ExecConfig> c = ExecConfigFromJson(normalized.value(), "test");
-  REQUIRE(c.ok());
-  StatusOr<HookList> hooks = MakeMethodHooks(c.value(), normalized.value(), "test");
-  REQUIRE(hooks.ok());
-  std::string dir = testing::ScratchPath("headlab_prune_" + name);
-  testing::RemoveTree(dir);
-  TrainRequest req{c.value(), normalized.value(), dir, std::nullopt};
-  req.hooks = hooks.value();
-  return req;
+  StatusOr<TrainRequest> req = testing::MakeTrainRequest(config, "test", "headlab_prune_" + name);
+  REQUIRE(req.ok());
+  return req.value();
 }
 
 struct Events {
@@ -47,22 +40,16 @@ struct Events {
 };
 
 Events Run(const TrainRequest& req) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  Status st = RunTraining(req, &sink);
+  Status st;
+  std::vector<Json> events = testing::RunTrainingEvents(req, &st);
   INFO(st.message());
   REQUIRE(st.ok());
-  std::rewind(f);
   Events ev;
-  char line[8192];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : events) {
     if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "artifact") ev.artifacts[j["kind"]].push_back(j);
     if (j["ev"] == "summary") ev.summary = j["values"];
   }
-  std::fclose(f);
   return ev;
 }
 

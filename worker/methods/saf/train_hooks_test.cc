@@ -15,6 +15,7 @@
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/test_util.h"
 #include "worker/exec/train.h"
+#include "worker/exec/train_testing.h"
 
 namespace headlab::saf {
 namespace {
@@ -42,29 +43,12 @@ StatusOr<TrainRequest> Request(const std::string& name, const Json& overrides) {
        {{"method", "replace"}, {"rate", 0.25}, {"calib_sequences", 4}, {"calib_batch", 2},
         {"fit_steps", 150}}}};
   if (overrides.is_object()) config.merge_patch(overrides);  // {} in C++ is null
-  StatusOr<Json> normalized = NormalizeRunConfig(config, "grid.jsonc");
-  if (!normalized.ok()) return normalized.status();
-  StatusOr<ExecConfig> c = ExecConfigFromJson(*normalized, "grid.jsonc");
-  if (!c.ok()) return c.status();
-  StatusOr<HookList> hooks = MakeMethodHooks(*c, *normalized, "grid.jsonc");
-  if (!hooks.ok()) return hooks.status();
-  const std::string dir = headlab::testing::ScratchPath("headlab_saf_hooks_" + name);
-  headlab::testing::RemoveTree(dir);
-  TrainRequest req{*c, *normalized, dir, std::nullopt};
-  req.hooks = *hooks;
-  return req;
+  return headlab::testing::MakeTrainRequest(config, "grid.jsonc", "headlab_saf_hooks_" + name);
 }
 
 Emitted Run(const TrainRequest& req) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
   Emitted out;
-  out.status = RunTraining(req, &sink);
-  std::rewind(f);
-  char line[1 << 14];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : headlab::testing::RunTrainingEvents(req, &out.status)) {
     if (j["ev"] == "metric") out.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "summary") out.summary = j["values"];
     if (j["ev"] != "artifact") continue;
@@ -77,7 +61,6 @@ Emitted Run(const TrainRequest& req) {
       out.head_maps.push_back(file);
     }
   }
-  std::fclose(f);
   return out;
 }
 
