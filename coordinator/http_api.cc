@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "coordinator/db.h"
 #include "coordinator/query.h"
+#include "coordinator/query_string.h"
 #include "coordinator/results.h"
 #include "coordinator/token.h"
 #include "coordinator/views.h"
@@ -57,37 +58,6 @@ int64_t ParseId(const std::string& s) {
   for (char c : s)
     if (c < '0' || c > '9') return 0;
   return std::strtoll(s.c_str(), nullptr, 10);
-}
-
-std::string UrlDecode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += char(std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-// Returns the value of `name` in a query string ("" if absent).
-std::string QueryParam(const std::string& query, const std::string& name) {
-  size_t i = 0;
-  while (i <= query.size()) {
-    size_t j = query.find('&', i);
-    if (j == std::string::npos) j = query.size();
-    std::string kv = query.substr(i, j - i);
-    size_t eq = kv.find('=');
-    if (UrlDecode(kv.substr(0, eq)) == name)
-      return eq == std::string::npos ? "" : UrlDecode(kv.substr(eq + 1));
-    i = j + 1;
-  }
-  return "";
 }
 
 // A read-only connection per HTTP thread, opened on first use.

@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "coordinator/query_string.h"
+
 namespace headlab::coord {
 
 int64_t MetricFeed::Subscribe(std::set<int64_t> runs, Callback callback) {
@@ -32,25 +34,9 @@ void MetricFeed::Publish(const std::vector<LivePoint>& points) {
 }
 
 StatusOr<std::set<int64_t>> ParseStreamRuns(const std::string& query) {
-  std::string list;
-  bool found = false;
-  size_t start = 0;
-  while (start <= query.size()) {
-    size_t amp = query.find('&', start);
-    std::string kv = query.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
-    if (kv.rfind("runs=", 0) == 0) {
-      list = kv.substr(5);
-      found = true;
-    }
-    if (amp == std::string::npos) break;
-    start = amp + 1;
-  }
-  if (!found || list.empty())
+  std::string list = QueryParam(query, "runs");  // URLSearchParams sends "," as %2C
+  if (list.empty())
     return Status::InvalidArgument("stream: parameter runs is required, e.g. ?runs=1,2,3");
-  // Commas may arrive percent-encoded (URLSearchParams).
-  for (size_t enc; (enc = list.find("%2C")) != std::string::npos ||
-                   (enc = list.find("%2c")) != std::string::npos;)
-    list.replace(enc, 3, ",");
   std::set<int64_t> runs;
   size_t pos = 0;
   while (pos <= list.size()) {

@@ -1,0 +1,14 @@
+// URL query strings of the HTTP API: percent-decoding and parameter lookup.
+#pragma once
+
+#include <string>
+
+namespace headlab::coord {
+
+// Returns `s` with %XX escapes and '+' (space) decoded; malformed escapes stay as they are.
+std::string UrlDecode(const std::string& s);
+
+// Returns the decoded value of `name` in a query string ("a=1&b=2"), "" if absent.
+std::string QueryParam(const std::string& query, const std::string& name);
+
+}  // namespace headlab::coord
