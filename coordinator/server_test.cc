@@ -27,9 +27,8 @@ struct Reply {
   Json json() const { return Json::parse(body); }
 };
 
-// One HTTP/1.1 request with Connection: close to "ADDR:PORT".
-Reply Http(const std::string& addr, const std::string& method, const std::string& path,
-           const std::string& body = "", const std::string& token = "") {
+// Returns a TCP socket connected to "ADDR:PORT" (IPv4).
+int ConnectTo(const std::string& addr) {
   size_t colon = addr.rfind(':');
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -37,6 +36,13 @@ Reply Http(const std::string& addr, const std::string& method, const std::string
   inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sa.sin_addr);
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  return fd;
+}
+
+// One HTTP/1.1 request with Connection: close to "ADDR:PORT".
+Reply Http(const std::string& addr, const std::string& method, const std::string& path,
+           const std::string& body = "", const std::string& token = "") {
+  int fd = ConnectTo(addr);
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
   if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
   req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -250,13 +256,7 @@ TEST_CASE("a live stream delivers a run's metric points as server-sent events") 
   w.Send("ACCEPT", {{"run", run}, {"attempt", 1}});
 
   // Open the stream (raw socket: the response never ends) and read its hello.
-  const size_t colon = http.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(uint16_t(std::stoi(http.substr(colon + 1))));
-  inet_pton(AF_INET, http.substr(0, colon).c_str(), &sa.sin_addr);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  int fd = ConnectTo(http);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const std::string req = "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -292,13 +292,7 @@ TEST_CASE("garbage at the ROUTER is logged and dropped; the coordinator keeps se
   std::string ep = r.server.workers_endpoint();
   // Raw TCP bytes that are not ZMTP at all.
   {
-    size_t colon = ep.rfind(':');
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(uint16_t(std::stoi(ep.substr(colon + 1))));
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    int fd = ConnectTo("127.0.0.1" + ep.substr(ep.rfind(':')));
     std::string junk = "GET / HTTP/1.0\r\n\r\n\xff\xff\xff\x00\x01garbage";
     junk.append(4096, '\x7f');
     ssize_t ignored = ::write(fd, junk.data(), junk.size());
