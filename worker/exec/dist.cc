@@ -150,8 +150,15 @@ StatusOr<std::unique_ptr<RankLauncher>> RankLauncher::Start(const std::string& e
     }
     l->pids_.push_back(pid);
   }
+  l->reaped_ = std::make_unique<std::atomic<bool>[]>(l->pids_.size());
   l->watcher_ = std::thread([raw = l.get()] { raw->Watch(); });
   return l;
+}
+
+void RankLauncher::KillUnreaped() {
+  // A reaped pid may already belong to another process.
+  for (size_t i = 0; i < pids_.size(); ++i)
+    if (!reaped_[i]) ::kill(pids_[i], SIGKILL);
 }
 
 void RankLauncher::Watch() {
@@ -159,20 +166,19 @@ void RankLauncher::Watch() {
   // others blocked in a collective: kill them all and end the attempt now (exit 1), so the
   // coordinator retries the run as a whole instead of waiting for a timeout.
   size_t alive = pids_.size();
-  std::vector<bool> reaped(pids_.size(), false);
   while (alive > 0) {
     for (size_t i = 0; i < pids_.size(); ++i) {
-      if (reaped[i]) continue;
+      if (reaped_[i]) continue;
       int status = 0;
       if (::waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
-      reaped[i] = true;
+      reaped_[i] = true;
       --alive;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (ok || killing_) continue;
       LogError("rank " + std::to_string(i + 1) + " " + ExitText(status) +
                "; stopping every rank of this attempt");
       if (!done_) {
-        for (pid_t p : pids_) ::kill(p, SIGKILL);
+        KillUnreaped();
         std::fflush(stdout);
         ::_exit(1);
       }
@@ -194,7 +200,7 @@ RankLauncher::~RankLauncher() {
   if (watcher_.joinable()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     killing_ = true;
-    for (pid_t p : pids_) ::kill(p, SIGKILL);
+    KillUnreaped();
     watcher_.join();
   }
 }

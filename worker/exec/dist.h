@@ -65,8 +65,10 @@ class RankLauncher {
  private:
   RankLauncher() = default;
   void Watch();
+  void KillUnreaped();
 
   std::vector<pid_t> pids_;
+  std::unique_ptr<std::atomic<bool>[]> reaped_;  // by index of pids_, set by Watch
   std::thread watcher_;
   std::atomic<bool> done_{false};     // rank 0 is ending: no _exit from the watcher
   std::atomic<bool> killing_{false};  // the destructor's own SIGKILLs: not failures to report
