@@ -58,7 +58,22 @@ bool RowsAligned(const TensorView& v, DType dtype) {
 }
 
 bool ForcesTensorCores(KernelPath path) {
-  return path == KernelPath::kTensorCore || path == KernelPath::kTensorCoreRun4;
+  return path == KernelPath::kTensorCore || path == KernelPath::kWgmma;
+}
+
+// True iff the wgmma forward can run: this library was built for sm_90a
+// (HEADLAB_KERNELS_SM90A, kernels/CMakeLists.txt), the current device is compute 9.x, and
+// the head dimension is 64.
+bool WgmmaForwardApplies(const AttentionShape& s) {
+#if defined(HEADLAB_KERNELS_SM90A)
+  int dev = 0, major = 0;
+  if (s.head_dim != 64 || cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major == 9;
+#else
+  (void)s;
+  return false;
+#endif
 }
 
 internal::View ToView(const TensorView& v) { return {v.data, v.stride_b, v.stride_t, v.stride_h}; }
@@ -137,14 +152,17 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
-  const bool run4 = a.path == KernelPath::kTensorCoreRun4;
+  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaForwardApplies(a.shape);
+  if (a.path == KernelPath::kWgmma && !wgmma)
+    return {KernelCode::kUnsupported, "wgmma forward needs an sm_90a build, an sm_90 device and d = 64"};
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, float>) {
       return internal::LaunchSimtForward<T>(p, s);
     } else {
-      return tc ? internal::LaunchMmaForward<T>(p, s, run4) : internal::LaunchSimtForward<T>(p, s);
+      if (wgmma) return internal::LaunchWgmmaForward<T>(p, s);
+      return tc ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
     }
   }));
 }
@@ -170,7 +188,6 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
-  const bool run4 = a.path == KernelPath::kTensorCoreRun4;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
@@ -179,7 +196,7 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     if constexpr (std::is_same_v<T, float>) {
       e = internal::LaunchSimtBackward<T>(p, s);
     } else {
-      e = tc ? internal::LaunchMmaBackward<T>(p, s, run4) : internal::LaunchSimtBackward<T>(p, s);
+      e = tc ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
     }
     if (e != cudaSuccess) return e;
     return internal::LaunchBackwardFinish<T>(p, s);

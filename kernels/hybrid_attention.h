@@ -81,12 +81,13 @@ struct KernelStatus {
   bool ok() const { return code == KernelCode::kOk; }
 };
 
-// Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32.
-// kSimt forces the plain CUDA-core path (the correctness baseline for every dtype).
-// kTensorCoreRun4 is the tensor-core path with the register budget of kernels/dev/NOTES.md
-// run 4 (no occupancy bound), kept so the dev bench times tuning changes against it in
-// one process.
-enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kTensorCoreRun4 = 3 };
+// Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32; on
+// an sm_90 device with d = 64 the forward runs on warpgroup MMA (wgmma), elsewhere on
+// mma.sync. kSimt forces the plain CUDA-core path (the correctness baseline for every
+// dtype); kTensorCore forces mma.sync forward and backward (the dev bench times it against
+// kAuto in one process); kWgmma forces the wgmma forward (refused where it cannot run) with
+// the mma.sync backward.
+enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3 };
 
 struct ForwardArgs {
   AttentionShape shape;

@@ -96,9 +96,10 @@ __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int 
 // Forward / backward launchers of each implementation (return a CUDA error code).
 template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
-// run4_tuning: the register budget of NOTES.md run 4 (KernelPath::kTensorCoreRun4).
-template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s, bool run4_tuning);
-template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s, bool run4_tuning);
+template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
+// sm_90a only, d = 64 (WgmmaForwardApplies).
+template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.
 template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);

@@ -38,8 +38,8 @@ constexpr size_t MmaBackwardSmemBytes() {
 }
 
 // CTAs per SM the register allocation must allow. Run 4 left it free: 209 registers at d=64
-// gave 2 CTAs (8 warps) per SM while shared memory (~69 KB) allows 3; d=64 now asks for 3
-// (<= 168 registers, ~100 bytes of spill) — the dev bench times both (kTensorCoreRun4).
+// gave 2 CTAs (8 warps) per SM while shared memory (~69 KB) allows 3; d=64 asks for 3
+// (<= 168 registers, ~100 bytes of spill): 12.6% faster fwd+bwd (NOTES.md run 11).
 template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 3 : 0; }  // 0: no bound
 
 template <typename T, int D, int kMinBlocks>
@@ -368,28 +368,20 @@ cudaError_t MmaBackwardLaunch(const Params& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-template <typename T, int D>
-cudaError_t MmaBackwardD(const Params& p, cudaStream_t s, bool run4_tuning) {
-  if constexpr (MinBlocksPerSm<D>() > 0) {  // 0: no bound (run 4's build)
-    if (run4_tuning) return MmaBackwardLaunch<T, D, 0>(p, s);
-  }
-  return MmaBackwardLaunch<T, D, MinBlocksPerSm<D>()>(p, s);
-}
-
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s, bool run4_tuning) {
+cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s) {
   switch (p.d) {
-    case 64: return MmaBackwardD<T, 64>(p, s, run4_tuning);
-    case 96: return MmaBackwardD<T, 96>(p, s, run4_tuning);
-    case 128: return MmaBackwardD<T, 128>(p, s, run4_tuning);
+    case 64: return MmaBackwardLaunch<T, 64, MinBlocksPerSm<64>()>(p, s);
+    case 96: return MmaBackwardLaunch<T, 96, MinBlocksPerSm<96>()>(p, s);
+    case 128: return MmaBackwardLaunch<T, 128, MinBlocksPerSm<128>()>(p, s);
     default: return cudaErrorInvalidValue;
   }
 }
 
-template cudaError_t LaunchMmaBackward<__nv_bfloat16>(const Params&, cudaStream_t, bool);
-template cudaError_t LaunchMmaBackward<__half>(const Params&, cudaStream_t, bool);
+template cudaError_t LaunchMmaBackward<__nv_bfloat16>(const Params&, cudaStream_t);
+template cudaError_t LaunchMmaBackward<__half>(const Params&, cudaStream_t);
 
 }  // namespace internal
 }  // namespace kernels

@@ -2,8 +2,10 @@
 //
 // Versions compared in one process:
 //   simt  - hybrid_attention_simt.cu: CUDA cores, fp32 math, 32x32 tiles (the naive baseline)
-//   mma   - hybrid_attention_mma.cu: mma.sync tensor cores, FlashAttention-2 online softmax,
-//           64x64 tiles, cp.async double buffering (forward); backward as dispatched.
+//   mma   - hybrid_attention_mma.cu / _mma_bwd.cu: mma.sync tensor cores, FlashAttention-2
+//           online softmax, 64x64 tiles, cp.async double buffering (KernelPath::kTensorCore)
+//   auto  - as dispatched: on sm_90 at d = 64 the forward is hybrid_attention_wgmma.cu
+//           (warpgroup MMA), the backward mma.sync
 // Every configuration is validated before it is timed: at a reduced size (B=1) against the
 // CPU reference (hybrid_attention_gpu_test's rule: <= 2x a bf16-rounding reference), and at
 // the full bench size the tensor-core output against the SIMT output.
@@ -191,14 +193,15 @@ void Run() {
   const float ord_fb = TimeMs(FwdBwd(p_ord, KernelPath::kAuto));
   std::printf("all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
               ord_fb, 3.5 * flops / ord_fb * 1e-9);
-  // The current tensor-core tuning against run 4's (NOTES.md), same process, ABBA rounds.
-  ValidateFull(p_ord, "all ordinary, run-4 tuning", KernelPath::kTensorCoreRun4);
-  const KernelPath run4 = KernelPath::kTensorCoreRun4, now = KernelPath::kAuto;
-  Ratio tf = Compare(Fwd(p_ord, run4), Fwd(p_ord, now));
-  Ratio tb = Compare(FwdBwd(p_ord, run4), FwdBwd(p_ord, now));
-  std::printf("tuning fwd      run4 %8.3f ms | now %8.3f ms | now/run4 time %.3f [%.3f, %.3f]\n",
-              tf.a_ms, tf.b_ms, tf.median, tf.lo, tf.hi);
-  std::printf("tuning fwd+bwd  run4 %8.3f ms | now %8.3f ms | now/run4 time %.3f [%.3f, %.3f]\n",
+  // The mma.sync kernels against the dispatched ones (wgmma forward on sm_90), same process,
+  // ABBA rounds.
+  ValidateFull(p_ord, "all ordinary, mma.sync", KernelPath::kTensorCore);
+  const KernelPath mma = KernelPath::kTensorCore, now = KernelPath::kAuto;
+  Ratio tf = Compare(Fwd(p_ord, mma), Fwd(p_ord, now));
+  Ratio tb = Compare(FwdBwd(p_ord, mma), FwdBwd(p_ord, now));
+  std::printf("versions fwd      mma.sync %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/mma time %.3f [%.3f, %.3f]\n",
+              tf.a_ms, flops / tf.a_ms * 1e-9, tf.b_ms, flops / tf.b_ms * 1e-9, tf.median, tf.lo, tf.hi);
+  std::printf("versions fwd+bwd  mma.sync %8.3f ms | auto %8.3f ms | auto/mma time %.3f [%.3f, %.3f]\n",
               tb.a_ms, tb.b_ms, tb.median, tb.lo, tb.hi);
 
   // 2. Fixed heads at 25% / 50%: forward+backward time over the all-ordinary time.

@@ -125,8 +125,8 @@ def main():
     qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
-    # path 0: the dispatched kernels; 3: the tensor-core kernels with run 4's tuning
-    # (kernels/dev/NOTES.md), timed against flash in the same process for the before/after.
+    # path 0: the dispatched kernels (wgmma forward on sm_90 at d = 64); 2: the mma.sync
+    # kernels (kernels/dev/NOTES.md runs 2-12), timed against flash in the same process.
     def ours(path, bwd):
         def run():
             kern.forward(q, k, v, o, lse, states, path)
@@ -151,7 +151,7 @@ def main():
         except RuntimeError as e:
             print(f"sdpa {name}: unavailable ({e})")
             continue
-        paths = ((0, "ours"), (3, "ours-run4")) if name == "flash" else ((0, "ours"),)
+        paths = ((0, "ours"), (2, "ours-mma")) if name == "flash" else ((0, "ours"),)
         for path, label in paths:
             ours(path, True)()
             torch.cuda.synchronize()

@@ -1,0 +1,260 @@
+// forward_tile.cuh: the per-tile steps the tensor-core forwards share (mma.sync in
+// hybrid_attention_mma.cu, wgmma in hybrid_attention_wgmma.cu). Both hold a warp's 16 query
+// rows x 64 keys of S in the m16n8 accumulator layout (mma_primitives.cuh): s[nb][e] is row
+// gr + 8 (e / 2), key 8 nb + 2 tq + e % 2 — wgmma's m64nN accumulator gives each warp of the
+// warpgroup exactly this layout for its 16 rows. What differs between the two is only how
+// S = Q K^T and O += P V are computed.
+#pragma once
+
+#include "kernels/mma_primitives.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace internal {
+
+constexpr int kFwdBk = 64;  // keys per tile
+// Above this, exp(A + R - logZ) could overflow the product form: the row falls back to exp.
+constexpr float kFwdProductFormLimit = 60.f;
+
+// Offsets q - k one (query block of kBq rows, key tile) pair spans.
+template <int kBq> __host__ __device__ constexpr int Band() { return kBq + kFwdBk - 1; }
+
+__device__ __forceinline__ float WarpMaxF(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+// SAF eq. 3 product form of a fixed head's tile: P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R}
+// e^{A + R - logZ_i} with A, R the tile's maxima, so the tile needs 64 + Band exps instead of
+// one per element (the forward is otherwise bound by the exp unit, as ordinary heads are).
+struct FixedTile {
+  float* alpha_raw;  // [64]   -inf beyond T
+  float* alpha_exp;  // [64]   e^{alpha - A}
+  float* rho_raw;    // [Band] offsets q0 - k0 - 63 + j; -inf outside [0, T)
+  float* rho_exp;    // [Band] e^{rho - R}
+  float* ar;         // [2]    A, R
+};
+
+// Floats of shared memory one buffer of fixed-tile factors takes.
+template <int kBq> __host__ __device__ constexpr int FixedTileFloats() { return 2 * kFwdBk + 2 * Band<kBq>() + 2; }
+
+template <int kBq>
+__device__ __forceinline__ FixedTile FixedTileAt(float* base, int buf) {
+  float* b = base + buf * FixedTileFloats<kBq>();
+  return {b, b + kFwdBk, b + 2 * kFwdBk, b + 2 * kFwdBk + Band<kBq>(), b + 2 * kFwdBk + 2 * Band<kBq>()};
+}
+
+// A fixed tile's raw factors as warps 0 (alpha) and 1 (rho band) hold them in registers.
+template <int kBq>
+struct FixedRaw {
+  float v[(Band<kBq>() + 31) / 32];
+};
+
+// Loads tile (q0, k0)'s raw factors into registers (plain loads, -inf outside [0, T)). Issued
+// one tile ahead: a load stalls a warp only when its register is read, so the global latency
+// hides behind a tile of work.
+template <int kBq>
+__device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
+                                               FixedRaw<kBq>* raw) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) {
+#pragma unroll
+    for (int i = 0; i < kFwdBk / 32; ++i) {
+      const int k = k0 + lane + 32 * i;
+      raw->v[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+    }
+  } else if (warp == 1) {
+#pragma unroll
+    for (int i = 0; i < (Band<kBq>() + 31) / 32; ++i) {
+      const int j = lane + 32 * i, off = q0 - k0 - (kFwdBk - 1) + j;
+      raw->v[i] = (j < Band<kBq>() && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+    }
+  }
+}
+
+// Warp 0 stages alpha, warp 1 the rho band from FetchFixedTile's registers (ordered by the
+// next barrier).
+template <int kBq>
+__device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp == 0) {
+    float a[kFwdBk / 32];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kFwdBk / 32; ++i) {
+      a[i] = raw.v[i];
+      mx = fmaxf(mx, a[i]);
+    }
+    mx = WarpMaxF(mx);
+#pragma unroll
+    for (int i = 0; i < kFwdBk / 32; ++i) {
+      ft.alpha_raw[lane + 32 * i] = a[i];
+      ft.alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
+    }
+    if (lane == 0) ft.ar[0] = mx;
+  } else if (warp == 1) {
+    constexpr int kPer = (Band<kBq>() + 31) / 32;
+    float r[kPer];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      r[i] = raw.v[i];
+      mx = fmaxf(mx, r[i]);
+    }
+    mx = WarpMaxF(mx);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i;
+      if (j < Band<kBq>()) {
+        ft.rho_raw[j] = r[i];
+        ft.rho_exp[j] = __expf(r[i] - mx);
+      }
+    }
+    if (lane == 0) ft.ar[1] = mx;
+  }
+}
+
+// One warp's 16 rows of a tile: its rows are row0 + gr + 8 hf, its keys k0 + 8 nb + 2 tq + e.
+struct WarpRows {
+  int row0;  // first row of the warp's 16 (absolute query position)
+  int gr, tq;
+  __device__ __forceinline__ int Row(int hf) const { return row0 + gr + 8 * hf; }
+  __device__ __forceinline__ int Key(int k0, int nb, int e) const { return k0 + nb * 8 + 2 * tq + e; }
+};
+
+// Online softmax (FlashAttention-2) of one warp's raw scores s: masks invisible keys when
+// need_mask, updates the running max m and sum l, turns s into unnormalised P and rescales
+// the output accumulators o. Works on raw scores (scale > 0 keeps the order): the exponent
+// is s * scale2 - m * scale2 with scale2 = scale * log2(e).
+template <int D>
+__device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m)[2], float (&l)[2],
+                                            float (&o)[D / 8][4], bool need_mask, const DeviceHead& hd,
+                                            const WarpRows& w, int k0, float scale2) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (need_mask && !Visible(hd, w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = -INFINITY;
+      mx[e >> 1] = fmaxf(mx[e >> 1], s[nb][e]);
+    }
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 1));
+    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 2));
+    const float mn = fmaxf(m[hf], mx[hf]);
+    const float ref = mn == -INFINITY ? 0.f : mn * scale2;
+    const float corr = Ex2(m[hf] * scale2 - ref);
+    m[hf] = mn;
+    float sum = 0.f;
+#pragma unroll
+    for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+      s[nb][2 * hf] = Ex2(fmaf(s[nb][2 * hf], scale2, -ref));
+      s[nb][2 * hf + 1] = Ex2(fmaf(s[nb][2 * hf + 1], scale2, -ref));
+      sum += s[nb][2 * hf] + s[nb][2 * hf + 1];
+    }
+    l[hf] = l[hf] * corr + sum;
+#pragma unroll
+    for (int nd = 0; nd < D / 8; ++nd) {
+      o[nd][2 * hf] *= corr;
+      o[nd][2 * hf + 1] *= corr;
+    }
+  }
+}
+
+// SAF eq. 3 without scores or softmax, in product form (FixedTile): writes one warp's P of
+// tile (q0, k0) into s. Each thread's elements touch 16 alpha factors and 18 rho factors:
+// loaded once (band = c + 8 (hf - nb) - e) instead of two shared loads per element.
+template <int kBq>
+__device__ __forceinline__ void FixedScoresTile(float (&s)[kFwdBk / 8][4], const FixedTile& ft,
+                                                const float (&lz)[2], bool need_mask, const DeviceHead& hd,
+                                                const WarpRows& w, int q0, int k0) {
+  const float ar = ft.ar[0] + ft.ar[1];
+  const int band0 = q0 - k0 - (kFwdBk - 1);
+  float ea[kFwdBk / 8][2];
+#pragma unroll
+  for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+    const float2 v = *reinterpret_cast<const float2*>(ft.alpha_exp + nb * 8 + 2 * w.tq);
+    ea[nb][0] = v.x;
+    ea[nb][1] = v.y;
+  }
+  const int c = (w.row0 - q0) + w.gr + (kFwdBk - 1) - 2 * w.tq;
+  float er[kFwdBk / 8 + 1][2];
+#pragma unroll
+  for (int u = 0; u <= kFwdBk / 8; ++u) {
+    er[u][0] = ft.rho_exp[c + 8 * (u - (kFwdBk / 8 - 1))];
+    er[u][1] = ft.rho_exp[c + 8 * (u - (kFwdBk / 8 - 1)) - 1];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int row = w.Row(hf);
+    const float rz_log = ar - lz[hf];
+    const bool exact = rz_log > kFwdProductFormLimit;
+    const float rz = __expf(fminf(rz_log, kFwdProductFormLimit));
+#pragma unroll
+    for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float pv = ea[nb][e] * er[hf - nb + kFwdBk / 8 - 1][e] * rz;
+        const int kl = nb * 8 + 2 * w.tq + e, key = k0 + kl;
+        if (exact) pv = __expf(ft.alpha_raw[kl] + ft.rho_raw[row - key - band0] - lz[hf]);
+        if (need_mask && !Visible(hd, row, key)) pv = 0.f;
+        s[nb][2 * hf + e] = pv;
+      }
+    }
+  }
+}
+
+// P of k-step kk (keys 16 kk .. 16 kk + 15) as an A fragment: two adjacent C tiles repack
+// without moving data (mma_primitives.cuh).
+template <typename T>
+__device__ __forceinline__ void PackP(const float (&s)[kFwdBk / 8][4], int kk, uint32_t (&a)[4]) {
+  a[0] = Mma<T>::Pack(s[2 * kk][0], s[2 * kk][1]);
+  a[1] = Mma<T>::Pack(s[2 * kk][2], s[2 * kk][3]);
+  a[2] = Mma<T>::Pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  a[3] = Mma<T>::Pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+// Normalises one warp's output rows and writes them with their log-sum-exp (nats). Fixed
+// heads' rows are already normalised (P rows sum to 1) and their lse is logZ.
+template <typename T, int D>
+__device__ __forceinline__ void StoreRows(const Params& p, const float (&o)[D / 8][4], const float (&m)[2],
+                                          const float (&l)[2], const float (&lz)[2], bool fixed, int b,
+                                          int h, const WarpRows& w) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int row = w.Row(hf);
+    float inv = 1.f, lse = lz[hf];
+    if (!fixed) {
+      float lsum = l[hf];
+      lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+      lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+      inv = 1.f / lsum;
+      lse = m[hf] * p.scale + logf(lsum);
+    }
+    if (row >= p.T) continue;
+    T* out = At<T>(p.o, b, row, h);
+#pragma unroll
+    for (int nd = 0; nd < D / 8; ++nd) {
+      *reinterpret_cast<uint32_t*>(out + nd * 8 + 2 * w.tq) =
+          Mma<T>::Pack(o[nd][2 * hf] * inv, o[nd][2 * hf + 1] * inv);
+    }
+    if (w.tq == 0) p.lse[(size_t(b) * p.H + h) * p.T + row] = lse;
+  }
+}
+
+// Pruned heads: zero output rows [q0, q0 + kBq) and lse = -inf.
+template <typename T, int D, int kBq, int kThreads>
+__device__ __forceinline__ void StorePrunedRows(const Params& p, int b, int h, int q0) {
+  for (int idx = threadIdx.x; idx < kBq * D; idx += kThreads) {
+    const int r = idx / D, q = q0 + r;
+    if (q < p.T) At<T>(p.o, b, q, h)[idx % D] = FromFloat<T>(0.f);
+  }
+  for (int r = threadIdx.x; r < kBq; r += kThreads)
+    if (q0 + r < p.T) p.lse[(size_t(b) * p.H + h) * p.T + q0 + r] = -INFINITY;
+}
+
+}  // namespace internal
+}  // namespace kernels
+}  // namespace headlab
