@@ -61,10 +61,10 @@ bool ForcesTensorCores(KernelPath path) {
   return path == KernelPath::kTensorCore || path == KernelPath::kWgmma;
 }
 
-// True iff the wgmma forward can run: this library was built for sm_90a
+// True iff the wgmma kernels can run: this library was built for sm_90a
 // (HEADLAB_KERNELS_SM90A, kernels/CMakeLists.txt), the current device is compute 9.x, and
 // the head dimension is 64.
-bool WgmmaForwardApplies(const AttentionShape& s) {
+bool WgmmaApplies(const AttentionShape& s) {
 #if defined(HEADLAB_KERNELS_SM90A)
   int dev = 0, major = 0;
   if (s.head_dim != 64 || cudaGetDevice(&dev) != cudaSuccess) return false;
@@ -152,9 +152,9 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
-  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaForwardApplies(a.shape);
+  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaApplies(a.shape);
   if (a.path == KernelPath::kWgmma && !wgmma)
-    return {KernelCode::kUnsupported, "wgmma forward needs an sm_90a build, an sm_90 device and d = 64"};
+    return {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
@@ -188,6 +188,9 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   if (ForcesTensorCores(a.path) && !tc_possible)
     return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
   const bool tc = tc_possible && a.path != KernelPath::kSimt;
+  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaApplies(a.shape);
+  if (a.path == KernelPath::kWgmma && !wgmma)
+    return {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
@@ -195,6 +198,8 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     if (e != cudaSuccess) return e;
     if constexpr (std::is_same_v<T, float>) {
       e = internal::LaunchSimtBackward<T>(p, s);
+    } else if (wgmma) {
+      e = internal::LaunchWgmmaBackward<T>(p, s);
     } else {
       e = tc ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
     }

@@ -82,11 +82,10 @@ struct KernelStatus {
 };
 
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32; on
-// an sm_90 device with d = 64 the forward runs on warpgroup MMA (wgmma), elsewhere on
+// an sm_90 device with d = 64 the tensor-core kernels are warpgroup MMA (wgmma), elsewhere
 // mma.sync. kSimt forces the plain CUDA-core path (the correctness baseline for every
-// dtype); kTensorCore forces mma.sync forward and backward (the dev bench times it against
-// kAuto in one process); kWgmma forces the wgmma forward (refused where it cannot run) with
-// the mma.sync backward.
+// dtype); kTensorCore forces the mma.sync kernels (the dev bench times them against kAuto
+// in one process); kWgmma forces the wgmma kernels (refused where they cannot run).
 enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3 };
 
 struct ForwardArgs {

@@ -98,8 +98,9 @@ template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_
 template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
-// sm_90a only, d = 64 (WgmmaForwardApplies).
+// sm_90a only, d = 64 (WgmmaApplies).
 template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
+template <typename T> cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.
 template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);

@@ -12,29 +12,20 @@
 //   dQ += dS K  (dS^T through shared memory, fp32 atomics into the workspace).
 // Fixed heads (SAF eq. 3) rebuild P^T from alpha/rho/logZ and stop after dV: no Q load,
 // no Q K^T, no dP, no dQ/dK work. Pruned heads are skipped.
-#include "kernels/mma_primitives.cuh"
+#include "kernels/backward_tile.cuh"
+#include "kernels/forward_tile.cuh"  // PackP
 
 namespace headlab {
 namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kBk = 64, kBq = 64, kWarps = 4, kThreads = kWarps * 32;
-
-// Above this, exp(A + R - logZ) could overflow the product form: the column uses exp.
-constexpr float kProductFormLimit = 60.f;
-constexpr int kBand = kBq + kBk - 1;  // offsets q - k of a (query tile, key block) pair
-// Per buffer: rz [64], rho raw [Band + 1], rho exp [Band + 1], pad [2]; even, so the float2
-// loads of rz stay 8-byte aligned.
-constexpr int kBandStride = kBq + 2 * (kBand + 1) + 2;
-constexpr int kRawOff = kBq, kExpOff = kBq + kBand + 1;
+constexpr int kBk = kBwdBk, kBq = kBwdBq, kWarps = 4, kThreads = kWarps * 32;
 
 template <int D>
 constexpr size_t MmaBackwardSmemBytes() {
-  // K, V [64][D+8]; Q, dO [2][64][D+8]; dS^T [64][64+8]; lse, delta [2][64];
-  // fixed heads: alpha raw/exp [64] x2, A + pad; per buffer kBandStride floats.
-  return 2 * (2 * kBk * (D + 8) + 4 * kBq * (D + 8) + kBk * (kBq + 8)) +
-         4 * (4 * kBq + 2 * kBk + 2 + 2 * kBandStride);
+  // K, V [64][D+8]; Q, dO [2][64][D+8]; dS^T [64][64+8]; row statistics (backward_tile.cuh).
+  return 2 * (2 * kBk * (D + 8) + 4 * kBq * (D + 8) + kBk * (kBq + 8)) + 4 * BwdStatsFloats();
 }
 
 // CTAs per SM the register allocation must allow. Run 4 left it free: 209 registers at d=64
@@ -50,14 +41,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
   T* qs = vs + kBk * (D + 8);          // [2][64][D + 8]
   T* dos = qs + 2 * kBq * (D + 8);     // [2][64][D + 8]
   T* dst_s = dos + 2 * kBq * (D + 8);  // dS^T [64 keys][64 + 8 queries]
-  float* lse_s = reinterpret_cast<float*>(dst_s + kBk * (kBq + 8));  // [2][64] (nats)
-  float* delta_s = lse_s + 2 * kBq;                                   // [2][64]
-  // SAF eq. 3 in product form, P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R} e^{A + R - logZ_i}:
-  // one exp per key, offset and query of a tile instead of one per element.
-  float* alpha_raw = delta_s + 2 * kBq;                               // [64]
-  float* alpha_exp = alpha_raw + kBk;                                 // [64]
-  float* alpha_max = alpha_exp + kBk;                                 // [2] (A, pad)
-  float* band_s = alpha_max + 2;                                      // [2][kBandStride]
+  const BwdStats st(reinterpret_cast<float*>(dst_s + kBk * (kBq + 8)));
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
   const int k0 = kb * kBk, g = blockIdx.y, b = blockIdx.z;
@@ -65,7 +49,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
   const int rep = p.H / p.G;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int gr = lane / 4, tq = lane % 4;
-  const int key_a = k0 + warp * 16 + gr, key_b = key_a + 8;  // this thread's accumulator rows
+  const WarpKeys w{k0 + warp * 16 + gr, gr, tq, warp};  // this thread's accumulator rows
   const float scale2 = p.scale * kLog2e;
 
   LoadRows<T, D, kBk, kThreads>(p, p.k, b, g, k0, ks);
@@ -88,73 +72,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
     __syncthreads();  // the previous head's last tile is fully consumed
     if (fixed) {
-      if (warp == 0) {
-        float a[kBk / 32], mx = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < kBk / 32; ++i) {
-          const int k = k0 + lane + 32 * i;
-          a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
-          mx = fmaxf(mx, a[i]);
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-#pragma unroll
-        for (int i = 0; i < kBk / 32; ++i) {
-          alpha_raw[lane + 32 * i] = a[i];
-          alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
-        }
-        if (lane == 0) *alpha_max = mx;
-      }
-      __syncthreads();  // A is read by the rho staging below
+      StageAlpha(p, hd, k0, st);
+      __syncthreads();  // A is read by the rho staging in IssueRowStats
     }
     auto issue = [&](int n) {
       const int q0 = br.Block(n) * kBq, buf = n & 1;
       if (!fixed) LoadRows<T, D, kBq, kThreads>(p, p.q, b, h, q0, qs + buf * kBq * (D + 8));
       LoadRows<T, D, kBq, kThreads>(p, p.d_o, b, h, q0, dos + buf * kBq * (D + 8));
-      for (int i = threadIdx.x; i < kBq; i += kThreads) {
-        const int q = q0 + i;
-        if (!fixed) {
-          // Async like the tiles (a plain load here stalled warps 0-1 every tile). Rows
-          // beyond T read lse = delta = 0: their Q and dO rows are zero-filled, so P = 1
-          // there meets dO = 0 (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are
-          // never stored.
-          const bool in = q < p.T;
-          CpAsync4(lse_s + buf * kBq + i, in ? p.lse + row_base + q : p.lse, in ? 4 : 0);
-          CpAsync4(delta_s + buf * kBq + i, in ? p.delta + row_base + q : p.delta, in ? 4 : 0);
-        } else {
-          lse_s[buf * kBq + i] = q < p.T ? hd.log_z[q] : INFINITY;  // logZ (nats)
-          delta_s[buf * kBq + i] = 0.f;
-        }
-      }
-      if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
-        float* bs = band_s + buf * kBandStride;
-        constexpr int kPer = (kBand + 31) / 32;
-        float r[kPer], mx = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          const int j = lane + 32 * i, off = q0 - k0 - (kBk - 1) + j;
-          r[i] = (j < kBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
-          mx = fmaxf(mx, r[i]);
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          const int j = lane + 32 * i;
-          if (j < kBand) {
-            bs[kRawOff + j] = r[i];
-            bs[kExpOff + j] = __expf(r[i] - mx);
-          }
-        }
-        // rz = e^{A + R - logZ_q}, or -1 where that could overflow (exact exp instead).
-        const float ar = *alpha_max + mx;
-#pragma unroll
-        for (int i = 0; i < kBq / 32; ++i) {
-          const int q = q0 + lane + 32 * i;
-          const float rl = q < p.T ? ar - hd.log_z[q] : -INFINITY;
-          bs[lane + 32 * i] = rl > kProductFormLimit ? -1.f : __expf(rl);
-        }
-      }
+      IssueRowStats(p, hd, fixed, k0, q0, buf, row_base, st);
     };
     if (count > 0) issue(0);
     CpAsyncCommit();
@@ -167,12 +92,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
       const int q0 = br.Block(n) * kBq, buf = n & 1;
       const T* qt = qs + buf * kBq * (D + 8);
       const T* dot = dos + buf * kBq * (D + 8);
-      const float* lse_t = lse_s + buf * kBq;
-      const float* delta_t = delta_s + buf * kBq;
+      const float* lse_t = st.lse + buf * kBq;
+      const float* delta_t = st.delta + buf * kBq;
       const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBq, p.T) - 1, k0, k0 + kBk - 1);
 
-      // P^T (16 keys x 64 queries per warp) in accumulator layout: rows key_a/key_b,
-      // columns q0 + nb*8 + 2tq + (e & 1).
+      // P^T (16 keys x 64 queries per warp) in accumulator layout.
       float pt[kBq / 8][4];
       if (!fixed) {
 #pragma unroll
@@ -194,55 +118,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
             Mma<T>::Run(pt[2 * np + 1], af, bf[2], bf[3]);
           }
         }
-#pragma unroll
-        for (int nb = 0; nb < kBq / 8; ++nb) {
-          const float2 l2 = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * tq);
-          const float nl[2] = {-l2.x * kLog2e, -l2.y * kLog2e};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int ql = nb * 8 + 2 * tq + (e & 1);
-            float x = Ex2(fmaf(pt[nb][e], scale2, nl[e & 1]));
-            if (need_mask && !Visible(hd, q0 + ql, e < 2 ? key_a : key_b)) x = 0.f;
-            pt[nb][e] = x;
-          }
-        }
+        ScoresToPt(pt, lse_t, need_mask, hd, q0, w, scale2);
       } else {
-        const float* bs = band_s + buf * kBandStride;
-        const float* rz = bs;
-        const int band0 = q0 - k0 - (kBk - 1);
-        // Per thread: 2 alpha factors (its key rows), 16 rz (its query columns) and 18 rho
-        // factors (band = c + 8 (nb - hf) + e) per tile, loaded once.
-        const float ea[2] = {alpha_exp[key_a - k0], alpha_exp[key_b - k0]};
-        const int c = 2 * tq - warp * 16 - gr + (kBk - 1);
-        float er[kBq / 8 + 1][2];
-#pragma unroll
-        for (int u = 0; u <= kBq / 8; ++u) {
-          er[u][0] = bs[kExpOff + c + 8 * (u - 1)];
-          er[u][1] = bs[kExpOff + c + 8 * (u - 1) + 1];
-        }
-#pragma unroll
-        for (int nb = 0; nb < kBq / 8; ++nb) {
-          const float2 r2 = *reinterpret_cast<const float2*>(rz + nb * 8 + 2 * tq);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int hf = e >> 1, ql = nb * 8 + 2 * tq + (e & 1), q = q0 + ql;
-            const int key = hf ? key_b : key_a;
-            const float r = (e & 1) ? r2.y : r2.x;
-            float pv = ea[hf] * er[nb - hf + 1][e & 1] * r;
-            if (r < 0.f) pv = __expf(alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
-            if (need_mask && !Visible(hd, q, key)) pv = 0.f;
-            pt[nb][e] = pv;
-          }
-        }
+        FixedPt(pt, st, buf, need_mask, hd, q0, k0, w);
       }
       // dV += P^T dO: A = P^T (repacked accumulators), B = dO by transposed ldmatrix.
 #pragma unroll
       for (int kk = 0; kk < kBq / 16; ++kk) {
         uint32_t af[4];
-        af[0] = Mma<T>::Pack(pt[2 * kk][0], pt[2 * kk][1]);
-        af[1] = Mma<T>::Pack(pt[2 * kk][2], pt[2 * kk][3]);
-        af[2] = Mma<T>::Pack(pt[2 * kk + 1][0], pt[2 * kk + 1][1]);
-        af[3] = Mma<T>::Pack(pt[2 * kk + 1][2], pt[2 * kk + 1][3]);
+        PackP<T>(pt, kk, af);
 #pragma unroll
         for (int np = 0; np < D / 16; ++np) {
           uint32_t bf[4];
@@ -276,14 +160,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
           }
         }
         // dS^T = P^T (dP^T - delta) * scale, kept in pt; also staged in shared memory.
+        DsFromDp(pt, dpt, delta_t, p.scale, tq);
 #pragma unroll
         for (int nb = 0; nb < kBq / 8; ++nb) {
-          const int ql = nb * 8 + 2 * tq;
-          pt[nb][0] = pt[nb][0] * (dpt[nb][0] - delta_t[ql]) * p.scale;
-          pt[nb][1] = pt[nb][1] * (dpt[nb][1] - delta_t[ql + 1]) * p.scale;
-          pt[nb][2] = pt[nb][2] * (dpt[nb][2] - delta_t[ql]) * p.scale;
-          pt[nb][3] = pt[nb][3] * (dpt[nb][3] - delta_t[ql + 1]) * p.scale;
-          const int ra = warp * 16 + gr;
+          const int ql = nb * 8 + 2 * tq, ra = warp * 16 + gr;
           *reinterpret_cast<uint32_t*>(dst_s + ra * (kBq + 8) + ql) = Mma<T>::Pack(pt[nb][0], pt[nb][1]);
           *reinterpret_cast<uint32_t*>(dst_s + (ra + 8) * (kBq + 8) + ql) = Mma<T>::Pack(pt[nb][2], pt[nb][3]);
         }
@@ -291,10 +171,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
 #pragma unroll
         for (int kk = 0; kk < kBq / 16; ++kk) {
           uint32_t af[4];
-          af[0] = Mma<T>::Pack(pt[2 * kk][0], pt[2 * kk][1]);
-          af[1] = Mma<T>::Pack(pt[2 * kk][2], pt[2 * kk][3]);
-          af[2] = Mma<T>::Pack(pt[2 * kk + 1][0], pt[2 * kk + 1][1]);
-          af[3] = Mma<T>::Pack(pt[2 * kk + 1][2], pt[2 * kk + 1][3]);
+          PackP<T>(pt, kk, af);
 #pragma unroll
           for (int np = 0; np < D / 16; ++np) {
             uint32_t bf[4];
@@ -308,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
         __syncthreads();  // dS^T complete
         // dQ (16 queries x D per warp) = dS K: A = dS from dS^T by transposed ldmatrix,
         // B = K by transposed ldmatrix; then fp32 atomics into the workspace.
-        const int qa = q0 + warp * 16 + gr, qb2 = qa + 8;
+        const int qa = q0 + warp * 16 + gr;
 #pragma unroll
         for (int np = 0; np < D / 16; ++np) {
           float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -330,10 +207,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
             const int c = np * 16 + half * 8 + 2 * tq;
-            if (qa < p.T)
-              atomicAdd(reinterpret_cast<float2*>(p.dq_acc + (row_base + qa) * D + c), make_float2(acc[half][0], acc[half][1]));
-            if (qb2 < p.T)
-              atomicAdd(reinterpret_cast<float2*>(p.dq_acc + (row_base + qb2) * D + c), make_float2(acc[half][2], acc[half][3]));
+            AtomicAddDq(p, row_base, qa, c, D, acc[half][0], acc[half][1]);
+            AtomicAddDq(p, row_base, qa + 8, c, D, acc[half][2], acc[half][3]);
           }
         }
       }
@@ -342,19 +217,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
     CpAsyncWait<0>();
   }
   CpAsyncWait<0>();
-
-#pragma unroll
-  for (int nd = 0; nd < D / 8; ++nd) {
-    const int c = nd * 8 + 2 * tq;
-    if (key_a < p.T) {
-      *reinterpret_cast<uint32_t*>(At<T>(p.dk, b, key_a, g) + c) = Mma<T>::Pack(dk[nd][0], dk[nd][1]);
-      *reinterpret_cast<uint32_t*>(At<T>(p.dv, b, key_a, g) + c) = Mma<T>::Pack(dv[nd][0], dv[nd][1]);
-    }
-    if (key_b < p.T) {
-      *reinterpret_cast<uint32_t*>(At<T>(p.dk, b, key_b, g) + c) = Mma<T>::Pack(dk[nd][2], dk[nd][3]);
-      *reinterpret_cast<uint32_t*>(At<T>(p.dv, b, key_b, g) + c) = Mma<T>::Pack(dv[nd][2], dv[nd][3]);
-    }
-  }
+  StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
 
 template <typename T, int D, int kMinBlocks>

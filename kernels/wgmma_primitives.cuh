@@ -87,19 +87,21 @@ __device__ __forceinline__ void FenceOperands(float (&d)[N][4]) {
       "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),     \
       "+f"(d[7][2]), "+f"(d[7][3])
 
-// m64n64k16, fp32 accumulators d[n8 block][4]. SS: A and B from shared memory (both
-// K-major); RS: A from registers (mma.sync A layout), B from shared memory MN-major.
+// m64n64k16, fp32 accumulators d[n8 block][4]. SS: A and B from shared memory, K-major
+// unless kTransA / kTransB (then M-major / N-major); RS: A from registers (mma.sync A
+// layout), B from shared memory N-major.
 // accumulate = 0 overwrites d (scale-d = 0), 1 adds to it.
 template <typename T> struct Wgmma;
 #define HEADLAB_DEFINE_WGMMA(TYPE, PTX_TYPES)                                                        \
   template <> struct Wgmma<TYPE> {                                                                   \
+    template <int kTransA = 0, int kTransB = 0>                                                     \
     static __device__ __forceinline__ void SS(float (&d)[8][4], uint64_t a, uint64_t b, int accumulate) { \
       if constexpr (HEADLAB_WGMMA_DEVICE) {                                                          \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                    \
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32" PTX_TYPES " " HEADLAB_WGMMA_D32    \
-                     ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                               \
+                     ", %32, %33, p, 1, 1, %35, %36;\n}\n"                                           \
                      : HEADLAB_WGMMA_D32_OPERANDS(d)                                                 \
-                     : "l"(a), "l"(b), "r"(accumulate));                                             \
+                     : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB));                 \
       } else {                                                                                       \
         __trap();                                                                                    \
       }                                                                                              \

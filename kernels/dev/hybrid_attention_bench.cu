@@ -4,8 +4,8 @@
 //   simt  - hybrid_attention_simt.cu: CUDA cores, fp32 math, 32x32 tiles (the naive baseline)
 //   mma   - hybrid_attention_mma.cu / _mma_bwd.cu: mma.sync tensor cores, FlashAttention-2
 //           online softmax, 64x64 tiles, cp.async double buffering (KernelPath::kTensorCore)
-//   auto  - as dispatched: on sm_90 at d = 64 the forward is hybrid_attention_wgmma.cu
-//           (warpgroup MMA), the backward mma.sync
+//   auto  - as dispatched: on sm_90 at d = 64 hybrid_attention_wgmma.cu / _wgmma_bwd.cu
+//           (warpgroup MMA)
 // Every configuration is validated before it is timed: at a reduced size (B=1) against the
 // CPU reference (hybrid_attention_gpu_test's rule: <= 2x a bf16-rounding reference), and at
 // the full bench size the tensor-core output against the SIMT output.
@@ -193,7 +193,7 @@ void Run() {
   const float ord_fb = TimeMs(FwdBwd(p_ord, KernelPath::kAuto));
   std::printf("all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
               ord_fb, 3.5 * flops / ord_fb * 1e-9);
-  // The mma.sync kernels against the dispatched ones (wgmma forward on sm_90), same process,
+  // The mma.sync kernels against the dispatched ones (wgmma on sm_90), same process,
   // ABBA rounds.
   ValidateFull(p_ord, "all ordinary, mma.sync", KernelPath::kTensorCore);
   const KernelPath mma = KernelPath::kTensorCore, now = KernelPath::kAuto;

@@ -196,8 +196,8 @@ int main(int argc, char** argv) {
           ++n;
           RunConfig(c, mix, KernelPath::kAuto, true);
           if (dt != DType::kF32) RunConfig(c, mix, KernelPath::kSimt, false);
-          // At d = 64 on sm_90 the auto forward is wgmma: the mma.sync forward is checked too.
-          if (dt != DType::kF32 && d == 64) RunConfig(c, mix, KernelPath::kTensorCore, false);
+          // At d = 64 on sm_90 the auto kernels are wgmma: the mma.sync ones are checked too.
+          if (dt != DType::kF32 && d == 64) RunConfig(c, mix, KernelPath::kTensorCore, true);
         }
       }
     }

@@ -125,7 +125,7 @@ def main():
     qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
-    # path 0: the dispatched kernels (wgmma forward on sm_90 at d = 64); 2: the mma.sync
+    # path 0: the dispatched kernels (wgmma on sm_90 at d = 64); 2: the mma.sync
     # kernels (kernels/dev/NOTES.md runs 2-12), timed against flash in the same process.
     def ours(path, bwd):
         def run():

@@ -1,0 +1,204 @@
+// backward_tile.cuh: the per-tile steps the tensor-core backwards share (mma.sync in
+// hybrid_attention_mma_bwd.cu, wgmma in hybrid_attention_wgmma_bwd.cu). Both hold a warp's
+// 16 keys x 64 queries of S^T / P^T / dP^T in the m16n8 accumulator layout
+// (mma_primitives.cuh): element pt[nb][e] is key key_a (e < 2) or key_b = key_a + 8, query
+// q0 + 8 nb + 2 tq + e % 2.
+#pragma once
+
+#include "kernels/mma_primitives.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace internal {
+
+constexpr int kBwdBk = 64, kBwdBq = 64;
+// Above this, exp(A + R - logZ) could overflow the product form: the column uses exp.
+constexpr float kBwdProductFormLimit = 60.f;
+constexpr int kBwdBand = kBwdBq + kBwdBk - 1;  // offsets q - k of a (query tile, key block) pair
+// Per buffer: rz [64], rho raw [Band + 1], rho exp [Band + 1], pad [2]; even, so the float2
+// loads of rz stay 8-byte aligned.
+constexpr int kBandStride = kBwdBq + 2 * (kBwdBand + 1) + 2;
+constexpr int kRawOff = kBwdBq, kExpOff = kBwdBq + kBwdBand + 1;
+
+// Shared memory of the row statistics and fixed-head factors: lse, delta [2][64];
+// alpha raw/exp [64] x2, A + pad; per buffer kBandStride floats.
+constexpr int BwdStatsFloats() { return 4 * kBwdBq + 2 * kBwdBk + 2 + 2 * kBandStride; }
+
+// SAF eq. 3 in product form, P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R} e^{A + R - logZ_i}:
+// one exp per key, offset and query of a tile instead of one per element.
+struct BwdStats {
+  float* lse;        // [2][64] (nats; logZ for fixed heads)
+  float* delta;      // [2][64]
+  float* alpha_raw;  // [64]
+  float* alpha_exp;  // [64]
+  float* alpha_max;  // [2] (A, pad)
+  float* band;       // [2][kBandStride]
+  __device__ explicit BwdStats(float* base)
+      : lse(base), delta(base + 2 * kBwdBq), alpha_raw(base + 4 * kBwdBq), alpha_exp(alpha_raw + kBwdBk),
+        alpha_max(alpha_exp + kBwdBk), band(alpha_max + 2) {}
+};
+
+// A fixed head's alpha over keys [k0, k0 + 64), by warp 0 (a barrier must follow).
+__device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0, const BwdStats& st) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp != 0) return;
+  float a[kBwdBk / 32], mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kBwdBk / 32; ++i) {
+    const int k = k0 + lane + 32 * i;
+    a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
+    mx = fmaxf(mx, a[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+#pragma unroll
+  for (int i = 0; i < kBwdBk / 32; ++i) {
+    st.alpha_raw[lane + 32 * i] = a[i];
+    st.alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
+  }
+  if (lane == 0) *st.alpha_max = mx;
+}
+
+// Issues the row statistics of query tile q0 into buffer buf: lse and delta by cp.async
+// (ordinary heads), logZ and 0 (fixed heads); for fixed heads warp 1 also stages the rho
+// band and rz = e^{A + R - logZ_q} (-1 where that could overflow: exact exp instead).
+__device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead& hd, bool fixed, int k0, int q0,
+                                              int buf, size_t row_base, const BwdStats& st) {
+  for (int i = threadIdx.x; i < kBwdBq; i += blockDim.x) {
+    const int q = q0 + i;
+    if (!fixed) {
+      // Async like the tiles (a plain load here stalled warps 0-1 every tile). Rows beyond T
+      // read lse = delta = 0: their Q and dO rows are zero-filled, so P = 1 there meets
+      // dO = 0 (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are never stored.
+      const bool in = q < p.T;
+      CpAsync4(st.lse + buf * kBwdBq + i, in ? p.lse + row_base + q : p.lse, in ? 4 : 0);
+      CpAsync4(st.delta + buf * kBwdBq + i, in ? p.delta + row_base + q : p.delta, in ? 4 : 0);
+    } else {
+      st.lse[buf * kBwdBq + i] = q < p.T ? hd.log_z[q] : INFINITY;  // logZ (nats)
+      st.delta[buf * kBwdBq + i] = 0.f;
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
+    float* bs = st.band + buf * kBandStride;
+    constexpr int kPer = (kBwdBand + 31) / 32;
+    float r[kPer], mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i, off = q0 - k0 - (kBwdBk - 1) + j;
+      r[i] = (j < kBwdBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+      mx = fmaxf(mx, r[i]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int j = lane + 32 * i;
+      if (j < kBwdBand) {
+        bs[kRawOff + j] = r[i];
+        bs[kExpOff + j] = __expf(r[i] - mx);
+      }
+    }
+    const float ar = *st.alpha_max + mx;
+#pragma unroll
+    for (int i = 0; i < kBwdBq / 32; ++i) {
+      const int q = q0 + lane + 32 * i;
+      const float rl = q < p.T ? ar - hd.log_z[q] : -INFINITY;
+      bs[lane + 32 * i] = rl > kBwdProductFormLimit ? -1.f : __expf(rl);
+    }
+  }
+}
+
+// A warp's 16 keys (key_a = its first row) of one query tile.
+struct WarpKeys {
+  int key_a, gr, tq, warp;
+  __device__ __forceinline__ int Key(int e) const { return e < 2 ? key_a : key_a + 8; }
+};
+
+// P^T = exp(S^T * scale - lse) of an ordinary/local/streaming head, masked where needed.
+__device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const float* lse_t, bool need_mask,
+                                           const DeviceHead& hd, int q0, const WarpKeys& w, float scale2) {
+#pragma unroll
+  for (int nb = 0; nb < kBwdBq / 8; ++nb) {
+    const float2 l2 = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * w.tq);
+    const float nl[2] = {-l2.x * kLog2e, -l2.y * kLog2e};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int ql = nb * 8 + 2 * w.tq + (e & 1);
+      float x = Ex2(fmaf(pt[nb][e], scale2, nl[e & 1]));
+      if (need_mask && !Visible(hd, q0 + ql, w.Key(e))) x = 0.f;
+      pt[nb][e] = x;
+    }
+  }
+}
+
+// P^T of a fixed head (SAF eq. 3) in product form. Per thread: 2 alpha factors (its key
+// rows), 16 rz (its query columns) and 18 rho factors (band = c + 8 (nb - hf) + e) per tile.
+__device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdStats& st, int buf, bool need_mask,
+                                        const DeviceHead& hd, int q0, int k0, const WarpKeys& w) {
+  const float* bs = st.band + buf * kBandStride;
+  const float* rz = bs;
+  const float* lse_t = st.lse + buf * kBwdBq;
+  const int band0 = q0 - k0 - (kBwdBk - 1);
+  const float ea[2] = {st.alpha_exp[w.key_a - k0], st.alpha_exp[w.key_a + 8 - k0]};
+  const int c = 2 * w.tq - w.warp * 16 - w.gr + (kBwdBk - 1);
+  float er[kBwdBq / 8 + 1][2];
+#pragma unroll
+  for (int u = 0; u <= kBwdBq / 8; ++u) {
+    er[u][0] = bs[kExpOff + c + 8 * (u - 1)];
+    er[u][1] = bs[kExpOff + c + 8 * (u - 1) + 1];
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBwdBq / 8; ++nb) {
+    const float2 r2 = *reinterpret_cast<const float2*>(rz + nb * 8 + 2 * w.tq);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int hf = e >> 1, ql = nb * 8 + 2 * w.tq + (e & 1), q = q0 + ql;
+      const int key = w.Key(e);
+      const float r = (e & 1) ? r2.y : r2.x;
+      float pv = ea[hf] * er[nb - hf + 1][e & 1] * r;
+      if (r < 0.f) pv = __expf(st.alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
+      if (need_mask && !Visible(hd, q, key)) pv = 0.f;
+      pt[nb][e] = pv;
+    }
+  }
+}
+
+// dS^T = P^T (dP^T - delta) * scale, in place of pt.
+__device__ __forceinline__ void DsFromDp(float (&pt)[kBwdBq / 8][4], const float (&dpt)[kBwdBq / 8][4],
+                                         const float* delta_t, float scale, int tq) {
+#pragma unroll
+  for (int nb = 0; nb < kBwdBq / 8; ++nb) {
+    const int ql = nb * 8 + 2 * tq;
+    pt[nb][0] = pt[nb][0] * (dpt[nb][0] - delta_t[ql]) * scale;
+    pt[nb][1] = pt[nb][1] * (dpt[nb][1] - delta_t[ql + 1]) * scale;
+    pt[nb][2] = pt[nb][2] * (dpt[nb][2] - delta_t[ql]) * scale;
+    pt[nb][3] = pt[nb][3] * (dpt[nb][3] - delta_t[ql + 1]) * scale;
+  }
+}
+
+// Writes a warp's rows of dK and dV (keys key_a, key_a + 8 of KV head g).
+template <typename T, int D>
+__device__ __forceinline__ void StoreDkDv(const Params& p, const float (&dk)[D / 8][4], const float (&dv)[D / 8][4],
+                                          int b, int g, const WarpKeys& w) {
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) {
+    const int c = nd * 8 + 2 * w.tq;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int key = w.key_a + 8 * hf;
+      if (key >= p.T) continue;
+      *reinterpret_cast<uint32_t*>(At<T>(p.dk, b, key, g) + c) = Mma<T>::Pack(dk[nd][2 * hf], dk[nd][2 * hf + 1]);
+      *reinterpret_cast<uint32_t*>(At<T>(p.dv, b, key, g) + c) = Mma<T>::Pack(dv[nd][2 * hf], dv[nd][2 * hf + 1]);
+    }
+  }
+}
+
+// dQ rows (query q, columns c, c + 1) += (x, y): fp32 atomics into the workspace.
+__device__ __forceinline__ void AtomicAddDq(const Params& p, size_t row_base, int q, int c, int D, float x, float y) {
+  if (q < p.T) atomicAdd(reinterpret_cast<float2*>(p.dq_acc + (row_base + q) * D + c), make_float2(x, y));
+}
+
+}  // namespace internal
+}  // namespace kernels
+}  // namespace headlab
