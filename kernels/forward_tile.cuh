@@ -123,12 +123,12 @@ struct WarpRows {
 };
 
 // Online softmax (FlashAttention-2) of one warp's raw scores s: masks invisible keys when
-// need_mask, updates the running max m and sum l, turns s into unnormalised P and rescales
-// the output accumulators o. Works on raw scores (scale > 0 keeps the order): the exponent
-// is s * scale2 - m * scale2 with scale2 = scale * log2(e).
-template <int D>
+// need_mask, updates the running max m and sum l, turns s into unnormalised P and returns
+// in corr the factors the output accumulators must be rescaled by (RescaleRows). Works on
+// raw scores (scale > 0 keeps the order): the exponent is s * scale2 - m * scale2 with
+// scale2 = scale * log2(e).
 __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m)[2], float (&l)[2],
-                                            float (&o)[D / 8][4], bool need_mask, const DeviceHead& hd,
+                                            float (&corr)[2], bool need_mask, const DeviceHead& hd,
                                             const WarpRows& w, int k0, float scale2) {
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -145,7 +145,7 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m
     mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 2));
     const float mn = fmaxf(m[hf], mx[hf]);
     const float ref = mn == -INFINITY ? 0.f : mn * scale2;
-    const float corr = Ex2(m[hf] * scale2 - ref);
+    corr[hf] = Ex2(m[hf] * scale2 - ref);
     m[hf] = mn;
     float sum = 0.f;
 #pragma unroll
@@ -154,12 +154,19 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m
       s[nb][2 * hf + 1] = Ex2(fmaf(s[nb][2 * hf + 1], scale2, -ref));
       sum += s[nb][2 * hf] + s[nb][2 * hf + 1];
     }
-    l[hf] = l[hf] * corr + sum;
+    l[hf] = l[hf] * corr[hf] + sum;
+  }
+}
+
+// o rows *= corr (SoftmaxTile's factors).
+template <int D>
+__device__ __forceinline__ void RescaleRows(float (&o)[D / 8][4], const float (&corr)[2]) {
 #pragma unroll
-    for (int nd = 0; nd < D / 8; ++nd) {
-      o[nd][2 * hf] *= corr;
-      o[nd][2 * hf + 1] *= corr;
-    }
+  for (int nd = 0; nd < D / 8; ++nd) {
+    o[nd][0] *= corr[0];
+    o[nd][1] *= corr[0];
+    o[nd][2] *= corr[1];
+    o[nd][3] *= corr[1];
   }
 }
 

@@ -122,7 +122,9 @@ __global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKerne
           Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
         }
       }
-      SoftmaxTile<D>(s, m, l, oacc, need_mask, hd, w, k0, scale2);
+      float corr[2];
+      SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
+      RescaleRows<D>(oacc, corr);
     } else {
       FixedScoresTile<kBq>(s, FixedTileAt<kBq>(fixed_s, buf), lz, need_mask, hd, w, q0, k0);
     }

@@ -28,7 +28,9 @@ constexpr int kRowBytes = 128;       // one swizzled row
 // K, V; Q, dO [2]; dS^T: seven swizzled tiles (56 KB), the row statistics, alignment slack.
 constexpr size_t WgmmaBackwardSmemBytes() { return kAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats(); }
 
-constexpr int kMinBlocks = 3;  // 3 x 59 KB of shared memory per SM; <= 168 registers
+// 2 CTAs (8 warps) per SM: 236 registers. At 3 (<= 168 registers) ptxas serializes the wgmma
+// for want of registers (C7512); kernels/dev/NOTES.md run 15 times both.
+constexpr int kMinBlocks = 2;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(const Params p) {
