@@ -115,6 +115,16 @@ struct WarpKeys {
   __device__ __forceinline__ int Key(int e) const { return e < 2 ? key_a : key_a + 8; }
 };
 
+// Zeroes the elements of pt whose query the head does not let see its key. Called under one
+// uniform branch (boundary tiles only), not tested per element on every tile.
+__device__ __forceinline__ void MaskTileT(float (&pt)[kBwdBq / 8][4], const DeviceHead& hd, int q0, const WarpKeys& w) {
+#pragma unroll
+  for (int nb = 0; nb < kBwdBq / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (!Visible(hd, q0 + nb * 8 + 2 * w.tq + (e & 1), w.Key(e))) pt[nb][e] = 0.f;
+}
+
 // P^T = exp(S^T * scale - lse) of an ordinary/local/streaming head, masked where needed.
 __device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const float* lse_t, bool need_mask,
                                            const DeviceHead& hd, int q0, const WarpKeys& w, float scale2) {
@@ -123,13 +133,9 @@ __device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const flo
     const float2 l2 = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * w.tq);
     const float nl[2] = {-l2.x * kLog2e, -l2.y * kLog2e};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int ql = nb * 8 + 2 * w.tq + (e & 1);
-      float x = Ex2(fmaf(pt[nb][e], scale2, nl[e & 1]));
-      if (need_mask && !Visible(hd, q0 + ql, w.Key(e))) x = 0.f;
-      pt[nb][e] = x;
-    }
+    for (int e = 0; e < 4; ++e) pt[nb][e] = Ex2(fmaf(pt[nb][e], scale2, nl[e & 1]));
   }
+  if (need_mask) MaskTileT(pt, hd, q0, w);
 }
 
 // P^T of a fixed head (SAF eq. 3) in product form. Per thread: 2 alpha factors (its key
@@ -148,20 +154,25 @@ __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdSta
     er[u][0] = bs[kExpOff + c + 8 * (u - 1)];
     er[u][1] = bs[kExpOff + c + 8 * (u - 1) + 1];
   }
+  bool exact = false;  // some column's product form could overflow (rz = -1 marks it)
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb) {
     const float2 r2 = *reinterpret_cast<const float2*>(rz + nb * 8 + 2 * w.tq);
+    exact |= r2.x < 0.f || r2.y < 0.f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int hf = e >> 1, ql = nb * 8 + 2 * w.tq + (e & 1), q = q0 + ql;
-      const int key = w.Key(e);
-      const float r = (e & 1) ? r2.y : r2.x;
-      float pv = ea[hf] * er[nb - hf + 1][e & 1] * r;
-      if (r < 0.f) pv = __expf(st.alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
-      if (need_mask && !Visible(hd, q, key)) pv = 0.f;
-      pt[nb][e] = pv;
+    for (int e = 0; e < 4; ++e) pt[nb][e] = ea[e >> 1] * er[nb - (e >> 1) + 1][e & 1] * ((e & 1) ? r2.y : r2.x);
+  }
+  if (exact) {
+#pragma unroll
+    for (int nb = 0; nb < kBwdBq / 8; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int ql = nb * 8 + 2 * w.tq + (e & 1), q = q0 + ql, key = w.Key(e);
+        if (rz[ql] < 0.f) pt[nb][e] = __expf(st.alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
+      }
     }
   }
+  if (need_mask) MaskTileT(pt, hd, q0, w);
 }
 
 // dS^T = P^T (dP^T - delta) * scale, in place of pt.

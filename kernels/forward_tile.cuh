@@ -122,6 +122,18 @@ struct WarpRows {
   __device__ __forceinline__ int Key(int k0, int nb, int e) const { return k0 + nb * 8 + 2 * tq + e; }
 };
 
+// Sets the elements of s whose key the head does not let its row see to `fill`. Called
+// under one uniform branch (boundary tiles only): inside the element loop the test cost a
+// branch per element on every tile (SASS of NOTES.md run 16).
+__device__ __forceinline__ void MaskTile(float (&s)[kFwdBk / 8][4], float fill, const DeviceHead& hd, const WarpRows& w,
+                                      int k0) {
+#pragma unroll
+  for (int nb = 0; nb < kFwdBk / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (!Visible(hd, w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = fill;
+}
+
 // Online softmax (FlashAttention-2) of one warp's raw scores s: masks invisible keys when
 // need_mask, updates the running max m and sum l, turns s into unnormalised P and returns
 // in corr the factors the output accumulators must be rescaled by (RescaleRows). Works on
@@ -130,14 +142,12 @@ struct WarpRows {
 __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m)[2], float (&l)[2],
                                             float (&corr)[2], bool need_mask, const DeviceHead& hd,
                                             const WarpRows& w, int k0, float scale2) {
+  if (need_mask) MaskTile(s, -INFINITY, hd, w, k0);
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int nb = 0; nb < kFwdBk / 8; ++nb) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (need_mask && !Visible(hd, w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = -INFINITY;
-      mx[e >> 1] = fmaxf(mx[e >> 1], s[nb][e]);
-    }
+    for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[nb][e]);
   }
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
@@ -195,22 +205,26 @@ __device__ __forceinline__ void FixedScoresTile(float (&s)[kFwdBk / 8][4], const
   }
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int row = w.Row(hf);
     const float rz_log = ar - lz[hf];
-    const bool exact = rz_log > kFwdProductFormLimit;
     const float rz = __expf(fminf(rz_log, kFwdProductFormLimit));
 #pragma unroll
     for (int nb = 0; nb < kFwdBk / 8; ++nb) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float pv = ea[nb][e] * er[hf - nb + kFwdBk / 8 - 1][e] * rz;
-        const int kl = nb * 8 + 2 * w.tq + e, key = k0 + kl;
-        if (exact) pv = __expf(ft.alpha_raw[kl] + ft.rho_raw[row - key - band0] - lz[hf]);
-        if (need_mask && !Visible(hd, row, key)) pv = 0.f;
-        s[nb][2 * hf + e] = pv;
+      for (int e = 0; e < 2; ++e) s[nb][2 * hf + e] = ea[nb][e] * er[hf - nb + kFwdBk / 8 - 1][e] * rz;
+    }
+    if (rz_log > kFwdProductFormLimit) {  // the product form could overflow: exact exps
+      const int row = w.Row(hf);
+#pragma unroll
+      for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int kl = nb * 8 + 2 * w.tq + e, key = k0 + kl;
+          s[nb][2 * hf + e] = __expf(ft.alpha_raw[kl] + ft.rho_raw[row - key - band0] - lz[hf]);
+        }
       }
     }
   }
+  if (need_mask) MaskTile(s, 0.f, hd, w, k0);
 }
 
 // P of k-step kk (keys 16 kk .. 16 kk + 15) as an A fragment: two adjacent C tiles repack

@@ -127,7 +127,10 @@ HEADLAB_DEFINE_WGMMA(__half, ".f16.f16")
 // the 128-byte swizzle; rows beyond T are zero-filled.
 template <typename T, int kRows, int kThreads>
 __device__ __forceinline__ void LoadRowsSw128(const Params& p, const View& v, int b, int h, int t0, T* dst) {
-  for (int idx = threadIdx.x; idx < kRows * 8; idx += kThreads) {
+  static_assert(kRows * 8 % kThreads == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = 0; i < kRows * 8 / kThreads; ++i) {  // a fixed trip count: no bounds tests
+    const int idx = threadIdx.x + i * kThreads;
     const int r = idx >> 3, j = idx & 7, t = t0 + r;
     const T* src = t < p.T ? At<const T>(v, b, t, h) + j * 8 : reinterpret_cast<const T*>(v.data);
     CpAsync16(dst + r * 64 + ((j ^ (r & 7)) << 3), src, t < p.T ? 16 : 0);
