@@ -15,10 +15,9 @@ constexpr int kBwdBk = 64, kBwdBq = 64;
 // Above this, exp(A + R - logZ) could overflow the product form: the column uses exp.
 constexpr float kBwdProductFormLimit = 60.f;
 constexpr int kBwdBand = kBwdBq + kBwdBk - 1;  // offsets q - k of a (query tile, key block) pair
-// Per buffer: rz [64], rho raw [Band + 1], rho exp [Band + 1], pad [2]; even, so the float2
-// loads of rz stay 8-byte aligned.
-constexpr int kBandStride = kBwdBq + 2 * (kBwdBand + 1) + 2;
-constexpr int kRawOff = kBwdBq, kExpOff = kBwdBq + kBwdBand + 1;
+// Per buffer: rho raw [Band + 1], rho exp [Band + 1], A + R, pad.
+constexpr int kBandStride = 2 * (kBwdBand + 1) + 2;
+constexpr int kRawOff = 0, kExpOff = kBwdBand + 1, kArOff = 2 * (kBwdBand + 1);
 
 // Shared memory of the row statistics and fixed-head factors: lse, delta [2][64];
 // alpha raw/exp [64] x2, A + pad; per buffer kBandStride floats.
@@ -59,53 +58,60 @@ __device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd
   if (lane == 0) *st.alpha_max = mx;
 }
 
-// Issues the row statistics of query tile q0 into buffer buf: lse and delta by cp.async
-// (ordinary heads), logZ and 0 (fixed heads); for fixed heads warp 1 also stages the rho
-// band and rz = e^{A + R - logZ_q} (-1 where that could overflow: exact exp instead).
-__device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead& hd, bool fixed, int k0, int q0,
-                                              int buf, size_t row_base, const BwdStats& st) {
+// A fixed head's rho band for one (query tile, key block) pair as warp 1 holds it in
+// registers: offsets q0 - k0 - 63 + lane + 32 i, -inf outside [0, T).
+struct BandRaw {
+  float v[(kBwdBand + 31) / 32];
+};
+
+// Loads tile q0's band into registers (plain loads, one tile ahead of StageBand: a load
+// stalls a warp only when its register is read).
+__device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd, int k0, int q0, BandRaw* raw) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp != 1) return;
+#pragma unroll
+  for (int i = 0; i < (kBwdBand + 31) / 32; ++i) {
+    const int j = lane + 32 * i, off = q0 - k0 - (kBwdBk - 1) + j;
+    raw->v[i] = (j < kBwdBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
+  }
+}
+
+// Issues the row statistics of query tile q0 into buffer buf by cp.async: lse and delta
+// (ordinary heads) or logZ (fixed heads; delta is unused there). For fixed heads warp 1 also
+// stages the rho band from FetchBand's registers and A + R (A: alpha max, R: band max).
+__device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead& hd, bool fixed, int q0, int buf,
+                                              size_t row_base, const BandRaw& raw, const BwdStats& st) {
   for (int i = threadIdx.x; i < kBwdBq; i += blockDim.x) {
+    // Rows beyond T read 0: their Q and dO rows are zero-filled, so P = 1 there meets dO = 0
+    // (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are never stored; a fixed head's
+    // rz is 0 there (below).
     const int q = q0 + i;
+    const bool in = q < p.T;
     if (!fixed) {
-      // Async like the tiles (a plain load here stalled warps 0-1 every tile). Rows beyond T
-      // read lse = delta = 0: their Q and dO rows are zero-filled, so P = 1 there meets
-      // dO = 0 (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are never stored.
-      const bool in = q < p.T;
       CpAsync4(st.lse + buf * kBwdBq + i, in ? p.lse + row_base + q : p.lse, in ? 4 : 0);
       CpAsync4(st.delta + buf * kBwdBq + i, in ? p.delta + row_base + q : p.delta, in ? 4 : 0);
     } else {
-      st.lse[buf * kBwdBq + i] = q < p.T ? hd.log_z[q] : INFINITY;  // logZ (nats)
-      st.delta[buf * kBwdBq + i] = 0.f;
+      CpAsync4(st.lse + buf * kBwdBq + i, in ? hd.log_z + q : hd.log_z, in ? 4 : 0);  // logZ (nats)
     }
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
     float* bs = st.band + buf * kBandStride;
     constexpr int kPer = (kBwdBand + 31) / 32;
-    float r[kPer], mx = -INFINITY;
+    float mx = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int j = lane + 32 * i, off = q0 - k0 - (kBwdBk - 1) + j;
-      r[i] = (j < kBwdBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
-      mx = fmaxf(mx, r[i]);
-    }
+    for (int i = 0; i < kPer; ++i) mx = fmaxf(mx, raw.v[i]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int j = lane + 32 * i;
       if (j < kBwdBand) {
-        bs[kRawOff + j] = r[i];
-        bs[kExpOff + j] = __expf(r[i] - mx);
+        bs[kRawOff + j] = raw.v[i];
+        bs[kExpOff + j] = __expf(raw.v[i] - mx);
       }
     }
-    const float ar = *st.alpha_max + mx;
-#pragma unroll
-    for (int i = 0; i < kBwdBq / 32; ++i) {
-      const int q = q0 + lane + 32 * i;
-      const float rl = q < p.T ? ar - hd.log_z[q] : -INFINITY;
-      bs[lane + 32 * i] = rl > kBwdProductFormLimit ? -1.f : __expf(rl);
-    }
+    if (lane == 0) bs[kArOff] = *st.alpha_max + mx;
   }
 }
 
@@ -118,11 +124,12 @@ struct WarpKeys {
 // Zeroes the elements of pt whose query the head does not let see its key. Called under one
 // uniform branch (boundary tiles only), not tested per element on every tile.
 __device__ __forceinline__ void MaskTileT(float (&pt)[kBwdBq / 8][4], const DeviceHead& hd, int q0, const WarpKeys& w) {
+  const VisibleBand band = BandOf(hd);
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      if (!Visible(hd, q0 + nb * 8 + 2 * w.tq + (e & 1), w.Key(e))) pt[nb][e] = 0.f;
+      if (!band.Visible(q0 + nb * 8 + 2 * w.tq + (e & 1), w.Key(e))) pt[nb][e] = 0.f;
 }
 
 // P^T = exp(S^T * scale - lse) of an ordinary/local/streaming head, masked where needed.
@@ -138,14 +145,17 @@ __device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const flo
   if (need_mask) MaskTileT(pt, hd, q0, w);
 }
 
-// P^T of a fixed head (SAF eq. 3) in product form. Per thread: 2 alpha factors (its key
-// rows), 16 rz (its query columns) and 18 rho factors (band = c + 8 (nb - hf) + e) per tile.
+// P^T of a fixed head (SAF eq. 3) in product form, P = e^{alpha_k - A} e^{rho_{q-k} - R}
+// rz_q with rz_q = e^{A + R - logZ_q}. Per thread: 2 alpha factors (its key rows), 16 rz
+// (its query columns) and 18 rho factors (band = c + 8 (nb - hf) + e) per tile. Where
+// A + R - logZ_q could overflow the product form, that column uses exact exps.
+// Columns q >= T get P = 0 (their logZ reads 0).
 __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdStats& st, int buf, bool need_mask,
-                                        const DeviceHead& hd, int q0, int k0, const WarpKeys& w) {
+                                        const DeviceHead& hd, int T, int q0, int k0, const WarpKeys& w) {
   const float* bs = st.band + buf * kBandStride;
-  const float* rz = bs;
-  const float* lse_t = st.lse + buf * kBwdBq;
+  const float* lse_t = st.lse + buf * kBwdBq;  // logZ
   const int band0 = q0 - k0 - (kBwdBk - 1);
+  const float ar = bs[kArOff];
   const float ea[2] = {st.alpha_exp[w.key_a - k0], st.alpha_exp[w.key_a + 8 - k0]};
   const int c = 2 * w.tq - w.warp * 16 - w.gr + (kBwdBk - 1);
   float er[kBwdBq / 8 + 1][2];
@@ -154,13 +164,17 @@ __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdSta
     er[u][0] = bs[kExpOff + c + 8 * (u - 1)];
     er[u][1] = bs[kExpOff + c + 8 * (u - 1) + 1];
   }
-  bool exact = false;  // some column's product form could overflow (rz = -1 marks it)
+  bool exact = false;
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb) {
-    const float2 r2 = *reinterpret_cast<const float2*>(rz + nb * 8 + 2 * w.tq);
-    exact |= r2.x < 0.f || r2.y < 0.f;
+    const float2 lz = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * w.tq);
+    const float rl[2] = {ar - lz.x, ar - lz.y};
+    exact |= rl[0] > kBwdProductFormLimit || rl[1] > kBwdProductFormLimit;  // (q >= T: checked below)
+    const int q = q0 + nb * 8 + 2 * w.tq;
+    const float rz[2] = {q < T ? __expf(fminf(rl[0], kBwdProductFormLimit)) : 0.f,
+                         q + 1 < T ? __expf(fminf(rl[1], kBwdProductFormLimit)) : 0.f};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) pt[nb][e] = ea[e >> 1] * er[nb - (e >> 1) + 1][e & 1] * ((e & 1) ? r2.y : r2.x);
+    for (int e = 0; e < 4; ++e) pt[nb][e] = ea[e >> 1] * er[nb - (e >> 1) + 1][e & 1] * rz[e & 1];
   }
   if (exact) {
 #pragma unroll
@@ -168,7 +182,8 @@ __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdSta
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int ql = nb * 8 + 2 * w.tq + (e & 1), q = q0 + ql, key = w.Key(e);
-        if (rz[ql] < 0.f) pt[nb][e] = __expf(st.alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
+        if (q < T && ar - lse_t[ql] > kBwdProductFormLimit)
+          pt[nb][e] = __expf(st.alpha_raw[key - k0] + bs[kRawOff + q - key - band0] - lse_t[ql]);
       }
     }
   }

@@ -127,11 +127,12 @@ struct WarpRows {
 // branch per element on every tile (SASS of NOTES.md run 16).
 __device__ __forceinline__ void MaskTile(float (&s)[kFwdBk / 8][4], float fill, const DeviceHead& hd, const WarpRows& w,
                                       int k0) {
+  const VisibleBand band = BandOf(hd);
 #pragma unroll
   for (int nb = 0; nb < kFwdBk / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      if (!Visible(hd, w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = fill;
+      if (!band.Visible(w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = fill;
 }
 
 // Online softmax (FlashAttention-2) of one warp's raw scores s: masks invisible keys when
@@ -168,9 +169,11 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m
   }
 }
 
-// o rows *= corr (SoftmaxTile's factors).
+// o rows *= corr (SoftmaxTile's factors). Skipped when no row of the warp changed its max
+// (every corr exactly 1: ex2(0)), as in most tiles after the first few of a row.
 template <int D>
 __device__ __forceinline__ void RescaleRows(float (&o)[D / 8][4], const float (&corr)[2]) {
+  if (!__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) return;
 #pragma unroll
   for (int nd = 0; nd < D / 8; ++nd) {
     o[nd][0] *= corr[0];

@@ -80,6 +80,23 @@ __device__ __forceinline__ bool Visible(const DeviceHead& h, int q, int k) {
   return KeyVisible(static_cast<HeadState>(h.state), h.window, h.sink, h.recent, q, k);
 }
 
+// KeyVisible in the form the tile masks evaluate per element: (q, k) is visible iff
+// k <= q and (k > q - window or k < sink), with window and sink set by the head's state.
+struct VisibleBand {
+  int window, sink;
+  __device__ __forceinline__ bool Visible(int q, int k) const { return k <= q && (k > q - window || k < sink); }
+};
+
+__device__ __forceinline__ VisibleBand BandOf(const DeviceHead& h) {
+  switch (static_cast<HeadState>(h.state)) {
+    case HeadState::kOrdinary:
+    case HeadState::kFixed: return {1 << 30, 0};
+    case HeadState::kLocal: return {h.window, 0};
+    case HeadState::kStreaming: return {h.recent, h.sink};
+    default: return {0, 0};  // pruned: nothing
+  }
+}
+
 // Returns true iff every (q, k) in [q0, q1] x [k0, k1] (inclusive) is visible to `h`: then
 // a tile needs no per-element mask.
 __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int q1, int k0, int k1) {

@@ -71,15 +71,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
     const int count = br.Count();
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
     __syncthreads();  // the previous head's last tile is fully consumed
+    BandRaw band;  // fixed heads: the next query tile's rho band, in flight
     if (fixed) {
       StageAlpha(p, hd, k0, st);
+      if (count > 0) FetchBand(p, hd, k0, br.Block(0) * kBq, &band);
       __syncthreads();  // A is read by the rho staging in IssueRowStats
     }
     auto issue = [&](int n) {
       const int q0 = br.Block(n) * kBq, buf = n & 1;
       if (!fixed) LoadRows<T, D, kBq, kThreads>(p, p.q, b, h, q0, qs + buf * kBq * (D + 8));
       LoadRows<T, D, kBq, kThreads>(p, p.d_o, b, h, q0, dos + buf * kBq * (D + 8));
-      IssueRowStats(p, hd, fixed, k0, q0, buf, row_base, st);
+      IssueRowStats(p, hd, fixed, q0, buf, row_base, band, st);
+      if (fixed && n + 1 < count) FetchBand(p, hd, k0, br.Block(n + 1) * kBq, &band);
     };
     if (count > 0) issue(0);
     CpAsyncCommit();
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
         }
         ScoresToPt(pt, lse_t, need_mask, hd, q0, w, scale2);
       } else {
-        FixedPt(pt, st, buf, need_mask, hd, q0, k0, w);
+        FixedPt(pt, st, buf, need_mask, hd, p.T, q0, k0, w);
       }
       // dV += P^T dO: A = P^T (repacked accumulators), B = dO by transposed ldmatrix.
 #pragma unroll
