@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  int major = 0;
+  HEADLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  const bool sm90 = major == 9;
   const Layout layouts[] = {Layout::kContiguous, Layout::kPackedQkv, Layout::kHeadMajor};
   int n = 0;
   for (int T : {97, 129, 257, 1025, 4096}) {
@@ -196,8 +199,12 @@ int main(int argc, char** argv) {
           ++n;
           RunConfig(c, mix, KernelPath::kAuto, true);
           if (dt != DType::kF32) RunConfig(c, mix, KernelPath::kSimt, false);
-          // At d = 64 on sm_90 the auto kernels are wgmma: the mma.sync ones are checked too.
-          if (dt != DType::kF32 && d == 64) RunConfig(c, mix, KernelPath::kTensorCore, true);
+          // At d = 64 on sm_90 the tensor-core kernels are wgmma (forced here, so a build
+          // without them fails) and the mma.sync ones are checked too.
+          if (dt != DType::kF32 && d == 64) {
+            if (sm90) RunConfig(c, mix, KernelPath::kWgmma, true);
+            RunConfig(c, mix, KernelPath::kTensorCore, true);
+          }
         }
       }
     }
