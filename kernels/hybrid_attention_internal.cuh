@@ -61,7 +61,6 @@ __device__ __forceinline__ T* At(const View& v, int b, int t, int h) {
 struct BlockRanges {
   int a0, a1, b0, b1;
   __device__ __forceinline__ int Count() const { return (a1 - a0) + (b1 - b0); }
-  __device__ __forceinline__ bool Contains(int blk) const { return (blk >= a0 && blk < a1) || (blk >= b0 && blk < b1); }
   __device__ __forceinline__ int Block(int n) const { return n < a1 - a0 ? a0 + n : b0 + n - (a1 - a0); }
 };
 
