@@ -48,8 +48,7 @@ __device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd
     a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
     mx = fmaxf(mx, a[i]);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  mx = WarpMax(mx);
 #pragma unroll
   for (int i = 0; i < kBwdBk / 32; ++i) {
     st.alpha_raw[lane + 32 * i] = a[i];
@@ -101,8 +100,7 @@ __device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead&
     float mx = -INFINITY;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) mx = fmaxf(mx, raw.v[i]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    mx = WarpMax(mx);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int j = lane + 32 * i;

@@ -19,11 +19,6 @@ constexpr float kFwdProductFormLimit = 60.f;
 // Offsets q - k one (query block of kBq rows, key tile) pair spans.
 template <int kBq> __host__ __device__ constexpr int Band() { return kBq + kFwdBk - 1; }
 
-__device__ __forceinline__ float WarpMaxF(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
 // SAF eq. 3 product form of a fixed head's tile: P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R}
 // e^{A + R - logZ_i} with A, R the tile's maxima, so the tile needs 64 + Band exps instead of
 // one per element (the forward is otherwise bound by the exp unit, as ordinary heads are).
@@ -85,7 +80,7 @@ __device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const F
       a[i] = raw.v[i];
       mx = fmaxf(mx, a[i]);
     }
-    mx = WarpMaxF(mx);
+    mx = WarpMax(mx);
 #pragma unroll
     for (int i = 0; i < kFwdBk / 32; ++i) {
       ft.alpha_raw[lane + 32 * i] = a[i];
@@ -101,7 +96,7 @@ __device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const F
       r[i] = raw.v[i];
       mx = fmaxf(mx, r[i]);
     }
-    mx = WarpMaxF(mx);
+    mx = WarpMax(mx);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int j = lane + 32 * i;
@@ -124,7 +119,7 @@ struct WarpRows {
 
 // Sets the elements of s whose key the head does not let its row see to `fill`. Called
 // under one uniform branch (boundary tiles only): inside the element loop the test cost a
-// branch per element on every tile (SASS of NOTES.md run 16).
+// branch per element on every tile (run 15's SASS, NOTES.md run 16).
 __device__ __forceinline__ void MaskTile(float (&s)[kFwdBk / 8][4], float fill, const DeviceHead& hd, const WarpRows& w,
                                       int k0) {
   const VisibleBand band = BandOf(hd);

@@ -50,6 +50,16 @@ template <> __device__ __forceinline__ float FromFloat<float>(float x) { return 
 template <> __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 template <> __device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
 
+// Maximum and sum over the 32 lanes of a warp.
+__device__ __forceinline__ float WarpMax(float x) {
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+__device__ __forceinline__ float WarpSum(float x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
 // Returns a pointer to element (b, t, h, 0) of a view.
 template <typename T>
 __device__ __forceinline__ T* At(const View& v, int b, int t, int h) {

@@ -20,14 +20,6 @@ constexpr int kTile = 32;
 constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = kTile / kWarps;
 
-__device__ __forceinline__ float WarpMax(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-__device__ __forceinline__ float WarpSum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // Stages rows [t0, t0 + kTile) of head h of a view into smem[kTile][D + 1] as fp32, zero
 // beyond T.
