@@ -121,7 +121,7 @@ void ValidateFull(Problem& p, const char* name, KernelPath path = KernelPath::kA
   double err = RelativeL2(mma.data(), simt.data(), mma.size());
   bool ok = err < 1e-2;
   validation_failures += !ok;
-  std::printf("validate %-28s full size: mma vs simt forward rel L2 %.1e%s\n", name, err, ok ? "" : " FAIL");
+  std::printf("validate %-28s full size: tensor cores vs simt forward rel L2 %.1e%s\n", name, err, ok ? "" : " FAIL");
 }
 
 struct Ratio {
@@ -188,7 +188,7 @@ void Run() {
   ValidateFull(p_ord, "all ordinary");
   const double flops = CausalFlops(ord.B, ord.H, ord.T, ord.d);
   Ratio fwd = Compare(Fwd(p_ord, KernelPath::kSimt), Fwd(p_ord, KernelPath::kAuto), 3);
-  std::printf("all-ordinary fwd      simt %8.3f ms %6.1f TFLOP/s | mma %8.3f ms %6.1f TFLOP/s | mma/simt time %.3f [%.3f, %.3f]\n",
+  std::printf("all-ordinary fwd      simt %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/simt time %.3f [%.3f, %.3f]\n",
               fwd.a_ms, flops / fwd.a_ms * 1e-9, fwd.b_ms, flops / fwd.b_ms * 1e-9, fwd.median, fwd.lo, fwd.hi);
   const float ord_fb = TimeMs(FwdBwd(p_ord, KernelPath::kAuto));
   std::printf("all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
