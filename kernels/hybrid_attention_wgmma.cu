@@ -6,10 +6,11 @@
 // stream through shared memory with cp.async in the 128-byte swizzle wgmma reads. S = Q K^T
 // is 4 wgmma m64n64k16 from shared memory (no ldmatrix, no per-warp operand traffic); the
 // online softmax (forward_tile.cuh) runs on the accumulators; O += P V is 4 wgmma with P
-// from registers, one tile behind S so that it overlaps the next tile's softmax. Head states as in the mma.sync kernel: ordinary, local and
-// streaming visit only the key tiles their window intersects and mask only boundary tiles;
-// fixed heads build P from alpha/rho/logZ in product form (SAF eq. 3) with no Q K^T; pruned
-// heads write zeros.
+// from registers, one tile behind S so that it overlaps the next tile's softmax (measured
+// neutral against the unpipelined order, NOTES.md run 16). Head states as in the mma.sync
+// kernel: ordinary, local and streaming visit only the key tiles their window intersects and
+// mask only boundary tiles; fixed heads build P from alpha/rho/logZ in product form (SAF
+// eq. 3) with no Q K^T; pruned heads write zeros.
 #include "kernels/forward_tile.cuh"
 #include "kernels/wgmma_primitives.cuh"
 
