@@ -1,6 +1,7 @@
 // Checkpoint (de)serialization on torch::serialize archives.
 #include "worker/exec/checkpoint.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/json.h"
@@ -25,23 +26,73 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// Head states as JSON: [[{mode, window, sink, recent, dense, removed} per head] per layer].
-// Fixed heads' compact patterns are model buffers and travel in the model archive;
-// `removed` marks heads pruned physically (attention.h RemoveHeads), whose parameters the
-// archive holds in the smaller shapes.
-std::string HeadStatesJson(Gpt& model) {
+// Returns [group, index] of tensor t among the optimiser's parameters, or null.
+Json OptimizerSlot(torch::optim::Optimizer& optimizer, const torch::Tensor& t) {
+  auto& groups = optimizer.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<torch::Tensor>& params = groups[g].params();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].is_same(t)) return Json::array({int64_t(g), int64_t(i)});
+  }
+  return nullptr;
+}
+
+// Head states as JSON: [[{mode, window, sink, recent, dense, removed[, trainable]} per head]
+// per layer]. Fixed heads' compact patterns are model buffers and travel in the model
+// archive; `removed` marks heads pruned physically (attention.h RemoveHeads), whose
+// parameters the archive holds in the smaller shapes; `trainable` (SAF App. C.3.2) holds the
+// optimiser slots [group, index] of the head's alpha and rho, so a restore puts fresh leaf
+// tensors where the saved AdamW moments belong.
+std::string HeadStatesJson(Gpt& model, torch::optim::Optimizer& optimizer) {
   Json layers = Json::array();
   for (int64_t l = 0; l < model->config().layers; ++l) {
     Json heads = Json::array();
     HybridAttention& attn = model->attention(l);
     for (int64_t h = 0; h < attn->heads(); ++h) {
       const HeadState& s = attn->head_states()[size_t(h)];
-      heads.push_back({{"mode", int(s.mode)}, {"window", s.window}, {"sink", s.sink},
-                       {"recent", s.recent}, {"dense", s.dense}, {"removed", attn->removed(h)}});
+      Json head = {{"mode", int(s.mode)}, {"window", s.window}, {"sink", s.sink},
+                   {"recent", s.recent}, {"dense", s.dense}, {"removed", attn->removed(h)}};
+      if (attn->fixed_trainable(h)) {
+        auto [alpha, rho] = attn->MakeFixedTrainable(h);  // the existing tensors
+        head["trainable"] = {{"alpha", OptimizerSlot(optimizer, alpha)}, {"rho", OptimizerSlot(optimizer, rho)}};
+      }
+      heads.push_back(head);
     }
     layers.push_back(heads);
   }
   return CanonicalJson(layers);
+}
+
+// A trainable fixed head's tensor and the optimiser slot its saved moments belong to.
+struct TrainableSlot {
+  int64_t group, index;
+  torch::Tensor tensor;
+};
+
+// Inserts the tensors at their slots (ascending, so every earlier slot is in place); a
+// group one past the last is created with group 0's options and no weight decay, as SAF's
+// hooks create it (the optimiser restore then overwrites the options).
+Status PlaceTrainable(std::vector<TrainableSlot> slots, const std::string& source,
+                      torch::optim::Optimizer& optimizer) {
+  std::sort(slots.begin(), slots.end(), [](const TrainableSlot& a, const TrainableSlot& b) {
+    return a.group != b.group ? a.group < b.group : a.index < b.index;
+  });
+  for (TrainableSlot& s : slots) {
+    auto& groups = optimizer.param_groups();
+    if (s.group == int64_t(groups.size()) && !groups.empty()) {
+      auto options = std::make_unique<torch::optim::AdamWOptions>(
+          static_cast<torch::optim::AdamWOptions&>(groups[0].options()));
+      options->weight_decay(0.0);
+      optimizer.add_param_group(torch::optim::OptimizerParamGroup({}, std::move(options)));
+    }
+    if (s.group < 0 || s.group >= int64_t(groups.size()) || s.index < 0 ||
+        s.index > int64_t(groups[size_t(s.group)].params().size()))
+      return Status::Corruption(source + ": head_states: trainable slot [" + std::to_string(s.group) +
+                                ", " + std::to_string(s.index) + "] does not fit the optimiser");
+    std::vector<torch::Tensor>& params = groups[size_t(s.group)].params();
+    params.insert(params.begin() + s.index, s.tensor);
+  }
+  return Status::Ok();
 }
 
 // Removes from `model` the heads the checkpoint's head states mark `removed`, so that its
@@ -58,8 +109,12 @@ void RemoveCheckpointedHeads(const std::string& text, Gpt& model) {
   }
 }
 
-// Installs the head states HeadStatesJson wrote (after the model's buffers were loaded).
-Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt& model) {
+// Installs the head states HeadStatesJson wrote (after the model's buffers were loaded,
+// before the optimiser's state is): trainable fixed heads get fresh leaf tensors from their
+// (current) buffers, placed in the optimiser at their saved slots.
+Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt& model,
+                         torch::optim::Optimizer& optimizer) {
+  std::vector<TrainableSlot> slots;
   StatusOr<Json> parsed = ParseJson(text, source + ": head_states");
   if (!parsed.ok()) return Status::Corruption(parsed.status().message());
   const Json& layers = parsed.value();
@@ -88,9 +143,18 @@ Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt
                               attn->fixed_log_z[h].clone());
       else
         attn->SetHeadState(h, s);
+      if (j.contains("trainable")) {
+        if (s.mode != HeadMode::kFixed)
+          return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
+                                    " is trainable but not fixed");
+        auto [alpha, rho] = attn->MakeFixedTrainable(h);
+        const Json& t = j.at("trainable");
+        slots.push_back({t.at("alpha").at(0).get<int64_t>(), t.at("alpha").at(1).get<int64_t>(), alpha});
+        slots.push_back({t.at("rho").at(0).get<int64_t>(), t.at("rho").at(1).get<int64_t>(), rho});
+      }
     }
   }
-  return Status::Ok();
+  return PlaceTrainable(std::move(slots), source, optimizer);
 }
 
 }  // namespace
@@ -106,7 +170,7 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("sampler", BytesTensor(progress.sampler_state));
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
   archive.write("config", BytesTensor(config_json));
-  archive.write("head_states", BytesTensor(HeadStatesJson(model)));
+  archive.write("head_states", BytesTensor(HeadStatesJson(model, optimizer)));
   Json names = Json::array();
   for (const auto& [name, state] : progress.method_states) {
     names.push_back(name);
@@ -142,6 +206,8 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
                                   ShapeString(shapes[i].second));
       ++i;
     }
+    if (has_head_states)
+      HEADLAB_RETURN_IF_ERROR(RestoreHeadStates(TensorBytes(head_states), source, model, optimizer));
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
     torch::Tensor step, sampler, rng;
@@ -163,8 +229,6 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
         progress->method_states[name.get<std::string>()] = TensorBytes(state);
       }
     }
-    if (has_head_states)
-      return RestoreHeadStates(TensorBytes(head_states), source, model);
   } catch (const Json::exception& e) {
     return Status::Corruption(source + ": head_states or method_names: " + e.what());
   } catch (const c10::Error& e) {

@@ -419,6 +419,9 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     grad_norm = torch::nn::utils::clip_grad_norm_(trained,
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
+    // Trainable fixed heads (SAF App. C.3.2) moved: refresh their buffers (log Z too) so
+    // checkpoints, evaluation and methods see the current patterns. A no-op without them.
+    for (int64_t l = 0; l < c.model.layers; ++l) model->attention(l)->SyncTrainableFixed();
     ++progress.step;
     ctx.step = progress.step;
     double update_s = SecondsSince(u0);

@@ -82,12 +82,17 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
       fit_kl_[{f.at(0).get<int64_t>(), f.at(1).get<int64_t>()}] = f.at(2).get<double>();
     last_event_ = state->at("last_event");
     last_event_step_ = state->at("last_event_step").get<int64_t>();
-    if (!state->at("trainable").empty())
-      // The optimiser restore already failed for such a checkpoint (its AdamW holds the
-      // alpha/rho the fresh one lacks); say why if it ever gets here.
-      return Status::Unavailable(
-          "saf.trainable: a run cannot resume from a checkpoint written after its trainable "
-          "alpha/rho were added to the optimiser; rerun it from the start");
+    // The checkpoint restore re-created the trainable alpha/rho in their optimiser slots
+    // (checkpoint.cc head_states): take them back as this run's trainable heads.
+    trainable_.clear();
+    for (const Json& pair : state->at("trainable")) {
+      const int64_t l = pair.at(0).get<int64_t>(), h = pair.at(1).get<int64_t>();
+      if (l < 0 || l >= ctx.model->config().layers || h < 0 || h >= ctx.model->attention(l)->heads() ||
+          !ctx.model->attention(l)->fixed_trainable(h))
+        return Status::Corruption("checkpoint: method.saf: head " + std::to_string(l) + "." +
+                                  std::to_string(h) + " is listed trainable but the model's is not");
+      trainable_.emplace_back(l, h);
+    }
   } catch (const Json::exception& e) {
     return Status::Corruption(std::string("checkpoint: method.saf: ") + e.what());
   }
@@ -113,11 +118,7 @@ Status SafHooks::AfterBackward(TrainContext&) {
 }
 
 Status SafHooks::AfterUpdate(TrainContext& ctx, double loss) {
-  // Trainable alpha/rho moved in the optimiser step: refresh the buffers (log Z too), so
-  // checkpoints and later calibration see the current patterns (App. C.3.2).
-  if (!trainable_.empty())
-    for (int64_t l = 0; l < ctx.model->config().layers; ++l)
-      ctx.model->attention(l)->SyncTrainableFixed();
+  // (The loop has already synced trainable alpha/rho into the buffers, App. C.3.2.)
   std::vector<InterventionReport> reports;
   HEADLAB_RETURN_IF_ERROR(driver_->AfterUpdate(ctx.step, loss, &reports));
   return Publish(ctx, std::move(reports));

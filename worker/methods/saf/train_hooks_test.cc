@@ -183,6 +183,35 @@ TEST_CASE("saf hooks: trainable alpha/rho train after the event, frozen ones do 
   CHECK(trainable.summary[metric::kEvalLoss] != frozen.summary[metric::kEvalLoss]);
 }
 
+TEST_CASE("saf hooks: a trainable run resumes after its event exactly") {
+  // The checkpoint holds the alpha/rho optimiser slots (head_states) and their AdamW
+  // moments; the resumed run re-creates the tensors there and continues bitwise.
+  const Json with = {{"train", {{"lr", 0.03}, {"min_lr_ratio", 1.0}}},
+                     {"saf", {{"tau", 0.2}, {"trainable", 1}}}};
+  StatusOr<TrainRequest> full = Request("trainable_full", with);
+  REQUIRE(full.ok());
+  Emitted a = Run(*full);
+  INFO(a.status.message());
+  REQUIRE(a.status.ok());
+  REQUIRE(a.head_maps.at(0)["step"] == 1);
+  for (int64_t from : {2, 4}) {  // both after the event: alpha/rho in the optimiser
+    StatusOr<TrainRequest> cont = Request("trainable_resume_" + std::to_string(from), with);
+    REQUIRE(cont.ok());
+    const Json& ck = a.checkpoints.at(from);
+    cont->resume = ResumePoint{ck["path"], ck["sha256"], from};
+    Emitted b = Run(*cont);
+    INFO("resumed from " << from << ": " << b.status.message());
+    REQUIRE(b.status.ok());
+    CHECK(b.head_maps.empty());
+    CHECK(b.summary[metric::kSafHeadsTrainable] == 2);
+    for (int64_t step = from + 1; step <= 6; ++step)
+      CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
+    CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
+    headlab::testing::RemoveTree(cont->out_dir);
+  }
+  headlab::testing::RemoveTree(full->out_dir);
+}
+
 TEST_CASE("saf hooks: the hybrid layer's trainable alpha/rho get gradients and sync") {
   torch::manual_seed(1);
   HybridAttention layer(16, 2, 2, 8);
