@@ -75,6 +75,23 @@ Emitted RunOk(const std::string& name, const Json& overrides) {
   return e;
 }
 
+// Resumes a copy of `overrides`'s run from the uninterrupted run a's checkpoint at `from`;
+// checks it succeeded and that every later loss and the final evaluation match a's bitwise.
+Emitted ResumeMatches(const Emitted& a, const std::string& name, const Json& overrides, int64_t from) {
+  StatusOr<TrainRequest> cont = Request(name + "_" + std::to_string(from), overrides);
+  REQUIRE(cont.ok());
+  const Json& ck = a.checkpoints.at(from);
+  cont->resume = ResumePoint{ck["path"], ck["sha256"], from};
+  Emitted b = Run(*cont);
+  INFO("resumed from " << from << ": " << b.status.message());
+  REQUIRE(b.status.ok());
+  for (int64_t step = from + 1; step <= 6; ++step)
+    CHECK(a.metrics.at(metric::kTrainLoss).at(step) == b.metrics[metric::kTrainLoss].at(step));
+  CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
+  headlab::testing::RemoveTree(cont->out_dir);
+  return b;
+}
+
 int64_t CountRole(const Json& event, const std::string& role) {
   int64_t n = 0;
   for (const Json& row : event["head_map"]) n += row["role"] == role;
@@ -115,21 +132,11 @@ TEST_CASE("saf hooks: a resume across the event neither repeats nor loses it") {
   Emitted a = Run(*full);
   REQUIRE(a.status.ok());
   for (int64_t from : {2, 4}) {  // before the event (step 3) and after it
-    StatusOr<TrainRequest> cont = Request("resume_" + std::to_string(from), {});
-    REQUIRE(cont.ok());
-    const Json& ck = a.checkpoints.at(from);
-    cont->resume = ResumePoint{ck["path"], ck["sha256"], from};
-    Emitted b = Run(*cont);
-    INFO("resumed from " << from << ": " << b.status.message());
-    REQUIRE(b.status.ok());
+    Emitted b = ResumeMatches(a, "resume", {}, from);
     CHECK(b.head_maps.size() == (from < 3 ? 1u : 0u));
     CHECK(b.summary[metric::kSafEvents] == 1);
     CHECK(b.summary[metric::kSafHeadsFixed] == 2);
     CHECK(b.summary[metric::kSafCostTotalS].get<double>() > 0);
-    for (int64_t step = from + 1; step <= 6; ++step)
-      CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
-    CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
-    headlab::testing::RemoveTree(cont->out_dir);
   }
   headlab::testing::RemoveTree(full->out_dir);
 }
@@ -195,19 +202,9 @@ TEST_CASE("saf hooks: a trainable run resumes after its event exactly") {
   REQUIRE(a.status.ok());
   REQUIRE(a.head_maps.at(0)["step"] == 1);
   for (int64_t from : {2, 4}) {  // both after the event: alpha/rho in the optimiser
-    StatusOr<TrainRequest> cont = Request("trainable_resume_" + std::to_string(from), with);
-    REQUIRE(cont.ok());
-    const Json& ck = a.checkpoints.at(from);
-    cont->resume = ResumePoint{ck["path"], ck["sha256"], from};
-    Emitted b = Run(*cont);
-    INFO("resumed from " << from << ": " << b.status.message());
-    REQUIRE(b.status.ok());
+    Emitted b = ResumeMatches(a, "trainable_resume", with, from);
     CHECK(b.head_maps.empty());
     CHECK(b.summary[metric::kSafHeadsTrainable] == 2);
-    for (int64_t step = from + 1; step <= 6; ++step)
-      CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
-    CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
-    headlab::testing::RemoveTree(cont->out_dir);
   }
   headlab::testing::RemoveTree(full->out_dir);
 }
