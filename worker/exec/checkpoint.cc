@@ -39,8 +39,8 @@ Json OptimizerSlot(torch::optim::Optimizer& optimizer, const torch::Tensor& t) {
 
 // Head states as JSON: [[{mode, window, sink, recent, dense, removed[, trainable]} per head]
 // per layer]. Fixed heads' compact patterns are model buffers and travel in the model
-// archive; `removed` marks heads pruned physically (attention.h RemoveHeads), whose
-// parameters the archive holds in the smaller shapes; `trainable` (SAF App. C.3.2) holds the
+// archive, dense ones under DenseKey(layer); `removed` marks heads pruned physically
+// (attention.h RemoveHeads), whose parameters the archive holds in the smaller shapes; `trainable` (SAF App. C.3.2) holds the
 // optimiser slots [group, index] of the head's alpha and rho, so a restore puts fresh leaf
 // tensors where the saved AdamW moments belong.
 std::string HeadStatesJson(Gpt& model, torch::optim::Optimizer& optimizer) {
@@ -109,11 +109,15 @@ void RemoveCheckpointedHeads(const std::string& text, Gpt& model) {
   }
 }
 
+// The archive key of layer l's dense fixed patterns ([heads, context, context]).
+std::string DenseKey(int64_t l) { return "fixed_dense." + std::to_string(l); }
+
 // Installs the head states HeadStatesJson wrote (after the model's buffers were loaded,
-// before the optimiser's state is): trainable fixed heads get fresh leaf tensors from their
-// (current) buffers, placed in the optimiser at their saved slots.
+// before the optimiser's state is): dense fixed heads get their patterns from `archive`;
+// trainable fixed heads get fresh leaf tensors from their (current) buffers, placed in the
+// optimiser at their saved slots.
 Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt& model,
-                         torch::optim::Optimizer& optimizer) {
+                         torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive) {
   std::vector<TrainableSlot> slots;
   StatusOr<Json> parsed = ParseJson(text, source + ": head_states");
   if (!parsed.ok()) return Status::Corruption(parsed.status().message());
@@ -135,14 +139,18 @@ Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt
       s.sink = j.at("sink").get<int64_t>();
       s.recent = j.at("recent").get<int64_t>();
       s.dense = j.at("dense").get<bool>();
-      if (s.mode == HeadMode::kFixed && s.dense)
-        return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
-                                  " is fixed with a dense pattern, which checkpoints do not hold");
-      if (s.mode == HeadMode::kFixed)
+      if (s.mode == HeadMode::kFixed && s.dense) {
+        torch::Tensor dense;
+        if (!archive.try_read(DenseKey(l), dense))
+          return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
+                                    " is fixed with a dense pattern, which this checkpoint does not hold");
+        attn->SetFixedDense(h, dense[h]);
+      } else if (s.mode == HeadMode::kFixed) {
         attn->SetFixedCompact(h, attn->fixed_alpha[h].clone(), attn->fixed_rho[h].clone(),
                               attn->fixed_log_z[h].clone());
-      else
+      } else {
         attn->SetHeadState(h, s);
+      }
       if (j.contains("trainable")) {
         if (s.mode != HeadMode::kFixed)
           return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
@@ -171,6 +179,14 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
   archive.write("config", BytesTensor(config_json));
   archive.write("head_states", BytesTensor(HeadStatesJson(model, optimizer)));
+  for (int64_t l = 0; l < model->config().layers; ++l) {  // dense fixed patterns, if any
+    HybridAttention& attn = model->attention(l);
+    for (const HeadState& st : attn->head_states())
+      if (st.mode == HeadMode::kFixed && st.dense) {
+        archive.write(DenseKey(l), attn->fixed_dense);
+        break;
+      }
+  }
   Json names = Json::array();
   for (const auto& [name, state] : progress.method_states) {
     names.push_back(name);
@@ -207,7 +223,7 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
       ++i;
     }
     if (has_head_states)
-      HEADLAB_RETURN_IF_ERROR(RestoreHeadStates(TensorBytes(head_states), source, model, optimizer));
+      HEADLAB_RETURN_IF_ERROR(RestoreHeadStates(TensorBytes(head_states), source, model, optimizer, archive));
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
     torch::Tensor step, sampler, rng;

@@ -29,13 +29,6 @@ int64_t CountHeads(Gpt& model, HeadMode mode) {
   return n;
 }
 
-// True iff `options` installs dense [T, T] patterns, which checkpoints do not hold.
-bool UsesDensePatterns(const SafOptions& o) {
-  if (o.method != "replace") return false;
-  if (o.pattern == PatternKind::kMean) return o.storage == "dense";
-  return o.pattern != PatternKind::kStructuredRandom;
-}
-
 Json HeadPairs(const std::vector<HeadKey>& heads) {
   Json a = Json::array();
   for (const auto& [l, h] : heads) a.push_back({l, h});
@@ -57,12 +50,6 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
   if (!driver.ok())
     return Status::InvalidArgument(file_ + ": $.config.saf: " + driver.status().message());
   driver_ = std::move(driver.value());
-  if (UsesDensePatterns(options_)) {
-    (*provenance)["saf_checkpoint_note"] =
-        "dense fixed patterns are not checkpointed: a resume after the event fails";
-    LogWarn("saf: dense fixed patterns are not held by checkpoints; a resume of this run from "
-            "a checkpoint written after its intervention fails (rerun it from the start)");
-  }
   if (!saved) return Status::Ok();
   StatusOr<Json> state = ParseJson(*saved, "checkpoint: method.saf");
   if (!state.ok()) return state.status();

@@ -141,6 +141,19 @@ TEST_CASE("saf hooks: a resume across the event neither repeats nor loses it") {
   headlab::testing::RemoveTree(full->out_dir);
 }
 
+TEST_CASE("saf hooks: a run with dense fixed patterns resumes after its event exactly") {
+  const Json dense = {{"saf", {{"storage", "dense"}}}};
+  StatusOr<TrainRequest> full = Request("dense_full", dense);
+  REQUIRE(full.ok());
+  Emitted a = Run(*full);
+  INFO(a.status.message());
+  REQUIRE(a.status.ok());
+  Emitted b = ResumeMatches(a, "dense_resume", dense, 4);  // after the event (step 3)
+  CHECK(b.head_maps.empty());
+  CHECK(b.summary[metric::kSafHeadsFixed] == 2);
+  headlab::testing::RemoveTree(full->out_dir);
+}
+
 TEST_CASE("saf hooks: tau = 1 replaces after training; the final evaluation sees it") {
   Emitted e = RunOk("tau1", {{"saf", {{"tau", 1.0}}}});
   REQUIRE(e.head_maps.size() == 1);
