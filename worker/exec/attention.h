@@ -100,8 +100,8 @@ class HybridAttentionImpl : public torch::nn::Module {
   // Per-head fixed-pattern state, saved with the model: [heads, context] each.
   torch::Tensor fixed_alpha, fixed_rho, fixed_log_z;
   // Dense patterns [heads, context, context], allocated by the first SetFixedDense. Not a
-  // registered buffer (and so not checkpointed): dense patterns are comparison controls
-  // built from data at installation time, while compact patterns are the saved state.
+  // registered buffer (the default model's state dict stays as it is): checkpoints write it
+  // separately for layers that have dense fixed heads (checkpoint.cc).
   torch::Tensor fixed_dense;
 
  private:
