@@ -40,9 +40,9 @@ Json OptimizerSlot(torch::optim::Optimizer& optimizer, const torch::Tensor& t) {
 // Head states as JSON: [[{mode, window, sink, recent, dense, removed[, trainable]} per head]
 // per layer]. Fixed heads' compact patterns are model buffers and travel in the model
 // archive, dense ones under DenseKey(layer); `removed` marks heads pruned physically
-// (attention.h RemoveHeads), whose parameters the archive holds in the smaller shapes; `trainable` (SAF App. C.3.2) holds the
-// optimiser slots [group, index] of the head's alpha and rho, so a restore puts fresh leaf
-// tensors where the saved AdamW moments belong.
+// (attention.h RemoveHeads), whose parameters the archive holds in the smaller shapes;
+// `trainable` (SAF App. C.3.2) holds the optimiser slots [group, index] of the head's alpha
+// and rho, so a restore puts fresh leaf tensors where the saved AdamW moments belong.
 std::string HeadStatesJson(Gpt& model, torch::optim::Optimizer& optimizer) {
   Json layers = Json::array();
   for (int64_t l = 0; l < model->config().layers; ++l) {
@@ -54,7 +54,8 @@ std::string HeadStatesJson(Gpt& model, torch::optim::Optimizer& optimizer) {
                    {"recent", s.recent}, {"dense", s.dense}, {"removed", attn->removed(h)}};
       if (attn->fixed_trainable(h)) {
         auto [alpha, rho] = attn->MakeFixedTrainable(h);  // the existing tensors
-        head["trainable"] = {{"alpha", OptimizerSlot(optimizer, alpha)}, {"rho", OptimizerSlot(optimizer, rho)}};
+        Json a = OptimizerSlot(optimizer, alpha), r = OptimizerSlot(optimizer, rho);
+        if (!a.is_null() && !r.is_null()) head["trainable"] = {{"alpha", a}, {"rho", r}};
       }
       heads.push_back(head);
     }
