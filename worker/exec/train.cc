@@ -403,19 +403,20 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     }
     loss = total;
     HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
-    if (group) {
-      // The mean gradient over every rank's rows (SAF App. C.5: communication is part of
-      // the update time), and the mean loss for the record.
-      allreduce_s += AverageGradients(*group, world, model->parameters());
-      group->AllReduceSum(loss);
-      loss.div_(double(world));
-    }
-    // Clipping covers everything the optimiser updates: the model's parameters and any
-    // tensors a method added (SAF's trainable alpha/rho, App. C.3.2). clip_grad_norm_ with
-    // an infinite limit only measures the norm.
+    // Everything the optimiser updates: the model's parameters and any tensors a method
+    // added (SAF's trainable alpha/rho, App. C.3.2), in the same order on every rank.
     std::vector<torch::Tensor> trained;
     for (const auto& param_group : opt->param_groups())
       trained.insert(trained.end(), param_group.params().begin(), param_group.params().end());
+    if (group) {
+      // The mean gradient over every rank's rows (SAF App. C.5: communication is part of
+      // the update time), and the mean loss for the record.
+      allreduce_s += AverageGradients(*group, world, trained);
+      group->AllReduceSum(loss);
+      loss.div_(double(world));
+    }
+    // Clipping covers all of them; clip_grad_norm_ with an infinite limit only measures the
+    // norm.
     grad_norm = torch::nn::utils::clip_grad_norm_(trained,
                                                   t.grad_clip > 0 ? t.grad_clip : INFINITY);
     opt->step();
