@@ -41,19 +41,13 @@ struct BwdStats {
 __device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0, const BwdStats& st) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp != 0) return;
-  float a[kBwdBk / 32], mx = -INFINITY;
+  float a[kBwdBk / 32];
 #pragma unroll
   for (int i = 0; i < kBwdBk / 32; ++i) {
     const int k = k0 + lane + 32 * i;
     a[i] = k < p.T ? hd.alpha[k] : -INFINITY;
-    mx = fmaxf(mx, a[i]);
   }
-  mx = WarpMax(mx);
-#pragma unroll
-  for (int i = 0; i < kBwdBk / 32; ++i) {
-    st.alpha_raw[lane + 32 * i] = a[i];
-    st.alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
-  }
+  const float mx = StageExpFactors(a, kBwdBk, st.alpha_raw, st.alpha_exp);
   if (lane == 0) *st.alpha_max = mx;
 }
 
@@ -96,19 +90,7 @@ __device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead&
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
     float* bs = st.band + buf * kBandStride;
-    constexpr int kPer = (kBwdBand + 31) / 32;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) mx = fmaxf(mx, raw.v[i]);
-    mx = WarpMax(mx);
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int j = lane + 32 * i;
-      if (j < kBwdBand) {
-        bs[kRawOff + j] = raw.v[i];
-        bs[kExpOff + j] = __expf(raw.v[i] - mx);
-      }
-    }
+    const float mx = StageExpFactors(raw.v, kBwdBand, bs + kRawOff, bs + kExpOff);
     if (lane == 0) bs[kArOff] = *st.alpha_max + mx;
   }
 }

@@ -73,38 +73,13 @@ template <int kBq>
 __device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp == 0) {
-    float a[kFwdBk / 32];
-    float mx = -INFINITY;
+    float alpha[kFwdBk / 32];  // FetchFixedTile's first entries
 #pragma unroll
-    for (int i = 0; i < kFwdBk / 32; ++i) {
-      a[i] = raw.v[i];
-      mx = fmaxf(mx, a[i]);
-    }
-    mx = WarpMax(mx);
-#pragma unroll
-    for (int i = 0; i < kFwdBk / 32; ++i) {
-      ft.alpha_raw[lane + 32 * i] = a[i];
-      ft.alpha_exp[lane + 32 * i] = __expf(a[i] - mx);
-    }
+    for (int i = 0; i < kFwdBk / 32; ++i) alpha[i] = raw.v[i];
+    const float mx = StageExpFactors(alpha, kFwdBk, ft.alpha_raw, ft.alpha_exp);
     if (lane == 0) ft.ar[0] = mx;
   } else if (warp == 1) {
-    constexpr int kPer = (Band<kBq>() + 31) / 32;
-    float r[kPer];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      r[i] = raw.v[i];
-      mx = fmaxf(mx, r[i]);
-    }
-    mx = WarpMax(mx);
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int j = lane + 32 * i;
-      if (j < Band<kBq>()) {
-        ft.rho_raw[j] = r[i];
-        ft.rho_exp[j] = __expf(r[i] - mx);
-      }
-    }
+    const float mx = StageExpFactors(raw.v, Band<kBq>(), ft.rho_raw, ft.rho_exp);
     if (lane == 0) ft.ar[1] = mx;
   }
 }

@@ -60,6 +60,26 @@ __device__ __forceinline__ float WarpSum(float x) {
   return x;
 }
 
+// One warp stages factors for a product form (SAF eq. 3): v holds entries lane + 32 i;
+// the first n go to raw[j] and ex[j] = e^{v_j - max}. Returns the max over the warp.
+template <int kPer>
+__device__ __forceinline__ float StageExpFactors(const float (&v)[kPer], int n, float* raw, float* ex) {
+  const int lane = threadIdx.x % 32;
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) mx = fmaxf(mx, v[i]);
+  mx = WarpMax(mx);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int j = lane + 32 * i;
+    if (j < n) {
+      raw[j] = v[i];
+      ex[j] = __expf(v[i] - mx);
+    }
+  }
+  return mx;
+}
+
 // Returns a pointer to element (b, t, h, 0) of a view.
 template <typename T>
 __device__ __forceinline__ T* At(const View& v, int b, int t, int h) {
@@ -118,6 +138,16 @@ __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int 
     case HeadState::kStreaming: return k1 < h.sink || k0 > q1 - h.recent;
     default: return false;
   }
+}
+
+// Launches kernel(p) on `grid` x `threads` with `smem` bytes of dynamic shared memory (the
+// attribute lifts the 48 KB default); returns the first CUDA error.
+template <typename Kernel>
+cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, const Params& p) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  kernel<<<grid, threads, smem, s>>>(p);
+  return cudaGetLastError();
 }
 
 // Forward / backward launchers of each implementation (return a CUDA error code).

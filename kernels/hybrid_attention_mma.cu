@@ -151,12 +151,8 @@ __global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKerne
 
 template <typename T, int D>
 cudaError_t MmaForwardLaunch(const Params& p, cudaStream_t s) {
-  constexpr size_t smem = MmaForwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(MmaForwardKernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  dim3 grid((p.T + kBq - 1) / kBq, p.H, p.B);
-  MmaForwardKernel<T, D><<<grid, kThreads, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kBq - 1) / kBq, p.H, p.B);
+  return LaunchWithSmem(MmaForwardKernel<T, D>, grid, kThreads, MmaForwardSmemBytes<D>(), s, p);
 }
 
 }  // namespace

@@ -225,13 +225,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
 
 template <typename T, int D, int kMinBlocks>
 cudaError_t MmaBackwardLaunch(const Params& p, cudaStream_t s) {
-  constexpr size_t smem = MmaBackwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(MmaBackwardKernel<T, D, kMinBlocks>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
-  MmaBackwardKernel<T, D, kMinBlocks><<<grid, kThreads, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
+  return LaunchWithSmem(MmaBackwardKernel<T, D, kMinBlocks>, grid, kThreads, MmaBackwardSmemBytes<D>(), s, p);
 }
 
 }  // namespace

@@ -261,24 +261,14 @@ __global__ void BackwardFinishKernel(const Params p) {
 
 template <typename T, int D>
 cudaError_t SimtForwardD(const Params& p, cudaStream_t s) {
-  dim3 grid((p.T + kTile - 1) / kTile, p.H, p.B);
-  constexpr size_t smem = ForwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(SimtForwardKernel<T, D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  SimtForwardKernel<T, D><<<grid, kWarps * 32, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kTile - 1) / kTile, p.H, p.B);
+  return LaunchWithSmem(SimtForwardKernel<T, D>, grid, kWarps * 32, ForwardSmemBytes<D>(), s, p);
 }
 
 template <typename T, int D>
 cudaError_t SimtBackwardD(const Params& p, cudaStream_t s) {
-  dim3 grid((p.T + kTile - 1) / kTile, p.G, p.B);
-  constexpr size_t smem = BackwardSmemBytes<D>();
-  cudaError_t e = cudaFuncSetAttribute(SimtBackwardKernel<T, D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  SimtBackwardKernel<T, D><<<grid, kWarps * 32, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kTile - 1) / kTile, p.G, p.B);
+  return LaunchWithSmem(SimtBackwardKernel<T, D>, grid, kWarps * 32, BackwardSmemBytes<D>(), s, p);
 }
 
 }  // namespace

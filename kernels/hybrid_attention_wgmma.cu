@@ -166,12 +166,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaForwardKernel(const
 template <typename T>
 cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s) {
   if (p.d != kD) return cudaErrorInvalidValue;
-  constexpr size_t smem = WgmmaForwardSmemBytes();
-  cudaError_t e = cudaFuncSetAttribute(WgmmaForwardKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  dim3 grid((p.T + kBq - 1) / kBq, p.H, p.B);
-  WgmmaForwardKernel<T><<<grid, kThreads, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kBq - 1) / kBq, p.H, p.B);
+  return LaunchWithSmem(WgmmaForwardKernel<T>, grid, kThreads, WgmmaForwardSmemBytes(), s, p);
 }
 
 template cudaError_t LaunchWgmmaForward<__nv_bfloat16>(const Params&, cudaStream_t);

@@ -191,12 +191,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(cons
 template <typename T>
 cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s) {
   if (p.d != kD) return cudaErrorInvalidValue;
-  constexpr size_t smem = WgmmaBackwardSmemBytes();
-  cudaError_t e = cudaFuncSetAttribute(WgmmaBackwardKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
-  WgmmaBackwardKernel<T><<<grid, kThreads, smem, s>>>(p);
-  return cudaGetLastError();
+  const dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
+  return LaunchWithSmem(WgmmaBackwardKernel<T>, grid, kThreads, WgmmaBackwardSmemBytes(), s, p);
 }
 
 template cudaError_t LaunchWgmmaBackward<__nv_bfloat16>(const Params&, cudaStream_t);
