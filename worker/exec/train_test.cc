@@ -35,26 +35,8 @@ TrainRequest TinyRun(const std::string& name, const Json& overrides) {
   return req.value();
 }
 
-// The events of one run, parsed.
-struct Events {
-  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
-  std::vector<Json> artifacts;
-  std::vector<Json> checkpoints;  // the artifacts of kind checkpoint
-  Json summary;
-  Json provenance;
-};
-
-Events Run(const TrainRequest& req, Status* status) {
-  Events ev;
-  for (const Json& j : testing::RunTrainingEvents(req, status)) {
-    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
-    if (j["ev"] == "artifact") ev.artifacts.push_back(j);
-    if (j["ev"] == "artifact" && j["kind"] == "checkpoint") ev.checkpoints.push_back(j);
-    if (j["ev"] == "summary") ev.summary = j["values"];
-    if (j["ev"] == "provenance") ev.provenance = j["fields"];
-  }
-  return ev;
-}
+using Events = testing::TrainEvents;
+constexpr auto Run = testing::CollectTrainingEvents;
 
 TEST_CASE("train: the learning-rate schedule warms up linearly and decays by cosine") {
   TrainConfig t;

@@ -2,7 +2,11 @@
 // shared by exec's and the methods' unit tests. LibTorch test translation units only.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cstdio>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,6 +57,46 @@ inline std::vector<Json> RunTrainingEvents(const TrainRequest& req, Status* stat
   for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
     events.push_back(Json::parse(text.substr(start, end - start)));
   return events;
+}
+
+// A run's events, collected.
+struct TrainEvents {
+  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
+  std::vector<Json> artifacts;                                // every artifact event, in order
+  std::map<std::string, std::vector<Json>> by_kind;           // artifact events of each kind
+  std::vector<Json> checkpoints;                              // the checkpoint artifacts
+  Json summary, provenance;
+
+  // The resume point of the checkpoint written at `step` (throws if there is none).
+  ResumePoint ResumeAt(int64_t step) const {
+    for (const Json& c : checkpoints)
+      if (c["step"] == step) return ResumePoint{c["path"], c["sha256"], step};
+    throw std::out_of_range("no checkpoint at step " + std::to_string(step));
+  }
+};
+
+// Runs `req` (its status into *status) and collects what it emitted.
+inline TrainEvents CollectTrainingEvents(const TrainRequest& req, Status* status) {
+  TrainEvents ev;
+  for (const Json& j : RunTrainingEvents(req, status)) {
+    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
+    if (j["ev"] == "summary") ev.summary = j["values"];
+    if (j["ev"] == "provenance") ev.provenance = j["fields"];
+    if (j["ev"] != "artifact") continue;
+    ev.artifacts.push_back(j);
+    ev.by_kind[j["kind"]].push_back(j);
+    if (j["kind"] == "checkpoint") ev.checkpoints.push_back(j);
+  }
+  return ev;
+}
+
+// CollectTrainingEvents of a run that must succeed (the failed REQUIRE shows its status).
+inline TrainEvents CollectTrainingEventsOk(const TrainRequest& req) {
+  Status st;
+  TrainEvents ev = CollectTrainingEvents(req, &st);
+  INFO(st.message());
+  REQUIRE(st.ok());
+  return ev;
 }
 
 }  // namespace headlab::testing

@@ -33,33 +33,13 @@ TrainRequest AahRun(const std::string& name, const Json& overrides) {
   return req.value();
 }
 
-struct Events {
-  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
-  std::map<std::string, Json> artifacts;                       // kind -> last artifact event
-  std::vector<Json> checkpoints;
-  Json summary, provenance;
-};
-
-Events Run(const TrainRequest& req) {
-  Status st;
-  std::vector<Json> events = testing::RunTrainingEvents(req, &st);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  Events ev;
-  for (const Json& j : events) {
-    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
-    if (j["ev"] == "artifact") ev.artifacts[j["kind"]] = j;
-    if (j["ev"] == "artifact" && j["kind"] == "checkpoint") ev.checkpoints.push_back(j);
-    if (j["ev"] == "summary") ev.summary = j["values"];
-    if (j["ev"] == "provenance") ev.provenance = j["fields"];
-  }
-  return ev;
-}
+using Events = testing::TrainEvents;
+constexpr auto Run = testing::CollectTrainingEventsOk;
 
 // The aah_head_maps artifact's rows, after checking its SHA-256.
 Json HeadMaps(const Events& ev) {
-  REQUIRE(ev.artifacts.count("aah_head_maps"));
-  const Json& a = ev.artifacts.at("aah_head_maps");
+  REQUIRE(ev.by_kind.count("aah_head_maps"));
+  const Json& a = ev.by_kind.at("aah_head_maps").back();
   StatusOr<std::string> text = ReadFile(a["path"].get<std::string>());
   REQUIRE(text.ok());
   CHECK(Sha256Hex(text.value()) == a["sha256"]);

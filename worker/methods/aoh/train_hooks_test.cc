@@ -30,44 +30,21 @@ TrainRequest AohRun(const std::string& name, const Json& overrides) {
   return req.value();
 }
 
-struct Outcome {
-  Status status;
-  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
-  std::map<std::string, Json> artifacts;                     // kind -> last event
-  std::map<int64_t, Json> checkpoints;                       // step -> event
-  Json summary, provenance;
-};
-
-Outcome Train(const TrainRequest& req) {
-  Outcome o;
-  for (const Json& e : testing::RunTrainingEvents(req, &o.status)) {
-    if (e["ev"] == "metric") o.metrics[e["key"]][e["step"]] = e["value"].get<double>();
-    if (e["ev"] == "artifact") o.artifacts[e["kind"]] = e;
-    if (e["ev"] == "artifact" && e["kind"] == "checkpoint") o.checkpoints[e["step"]] = e;
-    if (e["ev"] == "summary") o.summary = e["values"];
-    if (e["ev"] == "provenance") o.provenance = e["fields"];
-  }
-  return o;
-}
-
-ResumePoint At(const Outcome& o, int64_t step) {
-  const Json& k = o.checkpoints.at(step);
-  return ResumePoint{k["path"], k["sha256"], step};
-}
+using Outcome = testing::TrainEvents;
+constexpr auto Train = testing::CollectTrainingEventsOk;  // the run must succeed
 
 TEST_CASE("aoh hooks: convert during training, keep training, resume with the same labels") {
   const Json cfg = {{"aoh", {{"method", "aoh"}, {"sparsity", 0.5}, {"apply_step", 2}}},
                     {"train", {{"checkpoint_every", 3}}}};
   TrainRequest full = AohRun("during", cfg);
   Outcome a = Train(full);
-  REQUIRE(a.status.ok());
   CHECK(a.metrics["aoh.retrieval_heads"].count(2) == 1);  // converted before update 3
   CHECK(a.metrics["aoh.retrieval_heads"].at(2) == 4);    // 2 of 4 heads x 2 layers
   CHECK(a.summary["aoh.converted_at"] == 2);
   CHECK(a.summary["aoh.ppl"].get<double>() > 1);
   CHECK(a.summary["eval.ppl"].get<double>() > 1);
   CHECK(a.summary.contains("aoh.kv_bytes"));
-  CHECK(a.artifacts.count("aoh_head_maps") == 1);
+  CHECK(a.by_kind.count("aoh_head_maps") == 1);
   // The decoder's perplexity (chunked prefill, eviction) and the loop's masked forward
   // read the same tokens with the same head states.
   CHECK(a.summary["aoh.ppl"].get<double>() ==
@@ -76,15 +53,14 @@ TEST_CASE("aoh hooks: convert during training, keep training, resume with the sa
   // Resumed after the conversion: the labels come back from the checkpoint (not re-planned
   // from the step-3 weights) and training continues bit for bit.
   TrainRequest cont = AohRun("during_resume", cfg);
-  cont.resume = At(a, 3);
+  cont.resume = a.ResumeAt(3);
   Outcome b = Train(cont);
-  REQUIRE(b.status.ok());
   CHECK(b.metrics["aoh.retrieval_heads"].empty());  // no second conversion
   CHECK(b.summary["aoh.converted_at"] == 2);
   CHECK(b.metrics["train.loss"].at(4) == a.metrics["train.loss"].at(4));
   CHECK(b.summary["aoh.ppl"] == a.summary["aoh.ppl"]);
-  auto maps_a = ReadFile(a.artifacts["aoh_head_maps"]["path"]);
-  auto maps_b = ReadFile(b.artifacts["aoh_head_maps"]["path"]);
+  auto maps_a = ReadFile(a.by_kind["aoh_head_maps"].back()["path"]);
+  auto maps_b = ReadFile(b.by_kind["aoh_head_maps"].back()["path"]);
   REQUIRE(maps_a.ok());
   REQUIRE(maps_b.ok());
   CHECK(maps_a.value() == maps_b.value());
@@ -95,7 +71,6 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
   TrainRequest parent = AohRun("parent", {{"train", {{"checkpoint_every", 4}}}});
   REQUIRE(parent.hooks.empty());  // no aoh evaluation asked for: plain training
   Outcome p = Train(parent);
-  REQUIRE(p.status.ok());
   const Json eval = {{"passkey_lengths", "100"}, {"passkey_depths", "0.5"}, {"passkey_samples", 2}};
   std::map<std::string, Outcome> arms;
   std::vector<TrainRequest> reqs;
@@ -108,20 +83,19 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
     aoh["method"] = method;
     aoh["sparsity"] = sparsity;
     reqs.push_back(AohRun("arm_" + arm, {{"aoh", aoh}}));  // train.steps 4 = the parent's
-    reqs.back().parent = At(p, 4);
+    reqs.back().parent = p.ResumeAt(4);
     REQUIRE(reqs.back().hooks.size() == 1);
+    INFO("arm " << arm);
     arms[arm] = Train(reqs.back());
-    INFO(arm << ": " << arms[arm].status.ToString());
-    REQUIRE(arms[arm].status.ok());
     CHECK(arms[arm].metrics["train.loss"].empty());  // zero updates
     CHECK(arms[arm].summary.contains("aoh.passkey_acc"));
   }
   CHECK(arms["full"].summary["aoh.retrieval_heads"] == 8);
-  CHECK(arms["full"].artifacts.count("aoh_head_maps") == 0);
+  CHECK(arms["full"].by_kind.count("aoh_head_maps") == 0);
   CHECK(arms["aoh25"].summary["aoh.retrieval_heads"] == 6);
   CHECK(arms["aoh75"].summary["aoh.retrieval_heads"] == 2);
   CHECK(arms["aoh75"].summary["aoh.converted_at"] == 4);
-  CHECK(arms["aoh75"].artifacts.count("aoh_head_maps") == 1);
+  CHECK(arms["aoh75"].by_kind.count("aoh_head_maps") == 1);
   // KV bytes fall as sparsity rises (context 48 > sink 2 + recent 8).
   const double full_kv = arms["full"].summary["aoh.kv_bytes"], kv25 = arms["aoh25"].summary["aoh.kv_bytes"],
                kv75 = arms["aoh75"].summary["aoh.kv_bytes"];
@@ -141,14 +115,13 @@ TEST_CASE("aoh hooks: bench rows label their device; AoH-RoPE reports Table 6; b
                                               {"bench_contexts", "16,32"}, {"bench_decode_tokens", 2},
                                               {"bench_repeats", 1}}}});
   Outcome o = Train(req);
-  REQUIRE(o.status.ok());
   CHECK(o.provenance["aoh_bench_device"] == "cpu (1 threads)");
   CHECK(o.summary["aoh.bench.context"] == 32);
   CHECK(o.summary["aoh.bench.prefill_s"].get<double>() > 0);
   CHECK(o.metrics["aoh.bench.decode_ms_per_token"].size() == 2);  // step = context
   CHECK(o.metrics["aoh.rope_spearman"].size() == 2);              // step = layer
   CHECK(o.summary.contains("aoh.rope_spearman"));
-  CHECK(o.artifacts.count("aoh_bench") == 1);
+  CHECK(o.by_kind.count("aoh_bench") == 1);
   testing::RemoveTree(req.out_dir);
 
   auto make = [](const Json& overrides) {

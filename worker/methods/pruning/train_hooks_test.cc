@@ -33,25 +33,8 @@ TrainRequest PruneRun(const std::string& name, const Json& overrides) {
   return req.value();
 }
 
-struct Events {
-  std::map<std::string, std::map<int64_t, double>> metrics;
-  std::map<std::string, std::vector<Json>> artifacts;  // by kind
-  Json summary;
-};
-
-Events Run(const TrainRequest& req) {
-  Status st;
-  std::vector<Json> events = testing::RunTrainingEvents(req, &st);
-  INFO(st.message());
-  REQUIRE(st.ok());
-  Events ev;
-  for (const Json& j : events) {
-    if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
-    if (j["ev"] == "artifact") ev.artifacts[j["kind"]].push_back(j);
-    if (j["ev"] == "summary") ev.summary = j["values"];
-  }
-  return ev;
-}
+using Events = testing::TrainEvents;
+constexpr auto Run = testing::CollectTrainingEventsOk;
 
 }  // namespace
 
@@ -63,15 +46,15 @@ TEST_CASE("prune hooks: a given head set is removed at the start and the smaller
   // 2 heads x (Q rows + K rows + V rows + O columns) of 8 x 32 each.
   CHECK(ev.summary[metric::kPruneParamsBefore].get<double>() -
             ev.summary[metric::kPruneParams].get<double>() == 2 * 4 * 8 * 32);
-  REQUIRE(ev.artifacts["prune_head_map"].size() == 1);
-  StatusOr<std::string> map = ReadFile(ev.artifacts["prune_head_map"][0]["path"]);
+  REQUIRE(ev.by_kind["prune_head_map"].size() == 1);
+  StatusOr<std::string> map = ReadFile(ev.by_kind["prune_head_map"][0]["path"]);
   REQUIRE(map.ok());
   Json rows = Json::parse(map.value())["head_maps"];
   REQUIRE(rows.size() == 2);
   CHECK((rows[0] == Json{{"layer", 0}, {"head", 1}, {"role", "pruned"}}));
   CHECK(ev.metrics[metric::kTrainLoss].size() == 6);
   // The final checkpoint restores into a model built from the config.
-  const Json& last = ev.artifacts["checkpoint"].back();
+  const Json& last = ev.by_kind["checkpoint"].back();
   Gpt model(req.config.model);
   auto opt = testing::TwoGroupAdamW(model);
   TrainProgress progress;
@@ -94,13 +77,13 @@ TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise iden
   Events a = Run(full);
   CHECK(a.summary[metric::kPruneHeadsRemoved] == 2);  // round(0.25 * 8)
   CHECK(a.summary[metric::kPruneStep] == 2);
-  REQUIRE(a.artifacts["prune_head_map"].size() == 1);
-  CHECK(a.artifacts["prune_head_map"][0]["step"] == 2);
-  StatusOr<std::string> map = ReadFile(a.artifacts["prune_head_map"][0]["path"]);
+  REQUIRE(a.by_kind["prune_head_map"].size() == 1);
+  CHECK(a.by_kind["prune_head_map"][0]["step"] == 2);
+  StatusOr<std::string> map = ReadFile(a.by_kind["prune_head_map"][0]["path"]);
   REQUIRE(map.ok());
   for (const Json& row : Json::parse(map.value())["head_maps"]) CHECK(row["score"].get<double>() >= 0);
-  REQUIRE(a.artifacts["checkpoint"].size() == 2);
-  const Json& mid = a.artifacts["checkpoint"][0];
+  REQUIRE(a.by_kind["checkpoint"].size() == 2);
+  const Json& mid = a.by_kind["checkpoint"][0];
   REQUIRE(mid["step"] == 3);
 
   TrainRequest cont = PruneRun("gt_cont", prune);
@@ -109,7 +92,7 @@ TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise iden
   for (int64_t step = 4; step <= 6; ++step)
     CHECK(a.metrics[metric::kTrainLoss].at(step) == b.metrics[metric::kTrainLoss].at(step));
   CHECK(a.summary[metric::kEvalLoss] == b.summary[metric::kEvalLoss]);
-  CHECK(b.artifacts["prune_head_map"].empty());  // pruned before the checkpoint
+  CHECK(b.by_kind["prune_head_map"].empty());  // pruned before the checkpoint
   CHECK(b.summary[metric::kPruneHeadsRemoved] == 2);
   CHECK(a.summary[metric::kPruneParams] == b.summary[metric::kPruneParams]);
   testing::RemoveTree(full.out_dir);

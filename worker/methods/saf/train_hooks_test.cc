@@ -20,13 +20,10 @@
 namespace headlab::saf {
 namespace {
 
-// What one run emitted.
-struct Emitted {
+// What one run emitted, with its status and its saf_head_map files parsed.
+struct Emitted : headlab::testing::TrainEvents {
   Status status;
-  std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
-  std::vector<Json> head_maps;                                // saf_head_map artifacts
-  std::map<int64_t, Json> checkpoints;                        // step -> artifact
-  Json summary;
+  std::vector<Json> head_maps;  // each file, with the artifact's step as artifact_step
 };
 
 // A 2 x 4-head model (k = round(0.25 * 8) = 2), 6 updates, SAF at the midpoint (step 3)
@@ -48,18 +45,13 @@ StatusOr<TrainRequest> Request(const std::string& name, const Json& overrides) {
 
 Emitted Run(const TrainRequest& req) {
   Emitted out;
-  for (const Json& j : headlab::testing::RunTrainingEvents(req, &out.status)) {
-    if (j["ev"] == "metric") out.metrics[j["key"]][j["step"]] = j["value"].get<double>();
-    if (j["ev"] == "summary") out.summary = j["values"];
-    if (j["ev"] != "artifact") continue;
-    if (j["kind"] == "checkpoint") out.checkpoints[j["step"].get<int64_t>()] = j;
-    if (j["kind"] == "saf_head_map") {
-      StatusOr<std::string> text = ReadFile(j["path"]);
-      REQUIRE(text.ok());
-      Json file = Json::parse(text.value());
-      file["artifact_step"] = j["step"];
-      out.head_maps.push_back(file);
-    }
+  static_cast<headlab::testing::TrainEvents&>(out) = headlab::testing::CollectTrainingEvents(req, &out.status);
+  for (const Json& j : out.by_kind["saf_head_map"]) {
+    StatusOr<std::string> text = ReadFile(j["path"]);
+    REQUIRE(text.ok());
+    Json file = Json::parse(text.value());
+    file["artifact_step"] = j["step"];
+    out.head_maps.push_back(file);
   }
   return out;
 }
@@ -80,8 +72,7 @@ Emitted RunOk(const std::string& name, const Json& overrides) {
 Emitted ResumeMatches(const Emitted& a, const std::string& name, const Json& overrides, int64_t from) {
   StatusOr<TrainRequest> cont = Request(name + "_" + std::to_string(from), overrides);
   REQUIRE(cont.ok());
-  const Json& ck = a.checkpoints.at(from);
-  cont->resume = ResumePoint{ck["path"], ck["sha256"], from};
+  cont->resume = a.ResumeAt(from);
   Emitted b = Run(*cont);
   INFO("resumed from " << from << ": " << b.status.message());
   REQUIRE(b.status.ok());
