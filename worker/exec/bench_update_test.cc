@@ -2,13 +2,13 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "worker/exec/bench_latency.h"
 #include "worker/exec/bench_model.h"
 #include "worker/exec/test_util.h"
+#include "worker/exec/event_capture.h"
 
 namespace headlab {
 namespace {
@@ -37,21 +37,13 @@ struct Events {
 };
 
 Events Run(Status (*fn)(const BenchRequest&, EventSink*), const BenchRequest& req, Status* st) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  *st = fn(req, &sink);
-  std::rewind(f);
   Events ev;
-  char line[8192];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : testing::CaptureEvents([&](EventSink* sink) { return fn(req, sink); }, st)) {
     if (j["ev"] == "metric") ev.metric_count[j["key"]]++;
     if (j["ev"] == "summary") ev.summary = j["values"];
     if (j["ev"] == "provenance") ev.provenance = j["fields"];
     if (j["ev"] == "artifact") ev.artifacts.push_back(j);
   }
-  std::fclose(f);
   return ev;
 }
 

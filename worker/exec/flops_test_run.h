@@ -4,11 +4,12 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "common/run_config.h"
+#include "worker/exec/event_capture.h"
 #include "worker/exec/flops.h"
 #include "worker/exec/test_util.h"
 
@@ -29,21 +30,16 @@ inline FlopsEvents RunFlopsForTest(const Json& config, const std::string& name) 
   FlopsEvents ev;
   ev.dir = ScratchPath(name);
   RemoveTree(ev.dir);
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  Status s = RunFlops(FlopsRequest{c.value(), normalized.value(), ev.dir, {}}, &sink);
+  Status s;
+  const FlopsRequest req{c.value(), normalized.value(), ev.dir, {}};
+  const std::vector<Json> events = CaptureEvents([&](EventSink* sink) { return RunFlops(req, sink); }, &s);
   INFO(s.ToString());
   REQUIRE(s.ok());
-  std::rewind(f);
-  char line[1 << 16];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : events) {
     if (j["ev"] == "summary") ev.summary = j["values"];
     if (j["ev"] == "provenance") ev.provenance = j["fields"];
     if (j["ev"] == "artifact") ev.artifact = j;
   }
-  std::fclose(f);
   return ev;
 }
 

@@ -2,11 +2,11 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "worker/exec/test_util.h"
+#include "worker/exec/event_capture.h"
 
 namespace headlab {
 namespace {
@@ -30,18 +30,11 @@ TrainRequest TaskRun(const std::string& name, const Json& overrides) {
 
 // Runs `kind`; returns the summary values (null on failure, with *status set).
 Json Summary(const TrainRequest& req, Status* status) {
-  FILE* f = std::tmpfile();
-  REQUIRE(f);
-  EventSink sink(f);
-  *status = req.config.kind == "mqar" ? RunMqar(req, &sink) : RunPasskey(req, &sink);
-  std::rewind(f);
   Json summary;
-  char line[8192];
-  while (std::fgets(line, sizeof line, f)) {
-    Json j = Json::parse(line);
+  for (const Json& j : testing::CaptureEvents(
+           [&](EventSink* sink) { return req.config.kind == "mqar" ? RunMqar(req, sink) : RunPasskey(req, sink); },
+           status))
     if (j["ev"] == "summary") summary = j["values"];
-  }
-  std::fclose(f);
   testing::RemoveTree(req.out_dir);
   return summary;
 }

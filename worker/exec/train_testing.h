@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/run_config.h"
 #include "common/status.h"
+#include "worker/exec/event_capture.h"
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
 #include "worker/exec/method_hooks.h"
@@ -41,22 +42,7 @@ inline StatusOr<TrainRequest> MakeTrainRequest(const Json& config, const std::st
 
 // Runs `req` and returns its status and every event it emitted, in order.
 inline std::vector<Json> RunTrainingEvents(const TrainRequest& req, Status* status) {
-  std::vector<Json> events;
-  FILE* f = std::tmpfile();
-  if (!f) {
-    *status = Status::Internal("tmpfile failed");
-    return events;
-  }
-  EventSink sink(f);
-  *status = RunTraining(req, &sink);
-  std::rewind(f);
-  std::string text;
-  char buf[1 << 16];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
-    events.push_back(Json::parse(text.substr(start, end - start)));
-  return events;
+  return CaptureEvents([&](EventSink* sink) { return RunTraining(req, sink); }, status);
 }
 
 // A run's events, collected.
