@@ -9,6 +9,7 @@
 
 #include "cli/test_util.h"
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 
 namespace {
 
@@ -62,9 +63,9 @@ TEST_CASE("An unreachable coordinator exits 1") {
 }
 
 TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
-  char tmpl[] = "/tmp/headlab-cli-down.XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  std::string dir = tmpl;
+  const headlab::testing::TempDir tmp("headlab-cli-down");
+  REQUIRE(!tmp.path().empty());
+  const std::string dir = tmp.path();
   CHECK(Run({"down", "--data-dir", dir}) == 0);
   // Pids above the kernel's pid_max (2^22) cannot exist: both count as already stopped.
   REQUIRE(headlab::WriteFileAtomic(dir + "/up.json",
@@ -74,6 +75,4 @@ TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
   CHECK(!headlab::PathExists(dir + "/up.json"));
   REQUIRE(headlab::WriteFileAtomic(dir + "/up.json", "not json").ok());
   CHECK(Run({"down", "--data-dir", dir}) == 2);
-  ::unlink((dir + "/up.json").c_str());
-  ::rmdir(dir.c_str());
 }

@@ -1,27 +1,19 @@
 #include "worker/attempt_manifest.h"
 
-#include <stdlib.h>
 
-#include <filesystem>
 
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "common/testing/temp_dir.h"
 
 namespace headlab {
-namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/headlab-manifest-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
-
-}  // namespace
 
 TEST_CASE("WriteManifest writes the manifest into <work>/runs/<run>-<attempt>") {
-  std::string work = TempDir();
+  const testing::TempDir tmp("headlab-manifest");
+  REQUIRE(!tmp.path().empty());
+  const std::string work = tmp.path();
   Json assign{{"run", 12}, {"attempt", 1}, {"experiment", 3},
               {"config", {{"kind", "noop"}}}, {"resume", nullptr}};
   auto path = WriteManifest(work, assign);
@@ -34,7 +26,6 @@ TEST_CASE("WriteManifest writes the manifest into <work>/runs/<run>-<attempt>") 
   CHECK(m["config"]["kind"] == "noop");
   CHECK(m["out_dir"] == work + "/runs/12-1");
   CHECK(m["resume"].is_null());
-  std::filesystem::remove_all(work);
 }
 
 TEST_CASE("AttemptOutDir sanitises string run ids") {
@@ -42,7 +33,9 @@ TEST_CASE("AttemptOutDir sanitises string run ids") {
 }
 
 TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or changed one") {
-  std::string work = TempDir();
+  const testing::TempDir tmp("headlab-manifest");
+  REQUIRE(!tmp.path().empty());
+  const std::string work = tmp.path();
   std::string ckpt = work + "/ckpt.pt";
   REQUIRE(WriteFileAtomic(ckpt, "weights").ok());
   Json good{{"path", ckpt}, {"sha256", Sha256Hex("weights")}, {"step", 100}};
@@ -60,18 +53,18 @@ TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or ch
   Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
   CHECK(m["resume"] == good);
   CHECK(m["parent"].is_null());
-  std::filesystem::remove_all(work);
 }
 
 TEST_CASE("WriteManifest passes a shared parent checkpoint through beside resume") {
-  std::string work = TempDir();
+  const testing::TempDir tmp("headlab-manifest");
+  REQUIRE(!tmp.path().empty());
+  const std::string work = tmp.path();
   Json parent{{"run", 7}, {"path", "/elsewhere/ckpt.pt"}, {"sha256", Sha256Hex("w")}, {"step", 20}};
   Json assign{{"run", 9}, {"attempt", 1}, {"experiment", 2}, {"config", Json::object()},
               {"resume", nullptr}, {"parent", parent}};
   Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
   CHECK(m["parent"] == parent);
   CHECK(m["resume"].is_null());
-  std::filesystem::remove_all(work);
 }
 
 }  // namespace headlab

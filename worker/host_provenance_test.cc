@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "common/testing/temp_dir.h"
 
 namespace headlab {
 
@@ -44,31 +45,27 @@ TEST_CASE("ComputeHostProvenance records the source tree and the binary") {
 TEST_CASE("ComputeHostProvenance says unknown outside a git tree") {
   DeviceInventory inv;
   inv.devices.push_back(CpuDevice());
-  char tmpl[] = "/tmp/headlab-nogit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  Json p = ComputeHostProvenance(tmpl, "/nonexistent/binary", inv);
+  const testing::TempDir tmp("headlab-nogit");
+  REQUIRE(!tmp.path().empty());
+  Json p = ComputeHostProvenance(tmp.path(), "/nonexistent/binary", inv);
   CHECK(p["git_commit"] == "unknown");
   CHECK(p["git_dirty"] == "unknown");
   CHECK(p["git_diff_sha256"] == "unknown");
   CHECK(p["binary_sha256"] == "unknown");
   CHECK(p["exec_plugin_sha256"] == "unknown");
-  ::rmdir(tmpl);
 }
 
 TEST_CASE("ComputeHostProvenance hashes the exec plugin beside the binary") {
   DeviceInventory inv;
   inv.devices.push_back(CpuDevice());
-  char tmpl[] = "/tmp/headlab-plugin-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  const testing::TempDir tmp("headlab-plugin");
+  REQUIRE(!tmp.path().empty());
+  const std::string dir = tmp.path();
   REQUIRE(WriteFileAtomic(dir + "/headlab", "binary").ok());
   REQUIRE(WriteFileAtomic(dir + "/libheadlab_exec.so", "payload").ok());
   Json p = ComputeHostProvenance(dir, dir + "/headlab", inv);
   CHECK(p["binary_sha256"] == Sha256Hex("binary"));
   CHECK(p["exec_plugin_sha256"] == Sha256Hex("payload"));
-  std::remove((dir + "/headlab").c_str());
-  std::remove((dir + "/libheadlab_exec.so").c_str());
-  ::rmdir(tmpl);
 }
 
 }  // namespace headlab

@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <filesystem>
 
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 
 namespace headlab {
 namespace {
@@ -67,9 +67,9 @@ TEST_CASE("ParseWorkerFlags rejects bad input") {
 }
 
 TEST_CASE("ResolveToken: --token-file, then HEADLAB_TOKEN, then <data-dir>/token") {
-  char tmpl[] = "/tmp/headlab-token-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  std::string dir = tmpl;
+  const testing::TempDir tmp("headlab-token");
+  REQUIRE(!tmp.path().empty());
+  const std::string dir = tmp.path();
   WorkerFlags f;
   f.data_dir = dir;
   auto t = ResolveToken(f, nullptr);
@@ -86,7 +86,6 @@ TEST_CASE("ResolveToken: --token-file, then HEADLAB_TOKEN, then <data-dir>/token
   REQUIRE(WriteFileAtomic(dir + "/empty", "\n").ok());
   f.token_file = dir + "/empty";
   CHECK(!ResolveToken(f, nullptr).ok());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("MakeWorkerOptions: one slot per GPU, --slots when CPU-only") {

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -13,6 +12,7 @@
 #include <zmq_addon.hpp>
 
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 
 namespace headlab {
 namespace {
@@ -134,9 +134,7 @@ class WorkerUnderTest {
  public:
   // `gpus` > 0 pretends this host has that many GPUs (one slot each).
   explicit WorkerUnderTest(const std::string& endpoint, int slots = 1, int gpus = 0) {
-    char tmpl[] = "/tmp/headlab-worker-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
+    REQUIRE(!dir.empty());
     std::string script = dir + "/exec.sh";
     REQUIRE(WriteFileAtomic(script, kScript, 0755).ok());
     WorkerOptions o;
@@ -184,9 +182,9 @@ class WorkerUnderTest {
       thread.join();
     }
     worker.reset();
-    std::filesystem::remove_all(dir);
   }
-  std::string dir;
+  const testing::TempDir tmp{"headlab-worker-test"};  // removed after the worker stopped
+  const std::string dir = tmp.path();
   std::unique_ptr<Worker> worker;
   std::thread thread;
   int rc = -1;
