@@ -9,6 +9,7 @@
 
 #include "cli/test_util.h"
 #include "common/files.h"
+#include "common/source_dir.h"
 #include "common/testing/temp_dir.h"
 
 namespace {
@@ -20,7 +21,7 @@ int Run(std::vector<std::string> args) {
   return headlab::CliMain(int(args.size()), argv.data());
 }
 
-const std::string kSrc = HEADLAB_SOURCE_DIR;
+const std::string kSrc = headlab::SourceDir();
 
 }  // namespace
 

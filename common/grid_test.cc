@@ -5,6 +5,7 @@
 #include "common/files.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
+#include "common/source_dir.h"
 
 using headlab::ExpandGrid;
 using headlab::Json;
@@ -176,7 +177,7 @@ TEST_CASE("A 10,000-run grid expands") {
 
 TEST_CASE("The repository's grid files expand or fail as documented") {
   auto load = [](const std::string& rel) {
-    std::string path = std::string(HEADLAB_SOURCE_DIR) + "/experiments/" + rel;
+    std::string path = std::string(headlab::SourceDir()) + "/experiments/" + rel;
     auto text = headlab::ReadFile(path);
     REQUIRE(text.ok());
     return ExpandGrid(text.value(), rel, {});

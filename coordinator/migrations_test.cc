@@ -3,13 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
+#include "common/source_dir.h"
 #include "coordinator/test_util.h"
 
 namespace headlab::coord {
 
 TEST_CASE("embedded migrations are identical to schema/ files") {
   for (const Migration& m : Migrations()) {
-    auto text = ReadFile(std::string(HEADLAB_SOURCE_DIR) + "/" + m.file);
+    auto text = ReadFile(std::string(SourceDir()) + "/" + m.file);
     REQUIRE(text.ok());
     CHECK(*text == std::string(m.sql));
   }

@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/source_dir.h"
 #include "coordinator/core.h"
 #include "coordinator/http_api.h"
 #include "coordinator/http_server.h"
@@ -93,7 +94,7 @@ std::string Server::http_address() const { return impl_->http ? impl_->http->add
 std::string Server::db_path() const { return impl_->options.data_dir + "/headlab.db"; }
 
 std::string DefaultStaticRoot() {
-  std::string src = HEADLAB_SOURCE_DIR;
+  std::string src = SourceDir();
   for (const std::string& d : {src + "/dashboards/dist", src + "/dashboards"})
     if (PathExists(d + "/index.html")) return d;
   return "";

@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "common/source_dir.h"
 #include "common/testing/temp_dir.h"
 
 namespace headlab {
@@ -30,7 +31,7 @@ TEST_CASE("ComputeHostProvenance records the source tree and the binary") {
   DeviceInventory inv;
   inv.devices.push_back(CpuDevice());
   std::string self = "/proc/self/exe";
-  Json p = ComputeHostProvenance(HEADLAB_SOURCE_DIR, self, inv);
+  Json p = ComputeHostProvenance(SourceDir(), self, inv);
   CHECK(p["binary_sha256"] == *Sha256File(self));
   CHECK(p["driver_version"] == "none");
   CHECK(p["devices"].get<std::string>().rfind("cpu: ", 0) == 0);

@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/source_dir.h"
 #include "worker/devices.h"
 #include "worker/host_provenance.h"
 #include "worker/worker.h"
@@ -84,7 +85,7 @@ int WorkerMain(int argc, char** argv) {
     std::fprintf(stderr, "headlab worker: --work-dir: %s\n", made.message().c_str());
     return 2;
   }
-  options.host_provenance = ComputeHostProvenance(HEADLAB_SOURCE_DIR, self, options.inventory);
+  options.host_provenance = ComputeHostProvenance(SourceDir(), self, options.inventory);
   LogInfo("source " + options.host_provenance["git_commit"].dump() +
           " dirty=" + options.host_provenance["git_dirty"].dump() + ", binary sha256 " +
           options.host_provenance["binary_sha256"].get<std::string>().substr(0, 12));
