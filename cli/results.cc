@@ -23,7 +23,8 @@ struct MetricGroup {
 };
 const MetricGroup kGroups[] = {
     {"training", {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"}, {}},
-    {"throughput and memory", {"train.tokens_per_s", "mem.peak_bytes"}, {}},
+    {"throughput and memory", {"train.tokens_per_s", "train.step_s", "train.mfu", "mem.gpu_peak_bytes",
+                               "mem.peak_bytes"}, {}},
     {"pruning", {}, {"prune."}},
     {"tasks", {}, {"mqar.", "passkey."}},
     {"SAF", {}, {"saf."}},
@@ -69,6 +70,31 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
     rows.push_back(row);
   }
   std::printf("%s", FormatTable(header, rows).c_str());
+}
+
+// One row per arm: the precision its runs computed in and the attention paths their layers
+// took (a dense fallback where a fast path was expected shows here); nothing when no run
+// reported either (runs of kinds that build no model).
+void PrintExecution(const Json& arms) {
+  std::vector<TableRow> rows;
+  auto joined = [](const Json& list) {
+    std::string out;
+    if (list.is_array())
+      for (const Json& v : list) out += (out.empty() ? "" : " | ") + Cell(v);
+    return out.empty() ? std::string("-") : out;
+  };
+  bool any = false;
+  for (const Json& a : arms) {
+    const Json precision = a.value("precision", Json::array()), paths = a.value("attention_paths", Json::array());
+    any = any || !precision.empty() || !paths.empty();
+    rows.push_back({Cell(a.value("arm", Json())), joined(precision), joined(paths)});
+  }
+  if (!any) return;
+  std::printf("
+execution (precision; attention paths of the layers: sdpa, fused kernels, "
+              "fixed-pattern GEMM, or dense_reference with why)
+%s",
+              FormatTable({"arm", "precision", "attention paths"}, rows).c_str());
 }
 
 // "v [lo, hi]" for the median estimator, "mean ± SE" otherwise.
@@ -129,6 +155,7 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
                               columns.begin() + i,
                               columns.begin() + std::min(columns.size(), i + kColumnsPerTable)));
     }
+  PrintExecution(arms);
   std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline; value = the "
               "estimator's: median with [min, max] or mean ± SE)\n");
   std::vector<TableRow> crows, drows;

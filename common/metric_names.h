@@ -8,10 +8,17 @@ namespace headlab::metric {
 inline constexpr const char* kTrainLoss = "train.loss";          // nats/token
 inline constexpr const char* kTrainLr = "train.lr";
 inline constexpr const char* kTrainTokens = "train.tokens";      // cumulative tokens seen
+// Throughput of the training updates (evaluation and checkpoint time excluded, the
+// attempt's first update excluded as warm-up; worker/exec/throughput.h).
 inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";
+inline constexpr const char* kTrainStepS = "train.step_s";       // seconds per update
+// Model FLOPs utilisation: ModelFlopsPerToken (6 N + 6 L T C) x tokens/s over the device's
+// peak dense FLOP/s for the run's precision; absent where the peak is unknown (CPU).
+inline constexpr const char* kTrainMfu = "train.mfu";
 inline constexpr const char* kTrainGradNorm = "train.grad_norm";  // before clipping
 inline constexpr const char* kElapsedS = "time.elapsed_s";       // wall seconds since start
-inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";
+inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";          // process peak RSS
+inline constexpr const char* kGpuPeakMemBytes = "mem.gpu_peak_bytes";  // CUDA allocator peak
 
 // Data-parallel runs (train.ranks > 1, worker/exec/dist.h): per logged step and summary,
 // means per update over the attempt.

@@ -80,6 +80,13 @@ const std::vector<KeySpec>& Schema() {
       // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
       // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
       Int("train.ranks", 1, 64, 1),
+      // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
+      // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
+      Str("train.precision", "auto", "auto|bf16|fp16|fp32"),
+      // The attention implementation (worker/exec/attention_cuda.h): auto = the fastest exact
+      // path per head state on CUDA, fused = the fused hybrid-head kernels for every head,
+      // dense = the masked reference even on CUDA.
+      Str("train.attention", "auto", "auto|fused|dense"),
       Str("data.source", "builtin", "builtin|shards"),
       Str("data.path", "", nullptr),
       Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
@@ -100,7 +107,6 @@ const std::vector<KeySpec>& Schema() {
       Str("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
       Int("bench.decode_tokens", 1, 1e6, 32),
       Str("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
-      Str("bench.backend", "auto", "auto|dense"),  // dense: masked reference even on CUDA
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
       // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).

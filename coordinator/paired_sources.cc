@@ -1,4 +1,5 @@
-// Reads devices, logprobs artifacts and FLOPs reasons of runs for paired results.
+// Reads devices, logprobs artifacts, FLOPs reasons and execution (precision, attention
+// paths) of runs for results.
 #include "coordinator/paired_sources.h"
 
 #include <cstring>
@@ -60,6 +61,16 @@ std::string LoadFlopsReason(Db* db, int64_t run) {
   Json prov = LatestProvenance(db, run);
   auto it = prov.find(metric::kFlopsReason);
   return it != prov.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+RunExecution LoadRunExecution(Db* db, int64_t run) {
+  RunExecution e;
+  Json prov = LatestProvenance(db, run);
+  if (prov.contains("precision") && prov["precision"].is_string()) e.precision = prov["precision"];
+  if (prov.contains("attention_paths") && prov["attention_paths"].is_object())
+    for (auto it = prov["attention_paths"].begin(); it != prov["attention_paths"].end(); ++it)
+      e.attention_paths.push_back(it.key());
+  return e;
 }
 
 }  // namespace headlab::coord

@@ -273,19 +273,24 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment) {
   for (const std::string& arm : arm_names) {
     int n = 0, ok = 0;
     std::map<std::string, std::vector<double>> values;
+    std::set<std::string> precisions, paths;  // what the arm's runs computed in and on
     for (const RunSummary& rs : runs) {
       if (rs.arm != arm) continue;
       ++n;
       if (rs.status != "succeeded") continue;
       ++ok;
       for (const auto& [k, v] : rs.metrics) values[k].push_back(v);
+      RunExecution e = LoadRunExecution(db, rs.id);
+      if (!e.precision.empty()) precisions.insert(e.precision);
+      paths.insert(e.attention_paths.begin(), e.attention_paths.end());
     }
     Json metrics = Json::object();
     for (const auto& [k, vs] : values) {
       MeanSe m = MeanAndSe(vs);
       metrics[k] = {{"mean", Num(m.mean)}, {"se", Num(m.se)}, {"n", m.n}};
     }
-    arms.push_back({{"arm", arm}, {"n", n}, {"succeeded", ok}, {"metrics", metrics}});
+    arms.push_back({{"arm", arm}, {"n", n}, {"succeeded", ok}, {"metrics", metrics},
+                    {"precision", Json(precisions)}, {"attention_paths", Json(paths)}});
   }
 
   // Comparisons: within-pair values of the pairs (PairRuns) that have the metric.

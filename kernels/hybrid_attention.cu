@@ -137,32 +137,80 @@ KernelStatus ValidateBackward(const BackwardArgs& a) {
   return {};
 }
 
+namespace {
+
+// The implementation a launch runs: wgmma, mma.sync or SIMT, or a refusal when `requested`
+// forces a path the arguments or the build cannot take. `tc_possible`: bf16/fp16 with
+// 16-byte aligned rows.
+enum class Chosen { kSimt, kMma, kWgmma, kRefused };
+Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested,
+                  KernelStatus* refusal) {
+  if (ForcesTensorCores(requested) && !tc_possible) {
+    *refusal = {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
+    return Chosen::kRefused;
+  }
+  const bool tc = tc_possible && requested != KernelPath::kSimt;
+  const bool wgmma = tc && requested != KernelPath::kTensorCore && WgmmaApplies(shape);
+  if (requested == KernelPath::kWgmma && !wgmma) {
+    *refusal = {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
+    return Chosen::kRefused;
+  }
+  return wgmma ? Chosen::kWgmma : tc ? Chosen::kMma : Chosen::kSimt;
+}
+
+const char* ChosenName(Chosen c) {
+  switch (c) {
+    case Chosen::kWgmma: return "wgmma";
+    case Chosen::kMma: return "mma.sync";
+    case Chosen::kSimt: return "simt";
+    default: return "refused";
+  }
+}
+
+bool ForwardTensorCorePossible(const ForwardArgs& a) {
+  return a.shape.dtype != DType::kF32 && RowsAligned(a.q, a.shape.dtype) &&
+         RowsAligned(a.k, a.shape.dtype) && RowsAligned(a.v, a.shape.dtype) &&
+         RowsAligned(a.o, a.shape.dtype);
+}
+
+bool BackwardTensorCorePossible(const BackwardArgs& a) {
+  bool possible = a.shape.dtype != DType::kF32;
+  for (const TensorView* v : {&a.q, &a.k, &a.v, &a.d_o, &a.dk, &a.dv})
+    possible = possible && RowsAligned(*v, a.shape.dtype);
+  return possible;
+}
+
+}  // namespace
+
+const char* ForwardPathName(const ForwardArgs& a) {
+  KernelStatus refusal;
+  return ChosenName(ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &refusal));
+}
+
+const char* BackwardPathName(const BackwardArgs& a) {
+  KernelStatus refusal;
+  return ChosenName(ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &refusal));
+}
+
 KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   KernelStatus st = ValidateForward(a);
   if (!st.ok()) return st;
+  const Chosen chosen = ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &st);
+  if (chosen == Chosen::kRefused) return st;
   Params p = MakeParams(a.shape, a.heads);
   p.q = ToView(a.q);
   p.k = ToView(a.k);
   p.v = ToView(a.v);
   p.o = ToView(a.o);
   p.lse = a.lse;
-  const bool tc_possible = a.shape.dtype != DType::kF32 && RowsAligned(a.q, a.shape.dtype) &&
-                           RowsAligned(a.k, a.shape.dtype) && RowsAligned(a.v, a.shape.dtype) &&
-                           RowsAligned(a.o, a.shape.dtype);
-  if (ForcesTensorCores(a.path) && !tc_possible)
-    return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
-  const bool tc = tc_possible && a.path != KernelPath::kSimt;
-  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaApplies(a.shape);
-  if (a.path == KernelPath::kWgmma && !wgmma)
-    return {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, float>) {
       return internal::LaunchSimtForward<T>(p, s);
     } else {
-      if (wgmma) return internal::LaunchWgmmaForward<T>(p, s);
-      return tc ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
+      if (chosen == Chosen::kWgmma) return internal::LaunchWgmmaForward<T>(p, s);
+      return chosen == Chosen::kMma ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
     }
   }));
 }
@@ -182,15 +230,8 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   p.lse = const_cast<float*>(a.lse);
   p.dq_acc = static_cast<float*>(a.workspace);
   p.delta = p.dq_acc + size_t(p.B) * p.H * p.T * p.d;
-  bool tc_possible = a.shape.dtype != DType::kF32;
-  for (const TensorView* v : {&a.q, &a.k, &a.v, &a.d_o, &a.dk, &a.dv})
-    tc_possible = tc_possible && RowsAligned(*v, a.shape.dtype);
-  if (ForcesTensorCores(a.path) && !tc_possible)
-    return {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
-  const bool tc = tc_possible && a.path != KernelPath::kSimt;
-  const bool wgmma = tc && a.path != KernelPath::kTensorCore && WgmmaApplies(a.shape);
-  if (a.path == KernelPath::kWgmma && !wgmma)
-    return {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
+  const Chosen chosen = ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &st);
+  if (chosen == Chosen::kRefused) return st;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {
     using T = decltype(t);
@@ -198,10 +239,10 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     if (e != cudaSuccess) return e;
     if constexpr (std::is_same_v<T, float>) {
       e = internal::LaunchSimtBackward<T>(p, s);
-    } else if (wgmma) {
+    } else if (chosen == Chosen::kWgmma) {
       e = internal::LaunchWgmmaBackward<T>(p, s);
     } else {
-      e = tc ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
+      e = chosen == Chosen::kMma ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
     }
     if (e != cudaSuccess) return e;
     return internal::LaunchBackwardFinish<T>(p, s);

@@ -1,4 +1,4 @@
-// hybrid_attention.h: the C++ API of the fused hybrid-head attention kernels (issue 7).
+// hybrid_attention.h: the C++ API of the fused hybrid-head attention kernels.
 //
 // One launch per layer runs every head of the layer, each according to its HeadState:
 //   kOrdinary  causal softmax attention, FlashAttention-2 online softmax.
@@ -113,6 +113,12 @@ size_t BackwardWorkspaceBytes(const AttentionShape& shape);
 // Returns a non-ok status iff the shape, head specs or views are unusable; launches nothing.
 KernelStatus ValidateForward(const ForwardArgs& args);
 KernelStatus ValidateBackward(const BackwardArgs& args);
+
+// Returns the implementation HybridAttentionForward / HybridAttentionBackward runs for
+// `args`: "wgmma", "mma.sync" or "simt" ("refused" when args.path forces one that cannot
+// run). Launches nothing; runs may record it (which kernels a training run used).
+const char* ForwardPathName(const ForwardArgs& args);
+const char* BackwardPathName(const BackwardArgs& args);
 
 // Launches the forward pass of all heads on `stream` (a cudaStream_t; nullptr = default).
 KernelStatus HybridAttentionForward(const ForwardArgs& args, void* stream);

@@ -46,12 +46,18 @@ void CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
   bool any_fixed = false;
   for (const HeadSpec& s : heads.specs) any_fixed |= s.state == HeadState::kFixed;
   if (!any_fixed) return;
+  TORCH_CHECK(heads.prior_rows.empty() || heads.prior_rows.size() == heads.specs.size(),
+              "hybrid attention: prior_rows must be empty or have one row per head");
   for (const torch::Tensor* t : {&heads.alpha, &heads.rho, &heads.log_z}) {
     TORCH_CHECK(t->defined() && t->dim() == 2 && t->scalar_type() == torch::kFloat &&
                     t->device() == q.device() && t->stride(1) == 1,
-                "hybrid attention: fixed heads need fp32 [H, L] alpha, rho, log_z on q's device");
-    TORCH_CHECK(t->size(0) == q.size(2) && t->size(1) >= q.size(1),
-                "hybrid attention: alpha/rho/log_z must be [H, L] with L >= T");
+                "hybrid attention: fixed heads need fp32 [R, L] alpha, rho, log_z on q's device");
+    TORCH_CHECK(t->size(1) >= q.size(1), "hybrid attention: alpha/rho/log_z must be [R, L] with L >= T");
+    for (size_t h = 0; h < heads.specs.size(); ++h) {
+      const int64_t row = heads.prior_rows.empty() ? int64_t(h) : heads.prior_rows[h];
+      TORCH_CHECK(heads.specs[h].state != HeadState::kFixed || (row >= 0 && row < t->size(0)),
+                  "hybrid attention: fixed head ", h, " reads prior row ", row, " of ", t->size(0));
+    }
   }
 }
 
@@ -63,9 +69,10 @@ std::vector<HeadSpec> DeviceSpecs(const HybridHeads& heads) {
       out[h].alpha = out[h].rho = out[h].log_z = nullptr;
       continue;
     }
-    out[h].alpha = heads.alpha.data_ptr<float>() + h * heads.alpha.stride(0);
-    out[h].rho = heads.rho.data_ptr<float>() + h * heads.rho.stride(0);
-    out[h].log_z = heads.log_z.data_ptr<float>() + h * heads.log_z.stride(0);
+    const int64_t row = heads.prior_rows.empty() ? int64_t(h) : heads.prior_rows[h];
+    out[h].alpha = heads.alpha.data_ptr<float>() + row * heads.alpha.stride(0);
+    out[h].rho = heads.rho.data_ptr<float>() + row * heads.rho.stride(0);
+    out[h].log_z = heads.log_z.data_ptr<float>() + row * heads.log_z.stride(0);
   }
   return out;
 }
@@ -92,7 +99,8 @@ void* CurrentStream(const torch::Tensor& t) {
 class HybridAttentionFunction : public torch::autograd::Function<HybridAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
-                               torch::Tensor v, const HybridHeads& heads, double scale) {
+                               torch::Tensor v, const HybridHeads& heads, double scale,
+                               KernelPaths* paths) {
     CheckInputs(q, k, v, heads);
     c10::cuda::CUDAGuard guard(q.device());
     const std::vector<HeadSpec> specs = DeviceSpecs(heads);
@@ -106,6 +114,7 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     a.v = View(v);
     a.o = View(o);
     a.lse = lse.data_ptr<float>();
+    if (paths) paths->forward = ForwardPathName(a);
     Check(HybridAttentionForward(a, CurrentStream(q)));
     ctx->save_for_backward({q, k, v, o, lse});
     // The specs travel as plain integers; the prior tensors by reference (no copy).
@@ -118,6 +127,7 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     ctx->saved_data["alpha"] = heads.alpha.defined() ? heads.alpha : torch::Tensor();
     ctx->saved_data["rho"] = heads.rho.defined() ? heads.rho : torch::Tensor();
     ctx->saved_data["log_z"] = heads.log_z.defined() ? heads.log_z : torch::Tensor();
+    ctx->saved_data["prior_rows"] = heads.prior_rows;
     return o;
   }
 
@@ -138,6 +148,7 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     heads.alpha = ctx->saved_data["alpha"].toTensor();
     heads.rho = ctx->saved_data["rho"].toTensor();
     heads.log_z = ctx->saved_data["log_z"].toTensor();
+    heads.prior_rows = ctx->saved_data["prior_rows"].toIntVector();
     const double scale = ctx->saved_data["scale"].toDouble();
     const std::vector<HeadSpec> specs = DeviceSpecs(heads);
 
@@ -162,7 +173,7 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
                                            q.options().dtype(torch::kUInt8));
     a.workspace = workspace.data_ptr();
     Check(HybridAttentionBackward(a, CurrentStream(q)));
-    return {dq, dk, dv, torch::Tensor(), torch::Tensor()};
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 #endif  // HEADLAB_TORCH_CUDA
@@ -178,10 +189,12 @@ bool HybridAttentionAvailable() {
 }
 
 torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, const HybridHeads& heads, double scale) {
+                              const torch::Tensor& v, const HybridHeads& heads, double scale,
+                              KernelPaths* paths) {
 #if HEADLAB_TORCH_CUDA
-  return HybridAttentionFunction::apply(q, k, v, heads, scale);
+  return HybridAttentionFunction::apply(q, k, v, heads, scale, paths);
 #else
+  (void)paths;
   CheckInputs(q, k, v, heads);  // a CPU tensor fails here with "CUDA tensors only"
   TORCH_CHECK(false, "hybrid attention: this build has no CUDA LibTorch; use the dense reference");
   return torch::Tensor();

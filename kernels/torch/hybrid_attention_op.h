@@ -15,12 +15,20 @@ namespace headlab {
 namespace kernels {
 
 // A layer's head configuration. specs has one entry per query head; their alpha/rho/log_z
-// pointers are ignored and taken from the tensors below instead: fp32 [H, L] on q's device,
-// L >= T, row h used iff head h is kFixed (SAF eq. 3; log_z[h, i] = log Z(i)). The tensors
-// may be undefined when no head is fixed.
+// pointers are ignored and taken from the tensors below instead: fp32 [R, L] on q's device,
+// L >= T; fixed head h reads row prior_rows[h] (row h when prior_rows is empty) (SAF eq. 3;
+// log_z[row, i] = log Z(i)). The tensors may be undefined when no head is fixed.
 struct HybridHeads {
   std::vector<HeadSpec> specs;
   torch::Tensor alpha, rho, log_z;
+  std::vector<int64_t> prior_rows;
+};
+
+// Which kernels the op launched (kernels/hybrid_attention.h ForwardPathName and
+// BackwardPathName): "wgmma", "mma.sync" or "simt". The backward's is known only once the
+// backward has run.
+struct KernelPaths {
+  const char* forward = "";
 };
 
 // Returns true iff this build can run the op: LibTorch with CUDA and the kernels compiled.
@@ -30,9 +38,11 @@ bool HybridAttentionAvailable();
 // with softmax scale `scale`; CUDA tensors of one dtype (fp32, bf16, fp16) whose last
 // dimension is contiguous (views such as slices of a packed QKV tensor are fine).
 // Differentiable in q, k and v; fixed heads' q and k gradients are exact zeros.
-// Throws c10::Error on bad input or when !HybridAttentionAvailable().
+// Throws c10::Error on bad input or when !HybridAttentionAvailable(). `paths`, when given,
+// receives the forward kernel's implementation.
 torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, const HybridHeads& heads, double scale);
+                              const torch::Tensor& v, const HybridHeads& heads, double scale,
+                              KernelPaths* paths = nullptr);
 
 }  // namespace kernels
 }  // namespace headlab

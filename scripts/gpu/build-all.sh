@@ -3,10 +3,12 @@
 # LibTorch 2.11 (CUDA) and runs the `gpu` ctest label — the one command every GPU test runs
 # under. Logs and a summary go to $OUT (or /tmp/headlab-gpu-out).
 #
-#   scripts/gpu/build-all.sh [--cpu] [--bench] [--quick] [--no-test] [-j N] [-R REGEX]
-#                            [--target T]...
+#   scripts/gpu/build-all.sh [--cpu] [--bench] [--train-bench] [--quick] [--no-test] [-j N]
+#                            [-R REGEX] [--target T]...
 #     --cpu      also run `ctest -L cpu` (after the gpu label)
 #     --bench    then the kernels' dev bench and the SDPA comparison (kernels/dev/NOTES.md)
+#     --train-bench  then training throughput against PyTorch eager and torch.compile
+#                (scripts/gpu/bench_train.py; bench_train.{json,log} in $OUT)
 #     --quick    shorter bench (with --bench)
 #     --no-test  build only
 #     -R REGEX   run only the tests whose names match (ctest -R), within the labels
@@ -23,12 +25,13 @@
 # incrementally. Exit 0 iff the build and every test run passed, 1 otherwise, 2 bad usage.
 set -uo pipefail
 
-usage() { sed -n '2,24p' "$0"; }
-run_cpu=0 bench=0 quick="" run_tests=1 jobs="" regex="" targets=()
+usage() { sed -n '2,26p' "$0"; }
+run_cpu=0 bench=0 train_bench=0 quick="" run_tests=1 jobs="" regex="" targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) run_cpu=1 ;;
     --bench) bench=1 ;;
+    --train-bench) train_bench=1 ;;
     --quick) quick="--quick" ;;
     --no-test) run_tests=0 ;;
     -j) shift; jobs="${1:-}" ;;
@@ -150,6 +153,13 @@ if [ "$bench" = 1 ]; then
     phase bench "not built"
     status=1
   fi
+fi
+# 6. Training throughput against PyTorch, through `headlab exec` of this build.
+if [ "$train_bench" = 1 ]; then
+  HEADLAB_DEPS="$deps" PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/bench_train.py" \
+    --headlab "$build/headlab" > "$out/bench_train.log" 2>&1 || status=1
+  tail -14 "$out/bench_train.log"
+  phase train-bench "$([ $status = 0 ] && echo ok || echo FAILED)"
 fi
 note "build-all.sh: exit $status"
 exit $status

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# measure-grids.sh: issue 8's "Done when" in one command — runs the small measurement grids
-# (experiments/measure/*_small.jsonc: SAF update and prefill speedups at 25%/50%, AoH
-# decode/prefill/KV, AAH FLOPs boundary) through a real coordinator and one worker (tests/
-# lib.sh harness, loopback) and writes each experiment's `headlab results` (text and --json)
-# to $OUT (or /tmp/headlab-measure-out). On the device the legs run on the GPU (train.device
-# auto) and the flops runs count with CUPTI; on a CPU machine FLOPs say "unmeasured".
+# measure-grids.sh: runs measurement grids of experiments/measure/ through a real coordinator
+# and one worker (tests/lib.sh harness, loopback) and writes each experiment's `headlab
+# results` (text and --json) to $OUT (or /tmp/headlab-measure-out). Default: the small grids
+# (*_small.jsonc: SAF update and prefill speedups at 25%/50%, AoH decode/prefill/KV, AAH
+# FLOPs boundary); name others to run them instead (e.g. saf_update_gpu aoh_decode_gpu
+# flops_aah_gpu). On the device the legs run on the GPU (train.device auto) and the flops
+# runs count with CUPTI; on a CPU machine FLOPs say "unmeasured".
 #
-#   scripts/gpu/measure-grids.sh [--quick]
-#     --quick   one ABBA rep per grid (pair.rep=0) instead of the grids' 2-4
+#   scripts/gpu/measure-grids.sh [--quick] [GRID...]
+#     --quick   one ABBA rep per grid (pair.rep=0) instead of the grids' own
 #
 # Needs a built tree: HEADLAB_BIN (default build-gpu/headlab, as scripts/gpu/build-all.sh
 # leaves it; libheadlab_exec.so beside it). On the device, after build-all.sh:
@@ -16,11 +17,17 @@
 # Exit 0 iff every run of every grid succeeded.
 set -uo pipefail
 quick=0
-case "${1:-}" in
-  --quick) quick=1 ;;
-  "") ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
-esac
+grids=()
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    -h|--help|-*) sed -n '2,19p' "$0"; [[ $arg == -h || $arg == --help ]] && exit 0; exit 2 ;;
+    *) [[ -f "$(dirname "$0")/../../experiments/measure/$arg.jsonc" ]] ||
+         { echo "measure-grids.sh: no experiments/measure/$arg.jsonc" >&2; exit 2; }
+       grids+=("$arg") ;;
+  esac
+done
+(( ${#grids[@]} )) || grids=(saf_update_small saf_prefill_small aoh_decode_small flops_aah_small)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # On the device the Debian tools and libraries come from build-all.sh's prefix (sqlite3 CLI
 # for the harness, libzmq & co. for headlab).
@@ -37,11 +44,11 @@ source "$ROOT/tests/lib.sh"
 
 start_cluster 1
 status=0
-for grid in saf_update_small saf_prefill_small aoh_decode_small flops_aah_small; do
+for grid in "${grids[@]}"; do
   args=()
   if (( quick )) && [[ $grid != flops_* ]]; then args=(--set pair.rep=0); fi
   EXP=$(submit "$ROOT/experiments/measure/$grid.jsonc" "${args[@]}") || exit 1
-  wait_grid "$EXP" 1800
+  wait_grid "$EXP" "${HEADLAB_GRID_TIMEOUT_S:-1800}"
   bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status != 'succeeded'")
   (( bad == 0 )) || { say "$grid: $bad runs did not succeed"; status=1; }
   hl results "$EXP" > "$RESULTS/$grid.txt"

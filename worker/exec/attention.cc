@@ -225,12 +225,9 @@ torch::Tensor HybridAttentionImpl::forward(
   // Run kind "flops": an "attention" range around this call, forward and backward.
   if (AttentionRangeWanted())
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
-  // CUDA input: the fused kernels (attention_cuda.h); the masks below are the reference.
-  // Trainable alpha/rho need autograd through logZ, which only this path has; physically
-  // pruned layers (fewer projection rows) and head gates also take it.
-  const bool full = int64_t(kept_.size()) == heads_ && !head_gate.defined();
-  if (x.is_cuda() && trainable_count_ == 0 && full && FusedAttentionUnsupported(*this, x).empty())
-    return FusedAttentionForward(*this, x, rotate);
+  // CUDA input: the fast path (attention_cuda.h) when the layer's plan allows; the masks
+  // below are the reference and the fallback.
+  if (FusedAttentionUnsupported(*this, x).empty()) return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 

@@ -17,11 +17,12 @@
 // projection rows and output-projection columns are gone); head numbering stays original.
 //
 // This implementation forms every score matrix densely and applies the modes as masks: it
-// is the obviously-correct reference that the CUDA kernels are tested against, not the
-// fast path.
+// is the obviously-correct reference that the fast path (attention_cuda.h: CUDA inputs) is
+// tested against. Under autocast (precision.h) its matmuls run in the autocast dtype.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,7 +74,10 @@ class HybridAttentionImpl : public torch::nn::Module {
   void SyncTrainableFixed();
 
   int64_t heads() const { return heads_; }
+  int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
+  // Whether any fixed head has trainable alpha/rho (MakeFixedTrainable).
+  bool any_fixed_trainable() const { return trainable_count_ > 0; }
 
   // Called for each parameter RemoveHeads shrinks, before it shrinks: `kept` lists the
   // indices along dimension `dim` that stay (e.g. to slice optimiser moments alike).
@@ -103,6 +107,10 @@ class HybridAttentionImpl : public torch::nn::Module {
   // registered buffer (the default model's state dict stays as it is): checkpoints write it
   // separately for layers that have dense fixed heads (checkpoint.cc).
   torch::Tensor fixed_dense;
+
+  // The CUDA fast path's cached plan and fixed patterns (attention_cuda.cc); null until
+  // the layer's first fast forward.
+  std::shared_ptr<struct FastPathState> fast_state;
 
  private:
   // Projects x [B, T, C] with the rows of `weight` ([n * head_dim, C]) of the listed heads

@@ -1,24 +1,95 @@
-// The hybrid-head layer on the fused CUDA kernels (attention_cuda.h).
+// The hybrid-head layer's fast path (attention_cuda.h).
 #include "worker/exec/attention_cuda.h"
 
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <sstream>
+
+#include <torch/version.h>
 
 #include "common/log.h"
 #include "worker/exec/attention.h"
+#include "worker/exec/attention_plan.h"
+#include "worker/exec/precision.h"
 
 #if HEADLAB_TORCH_CUDA
 #include "kernels/torch/hybrid_attention_op.h"
 #endif
 
+// scaled_dot_product_attention is part of LibTorch from 2.0 on.
+#define HEADLAB_HAVE_SDPA (TORCH_VERSION_MAJOR >= 2)
+
 namespace headlab {
+
+// Per-layer state of the fast path: the cached plan and the cached fixed patterns.
+struct FastPathState {
+  std::string plan_key;
+  AttentionPlan plan;
+  // The plan's head-block indices on the layer's device (made once per plan: an upload in
+  // every forward would wait for the device each time).
+  torch::Tensor q_idx, k_idx, v_idx, o_idx, out_idx;
+  std::string pattern_key;
+  torch::Tensor patterns;  // [fixed_gemm heads, T, T] in the activations' dtype
+  int64_t pattern_bytes = 0;
+  std::string label;  // LayerPathLabel
+  ~FastPathState();
+};
+
 namespace {
 
-std::atomic<int64_t> fused_calls{0};
-std::atomic<bool> fused_enabled{true};
+namespace F = torch::nn::functional;
 
-// Maps a layer's head states onto the kernels' specs (the enums differ only in type).
+std::atomic<int> attention_mode{int(AttentionMode::kAuto)};
+std::atomic<bool> cpu_testing{false};
+std::atomic<int64_t> fused_calls{0};
+// Bytes of fixed-pattern caches held by all layers of this process. The cache holds one
+// causal [T, T] pattern per fixed head (2 bytes per entry in bf16: 32 MiB at T = 4096); past
+// this budget a layer's fixed heads take the fused kernels (in-register patterns) instead.
+std::atomic<int64_t> pattern_cache_bytes{0};
+constexpr int64_t kPatternCacheBudget = int64_t(8) << 30;
+
+// Logs once per process why a CUDA layer fell back to the dense masks (it is slow there).
+void NoteFallback(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] { LogWarn("attention: dense reference on CUDA: " + why); });
+}
+
+bool KernelAvailable(const torch::Tensor& x) {
+#if HEADLAB_TORCH_CUDA
+  if (x.is_cuda()) return true;
+#endif
+  return !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+}
+
+bool SdpaAvailable(const torch::Tensor& x) {
+#if HEADLAB_HAVE_SDPA
+  if (x.is_cuda()) return true;
+#endif
+  return !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+}
+
+int64_t ElementBytes(torch::ScalarType t) { return int64_t(c10::elementSize(t)); }
+
+int64_t FixedHeadCount(const HybridAttentionImpl& layer) {
+  int64_t n = 0;
+  for (const HeadState& s : layer.head_states()) n += s.mode == HeadMode::kFixed;
+  return n;
+}
+
+// The key a plan is cached under: everything PlanAttention reads.
+std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
+  std::ostringstream k;
+  for (const HeadState& s : layer.head_states())
+    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.dense << ',';
+  k << '|';
+  for (int64_t h : layer.kept_heads()) k << h << ',';
+  k << '|';
+  for (int64_t g : layer.kept_kv_heads()) k << g << ',';
+  k << '|' << o.sdpa << o.kernel << o.fused_only << o.fixed_gemm << o.trainable_fixed;
+  return k.str();
+}
+
 #if HEADLAB_TORCH_CUDA
 kernels::HeadState KernelState(HeadMode m) {
   switch (m) {
@@ -32,13 +103,203 @@ kernels::HeadState KernelState(HeadMode m) {
 }
 #endif
 
-// Logs once per process why a CUDA layer fell back to the dense masks (it is slow there).
-void NoteFallback(const std::string& why) {
-  static std::once_flag once;
-  std::call_once(once, [&] { LogWarn("attention: dense reference on CUDA: " + why); });
+// [B, T, n, d] views: causal softmax attention of ordinary heads. On CUDA PyTorch's
+// scaled_dot_product_attention (its own backend choice); the CPU test stand-in computes the
+// same with dense masks.
+torch::Tensor SdpaCausal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         double scale) {
+#if HEADLAB_HAVE_SDPA
+  if (q.is_cuda())
+    return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                            c10::nullopt, 0.0, /*is_causal=*/true, scale)
+        .transpose(1, 2);
+#endif
+  const int64_t T = q.size(1);
+  torch::Tensor s = torch::matmul(q.transpose(1, 2), k.transpose(1, 2).transpose(-2, -1)) * scale;
+  torch::Tensor future = torch::ones({T, T}, torch::dtype(torch::kBool).device(q.device())).triu(1);
+  torch::Tensor p = torch::softmax(s.masked_fill(future, -INFINITY), -1);
+  return torch::matmul(p.to(v.scalar_type()), v.transpose(1, 2)).transpose(1, 2);
+}
+
+// The CPU test stand-in of the fused kernels: per head, the dense reference's masks (or the
+// compact pattern of a fixed head). q, k, v: [B, T, n, d] (grouped: k, v hold the groups).
+torch::Tensor KernelStandIn(const HybridAttentionImpl& layer, const PlanSegment& seg,
+                            const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            bool grouped, double scale) {
+  const int64_t T = q.size(1);
+  const int64_t group = grouped ? layer.heads() / k.size(2) : 1;
+  std::vector<torch::Tensor> outs;
+  for (size_t i = 0; i < seg.heads.size(); ++i) {
+    const int64_t h = seg.heads[i];
+    const HeadState& s = layer.head_states()[size_t(h)];
+    const int64_t kv = grouped ? h / group : int64_t(i);
+    torch::Tensor vi = v.select(2, kv);  // [B, T, d]
+    if (s.mode == HeadMode::kPruned) {
+      outs.push_back(torch::zeros_like(vi));
+      continue;
+    }
+    torch::Tensor p;
+    if (s.mode == HeadMode::kFixed) {
+      p = CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h], layer.fixed_log_z[h], T);
+    } else {
+      torch::Tensor scores = torch::matmul(q.select(2, int64_t(i)), k.select(2, kv).transpose(-2, -1)) * scale;
+      p = torch::softmax(scores.masked_fill(AllowedKeys(s, T, q.device()).logical_not(), -INFINITY), -1);
+    }
+    outs.push_back(torch::matmul(p.to(vi.scalar_type()), vi));
+  }
+  return torch::stack(outs, 2);
+}
+
+// The fused kernels over one segment's heads (their specs in order; fixed heads read their
+// prior rows by original number). Records the forward kernel's implementation in *path.
+torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg,
+                        const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        bool grouped, double scale, std::string* path) {
+#if HEADLAB_TORCH_CUDA
+  if (q.is_cuda()) {
+    kernels::HybridHeads heads;
+    for (int64_t h : seg.heads) {
+      const HeadState& s = layer.head_states()[size_t(h)];
+      kernels::HeadSpec spec;
+      spec.state = KernelState(s.mode);
+      spec.window = static_cast<int32_t>(s.window);
+      spec.sink = static_cast<int32_t>(s.sink);
+      spec.recent = static_cast<int32_t>(s.recent);
+      heads.specs.push_back(spec);
+      heads.prior_rows.push_back(h);
+      if (s.mode == HeadMode::kFixed) {
+        heads.alpha = layer.fixed_alpha;
+        heads.rho = layer.fixed_rho;
+        heads.log_z = layer.fixed_log_z;
+      }
+    }
+    kernels::KernelPaths paths;
+    torch::Tensor o = kernels::HybridAttention(q, k, v, heads, scale, &paths);
+    *path = paths.forward;
+    return o;
+  }
+#endif
+  *path = "cpu_stand_in";
+  return KernelStandIn(layer, seg, q, k, v, grouped, scale);
+}
+
+// Fixed heads as a GEMM with their cached causal patterns: O = P V and dV = P^T dO (SAF
+// §3.3), per head and over the batch at once (V of a head laid out [T, B * d]). The rows are
+// split in two halves so that the zero upper-right quarter of P is never multiplied.
+class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
+ public:
+  // v: [B, T, n, d]; p: [n, >= T, >= T] in v's dtype, no gradient. Returns [B, T, n, d].
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor v,
+                               torch::Tensor p) {
+    const int64_t B = v.size(0), T = v.size(1), n = v.size(2), d = v.size(3);
+    torch::Tensor pt = p.narrow(1, 0, T).narrow(2, 0, T);
+    torch::Tensor u = v.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
+    torch::Tensor o = torch::empty_like(u);
+    const int64_t h = T / 2;
+    torch::Tensor top = o.narrow(1, 0, h), bottom = o.narrow(1, h, T - h);
+    if (h > 0) at::bmm_out(top, pt.narrow(1, 0, h).narrow(2, 0, h), u.narrow(1, 0, h));
+    at::bmm_out(bottom, pt.narrow(1, h, T - h), u);
+    ctx->save_for_backward({pt});
+    return o.view({n, T, B, d}).permute({2, 1, 0, 3});
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::Tensor pt = ctx->get_saved_variables()[0];
+    const torch::Tensor& g_o = grads[0];  // [B, T, n, d]
+    const int64_t B = g_o.size(0), T = g_o.size(1), n = g_o.size(2), d = g_o.size(3);
+    torch::Tensor g = g_o.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
+    torch::Tensor du = torch::empty_like(g);
+    const int64_t h = T / 2;
+    // Keys j < h are seen by every row; keys j >= h only by rows i >= h.
+    torch::Tensor early = du.narrow(1, 0, h), late = du.narrow(1, h, T - h);
+    if (h > 0) at::bmm_out(early, pt.narrow(2, 0, h).transpose(1, 2), g);
+    at::bmm_out(late, pt.narrow(1, h, T - h).narrow(2, h, T - h).transpose(1, 2), g.narrow(1, h, T - h));
+    return {du.view({n, T, B, d}).permute({2, 1, 0, 3}), torch::Tensor()};
+  }
+};
+
+// The key the fixed patterns are cached under: the heads, the length, the dtype and the
+// identity and version of every buffer they are built from (a checkpoint restore or
+// SetFixed* changes a version).
+std::string PatternKey(const HybridAttentionImpl& layer, const PlanSegment& seg, int64_t T,
+                       torch::ScalarType dtype) {
+  std::ostringstream k;
+  for (int64_t h : seg.heads) k << h << ',';
+  k << '|' << T << '|' << int(dtype);
+  for (const torch::Tensor* t : {&layer.fixed_alpha, &layer.fixed_rho, &layer.fixed_log_z, &layer.fixed_dense})
+    if (t->defined()) k << '|' << t->data_ptr() << ':' << t->_version();
+  return k.str();
+}
+
+// Returns the causal patterns of the segment's fixed heads, [n, T, T] in `dtype`, from the
+// layer's cache when still valid: SAF eq. 3 for compact heads, the stored P for dense ones.
+torch::Tensor FixedPatterns(HybridAttentionImpl& layer, FastPathState& st, const PlanSegment& seg,
+                            int64_t T, torch::ScalarType dtype) {
+  const std::string key = PatternKey(layer, seg, T, dtype);
+  if (key == st.pattern_key && st.patterns.defined()) return st.patterns;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> ps;
+  for (int64_t h : seg.heads) {
+    const HeadState& s = layer.head_states()[size_t(h)];
+    torch::Tensor p = s.dense ? layer.fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
+                              : CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h],
+                                               layer.fixed_log_z[h], T);
+    ps.push_back(p.to(dtype));
+  }
+  pattern_cache_bytes.fetch_sub(st.pattern_bytes);
+  st.patterns = torch::stack(ps);
+  st.pattern_bytes = st.patterns.numel() * ElementBytes(dtype);
+  pattern_cache_bytes.fetch_add(st.pattern_bytes);
+  st.pattern_key = key;
+  return st.patterns;
+}
+
+FastPathState& StateOf(HybridAttentionImpl& layer) {
+  if (!layer.fast_state) layer.fast_state = std::make_shared<FastPathState>();
+  return *layer.fast_state;
+}
+
+// The weight rows (dim 0) or columns (dim 1) of the head blocks `idx` (a device tensor).
+torch::Tensor Blocks(const torch::Tensor& w, int64_t dim, const torch::Tensor& idx, int64_t d) {
+  const int64_t n = w.size(dim) / d;
+  if (dim == 0) return w.view({n, d, w.size(1)}).index_select(0, idx).reshape({-1, w.size(1)});
+  return w.view({w.size(0), n, d}).index_select(1, idx).reshape({w.size(0), -1});
+}
+
+// Uploads the plan's index lists to `device` (once per plan).
+void UploadIndices(FastPathState& st, const torch::Device& device) {
+  auto up = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
+  st.q_idx = up(st.plan.q_blocks);
+  st.k_idx = up(st.plan.k_blocks);
+  st.v_idx = up(st.plan.v_blocks);
+  st.o_idx = up(st.plan.o_blocks);
+  st.out_idx = up(st.plan.output_heads);
 }
 
 }  // namespace
+
+FastPathState::~FastPathState() { pattern_cache_bytes.fetch_sub(pattern_bytes); }
+
+bool ParseAttentionMode(const std::string& s, AttentionMode* mode) {
+  if (s == "auto") *mode = AttentionMode::kAuto;
+  else if (s == "fused") *mode = AttentionMode::kFused;
+  else if (s == "dense") *mode = AttentionMode::kDense;
+  else return false;
+  return true;
+}
+
+const char* AttentionModeName(AttentionMode mode) {
+  switch (mode) {
+    case AttentionMode::kAuto: return "auto";
+    case AttentionMode::kFused: return "fused";
+    case AttentionMode::kDense: return "dense";
+  }
+  return "?";
+}
+
+void SetAttentionMode(AttentionMode mode) { attention_mode.store(int(mode)); }
+AttentionMode GetAttentionMode() { return AttentionMode(attention_mode.load()); }
 
 bool FusedAttentionCompiled() {
 #if HEADLAB_TORCH_CUDA
@@ -48,14 +309,16 @@ bool FusedAttentionCompiled() {
 #endif
 }
 
-std::string FusedAttentionUnsupported(const HybridAttentionImpl& layer, const torch::Tensor& x) {
-  if (!x.is_cuda()) return "input not on CUDA";
-  if (!fused_enabled.load(std::memory_order_relaxed)) return "fused attention disabled";
+std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::Tensor& x) {
+  const bool testing = !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+  if (!x.is_cuda() && !testing) return "input not on CUDA";
+  const AttentionMode mode = GetAttentionMode();
+  FastPathState& st = StateOf(layer);
   std::string why;
-  const int64_t d = layer.head_dim();
   const auto dt = x.scalar_type();
-  if (!FusedAttentionCompiled()) {
-    why = "this build has no fused CUDA attention";
+  const int64_t d = layer.head_dim();
+  if (mode == AttentionMode::kDense) {
+    why = "train.attention = dense";
   } else if (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf) {
     why = std::string("dtype ") + c10::toString(dt) + " unsupported";
   } else if (d != 64 && d != 96 && d != 128) {
@@ -64,84 +327,128 @@ std::string FusedAttentionUnsupported(const HybridAttentionImpl& layer, const to
     why = "more than 128 heads";
   } else if (x.size(0) * layer.heads() * x.size(1) * d >= (int64_t(1) << 31)) {
     why = "B*H*T*d >= 2^31";
+  } else if (layer.fixed_alpha.scalar_type() != torch::kFloat || layer.fixed_alpha.device() != x.device()) {
+    why = "fixed-pattern buffers are not fp32 on the input's device";
   } else {
-    for (size_t h = 0; h < layer.head_states().size() && why.empty(); ++h) {
-      const HeadState& s = layer.head_states()[h];
-      if (s.mode == HeadMode::kFixed && s.dense) why = "head " + std::to_string(h) + " has a dense fixed pattern";
+    PlanOptions o;
+    o.sdpa = SdpaAvailable(x);
+    o.kernel = KernelAvailable(x);
+    o.fused_only = mode == AttentionMode::kFused;
+    o.trainable_fixed = layer.any_fixed_trainable();
+    const int64_t T = x.size(1);
+    const int64_t want = FixedHeadCount(layer) * T * T * ElementBytes(ActivationDtype(x));
+    o.fixed_gemm = pattern_cache_bytes.load() - st.pattern_bytes + want <= kPatternCacheBudget;
+    const std::string key = PlanKey(layer, o);
+    if (key != st.plan_key || (st.q_idx.defined() && st.q_idx.device() != x.device())) {
+      st.plan = PlanAttention(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
+                              layer.kept_kv_heads(), o);
+      st.plan_key = key;
+      st.label = st.plan.Label();
+      UploadIndices(st, x.device());
     }
-    if (why.empty() && (layer.fixed_alpha.scalar_type() != torch::kFloat ||
-                        layer.fixed_alpha.device() != x.device()))
-      why = "fixed-pattern buffers are not fp32 on the input's device";
+    why = st.plan.dense_reason;
   }
-  if (!why.empty()) NoteFallback(why);
+  if (!why.empty()) {
+    st.label = "dense_reference (" + why + ")";
+    if (mode != AttentionMode::kDense) NoteFallback(why);
+  }
   return why;
 }
 
-torch::Tensor FusedAttentionForward(const HybridAttentionImpl& layer, const torch::Tensor& x,
+torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
                                     const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
-#if HEADLAB_TORCH_CUDA
-  namespace F = torch::nn::functional;
-  const int64_t B = x.size(0), T = x.size(1), H = layer.heads(), d = layer.head_dim();
-  const int64_t G = layer.k_proj->weight.size(0) / d;  // kv heads
-  const std::vector<HeadState>& states = layer.head_states();
-  kernels::HybridHeads heads;
-  bool any_scores = false, any_values = false;
-  for (const HeadState& s : states) {
-    kernels::HeadSpec spec;
-    spec.state = KernelState(s.mode);
-    spec.window = static_cast<int32_t>(s.window);
-    spec.sink = static_cast<int32_t>(s.sink);
-    spec.recent = static_cast<int32_t>(s.recent);
-    heads.specs.push_back(spec);
-    any_scores |= s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kStreaming ||
-                  s.mode == HeadMode::kLocal;
-    any_values |= s.mode != HeadMode::kPruned;
-    if (s.mode == HeadMode::kFixed) {
-      heads.alpha = layer.fixed_alpha;
-      heads.rho = layer.fixed_rho;
-      heads.log_z = layer.fixed_log_z;
-    }
-  }
-  // Every head is projected (one matmul each for Q, K, V). Heads that do not use a
-  // projection get exact-zero gradients from the op, which is what the dense path's
-  // per-head projection gives those weight rows; a projection no head uses at all is not
-  // computed, so its weight gets no gradient, as in the dense path (AdamW then skips it).
-  torch::Tensor q, k, v;
-  if (any_scores) {
-    q = F::linear(x, layer.q_proj->weight).view({B, T, H, d});
-    k = F::linear(x, layer.k_proj->weight).view({B, T, G, d});
-    if (rotate) {  // rotate takes [B, h, T, d]; the op reads (B, T, h, d) views
-      q = rotate(q.transpose(1, 2)).transpose(1, 2);
-      k = rotate(k.transpose(1, 2)).transpose(1, 2);
-    }
-  } else {
-    q = torch::zeros({B, T, H, d}, x.options());
-    k = torch::zeros({B, T, G, d}, x.options());
-  }
-  v = any_values ? F::linear(x, layer.v_proj->weight).view({B, T, G, d})
-                 : torch::zeros({B, T, G, d}, x.options());
-  torch::Tensor y = kernels::HybridAttention(q, k, v, heads, 1.0 / std::sqrt(double(d)));
+  TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
+                          : cpu_testing.load(std::memory_order_relaxed),
+              "attention: this build has no fast path for ", x.device().str(), " inputs");
+  FastPathState& st = StateOf(layer);
+  const AttentionPlan& plan = st.plan;
+  TORCH_CHECK(plan.dense_reason.empty() && !st.plan_key.empty(),
+              "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
+  const int64_t B = x.size(0), T = x.size(1), d = layer.head_dim();
+  const double scale = 1.0 / std::sqrt(double(d));
   fused_calls.fetch_add(1, std::memory_order_relaxed);
-  return F::linear(y.reshape({B, T, H * d}), layer.o_proj->weight, layer.o_proj->bias);
-#else
-  (void)layer;
-  (void)x;
-  (void)rotate;
-  TORCH_CHECK(false, "attention: this build has no fused CUDA attention");
-  return torch::Tensor();
-#endif
-}
+  if (plan.output_heads.empty())  // every head pruned: the layer adds nothing
+    return torch::zeros({B, T, layer.o_proj->weight.size(0)}, x.options());
 
-void SetFusedAttentionEnabled(bool enabled) {
-  fused_enabled.store(enabled, std::memory_order_relaxed);
+  // One projection: [Q blocks | K blocks | V blocks], only the rows the heads use.
+  const torch::Tensor& wq = layer.q_proj->weight;
+  const torch::Tensor& wk = layer.k_proj->weight;
+  const torch::Tensor& wv = layer.v_proj->weight;
+  const int64_t nq = int64_t(plan.q_blocks.size()), nk = int64_t(plan.k_blocks.size());
+  const int64_t nv = int64_t(plan.v_blocks.size());
+  std::vector<torch::Tensor> parts;
+  if (plan.AllRows(wq.size(0) / d, wk.size(0) / d)) {
+    parts = {wq, wk, wv};
+  } else {
+    if (nq > 0) parts.push_back(Blocks(wq, 0, st.q_idx, d));
+    if (nk > 0) parts.push_back(Blocks(wk, 0, st.k_idx, d));
+    parts.push_back(Blocks(wv, 0, st.v_idx, d));
+  }
+  torch::Tensor y = F::linear(x, torch::cat(parts, 0));  // [B, T, (nq + nk + nv) d]
+  torch::Tensor q_all, k_all;
+  if (nq > 0) {
+    torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
+    if (rotate) qk = rotate(qk.transpose(1, 2)).transpose(1, 2);
+    q_all = qk.narrow(2, 0, nq);
+    k_all = qk.narrow(2, nq, nk);
+  }
+  torch::Tensor v_all = y.narrow(2, (nq + nk) * d, nv * d).view({B, T, nv, d});
+
+  std::vector<torch::Tensor> outs;
+  std::string kernel_path;
+  for (const PlanSegment& seg : plan.segments) {
+    const int64_t n = int64_t(seg.heads.size());
+    switch (seg.kind) {
+      case SegmentKind::kSdpa:
+        outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n), k_all.narrow(2, seg.qk_offset, n),
+                                  v_all.narrow(2, seg.v_offset, n), scale));
+        break;
+      case SegmentKind::kKernel:
+        if (plan.grouped) {
+          outs.push_back(RunKernel(layer, seg, q_all, k_all, v_all, true, scale, &kernel_path));
+        } else {
+          outs.push_back(RunKernel(layer, seg, q_all.narrow(2, seg.qk_offset, n),
+                                   k_all.narrow(2, seg.qk_offset, n), v_all.narrow(2, seg.v_offset, n),
+                                   false, scale, &kernel_path));
+        }
+        break;
+      case SegmentKind::kFixedGemm: {
+        torch::Tensor v = v_all.narrow(2, seg.v_offset, n);
+        outs.push_back(FixedPatternMix::apply(v, FixedPatterns(layer, st, seg, T, v.scalar_type())));
+        break;
+      }
+      case SegmentKind::kFixedKernel: {
+        // Fixed heads read no Q or K (kernels/hybrid_attention.h): V stands in for both, and
+        // the exact-zero gradients the kernels return for them add nothing to V's.
+        torch::Tensor v = v_all.narrow(2, seg.v_offset, n);
+        outs.push_back(RunKernel(layer, seg, v, v, v, false, scale, &kernel_path));
+        break;
+      }
+    }
+  }
+  const std::string label = plan.Label() + (kernel_path.empty() ? "" : " kernel=" + kernel_path);
+  if (label != st.label) st.label = label;
+
+  const int64_t no = int64_t(plan.output_heads.size());
+  torch::Tensor o = outs.size() == 1 ? outs[0] : torch::cat(outs, 2);  // [B, T, no, d]
+  if (layer.head_gate.defined())
+    o = o * layer.head_gate.index_select(1, st.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
+  const torch::Tensor& wo = layer.o_proj->weight;
+  torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, st.o_idx, d);
+  return F::linear(o.reshape({B, T, no * d}), wo_used);
 }
 
 int64_t FusedAttentionCalls() { return fused_calls.load(std::memory_order_relaxed); }
 
-const char* AttentionBackendName(const torch::Device& device) {
-  return device.is_cuda() && FusedAttentionCompiled() && fused_enabled.load(std::memory_order_relaxed)
-             ? "fused_cuda"
-             : "dense_reference";
+std::string LayerPathLabel(const HybridAttentionImpl& layer) {
+  return layer.fast_state ? layer.fast_state->label : "";
 }
+
+const char* AttentionBackendName(const torch::Device& device) {
+  const bool fast = device.is_cuda() && (FusedAttentionCompiled() || HEADLAB_HAVE_SDPA);
+  return fast && GetAttentionMode() != AttentionMode::kDense ? "fused_cuda" : "dense_reference";
+}
+
+void SetFastPathOnCpuForTesting(bool enabled) { cpu_testing.store(enabled); }
 
 }  // namespace headlab

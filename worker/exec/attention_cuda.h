@@ -1,11 +1,16 @@
-// The hybrid-head layer's fast path on CUDA: HybridAttentionImpl::forward hands a layer whose
-// input lives on a CUDA device to the fused kernels' autograd op (kernels/torch/), which runs
-// every head mode (ordinary, fixed compact, streaming, local, pruned; GQA) in one launch and
-// writes outputs in head order. The dense masks of attention.cc stay the CPU path and the
-// oracle this path is tested against (kernels/torch/exec_fused_gpu_test.cc).
+// The hybrid-head layer's fast path (CUDA): HybridAttentionImpl::forward hands a layer whose
+// input lives on a CUDA device to FusedAttentionForward, which runs it as its plan says
+// (attention_plan.h): one packed Q/K/V projection with only the rows the heads use
+// (fixed heads have no Q/K rows, pruned heads no rows at all), ordinary heads through
+// PyTorch's scaled_dot_product_attention, local and streaming heads (and, with
+// train.attention = fused, every head) through the fused hybrid-head kernels (kernels/),
+// fixed heads as a GEMM with their cached causal pattern, and one output projection over
+// the heads that have outputs. The dense masks of attention.cc stay the CPU path and the
+// oracle this path is tested against (kernels/torch/exec_fused_gpu_test.cc, and on the CPU
+// attention_cuda_test.cc with stand-ins for SDPA and the kernels).
 //
-// The op is linked only into CUDA builds (LibTorch with CUDA and nvcc: the device machine);
-// elsewhere FusedAttentionCompiled() is false and every layer takes the dense path.
+// The kernels are linked only into CUDA builds (LibTorch with CUDA and nvcc: the device
+// machine); elsewhere FusedAttentionCompiled() is false.
 #pragma once
 
 #include <cstdint>
@@ -18,29 +23,48 @@ namespace headlab {
 
 class HybridAttentionImpl;
 
-// Returns true iff this build links the fused CUDA op.
+// Which implementation the layers use (train.attention): kAuto = the fast path with the
+// fastest backend per head state, kFused = the fast path with the fused kernels for every
+// head (the SAF paper's single-kernel form), kDense = the dense reference everywhere.
+enum class AttentionMode { kAuto, kFused, kDense };
+
+// Parses "auto" | "fused" | "dense"; false for anything else.
+bool ParseAttentionMode(const std::string& s, AttentionMode* mode);
+const char* AttentionModeName(AttentionMode mode);
+
+// Sets the mode for this process (the run kinds set it from train.attention); kAuto by default.
+void SetAttentionMode(AttentionMode mode);
+AttentionMode GetAttentionMode();
+
+// Returns true iff this build links the fused CUDA kernels.
 bool FusedAttentionCompiled();
 
-// Returns "" iff `layer` on input x can take the fused path, else why not (e.g. "input not
-// on CUDA", "head_dim 32 unsupported (64, 96, 128)", "dense fixed pattern").
-std::string FusedAttentionUnsupported(const HybridAttentionImpl& layer, const torch::Tensor& x);
+// Returns "" iff `layer` on input x takes the fast path, else why not (e.g. "input not on
+// CUDA", "train.attention = dense", a plan's reason). Plans (and caches the plan of) the
+// layer for x's shape and dtype; a fallback is logged once per process.
+std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::Tensor& x);
 
-// The layer's forward through the fused op: same contract as HybridAttentionImpl::forward
+// The layer's forward on the fast path: same contract as HybridAttentionImpl::forward
 // (x [B, T, C] -> [B, T, C], `rotate` applied to queries and keys [B, h, T, d]). Requires
 // FusedAttentionUnsupported(layer, x) == "".
-torch::Tensor FusedAttentionForward(const HybridAttentionImpl& layer, const torch::Tensor& x,
+torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
                                     const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
 
-// Turns the fused path on (the default) or off for this process; off, CUDA layers run the
-// dense reference (the oracle of the GPU tests).
-void SetFusedAttentionEnabled(bool enabled);
-
-// Returns how many layer forwards took the fused path in this process (tests assert on it).
+// Returns how many layer forwards took the fast path in this process (tests assert on it).
 int64_t FusedAttentionCalls();
 
+// Returns what `layer`'s latest forward ran on, e.g. "sdpa[9] fixed_gemm[3]",
+// "fused[12] kernel=wgmma" or "dense_reference (why)"; "" before its first forward.
+std::string LayerPathLabel(const HybridAttentionImpl& layer);
+
 // Returns the attention backend a model on `device` trains with, for provenance:
-// "fused_cuda" (CUDA device, the op linked and enabled) or "dense_reference". A layer whose heads the
-// op cannot take (see FusedAttentionUnsupported) still falls back to the dense path.
+// "fused_cuda" (CUDA device, the kernels linked, mode not dense) or "dense_reference".
+// Per-layer detail: LayerPathLabel.
 const char* AttentionBackendName(const torch::Device& device);
+
+// Tests only: lets CPU inputs take the fast path, with dense stand-ins for SDPA and the
+// fused kernels (the packing, row selection, fixed-pattern GEMM and output assembly are the
+// real code).
+void SetFastPathOnCpuForTesting(bool enabled);
 
 }  // namespace headlab

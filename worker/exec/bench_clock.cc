@@ -38,6 +38,28 @@ std::string DeviceLabel(const torch::Device& device) {
   return "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
 }
 
+int64_t DevicePeakMemoryBytes(const torch::Device& device) {
+#if HEADLAB_TORCH_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[0].peak;  // index 0: StatType::AGGREGATE
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
+void ResetDevicePeakMemory(const torch::Device& device) {
+#if HEADLAB_TORCH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+  (void)device;
+}
+
+void SynchronizeDevice(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
 BenchClock::BenchClock(torch::Device device) : device_(device) {
 #if HEADLAB_TORCH_CUDA
   if (device_.is_cuda()) events_ = std::make_unique<CudaEvents>();
@@ -69,19 +91,10 @@ double BenchClock::StopMs() {
 
 const char* BenchClock::method() const { return events_ ? "cuda_events" : "steady_clock"; }
 
-void BenchClock::ResetPeakMemory() {
-#if HEADLAB_TORCH_CUDA
-  if (device_.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
-#endif
-}
+void BenchClock::ResetPeakMemory() { ResetDevicePeakMemory(device_); }
 
 int64_t BenchClock::PeakMemoryBytes() const {
-#if HEADLAB_TORCH_CUDA
-  if (device_.is_cuda()) {
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
-    return stats.allocated_bytes[0].peak;  // index 0: StatType::AGGREGATE
-  }
-#endif
+  if (device_.is_cuda()) return DevicePeakMemoryBytes(device_);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return int64_t(ru.ru_maxrss) * 1024;

@@ -23,6 +23,14 @@ Status PickBenchDevice(const std::string& want, torch::Device* device);
 // Returns "cuda:I <GPU name>" or "cpu (N threads)".
 std::string DeviceLabel(const torch::Device& device);
 
+// Peak bytes LibTorch's CUDA caching allocator held allocated on `device` since the last
+// reset (0 for the CPU), and its reset.
+int64_t DevicePeakMemoryBytes(const torch::Device& device);
+void ResetDevicePeakMemory(const torch::Device& device);
+
+// Waits until `device` has finished all queued work (nothing for the CPU).
+void SynchronizeDevice(const torch::Device& device);
+
 // Times regions on one device. Single-threaded.
 class BenchClock {
  public:

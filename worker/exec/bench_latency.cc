@@ -11,11 +11,11 @@
 #include "common/metric_names.h"
 #include "common/paired_estimators.h"
 #include "common/sha256.h"
-#include "worker/exec/attention_cuda.h"
 #include "worker/exec/bench_clock.h"
 #include "worker/exec/bench_model.h"
 #include "worker/exec/bench_settings.h"
 #include "worker/exec/model.h"
+#include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/methods/aoh/aoh_eval.h"
 
@@ -36,19 +36,18 @@ StatusOr<Leg> MakeLeg(const BenchRequest& req) {
   leg.settings = *settings;
   if (req.config.train.threads > 0) torch::set_num_threads(int(req.config.train.threads));
   HEADLAB_RETURN_IF_ERROR(PickBenchDevice(req.config.train.device, &leg.device));
-  auto model = MakeBenchModel(req.config, leg.settings, leg.device);
-  if (!model.ok()) return model.status();
-  leg.model = *model;
+  HEADLAB_RETURN_IF_ERROR(MakeBenchModel(req.config, leg.settings, leg.device, &leg.model));
   leg.model->eval();
   return leg;
 }
 
 Json LegProvenance(const char* kind, const Leg& leg, const BenchClock& clock) {
-  return {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", DeviceLabel(leg.device)},
-          {"timer", clock.method()}, {"memory_kind", clock.memory_kind()},
-          {"threads", torch::get_num_threads()}, {"pid", int64_t(::getpid())},
-          {"attention_backend", AttentionBackendName(leg.device)}, {"warmup", leg.settings.warmup},
-          {"repeats", leg.settings.repeats}};
+  Json prov = {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", DeviceLabel(leg.device)},
+               {"timer", clock.method()}, {"memory_kind", clock.memory_kind()},
+               {"threads", torch::get_num_threads()}, {"pid", int64_t(::getpid())},
+               {"warmup", leg.settings.warmup}, {"repeats", leg.settings.repeats}};
+  prov.update(ExecutionProvenance(leg.model, leg.device));
+  return prov;
 }
 
 // Writes the table as a bench_table artifact (JSON).
@@ -68,6 +67,7 @@ Status SaveTable(const BenchRequest& req, const Json& table, EventSink* events) 
 // every exec translation unit includes.
 torch::Tensor PrefillLogits(GptImpl& m, const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
+  AutocastScope autocast(m.precision(), idx.device());
   torch::Tensor x = m.wte(idx);
   std::function<torch::Tensor(const torch::Tensor&)> rotate;
   if (m.wpe) {

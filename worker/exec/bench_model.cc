@@ -2,11 +2,11 @@
 #include "worker/exec/bench_model.h"
 
 #include "worker/exec/attention.h"
-#include "worker/exec/attention_cuda.h"
+#include "worker/exec/run_setup.h"
 
 namespace headlab {
 
-StatusOr<Gpt> MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device) {
+Status MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device, Gpt* out) {
   torch::manual_seed(uint64_t(c.seed));
   Gpt model(c.model);  // applies model.head_modes
   const int64_t T = c.model.context;
@@ -15,8 +15,8 @@ StatusOr<Gpt> MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch:
   for (const HeadAssignment& a : s.fixed_heads)
     model->attention(a.layer)->SetFixedCompact(a.head, zeros, zeros, log_z);
   model->to(device);
-  SetFusedAttentionEnabled(s.backend != "dense");
-  return model;
+  *out = model;
+  return ConfigureExecution(model, c.train, device);
 }
 
 }  // namespace headlab

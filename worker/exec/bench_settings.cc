@@ -42,7 +42,6 @@ StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConf
                                      exec.train.batch_size, file + ": $.config.bench.batch_sizes");
     if (!batches.ok()) return batches.status();
     s.batch_sizes = *batches;
-    s.backend = b.at("backend").get<std::string>();
     // bench.fixed_heads := "" | LAYER.HEAD ("," LAYER.HEAD)*, wildcards as in head_modes:
     // parsed by ParseHeadModes as "LAYER.HEAD=ordinary" items for the expansion only.
     std::string list = b.at("fixed_heads").get<std::string>(), spec;

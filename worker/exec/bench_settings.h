@@ -21,7 +21,6 @@ struct BenchSettings {
   int64_t decode_tokens = 0;
   int64_t prefill_chunk = 0;         // bench-decode's chunked prefill (aoh.prefill_chunk)
   std::vector<HeadAssignment> fixed_heads;  // bench.fixed_heads, wildcards expanded
-  std::string backend;               // bench.backend: auto | dense
 };
 
 // Reads bench.* (and aoh.prefill_chunk) of the normalized `config`; lengths above

@@ -15,10 +15,11 @@
 #include "common/paired_estimators.h"
 #include "worker/exec/bench_clock.h"
 #include "worker/exec/bench_model.h"
-#include "worker/exec/attention_cuda.h"
 #include "worker/exec/bench_settings.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
+#include "worker/exec/update_step.h"
 
 namespace headlab {
 
@@ -31,11 +32,11 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   torch::Device device(torch::kCPU);
   HEADLAB_RETURN_IF_ERROR(PickBenchDevice(t.device, &device));
 
-  auto made = MakeBenchModel(c, *settings, device);  // the leg's head states
-  if (!made.ok()) return made.status();
-  Gpt model = *made;
+  Gpt model{nullptr};
+  HEADLAB_RETURN_IF_ERROR(MakeBenchModel(c, *settings, device, &model));  // the leg's head states
   model->train();
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
+  Updater updater(model, *opt, t, model->precision(), device);
   // Random tokens, drawn before timing (the seed is the leg's batch-order seed): the cost
   // of an update does not depend on token values, and no host-side data loading is timed.
   const int64_t updates = settings->warmup + settings->repeats;
@@ -43,12 +44,13 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
                                         {updates * t.grad_accum, t.batch_size, c.model.context + 1},
                                         torch::kLong).to(device);
   BenchClock clock(device);
-  events->Provenance({{"kind", "bench-update"}, {"libtorch_version", TORCH_VERSION},
-                      {"device", DeviceLabel(device)}, {"timer", clock.method()},
-                      {"memory_kind", clock.memory_kind()}, {"threads", torch::get_num_threads()},
-                      {"pid", int64_t(::getpid())},
-                      {"attention_backend", AttentionBackendName(device)},
-                      {"warmup", settings->warmup}, {"repeats", settings->repeats}});
+  Json prov = {{"kind", "bench-update"}, {"libtorch_version", TORCH_VERSION},
+               {"device", DeviceLabel(device)}, {"timer", clock.method()},
+               {"memory_kind", clock.memory_kind()}, {"threads", torch::get_num_threads()},
+               {"pid", int64_t(::getpid())}, {"warmup", settings->warmup},
+               {"repeats", settings->repeats}};
+  prov.update(ExecutionProvenance(model, device));
+  events->Provenance(prov);
   LogInfo("bench-update: " + std::to_string(settings->warmup) + " warm-up + " +
           std::to_string(settings->repeats) + " timed updates of " +
           std::to_string(t.grad_accum) + " x " + std::to_string(t.batch_size) + " x " +
@@ -59,17 +61,14 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
     if (StopRequested()) return Status::Cancelled("bench-update stopped by signal");
     if (u == settings->warmup) clock.ResetPeakMemory();
     clock.Start();
-    opt->zero_grad();
+    updater.Begin();
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
       torch::Tensor batch = tokens[u * t.grad_accum + micro];
-      torch::Tensor loss = model->Loss(batch.narrow(1, 0, c.model.context),
-                                       batch.narrow(1, 1, c.model.context)) /
-                           double(t.grad_accum);
-      loss.backward();
+      updater.Accumulate(batch.narrow(1, 0, c.model.context), batch.narrow(1, 1, c.model.context));
     }
-    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip);
-    opt->step();
+    updater.Apply();
     const double ms = clock.StopMs();
+    if (u == 0) events->Provenance({{"attention_paths", AttentionPaths(model)}});
     if (u < settings->warmup) continue;  // warm-ups discarded
     times.push_back(ms);
     events->Metric(u - settings->warmup + 1, metric::kBenchUpdateMs, ms);

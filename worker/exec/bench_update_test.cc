@@ -41,7 +41,7 @@ Events Run(Status (*fn)(const BenchRequest&, EventSink*), const BenchRequest& re
   for (const Json& j : testing::CaptureEvents([&](EventSink* sink) { return fn(req, sink); }, st)) {
     if (j["ev"] == "metric") ev.metric_count[j["key"]]++;
     if (j["ev"] == "summary") ev.summary = j["values"];
-    if (j["ev"] == "provenance") ev.provenance = j["fields"];
+    if (j["ev"] == "provenance") testing::MergeProvenance(&ev.provenance, j["fields"]);
     if (j["ev"] == "artifact") ev.artifacts.push_back(j);
   }
   return ev;
@@ -62,6 +62,9 @@ TEST_CASE("bench-update: warm-ups discarded, median of the timed updates, device
   CHECK(ev.provenance["device"].get<std::string>().rfind("cpu (1 threads)", 0) == 0);
   CHECK(ev.provenance["timer"] == "steady_clock");
   CHECK(ev.provenance["memory_kind"] == "peak_rss");
+  CHECK(ev.provenance["precision"] == "fp32");  // train.precision auto on the CPU
+  CHECK(ev.provenance["attention"] == "auto");
+  CHECK(ev.provenance["attention_paths"].is_object());  // after the first update
 }
 
 TEST_CASE("bench legs honour head states: fixed heads, and streaming heads shrink the KV cache") {
@@ -69,13 +72,13 @@ TEST_CASE("bench legs honour head states: fixed heads, and streaming heads shrin
                                                 {"model", {{"head_modes", "0.1=pruned"}}}});
   auto settings = BenchSettingsFromJson(req.config_json, req.config, "test");
   REQUIRE(settings.ok());
-  auto model = MakeBenchModel(req.config, *settings, torch::Device(torch::kCPU));
-  REQUIRE(model.ok());
-  CHECK((*model)->attention(0)->head_states()[0].mode == HeadMode::kFixed);
-  CHECK((*model)->attention(0)->head_states()[1].mode == HeadMode::kPruned);
-  CHECK((*model)->attention(0)->head_states()[2].mode == HeadMode::kOrdinary);
+  Gpt model{nullptr};
+  REQUIRE(MakeBenchModel(req.config, *settings, torch::Device(torch::kCPU), &model).ok());
+  CHECK(model->attention(0)->head_states()[0].mode == HeadMode::kFixed);
+  CHECK(model->attention(0)->head_states()[1].mode == HeadMode::kPruned);
+  CHECK(model->attention(0)->head_states()[2].mode == HeadMode::kOrdinary);
   for (int h = 0; h < 4; ++h)
-    CHECK((*model)->attention(1)->head_states()[size_t(h)].mode == HeadMode::kFixed);
+    CHECK(model->attention(1)->head_states()[size_t(h)].mode == HeadMode::kFixed);
   Status st;
   Events fixed = Run(RunBenchUpdate, req, &st);
   REQUIRE(st.ok());

@@ -178,6 +178,9 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("step", torch::tensor(progress.step, torch::kLong));
   archive.write("sampler", BytesTensor(progress.sampler_state));
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
+  if (progress.loss_scale > 0)
+    archive.write("loss_scale", torch::tensor({progress.loss_scale, double(progress.loss_scale_growth)},
+                                              torch::kDouble));
   archive.write("config", BytesTensor(config_json));
   archive.write("head_states", BytesTensor(HeadStatesJson(model, optimizer)));
   for (int64_t l = 0; l < model->config().layers; ++l) {  // dense fixed patterns, if any
@@ -233,6 +236,14 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
     archive.read("cpu_rng", rng);
     progress->step = step.item<int64_t>();
     progress->sampler_state = TensorBytes(sampler);
+    torch::Tensor loss_scale;  // fp16 runs only
+    progress->loss_scale = 0;
+    progress->loss_scale_growth = 0;
+    if (archive.try_read("loss_scale", loss_scale)) {
+      loss_scale = loss_scale.to(torch::kCPU);
+      progress->loss_scale = loss_scale[0].item<double>();
+      progress->loss_scale_growth = int64_t(loss_scale[1].item<double>());
+    }
     at::Generator cpu_gen = torch::globalContext().defaultGenerator(torch::kCPU);  // a handle
     cpu_gen.set_state(rng.to(torch::kCPU));
     torch::Tensor method_names;  // absent in checkpoints written before methods had state

@@ -7,6 +7,7 @@
 //   sampler:   uint8 tensor, BatchSampler::SaveState text
 //   cpu_rng:   uint8 tensor, default CPU generator state
 //   config:    uint8 tensor, canonical JSON of the run config that wrote it
+//   loss_scale: float64 [2] = {scale, clean updates} (fp16 runs only; precision.h)
 //   head_states: uint8 tensor, JSON [[{mode, window, sink, recent, dense, removed}]] per
 //              layer/head; heads `removed` physically (attention.h RemoveHeads) are
 //              removed from the model before its archive loads, so the shapes match
@@ -30,6 +31,9 @@ struct TrainProgress {
   std::string sampler_state;  // BatchSampler::SaveState()
   // TrainHooks::SaveState of each method, by TrainHooks::name().
   std::map<std::string, std::string> method_states;
+  // fp16's dynamic loss scale and clean-update count (precision.h LossScaler); 0: none.
+  double loss_scale = 0;
+  int64_t loss_scale_growth = 0;
 };
 
 // Serializes model, optimizer, progress and the CPU RNG state to bytes.

@@ -34,4 +34,11 @@ inline std::vector<Json> CaptureEvents(const std::function<Status(EventSink*)>& 
   return events;
 }
 
+// Adds a provenance event's fields to *provenance, newest winning, as the coordinator merges
+// the provenance events of one attempt.
+inline void MergeProvenance(Json* provenance, const Json& fields) {
+  if (provenance->is_null()) *provenance = Json::object();
+  provenance->update(fields);
+}
+
 }  // namespace headlab::testing

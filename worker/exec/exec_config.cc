@@ -86,6 +86,8 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("train.device", &c.train.device);
   r.Read("train.threads", &c.train.threads);
   r.Read("train.ranks", &c.train.ranks);
+  r.Read("train.precision", &c.train.precision);
+  r.Read("train.attention", &c.train.attention);
   r.Read("data.source", &c.data.source);
   r.Read("data.path", &c.data.path);
   r.Read("data.val_fraction", &c.data.val_fraction);

@@ -45,6 +45,8 @@ struct TrainConfig {
   std::string device;  // auto | cpu | cuda
   int64_t threads = 0;
   int64_t ranks = 1;   // data-parallel processes (dist.h)
+  std::string precision;  // auto | bf16 | fp16 | fp32 (precision.h)
+  std::string attention;  // auto | fused | dense (attention_cuda.h AttentionMode)
 };
 
 struct DataConfig {

@@ -20,7 +20,9 @@
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/run_setup.h"
 #include "worker/exec/train_hooks.h"
+#include "worker/exec/update_step.h"
 #include "worker/measure/flop_counter.h"
 #include "worker/measure/gpu_presence.h"
 #include "worker/measure/kernel_trace.h"
@@ -127,7 +129,9 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   torch::manual_seed(uint64_t(c.seed));
   Gpt model(c.model);
   model->to(device);
+  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);  // as run kind "train"
+  Updater updater(model, *opt, t, model->precision(), device);
 
   // One fixed batch: every repeat and replay pass does the same work.
   BatchSampler sampler(uint64_t(c.seed), c.model.context);
@@ -139,6 +143,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
 
   Json prov = {{"libtorch_version", TORCH_VERSION}, {"device", device.str()},
                {"dataset_sha256", data->sha256}};
+  prov.update(ExecutionProvenance(model, device));
   TrainContext ctx{c, req.config_json, req.out_dir, model, opt, data.value(), device, events, 0,
                    [](int64_t) { return std::nan(""); }};
   for (const std::shared_ptr<TrainHooks>& h : req.hooks)
@@ -158,7 +163,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   auto step = [&](bool advance) -> Status {
     ResetAttentionLayers();
     ScopedRange s("step");
-    opt->zero_grad();
+    updater.Begin();
     {
       ScopedRange m("method");
       for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(ctx, x));
@@ -170,7 +175,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     }
     {
       ScopedRange b("backward");
-      loss.backward();
+      updater.Backward(loss);
     }
     {
       ScopedRange m("method");
@@ -178,8 +183,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     }
     {
       ScopedRange u("optimizer");
-      torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip > 0 ? t.grad_clip : INFINITY);
-      opt->step();
+      updater.Apply();
     }
     if (!advance) return Status::Ok();
     ++ctx.step;

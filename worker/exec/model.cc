@@ -66,13 +66,16 @@ HybridAttention& GptImpl::attention(int64_t layer) {
   return blocks->ptr(size_t(layer))->as<Block>()->attn;
 }
 
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base) {
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base, const torch::Tensor& positions) {
   const int64_t T = x.size(2), d = x.size(3), half = d / 2;
   auto opts = torch::dtype(torch::kFloat).device(x.device());
   torch::Tensor inv_freq =
       torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));  // [d/2]
-  torch::Tensor angles = torch::outer(torch::arange(T, opts), inv_freq);             // [T, d/2]
-  torch::Tensor cos = angles.cos(), sin = angles.sin();
+  torch::Tensor pos = positions.defined() ? positions.to(torch::kFloat) : torch::arange(T, opts);
+  torch::Tensor angles = torch::outer(pos, inv_freq);  // [T, d/2]
+  // The angles in fp32; the rotation in x's dtype (bf16 under autocast), so queries and keys
+  // keep the dtype the attention backends take.
+  torch::Tensor cos = angles.cos().to(x.scalar_type()), sin = angles.sin().to(x.scalar_type());
   torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
@@ -80,6 +83,7 @@ torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base) {
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= config_.context, "sequence length ", T, " > context ", config_.context);
+  AutocastScope autocast(precision_, idx.device());
   torch::Tensor x = wte(idx);
   std::function<torch::Tensor(const torch::Tensor&)> rotate;
   if (wpe) {
@@ -89,7 +93,9 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
     rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
   }
   for (const auto& b : *blocks) x = b->as<Block>()->forward(x, rotate);
-  return F::linear(ln_f(x), wte->weight);  // tied output head
+  // Tied output head, computed in the precision's dtype; the logits leave as fp32 so that
+  // every loss and log-probability downstream is computed in fp32.
+  return F::linear(ln_f(x), wte->weight).to(torch::kFloat);
 }
 
 torch::Tensor GptImpl::Loss(const torch::Tensor& x, const torch::Tensor& y) {

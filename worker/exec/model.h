@@ -8,6 +8,7 @@
 
 #include "worker/exec/attention.h"
 #include "worker/exec/exec_config.h"
+#include "worker/exec/precision.h"
 
 namespace headlab {
 
@@ -40,18 +41,26 @@ TORCH_MODULE(Block);
 
 // RoPE in rotate-half form: rotates each (i, i + d/2) pair of the [B, h, T, d] tensor x at
 // position t by the angle t * base^(-2i/d), so q.k depends on positions only through t_q - t_k.
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base);
+// Positions are 0..T-1, or `positions` [T] when given (a decoder's later chunks).
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base,
+                              const torch::Tensor& positions = torch::Tensor());
 
 class GptImpl : public torch::nn::Module {
  public:
   // Initialises parameters from the current default generator (seed it first).
   explicit GptImpl(const ModelConfig& c);
-  // idx: [B, T] int64 tokens, T <= context -> logits [B, T, vocab].
+  // idx: [B, T] int64 tokens, T <= context -> fp32 logits [B, T, vocab], computed under
+  // autocast in the model's precision (precision.h).
   torch::Tensor forward(const torch::Tensor& idx);
-  // Mean next-token cross-entropy in nats/token; x, y: [B, T].
+  // Mean next-token cross-entropy in nats/token, computed in fp32; x, y: [B, T].
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
-  // Per-token next-token log-probabilities log p(y_t | x_<=t): [B, T].
+  // Per-token next-token log-probabilities log p(y_t | x_<=t), fp32: [B, T].
   torch::Tensor TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y);
+
+  // The precision forward computes in (precision.h); fp32 until set. Parameters and
+  // buffers stay fp32 whatever it is.
+  void SetPrecision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
 
   const ModelConfig& config() const { return config_; }
 
@@ -64,6 +73,7 @@ class GptImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  Precision precision_ = Precision::kFp32;
 };
 TORCH_MODULE(Gpt);
 

@@ -17,8 +17,10 @@
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/tasks.h"
+#include "worker/exec/update_step.h"
 
 namespace headlab {
 namespace {
@@ -168,7 +170,10 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "mqar", &setup));
   Gpt model(c.model);
   model->to(setup.device);
+  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, setup.device));
+  setup.prov.update(ExecutionProvenance(model, setup.device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
+  Updater updater(model, *opt, t, model->precision(), setup.device);
   TrainProgress progress;
   HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));
   const uint64_t train_seed = 2 * uint64_t(c.seed), eval_seed = train_seed + 1;
@@ -205,7 +210,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
     const double lr = ScheduledLr(t, double(progress.step));
     for (auto& g : opt->param_groups())
       static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    opt->zero_grad();
+    updater.Begin();
     double loss = 0;
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
       // Update u's sequences are examples [u * per_update, (u + 1) * per_update): the data
@@ -214,11 +219,10 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
                               t.batch_size, setup.device);
       QueryScore s = ScoreQueries(model, x, y);
       torch::Tensor part = s.loss_sum / double(std::max<int64_t>(1, s.queries)) / double(t.grad_accum);
-      part.backward();
+      updater.Backward(part);
       loss += part.item<double>();
     }
-    torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip > 0 ? t.grad_clip : INFINITY);
-    opt->step();
+    updater.Apply();
     ++progress.step;
     last_loss = loss;
     if (progress.step % t.log_every == 0 || progress.step == t.steps) {
@@ -326,6 +330,8 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "passkey", &setup));
   Gpt model(c.model);
   model->to(setup.device);
+  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, c.train, setup.device));
+  setup.prov.update(ExecutionProvenance(model, setup.device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, c.train);
   TrainProgress progress;
   HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));

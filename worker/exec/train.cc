@@ -15,13 +15,18 @@
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "worker/exec/attention_cuda.h"
+#include "worker/exec/bench_clock.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
 #include "worker/exec/dist.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
+#include "worker/exec/throughput.h"
 #include "worker/exec/train_hooks.h"
+#include "worker/exec/update_step.h"
+#include "worker/exec/update_timer.h"
 
 namespace headlab {
 namespace {
@@ -73,11 +78,14 @@ Status PickDevice(const std::string& want, int rank, torch::Device* device) {
   return Status::Ok();
 }
 
-// [B, T+1] row-major tokens -> inputs and next-token targets on `device`.
+// [B, T+1] row-major tokens -> inputs and next-token targets on `device`. To a GPU through
+// pinned memory without waiting (the caching host allocator keeps the pinned copy alive
+// until the transfer is done, so `tokens` may go at once).
 std::pair<torch::Tensor, torch::Tensor> ToBatch(std::vector<int64_t>& tokens, int64_t batch,
                                                 int64_t context, torch::Device device) {
-  torch::Tensor t = torch::from_blob(tokens.data(), {batch, context + 1}, torch::kLong)
-                        .to(device, /*non_blocking=*/false, /*copy=*/true);
+  torch::Tensor host = torch::from_blob(tokens.data(), {batch, context + 1}, torch::kLong);
+  torch::Tensor t = device.is_cuda() ? host.pin_memory().to(device, /*non_blocking=*/true)
+                                     : host.to(device, /*non_blocking=*/false, /*copy=*/true);
   return {t.narrow(1, 0, context), t.narrow(1, 1, context)};
 }
 
@@ -218,7 +226,9 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
   Gpt model(c.model);
   model->to(device);
+  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
+  Updater updater(model, *opt, t, model->precision(), device);
   BatchSampler sampler(uint64_t(c.seed), c.model.context);
   TrainProgress progress;
 
@@ -230,8 +240,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_sha256", data->sha256},
                {"dataset_train_tokens", data->train.size},
                {"dataset_val_tokens", data->val.size},
-               {"ranks", world},
-               {"attention_backend", AttentionBackendName(device)}};
+               {"ranks", world}};
+  prov.update(ExecutionProvenance(model, device));
   if (group) prov["dist_backend"] = group->backend();
   // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
   // comparison is made) unless it already has a checkpoint of its own (a requeue).
@@ -248,6 +258,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
       return Status::Corruption(from->path + ": holds step " + std::to_string(progress.step) +
                                 ", the manifest expects " + std::to_string(from->step));
     HEADLAB_RETURN_IF_ERROR(sampler.LoadState(progress.sampler_state));
+    if (progress.loss_scale > 0) updater.scaler().Restore(progress.loss_scale, progress.loss_scale_growth);
     // A continuation may change the optimisation settings (e.g. another arm's weight
     // decay): the config, not the checkpoint, decides them.
     auto& groups = opt->param_groups();
@@ -299,12 +310,26 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   double last_loss = std::nan("");
   int64_t logged_at = -1, evaluated_at = -1, saved_at = -1;
   std::vector<float> logprobs;  // of the latest evaluation
+  // Throughput (throughput.h): steady-state windows of updates; until the first window
+  // closes (short runs), the attempt's updates over its wall time since the loop began.
+  UpdateTimer timer(device);
+  const double flops_per_token = ModelFlopsPerToken(c.model);
+  const double peak_flops = PeakFlops(DeviceLabel(device), PrecisionName(model->precision()));
   auto tokens_per_s = [&]() {
+    if (timer.updates() > 0) return double(timer.updates() * tokens_per_step) / timer.seconds();
     double s = SecondsSince(train_t0);
     return s > 0 ? double((progress.step - first_step) * tokens_per_step) / s : 0.0;
   };
+  auto mfu = [&]() { return peak_flops > 0 ? flops_per_token * tokens_per_s() / peak_flops : 0.0; };
+  auto throughput = [&](MetricRow* row) {
+    row->emplace_back(metric::kTrainTokensPerS, tokens_per_s());
+    if (timer.updates() > 0) row->emplace_back(metric::kTrainStepS, timer.SecondsPerUpdate());
+    if (mfu() > 0) row->emplace_back(metric::kTrainMfu, mfu());
+    if (device.is_cuda()) row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device)));
+  };
   auto evaluate = [&]() -> Status {
     if (!lead) return Status::Ok();
+    timer.Pause(progress.step);
     logprobs = EvalLogProbs(model, *data, c, device);
     eval_loss = MeanNats(logprobs);
     evaluated_at = progress.step;
@@ -312,44 +337,55 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     events->Metric(progress.step, metric::kEvalPpl, std::exp(eval_loss));
     LogInfo("step " + std::to_string(progress.step) + ": eval loss " + std::to_string(eval_loss) +
             " ppl " + std::to_string(std::exp(eval_loss)));
-    return ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(ctx); });
+    Status st = ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(ctx); });
+    timer.Pause(progress.step);  // the hooks may have queued work too
+    timer.Resume(progress.step);
+    return st;
   };
   auto save = [&]() {
     if (!lead) return Status::Ok();
+    timer.Pause(progress.step);
     progress.sampler_state = sampler.SaveState();
+    if (updater.scaler().enabled()) {
+      progress.loss_scale = updater.scaler().scale();
+      progress.loss_scale_growth = updater.scaler().growth_tracker();
+    }
     progress.method_states.clear();
     for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
       std::string state = h->SaveState(ctx);
       if (!state.empty()) progress.method_states[h->name()] = std::move(state);
     }
     saved_at = progress.step;
-    return SaveCheckpoint(req, model, *opt, progress, events);
+    Status st = SaveCheckpoint(req, model, *opt, progress, events);
+    timer.Resume(progress.step);
+    return st;
   };
-  torch::Tensor loss;
-  double lr = 0, grad_norm = 0;
+  torch::Tensor loss, grad_norm;  // of the latest update, on the device
+  double lr = 0;
   double allreduce_s = 0, slowest_rank_s = 0;  // totals over this attempt's updates
   auto log_step = [&]() {
     last_loss = loss.item<double>();
+    timer.Mark(progress.step);
     if (!lead) return;
     logged_at = progress.step;
-    events->Metric(progress.step, metric::kTrainLoss, last_loss);
-    events->Metric(progress.step, metric::kTrainLr, lr);
-    events->Metric(progress.step, metric::kTrainGradNorm, grad_norm);
-    events->Metric(progress.step, metric::kTrainTokens, double(progress.step * tokens_per_step));
-    events->Metric(progress.step, metric::kTrainTokensPerS, tokens_per_s());
-    events->Metric(progress.step, metric::kElapsedS, SecondsSince(t0));
+    const double norm = grad_norm.item<double>();
+    MetricRow row = {{metric::kTrainLoss, last_loss},
+                     {metric::kTrainLr, lr},
+                     {metric::kTrainGradNorm, norm},
+                     {metric::kTrainTokens, double(progress.step * tokens_per_step)},
+                     {metric::kElapsedS, SecondsSince(t0)}};
+    throughput(&row);
     if (group) {
       const double updates = double(std::max<int64_t>(1, progress.step - first_step));
-      events->Metric(progress.step, metric::kDistAllReduceS, allreduce_s / updates);
-      events->Metric(progress.step, metric::kDistSlowestUpdateS, slowest_rank_s / updates);
+      row.emplace_back(metric::kDistAllReduceS, allreduce_s / updates);
+      row.emplace_back(metric::kDistSlowestUpdateS, slowest_rank_s / updates);
     }
-    MetricRow row;
     for (const std::shared_ptr<TrainHooks>& h : req.hooks) h->LogRow(ctx, &row);
     for (const auto& [key, value] : row) events->Metric(progress.step, key, value);
-    char line[160];
-    std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s",
+    char line[200];
+    std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s MFU %.3f",
                   static_cast<long long>(progress.step), static_cast<long long>(t.steps),
-                  last_loss, lr, grad_norm, tokens_per_s());
+                  last_loss, lr, norm, tokens_per_s(), mfu());
     LogInfo(line);
   };
 
@@ -381,7 +417,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     // (each scaled by 1/grad_accum before backward), drawn one after another from the
     // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
     ctx.step = progress.step;
-    opt->zero_grad();
+    updater.Begin();
     torch::Tensor total;
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
       // Every rank draws the same global batch of world * batch_size rows and trains on
@@ -397,34 +433,28 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
       if (micro == 0)
         HEADLAB_RETURN_IF_ERROR(
             ForEachHook(req.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, x); }));
-      torch::Tensor part = model->Loss(x, y) / double(t.grad_accum);
-      part.backward();
-      total = micro == 0 ? part.detach() : total + part.detach();
+      torch::Tensor part = updater.Accumulate(x, y);
+      total = micro == 0 ? part : total + part;
     }
     loss = total;
     HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
-    // Everything the optimiser updates: the model's parameters and any tensors a method
-    // added (SAF's trainable alpha/rho, App. C.3.2), in the same order on every rank.
-    std::vector<torch::Tensor> trained;
-    for (const auto& param_group : opt->param_groups())
-      trained.insert(trained.end(), param_group.params().begin(), param_group.params().end());
     if (group) {
-      // The mean gradient over every rank's rows (SAF App. C.5: communication is part of
-      // the update time), and the mean loss for the record.
-      allreduce_s += AverageGradients(*group, world, trained);
+      // The mean gradient over every rank's rows of everything the optimiser updates (SAF
+      // App. C.5: communication is part of the update time), and the mean loss.
+      allreduce_s += AverageGradients(*group, world, updater.Trained());
       group->AllReduceSum(loss);
       loss.div_(double(world));
     }
-    // Clipping covers all of them; clip_grad_norm_ with an infinite limit only measures the
-    // norm.
-    grad_norm = torch::nn::utils::clip_grad_norm_(trained,
-                                                  t.grad_clip > 0 ? t.grad_clip : INFINITY);
-    opt->step();
+    grad_norm = updater.Apply();
     // Trainable fixed heads (SAF App. C.3.2) moved: refresh their buffers (log Z too) so
     // checkpoints, evaluation and methods see the current patterns. A no-op without them.
     for (int64_t l = 0; l < c.model.layers; ++l) model->attention(l)->SyncTrainableFixed();
     ++progress.step;
     ctx.step = progress.step;
+    if (progress.step == first_step + 1) {
+      timer.Mark(progress.step);  // the first update is warm-up: timing starts after it
+      if (lead) events->Provenance({{"attention_paths", AttentionPaths(model)}});
+    }
     double update_s = SecondsSince(u0);
     if (group) {  // an update takes as long as its slowest rank
       torch::Tensor u = torch::full({1}, update_s, torch::dtype(torch::kDouble).device(device));
@@ -446,6 +476,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0)
       HEADLAB_RETURN_IF_ERROR(save());
   }
+  timer.Pause(progress.step);
   // Final reporting: evaluation with per-token log-probs, and the final checkpoint (not
   // again when nothing was trained after resuming).
   if (loss.defined() && logged_at != progress.step) log_step();
@@ -466,8 +497,10 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                  {metric::kEvalPpl, std::exp(eval_loss)},
                  {metric::kTrainTokens, double(progress.step * tokens_per_step)},
                  {metric::kElapsedS, elapsed},
-                 {metric::kTrainTokensPerS, tokens_per_s()},
                  {metric::kPeakMemBytes, double(PeakRssBytes())}};
+  MetricRow rates;
+  throughput(&rates);
+  for (const auto& [key, value] : rates) values[key] = value;
   if (!std::isnan(last_loss)) values[metric::kTrainLoss] = last_loss;
   if (group) {
     const double updates = double(std::max<int64_t>(1, progress.step - first_step));

@@ -67,7 +67,7 @@ inline TrainEvents CollectTrainingEvents(const TrainRequest& req, Status* status
   for (const Json& j : RunTrainingEvents(req, status)) {
     if (j["ev"] == "metric") ev.metrics[j["key"]][j["step"]] = j["value"].get<double>();
     if (j["ev"] == "summary") ev.summary = j["values"];
-    if (j["ev"] == "provenance") ev.provenance = j["fields"];
+    if (j["ev"] == "provenance") MergeProvenance(&ev.provenance, j["fields"]);
     if (j["ev"] != "artifact") continue;
     ev.artifacts.push_back(j);
     ev.by_kind[j["kind"]].push_back(j);

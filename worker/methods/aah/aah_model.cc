@@ -116,7 +116,7 @@ ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device,
   // The dispatch (HybridAttentionImpl::forward) asks per layer and input; a broadcast
   // scalar of the input's shape, dtype and device asks the same question without memory.
   for (int64_t l = 0; l < c.layers; ++l) {
-    const HybridAttention& layer = model.attention(l);
+    HybridAttention& layer = model.attention(l);
     torch::Tensor probe = torch::empty({1}, layer->q_proj->weight.options().device(device))
                               .expand({batch, c.context, c.width});
     const std::string why = FusedAttentionUnsupported(*layer, probe);

@@ -30,18 +30,6 @@ torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch
   return allowed;
 }
 
-// RoPE at absolute positions `pos` [T] for x [B, h, T, d]: the same rotate-half rotation
-// and float arithmetic as RotaryEmbedding (model.h), which uses positions 0..T-1.
-torch::Tensor RotateAt(const torch::Tensor& x, const torch::Tensor& pos, double base) {
-  const int64_t d = x.size(3), half = d / 2;
-  auto opts = torch::dtype(torch::kFloat).device(x.device());
-  torch::Tensor inv_freq = torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));
-  torch::Tensor angles = torch::outer(pos.to(torch::kFloat), inv_freq);  // [T, d/2]
-  torch::Tensor cos = angles.cos(), sin = angles.sin();
-  torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
-}
-
 // Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
 // reordered layout of AoH §5), else a gather.
 torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads) {
@@ -192,8 +180,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   torch::Tensor k = F::linear(x, attn->k_proj->weight).view({B, T, KV, d}).transpose(1, 2);
   torch::Tensor v = F::linear(x, attn->v_proj->weight).view({B, T, KV, d}).transpose(1, 2);
   if (c.pos == "rope") {
-    q = RotateAt(q, qpos, c.rope_base);
-    k = RotateAt(k, qpos, c.rope_base);
+    q = RotaryEmbedding(q, c.rope_base, qpos);
+    k = RotaryEmbedding(k, c.rope_base, qpos);
   }
   const bool reuse_on = options_.anchor_block > 1;
   const bool anchor = reuse_on && layer % options_.anchor_block == 0;
@@ -274,6 +262,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
 torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   const ModelConfig& c = model_->config();
   const int64_t T = tokens.size(1);
+  AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
   torch::Tensor qpos = torch::arange(position_, position_ + T,
                                      torch::dtype(torch::kLong).device(tokens.device()));
   torch::Tensor x = model_->wte(tokens);
@@ -289,7 +278,8 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   position_ += T;
   Evict(position_);
   if (last_only) x = x.narrow(1, T - 1, 1);
-  return F::linear(model_->ln_f(x), model_->wte->weight);  // tied head, as GptImpl::forward
+  // Tied head, as GptImpl::forward; fp32 logits for the losses computed from them.
+  return F::linear(model_->ln_f(x), model_->wte->weight).to(torch::kFloat);
 }
 
 void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {

@@ -1,35 +1,7 @@
 // Physical head pruning: the layer shrinks its projections; the AdamW moments follow.
 #include "worker/methods/pruning/physical.h"
 
-#include <string>
-#include <sstream>
-#include <type_traits>
-
 namespace headlab {
-namespace {
-
-// The key of a parameter's entry in Optimizer::state(): its TensorImpl address, as a string
-// in LibTorch 1.x and as the pointer itself in later versions.
-template <typename Map>
-typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    // What LibTorch 1.x's c10::guts::to_string does (gone in 2.x): the pointer as printed.
-    std::ostringstream key;
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else
-    return static_cast<typename Map::key_type>(p.unsafeGetTensorImpl());
-}
-
-}  // namespace
-
-torch::optim::AdamWParamState* AdamWStateOf(torch::optim::AdamW& optimizer,
-                                            const torch::Tensor& param) {
-  auto& state = optimizer.state();
-  auto it = state.find(StateKey(state, param));
-  if (it == state.end()) return nullptr;
-  return &static_cast<torch::optim::AdamWParamState&>(*it->second);
-}
 
 RemovalCounts RemoveHeadsPhysically(Gpt& model, const std::vector<HeadRef>& heads,
                                     torch::optim::AdamW* optimizer) {

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "worker/exec/model.h"
+#include "worker/exec/optimizer.h"
 #include "worker/methods/pruning/selection.h"
 
 namespace headlab {
@@ -25,10 +26,6 @@ struct RemovalCounts {
 // parameters keep their identity, so the optimiser's groups need no rebuilding.
 RemovalCounts RemoveHeadsPhysically(Gpt& model, const std::vector<HeadRef>& heads,
                                     torch::optim::AdamW* optimizer);
-
-// Returns `param`'s AdamW state in `optimizer`, or nullptr before its first update.
-torch::optim::AdamWParamState* AdamWStateOf(torch::optim::AdamW& optimizer,
-                                            const torch::Tensor& param);
 
 // Returns the number of scalar parameters of `model`.
 int64_t ParameterCount(Gpt& model);

@@ -1,0 +1,103 @@
+#include "worker/exec/attention_plan.h"
+
+#include <catch2/catch.hpp>
+
+namespace headlab {
+namespace {
+
+std::vector<HeadState> States(std::initializer_list<HeadMode> modes) {
+  std::vector<HeadState> s;
+  for (HeadMode m : modes) {
+    HeadState h;
+    h.mode = m;
+    h.window = 4;
+    h.recent = 4;
+    s.push_back(h);
+  }
+  return s;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+PlanOptions Cuda() {
+  PlanOptions o;
+  o.sdpa = o.kernel = o.fixed_gemm = true;
+  return o;
+}
+
+TEST_CASE("attention plan: SAF's layer computes no Q/K rows for fixed heads") {
+  using M = HeadMode;
+  auto states = States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kFixed});
+  AttentionPlan p = PlanAttention(states, 4, Iota(4), Iota(4), Cuda());
+  REQUIRE(p.dense_reason.empty());
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].kind == SegmentKind::kSdpa);
+  CHECK(p.segments[0].heads == std::vector<int64_t>{0, 2});
+  CHECK(p.segments[1].kind == SegmentKind::kFixedGemm);
+  CHECK(p.segments[1].heads == std::vector<int64_t>{1, 3});
+  CHECK(p.segments[1].v_offset == 2);
+  CHECK(p.q_blocks == std::vector<int64_t>{0, 2});
+  CHECK(p.k_blocks == std::vector<int64_t>{0, 2});
+  CHECK(p.v_blocks == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(p.o_blocks == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK_FALSE(p.AllRows(4, 4));
+  CHECK_FALSE(p.AllColumns(4));
+  CHECK(p.Label() == "sdpa[2] fixed_gemm[2]");
+}
+
+TEST_CASE("attention plan: an all-ordinary layer is one SDPA call over every row") {
+  AttentionPlan p = PlanAttention(States({HeadMode::kOrdinary, HeadMode::kOrdinary}), 2, Iota(2), Iota(2), Cuda());
+  CHECK(p.AllRows(2, 2));
+  CHECK(p.AllColumns(2));
+  CHECK(p.Label() == "sdpa[2]");
+  PlanOptions fused = Cuda();
+  fused.fused_only = true;
+  CHECK(PlanAttention(States({HeadMode::kOrdinary, HeadMode::kFixed}), 2, Iota(2), Iota(2), fused).Label() ==
+        "fused[1] fixed_fused[1]");
+}
+
+TEST_CASE("attention plan: pruned and removed heads have no rows and no output columns") {
+  using M = HeadMode;
+  // Head 1 removed physically (projections hold heads 0, 2, 3), head 3 pruned in place.
+  auto states = States({M::kLocal, M::kPruned, M::kOrdinary, M::kPruned});
+  AttentionPlan p = PlanAttention(states, 4, {0, 2, 3}, {0, 2, 3}, Cuda());
+  CHECK(p.Label() == "sdpa[1] fused[1]");
+  CHECK(p.q_blocks == std::vector<int64_t>{1, 0});  // slots of heads 2 and 0
+  CHECK(p.o_blocks == std::vector<int64_t>{1, 0});
+  CHECK(p.output_heads == std::vector<int64_t>{2, 0});
+}
+
+TEST_CASE("attention plan: what sends a layer to the dense reference") {
+  using M = HeadMode;
+  PlanOptions o = Cuda();
+  o.trainable_fixed = true;
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), o).dense_reason.find("trainable") == 0);
+  PlanOptions no_kernel = Cuda();
+  no_kernel.kernel = false;
+  CHECK(PlanAttention(States({M::kLocal}), 1, Iota(1), Iota(1), no_kernel).dense_reason ==
+        "local head 0 needs the fused kernels, which this build lacks");
+  // Fixed heads beyond the pattern cache's budget take the kernels; dense patterns cannot.
+  PlanOptions full_cache = Cuda();
+  full_cache.fixed_gemm = false;
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), full_cache).Label() == "fixed_fused[1]");
+  auto dense_fixed = States({M::kFixed});
+  dense_fixed[0].dense = true;
+  CHECK(PlanAttention(dense_fixed, 1, Iota(1), Iota(1), full_cache).dense_reason ==
+        "dense fixed pattern of head 0 does not fit the fixed-pattern cache");
+  // Grouped-query layers run every head through the kernels, or not at all.
+  AttentionPlan g = PlanAttention(States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kPruned}), 2, Iota(4),
+                                  Iota(2), Cuda());
+  CHECK(g.grouped);
+  CHECK(g.Label() == "fused[4]");
+  CHECK(g.q_blocks == Iota(4));
+  CHECK(g.k_blocks == Iota(2));
+  CHECK(PlanAttention(States({M::kOrdinary, M::kPruned}), 1, {0}, {0}, Cuda()).dense_reason ==
+        "grouped-query layer with physically removed heads");
+}
+
+}  // namespace
+}  // namespace headlab
