@@ -90,10 +90,8 @@ void PrintExecution(const Json& arms) {
     rows.push_back({Cell(a.value("arm", Json())), joined(precision), joined(paths)});
   }
   if (!any) return;
-  std::printf("
-execution (precision; attention paths of the layers: sdpa, fused kernels, "
-              "fixed-pattern GEMM, or dense_reference with why)
-%s",
+  std::printf("\nexecution (precision; attention paths of the layers: sdpa, fused kernels, "
+              "fixed-pattern GEMM, or dense_reference with why)\n%s",
               FormatTable({"arm", "precision", "attention paths"}, rows).c_str());
 }
 

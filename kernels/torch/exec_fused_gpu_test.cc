@@ -8,6 +8,7 @@
 // resumed bf16 run continues the uninterrupted one. Needs a GPU (ctest label gpu).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "common/run_config.h"
 #include "worker/exec/attention_cuda.h"
+#include "worker/exec/linear_cross_entropy.h"
 #include "worker/exec/model.h"
 #include "worker/exec/test_util.h"
 #include "worker/exec/train.h"
@@ -169,6 +171,38 @@ TEST_CASE("fused attention: bf16 under autocast stays within the dense bf16 refe
       }
     }
     SetAttentionMode(AttentionMode::kAuto);
+  }
+}
+
+TEST_CASE("fused attention: the loss kernel equals cross_entropy(linear(h, w)) on CUDA") {
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(12);
+  const int64_t n = 300, c = 64, vocab = 50304;  // GPT-2's padded vocabulary, an uneven last chunk
+  auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  torch::Tensor targets = torch::randint(0, vocab, {n}, cuda.dtype(torch::kLong));
+  torch::Tensor h0 = torch::randn({n, c}, cuda), w0 = torch::randn({vocab, c}, cuda) * 0.2;
+  auto reference = [&](torch::ScalarType dtype, torch::Tensor* dh, torch::Tensor* dw) {
+    torch::Tensor h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+    torch::Tensor logits = torch::nn::functional::linear(h.to(dtype), w.to(dtype)).to(torch::kFloat);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(logits, targets);
+    loss.backward();
+    *dh = h.grad();
+    *dw = w.grad();
+    return loss.item<double>();
+  };
+  torch::Tensor dh32, dw32, dh16, dw16;
+  const double exact = reference(torch::kFloat, &dh32, &dw32);
+  const double ref16 = reference(torch::kBFloat16, &dh16, &dw16);
+  const double ref_error = std::max({std::abs(ref16 - exact) / exact, RelL2(dh16, dh32), RelL2(dw16, dw32)});
+  for (torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
+    torch::Tensor h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+    torch::Tensor loss = LinearCrossEntropy(h, w, targets, dtype, /*chunk_rows=*/128);
+    loss.backward();
+    const double error = std::max({std::abs(loss.item<double>() - exact) / exact, RelL2(h.grad(), dh32),
+                                   RelL2(w.grad(), dw32)});
+    std::printf("loss kernel %s: worst rel error vs fp32 reference %.3g (bf16 reference: %.3g)\n",
+                c10::toString(dtype), error, ref_error);
+    CHECK(error <= (dtype == torch::kFloat ? 1e-5 : 3 * ref_error + 1e-3));
   }
 }
 

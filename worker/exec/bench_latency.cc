@@ -60,24 +60,13 @@ Status SaveTable(const BenchRequest& req, const Json& table, EventSink* events) 
   return Status::Ok();
 }
 
-// A causal prefill: GptImpl::forward's layers over the whole prompt, then the logits of
-// the last position only ([B, vocab]; all positions' would be [B, T, vocab], 211 GB for the
-// 124M vocabulary at B = 64, T = 16K, and are not what a prefill computes). It repeats
-// forward's few lines rather than adding a hidden-state entry point to model.h, which
-// every exec translation unit includes.
+// A causal prefill: GptImpl::Hidden over the whole prompt, then the logits of the last
+// position only ([B, vocab]; all positions' would be [B, T, vocab], 211 GB for the 124M
+// vocabulary at B = 64, T = 16K, and are not what a prefill computes).
 torch::Tensor PrefillLogits(GptImpl& m, const torch::Tensor& idx) {
-  const int64_t T = idx.size(1);
+  torch::Tensor h = m.Hidden(idx).select(1, idx.size(1) - 1);
   AutocastScope autocast(m.precision(), idx.device());
-  torch::Tensor x = m.wte(idx);
-  std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (m.wpe) {
-    x = x + m.wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
-  } else {
-    const double base = m.config().rope_base;
-    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
-  }
-  for (const auto& b : *m.blocks) x = b->as<Block>()->forward(x, rotate);
-  return torch::nn::functional::linear(m.ln_f(x.select(1, T - 1)), m.wte->weight);
+  return torch::nn::functional::linear(h, m.wte->weight);
 }
 
 std::string CellKey(const char* key, int64_t length, int64_t batch = 0) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "worker/exec/linear_cross_entropy.h"
+
 namespace headlab {
 namespace F = torch::nn::functional;
 namespace {
@@ -80,7 +82,7 @@ torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base, const torch::
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
-torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
+torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= config_.context, "sequence length ", T, " > context ", config_.context);
   AutocastScope autocast(precision_, idx.device());
@@ -93,14 +95,21 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
     rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
   }
   for (const auto& b : *blocks) x = b->as<Block>()->forward(x, rotate);
+  return ln_f(x);
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
+  torch::Tensor h = Hidden(idx);
   // Tied output head, computed in the precision's dtype; the logits leave as fp32 so that
   // every loss and log-probability downstream is computed in fp32.
-  return F::linear(ln_f(x), wte->weight).to(torch::kFloat);
+  AutocastScope autocast(precision_, idx.device());
+  return F::linear(h, wte->weight).to(torch::kFloat);
 }
 
 torch::Tensor GptImpl::Loss(const torch::Tensor& x, const torch::Tensor& y) {
-  torch::Tensor logits = forward(x);
-  return F::cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1}));
+  torch::Tensor h = Hidden(x);
+  return LinearCrossEntropy(h.reshape({-1, h.size(-1)}), wte->weight, y.reshape({-1}),
+                            ComputeDtype(precision_));
 }
 
 torch::Tensor GptImpl::TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y) {

@@ -52,7 +52,10 @@ class GptImpl : public torch::nn::Module {
   // idx: [B, T] int64 tokens, T <= context -> fp32 logits [B, T, vocab], computed under
   // autocast in the model's precision (precision.h).
   torch::Tensor forward(const torch::Tensor& idx);
-  // Mean next-token cross-entropy in nats/token, computed in fp32; x, y: [B, T].
+  // The final hidden states ln_f(x) [B, T, width] that the tied head turns into logits.
+  torch::Tensor Hidden(const torch::Tensor& idx);
+  // Mean next-token cross-entropy in nats/token, computed in fp32 without materialising the
+  // logits (LinearCrossEntropy); x, y: [B, T].
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
   // Per-token next-token log-probabilities log p(y_t | x_<=t), fp32: [B, T].
   torch::Tensor TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y);
