@@ -14,13 +14,18 @@ namespace {
 // around 1 GiB.
 int64_t ChunkRows(int64_t vocab) { return std::max<int64_t>(1, (int64_t(1) << 28) / vocab); }
 
+// The dtype row statistics and accumulations use for logits in `dtype`: fp32, or fp64 for
+// fp64 (tests take finite differences in fp64).
+torch::ScalarType Accumulation(torch::ScalarType dtype) { return at::promote_types(dtype, torch::kFloat); }
+
 // Per-row loss of `logits` [n, V] (dtype) and, over them, the gradient softmax - one-hot.
 torch::Tensor RowsInPlace(torch::Tensor& logits, const torch::Tensor& targets) {
 #if HEADLAB_TORCH_CUDA
-  if (logits.is_cuda()) return kernels::CrossEntropyRowsInPlace(logits, targets);
+  if (logits.is_cuda() && logits.scalar_type() != torch::kDouble)
+    return kernels::CrossEntropyRowsInPlace(logits, targets);
 #endif
   torch::Tensor t = targets.unsqueeze(1);
-  torch::Tensor log_p = torch::log_softmax(logits.to(torch::kFloat), 1);
+  torch::Tensor log_p = torch::log_softmax(logits.to(Accumulation(logits.scalar_type())), 1);
   torch::Tensor loss = -log_p.gather(1, t).squeeze(1);
   torch::Tensor grad = log_p.exp_();
   grad.scatter_add_(1, t, -torch::ones({logits.size(0), 1}, grad.options()));
@@ -36,9 +41,10 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     const int64_t n = h.size(0), vocab = w.size(0);
     const bool grads = h.requires_grad() || w.requires_grad();
     torch::Tensor hc = h.to(dtype), wc = w.to(dtype);
-    torch::Tensor loss = torch::empty({n}, h.options().dtype(torch::kFloat));
+    const torch::ScalarType acc = Accumulation(dtype);
+    torch::Tensor loss = torch::empty({n}, h.options().dtype(acc));
     torch::Tensor dh = grads ? torch::empty({n, h.size(1)}, hc.options()) : torch::Tensor();
-    torch::Tensor dw = grads ? torch::zeros({vocab, w.size(1)}, w.options().dtype(torch::kFloat)) : torch::Tensor();
+    torch::Tensor dw = grads ? torch::zeros({vocab, w.size(1)}, w.options().dtype(acc)) : torch::Tensor();
     const int64_t chunk = chunk_rows > 0 ? chunk_rows : ChunkRows(vocab);
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t rows = std::min(chunk, n - start);
@@ -49,21 +55,22 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
       if (!grads) continue;
       torch::Tensor dh_rows = dh.narrow(0, start, rows);
       at::mm_out(dh_rows, logits, wc);     // the rows' dh (before the 1 / N of the mean)
-      dw.add_(at::mm(logits.t(), hs));     // their dw, accumulated in fp32
+      dw.add_(at::mm(logits.t(), hs));     // their dw, accumulated in fp32 (fp64)
     }
     ctx->save_for_backward({dh, dw});
     ctx->saved_data["n"] = n;
     ctx->saved_data["h_dtype"] = static_cast<int64_t>(h.scalar_type());
-    return loss.mean();
+    return loss.mean().to(acc);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &dh = saved[0], &dw = saved[1];
-    const torch::Tensor scale = grads[0].to(torch::kFloat) / double(ctx->saved_data["n"].toInt());
     const auto h_dtype = static_cast<torch::ScalarType>(ctx->saved_data["h_dtype"].toInt());
-    torch::Tensor grad_h = dh.defined() ? (dh.to(torch::kFloat) * scale).to(h_dtype) : torch::Tensor();
+    const torch::ScalarType acc = dw.defined() ? dw.scalar_type() : torch::kFloat;
+    const torch::Tensor scale = grads[0].to(acc) / double(ctx->saved_data["n"].toInt());
+    torch::Tensor grad_h = dh.defined() ? (dh.to(acc) * scale).to(h_dtype) : torch::Tensor();
     torch::Tensor grad_w = dw.defined() ? dw * scale : torch::Tensor();
     return {grad_h, grad_w, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

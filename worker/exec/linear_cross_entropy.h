@@ -17,7 +17,8 @@
 namespace headlab {
 
 // h: [N, C] (any float dtype; its gradient comes in its dtype), w: [V, C], targets: int64
-// [N] in [0, V). Returns the mean loss in nats (fp32 scalar), differentiable in h and w.
+// [N] in [0, V). Returns the mean loss in nats (fp32 scalar; fp64 when dtype is fp64),
+// differentiable in h and w.
 // `chunk_rows` > 0 fixes the chunk (tests); 0 keeps each chunk's fp32 row data near 1 GiB.
 torch::Tensor LinearCrossEntropy(const torch::Tensor& h, const torch::Tensor& w,
                                  const torch::Tensor& targets, torch::ScalarType dtype,

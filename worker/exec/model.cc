@@ -108,8 +108,10 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
 
 torch::Tensor GptImpl::Loss(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor h = Hidden(x);
-  return LinearCrossEntropy(h.reshape({-1, h.size(-1)}), wte->weight, y.reshape({-1}),
-                            ComputeDtype(precision_));
+  // fp32 runs compute in the parameters' own dtype (fp64 in finite-difference tests).
+  const torch::ScalarType dtype =
+      precision_ == Precision::kFp32 ? wte->weight.scalar_type() : ComputeDtype(precision_);
+  return LinearCrossEntropy(h.reshape({-1, h.size(-1)}), wte->weight, y.reshape({-1}), dtype);
 }
 
 torch::Tensor GptImpl::TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y) {

@@ -292,58 +292,6 @@ TEST_CASE("train: a context longer than the held-out split is refused") {
   CHECK(st.message().find("model.context") != std::string::npos);
 }
 
-
-TEST_CASE("train: precision is a run setting, named in provenance; bf16 on the CPU tracks fp32") {
-  const Json train = {{"train", {{"steps", 8}, {"log_every", 1}, {"eval_every", 0},
-                                 {"eval_batches", 2}, {"checkpoint_every", 0}}}};
-  std::map<std::string, Events> runs;
-  for (const char* precision : {"fp32", "bf16"}) {
-    Json config = train;
-    config["train"]["precision"] = precision;
-    TrainRequest req = TinyRun(std::string("precision_") + precision, config);
-    Status st;
-    runs[precision] = Run(req, &st);
-    REQUIRE(st.ok());
-    CHECK(runs[precision].provenance["precision"] == precision);
-    testing::RemoveTree(req.out_dir);
-  }
-  CHECK(runs["fp32"].provenance["compute_dtype"] == "Float");
-  CHECK(runs["bf16"].provenance["compute_dtype"] == "BFloat16");
-  // bf16 rounds the matmuls (the losses differ) but trains the same model (they stay close).
-  const double fp32 = runs["fp32"].summary[metric::kEvalLoss].get<double>();
-  const double bf16 = runs["bf16"].summary[metric::kEvalLoss].get<double>();
-  CHECK(fp32 != bf16);
-  CHECK(std::abs(fp32 - bf16) < 0.05);
-  // fp16 needs CUDA: refused before any step, naming the key.
-  Json fp16 = train;
-  fp16["train"]["precision"] = "fp16";
-  TrainRequest req = TinyRun("precision_fp16", fp16);
-  Status st;
-  Events none = Run(req, &st);
-  CHECK(st.code() == Status::Code::kInvalidArgument);
-  CHECK(st.message().find("$.config.train.precision") != std::string::npos);
-  CHECK(none.metrics.empty());
-  testing::RemoveTree(req.out_dir);
-}
-
-TEST_CASE("train: throughput is tokens per second of the timed updates; no MFU without a known peak") {
-  TrainRequest req = TinyRun("throughput", {{"train", {{"steps", 5}, {"log_every", 1}, {"eval_every", 0},
-                                                         {"eval_batches", 1}, {"checkpoint_every", 0},
-                                                         {"grad_accum", 2}}}});
-  Status st;
-  Events ev = Run(req, &st);
-  REQUIRE(st.ok());
-  const double tokens_per_s = ev.summary[metric::kTrainTokensPerS].get<double>();
-  const double step_s = ev.summary[metric::kTrainStepS].get<double>();
-  CHECK(tokens_per_s > 0);
-  // One update is batch_size x grad_accum x context = 4 x 2 x 32 tokens.
-  CHECK(tokens_per_s * step_s == Approx(4 * 2 * 32).epsilon(1e-9));
-  CHECK(ev.metrics[metric::kTrainStepS].size() == 4);  // logged from step 2 on: step 1 is warm-up
-  CHECK_FALSE(ev.summary.contains(metric::kTrainMfu));  // the CPU has no peak in the table
-  CHECK_FALSE(ev.summary.contains(metric::kGpuPeakMemBytes));
-  testing::RemoveTree(req.out_dir);
-}
-
 }  // namespace
 }  // namespace headlab
 
