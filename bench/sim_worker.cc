@@ -81,8 +81,10 @@ void SimWorker::SetError(const std::string& e) {
 
 void SimWorker::Send(const char* command, const std::string& body) {
   if (silent_.load()) return;
+  const std::string& auth = std::string_view(command) == wire::kReady ? opt_.token : session_;
   sock_->send(zmq::buffer(std::string(wire::kProtocol)), zmq::send_flags::sndmore);
   sock_->send(zmq::buffer(std::string(command)), zmq::send_flags::sndmore);
+  sock_->send(zmq::buffer(auth), zmq::send_flags::sndmore);
   sock_->send(zmq::buffer(body), zmq::send_flags::none);
 }
 
@@ -92,9 +94,11 @@ void SimWorker::SendReady() {
                      {"cc_major", 0}, {"cc_minor", 0}, {"kind", "cpu"}});
   Json running = Json::array();
   for (const Job& j : jobs_) running.push_back({{"run", j.run}, {"attempt", j.attempt}});
-  Json ready = {{"token", opt_.token}, {"name", opt_.name}, {"host", "bench-sim"},
+  Json ready = {{"id", opt_.identity}, {"name", opt_.name}, {"host", "bench-sim"},
                 {"pid", int64_t(::getpid())}, {"version", wire::kProtocol}, {"slots", 1},
-                {"devices", devices}, {"running", running}};
+                {"devices", devices}, {"running", running},
+                {"work_dir", "/nonexistent/headlab-sim/" + opt_.identity}};
+  if (!session_.empty()) ready["session"] = session_;
   Send(wire::kReady, ready.dump());
 }
 
@@ -219,6 +223,12 @@ void SimWorker::OnAck(const std::string& body) {
 
 void SimWorker::OnMessage(const std::string& command, const std::string& body) {
   if (command == wire::kWelcome) {
+    Json w = Json::parse(body, nullptr, false);
+    if (w.is_discarded() || !w.contains("session") || !w["session"].is_string()) {
+      SetError("WELCOME without a session key: " + body.substr(0, 200));
+      return;
+    }
+    session_ = w["session"].get<std::string>();
     welcomed_.store(true);
   } else if (command == wire::kRefuse) {
     SetError("REFUSE " + body);
@@ -246,7 +256,6 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
 void SimWorker::Loop() {
   try {
     sock_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
-    sock_->set(zmq::sockopt::routing_id, opt_.identity);
     sock_->set(zmq::sockopt::linger, 500);
     sock_->connect(opt_.endpoint);
     SendReady();

@@ -30,7 +30,7 @@ class SimWorker {
   struct Options {
     std::string endpoint;   // tcp://127.0.0.1:PORT
     std::string token;
-    std::string identity;   // routing identity, "worker-<host>-<pid>" style, unique
+    std::string identity;   // READY.id, "worker-<host>-<pid>" style, unique
     std::string name;
     Mode mode = Mode::kNoop;
     int batches = 16;        // kIngest: METRICS messages per run
@@ -108,6 +108,7 @@ class SimWorker {
   std::vector<Job> jobs_;
   std::vector<std::pair<int64_t, int>> noop_running_;  // noop attempts awaiting DONE ACK
   Clock::time_point next_heartbeat_;
+  std::string session_;  // WELCOME.session: the auth frame of every message after READY
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -1,6 +1,13 @@
 // The coordinator's state machine: worker messages in, state changes written to the Store,
 // replies (ASSIGN, ACK, ...) out. Owned and called only by the loop thread (router.h).
 //
+// Trust (schema/protocol.md, Sessions): READY must carry the token; its WELCOME issues a
+// random session key that every later message of that worker must carry, so a peer
+// without the key can neither speak for a worker nor take its identity over. A message
+// that writes (ACCEPT, REJECT, METRICS, ARTIFACT, PROVENANCE, DONE) is applied only to an
+// attempt its sender owns. Input a peer controls is logged through a LogThrottle and
+// answered, when unauthenticated, only within a RateLimiter.
+//
 // Write-before-act: every handler writes through the Store inside the current batch's
 // transaction and only appends replies to the outbox; the router sends the outbox after
 // Commit. So a reply never announces a state the database does not have, and a kill -9
@@ -14,17 +21,19 @@
 
 #include "common/grid.h"
 #include "common/json.h"
+#include "common/log_throttle.h"
 #include "common/status.h"
 #include "coordinator/lease_table.h"
+#include "coordinator/rate_limiter.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "coordinator/worker_registry.h"
 
 namespace headlab::coord {
 
-// A message for one worker: [identity, "HLW1", command, body].
+// A message for one connection: [identity, "HLW2", command, body].
 struct OutMessage {
-  std::string identity;
+  std::string identity;  // ZeroMQ routing identity (WorkerInfo::route)
   std::string command;
   std::string body;
 };
@@ -42,9 +51,11 @@ class Core {
   // Commits; on success the outbox may be sent and after-commit hooks have run.
   Status CommitBatch();
 
-  // Handles one validated-frame message from `identity`; bad bodies are logged and dropped.
-  void HandleMessage(const std::string& identity, const std::string& command,
-                     const std::string& body, Clock::time_point now);
+  // Handles one message from connection `route`: `auth` is the token (READY) or a session
+  // key (every other command). Unauthenticated, foreign and bad messages are logged
+  // (throttled) and dropped; nothing of them is stored.
+  void HandleMessage(const std::string& route, const std::string& command,
+                     const std::string& auth, const std::string& body, Clock::time_point now);
   // Timers: worker and lease expiry, heartbeats, dispatch, finished experiments' stats.
   void Tick(Clock::time_point now);
   // Assigns queued runs to workers with free capacity (dispatch.cc, scheduler.h).
@@ -69,17 +80,40 @@ class Core {
   size_t queued() const { return queue_.size(); }
   size_t leases() const { return leases_.size(); }
   WorkerRegistry& workers() { return workers_; }
+  // Log lines written and suppressed about peers' bad input (throttled).
+  const LogThrottle& throttle() const { return throttle_; }
 
  private:
-  void Send(const std::string& identity, const char* command, const Json& body);
-  void OnReady(const std::string& id, const Json& body, Clock::time_point now);
+  // Who holds an attempt, as seen from a worker writing to it.
+  enum class Owner { kSelf, kOther, kNone };
+
+  void Send(const std::string& route, const char* command, const Json& body);
+  void SendTo(const WorkerInfo& w, const char* command, const Json& body) {
+    Send(w.route, command, body);
+  }
+  // Answers a peer that has not authenticated, within unauthenticated_replies_.
+  void ReplyUnauthenticated(const std::string& route, const char* command, const Json& body,
+                            Clock::time_point now);
+  // A throttled warning about a peer's input.
+  void Drop(const char* category, const std::string& msg, Clock::time_point now) {
+    throttle_.Warn(category, msg, now);
+  }
+  // Returns whether `w` owns `ref` (its lease, else the attempt row's worker).
+  Owner OwnerOf(const WorkerInfo& w, const AttemptRef& ref);
+  // Returns true iff `w` may write to `ref`: logs (throttled) a write to another
+  // worker's attempt. `*ack` is set iff the worker should still get an ACK (unknown
+  // attempt: nothing to store, but the worker may forget it).
+  bool MayWrite(const WorkerInfo& w, const AttemptRef& ref, const char* command,
+                Clock::time_point now, bool* ack);
+  void OnReady(const std::string& route, const std::string& auth, const std::string& body,
+               Clock::time_point now);
   void OnHeartbeat(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnAccept(WorkerInfo* w, const Json& body, Clock::time_point now);
-  void OnReject(WorkerInfo* w, const Json& body);
+  void OnReject(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnMetrics(WorkerInfo* w, const std::string& body, Clock::time_point now);
   void OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now);
-  void OnProvenance(WorkerInfo* w, const Json& body);
-  void OnDone(WorkerInfo* w, const Json& body);
+  void OnProvenance(WorkerInfo* w, const Json& body, Clock::time_point now);
+  void OnDone(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnDisconnect(WorkerInfo* w);
   // liveness.cc: workers silent for kLiveness, leases not renewed, our heartbeats.
   void ExpireDeadWorkers(Clock::time_point now);
@@ -91,7 +125,7 @@ class Core {
   void AfterAttemptEnd(const AttemptRef& ref, const AttemptOutcome& o);
   // Renews the lease iff `w` holds `ref`.
   void Renew(WorkerInfo* w, const AttemptRef& ref, Clock::time_point now);
-  void Ack(const std::string& id, const AttemptRef& ref, const char* what, int64_t seq);
+  void Ack(const WorkerInfo& w, const AttemptRef& ref, const char* what, int64_t seq);
   void FinishExperiments();
   // Puts runs parked waiting for a parent back into the queue (dispatch.cc).
   void UnparkAll();
@@ -110,6 +144,8 @@ class Core {
   std::vector<std::function<void()>> after_commit_;
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for
   Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
+  LogThrottle throttle_;                    // warnings about peers' input
+  RateLimiter unauthenticated_replies_{/*per_second=*/50, /*burst=*/100};
 };
 
 }  // namespace headlab::coord

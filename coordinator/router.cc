@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/wire.h"
+#include "coordinator/messages.h"
 
 namespace headlab::coord {
 namespace {
@@ -18,23 +19,26 @@ constexpr int kMaxBatch = 4096;
 // ...and at most this long: replies (ACKs) then flow while workers produce the next
 // messages, instead of the whole fleet waiting in lockstep on one huge transaction.
 constexpr std::chrono::milliseconds kMaxBatchTime{10};
-constexpr int64_t kMaxMessageBytes = 64 << 20;
 constexpr int kHighWaterMark = 200000;
+// ZMTP heartbeats on every connection: a half-open one (a host gone without a FIN) is
+// closed after kLiveness, so a worker that reconnects is never locked out by its own ghost.
+constexpr int kZmtpHeartbeatMs = int(wire::kHeartbeatInterval.count());
+constexpr int kZmtpTimeoutMs = int(wire::kLiveness.count());
 
 std::string Printable(const zmq::message_t& m, size_t max = 40) {
-  std::string s(static_cast<const char*>(m.data()), std::min(m.size(), max));
-  for (char& c : s)
-    if (c < 32 || c > 126) c = '?';
-  return s;
+  return PrintableBytes(std::string(static_cast<const char*>(m.data()), std::min(m.size(), max)),
+                        max);
 }
 
 }  // namespace
 
 Router::Router(Core* core) : core_(core), ctx_(1), sock_(ctx_, zmq::socket_type::router) {
   sock_.set(zmq::sockopt::linger, 0);
-  // A worker that reconnects with the same identity takes over its old connection.
-  sock_.set(zmq::sockopt::router_handover, 1);
-  sock_.set(zmq::sockopt::maxmsgsize, kMaxMessageBytes);
+  // No ZMQ_ROUTER_HANDOVER: ZeroMQ names each connection itself, a peer cannot take over
+  // another's route, and a worker's identity moves only with its session key (core.h).
+  sock_.set(zmq::sockopt::maxmsgsize, int64_t(wire::kMaxFrameBytes));
+  sock_.set(zmq::sockopt::heartbeat_ivl, kZmtpHeartbeatMs);
+  sock_.set(zmq::sockopt::heartbeat_timeout, kZmtpTimeoutMs);
   sock_.set(zmq::sockopt::sndhwm, kHighWaterMark);
   sock_.set(zmq::sockopt::rcvhwm, kHighWaterMark);
   if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
@@ -88,28 +92,55 @@ StatusOr<Json> Router::Call(std::function<StatusOr<Json>(Core&)> fn) {
 }
 
 void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point now) {
-  std::string identity(static_cast<const char*>(frames[0].data()), frames[0].size());
+  std::string route(static_cast<const char*>(frames[0].data()), frames[0].size());
   size_t first = 1;
   // Tolerate a REQ-style empty delimiter frame after the identity.
   if (frames.size() > 1 && frames[1].size() == 0) first = 2;
-  if (frames.size() - first != 3) {
-    LogWarn("dropped message from '" + Printable(frames[0]) + "': expected 3 frames "
-            "(protocol, command, body), got " + std::to_string(frames.size() - first));
+  size_t n = frames.size() - first;
+  if (n >= 2 && frames[first].to_string_view() != wire::kProtocol) {
+    // A worker of another protocol version: its READY is answered in its own framing (a
+    // 3-frame HLW1 REFUSE) so that it exits with the reason instead of retrying forever.
+    if (n == 3 && frames[first].to_string_view() == "HLW1" &&
+        frames[first + 1].to_string_view() == wire::kReady && refusals_.Take(now)) {
+      std::string reason = std::string("this coordinator speaks ") + wire::kProtocol +
+                           "; upgrade the worker";
+      try {
+        sock_.send(zmq::buffer(route), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+        sock_.send(zmq::str_buffer("HLW1"), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+        sock_.send(zmq::str_buffer("REFUSE"), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+        sock_.send(zmq::buffer(Json{{"reason", reason}}.dump()), zmq::send_flags::dontwait);
+      } catch (const zmq::error_t&) {
+      }
+    }
+    throttle_.Warn("unknown protocol", "dropped message from " + Printable(frames[0]) +
+                                           ": unknown protocol '" + Printable(frames[first]) + "'",
+                   now);
     return;
   }
-  if (frames[first].to_string_view() != wire::kProtocol) {
-    LogWarn("dropped message from '" + Printable(frames[0]) + "': unknown protocol '" +
-            Printable(frames[first]) + "'");
+  if (n != 4) {
+    throttle_.Warn("bad framing", "dropped message from " + Printable(frames[0]) +
+                                      ": expected 4 frames (protocol, command, auth, body), got " +
+                                      std::to_string(n), now);
     return;
   }
-  std::string command = frames[first + 1].to_string();
+  const zmq::message_t& command = frames[first + 1];
+  const zmq::message_t& auth = frames[first + 2];
+  const zmq::message_t& body = frames[first + 3];
+  // Sizes before any copy or parse: a frame past its command's limit costs nothing more.
+  if (command.size() > 16 || auth.size() > 256 ||
+      body.size() > wire::MaxBodyBytes(command.to_string_view())) {
+    throttle_.Warn("oversize", "dropped " + Printable(command) + " from " + Printable(frames[0]) +
+                                   ": " + std::to_string(body.size()) + "-byte body over its limit",
+                   now);
+    return;
+  }
+  std::string cmd = command.to_string();
   try {
-    core_->HandleMessage(identity, command, frames[first + 2].to_string(), now);
+    core_->HandleMessage(route, cmd, auth.to_string(), body.to_string(), now);
   } catch (const std::exception& e) {
     // Validation should make this unreachable; if not, one bad message must not end the
     // daemon. Its statements so far stay in the batch (each is individually consistent).
-    LogError("internal error handling " + command + " from '" + Printable(frames[0]) +
-             "': " + e.what());
+    LogError("internal error handling " + cmd + " from " + Printable(frames[0]) + ": " + e.what());
   }
 }
 
@@ -119,11 +150,12 @@ void Router::SendOutbox() {
       // ROUTER drops messages to identities it has no connection for; a lost reply is
       // covered by the protocol (leases, resends), so sends never block the loop.
       sock_.send(zmq::buffer(m.identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      sock_.send(zmq::str_buffer("HLW1"), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      sock_.send(zmq::buffer(std::string_view(wire::kProtocol)),
+                 zmq::send_flags::sndmore | zmq::send_flags::dontwait);
       sock_.send(zmq::buffer(m.command), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
       sock_.send(zmq::buffer(m.body), zmq::send_flags::dontwait);
     } catch (const zmq::error_t& e) {
-      LogWarn("send " + m.command + " to " + m.identity + " failed: " + e.what());
+      LogWarn("send " + m.command + " to " + PrintableBytes(m.identity) + " failed: " + e.what());
     }
   }
 }
@@ -178,6 +210,7 @@ Status Router::Run() {
       }
     }
     core_->Tick(now);
+    throttle_.Flush(now);
     st = core_->CommitBatch();
     if (!st.ok()) {
       LogError("cannot commit to the database: " + st.message());

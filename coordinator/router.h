@@ -19,8 +19,10 @@
 #include <mutex>
 #include <string>
 
+#include "common/log_throttle.h"
 #include "common/status.h"
 #include "coordinator/core.h"
+#include "coordinator/rate_limiter.h"
 
 namespace headlab::coord {
 
@@ -58,6 +60,8 @@ class Router {
   zmq::socket_t sock_;
   std::string endpoint_;
   int wake_[2] = {-1, -1};
+  LogThrottle throttle_;                        // garbage frames (loop thread)
+  RateLimiter refusals_{/*per_second=*/10, /*burst=*/20};  // REFUSEs to other versions
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::deque<std::function<void(Core&)>> pending_;  // guarded by mu_

@@ -72,7 +72,10 @@ Status Store::Open(const std::string& path) {
       "WHERE id=?");
   latest_ckpt_ = db_.MustPrepare(
       "SELECT path, sha256, step FROM artifacts WHERE run_id=? AND kind='checkpoint' "
-      "ORDER BY step DESC, attempt DESC, seq DESC LIMIT 1");
+      "ORDER BY step DESC, attempt DESC, seq DESC LIMIT ?");
+  is_checkpoint_ = db_.MustPrepare(
+      "SELECT 1 FROM artifacts WHERE run_id=? AND kind='checkpoint' AND path=? AND sha256=? "
+      "AND step=? LIMIT 1");
   attempt_row_ = db_.MustPrepare(
       "SELECT a.status, a.exit_code IS NULL, r.status, r.attempts, r.max_attempts, "
       "r.experiment_id FROM attempts a JOIN runs r ON r.id = a.run_id "
@@ -86,7 +89,8 @@ Status Store::Open(const std::string& path) {
       "INSERT INTO events(at, kind, experiment_id, run_id, attempt, worker_id, detail_json) "
       "VALUES (?,?,?,?,?,?,?)");
   mark_accepted_ = db_.MustPrepare(
-      "UPDATE attempts SET accepted_at=? WHERE run_id=? AND attempt=? AND accepted_at IS NULL");
+      "UPDATE attempts SET accepted_at=coalesce(accepted_at, ?), resume_json=? "
+      "WHERE run_id=? AND attempt=?");
   insert_artifact_ = db_.MustPrepare(
       "INSERT OR IGNORE INTO artifacts(run_id, attempt, seq, kind, path, sha256, bytes, step, "
       "created_at) VALUES (?,?,?,?,?,?,?,?,?)");
@@ -97,10 +101,49 @@ Status Store::Open(const std::string& path) {
       "fields_json, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   insert_summary_ = db_.MustPrepare(
       "INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) VALUES (?,?,?,?)");
-  run_of_attempt_ = db_.MustPrepare("SELECT 1 FROM attempts WHERE run_id=? AND attempt=?");
+  attempt_worker_ = db_.MustPrepare("SELECT worker_id FROM attempts WHERE run_id=? AND attempt=?");
   unfinished_in_exp_ = db_.MustPrepare(
       "SELECT count(*) FROM runs WHERE experiment_id=? AND status IN ('queued','running')");
-  return Status::Ok();
+  return RepairWorkerIds();
+}
+
+Status Store::RepairWorkerIds() {
+  std::vector<std::string> bad;
+  {
+    Stmt s = db_.MustPrepare("SELECT id FROM workers");
+    while (s.Step()) {
+      std::string id = s.Text(0);
+      bool printable = !id.empty();
+      for (unsigned char c : id) printable = printable && c > ' ' && c <= '~';
+      if (!printable) bad.push_back(id);
+    }
+  }
+  if (bad.empty()) return Status::Ok();
+  static const char kHex[] = "0123456789abcdef";
+  Transaction txn(&db_);
+  HEADLAB_RETURN_IF_ERROR(txn.begin_status());
+  for (const std::string& id : bad) {
+    std::string fixed = "0x";
+    for (unsigned char c : id) {
+      fixed += kHex[c >> 4];
+      fixed += kHex[c & 15];
+    }
+    for (const char* sql : {"UPDATE OR REPLACE workers SET id=?1 WHERE id=?2",
+                            "UPDATE attempts SET worker_id=?1 WHERE worker_id=?2",
+                            "UPDATE runs SET worker_id=?1 WHERE worker_id=?2",
+                            "UPDATE events SET worker_id=?1 WHERE worker_id=?2"}) {
+      Stmt u = db_.MustPrepare(sql);
+      sqlite3_bind_text(u.raw(), 1, fixed.data(), int(fixed.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_blob(u.raw(), 2, id.data(), int(id.size()), SQLITE_TRANSIENT);
+      HEADLAB_RETURN_IF_ERROR(u.Exec());
+      // Stored as TEXT by older versions: match that too.
+      Stmt t = db_.MustPrepare(sql);
+      t.Bind(1, fixed).Bind(2, id);
+      HEADLAB_RETURN_IF_ERROR(t.Exec());
+    }
+    LogWarn("worker id " + fixed + " was not printable (a ZeroMQ-generated identity); stored as hex");
+  }
+  return txn.Commit();
 }
 
 void Store::Close() {
@@ -119,7 +162,8 @@ void Store::Close() {
   insert_artifact_ = Stmt();
   upsert_provenance_ = Stmt();
   insert_summary_ = Stmt();
-  run_of_attempt_ = Stmt();
+  attempt_worker_ = Stmt();
+  is_checkpoint_ = Stmt();
   unfinished_in_exp_ = Stmt();
   db_.Close();
 }
@@ -258,27 +302,27 @@ StatusOr<RunForAssign> Store::LoadRunForAssign(int64_t run) {
   return r;
 }
 
-Json Store::LatestCheckpoint(int64_t run) {
-  latest_ckpt_.Bind(1, run);
-  Json out;  // null
-  if (latest_ckpt_.Step())
-    out = {{"path", latest_ckpt_.Text(0)}, {"sha256", latest_ckpt_.Text(1)},
-           {"step", latest_ckpt_.Int(2)}};
+Json Store::Checkpoints(int64_t run, int limit) {
+  latest_ckpt_.Bind(1, run).Bind(2, limit);
+  Json out = Json::array();
+  while (latest_ckpt_.Step())
+    out.push_back({{"path", latest_ckpt_.Text(0)}, {"sha256", latest_ckpt_.Text(1)},
+                   {"step", latest_ckpt_.Int(2)}});
   latest_ckpt_.Reset();
   return out;
 }
 
 Status Store::StartAttempt(const AttemptRef& ref, const std::string& worker_id,
-                           const std::vector<int>& devices, const Json& resume,
+                           const std::vector<int>& devices, const Json& offered,
                            int64_t experiment_id) {
   std::string now = NowIso();
   insert_attempt_.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, worker_id)
-      .Bind(4, DevicesJson(devices)).Bind(5, now).Bind(6, resume.dump());
+      .Bind(4, DevicesJson(devices)).Bind(5, now).Bind(6, "null");
   HEADLAB_RETURN_IF_ERROR(insert_attempt_.Exec());
   run_started_.Bind(1, ref.attempt).Bind(2, worker_id).Bind(3, now).Bind(4, ref.run);
   HEADLAB_RETURN_IF_ERROR(run_started_.Exec());
   Json detail = {{"devices", devices}};
-  if (!resume.is_null()) detail["resume"] = resume;
+  if (!offered.is_null() && !offered.empty()) detail["resume_offered"] = offered;
   return AddEvent("assign", experiment_id, ref.run, ref.attempt, worker_id, detail);
 }
 
@@ -306,17 +350,33 @@ Status Store::SetWorkerState(const std::string& id, const std::string& state) {
 }
 
 Status Store::CheckAttempt(const AttemptRef& ref) {
-  run_of_attempt_.Bind(1, ref.run).Bind(2, ref.attempt);
-  bool found = run_of_attempt_.Step();
-  run_of_attempt_.Reset();
-  if (!found)
+  if (!AttemptWorker(ref))
     return Status::NotFound("unknown attempt (run " + std::to_string(ref.run) + ", attempt " +
                             std::to_string(ref.attempt) + ")");
   return Status::Ok();
 }
 
-Status Store::MarkAccepted(const AttemptRef& ref) {
-  mark_accepted_.Bind(1, NowIso()).Bind(2, ref.run).Bind(3, ref.attempt);
+std::optional<std::string> Store::AttemptWorker(const AttemptRef& ref) {
+  attempt_worker_.Bind(1, ref.run).Bind(2, ref.attempt);
+  std::optional<std::string> out;
+  if (attempt_worker_.Step()) out = attempt_worker_.Text(0);
+  attempt_worker_.Reset();
+  return out;
+}
+
+Status Store::MarkAccepted(const AttemptRef& ref, const Json& resume) {
+  Json recorded = nullptr;
+  if (resume.is_object()) {
+    is_checkpoint_.Bind(1, ref.run).Bind(2, resume.value("path", "")).Bind(3, resume.value("sha256", ""))
+        .Bind(4, resume.value("step", int64_t(-1)));
+    bool known = is_checkpoint_.Step();
+    is_checkpoint_.Reset();
+    if (known) recorded = resume;
+    else LogWarn("run " + std::to_string(ref.run) + " attempt " + std::to_string(ref.attempt) +
+                 " reports resuming from " + resume.dump() +
+                 ", which is not a checkpoint of the run; recorded as no resume");
+  }
+  mark_accepted_.Bind(1, NowIso()).Bind(2, recorded.dump()).Bind(3, ref.run).Bind(4, ref.attempt);
   return mark_accepted_.Exec();
 }
 
@@ -473,12 +533,13 @@ AttemptOutcome Store::LoseAttempt(const AttemptRef& ref, const std::string& reas
   return EndAttempt(ref, "lost", reason, "lost");
 }
 
-AttemptOutcome Store::RejectAttempt(const AttemptRef& ref, const std::string& reason) {
-  return EndAttempt(ref, "rejected", reason, "reject");
+AttemptOutcome Store::RejectAttempt(const AttemptRef& ref, const std::string& reason,
+                                    bool busy) {
+  return EndAttempt(ref, "rejected", reason, "reject", /*charged=*/!busy);
 }
 
 AttemptOutcome Store::EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
-                                 const std::string& reason, const char* event) {
+                                 const std::string& reason, const char* event, bool charged) {
   AttemptOutcome out;
   attempt_row_.Bind(1, ref.run).Bind(2, ref.attempt);
   if (!attempt_row_.Step()) {
@@ -498,7 +559,14 @@ AttemptOutcome Store::EndAttempt(const AttemptRef& ref, const std::string& attem
   set_attempt_end_.Exec();
   out.changed = true;
   if (r_status == "running" && r_attempts == ref.attempt) {
-    if (r_attempts >= r_max) {
+    if (!charged) {
+      // Attempt numbers stay unique and increasing; the budget grows by the one not charged.
+      Stmt u = db_.MustPrepare("UPDATE runs SET max_attempts = max_attempts + 1 WHERE id=?");
+      u.Bind(1, ref.run);
+      u.Exec();
+      SetRunStatus(ref.run, "queued", "");
+      out.requeued = true;
+    } else if (r_attempts >= r_max) {
       SetRunStatus(ref.run, "failed",
                    "attempt " + std::to_string(ref.attempt) + " " + attempt_status + " (" +
                        reason + "); max_attempts " + std::to_string(r_max) + " reached");
@@ -509,7 +577,7 @@ AttemptOutcome Store::EndAttempt(const AttemptRef& ref, const std::string& attem
     }
   }
   AddEvent(event, out.experiment_id, ref.run, ref.attempt, "",
-           {{"reason", reason}, {"requeued", out.requeued}});
+           {{"reason", reason}, {"requeued", out.requeued}, {"charged", charged}});
   return out;
 }
 

@@ -111,21 +111,29 @@ class Store {
 
   // --- Dispatch ---
   StatusOr<RunForAssign> LoadRunForAssign(int64_t run);
-  // Returns {path, sha256, step} of the run's latest checkpoint artifact, or null.
-  Json LatestCheckpoint(int64_t run);
-  // Inserts the attempt row (status running) and marks the run running.
+  // Returns [{path, sha256, step}] of the run's checkpoint artifacts, newest (highest
+  // step) first, at most `limit`: ASSIGN offers the first and falls back to the others.
+  Json Checkpoints(int64_t run, int limit);
+  // Inserts the attempt row (status running) and marks the run running. `offered` (the
+  // checkpoints ASSIGN offers) goes to the assign event; the row's resume_json stays null
+  // until ACCEPT reports the one the attempt really resumed from (MarkAccepted).
   Status StartAttempt(const AttemptRef& ref, const std::string& worker_id,
-                      const std::vector<int>& devices, const Json& resume,
+                      const std::vector<int>& devices, const Json& offered,
                       int64_t experiment_id = 0);
 
   // --- Workers ---
+  // `ready` holds name, host, pid, version, slots and devices.
   Status UpsertWorker(const std::string& id, const Json& ready);
   Status SetWorkerState(const std::string& id, const std::string& state);
 
   // --- Ingestion ---
   // Returns NotFound for an unknown (run, attempt).
   Status CheckAttempt(const AttemptRef& ref);
-  Status MarkAccepted(const AttemptRef& ref);
+  // Returns the worker the attempt was assigned to, or nullopt for an unknown attempt.
+  std::optional<std::string> AttemptWorker(const AttemptRef& ref);
+  // ACCEPT: records when, and the checkpoint the attempt resumed from (null: none). A
+  // resume that is not one of the run's checkpoint artifacts is recorded as null.
+  Status MarkAccepted(const AttemptRef& ref, const Json& resume = nullptr);
   // INSERT OR IGNORE keyed by (run, attempt, seq): a resend is harmless.
   Status InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint>& points);
   Status InsertArtifact(const AttemptRef& ref, int64_t seq, const std::string& kind,
@@ -143,8 +151,12 @@ class Store {
   // Lease expiry: the attempt becomes `lost`; its run is requeued (attempt+1 comes at the
   // next dispatch) while attempts < max_attempts, else the run is `failed`.
   AttemptOutcome LoseAttempt(const AttemptRef& ref, const std::string& reason);
-  // REJECT: like a loss (counts toward max_attempts, so a run every worker rejects ends).
-  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason);
+  // REJECT: like a loss (counts toward max_attempts, so a run every worker rejects ends),
+  // unless `busy` (the worker had no free slot or device: the coordinator's view of it was
+  // stale, not the run's fault): then the run is requeued and its max_attempts raised by
+  // one, so the attempt is not charged.
+  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason,
+                               bool busy = false);
 
   // --- User requests ---
   // Cancels a queued or running run; NotFound / FailedPrecondition-as-Unavailable if the
@@ -162,7 +174,10 @@ class Store {
 
  private:
   AttemptOutcome EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
-                            const std::string& reason, const char* event);
+                            const std::string& reason, const char* event, bool charged = true);
+  // Rewrites worker ids that are not printable ASCII (ZeroMQ-generated identities stored
+  // by older versions) as hex, so that every stored name is valid UTF-8.
+  Status RepairWorkerIds();
   Status SetRunStatus(int64_t run, const std::string& status, const std::string& error);
 
   Db db_;
@@ -172,7 +187,8 @@ class Store {
   // Prepared once (Open); used on every message.
   Stmt insert_metric_, insert_metrics_chunk_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
       set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,
-      upsert_provenance_, insert_summary_, run_of_attempt_, unfinished_in_exp_;
+      upsert_provenance_, insert_summary_, attempt_worker_, unfinished_in_exp_,
+      is_checkpoint_;
 };
 
 }  // namespace headlab::coord
