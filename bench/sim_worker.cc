@@ -42,6 +42,8 @@ void SimWorker::ResetStats() {
   points_acked_.store(0);
   std::lock_guard<std::mutex> l(mu_);
   first_metrics_sent_ = last_metrics_ack_ = last_done_ack_ = Clock::time_point{};
+  max_heartbeat_gap_ = Clock::duration{};
+  last_coordinator_heartbeat_ = Clock::time_point{};
 }
 
 std::string SimWorker::error() const {
@@ -171,13 +173,24 @@ void SimWorker::OnAssign(const std::string& body) {
       SendHeartbeat();  // the last message: liveness is measured from here
       silent_.store(true);
       break;
+    case Mode::kHold: {
+      Job j{run, attempt};
+      j.hold = true;
+      jobs_.push_back(j);
+      break;
+    }
   }
+}
+
+Clock::duration SimWorker::max_heartbeat_gap() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return max_heartbeat_gap_;
 }
 
 void SimWorker::PumpIngest() {
   const int64_t total = int64_t(opt_.batches) * opt_.batch_points;
   for (Job& j : jobs_) {
-    if (j.done_sent) continue;
+    if (j.done_sent || j.hold) continue;
     int64_t acked_batches = (j.acked_seq + 1) / opt_.batch_points;
     while (j.next_batch < opt_.batches && j.next_batch - acked_batches < opt_.window) {
       SendPoints(j.run, j.attempt, int64_t(j.next_batch) * opt_.batch_points, opt_.batch_points);
@@ -234,7 +247,15 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     SetError("REFUSE " + body);
     stop_.store(true);
   } else if (command == wire::kReregister) {
+    reregisters_.fetch_add(1);
     SendReady();
+  } else if (command == wire::kHeartbeat) {
+    coordinator_heartbeats_.fetch_add(1);
+    Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> l(mu_);
+    if (last_coordinator_heartbeat_ != Clock::time_point{})
+      max_heartbeat_gap_ = std::max(max_heartbeat_gap_, now - last_coordinator_heartbeat_);
+    last_coordinator_heartbeat_ = now;
   } else if (command == wire::kAssign) {
     OnAssign(body);
   } else if (command == wire::kAck) {
@@ -250,7 +271,7 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     cancels_.fetch_add(1);
     SendDone(run, attempt, "cancelled");
   }
-  // HEARTBEAT needs no answer: ours go out on the timer.
+  // A HEARTBEAT needs no answer: ours go out on the timer.
 }
 
 void SimWorker::Loop() {

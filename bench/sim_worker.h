@@ -26,6 +26,7 @@ class SimWorker {
     kNoop,               // ASSIGN -> ACCEPT, METRICS (config.noop.metrics points), DONE
     kIngest,             // ASSIGN -> ACCEPT, `batches` METRICS of `batch_points`, then DONE
     kSilentAfterAccept,  // ASSIGN -> ACCEPT, one HEARTBEAT, then silence (a dead worker)
+    kHold,               // ASSIGN -> ACCEPT, then keep it running (named in HEARTBEATs)
   };
   struct Options {
     std::string endpoint;   // tcp://127.0.0.1:PORT
@@ -69,6 +70,12 @@ class SimWorker {
   int64_t points_acked() const { return points_acked_.load(); }
   // Number of CANCELs received (attempts the coordinator took away).
   int64_t cancels() const { return cancels_.load(); }
+  // Number of REREGISTERs received (the coordinator forgot this worker).
+  int64_t reregisters() const { return reregisters_.load(); }
+  // The coordinator's HEARTBEATs received, and the longest time between two of them (it
+  // sends one per kHeartbeatInterval: the excess is how late its loop was).
+  int64_t coordinator_heartbeats() const { return coordinator_heartbeats_.load(); }
+  Clock::duration max_heartbeat_gap() const;
   std::vector<Assignment> assignments() const;
   // Times of the first METRICS sent, the last METRICS ACK, the last DONE ACK and the last
   // HEARTBEAT sent (epoch when none).
@@ -85,6 +92,7 @@ class SimWorker {
     int next_batch = 0;      // batches sent
     int64_t acked_seq = -1;  // highest seq the coordinator acknowledged
     bool done_sent = false;
+    bool hold = false;       // kHold: running until cancelled, no points
   };
 
   void Loop();
@@ -118,6 +126,8 @@ class SimWorker {
   std::atomic<int64_t> runs_done_{0};
   std::atomic<int64_t> points_acked_{0};
   std::atomic<int64_t> cancels_{0};
+  std::atomic<int64_t> reregisters_{0};
+  std::atomic<int64_t> coordinator_heartbeats_{0};
 
   mutable std::mutex mu_;
   // Guarded by mu_.
@@ -127,6 +137,8 @@ class SimWorker {
   Clock::time_point last_metrics_ack_{};
   Clock::time_point last_done_ack_{};
   Clock::time_point last_heartbeat_{};
+  Clock::time_point last_coordinator_heartbeat_{};
+  Clock::duration max_heartbeat_gap_{};
 };
 
 }  // namespace headlab::bench

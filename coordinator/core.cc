@@ -400,53 +400,120 @@ void Core::Tick(Clock::time_point now) {
 void Core::FinishExperiments() {
   for (int64_t exp : finished_experiments_) {
     if (!exp || !store_->ExperimentFinished(exp)) continue;
+    if (finished_sink_) {
+      // Computed off the loop from the committed state: hand it over after the commit.
+      AfterCommit([sink = finished_sink_, exp] { sink(exp); });
+      continue;
+    }
     auto res = ComputeResults(store_->db(), exp);
-    Status st = res.ok() ? SavePairedStats(store_->db(), exp, *res) : res.status();
-    if (!st.ok()) LogError("paired stats of experiment " + std::to_string(exp) + ": " + st.message());
+    if (res.ok()) SavePairedStatsOf(exp, *res);
+    else LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
   }
   finished_experiments_.clear();
 }
 
+void Core::SavePairedStatsOf(int64_t experiment, const Json& results) {
+  Status st = SavePairedStats(store_->db(), experiment, results);
+  if (!st.ok())
+    LogError("paired stats of experiment " + std::to_string(experiment) + ": " + st.message());
+}
+
+SubmitState Core::PlanSubmission(Grid grid, std::vector<std::string> sets, bool rerun) {
+  SubmitState s;
+  s.runs = PlanRuns(std::move(grid.runs));
+  grid.runs.clear();
+  s.meta = std::move(grid);
+  s.sets = std::move(sets);
+  s.rerun = rerun;
+  return s;
+}
+
+std::optional<StatusOr<SubmitResult>> Core::SubmitStep(SubmitState* s, Clock::time_point deadline) {
+  auto fail = [&](const Status& st) -> std::optional<StatusOr<SubmitResult>> {
+    // Earlier steps are committed: take them back (a crash instead leaves it to Store::Open).
+    if (s->result.experiment_id) {
+      Status del = store_->DeleteExperiment(s->result.experiment_id);
+      if (!del.ok()) LogError("cannot delete the unfinished experiment: " + del.message());
+    }
+    return StatusOr<SubmitResult>(st);
+  };
+  if (!s->stored) {
+    if (s->result.experiment_id == 0) {
+      auto id = store_->InsertExperimentRow(s->meta, s->sets, s->rerun);
+      if (!id.ok()) return fail(id.status());
+      s->result.experiment_id = *id;
+    }
+    auto next = store_->InsertRuns(s->runs, s->next, s->meta.max_attempts, s->rerun, deadline,
+                                   &s->result);
+    if (!next.ok()) return fail(next.status());
+    s->next = *next;
+    if (s->next < s->runs.size()) return std::nullopt;
+    Status st = store_->FinishSubmission(s->meta, s->sets, s->rerun, s->result);
+    if (!st.ok()) return fail(st);
+    s->stored = true;
+    std::vector<PlannedRun>().swap(s->runs);  // the configs are in the database now
+    if (s->result.queued.empty()) finished_experiments_.insert(s->result.experiment_id);
+    LogInfo("experiment " + std::to_string(s->result.experiment_id) + " (" + s->meta.name +
+            "): " + std::to_string(s->result.runs) + " runs, " +
+            std::to_string(s->result.reused) + " reused");
+  }
+  // The experiment is complete (a restart would queue its runs from the database): its
+  // runs go to the scheduler in slices too, dispatch starting on the first ones.
+  for (size_t n = 0; s->queued < s->result.queued.size(); ++n) {
+    if (n % 1024 == 1023 && Clock::now() >= deadline) return std::nullopt;
+    queue_.Push(s->result.queued[s->queued++]);
+  }
+  return StatusOr<SubmitResult>(s->result);
+}
+
 StatusOr<SubmitResult> Core::Submit(const Grid& grid, const std::vector<std::string>& sets,
                                     bool rerun) {
-  auto res = store_->InsertExperiment(grid, sets, rerun);
-  if (!res.ok()) return res;
-  for (int64_t id : res->queued) queue_.Push(id);
-  if (res->queued.empty()) finished_experiments_.insert(res->experiment_id);
-  LogInfo("experiment " + std::to_string(res->experiment_id) + " (" + grid.name + "): " +
-          std::to_string(res->runs) + " runs, " + std::to_string(res->reused) + " reused");
-  return res;
+  SubmitState s = PlanSubmission(grid, sets, rerun);
+  for (;;)
+    if (auto done = SubmitStep(&s, Clock::time_point::max())) return *done;
 }
 
 void Core::ApplyCancel(const RunChange& c) {
   queue_.Remove(c.run);
-  UnparkAll();  // children of a cancelled parent fail at their next dispatch
   if (c.running)
     if (const WorkerInfo* w = workers_.Find(c.worker_id)) SendTo(*w, wire::kCancel, RefJson(*c.running));
   finished_experiments_.insert(c.experiment_id);
-}
-
-Json Core::ChangesJson(const std::vector<RunChange>& changes, const char* verb) {
-  Json runs = Json::array();
-  for (const RunChange& c : changes) runs.push_back({{"run", c.run}, {"was", c.old_status}});
-  return {{verb, runs}, {"count", changes.size()}};
 }
 
 StatusOr<Json> Core::CancelRun(int64_t run) {
   auto c = store_->CancelRun(run);
   if (!c.ok()) return c.status();
   ApplyCancel(*c);
+  UnparkAll();  // children of a cancelled parent fail at their next dispatch
   return Json{{"run", run}, {"was", c->old_status}, {"status", "cancelled"}};
 }
 
+std::optional<StatusOr<Json>> Core::CancelExperimentStep(CancelState* s,
+                                                         Clock::time_point deadline) {
+  // Chunks of kCancelChunk runs until the deadline: each run is a few statements.
+  constexpr int kCancelChunk = 128;
+  for (;;) {
+    auto chunk = store_->CancelExperimentRuns(s->experiment, &s->cursor, kCancelChunk);
+    if (!chunk.ok()) return StatusOr<Json>(chunk.status());
+    for (const RunChange& c : *chunk) {
+      ApplyCancel(c);
+      s->cancelled.push_back({{"run", c.run}, {"was", c.old_status}});
+    }
+    if (!chunk->empty()) UnparkAll();  // children of a cancelled parent fail at their next dispatch
+    if (chunk->size() < size_t(kCancelChunk)) break;
+    if (Clock::now() >= deadline) return std::nullopt;
+  }
+  finished_experiments_.insert(s->experiment);
+  size_t count = s->cancelled.size();
+  return StatusOr<Json>(Json{{"experiment", s->experiment}, {"cancelled", std::move(s->cancelled)},
+                             {"count", count}});
+}
+
 StatusOr<Json> Core::CancelExperiment(int64_t experiment) {
-  auto cs = store_->CancelExperiment(experiment);
-  if (!cs.ok()) return cs.status();
-  for (const RunChange& c : *cs) ApplyCancel(c);
-  finished_experiments_.insert(experiment);
-  Json out = ChangesJson(*cs, "cancelled");
-  out["experiment"] = experiment;
-  return out;
+  CancelState s;
+  s.experiment = experiment;
+  for (;;)
+    if (auto done = CancelExperimentStep(&s, Clock::time_point::max())) return *done;
 }
 
 StatusOr<Json> Core::RetryRun(int64_t run) {

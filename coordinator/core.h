@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,26 @@
 #include "coordinator/worker_registry.h"
 
 namespace headlab::coord {
+
+// A submission in progress (Core::SubmitStep): the grid without its runs, and the runs
+// with their configs serialised.
+struct SubmitState {
+  Grid meta;
+  std::vector<std::string> sets;
+  bool rerun = false;
+  std::vector<PlannedRun> runs;
+  size_t next = 0;       // runs[next...] are still to insert
+  size_t queued = 0;     // result.queued[queued...] are still to hand to the scheduler
+  bool stored = false;   // every run is stored and the experiment complete
+  SubmitResult result;   // experiment_id 0 until the experiment row exists
+};
+
+// A cancel of an experiment in progress (Core::CancelExperimentStep).
+struct CancelState {
+  int64_t experiment = 0;
+  Store::CancelCursor cursor;
+  Json cancelled = Json::array();  // [{run, was}] so far
+};
 
 // A message for one connection: [identity, "HLW2", command, body].
 struct OutMessage {
@@ -62,13 +83,34 @@ class Core {
   void Dispatch(Clock::time_point now);
 
   // --- User requests (HTTP), run inside a batch ---
+  // Large ones go in steps, one per batch (router.h, SteppedRequest), so that no batch
+  // holds the loop for long: a 100,000-run grid is tens of steps, not one of seconds.
+  // Returns the state of a submission; callable on any thread (it serialises the configs).
+  static SubmitState PlanSubmission(Grid grid, std::vector<std::string> sets, bool rerun);
+  // Stores what fits before `deadline` (the experiment row, then runs); returns the result
+  // once all are stored, when they are queued. An experiment is complete only with its
+  // last step (Store::FinishSubmission): one a crash interrupted is deleted on restart.
+  std::optional<StatusOr<SubmitResult>> SubmitStep(SubmitState* s, Clock::time_point deadline);
+  // The whole submission at once (small grids, tests).
   StatusOr<SubmitResult> Submit(const Grid& grid, const std::vector<std::string>& sets,
                                 bool rerun);
   StatusOr<Json> CancelRun(int64_t run);
+  // Cancels the experiment's queued and running runs in id order until `deadline`;
+  // returns the answer once none is left (each step's cancels are final on their own).
+  std::optional<StatusOr<Json>> CancelExperimentStep(CancelState* s, Clock::time_point deadline);
   StatusOr<Json> CancelExperiment(int64_t experiment);
   StatusOr<Json> RetryRun(int64_t run);
   // [{id,name,host,devices,last_heartbeat_age_s,state,running,slots}] (schema/http_api.md).
   Json WorkersJson(Clock::time_point now);
+
+  // Where finished experiments' paired statistics are computed: without a sink here, on
+  // the loop thread; the server hands them (after the commit) to a PairedStatsWorker,
+  // which reads the experiment off the loop and calls SavePairedStatsOf through it.
+  void SetFinishedSink(std::function<void(int64_t experiment)> sink) {
+    finished_sink_ = std::move(sink);
+  }
+  // Writes an experiment's paired statistics (ComputeResults' answer).
+  void SavePairedStatsOf(int64_t experiment, const Json& results);
 
   // Runs `fn` after the current batch commits (e.g. to answer an HTTP request).
   void AfterCommit(std::function<void()> fn) { after_commit_.push_back(std::move(fn)); }
@@ -129,7 +171,6 @@ class Core {
   void FinishExperiments();
   // Puts runs parked waiting for a parent back into the queue (dispatch.cc).
   void UnparkAll();
-  Json ChangesJson(const std::vector<RunChange>& changes, const char* verb);
   void ApplyCancel(const RunChange& c);
 
   // Constant after construction.
@@ -143,6 +184,7 @@ class Core {
   std::vector<OutMessage> outbox_;
   std::vector<std::function<void()>> after_commit_;
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for
+  std::function<void(int64_t)> finished_sink_;
   Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
   LogThrottle throttle_;                    // warnings about peers' input
   RateLimiter unauthenticated_replies_{/*per_second=*/50, /*burst=*/100};

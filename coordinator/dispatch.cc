@@ -19,6 +19,9 @@ namespace {
 
 // Checkpoints an ASSIGN offers: the latest as `resume`, the others as fallbacks.
 constexpr int kResumeCandidates = 4;
+// Placements one pass starts at most for so long (each is a few statements and an
+// ASSIGN): a thousand idle workers fill over several batches, not in one long one.
+constexpr std::chrono::milliseconds kDispatchBudget{25};
 
 }  // namespace
 
@@ -31,7 +34,10 @@ void Core::Dispatch(Clock::time_point now) {
   // scheduler.h. Each placement is either started here or handed back with Undo.
   queue_.BeginPass(workers_.all(), DbDemandLookup(store_->db()));
   std::set<int64_t> repinned;  // paired legs re-pinned in this pass
-  while (auto p = queue_.Next()) {
+  const Clock::time_point deadline = Clock::now() + kDispatchBudget;
+  while (Clock::now() < deadline) {
+    auto p = queue_.Next();
+    if (!p) break;
     auto r = store_->LoadRunForAssign(p->run);
     if (!r.ok() || r->status != "queued") {  // cancelled since it was queued
       queue_.Undo(*p);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -227,10 +228,16 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   CHECK(workers.json()[0]["state"] == "alive");
 
   // Query: reads without a token, writes refused with 400 "read-only".
-  Reply q = Http(http, "POST", "/api/v1/query",
-                 Json({{"sql", "SELECT count(*) FROM paired_stats"}}).dump());
+  // (Stored when the experiment finished, computed off the loop: within moments.)
+  Reply q;
+  for (int i = 0; i < 100; ++i) {
+    q = Http(http, "POST", "/api/v1/query",
+             Json({{"sql", "SELECT count(*) FROM paired_stats"}}).dump());
+    if (q.status != 200 || q.json()["rows"][0][0] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   REQUIRE(q.status == 200);
-  CHECK(q.json()["rows"][0][0] == 1);  // stored when the experiment finished
+  CHECK(q.json()["rows"][0][0] == 1);
   Reply wq = Http(http, "POST", "/api/v1/query", Json({{"sql", "DELETE FROM runs"}}).dump());
   CHECK(wq.status == 400);
   CHECK(wq.json()["error"].get<std::string>().find("read-only") == 0);

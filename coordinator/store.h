@@ -3,6 +3,7 @@
 // group calls into batches (Begin/Commit) so one transaction covers many messages.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,20 @@ struct RunForAssign {
   int max_attempts = 0;
   std::string config_json;
 };
+
+// One run of a submission, planned off the loop thread: its config already serialised.
+struct PlannedRun {
+  int index = 0;
+  std::string arm;
+  std::string config_json;  // CanonicalJson of the complete config
+  std::string config_hash;
+  std::string pair_key;
+  int64_t seed = 0;
+};
+
+// Returns the runs of an expanded grid as PlannedRuns, releasing each config tree as soon
+// as it is serialised (a 100,000-run grid's trees take gigabytes, their text a tenth).
+std::vector<PlannedRun> PlanRuns(std::vector<ExpandedRun> runs);
 
 struct SubmitResult {
   int64_t experiment_id = 0;
@@ -108,6 +123,22 @@ class Store {
   // inside a savepoint: on error nothing of it remains.
   StatusOr<SubmitResult> InsertExperiment(const Grid& grid, const std::vector<std::string>& sets,
                                           bool rerun);
+  // The same in steps, one per batch, for grids too large for one (core.h, SubmitStep):
+  // the experiment row, then runs, then the `submit` event, which marks it complete. An
+  // experiment without that event (a crash mid-way) is deleted by Open.
+  // Inserts the experiment row (`grid` need not hold its runs); returns its id.
+  StatusOr<int64_t> InsertExperimentRow(const Grid& grid, const std::vector<std::string>& sets,
+                                        bool rerun);
+  // Inserts runs[from...] as above until `deadline` passes (at least one); returns the
+  // index of the next run to insert. Counts and queued ids go to *res.
+  StatusOr<size_t> InsertRuns(const std::vector<PlannedRun>& runs, size_t from,
+                              int max_attempts, bool rerun,
+                              std::chrono::steady_clock::time_point deadline, SubmitResult* res);
+  // Writes the `submit` event: the experiment is complete.
+  Status FinishSubmission(const Grid& grid, const std::vector<std::string>& sets, bool rerun,
+                          const SubmitResult& res);
+  // Deletes an experiment whose submission could not finish, with its runs.
+  Status DeleteExperiment(int64_t experiment);
 
   // --- Dispatch ---
   StatusOr<RunForAssign> LoadRunForAssign(int64_t run);
@@ -164,6 +195,16 @@ class Store {
   StatusOr<RunChange> CancelRun(int64_t run);
   // Cancels every queued/running run of the experiment.
   StatusOr<std::vector<RunChange>> CancelExperiment(int64_t experiment);
+  // Where a cancel of an experiment in steps has got to.
+  struct CancelCursor {
+    int64_t after = 0;  // runs up to this id are done
+    int64_t last = -1;  // the experiment's highest run id (-1: not looked up yet)
+  };
+  // Cancels up to `limit` queued/running runs of the experiment past the cursor, in id
+  // order, and advances it; returns their changes ([] when none are left). NotFound for
+  // an unknown experiment. Each call reads only the runs it passes (rowid order).
+  StatusOr<std::vector<RunChange>> CancelExperimentRuns(int64_t experiment, CancelCursor* cursor,
+                                                        int limit);
   // failed/cancelled/lost -> queued with a fresh attempt budget.
   StatusOr<RunChange> RetryRun(int64_t run);
 
@@ -175,6 +216,9 @@ class Store {
  private:
   AttemptOutcome EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
                             const std::string& reason, const char* event, bool charged = true);
+  // Deletes experiments whose submission never finished (no `submit` event: only the
+  // newest can be, as submissions run one at a time).
+  Status DeleteUnfinishedSubmissions();
   // Rewrites worker ids that are not printable ASCII (ZeroMQ-generated identities stored
   // by older versions) as hex, so that every stored name is valid UTF-8.
   Status RepairWorkerIds();
