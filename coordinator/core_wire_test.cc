@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/wire.h"
@@ -286,6 +288,72 @@ TEST_CASE("finding 6: resume_json records the checkpoint the worker really resum
   h.Batch({{"w2", "ACCEPT", {{"run", run}, {"attempt", 2},
                              {"resume", {{"path", "/x"}, {"sha256", "f"}, {"step", 7}}}}}});
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json='null'") == 1);
+}
+
+TEST_CASE("finding 4: a large submit and cancel go in steps; a crash mid-submit leaves nothing") {
+  Harness h;
+  h.Batch({{"w1", "READY", Ready(1)}});
+  const Clock::time_point past = Clock::now() - std::chrono::seconds(1);
+  // Each step with a spent slice still inserts 64 runs: 300 runs take 5 steps.
+  SubmitState s = Core::PlanSubmission(TestGrid({"a", "b"}, 150), {}, false);
+  int steps = 0;
+  std::optional<StatusOr<SubmitResult>> done;
+  while (!done) {
+    REQUIRE(h.core->BeginBatch().ok());
+    done = h.core->SubmitStep(&s, past);
+    h.Finish();
+    ++steps;
+    if (!done) {
+      // Stored so far, but nothing is queued or dispatched before the experiment is complete.
+      CHECK(h.Count("SELECT count(*) FROM attempts") == 0);
+      CHECK(h.core->queued() == 0);
+    }
+  }
+  REQUIRE(done->ok());
+  CHECK(steps == 5);
+  CHECK((*done)->runs == 300);
+  CHECK(h.Count("SELECT count(*) FROM runs") == 300);
+  CHECK(h.Count("SELECT count(*) FROM events WHERE kind='submit'") == 1);
+  h.Batch();
+  CHECK(h.Count("SELECT count(*) FROM attempts") == 1);  // dispatch started
+
+  // A second submission interrupted after two steps (the coordinator killed): on restart
+  // it is gone, runs and all; the first stays whole.
+  SubmitState t = Core::PlanSubmission(TestGrid({"a"}, 200, "second"), {}, false);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(h.core->BeginBatch().ok());
+    REQUIRE_FALSE(h.core->SubmitStep(&t, past).has_value());
+    h.Finish();
+  }
+  CHECK(h.Count("SELECT count(*) FROM runs") == 428);
+  h.Reopen();
+  CHECK(h.Count("SELECT count(*) FROM experiments") == 1);
+  CHECK(h.Count("SELECT count(*) FROM runs") == 300);
+  CHECK(h.core->queued() == 299);
+
+  // Cancel in steps of 128 runs with a spent slice: 299 queued + 1 running.
+  CancelState c;
+  c.experiment = (*done)->experiment_id;
+  std::optional<StatusOr<Json>> answer;
+  steps = 0;
+  while (!answer) {
+    REQUIRE(h.core->BeginBatch().ok());
+    answer = h.core->CancelExperimentStep(&c, past);
+    h.Finish();
+    ++steps;
+  }
+  REQUIRE(answer->ok());
+  CHECK(steps == 3);
+  CHECK((**answer)["count"] == 300);
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='cancelled'") == 300);
+  CHECK(h.core->queued() == 0);
+  CancelState unknown;
+  unknown.experiment = 99;
+  REQUIRE(h.core->BeginBatch().ok());
+  auto missing = h.core->CancelExperimentStep(&unknown, past);
+  h.Finish();
+  REQUIRE(missing.has_value());
+  CHECK(missing->status().code() == Status::Code::kNotFound);
 }
 
 TEST_CASE("finding 4 and 6: floods are answered within a rate and logged with throttling") {
