@@ -26,14 +26,26 @@ SimWorker::SimWorker(zmq::context_t* ctx, Options options)
 
 SimWorker::~SimWorker() { Stop(); }
 
-void SimWorker::Start() {
+void SimWorker::Start(SimDriver* driver) {
   stop_.store(false);
-  thread_ = std::thread([this] { Loop(); });
+  closed_.store(false);
+  if (driver) {
+    driven_ = true;
+    driver->Add(this);
+  } else {
+    thread_ = std::thread([this] { Loop(); });
+  }
 }
 
 void SimWorker::Stop() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
+  if (driven_) {
+    // Its lane closes it within one round (20 ms); a stopped driver already has.
+    for (int i = 0; i < 5000 && !closed_.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    driven_ = false;
+  }
 }
 
 void SimWorker::ResetStats() {
@@ -274,37 +286,118 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
   // A HEARTBEAT needs no answer: ours go out on the timer.
 }
 
-void SimWorker::Loop() {
+void SimWorker::Open() {
   try {
     sock_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
     sock_->set(zmq::sockopt::linger, 500);
     sock_->connect(opt_.endpoint);
     SendReady();
-    next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
-    while (!stop_.load()) {
-      zmq::pollitem_t item{sock_->handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(20));
-      std::vector<zmq::message_t> frames;
-      while (zmq::recv_multipart(*sock_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-        if (frames.size() == 3 && frames[0].to_string() == wire::kProtocol)
-          OnMessage(frames[1].to_string(), frames[2].to_string());
-        else
-          SetError("malformed message with " + std::to_string(frames.size()) + " frames");
-        frames.clear();
-      }
-      if (!silent_.load()) {
-        PumpIngest();
-        if (Clock::now() >= next_heartbeat_) {
-          SendHeartbeat();
-          next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
-        }
+  } catch (const std::exception& e) {
+    SetError(std::string("zmq: ") + e.what());
+    sock_.reset();
+  }
+  next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
+}
+
+void SimWorker::Service() {
+  if (!sock_) return;
+  try {
+    std::vector<zmq::message_t> frames;
+    while (zmq::recv_multipart(*sock_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+      if (frames.size() == 3 && frames[0].to_string() == wire::kProtocol)
+        OnMessage(frames[1].to_string(), frames[2].to_string());
+      else
+        SetError("malformed message with " + std::to_string(frames.size()) + " frames");
+      frames.clear();
+    }
+    if (!silent_.load()) {
+      PumpIngest();
+      if (Clock::now() >= next_heartbeat_) {
+        SendHeartbeat();
+        next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
       }
     }
-    if (!silent_.load()) Send(wire::kDisconnect, "{}");
+  } catch (const std::exception& e) {
+    SetError(std::string("zmq: ") + e.what());
+  }
+}
+
+void SimWorker::Close() {
+  try {
+    if (sock_ && !silent_.load()) Send(wire::kDisconnect, "{}");
   } catch (const std::exception& e) {
     SetError(std::string("zmq: ") + e.what());
   }
   sock_.reset();
+  closed_.store(true);
+}
+
+void SimWorker::Loop() {
+  Open();
+  while (!stop_.load() && sock_) {
+    zmq::pollitem_t item{sock_->handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) SetError(std::string("zmq: ") + e.what());
+    }
+    Service();
+  }
+  Close();
+}
+
+SimDriver::SimDriver(int threads) {
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    lanes_.push_back(std::make_unique<Lane>());
+    Lane* lane = lanes_.back().get();
+    lane->thread = std::thread([this, lane] { Run(lane); });
+  }
+}
+
+SimDriver::~SimDriver() {
+  stop_.store(true);
+  for (auto& lane : lanes_) lane->thread.join();
+}
+
+void SimDriver::Add(SimWorker* sim) {
+  Lane* lane = lanes_[next_++ % lanes_.size()].get();
+  std::lock_guard<std::mutex> l(lane->mu);
+  lane->incoming.push_back(sim);
+}
+
+void SimDriver::Run(Lane* lane) {
+  std::vector<SimWorker*> sims;
+  std::vector<zmq::pollitem_t> items;
+  while (!stop_.load()) {
+    {
+      std::lock_guard<std::mutex> l(lane->mu);
+      for (SimWorker* s : lane->incoming) {
+        s->Open();
+        sims.push_back(s);
+      }
+      lane->incoming.clear();
+    }
+    items.clear();
+    for (SimWorker* s : sims)
+      if (s->sock_) items.push_back({s->sock_->handle(), 0, ZMQ_POLLIN, 0});
+    try {
+      if (items.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      else zmq::poll(items, std::chrono::milliseconds(20));
+    } catch (const zmq::error_t&) {
+    }
+    // Every sim is serviced each round (its timers too), not only those with input.
+    for (auto it = sims.begin(); it != sims.end();) {
+      SimWorker* s = *it;
+      if (s->stop_.load() || !s->sock_) {
+        s->Close();
+        it = sims.erase(it);
+        continue;
+      }
+      s->Service();
+      ++it;
+    }
+  }
+  for (SimWorker* s : sims) s->Close();
 }
 
 }  // namespace headlab::bench

@@ -2,13 +2,15 @@
 // own thread, speaking HLW1 (schema/protocol.md) with the real token, and running every
 // assignment as the no-op run kind without spawning anything.
 //
-// Thread model: Start() launches the thread that owns the socket; every other public
+// Thread model: Start() launches the thread that owns the socket, or hands the worker to
+// a SimDriver whose threads serve many workers each (a fleet of 1,000); every other public
 // method may be called from any thread (atomics or mutex_).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,6 +21,8 @@
 namespace headlab::bench {
 
 using Clock = std::chrono::steady_clock;
+
+class SimDriver;
 
 class SimWorker {
  public:
@@ -51,9 +55,11 @@ class SimWorker {
   SimWorker(const SimWorker&) = delete;
   SimWorker& operator=(const SimWorker&) = delete;
 
-  // Connects and sends READY on a new thread.
-  void Start();
-  // Sends DISCONNECT (unless silent) and joins the thread.
+  // Connects and sends READY on a new thread, or on one of `driver`'s (which must
+  // outlive this worker's Stop).
+  void Start(SimDriver* driver = nullptr);
+  // Sends DISCONNECT (unless silent) and joins the thread (or waits for the driver to
+  // close the socket).
   void Stop();
   // Changes how later ASSIGNs are answered.
   void set_mode(Mode m) { mode_.store(m); }
@@ -95,6 +101,12 @@ class SimWorker {
     bool hold = false;       // kHold: running until cancelled, no points
   };
 
+  friend class SimDriver;
+  // The socket's life, on the owning thread: connect and READY; receive and answer what
+  // arrived, run the timers; DISCONNECT (unless silent) and close.
+  void Open();
+  void Service();
+  void Close();
   void Loop();
   void Send(const char* command, const std::string& body);
   void SendReady();
@@ -119,7 +131,9 @@ class SimWorker {
   std::string session_;  // WELCOME.session: the auth frame of every message after READY
 
   std::thread thread_;
+  bool driven_ = false;            // started on a SimDriver (caller's thread only)
   std::atomic<bool> stop_{false};
+  std::atomic<bool> closed_{false};
   std::atomic<Mode> mode_;
   std::atomic<bool> welcomed_{false};
   std::atomic<bool> silent_{false};
@@ -139,6 +153,32 @@ class SimWorker {
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_coordinator_heartbeat_{};
   Clock::duration max_heartbeat_gap_{};
+};
+
+// Serves SimWorkers on `threads` threads, each polling its share of their sockets: 1,000
+// simulated workers cost a few threads instead of 1,000 (the coordinator being measured
+// shares the machine).
+class SimDriver {
+ public:
+  explicit SimDriver(int threads);
+  // Closes the workers still running (DISCONNECT) and joins the threads.
+  ~SimDriver();
+  SimDriver(const SimDriver&) = delete;
+  SimDriver& operator=(const SimDriver&) = delete;
+
+ private:
+  friend class SimWorker;
+  struct Lane {
+    std::thread thread;
+    std::mutex mu;
+    std::vector<SimWorker*> incoming;  // guarded by mu
+  };
+  void Add(SimWorker* sim);
+  void Run(Lane* lane);
+
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  size_t next_ = 0;  // caller's thread
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace headlab::bench
