@@ -242,6 +242,24 @@ TEST_CASE("finding 6: worker ids are printable, and old binary ids are repaired"
   CHECK_NOTHROW(Json(ids).dump());
 }
 
+TEST_CASE("finding 6: results with invalid UTF-8 are refused cleanly") {
+  Running r;
+  const std::string key = r.h.sessions["w1"];
+  const std::string run = std::to_string(r.run);
+  const std::string bad = "\xc3\x28";  // an invalid two-byte sequence
+  auto out = r.h.RawBatch({
+      {"w1", "METRICS", key, R"({"run":)" + run + R"(,"attempt":1,"points":[[0,1,")" + bad + R"(",1,1]]})"},
+      {"w1", "DONE", key, R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":")" + bad + R"("})"},
+      {"w1", "PROVENANCE", key, R"({"run":)" + run + R"(,"attempt":1,"fields":{"host":")" + bad + R"("}})"},
+      {"w1", "DONE", key, R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":"\udc80"})"},
+  });
+  CHECK(Of(out, "ACK").empty());
+  CHECK(Written(r.h) == 0);
+  CHECK(r.StillRunning());
+  // Everything the coordinator holds about its workers still serialises.
+  CHECK_NOTHROW(r.h.core->WorkersJson(r.h.now).dump());
+}
+
 TEST_CASE("finding 6: a busy REJECT is requeued without counting toward max_attempts") {
   Harness h;
   const int64_t run = h.Submit(TestGrid({"a"}, 1, "t", /*max_attempts=*/1)).queued[0];
