@@ -260,6 +260,7 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     stop_.store(true);
   } else if (command == wire::kReregister) {
     reregisters_.fetch_add(1);
+    welcomed_.store(false);
     SendReady();
   } else if (command == wire::kHeartbeat) {
     coordinator_heartbeats_.fetch_add(1);
@@ -310,7 +311,7 @@ void SimWorker::Service() {
         SetError("malformed message with " + std::to_string(frames.size()) + " frames");
       frames.clear();
     }
-    if (!silent_.load()) {
+    if (!silent_.load() && welcomed_.load()) {  // like a real worker: nothing before WELCOME
       PumpIngest();
       if (Clock::now() >= next_heartbeat_) {
         SendHeartbeat();

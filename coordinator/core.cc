@@ -188,7 +188,11 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
                             "session key: ignored (the worker is registered and alive)", now);
     return;
   }
-  auto session = RandomHex(wire::kSessionKeyChars / 2);
+  // The same connection READYing again (its WELCOME was slow, or lost) keeps its key, so
+  // that what it sent meanwhile still counts; any other registration gets a fresh one.
+  StatusOr<std::string> session = old && old->route == route
+                                      ? StatusOr<std::string>(old->session)
+                                      : RandomHex(wire::kSessionKeyChars / 2);
   if (!session.ok()) {
     LogError("cannot make a session key: " + session.status().message());
     return;
@@ -385,11 +389,18 @@ void Core::AfterAttemptEnd(const AttemptRef& ref, const AttemptOutcome& o) {
   if (o.run_finished) UnparkAll();  // a parent may have finished
 }
 
-void Core::Tick(Clock::time_point now) {
+void Core::Tick(Clock::time_point now, bool input_pending) {
+  // Messages still waiting in the socket may be the very heartbeats that keep workers and
+  // leases alive (a backlog after a slow batch, or a burst): expiries wait until the loop
+  // has caught up, but never longer than one more liveness window.
+  if (!input_pending) backlog_since_ = Clock::time_point{};
+  else if (backlog_since_ == Clock::time_point{}) backlog_since_ = now;
   if (now >= next_timer_) {
     next_timer_ = now + kTimerPeriod;
-    ExpireDeadWorkers(now);  // liveness.cc
-    ExpireLeases(now);       // liveness.cc
+    if (!input_pending || now - backlog_since_ >= wire::kLiveness) {
+      ExpireDeadWorkers(now);  // liveness.cc
+      ExpireLeases(now);       // liveness.cc
+    }
     SendHeartbeats(now);     // liveness.cc
     throttle_.Flush(now);
   }

@@ -78,7 +78,9 @@ class Core {
   void HandleMessage(const std::string& route, const std::string& command,
                      const std::string& auth, const std::string& body, Clock::time_point now);
   // Timers: worker and lease expiry, heartbeats, dispatch, finished experiments' stats.
-  void Tick(Clock::time_point now);
+  // `input_pending`: the batch stopped at its bound with messages still waiting; expiries
+  // are then held back (at most kLiveness), since those messages may renew what expires.
+  void Tick(Clock::time_point now, bool input_pending = false);
   // Assigns queued runs to workers with free capacity (dispatch.cc, scheduler.h).
   void Dispatch(Clock::time_point now);
 
@@ -186,6 +188,7 @@ class Core {
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for
   std::function<void(int64_t)> finished_sink_;
   Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
+  Clock::time_point backlog_since_{};       // input pending at every tick since (or {})
   LogThrottle throttle_;                    // warnings about peers' input
   RateLimiter unauthenticated_replies_{/*per_second=*/50, /*burst=*/100};
 };

@@ -28,6 +28,13 @@ TEST_CASE("READY: right token -> WELCOME, wrong token -> REFUSE, unknown -> RERE
   CHECK(welcome[0]["worker_id"] == "w4");
   CHECK(welcome[0]["session"].get<std::string>().size() == wire::kSessionKeyChars);
   CHECK(welcome[0]["session"] != Json(h.sessions["w1"]));
+  // The same connection READYing again (a slow WELCOME) keeps its key: what it sent
+  // meanwhile still counts.
+  const std::string key = h.sessions["w4"];
+  welcome = Of(h.Batch({{"w4", "READY", Ready(1)}}), "WELCOME", "w4");
+  REQUIRE(welcome.size() == 1);
+  CHECK(welcome[0]["session"] == key);
+  CHECK(h.core->workers().FindBySession(key) != nullptr);
 }
 
 TEST_CASE("dispatch: FIFO, one slot per GPU with its device index, ACK on ingestion") {

@@ -308,6 +308,32 @@ TEST_CASE("finding 6: resume_json records the checkpoint the worker really resum
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json='null'") == 1);
 }
 
+TEST_CASE("finding 4: expiries wait (at most a liveness window) for messages still queued") {
+  Running r;
+  // The loop fell behind: w1's heartbeats are still in the socket when its deadline passes.
+  r.h.now += wire::kLiveness + milliseconds(100);
+  REQUIRE(r.h.core->BeginBatch().ok());
+  r.h.core->Tick(r.h.now, /*input_pending=*/true);
+  REQUIRE(r.h.core->CommitBatch().ok());
+  CHECK(r.StillRunning());
+  // Caught up, with its heartbeat: nothing was lost.
+  r.h.Batch({{"w1", "HEARTBEAT", {{"running", {Ref(r.run, 1)}}}}});
+  CHECK(r.StillRunning());
+  // A backlog that never clears holds expiries back for one more liveness window only.
+  r.h.now += wire::kLiveness + milliseconds(100);
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(r.h.core->BeginBatch().ok());
+    r.h.core->Tick(r.h.now, /*input_pending=*/true);
+    REQUIRE(r.h.core->CommitBatch().ok());
+    CHECK(r.StillRunning());
+    r.h.now += milliseconds(wire::kLiveness.count() / 2 + 50);
+  }
+  REQUIRE(r.h.core->BeginBatch().ok());
+  r.h.core->Tick(r.h.now, /*input_pending=*/true);
+  REQUIRE(r.h.core->CommitBatch().ok());
+  CHECK_FALSE(r.StillRunning());
+}
+
 TEST_CASE("finding 4: a large submit and cancel go in steps; a crash mid-submit leaves nothing") {
   Harness h;
   h.Batch({{"w1", "READY", Ready(1)}});

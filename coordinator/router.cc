@@ -218,6 +218,7 @@ Status Router::Run() {
       break;
     }
     std::vector<zmq::message_t> frames;
+    bool drained = false;
     for (int n = 0; n < kMaxBatch && Clock::now() - now < kMaxBatchTime; ++n) {
       frames.clear();
       zmq::recv_result_t got;
@@ -227,7 +228,10 @@ Status Router::Run() {
         LogWarn(std::string("receive failed: ") + e.what());
         break;
       }
-      if (!got) break;
+      if (!got) {
+        drained = true;
+        break;
+      }
       HandleFrames(frames, now);
     }
     const Clock::time_point t_messages = Clock::now();
@@ -264,7 +268,7 @@ Status Router::Run() {
       }
     }
     const Clock::time_point t_step = Clock::now();
-    core_->Tick(now);
+    core_->Tick(now, /*input_pending=*/!drained);
     throttle_.Flush(now);
     const Clock::time_point t_tick = Clock::now();
     st = core_->CommitBatch();

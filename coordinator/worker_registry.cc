@@ -14,7 +14,7 @@ int WorkerInfo::FreeSlots() const {
 WorkerInfo& WorkerRegistry::Register(const std::string& route, const std::string& session,
                                      const ReadyMsg& m, Clock::time_point now) {
   WorkerInfo& w = workers_[m.id];
-  if (!w.session.empty()) by_session_.erase(w.session);
+  if (!w.session.empty() && w.session != session) by_session_.erase(w.session);
   w.id = m.id;
   w.route = route;
   w.session = session;
