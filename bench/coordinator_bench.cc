@@ -1,4 +1,4 @@
-// The coordinator benchmark. Four phases against one coordinator child process:
+// The coordinator benchmark. Five phases against one coordinator child process:
 //   1. accept: POST a grid of `runs` no-op runs; the figure is the request's wall time.
 //   2. dispatch: `workers` SimWorkers (slots 1 each) answer every ASSIGN at once; the
 //      figure is runs / (last DONE ACK - first READY).
@@ -7,7 +7,11 @@
 //      send), and headlab.db must then hold exactly that many points.
 //      Meanwhile an SseProbe follows the first runs over GET /api/v1/stream; the figure
 //      "live update latency" is the 99th percentile of (arrival - send) of their points.
-//   4. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
+//   4. heartbeat lateness: the longest gap between two coordinator HEARTBEATs any
+//      simulated worker saw during phases 2 and 3, less the 1 s interval (with
+//      --workers 1000: a thousand workers' heartbeats while the coordinator dispatches
+//      and ingests).
+//   5. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
 //      figure is the time from that heartbeat until a second SimWorker gets ASSIGN of
 //      the same run as attempt 2.
 // The simulated workers run in this process and share its CPU with the coordinator, as
@@ -30,6 +34,7 @@
 #include "bench/sse_probe.h"
 #include "cli/http_client.h"
 #include "common/json.h"
+#include "common/wire.h"
 #include "coordinator/db.h"
 
 namespace headlab::bench {
@@ -125,7 +130,12 @@ StatusOr<std::string> MakeTempDir() {
 class Bench {
  public:
   Bench(const CoordinatorBenchOptions& o, CoordinatorProcess* c, CoordinatorBenchResult* r)
-      : opt_(o), c_(c), r_(r) {}
+      : opt_(o), c_(c), r_(r) {
+    // A large fleet: past ZeroMQ's default of 1,023 sockets per context, and served by a
+    // few driver threads instead of one thread per simulated worker.
+    ctx_.set(zmq::ctxopt::max_sockets, std::max(1024, 2 * opt_.workers + 64));
+    if (opt_.workers > 64) driver_ = std::make_unique<SimDriver>(std::min(8, (opt_.workers + 127) / 128));
+  }
 
   void AcceptGrid();
   void Dispatch();
@@ -133,8 +143,15 @@ class Bench {
   void LiveLatency(SseProbe* probe);
   void Requeue();
   void StopFleet();
+  // The coordinator's heartbeat lateness seen by the fleet over the dispatch and
+  // ingestion phases (a figure).
+  void HeartbeatLateness();
 
  private:
+  // Records the fleet's longest gap between two coordinator HEARTBEATs so far.
+  void CollectHeartbeatGaps() {
+    for (auto& s : fleet_) max_gap_ = std::max(max_gap_, s->max_heartbeat_gap());
+  }
   std::unique_ptr<SimWorker> NewSim(const std::string& name, SimWorker::Mode mode) {
     SimWorker::Options o;
     o.endpoint = c_->worker_endpoint();
@@ -195,8 +212,11 @@ class Bench {
   CoordinatorProcess* c_;
   CoordinatorBenchResult* r_;
   zmq::context_t ctx_{2};
+  std::unique_ptr<SimDriver> driver_;  // null: one thread per simulated worker
   Sims fleet_;
   int64_t dispatch_exp_ = 0;
+  Clock::duration max_gap_{};
+  Clock::time_point fleet_started_{};
 };
 
 void Bench::AcceptGrid() {
@@ -233,7 +253,8 @@ void Bench::Dispatch() {
   std::string e = std::to_string(dispatch_exp_);
   double cpu0 = c_->CpuSeconds();
   auto t0 = Clock::now();
-  for (auto& s : fleet_) s->Start();
+  fleet_started_ = t0;
+  for (auto& s : fleet_) s->Start(driver_.get());
   auto done = [&] {
     int64_t n = 0;
     for (auto& s : fleet_) n += s->runs_done();
@@ -258,6 +279,7 @@ void Bench::Dispatch() {
   }
   Note("dispatch: " + f.note);
   if (f.measured) NoteCpu("dispatch", cpu0, opt_.runs, "runs");
+  CollectHeartbeatGaps();
   r_->figures.push_back(f);
   NoteLost("dispatch", dispatch_exp_);
   Verify("succeeded runs", "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
@@ -329,6 +351,7 @@ void Bench::Ingest() {
   }
   Note("ingestion: " + f.note);
   if (f.measured) NoteCpu("ingestion", cpu0, acked(), "points");
+  CollectHeartbeatGaps();
   r_->figures.push_back(f);
   LiveLatency(probe.get());
   NoteLost("ingestion", exp.value());
@@ -365,6 +388,29 @@ void Bench::LiveLatency(SseProbe* probe) {
   r_->figures.push_back(f);
 }
 
+void Bench::HeartbeatLateness() {
+  Figure f{"heartbeat lateness (max, " + std::to_string(opt_.workers) + " workers)", "s",
+           Figure::Cmp::kLessEq, 1};
+  // Small runs end within a heartbeat interval: the fleet then idles (heartbeating) until
+  // it has been up for a liveness window plus one interval, so every figure has gaps.
+  std::this_thread::sleep_until(fleet_started_ + wire::kLiveness + wire::kHeartbeatInterval);
+  CollectHeartbeatGaps();
+  int64_t heartbeats = 0;
+  for (auto& s : fleet_) heartbeats += s->coordinator_heartbeats();
+  if (heartbeats == 0) {
+    f.note = "no coordinator HEARTBEAT was received";
+  } else {
+    f.measured = true;
+    f.value = std::max(0.0, Seconds(max_gap_ - wire::kHeartbeatInterval).count());
+    f.note = std::to_string(heartbeats) + " coordinator HEARTBEATs received during dispatch "
+             "and ingestion (at least 4 s); longest gap " + Fmt("%.3f s", Seconds(max_gap_).count()) +
+             " (one is due every " + Fmt("%.1f s", Seconds(wire::kHeartbeatInterval).count()) +
+             "; the liveness window is " + Fmt("%.0f s", Seconds(wire::kLiveness).count()) + ")";
+  }
+  Note("heartbeats: " + f.note);
+  r_->figures.push_back(f);
+}
+
 void Bench::StopFleet() {
   for (auto& s : fleet_) s->Stop();
   fleet_.clear();
@@ -383,7 +429,7 @@ void Bench::Requeue() {
     return;
   }
   auto dead = NewSim("dead", SimWorker::Mode::kSilentAfterAccept);
-  dead->Start();
+  dead->Start(driver_.get());
   if (!WaitFor(30, [&] { return dead->silent(); })) {
     f.note = "the run was not assigned to the first simulated worker within 30 s";
     Note("requeue: " + f.note);
@@ -392,7 +438,7 @@ void Bench::Requeue() {
   }
   int64_t run = dead->assignments().front().run;
   auto heir = NewSim("heir", SimWorker::Mode::kNoop);
-  heir->Start();
+  heir->Start(driver_.get());
   SimWorker::Assignment again{};
   bool got = WaitFor(30, [&] {
     for (const auto& a : heir->assignments())
@@ -439,6 +485,7 @@ StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptio
     b.AcceptGrid();
     b.Dispatch();
     b.Ingest();
+    b.HeartbeatLateness();
     b.Requeue();
     b.StopFleet();
   }

@@ -28,9 +28,9 @@ struct CoordinatorBenchResult {
   std::string data_dir;
 };
 
-// Runs the four phases (grid accept, dispatch, ingestion, dead-worker requeue). Returns
-// an error only when the benchmark could not run at all (e.g. the coordinator did not
-// start); a phase that fails leaves its figure unmeasured with a note.
+// Runs the phases (grid accept, dispatch, ingestion, heartbeat lateness, dead-worker
+// requeue). Returns an error only when the benchmark could not run at all (e.g. the
+// coordinator did not start); a phase that fails leaves its figure unmeasured with a note.
 StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptions& options);
 
 }  // namespace headlab::bench

@@ -26,14 +26,26 @@ SimWorker::SimWorker(zmq::context_t* ctx, Options options)
 
 SimWorker::~SimWorker() { Stop(); }
 
-void SimWorker::Start() {
+void SimWorker::Start(SimDriver* driver) {
   stop_.store(false);
-  thread_ = std::thread([this] { Loop(); });
+  closed_.store(false);
+  if (driver) {
+    driven_ = true;
+    driver->Add(this);
+  } else {
+    thread_ = std::thread([this] { Loop(); });
+  }
 }
 
 void SimWorker::Stop() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
+  if (driven_) {
+    // Its lane closes it within one round (20 ms); a stopped driver already has.
+    for (int i = 0; i < 5000 && !closed_.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    driven_ = false;
+  }
 }
 
 void SimWorker::ResetStats() {
@@ -42,6 +54,8 @@ void SimWorker::ResetStats() {
   points_acked_.store(0);
   std::lock_guard<std::mutex> l(mu_);
   first_metrics_sent_ = last_metrics_ack_ = last_done_ack_ = Clock::time_point{};
+  max_heartbeat_gap_ = Clock::duration{};
+  last_coordinator_heartbeat_ = Clock::time_point{};
 }
 
 std::string SimWorker::error() const {
@@ -81,8 +95,10 @@ void SimWorker::SetError(const std::string& e) {
 
 void SimWorker::Send(const char* command, const std::string& body) {
   if (silent_.load()) return;
+  const std::string& auth = std::string_view(command) == wire::kReady ? opt_.token : session_;
   sock_->send(zmq::buffer(std::string(wire::kProtocol)), zmq::send_flags::sndmore);
   sock_->send(zmq::buffer(std::string(command)), zmq::send_flags::sndmore);
+  sock_->send(zmq::buffer(auth), zmq::send_flags::sndmore);
   sock_->send(zmq::buffer(body), zmq::send_flags::none);
 }
 
@@ -92,9 +108,11 @@ void SimWorker::SendReady() {
                      {"cc_major", 0}, {"cc_minor", 0}, {"kind", "cpu"}});
   Json running = Json::array();
   for (const Job& j : jobs_) running.push_back({{"run", j.run}, {"attempt", j.attempt}});
-  Json ready = {{"token", opt_.token}, {"name", opt_.name}, {"host", "bench-sim"},
+  Json ready = {{"id", opt_.identity}, {"name", opt_.name}, {"host", "bench-sim"},
                 {"pid", int64_t(::getpid())}, {"version", wire::kProtocol}, {"slots", 1},
-                {"devices", devices}, {"running", running}};
+                {"devices", devices}, {"running", running},
+                {"work_dir", "/nonexistent/headlab-sim/" + opt_.identity}};
+  if (!session_.empty()) ready["session"] = session_;
   Send(wire::kReady, ready.dump());
 }
 
@@ -167,13 +185,24 @@ void SimWorker::OnAssign(const std::string& body) {
       SendHeartbeat();  // the last message: liveness is measured from here
       silent_.store(true);
       break;
+    case Mode::kHold: {
+      Job j{run, attempt};
+      j.hold = true;
+      jobs_.push_back(j);
+      break;
+    }
   }
+}
+
+Clock::duration SimWorker::max_heartbeat_gap() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return max_heartbeat_gap_;
 }
 
 void SimWorker::PumpIngest() {
   const int64_t total = int64_t(opt_.batches) * opt_.batch_points;
   for (Job& j : jobs_) {
-    if (j.done_sent) continue;
+    if (j.done_sent || j.hold) continue;
     int64_t acked_batches = (j.acked_seq + 1) / opt_.batch_points;
     while (j.next_batch < opt_.batches && j.next_batch - acked_batches < opt_.window) {
       SendPoints(j.run, j.attempt, int64_t(j.next_batch) * opt_.batch_points, opt_.batch_points);
@@ -219,12 +248,27 @@ void SimWorker::OnAck(const std::string& body) {
 
 void SimWorker::OnMessage(const std::string& command, const std::string& body) {
   if (command == wire::kWelcome) {
+    Json w = Json::parse(body, nullptr, false);
+    if (w.is_discarded() || !w.contains("session") || !w["session"].is_string()) {
+      SetError("WELCOME without a session key: " + body.substr(0, 200));
+      return;
+    }
+    session_ = w["session"].get<std::string>();
     welcomed_.store(true);
   } else if (command == wire::kRefuse) {
     SetError("REFUSE " + body);
     stop_.store(true);
   } else if (command == wire::kReregister) {
+    reregisters_.fetch_add(1);
+    welcomed_.store(false);
     SendReady();
+  } else if (command == wire::kHeartbeat) {
+    coordinator_heartbeats_.fetch_add(1);
+    Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> l(mu_);
+    if (last_coordinator_heartbeat_ != Clock::time_point{})
+      max_heartbeat_gap_ = std::max(max_heartbeat_gap_, now - last_coordinator_heartbeat_);
+    last_coordinator_heartbeat_ = now;
   } else if (command == wire::kAssign) {
     OnAssign(body);
   } else if (command == wire::kAck) {
@@ -240,41 +284,121 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     cancels_.fetch_add(1);
     SendDone(run, attempt, "cancelled");
   }
-  // HEARTBEAT needs no answer: ours go out on the timer.
+  // A HEARTBEAT needs no answer: ours go out on the timer.
 }
 
-void SimWorker::Loop() {
+void SimWorker::Open() {
   try {
     sock_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
-    sock_->set(zmq::sockopt::routing_id, opt_.identity);
     sock_->set(zmq::sockopt::linger, 500);
     sock_->connect(opt_.endpoint);
     SendReady();
-    next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
-    while (!stop_.load()) {
-      zmq::pollitem_t item{sock_->handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(20));
-      std::vector<zmq::message_t> frames;
-      while (zmq::recv_multipart(*sock_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-        if (frames.size() == 3 && frames[0].to_string() == wire::kProtocol)
-          OnMessage(frames[1].to_string(), frames[2].to_string());
-        else
-          SetError("malformed message with " + std::to_string(frames.size()) + " frames");
-        frames.clear();
-      }
-      if (!silent_.load()) {
-        PumpIngest();
-        if (Clock::now() >= next_heartbeat_) {
-          SendHeartbeat();
-          next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
-        }
+  } catch (const std::exception& e) {
+    SetError(std::string("zmq: ") + e.what());
+    sock_.reset();
+  }
+  next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
+}
+
+void SimWorker::Service() {
+  if (!sock_) return;
+  try {
+    std::vector<zmq::message_t> frames;
+    while (zmq::recv_multipart(*sock_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+      if (frames.size() == 3 && frames[0].to_string() == wire::kProtocol)
+        OnMessage(frames[1].to_string(), frames[2].to_string());
+      else
+        SetError("malformed message with " + std::to_string(frames.size()) + " frames");
+      frames.clear();
+    }
+    if (!silent_.load() && welcomed_.load()) {  // like a real worker: nothing before WELCOME
+      PumpIngest();
+      if (Clock::now() >= next_heartbeat_) {
+        SendHeartbeat();
+        next_heartbeat_ = Clock::now() + wire::kHeartbeatInterval;
       }
     }
-    if (!silent_.load()) Send(wire::kDisconnect, "{}");
+  } catch (const std::exception& e) {
+    SetError(std::string("zmq: ") + e.what());
+  }
+}
+
+void SimWorker::Close() {
+  try {
+    if (sock_ && !silent_.load()) Send(wire::kDisconnect, "{}");
   } catch (const std::exception& e) {
     SetError(std::string("zmq: ") + e.what());
   }
   sock_.reset();
+  closed_.store(true);
+}
+
+void SimWorker::Loop() {
+  Open();
+  while (!stop_.load() && sock_) {
+    zmq::pollitem_t item{sock_->handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) SetError(std::string("zmq: ") + e.what());
+    }
+    Service();
+  }
+  Close();
+}
+
+SimDriver::SimDriver(int threads) {
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    lanes_.push_back(std::make_unique<Lane>());
+    Lane* lane = lanes_.back().get();
+    lane->thread = std::thread([this, lane] { Run(lane); });
+  }
+}
+
+SimDriver::~SimDriver() {
+  stop_.store(true);
+  for (auto& lane : lanes_) lane->thread.join();
+}
+
+void SimDriver::Add(SimWorker* sim) {
+  Lane* lane = lanes_[next_++ % lanes_.size()].get();
+  std::lock_guard<std::mutex> l(lane->mu);
+  lane->incoming.push_back(sim);
+}
+
+void SimDriver::Run(Lane* lane) {
+  std::vector<SimWorker*> sims;
+  std::vector<zmq::pollitem_t> items;
+  while (!stop_.load()) {
+    {
+      std::lock_guard<std::mutex> l(lane->mu);
+      for (SimWorker* s : lane->incoming) {
+        s->Open();
+        sims.push_back(s);
+      }
+      lane->incoming.clear();
+    }
+    items.clear();
+    for (SimWorker* s : sims)
+      if (s->sock_) items.push_back({s->sock_->handle(), 0, ZMQ_POLLIN, 0});
+    try {
+      if (items.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      else zmq::poll(items, std::chrono::milliseconds(20));
+    } catch (const zmq::error_t&) {
+    }
+    // Every sim is serviced each round (its timers too), not only those with input.
+    for (auto it = sims.begin(); it != sims.end();) {
+      SimWorker* s = *it;
+      if (s->stop_.load() || !s->sock_) {
+        s->Close();
+        it = sims.erase(it);
+        continue;
+      }
+      s->Service();
+      ++it;
+    }
+  }
+  for (SimWorker* s : sims) s->Close();
 }
 
 }  // namespace headlab::bench

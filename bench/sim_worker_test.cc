@@ -12,7 +12,7 @@ namespace headlab::bench {
 namespace {
 
 struct Msg {
-  std::string identity, command;
+  std::string identity, command, auth;
   Json body;
 };
 
@@ -26,10 +26,10 @@ std::optional<Msg> TryNext(zmq::socket_t& router, int ms, bool skip_heartbeats =
     if (left.count() <= 0 || zmq::poll(&item, 1, left) == 0) return std::nullopt;
     std::vector<zmq::message_t> f;
     REQUIRE(zmq::recv_multipart(router, std::back_inserter(f)));
-    REQUIRE(f.size() == 4);
-    REQUIRE(f[1].to_string() == "HLW1");
+    REQUIRE(f.size() == 5);
+    REQUIRE(f[1].to_string() == "HLW2");
     if (skip_heartbeats && f[2].to_string() == "HEARTBEAT") continue;
-    return Msg{f[0].to_string(), f[2].to_string(), Json::parse(f[3].to_string())};
+    return Msg{f[0].to_string(), f[2].to_string(), f[3].to_string(), Json::parse(f[4].to_string())};
   }
 }
 
@@ -41,7 +41,7 @@ Msg Next(zmq::socket_t& router) {
 }
 
 void SendTo(zmq::socket_t& router, const std::string& id, const std::string& cmd, const Json& b) {
-  std::vector<zmq::const_buffer> f = {zmq::buffer(id), zmq::str_buffer("HLW1"), zmq::buffer(cmd)};
+  std::vector<zmq::const_buffer> f = {zmq::buffer(id), zmq::str_buffer("HLW2"), zmq::buffer(cmd)};
   std::string body = b.dump();
   f.push_back(zmq::buffer(body));
   REQUIRE(zmq::send_multipart(router, f));
@@ -84,18 +84,21 @@ TEST_CASE("sim worker: READY, noop and ingest runs, DISCONNECT") {
   w.Start();
 
   Msg ready = Next(router);
-  CHECK(ready.identity == "worker-sim-1");
+  CHECK(ready.body["id"] == "worker-sim-1");
   CHECK(ready.command == "READY");
-  CHECK(ready.body["token"] == "secret");
+  CHECK(ready.auth == "secret");
   CHECK(ready.body["slots"] == 1);
   CHECK(ready.body["devices"].size() == 1);
-  SendTo(router, ready.identity, "WELCOME", {{"worker_id", ready.identity}, {"heartbeat_ms", 1000}});
+  const std::string key(32, 'k');
+  SendTo(router, ready.identity, "WELCOME", {{"worker_id", "worker-sim-1"}, {"heartbeat_ms", 1000},
+                                            {"session", key}});
   CHECK(Eventually([&] { return w.welcomed(); }));
 
   // No-op mode: ACCEPT, METRICS with config.noop.metrics points, DONE.
   SendTo(router, ready.identity, "ASSIGN", Assign(7, 3));
   Msg m = Next(router);
   CHECK(m.command == "ACCEPT");
+  CHECK(m.auth == key);
   CHECK(m.body == Json({{"run", 7}, {"attempt", 1}}));
   m = Next(router);
   REQUIRE(m.command == "METRICS");

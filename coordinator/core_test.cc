@@ -3,77 +3,38 @@
 #include <catch2/catch.hpp>
 
 #include "common/wire.h"
-#include "coordinator/test_util.h"
+#include "coordinator/core_test_harness.h"
 
 namespace headlab::coord {
-namespace {
 
-const char kToken[] = "secret";
-using std::chrono::milliseconds;
-
-Json Ready(int slots, Json running = Json::array(), Json devices = Json::array()) {
-  return {{"token", kToken}, {"name", "w"}, {"host", "h"}, {"pid", 1}, {"version", "0.1"},
-          {"slots", slots}, {"devices", devices}, {"running", running}};
-}
-
-// Drives a Core one batch at a time with a fake clock.
-struct Harness {
-  TempDir dir;
-  Store store;
-  std::unique_ptr<Core> core;
-  Clock::time_point now = Clock::now();
-
-  Harness() { Reopen(); }
-  void Reopen() {
-    core.reset();
-    store.Close();
-    REQUIRE(store.Open(dir.path() + "/h.db").ok());
-    core = std::make_unique<Core>(&store, kToken);
-    core->Recover(now);
-  }
-  // One batch: the messages, then Tick; returns what would be sent.
-  std::vector<OutMessage> Batch(std::vector<std::tuple<std::string, std::string, Json>> msgs = {}) {
-    REQUIRE(core->BeginBatch().ok());
-    for (auto& [id, cmd, body] : msgs) core->HandleMessage(id, cmd, body.dump(), now);
-    core->Tick(now);
-    REQUIRE(core->CommitBatch().ok());
-    return core->TakeOutbox();
-  }
-  SubmitResult Submit(const Grid& g) {
-    REQUIRE(core->BeginBatch().ok());
-    auto r = core->Submit(g, {}, false);
-    REQUIRE(r.ok());
-    REQUIRE(core->CommitBatch().ok());
-    return *r;
-  }
-  int64_t Count(const std::string& sql) {
-    Stmt q = store.db()->MustPrepare(sql);
-    return q.Step() ? q.Int(0) : -1;
-  }
-};
-
-std::vector<Json> Of(const std::vector<OutMessage>& out, const std::string& cmd,
-                     const std::string& to = "") {
-  std::vector<Json> r;
-  for (const OutMessage& m : out)
-    if (m.command == cmd && (to.empty() || m.identity == to)) r.push_back(Json::parse(m.body));
-  return r;
-}
-
-}  // namespace
+using namespace core_harness;  // NOLINT: the harness is this file's vocabulary
 
 TEST_CASE("READY: right token -> WELCOME, wrong token -> REFUSE, unknown -> REREGISTER") {
   Harness h;
   auto out = h.Batch({{"w1", "READY", Ready(2)}});
   CHECK(Of(out, "WELCOME", "w1").size() == 1);
+  // The token travels in the auth frame: a body that names it changes nothing.
   Json bad = Ready(2);
-  bad["token"] = "nope";
-  out = h.Batch({{"w2", "READY", bad}});
+  bad["id"] = "w2";
+  bad["token"] = kToken;
+  out = h.RawBatch({{"w2", "READY", "nope", bad.dump()}});
   CHECK(Of(out, "REFUSE", "w2").size() == 1);
   CHECK(h.core->workers().Find("w2") == nullptr);
   out = h.Batch({{"w3", "HEARTBEAT", {{"running", Json::array()}}}});
   CHECK(Of(out, "REREGISTER", "w3").size() == 1);
   CHECK(h.Count("SELECT count(*) FROM workers") == 1);
+  auto welcome = Of(h.Batch({{"w4", "READY", Ready(1)}}), "WELCOME", "w4");
+  REQUIRE(welcome.size() == 1);
+  CHECK(welcome[0]["worker_id"] == "w4");
+  CHECK(welcome[0]["session"].get<std::string>().size() == wire::kSessionKeyChars);
+  CHECK(welcome[0]["session"] != Json(h.sessions["w1"]));
+  // The same connection READYing again (a slow WELCOME) keeps its key: what it sent
+  // meanwhile still counts.
+  const std::string key = h.sessions["w4"];
+  welcome = Of(h.Batch({{"w4", "READY", Ready(1)}}), "WELCOME", "w4");
+  REQUIRE(welcome.size() == 1);
+  CHECK(welcome[0]["session"] == key);
+  CHECK(h.core->workers().FindBySession(key) != nullptr);
 }
 
 TEST_CASE("dispatch: FIFO, one slot per GPU with its device index, ACK on ingestion") {
@@ -122,8 +83,8 @@ TEST_CASE("a silent worker's attempt is lost and requeued as attempt+1 with resu
   auto out = h.Batch({{"w1", "READY", Ready(1)}});
   REQUIRE(Of(out, "ASSIGN", "w1").size() == 1);
   h.Batch({{"w1", "ARTIFACT", {{"run", run}, {"attempt", 1}, {"seq", 0}, {"kind", "checkpoint"},
-                               {"path", "/ck/100.pt"}, {"sha256", "abc"}, {"bytes", 10},
-                               {"step", 100}}}});
+                               {"path", InAttemptDir(run, 1, "100.pt")}, {"sha256", "abc"},
+                               {"bytes", 10}, {"step", 100}}}});
   // Heartbeats keep it alive past the liveness window.
   for (int i = 0; i < 4; ++i) {
     h.now += milliseconds(1000);
@@ -137,7 +98,8 @@ TEST_CASE("a silent worker's attempt is lost and requeued as attempt+1 with resu
   auto a = Of(out, "ASSIGN", "w2");
   REQUIRE(a.size() == 1);
   CHECK(a[0]["attempt"] == 2);
-  CHECK(a[0]["resume"] == Json({{"path", "/ck/100.pt"}, {"sha256", "abc"}, {"step", 100}}));
+  CHECK(a[0]["resume"] ==
+        Json({{"path", InAttemptDir(run, 1, "100.pt")}, {"sha256", "abc"}, {"step", 100}}));
   CHECK(h.core->workers().Find("w1") == nullptr);
   // w1 comes back: told to re-register, then told to cancel its stale attempt.
   out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", run}, {"attempt", 1}}}}}}});
@@ -164,27 +126,47 @@ TEST_CASE("restart: running attempts keep running if their worker re-registers")
   auto e = h.Submit(TestGrid({"a"}, 2));
   auto out = h.Batch({{"w1", "READY", Ready(1)}, {"w2", "READY", Ready(1)}});
   REQUIRE(Of(out, "ASSIGN").size() == 2);
+  REQUIRE(Of(out, "ASSIGN", "w1").size() == 1);
+  const int64_t mine = Of(out, "ASSIGN", "w1")[0]["run"];
+  const int64_t other = Of(out, "ASSIGN", "w2")[0]["run"];
   h.Reopen();  // like kill -9 and a restart: only the database survives
   CHECK(h.core->leases() == 2);
-  out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", e.queued[0]}, {"attempt", 1}}}}}}});
+  out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", mine}, {"attempt", 1}}}}}}});
   CHECK(Of(out, "REREGISTER", "w1").size() == 1);
   h.now += milliseconds(500);
-  out = h.Batch({{"w1", "READY", Ready(1, {{{"run", e.queued[0]}, {"attempt", 1}}})}});
+  out = h.Batch({{"w1", "READY", Ready(1, {{{"run", mine}, {"attempt", 1}}})}});
   CHECK(Of(out, "CANCEL").empty());
   CHECK(Of(out, "ASSIGN").empty());  // w1's slot is still taken by its adopted attempt
   // w2 never comes back: its attempt is lost after the window and goes to w1 when free.
   for (int i = 0; i < 4; ++i) {
     h.now += milliseconds(1000);
-    out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", e.queued[0]}, {"attempt", 1}}}}}}});
+    out = h.Batch({{"w1", "HEARTBEAT", {{"running", {{{"run", mine}, {"attempt", 1}}}}}}});
   }
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 1);
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='lost'") == 1);
-  out = h.Batch({{"w1", "DONE", {{"run", e.queued[0]}, {"attempt", 1}, {"status", "succeeded"},
+  out = h.Batch({{"w1", "DONE", {{"run", mine}, {"attempt", 1}, {"status", "succeeded"},
                                  {"exit_code", 0}, {"summary", Json::object()}}}});
   auto a = Of(out, "ASSIGN", "w1");
   REQUIRE(a.size() == 1);
-  CHECK(a[0]["run"] == e.queued[1]);
+  CHECK(a[0]["run"] == other);
   CHECK(a[0]["attempt"] == 2);
+  (void)e;
+}
+
+TEST_CASE("restart: a worker cannot adopt another worker's attempt") {
+  Harness h;
+  h.Submit(TestGrid({"a"}, 2));
+  auto out = h.Batch({{"w1", "READY", Ready(1)}, {"w2", "READY", Ready(1)}});
+  const int64_t of_w2 = Of(out, "ASSIGN", "w2").at(0)["run"];
+  h.Reopen();
+  // w1 claims w2's attempt while w2 is away: told to cancel it, the lease stays w2's.
+  out = h.Batch({{"w1", "READY", Ready(1, {{{"run", of_w2}, {"attempt", 1}}})}});
+  CHECK(Of(out, "CANCEL", "w1").size() == 1);
+  out = h.Batch({{"w2", "READY", Ready(1, {{{"run", of_w2}, {"attempt", 1}}})}});
+  CHECK(Of(out, "CANCEL", "w2").empty());
+  h.Batch({{"w2", "DONE", {{"run", of_w2}, {"attempt", 1}, {"status", "succeeded"},
+                           {"exit_code", 0}, {"summary", Json::object()}}}});
+  CHECK(h.Count("SELECT count(*) FROM runs WHERE status='succeeded'") == 1);
 }
 
 TEST_CASE("cancel of a running run sends CANCEL; retry requeues") {
@@ -223,7 +205,8 @@ TEST_CASE("malformed bodies are dropped without effect") {
                            "{\"running\":[{\"run\":\"a\"}]}", "\xff\xfe garbage"}) {
     for (const char* cmd : {"METRICS", "DONE", "HEARTBEAT", "ACCEPT", "REJECT", "ARTIFACT",
                             "PROVENANCE", "NOPE", "READY"})
-      h.core->HandleMessage("w1", cmd, body, h.now);
+      h.core->HandleMessage("w1", cmd, cmd == std::string("READY") ? kToken : h.sessions["w1"],
+                            body, h.now);
   }
   REQUIRE(h.core->CommitBatch().ok());
   // DONE for an unknown run is acknowledged (the worker may forget it) and stores nothing.
@@ -253,7 +236,7 @@ TEST_CASE("dispatch: a continuation waits for its parent, then gets its checkpoi
                 std::to_string(c.queued[0])) == 1);
 
   out = h.Batch({{"w1", "ARTIFACT", {{"run", parent}, {"attempt", 1}, {"seq", 0},
-                                     {"kind", "checkpoint"}, {"path", "/ck/20.pt"},
+                                     {"kind", "checkpoint"}, {"path", InAttemptDir(parent, 1, "20.pt")},
                                      {"sha256", "abc"}, {"bytes", 10}, {"step", 20}}},
                  {"w1", "DONE", {{"run", parent}, {"attempt", 1}, {"status", "succeeded"},
                                  {"exit_code", 0}, {"error", ""}, {"stderr_tail", ""},
@@ -263,7 +246,8 @@ TEST_CASE("dispatch: a continuation waits for its parent, then gets its checkpoi
   CHECK(assigns[0]["run"] == c.queued[0]);
   CHECK(assigns[0]["resume"].is_null());
   CHECK(assigns[0]["parent"] ==
-        Json({{"run", parent}, {"path", "/ck/20.pt"}, {"sha256", "abc"}, {"step", 20}}));
+        Json({{"run", parent}, {"path", InAttemptDir(parent, 1, "20.pt")}, {"sha256", "abc"},
+              {"step", 20}}));
 }
 
 TEST_CASE("dispatch: a continuation of a missing parent fails without an attempt") {

@@ -15,6 +15,15 @@
 #include "coordinator/scheduler_lookup.h"
 
 namespace headlab::coord {
+namespace {
+
+// Checkpoints an ASSIGN offers: the latest as `resume`, the others as fallbacks.
+constexpr int kResumeCandidates = 4;
+// Placements one pass starts at most for so long (each is a few statements and an
+// ASSIGN): a thousand idle workers fill over several batches, not in one long one.
+constexpr std::chrono::milliseconds kDispatchBudget{25};
+
+}  // namespace
 
 void Core::Dispatch(Clock::time_point now) {
   if (queue_.empty()) return;
@@ -25,7 +34,10 @@ void Core::Dispatch(Clock::time_point now) {
   // scheduler.h. Each placement is either started here or handed back with Undo.
   queue_.BeginPass(workers_.all(), DbDemandLookup(store_->db()));
   std::set<int64_t> repinned;  // paired legs re-pinned in this pass
-  while (auto p = queue_.Next()) {
+  const Clock::time_point deadline = Clock::now() + kDispatchBudget;
+  while (Clock::now() < deadline) {
+    auto p = queue_.Next();
+    if (!p) break;
     auto r = store_->LoadRunForAssign(p->run);
     if (!r.ok() || r->status != "queued") {  // cancelled since it was queued
       queue_.Undo(*p);
@@ -83,8 +95,13 @@ void Core::Dispatch(Clock::time_point now) {
           queue_.Pin(l.run, p->worker->id, p->devices);
     WorkerInfo* w = p->worker;
     AttemptRef ref{r->id, r->attempts + 1};
-    Json resume = store_->LatestCheckpoint(r->id);  // a requeued child resumes its own
-    Status st = store_->StartAttempt(ref, w->id, p->devices, resume, r->experiment_id);
+    // A requeued run resumes its own latest checkpoint; older ones are the fallbacks for a
+    // worker that finds the latest missing or damaged (it reports its choice in ACCEPT).
+    Json offered = store_->Checkpoints(r->id, kResumeCandidates);
+    Json resume = offered.empty() ? Json(nullptr) : offered[0];
+    Json fallbacks = offered.empty() ? Json::array()
+                                     : Json(std::vector<Json>(offered.begin() + 1, offered.end()));
+    Status st = store_->StartAttempt(ref, w->id, p->devices, offered, r->experiment_id);
     if (!st.ok()) {
       LogError("cannot start " + RefString(ref) + ": " + st.message());
       queue_.Undo(*p);
@@ -95,9 +112,9 @@ void Core::Dispatch(Clock::time_point now) {
     w->running[ref] = p->devices;
     Json assign = {{"run", ref.run}, {"attempt", ref.attempt}, {"experiment", r->experiment_id},
                    {"config", config.ok() ? *config : Json::object()}, {"resume", resume},
-                   {"devices", p->devices}};
+                   {"resume_fallbacks", fallbacks}, {"devices", p->devices}};
     if (parent.state == ParentResolution::State::kReady) assign["parent"] = parent.checkpoint;
-    Send(w->id, wire::kAssign, assign);
+    SendTo(*w, wire::kAssign, assign);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/grid.h"
 #include "common/log.h"
+#include "coordinator/bulk_requests.h"
 #include "coordinator/db.h"
 #include "coordinator/query.h"
 #include "coordinator/query_string.h"
@@ -212,7 +213,8 @@ HttpResponse HttpApi::Post(const std::string& path, const std::string& body) {
   if (p.size() == 5 && p[2] == "experiments" && p[4] == "cancel") {
     int64_t id = ParseId(p[3]);
     if (!id) return Error(400, "bad experiment id '" + p[3] + "'");
-    return Write([id](Core& c) { return c.CancelExperiment(id); });
+    if (!router_) return Error(503, "this server is read-only");
+    return FromResult(router_->CallInSteps(std::make_unique<CancelExperimentRequest>(id)));
   }
   if (p.size() == 5 && p[2] == "runs" && (p[4] == "cancel" || p[4] == "retry")) {
     int64_t id = ParseId(p[3]);
@@ -255,12 +257,10 @@ HttpResponse HttpApi::Submit(const std::string& body) {
                          {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
     return JsonResponse(200, {{"runs", grid->runs.size()}, {"configs", configs}});
   }
-  auto shared = std::make_shared<Grid>(std::move(grid.value()));
-  return Write([shared, sets, rerun](Core& c) -> StatusOr<Json> {
-    auto res = c.Submit(*shared, sets, rerun);
-    if (!res.ok()) return res.status();
-    return Json{{"experiment", res->experiment_id}, {"runs", res->runs}, {"reused", res->reused}};
-  });
+  if (!router_) return Error(503, "this server is read-only");
+  // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.
+  return FromResult(router_->CallInSteps(
+      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun)));
 }
 
 HttpResponse HttpApi::Query(const std::string& body) {

@@ -32,7 +32,7 @@ void Core::ExpireLeases(Clock::time_point now) {
 void Core::SendHeartbeats(Clock::time_point now) {
   for (auto& [id, w] : workers_.all()) {
     if (w.heartbeat_at <= now) {
-      Send(id, wire::kHeartbeat, Json::object());
+      SendTo(w, wire::kHeartbeat, Json::object());
       w.heartbeat_at = now + wire::kHeartbeatInterval;
     }
   }

@@ -2,9 +2,14 @@
 #include "coordinator/messages.h"
 
 #include <cmath>
+#include <filesystem>
+
+#include "common/wire.h"
+#include "common/wire_body.h"
 
 namespace headlab::coord {
 namespace {
+
 
 Status Bad(const char* cmd, const std::string& field, const char* expected) {
   return Status::InvalidArgument(std::string(cmd) + "." + field + ": expected " + expected);
@@ -68,14 +73,63 @@ std::string RefString(const AttemptRef& ref) {
   return "run " + std::to_string(ref.run) + " attempt " + std::to_string(ref.attempt);
 }
 
+StatusOr<Json> ParseBody(const std::string& command, const std::string& text) {
+  return ParseWireBody(command, text, wire::MaxBodyBytes(command));
+}
+
+bool ValidWorkerId(const std::string& id) {
+  if (id.empty() || id.size() > wire::kMaxWorkerIdBytes) return false;
+  for (unsigned char c : id)
+    if (c <= ' ' || c > '~') return false;
+  return true;
+}
+
+bool PathInside(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(path), d = fs::path(dir);
+  if (!p.is_absolute() || !d.is_absolute()) return false;
+  std::string ps = p.lexically_normal().string(), ds = d.lexically_normal().string();
+  if (ds.empty() || ds.back() != '/') ds += '/';
+  return ps.size() > ds.size() && ps.compare(0, ds.size(), ds) == 0;
+}
+
+bool ResolvesInside(const std::string& path, const std::string& dir) {
+  std::error_code ec1, ec2;
+  auto p = std::filesystem::canonical(path, ec1);
+  auto d = std::filesystem::canonical(dir, ec2);
+  return !ec1 && !ec2 && PathInside(p.string(), d.string());
+}
+
+std::string PrintableBytes(const std::string& bytes, size_t max) {
+  bool printable = !bytes.empty();
+  for (unsigned char c : bytes) printable = printable && c >= ' ' && c <= '~';
+  if (printable) return bytes.size() <= max ? bytes : bytes.substr(0, max) + "...";
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (unsigned char c : bytes) {
+    if (out.size() + 2 > max) return out + "...";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
 StatusOr<ReadyMsg> ParseReady(const Json& b) {
   const char* c = "READY";
   HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
   ReadyMsg m;
-  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "token", &m.token));
+  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "id", &m.id));
+  if (!ValidWorkerId(m.id))
+    return Bad(c, "id", "1 to 128 printable ASCII characters without spaces");
   HEADLAB_RETURN_IF_ERROR(GetString(b, c, "name", &m.name));
   HEADLAB_RETURN_IF_ERROR(GetString(b, c, "host", &m.host));
   HEADLAB_RETURN_IF_ERROR(GetString(b, c, "version", &m.version));
+  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "work_dir", &m.work_dir));
+  if (m.work_dir.empty() || m.work_dir[0] != '/') return Bad(c, "work_dir", "an absolute path");
+  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "session", &m.session, /*optional=*/true));
+  if (m.name.size() > 256 || m.host.size() > 256 || m.version.size() > 64 ||
+      m.work_dir.size() > 4096 || m.session.size() > 64)
+    return Status::InvalidArgument("READY: name, host, version, work_dir or session too long");
   int64_t slots = 0;
   HEADLAB_RETURN_IF_ERROR(GetInt(b, c, "pid", 0, kMaxId, &m.pid));
   HEADLAB_RETURN_IF_ERROR(GetInt(b, c, "slots", 0, 4096, &slots));
@@ -112,12 +166,34 @@ StatusOr<AttemptRef> ParseRef(const Json& b, const char* command) {
   return ref;
 }
 
+StatusOr<AcceptMsg> ParseAccept(const Json& b) {
+  const char* c = "ACCEPT";
+  HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
+  AcceptMsg m;
+  HEADLAB_RETURN_IF_ERROR(GetRef(b, c, &m.ref));
+  auto r = b.find("resume");
+  if (r == b.end() || r->is_null()) return m;
+  if (!r->is_object()) return Bad(c, "resume", "null or {path, sha256, step}");
+  std::string path, sha;
+  int64_t step = 0;
+  HEADLAB_RETURN_IF_ERROR(GetString(*r, "ACCEPT.resume", "path", &path));
+  HEADLAB_RETURN_IF_ERROR(GetString(*r, "ACCEPT.resume", "sha256", &sha));
+  HEADLAB_RETURN_IF_ERROR(GetInt(*r, "ACCEPT.resume", "step", INT64_MIN, INT64_MAX, &step));
+  m.resume = {{"path", path}, {"sha256", sha}, {"step", step}};
+  return m;
+}
+
 StatusOr<RejectMsg> ParseReject(const Json& b) {
   const char* c = "REJECT";
   HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
   RejectMsg m;
   HEADLAB_RETURN_IF_ERROR(GetRef(b, c, &m.ref));
   HEADLAB_RETURN_IF_ERROR(GetString(b, c, "reason", &m.reason));
+  auto busy = b.find("busy");
+  if (busy != b.end() && !busy->is_null()) {
+    if (!busy->is_boolean()) return Bad(c, "busy", "a boolean");
+    m.busy = busy->get<bool>();
+  }
   return m;
 }
 
@@ -196,7 +272,8 @@ class MetricsSax : public nlohmann::json_sax<Json> {
   bool in_points_array() const { return points_depth_ && depth_ == points_depth_; }
   bool in_point() const { return points_depth_ && depth_ == points_depth_ + 1; }
   bool Enter() {
-    ++depth_;
+    if (++depth_ > wire::kMaxBodyDepth)
+      return Fail("body nested deeper than " + std::to_string(wire::kMaxBodyDepth) + " levels");
     return true;
   }
   bool Leave() {
@@ -263,6 +340,10 @@ class MetricsSax : public nlohmann::json_sax<Json> {
 }  // namespace
 
 StatusOr<MetricsMsg> ParseMetricsText(const std::string& text) {
+  if (text.size() > wire::kMaxMetricsBytes)
+    return Status::InvalidArgument("METRICS: body of " + std::to_string(text.size()) +
+                                   " bytes is over the limit of " +
+                                   std::to_string(wire::kMaxMetricsBytes));
   MetricsMsg m;
   MetricsSax sax(&m);
   bool ok = Json::sax_parse(text, &sax, nlohmann::detail::input_format_t::json,

@@ -53,8 +53,8 @@ TEST_CASE("bad METRICS bodies are refused with the field named") {
 }
 
 TEST_CASE("READY, DONE and ARTIFACT validation") {
-  Json ready = {{"token", "t"}, {"name", "n"}, {"host", "h"}, {"pid", 5}, {"version", "v"},
-                {"slots", 2},
+  Json ready = {{"id", "worker-h-5"}, {"name", "n"}, {"host", "h"}, {"pid", 5}, {"version", "v"},
+                {"slots", 2}, {"work_dir", "/w"},
                 {"devices", {{{"index", 1}, {"kind", "cuda"}}, {{"index", 0}, {"kind", "cpu"}}}},
                 {"running", {{{"run", 4}, {"attempt", 2}}}}};
   auto r = ParseReady(ready);
@@ -67,6 +67,17 @@ TEST_CASE("READY, DONE and ARTIFACT validation") {
   bad = ready;
   bad.erase("slots");
   CHECK(ParseReady(bad).status().message() == "READY.slots: expected an integer");
+  bad = ready;
+  bad["work_dir"] = "relative";
+  CHECK(ParseReady(bad).status().message() == "READY.work_dir: expected an absolute path");
+  for (const char* id : {"", "a b", "tab\t", "\x7f"}) {
+    bad = ready;
+    bad["id"] = id;
+    CHECK_FALSE(ParseReady(bad).ok());
+  }
+  CHECK(ParseReady(ready)->session.empty());
+  ready["session"] = "k";
+  CHECK(ParseReady(ready)->session == "k");
 
   Json done = {{"run", 1}, {"attempt", 1}, {"status", "failed"}, {"exit_code", 1},
                {"error", "boom"}, {"stderr_tail", "..."}, {"summary", {{"eval.ppl", 3}}}};
@@ -85,6 +96,25 @@ TEST_CASE("READY, DONE and ARTIFACT validation") {
   CHECK_FALSE(ParseArtifact(art).ok());
   CHECK_FALSE(ParseReject({{"run", 1}, {"attempt", 1}}).ok());
   CHECK(ParseReject({{"run", 1}, {"attempt", 1}, {"reason", "no GPU"}})->reason == "no GPU");
+  CHECK_FALSE(ParseReject({{"run", 1}, {"attempt", 1}, {"reason", "x"}})->busy);
+  CHECK(ParseReject({{"run", 1}, {"attempt", 1}, {"reason", "x"}, {"busy", true}})->busy);
+  CHECK_FALSE(ParseReject({{"run", 1}, {"attempt", 1}, {"reason", "x"}, {"busy", 1}}).ok());
+  CHECK(ParseAccept({{"run", 1}, {"attempt", 1}})->resume.is_null());
+  Json resume = {{"path", "/c"}, {"sha256", "ab"}, {"step", 3}};
+  CHECK(ParseAccept({{"run", 1}, {"attempt", 1}, {"resume", resume}})->resume == resume);
+  CHECK_FALSE(ParseAccept({{"run", 1}, {"attempt", 1}, {"resume", {{"path", "/c"}}}}).ok());
+}
+
+TEST_CASE("PathInside compares normalised absolute paths") {
+  CHECK(PathInside("/w/runs/1-1/c.pt", "/w/runs/1-1"));
+  CHECK(PathInside("/w/runs/1-1/sub/../c.pt", "/w/runs/1-1/"));
+  CHECK_FALSE(PathInside("/w/runs/1-1/../1-2/c.pt", "/w/runs/1-1"));
+  CHECK_FALSE(PathInside("/w/runs/1-10/c.pt", "/w/runs/1-1"));
+  CHECK_FALSE(PathInside("/w/runs/1-1", "/w/runs/1-1"));
+  CHECK_FALSE(PathInside("/etc/passwd", "/w/runs/1-1"));
+  CHECK_FALSE(PathInside("runs/1-1/c.pt", "/w/runs/1-1"));
+  CHECK(PrintableBytes("worker-a-1") == "worker-a-1");
+  CHECK(PrintableBytes(std::string("\0\x80\x01", 3)) == "0x008001");
 }
 
 }  // namespace headlab::coord

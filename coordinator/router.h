@@ -2,10 +2,14 @@
 // requests from other threads (HTTP), served in batches:
 //
 //   wait (socket, wake-up pipe, next timer) -> BEGIN -> up to kMaxBatch worker messages ->
-//   queued requests -> Core::Tick (expiry, heartbeats, dispatch) -> COMMIT -> send replies
+//   queued requests -> one step of the oldest stepped request -> Core::Tick (expiry,
+//   heartbeats, dispatch) -> COMMIT -> send replies
 //
 // The loop thread is the only writer of the database. A batch is one transaction, so a
 // burst of METRICS costs one commit, and replies leave only after their state is durable.
+// Every part of a batch is bounded (messages by count and time, a stepped request by its
+// slice, dispatch by its budget), so heartbeats and lease expiries keep their deadlines
+// whatever arrives.
 #pragma once
 
 #include <zmq.hpp>
@@ -17,12 +21,25 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "common/log_throttle.h"
 #include "common/status.h"
 #include "coordinator/core.h"
+#include "coordinator/rate_limiter.h"
 
 namespace headlab::coord {
+
+// A user request the loop serves in bounded steps, one per batch (large submits and
+// cancels: bulk_requests.h). Steps run on the loop thread only.
+class SteppedRequest {
+ public:
+  virtual ~SteppedRequest() = default;
+  // Does a share of the work inside the current batch, stopping soon after `deadline`.
+  // Returns the answer once the request is complete, nullopt to be called next batch.
+  virtual std::optional<StatusOr<Json>> Step(Core& core, Clock::time_point deadline) = 0;
+};
 
 class Router {
  public:
@@ -47,6 +64,12 @@ class Router {
   // Runs fn(core) on the loop thread within a batch; returns its result once the batch
   // has committed, or Unavailable if the loop stopped first. Callable from any thread.
   StatusOr<Json> Call(std::function<StatusOr<Json>(Core&)> fn);
+  // Runs `request` on the loop thread a step per batch, after the stepped requests before
+  // it; returns its answer once its last step has committed, or Unavailable if the loop
+  // stopped first. Callable from any thread.
+  StatusOr<Json> CallInSteps(std::unique_ptr<SteppedRequest> request);
+  // Runs fn(core) on the loop thread within a batch, without waiting. Any thread.
+  void Post(std::function<void(Core&)> fn);
 
  private:
   void Wake();
@@ -58,9 +81,18 @@ class Router {
   zmq::socket_t sock_;
   std::string endpoint_;
   int wake_[2] = {-1, -1};
+  LogThrottle throttle_;                        // garbage frames (loop thread)
+  RateLimiter refusals_{/*per_second=*/10, /*burst=*/20};  // REFUSEs to other versions
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::deque<std::function<void(Core&)>> pending_;  // guarded by mu_
+  struct Stepped {
+    std::unique_ptr<SteppedRequest> request;
+    std::shared_ptr<std::promise<StatusOr<Json>>> answer;
+  };
+  std::deque<Stepped> stepped_;                     // guarded by mu_ (new ones)
+  std::deque<Stepped> stepping_;                    // loop thread: in progress, FIFO
+  bool trim_memory_ = false;                        // loop thread: a large request ended
 };
 
 }  // namespace headlab::coord

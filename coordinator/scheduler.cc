@@ -10,6 +10,9 @@
 namespace headlab::coord {
 namespace {
 
+// Runs whose demand one pass looks up at most (one indexed row read each).
+constexpr size_t kMaxLookupsPerPass = 2048;
+
 // Compute capability as major * 10 + minor, so that 8.9 compares exactly.
 int CcTenths(double cc) { return int(std::lround(cc * 10)); }
 
@@ -145,9 +148,13 @@ void Scheduler::BeginPass(std::map<std::string, WorkerInfo>& workers, const Dema
   std::set<int64_t> running;
   for (auto& [id, w] : workers)
     for (const auto& [ref, devs] : w.running) running.insert(ref.run);
-  std::vector<int64_t> ask(unresolved_.begin(), unresolved_.end());
+  // Bounded work per pass: a queue of 100,000 fresh runs is looked up over many passes
+  // (grid order first), not in one that would hold the loop for seconds.
+  std::vector<int64_t> ask;
   for (int64_t r : running)
     if (!info_.count(r)) ask.push_back(r);
+  for (auto it = unresolved_.begin(); it != unresolved_.end() && ask.size() < kMaxLookupsPerPass; ++it)
+    ask.push_back(*it);
   if (!ask.empty()) {
     std::map<int64_t, RunDemand> found = lookup(ask);
     for (auto& [id, rd] : found) {
@@ -159,19 +166,16 @@ void Scheduler::BeginPass(std::map<std::string, WorkerInfo>& workers, const Dema
         info_[id].demand.pin_devices = pin->second.second;
       }
     }
-    for (auto it = unresolved_.begin(); it != unresolved_.end();) {
-      auto f = found.find(*it);
-      if (f == found.end()) {  // unreadable now: asked again next pass
-        ++it;
-        continue;
-      }
+    for (int64_t id : ask) {
+      auto f = found.find(id);
+      if (f == found.end() || !unresolved_.count(id)) continue;  // unreadable now: next pass
       if (f->second.experiment != 0) {
-        Index(*it);
+        Index(id);
       } else {
-        queued_.erase(*it);  // the run row is gone: nothing to start
-        LogWarn("scheduler: queued run " + std::to_string(*it) + " not found; dropped");
+        queued_.erase(id);  // the run row is gone: nothing to start
+        LogWarn("scheduler: queued run " + std::to_string(id) + " not found; dropped");
       }
-      it = unresolved_.erase(it);
+      unresolved_.erase(id);
     }
   }
   // Forget runs that are neither queued nor running, amortised.

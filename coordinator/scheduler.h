@@ -77,7 +77,8 @@ class Scheduler {
   void Clear();
 
   // Starts a dispatch pass over `workers` (their `running` maps say what they hold).
-  // Looks up the demands of newly queued runs and of running attempts it has not seen.
+  // Looks up the demands of running attempts it has not seen and of up to 2,048 newly
+  // queued runs (lowest ids first; the rest wait for later passes).
   void BeginPass(std::map<std::string, WorkerInfo>& workers, const DemandLookup& lookup);
   // Returns the next run to start and where, removing it from the queue; nullopt when
   // nothing more fits in this pass. The caller must either start it (and add it to the

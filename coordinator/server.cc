@@ -11,8 +11,10 @@
 #include "coordinator/core.h"
 #include "coordinator/http_api.h"
 #include "coordinator/http_server.h"
+#include "coordinator/paired_stats_worker.h"
 #include "coordinator/router.h"
 #include "coordinator/store.h"
+#include "coordinator/wal_checkpointer.h"
 
 namespace headlab::coord {
 
@@ -22,6 +24,8 @@ struct Server::Impl {
   Store store;
   std::unique_ptr<Core> core;
   std::unique_ptr<Router> router;
+  std::unique_ptr<PairedStatsWorker> stats;  // computes off the loop, writes through it
+  std::unique_ptr<WalCheckpointer> checkpointer;  // the loop's commits never checkpoint
   std::unique_ptr<HttpApi> api;
   std::unique_ptr<HttpServer> http;
   std::thread loop;
@@ -41,11 +45,18 @@ Status Server::Start(const ServerOptions& options) {
   if (options.token.empty()) return Status::InvalidArgument("no token");
   HEADLAB_RETURN_IF_ERROR(MakeDirs(options.data_dir));
   HEADLAB_RETURN_IF_ERROR(m.store.Open(db_path()));
+  HEADLAB_RETURN_IF_ERROR(m.store.db()->Exec("PRAGMA wal_autocheckpoint=0"));
+  m.checkpointer = std::make_unique<WalCheckpointer>(db_path());
   m.store.SetMetricFeed(&m.feed);
   m.core = std::make_unique<Core>(&m.store, options.token);
   m.core->Recover(Clock::now());
   m.router = std::make_unique<Router>(m.core.get());
   HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers));
+  Router* router = m.router.get();
+  m.stats = std::make_unique<PairedStatsWorker>(db_path(), [router](int64_t exp, Json res) {
+    router->Post([exp, res = std::move(res)](Core& core) { core.SavePairedStatsOf(exp, res); });
+  });
+  m.core->SetFinishedSink([stats = m.stats.get()](int64_t exp) { stats->Enqueue(exp); });
   HttpApi::Options api_opts;
   api_opts.db_path = db_path();
   api_opts.token = options.token;
@@ -73,6 +84,8 @@ void Server::Stop() {
   if (m.http) m.http->Stop();
   if (m.router) m.router->Stop();
   if (m.loop.joinable()) m.loop.join();
+  m.stats.reset();  // its last answers have nowhere to go: the loop is gone
+  m.checkpointer.reset();
   m.http.reset();
   m.api.reset();
   m.router.reset();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -61,20 +62,25 @@ Reply Http(const std::string& addr, const std::string& method, const std::string
   return r;
 }
 
-// A fake worker.
+// A fake worker: READY carries `id` (ZeroMQ names the connection), every later message
+// the session key of its WELCOME.
 struct Dealer {
   zmq::context_t ctx;
   zmq::socket_t sock{ctx, zmq::socket_type::dealer};
-  Dealer(const std::string& endpoint, const std::string& identity) {
-    sock.set(zmq::sockopt::routing_id, identity);
+  std::string id;
+  std::string token = kToken;
+  std::string session;
+  Dealer(const std::string& endpoint, const std::string& worker_id) : id(worker_id) {
     sock.set(zmq::sockopt::linger, 0);
     sock.set(zmq::sockopt::rcvtimeo, 5000);
     sock.connect(endpoint);
   }
-  void Send(const std::string& cmd, const Json& body) {
+  void Send(const std::string& cmd, Json body) {
+    if (cmd == "READY" && !body.contains("id")) body["id"] = id;
     std::string text = body.dump();
-    std::array<zmq::const_buffer, 3> frames = {zmq::str_buffer("HLW1"), zmq::buffer(cmd),
-                                                zmq::buffer(text)};
+    const std::string& auth = cmd == "READY" ? token : session;
+    std::array<zmq::const_buffer, 4> frames = {zmq::str_buffer("HLW2"), zmq::buffer(cmd),
+                                                zmq::buffer(auth), zmq::buffer(text)};
     REQUIRE(zmq::send_multipart(sock, frames));
   }
   // Receives until a message with `cmd` arrives (skipping HEARTBEATs etc.).
@@ -84,18 +90,20 @@ struct Dealer {
       auto got = zmq::recv_multipart(sock, std::back_inserter(frames));
       REQUIRE(got);
       REQUIRE(frames.size() == 3);
-      CHECK(frames[0].to_string() == "HLW1");
-      if (frames[1].to_string() == cmd) return Json::parse(frames[2].to_string());
+      CHECK(frames[0].to_string() == "HLW2");
+      Json body = Json::parse(frames[2].to_string());
+      if (frames[1].to_string() == "WELCOME") session = body["session"];
+      if (frames[1].to_string() == cmd) return body;
     }
     FAIL("no " + cmd + " received");
     return nullptr;
   }
 };
 
-Json ReadyBody(int slots, const std::string& token = kToken) {
-  return {{"token", token}, {"name", "fake"}, {"host", "localhost"}, {"pid", 42},
-          {"version", "test"}, {"slots", slots}, {"devices", Json::array()},
-          {"running", Json::array()}};
+Json ReadyBody(int slots) {
+  return {{"name", "fake"}, {"host", "localhost"}, {"pid", 42}, {"version", "HLW2"},
+          {"slots", slots}, {"devices", Json::array()}, {"running", Json::array()},
+          {"work_dir", "/tmp/headlab-fake-worker"}};
 }
 
 const char kGrid[] = R"({
@@ -220,10 +228,16 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   CHECK(workers.json()[0]["state"] == "alive");
 
   // Query: reads without a token, writes refused with 400 "read-only".
-  Reply q = Http(http, "POST", "/api/v1/query",
-                 Json({{"sql", "SELECT count(*) FROM paired_stats"}}).dump());
+  // (Stored when the experiment finished, computed off the loop: within moments.)
+  Reply q;
+  for (int i = 0; i < 100; ++i) {
+    q = Http(http, "POST", "/api/v1/query",
+             Json({{"sql", "SELECT count(*) FROM paired_stats"}}).dump());
+    if (q.status != 200 || q.json()["rows"][0][0] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   REQUIRE(q.status == 200);
-  CHECK(q.json()["rows"][0][0] == 1);  // stored when the experiment finished
+  CHECK(q.json()["rows"][0][0] == 1);
   Reply wq = Http(http, "POST", "/api/v1/query", Json({{"sql", "DELETE FROM runs"}}).dump());
   CHECK(wq.status == 400);
   CHECK(wq.json()["error"].get<std::string>().find("read-only") == 0);
@@ -306,22 +320,35 @@ TEST_CASE("garbage at the ROUTER is logged and dropped; the coordinator keeps se
     zmq::send_multipart(g.sock, bufs);
   };
   send({"x"});
-  send({"HLW1"});
-  send({"HLW1", "READY"});
-  send({"HLW1", "READY", "{}", "extra"});
-  send({"HLW2", "READY", ReadyBody(1).dump()});
-  send({"HLW1", "READY", "{not json"});
-  send({"HLW1", "READY", "[1,2,3]"});
-  send({"HLW1", "METRICS", "{\"run\": 1}"});
-  send({"HLW1", "DONE", std::string(100000, 'x')});
-  send({"HLW1", "\x01\x02", "{}"});
+  send({"HLW2"});
+  send({"HLW2", "READY"});
+  send({"HLW2", "READY", kToken, "{}", "extra"});
+  send({"HLW3", "READY", kToken, ReadyBody(1).dump()});
+  send({"HLW2", "READY", kToken, "{not json"});
+  send({"HLW2", "READY", kToken, "[1,2,3]"});
+  send({"HLW2", "READY", kToken, std::string(100000, '[')});
+  send({"HLW2", "METRICS", "", "{\"run\": 1}"});
+  send({"HLW2", "DONE", "", std::string(100000, 'x')});
+  send({"HLW2", "\x01\x02", "", "{}"});
   send({"", "", "", "", ""});
-  // Unknown identity sending anything but READY is told to re-register.
-  send({"HLW1", "HEARTBEAT", "{\"running\": []}"});
+  // A message without a session key is told to re-register.
+  send({"HLW2", "HEARTBEAT", "", "{\"running\": []}"});
   g.Expect("REREGISTER");
-  // A READY without a token or with the wrong one is refused.
-  send({"HLW1", "READY", ReadyBody(1, "wrong").dump()});
+  // A READY with the wrong token (or none) is refused.
+  g.token = "wrong";
+  g.Send("READY", ReadyBody(1));
   CHECK(g.Expect("REFUSE")["reason"] == "bad token");
+  // A worker of the previous protocol is refused in its own framing, so it exits with why.
+  send({"HLW1", "READY", Json{{"token", kToken}}.dump()});
+  {
+    std::vector<zmq::message_t> frames;
+    REQUIRE(zmq::recv_multipart(g.sock, std::back_inserter(frames)));
+    REQUIRE(frames.size() == 3);
+    CHECK(frames[0].to_string() == "HLW1");
+    CHECK(frames[1].to_string() == "REFUSE");
+    CHECK(Json::parse(frames[2].to_string())["reason"].get<std::string>().find("HLW2") !=
+          std::string::npos);
+  }
   // Still alive: a proper worker registers and HTTP answers.
   Dealer w(ep, "worker-ok");
   w.Send("READY", ReadyBody(1));

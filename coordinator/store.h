@@ -3,6 +3,7 @@
 // group calls into batches (Begin/Commit) so one transaction covers many messages.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,20 @@ struct RunForAssign {
   int max_attempts = 0;
   std::string config_json;
 };
+
+// One run of a submission, planned off the loop thread: its config already serialised.
+struct PlannedRun {
+  int index = 0;
+  std::string arm;
+  std::string config_json;  // CanonicalJson of the complete config
+  std::string config_hash;
+  std::string pair_key;
+  int64_t seed = 0;
+};
+
+// Returns the runs of an expanded grid as PlannedRuns, releasing each config tree as soon
+// as it is serialised (a 100,000-run grid's trees take gigabytes, their text a tenth).
+std::vector<PlannedRun> PlanRuns(std::vector<ExpandedRun> runs);
 
 struct SubmitResult {
   int64_t experiment_id = 0;
@@ -108,24 +123,48 @@ class Store {
   // inside a savepoint: on error nothing of it remains.
   StatusOr<SubmitResult> InsertExperiment(const Grid& grid, const std::vector<std::string>& sets,
                                           bool rerun);
+  // The same in steps, one per batch, for grids too large for one (core.h, SubmitStep):
+  // the experiment row, then runs, then the `submit` event, which marks it complete. An
+  // experiment without that event (a crash mid-way) is deleted by Open.
+  // Inserts the experiment row (`grid` need not hold its runs); returns its id.
+  StatusOr<int64_t> InsertExperimentRow(const Grid& grid, const std::vector<std::string>& sets,
+                                        bool rerun);
+  // Inserts runs[from...] as above until `deadline` passes (at least one); returns the
+  // index of the next run to insert. Counts and queued ids go to *res.
+  StatusOr<size_t> InsertRuns(const std::vector<PlannedRun>& runs, size_t from,
+                              int max_attempts, bool rerun,
+                              std::chrono::steady_clock::time_point deadline, SubmitResult* res);
+  // Writes the `submit` event: the experiment is complete.
+  Status FinishSubmission(const Grid& grid, const std::vector<std::string>& sets, bool rerun,
+                          const SubmitResult& res);
+  // Deletes an experiment whose submission could not finish, with its runs.
+  Status DeleteExperiment(int64_t experiment);
 
   // --- Dispatch ---
   StatusOr<RunForAssign> LoadRunForAssign(int64_t run);
-  // Returns {path, sha256, step} of the run's latest checkpoint artifact, or null.
-  Json LatestCheckpoint(int64_t run);
-  // Inserts the attempt row (status running) and marks the run running.
+  // Returns [{path, sha256, step}] of the run's checkpoint artifacts, newest (highest
+  // step) first, at most `limit`: ASSIGN offers the first and falls back to the others.
+  Json Checkpoints(int64_t run, int limit);
+  // Inserts the attempt row (status running) and marks the run running. `offered` (the
+  // checkpoints ASSIGN offers) goes to the assign event; the row's resume_json stays null
+  // until ACCEPT reports the one the attempt really resumed from (MarkAccepted).
   Status StartAttempt(const AttemptRef& ref, const std::string& worker_id,
-                      const std::vector<int>& devices, const Json& resume,
+                      const std::vector<int>& devices, const Json& offered,
                       int64_t experiment_id = 0);
 
   // --- Workers ---
+  // `ready` holds name, host, pid, version, slots and devices.
   Status UpsertWorker(const std::string& id, const Json& ready);
   Status SetWorkerState(const std::string& id, const std::string& state);
 
   // --- Ingestion ---
   // Returns NotFound for an unknown (run, attempt).
   Status CheckAttempt(const AttemptRef& ref);
-  Status MarkAccepted(const AttemptRef& ref);
+  // Returns the worker the attempt was assigned to, or nullopt for an unknown attempt.
+  std::optional<std::string> AttemptWorker(const AttemptRef& ref);
+  // ACCEPT: records when, and the checkpoint the attempt resumed from (null: none). A
+  // resume that is not one of the run's checkpoint artifacts is recorded as null.
+  Status MarkAccepted(const AttemptRef& ref, const Json& resume = nullptr);
   // INSERT OR IGNORE keyed by (run, attempt, seq): a resend is harmless.
   Status InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint>& points);
   Status InsertArtifact(const AttemptRef& ref, int64_t seq, const std::string& kind,
@@ -143,8 +182,12 @@ class Store {
   // Lease expiry: the attempt becomes `lost`; its run is requeued (attempt+1 comes at the
   // next dispatch) while attempts < max_attempts, else the run is `failed`.
   AttemptOutcome LoseAttempt(const AttemptRef& ref, const std::string& reason);
-  // REJECT: like a loss (counts toward max_attempts, so a run every worker rejects ends).
-  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason);
+  // REJECT: like a loss (counts toward max_attempts, so a run every worker rejects ends),
+  // unless `busy` (the worker had no free slot or device: the coordinator's view of it was
+  // stale, not the run's fault): then the run is requeued and its max_attempts raised by
+  // one, so the attempt is not charged.
+  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason,
+                               bool busy = false);
 
   // --- User requests ---
   // Cancels a queued or running run; NotFound / FailedPrecondition-as-Unavailable if the
@@ -152,6 +195,16 @@ class Store {
   StatusOr<RunChange> CancelRun(int64_t run);
   // Cancels every queued/running run of the experiment.
   StatusOr<std::vector<RunChange>> CancelExperiment(int64_t experiment);
+  // Where a cancel of an experiment in steps has got to.
+  struct CancelCursor {
+    int64_t after = 0;  // runs up to this id are done
+    int64_t last = -1;  // the experiment's highest run id (-1: not looked up yet)
+  };
+  // Cancels up to `limit` queued/running runs of the experiment past the cursor, in id
+  // order, and advances it; returns their changes ([] when none are left). NotFound for
+  // an unknown experiment. Each call reads only the runs it passes (rowid order).
+  StatusOr<std::vector<RunChange>> CancelExperimentRuns(int64_t experiment, CancelCursor* cursor,
+                                                        int limit);
   // failed/cancelled/lost -> queued with a fresh attempt budget.
   StatusOr<RunChange> RetryRun(int64_t run);
 
@@ -162,7 +215,13 @@ class Store {
 
  private:
   AttemptOutcome EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
-                            const std::string& reason, const char* event);
+                            const std::string& reason, const char* event, bool charged = true);
+  // Deletes experiments whose submission never finished (no `submit` event: only the
+  // newest can be, as submissions run one at a time).
+  Status DeleteUnfinishedSubmissions();
+  // Rewrites worker ids that are not printable ASCII (ZeroMQ-generated identities stored
+  // by older versions) as hex, so that every stored name is valid UTF-8.
+  Status RepairWorkerIds();
   Status SetRunStatus(int64_t run, const std::string& status, const std::string& error);
 
   Db db_;
@@ -172,7 +231,8 @@ class Store {
   // Prepared once (Open); used on every message.
   Stmt insert_metric_, insert_metrics_chunk_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
       set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,
-      upsert_provenance_, insert_summary_, run_of_attempt_, unfinished_in_exp_;
+      upsert_provenance_, insert_summary_, attempt_worker_, unfinished_in_exp_,
+      is_checkpoint_;
 };
 
 }  // namespace headlab::coord

@@ -140,13 +140,18 @@ TEST_CASE("a lost attempt requeues the run until max_attempts, then fails it") {
   CHECK(o.requeued);
   CHECK(RunStatus(s, run) == "queued");
   CHECK(s.QueuedRuns() == std::vector<int64_t>{run});
-  // The next attempt resumes from the latest checkpoint.
-  Json resume = s.LatestCheckpoint(run);
-  CHECK(resume == Json({{"path", "/c/100"}, {"sha256", "h100"}, {"step", 100}}));
+  // The next attempt is offered the latest checkpoint first, then the older ones.
+  Json offered = s.Checkpoints(run, 4);
+  CHECK(offered == Json::array({{{"path", "/c/100"}, {"sha256", "h100"}, {"step", 100}},
+                                {{"path", "/c/50"}, {"sha256", "h50"}, {"step", 50}}}));
+  CHECK(s.Checkpoints(run, 1).size() == 1);
   auto r = s.LoadRunForAssign(run);
   REQUIRE(r.ok());
   CHECK(r->attempts == 1);
-  REQUIRE(s.StartAttempt({run, 2}, "w2", {}, resume).ok());
+  REQUIRE(s.StartAttempt({run, 2}, "w2", {}, offered).ok());
+  // resume_json is what ACCEPT reports, not what was offered.
+  CHECK(Count(s, "SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json='null'") == 1);
+  REQUIRE(s.MarkAccepted({run, 2}, offered[0]).ok());
   CHECK(Count(s, "SELECT count(*) FROM attempts WHERE resume_json LIKE '%h100%'") == 1);
   // Losing it twice is harmless; losing the last allowed attempt fails the run.
   o = s.LoseAttempt({run, 2}, "worker silent");

@@ -1,9 +1,12 @@
 // Token loading and creation.
 #include "coordinator/token.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <vector>
 
 #include "common/files.h"
 
@@ -37,17 +40,28 @@ StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
   if (!token_file.empty()) return ReadToken(token_file);
   std::string path = data_dir + "/token";
   if (PathExists(path)) return ReadToken(path);
-  std::ifstream rnd("/dev/urandom", std::ios::binary);
-  unsigned char bytes[32];
-  if (!rnd.read(reinterpret_cast<char*>(bytes), sizeof bytes))
-    return Status::IoError("/dev/urandom: cannot read");
+  auto t = RandomHex(32);
+  if (!t.ok()) return t.status();
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, *t + "\n", 0600));
+  return t;
+}
+
+StatusOr<std::string> RandomHex(size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = ::getrandom(buf.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IoError("getrandom: cannot read random bytes");
+    got += size_t(n);
+  }
   static const char kHex[] = "0123456789abcdef";
   std::string t;
-  for (unsigned char b : bytes) {
+  t.reserve(2 * bytes);
+  for (unsigned char b : buf) {
     t += kHex[b >> 4];
     t += kHex[b & 15];
   }
-  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, t + "\n", 0600));
   return t;
 }
 

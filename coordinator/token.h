@@ -12,6 +12,10 @@ namespace headlab::coord {
 // it does not exist. Surrounding whitespace is stripped; an empty token is an error.
 StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir, const std::string& token_file);
 
+// Returns `bytes` bytes from the kernel's random source as lowercase hex (the token, and
+// the workers' session keys), or IoError.
+StatusOr<std::string> RandomHex(size_t bytes);
+
 // Returns true iff a == b, in time independent of where they differ.
 bool TokenEquals(const std::string& a, const std::string& b);
 

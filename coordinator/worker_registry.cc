@@ -11,10 +11,15 @@ int WorkerInfo::FreeSlots() const {
   return Capacity() - held;
 }
 
-WorkerInfo& WorkerRegistry::Register(const std::string& id, const ReadyMsg& m,
-                                     Clock::time_point now) {
-  WorkerInfo& w = workers_[id];
-  w.id = id;
+WorkerInfo& WorkerRegistry::Register(const std::string& route, const std::string& session,
+                                     const ReadyMsg& m, Clock::time_point now) {
+  WorkerInfo& w = workers_[m.id];
+  if (!w.session.empty() && w.session != session) by_session_.erase(w.session);
+  w.id = m.id;
+  w.route = route;
+  w.session = session;
+  by_session_[session] = m.id;
+  w.work_dir = m.work_dir;
   w.name = m.name;
   w.host = m.host;
   w.version = m.version;
@@ -32,7 +37,17 @@ WorkerInfo* WorkerRegistry::Find(const std::string& id) {
   return it == workers_.end() ? nullptr : &it->second;
 }
 
-void WorkerRegistry::Remove(const std::string& id) { workers_.erase(id); }
+WorkerInfo* WorkerRegistry::FindBySession(const std::string& session) {
+  auto it = by_session_.find(session);
+  return it == by_session_.end() ? nullptr : Find(it->second);
+}
+
+void WorkerRegistry::Remove(const std::string& id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  by_session_.erase(it->second.session);
+  workers_.erase(it);
+}
 
 void WorkerRegistry::Touch(WorkerInfo* w, Clock::time_point now) {
   w->last_heard = now;

@@ -1,11 +1,14 @@
-// The workers the coordinator knows right now (in memory): capacity, running attempts and
-// liveness deadlines. Persistent worker rows are the Store's job. Loop thread only.
+// The workers the coordinator knows right now (in memory): capacity, running attempts,
+// liveness deadlines and each one's session (the key its WELCOME issued, which every later
+// message must carry, and the ZeroMQ connection replies go to). Persistent worker rows are
+// the Store's job. Loop thread only.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/json.h"
@@ -17,7 +20,10 @@ namespace headlab::coord {
 using Clock = std::chrono::steady_clock;
 
 struct WorkerInfo {
-  std::string id;            // DEALER routing identity
+  std::string id;            // READY.id: the worker's name in messages and in the database
+  std::string route;         // ZeroMQ routing identity of its current connection
+  std::string session;       // WELCOME.session: proves a message comes from this worker
+  std::string work_dir;      // READY.work_dir: its attempts write under work_dir/runs/
   std::string name, host, version;
   int64_t pid = 0;
   int slots = 0;
@@ -36,10 +42,16 @@ struct WorkerInfo {
 
 class WorkerRegistry {
  public:
-  // Adds or refreshes the worker from READY; keeps attempts it already held.
-  WorkerInfo& Register(const std::string& id, const ReadyMsg& ready, Clock::time_point now);
+  // Adds or refreshes the worker ready.id from READY on connection `route` with a new
+  // `session` key; keeps attempts it already held. The previous session key stops working.
+  WorkerInfo& Register(const std::string& route, const std::string& session,
+                       const ReadyMsg& ready, Clock::time_point now);
   // Returns the worker or nullptr.
   WorkerInfo* Find(const std::string& id);
+  // Returns the worker whose session key is `session`, or nullptr.
+  WorkerInfo* FindBySession(const std::string& session);
+  // The worker's messages now arrive on (and replies go to) connection `route`.
+  void SetRoute(WorkerInfo* w, const std::string& route) { w->route = route; }
   void Remove(const std::string& id);
   // Pushes the worker's death deadline to now + kLiveness.
   void Touch(WorkerInfo* w, Clock::time_point now);
@@ -52,6 +64,7 @@ class WorkerRegistry {
 
  private:
   std::map<std::string, WorkerInfo> workers_;
+  std::unordered_map<std::string, std::string> by_session_;  // session key -> worker id
 };
 
 }  // namespace headlab::coord

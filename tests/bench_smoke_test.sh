@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test: `headlab bench coordinator` at a small scale runs all four phases against a
+# System test: `headlab bench coordinator` at a small scale runs all its phases against a
 # real coordinator and its database checks hold. The figures' targets are not asserted
 # here (CI machines are shared); docs/BENCHMARKS.md records the full-scale figures.
 source "$(dirname "$0")/lib.sh"
@@ -11,7 +11,7 @@ RC=$?
 (( RC == 0 || RC == 1 )) || fail "bench exited $RC: $(tail -n 5 "$HL_LOGS/bench.log")"
 jq -e . <<<"$OUT" >/dev/null || fail "bench --json printed no JSON: $OUT"
 jq -r '.figures[] | "\(.name): \(.value) \(.unit) (target \(.cmp) \(.target))"' <<<"$OUT"
-expect_eq "figures reported" 5 "$(jq '.figures | length' <<<"$OUT")"
+expect_eq "figures reported" 6 "$(jq '.figures | length' <<<"$OUT")"
 expect_eq "figures left unmeasured" "" "$(jq -r '[.figures[] | select(.value == null) | .name] | join(", ")' <<<"$OUT")"
 expect_eq "database checks that failed" "" "$(jq -r '[.notes[] | select(test("FAILED"))] | join("; ")' <<<"$OUT")"
 expect_eq "database checks that passed" 5 "$(jq '[.notes[] | select(startswith("check ok"))] | length' <<<"$OUT")"
@@ -22,5 +22,9 @@ REQUEUE=$(jq '.figures[] | select(.name == "dead-worker requeue latency") | .val
 # Liveness is 3 s; the figure cannot be below it (a smaller value would mean a wrong clock).
 jq -e --argjson v "$REQUEUE" -n '$v >= 2.9' >/dev/null || fail "requeue latency $REQUEUE s is below the 3 s liveness window"
 ok "requeue latency $REQUEUE s is not below the liveness window"
+# Heartbeats every second; lateness past the 3 s liveness window would have cost leases.
+LATE=$(jq '.figures[] | select(.name | startswith("heartbeat lateness")) | .value' <<<"$OUT")
+jq -e --argjson v "$LATE" -n '$v >= 0 and $v < 2' >/dev/null || fail "heartbeat lateness $LATE s"
+ok "coordinator heartbeats at most $LATE s late"
 $HEADLAB_BIN bench coordinator --runs 0 >/dev/null 2>&1
 expect_eq "exit code for --runs 0" 2 "$?"

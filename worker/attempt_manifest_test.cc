@@ -55,6 +55,33 @@ TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or ch
   CHECK(m["parent"].is_null());
 }
 
+TEST_CASE("a truncated latest checkpoint resumes from the previous good one, not from scratch") {
+  // Issue 16, finding 6: the worker used to start over while the coordinator recorded a
+  // resume from the latest checkpoint.
+  const testing::TempDir tmp("headlab-manifest");
+  const std::string work = tmp.path();
+  REQUIRE(WriteFileAtomic(work + "/100.pt", "weights at 100").ok());
+  REQUIRE(WriteFileAtomic(work + "/200.pt", "weights at 200").ok());
+  Json c100{{"path", work + "/100.pt"}, {"sha256", Sha256Hex("weights at 100")}, {"step", 100}};
+  Json c200{{"path", work + "/200.pt"}, {"sha256", Sha256Hex("weights at 200")}, {"step", 200}};
+  REQUIRE(WriteFileAtomic(work + "/200.pt", "weights a").ok());  // truncated
+  Json assign{{"run", 4}, {"attempt", 3}, {"experiment", 1}, {"config", Json::object()},
+              {"resume", c200}, {"resume_fallbacks", {c100}}};
+  CHECK(ChooseResume(assign) == c100);
+  Json written;
+  REQUIRE(WriteManifest(work, assign, &written).ok());
+  CHECK(written["resume"] == c100);
+  // With no good checkpoint left it starts from scratch, and says so (null).
+  REQUIRE(WriteFileAtomic(work + "/100.pt", "").ok());
+  CHECK(ChooseResume(assign).is_null());
+}
+
+TEST_CASE("AbsoluteWorkDir is absolute and normal, as the coordinator checks artifact paths") {
+  CHECK(AbsoluteWorkDir("/w/./x/../y/") == "/w/y");
+  CHECK(AbsoluteWorkDir("rel")[0] == '/');
+  CHECK(AttemptOutDir("/w/./y/", Json(5), 2) == "/w/y/runs/5-2");
+}
+
 TEST_CASE("WriteManifest passes a shared parent checkpoint through beside resume") {
   const testing::TempDir tmp("headlab-manifest");
   REQUIRE(!tmp.path().empty());

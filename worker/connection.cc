@@ -17,7 +17,9 @@ Status Connection::Open(Clock::time_point now) {
   heartbeat_at_ = now + options_.liveness;
   try {
     socket_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
-    socket_->set(zmq::sockopt::routing_id, options_.identity);
+    // No routing id: the coordinator's ROUTER names each connection itself, so no other
+    // peer can claim ours; our name travels in READY.id (schema/protocol.md, Sessions).
+    socket_->set(zmq::sockopt::maxmsgsize, int64_t(wire::kMaxFrameBytes));
     // A closed socket drops what it still queues: the outbox resends what matters, and a
     // reconnect must not wait on a dead peer.
     socket_->set(zmq::sockopt::linger, 0);
@@ -40,7 +42,8 @@ void Connection::Close(std::chrono::milliseconds linger) {
 
 bool Connection::Send(const std::string& command, const Json& body) {
   if (!socket_) return false;
-  std::vector<zmq::message_t> frames = EncodeMessage(command, body);
+  const std::string& auth = command == wire::kReady ? options_.token : session_;
+  std::vector<zmq::message_t> frames = EncodeMessage(command, auth, body);
   try {
     // All frames of a multipart message are queued atomically: a full queue rejects the
     // first frame, never a later one.
@@ -65,13 +68,15 @@ std::optional<WireMessage> Connection::Receive(Clock::time_point now) {
     peer_expiry_ = now + options_.liveness;
     StatusOr<WireMessage> m = DecodeCoordinatorMessage(frames);
     if (m.ok()) return std::move(*m);
-    LogWarn("dropping bad message from the coordinator: " + m.status().message());
+    throttle_.Warn("bad message", "dropping bad message from the coordinator: " + m.status().message(),
+                   now);
   }
   return std::nullopt;
 }
 
-void Connection::MarkRegistered(Clock::time_point now) {
+void Connection::MarkRegistered(Clock::time_point now, const std::string& session) {
   registered_ = true;
+  session_ = session;
   backoff_.Reset();
   heartbeat_at_ = now;  // tell the coordinator what runs here right away
 }

@@ -2,6 +2,7 @@
 #include "worker/wire_codec.h"
 
 #include "common/wire.h"
+#include "common/wire_body.h"
 
 namespace headlab {
 namespace {
@@ -22,10 +23,24 @@ Status NeedRef(const Json& b) {
               "an integer >= 0");
 }
 
+// {path, sha256, step}: a checkpoint offered to resume from.
+Status NeedCheckpoint(const Json& r, const std::string& what) {
+  if (!r.is_object()) return Status::InvalidArgument(what + ": expected {path, sha256, step}");
+  auto nonempty = [](const Json& j) { return j.is_string() && !j.get<std::string>().empty(); };
+  if (!r.contains("path") || !nonempty(r["path"])) return Status::InvalidArgument(what + ".path: expected a non-empty string");
+  if (!r.contains("sha256") || !nonempty(r["sha256"])) return Status::InvalidArgument(what + ".sha256: expected a non-empty string");
+  if (!r.contains("step") || !IsInt(r["step"])) return Status::InvalidArgument(what + ".step: expected an integer");
+  return Status::Ok();
+}
+
 Status ValidateBody(const std::string& cmd, const Json& b) {
-  if (cmd == wire::kWelcome || cmd == wire::kHeartbeat || cmd == wire::kReregister) {
-    return Status::Ok();  // fields here are informational (WELCOME.worker_id, heartbeat_ms)
+  if (cmd == wire::kWelcome) {
+    // The session key every later message must carry; worker_id and heartbeat_ms inform.
+    return Need(b, "session", [](const Json& j) {
+      return j.is_string() && j.get<std::string>().size() == wire::kSessionKeyChars;
+    }, "a 32-character session key");
   }
+  if (cmd == wire::kHeartbeat || cmd == wire::kReregister) return Status::Ok();
   if (cmd == wire::kRefuse) {
     return Need(b, "reason", [](const Json& j) { return j.is_string(); }, "a string");
   }
@@ -53,24 +68,26 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
     }
     if (b.contains("parent") && !b["parent"].is_null() && !b["parent"].is_object())
       return Status::InvalidArgument("parent: expected null or an object");
+    if (b.contains("resume_fallbacks") && !b["resume_fallbacks"].is_null()) {
+      if (!b["resume_fallbacks"].is_array())
+        return Status::InvalidArgument("resume_fallbacks: expected an array");
+      for (const Json& r : b["resume_fallbacks"])
+        HEADLAB_RETURN_IF_ERROR(NeedCheckpoint(r, "resume_fallbacks[]"));
+    }
     if (!b.contains("resume") || b["resume"].is_null()) return Status::Ok();
-    const Json& r = b["resume"];
-    if (!r.is_object()) return Status::InvalidArgument("resume: expected null or an object");
-    auto nonempty = [](const Json& j) { return j.is_string() && !j.get<std::string>().empty(); };
-    if (!r.contains("path") || !nonempty(r["path"])) return Status::InvalidArgument("resume.path: expected a non-empty string");
-    if (!r.contains("sha256") || !nonempty(r["sha256"])) return Status::InvalidArgument("resume.sha256: expected a non-empty string");
-    if (!r.contains("step") || !IsInt(r["step"])) return Status::InvalidArgument("resume.step: expected an integer");
-    return Status::Ok();
+    return NeedCheckpoint(b["resume"], "resume");
   }
   return Status::InvalidArgument("unknown command");
 }
 
 }  // namespace
 
-std::vector<zmq::message_t> EncodeMessage(const std::string& command, const Json& body) {
+std::vector<zmq::message_t> EncodeMessage(const std::string& command, const std::string& auth,
+                                          const Json& body) {
   std::vector<zmq::message_t> frames;
   frames.emplace_back(std::string(wire::kProtocol));
   frames.emplace_back(command);
+  frames.emplace_back(auth);
   frames.emplace_back(body.dump(-1, ' ', false, Json::error_handler_t::replace));
   return frames;
 }
@@ -84,12 +101,9 @@ StatusOr<WireMessage> DecodeCoordinatorMessage(const std::vector<zmq::message_t>
     return Status::InvalidArgument("unknown protocol \"" + frames[first].to_string().substr(0, 16) + "\"");
   WireMessage m;
   m.command = frames[first + 1].to_string();
-  try {
-    m.body = Json::parse(frames[first + 2].to_string());
-  } catch (const Json::exception&) {
-    return Status::InvalidArgument(m.command.substr(0, 32) + ": body is not JSON");
-  }
-  if (!m.body.is_object()) return Status::InvalidArgument(m.command.substr(0, 32) + ": body is not a JSON object");
+  StatusOr<Json> body = ParseWireBody(m.command, frames[first + 2].to_string(), wire::kMaxFrameBytes);
+  if (!body.ok()) return body.status();
+  m.body = std::move(*body);
   Status s = ValidateBody(m.command, m.body);
   if (!s.ok()) return Status::InvalidArgument(m.command.substr(0, 32) + ": " + s.message());
   return m;

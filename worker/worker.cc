@@ -87,7 +87,7 @@ void Worker::Dispatch(const WireMessage& m, Clock::time_point now) {
   const Json& b = m.body;
   if (m.command == wire::kWelcome) {
     bool first = !conn_.registered();
-    conn_.MarkRegistered(now);
+    conn_.MarkRegistered(now, b["session"].get<std::string>());
     if (first) {
       LogInfo("registered" + (b.contains("worker_id") ? " as " + b["worker_id"].dump() : "") +
               "; resending " + std::to_string(outbox_.size()) + " unacknowledged message(s)");
@@ -123,14 +123,21 @@ void Worker::HandleAssign(const Json& b) {
   const int64_t attempt = b["attempt"];
   const std::string key = Key(run, attempt);
   const Json ref{{"run", run}, {"attempt", attempt}};
-  auto reject = [&](const std::string& reason) {
-    LogWarn("rejecting run " + run.dump() + " attempt " + std::to_string(attempt) + ": " + reason);
+  auto reject = [&](const Status& why) {
+    LogWarn("rejecting run " + run.dump() + " attempt " + std::to_string(attempt) + ": " +
+            why.message());
     Json body = ref;
-    body["reason"] = reason;
+    body["reason"] = why.message();
+    body["busy"] = why.code() == Status::Code::kUnavailable;
     Send(wire::kReject, body);
   };
-  if (running_.count(key)) {  // a redelivered ASSIGN (at-least-once): confirm again
-    Send(wire::kAccept, ref);
+  auto accept = [&](const Json& resume) {
+    Json body = ref;
+    body["resume"] = resume;
+    Send(wire::kAccept, body);
+  };
+  if (auto it = running_.find(key); it != running_.end()) {
+    accept(it->second.resume);  // a redelivered ASSIGN (at-least-once): confirm again
     return;
   }
   if (outbox_.HasDone(run, attempt)) {
@@ -147,10 +154,10 @@ void Worker::HandleAssign(const Json& b) {
     return;
   }
   StatusOr<std::vector<int>> slots = PickSlots(b.value("devices", Json::array()));
-  if (!slots.ok()) return reject(slots.status().message());
+  if (!slots.ok()) return reject(slots.status());
   Json written;
   StatusOr<std::string> manifest = WriteManifest(options_.work_dir, b, &written);
-  if (!manifest.ok()) return reject(manifest.status().message());
+  if (!manifest.ok()) return reject(manifest.status());
 
   std::vector<std::string> argv = options_.exec_command;
   argv.push_back(*manifest);
@@ -177,13 +184,13 @@ void Worker::HandleAssign(const Json& b) {
   StatusOr<std::unique_ptr<Attempt>> a = Attempt::Start(
       run, attempt, argv, {{"CUDA_VISIBLE_DEVICES", cvd}}, provenance, options_.attempt,
       [this](const std::string& c, Json body) { Emit(c, std::move(body)); });
-  if (!a.ok()) return reject(a.status().message());
-  Send(wire::kAccept, ref);
+  if (!a.ok()) return reject(a.status());
+  accept(written["resume"]);
   (*a)->ReportProvenance();
   LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started (pid " +
           std::to_string((*a)->pid()) + ", CUDA_VISIBLE_DEVICES=\"" + cvd + "\")");
   for (int s : *slots) slot_busy_[s] = true;
-  running_[key] = Running{std::move(*a), *slots};
+  running_[key] = Running{std::move(*a), *slots, written["resume"]};
 }
 
 void Worker::HandleCancel(const Json& b, Clock::time_point now) {
@@ -250,10 +257,13 @@ void Worker::SendReady() {
   for (const Device& d : options_.inventory.devices) devices.push_back(DeviceToJson(d));
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
-  Send(wire::kReady, Json{{"token", options_.token}, {"name", options_.name}, {"host", host},
-                          {"pid", int64_t(::getpid())}, {"version", wire::kProtocol},
-                          {"slots", options_.slots}, {"devices", devices},
-                          {"running", ReadyRefs()}});
+  Json ready{{"id", options_.connection.identity}, {"name", options_.name}, {"host", host},
+             {"pid", int64_t(::getpid())}, {"version", wire::kProtocol},
+             {"slots", options_.slots}, {"devices", devices}, {"running", ReadyRefs()},
+             {"work_dir", AbsoluteWorkDir(options_.work_dir)}};
+  // After a reconnect: the last WELCOME's key proves this worker owns its id.
+  if (!conn_.session().empty()) ready["session"] = conn_.session();
+  Send(wire::kReady, ready);
 }
 
 void Worker::Send(const std::string& command, const Json& body) {
@@ -277,7 +287,7 @@ StatusOr<std::vector<int>> Worker::PickSlots(const Json& devices) const {
   if (devices.empty() || !options_.inventory.has_gpu) {
     for (int i = 0; i < int(slot_busy_.size()); ++i)
       if (!slot_busy_[i]) return std::vector<int>{i};
-    return Status::InvalidArgument("no free slot");
+    return Status::Unavailable("no free slot");
   }
   for (const Json& d : devices) {
     int found = -1;
@@ -285,7 +295,7 @@ StatusOr<std::vector<int>> Worker::PickSlots(const Json& devices) const {
       if (options_.slot_devices[i] == d.dump()) found = i;
     if (found < 0) return Status::InvalidArgument("no GPU " + d.dump() + " on this worker");
     if (slot_busy_[found] || std::find(slots.begin(), slots.end(), found) != slots.end())
-      return Status::InvalidArgument("GPU " + d.dump() + " is busy");
+      return Status::Unavailable("GPU " + d.dump() + " is busy");
     slots.push_back(found);
   }
   return slots;

@@ -22,9 +22,8 @@
 namespace headlab {
 
 struct WorkerOptions {
-  ConnectionOptions connection;   // endpoint, identity, timing
+  ConnectionOptions connection;   // endpoint, identity, token, timing
   AttemptOptions attempt;         // batching, cancel grace
-  std::string token;
   std::string name;
   std::string work_dir;           // manifests and out dirs: <work_dir>/runs/<run>-<attempt>/
   DeviceInventory inventory;      // what READY reports
@@ -62,6 +61,7 @@ class Worker {
   struct Running {
     std::unique_ptr<Attempt> attempt;
     std::vector<int> slots;
+    Json resume;  // the checkpoint it resumes from (ACCEPT.resume), or null
   };
 
   void Dispatch(const WireMessage& m, Clock::time_point now);
@@ -78,7 +78,9 @@ class Worker {
   // Returns RunningRefs plus finished attempts whose DONE awaits an ACK (READY).
   Json ReadyRefs() const;
   // Returns the slots for ASSIGN.devices (the GPU ordinals the coordinator picked), or
-  // any one free slot when it names none. InvalidArgument says why there are none.
+  // any one free slot when it names none. Unavailable when they are busy (REJECT busy: the
+  // coordinator requeues without charging the run), InvalidArgument when this worker has
+  // no such device.
   StatusOr<std::vector<int>> PickSlots(const Json& devices) const;
   int PollTimeoutMs(Clock::time_point now) const;
   static std::string Key(const Json& run, int64_t attempt);

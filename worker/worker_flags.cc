@@ -154,8 +154,12 @@ WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& tok
   WorkerOptions o;
   std::string host = HostName();
   o.connection.endpoint = flags.coordinator;
-  o.connection.identity = "worker-" + host + "-" + std::to_string(::getpid());
-  o.token = token;
+  // READY.id must be printable ASCII of at most wire::kMaxWorkerIdBytes (a hostname is).
+  std::string id_host = host.substr(0, 96);
+  for (char& c : id_host)
+    if (c <= ' ' || c > '~') c = '_';
+  o.connection.identity = "worker-" + id_host + "-" + std::to_string(::getpid());
+  o.connection.token = token;
   o.name = flags.name.empty() ? DefaultName(host) : flags.name;
   o.work_dir = flags.work_dir.empty() ? flags.data_dir + "/worker-" + o.name : flags.work_dir;
   o.exec_command = exec_command;
