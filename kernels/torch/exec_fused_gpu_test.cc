@@ -87,6 +87,22 @@ ModelConfig TestModel(const std::string& pos) {
   return c;
 }
 
+// A model of TestModel(pos) on CUDA with every head mode installed, and a batch of tokens.
+struct MixedModel {
+  Gpt model{nullptr};
+  torch::Tensor x, y;
+};
+MixedModel MakeMixedModel(const ModelConfig& c, uint64_t seed) {
+  torch::manual_seed(seed);
+  MixedModel m;
+  m.model = Gpt(c);
+  m.model->to(torch::kCUDA);
+  InstallModes(m.model, c.context);
+  m.x = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
+  m.y = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
+  return m;
+}
+
 // The largest relative L2 error of `got`'s loss and gradients against `want`'s.
 double WorstError(const LossAndGrads& got, const LossAndGrads& want) {
   double worst = std::abs(got.loss - want.loss) / std::abs(want.loss);
@@ -107,13 +123,9 @@ TEST_CASE("fused attention: a mixed-head Gpt on CUDA matches the dense reference
   for (const char* pos : {"rope", "learned"}) {
     const ModelConfig c = TestModel(pos);
     INFO("pos " << pos);
-    torch::manual_seed(5);
-    Gpt model(c);
-    model->to(torch::kCUDA);
-    InstallModes(model, c.context);
-    torch::Tensor x = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
-    torch::Tensor y = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
-
+    MixedModel m = MakeMixedModel(c, 5);
+    Gpt& model = m.model;
+    const torch::Tensor &x = m.x, &y = m.y;
     SetAttentionMode(AttentionMode::kDense);
     const int64_t calls0 = FusedAttentionCalls();
     LossAndGrads dense = LossAndGradients(model, x, y);
@@ -145,12 +157,9 @@ TEST_CASE("fused attention: bf16 under autocast stays within the dense bf16 refe
   for (const char* pos : {"rope", "learned"}) {
     const ModelConfig c = TestModel(pos);
     INFO("pos " << pos);
-    torch::manual_seed(7);
-    Gpt model(c);
-    model->to(torch::kCUDA);
-    InstallModes(model, c.context);
-    torch::Tensor x = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
-    torch::Tensor y = torch::randint(0, c.vocab, {3, c.context}, torch::kLong).to(torch::kCUDA);
+    MixedModel m = MakeMixedModel(c, 7);
+    Gpt& model = m.model;
+    const torch::Tensor &x = m.x, &y = m.y;
     SetAttentionMode(AttentionMode::kDense);
     model->SetPrecision(Precision::kFp32);
     LossAndGrads exact = LossAndGradients(model, x, y);
