@@ -61,6 +61,7 @@ StatusOr<BytePairEncoder> BytePairEncoder::Create(
     b.merge_ids_.push_back({li->second, ri->second});
   }
   b.tokens_ = std::move(tokens);
+  b.cache_.reserve(kCacheEntries);
   return b;
 }
 

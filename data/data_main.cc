@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "common/json.h"
 #include "data/prepare.h"
 #include "data/shard_meta.h"
+#include "data/tokenizer_bench.h"
 
 namespace headlab {
 namespace {
@@ -21,6 +23,7 @@ const char* kUsage =
     "usage: headlab data prepare INPUT... --out DIR [--tokenizer SPEC] [--format F]\n"
     "                            [--jsonl-field NAME] [--val-fraction F] [--force] [--json] [--quiet]\n"
     "       headlab data inspect DIR [--json]\n"
+    "       headlab data bench INPUT... [--tokenizer SPEC] [--repeats N] [--json]\n"
     "\n"
     "prepare: encodes text into token shards (DIR/train.bin, DIR/val.bin, DIR/meta.json;\n"
     "schema/exec.md) that a run reads with data.source \"shards\" and data.path DIR.\n"
@@ -37,6 +40,9 @@ const char* kUsage =
     "  --json              print meta.json when done\n"
     "  --quiet             no progress output\n"
     "inspect: checks DIR's shards against meta.json and prints their size and tokenizer.\n"
+    "bench: tokenizer throughput in MB/s over the INPUT files (each a document): the first\n"
+    "  pass with a fresh tokenizer (cold piece cache), the median of the other --repeats\n"
+    "  (default 5) passes, and decoding; checks decode(encode(x)) == x.\n"
     "exit: 0 ok, 1 failed (I/O, a damaged shard), 2 bad input\n";
 
 int Fail(const Status& st) {
@@ -234,6 +240,33 @@ int RunInspect(const std::vector<std::string>& args) {
   return 0;
 }
 
+int RunBench(const std::vector<std::string>& args) {
+  StatusOr<Parsed> p = ParseOptions(args, {"--json", "--help"}, {"--tokenizer", "--repeats"});
+  if (!p.ok()) return Fail(p.status());
+  if (p->Has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (p->positional.empty()) return Fail(Status::InvalidArgument("bench: expected at least one INPUT (see --help)"));
+  const std::string rep = p->Get("--repeats", "5");
+  char* end = nullptr;
+  const long repeats = std::strtol(rep.c_str(), &end, 10);
+  if (rep.empty() || *end != '\0' || repeats < 2 || repeats > 1000)
+    return Fail(Status::InvalidArgument("--repeats: expected an integer in [2, 1000], got \"" + rep + "\""));
+  StatusOr<TokenizerBenchResult> r = BenchTokenizer(p->Get("--tokenizer", "byte"), p->positional, int(repeats));
+  if (!r.ok()) return Fail(r.status());
+  if (p->Has("--json")) {
+    std::printf("%s\n", TokenizerBenchJson(r.value()).dump(2).c_str());
+  } else {
+    std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
+                "(median of %d); decode %.1f MB/s; round trip %s\n",
+                r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), Grouped(r->tokens).c_str(),
+                double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
+                r->repeats - 1, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
+  }
+  return r->roundtrip ? 0 : 1;
+}
+
 }  // namespace
 
 int DataMain(int argc, char** argv) {
@@ -246,6 +279,7 @@ int DataMain(int argc, char** argv) {
   args.erase(args.begin());
   if (sub == "prepare") return RunPrepare(args);
   if (sub == "inspect") return RunInspect(args);
+  if (sub == "bench") return RunBench(args);
   std::fprintf(stderr, "headlab data: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -144,7 +146,16 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
       return Status::InvalidArgument(o.out_dir + ": exists and is not a shard folder (no meta.json); "
                                      "refusing to replace it");
   }
-  StatusOr<Tokenizer> tok = Tokenizer::Load(o.tokenizer);
+  // An absolute spec: meta.json's tokenizer.source must resolve wherever the shards are read.
+  std::string spec = o.tokenizer;
+  if (spec != "byte") {
+    char* real = ::realpath(spec.c_str(), nullptr);
+    if (real) {
+      spec = real;
+      std::free(real);
+    }
+  }
+  StatusOr<Tokenizer> tok = Tokenizer::Load(spec);
   if (!tok.ok()) return tok.status();
   // (file, format) in input order; an input may name its own format ("brown:DIR").
   std::vector<std::pair<std::string, DocumentFormat>> files;

@@ -8,6 +8,7 @@
 //   kMatch       success: the match ends at the current position
 #include "data/pretokenizer.h"
 
+#include <deque>
 #include <limits>
 #include <memory>
 
@@ -409,7 +410,12 @@ void Emit(const Node& n, int32_t prog, std::vector<PreTokenizer::Program>* progr
 
 }  // namespace
 
-bool PreTokenizer::CharSet::Matches(uint32_t cp) const {
+void PreTokenizer::CharSet::Finish() {
+  for (uint32_t c = 0; c < 256; ++c)
+    if (MatchesSlow(c)) latin1[c >> 6] |= uint64_t(1) << (c & 63);
+}
+
+bool PreTokenizer::CharSet::MatchesSlow(uint32_t cp) const {
   bool in = false;
   for (const auto& r : ranges)
     if (cp >= r.first && cp <= r.second) {
@@ -430,6 +436,7 @@ StatusOr<PreTokenizer> PreTokenizer::Compile(const std::string& pattern) {
   Parser parser(pattern, &t.sets_);
   StatusOr<NodePtr> root = parser.Parse();
   if (!root.ok()) return root.status();
+  for (CharSet& set : t.sets_) set.Finish();
   t.programs_.emplace_back();
   Emit(*root.value(), 0, &t.programs_);
   t.programs_[0].push_back({kMatch, 0, 0});
@@ -442,9 +449,19 @@ int64_t PreTokenizer::MatchAt(int32_t prog, const std::vector<uint32_t>& cp, int
   // A one-set body (e.g. (?!\S)) needs no stack.
   if (code.size() == 2 && code[0].op == kSet && code[1].op == kMatch)
     return start < n && sets_[size_t(code[0].x)].Matches(cp[size_t(start)]) ? start + 1 : -1;
-  std::vector<std::pair<int32_t, int64_t>> stack;
-  stack.reserve(16);
+  // One stack per nesting depth (lookaheads recurse), reused across calls.
+  // (A deque: growing it for a deeper level keeps this level's reference valid.)
+  thread_local std::deque<std::vector<std::pair<int32_t, int64_t>>> stacks;
+  thread_local size_t depth = 0;
+  if (stacks.size() <= depth) stacks.resize(depth + 1);
+  std::vector<std::pair<int32_t, int64_t>>& stack = stacks[depth];
+  stack.clear();
   stack.push_back({0, start});
+  struct DepthGuard {
+    size_t& d;
+    explicit DepthGuard(size_t& x) : d(x) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(depth);
   while (!stack.empty()) {
     auto [pc, sp] = stack.back();
     stack.pop_back();
@@ -460,7 +477,7 @@ int64_t PreTokenizer::MatchAt(int32_t prog, const std::vector<uint32_t>& cp, int
       } else if (in.op == kJmp) {
         pc = in.x;
       } else if (in.op == kNotAhead || in.op == kAhead) {
-        const bool found = MatchAt(in.x, cp, sp) >= 0;
+        const bool found = MatchAt(in.x, cp, sp) >= 0;  // uses the next depth's stack
         if (found == (in.op == kNotAhead)) break;
         ++pc;
       } else {

