@@ -259,10 +259,10 @@ int RunBench(const std::vector<std::string>& args) {
     std::printf("%s\n", TokenizerBenchJson(r.value()).dump(2).c_str());
   } else {
     std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
-                "(median of %d); decode %.1f MB/s; round trip %s\n",
+                "(median of %d; %.2f MB/s of CPU time); decode %.1f MB/s; round trip %s\n",
                 r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), Grouped(r->tokens).c_str(),
                 double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
-                r->repeats - 1, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
+                r->repeats - 1, r->warm_cpu_mb_s, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
   }
   return r->roundtrip ? 0 : 1;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "common/files.h"
 #include "data/documents.h"
@@ -12,6 +13,12 @@ namespace headlab {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -40,10 +47,11 @@ StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
   r.tokenizer = tok->kind();
   r.repeats = repeats;
   r.roundtrip = true;
-  std::vector<double> encode_s, decode_s;
+  std::vector<double> encode_s, encode_cpu_s, decode_s;
   std::vector<std::vector<int32_t>> ids(docs.size());
   for (int rep = 0; rep < repeats; ++rep) {
     const auto t0 = Clock::now();
+    const double c0 = ThreadCpuSeconds();
     int64_t tokens = 0;
     for (size_t i = 0; i < docs.size(); ++i) {
       ids[i].clear();
@@ -51,6 +59,7 @@ StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
       tokens += int64_t(ids[i].size());
     }
     encode_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    encode_cpu_s.push_back(ThreadCpuSeconds() - c0);
     r.tokens = tokens;
     const auto t1 = Clock::now();
     for (size_t i = 0; i < docs.size(); ++i) {
@@ -62,6 +71,7 @@ StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
   const double mb = double(r.bytes) / 1e6;
   r.cold_mb_s = mb / encode_s[0];
   r.warm_mb_s = mb / Median(std::vector<double>(encode_s.begin() + 1, encode_s.end()));
+  r.warm_cpu_mb_s = mb / Median(std::vector<double>(encode_cpu_s.begin() + 1, encode_cpu_s.end()));
   r.decode_mb_s = mb / Median(decode_s);
   return r;
 }
@@ -69,6 +79,7 @@ StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
 Json TokenizerBenchJson(const TokenizerBenchResult& r) {
   return {{"tokenizer", r.tokenizer}, {"bytes", r.bytes},         {"tokens", r.tokens},
           {"repeats", r.repeats},     {"cold_mb_s", r.cold_mb_s}, {"warm_mb_s", r.warm_mb_s},
+          {"warm_cpu_mb_s", r.warm_cpu_mb_s},
           {"decode_mb_s", r.decode_mb_s}, {"roundtrip", r.roundtrip}};
 }
 

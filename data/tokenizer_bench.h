@@ -17,6 +17,8 @@ struct TokenizerBenchResult {
   int64_t tokens = 0;        // tokens per pass
   double cold_mb_s = 0;      // first pass, a fresh tokenizer (empty piece cache)
   double warm_mb_s = 0;      // median of the later passes
+  double warm_cpu_mb_s = 0;  // the same per second of this thread's CPU time (robust to a
+                             // shared machine's load)
   double decode_mb_s = 0;    // median Decode throughput (output bytes)
   int repeats = 0;
   bool roundtrip = false;    // Decode(Encode(text)) == text on every input

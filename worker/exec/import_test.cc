@@ -39,15 +39,28 @@ struct Checkpoint {
     tensors.push_back({name, t});
     return t;
   }
-  void Write(const std::string& dir, const Json& config) const {
-    std::vector<SafeTensorOut> out;
-    for (const auto& [name, t] : tensors) {
+  // Writes config.json and the tensors: one model.safetensors, or `shards` files named by
+  // model.safetensors.index.json.
+  void Write(const std::string& dir, const Json& config, int shards = 1) const {
+    std::vector<std::vector<SafeTensorOut>> out(size_t(shards));
+    Json weight_map = Json::object();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const auto& [name, t] = tensors[i];
       const bool half = name == f16_name;
       Tensor c = (half ? t.to(torch::kHalf) : t).contiguous();
-      out.push_back({name, half ? "F16" : "F32", t.sizes().vec(),
-                     std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel() * c.element_size()))});
+      out[i % size_t(shards)].push_back(
+          {name, half ? "F16" : "F32", t.sizes().vec(),
+           std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel() * c.element_size()))});
+      weight_map[name] = "model-0000" + std::to_string(i % size_t(shards) + 1) + ".safetensors";
     }
-    REQUIRE(WriteFileAtomic(dir + "/model.safetensors", EncodeSafetensors(out)).ok());
+    if (shards == 1) {
+      REQUIRE(WriteFileAtomic(dir + "/model.safetensors", EncodeSafetensors(out[0])).ok());
+    } else {
+      for (int k = 0; k < shards; ++k)
+        REQUIRE(WriteFileAtomic(dir + "/model-0000" + std::to_string(k + 1) + ".safetensors",
+                                EncodeSafetensors(out[size_t(k)])).ok());
+      REQUIRE(WriteFileAtomic(dir + "/model.safetensors.index.json", Json{{"weight_map", weight_map}}.dump()).ok());
+    }
     REQUIRE(WriteFileAtomic(dir + "/config.json", config.dump(2)).ok());
   }
   Tensor Get(const std::string& name) const {
@@ -271,7 +284,7 @@ TEST_CASE("tiny Llama, Qwen 2 and Qwen 3 checkpoints import and match the refere
     INFO(type);
     testing::TempDir dir("headlab-import");
     LlamaCase l(type, hd, tied);
-    l.ck.Write(dir.path(), l.config);
+    l.ck.Write(dir.path(), l.config, /*shards=*/std::string(type) == "qwen3" ? 2 : 1);
     StatusOr<Gpt> m = Import(dir.path(), 20);
     INFO(m.status().ToString());
     REQUIRE(m.ok());

@@ -14,6 +14,9 @@ StatusOr<PasskeyCodec> PasskeyCodec::For(const ModelConfig& m, const ShardMeta* 
       return Status::InvalidArgument(t->source() + ": the tokenizer changed since the shards were prepared "
                                      "(fingerprint " + t->sha256().substr(0, 12) + ", meta.json says " +
                                      data_meta->tokenizer_sha256.substr(0, 12) + ")");
+    if (t->vocab_size() > m.vocab)
+      return Status::InvalidArgument(t->source() + ": the data's tokenizer has " + std::to_string(t->vocab_size()) +
+                                     " tokens, more than model.vocab " + std::to_string(m.vocab));
     codec.tokenizer_ = t.value();
     return codec;
   }

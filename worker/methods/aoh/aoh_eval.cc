@@ -41,6 +41,9 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const Decoder
                                                    const PasskeyOptions& options) {
   const ModelConfig& c = model.config();
   const PasskeyCodec* codec = &options.codec;
+  if (codec->kind() == "byte" && c.vocab < 256)
+    return Status::InvalidArgument("passkey needs a byte-level vocabulary (>= 256), got " +
+                                   std::to_string(c.vocab));
   if (options.samples < 1) return Status::InvalidArgument("passkey samples: expected >= 1");
   const torch::Device dev = ModelDevice(model);
   auto made = AohDecoder::Create(&model, decoder);

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "worker/exec/events.h"
 #include "worker/exec/model.h"
+#include "worker/exec/passkey_prompts.h"
 #include "worker/methods/aoh/aoh_config.h"
 #include "worker/methods/aoh/aoh_model.h"
 
