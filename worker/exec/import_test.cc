@@ -42,7 +42,7 @@ struct Checkpoint {
   // Writes config.json and the tensors: one model.safetensors, or `shards` files named by
   // model.safetensors.index.json.
   void Write(const std::string& dir, const Json& config, int shards = 1) const {
-    std::vector<std::vector<SafeTensorOut>> out(size_t(shards));
+    std::vector<std::vector<SafeTensorOut>> out(static_cast<size_t>(shards));
     Json weight_map = Json::object();
     for (size_t i = 0; i < tensors.size(); ++i) {
       const auto& [name, t] = tensors[i];
