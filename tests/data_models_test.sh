@@ -56,7 +56,7 @@ EXP=$(submit "$HEADLAB_SOURCE_DIR/experiments/demo.jsonc" "${TINY[@]}" --set see
       --set data.source=shards --set "data.path=$HL_TMP/cut") || exit 1
 wait_grid "$EXP" 120
 expect_eq "runs failed" "$RUNS" "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'failed'")"
-ERR=$(db "SELECT a.error FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = $EXP LIMIT 1")
+ERR=$(db "SELECT a.error || ' ' || a.stderr_tail FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = $EXP LIMIT 1")
 [[ "$ERR" == *"$HL_TMP/cut/val.bin:"*"meta.json promises"*"truncated"* ]] || fail "attempt error: $ERR"
 ok "the error names the truncated file: ${ERR:0:160}"
 expect_eq "training metrics of the failed runs" 0 "$(db "
@@ -93,7 +93,7 @@ say "the checkpoint on byte-level data is a tokenizer mismatch"
 EXP=$(submit "$HEADLAB_SOURCE_DIR/experiments/aoh/pretrained_cpu.jsonc" --set "model.init_from=$HL_TMP/tiny" \
       --set data.source=builtin) || exit 1
 wait_grid "$EXP" 120
-ERR=$(db "SELECT a.error FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = $EXP LIMIT 1")
+ERR=$(db "SELECT a.error || ' ' || a.stderr_tail FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = $EXP LIMIT 1")
 [[ "$ERR" == *"tokenizer mismatch"*"byte-level"*"$HL_TMP/tiny"* ]] || fail "attempt error: $ERR"
 ok "the error names both tokenizers: ${ERR:0:200}"
 say "passed"
