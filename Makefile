@@ -22,6 +22,7 @@ configure: $(BUILD)/CMakeCache.txt
 build: deps configure
 	cmake --build $(BUILD) -j$(JOBS)
 	dashboards/build.sh
+	scripts/fetch-data.sh $(BUILD)
 
 # The whole CPU suite: unit tests beside the code and the system tests in tests/.
 test: build

@@ -10,6 +10,7 @@
 #include "bench/bench_main.h"
 #include "cli/cli_main.h"
 #include "coordinator/coordinator_main.h"
+#include "data/data_main.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -33,7 +34,8 @@ void PrintUsage(FILE* out) {
       "  cancel ID     cancel a run or experiment retry RUN    requeue a finished run\n"
       "  query SQL     read-only SQL             export EXP    JSON/CSV export\n"
       "\n"
-      "  bench WHAT    benchmarks (bench coordinator)\n");
+      "  bench WHAT    benchmarks (bench coordinator)\n"
+      "  data prepare  text files -> token shards   data inspect DIR   check shards\n");
 }
 
 // Runs `headlab exec` from libheadlab_exec.so beside this binary (the only part that
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
   if (cmd == "worker") return headlab::WorkerMain(argc - 1, argv + 1);
   if (cmd == "exec") return RunExecPlugin(argc - 1, argv + 1);
   if (cmd == "bench") return headlab::BenchMain(argc - 1, argv + 1);
+  if (cmd == "data") return headlab::DataMain(argc - 1, argv + 1);
   if (headlab::IsCliCommand(cmd)) return headlab::CliMain(argc - 1, argv + 1);
   std::fprintf(stderr, "headlab: unknown command '%s'\n\n", cmd.c_str());
   PrintUsage(stderr);

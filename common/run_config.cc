@@ -60,6 +60,9 @@ const std::vector<KeySpec>& Schema() {
       Num("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
       Str("model.norm", "layernorm", "layernorm|rmsnorm"),
       Str("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
+      // A Hugging Face checkpoint folder (config.json + *.safetensors; worker/exec/hf_config.h):
+      // the model's shape comes from config.json and its weights from the checkpoint.
+      Str("model.init_from", "", nullptr),
       Int("train.steps", 0, 1e8, 200),
       Int("train.batch_size", 1, 65536, 8),  // sequences per micro-batch
       Int("train.grad_accum", 1, 65536, 1),  // micro-batches per update (gradient accumulation)
@@ -87,7 +90,7 @@ const std::vector<KeySpec>& Schema() {
       // path per head state on CUDA, fused = the fused hybrid-head kernels for every head,
       // dense = the masked reference even on CUDA.
       Str("train.attention", "auto", "auto|fused|dense"),
-      Str("data.source", "builtin", "builtin|shards"),
+      Str("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
       Str("data.path", "", nullptr),
       Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
       // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
@@ -339,9 +342,16 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
     return Invalid(file, prefix + ".data.path",
                    "expected the directory holding train.bin and val.bin when data.source "
                    "is \"shards\", got \"\"");
-  // The builtin corpus is byte-level: token ids go up to 255.
+  // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
+  // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
+  // checks it against the data.
   int64_t vocab = c["model"]["vocab"].get<int64_t>();
-  if (source == "builtin" && vocab < 256)
+  const bool imported = !c["model"]["init_from"].get_ref<const std::string&>().empty();
+  if (source == "corpus" && vocab < 50257 && !imported)
+    return Invalid(file, prefix + ".model.vocab",
+                   "expected an integer >= 50257 with data.source \"corpus\" (GPT-2 BPE tokens), got " +
+                       std::to_string(vocab));
+  if (source == "builtin" && vocab < 256 && !imported)
     return Invalid(file, prefix + ".model.vocab",
                    "expected an integer >= 256 with data.source \"builtin\" (byte-level "
                    "tokens), got " + std::to_string(vocab));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace headlab {
@@ -36,6 +37,21 @@ class Status {
   std::string message_;
 };
 
+namespace internal {
+// LibTorch module holders (torch::nn::ModuleHolder: they name their ContainedType) have a
+// default constructor that refuses to compile for modules without one; their empty state
+// is construction from nullptr.
+template <typename T, typename = void>
+struct IsModuleHolder : std::false_type {};
+template <typename T>
+struct IsModuleHolder<T, std::void_t<typename T::ContainedType>> : std::true_type {};
+template <typename T>
+T EmptyValue() {
+  if constexpr (IsModuleHolder<T>::value) return T(nullptr);
+  else return T{};
+}
+}  // namespace internal
+
 // StatusOr<T>: a value or the Status that explains why there is none.
 template <typename T>
 class StatusOr {
@@ -51,7 +67,7 @@ class StatusOr {
 
  private:
   Status status_;
-  T value_{};
+  T value_ = internal::EmptyValue<T>();
   bool has_value_ = false;
 };
 

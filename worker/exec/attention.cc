@@ -52,26 +52,37 @@ torch::Tensor AllowedKeys(const HeadState& s, int64_t T, torch::Device device) {
 }
 
 HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads,
-                                         int64_t context)
+                                         int64_t context, const AttentionOptions& options)
     : heads_(heads),
       kv_heads_(kv_heads),
-      head_dim_(width / heads),
+      head_dim_(options.head_dim > 0 ? options.head_dim : width / heads),
       context_(context),
+      qk_norm_eps_(options.qk_norm_eps),
       states_(size_t(heads)),
       train_alpha_(size_t(heads)),
       train_rho_(size_t(heads)) {
-  TORCH_CHECK(width % heads == 0 && heads % kv_heads == 0, "bad attention shape");
+  TORCH_CHECK((options.head_dim > 0 || width % heads == 0) && heads % kv_heads == 0,
+              "bad attention shape");
   kept_.resize(size_t(heads));
   std::iota(kept_.begin(), kept_.end(), 0);
   kept_kv_.resize(size_t(kv_heads));
   std::iota(kept_kv_.begin(), kept_kv_.end(), 0);
-  auto lin = [&](const char* name, int64_t in, int64_t out) {
-    return register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  auto lin = [&](const char* name, int64_t in, int64_t out, bool bias) {
+    torch::nn::Linear l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)));
+    if (bias) {
+      torch::NoGradGuard no_grad;
+      l->bias.zero_();
+    }
+    return l;
   };
-  q_proj = lin("q_proj", width, heads * head_dim_);
-  k_proj = lin("k_proj", width, kv_heads * head_dim_);
-  v_proj = lin("v_proj", width, kv_heads * head_dim_);
-  o_proj = lin("o_proj", heads * head_dim_, width);
+  q_proj = lin("q_proj", width, heads * head_dim_, options.qkv_bias);
+  k_proj = lin("k_proj", width, kv_heads * head_dim_, options.qkv_bias);
+  v_proj = lin("v_proj", width, kv_heads * head_dim_, options.qkv_bias);
+  o_proj = lin("o_proj", heads * head_dim_, width, options.out_bias);
+  if (options.qk_norm) {
+    q_norm = register_parameter("q_norm", torch::ones({head_dim_}));
+    k_norm = register_parameter("k_norm", torch::ones({head_dim_}));
+  }
   fixed_alpha = register_buffer("fixed_alpha", torch::zeros({heads, context}));
   fixed_rho = register_buffer("fixed_rho", torch::zeros({heads, context}));
   fixed_log_z = register_buffer("fixed_log_z", torch::zeros({heads, context}));
@@ -191,12 +202,40 @@ void HybridAttentionImpl::RemoveHeads(const std::vector<int64_t>& heads, const R
   shrink(o_proj->weight, 1, keep_q);
   shrink(k_proj->weight, 0, keep_kv);
   shrink(v_proj->weight, 0, keep_kv);
+  if (q_proj->bias.defined()) shrink(q_proj->bias, 0, keep_q);
+  if (k_proj->bias.defined()) shrink(k_proj->bias, 0, keep_kv);
+  if (v_proj->bias.defined()) shrink(v_proj->bias, 0, keep_kv);
   kept_ = kept;
   kept_kv_ = kept_kv;
 }
 
-torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::Tensor& weight,
-                                           const std::vector<int64_t>& heads) const {
+bool HybridAttentionImpl::plain_projections() const {
+  return !q_proj->bias.defined() && !k_proj->bias.defined() && !v_proj->bias.defined() &&
+         !q_norm.defined();
+}
+
+namespace {
+std::vector<int64_t> AllSlots(int64_t n) {
+  std::vector<int64_t> slots(static_cast<size_t>(n));
+  std::iota(slots.begin(), slots.end(), 0);
+  return slots;
+}
+}  // namespace
+
+torch::Tensor HybridAttentionImpl::Queries(const torch::Tensor& x) const {
+  return Project(x, q_proj, AllSlots(q_proj->weight.size(0) / head_dim_), q_norm);
+}
+torch::Tensor HybridAttentionImpl::Keys(const torch::Tensor& x) const {
+  return Project(x, k_proj, AllSlots(k_proj->weight.size(0) / head_dim_), k_norm);
+}
+torch::Tensor HybridAttentionImpl::Values(const torch::Tensor& x) const {
+  return Project(x, v_proj, AllSlots(v_proj->weight.size(0) / head_dim_));
+}
+
+torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::nn::Linear& proj,
+                                           const std::vector<int64_t>& heads,
+                                           const torch::Tensor& norm) const {
+  const torch::Tensor& weight = proj->weight;
   const int64_t B = x.size(0), T = x.size(1), C = weight.size(1);
   const int64_t n = weight.size(0) / head_dim_;
   // Unique heads in first-use order; their rows only are multiplied.
@@ -208,12 +247,15 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
   }
   bool all = int64_t(unique.size()) == n;
   for (size_t i = 0; all && i < unique.size(); ++i) all = unique[i] == int64_t(i);
-  torch::Tensor w = weight;
+  torch::Tensor w = weight, b = proj->bias;
   if (!all) {
     torch::Tensor idx = torch::tensor(unique, torch::kLong).to(weight.device());
     w = weight.view({n, head_dim_, C}).index_select(0, idx).reshape({-1, C});
+    if (b.defined()) b = b.view({n, head_dim_}).index_select(0, idx).reshape({-1});
   }
-  torch::Tensor y = torch::nn::functional::linear(x, w).view({B, T, -1, head_dim_}).transpose(1, 2);
+  torch::Tensor y = torch::nn::functional::linear(x, w, b).view({B, T, -1, head_dim_}).transpose(1, 2);
+  if (norm.defined())  // RMSNorm over each head's vector (Qwen 3's q_norm / k_norm)
+    y = y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + qk_norm_eps_) * norm;
   bool identity = slot.size() == unique.size();
   for (size_t i = 0; identity && i < slot.size(); ++i) identity = slot[i] == int64_t(i);
   if (identity) return y;  // [B, len(heads), T, d]
@@ -227,7 +269,9 @@ torch::Tensor HybridAttentionImpl::forward(
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
   // CUDA input: the fast path (attention_cuda.h) when the layer's plan allows; the masks
   // below are the reference and the fallback.
-  if (FusedAttentionUnsupported(*this, x).empty()) return FusedAttentionForward(*this, x, rotate);
+  // Imported checkpoints' biases and q/k norms (plain_projections() false) take the dense path.
+  if (plain_projections() && FusedAttentionUnsupported(*this, x).empty())
+    return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 
@@ -255,15 +299,15 @@ torch::Tensor HybridAttentionImpl::forward(
   // Values of every non-pruned head, [B, len(value_heads), T, d]; a shared kv head is
   // computed once and repeated for each query head that reads it.
   torch::Tensor v;
-  if (!value_heads.empty()) v = Project(x, v_proj->weight, value_kv);
+  if (!value_heads.empty()) v = Project(x, v_proj, value_kv);
   auto value_slot = [&](int64_t h) {
     return int64_t(std::find(value_heads.begin(), value_heads.end(), h) - value_heads.begin());
   };
   std::vector<torch::Tensor> per_head(static_cast<size_t>(heads_));  // [B, T, d] each
 
   if (!score_heads.empty()) {
-    torch::Tensor q = Project(x, q_proj->weight, score_q);  // [B, Hs, T, d]
-    torch::Tensor k = Project(x, k_proj->weight, score_kv);
+    torch::Tensor q = Project(x, q_proj, score_q, q_norm);  // [B, Hs, T, d]
+    torch::Tensor k = Project(x, k_proj, score_kv, k_norm);
     if (rotate) {
       q = rotate(q);
       k = rotate(k);

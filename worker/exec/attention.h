@@ -43,10 +43,21 @@ torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rh
 // meaningful for fixed or pruned heads).
 torch::Tensor AllowedKeys(const HeadState& state, int64_t T, torch::Device device);
 
+// What an imported architecture adds to the layer (worker/exec/hf_config.h); the defaults
+// are headlab's own layer.
+struct AttentionOptions {
+  int64_t head_dim = 0;   // 0 = width / heads
+  bool qkv_bias = false;  // q/k/v projection biases (GPT-2, Qwen 2)
+  bool out_bias = false;  // output projection bias (GPT-2)
+  bool qk_norm = false;   // per-head RMSNorm of q and k, gains q_norm / k_norm (Qwen 3)
+  double qk_norm_eps = 1e-6;
+};
+
 class HybridAttentionImpl : public torch::nn::Module {
  public:
   // All heads start ordinary. kv_heads divides heads.
-  HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads, int64_t context);
+  HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads, int64_t context,
+                      const AttentionOptions& options = {});
 
   // x: [B, T, C] -> [B, T, C]. `rotate`, when given, applies a position encoding to
   // queries and keys ([B, h, T, d] -> same), e.g. RoPE.
@@ -78,6 +89,16 @@ class HybridAttentionImpl : public torch::nn::Module {
   int64_t head_dim() const { return head_dim_; }
   // Whether any fixed head has trainable alpha/rho (MakeFixedTrainable).
   bool any_fixed_trainable() const { return trainable_count_ > 0; }
+  // Returns true iff the projections are plain matrix products (no bias, no q/k norm), the
+  // form the fused CUDA kernels' launcher computes itself.
+  bool plain_projections() const;
+  // The queries, keys or values [B, n, T, head_dim] of x [B, T, C] for every row block the
+  // projection still has (kept heads / kv heads, in slot order), as forward computes them:
+  // bias and q/k norm applied, no position encoding. For code that runs the layer's pieces
+  // itself (AoH's streaming decoder).
+  torch::Tensor Queries(const torch::Tensor& x) const;
+  torch::Tensor Keys(const torch::Tensor& x) const;
+  torch::Tensor Values(const torch::Tensor& x) const;
 
   // Called for each parameter RemoveHeads shrinks, before it shrinks: `kept` lists the
   // indices along dimension `dim` that stay (e.g. to slice optimiser moments alike).
@@ -101,6 +122,8 @@ class HybridAttentionImpl : public torch::nn::Module {
   torch::Tensor head_gate;
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  // Per-head RMSNorm gains [head_dim] of queries and keys (options.qk_norm), else undefined.
+  torch::Tensor q_norm, k_norm;
   // Per-head fixed-pattern state, saved with the model: [heads, context] each.
   torch::Tensor fixed_alpha, fixed_rho, fixed_log_z;
   // Dense patterns [heads, context, context], allocated by the first SetFixedDense. Not a
@@ -113,15 +136,17 @@ class HybridAttentionImpl : public torch::nn::Module {
   std::shared_ptr<struct FastPathState> fast_state;
 
  private:
-  // Projects x [B, T, C] with the rows of `weight` ([n * head_dim, C]) of the listed heads
-  // (repeats allowed, e.g. a GQA kv head per query head): [B, len(heads), T, head_dim].
-  // Only the listed heads' rows are multiplied, so the others get no gradient.
-  torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight,
-                        const std::vector<int64_t>& heads) const;
+  // Projects x [B, T, C] with the row blocks `heads` (slots; repeats allowed, e.g. a GQA kv
+  // head per query head) of `proj` ([n * head_dim, C] weight, optional bias), then the
+  // per-head RMSNorm with gain `norm` when defined: [B, len(heads), T, head_dim]. Only the
+  // listed heads' rows are multiplied, so the others get no gradient.
+  torch::Tensor Project(const torch::Tensor& x, const torch::nn::Linear& proj,
+                        const std::vector<int64_t>& heads, const torch::Tensor& norm = {}) const;
   // Drops head h's trainable alpha, rho (if any): it is frozen again.
   void EndTrainable(int64_t h);
 
   int64_t heads_, kv_heads_, head_dim_, context_;
+  double qk_norm_eps_;
   std::vector<HeadState> states_;
   std::vector<int64_t> kept_, kept_kv_;  // see kept_heads(), kept_kv_heads()
   // Trainable alpha, rho per head; undefined for every head not made trainable.

@@ -66,7 +66,7 @@ Status SaveTable(const BenchRequest& req, const Json& table, EventSink* events) 
 torch::Tensor PrefillLogits(GptImpl& m, const torch::Tensor& idx) {
   torch::Tensor h = m.Hidden(idx).select(1, idx.size(1) - 1);
   AutocastScope autocast(m.precision(), idx.device());
-  return torch::nn::functional::linear(h, m.wte->weight);
+  return torch::nn::functional::linear(h, m.HeadWeight());
 }
 
 std::string CellKey(const char* key, int64_t length, int64_t batch = 0) {

@@ -27,7 +27,8 @@ struct Mapping {
   }
 };
 
-StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, Sha256* hash) {
+// Maps `path` as little-endian tokens of `width` bytes (2 or 4).
+StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, int width, Sha256* hash) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError(path + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st;
@@ -35,9 +36,10 @@ StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, Sha256* ha
     ::close(fd);
     return Status::IoError(path + ": cannot stat");
   }
-  if (st.st_size % 2 != 0 || st.st_size == 0) {
+  const char* type = width == 4 ? "uint32" : "uint16";
+  if (st.st_size % width != 0 || st.st_size == 0) {
     ::close(fd);
-    return Status::InvalidArgument(path + ": expected a non-empty file of uint16 tokens, got " +
+    return Status::InvalidArgument(path + ": expected a non-empty file of " + type + " tokens, got " +
                                    std::to_string(st.st_size) + " bytes");
   }
   auto map = std::make_shared<Mapping>();
@@ -47,18 +49,26 @@ StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, Sha256* ha
   if (map->addr == MAP_FAILED)
     return Status::IoError(path + ": mmap failed (" + std::strerror(errno) + ")");
   TokenSpan span;
-  span.data = static_cast<const uint16_t*>(map->addr);
-  span.size = int64_t(map->len / 2);
+  if (width == 4) span.data32 = static_cast<const uint32_t*>(map->addr);
+  else span.data = static_cast<const uint16_t*>(map->addr);
+  span.size = int64_t(map->len) / width;
   span.holder = map;
   // One pass both hashes the bytes and checks the token range (an out-of-range token
   // would otherwise index past the embedding table).
-  hash->Update(span.data, map->len);
-  const uint16_t* bad = std::find_if(span.data, span.data + span.size,
+  hash->Update(map->addr, map->len);
+  int64_t bad = -1;
+  if (width == 4) {
+    const uint32_t* p = std::find_if(span.data32, span.data32 + span.size,
+                                     [vocab](uint32_t t) { return int64_t(t) >= vocab; });
+    if (p != span.data32 + span.size) bad = p - span.data32;
+  } else {
+    const uint16_t* p = std::find_if(span.data, span.data + span.size,
                                      [vocab](uint16_t t) { return int64_t(t) >= vocab; });
-  if (bad != span.data + span.size)
-    return Status::InvalidArgument(path + ": token " + std::to_string(*bad) + " at index " +
-                                   std::to_string(bad - span.data) + " is >= model.vocab " +
-                                   std::to_string(vocab));
+    if (p != span.data + span.size) bad = p - span.data;
+  }
+  if (bad >= 0)
+    return Status::InvalidArgument(path + ": token " + std::to_string(span.At(bad)) + " at index " +
+                                   std::to_string(bad) + " is >= model.vocab " + std::to_string(vocab));
   return span;
 }
 
@@ -87,8 +97,11 @@ StatusOr<Dataset> LoadBuiltinCorpus(double val_fraction, const std::string& dir)
   d.vocab = 256;
   int64_t n = int64_t(tokens->size());
   int64_t n_val = int64_t(double(n) * val_fraction);
-  d.train = {tokens, tokens->data(), n - n_val};
-  d.val = {tokens, tokens->data() + (n - n_val), n_val};
+  d.train.holder = d.val.holder = tokens;
+  d.train.data = tokens->data();
+  d.train.size = n - n_val;
+  d.val.data = tokens->data() + (n - n_val);
+  d.val.size = n_val;
   return d;
 }
 
@@ -96,15 +109,53 @@ StatusOr<Dataset> LoadShards(const std::string& dir, int64_t vocab) {
   Dataset d;
   d.path = dir;
   d.vocab = vocab;
+  int width = 2;
+  StatusOr<ShardMeta> meta = ReadShardMeta(dir);
+  if (meta.ok()) {
+    d.has_meta = true;
+    d.meta = meta.value();
+    width = d.meta.token_bytes();
+    if (d.meta.vocab > vocab)
+      return Status::InvalidArgument(dir + "/meta.json: the shards' tokenizer (" + d.meta.tokenizer_kind + " from " +
+                                     d.meta.tokenizer_source + ") has " + std::to_string(d.meta.vocab) +
+                                     " tokens; model.vocab is " + std::to_string(vocab) +
+                                     " (a model for these shards needs model.vocab >= " +
+                                     std::to_string(d.meta.vocab) + ")");
+    for (const char* split : {"train", "val"}) HEADLAB_RETURN_IF_ERROR(CheckShardSize(dir, split, d.meta));
+  } else if (meta.status().code() != Status::Code::kNotFound) {
+    return meta.status();
+  }
   Sha256 hash;
-  StatusOr<TokenSpan> train = MapTokens(dir + "/train.bin", vocab, &hash);
+  StatusOr<TokenSpan> train = MapTokens(dir + "/train.bin", vocab, width, &hash);
   if (!train.ok()) return train.status();
-  StatusOr<TokenSpan> val = MapTokens(dir + "/val.bin", vocab, &hash);
+  StatusOr<TokenSpan> val = MapTokens(dir + "/val.bin", vocab, width, &hash);
   if (!val.ok()) return val.status();
   d.train = train.value();
   d.val = val.value();
   d.sha256 = hash.HexDigest();
   return d;
+}
+
+std::string DefaultCorpusDir(const std::string& path) {
+  if (!path.empty()) return path;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string(".");
+  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+  return (dir.empty() ? "." : dir) + "/" + kDefaultCorpusSubdir;
+}
+
+StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& path,
+                                 double val_fraction, int64_t vocab) {
+  if (source == "shards") return LoadShards(path, vocab);
+  if (source == "corpus") {
+    const std::string dir = DefaultCorpusDir(path);
+    if (!PathExists(dir + "/meta.json"))
+      return Status::NotFound(dir + "/meta.json: the default corpus is not prepared there; run `make` (it "
+                              "calls scripts/fetch-data.sh BUILD) or point data.path at prepared shards");
+    return LoadShards(dir, vocab);
+  }
+  return LoadBuiltinCorpus(val_fraction);
 }
 
 BatchSampler::BatchSampler(uint64_t seed, int64_t context) : context_(context), rng_(seed) {}
@@ -118,9 +169,13 @@ std::vector<int64_t> BatchSampler::NextOffsets(int64_t split_size, int64_t batch
   return offsets;
 }
 
+void TokenSpan::Append(int64_t begin, int64_t n, std::vector<int64_t>* out) const {
+  if (data32) out->insert(out->end(), data32 + begin, data32 + begin + n);
+  else out->insert(out->end(), data + begin, data + begin + n);
+}
+
 void BatchSampler::Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens) {
-  for (int64_t o : NextOffsets(split.size, batch))
-    tokens->insert(tokens->end(), split.data + o, split.data + o + context_ + 1);
+  for (int64_t o : NextOffsets(split.size, batch)) split.Append(o, context_ + 1, tokens);
 }
 
 std::string BatchSampler::SaveState() const {
@@ -153,8 +208,7 @@ std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t ba
 
 void EvalBatch(const TokenSpan& split, int64_t context, int64_t batch, int64_t index,
                int64_t count, std::vector<int64_t>* tokens) {
-  for (int64_t o : EvalOffsets(split.size, context, batch, index, count))
-    tokens->insert(tokens->end(), split.data + o, split.data + o + context + 1);
+  for (int64_t o : EvalOffsets(split.size, context, batch, index, count)) split.Append(o, context + 1, tokens);
 }
 
 }  // namespace headlab

@@ -6,8 +6,12 @@
 //            every Debian/Ubuntu host), regular files in sorted filename order,
 //            concatenated; byte-level tokens (vocab 256); the last val_fraction of the bytes
 //            is the held-out split.
-//   shards:  nanoGPT-style DIR/train.bin and DIR/val.bin, little-endian uint16 tokens,
-//            memory-mapped.
+//   shards:  DIR/train.bin and DIR/val.bin, little-endian token ids, memory-mapped: the
+//            format of `headlab data prepare` (data/shard_meta.h: DIR/meta.json names the
+//            dtype, uint16 or uint32, the tokenizer and the token counts, which are checked),
+//            or nanoGPT's uint16 shards without meta.json.
+//   corpus:  the default corpus `make` prepares (scripts/fetch-data.sh): shards in
+//            data.path, or "" = BUILD/data/english-gpt2 beside the headlab binary.
 #pragma once
 
 #include <cstdint>
@@ -17,16 +21,25 @@
 #include <vector>
 
 #include "common/status.h"
+#include "data/shard_meta.h"
 
 namespace headlab {
 
 inline constexpr const char* kBuiltinCorpusDir = "/usr/share/common-licenses";
+// The default corpus's folder under the headlab binary's directory.
+inline constexpr const char* kDefaultCorpusSubdir = "data/english-gpt2";
 
-// A read-only run of tokens; `holder` keeps the storage (vector or mapping) alive.
+// A read-only run of tokens, uint16 (`data`) or uint32 (`data32`, set instead of `data`);
+// `holder` keeps the storage (vector or mapping) alive.
 struct TokenSpan {
   std::shared_ptr<const void> holder;
   const uint16_t* data = nullptr;
+  const uint32_t* data32 = nullptr;
   int64_t size = 0;
+  // Returns token i.
+  int64_t At(int64_t i) const { return data32 ? int64_t(data32[i]) : int64_t(data[i]); }
+  // Appends tokens [begin, begin + n) to *out.
+  void Append(int64_t begin, int64_t n, std::vector<int64_t>* out) const;
 };
 
 struct Dataset {
@@ -35,12 +48,24 @@ struct Dataset {
   int64_t vocab = 0;   // tokens are < vocab
   TokenSpan train;
   TokenSpan val;
+  // The shards' meta.json (prepared shards), or has_meta = false (builtin: the byte
+  // tokenizer; nanoGPT shards: unknown tokenizer).
+  bool has_meta = false;
+  ShardMeta meta;
 };
 
 // Builds the builtin byte-level corpus from the files of `dir`.
 StatusOr<Dataset> LoadBuiltinCorpus(double val_fraction, const std::string& dir = kBuiltinCorpusDir);
-// Maps DIR/train.bin and DIR/val.bin; every token must be < vocab.
+// Maps DIR/train.bin and DIR/val.bin; every token must be < vocab. With DIR/meta.json the
+// files must hold exactly its token counts and its tokenizer's vocabulary must fit `vocab`;
+// errors name the file and what was expected.
 StatusOr<Dataset> LoadShards(const std::string& dir, int64_t vocab);
+// Returns the default corpus's folder: `path` when set, else kDefaultCorpusSubdir beside the
+// running binary.
+std::string DefaultCorpusDir(const std::string& path);
+// Loads data.source `source` ("builtin" | "shards" | "corpus") for a model of `vocab`.
+StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& path,
+                                 double val_fraction, int64_t vocab);
 
 // Draws training windows of context+1 tokens at uniformly random offsets. Its generator
 // (mt19937_64, seeded by the run seed) is separate from model init, so the data order is

@@ -90,5 +90,57 @@ TEST_CASE("data: shards are mapped, hashed and range-checked") {
   CHECK(!LoadShards(dir, 300).ok());
 }
 
+TEST_CASE("data: prepared shards are checked against meta.json (dtype, sizes, tokenizer)") {
+  std::string dir = testing::ScratchPath("headlab_exec_meta_shards_test");
+  testing::RemoveTree(dir);
+  REQUIRE(MakeDirs(dir).ok());
+  // uint32 tokens above 65535, as a Llama 3 tokenizer's shards have.
+  std::string train, val;
+  for (uint32_t t = 0; t < 200; ++t) {
+    uint32_t v = 70000 + t;
+    train.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  for (uint32_t t = 0; t < 40; ++t) val.append(reinterpret_cast<const char*>(&t), 4);
+  REQUIRE(WriteFileAtomic(dir + "/train.bin", train).ok());
+  REQUIRE(WriteFileAtomic(dir + "/val.bin", val).ok());
+  ShardMeta m;
+  m.dtype = "uint32";
+  m.tokenizer_kind = "hf-bpe";
+  m.tokenizer_source = "/models/x/tokenizer.json";
+  m.tokenizer_sha256 = std::string(64, 'a');
+  m.vocab = 128256;
+  m.train = {200, 3};
+  m.val = {40, 1};
+  REQUIRE(WriteFileAtomic(dir + "/meta.json", ShardMetaToJson(m).dump()).ok());
+  StatusOr<Dataset> d = LoadShards(dir, 128256);
+  INFO(d.status().ToString());
+  REQUIRE(d.ok());
+  CHECK(d->has_meta);
+  CHECK(d->train.size == 200);
+  CHECK(d->train.At(199) == 70199);
+  std::vector<int64_t> window;
+  d->val.Append(3, 4, &window);
+  CHECK(window == std::vector<int64_t>{3, 4, 5, 6});
+  // The tokenizer's vocabulary must fit the model's.
+  StatusOr<Dataset> small = LoadShards(dir, 50304);
+  REQUIRE_FALSE(small.ok());
+  CHECK(small.status().message() == dir + "/meta.json: the shards' tokenizer (hf-bpe from /models/x/tokenizer.json) "
+                                          "has 128256 tokens; model.vocab is 50304 (a model for these shards needs "
+                                          "model.vocab >= 128256)");
+  // A truncated shard is named before anything is mapped.
+  REQUIRE(WriteFileAtomic(dir + "/val.bin", val.substr(0, 100)).ok());
+  StatusOr<Dataset> cut = LoadShards(dir, 128256);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.status().message().find(dir + "/val.bin: 100 bytes, but " + dir + "/meta.json promises 40 uint32 tokens (160 bytes)") == 0);
+  std::remove((dir + "/val.bin").c_str());
+  StatusOr<Dataset> gone = LoadShards(dir, 128256);
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.status().message().find(dir + "/val.bin: missing") == 0);
+  testing::RemoveTree(dir);
+  StatusOr<Dataset> corpus = LoadDataSource("corpus", dir, 0.1, 50304);
+  REQUIRE_FALSE(corpus.ok());
+  CHECK(corpus.status().message().find("the default corpus is not prepared there") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace headlab

@@ -1,6 +1,10 @@
 // Normalized JSON run config -> ExecConfig.
 #include "worker/exec/exec_config.h"
 
+#include <cmath>
+
+#include "worker/exec/hf_config.h"
+
 namespace headlab {
 namespace {
 
@@ -51,6 +55,10 @@ class FieldReader {
 
 }  // namespace
 
+int64_t ModelConfig::MlpHidden() const {
+  return mlp_hidden > 0 ? mlp_hidden : int64_t(std::llround(mlp_ratio * double(width)));
+}
+
 StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& file) {
   ExecConfig c;
   FieldReader r(config, file);
@@ -66,6 +74,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("model.pos", &c.model.pos);
   r.Read("model.rope_base", &c.model.rope_base);
   r.Read("model.norm", &c.model.norm);
+  r.Read("model.init_from", &c.model.init_from);
   std::string head_modes;
   r.Read("model.head_modes", &head_modes);
   r.Read("train.steps", &c.train.steps);
@@ -95,6 +104,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("noop.metrics", &c.noop.metrics);
   if (!r.status().ok()) return r.status();
   if (c.model.kv_heads == 0) c.model.kv_heads = c.model.heads;
+  if (!c.model.init_from.empty()) HEADLAB_RETURN_IF_ERROR(ReadHfModelConfig(c.model.init_from, &c.model));
   StatusOr<std::vector<HeadAssignment>> modes =
       ParseHeadModes(head_modes, c.model.layers, c.model.heads, file + ": $.config.model.head_modes");
   if (!modes.ok()) return modes.status();

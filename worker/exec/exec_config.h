@@ -24,6 +24,24 @@ struct ModelConfig {
   double rope_base = 0;
   std::string norm;              // layernorm | rmsnorm
   std::vector<HeadAssignment> head_modes;  // parsed model.head_modes
+  // model.init_from: a Hugging Face checkpoint folder; "" = a fresh model. When set, the
+  // fields below and the shape above come from its config.json (hf_config.h).
+  std::string init_from;
+  std::string family;            // "" (headlab's own) | gpt2 | llama | mistral | qwen2 | qwen3
+  int64_t head_dim = 0;          // 0 = width / heads
+  int64_t mlp_hidden = 0;        // 0 = round(mlp_ratio * width)
+  std::string mlp_act = "gelu";  // gelu (erf) | gelu_tanh | swiglu (down(silu(gate x) * up x))
+  bool attn_bias = false;        // q/k/v projection biases
+  bool out_bias = false;         // attention output projection bias
+  bool mlp_bias = false;         // MLP linear biases
+  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (Qwen 3)
+  bool tie_head = true;          // the output head is the token embedding
+  double norm_eps = 0;           // 0 = 1e-5 for LayerNorm, 1e-6 for RMSNorm
+
+  // Derived sizes.
+  int64_t HeadDim() const { return head_dim > 0 ? head_dim : width / heads; }
+  int64_t MlpHidden() const;
+  double NormEps() const { return norm_eps > 0 ? norm_eps : (norm == "rmsnorm" ? 1e-6 : 1e-5); }
 };
 
 struct TrainConfig {
@@ -50,7 +68,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  std::string source;  // builtin | shards
+  std::string source;  // builtin | shards | corpus
   std::string path;
   double val_fraction = 0;
 };
@@ -71,7 +89,8 @@ struct ExecConfig {
 
 // Reads a normalized run config (every key present, already range-checked by
 // NormalizeRunConfig) into an ExecConfig. A missing or mistyped key is InvalidArgument
-// naming `file` and the JSON path.
+// naming `file` and the JSON path. With model.init_from, the model's shape is read from the
+// checkpoint's config.json (errors name that file).
 StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& file);
 
 }  // namespace headlab

@@ -17,6 +17,8 @@
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "worker/exec/data.h"
+#include "worker/exec/data_check.h"
+#include "worker/exec/import_weights.h"
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
@@ -117,9 +119,9 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
   const torch::Device device = (t.device == "cpu" || !cuda) ? torch::Device(torch::kCPU)
                                                             : torch::Device(torch::kCUDA, 0);
-  StatusOr<Dataset> data = c.data.source == "shards" ? LoadShards(c.data.path, c.model.vocab)
-                                                     : LoadBuiltinCorpus(c.data.val_fraction);
+  StatusOr<Dataset> data = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
   if (!data.ok()) return data.status();
+  HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(data.value(), c));
   if (data->vocab > c.model.vocab || data->train.size <= c.model.context)
     return Status::InvalidArgument("config: $.config.model: the " + c.data.source +
                                    " data set needs vocab >= " + std::to_string(data->vocab) +
@@ -128,6 +130,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
 
   torch::manual_seed(uint64_t(c.seed));
   Gpt model(c.model);
+  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, nullptr));
   model->to(device);
   HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);  // as run kind "train"

@@ -15,31 +15,51 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-NormImpl::NormImpl(int64_t width, bool rms) : rms_(rms) {
+NormImpl::NormImpl(int64_t width, bool rms, double eps) : rms_(rms), eps_(eps) {
   weight = register_parameter("weight", torch::ones({width}));
   if (!rms) bias = register_parameter("bias", torch::zeros({width}));
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
-  if (!rms_) return F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(1e-5));
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + 1e-6) * weight;
+  if (!rms_) return F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(eps_));
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
 }
 
-BlockImpl::BlockImpl(const ModelConfig& c) {
-  const int64_t hidden = int64_t(std::llround(c.mlp_ratio * double(c.width)));
+BlockImpl::BlockImpl(const ModelConfig& c) : act_(c.mlp_act) {
+  const int64_t hidden = c.MlpHidden();
   const bool rms = c.norm == "rmsnorm";
-  ln1 = register_module("ln1", Norm(c.width, rms));
-  attn = register_module("attn", HybridAttention(c.width, c.heads, c.kv_heads, c.context));
-  ln2 = register_module("ln2", Norm(c.width, rms));
-  fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(c.width, hidden).bias(false)));
-  proj = register_module("proj",
-                         torch::nn::Linear(torch::nn::LinearOptions(hidden, c.width).bias(false)));
+  ln1 = register_module("ln1", Norm(c.width, rms, c.NormEps()));
+  AttentionOptions a;
+  a.head_dim = c.head_dim;
+  a.qkv_bias = c.attn_bias;
+  a.out_bias = c.out_bias;
+  a.qk_norm = c.qk_norm;
+  a.qk_norm_eps = c.NormEps();
+  attn = register_module("attn", HybridAttention(c.width, c.heads, c.kv_heads, c.context, a));
+  ln2 = register_module("ln2", Norm(c.width, rms, c.NormEps()));
+  auto lin = [&](const char* name, int64_t in, int64_t out) {
+    torch::nn::Linear l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(c.mlp_bias)));
+    if (c.mlp_bias) {
+      torch::NoGradGuard no_grad;
+      l->bias.zero_();
+    }
+    return l;
+  };
+  fc = lin("fc", c.width, hidden);
+  if (act_ == "swiglu") gate = lin("gate", c.width, hidden);
+  proj = lin("proj", hidden, c.width);
+}
+
+torch::Tensor BlockImpl::Mlp(const torch::Tensor& h) {
+  if (act_ == "swiglu") return proj(F::silu(gate(h)) * fc(h));
+  if (act_ == "gelu_tanh") return proj(F::gelu(fc(h), F::GELUFuncOptions().approximate("tanh")));
+  return proj(F::gelu(fc(h)));
 }
 
 torch::Tensor BlockImpl::forward(
     torch::Tensor x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
   x = x + attn->forward(ln1(x), rotate);
-  return x + proj(F::gelu(fc(ln2(x))));
+  return x + Mlp(ln2(x));
 }
 
 GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
@@ -47,7 +67,9 @@ GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
   if (c.pos == "learned") wpe = register_module("wpe", torch::nn::Embedding(c.context, c.width));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.layers; ++i) blocks->push_back(Block(c));
-  ln_f = register_module("ln_f", Norm(c.width, c.norm == "rmsnorm"));
+  ln_f = register_module("ln_f", Norm(c.width, c.norm == "rmsnorm", c.NormEps()));
+  if (!c.tie_head)
+    head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.vocab).bias(false)));
 
   // GPT-2 initialisation: N(0, 0.02) for embeddings and projections; the projections that
   // write into the residual stream are scaled by 1/sqrt(2 * layers) so its variance does
@@ -86,11 +108,9 @@ torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= config_.context, "sequence length ", T, " > context ", config_.context);
   AutocastScope autocast(precision_, idx.device());
-  torch::Tensor x = wte(idx);
+  torch::Tensor x = Embed(idx);
   std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (wpe) {
-    x = x + wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
-  } else {
+  if (!wpe) {
     const double base = config_.rope_base;
     rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
   }
@@ -100,18 +120,31 @@ torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
   torch::Tensor h = Hidden(idx);
-  // Tied output head, computed in the precision's dtype; the logits leave as fp32 so that
-  // every loss and log-probability downstream is computed in fp32.
+  // The output head (tied or not), computed in the precision's dtype; the logits leave as
+  // fp32 so that every loss and log-probability downstream is computed in fp32.
   AutocastScope autocast(precision_, idx.device());
-  return F::linear(h, wte->weight).to(torch::kFloat);
+  return F::linear(h, HeadWeight()).to(torch::kFloat);
 }
+
+torch::Tensor GptImpl::Embed(const torch::Tensor& idx, int64_t start) {
+  torch::Tensor x = wte(idx);
+  if (wpe)
+    x = x + wpe(torch::arange(start, start + idx.size(1), torch::dtype(torch::kLong).device(idx.device())));
+  return x;
+}
+
+torch::Tensor GptImpl::Logits(const torch::Tensor& x) {
+  return F::linear(ln_f(x), HeadWeight()).to(torch::kFloat);
+}
+
+const torch::Tensor& GptImpl::HeadWeight() const { return head ? head->weight : wte->weight; }
 
 torch::Tensor GptImpl::Loss(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor h = Hidden(x);
   // fp32 runs compute in the parameters' own dtype (fp64 in finite-difference tests).
   const torch::ScalarType dtype =
       precision_ == Precision::kFp32 ? wte->weight.scalar_type() : ComputeDtype(precision_);
-  return LinearCrossEntropy(h.reshape({-1, h.size(-1)}), wte->weight, y.reshape({-1}), dtype);
+  return LinearCrossEntropy(h.reshape({-1, h.size(-1)}), HeadWeight(), y.reshape({-1}), dtype);
 }
 
 torch::Tensor GptImpl::TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y) {

@@ -1,7 +1,10 @@
 // The decoder-only language model (LibTorch): token embedding tied with the output head,
 // learned absolute positions or RoPE, pre-norm (LayerNorm or RMSNorm) blocks of hybrid-head
 // causal attention (attention.h; ordinary heads by default, GQA optional) and a GELU MLP,
-// final norm. Included only by LibTorch translation units.
+// final norm. Imported checkpoints (hf_config.h, import_weights.h) add what their
+// architecture has: linear biases, tanh GELU or a SwiGLU MLP, per-head q/k norms, another
+// head dimension, an untied output head, their norm epsilon and RoPE base. Included only by
+// LibTorch translation units.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,13 +19,14 @@ namespace headlab {
 // "weight" (and "bias") as in torch::nn::LayerNorm.
 class NormImpl : public torch::nn::Module {
  public:
-  NormImpl(int64_t width, bool rms);
+  NormImpl(int64_t width, bool rms, double eps);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight, bias;
 
  private:
   bool rms_;
+  double eps_;
 };
 TORCH_MODULE(Norm);
 
@@ -32,10 +36,17 @@ class BlockImpl : public torch::nn::Module {
   // `rotate`: the position encoding of queries and keys (RoPE), or empty.
   torch::Tensor forward(torch::Tensor x,
                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
+  // The MLP of normalized input h (no residual): proj(act(fc(h))), or SwiGLU
+  // proj(silu(gate(h)) * fc(h)).
+  torch::Tensor Mlp(const torch::Tensor& h);
 
   Norm ln1{nullptr}, ln2{nullptr};
   HybridAttention attn{nullptr};
   torch::nn::Linear fc{nullptr}, proj{nullptr};
+  torch::nn::Linear gate{nullptr};  // SwiGLU only
+
+ private:
+  std::string act_;  // gelu | gelu_tanh | swiglu
 };
 TORCH_MODULE(Block);
 
@@ -59,6 +70,13 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor Loss(const torch::Tensor& x, const torch::Tensor& y);
   // Per-token next-token log-probabilities log p(y_t | x_<=t), fp32: [B, T].
   torch::Tensor TokenLogProbs(const torch::Tensor& x, const torch::Tensor& y);
+  // The input of the first block for tokens idx [B, T] at positions start..start+T-1: token
+  // embeddings plus learned positions (RoPE models: embeddings only).
+  torch::Tensor Embed(const torch::Tensor& idx, int64_t start = 0);
+  // fp32 logits [..., vocab] of the last block's output x: final norm, then the output head.
+  torch::Tensor Logits(const torch::Tensor& x);
+  // The output head's weight [vocab, width]: `head` when untied, else the token embedding.
+  const torch::Tensor& HeadWeight() const;
 
   // The precision forward computes in (precision.h); fp32 until set. Parameters and
   // buffers stay fp32 whatever it is.
@@ -73,6 +91,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe only with learned positions
   torch::nn::ModuleList blocks{nullptr};
   Norm ln_f{nullptr};
+  torch::nn::Linear head{nullptr};  // only when the head is not tied to wte
 
  private:
   ModelConfig config_;

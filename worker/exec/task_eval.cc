@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <optional>
 #include <tuple>
 
 #include <torch/torch.h>
@@ -12,6 +13,9 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "worker/exec/import_weights.h"
+#include "worker/exec/data.h"
+#include "worker/exec/passkey_prompts.h"
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "worker/exec/checkpoint.h"
@@ -169,6 +173,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
   Setup setup;
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "mqar", &setup));
   Gpt model(c.model);
+  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &setup.prov));
   model->to(setup.device);
   HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, setup.device));
   setup.prov.update(ExecutionProvenance(model, setup.device));
@@ -290,10 +295,14 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   const Clock::time_point t0 = Clock::now();
   const ExecConfig& c = req.config;
   const Json& p = req.config_json.at("passkey");
-  if (c.model.vocab < 256)
-    return Status::InvalidArgument(ConfigError("model.vocab", "passkey prompts are byte-level "
-                                               "and need vocab >= 256, got " +
-                                               std::to_string(c.model.vocab)));
+  // Prompts in the model's token ids: the import's tokenizer, or the training data's.
+  std::optional<ShardMeta> meta;
+  if (c.data.source != "builtin") {
+    StatusOr<ShardMeta> m = ReadShardMeta(c.data.source == "corpus" ? DefaultCorpusDir(c.data.path) : c.data.path);
+    if (m.ok()) meta = m.value();
+  }
+  StatusOr<PasskeyCodec> codec = PasskeyCodec::For(c.model, meta ? &*meta : nullptr);
+  if (!codec.ok()) return Status::InvalidArgument(ConfigError("model", codec.status().message()));
   const std::string lengths_text = p.at("lengths").get<std::string>();
   StatusOr<std::vector<int64_t>> lengths =
       lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context})
@@ -308,6 +317,7 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
     int64_t length;
     double depth;
     std::vector<PasskeyExample> examples;
+    std::vector<PasskeyGroup> groups;  // batches of equal token length
   };
   std::vector<Cell> cells;
   for (int64_t length : *lengths)
@@ -316,19 +326,23 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
       for (int64_t i = 0; i < samples; ++i) {
         StatusOr<PasskeyExample> ex = GeneratePasskey(length, depth, uint64_t(c.seed) + uint64_t(i));
         if (!ex.ok()) return Status::InvalidArgument(ConfigError("passkey", ex.status().message()));
-        if (length + int64_t(ex->answer.size()) - 1 > c.model.context)
-          return Status::InvalidArgument(ConfigError(
-              "passkey.lengths", "a prompt of " + std::to_string(length) + " bytes and its " +
-                                     std::to_string(ex->answer.size()) + "-byte answer exceed " +
-                                     "model.context " + std::to_string(c.model.context)));
         cell.examples.push_back(ex.value());
       }
+      cell.groups = GroupPasskeyPrompts(codec.value(), cell.examples);
+      for (const PasskeyGroup& g : cell.groups)
+        if (g.length + g.answer_tokens - 1 > c.model.context)
+          return Status::InvalidArgument(ConfigError(
+              "passkey.lengths", "a prompt of " + std::to_string(length) + " bytes (" +
+                                     std::to_string(g.length) + " tokens) and its " +
+                                     std::to_string(g.answer_tokens) + "-token answer exceed " +
+                                     "model.context " + std::to_string(c.model.context)));
       cells.push_back(std::move(cell));
     }
 
   Setup setup;
   HEADLAB_RETURN_IF_ERROR(Prepare(req, "passkey", &setup));
   Gpt model(c.model);
+  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &setup.prov));
   model->to(setup.device);
   HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, c.train, setup.device));
   setup.prov.update(ExecutionProvenance(model, setup.device));
@@ -343,18 +357,15 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   int64_t correct_all = 0, total = 0;
   for (const Cell& cell : cells) {
     if (StopRequested()) return Status::Cancelled("stopped by signal");
-    std::vector<int64_t> tokens;
-    for (const PasskeyExample& ex : cell.examples)
-      for (unsigned char ch : ex.prompt) tokens.push_back(int64_t(ch));
-    torch::Tensor prompts =
-        torch::tensor(tokens, torch::kLong).view({samples, cell.length}).to(setup.device);
-    const int64_t answer_len = int64_t(cell.examples[0].answer.size());
-    torch::Tensor out = GreedyDecode(model, prompts, answer_len).to(torch::kCPU).contiguous();
     int64_t correct = 0;
-    for (int64_t i = 0; i < samples; ++i) {
-      std::string got;
-      for (int64_t j = 0; j < answer_len; ++j) got += char(out[i][j].item<int64_t>());
-      correct += got == cell.examples[size_t(i)].answer;
+    for (const PasskeyGroup& g : cell.groups) {
+      const int64_t n = int64_t(g.examples.size());
+      torch::Tensor prompts = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(setup.device);
+      torch::Tensor out = GreedyDecode(model, prompts, g.answer_tokens).to(torch::kCPU).contiguous();
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<int64_t> got(out[i].data_ptr<int64_t>(), out[i].data_ptr<int64_t>() + g.answer_tokens);
+        correct += codec->Matches(got, cell.examples[g.examples[size_t(i)]].answer);
+      }
     }
     const double acc = double(correct) / double(samples);
     values[CellName(cell.length, cell.depth)] = acc;

@@ -18,7 +18,9 @@
 #include "worker/exec/bench_clock.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
+#include "worker/exec/data_check.h"
 #include "worker/exec/dist.h"
+#include "worker/exec/import_weights.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
 #include "worker/exec/run_setup.h"
@@ -44,10 +46,9 @@ int64_t PeakRssBytes() {
 }
 
 StatusOr<Dataset> LoadData(const ExecConfig& c) {
-  StatusOr<Dataset> d = c.data.source == "shards"
-                            ? LoadShards(c.data.path, c.model.vocab)
-                            : LoadBuiltinCorpus(c.data.val_fraction);
+  StatusOr<Dataset> d = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
   if (!d.ok()) return d;
+  HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(d.value(), c));
   if (d->vocab > c.model.vocab)
     return Status::InvalidArgument("config: $.config.model.vocab: the " + c.data.source +
                                    " data set needs vocab >= " + std::to_string(d->vocab) +
@@ -225,6 +226,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
 
   torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
   Gpt model(c.model);
+  Json init_prov = Json::object();  // model.init_from: the imported checkpoint
+  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &init_prov));
   model->to(device);
   HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
@@ -243,6 +246,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"ranks", world}};
   prov.update(ExecutionProvenance(model, device));
   if (group) prov["dist_backend"] = group->backend();
+  prov.update(init_prov);
+  prov.update(DatasetProvenance(data.value(), c.data.source));
   // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
   // comparison is made) unless it already has a checkpoint of its own (a requeue).
   const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;

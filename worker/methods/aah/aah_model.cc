@@ -27,11 +27,9 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
   const ModelConfig& c = model.config();
   const int64_t T = idx.size(1);
   // Mirrors GptImpl::forward's embedding (model.cc): learned positions or RoPE.
-  torch::Tensor x = model.wte(idx);
+  torch::Tensor x = model.Embed(idx);
   std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (model.wpe) {
-    x = x + model.wpe(torch::arange(T, torch::dtype(torch::kLong).device(idx.device())));
-  } else {
+  if (!model.wpe) {
     const double base = c.rope_base;
     rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
   }

@@ -7,6 +7,7 @@
 
 #include <torch/cuda.h>
 
+#include "worker/exec/passkey_prompts.h"
 #include "worker/exec/tasks.h"
 
 namespace headlab::aoh {
@@ -39,7 +40,8 @@ std::string DeviceLabel(const torch::Device& device) {
 StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const DecoderOptions& decoder,
                                                    const PasskeyOptions& options) {
   const ModelConfig& c = model.config();
-  if (c.vocab < 256)
+  const PasskeyCodec* codec = &options.codec;
+  if (codec->kind() == "byte" && c.vocab < 256)
     return Status::InvalidArgument("passkey needs a byte-level vocabulary (>= 256), got " +
                                    std::to_string(c.vocab));
   if (options.samples < 1) return Status::InvalidArgument("passkey samples: expected >= 1");
@@ -54,37 +56,34 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const Decoder
       cell.length = length;
       cell.depth = depth;
       cell.samples = options.samples;
-      std::vector<int64_t> prompt;
-      std::vector<std::string> answers;
+      std::vector<PasskeyExample> examples;
       for (int64_t i = 0; i < options.samples; ++i) {
         auto ex = GeneratePasskey(length, depth, options.seed + uint64_t(i));
         if (!ex.ok()) return ex.status();
-        for (unsigned char ch : ex->prompt) prompt.push_back(int64_t(ch));
-        answers.push_back(ex->answer);
+        examples.push_back(ex.value());
       }
-      const int64_t answer_len = int64_t(answers[0].size());
-      if (c.pos == "learned" && length + answer_len - 1 > c.context)
-        return Status::InvalidArgument("passkey length " + std::to_string(length) +
-                                       " plus its answer exceeds model.context " +
-                                       std::to_string(c.context));
-      torch::Tensor tokens =
-          torch::tensor(prompt, torch::kLong).view({options.samples, length}).to(dev);
-      d.Reset();
-      torch::Tensor next;
-      d.Prefill(tokens, [&](int64_t, const torch::Tensor& logits) {
-        next = logits.select(1, logits.size(1) - 1).argmax(-1);
-      }, /*last_only=*/true);
-      std::vector<torch::Tensor> generated = {next};
-      for (int64_t k = 1; k < answer_len; ++k) {
-        next = d.Step(next).argmax(-1);  // greedy (AoH §6.1)
-        generated.push_back(next);
-      }
-      torch::Tensor got = torch::stack(generated, 1).cpu();  // [samples, answer_len]
-      for (int64_t i = 0; i < options.samples; ++i) {
-        bool match = true;
-        for (int64_t k = 0; k < answer_len; ++k)
-          match = match && got[i][k].item<int64_t>() == int64_t((unsigned char)answers[size_t(i)][size_t(k)]);
-        cell.correct += match;
+      for (const PasskeyGroup& g : GroupPasskeyPrompts(*codec, examples)) {
+        if (c.pos == "learned" && g.length + g.answer_tokens - 1 > c.context)
+          return Status::InvalidArgument("passkey length " + std::to_string(length) + " (" +
+                                         std::to_string(g.length) + " tokens) plus its answer exceeds "
+                                         "model.context " + std::to_string(c.context));
+        const int64_t n = int64_t(g.examples.size());
+        torch::Tensor tokens = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(dev);
+        d.Reset();
+        torch::Tensor next;
+        d.Prefill(tokens, [&](int64_t, const torch::Tensor& logits) {
+          next = logits.select(1, logits.size(1) - 1).argmax(-1);
+        }, /*last_only=*/true);
+        std::vector<torch::Tensor> generated = {next};
+        for (int64_t k = 1; k < g.answer_tokens; ++k) {
+          next = d.Step(next).argmax(-1);  // greedy (AoH §6.1)
+          generated.push_back(next);
+        }
+        torch::Tensor got = torch::stack(generated, 1).cpu().contiguous();  // [n, answer tokens]
+        for (int64_t i = 0; i < n; ++i) {
+          std::vector<int64_t> ids(got[i].data_ptr<int64_t>(), got[i].data_ptr<int64_t>() + g.answer_tokens);
+          cell.correct += codec->Matches(ids, examples[g.examples[size_t(i)]].answer);
+        }
       }
       cells.push_back(cell);
     }

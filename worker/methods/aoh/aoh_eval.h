@@ -16,17 +16,20 @@
 #include "common/status.h"
 #include "worker/exec/data.h"
 #include "worker/exec/model.h"
+#include "worker/exec/passkey_prompts.h"
 #include "worker/methods/aoh/streaming_decode.h"
 
 namespace headlab::aoh {
 
 // Passkey prompts come from GeneratePasskey (worker/exec/tasks.h, the exec engineer's
-// generator, byte-level tokens): sample i of every cell uses seed + i.
+// generator) in the ids of `codec` (worker/exec/passkey_prompts.h; bytes by default):
+// sample i of every cell uses seed + i.
 struct PasskeyOptions {
   std::vector<int64_t> lengths = {256, 512};     // prompt bytes
   std::vector<double> depths = {0.2, 0.4, 0.6, 0.8};  // AoH §3: 20/40/60/80 % depth
   int64_t samples = 8;                            // per cell, run as one batch
   uint64_t seed = 0;
+  PasskeyCodec codec;  // the model's tokenizer (bytes unless set)
 };
 
 struct PasskeyCell {

@@ -122,6 +122,11 @@ void ReorderLayer(GptImpl& model, int64_t layer, const HeadOrder& order) {
   PermuteRows(attn->k_proj->weight, kv_rows, 0);
   PermuteRows(attn->v_proj->weight, kv_rows, 0);
   PermuteRows(attn->o_proj->weight, q_rows, 1);  // o_proj reads head outputs as columns
+  // Imported checkpoints' projection biases move with their rows (the o_proj bias is per
+  // output feature and stays).
+  if (attn->q_proj->bias.defined()) PermuteRows(attn->q_proj->bias, q_rows, 0);
+  if (attn->k_proj->bias.defined()) PermuteRows(attn->k_proj->bias, kv_rows, 0);
+  if (attn->v_proj->bias.defined()) PermuteRows(attn->v_proj->bias, kv_rows, 0);
   torch::Tensor heads = torch::tensor(order.head_perm, torch::kLong).to(dev);
   PermuteRows(attn->fixed_alpha, heads, 0);
   PermuteRows(attn->fixed_rho, heads, 0);

@@ -165,7 +165,8 @@ Status ApplyHeadMaps(GptImpl& model, const Json& head_maps) {
 
 StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan,
                                  const torch::Tensor& windows, int64_t batch, uint64_t seed,
-                                 int64_t step, const std::string& out_dir, EventSink* events) {
+                                 int64_t step, const std::string& out_dir, EventSink* events,
+                                 const PasskeyCodec* passkey) {
   torch::NoGradGuard no_grad;
   const DecoderOptions d = DecoderFor(model, cfg, plan);
   Json summary = Json::object();
@@ -191,6 +192,7 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
     p.depths = cfg.passkey_depths;
     p.samples = cfg.passkey_samples;
     p.seed = seed;
+    if (passkey) p.codec = *passkey;
     auto cells = PasskeyAccuracy(model, d, p);
     if (!cells.ok()) return cells.status();
     const double acc = MeanPasskeyAccuracy(cells.value());

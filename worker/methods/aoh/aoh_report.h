@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "worker/exec/events.h"
 #include "worker/exec/model.h"
+#include "worker/exec/passkey_prompts.h"
 #include "worker/methods/aoh/aoh_config.h"
 #include "worker/methods/aoh/aoh_model.h"
 
@@ -45,9 +46,11 @@ StatusOr<AohPlan> PlanFromJson(const Json& j, const AohOptions& options, const G
 // summary values (common/metric_names.h, AoH block): aoh.loss, aoh.ppl (through the
 // streaming decoder), aoh.kv_bytes, aoh.retrieval_heads, aoh.passkey_acc (when measured),
 // the longest bench context's aoh.bench.* row (when measured), aoh.rope_spearman (mean
-// over layers, when measured).
+// over layers, when measured). Passkey prompts use `passkey` (the model's tokenizer;
+// nullptr = bytes).
 StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan,
                                  const torch::Tensor& windows, int64_t batch, uint64_t seed,
-                                 int64_t step, const std::string& out_dir, EventSink* events);
+                                 int64_t step, const std::string& out_dir, EventSink* events,
+                                 const PasskeyCodec* passkey = nullptr);
 
 }  // namespace headlab::aoh

@@ -176,9 +176,9 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
   const int64_t d = attn->head_dim(), group = H / KV;
-  torch::Tensor q = F::linear(x, attn->q_proj->weight).view({B, T, H, d}).transpose(1, 2);
-  torch::Tensor k = F::linear(x, attn->k_proj->weight).view({B, T, KV, d}).transpose(1, 2);
-  torch::Tensor v = F::linear(x, attn->v_proj->weight).view({B, T, KV, d}).transpose(1, 2);
+  // [B, H | KV, T, d], with the layer's biases and q/k norms as its forward has them.
+  torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
+  TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
     q = RotaryEmbedding(q, c.rope_base, qpos);
     k = RotaryEmbedding(k, c.rope_base, qpos);
@@ -265,21 +265,18 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
   torch::Tensor qpos = torch::arange(position_, position_ + T,
                                      torch::dtype(torch::kLong).device(tokens.device()));
-  torch::Tensor x = model_->wte(tokens);
-  if (model_->wpe) {
+  if (model_->wpe)
     TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
-    x = x + model_->wpe(qpos);
-  }
+  torch::Tensor x = model_->Embed(tokens, position_);
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
     x = x + Attention(l, b->ln1(x), qpos);
-    x = x + b->proj(F::gelu(b->fc(b->ln2(x))));
+    x = x + b->Mlp(b->ln2(x));
   }
   position_ += T;
   Evict(position_);
   if (last_only) x = x.narrow(1, T - 1, 1);
-  // Tied head, as GptImpl::forward; fp32 logits for the losses computed from them.
-  return F::linear(model_->ln_f(x), model_->wte->weight).to(torch::kFloat);
+  return model_->Logits(x);  // as GptImpl::forward: fp32 logits
 }
 
 void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {

@@ -60,9 +60,17 @@ class AohHooks : public TrainHooks {
     ctx.model->eval();
     torch::Tensor windows =
         aoh::EvalWindows(ctx.data.val, ctx.config.model.context, t.batch_size, t.eval_batches);
+    // Passkey prompts in the model's token ids: an import's tokenizer, or the data's.
+    PasskeyCodec passkey;
+    if (!cfg_.passkey_lengths.empty()) {
+      StatusOr<PasskeyCodec> codec =
+          PasskeyCodec::For(ctx.config.model, ctx.data.has_meta ? &ctx.data.meta : nullptr);
+      if (!codec.ok()) return codec.status();
+      passkey = codec.value();
+    }
     auto got = aoh::EvaluateAndReport(*ctx.model, cfg_, plan_ ? &*plan_ : nullptr, windows,
                                       t.batch_size, uint64_t(ctx.config.seed), ctx.step,
-                                      ctx.out_dir, ctx.events);
+                                      ctx.out_dir, ctx.events, &passkey);
     ctx.model->train(was_training);
     if (!got.ok()) return got.status();
     for (auto it = got->begin(); it != got->end(); ++it) (*values)[it.key()] = it.value();

