@@ -209,9 +209,13 @@ void HybridAttentionImpl::RemoveHeads(const std::vector<int64_t>& heads, const R
   kept_kv_ = kept_kv;
 }
 
-bool HybridAttentionImpl::plain_projections() const {
-  return !q_proj->bias.defined() && !k_proj->bias.defined() && !v_proj->bias.defined() &&
-         !q_norm.defined();
+torch::Tensor HybridAttentionImpl::EmptyLayerOutput(const torch::Tensor& x) const {
+  torch::Tensor y = torch::zeros({x.size(0), x.size(1), o_proj->weight.size(0)}, x.options());
+  return o_proj->bias.defined() ? y + o_proj->bias : y;
+}
+
+torch::Tensor HybridAttentionImpl::NormalizeHeads(const torch::Tensor& y, const torch::Tensor& gain) const {
+  return (y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + qk_norm_eps_) * gain).to(y.scalar_type());
 }
 
 namespace {
@@ -254,8 +258,7 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
     if (b.defined()) b = b.view({n, head_dim_}).index_select(0, idx).reshape({-1});
   }
   torch::Tensor y = torch::nn::functional::linear(x, w, b).view({B, T, -1, head_dim_}).transpose(1, 2);
-  if (norm.defined())  // RMSNorm over each head's vector (Qwen 3's q_norm / k_norm)
-    y = y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + qk_norm_eps_) * norm;
+  if (norm.defined()) y = NormalizeHeads(y, norm);  // Qwen 3's q_norm / k_norm
   bool identity = slot.size() == unique.size();
   for (size_t i = 0; identity && i < slot.size(); ++i) identity = slot[i] == int64_t(i);
   if (identity) return y;  // [B, len(heads), T, d]
@@ -269,8 +272,7 @@ torch::Tensor HybridAttentionImpl::forward(
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
   // CUDA input: the fast path (attention_cuda.h) when the layer's plan allows; the masks
   // below are the reference and the fallback.
-  // Imported checkpoints' biases and q/k norms (plain_projections() false) take the dense path.
-  if (plain_projections() && FusedAttentionUnsupported(*this, x).empty())
+  if (FusedAttentionUnsupported(*this, x).empty())
     return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
@@ -356,8 +358,8 @@ torch::Tensor HybridAttentionImpl::forward(
     if (head_gate.defined()) out = out * head_gate.select(1, h).view({B, 1, 1});
     outputs.push_back(out);
   }
-  if (outputs.empty())  // every head removed: the layer adds nothing
-    return torch::zeros({B, T, o_proj->weight.size(0)}, x.options());
+  if (outputs.empty())  // every head removed: the layer adds nothing but its output bias
+    return EmptyLayerOutput(x);
   torch::Tensor y = torch::stack(outputs, 2);  // [B, T, kept heads, d], original order
   return o_proj(y.reshape({B, T, int64_t(outputs.size()) * d}));
 }

@@ -89,9 +89,12 @@ class HybridAttentionImpl : public torch::nn::Module {
   int64_t head_dim() const { return head_dim_; }
   // Whether any fixed head has trainable alpha/rho (MakeFixedTrainable).
   bool any_fixed_trainable() const { return trainable_count_ > 0; }
-  // Returns true iff the projections are plain matrix products (no bias, no q/k norm), the
-  // form the fused CUDA kernels' launcher computes itself.
-  bool plain_projections() const;
+  // Per-head RMSNorm of queries or keys y [..., head_dim] with gain q_norm / k_norm (Qwen 3;
+  // options.qk_norm), in y's dtype.
+  torch::Tensor NormalizeHeads(const torch::Tensor& y, const torch::Tensor& gain) const;
+  // The output [B, T, C] of a layer none of whose heads has an output: zeros plus the output
+  // projection's bias, if any.
+  torch::Tensor EmptyLayerOutput(const torch::Tensor& x) const;
   // The queries, keys or values [B, n, T, head_dim] of x [B, T, C] for every row block the
   // projection still has (kept heads / kv heads, in slot order), as forward computes them:
   // bias and q/k norm applied, no position encoding. For code that runs the layer's pieces

@@ -367,27 +367,36 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
   const int64_t B = x.size(0), T = x.size(1), d = layer.head_dim();
   const double scale = 1.0 / std::sqrt(double(d));
   fused_calls.fetch_add(1, std::memory_order_relaxed);
-  if (plan.output_heads.empty())  // every head pruned: the layer adds nothing
-    return torch::zeros({B, T, layer.o_proj->weight.size(0)}, x.options());
+  if (plan.output_heads.empty()) return layer.EmptyLayerOutput(x);  // every head pruned
 
-  // One projection: [Q blocks | K blocks | V blocks], only the rows the heads use.
+  // One projection: [Q blocks | K blocks | V blocks], only the rows the heads use (with
+  // their biases, where an imported architecture has them).
   const torch::Tensor& wq = layer.q_proj->weight;
   const torch::Tensor& wk = layer.k_proj->weight;
   const torch::Tensor& wv = layer.v_proj->weight;
+  const bool biased = layer.q_proj->bias.defined();
   const int64_t nq = int64_t(plan.q_blocks.size()), nk = int64_t(plan.k_blocks.size());
   const int64_t nv = int64_t(plan.v_blocks.size());
-  std::vector<torch::Tensor> parts;
+  std::vector<torch::Tensor> parts, biases;
   if (plan.AllRows(wq.size(0) / d, wk.size(0) / d)) {
     parts = {wq, wk, wv};
+    if (biased) biases = {layer.q_proj->bias, layer.k_proj->bias, layer.v_proj->bias};
   } else {
-    if (nq > 0) parts.push_back(Blocks(wq, 0, st.q_idx, d));
-    if (nk > 0) parts.push_back(Blocks(wk, 0, st.k_idx, d));
-    parts.push_back(Blocks(wv, 0, st.v_idx, d));
+    auto add = [&](const torch::nn::Linear& proj, const torch::Tensor& idx) {
+      parts.push_back(Blocks(proj->weight, 0, idx, d));
+      if (biased) biases.push_back(Blocks(proj->bias.view({-1, 1}), 0, idx, d).view({-1}));
+    };
+    if (nq > 0) add(layer.q_proj, st.q_idx);
+    if (nk > 0) add(layer.k_proj, st.k_idx);
+    add(layer.v_proj, st.v_idx);
   }
-  torch::Tensor y = F::linear(x, torch::cat(parts, 0));  // [B, T, (nq + nk + nv) d]
-  torch::Tensor q_all, k_all;
+  torch::Tensor y = F::linear(x, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
+  torch::Tensor q_all, k_all;  // [B, T, nq, d], [B, T, nk, d]
   if (nq > 0) {
     torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
+    if (layer.q_norm.defined())  // Qwen 3: per-head RMSNorm before the position encoding
+      qk = torch::cat({layer.NormalizeHeads(qk.narrow(2, 0, nq), layer.q_norm),
+                       layer.NormalizeHeads(qk.narrow(2, nq, nk), layer.k_norm)}, 2);
     if (rotate) qk = rotate(qk.transpose(1, 2)).transpose(1, 2);
     q_all = qk.narrow(2, 0, nq);
     k_all = qk.narrow(2, nq, nk);
@@ -435,7 +444,7 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
     o = o * layer.head_gate.index_select(1, st.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
   const torch::Tensor& wo = layer.o_proj->weight;
   torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, st.o_idx, d);
-  return F::linear(o.reshape({B, T, no * d}), wo_used);
+  return F::linear(o.reshape({B, T, no * d}), wo_used, layer.o_proj->bias);
 }
 
 int64_t FusedAttentionCalls() { return fused_calls.load(std::memory_order_relaxed); }

@@ -173,6 +173,23 @@ TEST_CASE("attention fast path: grouped-query layers, RoPE, removed heads and he
     layer->head_gate = torch::rand({2, 4}).requires_grad_(true);
     ExpectSameAsDense(layer, torch::randn({2, 17, 256}), AttentionMode::kAuto, "sdpa[3]");
   }
+  SECTION("imported architectures: projection biases and Qwen 3's q/k norms, head_dim != width / heads") {
+    AttentionOptions o;
+    o.head_dim = 64;
+    o.qkv_bias = o.out_bias = o.qk_norm = true;
+    HybridAttention layer(192, 4, 4, 32, o);  // 4 heads of 64 on a width of 192
+    {
+      torch::NoGradGuard no_grad;  // non-trivial biases and gains (they start at 0 and 1)
+      for (torch::Tensor* t : {&layer->q_proj->bias, &layer->k_proj->bias, &layer->v_proj->bias,
+                               &layer->o_proj->bias, &layer->q_norm, &layer->k_norm})
+        t->add_(torch::randn(t->sizes()) * 0.5);
+    }
+    layer->SetHeadState(1, {HeadMode::kLocal, 6});
+    SetRandomCompact(layer, 2, 32);
+    layer->SetHeadState(3, {HeadMode::kPruned});
+    ExpectSameAsDense(layer, torch::randn({2, 23, 192}), AttentionMode::kAuto,
+                      "sdpa[1] fused[1] fixed_gemm[1] kernel=cpu_stand_in", rope);
+  }
   SECTION("every head pruned: the layer adds nothing") {
     HybridAttention layer(128, 2, 2, 16);
     layer->SetHeadState(0, {HeadMode::kPruned});
