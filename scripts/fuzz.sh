@@ -63,7 +63,7 @@ failed=0
 for t in "${TARGETS[@]}"; do
   work=$BUILD/corpus/$t crashes=$BUILD/crashes/$t log=$BUILD/$t.log
   mkdir -p "$work" "$crashes"
-  args=(-runs="$RUNS" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+  args=(-runs="$RUNS" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -error_exitcode=1 -print_final_stats=1
         -artifact_prefix="$crashes/" "$work" "$ROOT/fuzz/corpus/$t")
   ((MAX_SECONDS > 0)) && args+=(-max_total_time="$MAX_SECONDS")
   start=$(date +%s)
