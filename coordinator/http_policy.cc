@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/utf8.h"
+#include "coordinator/query_string.h"
 #include "coordinator/token.h"
 
 namespace headlab::coord {
@@ -64,7 +65,8 @@ std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::stri
     return Refusal{401, "missing or wrong bearer token (Authorization: Bearer <token>)"};
   }
   if (policy.open_reads) return std::nullopt;
-  for (const std::string& given : {bearer, CookieValue(cookie, kTokenCookie)})
+  // The dashboard writes the cookie with encodeURIComponent (coordinator/query_string.h).
+  for (const std::string& given : {bearer, UrlDecode(CookieValue(cookie, kTokenCookie))})
     if (Matches(given, policy.write_token) || Matches(given, policy.read_token)) return std::nullopt;
   return Refusal{401, "reads need a token on this coordinator (it listens beyond loopback): "
                       "Authorization: Bearer <token>, or the dashboard's token box"};

@@ -53,6 +53,9 @@ TEST_CASE("writes need the bearer write token; reads what the policy says") {
   CHECK(status(closed, "GET", "/api/v1/stream?runs=1", "", "a=b; headlab_token=r-tok") == 200);
   CHECK(status(closed, "GET", "/api/v1/stream?runs=1", "", "headlab_token=w-tok") == 200);
   CHECK(status(closed, "GET", "/api/v1/stream?runs=1", "", "headlab_token=x; other=r-tok") == 401);
+  // The dashboard percent-encodes the cookie's value.
+  CHECK(status({"w-tok", "a b;c", false}, "GET", "/api/v1/stream?runs=1", "",
+               "headlab_token=a%20b%3Bc") == 200);
   // An empty read token grants nothing.
   const AccessPolicy no_read{"w-tok", "", false};
   CHECK(status(no_read, "GET", "/api/v1/runs/1", "Bearer ") == 401);

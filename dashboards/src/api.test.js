@@ -1,7 +1,7 @@
 // node --test: the API client's token handling and error mapping, against a fake fetch.
 import { test, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { get, post, query, setToken, sqlString, sqlInt } from './api.js';
+import { get, post, query, setToken, restoreToken, sqlString, sqlInt } from './api.js';
 
 const store = new Map();
 globalThis.localStorage = {
@@ -60,6 +60,23 @@ test('a read refused for want of a token says where to put it', async () => {
   await assert.rejects(get('/closed'), {
     status: 401, message: 'refused: the token is not valid for reads on this coordinator',
   });
+});
+
+test('the token is mirrored into the cookie the live stream carries, and cleared with it', () => {
+  const cookies = [];
+  globalThis.document = { set cookie(c) { cookies.push(c); } };
+  try {
+    setToken('a b;c');
+    restoreToken();
+    setToken('');
+  } finally {
+    delete globalThis.document;
+  }
+  assert.deepEqual(cookies, [
+    'headlab_token=a%20b%3Bc; path=/; SameSite=Strict',
+    'headlab_token=a%20b%3Bc; path=/; SameSite=Strict',
+    'headlab_token=; path=/; SameSite=Strict; max-age=0',
+  ]);
 });
 
 test('query returns row objects; errors carry the server message', async () => {
