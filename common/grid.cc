@@ -26,9 +26,7 @@ Status Invalid(const std::string& file, const std::string& path, const std::stri
 }
 
 std::string Got(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return ShortenForMessage(v.dump(), 60);  // never splits a UTF-8 sequence
 }
 
 // Returns true iff `s` matches [A-Za-z0-9_.-]{1,64}: grid, arm and comparison names.

@@ -237,3 +237,14 @@ TEST_CASE("Hostile grid files are bad input naming the file, never a crash") {
   CHECK(garbage.rfind("g.jsonc: invalid JSON at byte", 0) == 0);
   CHECK(headlab::IsValidUtf8(garbage));
 }
+
+TEST_CASE("A value quoted in an error is never cut inside a character (found by grid_fuzz)") {
+  // A grid that is one string of euro signs (3 bytes each): the message quotes it,
+  // shortened to 57 bytes, which used to end two bytes into a sign.
+  std::string text = "\"";
+  for (int i = 0; i < 30; ++i) text += "\xe2\x82\xac";
+  text += "\"";
+  std::string error = ErrorOf(text);
+  CHECK(error.rfind("g.jsonc: $: expected an object (a grid), got \"", 0) == 0);
+  CHECK(headlab::IsValidUtf8(error));
+}

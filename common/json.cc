@@ -54,7 +54,7 @@ StatusOr<Json> ParseJsonBounded(const std::string& text, const std::string& sour
                                    std::to_string(deep));
   try {
     return Json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/true);
+                       /*ignore_comments=*/limits.comments);
   } catch (const Json::parse_error& e) {
     return Status::InvalidArgument(EscapeForMessage(source + ": invalid JSON at byte " +
                                                     std::to_string(e.byte) + ": " + e.what()));

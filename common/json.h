@@ -27,9 +27,10 @@ constexpr size_t kMaxJsonBytes = size_t(256) << 20;
 struct JsonLimits {
   size_t max_depth = kMaxJsonDepth;
   size_t max_bytes = kMaxJsonBytes;
+  bool comments = true;  // allow // and /* */ comments (files); false: strict JSON (wire)
 };
 
-// Parses `text` (JSON with // and /* */ comments allowed) if it is at most
+// Parses `text` (JSON, with // and /* */ comments when `limits.comments`) if it is at most
 // `limits.max_bytes` long and nests at most `limits.max_depth` deep. Every failure
 // (syntax, number out of double range, too deep, too large) is InvalidArgument whose
 // message names `source` (a file name, "request body", a wire command) and, where there is

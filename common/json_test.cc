@@ -88,6 +88,14 @@ TEST_CASE("ParseJsonBounded refuses a text over its size limit and names the sou
   CHECK(ParseJsonBounded("[1]", "s", {64, 3}).ok());
 }
 
+TEST_CASE("comments are JSON only where the limits allow them (files, not the wire)") {
+  const std::string text = "{\"a\": 1 /* why */} // end";
+  CHECK(ParseJsonBounded(text, "grid.jsonc", {}).ok());
+  auto strict = ParseJsonBounded(text, "READY body", {32, 1 << 20, /*comments=*/false});
+  REQUIRE_FALSE(strict.ok());
+  CHECK(strict.status().message().rfind("READY body: invalid JSON at byte", 0) == 0);
+}
+
 TEST_CASE("a number beyond the double range is bad input, not an exception") {
   auto r = ParseJson(R"({"train": {"lr": 1e400}})", "g.jsonc");
   REQUIRE_FALSE(r.ok());

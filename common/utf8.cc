@@ -64,4 +64,12 @@ std::string EscapeForMessage(std::string_view s) {
   return out;
 }
 
+std::string ShortenForMessage(std::string s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes >= 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // continuation
+  s.resize(cut);
+  return s + "...";
+}
+
 }  // namespace headlab

@@ -21,4 +21,8 @@ inline bool IsValidUtf8(std::string_view s) { return FirstInvalidUtf8(s) == std:
 // terminal. Well-formed text passes through unchanged.
 std::string EscapeForMessage(std::string_view s);
 
+// Returns `s` if it is at most `max_bytes` long, else its longest prefix of at most
+// max_bytes - 3 bytes that does not split a UTF-8 sequence, followed by "...".
+std::string ShortenForMessage(std::string s, size_t max_bytes);
+
 }  // namespace headlab

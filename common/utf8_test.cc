@@ -69,4 +69,14 @@ TEST_CASE("EscapeForMessage writes bad bytes and controls as \\xNN and keeps goo
   CHECK(IsValidUtf8(EscapeForMessage(garbage)));
 }
 
+TEST_CASE("ShortenForMessage cuts at a character boundary") {
+  CHECK(ShortenForMessage("short", 60) == "short");
+  CHECK(ShortenForMessage("abcdefghij", 8) == "abcde...");
+  // "é" is two bytes: a cut after 5 bytes would split the third one.
+  CHECK(ShortenForMessage("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8) == "\xc3\xa9\xc3\xa9...");
+  std::string many;
+  for (int i = 0; i < 40; ++i) many += "\xdd\xa4l\xcc\x9a";  // 2-byte, ASCII, 2-byte
+  for (size_t n = 3; n < 80; ++n) CHECK(IsValidUtf8(ShortenForMessage(many, n)));
+}
+
 }  // namespace headlab
