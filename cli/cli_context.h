@@ -27,7 +27,8 @@ struct CliContext {
 };
 
 // Resolves the global options and environment. An unreadable --token-file is an error;
-// a missing DIR/token is not (reads need no token; a POST then gets a clear 401).
+// a missing DIR/token is not (reads need no token from a coordinator on loopback; a
+// request that needs one then gets a clear 401). The token goes with every request.
 StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args);
 
 // Returns the exit code for a failed status: 2 for InvalidArgument/NotFound (bad input),

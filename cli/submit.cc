@@ -10,6 +10,7 @@
 #include "cli/table.h"
 #include "common/files.h"
 #include "common/grid.h"
+#include "common/utf8.h"
 
 namespace headlab {
 
@@ -73,8 +74,11 @@ int RunSubmit(const CliContext& ctx, const ParsedArgs& args) {
   const std::string file = args.positional()[0];
   auto text = ReadGridFile(file);
   if (!text.ok()) return Fail(ctx, text.status());
+  // Bytes a JSON string cannot carry are refused here, naming the file (exit 2).
+  Status encoding = ValidateGridEncoding(text.value(), file, args.All("--set"));
+  if (!encoding.ok()) return Fail(ctx, encoding);
   if (args.Has("--dry-run")) return DryRun(ctx, args, file, text.value());
-  Json body = {{"file", file}, {"text", text.value()}, {"sets", args.All("--set")},
+  Json body = {{"file", EscapeForMessage(file)}, {"text", text.value()}, {"sets", args.All("--set")},
                {"rerun", args.Has("--rerun")}};
   auto resp = ctx.Client().Call("POST", "/api/v1/experiments", &body);
   if (!resp.ok()) return Fail(ctx, resp.status());

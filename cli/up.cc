@@ -146,8 +146,9 @@ Status WaitHealthy(const std::string& url, pid_t coordinator, const std::string&
 
 // Waits until the coordinator lists an alive worker. A worker that exits first (e.g.
 // refused: wrong token) is an error; one that is merely slow only earns a warning.
-Status WaitWorker(const std::string& url, pid_t worker, const std::string& log) {
-  HttpClient client(url, "", std::chrono::seconds(2));
+Status WaitWorker(const std::string& url, const std::string& token, pid_t worker,
+                  const std::string& log) {
+  HttpClient client(url, token, std::chrono::seconds(2));  // reads need it beyond loopback
   auto deadline = std::chrono::steady_clock::now() + kWorkerDeadline;
   while (std::chrono::steady_clock::now() < deadline) {
     auto w = client.Call("GET", "/api/v1/workers");
@@ -237,7 +238,13 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
     Stop(coord.value(), true);
     return Fail(ctx, worker.status());
   }
-  st = WaitWorker(url, worker.value(), worker_log);
+  // The coordinator has created DIR/token by now if no token was given.
+  std::string token = ctx.token;
+  if (token.empty()) {
+    auto t = ReadFile(dir + "/token");
+    if (t.ok()) token = t->substr(0, t->find_first_of(" \r\n"));
+  }
+  st = WaitWorker(url, token, worker.value(), worker_log);
   if (!st.ok()) {
     Stop(coord.value(), true);
     return Fail(ctx, st);

@@ -2,12 +2,14 @@
 // JSON path and what was expected; nothing is expanded until the whole grid is valid.
 #include "common/grid.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
 
 #include "common/run_config.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 
 namespace headlab {
 
@@ -24,9 +26,7 @@ Status Invalid(const std::string& file, const std::string& path, const std::stri
 }
 
 std::string Got(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return ShortenForMessage(v.dump(), 60);  // never splits a UTF-8 sequence
 }
 
 // Returns true iff `s` matches [A-Za-z0-9_.-]{1,64}: grid, arm and comparison names.
@@ -238,8 +238,25 @@ std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>&
 
 }  // namespace
 
+Status ValidateGridEncoding(const std::string& text, const std::string& file,
+                            const std::vector<std::string>& sets) {
+  size_t bad = FirstInvalidUtf8(text);
+  if (bad != std::string::npos) {
+    size_t line = 1 + size_t(std::count(text.begin(), text.begin() + long(bad), '\n'));
+    return Invalid(EscapeForMessage(file),
+                   "byte " + std::to_string(bad) + " (line " + std::to_string(line) + ")",
+                   "not valid UTF-8 (a grid file is UTF-8 text)");
+  }
+  for (const std::string& set : sets)
+    if (!IsValidUtf8(set))
+      return Invalid(EscapeForMessage(file), "--set \"" + EscapeForMessage(set) + "\"",
+                     "not valid UTF-8");
+  return Status::Ok();
+}
+
 StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
                           const std::vector<std::string>& sets) {
+  HEADLAB_RETURN_IF_ERROR(ValidateGridEncoding(text, file, sets));
   auto parsed = ParseJson(text, file);
   if (!parsed.ok()) return parsed.status();
   Json root = std::move(parsed.value());

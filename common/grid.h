@@ -40,6 +40,13 @@ struct Grid {
   std::vector<ExpandedRun> runs;
 };
 
+// Returns OK iff `text` and every --set argument in `sets` are valid UTF-8; otherwise
+// InvalidArgument naming `file` (or the --set argument) and the byte offset and line of the
+// first bad byte. A grid travels to the coordinator inside a JSON string, which cannot
+// carry such bytes. ExpandGrid checks this first; the CLI checks it before sending.
+Status ValidateGridEncoding(const std::string& text, const std::string& file,
+                            const std::vector<std::string>& sets);
+
 // Parses `text` (JSON with comments), applies `sets` ("key=v1,v2" axis overrides),
 // validates every field and expands the runs. On bad input returns InvalidArgument whose
 // message names `file`, the JSON path and what was expected; nothing else happens.

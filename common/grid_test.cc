@@ -6,6 +6,7 @@
 #include "common/run_config.h"
 #include "common/sha256.h"
 #include "common/source_dir.h"
+#include "common/utf8.h"
 
 using headlab::ExpandGrid;
 using headlab::Json;
@@ -210,4 +211,40 @@ TEST_CASE("The repository's grid files expand or fail as documented") {
     CHECK(g.status().code() == headlab::Status::Code::kInvalidArgument);
     CHECK(g.status().message().rfind(b.message, 0) == 0);
   }
+}
+
+TEST_CASE("Hostile grid files are bad input naming the file, never a crash") {
+  // Nested 100,000 deep under a run-config key: before the depth limit the parse
+  // succeeded and flattening the config overflowed the stack.
+  std::string deep = R"({"name": "deep", "base": {"model": )" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}}";
+  CHECK(ErrorOf(deep) == "g.jsonc: JSON nested deeper than 64 levels at byte 97");
+  // Bytes that are not UTF-8, in a comment (which the JSON parser would skip) and in a
+  // string: the first one is named with its line.
+  CHECK(ErrorOf("{\"name\": \"x\", // caf\xe9\n \"base\": {}}") ==
+        "g.jsonc: byte 20 (line 1): not valid UTF-8 (a grid file is UTF-8 text)");
+  CHECK(ErrorOf("{\n\"name\": \"\xff\"}") ==
+        "g.jsonc: byte 11 (line 2): not valid UTF-8 (a grid file is UTF-8 text)");
+  CHECK(ErrorOf(R"({"name": "x", "base": {}})", {"train.lr=\xff"}) ==
+        "g.jsonc: --set \"train.lr=\\xff\": not valid UTF-8");
+  // A number beyond the double range: bad input (the CLI's exit 2), not an exception.
+  std::string huge = ErrorOf(R"({"name": "x", "base": {"train": {"lr": 1e999}}})");
+  CHECK(huge.rfind("g.jsonc: invalid JSON", 0) == 0);
+  CHECK(huge.find("1e999") != std::string::npos);
+  // Binary garbage that happens to be ASCII (NULs and controls included).
+  const char kGarbage[] = "\x00\x01{\x7f[\x02\"";
+  std::string garbage = ErrorOf(std::string(kGarbage, sizeof kGarbage - 1));
+  CHECK(garbage.rfind("g.jsonc: invalid JSON at byte", 0) == 0);
+  CHECK(headlab::IsValidUtf8(garbage));
+}
+
+TEST_CASE("A value quoted in an error is never cut inside a character (found by grid_fuzz)") {
+  // A grid that is one string of euro signs (3 bytes each): the message quotes it,
+  // shortened to 57 bytes, which used to end two bytes into a sign.
+  std::string text = "\"";
+  for (int i = 0; i < 30; ++i) text += "\xe2\x82\xac";
+  text += "\"";
+  std::string error = ErrorOf(text);
+  CHECK(error.rfind("g.jsonc: $: expected an object (a grid), got \"", 0) == 0);
+  CHECK(headlab::IsValidUtf8(error));
 }

@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 
+#include "common/utf8.h"
+
 namespace headlab {
 
 namespace {
@@ -234,9 +236,7 @@ std::string FormatNumber(double v) {
 
 // Renders a received value for an error message, shortened so a huge value stays readable.
 std::string Got(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return ShortenForMessage(v.dump(), 60);  // never splits a UTF-8 sequence
 }
 
 std::string Expected(const KeySpec& s) {

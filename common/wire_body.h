@@ -1,7 +1,7 @@
-// Bounded parsing of HLW2 message bodies (common/wire.h), on both ends of the connection.
-// The size is checked before the text is read and the depth while it is read: nothing of a
-// body nested deeper than wire::kMaxBodyDepth is kept, so no later copy, dump or comparison
-// of the tree (all recursive in nlohmann::json) can exhaust the stack.
+// Bounded parsing of HLW2 message bodies (common/wire.h), on both ends of the connection:
+// ParseJsonBounded (common/json.h) checks the size and the depth before the text is parsed,
+// so nothing of a body nested deeper than wire::kMaxBodyDepth is built and no later copy,
+// dump or comparison of the tree (all recursive in nlohmann::json) can exhaust the stack.
 #pragma once
 
 #include <cstddef>

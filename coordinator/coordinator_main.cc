@@ -21,6 +21,7 @@ void PrintHelp(FILE* out) {
   std::fprintf(out,
       "usage: headlab coordinator [--data-dir DIR] [--workers tcp://ADDR:PORT]\n"
       "                           [--http ADDR:PORT] [--token-file FILE] [--dashboard DIR]\n"
+      "                           [--reads auto|open|token] [--read-token-file FILE]\n"
       "\n"
       "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
       "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n"
@@ -31,6 +32,10 @@ void PrintHelp(FILE* out) {
       "  --token-file FILE  shared token for workers and HTTP writes; default: $HEADLAB_TOKEN,\n"
       "                     else DIR/token (created with mode 0600 if missing)\n"
       "  --dashboard DIR    static files served at / (default: the source tree's dashboards/)\n"
+      "  --reads MODE       who may read over HTTP (GET endpoints, SQL, the live stream):\n"
+      "                     auto (default): anyone when --http is a loopback address, else\n"
+      "                     only with the token; open: anyone; token: only with the token\n"
+      "  --read-token-file FILE  a second token that grants reads only (for viewers)\n"
       "\n"
       "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
       "use) or the database cannot be written; exit 2: bad arguments.\n");
@@ -43,6 +48,7 @@ int CoordinatorMain(int argc, char** argv) {
   coord::ServerOptions opts;
   std::string token_file;
   std::string dashboard = "\x01";  // unset
+  std::string reads = "auto", read_token_file;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -63,6 +69,8 @@ int CoordinatorMain(int argc, char** argv) {
     else if (a == "--http") ok = value(&opts.http);
     else if (a == "--token-file") ok = value(&token_file);
     else if (a == "--dashboard") ok = value(&dashboard);
+    else if (a == "--reads") ok = value(&reads);
+    else if (a == "--read-token-file") ok = value(&read_token_file);
     else {
       std::fprintf(stderr, "headlab coordinator: unknown argument '%s' (see --help)\n", a.c_str());
       return 2;
@@ -70,6 +78,22 @@ int CoordinatorMain(int argc, char** argv) {
     if (!ok) return 2;
   }
   opts.static_root = dashboard == "\x01" ? coord::DefaultStaticRoot() : dashboard;
+  if (reads == "auto") opts.reads = coord::ServerOptions::Reads::kAuto;
+  else if (reads == "open") opts.reads = coord::ServerOptions::Reads::kOpen;
+  else if (reads == "token") opts.reads = coord::ServerOptions::Reads::kToken;
+  else {
+    std::fprintf(stderr, "headlab coordinator: --reads: expected auto, open or token, got '%s'\n",
+                 reads.c_str());
+    return 2;
+  }
+  if (!read_token_file.empty()) {
+    auto t = coord::ReadTokenFile(read_token_file);
+    if (!t.ok()) {
+      std::fprintf(stderr, "headlab coordinator: --read-token-file: %s\n", t.status().message().c_str());
+      return 2;
+    }
+    opts.read_token = t.value();
+  }
 
   Status st = MakeDirs(opts.data_dir);
   if (!st.ok()) {
@@ -101,7 +125,8 @@ int CoordinatorMain(int argc, char** argv) {
   }
   LogInfo("listening: http://" + server.http_address() + " (HTTP API), " +
           server.workers_endpoint() + " (workers); database " + server.db_path() +
-          (opts.static_root.empty() ? "" : "; dashboard " + opts.static_root));
+          (opts.static_root.empty() ? "" : "; dashboard " + opts.static_root) +
+          (server.reads_need_token() ? "; HTTP reads need the token" : "; HTTP reads are open"));
   Json endpoints = {{"pid", int64_t(::getpid())}, {"http", server.http_address()},
                     {"workers", server.workers_endpoint()}};
   WriteFileAtomic(opts.data_dir + "/coordinator.json", endpoints.dump() + "\n");

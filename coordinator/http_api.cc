@@ -13,12 +13,13 @@
 #include "common/files.h"
 #include "common/grid.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "coordinator/bulk_requests.h"
 #include "coordinator/db.h"
+#include "coordinator/http_policy.h"
 #include "coordinator/query.h"
 #include "coordinator/query_string.h"
 #include "coordinator/results.h"
-#include "coordinator/token.h"
 #include "coordinator/views.h"
 
 namespace headlab::coord {
@@ -27,7 +28,7 @@ namespace {
 HttpResponse JsonResponse(int status, const Json& j) {
   HttpResponse r;
   r.status = status;
-  r.body = j.dump();
+  r.body = JsonText(j);  // stored strings may hold bytes that are not UTF-8
   return r;
 }
 
@@ -115,20 +116,18 @@ HttpResponse HttpApi::Handle(const HttpRequest& req) {
     path = path.substr(0, q);
   }
   bool api = path.rfind("/api/", 0) == 0;
+  // Credentials and encoding first (coordinator/http_policy.h): nothing below runs for a
+  // refused request, and every message that echoes the request is valid UTF-8.
+  if (auto refusal = ScreenRequest({options_.token, options_.read_token, options_.open_reads},
+                                   req.method, req.target, req.authorization, req.cookie))
+    return Error(refusal->status, refusal->message);
+  if (size_t bad = FirstInvalidUtf8(req.body); bad != std::string::npos)
+    return Error(400, "request body: byte " + std::to_string(bad) + " is not valid UTF-8");
   try {
     if (req.method == "GET" || req.method == "HEAD") {
       return api ? Get(path, query) : Static(path);
     }
-    if (req.method == "POST" && api) {
-      // The query endpoint cannot write, so it needs no token (schema/http_api.md).
-      if (path != "/api/v1/query") {
-        const std::string prefix = "Bearer ";
-        if (req.authorization.rfind(prefix, 0) != 0 ||
-            !TokenEquals(req.authorization.substr(prefix.size()), options_.token))
-          return Error(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
-      }
-      return Post(path, req.body);
-    }
+    if (req.method == "POST" && api) return Post(path, req.body);
     if (api) return Error(405, "method " + req.method + " not allowed on " + path);
     return Error(405, "method not allowed");
   } catch (const std::exception& e) {
@@ -268,7 +267,8 @@ HttpResponse HttpApi::Query(const std::string& body) {
   if (!req.ok()) return FromStatus(req.status());
   if (!req->is_object() || !req->contains("sql") || !(*req)["sql"].is_string())
     return Error(400, "request body: expected {\"sql\": \"SELECT ...\"}");
-  return FromResult(RunReadOnlyQuery(options_.db_path, (*req)["sql"].get<std::string>()));
+  return FromResult(RunReadOnlyQuery(options_.db_path, (*req)["sql"].get<std::string>(),
+                                    options_.query_limits));
 }
 
 HttpResponse HttpApi::Static(const std::string& raw_path) {

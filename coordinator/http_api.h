@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "coordinator/query.h"
 #include "coordinator/router.h"
 
 namespace headlab::coord {
@@ -14,6 +15,7 @@ struct HttpRequest {
   std::string target;         // path and query, e.g. "/api/v1/runs/3/metrics?after=10"
   std::string authorization;  // the Authorization header, "" if absent
   std::string body;
+  std::string cookie;         // the Cookie header, "" if absent
 };
 
 struct HttpResponse {
@@ -29,6 +31,11 @@ class HttpApi {
     std::string token;
     std::string static_root;  // dashboard files served at "/" ("" = none)
     std::string version = "0.1.0";
+    // Reads (coordinator/http_policy.h AccessPolicy): open, or needing `token` or
+    // `read_token`. The transport checks the same policy before reading a body.
+    std::string read_token;
+    bool open_reads = true;
+    QueryLimits query_limits;  // POST /api/v1/query
   };
   // `router` may be null for read-only use (tests); writes then answer 503.
   HttpApi(Options options, Router* router);

@@ -40,7 +40,8 @@ TEST_CASE("HTTP routes: auth, ids, 404s and read models without a loop") {
   CHECK(Do(api, "GET", "/api/v1/runs/1/metrics?key=train.loss&after=-1").status == 200);
   CHECK(Do(api, "GET", "/api/v1/runs/-1").status == 400);
   CHECK(Do(api, "GET", "/api/v2/health").status == 404);
-  CHECK(Do(api, "DELETE", "/api/v1/runs/1").status == 405);
+  CHECK(Do(api, "DELETE", "/api/v1/runs/1").status == 401);  // not a read: the token first
+  CHECK(Do(api, "DELETE", "/api/v1/runs/1", "", "Bearer tok").status == 405);
   CHECK(Json::parse(Do(api, "GET", "/api/v1/status").body)["runs_by_status"]["queued"] == 4);
 
   // Writes need the token; the query endpoint does not (it cannot write).
@@ -57,6 +58,56 @@ TEST_CASE("HTTP routes: auth, ids, 404s and read models without a loop") {
   CHECK(Do(api, "POST", "/api/v1/experiments", "[]", "Bearer tok").status == 400);
   CHECK(Do(api, "POST", "/api/v1/experiments", R"({"text": 5})", "Bearer tok").status == 400);
   CHECK(Do(api, "POST", "/api/v1/experiments", R"({"text": "{}", "sets": "x"})", "Bearer tok").status == 400);
+}
+
+TEST_CASE("bytes that are not UTF-8 are 400 in requests and replaced in answers, never 500") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  REQUIRE(s.InsertExperiment(TestGrid({"a"}, 1), {}, false).ok());
+  HttpApi api({dir.path() + "/h.db", "tok", "", "test"}, nullptr);
+  auto target = Do(api, "GET", "/api/v1/runs/\xff");
+  CHECK(target.status == 400);
+  CHECK(Json::parse(target.body)["error"] == "request target: byte 13 is not valid UTF-8");
+  CHECK(Do(api, "GET", "/api/v1/\xc3(").status == 400);
+  // In a JSON body (where the parser's own message would quote the byte) and in a
+  // comment of a grid (which the parser would skip).
+  auto body = Do(api, "POST", "/api/v1/query", "{\"sql\": \"SELECT '\xff'\"}");
+  CHECK(body.status == 400);
+  CHECK(Json::parse(body.body)["error"] == "request body: byte 17 is not valid UTF-8");
+  CHECK(Do(api, "POST", "/api/v1/experiments", "{\"text\": \"{}\"} // \xfe", "Bearer tok").status == 400);
+  // SQL can make such bytes itself: the answer carries U+FFFD instead of failing.
+  auto made = Do(api, "POST", "/api/v1/query", R"js({"sql": "SELECT CAST(x'61ff62' AS TEXT)"})js");
+  REQUIRE(made.status == 200);
+  CHECK(Json::parse(made.body)["rows"][0][0] == "a\xef\xbf\xbd" "b");
+  // A grid nested 100,000 deep is bad input, not a crash.
+  Json deep_req = {{"text", "{\"name\": \"x\", \"base\": " + std::string(100000, '[') +
+                                std::string(100000, ']') + "}"},
+                   {"dry_run", true}};
+  auto deep = Do(api, "POST", "/api/v1/experiments", deep_req.dump(), "Bearer tok");
+  CHECK(deep.status == 400);
+  CHECK(Json::parse(deep.body)["error"].get<std::string>().find("nested deeper than 64") !=
+        std::string::npos);
+  auto nested_body = Do(api, "POST", "/api/v1/query", std::string(100000, '[') + std::string(100000, ']'));
+  CHECK(nested_body.status == 400);
+}
+
+TEST_CASE("reads need a token when the policy closes them") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  HttpApi::Options o{dir.path() + "/h.db", "tok", "", "test"};
+  o.read_token = "viewer";
+  o.open_reads = false;
+  HttpApi api(o, nullptr);
+  CHECK(Do(api, "GET", "/api/v1/health").status == 200);
+  CHECK(Do(api, "GET", "/api/v1/experiments").status == 401);
+  CHECK(Do(api, "POST", "/api/v1/query", R"({"sql": "SELECT 1"})").status == 401);
+  CHECK(Do(api, "GET", "/api/v1/experiments", "", "Bearer tok").status == 200);
+  CHECK(Do(api, "GET", "/api/v1/experiments", "", "Bearer viewer").status == 200);
+  CHECK(Do(api, "POST", "/api/v1/query", R"({"sql": "SELECT 1"})", "Bearer viewer").status == 200);
+  CHECK(api.Handle({"GET", "/api/v1/experiments", "", "", "headlab_token=viewer"}).status == 200);
+  CHECK(Do(api, "POST", "/api/v1/runs/1/cancel", "", "Bearer viewer").status == 401);
 }
 
 TEST_CASE("static files: served from the root, no traversal") {

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "common/log.h"
+#include "coordinator/connection_table.h"
 #include "coordinator/metric_feed.h"
+#include "coordinator/work_pool.h"
 
 namespace headlab::coord {
 
@@ -23,9 +25,6 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-// Grids of 10^4 runs are a few hundred KiB; anything near this is a mistake or an attack.
-constexpr uint64_t kMaxBodyBytes = 64ull << 20;
-constexpr std::chrono::seconds kIdleTimeout{120};
 // Live streams: a comment line this often finds closed connections; a client that falls
 // this far behind gets a "lag" event (and re-reads over GET) instead of unbounded memory.
 constexpr std::chrono::seconds kStreamPing{15};
@@ -37,11 +36,14 @@ constexpr const char* kStreamPath = "/api/v1/stream";
 // event. Runs on its connection's strand; the feed's callback only posts to it.
 class StreamSession : public std::enable_shared_from_this<StreamSession> {
  public:
-  StreamSession(beast::tcp_stream stream, MetricFeed* feed, std::set<int64_t> runs)
+  // `table_id` is the connection's entry in `table`, removed when the stream ends.
+  StreamSession(beast::tcp_stream stream, MetricFeed* feed, std::set<int64_t> runs,
+                ConnectionTable* table, uint64_t table_id)
       : stream_(std::move(stream)), feed_(feed), runs_(std::move(runs)),
-        ping_(stream_.get_executor()) {}
+        ping_(stream_.get_executor()), table_(table), table_id_(table_id) {}
   ~StreamSession() {
     if (id_) feed_->Unsubscribe(id_);
+    table_->Remove(table_id_);
   }
 
   void Start() {
@@ -113,6 +115,8 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   MetricFeed* feed_;
   std::set<int64_t> runs_;
   net::steady_timer ping_;
+  ConnectionTable* const table_;
+  const uint64_t table_id_;
   int64_t id_ = 0;
   std::deque<std::string> queue_;
   size_t queued_bytes_ = 0;
@@ -120,81 +124,178 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   bool closed_ = false;
 };
 
+// What every connection of one server shares. Constant after construction except the
+// table and the pool, which are thread-safe.
+struct ServerState {
+  ServerState(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
+      : api(a), feed(f), policy(std::move(p)), table(max_connections, kMaxStreams),
+        queries(kQueryThreads, kMaxQueuedQueries) {}
+  HttpApi* api;
+  MetricFeed* feed;
+  const AccessPolicy policy;
+  ConnectionTable table;
+  WorkPool queries;
+};
+
+HttpResponse JsonError(int status, const std::string& message) {
+  return {status, "application/json", JsonText(Json{{"error", message}})};
+}
+
+// One connection: reads a request's head, screens it, reads its body, answers, and
+// repeats while the client keeps the connection alive. Runs on its strand; a query's
+// answer is computed on the query pool and posted back.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, HttpApi* api, MetricFeed* feed)
-      : stream_(std::move(socket)), api_(api), feed_(feed) {}
-
-  void Start() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
+  Session(tcp::socket socket, ServerState* state)
+      : stream_(std::move(socket)), executor_(stream_.get_executor()), state_(state) {}
+  ~Session() {
+    if (id_) state_->table.Remove(id_);
   }
 
+  void Start(uint64_t id) {
+    id_ = id;
+    net::dispatch(executor_, beast::bind_front_handler(&Session::ReadHead, shared_from_this()));
+  }
+
+  // Asks the session to close (the table evicted it to admit another). Posted to its strand.
+  void Evict() {
+    if (!reading_) {  // a request arrived meanwhile: answer it, then close
+      close_after_response_ = true;
+      return;
+    }
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+  }
+
+  const net::any_io_executor& executor() const { return executor_; }
+
  private:
-  void Read() {
+  void ReadHead() {
     parser_.emplace();
-    parser_->body_limit(kMaxBodyBytes);
+    parser_->header_limit(kMaxHeaderBytes);
+    parser_->body_limit(kMaxWriteBodyBytes);  // narrowed once the head says what this is
+    reading_ = true;
+    state_->table.SetIdle(id_, true);
     stream_.expires_after(kIdleTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHead, shared_from_this()));
+  }
+
+  void OnHead(beast::error_code ec, std::size_t) {
+    reading_ = false;
+    state_->table.SetIdle(id_, false);
+    if (ec == http::error::end_of_stream) return Shutdown();
+    if (ec == http::error::header_limit) return Refuse(431, "request head too large");
+    if (ec == http::error::body_limit)  // Content-Length over the largest body of any request
+      return Refuse(413, "request body too large (limit " + std::to_string(kMaxWriteBodyBytes) + " bytes)");
+    if (ec == http::error::partial_message) return;  // the client went away mid-head
+    if (ec.category() == http::make_error_code(http::error::bad_target).category())
+      return Refuse(400, "malformed request: " + ec.message());
+    if (ec) return;  // timeout, reset, eviction: drop the connection
+    const auto& req = parser_->get();
+    const std::string method(req.method_string()), target(req.target());
+    // Credentials are checked here, on the head: a body is never read for a request that
+    // would be refused.
+    if (auto refusal = ScreenRequest(state_->policy, method, target,
+                                     std::string(req[http::field::authorization]),
+                                     std::string(req[http::field::cookie])))
+      return Refuse(refusal->status, refusal->message);
+    const size_t limit = BodyLimitFor(RequiredAccess(method, target));
+    if (auto length = parser_->content_length(); length && *length > limit)
+      return Refuse(413, "request body too large (limit " + std::to_string(limit) + " bytes)");
+    parser_->body_limit(limit);
+    if (parser_->is_done()) return OnRead({}, 0);
+    stream_.expires_after(kBodyTimeout);
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      return net::async_write(stream_, net::buffer(kContinue),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                if (!ec) self->ReadBody();
+                              });
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream) return Close();
-    if (ec) {
-      if (ec == http::error::body_limit) {
-        res_ = {};
-        res_.result(http::status::payload_too_large);
-        res_.set(http::field::content_type, "application/json");
-        res_.body() = R"({"error":"request body too large"})";
-        res_.keep_alive(false);
-        res_.prepare_payload();
-        return Write();
-      }
-      return;  // timeout, reset, bad request line: drop the connection
-    }
+    if (ec == http::error::body_limit) return Refuse(413, "request body too large");
+    if (ec) return;
     http::request<http::string_body> req = parser_->release();
-    if (feed_ && req.method() == http::verb::get && IsStream(req.target()))
-      if (StartStream(std::string(req.target()))) return;
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    head_only_ = req.method() == http::verb::head;
+    if (state_->feed && req.method() == http::verb::get && IsStream(req.target()))
+      return StartStream(std::string(req.target()));
     HttpRequest r;
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
+    r.cookie = std::string(req[http::field::cookie]);
     r.body = std::move(req.body());
-    HttpResponse out = api_->Handle(r);
-    res_ = {};
-    res_.version(req.version());
-    res_.result(http::int_to_status(unsigned(out.status)));
-    res_.set(http::field::server, "headlab-coordinator");
-    res_.set(http::field::content_type, out.content_type);
-    res_.set(http::field::cache_control, "no-store");
-    res_.keep_alive(req.keep_alive());
-    if (req.method() != http::verb::head) res_.body() = std::move(out.body);
-    res_.prepare_payload();
-    Write();
+    if (IsQueryRequest(r.method, r.target)) return RunOnQueryPool(std::move(r));
+    Respond(state_->api->Handle(r));
+  }
+
+  // Runs a query on the query pool and answers it from this session's strand.
+  void RunOnQueryPool(HttpRequest r) {
+    auto enqueued = std::chrono::steady_clock::now();
+    bool queued = state_->queries.TryPost([self = shared_from_this(), r = std::move(r), enqueued] {
+      HttpResponse out =
+          std::chrono::steady_clock::now() - enqueued > kQueryMaxWait
+              ? JsonError(503, "the query waited too long for a free query thread; retry later")
+              : self->state_->api->Handle(r);
+      net::post(self->executor(), [self, out = std::move(out)]() mutable {
+        self->Respond(std::move(out));
+      });
+    });
+    if (!queued) Respond(JsonError(503, "too many queries waiting; retry later"));
   }
 
   static bool IsStream(beast::string_view target) {
     return target.substr(0, target.find('?')) == kStreamPath;
   }
 
-  // Hands the connection to a StreamSession; false (answered as JSON) for a bad query.
-  bool StartStream(const std::string& target) {
+  // Hands the connection to a StreamSession, or answers why not (400 bad query, 503 full).
+  void StartStream(const std::string& target) {
     size_t q = target.find('?');
     StatusOr<std::set<int64_t>> runs =
         ParseStreamRuns(q == std::string::npos ? "" : target.substr(q + 1));
-    if (!runs.ok()) {
-      res_ = {};
-      res_.result(http::status::bad_request);
-      res_.set(http::field::content_type, "application/json");
-      res_.body() = Json{{"error", runs.status().message()}}.dump();
-      res_.keep_alive(false);
-      res_.prepare_payload();
-      Write();
-      return true;
-    }
+    keep_alive_ = false;
+    if (!runs.ok()) return Respond(JsonError(400, runs.status().message()));
+    if (!state_->table.SetStream(id_))
+      return Respond(JsonError(503, "too many live streams (" + std::to_string(kMaxStreams) +
+                                        "); re-read over GET"));
     stream_.expires_never();
-    std::make_shared<StreamSession>(std::move(stream_), feed_, std::move(runs.value()))->Start();
-    return true;
+    auto session = std::make_shared<StreamSession>(std::move(stream_), state_->feed,
+                                                   std::move(runs.value()), &state_->table, id_);
+    id_ = 0;  // the stream session owns the table entry now
+    session->Start();
+  }
+
+  void Respond(HttpResponse out) {
+    res_ = {};
+    res_.version(version_);
+    res_.result(http::int_to_status(unsigned(out.status)));
+    res_.set(http::field::server, "headlab-coordinator");
+    res_.set(http::field::content_type, out.content_type);
+    res_.set(http::field::cache_control, "no-store");
+    if (out.status == 503) res_.set(http::field::retry_after, "1");
+    res_.keep_alive(keep_alive_ && !close_after_response_);
+    if (!head_only_) res_.body() = std::move(out.body);
+    res_.prepare_payload();
+    Write();
+  }
+
+  // Answers a request whose body was not read, then closes the connection.
+  void Refuse(int status, const std::string& message) {
+    keep_alive_ = false;
+    linger_ = true;
+    Respond(JsonError(status, message));
   }
 
   void Write() {
@@ -203,45 +304,98 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnWrite(beast::error_code ec, std::size_t) {
     if (ec) return;
-    if (!res_.keep_alive()) return Close();
-    Read();
+    if (linger_) return Linger();
+    if (!res_.keep_alive()) return Shutdown();
+    ReadHead();
   }
 
-  void Close() {
+  // After a refusal: stop sending, then read and discard what the client is still sending
+  // (at most kLingerBytes for at most kLingerTimeout) so that closing the socket with
+  // unread data does not reset the connection before the client has read the answer.
+  void Linger() {
+    Shutdown();
+    discard_.resize(16 << 10);
+    stream_.expires_after(kLingerTimeout);
+    LingerRead();
+  }
+
+  void LingerRead() {
+    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec,
+                                                                               std::size_t n) {
+      self->lingered_ += n;
+      if (!ec && self->lingered_ < kLingerBytes) self->LingerRead();
+    });
+  }
+
+  void Shutdown() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
   beast::tcp_stream stream_;
+  const net::any_io_executor executor_;
+  ServerState* const state_;
+  uint64_t id_ = 0;  // entry in state_->table (0: none, or handed to a stream)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
-  HttpApi* api_;
-  MetricFeed* feed_;
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool head_only_ = false;
+  bool reading_ = false;               // waiting for a request's head
+  bool close_after_response_ = false;  // evicted while handling a request
+  bool linger_ = false;
+  std::string discard_;
+  size_t lingered_ = 0;
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(HttpApi* a, MetricFeed* f) : api(a), feed(f), acceptor(ioc) {}
+  Impl(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
+      : state(a, f, std::move(p), max_connections), acceptor(ioc), accept_retry(ioc) {}
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) std::make_shared<Session>(std::move(s), api, feed)->Start();
+      if (ec) return RetryAccept(ec);  // e.g. EMFILE: retrying at once would spin
+      auto session = std::make_shared<Session>(std::move(s), &state);
+      std::weak_ptr<Session> weak = session;
+      uint64_t id = state.table.Admit([weak, executor = session->executor()] {
+        net::post(executor, [weak] {
+          if (auto s = weak.lock()) s->Evict();
+        });
+      });
+      if (id) session->Start(id);  // else: every connection is busy; this one closes now
       Accept();
     });
   }
 
-  HttpApi* api;
-  MetricFeed* feed;
+  void RetryAccept(const beast::error_code& ec) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_accept_warning > std::chrono::seconds(10)) {
+      last_accept_warning = now;
+      LogWarn("HTTP accept failed: " + ec.message() + " (" + std::to_string(state.table.size()) +
+              " connections open); retrying every " + std::to_string(kAcceptRetry.count()) + " ms");
+    }
+    accept_retry.expires_after(kAcceptRetry);
+    accept_retry.async_wait([this](beast::error_code e) {
+      if (!e && acceptor.is_open()) Accept();
+    });
+  }
+
+  // Destroyed last: sessions destroyed with the io_context remove themselves from it.
+  ServerState state;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer accept_retry;
+  std::chrono::steady_clock::time_point last_accept_warning{};  // accept handler only
   std::vector<std::thread> threads;
 };
 
-HttpServer::HttpServer(HttpApi* api, MetricFeed* feed)
-    : impl_(std::make_unique<Impl>(api, feed)) {}
+HttpServer::HttpServer(HttpApi* api, MetricFeed* feed, AccessPolicy access,
+                       size_t max_connections)
+    : impl_(std::make_unique<Impl>(api, feed, std::move(access), max_connections)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -297,6 +451,13 @@ void HttpServer::Stop() {
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
   impl_->threads.clear();
+  // After the I/O threads: a query still running posts its answer to the stopped
+  // io_context, which drops it; the pool must be joined before the io_context goes.
+  impl_->state.queries.Stop();
 }
+
+size_t HttpServer::connections() const { return impl_->state.table.size(); }
+
+uint64_t HttpServer::evicted_connections() const { return impl_->state.table.evicted(); }
 
 }  // namespace headlab::coord

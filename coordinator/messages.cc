@@ -7,6 +7,8 @@
 #include "common/wire.h"
 #include "common/wire_body.h"
 
+#include "common/utf8.h"
+
 namespace headlab::coord {
 namespace {
 
@@ -264,7 +266,8 @@ class MetricsSax : public nlohmann::json_sax<Json> {
     return Leave();
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
-    return Fail("invalid JSON at byte " + std::to_string(pos) + ": " + e.what());
+    // e.what() quotes the offending bytes, which need not be UTF-8.
+    return Fail("invalid JSON at byte " + std::to_string(pos) + ": " + EscapeForMessage(e.what()));
   }
 
  private:

@@ -59,7 +59,7 @@ StatusOr<std::set<int64_t>> ParseStreamRuns(const std::string& query) {
 
 std::string SseFrame(const std::string& event, const Json& data) {
   // dump() escapes newlines inside strings, so the data is one line as SSE requires.
-  return "event: " + event + "\ndata: " + data.dump() + "\n\n";
+  return "event: " + event + "\ndata: " + JsonText(data) + "\n\n";
 }
 
 std::string PointsFrame(const std::vector<LivePoint>& points) {

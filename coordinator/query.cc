@@ -2,7 +2,9 @@
 #include "coordinator/query.h"
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -25,6 +27,44 @@ const std::set<std::string>& ReadOnlyWithoutArgPragmas() {
   return k;
 }
 
+// Functions SQL may call: SQLite's core scalar, aggregate, window, date/time, math and
+// JSON functions, minus those that reveal internals or touch anything outside the
+// statement (sqlite_*, fts3_tokenizer, load_extension, changes, last_insert_rowid, ...).
+const std::set<std::string>& AllowedFunctions() {
+  static const std::set<std::string> k = {
+      // core scalar
+      "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull",
+      "iif", "instr", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
+      "nullif", "octet_length", "printf", "quote", "random", "randomblob", "replace", "round",
+      "rtrim", "sign", "substr", "substring", "trim", "typeof", "unhex", "unicode", "unlikely",
+      "upper", "zeroblob",
+      // date and time
+      "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff",
+      "current_date", "current_time", "current_timestamp",
+      // aggregate
+      "avg", "count", "group_concat", "string_agg", "sum", "total", "median", "percentile",
+      "percentile_cont", "percentile_disc",
+      // window
+      "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
+      "first_value", "last_value", "nth_value",
+      // math
+      "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
+      "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
+      "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+      // JSON (the tables json_each and json_tree stay refused: their first use in a
+      // connection asks the authorizer to update sqlite_master)
+      "json", "json_array", "json_array_length", "json_error_position", "json_extract",
+      "json_insert", "json_object", "json_patch", "json_quote", "json_remove", "json_replace",
+      "json_set", "json_type", "json_valid", "json_group_array", "json_group_object", "->",
+      "->>"};
+  return k;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 struct AuthState {
   std::string denied;  // first refused action, for the error message
 };
@@ -34,12 +74,16 @@ int Authorize(void* user, int action, const char* a1, const char* a2, const char
   switch (action) {
     case SQLITE_SELECT:
     case SQLITE_READ:
-    case SQLITE_FUNCTION:
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
+    case SQLITE_FUNCTION: {
+      std::string name = a2 ? a2 : "";
+      if (IsAllowedQueryFunction(name)) return SQLITE_OK;
+      if (st->denied.empty()) st->denied = "function " + name;
+      return SQLITE_DENY;
+    }
     case SQLITE_PRAGMA: {
-      std::string name = a1 ? a1 : "";
-      for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+      std::string name = Lower(a1 ? a1 : "");
       if (ReadOnlyPragmas().count(name)) return SQLITE_OK;
       if (!a2 && ReadOnlyWithoutArgPragmas().count(name)) return SQLITE_OK;
       if (st->denied.empty()) st->denied = "PRAGMA " + name + (a2 ? " with an argument" : "");
@@ -92,6 +136,12 @@ bool OnlyWhitespaceOrComments(const char* p) {
   return true;
 }
 
+// Returns `v`'s serialised size, about: what the answer's byte cap counts.
+size_t JsonSizeOf(const Json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().size() + 3;
+  return v.is_null() ? 5 : 25;
+}
+
 Json ColumnValue(sqlite3_stmt* s, int i) {
   switch (sqlite3_column_type(s, i)) {
     case SQLITE_INTEGER: return Json(sqlite3_column_int64(s, i));
@@ -108,7 +158,14 @@ Json ColumnValue(sqlite3_stmt* s, int i) {
   }
 }
 
+Status TimeLimitHit(const QueryLimits& limits) {
+  return Status::InvalidArgument("query exceeded the " + std::to_string(limits.time.count()) +
+                                 " ms limit");
+}
+
 }  // namespace
+
+bool IsAllowedQueryFunction(const std::string& name) { return AllowedFunctions().count(Lower(name)) > 0; }
 
 StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& sql,
                                 const QueryLimits& limits) {
@@ -118,6 +175,8 @@ StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& s
   sqlite3_db_config(db.raw(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   AuthState auth;
   sqlite3_set_authorizer(db.raw(), Authorize, &auth);
+  // No single value (printf('%.*c', 1e9, 'x'), zeroblob(1e9), ...) larger than the answer.
+  sqlite3_limit(db.raw(), SQLITE_LIMIT_LENGTH, int(std::min<size_t>(limits.max_bytes, INT32_MAX)));
   Deadline deadline{std::chrono::steady_clock::now() + limits.time};
   sqlite3_progress_handler(db.raw(), 1000, Progress, &deadline);
 
@@ -128,9 +187,7 @@ StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& s
   if (rc != SQLITE_OK) {
     if (!auth.denied.empty())
       return Status::InvalidArgument("read-only: " + auth.denied + " is not allowed");
-    if (deadline.hit)
-      return Status::InvalidArgument("query exceeded the " +
-                                     std::to_string(limits.time.count()) + " ms limit");
+    if (deadline.hit) return TimeLimitHit(limits);
     return Status::InvalidArgument(std::string("SQL error: ") + sqlite3_errmsg(db.raw()));
   }
   if (!raw) return Status::InvalidArgument("empty query");
@@ -143,25 +200,37 @@ StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& s
   int ncol = sqlite3_column_count(raw);
   for (int i = 0; i < ncol; ++i) columns.push_back(sqlite3_column_name(raw, i));
   Json rows = Json::array();
-  bool truncated = false;
+  const char* truncated_by = nullptr;
+  size_t bytes = 0;
   while (true) {
     rc = sqlite3_step(raw);
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) {
-      if (deadline.hit)
-        return Status::InvalidArgument("query exceeded the " +
-                                       std::to_string(limits.time.count()) + " ms limit");
+      if (deadline.hit) return TimeLimitHit(limits);
       return Status::InvalidArgument(std::string("SQL error: ") + sqlite3_errmsg(db.raw()));
     }
+    // The progress handler only runs inside SQLite: the time spent here building the
+    // answer counts against the same limit.
+    if (std::chrono::steady_clock::now() >= deadline.at) return TimeLimitHit(limits);
     if (rows.size() >= limits.max_rows) {
-      truncated = true;
+      truncated_by = "rows";
       break;
     }
     Json row = Json::array();
-    for (int i = 0; i < ncol; ++i) row.push_back(ColumnValue(raw, i));
+    size_t row_bytes = 2;
+    for (int i = 0; i < ncol; ++i) {
+      row.push_back(ColumnValue(raw, i));
+      row_bytes += JsonSizeOf(row.back());
+    }
+    if (bytes + row_bytes > limits.max_bytes) {
+      truncated_by = "bytes";
+      break;
+    }
+    bytes += row_bytes;
     rows.push_back(std::move(row));
   }
-  return Json{{"columns", columns}, {"rows", rows}, {"truncated", truncated}};
+  return Json{{"columns", columns}, {"rows", rows}, {"truncated", truncated_by != nullptr},
+              {"truncated_by", truncated_by ? Json(truncated_by) : Json(nullptr)}};
 }
 
 }  // namespace headlab::coord

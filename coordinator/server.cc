@@ -10,6 +10,7 @@
 #include "common/source_dir.h"
 #include "coordinator/core.h"
 #include "coordinator/http_api.h"
+#include "coordinator/http_policy.h"
 #include "coordinator/http_server.h"
 #include "coordinator/paired_stats_worker.h"
 #include "coordinator/router.h"
@@ -61,8 +62,11 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.db_path = db_path();
   api_opts.token = options.token;
   api_opts.static_root = options.static_root;
+  api_opts.read_token = options.read_token;
+  api_opts.open_reads = !reads_need_token();
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
-  m.http = std::make_unique<HttpServer>(m.api.get(), &m.feed);
+  m.http = std::make_unique<HttpServer>(
+      m.api.get(), &m.feed, AccessPolicy{options.token, options.read_token, api_opts.open_reads});
   HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
   m.loop = std::thread([this] {
     Status st = impl_->router->Run();
@@ -105,6 +109,12 @@ std::string Server::workers_endpoint() const {
 }
 std::string Server::http_address() const { return impl_->http ? impl_->http->address() : ""; }
 std::string Server::db_path() const { return impl_->options.data_dir + "/headlab.db"; }
+
+bool Server::reads_need_token() const {
+  const ServerOptions& o = impl_->options;
+  return o.reads == ServerOptions::Reads::kToken ||
+         (o.reads == ServerOptions::Reads::kAuto && !IsLoopbackListenAddress(o.http));
+}
 
 std::string DefaultStaticRoot() {
   std::string src = SourceDir();

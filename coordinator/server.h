@@ -18,6 +18,11 @@ struct ServerOptions {
   std::string token;        // required
   std::string static_root;  // dashboard directory ("" = none)
   int http_threads = 4;
+  // Reads over HTTP (GET endpoints, SQL, the live stream): kAuto leaves them open when
+  // `http` is a loopback address and requires a token otherwise (schema/http_api.md).
+  enum class Reads { kAuto, kOpen, kToken };
+  Reads reads = Reads::kAuto;
+  std::string read_token;   // optional: a token that grants reads only
 };
 
 class Server {
@@ -39,6 +44,8 @@ class Server {
   std::string workers_endpoint() const;
   std::string http_address() const;
   std::string db_path() const;
+  // Returns true iff HTTP reads need a token (Reads and the listen address decide).
+  bool reads_need_token() const;
 
  private:
   struct Impl;

@@ -20,15 +20,15 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-StatusOr<std::string> ReadToken(const std::string& path) {
+}  // namespace
+
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   std::string t = Trim(*text);
   if (t.empty()) return Status::InvalidArgument(path + ": token file is empty");
   return t;
 }
-
-}  // namespace
 
 StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
                                         const std::string& token_file) {
@@ -37,9 +37,9 @@ StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
     if (t.empty()) return Status::InvalidArgument("HEADLAB_TOKEN is set but empty");
     return t;
   }
-  if (!token_file.empty()) return ReadToken(token_file);
+  if (!token_file.empty()) return ReadTokenFile(token_file);
   std::string path = data_dir + "/token";
-  if (PathExists(path)) return ReadToken(path);
+  if (PathExists(path)) return ReadTokenFile(path);
   auto t = RandomHex(32);
   if (!t.ok()) return t.status();
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, *t + "\n", 0600));

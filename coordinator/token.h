@@ -16,6 +16,10 @@ StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir, const std::
 // the workers' session keys), or IoError.
 StatusOr<std::string> RandomHex(size_t bytes);
 
+// Returns the token in `path` with surrounding whitespace stripped; InvalidArgument if
+// it is empty, the read error otherwise.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 // Returns true iff a == b, in time independent of where they differ.
 bool TokenEquals(const std::string& a, const std::string& b);
 

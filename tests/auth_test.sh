@@ -107,3 +107,65 @@ wait_workers 1
 wait_grid "$EXP" 60
 expect_eq "runs succeeded with the right token" 2 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'succeeded'")"
+
+say "request bodies are not read before the token is checked"
+# 20 MB offered without a token, with Expect: 100-continue: refused from the head, and the
+# client is never told to send the body.
+head -c 20000000 /dev/zero >"$HL_TMP/big.body"
+OUT=$(curl -s -o "$HL_TMP/post.out" -w '%{http_code} %{size_upload}' --max-time 10 -X POST \
+  -H 'Expect: 100-continue' -H 'Content-Type: application/json' \
+  --data-binary @"$HL_TMP/big.body" "$HL_URL/api/v1/experiments")
+read -r CODE UPLOADED <<<"$OUT"
+expect_eq "POST of 20 MB without a token" 401 "$CODE"
+(( UPLOADED < 1000000 )) || fail "the client sent $UPLOADED bytes of the refused body"
+ok "bytes of the refused body sent: $UPLOADED"
+# A head announcing 50 MB and no body at all: the refusal comes at once (before the fix the
+# server waited for the body).
+exec 3<>"/dev/tcp/127.0.0.1/$HL_HTTP_PORT"
+printf 'POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n' >&3
+STATUS=$(timeout 5 head -n 1 <&3 | tr -d '\r')
+exec 3<&-
+expect_eq "answer to a head announcing 50 MB, body never sent" "HTTP/1.1 401 Unauthorized" "$STATUS"
+
+say "reads are open on loopback, need the token beyond it"
+expect_eq "GET /api/v1/experiments without a token (loopback)" 200 \
+  "$(curl -s -o /dev/null -w '%{http_code}' "$HL_URL/api/v1/experiments")"
+# A second coordinator listening on every address: reads need the token.
+D2=$HL_TMP/data2
+mkdir -p "$D2"
+P2=$(hl_free_port)
+"$HEADLAB_BIN" coordinator --data-dir "$D2" --http "0.0.0.0:$P2" \
+  --workers "tcp://127.0.0.1:$(hl_free_port)" >>"$HL_LOGS/coordinator2.log" 2>&1 &
+C2=$!
+HL_EXTRA_PIDS+=($C2)
+U2=http://127.0.0.1:$P2
+up2() { curl -sf --max-time 2 "$U2/api/v1/health" >/dev/null; }
+wait_until 30 "the second coordinator (--http 0.0.0.0:$P2)" up2
+grep -q "HTTP reads need the token" "$HL_LOGS/coordinator2.log" ||
+  fail "the coordinator on 0.0.0.0 does not say that reads need the token"
+T2=$(cat "$D2/token")
+code() { curl -s -o "$HL_TMP/read.out" -w '%{http_code}' --max-time 5 "$@"; }
+expect_eq "GET /api/v1/health without a token" 200 "$(code "$U2/api/v1/health")"
+for path in /api/v1/experiments /api/v1/status /api/v1/workers /api/v1/runs/1; do
+  expect_eq "GET $path without a token" 401 "$(code "$U2$path")"
+done
+jq -e '.error | test("token")' "$HL_TMP/read.out" >/dev/null || fail "the 401 does not mention the token"
+expect_eq "POST /api/v1/query without a token" 401 \
+  "$(code -X POST --data-binary '{"sql": "SELECT 1"}' "$U2/api/v1/query")"
+expect_eq "GET /api/v1/stream without a token" 401 "$(code "$U2/api/v1/stream?runs=1")"
+expect_eq "GET /api/v1/experiments with the token" 200 \
+  "$(code -H "Authorization: Bearer $T2" "$U2/api/v1/experiments")"
+expect_eq "the live stream with the dashboard's cookie" 200 \
+  "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -b "headlab_token=$T2" "$U2/api/v1/stream?runs=1")"
+expect_eq "a write with only the cookie" 401 \
+  "$(code -X POST -b "headlab_token=$T2" --data-binary '{}' "$U2/api/v1/runs/1/cancel")"
+# The CLI sends the token it finds (DIR/token) with reads; without one it is refused.
+OUT=$("$HEADLAB_BIN" status --url "$U2" --data-dir "$D2" --json) || fail "headlab status with the token failed: $OUT"
+jq -e '.experiments' <<<"$OUT" >/dev/null || fail "headlab status --json: $OUT"
+ok "headlab status with DIR/token reads"
+OUT=$("$HEADLAB_BIN" query "SELECT 1" --url "$U2" --data-dir "$HL_TMP/no-such-dir" 2>&1)
+RC=$?
+(( RC != 0 )) || fail "headlab query without a token succeeded against a coordinator beyond loopback"
+grep -qi token <<<"$OUT" || fail "headlab query without a token: message does not mention the token: $OUT"
+ok "headlab query without a token: exit $RC, $OUT"
+hl_stop_pid "$C2"

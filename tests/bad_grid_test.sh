@@ -46,6 +46,26 @@ EXTRA=(--set model.heds=2)
 check_bad "$HEADLAB_SOURCE_DIR/tests/data/six_runs.jsonc" model.heds
 EXTRA=()
 
+# Hostile files (issue 16): bytes that are not UTF-8 (in a string, in a comment, binary
+# garbage), a number beyond the double range, and nesting 100,000 deep. Each is bad input
+# naming the file, submitted and with --dry-run (which expands locally: before the fix the
+# CLI aborted or segfaulted on these).
+printf '{"name": "caf\xe9", "base": {}}' >"$HL_TMP/latin1.jsonc"
+printf '{"name": "x", // \xff\xfe\n "base": {}}' >"$HL_TMP/comment_bytes.jsonc"
+printf '%b' "$(printf '\\x%02x' {0..255})" >"$HL_TMP/garbage.jsonc"
+printf '{"name": "huge", "base": {"train": {"lr": 1e400}}}' >"$HL_TMP/huge_number.jsonc"
+{ printf '{"name": "deep", "base": {"model": '; head -c 100000 /dev/zero | tr '\0' '['
+  head -c 100000 /dev/zero | tr '\0' ']'; printf '}}'; } >"$HL_TMP/deep.jsonc"
+for mode in "" --dry-run; do
+  EXTRA=(${mode})
+  check_bad "$HL_TMP/latin1.jsonc" latin1.jsonc 'byte 13 (line 1): not valid UTF-8'
+  check_bad "$HL_TMP/comment_bytes.jsonc" comment_bytes.jsonc 'byte 17 (line 1): not valid UTF-8'
+  check_bad "$HL_TMP/garbage.jsonc" garbage.jsonc 'byte 128 (line 2): not valid UTF-8'
+  check_bad "$HL_TMP/huge_number.jsonc" huge_number.jsonc 'number overflow' 1e400
+  check_bad "$HL_TMP/deep.jsonc" deep.jsonc 'nested deeper than 64 levels'
+done
+EXTRA=()
+
 # The same grids straight at the HTTP API: 400 with the path in the error, nothing stored.
 TOKEN=$(cat "$HL_DATA/token") || fail "no token file $HL_DATA/token"
 BODY=$(jq -n --rawfile t "$BAD/wrong_type.jsonc" '{file: "wrong_type.jsonc", text: $t, sets: []}')

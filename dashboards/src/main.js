@@ -1,9 +1,9 @@
-// Entry point: page frame (navigation, write-token box, fleet summary) and a hash router.
+// Entry point: page frame (navigation, token box, fleet summary) and a hash router.
 // Each view is mount(el, params, signal); the signal aborts when the user navigates away,
 // which stops that view's polling.
 import './style.css';
 import { h, replace, poll } from './dom.js';
-import { get, getToken, setToken } from './api.js';
+import { get, getToken, setToken, restoreToken } from './api.js';
 import { experimentsView } from './views/experiments.js';
 import { experimentView } from './views/experiment.js';
 import { runView } from './views/run.js';
@@ -18,11 +18,11 @@ const kRoutes = [
 
 function tokenBox() {
   const input = h('input', {
-    type: 'password', placeholder: 'write token', value: getToken(), id: 'token',
+    type: 'password', placeholder: 'token', value: getToken(), id: 'token',
     autocomplete: 'off', size: 14,
   });
   const state = h('span', { class: 'muted', id: 'token-state' });
-  const show = () => { state.textContent = getToken() ? 'token set' : 'read-only'; };
+  const show = () => { state.textContent = getToken() ? 'token set' : 'no token'; };
   const save = () => { setToken(input.value.trim()); show(); };
   input.addEventListener('keydown', (e) => { if (e.key === 'Enter') save(); });
   show();
@@ -31,6 +31,7 @@ function tokenBox() {
     h('button', { onclick: () => { input.value = ''; save(); } }, 'clear'), state);
 }
 
+restoreToken();
 document.getElementById('boot')?.remove();
 const fleet = h('span', { class: 'fleet muted', id: 'fleet' });
 const nav = {

@@ -1,0 +1,96 @@
+// What the HTTP server decides from a request's head, before any handler runs and before
+// its body is read: which credential it needs, whether it has it, how large its body may
+// be and which pool runs it; and the limits that keep the server's work bounded
+// (schema/http_api.md, "Access" and "Limits"). No I/O here: http_server.cc applies it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace headlab::coord {
+
+// Request bodies. Writes carry grids (10^4 runs are a few hundred KiB); reads carry at
+// most one SQL statement.
+constexpr size_t kMaxWriteBodyBytes = size_t(64) << 20;
+constexpr size_t kMaxReadBodyBytes = size_t(1) << 20;
+// A request's head (request line and headers).
+constexpr size_t kMaxHeaderBytes = size_t(16) << 10;
+// Open connections: at most this many, and at most half the process's file descriptors
+// (ZeroMQ's worker connections and SQLite need the rest). When full, the connection that
+// has waited longest for a request is closed to admit the new one.
+constexpr size_t kMaxHttpConnections = 4096;
+// Live streams (GET /api/v1/stream) among them; more are refused with 503.
+constexpr size_t kMaxStreams = 256;
+// A connection waiting for the next request (keep-alive or a fresh one) is closed after
+// this; a request's body must arrive within kBodyTimeout of its head.
+constexpr std::chrono::seconds kIdleTimeout{30};
+constexpr std::chrono::seconds kBodyTimeout{60};
+// After a refusal whose body was not read, the server reads and discards at most this much
+// for at most this long before closing, so the client sees the answer rather than a reset.
+constexpr size_t kLingerBytes = size_t(1) << 20;
+constexpr std::chrono::seconds kLingerTimeout{2};
+// An accept that fails (e.g. EMFILE) is retried after this rather than at once: a loop
+// that retries at once spins a core and starves every other connection.
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+// SQL queries (POST /api/v1/query) run on their own pool so that runaway queries (each
+// stopped after its time limit) cannot hold the threads that serve everything else. A
+// query that waits longer than kQueryMaxWait for a thread is answered 503 unrun.
+constexpr int kQueryThreads = 2;
+constexpr size_t kMaxQueuedQueries = 32;
+constexpr std::chrono::seconds kQueryMaxWait{10};
+
+// Which credential a request needs.
+enum class Access {
+  kPublic,  // GET /api/v1/health and the dashboard's static files
+  kRead,    // every other GET/HEAD under /api/ (the live stream too) and POST /api/v1/query
+  kWrite,   // every other request under /api/
+};
+
+// Returns the access `method` on `target` (path and query) needs.
+Access RequiredAccess(const std::string& method, const std::string& target);
+
+// Returns the largest body a request needing `access` may carry.
+size_t BodyLimitFor(Access access);
+
+// Returns true iff the request is an SQL query (runs on the query pool).
+bool IsQueryRequest(const std::string& method, const std::string& target);
+
+// Who may do what. Writes need `write_token` as "Authorization: Bearer <token>". Reads are
+// open when `open_reads`; otherwise they need the write token or `read_token` (when not
+// empty), as a bearer token or as the cookie kTokenCookie (which the dashboard's live
+// stream sends: EventSource cannot set headers). A cookie never authorises a write, so a
+// page elsewhere cannot make a browser write (cross-site request forgery).
+struct AccessPolicy {
+  std::string write_token;
+  std::string read_token;
+  bool open_reads = true;
+};
+constexpr const char* kTokenCookie = "headlab_token";
+
+// A request refused before any handler runs.
+struct Refusal {
+  int status;  // 400 or 401
+  std::string message;
+};
+
+// Returns why the request must be refused, or nullopt: 400 when `target` is not UTF-8,
+// 401 when the credentials do not grant RequiredAccess(method, target). `authorization`
+// and `cookie` are the raw header values ("" if absent).
+std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::string& method,
+                                     const std::string& target, const std::string& authorization,
+                                     const std::string& cookie);
+
+// Returns the value of cookie `name` in a Cookie header ("a=1; b=2"), "" if absent.
+std::string CookieValue(const std::string& header, const std::string& name);
+
+// Returns true iff the host part of "ADDR:PORT" ("127.0.0.1:8321", "[::1]:0",
+// "localhost:8321") is a loopback address: only processes on this machine can connect.
+bool IsLoopbackListenAddress(const std::string& address);
+
+// Returns the number of connections to admit given the process's file-descriptor limit
+// (RLIMIT_NOFILE, soft): min(kMaxHttpConnections, limit / 2), at least 16.
+size_t MaxHttpConnections();
+
+}  // namespace headlab::coord
