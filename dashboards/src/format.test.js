@@ -1,7 +1,7 @@
 // node --test: number, duration and ETA formatting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { num, duration, eta, parseJson, shortHash } from './format.js';
+import { num, bytes, isBytesKey, metricValue, duration, eta, parseJson, shortHash } from './format.js';
 
 test('num', () => {
   assert.equal(num(null), '—');
@@ -9,8 +9,44 @@ test('num', () => {
   assert.equal(num(42), '42');
   assert.equal(num(3.14159), '3.142');
   assert.equal(num(2.5e-5), '2.50e-5');
-  assert.equal(num(123456.7), '1.23e+5');
+  assert.equal(num(123456.7), '123457');
   assert.equal(num('x'), 'x');
+});
+
+// Issue 19.1: whole numbers kept their digits only by accident; 9110.08 showed as "911".
+test('num keeps every digit of the magnitude', () => {
+  assert.equal(num(9110.08), '9110');
+  assert.equal(num(5599.95), '5600');
+  assert.equal(num(6920), '6920');
+  assert.equal(num(6920.4), '6920');
+  assert.equal(num(12000.5), '12001');
+  assert.equal(num(99999.4), '99999');
+  assert.equal(num(250.0001), '250');
+  assert.equal(num(100.5), '100.5');
+  assert.equal(num(0.5), '0.5');
+  assert.equal(num(-0.201), '-0.201');
+  assert.equal(num(1.2e7), '1.20e+7');
+  assert.equal(num(0.00123), '0.00123');
+  // Every shown number parses back to within 0.05% of its value, for 10^-3..10^7.
+  for (let e = -2.9; e < 6.9; e += 0.01) {
+    const x = 1.2345678 * 10 ** e;
+    const back = Number(num(x));
+    assert.ok(Math.abs(back - x) / x < 5e-4, `num(${x}) = ${num(x)}`);
+  }
+});
+
+test('bytes and metricValue', () => {
+  assert.equal(bytes(null), '—');
+  assert.equal(bytes(512), '512 B');
+  assert.equal(bytes(240652000), '229.5 MiB');
+  assert.equal(bytes(1024 ** 3), '1.00 GiB');
+  assert.equal(bytes(1536), '1.50 KiB');
+  assert.ok(isBytesKey('mem.peak_bytes'));
+  assert.ok(isBytesKey('aoh.bench.kv_bytes'));
+  assert.ok(isBytesKey('bytes'));
+  assert.ok(!isBytesKey('eval.ppl'));
+  assert.equal(metricValue('mem.peak_bytes', 240652000), '229.5 MiB');
+  assert.equal(metricValue('eval.ppl', 9110.08), '9110');
 });
 
 test('duration', () => {
