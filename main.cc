@@ -1,4 +1,4 @@
-// headlab: one binary, one subcommand per process role (DESIGN.md, Processes).
+// headlab: one binary, one subcommand per process role (docs/DESIGN.md, Processes).
 #include <dlfcn.h>
 #include <unistd.h>
 

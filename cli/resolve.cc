@@ -2,6 +2,7 @@
 #include "cli/resolve.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "common/suggest.h"
@@ -14,6 +15,15 @@ bool AllDigits(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s)
     if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// Grid names match [A-Za-z0-9_.-]{1,64} (schema/grid.md) and do not start with '-'.
+bool IsGridName(const std::string& s) {
+  if (s.empty() || s.size() > 64 || s[0] == '-') return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
+      return false;
   return true;
 }
 
@@ -54,6 +64,9 @@ StatusOr<int64_t> FindExperiment(const Json& experiments, const std::string& tex
 
 StatusOr<int64_t> ResolveExperiment(const CliContext& ctx, const std::string& text) {
   if (AllDigits(text)) return ParseId(text, "experiment");
+  if (!IsGridName(text))
+    return Status::InvalidArgument("expected an experiment id or a grid name ([A-Za-z0-9_.-]{1,64}), got \"" +
+                                   text + "\"");
   auto list = ctx.Client().Call("GET", "/api/v1/experiments");
   if (!list.ok()) return list.status();
   std::string note;

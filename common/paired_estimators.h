@@ -1,4 +1,4 @@
-// Paired estimators (DESIGN.md, Measurement; SAF §4, App. C.4, C.5, D.3): within-pair
+// Paired estimators (docs/DESIGN.md, Measurement; SAF §4, App. C.4, C.5, D.3): within-pair
 // ratios summarised by their median (single-GPU timing) or mean +- SE (multi-GPU,
 // finetuning), ΔPPL% per seed, cluster-bootstrap CIs of paired per-token log-probability
 // differences, and the ABBA leg order of paired timing. Torch-free and I/O-free: the

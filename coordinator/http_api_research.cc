@@ -18,7 +18,7 @@ int64_t ParsePositive(const std::string& s) {
 HttpResponse Render(const StatusOr<Json>& r) {
   HttpResponse out;
   if (r.ok()) {
-    out.body = r->dump();
+    out.body = r.value().dump();
     return out;
   }
   out.status = HttpStatusFor(r.status());
@@ -30,7 +30,7 @@ HttpResponse FileResponse(const StatusOr<ArtifactFile>& f) {
   if (f.ok()) {
     HttpResponse out;
     out.content_type = "application/octet-stream";
-    out.body = f->bytes;
+    out.body = f.value().bytes;
     return out;
   }
   HttpResponse out = Render(f.status());

@@ -77,7 +77,7 @@ struct PairValues {
 PairValues ValuesOf(const std::vector<Pair>& pairs, const std::string& metric,
                     const std::string& stat);
 
-// Median for paired timing legs that each ran on at most one device (DESIGN.md: median for
+// Median for paired timing legs that each ran on at most one device (docs/DESIGN.md: median for
 // single-GPU timing); mean +- SE otherwise (multi-GPU timing, seeds, finetuning).
 std::string ChooseEstimator(Db* db, const std::string& stat, const std::vector<Pair>& pairs) {
   if (stat != "ratio" && stat != "speedup") return paired::kMeanSe;

@@ -50,6 +50,26 @@ export function metricValue(key, v) {
   return isBytesKey(key) ? bytes(v) : num(v);
 }
 
+// Returns axis tick labels for `values` with the fewest digits that keep every label
+// distinct (so ticks 0.001, 0.002, 0.003 never read "0 0 0"): fixed notation from 10^-3 to
+// 10^6, exponents beyond. Non-finite values get "".
+export function tickLabels(values) {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (!finite.length) return values.map(() => '');
+  const maxAbs = Math.max(...finite.map(Math.abs));
+  const minAbs = Math.min(...finite.filter((v) => v !== 0).map(Math.abs), Infinity);
+  const exponent = maxAbs >= 1e6 || (minAbs < 1e-3 && maxAbs < 1e-2);
+  for (let d = 0; d <= 12; d++) {
+    const labels = values.map((v) => {
+      if (!Number.isFinite(v)) return '';
+      if (v === 0) return '0';
+      return exponent ? v.toExponential(d) : v.toFixed(d);
+    });
+    if (new Set(labels.filter((l) => l !== '')).size === finite.length) return labels;
+  }
+  return values.map((v) => (Number.isFinite(v) ? String(v) : ''));
+}
+
 // Returns "2h 03m", "4m 10s", "12s" for a duration in seconds.
 export function duration(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return '—';

@@ -1,7 +1,7 @@
 // node --test: number, duration and ETA formatting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { num, bytes, isBytesKey, metricValue, duration, eta, parseJson, shortHash } from './format.js';
+import { num, bytes, isBytesKey, metricValue, tickLabels, duration, eta, parseJson, shortHash } from './format.js';
 
 test('num', () => {
   assert.equal(num(null), '—');
@@ -77,4 +77,19 @@ test('parseJson and shortHash', () => {
   assert.deepEqual(parseJson({ already: true }, null), { already: true });
   assert.equal(shortHash('0123456789abcdef'), '0123456789ab');
   assert.equal(shortHash(''), '—');
+});
+
+// Issue 19.6: axis labels collapsed ("0 0 0") on small-valued metrics.
+test('tickLabels keep every tick distinct with the fewest digits', () => {
+  assert.deepEqual(tickLabels([0.001, 0.002, 0.003]), ['0.001', '0.002', '0.003']);
+  assert.deepEqual(tickLabels([0, 0.5, 1, 1.5]), ['0', '0.5', '1.0', '1.5']);
+  assert.deepEqual(tickLabels([0, 100, 200]), ['0', '100', '200']);
+  assert.deepEqual(tickLabels([2.40e8, 2.45e8, 2.50e8]), ['2.40e+8', '2.45e+8', '2.50e+8']);
+  assert.deepEqual(tickLabels([1e-5, 2e-5, 3e-5]), ['1e-5', '2e-5', '3e-5']);
+  assert.deepEqual(tickLabels([3.1, 3.1000001]), ['3.1000000', '3.1000001']);
+  assert.deepEqual(tickLabels([null, 1, 2]), ['', '1', '2']);
+  for (const ticks of [[0.0001, 0.0002], [5599.95, 5600.05], [12, 12.5, 13]]) {
+    const l = tickLabels(ticks);
+    assert.equal(new Set(l).size, l.length, JSON.stringify(l));
+  }
 });
