@@ -57,7 +57,8 @@ TEST_CASE("search across experiments by status, tag and config value") {
   CHECK(ids("status=failed") == std::vector<int64_t>{e2->queued[0]});
   CHECK(ids("where=seed%3D1") == std::vector<int64_t>{e1->queued[0], e1->queued[2], e2->queued[0]});
   CHECK(ids("where=seed%3E2") == std::vector<int64_t>{e2->queued[2]});
-  CHECK(ids("where=tag%3Dtwo;seed%3C3") == std::vector<int64_t>{e2->queued[0], e2->queued[1]});
+  CHECK(ids("experiment=" + std::to_string(e2->experiment_id) + "&where=kind%3Dnoop;seed%3C3") ==
+        std::vector<int64_t>{e2->queued[0], e2->queued[1]});
   CHECK(ids("experiment=" + std::to_string(e1->experiment_id) + "&status=queued").size() == 2);
   // A tag matches on the run or on its experiment.
   REQUIRE(UpdateTags(&s, "run", e1->queued[1], Json{{"add", {"good"}}}).ok());

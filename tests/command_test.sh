@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # System test (issue 19): the `command` run kind through a real coordinator and worker.
 # A Python training script (tests/data/command_train.py, reporting through
-# python/headlab_run.py) runs as a grid of 3 arms x 2 seeds paired by seed. Checks: every
-# run succeeds; the crashing arm's first attempt fails (exit 3), the retry resumes from its
-# checkpoint and ends exactly where the uninterrupted arm does; `results` computes the
+# python/headlab_run.py) runs as a grid of 3 arms x 2 seeds paired by seed. Checks: the
+# crashing arm's first attempts fail (exit 3); retried, they resume from their checkpoint
+# and end exactly where the uninterrupted arm does; `results` computes the
 # comparisons from the runs' own summaries; provenance carries the script's SHA-256; a
 # checkpoint downloaded through the API has the recorded hash; a cancelled run's program
 # is gone.
@@ -34,6 +34,13 @@ start_cluster 1
 
 say "a command grid: 3 arms x 2 seeds"
 EXP=$(submit "$GRID") || exit 1
+wait_grid "$EXP" 300
+expect_eq "failed runs (the crash arm's first attempts)" "crash crash" \
+  "$(db "SELECT group_concat(arm, ' ') FROM runs WHERE experiment_id = $EXP AND status = 'failed'")"
+say "retry the crashed runs: they resume from their last checkpoint"
+for run in $(db "SELECT id FROM runs WHERE experiment_id = $EXP AND status = 'failed'"); do
+  hl retry "$run" >/dev/null || fail "headlab retry $run failed"
+done
 wait_grid "$EXP" 300
 check_one_success_per_run "$EXP" 6
 

@@ -62,6 +62,15 @@ expect_eq "head-map rows of run $HEAD_RUN (AAH-v3, 2 layers x 4 heads)" 8 \
 LAYERS=$(db "SELECT json_extract(config_json, '$.model.layers') FROM runs WHERE id = $HEAD_RUN")
 HEADS=$(db "SELECT json_extract(config_json, '$.model.heads') FROM runs WHERE id = $HEAD_RUN")
 
+say "the CLI's reading of the finished grid's comparison (issue 19.5)"
+hl results "$FIN" >"$HL_TMP/results.txt" || fail "headlab results $FIN failed"
+grep -q "log-prob diff .* nats/token over .* held-out rows" "$HL_TMP/results.txt" ||
+  fail "results show no per-token log-prob difference: $(cat "$HL_TMP/results.txt")"
+grep -q "treatment - baseline per token, so > 0 means the treatment gives the tokens" "$HL_TMP/results.txt" ||
+  fail "results do not say which way the log-prob difference points"
+grep -q "95% CI \[.*\] (Student t, 1 df)" "$HL_TMP/results.txt" || fail "results give no 95% CI"
+ok "results explain the log-prob difference's sign and give the 95% CI"
+
 say "a command grid: one run that reports known values, one that fails with a cause on stderr"
 CMD_GRID=$HL_TMP/command_grid.json
 cat >"$CMD_GRID" <<JSON

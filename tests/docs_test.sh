@@ -13,7 +13,7 @@ README=$HEADLAB_SOURCE_DIR/README.md
 cd "$HEADLAB_SOURCE_DIR" || fail "no source dir"
 
 say "the README's commands exist"
-mapfile -t CMDS < <(grep -oE 'build/headlab [a-z-]+' "$README" | awk '{print $2}' | sort -u)
+mapfile -t CMDS < <(grep -oE '(^|[^=])build/headlab [a-z-]+' "$README" | awk '{print $NF}' | sort -u)
 (( ${#CMDS[@]} >= 10 )) || fail "found only ${#CMDS[@]} headlab commands in the README"
 for c in "${CMDS[@]}"; do
   "$HEADLAB_BIN" "$c" --help >/dev/null 2>&1 || fail "README shows 'headlab $c', which does not answer --help"
@@ -45,7 +45,11 @@ while IFS= read -r line; do
   sed -n "$((n > 6 ? n - 6 : 1)),$((n + 8))p" "$README" | grep -q -- '--reads' ||
     fail "README line $n suggests listening on 0.0.0.0 without the read-token rule (--reads)"
 done < <(grep -n '0\.0\.0\.0' "$README")
-ok "no foreign call syntax; every 0.0.0.0 comes with --reads"
+for flag in --reads --read-token-file; do
+  "$HEADLAB_BIN" coordinator --help 2>&1 | grep -q -- "$flag" ||
+    fail "the README tells of 'coordinator $flag', which 'headlab coordinator --help' does not list"
+done
+ok "no foreign call syntax; every 0.0.0.0 comes with --reads, which the coordinator has"
 
 say "files the README names exist"
 missing=()

@@ -128,10 +128,12 @@ class Relay {
         log_(run_dir + "/" + kOutputLog, std::ios::app | std::ios::binary) {}
 
   void Read(int fd) {
+    // Which pipe, before reading: a read that reaches EOF closes it (its fd becomes -1).
+    const bool report = fd == child_->report_fd();
     std::string data;
     child_->Read(fd, &data);
     if (data.empty()) return;
-    if (fd == child_->report_fd()) {
+    if (report) {
       lines_.Append(data.data(), data.size(), [this](const std::string& l) { Line(l); });
       return;
     }
@@ -147,6 +149,7 @@ class Relay {
       Warn(std::to_string(bad_lines_) + " report lines ignored in all");
     Json summary = translator_.FinalSummary();
     if (!summary.is_null()) EmitEvent(summary);
+    log_.close();  // complete on disk before it is hashed as an artifact
   }
 
  private:
@@ -166,6 +169,7 @@ class Relay {
     std::string s = "headlab exec: " + msg + "\n";
     std::fwrite(s.data(), 1, s.size(), stderr);
     log_ << s;
+    log_.flush();
   }
 
   ChildProcess* child_;
