@@ -51,21 +51,24 @@ export function metricValue(key, v) {
 }
 
 // Returns axis tick labels for `values` with the fewest digits that keep every label
-// distinct (so ticks 0.001, 0.002, 0.003 never read "0 0 0"): fixed notation from 10^-3 to
-// 10^6, exponents beyond. Non-finite values get "".
+// distinct and true to its value (ticks 0.001, 0.002, 0.003 never read "0 0 0", 2.5 never
+// "3"): fixed notation from 10^-3 to 10^6, exponents beyond. Non-finite values get "".
 export function tickLabels(values) {
   const finite = values.filter((v) => Number.isFinite(v));
   if (!finite.length) return values.map(() => '');
   const maxAbs = Math.max(...finite.map(Math.abs));
   const minAbs = Math.min(...finite.filter((v) => v !== 0).map(Math.abs), Infinity);
   const exponent = maxAbs >= 1e6 || (minAbs < 1e-3 && maxAbs < 1e-2);
-  for (let d = 0; d <= 12; d++) {
-    const labels = values.map((v) => {
-      if (!Number.isFinite(v)) return '';
-      if (v === 0) return '0';
-      return exponent ? v.toExponential(d) : v.toFixed(d);
-    });
-    if (new Set(labels.filter((l) => l !== '')).size === finite.length) return labels;
+  // A label may be off by at most a thousandth of the gap between ticks.
+  const sorted = [...new Set(finite)].sort((a, b) => a - b);
+  let gap = Infinity;
+  for (let i = 1; i < sorted.length; i++) gap = Math.min(gap, sorted[i] - sorted[i - 1]);
+  const tolerance = Number.isFinite(gap) ? gap * 1e-3 : Math.max(maxAbs, 1e-300) * 1e-6;
+  const fmt = (v, d) => (v === 0 ? '0' : exponent ? v.toExponential(d) : v.toFixed(d));
+  for (let d = 0; d <= 15; d++) {
+    const labels = values.map((v) => (Number.isFinite(v) ? fmt(v, d) : ''));
+    const exact = finite.every((v) => Math.abs(Number(fmt(v, d)) - v) <= tolerance);
+    if (exact && new Set(labels.filter((l) => l !== '')).size === new Set(finite).size) return labels;
   }
   return values.map((v) => (Number.isFinite(v) ? String(v) : ''));
 }

@@ -88,8 +88,10 @@ test('tickLabels keep every tick distinct with the fewest digits', () => {
   assert.deepEqual(tickLabels([1e-5, 2e-5, 3e-5]), ['1e-5', '2e-5', '3e-5']);
   assert.deepEqual(tickLabels([3.1, 3.1000001]), ['3.1000000', '3.1000001']);
   assert.deepEqual(tickLabels([null, 1, 2]), ['', '1', '2']);
-  for (const ticks of [[0.0001, 0.0002], [5599.95, 5600.05], [12, 12.5, 13]]) {
+  assert.deepEqual(tickLabels([0, 2.5, 5, 7.5]), ['0', '2.5', '5.0', '7.5']);  // never "3"
+  for (const ticks of [[0.0001, 0.0002], [5599.95, 5600.05], [12, 12.5, 13], [0, 2.5, 5, 7.5, 10]]) {
     const l = tickLabels(ticks);
     assert.equal(new Set(l).size, l.length, JSON.stringify(l));
+    l.forEach((x, i) => assert.ok(Math.abs(Number(x) - ticks[i]) <= 1e-3 * (ticks[1] - ticks[0]), `${x} for ${ticks[i]}`));
   }
 });

@@ -116,8 +116,13 @@ const summaryCell = (key) => page.evaluate((k) => {
 // Opens `hash` with the API answers matching `pattern` held back for `ms`, and returns
 // whether `selector` showed a loading state meanwhile (issue 19.6: no loading state).
 async function seesLoading(hash, pattern, selector, ms = 2500) {
-  const hold = async (route) => { await new Promise((r) => setTimeout(r, ms)); await route.continue(); };
+  // A held request may be gone by the time it is released (the page moved on).
+  const hold = async (route) => {
+    await new Promise((r) => setTimeout(r, ms));
+    await route.continue().catch(() => {});
+  };
   await page.route(pattern, hold);
+  await goto('#/workers');  // leave the page, so that `hash` mounts its view afresh
   await goto(hash);
   let seen = false;
   try {

@@ -94,8 +94,7 @@ export function runView(el, [idText], signal) {
       run.worker ? h('span', { title: `worker id ${run.worker}` }, `worker ${run.worker_name || run.worker}`) : null,
       h('code', { title: run.config_hash || '' }, `config ${shortHash(run.config_hash)}`),
       run.reused_from ? h('span', {}, 'reuses result of ',
-        h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null,
-      run.error ? h('span', { class: 'error' }, run.error) : null);
+        h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null);
     // Offer only what the coordinator would accept in this state (it checks again: 409).
     cancelButton.title = active() ? 'cancel this run' : `nothing to cancel: ${run.status}`;
     cancelButton.classList.toggle('inapplicable', !active());
@@ -153,7 +152,8 @@ ORDER BY run_id LIMIT 1`, signal) : Promise.resolve([]),
           rows.push([label, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
         }
       }
-      const extra = parseJson(p.fields_json, p.fields || {}) || {};
+      // GET /runs/ID gives the attempt's provenance fields themselves (command_sha256, ...).
+      const extra = (p.fields_json ? parseJson(p.fields_json, {}) : p.fields || p) || {};
       const named = new Set(kProvenance.map(([k]) => k));
       for (const [k, v] of Object.entries(extra)) {
         if (!named.has(k)) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
@@ -229,7 +229,10 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
     moreCharts.hidden = all.length <= names.length;
     moreCharts.textContent = `show all ${all.length}`;
     if (!names.length) {
-      if (!chartMap.size) replace(charts, h('p', { class: 'muted' }, stream.loaded ? 'No metrics yet.' : 'loading metrics…'));
+      if (!chartMap.size) {
+        replace(charts, !stream.loaded ? loading('metrics')
+          : h('p', { class: 'muted' }, active() ? 'No metrics yet.' : 'This run logged no metrics.'));
+      }
       return;
     }
     for (const name of names) {
@@ -269,6 +272,11 @@ function kvTable(obj, id) {
     .map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'num' }, metricValue(k, v))))));
 }
 
+// "cpu" for an attempt on a CPU slot, else its device indices on the worker.
+function deviceList(indices) {
+  return Array.isArray(indices) && indices.length ? `cuda ${indices.join(',')}` : 'cpu';
+}
+
 function secondsBetween(a, b) {
   const t0 = Date.parse(a);
   const t1 = b ? Date.parse(b) : Date.now();
@@ -285,7 +293,7 @@ function attemptsTable(list) {
       return h('tr', {},
         h('td', { class: 'num' }, a.attempt), h('td', {}, statusBadge(a.status)),
         h('td', { title: a.worker_id || a.worker || '' }, a.worker_name || a.worker_id || a.worker || '—'),
-        h('td', {}, JSON.stringify(parseJson(a.devices_json, a.devices) ?? [])),
+        h('td', {}, deviceList(parseJson(a.devices_json, a.devices) ?? [])),
         h('td', { class: 'muted' }, (a.assigned_at || '').replace('T', ' ').replace(/\..*|Z$/, '')),
         h('td', { class: 'num' }, duration(secondsBetween(a.accepted_at || a.assigned_at, a.finished_at))),
         h('td', { class: 'num' }, a.exit_code ?? '—'),
