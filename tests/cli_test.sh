@@ -105,5 +105,23 @@ OUT=$(H results known_valeus 2>&1); rc=$?
 expect_eq "exit of results for a mistyped name" 2 "$rc"
 grep -q 'did you mean "known_values"' <<<"$OUT" || fail "results known_valeus said: $OUT"
 ok "ambiguous ids refused, typos answered with the closest name"
+say "tags, notes and a search across experiments"
+A1=$(H query "SELECT min(id) FROM runs WHERE experiment_id = $EXP AND arm = 'a'" --csv | tail -1)
+H tag run "$A1" good baseline >/dev/null || fail "tag run $A1 failed"
+H tag known_values paper >/dev/null || fail "tag known_values (an experiment by name) failed"
+H tag run "$A1" --remove baseline >/dev/null || fail "tag --remove failed"
+expect_eq "tags of run $A1" "good" "$(H tag run "$A1" --json | jq -r '.tags | join(" ")')"
+H note experiment known_values "b is 3.5 % lower, within noise" >/dev/null || fail "note failed"
+expect_eq "the experiment's note" "b is 3.5 % lower, within noise" "$(H note known_values --json | jq -r .note)"
+expect_eq "runs tagged good" "$A1" "$(H runs --tag good --json | jq -r '[.runs[].id] | join(",")')"
+expect_eq "runs in an experiment tagged paper that failed" 2 \
+  "$(H runs --tag paper --status failed --json | jq '.runs | length')"
+expect_eq "runs with params.b = 1" 2 "$(H runs --where params.b=1 --json | jq '.runs | length')"
+expect_eq "runs with seed >= 2 that succeeded" 2 \
+  "$(H runs --where 'seed>=2' --status succeeded --json | jq '.runs | length')"
+RUNS=$(H runs known_values) || fail "runs known_values failed"
+grep -q "seed" <<<"$RUNS" && grep -q "params.b" <<<"$RUNS" || fail "runs does not show the varying keys: $RUNS"
+grep -q "good" <<<"$RUNS" || fail "runs does not show the tags: $RUNS"
+ok "tags and notes set by id and by name; search by tag, status and config value"
 H cancel experiment known_values >/dev/null || fail "cancel experiment known_values failed"
 ok "cancel experiment known_values accepted"

@@ -92,6 +92,24 @@ expect_eq "downloaded checkpoint's sha256" "$SHA" "$(sha256sum "$HL_TMP/download
 expect_eq "the run's output.log artifact" 1 \
   "$(db "SELECT count(*) FROM artifacts WHERE run_id = $CRASH AND attempt = 2 AND kind = 'log'")"
 
+say "per-step history as JSON lines (export --history)"
+hl export "$EXP" --history -o "$HL_TMP/curves.jsonl" 2>/dev/null || fail "headlab export --history failed"
+expect_eq "history lines (the current attempts' metric points)" \
+  "$(db "SELECT count(*) FROM metrics m JOIN runs r ON r.id = m.run_id AND m.attempt = r.attempts
+         WHERE r.experiment_id = $EXP")" "$(wc -l <"$HL_TMP/curves.jsonl")"
+expect_eq "run $CRASH's last train.loss in the history" \
+  "$(db "SELECT printf('%.12g', value) FROM metrics WHERE run_id = $CRASH AND attempt = 2 AND key = 'train.loss' AND step = 60")" \
+  "$(jq -r --argjson r "$CRASH" 'select(.run == $r and .key == "train.loss" and .step == 60) |
+        "\(.attempt) \(.arm) \(.params.seed) \(.value)"' "$HL_TMP/curves.jsonl" |
+     awk '$1 == 2 && $2 == "crash" {printf "%.12g", $4}')"
+python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert {r['arm'] for r in rows} == {'small', 'big', 'crash'}, {r['arm'] for r in rows}
+assert all(set(r) >= {'experiment', 'run', 'arm', 'attempt', 'step', 'key', 'value', 'time_s', 'params'} for r in rows)
+" "$HL_TMP/curves.jsonl" || fail "history lines lack fields or arms"
+ok "every line has experiment, run, arm, attempt, step, key, value, time_s, params"
+
 say "cancel a running command run: its program stops"
 SLOW=$HL_TMP/slow_grid.json
 jq '.name = "command_slow" | .arms = {"slow": {"params.sleep_s": 0.2, "train.steps": 100000}} |
