@@ -199,7 +199,9 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
   const std::string estimator = c.value("estimator", "");
   const Json spread = c.value("spread", Json::object());
   if (estimator == "median_paired") {
-    std::printf("  n pairs %s   median %s   range [%s, %s]\n", n.c_str(),
+    std::printf("  n pairs %s   median %s   range [%s, %s] (median_paired: single-device "
+                "timing legs)\n",
+                n.c_str(),
                 WithUnit(c.value("value", Json()), unit).c_str(),
                 WithUnit(spread.value("lo", Json()), unit).c_str(),
                 WithUnit(spread.value("hi", Json()), unit).c_str());

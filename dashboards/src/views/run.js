@@ -335,8 +335,12 @@ function perfLine(run) {
   const cfg = parseJson(run.config, run.config) || {};
   const items = kPerformance.filter(([k]) => sum[k] !== undefined && sum[k] !== null)
     .map(([k, label, f]) => h('span', { class: 'perf-item', dataset: { key: k } }, h('span', { class: 'muted' }, `${label} `), f(sum[k])));
-  const precision = cfg.train && cfg.train.precision;
-  if (precision) items.push(h('span', { class: 'perf-item' }, h('span', { class: 'muted' }, 'precision '), precision));
+  // The precision the run computed in (provenance), else what its config asked for.
+  let prov = run.provenance;
+  if (Array.isArray(prov)) prov = prov[prov.length - 1];
+  const precision = (prov && prov.precision) || (cfg.train && cfg.train.precision);
+  if (precision) items.push(h('span', { class: 'perf-item', dataset: { key: 'precision' } },
+    h('span', { class: 'muted' }, 'precision '), precision));
   return items.length ? items : null;
 }
 
