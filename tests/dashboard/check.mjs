@@ -5,6 +5,7 @@
 //  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run}
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { launch } from './browser.mjs';
@@ -350,7 +351,12 @@ const gotSha = await page.evaluate(async (url) => {
   return [...new Uint8Array(await crypto.subtle.digest('SHA-256', buf))].map((b) => b.toString(16).padStart(2, '0')).join('');
 }, link);
 if (gotSha !== art.sha256) await fail(`artifact ${link} has SHA-256 ${gotSha}, recorded ${art.sha256}`);
-ok(`checkpoint ${art.attempt}/${art.seq} downloads from the run page with its recorded SHA-256`);
+// A click saves the file, as a user gets it.
+const [saved] = await Promise.all([page.waitForEvent('download', { timeout: kTimeoutMs }),
+  page.click(`#artifacts-table a[href$="/artifacts/${art.attempt}/${art.seq}"]`)]);
+const savedSha = crypto.createHash('sha256').update(fs.readFileSync(await saved.path())).digest('hex');
+if (savedSha !== art.sha256) await fail(`the saved ${saved.suggestedFilename()} has SHA-256 ${savedSha}`);
+ok(`checkpoint ${art.attempt}/${art.seq} downloads from the run page (a click saves ${saved.suggestedFilename()}) with its recorded SHA-256`);
 await runCurves();
 await checkNoOverflow(`run #${spec.provenance.run}`);
 await shot('7-run-provenance');

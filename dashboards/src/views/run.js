@@ -1,7 +1,7 @@
 // One run: status with cancel/retry, live curves of every metric, the layer x head grid,
 // provenance with links to parent and child runs, attempts, summary, artifacts, config.
 import { h, replace, poll } from '../dom.js';
-import { get, query, sqlInt, sqlString } from '../api.js';
+import { get, getToken, query, sqlInt, sqlString } from '../api.js';
 import { num, bytes, metricValue, shortHash, parseJson, duration } from '../format.js';
 import { CurveChart, colorFor } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
@@ -315,9 +315,35 @@ function artifactsTable(runId, list) {
         h('td', { class: 'num', title: `${a.bytes} bytes` }, bytes(a.bytes)),
         h('td', {}, h('code', { title: a.sha256 }, shortHash(a.sha256))),
         h('td', { class: 'path', title: `${a.path} on the worker's host` }, Number(a.bytes) <= kMaxDownloadBytes
-          ? h('a', { href: url, download: name, class: 'artifact-download' }, name)
+          ? h('a', { href: url, download: name, class: 'artifact-download',
+            onclick: (e) => { e.preventDefault(); download(url, name, e.target); } }, name)
           : h('span', { class: 'muted' }, `${name} (too big for the API; on its worker)`)));
     })));
+}
+
+// Downloads `url` with the token (a coordinator beyond loopback answers reads only with
+// it, and a plain link sends none) and saves it as `name`; a refusal shows on the link.
+async function download(url, name, link) {
+  const token = getToken();
+  try {
+    const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    if (!res.ok) {
+      const text = await res.text();
+      let detail = text;
+      try { detail = JSON.parse(text).error || text; } catch { /* not JSON */ }
+      throw new Error(`${res.status}: ${detail}`);
+    }
+    const blobUrl = URL.createObjectURL(await res.blob());
+    const a = h('a', { href: blobUrl, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(blobUrl), 10000);
+    link.title = `downloaded ${name}`;
+  } catch (e) {
+    link.title = e.message;
+    link.classList.add('error');
+  }
 }
 
 // Why the run failed: the error and the last lines of the latest attempt's stderr.
@@ -338,7 +364,8 @@ function perfLine(run) {
   // The precision the run computed in (provenance), else what its config asked for.
   let prov = run.provenance;
   if (Array.isArray(prov)) prov = prov[prov.length - 1];
-  const precision = (prov && prov.precision) || (cfg.train && cfg.train.precision);
+  const modelKind = cfg.kind !== 'command' && cfg.kind !== 'noop';  // runs that build the LM
+  const precision = (prov && prov.precision) || (modelKind && cfg.train && cfg.train.precision);
   if (precision) items.push(h('span', { class: 'perf-item', dataset: { key: 'precision' } },
     h('span', { class: 'muted' }, 'precision '), precision));
   return items.length ? items : null;
