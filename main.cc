@@ -1,4 +1,4 @@
-// headlab: one binary, one subcommand per process role (DESIGN.md, Processes).
+// headlab: one binary, one subcommand per process role (docs/DESIGN.md, Processes).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 #include "cli/cli_main.h"
 #include "coordinator/coordinator_main.h"
 #include "data/data_main.h"
+#include "worker/command_run.h"
 #include "worker/worker_main.h"
 
 namespace {
@@ -27,12 +28,14 @@ void PrintUsage(FILE* out) {
       "  down          stop what `headlab up --detach` started\n"
       "  slurm submit-workers   one worker per node of a Slurm allocation (sbatch)\n"
       "\n"
-      "experiments:\n"
-      "  submit FILE   submit a grid            status        coordinator and fleet\n"
-      "  runs EXP      list an experiment's runs show RUN      one run in full\n"
-      "  wait EXP      wait with a progress bar  results EXP   one row per arm + comparisons\n"
-      "  cancel ID     cancel a run or experiment retry RUN    requeue a finished run\n"
-      "  query SQL     read-only SQL             export EXP    JSON/CSV export\n"
+      "experiments (EXP: an id or a grid name; TARGET: run ID or experiment EXP):\n"
+      "  submit FILE     submit a grid             status          coordinator and fleet\n"
+      "  runs [EXP]      list or search runs       show RUN        one run in full\n"
+      "  wait EXP        wait with a progress bar  results EXP     arms + comparisons\n"
+      "  logs RUN        events and stderr         artifacts RUN   list / download files\n"
+      "  cancel TARGET   cancel a run/experiment   retry RUN       requeue a finished run\n"
+      "  tag TARGET T    tag a run/experiment      note TARGET X   note on a run/experiment\n"
+      "  query SQL       read-only SQL             export EXP      JSON/CSV/history export\n"
       "\n"
       "  bench WHAT    benchmarks (bench coordinator)\n"
       "  data prepare  text files -> token shards   data inspect DIR   check shards\n");
@@ -76,11 +79,17 @@ int main(int argc, char** argv) {
   // Each entry point receives argv starting at its own command name.
   if (cmd == "coordinator") return headlab::CoordinatorMain(argc - 1, argv + 1);
   if (cmd == "worker") return headlab::WorkerMain(argc - 1, argv + 1);
-  if (cmd == "exec") return RunExecPlugin(argc - 1, argv + 1);
+  if (cmd == "exec") {
+    // The command run kind needs no LibTorch: it runs without loading the plugin.
+    if (auto rc = headlab::MaybeRunCommandExec(argc - 1, argv + 1)) return *rc;
+    return RunExecPlugin(argc - 1, argv + 1);
+  }
   if (cmd == "bench") return headlab::BenchMain(argc - 1, argv + 1);
   if (cmd == "data") return headlab::DataMain(argc - 1, argv + 1);
   if (headlab::IsCliCommand(cmd)) return headlab::CliMain(argc - 1, argv + 1);
-  std::fprintf(stderr, "headlab: unknown command '%s'\n\n", cmd.c_str());
+  std::string guess = headlab::SuggestCommand(cmd);
+  std::fprintf(stderr, "headlab: unknown command '%s'%s\n\n", cmd.c_str(),
+               guess.empty() ? "" : ("; did you mean '" + guess + "'?").c_str());
   PrintUsage(stderr);
   return 2;
 }

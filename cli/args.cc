@@ -3,6 +3,8 @@
 
 #include <cctype>
 
+#include "common/suggest.h"
+
 namespace headlab {
 
 namespace {
@@ -29,8 +31,10 @@ std::vector<std::string> ParsedArgs::All(const std::string& name) const {
 
 const std::vector<OptionSpec>& GlobalOptions() {
   static const std::vector<OptionSpec> kGlobal = {
-      {"--url", "", "URL", "coordinator URL (default $HEADLAB_URL, else http://127.0.0.1:8321)"},
-      {"--data-dir", "", "DIR", "data directory; the token is read from DIR/token (default .headlab)"},
+      {"--url", "", "URL", "coordinator URL (default $HEADLAB_URL, else the address in "
+       "DIR/coordinator.json, else http://127.0.0.1:8321)"},
+      {"--data-dir", "", "DIR", "the coordinator's data directory: its token (DIR/token) and "
+       "address (DIR/coordinator.json); default .headlab"},
       {"--token-file", "", "FILE", "read the API token from FILE (else $HEADLAB_TOKEN, else DIR/token)"},
   };
   return kGlobal;
@@ -64,9 +68,15 @@ StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec, const std::vector<std::s
       inline_value = true;
     }
     const OptionSpec* o = Find(spec, name);
-    if (!o)
-      return Status::InvalidArgument(cmd + ": unknown option " + name + " (see " + cmd +
-                                     " --help)");
+    if (!o) {
+      std::vector<std::string> names;
+      for (const auto& opt : spec.options) names.push_back(opt.name);
+      for (const auto& opt : GlobalOptions()) names.push_back(opt.name);
+      std::string guess = ClosestName(name, names);
+      return Status::InvalidArgument(cmd + ": unknown option " + name +
+                                     (guess.empty() ? "" : "; did you mean " + guess + "?") +
+                                     " (see " + cmd + " --help)");
+    }
     if (o->value_name.empty()) {
       if (inline_value) return Status::InvalidArgument(cmd + ": " + name + " takes no value");
     } else if (!inline_value) {

@@ -17,17 +17,49 @@ std::string Trim(std::string s) {
   return s.substr(i);
 }
 
+// The coordinator's HTTP address from DIR/coordinator.json, or "" when there is none.
+std::string UrlFromCoordinatorJson(const std::string& path) {
+  if (!PathExists(path)) return "";
+  auto text = ReadFile(path);
+  if (!text.ok()) return "";
+  auto j = ParseJson(text.value(), path);
+  if (!j.ok() || !j->is_object() || !(*j)["http"].is_string()) return "";
+  return UrlForBind((*j)["http"].get<std::string>());
+}
+
 }  // namespace
+
+std::string UrlForBind(const std::string& http_address) {
+  size_t colon = http_address.rfind(':');
+  std::string host = colon == std::string::npos ? http_address : http_address.substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : http_address.substr(colon);
+  if (host.empty() || host == "0.0.0.0" || host == "*" || host == "::" || host == "[::]")
+    host = "127.0.0.1";
+  return "http://" + host + port;
+}
 
 StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args) {
   CliContext ctx;
   ctx.command = command;
+  ctx.data_dir = args.Get("--data-dir", kDefaultDataDir);
   const char* env_url = std::getenv("HEADLAB_URL");
-  ctx.url = args.Get("--url", env_url && *env_url ? env_url : kDefaultUrl);
+  const std::string endpoints = ctx.data_dir + "/coordinator.json";
+  if (args.Has("--url")) {
+    ctx.url = args.Get("--url");
+    ctx.url_source = "--url";
+  } else if (env_url && *env_url) {
+    ctx.url = env_url;
+    ctx.url_source = "HEADLAB_URL";
+  } else if (std::string from_file = UrlFromCoordinatorJson(endpoints); !from_file.empty()) {
+    ctx.url = from_file;
+    ctx.url_source = endpoints;
+  } else {
+    ctx.url = kDefaultUrl;
+    ctx.url_source = "default";
+  }
   while (ctx.url.size() > 7 && ctx.url.back() == '/') ctx.url.pop_back();
   auto url = ParseHttpUrl(ctx.url);
   if (!url.ok()) return url.status();
-  ctx.data_dir = args.Get("--data-dir", kDefaultDataDir);
   const char* env_token = std::getenv("HEADLAB_TOKEN");
   if (args.Has("--token-file")) {
     auto t = ReadFile(args.Get("--token-file"));
@@ -50,7 +82,13 @@ int ExitCodeFor(const Status& s) {
 }
 
 int Fail(const CliContext& ctx, const Status& s) {
-  std::fprintf(stderr, "headlab %s: %s\n", ctx.command.c_str(), s.message().c_str());
+  std::string where;
+  if (s.code() == Status::Code::kUnavailable && !ctx.url_source.empty())
+    where = ctx.url_source == "default"
+                ? " (the default URL; give --url, HEADLAB_URL or --data-dir of a running coordinator)"
+                : " (URL from " + ctx.url_source + ")";
+  std::fprintf(stderr, "headlab %s: %s%s\n", ctx.command.c_str(), s.message().c_str(),
+               where.c_str());
   return ExitCodeFor(s);
 }
 

@@ -19,23 +19,32 @@ constexpr const char* kDefaultDataDir = ".headlab";
 
 struct CliContext {
   std::string command;   // "submit", ...
-  std::string url;       // --url, else $HEADLAB_URL, else kDefaultUrl
+  std::string url;       // --url, else $HEADLAB_URL, else DIR/coordinator.json, else kDefaultUrl
+  std::string url_source;  // where `url` came from: "--url", "HEADLAB_URL", a file, "default"
   std::string data_dir;  // --data-dir, else kDefaultDataDir
   std::string token;     // --token-file, else $HEADLAB_TOKEN, else DIR/token, else ""
   // Returns a client for `url` with `token`.
   HttpClient Client() const { return HttpClient(url, token); }
 };
 
-// Resolves the global options and environment. An unreadable --token-file is an error;
-// a missing DIR/token is not (reads need no token from a coordinator on loopback; a
-// request that needs one then gets a clear 401). The token goes with every request.
+// Resolves the global options and environment. The URL: --url, else $HEADLAB_URL, else
+// the HTTP address in DIR/coordinator.json (written by the coordinator of --data-dir DIR;
+// a wildcard bind is dialled on loopback), else kDefaultUrl. An unreadable --token-file is
+// an error; a missing DIR/token is not (reads need no token from a coordinator on
+// loopback; a request that needs one then gets a clear 401). The token goes with every
+// request.
 StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args);
 
 // Returns the exit code for a failed status: 2 for InvalidArgument/NotFound (bad input),
 // 1 otherwise.
 int ExitCodeFor(const Status& s);
 
-// Prints "headlab COMMAND: message" to stderr and returns ExitCodeFor(s).
+// Returns the dialable URL for a coordinator's HTTP bind address ("0.0.0.0:8321" ->
+// "http://127.0.0.1:8321").
+std::string UrlForBind(const std::string& http_address);
+
+// Prints "headlab COMMAND: message" to stderr (for an unreachable coordinator also where
+// its URL came from) and returns ExitCodeFor(s).
 int Fail(const CliContext& ctx, const Status& s);
 
 // Parses a positive integer id ("12") for `what` ("experiment", "run").

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "common/suggest.h"
 
 namespace headlab {
 
@@ -28,13 +29,50 @@ const std::vector<Command>& Commands() {
        RunSubmit},
       {{"status", "", "Show the coordinator, its workers and recent experiments.", {kJson}, 0, 0},
        RunStatus},
-      {{"runs", "EXP", "List an experiment's runs.", {kJson}, 1, 1}, RunRuns},
-      {{"show", "RUN", "Show one run in full: config, attempts, summary, provenance, artifacts.",
-        {kJson}, 1, 1},
+      {{"runs", "[EXP]",
+        "List an experiment's runs (the config values its grid varies, key metrics, tags), or\n"
+        "search runs across experiments by status, tag and config value. EXP is an id or a\n"
+        "grid name (the newest experiment of that name).",
+        {{"--status", "", "S[,S]", "only runs with these statuses (queued, running, succeeded, failed, lost, cancelled)", true},
+         {"--tag", "", "T", "only runs tagged T, or in an experiment tagged T", true},
+         {"--where", "", "KEY OP V", "only runs whose config KEY compares so to V (OP: = != < <= > >=), e.g. train.lr=1e-3", true},
+         {"--limit", "", "N", "at most N runs of a search (default 1000)"},
+         kJson},
+        0, 1},
+       RunRuns},
+      {{"show", "RUN",
+        "Show one run in full: why it failed, the config keys that matter (--all: every key),\n"
+        "attempts, summary, provenance, artifacts.",
+        {{"--all", "", "", "print every config key, defaults of unused methods included"}, kJson}, 1, 1},
        RunShow},
-      {{"cancel", "[RUN]", "Cancel a run, or with --experiment every queued/running run of an experiment.",
-        {{"--experiment", "", "EXP", "cancel the experiment EXP instead of one run"}, kJson}, 0, 1},
+      {{"logs", "RUN",
+        "Show why a run did what it did: its events (assigned, lost, done, cancelled, ...)\n"
+        "and the end and stderr tail of each attempt.",
+        {{"--attempt", "", "N", "only attempt N"}, kJson}, 1, 1},
+       RunLogs},
+      {{"artifacts", "RUN",
+        "List a run's artifacts (checkpoints, logprobs, head maps, logs) with their SHA-256;\n"
+        "--get downloads one through the API and checks its hash.",
+        {{"--get", "", "ATTEMPT/SEQ", "download this artifact (ids as listed)"},
+         {"--output", "-o", "FILE", "where --get writes (default: the artifact's file name)"},
+         kJson},
+        1, 1},
+       RunArtifacts},
+      {{"cancel", "TARGET",
+        "Cancel a run (`cancel run 7`) or every queued/running run of an experiment\n"
+        "(`cancel experiment 3`, `cancel demo`). A bare number is refused as ambiguous.",
+        {{"--experiment", "", "EXP", "the same as `cancel experiment EXP`"}, kJson}, 0, 2},
        RunCancel},
+      {{"tag", "TARGET [TAG...]",
+        "Tag a run (`tag run 7 good`) or an experiment (`tag experiment 3 paper`, `tag demo\n"
+        "paper`); with no TAG, print the tags. `headlab runs --tag T` finds them.",
+        {{"--remove", "", "TAG", "remove TAG", true}, kJson}, 1, 1000},
+       RunTag},
+      {{"note", "TARGET [TEXT]",
+        "Set the note of a run or experiment (`note run 7 \"diverged at step 80\"`); \"\" removes\n"
+        "it; with no TEXT, print it.",
+        {kJson}, 1, 3},
+       RunNote},
       {{"retry", "RUN", "Requeue a failed, cancelled or lost run as a new attempt.", {kJson}, 1, 1},
        RunRetry},
       {{"wait", "EXP",
@@ -52,8 +90,12 @@ const std::vector<Command>& Commands() {
       {{"query", "SQL", "Run read-only SQL on the coordinator's database.",
         {{"--csv", "", "", "print CSV"}, {"--json", "", "", "print {columns, rows} JSON"}}, 1, 1},
        RunQuery},
-      {{"export", "EXP", "Export an experiment's runs with config and summary.",
+      {{"export", "EXP",
+        "Export an experiment's runs with config and summary, or with --history every metric\n"
+        "point of every run as JSON lines (pandas.read_json(F, lines=True)).",
         {{"--format", "", "json|csv", "json (default) or csv: one row per run, flattened config and summary"},
+         {"--history", "", "", "per-step metrics as JSON lines: {experiment, run, arm, attempt, step, key, value, time_s, params}"},
+         {"--all-attempts", "", "", "with --history: every attempt's points, not only the current attempt's"},
          {"--output", "-o", "FILE", "write to FILE instead of stdout"}},
         1, 1},
        RunExport},
@@ -100,11 +142,19 @@ const Command* FindCommand(const std::string& name) {
 
 bool IsCliCommand(const std::string& command) { return FindCommand(command) != nullptr; }
 
+std::string SuggestCommand(const std::string& command) {
+  std::vector<std::string> names = {"coordinator", "worker", "exec", "bench", "data", "help"};
+  for (const auto& c : Commands()) names.push_back(c.spec.name);
+  return ClosestName(command, names);
+}
+
 int CliMain(int argc, char** argv) {
   if (argc < 1) return kExitBadInput;
   const Command* cmd = FindCommand(argv[0]);
   if (!cmd) {
-    std::fprintf(stderr, "headlab: unknown command '%s'\n", argv[0]);
+    std::string guess = SuggestCommand(argv[0]);
+    std::fprintf(stderr, "headlab: unknown command '%s'%s\n", argv[0],
+                 guess.empty() ? "" : ("; did you mean '" + guess + "'?").c_str());
     return kExitBadInput;
   }
   std::vector<std::string> args(argv, argv + argc);

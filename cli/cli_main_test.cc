@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
+#include "cli/cli_context.h"
+#include "cli/resolve.h"
 #include "cli/test_util.h"
 #include "common/files.h"
 #include "common/source_dir.h"
@@ -27,7 +30,8 @@ const std::string kSrc = headlab::SourceDir();
 
 TEST_CASE("Every CLI command answers --help with exit 0") {
   for (const char* c : {"submit", "status", "runs", "show", "cancel", "retry", "wait", "results",
-                        "query", "export", "up", "down"}) {
+                        "query", "export", "up", "down", "logs", "artifacts", "tag",
+                        "note"}) {
     CHECK(headlab::IsCliCommand(c));
     CHECK(Run({c, "--help"}) == 0);
   }
@@ -37,7 +41,11 @@ TEST_CASE("Every CLI command answers --help with exit 0") {
 TEST_CASE("Bad input exits 2") {
   CHECK(Run({"submit"}) == 2);                                       // missing FILE
   CHECK(Run({"runs", "1", "--bogus"}) == 2);                         // unknown option
-  CHECK(Run({"runs", "abc"}) == 2);                                  // not an id
+  CHECK(Run({"runs", "a b"}) == 2);                                  // neither id nor name
+  CHECK(Run({"runs", "0"}) == 2);                                    // not an id
+  CHECK(Run({"cancel", "7"}) == 2);                                  // run or experiment?
+  CHECK(Run({"cancel", "run"}) == 2);                                // which run?
+  CHECK(Run({"tag", "7", "good"}) == 2);                             // run or experiment?
   CHECK(Run({"submit", "/nonexistent/grid.jsonc"}) == 2);           // unreadable file
   CHECK(Run({"submit", kSrc + "/experiments", "--dry-run"}) == 2);  // a directory
   CHECK(Run({"submit", kSrc + "/experiments/tests/bad_empty_axis.jsonc", "--dry-run"}) == 2);
@@ -47,6 +55,16 @@ TEST_CASE("Bad input exits 2") {
   CHECK(Run({"status", "--url", "ftp://x"}) == 2);
   CHECK(Run({"status", "--token-file", "/nonexistent/token"}) == 2);
   CHECK(Run({"up", "--http", "nope", "--data-dir", "/tmp"}) == 2);
+}
+
+// Issue 19.8: no suggestion for a mistyped command.
+TEST_CASE("A mistyped command gets the closest one") {
+  CHECK(headlab::SuggestCommand("reslts") == "results");
+  CHECK(headlab::SuggestCommand("sumbit") == "submit");
+  CHECK(headlab::SuggestCommand("log") == "logs");
+  CHECK(headlab::SuggestCommand("coordinater") == "coordinator");
+  CHECK(headlab::SuggestCommand("xyzzy").empty());
+  CHECK(Run({"reslts", "1"}) == 2);
 }
 
 TEST_CASE("A dry run needs no coordinator") {
@@ -76,4 +94,48 @@ TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
   CHECK(!headlab::PathExists(dir + "/up.json"));
   REQUIRE(headlab::WriteFileAtomic(dir + "/up.json", "not json").ok());
   CHECK(Run({"down", "--data-dir", dir}) == 2);
+}
+
+// Issue 19.7: `status --data-dir D` dialled 8321 although D/coordinator.json had the address.
+TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the default") {
+  const headlab::testing::TempDir tmp("headlab-cli-url");
+  const std::string dir = tmp.path();
+  REQUIRE(headlab::WriteFileAtomic(dir + "/coordinator.json",
+                                   R"({"pid": 1, "http": "0.0.0.0:45678", "workers": "tcp://0.0.0.0:45679"})")
+              .ok());
+  auto parse = [](std::vector<std::string> argv) {
+    headlab::CommandSpec spec{"status", "", "", {}, 0, 0};
+    auto a = headlab::ParseArgs(spec, argv);
+    REQUIRE(a.ok());
+    auto c = headlab::ResolveContext("status", a.value());
+    REQUIRE(c.ok());
+    return c.value();
+  };
+  ::unsetenv("HEADLAB_URL");
+  auto from_file = parse({"status", "--data-dir", dir});
+  CHECK(from_file.url == "http://127.0.0.1:45678");
+  CHECK(from_file.url_source == dir + "/coordinator.json");
+  CHECK(parse({"status", "--data-dir", dir, "--url", "http://10.0.0.1:9"}).url == "http://10.0.0.1:9");
+  ::setenv("HEADLAB_URL", "http://10.0.0.2:9", 1);
+  CHECK(parse({"status", "--data-dir", dir}).url == "http://10.0.0.2:9");
+  ::unsetenv("HEADLAB_URL");
+  CHECK(parse({"status", "--data-dir", dir + "/none"}).url == "http://127.0.0.1:8321");
+  CHECK(headlab::UrlForBind("10.1.2.3:8321") == "http://10.1.2.3:8321");
+}
+
+// Issue 19.8: experiments had only numbers (`results demo` failed).
+TEST_CASE("An experiment is named by id or by its grid's name, the newest first") {
+  headlab::Json list = headlab::Json::parse(R"([{"id": 1, "name": "demo"}, {"id": 2, "name": "saf"},
+                                                {"id": 3, "name": "demo"}])");
+  std::string note;
+  CHECK(headlab::FindExperiment(list, "demo", &note).value() == 3);
+  CHECK(note == "\"demo\" is experiment 3, the newest of 2 with that name");
+  note.clear();
+  CHECK(headlab::FindExperiment(list, "saf", &note).value() == 2);
+  CHECK(note.empty());
+  CHECK(headlab::FindExperiment(list, "2", &note).value() == 2);
+  auto missing = headlab::FindExperiment(list, "dmeo", &note);
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().code() == headlab::Status::Code::kNotFound);
+  CHECK(missing.status().message().find("did you mean \"demo\"?") != std::string::npos);
 }

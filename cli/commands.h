@@ -20,6 +20,10 @@ int RunExport(const CliContext& ctx, const ParsedArgs& args);   // export.cc
 int RunUp(const CliContext& ctx, const ParsedArgs& args);       // up.cc
 int RunDown(const CliContext& ctx, const ParsedArgs& args);     // up.cc
 int RunSlurm(const CliContext& ctx, const ParsedArgs& args);    // slurm.cc
+int RunLogs(const CliContext& ctx, const ParsedArgs& args);     // logs.cc
+int RunArtifacts(const CliContext& ctx, const ParsedArgs& args);  // artifacts.cc
+int RunTag(const CliContext& ctx, const ParsedArgs& args);      // annotate.cc
+int RunNote(const CliContext& ctx, const ParsedArgs& args);     // annotate.cc
 
 // Prints `j` as indented JSON plus a newline to stdout (the --json output of every read).
 void PrintJson(const Json& j);

@@ -1,7 +1,9 @@
-// Write commands on runs: `cancel RUN`, `cancel --experiment EXP`, `retry RUN`.
+// Write commands on runs: `cancel run RUN`, `cancel experiment EXP` (or --experiment EXP),
+// `retry RUN`.
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/resolve.h"
 #include "cli/table.h"
 
 namespace headlab {
@@ -29,21 +31,27 @@ int Post(const CliContext& ctx, const ParsedArgs& args, const std::string& targe
 }  // namespace
 
 int RunCancel(const CliContext& ctx, const ParsedArgs& args) {
+  Target target;
   if (args.Has("--experiment")) {
     if (!args.positional().empty())
-      return Fail(ctx, Status::InvalidArgument("give either RUN or --experiment EXP, not both"));
-    auto exp = ParseId(args.Get("--experiment"), "experiment");
+      return Fail(ctx, Status::InvalidArgument("give either TARGET or --experiment EXP, not both"));
+    auto exp = ResolveExperiment(ctx, args.Get("--experiment"));
     if (!exp.ok()) return Fail(ctx, exp.status());
-    std::string id = std::to_string(exp.value());
-    return Post(ctx, args, "/api/v1/experiments/" + id + "/cancel",
-                "experiment " + id + ": cancel requested for its queued and running runs");
+    target.kind = Target::Kind::kExperiment;
+    target.id = exp.value();
+  } else {
+    size_t used = 0;
+    auto t = ParseTarget(ctx, args.positional(), &used);
+    if (!t.ok()) return Fail(ctx, t.status());
+    if (used != args.positional().size())
+      return Fail(ctx, Status::InvalidArgument("unexpected argument \"" + args.positional()[used] + "\""));
+    target = t.value();
   }
-  if (args.positional().size() != 1)
-    return Fail(ctx, Status::InvalidArgument("missing RUN (or --experiment EXP)"));
-  auto run = ParseId(args.positional()[0], "run");
-  if (!run.ok()) return Fail(ctx, run.status());
-  std::string id = std::to_string(run.value());
-  return Post(ctx, args, "/api/v1/runs/" + id + "/cancel", "run " + id + ": cancel requested");
+  std::string id = std::to_string(target.id);
+  if (target.kind == Target::Kind::kExperiment)
+    return Post(ctx, args, target.ApiPath() + "/cancel",
+                "experiment " + id + ": cancel requested for its queued and running runs");
+  return Post(ctx, args, target.ApiPath() + "/cancel", "run " + id + ": cancel requested");
 }
 
 int RunRetry(const CliContext& ctx, const ParsedArgs& args) {

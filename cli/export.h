@@ -14,4 +14,9 @@ namespace headlab {
 // sorted), then "summary.<metric>" for every summary metric of any run, sorted.
 void ExportTable(const Json& runs, TableRow* header, std::vector<TableRow>* rows);
 
+// Appends one JSON line per metric point to `*out` (the --history export): {"experiment",
+// "run", "arm", "attempt", "step", "key", "value", "time_s", "params"} for the points
+// [[attempt, seq, step, key, value, time_s], ...] of GET /runs/ID/metrics.
+void AppendHistoryLines(int64_t experiment, const Json& run, const Json& points, std::string* out);
+
 }  // namespace headlab

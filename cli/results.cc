@@ -1,12 +1,17 @@
-// `headlab results EXP`: per arm (n, succeeded) its summary metrics as mean ± SE, in one
-// table per metric group, then the grid's paired comparisons.
+// `headlab results EXP`: per arm (n, succeeded) its summary metrics as mean ± SE, one
+// table per metric group that is never split, then each of the grid's paired comparisons
+// as a short block: value with its unit, SE and 95% CI, which side is better and what the
+// interval says, the pairs, and the log-prob differences explained.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/resolve.h"
 #include "cli/table.h"
 
 namespace headlab {
@@ -30,13 +35,34 @@ const MetricGroup kGroups[] = {
     {"SAF", {}, {"saf."}},
     {"AoH", {}, {"aoh."}},
     {"AAH-v3", {}, {"aah."}},
-    {"measurement", {}, {"bench.", "flops.", "timing."}},
+    {"measurement", {}, {"bench.", "flops.", "timing.", "time.", "kernel.", "dist."}},
 };
-constexpr size_t kColumnsPerTable = 5;
+// A table wider than this is printed with the metrics as rows instead (never split).
+constexpr size_t kDefaultWidth = 100;
 
-// Returns each group's metric columns present in `arms` (groups with none are left out).
+size_t TerminalWidth() {
+  const char* c = std::getenv("COLUMNS");
+  long v = c ? std::strtol(c, nullptr, 10) : 0;
+  return v >= 40 ? size_t(v) : kDefaultWidth;
+}
+
+size_t Widest(const std::string& table) {
+  size_t w = 0, line = 0;
+  for (unsigned char ch : table) {
+    if (ch == '\n') {
+      w = std::max(w, line);
+      line = 0;
+    } else if ((ch & 0xC0) != 0x80) {
+      ++line;
+    }
+  }
+  return std::max(w, line);
+}
+
+// Returns each group's metric columns present in `arms` (groups with none are left out);
+// a metric no group names goes to "other".
 std::vector<std::pair<std::string, std::vector<std::string>>> GroupColumns(const Json& arms) {
-  std::set<std::string> present;
+  std::set<std::string> present, placed;
   for (const Json& a : arms)
     if (a.contains("metrics") && a["metrics"].is_object())
       for (auto& [k, v] : a["metrics"].items()) present.insert(k);
@@ -44,16 +70,31 @@ std::vector<std::pair<std::string, std::vector<std::string>>> GroupColumns(const
   for (const MetricGroup& g : kGroups) {
     std::vector<std::string> cols;
     for (const char* m : g.exact)
-      if (present.count(m)) cols.push_back(m);
+      if (present.count(m) && placed.insert(m).second) cols.push_back(m);
     for (const std::string& m : present)
       for (const char* p : g.prefixes)
-        if (m.rfind(p, 0) == 0) cols.push_back(m);
+        if (m.rfind(p, 0) == 0 && placed.insert(m).second) cols.push_back(m);
     if (!cols.empty()) out.emplace_back(g.title, cols);
   }
+  std::vector<std::string> other;
+  for (const std::string& m : present)
+    if (!placed.count(m)) other.push_back(m);
+  if (!other.empty()) out.emplace_back("other", other);
   return out;
 }
 
-// Prints one table of `arms` x `metrics` (mean ± SE cells).
+// "mean ± SE", in bytes with a unit for byte metrics.
+std::string MetricCell(const std::string& metric, const Json& v) {
+  if (!v.is_object()) return Cell(v);
+  Json mean = v.value("mean", Json()), se = v.value("se", Json());
+  if (IsBytesKey(metric) && mean.is_number())
+    return FormatBytes(mean.get<double>()) +
+           (se.is_number() ? " ± " + FormatBytes(se.get<double>()) : "");
+  return FormatMeanSe(mean, se);
+}
+
+// One table of `arms` x `metrics`: an arm per row, or a metric per row when that is too
+// wide for the terminal.
 void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
   TableRow header = {"arm", "n", "ok"};
   for (const auto& m : metrics) header.push_back(m);
@@ -62,14 +103,24 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
     TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
                     Cell(a.value("succeeded", Json()))};
     Json ms = a.value("metrics", Json::object());
-    for (const auto& m : metrics) {
-      Json v = ms.is_object() ? ms.value(m, Json::object()) : Json::object();
-      row.push_back(v.is_object() ? FormatMeanSe(v.value("mean", Json()), v.value("se", Json()))
-                                  : Cell(v));
-    }
+    for (const auto& m : metrics)
+      row.push_back(MetricCell(m, ms.is_object() ? ms.value(m, Json()) : Json()));
     rows.push_back(row);
   }
-  std::printf("%s", FormatTable(header, rows).c_str());
+  std::string wide = FormatTable(header, rows);
+  if (Widest(wide) <= TerminalWidth()) {
+    std::printf("%s", wide.c_str());
+    return;
+  }
+  TableRow theader = {"metric"};
+  for (const TableRow& r : rows) theader.push_back(r[0] + " (n " + r[1] + ", ok " + r[2] + ")");
+  std::vector<TableRow> trows;
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    TableRow row = {metrics[m]};
+    for (const TableRow& r : rows) row.push_back(r[3 + m]);
+    trows.push_back(row);
+  }
+  std::printf("%s", FormatTable(theader, trows).c_str());
 }
 
 // One row per arm: the precision its runs computed in and the attention paths their layers
@@ -95,94 +146,154 @@ void PrintExecution(const Json& arms) {
               FormatTable({"arm", "precision", "attention paths"}, rows).c_str());
 }
 
-// "v [lo, hi]" for the median estimator, "mean ± SE" otherwise.
-std::string ComparisonValue(const Json& c) {
+// A number with the statistic's unit: "-0.201 %", "1.07x", "0.0031".
+std::string WithUnit(const Json& v, const std::string& unit) {
+  if (!v.is_number()) return "-";
+  std::string s = FormatNumber(v.get<double>());
+  if (unit == "%") return s + " %";
+  if (unit == "x") return s + "x";
+  return s;
+}
+
+// The formula of a statistic, per pair.
+std::string StatFormula(const std::string& stat) {
+  if (stat == "delta_pct") return "100 (t/b - 1) per pair, in %";
+  if (stat == "diff") return "t - b per pair";
+  if (stat == "ratio") return "t / b per pair";
+  if (stat == "speedup") return "b / t per pair (above 1: the treatment is faster)";
+  return stat;
+}
+
+std::string PairList(const Json& per_pair, const std::string& unit,
+                     const std::vector<std::string>& pair_by) {
+  std::string s;
+  size_t shown = 0;
+  for (const Json& p : per_pair) {
+    if (++shown > 8) {
+      s += ", ... (" + std::to_string(per_pair.size()) + " pairs; --json for all)";
+      break;
+    }
+    std::string key = Cell(p.value("pair_key", Json()));
+    auto parsed = ParseJson(key, "pair_key");
+    if (parsed.ok() && parsed->is_array() && parsed->size() == pair_by.size()) {
+      key.clear();
+      for (size_t i = 0; i < pair_by.size(); ++i)
+        key += (i ? " " : "") + pair_by[i] + "=" + Cell((*parsed)[i]);
+    }
+    s += (s.empty() ? "" : ", ") + key + ": " + WithUnit(p.value("value", Json()), unit);
+  }
+  return s;
+}
+
+void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
+  const std::string unit = c.value("unit", "");
+  const std::string stat = Cell(c.value("stat", Json()));
+  std::printf("\n%s: %s vs %s on %s, %s = %s\n", Cell(c.value("name", Json())).c_str(),
+              Cell(c.value("treatment", Json())).c_str(), Cell(c.value("baseline", Json())).c_str(),
+              Cell(c.value("metric", Json())).c_str(), stat.c_str(), StatFormula(stat).c_str());
+  const std::string n = Cell(c.value("n", Json()));
+  if (c.value("n", 0) == 0) {
+    std::printf("  no pairs: %s\n", c.value("note", std::string("none complete yet")).c_str());
+    return;
+  }
+  const std::string estimator = c.value("estimator", "");
   const Json spread = c.value("spread", Json::object());
-  if (c.value("estimator", "") == "median_paired" && spread.is_object())
-    return Cell(c.value("value", Json())) + " [" + Cell(spread.value("lo", Json())) + ", " +
-           Cell(spread.value("hi", Json())) + "]";
-  return FormatMeanSe(c.value("mean", Json()), c.value("se", Json()));
-}
-
-// "z_control 0.98 (within ±0.05)" / "... CONTENDED" / "-".
-std::string ControlCell(const Json& c) {
-  const Json ctl = c.value("control", Json());
-  if (!ctl.is_object()) return "-";
-  const bool contended = c.value("contended", false);
-  return Cell(ctl.value("arm", Json())) + " " + Cell(ctl.value("value", Json())) +
-         (contended ? " CONTENDED (beyond ±" : " (within ±") +
-         Cell(ctl.value("tolerance", Json())) + ")";
-}
-
-std::string FlopsCell(const Json& c, const char* key) {
-  const Json f = c.value("flops", Json::object());
-  return f.is_object() && f.contains(key) ? Cell(f[key]) : "-";
-}
-
-// "mean [lo, hi] over N rows", the reason it is unavailable, or "-".
-std::string LogProbCell(const Json& c) {
+  if (estimator == "median_paired") {
+    std::printf("  n pairs %s   median %s   range [%s, %s] (median_paired: single-device "
+                "timing legs)\n",
+                n.c_str(),
+                WithUnit(c.value("value", Json()), unit).c_str(),
+                WithUnit(spread.value("lo", Json()), unit).c_str(),
+                WithUnit(spread.value("hi", Json()), unit).c_str());
+  } else {
+    const Json ci = c.value("ci95", Json());
+    std::string se = c.value("se", Json()).is_number() ? " ± " + FormatNumber(c["se"].get<double>()) + " (SE)" : "";
+    std::string cis = ci.is_object() ? "   95% CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
+                                           WithUnit(ci.value("hi", Json()), unit) + "] (Student t, " +
+                                           Cell(ci.value("df", Json())) + " df)"
+                                     : "   95% CI needs 2 pairs or more";
+    std::printf("  n pairs %s   mean %s%s%s\n", n.c_str(),
+                WithUnit(c.value("mean", Json()), unit).c_str(), se.c_str(), cis.c_str());
+  }
+  const Json better = c.value("better", Json());
+  const Json verdict = c.value("verdict", Json());
+  if (better.is_string() || verdict.is_string())
+    std::printf("  %s%s\n", better.is_string() ? (Cell(better) + " is better: ").c_str() : "",
+                verdict.is_string() ? Cell(verdict).c_str() : "too few pairs to say");
+  std::printf("  pairs: %s\n", PairList(c.value("per_pair", Json::array()), unit, pair_by).c_str());
   const Json lp = c.value("logprob_diff", Json());
-  if (!lp.is_object()) return "-";
-  if (lp.contains("unavailable")) return "unavailable";
-  return Cell(lp.value("mean", Json())) + " [" + Cell(lp.value("lo", Json())) + ", " +
-         Cell(lp.value("hi", Json())) + "] over " + Cell(lp.value("n_rows", Json())) + " rows";
+  if (lp.is_object() && !lp.contains("unavailable"))
+    std::printf("  log-prob diff %s [%s, %s] nats/token over %s held-out rows (bootstrap 95%% CI):\n"
+                "    treatment - baseline per token, so > 0 means the treatment gives the tokens\n"
+                "    more probability (lower loss); the opposite sign of a loss or ppl change\n",
+                Cell(lp.value("mean", Json())).c_str(), Cell(lp.value("lo", Json())).c_str(),
+                Cell(lp.value("hi", Json())).c_str(), Cell(lp.value("n_rows", Json())).c_str());
+  const Json ctl = c.value("control", Json());
+  if (ctl.is_object())
+    std::printf("  zero-replacement control %s: %s (%s ±%s)\n", Cell(ctl.value("arm", Json())).c_str(),
+                Cell(ctl.value("value", Json())).c_str(),
+                c.value("contended", false) ? "CONTENDED: beyond" : "within",
+                Cell(ctl.value("tolerance", Json())).c_str());
+  const Json f = c.value("flops", Json::object());
+  if (f.is_object() && f.value("flops.total_ratio", Json()).is_number())
+    std::printf("  measured FLOPs ratio (treatment / baseline): total %s, attention %s\n",
+                Cell(f["flops.total_ratio"]).c_str(), Cell(f.value("flops.attention_ratio", Json())).c_str());
+  const std::string device = Cell(c.value("device", Json()));
+  if (!device.empty() && device != "unknown") std::printf("  device: %s\n", device.c_str());
 }
 
 }  // namespace
 
 int RunResults(const CliContext& ctx, const ParsedArgs& args) {
-  auto id = ParseId(args.positional()[0], "experiment");
+  auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
-  auto res = ctx.Client().Call("GET", "/api/v1/experiments/" + std::to_string(id.value()) + "/results");
+  const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
+  auto res = ctx.Client().Call("GET", base + "/results");
   if (!res.ok()) return Fail(ctx, res.status());
   if (args.Has("--json")) {
     PrintJson(res.value());
     return kExitOk;
+  }
+  auto exp = ctx.Client().Call("GET", base);
+  std::vector<std::string> pair_by;
+  std::string name;
+  if (exp.ok() && exp->is_object()) {
+    name = exp->value("name", "");
+    for (const Json& k : exp->value("pair_by", Json::array()))
+      if (k.is_string()) pair_by.push_back(k);
   }
   const Json& r = res.value();
   Json arms = r.value("arms", Json::array());
   Json comparisons = r.value("comparisons", Json::array());
   if (!arms.is_array() || !comparisons.is_array())
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
-  std::printf("experiment %s: arms (metrics: mean ± SE over the arm's succeeded runs)\n",
-              std::to_string(id.value()).c_str());
-  for (const auto& [title, columns] : GroupColumns(arms))
-    for (size_t i = 0; i < columns.size(); i += kColumnsPerTable) {
-      std::printf("\n%s%s\n", title.c_str(), i ? " (continued)" : "");
-      PrintArmTable(arms, std::vector<std::string>(
-                              columns.begin() + i,
-                              columns.begin() + std::min(columns.size(), i + kColumnsPerTable)));
-    }
-  PrintExecution(arms);
-  std::printf("\ncomparisons (paired by the grid's pair_by; treatment vs baseline; value = the "
-              "estimator's: median with [min, max] or mean ± SE)\n");
-  std::vector<TableRow> crows, drows;
-  for (const Json& c : comparisons) {
-    const std::string name = Cell(c.value("name", Json()));
-    crows.push_back({name,
-                     Cell(c.value("treatment", Json())) + " vs " + Cell(c.value("baseline", Json())),
-                     Cell(c.value("metric", Json())), Cell(c.value("stat", Json())),
-                     Cell(c.value("estimator", Json())), Cell(c.value("n", Json())),
-                     ComparisonValue(c), Cell(c.value("device", Json()))});
-    drows.push_back({name, ControlCell(c), FlopsCell(c, "flops.total_ratio"),
-                     FlopsCell(c, "flops.attention_ratio"), LogProbCell(c)});
+  std::printf("experiment %lld%s: arms (summary metrics: mean ± SE over each arm's succeeded runs)\n",
+              static_cast<long long>(id.value()), name.empty() ? "" : (" (" + name + ")").c_str());
+  for (const auto& [title, columns] : GroupColumns(arms)) {
+    std::printf("\n%s\n", title.c_str());
+    PrintArmTable(arms, columns);
   }
-  if (crows.empty()) {
+  PrintExecution(arms);
+  std::string by;
+  for (const auto& k : pair_by) by += (by.empty() ? "" : ", ") + k;
+  std::printf("\ncomparisons (treatment vs baseline, runs paired by %s)\n",
+              by.empty() ? "the grid's pair_by" : by.c_str());
+  if (comparisons.empty()) {
     std::printf("  (none)\n");
     return kExitOk;
   }
-  std::printf("%s", FormatTable({"name", "arms", "metric", "stat", "estimator", "n pairs", "value",
-                                 "device"}, crows).c_str());
-  std::printf("\ncontrols, measured FLOPs ratios (treatment / baseline) and per-token log-prob "
-              "differences (bootstrap 95%% CI over held-out rows)\n%s",
-              FormatTable({"name", "zero-replacement control", "FLOPs total", "FLOPs attention",
-                           "logprob diff"}, drows).c_str());
+  std::map<std::string, std::vector<std::string>> unmeasured;  // reason -> comparisons
   for (const Json& c : comparisons) {
+    PrintComparison(c, pair_by);
     const Json f = c.value("flops", Json::object());
     if (f.is_object() && f.contains("reason"))
-      std::printf("  %s: FLOPs unmeasured: %s\n", Cell(c.value("name", Json())).c_str(),
-                  Cell(f["reason"]).c_str());
+      unmeasured[Cell(f["reason"])].push_back(Cell(c.value("name", Json())));
   }
+  for (const auto& [reason, names] : unmeasured)
+    std::printf("\nFLOPs ratios unmeasured for %s: %s\n",
+                names.size() == comparisons.size() ? "every comparison"
+                                                   : (std::to_string(names.size()) + " comparisons").c_str(),
+                reason.c_str());
   return kExitOk;
 }
 

@@ -94,6 +94,34 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
+std::string FormatBytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (!std::isfinite(bytes)) return FormatNumber(bytes);
+  size_t u = 0;
+  while (std::fabs(bytes) >= 1024 && u + 1 < sizeof kUnits / sizeof kUnits[0]) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[40];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else std::snprintf(buf, sizeof buf, std::fabs(bytes) >= 100 ? "%.1f %s" : "%.2f %s", bytes, kUnits[u]);
+  return buf;
+}
+
+bool IsBytesKey(const std::string& key) {
+  const std::string tail = "bytes";
+  size_t at = key.rfind(tail);
+  if (at == std::string::npos) return false;
+  bool starts = at == 0 || key[at - 1] == '.' || key[at - 1] == '_';
+  size_t end = at + tail.size();
+  return starts && (end == key.size() || key[end] == '.');
+}
+
+std::string KeyedCell(const std::string& key, const Json& v) {
+  if (v.is_number() && IsBytesKey(key)) return FormatBytes(v.get<double>());
+  return Cell(v);
+}
+
 std::string FormatMeanSe(const Json& mean, const Json& se) {
   if (!mean.is_number()) return "-";
   std::string s = FormatNumber(mean.get<double>());

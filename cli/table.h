@@ -21,6 +21,12 @@ std::string FormatCsv(const TableRow& header, const std::vector<TableRow>& rows)
 
 // Returns `v` with up to 6 significant digits ("0.001234", "1.235e+06", "42").
 std::string FormatNumber(double v);
+// Returns a byte count with a binary unit: "512 B", "229.5 MiB", "1.00 GiB".
+std::string FormatBytes(double bytes);
+// Returns true iff a metric or field name holds bytes ("mem.peak_bytes", "bytes").
+bool IsBytesKey(const std::string& key);
+// Returns a value under `key` as a table cell: bytes with a unit, else Cell(v).
+std::string KeyedCell(const std::string& key, const Json& v);
 // Returns "mean ± se" ("mean" alone when se is null/absent, "-" when mean is).
 std::string FormatMeanSe(const Json& mean, const Json& se);
 // Returns a JSON value as a table cell: strings unquoted, numbers via FormatNumber,

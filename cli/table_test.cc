@@ -83,3 +83,21 @@ TEST_CASE("wait: progress from counts, finished and exit semantics") {
   CHECK(all.Finished());
   CHECK(all.AllSucceeded());
 }
+
+namespace headlab {
+
+// Issue 19.9: bytes were shown raw ("2.40652e+08").
+TEST_CASE("bytes get a binary unit, by value and by key") {
+  CHECK(FormatBytes(512) == "512 B");
+  CHECK(FormatBytes(240652000) == "229.5 MiB");
+  CHECK(FormatBytes(1024.0 * 1024 * 1024) == "1.00 GiB");
+  CHECK(IsBytesKey("mem.peak_bytes"));
+  CHECK(IsBytesKey("aoh.bench.kv_bytes"));
+  CHECK(IsBytesKey("bytes"));
+  CHECK_FALSE(IsBytesKey("eval.ppl"));
+  CHECK_FALSE(IsBytesKey("bytesize"));
+  CHECK(KeyedCell("mem.peak_bytes", Json(240652000.0)) == "229.5 MiB");
+  CHECK(KeyedCell("eval.ppl", Json(9110.08)) == "9110.08");
+}
+
+}  // namespace headlab

@@ -252,6 +252,9 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   std::printf("headlab is up: dashboard %s/\n", url.c_str());
   std::printf("  coordinator pid %d (log %s), worker pid %d (log %s)\n", int(coord.value()),
               coord_log.c_str(), int(worker.value()), worker_log.c_str());
+  // Commands run elsewhere find it through HEADLAB_URL (or --data-dir DIR, which reads
+  // DIR/coordinator.json and DIR/token).
+  std::printf("  for other shells: export HEADLAB_URL=%s\n", url.c_str());
   std::fflush(stdout);
 
   if (detach) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/resolve.h"
 
 namespace headlab {
 
@@ -69,7 +70,7 @@ std::string ProgressLine(const Progress& p, double elapsed_s, int bar_width) {
 }
 
 int RunWait(const CliContext& ctx, const ParsedArgs& args) {
-  auto id = ParseId(args.positional()[0], "experiment");
+  auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
   double timeout_s = 0;  // 0 = no deadline
   if (args.Has("--timeout")) {

@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 
+#include "common/metric_catalog.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
+#include "common/suggest.h"
 #include "common/utf8.h"
 
 namespace headlab {
@@ -46,7 +48,10 @@ Status CheckKnownKeys(const Json& obj, const std::string& file, const std::strin
     if (found) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    return Invalid(file, path + "." + key, "unknown key (known: " + list + ")");
+    std::string guess = ClosestName(key, known);
+    return Invalid(file, path + "." + key,
+                   "unknown key" + (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+                       " (known: " + list + ")");
   }
   return Status::Ok();
 }
@@ -76,7 +81,7 @@ Status ApplySet(const std::string& set, const std::string& file, Json* root) {
   if (eq == std::string::npos || eq == 0)
     return Invalid(file, where, "expected KEY=V1,V2,...");
   std::string key = set.substr(0, eq);
-  if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where);
+  if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where, key);
   std::string rest = set.substr(eq + 1);
   if (rest.empty()) return Invalid(file, where, "empty axis");
   Json values = Json::array();
@@ -110,7 +115,7 @@ StatusOr<std::vector<Axis>> ParseAxes(const Json& root, const std::string& file)
                                        Got(*it));
   for (auto& [key, list] : it->items()) {  // std::map order: lexicographic keys
     std::string path = "$.axes." + key;
-    if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, path);
+    if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, path, key);
     if (!list.is_array())
       return Invalid(file, path, "expected a non-empty list of values, got " + Got(list));
     if (list.empty()) return Invalid(file, path, "empty axis");
@@ -163,7 +168,8 @@ StatusOr<std::vector<std::string>> ParsePairBy(const Json& root, const std::stri
     const Json& k = (*it)[i];
     if (!k.is_string())
       return Invalid(file, path, "expected a config key such as \"seed\", got " + Got(k));
-    if (!IsRunConfigKey(k.get<std::string>())) return UnknownRunConfigKey(file, path);
+    if (!IsRunConfigKey(k.get<std::string>()))
+      return UnknownRunConfigKey(file, path, k.get<std::string>());
     for (const auto& prev : keys)
       if (prev == k.get<std::string>()) return Invalid(file, path, "duplicate key " + Got(k));
     keys.push_back(k.get<std::string>());
@@ -227,6 +233,29 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
   return out;
 }
 
+// A comparison's metric must be one some run of its arms can report: for built-in run
+// kinds a name of common/metric_names.h (metric_catalog.h); a command run's program names
+// its own metrics, so a grid with one accepts any well-formed name.
+Status CheckComparisonMetrics(const Grid& grid, const std::string& file) {
+  for (const ExpandedRun& r : grid.runs)
+    if (r.config.value("kind", "") == "command") return Status::Ok();
+  for (size_t i = 0; i < grid.comparisons.size(); ++i) {
+    const std::string& m = grid.comparisons[i].metric;
+    if (IsBuiltinMetric(m)) continue;
+    std::string section = m.substr(0, m.find('.')), same;
+    for (const std::string& k : BuiltinMetricNames())
+      if (k.compare(0, section.size() + 1, section + ".") == 0 && k.back() != '.')
+        same += (same.empty() ? "" : ", ") + k;
+    std::string guess = ClosestName(m, BuiltinMetricNames());
+    return Invalid(file, "$.comparisons[" + std::to_string(i) + "].metric",
+                   "no run kind of this grid reports " + Got(m) +
+                       (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+                       (same.empty() ? "" : " (" + section + " metrics: " + same + ")") +
+                       "; the names are in common/metric_names.h");
+  }
+  return Status::Ok();
+}
+
 // A short description of one run's axis values for cross-field error messages.
 std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>& axes,
                      const std::vector<size_t>& pos) {
@@ -265,6 +294,8 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
                                          {"name", "description", "base", "axes", "arms",
                                           "pair_by", "comparisons", "max_attempts"}));
   for (const auto& set : sets) HEADLAB_RETURN_IF_ERROR(ApplySet(set, file, &root));
+  std::map<std::string, std::string> set_axes;  // axis key -> the --set argument that made it
+  for (const auto& set : sets) set_axes[set.substr(0, set.find('='))] = set;
 
   Grid grid;
   grid.file = file;
@@ -301,10 +332,17 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
   }
   for (const auto& [arm, overrides] : arms.value()) {
     grid.arms.push_back(arm);
-    for (const Axis& a : axes.value())
-      if (overrides.contains(a.key))
-        return Invalid(file, "$.arms." + arm + "." + a.key,
-                       "also an axis: the override would make that axis's runs identical");
+    for (const Axis& a : axes.value()) {
+      if (!overrides.contains(a.key)) continue;
+      auto set = set_axes.find(a.key);
+      if (set != set_axes.end())
+        return Invalid(file, "--set \"" + set->second + "\"",
+                       "arm \"" + arm + "\" sets " + a.key + " itself, so an axis on it would "
+                       "make that axis's runs identical; sweep a key the arms leave alone "
+                       "(e.g. --set seed=1,2,3) or change the arms");
+      return Invalid(file, "$.arms." + arm + "." + a.key,
+                     "also an axis: the override would make that axis's runs identical");
+    }
   }
 
   size_t per_arm = 1;
@@ -342,6 +380,7 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
       }
     }
   }
+  HEADLAB_RETURN_IF_ERROR(CheckComparisonMetrics(grid, file));
   grid.source = std::move(root);
   return grid;
 }

@@ -89,7 +89,7 @@ TEST_CASE("--set adds and overrides axes") {
   REQUIRE(g.ok());
   CHECK(g->runs[0].config["train"]["device"] == "cpu");
   CHECK(ErrorOf(kGrid, {"train.lrr=1"}).rfind(
-            "g.jsonc: --set \"train.lrr=1\": unknown config key (known: kind, seed,", 0) == 0);
+            "g.jsonc: --set \"train.lrr=1\": unknown config key \"train.lrr\"; did you mean \"train.lr\"?", 0) == 0);
   CHECK(ErrorOf(kGrid, {"seed="}) == "g.jsonc: --set \"seed=\": empty axis");
   CHECK(ErrorOf(kGrid, {"noequals"}) == "g.jsonc: --set \"noequals\": expected KEY=V1,V2,...");
   CHECK(ErrorOf(kGrid, {"model.layers=two"}) ==
@@ -105,7 +105,7 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
   CHECK(with(R"({"base": {"model": {"layers": "two"}}})") ==
         "g.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\"");
   CHECK(with(R"({"base": {"model": {"heds": 2}}})").rfind(
-            "g.jsonc: $.base.model.heds: unknown key (known: layers, heads, width, context, "
+            "g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"? (known in model: layers, heads, width, context, "
             "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(with(R"({"base": {"train": {"lr": 2}}})") ==
         "g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2");
@@ -117,7 +117,7 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
   CHECK(with(R"({"axes": {"train.lr": 0.1}})") ==
         "g.jsonc: $.axes.train.lr: expected a non-empty list of values, got 0.1");
   CHECK(with(R"({"axes": {"model.heds": [1]}})").rfind(
-            "g.jsonc: $.axes.model.heds: unknown config key (known: kind, seed, ", 0) == 0);
+            "g.jsonc: $.axes.model.heds: unknown config key \"model.heds\"; did you mean \"model.heads\"? ", 0) == 0);
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "saf",
                                   "metric": "eval.ppl", "stat": "diff"}]})") ==
         "g.jsonc: $.comparisons[0].treatment: unknown arm \"saf\" (arms: narrow, wide)");
@@ -137,7 +137,7 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
   CHECK(with(R"({"max_attempts": 21})") ==
         "g.jsonc: $.max_attempts: expected an integer in [1, 20], got 21");
   CHECK(with(R"({"pair_by": ["sed"]})").rfind(
-            "g.jsonc: $.pair_by[0]: unknown config key (known: kind, seed,", 0) == 0);
+            "g.jsonc: $.pair_by[0]: unknown config key \"sed\"; did you mean \"seed\"?", 0) == 0);
   CHECK(with(R"({"pair_by": "seed"})") ==
         "g.jsonc: $.pair_by: expected a list of config keys, got \"seed\"");
   CHECK(with(R"({"name": "has space"})") ==
@@ -247,4 +247,49 @@ TEST_CASE("A value quoted in an error is never cut inside a character (found by 
   std::string error = ErrorOf(text);
   CHECK(error.rfind("g.jsonc: $: expected an object (a grid), got \"", 0) == 0);
   CHECK(headlab::IsValidUtf8(error));
+}
+
+namespace {
+
+std::string GridError(const std::string& text, const std::vector<std::string>& sets = {}) {
+  auto g = headlab::ExpandGrid(text, "g.jsonc", sets);
+  return g.ok() ? "" : g.status().message();
+}
+
+}  // namespace
+
+// Issue 19.2: "metric": "eval.perplexity" was stored and gave n pairs 0 without a word.
+TEST_CASE("A comparison on a metric no run kind reports is refused") {
+  const std::string grid = R"({"name": "g", "base": {"kind": "train"},
+      "arms": {"a": {}, "b": {"train.lr": 1e-3}},
+      "comparisons": [{"name": "c", "baseline": "a", "treatment": "b",
+                       "metric": "eval.perplexity", "stat": "delta_pct"}]})";
+  std::string err = GridError(grid);
+  CHECK(err.rfind("g.jsonc: $.comparisons[0].metric: no run kind of this grid reports "
+                  "\"eval.perplexity\"", 0) == 0);
+  CHECK(err.find("eval.ppl") != std::string::npos);  // the eval metrics are listed
+  std::string typo = grid;
+  typo.replace(typo.find("eval.perplexity"), 15, "eval.pll");
+  CHECK(GridError(typo).find("did you mean \"eval.ppl\"?") != std::string::npos);
+  std::string fine = grid;
+  fine.replace(fine.find("eval.perplexity"), 15, "eval.ppl");
+  CHECK(GridError(fine).empty());
+  // A command run's program names its own metrics.
+  std::string command = grid;
+  command.replace(command.find(R"({"kind": "train"})"), 17,
+                  R"({"kind": "command", "command.program": "t.py"})");
+  CHECK(GridError(command).empty());
+}
+
+// Issue 19.3: the README's `--set train.lr=1e-3,3e-3` on the demo grid said only "also an
+// axis" at a path the user never wrote.
+TEST_CASE("--set on a key the arms set says so at the --set argument") {
+  const std::string grid = R"({"name": "g", "base": {}, "axes": {"seed": [1, 2]},
+      "arms": {"lr_3e-3": {"train.lr": 3e-3}, "lr_1e-3": {"train.lr": 1e-3}}})";
+  std::string err = GridError(grid, {"train.lr=1e-3,3e-3"});
+  CHECK(err.rfind("g.jsonc: --set \"train.lr=1e-3,3e-3\": arm \"lr_1e-3\" sets train.lr itself", 0) == 0);
+  CHECK(err.find("--set seed=1,2,3") != std::string::npos);
+  auto seeds = headlab::ExpandGrid(grid, "g.jsonc", {"seed=1,2,3"});
+  REQUIRE(seeds.ok());
+  CHECK(seeds->runs.size() == 6);
 }

@@ -23,6 +23,21 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
+double StudentT975(int64_t df) {
+  static const double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+                              2.228,  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+                              2.093,  2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
+                              2.048,  2.045, 2.042};
+  if (df < 1) return kNaN;
+  return df <= 30 ? kT[df - 1] : 1.960;
+}
+
+Interval MeanCi95(const MeanSe& m) {
+  if (m.n < 2 || !std::isfinite(m.se)) return {kNaN, kNaN};
+  const double half = StudentT975(m.n - 1) * m.se;
+  return {m.mean - half, m.mean + half};
+}
+
 MeanSe MeanAndSe(const std::vector<double>& xs) {
   MeanSe r;
   r.n = int(xs.size());

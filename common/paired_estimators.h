@@ -1,4 +1,4 @@
-// Paired estimators (DESIGN.md, Measurement; SAF §4, App. C.4, C.5, D.3): within-pair
+// Paired estimators (docs/DESIGN.md, Measurement; SAF §4, App. C.4, C.5, D.3): within-pair
 // ratios summarised by their median (single-GPU timing) or mean +- SE (multi-GPU,
 // finetuning), ΔPPL% per seed, cluster-bootstrap CIs of paired per-token log-probability
 // differences, and the ABBA leg order of paired timing. Torch-free and I/O-free: the
@@ -26,6 +26,17 @@ struct MeanSe {
 // Returns the mean and its standard error: sample sd with n-1 in the denominator,
 // SE = sd / sqrt(n). Empty input gives n = 0 and NaN mean.
 MeanSe MeanAndSe(const std::vector<double>& xs);
+
+// Returns the two-sided 97.5% quantile of Student's t with `df` >= 1 degrees of freedom
+// (a table to df 30, accurate to 3 decimals; the normal 1.960 beyond, within 2%).
+double StudentT975(int64_t df);
+
+// The 95% confidence interval of a mean from n paired values: mean +- t(n-1) * SE.
+struct Interval {
+  double lo, hi;
+};
+// Returns it, or NaNs when n < 2.
+Interval MeanCi95(const MeanSe& m);
 
 // Returns the median (mean of the middle two for even n); NaN for empty input.
 double Median(std::vector<double> xs);

@@ -120,3 +120,21 @@ TEST_CASE("control tolerance") {
 }
 
 }  // namespace headlab::paired
+
+namespace headlab::paired {
+
+// Issue 19.5: the CLI showed only mean +- SE at n = 2; the 95% CI is mean +- t(1) * SE.
+TEST_CASE("MeanCi95 uses Student's t with n - 1 degrees of freedom") {
+  MeanSe m = MeanAndSe({-0.344, -0.058});  // mean -0.201, SE 0.143
+  CHECK(m.mean == Approx(-0.201));
+  CHECK(m.se == Approx(0.143));
+  Interval ci = MeanCi95(m);
+  CHECK(ci.lo == Approx(-0.201 - 12.706 * 0.143));
+  CHECK(ci.hi == Approx(-0.201 + 12.706 * 0.143));
+  CHECK(ci.lo == Approx(-2.018).margin(0.001));
+  CHECK(StudentT975(10) == Approx(2.228));
+  CHECK(StudentT975(1000) == Approx(1.96));
+  CHECK(std::isnan(MeanCi95(MeanAndSe({1.0})).lo));
+}
+
+}  // namespace headlab::paired

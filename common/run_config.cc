@@ -3,12 +3,15 @@
 // so adding a key is one line here (and one line in schema/grid.md).
 #include "common/run_config.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
 #include <map>
 
+#include "common/suggest.h"
 #include "common/utf8.h"
 
 namespace headlab {
@@ -33,6 +36,7 @@ struct KeySpec {
 };
 
 constexpr size_t kMaxStringBytes = 4096;
+constexpr size_t kMaxParamNameBytes = 64;
 
 KeySpec Int(const char* key, double lo, double hi, double def) {
   return {key, KeyType::kInt, lo, hi, false, false, def, nullptr, nullptr};
@@ -48,7 +52,7 @@ KeySpec Str(const char* key, const char* def, const char* allowed) {
 // The schema (schema/grid.md, "Run config"). Order = documentation and export order.
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> kSchema = {
-      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops"),
+      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command"),
       Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
       Int("model.layers", 1, 128, 2),
       Int("model.heads", 1, 128, 4),
@@ -112,6 +116,10 @@ const std::vector<KeySpec>& Schema() {
       Str("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
       Int("bench.decode_tokens", 1, 1e6, 32),
       Str("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
+      // Run kind command (worker/command_run.h, schema/command.md): the user's program.
+      Str("command.program", "", nullptr),      // path; relative to the worker's directory
+      Str("command.interpreter", "", nullptr),  // e.g. "python3" (PATH); "" = run the program
+      Str("command.args", "", nullptr),         // extra arguments, split at blanks
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
       // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).
@@ -290,9 +298,8 @@ Status Invalid(const std::string& file, const std::string& path, const std::stri
   return Status::InvalidArgument(file + ": " + path + ": " + what);
 }
 
-// The names known at one level of the config ("" = top level), for unknown-key messages.
-std::string KnownAt(const std::string& section) {
-  std::string out;
+// The names known at one level of the config ("" = top level), in schema order.
+std::vector<std::string> NamesAt(const std::string& section) {
   std::vector<std::string> seen;
   for (const KeySpec& s : Schema()) {
     std::string key = s.key;
@@ -304,20 +311,29 @@ std::string KnownAt(const std::string& section) {
     } else {
       continue;
     }
-    bool dup = false;
-    for (const auto& x : seen) dup = dup || x == name;
-    if (dup) continue;
-    seen.push_back(name);
-    out += (out.empty() ? "" : ", ") + name;
+    if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
   }
-  return out;
+  if (section.empty()) seen.push_back(kParamsSection);
+  return seen;
+}
+
+// "unknown key (did you mean "heads"?; known: layers, heads, ...)" for `name` at `section`.
+std::string UnknownAt(const std::string& section, const std::string& name) {
+  std::vector<std::string> names = NamesAt(section);
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  std::string guess = ClosestName(name, names);
+  return std::string("unknown key") +
+         (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (known" +
+         (section.empty() ? "" : " in " + section) + ": " + list + ")";
 }
 
 bool IsSection(const std::string& name) {
   return name == "model" || name == "train" || name == "data" || name == "noop" ||
          name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
          name == "saf" || name == "aah" || name == "prune" || name == "mqar" ||
-         name == "passkey" || name == "resources" || name == "flops";
+         name == "passkey" || name == "resources" || name == "flops" || name == "command" ||
+         name == kParamsSection;
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
@@ -342,6 +358,9 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
     return Invalid(file, prefix + ".data.path",
                    "expected the directory holding train.bin and val.bin when data.source "
                    "is \"shards\", got \"\"");
+  if (c["kind"] == "command" && c["command"]["program"].get_ref<const std::string&>().empty())
+    return Invalid(file, prefix + ".command.program",
+                   "expected the program to run when kind is \"command\", got \"\"");
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
   // checks it against the data.
@@ -385,20 +404,56 @@ const std::vector<std::string>& RunConfigKeys() {
   return kKeys;
 }
 
-bool IsRunConfigKey(const std::string& dotted_key) { return Index().count(dotted_key) > 0; }
+bool IsParamsKey(const std::string& dotted_key) {
+  const std::string prefix = kParamsSection + std::string(".");
+  if (dotted_key.compare(0, prefix.size(), prefix) != 0) return false;
+  std::string name = dotted_key.substr(prefix.size());
+  if (name.empty() || name.size() > kMaxParamNameBytes) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
 
-Status UnknownRunConfigKey(const std::string& file, const std::string& path) {
-  std::string known;
-  for (const std::string& k : RunConfigKeys()) known += (known.empty() ? "" : ", ") + k;
-  return Invalid(file, path, "unknown config key (known: " + known + ")");
+bool IsRunConfigKey(const std::string& dotted_key) {
+  return Index().count(dotted_key) > 0 || IsParamsKey(dotted_key);
+}
+
+Status UnknownRunConfigKey(const std::string& file, const std::string& path,
+                           const std::string& key) {
+  std::string guess = ClosestName(key, RunConfigKeys());
+  return Invalid(file, path, "unknown config key " + Got(Json(key)) +
+                                 (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+                                 " (every key with its default: schema/grid.md, \"Run config\")");
 }
 
 StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json& value,
                                       const std::string& file, const std::string& path) {
+  if (IsParamsKey(dotted_key)) {
+    // Free-form parameters of a command run: any JSON number, bool or short string.
+    if (value.is_number() || value.is_boolean() ||
+        (value.is_string() && value.get_ref<const std::string&>().size() <= kMaxStringBytes))
+      return value;
+    return Invalid(file, path, "expected a number, a bool or a string of at most " +
+                                   std::to_string(kMaxStringBytes) + " bytes, got " + Got(value));
+  }
   auto it = Index().find(dotted_key);
-  if (it == Index().end()) return UnknownRunConfigKey(file, path);
+  if (it == Index().end()) return UnknownRunConfigKey(file, path, dotted_key);
   const KeySpec& s = *it->second;
-  auto fail = [&] { return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value)); };
+  auto fail = [&] {
+    std::string guess;
+    if (s.type == KeyType::kString && s.allowed && value.is_string()) {
+      std::vector<std::string> allowed;
+      for (std::string rest = s.allowed;;) {
+        size_t bar = rest.find('|');
+        allowed.push_back(rest.substr(0, bar));
+        if (bar == std::string::npos) break;
+        rest = rest.substr(bar + 1);
+      }
+      guess = ClosestName(value.get<std::string>(), allowed);
+    }
+    return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value) +
+                                   (guess.empty() ? "" : " (did you mean \"" + guess + "\"?)"));
+  };
   if (s.type == KeyType::kString) {
     if (!value.is_string() || !AllowedString(s, value.get_ref<const std::string&>()))
       return fail();
@@ -436,15 +491,17 @@ StatusOr<Json> FlattenRunConfig(const Json& config, const std::string& file,
         std::string key = name + "." + leaf;
         if (!IsRunConfigKey(key))
           return Invalid(file, path + "." + leaf,
-                         "unknown key (known: " + KnownAt(name) + ")");
+                         name == kParamsSection
+                             ? "expected a parameter name matching [A-Za-z0-9_-]{1,64}"
+                             : UnknownAt(name, leaf));
         HEADLAB_RETURN_IF_ERROR(add(key, leaf_value, path + "." + leaf));
       }
     } else if (IsRunConfigKey(name)) {
       HEADLAB_RETURN_IF_ERROR(add(name, value, path));
     } else if (name.find('.') != std::string::npos) {
-      return UnknownRunConfigKey(file, path);
+      return UnknownRunConfigKey(file, path, name);
     } else {
-      return Invalid(file, path, "unknown key (known: " + KnownAt("") + ")");
+      return Invalid(file, path, UnknownAt("", name));
     }
   }
   return flat;

@@ -37,8 +37,15 @@ Json::json_pointer RunConfigPointer(const std::string& dotted_key);
 // order (the order the CLI uses for export columns).
 const std::vector<std::string>& RunConfigKeys();
 
-// Returns true iff `dotted_key` names a leaf of the run config (e.g. "train.lr").
+// The section of free-form parameters ("params.hidden": 64): a command run's own
+// hyperparameters, validated only as JSON scalars and hashed like every other key.
+inline constexpr const char* kParamsSection = "params";
+
+// Returns true iff `dotted_key` names a leaf of the run config (e.g. "train.lr"), a
+// schema key or a params.NAME key (NAME in [A-Za-z0-9_-]{1,64}).
 bool IsRunConfigKey(const std::string& dotted_key);
+// Returns true iff `dotted_key` is a params.NAME key.
+bool IsParamsKey(const std::string& dotted_key);
 
 // Checks one value against the schema entry of `dotted_key` (which must be a known key)
 // and returns it in canonical form (integers as integers, numbers as doubles). The error
@@ -46,7 +53,9 @@ bool IsRunConfigKey(const std::string& dotted_key);
 StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json& value,
                                       const std::string& file, const std::string& path);
 
-// Returns "<file>: <path>: unknown config key (known: kind, seed, model.layers, ...)".
-Status UnknownRunConfigKey(const std::string& file, const std::string& path);
+// Returns "<file>: <path>: unknown config key "K"; did you mean "train.lr"? (every key ...:
+// schema/grid.md, "Run config")" for the dotted key K, the suggestion only for a likely typo.
+Status UnknownRunConfigKey(const std::string& file, const std::string& path,
+                           const std::string& key);
 
 }  // namespace headlab

@@ -126,6 +126,8 @@ class Core {
   WorkerRegistry& workers() { return workers_; }
   // Log lines written and suppressed about peers' bad input (throttled).
   const LogThrottle& throttle() const { return throttle_; }
+  // The store, for user writes that need no state machine (tags and notes, annotations.h).
+  Store* store() { return store_; }
 
  private:
   // Who holds an attempt, as seen from a worker writing to it.

@@ -1,4 +1,4 @@
-// Head maps (DESIGN.md data model: run, layer, head, role, score, window) arrive as JSON
+// Head maps (docs/DESIGN.md data model: run, layer, head, role, score, window) arrive as JSON
 // artifacts written by the methods (e.g. kinds "aah_head_maps", "aoh_head_maps",
 // "saf_head_map"). When such a file is readable where the coordinator runs and its SHA-256
 // matches the ARTIFACT message, its rows are copied into the head_maps table so that SQL

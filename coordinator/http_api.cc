@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "coordinator/bulk_requests.h"
 #include "coordinator/db.h"
+#include "coordinator/http_api_research.h"
 #include "coordinator/http_policy.h"
 #include "coordinator/query.h"
 #include "coordinator/query_string.h"
@@ -196,6 +197,7 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
                                        int(num(attempt, 0)), num(limit, 1000000)));
     }
   }
+  if (auto r = ResearchGet(d, p, query)) return *r;
   return Error(404, "no route GET " + path);
 }
 
@@ -220,6 +222,10 @@ HttpResponse HttpApi::Post(const std::string& path, const std::string& body) {
     if (!id) return Error(400, "bad run id '" + p[3] + "'");
     if (p[4] == "cancel") return Write([id](Core& c) { return c.CancelRun(id); });
     return Write([id](Core& c) { return c.RetryRun(id); });
+  }
+  if (auto w = ResearchWrite(p, body)) {
+    if (!w->ok()) return FromStatus(w->status());
+    return Write(std::move(w->value()));
   }
   return Error(404, "no route POST " + path);
 }

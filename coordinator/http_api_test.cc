@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
+#include "common/sha256.h"
 #include "coordinator/store.h"
 #include "coordinator/test_util.h"
 
@@ -108,6 +109,40 @@ TEST_CASE("reads need a token when the policy closes them") {
   CHECK(Do(api, "POST", "/api/v1/query", R"({"sql": "SELECT 1"})", "Bearer viewer").status == 200);
   CHECK(api.Handle({"GET", "/api/v1/experiments", "", "", "headlab_token=viewer"}).status == 200);
   CHECK(Do(api, "POST", "/api/v1/runs/1/cancel", "", "Bearer viewer").status == 401);
+}
+
+TEST_CASE("HTTP research routes: run search, artifacts, tags and notes need the token") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  auto e = s.InsertExperiment(TestGrid({"a", "b"}, 2), {}, false);
+  REQUIRE(e.ok());
+  REQUIRE(s.StartAttempt({e->queued[0], 1}, "w", {}, nullptr).ok());
+  const std::string file = dir.path() + "/out.log";
+  REQUIRE(WriteFileAtomic(file, "hello\n").ok());
+  REQUIRE(s.InsertArtifact({e->queued[0], 1}, 0, "log", file, Sha256Hex("hello\n"), 6, 0).ok());
+  HttpApi api({dir.path() + "/h.db", "tok", "", "test"}, nullptr);
+  auto found = Do(api, "GET", "/api/v1/runs?status=queued&where=seed%3D2");
+  REQUIRE(found.status == 200);
+  CHECK(Json::parse(found.body)["runs"].size() == 2);
+  CHECK(Do(api, "GET", "/api/v1/runs?status=nope").status == 400);
+  CHECK(Do(api, "GET", "/api/v1/runs?where=x.y%3D1").status == 400);
+  const std::string base = "/api/v1/runs/" + std::to_string(e->queued[0]) + "/artifacts";
+  auto list = Do(api, "GET", base);
+  REQUIRE(list.status == 200);
+  CHECK(Json::parse(list.body)[0]["download"] == base + "/1/0");
+  auto bytes = Do(api, "GET", base + "/1/0");
+  CHECK(bytes.status == 200);
+  CHECK(bytes.content_type == "application/octet-stream");
+  CHECK(bytes.body == "hello\n");
+  CHECK(Do(api, "GET", base + "/1/9").status == 404);
+  CHECK(Do(api, "GET", base + "/x/0").status == 400);
+  // Tags and notes are writes: the token, then the loop (none here: 503).
+  CHECK(Do(api, "POST", "/api/v1/runs/1/tags", R"({"add": ["x"]})").status == 401);
+  CHECK(Do(api, "POST", "/api/v1/runs/1/tags", R"({"add": ["x"]})", "Bearer tok").status == 503);
+  CHECK(Do(api, "POST", "/api/v1/experiments/1/note", R"({"text": "x"})", "Bearer tok").status == 503);
+  CHECK(Do(api, "POST", "/api/v1/runs/zz/tags", "{}", "Bearer tok").status == 400);
+  CHECK(Do(api, "POST", "/api/v1/runs/1/tags", "{bad", "Bearer tok").status == 400);
 }
 
 TEST_CASE("static files: served from the root, no traversal") {

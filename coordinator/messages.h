@@ -77,7 +77,7 @@ StatusOr<RejectMsg> ParseReject(const Json& body);
 // ACCEPT-style {run, attempt}.
 StatusOr<AttemptRef> ParseRef(const Json& body, const char* command);
 // METRICS from the body's text, streamed (SAX) into MetricPoints without building a JSON
-// tree: METRICS is the bulk of the traffic (DESIGN.md, Scale). Bounded like ParseBody.
+// tree: METRICS is the bulk of the traffic (docs/DESIGN.md, Scale). Bounded like ParseBody.
 StatusOr<MetricsMsg> ParseMetricsText(const std::string& text);
 StatusOr<ArtifactMsg> ParseArtifact(const Json& body);
 // PROVENANCE {run, attempt, fields: {...}}: returns the ref; fields are body["fields"].

@@ -13,6 +13,9 @@ const char kMigration001[] =
 const char kMigration002[] =
 #include "schema/002_paired_details.sql.inc"
     ;
+const char kMigration003[] =
+#include "schema/003_annotations.sql.inc"
+    ;
 
 }  // namespace
 
@@ -20,6 +23,7 @@ const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> kAll = {
       {1, "schema/001_init.sql", kMigration001},
       {2, "schema/002_paired_details.sql", kMigration002},
+      {3, "schema/003_annotations.sql", kMigration003},
   };
   return kAll;
 }

@@ -24,7 +24,8 @@ TEST_CASE("migrate creates every table and is idempotent") {
   REQUIRE(Migrate(&db).ok());
   CHECK(SchemaVersion(&db) == LatestSchemaVersion());
   for (const char* t : {"experiments", "runs", "attempts", "workers", "metrics", "summaries",
-                        "artifacts", "provenance", "head_maps", "paired_stats", "events"}) {
+                        "artifacts", "provenance", "head_maps", "paired_stats", "events", "tags",
+                        "notes"}) {
     Stmt s = db.MustPrepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     s.Bind(1, t);
     REQUIRE(s.Step());

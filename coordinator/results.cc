@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 
+#include "common/metric_catalog.h"
 #include "common/metric_names.h"
+#include "common/suggest.h"
 #include "coordinator/paired_sources.h"
 
 namespace headlab::coord {
@@ -75,7 +77,7 @@ struct PairValues {
 PairValues ValuesOf(const std::vector<Pair>& pairs, const std::string& metric,
                     const std::string& stat);
 
-// Median for paired timing legs that each ran on at most one device (DESIGN.md: median for
+// Median for paired timing legs that each ran on at most one device (docs/DESIGN.md: median for
 // single-GPU timing); mean +- SE otherwise (multi-GPU timing, seeds, finetuning).
 std::string ChooseEstimator(Db* db, const std::string& stat, const std::vector<Pair>& pairs) {
   if (stat != "ratio" && stat != "speedup") return paired::kMeanSe;
@@ -232,6 +234,77 @@ PairValues ValuesOf(const std::vector<Pair>& pairs, const std::string& metric,
   return out;
 }
 
+// How to read a comparison (schema/http_api.md, "Reading a comparison"): its unit, which
+// side of "no difference" favours the treatment, the 95% CI of the mean (Student's t) and
+// what the interval says.
+void AddReading(const std::string& metric, const std::string& stat, const std::string& estimator,
+                const std::vector<double>& values, Json* c) {
+  const double neutral = stat == "ratio" || stat == "speedup" ? 1.0 : 0.0;
+  (*c)["unit"] = stat == "delta_pct" ? "%" : stat == "diff" ? "" : "x";
+  (*c)["neutral"] = neutral;
+  int d = BetterDirection(metric);
+  if (stat == "speedup") d = -d;  // baseline / treatment: above 1 when the treatment is lower
+  (*c)["better"] = d < 0 ? Json("lower") : d > 0 ? Json("higher") : Json(nullptr);
+  MeanSe m = MeanAndSe(values);
+  paired::Interval ci = paired::MeanCi95(m);
+  (*c)["ci95"] = estimator == paired::kMeanSe && std::isfinite(ci.lo)
+                     ? Json{{"lo", ci.lo}, {"hi", ci.hi}, {"method", "student_t"}, {"df", m.n - 1}}
+                     : Json(nullptr);
+  // The interval the verdict reads: the CI of the mean, or every pair's range for medians.
+  double lo = ci.lo, hi = ci.hi;
+  if (estimator == paired::kMedian && values.size() >= 2) {
+    lo = *std::min_element(values.begin(), values.end());
+    hi = *std::max_element(values.begin(), values.end());
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    (*c)["verdict"] = nullptr;
+    return;
+  }
+  const std::string n = neutral == 1.0 ? "1" : "0";
+  const bool ranged = estimator == paired::kMedian;
+  std::string side = lo > neutral ? "higher" : hi < neutral ? "lower" : "";
+  std::string why = side.empty()
+                        ? (ranged ? "pairs on both sides of " : "95% CI includes ") + n
+                        : (ranged ? std::string("every pair ") + (side == "higher" ? "above " : "below ")
+                                  : std::string("95% CI excludes ")) + n;
+  std::string verdict = side.empty() ? "no clear difference"
+                        : d == 0     ? "treatment " + side
+                        : (side == "lower") == (d < 0) ? "treatment better"
+                                                       : "treatment worse";
+  (*c)["verdict"] = verdict + " (" + why + ")";
+}
+
+// Why a comparison has no pairs: none complete yet, or the arms' runs lack the metric.
+std::string NoPairsNote(const std::vector<RunSummary>& runs, const std::vector<Pair>& pairs,
+                        const std::string& base, const std::string& treat,
+                        const std::string& metric) {
+  if (pairs.empty()) {
+    int ok = 0, all = 0;
+    for (const RunSummary& r : runs)
+      if (r.arm == base || r.arm == treat) {
+        ++all;
+        ok += r.status == "succeeded";
+      }
+    return "no complete pair yet (" + std::to_string(ok) + " of " + std::to_string(all) +
+           " runs of the two arms succeeded)";
+  }
+  for (const std::string& arm : {base, treat}) {
+    std::vector<std::string> reported;
+    bool has = false;
+    for (const Pair& p : pairs) {
+      const RunSummary* r = arm == base ? p.b : p.t;
+      has = has || r->metrics.count(metric);
+      for (const auto& [k, v] : r->metrics)
+        if (std::find(reported.begin(), reported.end(), k) == reported.end()) reported.push_back(k);
+    }
+    if (has) continue;
+    return "no succeeded run of arm \"" + arm + "\" reports " + metric +
+           DidYouMean(metric, reported) + " (" + std::to_string(reported.size()) +
+           " summary metrics reported)";
+  }
+  return "";
+}
+
 }  // namespace
 
 StatusOr<Json> ComputeResults(Db* db, int64_t experiment) {
@@ -324,6 +397,8 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment) {
       out["ratio_of_means"] = Num(stat == "speedup"
                                       ? paired::RatioOfMeans(v.baseline, v.treatment)
                                       : paired::RatioOfMeans(v.treatment, v.baseline));
+    AddReading(metric, stat, estimator, v.values, &out);
+    if (v.values.empty()) out["note"] = NoPairsNote(runs, pairs, base, treat, metric);
     AddControl(runs, base, treat, metric, stat, estimator, &out);
     if (metric.rfind("eval.", 0) == 0) out["logprob_diff"] = LogProbDiff(db, pairs);
     out["flops"] = FlopsRatios(db, pairs);
@@ -351,7 +426,8 @@ Status SavePairedStats(Db* db, int64_t experiment, const Json& results) {
     if (c["value"].is_number()) ins.Bind(13, c["value"].get<double>()); else ins.BindNull(13);
     ins.Bind(14, c.value("device", ""));
     Json details = Json::object();
-    for (const char* k : {"spread", "ratio_of_means", "control", "contended", "logprob_diff", "flops"})
+    for (const char* k : {"spread", "ratio_of_means", "control", "contended", "logprob_diff",
+                          "flops", "ci95", "unit", "better", "verdict", "note"})
       if (c.contains(k)) details[k] = c[k];
     ins.Bind(15, CanonicalJson(details));
     HEADLAB_RETURN_IF_ERROR(ins.Exec());

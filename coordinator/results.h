@@ -1,5 +1,5 @@
 // Results of an experiment: per-arm aggregates of the summary metrics and the grid's
-// paired comparisons (DESIGN.md, Measurement: within-pair values, mean +- SE).
+// paired comparisons (docs/DESIGN.md, Measurement: within-pair values, mean +- SE).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ using paired::MeanSe;
 inline constexpr int kBootstrapResamples = 2000;
 
 // Returns the within-pair value of `stat` for baseline b and treatment t:
-// delta_pct = 100 * (t / b - 1) (DESIGN.md: dPPL% = 100 * (p_rep / p_ord - 1)),
+// delta_pct = 100 * (t / b - 1) (docs/DESIGN.md: dPPL% = 100 * (p_rep / p_ord - 1)),
 // diff = t - b, ratio = t / b, speedup = b / t (SAF App. C.4: t_ord / t_rep). nullopt for
 // an unknown stat or division by zero.
 std::optional<double> PairValue(const std::string& stat, double b, double t);

@@ -193,3 +193,71 @@ TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob di
 }
 
 }  // namespace headlab::coord
+
+namespace headlab::coord {
+
+// Issue 19.5: the CLI showed only mean ± SE; now every comparison says its unit, which side
+// is better, its 95% CI and what the CI says; with no pairs, why (issue 19.2).
+TEST_CASE("comparisons carry unit, direction, 95% CI, verdict and a note") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  Grid g = TestGrid({"base", "treat"}, 2);
+  g.comparisons = {{"dppl", "base", "treat", "eval.ppl", "delta_pct"},
+                   {"typo", "base", "treat", "eval.pplx", "delta_pct"}};
+  auto e = s.InsertExperiment(g, {}, false);
+  REQUIRE(e.ok());
+  const double ppl[] = {20.0, 30.0, 19.0, 27.0};  // delta_pct per seed: -5, -10
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(s.StartAttempt({e->queued[i], 1}, "w", {}, nullptr).ok());
+    s.FinishAttempt({e->queued[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", ppl[i]}});
+  }
+  auto r = ComputeResults(s.db(), e->experiment_id);
+  REQUIRE(r.ok());
+  const Json& c = (*r)["comparisons"][0];
+  CHECK(c["unit"] == "%");
+  CHECK(c["better"] == "lower");
+  CHECK(c["mean"].get<double>() == Approx(-7.5));
+  CHECK(c["se"].get<double>() == Approx(2.5));  // sd sqrt(12.5), / sqrt(2)
+  CHECK(c["ci95"]["lo"].get<double>() == Approx(-7.5 - 12.706 * 2.5));
+  CHECK(c["ci95"]["hi"].get<double>() == Approx(-7.5 + 12.706 * 2.5));
+  CHECK(c["ci95"]["df"] == 1);
+  CHECK(c["verdict"] == "no clear difference (95% CI includes 0)");
+  const Json& typo = (*r)["comparisons"][1];
+  CHECK(typo["n"] == 0);
+  CHECK(typo["verdict"].is_null());
+  CHECK(typo["note"] == "no succeeded run of arm \"base\" reports eval.pplx (did you mean "
+                        "\"eval.ppl\"?) (1 summary metrics reported)");
+}
+
+TEST_CASE("a verdict reads the direction of the metric and of the stat") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  Grid g = TestGrid({"base", "treat"}, 3);
+  g.comparisons = {{"loss", "base", "treat", "eval.loss", "diff"},
+                   {"speed", "base", "treat", "bench.update_ms", "speedup"},
+                   {"acc", "base", "treat", "mqar.accuracy", "diff"}};
+  auto e = s.InsertExperiment(g, {}, false);
+  REQUIRE(e.ok());
+  for (int i = 0; i < 6; ++i) {
+    const bool t = i >= 3;
+    const double k = 1.0 + 0.01 * (i % 3);
+    REQUIRE(s.StartAttempt({e->queued[i], 1}, "w", {}, nullptr).ok());
+    // The treatment: lower loss, faster updates, lower accuracy, in every pair.
+    s.FinishAttempt({e->queued[i], 1}, "succeeded", 0, "", "",
+                    {{"eval.loss", (t ? 2.0 : 3.0) * k}, {"bench.update_ms", (t ? 5.0 : 10.0) * k},
+                     {"mqar.accuracy", (t ? 0.5 : 0.9) * k}});
+  }
+  auto r = ComputeResults(s.db(), e->experiment_id);
+  REQUIRE(r.ok());
+  const Json& cs = (*r)["comparisons"];
+  CHECK(cs[0]["verdict"] == "treatment better (95% CI excludes 0)");
+  CHECK(cs[1]["better"] == "higher");  // speedup = b / t: above 1 when the treatment is faster
+  CHECK(cs[1]["unit"] == "x");
+  CHECK(cs[1]["verdict"].get<std::string>().rfind("treatment better", 0) == 0);
+  CHECK(cs[2]["better"] == "higher");
+  CHECK(cs[2]["verdict"] == "treatment worse (95% CI excludes 0)");
+}
+
+}  // namespace headlab::coord

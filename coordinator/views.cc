@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "common/config_view.h"
+#include "coordinator/annotations.h"
+
 namespace headlab::coord {
 namespace {
 
@@ -61,6 +64,18 @@ void AddCounts(Db* db, int64_t id, Json* e) {
 
 }  // namespace
 
+std::string ConfigJsonPath(const std::string& dotted) {
+  std::string out = "$";
+  size_t start = 0;
+  while (start <= dotted.size()) {
+    size_t dot = dotted.find('.', start);
+    if (dot == std::string::npos) dot = dotted.size();
+    out += ".\"" + dotted.substr(start, dot - start) + "\"";
+    start = dot + 1;
+  }
+  return out;
+}
+
 Json StatusView(Db* db) {
   Json by = EmptyCounts();
   Stmt s = db->MustPrepare("SELECT status, count(*) FROM runs GROUP BY status");
@@ -100,6 +115,12 @@ Json ExperimentsView(Db* db) {
     e["counts"][c.Text(1)] = c.Int(2);
     e["total"] = e["total"].get<int64_t>() + c.Int(2);
   }
+  for (Json& e : out) e["tags"] = Json::array();
+  Stmt t = db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'experiment' ORDER BY tag");
+  while (t.Step()) {
+    auto it = pos.find(t.Int(0));
+    if (it != pos.end()) out[it->second]["tags"].push_back(t.Text(1));
+  }
   return out;
 }
 
@@ -115,48 +136,76 @@ StatusOr<Json> ExperimentView(Db* db, int64_t id) {
             {"pair_by", ParsedOrText(s.Text(7))}, {"comparisons", ParsedOrText(s.Text(8))},
             {"max_attempts", s.Int(9)}, {"rerun", s.Int(10) != 0}, {"created_at", s.Text(11)}};
   AddCounts(db, id, &e);
+  e["varying"] = GridVaryingKeys(e["grid"]);
+  e["tags"] = TagsOf(db, "experiment", id);
+  e["note"] = NoteOf(db, "experiment", id);
   return e;
 }
 
 StatusOr<Json> ExperimentRunsView(Db* db, int64_t id) {
-  Stmt e = db->MustPrepare("SELECT 1 FROM experiments WHERE id=?");
+  Stmt e = db->MustPrepare("SELECT grid_json FROM experiments WHERE id=?");
   e.Bind(1, id);
   if (!e.Step()) return NotFound("experiment", id);
+  // The keys the grid varies; one json_extract with every path parses each config once.
+  std::vector<std::string> varying = GridVaryingKeys(ParsedOrText(e.Text(0)));
+  std::string paths;
+  for (size_t i = 0; i < varying.size(); ++i) paths += ", ?" + std::to_string(i + 2);
   Stmt s = db->MustPrepare(
-      "SELECT id, idx, arm, status, attempts, max_attempts, config_hash, pair_key, seed, "
-      "worker_id AS worker, reused_from, error, updated_at FROM runs WHERE experiment_id=? "
-      "ORDER BY idx");
+      "SELECT r.id, r.idx, r.arm, r.status, r.attempts, r.max_attempts, r.config_hash, "
+      "r.pair_key, r.seed, r.worker_id AS worker, w.name AS worker_name, r.reused_from, "
+      "r.error, r.updated_at" +
+      (varying.empty() ? std::string(", NULL") : ", json_extract(r.config_json" + paths + ")") +
+      " AS params FROM runs r LEFT JOIN workers w ON w.id = r.worker_id "
+      "WHERE r.experiment_id=?1 ORDER BY r.idx");
   s.Bind(1, id);
+  for (size_t i = 0; i < varying.size(); ++i) s.Bind(int(i + 2), ConfigJsonPath(varying[i]));
   Json runs = Rows(s);
   std::map<int64_t, size_t> pos;
   for (size_t i = 0; i < runs.size(); ++i) {
-    pos[runs[i]["id"].get<int64_t>()] = i;
-    runs[i]["summary"] = Json::object();
+    Json& r = runs[i];
+    pos[r["id"].get<int64_t>()] = i;
+    r["summary"] = Json::object();
+    r["tags"] = Json::array();
+    // One path gives the value itself, several a JSON array of the values.
+    Json values = r["params"].is_string() && varying.size() > 1 ? ParsedOrText(r["params"].get<std::string>())
+                                                                 : Json::array({r["params"]});
+    Json params = Json::object();
+    for (size_t k = 0; k < varying.size() && values.is_array() && k < values.size(); ++k)
+      params[varying[k]] = values[k];
+    r["params"] = params;
   }
   Stmt m = db->MustPrepare(
       "SELECT s.run_id, s.key, s.value FROM summaries s JOIN runs r ON r.id = s.run_id "
       "WHERE r.experiment_id=?");
   m.Bind(1, id);
   while (m.Step()) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = Value(m, 2);
+  for (auto& [run, tags] : RunTagsOfExperiment(db, id)) runs[pos[run]]["tags"] = tags;
+  for (auto& [run, note] : RunNotesOfExperiment(db, id)) runs[pos[run]]["note"] = note;
   return runs;
 }
 
 StatusOr<Json> RunView(Db* db, int64_t id) {
   Stmt s = db->MustPrepare(
-      "SELECT id, experiment_id, idx, arm, status, attempts, max_attempts, config_hash, "
-      "pair_key, seed, worker_id AS worker, reused_from, error, created_at, updated_at, "
-      "config_json FROM runs WHERE id=?");
+      "SELECT r.id, r.experiment_id, e.name AS experiment_name, r.idx, r.arm, r.status, "
+      "r.attempts, r.max_attempts, r.config_hash, r.pair_key, r.seed, r.worker_id AS worker, "
+      "w.name AS worker_name, r.reused_from, r.error, r.created_at, r.updated_at, "
+      "r.config_json FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+      "LEFT JOIN workers w ON w.id = r.worker_id WHERE r.id=?");
   s.Bind(1, id);
   Json rows = Rows(s);
   if (rows.empty()) return NotFound("run", id);
   Json run = rows[0];
   run["config"] = ParsedOrText(run["config_json"].get<std::string>());
   run.erase("config_json");
+  run["config_notable"] = NotableConfig(run["config"]);
+  run["tags"] = TagsOf(db, "run", id);
+  run["note"] = NoteOf(db, "run", id);
 
   Stmt a = db->MustPrepare(
-      "SELECT attempt, worker_id AS worker, devices_json, status, assigned_at, accepted_at, "
-      "finished_at, exit_code, error, stderr_tail, resume_json FROM attempts WHERE run_id=? "
-      "ORDER BY attempt");
+      "SELECT a.attempt, a.worker_id AS worker, w.name AS worker_name, a.devices_json, "
+      "a.status, a.assigned_at, a.accepted_at, a.finished_at, a.exit_code, a.error, "
+      "a.stderr_tail, a.resume_json FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id "
+      "WHERE a.run_id=? ORDER BY a.attempt");
   a.Bind(1, id);
   Json attempts = Rows(a);
   for (Json& at : attempts) {
@@ -191,6 +240,18 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
       "WHERE run_id=? ORDER BY attempt, seq");
   art.Bind(1, id);
   run["artifacts"] = Rows(art);
+
+  // The run's audit trail (assign, lost, done, cancel, retry, tag, ...), oldest first.
+  Stmt ev = db->MustPrepare(
+      "SELECT at, kind, attempt, worker_id AS worker, detail_json FROM events WHERE run_id=? "
+      "ORDER BY id");
+  ev.Bind(1, id);
+  Json events = Rows(ev);
+  for (Json& x : events) {
+    x["detail"] = ParsedOrText(x["detail_json"].get<std::string>());
+    x.erase("detail_json");
+  }
+  run["events"] = events;
   return run;
 }
 

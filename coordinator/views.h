@@ -11,17 +11,23 @@
 
 namespace headlab::coord {
 
+// Returns the SQLite JSON path of a dotted config key, each component quoted:
+// "params.my-key" -> $."params"."my-key".
+std::string ConfigJsonPath(const std::string& dotted);
+
 // {experiments: N, runs_by_status: {status: n}}; the caller adds the live workers.
 Json StatusView(Db* db);
 // Every worker row: [{id,name,host,pid,version,slots,devices,state,last_seen_at}].
 Json WorkerRowsView(Db* db);
-// [{id,name,created_at,counts:{queued,running,succeeded,failed,lost,cancelled},total}].
+// [{id,name,created_at,counts:{queued,running,succeeded,failed,lost,cancelled},total,tags}].
 Json ExperimentsView(Db* db);
+// {id,name,...,grid,counts,total,varying:[dotted keys the grid varies],tags,note}.
 StatusOr<Json> ExperimentView(Db* db, int64_t id);
-// [{id,idx,arm,status,attempts,max_attempts,config_hash,pair_key,seed,worker,reused_from,
-//   error,summary}] in grid order.
+// [{id,idx,arm,status,attempts,max_attempts,config_hash,pair_key,seed,worker,worker_name,
+//   reused_from,error,params:{varying key: value},summary,tags,note?}] in grid order.
 StatusOr<Json> ExperimentRunsView(Db* db, int64_t id);
-// {id,...,config,attempts:[...],summary,provenance,artifacts}.
+// {id,experiment_id,experiment_name,...,worker_name,config,config_notable,tags,note,
+//  attempts:[...{worker_name}],summary,provenance,artifacts,events:[{at,kind,...}]}.
 StatusOr<Json> RunView(Db* db, int64_t id);
 // {points: [[attempt, seq, step, key, value, time_s], ...]} with seq > after (all attempts
 // unless attempt > 0), at most `limit` points, ordered by (attempt, seq).

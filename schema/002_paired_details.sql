@@ -1,5 +1,5 @@
 -- headlab schema, migration 2 (PRAGMA user_version 1 -> 2): what every paired figure
--- carries besides n and the estimator (DESIGN.md, Measurement).
+-- carries besides n and the estimator (docs/DESIGN.md, Measurement).
 --   value        the estimator's point estimate: the median of the within-pair values
 --                (median_paired) or their mean (mean_se_paired; then equal to mean)
 --   device       where the legs ran, from the runs' provenance (e.g. "cuda:0 NVIDIA H200",

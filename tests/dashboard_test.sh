@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# System test (issue 9): the web dashboard, in headless Chromium, against a real
-# coordinator and worker. A finished grid (tests/dashboard/finished_grid.jsonc) and a
-# running one (live_grid.jsonc) are in the database; tests/dashboard/check.mjs then checks
-# that the runs table lists every run, charts draw points, a live curve grows while its
-# run trains, the head grid has L x H cells, provenance shows the commit, and cancel
-# without a token is refused. Screenshots land in $PWD/dashboard-screens/ (the ctest
+# System test (issues 9 and 19): the web dashboard, in headless Chromium, against a real
+# coordinator and worker. A finished grid (tests/dashboard/finished_grid.jsonc), a command
+# grid whose script reports known values (report_values.py) and a running grid
+# (live_grid.jsonc) are in the database; tests/dashboard/check.mjs then checks that the
+# runs table lists every run with the values its grid varies, charts draw points (one-point
+# metrics too), numbers keep their digits, no page is wider than the window, panels say
+# they are loading, a live curve grows while its run trains, the head grid has L x H
+# cells, provenance shows the commit, a failed run shows its cause, artifacts download
+# with their hash, tags and notes are edited, and cancel without a token is refused. Screenshots land in $PWD/dashboard-screens/ (the ctest
 # working directory) for a person to look at.
 #
 # Needs Debian's chromium (make deps installs it) and node >= 20 with npm; installs only
@@ -59,6 +62,36 @@ expect_eq "head-map rows of run $HEAD_RUN (AAH-v3, 2 layers x 4 heads)" 8 \
 LAYERS=$(db "SELECT json_extract(config_json, '$.model.layers') FROM runs WHERE id = $HEAD_RUN")
 HEADS=$(db "SELECT json_extract(config_json, '$.model.heads') FROM runs WHERE id = $HEAD_RUN")
 
+say "the CLI's reading of the finished grid's comparison (issue 19.5)"
+hl results "$FIN" >"$HL_TMP/results.txt" || fail "headlab results $FIN failed"
+grep -q "log-prob diff .* nats/token over .* held-out rows" "$HL_TMP/results.txt" ||
+  fail "results show no per-token log-prob difference: $(cat "$HL_TMP/results.txt")"
+grep -q "treatment - baseline per token, so > 0 means the treatment gives the tokens" "$HL_TMP/results.txt" ||
+  fail "results do not say which way the log-prob difference points"
+grep -q "95% CI \[.*\] (Student t, 1 df)" "$HL_TMP/results.txt" || fail "results give no 95% CI"
+ok "results explain the log-prob difference's sign and give the 95% CI"
+
+say "a command grid: one run that reports known values, one that fails with a cause on stderr"
+CMD_GRID=$HL_TMP/command_grid.json
+cat >"$CMD_GRID" <<JSON
+{"name": "dashboard_command",
+ "base": {"kind": "command",
+          "command": {"program": "$DRIVER/report_values.py", "interpreter": "python3"}},
+ "arms": {"ok": {}, "fail": {"params.fail": 1}},
+ "max_attempts": 1}
+JSON
+CMD=$(submit "$CMD_GRID") || exit 1
+wait_grid "$CMD" 120
+CMD_OK=$(db "SELECT id FROM runs WHERE experiment_id = $CMD AND arm = 'ok'")
+CMD_FAIL=$(db "SELECT id FROM runs WHERE experiment_id = $CMD AND arm = 'fail'")
+expect_eq "status of the reporting command run $CMD_OK" succeeded "$(db "SELECT status FROM runs WHERE id = $CMD_OK")"
+expect_eq "status of the failing command run $CMD_FAIL" failed "$(db "SELECT status FROM runs WHERE id = $CMD_FAIL")"
+read -r ART_ATTEMPT ART_SEQ ART_SHA <<<"$(db "SELECT attempt, seq, sha256 FROM artifacts
+  WHERE run_id = $PROV_RUN AND kind = 'checkpoint' ORDER BY attempt DESC, seq DESC LIMIT 1" | tr '|' ' ')"
+[[ -n "$ART_SHA" ]] || fail "run $PROV_RUN has no checkpoint artifact"
+WORKER_NAME=$(db "SELECT w.name FROM runs r JOIN workers w ON w.id = r.worker_id WHERE r.id = $PROV_RUN")
+SEEDS=$(db "SELECT group_concat(s) FROM (SELECT json_extract(config_json, '$.seed') AS s FROM runs WHERE experiment_id = $FIN ORDER BY id)")
+
 say "a running grid"
 LIVE=$(submit "$DRIVER/live_grid.jsonc") || exit 1
 LIVE_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $LIVE")
@@ -72,9 +105,15 @@ mkdir -p "$SCREENS"
 rm -f "$SCREENS"/*.png
 jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fin_runs "$FIN_RUNS" \
   --argjson live "$LIVE" --argjson live_run "$LIVE_RUN" --argjson head_run "$HEAD_RUN" \
-  --argjson layers "$LAYERS" --argjson heads "$HEADS" --argjson prov_run "$PROV_RUN" --arg commit "$COMMIT" '
-  {url: $url, screens: $screens,
-   finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber))},
+  --argjson layers "$LAYERS" --argjson heads "$HEADS" --argjson prov_run "$PROV_RUN" --arg commit "$COMMIT" \
+  --argjson cmd "$CMD" --argjson cmd_ok "$CMD_OK" --argjson cmd_fail "$CMD_FAIL" \
+  --argjson art_attempt "$ART_ATTEMPT" --argjson art_seq "$ART_SEQ" --arg art_sha "$ART_SHA" \
+  --arg worker_name "$WORKER_NAME" --arg seeds "$SEEDS" --arg token "$(cat "$HL_DATA/token")" '
+  {url: $url, screens: $screens, token: $token, worker_name: $worker_name,
+   finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber)),
+              seeds: ($seeds | split(",") | map(tonumber))},
+   command: {experiment: $cmd, ok_run: $cmd_ok, fail_run: $cmd_fail},
+   artifact: {run: $prov_run, attempt: $art_attempt, seq: $art_seq, sha256: $art_sha},
    live: {experiment: $live, run: $live_run},
    heads: {run: $head_run, layers: $layers, heads: $heads},
    provenance: {run: $prov_run, commit: $commit},
@@ -83,6 +122,10 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
 say "headless Chromium: tests/dashboard/check.mjs"
 CHROMIUM=$CHROMIUM timeout 600 node "$DRIVER/check.mjs" "$HL_TMP/spec.json" || fail "dashboard checks failed (screens in $SCREENS)"
 
+expect_eq "tags of run $PROV_RUN set through the dashboard" "good" \
+  "$(db "SELECT group_concat(tag, ' ') FROM tags WHERE target = 'run' AND target_id = $PROV_RUN")"
+expect_eq "note of experiment $FIN set through the dashboard" "seed 2 looks off" \
+  "$(db "SELECT text FROM notes WHERE target = 'experiment' AND target_id = $FIN")"
 expect_eq "run $LIVE_RUN still running after the refused cancel" running \
   "$(db "SELECT status FROM runs WHERE id = $LIVE_RUN")"
 expect_eq "cancel events for run $LIVE_RUN" 0 \

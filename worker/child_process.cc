@@ -32,6 +32,12 @@ std::string ExitInfo::Describe() const {
 
 StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides) {
+  return Spawn(argv, env_overrides, SpawnOptions());
+}
+
+StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
+    const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides,
+    const SpawnOptions& options) {
   if (argv.empty()) return Status::InvalidArgument("spawn: empty argv");
   std::vector<std::string> env_strings;
   for (char** e = environ; e && *e; ++e) {
@@ -48,10 +54,12 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
 
   // The exec-error pipe is close-on-exec: a successful execve closes it (EOF, no bytes);
   // a failed one writes errno into it. That turns "binary missing" into a Spawn error.
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(ex, O_CLOEXEC) != 0) {
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1}, rep[2] = {-1, -1};
+  const bool report = options.report_fd >= 0;
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(ex, O_CLOEXEC) != 0 ||
+      (report && ::pipe2(rep, O_CLOEXEC) != 0)) {
     int e = errno;
-    ClosePair(out), ClosePair(err), ClosePair(ex);
+    ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep);
     return Status::IoError(std::string("spawn: pipe: ") + std::strerror(e));
   }
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -59,12 +67,12 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
-    ClosePair(out), ClosePair(err), ClosePair(ex);
+    ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep);
     if (devnull >= 0) ::close(devnull);
     return Status::IoError(std::string("spawn: fork: ") + std::strerror(e));
   }
   if (pid == 0) {
-    ::setpgid(0, 0);
+    if (options.own_group) ::setpgid(0, 0);
     // If we die (even by SIGKILL), the child dies with us: the coordinator will have
     // requeued its attempt elsewhere, so an orphan would only burn the host's devices.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -80,24 +88,34 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    ::execve(cargv[0], cargv.data(), cenv.data());
-    int e = errno;
+    int e = 0;
+    // dup2 clears close-on-exec on the copy: the program keeps its report fd.
+    if (report && rep[1] == options.report_fd) ::fcntl(rep[1], F_SETFD, 0);
+    else if (report && ::dup2(rep[1], options.report_fd) < 0) e = errno;
+    if (!e && !options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) e = errno;
+    if (!e) {
+      ::execve(cargv[0], cargv.data(), cenv.data());
+      e = errno;
+    }
     ssize_t ignored = ::write(ex[1], &e, sizeof e);
     (void)ignored;
     ::_exit(127);
   }
   // Also set the group from the parent: whichever runs first wins, so a signal sent right
   // after Spawn returns always reaches the group.
-  ::setpgid(pid, pid);
+  if (options.own_group) ::setpgid(pid, pid);
   ::close(out[1]);
   ::close(err[1]);
   ::close(ex[1]);
+  if (report) ::close(rep[1]);
   if (devnull >= 0) ::close(devnull);
 
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->pid_ = pid;
   c->out_fd_ = out[0];
   c->err_fd_ = err[0];
+  c->report_fd_ = rep[0];
+  c->own_group_ = options.own_group;
   int exec_errno = 0;
   ssize_t n;
   do {
@@ -106,17 +124,20 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   ::close(ex[0]);
   if (n == ssize_t(sizeof exec_errno)) {
     // The destructor reaps the child (it has already _exit-ed or is about to).
-    return Status::IoError("spawn: cannot execute " + argv[0] + ": " + std::strerror(exec_errno));
+    return Status::IoError("spawn: cannot execute " + argv[0] +
+                           (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
+                           std::strerror(exec_errno));
   }
   ::fcntl(c->out_fd_, F_SETFL, ::fcntl(c->out_fd_, F_GETFL) | O_NONBLOCK);
   ::fcntl(c->err_fd_, F_SETFL, ::fcntl(c->err_fd_, F_GETFL) | O_NONBLOCK);
+  if (report) ::fcntl(c->report_fd_, F_SETFL, ::fcntl(c->report_fd_, F_GETFL) | O_NONBLOCK);
   return c;
 }
 
 ChildProcess::~ChildProcess() {
   ClosePipes();
   if (pid_ > 0 && !exit_) {
-    ::kill(-pid_, SIGKILL);
+    if (own_group_) ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     int st;
     while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
@@ -132,10 +153,12 @@ void ChildProcess::CloseFd(int* fd) {
 void ChildProcess::ClosePipes() {
   CloseFd(&out_fd_);
   CloseFd(&err_fd_);
+  CloseFd(&report_fd_);
 }
 
 bool ChildProcess::Read(int fd, std::string* out) {
-  int* slot = fd == out_fd_ ? &out_fd_ : fd == err_fd_ ? &err_fd_ : nullptr;
+  int* slot = fd == out_fd_ ? &out_fd_ : fd == err_fd_ ? &err_fd_
+            : fd == report_fd_ ? &report_fd_ : nullptr;
   if (slot == nullptr || fd < 0) return false;
   char buf[65536];
   for (;;) {
@@ -153,7 +176,7 @@ bool ChildProcess::Read(int fd, std::string* out) {
 
 bool ChildProcess::SignalGroup(int sig) {
   if (pid_ <= 0 || exit_) return false;
-  return ::kill(-pid_, sig) == 0 || ::kill(pid_, sig) == 0;
+  return (own_group_ && ::kill(-pid_, sig) == 0) || ::kill(pid_, sig) == 0;
 }
 
 std::optional<ExitInfo> ChildProcess::TryReap() {
@@ -175,7 +198,7 @@ std::optional<ExitInfo> ChildProcess::TryReap() {
   }
   // The attempt's process group dies with its leader: nothing it forked may outlive it
   // (a stray grandchild would also keep our pipes open).
-  ::kill(-pid_, SIGKILL);
+  if (own_group_) ::kill(-pid_, SIGKILL);
   exit_ = info;
   return exit_;
 }

@@ -22,6 +22,15 @@ struct ExitInfo {
   std::string Describe() const;
 };
 
+// What Spawn may change besides argv and the environment.
+struct SpawnOptions {
+  std::string cwd;      // the child's working directory ("" = the caller's)
+  int report_fd = -1;   // >= 0: a third pipe whose write end is this fd in the child
+  // false: the child stays in the caller's process group, so a signal to the caller's
+  // group reaches both (SignalGroup then signals the child alone).
+  bool own_group = true;
+};
+
 class ChildProcess {
  public:
   // Starts argv[0] (a path, not searched in PATH) with the current environment plus
@@ -30,6 +39,11 @@ class ChildProcess {
   // returned here, not discovered later.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
       const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides);
+  // As above, in `options.cwd`, with a report pipe when `options.report_fd` >= 0 (read it
+  // through report_fd()). A cwd that cannot be entered is a Spawn error.
+  static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
+      const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides,
+      const SpawnOptions& options);
   // Kills the group and reaps the child if still running (never leaves a zombie).
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
@@ -39,13 +53,16 @@ class ChildProcess {
   // Read ends of the child's stdout / stderr; -1 once closed (EOF seen or drained).
   int stdout_fd() const { return out_fd_; }
   int stderr_fd() const { return err_fd_; }
-  // Reads what is available on `fd` (one of the two above) into *out without blocking.
+  // Read end of the report pipe (SpawnOptions::report_fd); -1 without one or once closed.
+  int report_fd() const { return report_fd_; }
+  // Reads what is available on `fd` (one of the three above) into *out without blocking.
   // Returns false iff the pipe reached EOF or failed; it is then closed.
   bool Read(int fd, std::string* out);
-  // Closes both pipe ends (after draining them at exit).
+  // Closes the pipe ends (after draining them at exit).
   void ClosePipes();
 
-  // Sends `sig` to the child's whole process group. Returns false iff nothing was left.
+  // Sends `sig` to the child's whole process group (to the child alone without its own
+  // group). Returns false iff nothing was left.
   bool SignalGroup(int sig);
   // Reaps the child if it has exited (waitpid WNOHANG). Returns its ExitInfo once, then
   // keeps returning it. Stray processes left in the group are killed at that moment.
@@ -58,6 +75,8 @@ class ChildProcess {
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
+  int report_fd_ = -1;
+  bool own_group_ = true;
   std::optional<ExitInfo> exit_;
 };
 

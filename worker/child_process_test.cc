@@ -25,6 +25,32 @@ bool Running(pid_t pid) {
 
 }  // namespace
 
+TEST_CASE("ChildProcess: working directory and a report pipe on fd 3") {
+  SpawnOptions opt;
+  opt.cwd = "/tmp";
+  opt.report_fd = 3;
+  auto c = ChildProcess::Spawn({"/bin/sh", "-c", "pwd; echo report-line >&3"}, {}, opt);
+  REQUIRE(c.ok());
+  REQUIRE((*c)->report_fd() >= 0);
+  std::string out, rep;
+  std::optional<ExitInfo> exit;
+  for (int i = 0; i < 2000 && !exit; ++i) {
+    if ((*c)->stdout_fd() >= 0) (*c)->Read((*c)->stdout_fd(), &out);
+    if ((*c)->report_fd() >= 0) (*c)->Read((*c)->report_fd(), &rep);
+    if ((*c)->stdout_fd() < 0 && (*c)->report_fd() < 0) exit = (*c)->TryReap();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(exit.has_value());
+  CHECK(exit->exit_code == 0);
+  CHECK(out == "/tmp\n");
+  CHECK(rep == "report-line\n");
+  // A working directory that does not exist fails the spawn itself, naming it.
+  opt.cwd = "/nonexistent-dir-of-headlab";
+  auto bad = ChildProcess::Spawn({"/bin/true"}, {}, opt);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("/nonexistent-dir-of-headlab") != std::string::npos);
+}
+
 TEST_CASE("ChildProcess: environment, pipes and exit status") {
   auto c = ChildProcess::Spawn({"/bin/sh", "-c", "echo \"$HL_X\"; echo e >&2; exit 5"},
                                {{"HL_X", "override"}});

@@ -17,7 +17,14 @@ namespace {
 
 constexpr const char* kUnknown = "unknown";
 
-// Returns the absolute path of `name` found in PATH, or "" (ChildProcess does not search).
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return kUnknown;
+  return buf;
+}
+
+}  // namespace
+
 std::string FindInPath(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   const char* path = ::getenv("PATH");
@@ -32,14 +39,6 @@ std::string FindInPath(const std::string& name) {
   }
   return "";
 }
-
-std::string HostName() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return kUnknown;
-  return buf;
-}
-
-}  // namespace
 
 StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
                             const std::function<void(const std::string&)>& on_stdout,
@@ -76,6 +75,12 @@ std::string DescribeDevices(const std::vector<Device>& devices) {
     s += d.kind == "cuda" ? "cuda:" + std::to_string(d.index) + " " + d.name : "cpu: " + d.name;
   }
   return s;
+}
+
+void MarkCpuOnlyAttempt(Json* provenance) {
+  (*provenance)["devices"] = DescribeDevices({CpuDevice()});
+  (*provenance)["driver_version"] = "none (CPU run)";
+  (*provenance)["cuda_version"] = "none (CPU run)";
 }
 
 Json ComputeHostProvenance(const std::string& source_dir, const std::string& binary_path,

@@ -13,6 +13,10 @@
 
 namespace headlab {
 
+// Returns the absolute path of `name` found in $PATH (a name with a '/' is returned as
+// given), or "" when there is none (ChildProcess does not search PATH).
+std::string FindInPath(const std::string& name);
+
 // Runs argv (argv[0] searched in PATH), feeds its stdout to `on_stdout` and waits for it.
 // Returns its exit status (127 when it could not be started), or an error if it did not
 // finish within `timeout_ms`.
@@ -26,6 +30,11 @@ StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
 //   devices, driver_version, cuda_version ("none" without CUDA)
 Json ComputeHostProvenance(const std::string& source_dir, const std::string& binary_path,
                            const DeviceInventory& inventory);
+
+// Rewrites the host's provenance for an attempt that runs on the CPU only: `devices` names
+// the CPU and driver_version / cuda_version say "none (CPU run)", so a CPU result never
+// reads as a CUDA one on a host that has GPUs (or a CUDA runtime) for other runs.
+void MarkCpuOnlyAttempt(Json* provenance);
 
 // Returns "cuda:0 NVIDIA H200, cuda:1 ..." or "cpu: <model>" for the given devices.
 std::string DescribeDevices(const std::vector<Device>& devices);

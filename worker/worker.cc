@@ -176,6 +176,7 @@ void Worker::HandleAssign(const Json& b) {
   provenance["worker"] = options_.name;
   provenance["cuda_visible_devices"] = cvd;
   if (!used.empty()) provenance["devices"] = DescribeDevices(used);
+  else MarkCpuOnlyAttempt(&provenance);
   if (!written["resume"].is_null()) {  // the checkpoint this attempt continues from
     provenance["resume_path"] = written["resume"]["path"];
     provenance["resume_sha256"] = written["resume"]["sha256"];

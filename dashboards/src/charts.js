@@ -4,6 +4,11 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { alignLines } from './align.js';
+import { tickLabels } from './format.js';
+
+// A line with at most this many points also draws them as dots: a metric logged once
+// (eval.ppl at the end of a SAF run) is a single point, which a line alone never shows.
+const kDotsUpTo = 20;
 const kPalette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b',
   '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
@@ -43,9 +48,17 @@ export class CurveChart {
   set(lines, bands = []) {
     const data = alignLines(lines);
     let drawn = 0;
-    for (let i = 1; i < data.length; i++) for (const y of data[i]) if (y !== null) drawn++;
+    const perLine = [];
+    for (let i = 1; i < data.length; i++) {
+      let n = 0;
+      for (const y of data[i]) if (y !== null) n++;
+      perLine.push(n);
+      drawn += n;
+    }
     this.el.dataset.points = String(drawn);
-    const shape = JSON.stringify([lines.map((l) => [l.label, l.color, l.dash]), bands]);
+    this.el.dataset.colors = JSON.stringify(lines.filter((l) => l.legend !== false).map((l) => l.color));
+    const dots = perLine.map((n) => n > 0 && n <= kDotsUpTo);
+    const shape = JSON.stringify([lines.map((l) => [l.label, l.color, l.dash]), bands, dots]);
     if (this.plot && shape === this.shape) {
       this.plot.setData(data);
       return;
@@ -58,14 +71,20 @@ export class CurveChart {
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
       scales: { x: { time: false } },
-      axes: [{ label: this.xLabel }, { label: this.yLabel, size: 60 }],
-      series: [{ label: this.xLabel }, ...lines.map((l) => ({
+      // Tick labels keep every digit that tells two ticks apart (format.tickLabels).
+      axes: [{ label: this.xLabel, values: (u, splits) => tickLabels(splits) },
+        { label: this.yLabel, size: 70, values: (u, splits) => {
+          const labels = tickLabels(splits);
+          this.el.dataset.yticks = JSON.stringify(labels);  // what the axis shows (tests read it)
+          return labels;
+        } }],
+      series: [{ label: this.xLabel }, ...lines.map((l, i) => ({
         label: l.label,
         stroke: l.color,
         width: l.width ?? 1.5,
         dash: l.dash,
         spanGaps: true,
-        points: { show: false },
+        points: dots[i] ? { show: true, size: 7, fill: l.color, stroke: l.color } : { show: false },
         show: true,
         class: l.legend === false ? 'no-legend' : undefined,
       }))],

@@ -2,16 +2,75 @@
 
 export const kStatuses = ['queued', 'running', 'succeeded', 'failed', 'lost', 'cancelled'];
 
-// Returns a short human number: 3 significant digits, exponent for very large/small.
+// Returns a short human number that keeps every digit of its magnitude: 4 significant
+// digits below 1000 ("3.142", "0.5"), whole numbers from 1000 up to 10^7 ("9110", "12001"),
+// an exponent beyond (1.23e+7) and below 10^-3 (2.50e-5). Trailing zeros go only after a
+// decimal point: 9110.08 is "9110", never "911".
 export function num(v) {
   if (v === null || v === undefined || v === '') return '—';
   const x = Number(v);
   if (!Number.isFinite(x)) return String(v);
   if (x === 0) return '0';
   const a = Math.abs(x);
-  if (Number.isInteger(x) && a < 1e7) return String(x);
-  if (a >= 1e5 || a < 1e-3) return x.toExponential(2);
-  return x.toPrecision(4).replace(/\.?0+$/, '');
+  if (a >= 1e7 || a < 1e-3) return x.toExponential(2);
+  if (Number.isInteger(x) || a >= 1000) return String(Math.round(x));
+  return trimFraction(x.toPrecision(4));
+}
+
+// Drops the zeros that end a decimal fraction ("0.5000" -> "0.5", "250.0" -> "250").
+function trimFraction(text) {
+  if (!text.includes('.') || text.includes('e')) return text;
+  return text.replace(/0+$/, '').replace(/\.$/, '');
+}
+
+const kByteUnits = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+// Returns a byte count with a binary unit: "512 B", "229.5 MiB", "1.00 GiB" (3 or 4
+// significant digits); "—" when absent.
+export function bytes(v) {
+  if (v === null || v === undefined || v === '') return '—';
+  let x = Number(v);
+  if (!Number.isFinite(x)) return String(v);
+  let u = 0;
+  while (Math.abs(x) >= 1024 && u < kByteUnits.length - 1) {
+    x /= 1024;
+    u++;
+  }
+  if (u === 0) return `${Math.round(x)} B`;
+  return `${Math.abs(x) >= 100 ? x.toFixed(1) : x.toFixed(2)} ${kByteUnits[u]}`;
+}
+
+// Returns true iff a metric or config key holds a byte count ("mem.peak_bytes", "kv_bytes").
+export function isBytesKey(key) {
+  return /(^|[._])(bytes|[a-z]+_bytes)($|[._])/.test(String(key));
+}
+
+// Formats a metric value by its key: bytes with a unit, everything else with num().
+export function metricValue(key, v) {
+  return isBytesKey(key) ? bytes(v) : num(v);
+}
+
+// Returns axis tick labels for `values` with the fewest digits that keep every label
+// distinct and true to its value (ticks 0.001, 0.002, 0.003 never read "0 0 0", 2.5 never
+// "3"): fixed notation from 10^-3 to 10^6, exponents beyond. Non-finite values get "".
+export function tickLabels(values) {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (!finite.length) return values.map(() => '');
+  const maxAbs = Math.max(...finite.map(Math.abs));
+  const minAbs = Math.min(...finite.filter((v) => v !== 0).map(Math.abs), Infinity);
+  const exponent = maxAbs >= 1e6 || (minAbs < 1e-3 && maxAbs < 1e-2);
+  // A label may be off by at most a thousandth of the gap between ticks.
+  const sorted = [...new Set(finite)].sort((a, b) => a - b);
+  let gap = Infinity;
+  for (let i = 1; i < sorted.length; i++) gap = Math.min(gap, sorted[i] - sorted[i - 1]);
+  const tolerance = Number.isFinite(gap) ? gap * 1e-3 : Math.max(maxAbs, 1e-300) * 1e-6;
+  const fmt = (v, d) => (v === 0 ? '0' : exponent ? v.toExponential(d) : v.toFixed(d));
+  for (let d = 0; d <= 15; d++) {
+    const labels = values.map((v) => (Number.isFinite(v) ? fmt(v, d) : ''));
+    const exact = finite.every((v) => Math.abs(Number(fmt(v, d)) - v) <= tolerance);
+    if (exact && new Set(labels.filter((l) => l !== '')).size === new Set(finite).size) return labels;
+  }
+  return values.map((v) => (Number.isFinite(v) ? String(v) : ''));
 }
 
 // Returns "2h 03m", "4m 10s", "12s" for a duration in seconds.

@@ -1,7 +1,7 @@
 // node --test: number, duration and ETA formatting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { num, duration, eta, parseJson, shortHash } from './format.js';
+import { num, bytes, isBytesKey, metricValue, tickLabels, duration, eta, parseJson, shortHash } from './format.js';
 
 test('num', () => {
   assert.equal(num(null), '—');
@@ -9,8 +9,44 @@ test('num', () => {
   assert.equal(num(42), '42');
   assert.equal(num(3.14159), '3.142');
   assert.equal(num(2.5e-5), '2.50e-5');
-  assert.equal(num(123456.7), '1.23e+5');
+  assert.equal(num(123456.7), '123457');
   assert.equal(num('x'), 'x');
+});
+
+// Issue 19.1: whole numbers kept their digits only by accident; 9110.08 showed as "911".
+test('num keeps every digit of the magnitude', () => {
+  assert.equal(num(9110.08), '9110');
+  assert.equal(num(5599.95), '5600');
+  assert.equal(num(6920), '6920');
+  assert.equal(num(6920.4), '6920');
+  assert.equal(num(12000.5), '12001');
+  assert.equal(num(99999.4), '99999');
+  assert.equal(num(250.0001), '250');
+  assert.equal(num(100.5), '100.5');
+  assert.equal(num(0.5), '0.5');
+  assert.equal(num(-0.201), '-0.201');
+  assert.equal(num(1.2e7), '1.20e+7');
+  assert.equal(num(0.00123), '0.00123');
+  // Every shown number parses back to within 0.05% of its value, for 10^-3..10^7.
+  for (let e = -2.9; e < 6.9; e += 0.01) {
+    const x = 1.2345678 * 10 ** e;
+    const back = Number(num(x));
+    assert.ok(Math.abs(back - x) / x < 5e-4, `num(${x}) = ${num(x)}`);
+  }
+});
+
+test('bytes and metricValue', () => {
+  assert.equal(bytes(null), '—');
+  assert.equal(bytes(512), '512 B');
+  assert.equal(bytes(240652000), '229.5 MiB');
+  assert.equal(bytes(1024 ** 3), '1.00 GiB');
+  assert.equal(bytes(1536), '1.50 KiB');
+  assert.ok(isBytesKey('mem.peak_bytes'));
+  assert.ok(isBytesKey('aoh.bench.kv_bytes'));
+  assert.ok(isBytesKey('bytes'));
+  assert.ok(!isBytesKey('eval.ppl'));
+  assert.equal(metricValue('mem.peak_bytes', 240652000), '229.5 MiB');
+  assert.equal(metricValue('eval.ppl', 9110.08), '9110');
 });
 
 test('duration', () => {
@@ -41,4 +77,21 @@ test('parseJson and shortHash', () => {
   assert.deepEqual(parseJson({ already: true }, null), { already: true });
   assert.equal(shortHash('0123456789abcdef'), '0123456789ab');
   assert.equal(shortHash(''), '—');
+});
+
+// Issue 19.6: axis labels collapsed ("0 0 0") on small-valued metrics.
+test('tickLabels keep every tick distinct with the fewest digits', () => {
+  assert.deepEqual(tickLabels([0.001, 0.002, 0.003]), ['0.001', '0.002', '0.003']);
+  assert.deepEqual(tickLabels([0, 0.5, 1, 1.5]), ['0', '0.5', '1.0', '1.5']);
+  assert.deepEqual(tickLabels([0, 100, 200]), ['0', '100', '200']);
+  assert.deepEqual(tickLabels([2.40e8, 2.45e8, 2.50e8]), ['2.40e+8', '2.45e+8', '2.50e+8']);
+  assert.deepEqual(tickLabels([1e-5, 2e-5, 3e-5]), ['1e-5', '2e-5', '3e-5']);
+  assert.deepEqual(tickLabels([3.1, 3.1000001]), ['3.1000000', '3.1000001']);
+  assert.deepEqual(tickLabels([null, 1, 2]), ['', '1', '2']);
+  assert.deepEqual(tickLabels([0, 2.5, 5, 7.5]), ['0', '2.5', '5.0', '7.5']);  // never "3"
+  for (const ticks of [[0.0001, 0.0002], [5599.95, 5600.05], [12, 12.5, 13], [0, 2.5, 5, 7.5, 10]]) {
+    const l = tickLabels(ticks);
+    assert.equal(new Set(l).size, l.length, JSON.stringify(l));
+    l.forEach((x, i) => assert.ok(Math.abs(Number(x) - ticks[i]) <= 1e-3 * (ticks[1] - ticks[0]), `${x} for ${ticks[i]}`));
+  }
 });

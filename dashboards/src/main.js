@@ -8,12 +8,14 @@ import { experimentsView } from './views/experiments.js';
 import { experimentView } from './views/experiment.js';
 import { runView } from './views/run.js';
 import { workersView } from './views/workers.js';
+import { searchView } from './views/search.js';
 
 const kRoutes = [
   [/^#?\/?(experiments)?$/, experimentsView, 'experiments'],
   [/^#\/experiments\/(\d+)$/, experimentView, 'experiments'],
   [/^#\/runs\/(\d+)$/, runView, 'experiments'],
   [/^#\/workers$/, workersView, 'workers'],
+  [/^#\/search\??(.*)$/, searchView, 'search'],
 ];
 
 function tokenBox() {
@@ -36,12 +38,13 @@ document.getElementById('boot')?.remove();
 const fleet = h('span', { class: 'fleet muted', id: 'fleet' });
 const nav = {
   experiments: h('a', { href: '#/' }, 'Experiments'),
+  search: h('a', { href: '#/search' }, 'Runs'),
   workers: h('a', { href: '#/workers' }, 'Workers'),
 };
 const main = h('main', { id: 'view' });
 document.body.append(
   h('header', {}, h('a', { class: 'brand', href: '#/' }, 'headlab'),
-    h('nav', {}, nav.experiments, nav.workers), fleet, tokenBox()),
+    h('nav', {}, nav.experiments, nav.search, nav.workers), fleet, tokenBox()),
   main);
 
 let current = null;

@@ -7,7 +7,7 @@
 # Run it from the repository root on the device machine (through the `run` tool). Needs
 # cmake/ninja (/opt/torch/.venv/bin there), nvcc, python3 with torch for the SDPA baseline.
 # Only kernels/ is built (standalone CMake project): the rest of headlab needs the carried
-# Debian packages (DESIGN.md "Seen working on the device machine") and is not built here.
+# Debian packages (docs/DESIGN.md "Seen working on the device machine") and is not built here.
 set -uo pipefail
 quick=""
 bench=1

@@ -2,7 +2,7 @@
 # fetch-debs.sh: downloads (here, on a Debian 12 machine with network) the .debs that the
 # whole-project GPU build needs on the device machine into the git-ignored .debs/ of the
 # repository root; the device call then carries them (`run` with carry [".debs"]) and
-# scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is DESIGN.md's "Seen working
+# scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is docs/DESIGN.md's "Seen working
 # on the device machine" (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf.
 #
 #   scripts/gpu/fetch-debs.sh [--help]

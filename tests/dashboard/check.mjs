@@ -1,9 +1,11 @@
 // Drives the dashboard in headless Chromium (Debian's /usr/bin/chromium, via playwright-core)
 // and checks what a researcher would look at. Usage: node check.mjs SPEC.json, where SPEC is
-// {url, screens, finished: {experiment, runs: [ids]}, live: {experiment, run},
-//  heads: {run, layers, heads}, provenance: {run, commit}, cancel_run}
+// {url, screens, token, worker_name, finished: {experiment, runs: [ids], seeds: [per run]},
+//  command: {experiment, ok_run, fail_run}, artifact: {run, attempt, seq, sha256},
+//  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run}
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { launch } from './browser.mjs';
@@ -79,6 +81,59 @@ const tableRunIds = () => page.evaluate(async () => {
   return [...seen].sort((a, b) => a - b);
 });
 
+// Fails unless the page is no wider than the window (issue 19.6: 2,600 px in 1,400).
+async function checkNoOverflow(where) {
+  const w = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: window.innerWidth }));
+  if (w.doc > w.win + 1) await fail(`${where} is ${w.doc} px wide in a ${w.win} px window`);
+  ok(`${where} fits the window (${w.doc} of ${w.win} px)`);
+}
+
+// Pixels of the chart's own series colours (not axes or grid lines) in its canvas.
+const seriesPixels = (selector) => page.evaluate((sel) => {
+  const el = document.querySelector(sel);
+  const canvas = el && el.querySelector('canvas');
+  const colors = JSON.parse(el?.dataset.colors || '[]').map((c) => {
+    const n = parseInt(c.slice(1), 16);
+    return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+  });
+  if (!canvas || !colors.length) return 0;
+  const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let hits = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] < 200) continue;
+    if (colors.some(([r, g, b]) => Math.abs(d[i] - r) < 24 && Math.abs(d[i + 1] - g) < 24 && Math.abs(d[i + 2] - b) < 24)) hits++;
+  }
+  return hits;
+}, selector);
+
+// The text of a summary-table row on the run page.
+const summaryCell = (key) => page.evaluate((k) => {
+  for (const tr of document.querySelectorAll('#summary-table tr')) {
+    if (tr.querySelector('th')?.textContent === k) return tr.querySelector('td').textContent;
+  }
+  return null;
+}, key);
+
+// Opens `hash` with the API answers matching `pattern` held back for `ms`, and returns
+// whether `selector` showed a loading state meanwhile (issue 19.6: no loading state).
+async function seesLoading(hash, pattern, selector, ms = 2500) {
+  // A held request may be gone by the time it is released (the page moved on).
+  const hold = async (route) => {
+    await new Promise((r) => setTimeout(r, ms));
+    await route.continue().catch(() => {});
+  };
+  await page.route(pattern, hold);
+  await goto('#/workers');  // leave the page, so that `hash` mounts its view afresh
+  await goto(hash);
+  let seen = false;
+  try {
+    await page.waitForSelector(`${selector} .loading`, { timeout: ms });
+    seen = await page.isVisible(`${selector} .loading`);
+  } catch { seen = false; }
+  await page.unroute(pattern, hold);
+  return seen;
+}
+
 // 1. Experiments list.
 await goto('#/');
 const expIds = [spec.finished.experiment, spec.live.experiment];
@@ -125,7 +180,90 @@ const filtered = await page.getAttribute('#runs-table .vt-body', 'data-total');
 if (Number(filtered) < 1 || Number(filtered) > want.length) await fail(`filter left ${filtered} rows`);
 ok(`sort and filter work (filter "#${want[0]}" leaves ${filtered})`);
 await page.fill('#runs-filter', '');
+// Issue 19.9: the table shows the values the grid varies and the worker's name, not a hash.
+const heads = await page.$$eval('#runs-table .vt-h', (hs) => hs.map((x) => x.textContent.replace(/[▲▼]/g, '').trim()));
+for (const col of ['seed', 'aah.regime']) if (!heads.includes(col)) await fail(`runs table has no "${col}" column: ${heads.join(' | ')}`);
+if (heads.includes('config')) await fail('runs table still shows the config hash column');
+await page.click('#runs-table .vt-h:nth-child(2)');  // run id ascending again
+const rowsShown = await page.$$eval('#runs-table .vt-row', (rs, cols) => rs.map((r) => {
+  const cells = [...r.querySelectorAll('.vt-cell')].map((c) => c.textContent.trim());
+  return { id: Number(r.dataset.runId), seed: cells[cols.indexOf('seed')], worker: cells[cols.indexOf('worker')] };
+}), heads);
+rowsShown.sort((a, b) => a.id - b.id);
+const seedsShown = rowsShown.map((r) => Number(r.seed));
+if (JSON.stringify(seedsShown) !== JSON.stringify(spec.finished.seeds)) {
+  await fail(`runs table seeds ${JSON.stringify(seedsShown)}, database ${JSON.stringify(spec.finished.seeds)}`);
+}
+if (!rowsShown.every((r) => r.worker === spec.worker_name)) {
+  await fail(`worker column shows ${JSON.stringify(rowsShown.map((r) => r.worker))}, the worker is named ${spec.worker_name}`);
+}
+ok(`runs table shows the grid's seed and aah.regime columns (seeds ${seedsShown.join(', ')}) and worker "${spec.worker_name}"`);
+// Issue 19.5: the comparison's 95% CI is the t interval of the per-pair values.
+const results = await page.evaluate(async (e) => (await fetch(`/api/v1/experiments/${e}/results`)).json(),
+  spec.finished.experiment);
+const comp = results.comparisons[0];
+const vals = comp.per_pair.map((p) => p.value);
+const mean = vals.reduce((a, b) => a + b, 0) / vals.length;
+const sd = Math.sqrt(vals.reduce((a, b) => a + (b - mean) ** 2, 0) / (vals.length - 1));
+const t975 = { 2: 12.706, 3: 4.303, 4: 3.182 }[vals.length];
+const wantCi = [mean - t975 * sd / Math.sqrt(vals.length), mean + t975 * sd / Math.sqrt(vals.length)];
+const ciText = await waitFor('the comparison CI', () => document.querySelector('#comparisons td.ci')?.textContent || '');
+const shown = (ciText.match(/-?[\d.]+(e[+-]?\d+)?/g) || []).map(Number);
+if (shown.length !== 2 || shown.some((v, i) => Math.abs(v - wantCi[i]) > 5e-4 * Math.max(1, Math.abs(wantCi[i])))) {
+  await fail(`comparison CI reads "${ciText}", the t interval of ${JSON.stringify(vals)} is [${wantCi.join(', ')}]`);
+}
+const verdict = await page.textContent('#comparisons td.verdict');
+if (!/no clear difference|treatment (better|worse|higher|lower)/.test(verdict)) await fail(`comparison reading "${verdict}"`);
+ok(`comparison "${comp.name}": 95% CI ${ciText} (t with ${vals.length - 1} df), "${verdict}"`);
+await checkNoOverflow(`experiment #${spec.finished.experiment} (AAH-v3 arm)`);
 await shot('2-experiment-finished');
+
+// 2b. Panels say they are loading while their data are on the way (issue 19.6).
+if (!(await seesLoading(`#/experiments/${spec.finished.experiment}`, '**/api/v1/experiments/*/results', '#results'))) {
+  await fail('the comparisons panel showed no loading state while its data were held back');
+}
+if (!(await seesLoading(`#/runs/${spec.provenance.run}`, `**/api/v1/runs/${spec.provenance.run}`, '#summary'))) {
+  await fail('the run page showed no loading state while the run was held back');
+}
+ok('the experiment and run pages say "loading…" while their data are on the way');
+
+// 2c. The command run's known values, as a researcher reads them (issues 19.1, 19.6, 19.9).
+await goto(`#/runs/${spec.command.ok_run}`);
+await waitFor('the command run summary', () => document.querySelectorAll('#summary-table tr').length >= 3);
+for (const [key, text] of [['test.value', '9110'], ['test.big', '12001'], ['mem.peak_bytes', '229.5 MiB']]) {
+  const got = await summaryCell(key);
+  if (got !== text) await fail(`run #${spec.command.ok_run} shows ${key} as "${got}", expected "${text}"`);
+}
+ok('numbers keep their digits: 9110.08 reads "9110", 12000.5 "12001", 240652000 bytes "229.5 MiB"');
+const note = await waitFor('the charts note', () => document.querySelector('#charts-note')?.textContent || '');
+const m = note.match(/showing (\d+) of (\d+) metrics/);
+if (!m || Number(m[2]) !== 16) await fail(`charts note reads "${note}", expected "showing 12 of 16 metrics"`);
+await page.click('#charts-more');
+const nCharts = await waitFor('every chart', (n) => {
+  const c = document.querySelectorAll('#run-charts .chart').length;
+  return c === n ? c : 0;
+}, Number(m[2]));
+for (const group of ['once.value', 'm.k01', 'tiny.lr']) {
+  const sel = `#run-charts .chart[data-group="${group}"]`;
+  await waitFor(`points of ${group}`, (x) => Number(document.querySelector(x)?.dataset.points || 0) > 0, sel);
+  const px = await seriesPixels(sel);
+  if (!(px > 0)) await fail(`chart ${group} drew no pixel of its series colour (an invisible one-point line)`);
+}
+ok(`"${note}" with a button; all ${nCharts} charts shown, one-point metrics drawn as visible dots`);
+const ticks = JSON.parse(await page.getAttribute('#run-charts .chart[data-group="tiny.lr"]', 'data-yticks') || '[]');
+const shownTicks = ticks.filter((t) => t !== '');
+if (shownTicks.length < 2 || new Set(shownTicks).size !== shownTicks.length) {
+  await fail(`tiny.lr axis labels collapse: ${JSON.stringify(ticks)}`);
+}
+ok(`axis labels of a 0.001..0.003 metric stay distinct: ${shownTicks.join(' ')}`);
+await checkNoOverflow(`run #${spec.command.ok_run} (16 metrics)`);
+await shot('2c-command-run');
+
+await goto(`#/runs/${spec.command.fail_run}`);
+const cause = await waitFor('the failure cause', () => document.querySelector('#run-cause')?.textContent || '');
+if (!cause.includes('train.bin: cannot open')) await fail(`run #${spec.command.fail_run} shows cause "${cause}"`);
+ok(`failed run #${spec.command.fail_run} says why: "${cause.replace(/\s+/g, ' ').slice(0, 120)}"`);
+await shot('2d-command-failed');
 
 // 3. A live curve gains points while its run trains (run page, pushed over server-sent events).
 await goto(`#/runs/${spec.live.run}`);
@@ -195,7 +333,32 @@ const commit = await waitFor('the commit in the provenance panel', () =>
   document.querySelector('#provenance code.commit')?.textContent || '');
 if (commit !== spec.provenance.commit) await fail(`provenance shows commit "${commit}", expected "${spec.provenance.commit}"`);
 ok(`provenance of run #${spec.provenance.run} shows commit ${commit}`);
+const cuda = await page.evaluate(() => [...document.querySelectorAll('#provenance tr')]
+  .find((tr) => tr.querySelector('th')?.textContent === 'CUDA')?.querySelector('td')?.textContent);
+if (cuda !== 'none (CPU run)') await fail(`provenance of a CPU run shows CUDA "${cuda}"`);
+ok('a CPU run\'s provenance says CUDA "none (CPU run)"');
+const cfgNote = await page.textContent('#config-note');
+const [shownKeys, allKeys] = (cfgNote.match(/(\d+) of (\d+) keys/) || []).slice(1).map(Number);
+if (!(shownKeys > 0 && shownKeys * 2 < allKeys)) await fail(`config shows "${cfgNote}"`);
+if (await page.$('#config-table th:text-is("saf.rate")')) await fail('config of a run without SAF shows saf.rate');
+ok(`config shows ${shownKeys} of ${allKeys} keys (no defaults of unused methods)`);
+// Artifacts download through the API with the hash recorded for them (reads rule).
+const art = spec.artifact;
+const link = await page.getAttribute(`#artifacts-table a[href$="/artifacts/${art.attempt}/${art.seq}"]`, 'href');
+if (!link) await fail(`no download link for artifact ${art.attempt}/${art.seq} of run #${art.run}`);
+const gotSha = await page.evaluate(async (url) => {
+  const buf = await (await fetch(url)).arrayBuffer();
+  return [...new Uint8Array(await crypto.subtle.digest('SHA-256', buf))].map((b) => b.toString(16).padStart(2, '0')).join('');
+}, link);
+if (gotSha !== art.sha256) await fail(`artifact ${link} has SHA-256 ${gotSha}, recorded ${art.sha256}`);
+// A click saves the file, as a user gets it.
+const [saved] = await Promise.all([page.waitForEvent('download', { timeout: kTimeoutMs }),
+  page.click(`#artifacts-table a[href$="/artifacts/${art.attempt}/${art.seq}"]`)]);
+const savedSha = crypto.createHash('sha256').update(fs.readFileSync(await saved.path())).digest('hex');
+if (savedSha !== art.sha256) await fail(`the saved ${saved.suggestedFilename()} has SHA-256 ${savedSha}`);
+ok(`checkpoint ${art.attempt}/${art.seq} downloads from the run page (a click saves ${saved.suggestedFilename()}) with its recorded SHA-256`);
 await runCurves();
+await checkNoOverflow(`run #${spec.provenance.run}`);
 await shot('7-run-provenance');
 
 // 6. Workers.
@@ -203,6 +366,28 @@ await goto('#/workers');
 await waitFor('a worker row', () => document.querySelector('#workers tbody tr[data-worker]'));
 ok(`workers page lists ${await page.$$eval('#workers tbody tr[data-worker]', (r) => r.length)} worker(s)`);
 await shot('8-workers');
+
+// 7. Tags and notes with the write token; the search page finds the tagged run.
+await page.evaluate((t) => localStorage.setItem('headlab.token', t), spec.token);
+await goto(`#/runs/${spec.provenance.run}`);
+await page.waitForSelector('#run-tags .tag-input');
+await page.fill('#run-tags .tag-input', 'good');
+await page.click('#run-tags .tag-add');
+await waitFor('the tag on the run', () => document.querySelector('#run-tags .tags')?.dataset.tags === 'good');
+ok(`run #${spec.provenance.run} tagged "good" from its page`);
+await goto(`#/experiments/${spec.finished.experiment}`);
+await page.waitForSelector('#exp-note details');
+await page.click('#exp-note details summary');
+await page.fill('#exp-note textarea', 'seed 2 looks off');
+await page.click('#exp-note .note-save');
+await waitFor('the saved note', () => document.querySelector('#exp-note .note-text')?.textContent === 'seed 2 looks off');
+ok(`experiment #${spec.finished.experiment} has the note "seed 2 looks off"`);
+await goto('#/search?tag=good');
+const found = await waitFor('the tagged run in the search', () =>
+  [...document.querySelectorAll('#search-table tr[data-run-id]')].map((r) => Number(r.dataset.runId)).join(','));
+if (found !== String(spec.provenance.run)) await fail(`search for tag good lists runs ${found}`);
+ok(`search across experiments for tag "good" lists run #${found}`);
+await shot('9-search');
 
 if (consoleErrors.length) await fail(`browser console errors: ${consoleErrors.join(' | ')}`);
 await close();

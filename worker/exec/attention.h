@@ -1,6 +1,6 @@
 // The hybrid-head attention layer, dense fp32 reference (LibTorch translation units only).
 //
-// One layer, one state per head (DESIGN.md, "Hybrid-head attention"):
+// One layer, one state per head (docs/DESIGN.md, "Hybrid-head attention"):
 //   ordinary      softmax(q k^T / sqrt(d)) over keys k <= q
 //   fixed         a frozen pattern P, no scores: compact P(i,j) = exp(alpha(j) + rho(i-j)
 //                 - logZ(i)) for j <= i (SAF eq. 3), or a dense [T, T] P (comparison

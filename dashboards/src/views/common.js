@@ -1,5 +1,5 @@
 // Pieces shared by several views.
-import { h } from '../dom.js';
+import { h, replace } from '../dom.js';
 import { post } from '../api.js';
 import { parseJson } from '../format.js';
 
@@ -105,4 +105,74 @@ export function resultColumns(keys) {
   }
   const at = rest.indexOf(flops[flops.length - 1]) + 1;
   return [...rest.slice(0, at), ...acr, ...rest.slice(at)].map((key) => ({ key }));
+}
+
+// A placeholder shown until a panel's first data arrive (replaced by the panel's content).
+export function loading(what = '') {
+  return h('p', { class: 'muted loading' }, `loading${what ? ` ${what}` : ''}…`);
+}
+
+// Tags of a run or experiment as chips with × (remove) and a box to add one; each change
+// POSTs {add|remove} to `${apiPath}/tags` with the write token and calls onChange(tags).
+// `msg` reports a refusal ("refused: write token required").
+export function tagEditor(apiPath, tags, msg, onChange = () => {}) {
+  const box = h('span', { class: 'tags', dataset: { tags: (tags || []).join(' ') } });
+  const input = h('input', { type: 'text', placeholder: 'add tag', size: 10, class: 'tag-input' });
+  const send = async (body) => {
+    try {
+      const r = await post(`${apiPath}/tags`, body);
+      msg.className = 'msg';
+      msg.textContent = '';
+      render(r.tags || []);
+      onChange(r.tags || []);
+    } catch (e) {
+      msg.className = 'msg error';
+      msg.textContent = e.message;
+    }
+  };
+  function render(list) {
+    box.dataset.tags = list.join(' ');
+    replace(box, list.map((t) => h('span', { class: 'tag', dataset: { tag: t } }, t,
+      h('button', { class: 'tag-x', title: `remove tag ${t}`, onclick: () => send({ remove: [t] }) }, '×'))),
+    input, h('button', { class: 'tag-add', onclick: () => {
+      const t = input.value.trim();
+      if (t) send({ add: [t] }).then(() => { input.value = ''; });
+    } }, 'tag'));
+  }
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && input.value.trim()) send({ add: [input.value.trim()] }).then(() => { input.value = ''; });
+  });
+  render(tags || []);
+  return box;
+}
+
+// A note on a run or experiment: the text, and an edit box that POSTs {text} to
+// `${apiPath}/note` ("" removes it).
+export function noteEditor(apiPath, note, msg) {
+  const text = h('p', { class: 'note-text' });
+  const area = h('textarea', { rows: 3, cols: 60, class: 'note-input', placeholder: 'a note on this (Markdown is not rendered)' });
+  const show = (t) => {
+    text.textContent = t || '';
+    text.classList.toggle('muted', !t);
+    if (!t) text.textContent = 'no note';
+    area.value = t || '';
+  };
+  show(note);
+  const save = h('button', { class: 'note-save', onclick: async () => {
+    try {
+      const r = await post(`${apiPath}/note`, { text: area.value });
+      msg.className = 'msg';
+      msg.textContent = 'note saved';
+      show(r.note);
+    } catch (e) {
+      msg.className = 'msg error';
+      msg.textContent = e.message;
+    }
+  } }, 'save note');
+  return h('div', { class: 'note' }, text, h('details', {}, h('summary', {}, 'edit note'), area, save));
+}
+
+// The last `n` non-empty lines of a stderr tail: why an attempt failed.
+export function lastLines(text, n = 3) {
+  return String(text || '').split('\n').map((l) => l.trimEnd()).filter((l) => l).slice(-n);
 }

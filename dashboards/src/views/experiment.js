@@ -7,14 +7,15 @@
 // arm chart is one grouped SQL aggregate that arrives after the table and first chart.
 import { h, replace, poll } from '../dom.js';
 import { get, query, sqlInt, sqlString } from '../api.js';
-import { num, shortHash, parseJson, kStatuses } from '../format.js';
+import { num, metricValue, bytes, isBytesKey, parseJson, kStatuses } from '../format.js';
 import { CurveChart, colorFor, withAlpha } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { VirtualTable } from '../table.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
-import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
+import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns,
+  loading, tagEditor, noteEditor } from './common.js';
 import { windowBuckets } from './heads.js';
 
 // Live points of the overlaid runs arrive over server-sent events (live.js); this read
@@ -32,6 +33,7 @@ export function experimentView(el, [idText], signal) {
   const s = {
     exp: null, runs: [], arms: [], devices: new Map(), timing: null,
     gridArms: [],
+    varying: [],  // the config keys the grid varies (experiment.varying): the table's columns
     pairBy: ['seed'],  // the grid's pair_by: names of the values in each pair_key
     info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
@@ -44,27 +46,31 @@ export function experimentView(el, [idText], signal) {
   const counts = h('div', {});
   const etaEl = h('span', { id: 'eta' });
   const msg = h('span', { class: 'msg', id: 'exp-msg' });
+  const tagsEl = h('span', { id: 'exp-tags' });
+  const noteEl = h('div', { id: 'exp-note' });
   const keySelect = h('select', { id: 'metric-key' });
   const runsChartEl = h('div', { class: 'chart', id: 'runs-chart' });
   const armChartEl = h('div', { class: 'chart', id: 'arm-chart' });
   const armNote = h('span', { class: 'muted' });
-  const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, id, pair…',
+  const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, id, tag, train.lr=…',
     id: 'runs-filter' });
   const statusSelect = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'all statuses'),
     kStatuses.map((st) => h('option', { value: st }, st)));
-  const tableEl = h('div', { id: 'runs-table' });
-  const results = h('div', { id: 'results' });
-  const buckets = h('div', { id: 'window-buckets' });
+  const tableEl = h('div', { id: 'runs-table' }, loading('runs'));
+  const results = h('div', { id: 'results', class: 'scroll-x' }, loading('results'));
+  const buckets = h('div', { id: 'window-buckets', class: 'scroll-x' }, loading());
+  const runsChartBox = h('div', {}, h('h3', {}, 'Selected runs (live)'), loading('curves'), runsChartEl);
 
   replace(el, title, desc, err,
     h('section', { class: 'card' }, progress, h('div', { class: 'row' }, counts,
       h('span', {}, 'ETA ', etaEl), h('span', { class: 'spacer' }),
-      actionButton('cancel experiment', `/experiments/${id}/cancel`, msg, () => refreshRuns()), msg)),
+      actionButton('cancel experiment', `/experiments/${id}/cancel`, msg, () => refreshRuns()), msg),
+      h('div', { class: 'row' }, h('span', { class: 'muted' }, 'tags'), tagsEl), noteEl),
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Curves'), h('label', {}, 'metric ', keySelect),
         h('span', { class: 'muted' }, 'tick runs in the table to overlay them')),
       h('div', { class: 'charts' },
-        h('div', {}, h('h3', {}, 'Selected runs (live)'), runsChartEl),
+        runsChartBox,
         h('div', {}, h('h3', {}, 'By arm: mean ± sd ', armNote), armChartEl))),
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Runs'), filterInput, statusSelect), tableEl),
@@ -81,7 +87,7 @@ export function experimentView(el, [idText], signal) {
   const isActive = () => s.runs.some((r) => r.status === 'queued' || r.status === 'running');
 
   // --- runs table --------------------------------------------------------------------
-  function buildTable(metricKeys) {
+  function buildTable(metricKeys, paramKeys) {
     const armIndex = (arm) => Math.max(0, s.arms.indexOf(arm));
     const cols = [
       { label: '', width: '28px', cell: (r) => h('input', {
@@ -94,19 +100,25 @@ export function experimentView(el, [idText], signal) {
           style: { background: colorFor(armIndex(r.arm)) } }), r.arm) },
       { label: 'status', width: '100px', get: (r) => r.status, cell: (r) => statusBadge(r.status) },
       { label: 'attempt', width: '70px', get: (r) => r.attempts, cell: (r) => r.attempts, cls: 'num' },
-      { label: 'worker', width: 'minmax(90px,1fr)', get: (r) => r.worker || '',
-        cell: (r) => r.worker || '—' },
+      { label: 'worker', width: 'minmax(80px,1fr)', get: (r) => r.worker_name || r.worker || '',
+        cell: (r) => h('span', { title: r.worker || '' }, r.worker_name || r.worker || '—') },
       { label: 'device', width: '90px', get: (r) => s.devices.get(r.id) || '',
         cell: (r) => s.devices.get(r.id) || '—' },
       { label: 'pair', width: 'minmax(80px,1fr)', get: (r) => r.pair_key || '',
         cell: (r) => pairText(r.pair_key, s.pairBy) },
+      // The values the grid varies tell the runs apart (not the config hash).
+      ...paramKeys.map((k) => ({
+        label: k, width: 'minmax(70px,110px)', cls: 'param',
+        get: (r) => (r.params ? r.params[k] : null),
+        cell: (r) => paramText(r.params ? r.params[k] : undefined),
+      })),
       ...metricKeys.map((k) => ({
         label: k, width: '100px', cls: 'num',
         get: (r) => (r.summary && r.summary[k] !== undefined ? r.summary[k] : null),
-        cell: (r) => num(r.summary ? r.summary[k] : null),
+        cell: (r) => metricValue(k, r.summary ? r.summary[k] : null),
       })),
-      { label: 'config', width: '110px', get: (r) => r.config_hash,
-        cell: (r) => h('code', { title: r.config_hash }, shortHash(r.config_hash)) },
+      { label: 'tags', width: 'minmax(60px,1fr)', get: (r) => (r.tags || []).join(' '),
+        cell: (r) => h('span', { class: 'tags-cell', title: r.note || '' }, (r.tags || []).join(' ') || (r.note ? '✎' : '')) },
     ];
     table = new VirtualTable(tableEl, cols, {
       rowAttrs: (r) => ({ dataset: { runId: r.id, status: r.status },
@@ -120,7 +132,9 @@ export function experimentView(el, [idText], signal) {
     if (st && r.status !== st) return false;
     const q = filterInput.value.trim().toLowerCase();
     if (!q) return true;
-    return [`#${r.id}`, r.arm, r.status, r.worker, r.pair_key, s.devices.get(r.id), r.config_hash]
+    return [`#${r.id}`, r.arm, r.status, r.worker, r.worker_name, r.pair_key, s.devices.get(r.id),
+      r.config_hash, ...(r.tags || []), r.note,
+      ...Object.entries(r.params || {}).map(([k, v]) => `${k}=${v}`)]
       .some((v) => v && String(v).toLowerCase().includes(q));
   }
   filterInput.addEventListener('input', () => table && table.setFilter(rowFilter));
@@ -171,6 +185,11 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
     if (Array.isArray(grid.pair_by)) s.pairBy = grid.pair_by;
     s.gridArms = Object.keys(grid.arms || {});
     title.textContent = `Experiment #${id} · ${exp.name}`;
+    if (Array.isArray(exp.varying)) s.varying = exp.varying;
+    if (!tagsEl.firstChild) {
+      replace(tagsEl, tagEditor(`/experiments/${id}`, exp.tags || [], msg));
+      replace(noteEl, noteEditor(`/experiments/${id}`, exp.note || '', msg));
+    }
     desc.textContent = grid.description || '';
     replace(progress, progressBar(exp.counts || {}, exp.total));
     replace(counts, countsLine(exp.counts || {}), h('span', { class: 'muted' }, ` of ${exp.total}`));
@@ -181,19 +200,24 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
   function showRuns(runs, note = '') {
     s.arms = [...new Set([...(s.gridArms || []), ...s.arms, ...runs.map((r) => r.arm)])].sort();
     const metricKeys = keyMetrics(runs);
-    const shape = JSON.stringify([metricKeys, s.arms]);
+    const paramKeys = varyingParams(runs, s.varying);
+    const shape = JSON.stringify([metricKeys, paramKeys, s.arms]);
     if (!table || shape !== tableShape) {
       tableShape = shape;
-      buildTable(metricKeys);
+      buildTable(metricKeys, paramKeys);
     }
     table.setRows(runs, note);
   }
 
   // The full runs list (10^4 runs are a few MB of JSON) feeds sort and filter; the header
   // shows as soon as the experiment's own small answer is in.
+  let experimentReady;
+  const experimentShown = new Promise((resolve) => { experimentReady = resolve; });
   async function refreshRuns() {
     const runsAnswer = get(`/experiments/${id}/runs`, signal);
-    showExperiment(await get(`/experiments/${id}`, signal));
+    const exp = await get(`/experiments/${id}`, signal);
+    showExperiment(exp);
+    experimentReady(exp);
     s.runs = (await runsAnswer) || [];
     s.info = new Map(s.runs.map((r) => [r.id, r]));
     autoSelect();
@@ -204,8 +228,18 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
   // The first kFirstPage runs in grid order (what the table shows first) straight from the
   // database, so the table is drawn before the full list has arrived.
   async function firstPage() {
-    const rows = await query(`SELECT id, arm, status, attempts, config_hash, pair_key,
-  worker_id AS worker, reused_from FROM runs WHERE experiment_id = ${id} ORDER BY idx LIMIT ${kFirstPage}`, signal);
+    const exp = await experimentShown;
+    const keys = (exp && Array.isArray(exp.varying)) ? exp.varying : [];
+    const params = keys.length ? `, json_array(${keys.map((k) =>
+      `json_extract(r.config_json, ${sqlString(`$.${k.split('.').map((c) => `"${c}"`).join('.')}`)})`).join(', ')}) AS params` : '';
+    const rows = await query(`SELECT r.id, r.arm, r.status, r.attempts, r.config_hash, r.pair_key,
+  r.worker_id AS worker, w.name AS worker_name, r.reused_from${params}
+FROM runs r LEFT JOIN workers w ON w.id = r.worker_id
+WHERE r.experiment_id = ${id} ORDER BY r.idx LIMIT ${kFirstPage}`, signal);
+    for (const r of rows) {
+      const values = parseJson(r.params, []) || [];
+      r.params = Object.fromEntries(keys.map((k, i) => [k, values[i]]));
+    }
     if (s.runs.length || !rows.length) return;
     const sums = await query(`SELECT run_id, key, value FROM summaries
 WHERE run_id IN (${rows.map((r) => sqlInt(r.id)).join(',')})`, signal);
@@ -266,7 +300,11 @@ WHERE r.experiment_id = ${id}`, signal),
   }
 
   async function pollStreams() {
-    if (!s.key && !(await loadKeys())) return;
+    if (!s.key && !(await loadKeys())) {
+      const l = runsChartBox.querySelector('.loading');
+      if (l) l.textContent = 'No points yet: the selected runs have not logged a metric.';
+      return;
+    }
     updateStreams();
     const byId = s.info;
     let changed = false;
@@ -304,6 +342,7 @@ WHERE r.experiment_id = ${id}`, signal),
         xs: d.xs, ys: d.ys });
     }
     lines.sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true }));
+    runsChartBox.querySelector('.loading')?.remove();
     runsChart.set(lines);
   }
 
@@ -397,45 +436,64 @@ GROUP BY r.arm, hm.window`, signal);
   });
 }
 
-// Arms (mean ± SE per metric) and comparisons (paired statistic, n, mean ± SE, 95% CI).
+// Arms (mean ± SE per metric, a metric per row so that 40 SAF metrics do not make the page
+// wide) and comparisons (paired statistic with its unit, n, mean ± SE, 95% CI, which side
+// is better and what the interval says).
 function resultsTables(r, pairBy) {
   const arms = r.arms || [];
   const comps = r.comparisons || [];
   const columns = resultColumns(arms.flatMap((a) => Object.keys(a.metrics || {})));
+  const cell = (key, m) => {
+    if (!m) return '—';
+    if (isBytesKey(key)) return `${bytes(m.mean)} ± ${bytes(m.se)}`;
+    return m.se === null || m.se === undefined ? num(m.mean) : `${num(m.mean)} ± ${num(m.se)}`;
+  };
   const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'arm'), h('th', {}, 'n'), h('th', {}, 'succeeded'),
-      columns.map((c) => h('th', {}, c.key)))),
-    h('tbody', {}, arms.map((a) => h('tr', {},
-      h('td', {}, a.arm), h('td', { class: 'num' }, a.n), h('td', { class: 'num' }, a.succeeded),
-      columns.map((c) => {
-        if (c.unmeasured) return h('td', { class: 'muted', title: 'no FLOPs counter was read' }, 'unmeasured');
-        const m = (a.metrics || {})[c.key];
-        return h('td', { class: 'num' }, m ? `${num(m.mean)} ± ${num(m.se)}` : '—');
-      })))));
+    h('thead', {}, h('tr', {}, h('th', {}, 'metric'),
+      arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm } }, a.arm,
+        h('div', { class: 'muted' }, `n ${a.n}, ${a.succeeded} ok`))))),
+    h('tbody', {}, columns.map((c) => h('tr', { dataset: { metric: c.key } }, h('th', {}, c.key),
+      arms.map((a) => (c.unmeasured
+        ? h('td', { class: 'muted', title: 'no FLOPs counter was read' }, 'unmeasured')
+        : h('td', { class: 'num' }, cell(c.key, (a.metrics || {})[c.key]))))))));
+  const unit = (c) => (c.unit === '%' ? ' %' : c.unit === 'x' ? '×' : '');
   const compTable = comps.length ? h('table', { class: 'grid-table', id: 'comparisons' },
-    h('thead', {}, h('tr', {}, ['comparison', 'baseline → treatment', 'metric', 'stat', 'pairs',
-      'mean ± se', '95% CI', 'per pair'].map((c) => h('th', {}, c)))),
+    h('thead', {}, h('tr', {}, ['comparison', 'treatment vs baseline', 'metric', 'stat', 'pairs',
+      'mean ± se', '95% CI', 'better', 'reading', 'per pair'].map((c) => h('th', {}, c)))),
     h('tbody', {}, comps.map((c) => {
-      const ci = (c.ci_lo !== undefined && c.ci_hi !== undefined)
-        ? [c.ci_lo, c.ci_hi] : ci95(c.mean, c.se, c.n);
+      const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : ci95(c.mean, c.se, c.n);
       const pairs = c.per_pair || [];
-      return h('tr', {},
-        h('td', {}, c.name), h('td', {}, `${c.baseline} → ${c.treatment}`), h('td', {}, c.metric),
-        h('td', {}, c.stat), h('td', { class: 'num' }, c.n),
-        h('td', { class: 'num' }, `${num(c.mean)} ± ${num(c.se)}`),
-        h('td', { class: `num ${ci && (ci[0] > neutral(c.stat) || ci[1] < neutral(c.stat)) ? 'signif' : ''}` },
-          ci ? `[${num(ci[0])}, ${num(ci[1])}]` : '—'),
+      const neutralValue = c.neutral ?? neutral(c.stat);
+      const signif = ci && (ci[0] > neutralValue || ci[1] < neutralValue);
+      return h('tr', { dataset: { comparison: c.name } },
+        h('td', {}, c.name), h('td', {}, `${c.treatment} vs ${c.baseline}`), h('td', {}, c.metric),
+        h('td', {}, c.stat + (c.unit ? ` (${c.unit})` : '')), h('td', { class: 'num' }, c.n),
+        h('td', { class: 'num' }, c.n ? `${num(c.mean)}${unit(c)} ± ${num(c.se)}` : '—'),
+        h('td', { class: `num ci ${signif ? 'signif' : ''}` }, ci ? `[${num(ci[0])}, ${num(ci[1])}]${unit(c)}` : '—'),
+        h('td', {}, c.better ? `${c.better}` : '—'),
+        h('td', { class: 'verdict' }, c.verdict || c.note || (c.n < 2 ? 'too few pairs' : '—')),
         h('td', {}, pairs.length ? h('details', {}, h('summary', {}, `${pairs.length} pairs`),
           h('ul', { class: 'pairs' }, pairs.map((p) => h('li', {},
-            h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`), ' vs ',
-            h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`),
-            `: ${num(p.value)} `, h('span', { class: 'muted' }, pairText(p.pair_key, pairBy))))))
+            h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`), ' vs ',
+            h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`),
+            `: ${num(p.value)}${unit(c)} `, h('span', { class: 'muted' }, pairText(p.pair_key, pairBy))))))
           : '—'));
-    }))) : h('p', { class: 'muted' }, 'No comparisons in this grid (or no complete pairs yet).');
+    }))) : h('p', { class: 'muted' }, 'No comparisons in this grid.');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
+}
+
+// The grid's varying keys that take more than one value among `runs`, in grid order.
+function varyingParams(runs, keys) {
+  return (keys || []).filter((k) => new Set(runs.map((r) => JSON.stringify(r.params ? r.params[k] : null))).size > 1);
+}
+
+// A config value in a table cell.
+function paramText(v) {
+  if (v === undefined || v === null) return '—';
+  return typeof v === 'number' ? num(v) : String(v);
 }
 
 // The value of a statistic meaning "no difference".
 function neutral(stat) {
-  return stat === 'ratio' ? 1 : 0;
+  return stat === 'ratio' || stat === 'speedup' ? 1 : 0;
 }

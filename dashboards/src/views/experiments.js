@@ -3,6 +3,7 @@ import { h, replace, poll } from '../dom.js';
 import { get } from '../api.js';
 import { kStatuses } from '../format.js';
 import { loadTiming, etaText } from '../timing.js';
+import { loading } from './common.js';
 
 // Returns a stacked bar of status counts.
 export function progressBar(counts, total) {
@@ -21,11 +22,12 @@ export function countsLine(counts) {
 export function experimentsView(el, _params, signal) {
   const table = h('tbody', {});
   const err = h('p', { class: 'error' });
+  table.append(h('tr', {}, h('td', { colspan: 8 }, loading('experiments'))));
   replace(el, h('h1', {}, 'Experiments'), err,
-    h('table', { class: 'grid-table', id: 'experiments' },
-      h('thead', {}, h('tr', {}, ['id', 'name', 'created', 'progress', 'counts', 'total', 'ETA']
+    h('div', { class: 'scroll-x' }, h('table', { class: 'grid-table', id: 'experiments' },
+      h('thead', {}, h('tr', {}, ['id', 'name', 'created', 'progress', 'counts', 'total', 'ETA', 'tags']
         .map((c) => h('th', {}, c)))),
-      table));
+      table)));
   let timing = new Map();
   let lastTiming = 0;
   poll(async () => {
@@ -47,7 +49,7 @@ export function experimentsView(el, _params, signal) {
     }
     list.sort((a, b) => b.id - a.id);
     replace(table, list.length === 0
-      ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No experiments yet: headlab submit GRID'))
+      ? h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No experiments yet: headlab submit GRID'))
       : list.map((x) => {
         const counts = x.counts || {};
         const t = timing.get(x.id);
@@ -58,7 +60,9 @@ export function experimentsView(el, _params, signal) {
           h('td', { class: 'wide' }, progressBar(counts, x.total)),
           h('td', {}, countsLine(counts)),
           h('td', { class: 'num' }, x.total),
-          h('td', { class: 'num' }, etaText(counts, t)));
+          h('td', { class: 'num' }, etaText(counts, t)),
+          h('td', { class: 'exp-tags' }, (x.tags || []).map((tag) =>
+            h('a', { class: 'tag', href: `#/search?tag=${encodeURIComponent(tag)}` }, tag))));
       }));
   }, 2000, signal);
 }

@@ -1,18 +1,31 @@
 // One run: status with cancel/retry, live curves of every metric, the layer x head grid,
 // provenance with links to parent and child runs, attempts, summary, artifacts, config.
 import { h, replace, poll } from '../dom.js';
-import { get, query, sqlInt, sqlString } from '../api.js';
-import { num, shortHash, parseJson, duration } from '../format.js';
+import { get, getToken, query, sqlInt, sqlString } from '../api.js';
+import { num, bytes, metricValue, shortHash, parseJson, duration } from '../format.js';
 import { CurveChart, colorFor } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
-import { statusBadge, actionButton } from './common.js';
+import { statusBadge, actionButton, loading, tagEditor, noteEditor, lastLines } from './common.js';
 import { headGrid } from './heads.js';
 
 // Live points arrive over server-sent events (live.js); this read over GET is the safety
 // net for a stream that is down or lagging.
 const kLivePollMs = 5000;
-const kMaxCharts = 9;
+// Charts drawn at first; a button shows the rest (a SAF run logs a few dozen metrics).
+const kFirstCharts = 12;
+// The artifacts the API sends (coordinator/artifact_files.h); bigger ones are listed only.
+const kMaxDownloadBytes = 256 * 2 ** 20;
+
+// What the run page shows as performance, when the run reports it (the lead's throughput
+// metrics, common/metric_names.h): [key, label, format].
+const kPerformance = [
+  ['train.tokens_per_s', 'tokens/s', (v) => num(v)],
+  ['train.mfu', 'MFU', (v) => `${num(100 * v)} %`],
+  ['train.step_s', 'step time', (v) => `${num(1000 * v)} ms`],
+  ['mem.peak_bytes', 'peak memory (process)', bytes],
+  ['mem.gpu_peak_bytes', 'peak memory (GPU)', bytes],
+];
 
 // Provenance columns in display order (schema/001_init.sql, table provenance).
 const kProvenance = [
@@ -28,22 +41,30 @@ export function runView(el, [idText], signal) {
   const err = h('p', { class: 'error' });
   const title = h('h1', {}, `Run #${id}`);
   const sub = h('div', { class: 'row' });
+  const cause = h('div', { class: 'cause', id: 'run-cause' });
+  const perf = h('div', { class: 'row perf', id: 'run-perf' });
   const msg = h('span', { class: 'msg', id: 'run-msg' });
-  const charts = h('div', { class: 'charts run-charts', id: 'run-charts' });
+  const tagsEl = h('span', { id: 'run-tags' });
+  const noteEl = h('div', { id: 'run-note' });
+  const chartNote = h('span', { class: 'muted', id: 'charts-note' });
+  const moreCharts = h('button', { id: 'charts-more', hidden: true }, 'show all');
+  const charts = h('div', { class: 'charts run-charts', id: 'run-charts' }, loading('metrics'));
   const modeSelect = h('select', { id: 'head-mode' },
     ['role', 'score', 'window'].map((m) => h('option', { value: m }, m)));
-  const grid = h('div', { id: 'head-grid' });
-  const prov = h('div', { id: 'provenance' });
-  const attempts = h('div', { id: 'attempts' });
-  const summary = h('div', { id: 'summary' });
-  const artifacts = h('div', { id: 'artifacts' });
-  const config = h('pre', { class: 'config', id: 'config' });
+  const grid = h('div', { id: 'head-grid' }, loading('head map'));
+  const prov = h('div', { id: 'provenance' }, loading('provenance'));
+  const attempts = h('div', { id: 'attempts' }, loading());
+  const summary = h('div', { id: 'summary' }, loading());
+  const artifacts = h('div', { id: 'artifacts' }, loading());
+  const config = h('div', { id: 'config' }, loading());
 
   const cancelButton = actionButton('cancel', `/runs/${id}/cancel`, msg, () => refresh());
   const retryButton = actionButton('retry', `/runs/${id}/retry`, msg, () => refresh());
   replace(el, title, err,
-    h('section', { class: 'card' }, sub, h('div', { class: 'row' }, cancelButton, retryButton, msg)),
-    h('section', { class: 'card' }, h('h2', {}, 'Curves'), charts),
+    h('section', { class: 'card' }, sub, cause, perf,
+      h('div', { class: 'row' }, cancelButton, retryButton, h('span', { class: 'muted' }, 'tags'), tagsEl, msg),
+      noteEl),
+    h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Curves'), chartNote, moreCharts), charts),
     h('div', { class: 'two' },
       h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Heads'),
         h('label', {}, 'colour by ', modeSelect)), grid),
@@ -70,11 +91,10 @@ export function runView(el, [idText], signal) {
       run.experiment_id !== undefined
         ? h('a', { href: `#/experiments/${run.experiment_id}` }, `experiment #${run.experiment_id}`) : null,
       h('span', {}, `attempt ${attemptCount}${run.max_attempts ? ` of ${run.max_attempts}` : ''}`),
-      run.worker ? h('span', {}, `worker ${run.worker}`) : null,
+      run.worker ? h('span', { title: `worker id ${run.worker}` }, `worker ${run.worker_name || run.worker}`) : null,
       h('code', { title: run.config_hash || '' }, `config ${shortHash(run.config_hash)}`),
       run.reused_from ? h('span', {}, 'reuses result of ',
-        h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null,
-      run.error ? h('span', { class: 'error' }, run.error) : null);
+        h('a', { href: `#/runs/${run.reused_from}` }, `#${run.reused_from}`)) : null);
     // Offer only what the coordinator would accept in this state (it checks again: 409).
     cancelButton.title = active() ? 'cancel this run' : `nothing to cancel: ${run.status}`;
     cancelButton.classList.toggle('inapplicable', !active());
@@ -82,10 +102,16 @@ export function runView(el, [idText], signal) {
     retryButton.title = retryable ? 'requeue as a new attempt' : `retry applies to failed, cancelled or lost runs`;
     retryButton.classList.toggle('inapplicable', !retryable);
     stream.expectAttempt(attemptCount);
+    replace(cause, causeLine(run, attemptList));
+    replace(perf, perfLine(run));
+    if (!tagsEl.firstChild) {  // editors are built once (a poll must not eat what is typed)
+      replace(tagsEl, tagEditor(`/runs/${id}`, run.tags || [], msg));
+      replace(noteEl, noteEditor(`/runs/${id}`, run.note || '', msg));
+    }
     replace(attempts, attemptsTable(attemptList));
     replace(summary, kvTable(run.summary || {}, 'summary-table'));
-    replace(artifacts, artifactsTable(run.artifacts || []));
-    config.textContent = JSON.stringify(parseJson(run.config, run.config) ?? {}, null, 2);
+    replace(artifacts, artifactsTable(id, run.artifacts || []));
+    replace(config, configView(run));
     await refreshProvenance();
   }
 
@@ -126,7 +152,8 @@ ORDER BY run_id LIMIT 1`, signal) : Promise.resolve([]),
           rows.push([label, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
         }
       }
-      const extra = parseJson(p.fields_json, p.fields || {}) || {};
+      // GET /runs/ID gives the attempt's provenance fields themselves (command_sha256, ...).
+      const extra = (p.fields_json ? parseJson(p.fields_json, {}) : p.fields || p) || {};
       const named = new Set(kProvenance.map(([k]) => k));
       for (const [k, v] of Object.entries(extra)) {
         if (!named.has(k)) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
@@ -166,6 +193,12 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
   }
   modeSelect.addEventListener('change', drawHeads);
 
+  let showAllCharts = false;
+  moreCharts.addEventListener('click', () => {
+    showAllCharts = true;
+    drawCurves();
+  });
+
   // One chart per metric group: train.loss and eval.loss share the "loss" chart.
   function group(key) {
     return key.endsWith('.loss') ? 'loss' : key;
@@ -189,10 +222,17 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
       if (!groups.has(g)) groups.set(g, []);
       groups.get(g).push(k);
     }
-    const names = [...groups.keys()].sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)))
-      .slice(0, kMaxCharts);
+    const all = [...groups.keys()].sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)));
+    const names = showAllCharts ? all : all.slice(0, kFirstCharts);
+    chartNote.textContent = all.length > names.length
+      ? `showing ${names.length} of ${all.length} metrics` : all.length ? `${all.length} metrics` : '';
+    moreCharts.hidden = all.length <= names.length;
+    moreCharts.textContent = `show all ${all.length}`;
     if (!names.length) {
-      if (!chartMap.size) replace(charts, h('p', { class: 'muted' }, 'No metrics yet.'));
+      if (!chartMap.size) {
+        replace(charts, !stream.loaded ? loading('metrics')
+          : h('p', { class: 'muted' }, active() ? 'No metrics yet.' : 'This run logged no metrics.'));
+      }
       return;
     }
     for (const name of names) {
@@ -229,7 +269,12 @@ function kvTable(obj, id) {
   const entries = Object.entries(obj || {});
   if (!entries.length) return h('p', { class: 'muted' }, 'None yet.');
   return h('table', { class: 'kv', id }, h('tbody', {}, entries.sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'num' }, num(v))))));
+    .map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'num' }, metricValue(k, v))))));
+}
+
+// "cpu" for an attempt on a CPU slot, else its device indices on the worker.
+function deviceList(indices) {
+  return Array.isArray(indices) && indices.length ? `cuda ${indices.join(',')}` : 'cpu';
 }
 
 function secondsBetween(a, b) {
@@ -247,8 +292,8 @@ function attemptsTable(list) {
       const resume = parseJson(a.resume_json, a.resume);
       return h('tr', {},
         h('td', { class: 'num' }, a.attempt), h('td', {}, statusBadge(a.status)),
-        h('td', {}, a.worker_id || a.worker || '—'),
-        h('td', {}, JSON.stringify(parseJson(a.devices_json, a.devices) ?? [])),
+        h('td', { title: a.worker_id || a.worker || '' }, a.worker_name || a.worker_id || a.worker || '—'),
+        h('td', {}, deviceList(parseJson(a.devices_json, a.devices) ?? [])),
         h('td', { class: 'muted' }, (a.assigned_at || '').replace('T', ' ').replace(/\..*|Z$/, '')),
         h('td', { class: 'num' }, duration(secondsBetween(a.accepted_at || a.assigned_at, a.finished_at))),
         h('td', { class: 'num' }, a.exit_code ?? '—'),
@@ -258,12 +303,92 @@ function attemptsTable(list) {
     })));
 }
 
-function artifactsTable(list) {
+function artifactsTable(runId, list) {
   if (!list.length) return h('p', { class: 'muted' }, 'None yet.');
-  return h('table', { class: 'grid-table' },
-    h('thead', {}, h('tr', {}, ['attempt', 'kind', 'step', 'bytes', 'sha256', 'path'].map((c) => h('th', {}, c)))),
-    h('tbody', {}, list.map((a) => h('tr', {},
-      h('td', { class: 'num' }, a.attempt), h('td', {}, a.kind), h('td', { class: 'num' }, a.step),
-      h('td', { class: 'num' }, num(a.bytes)), h('td', {}, h('code', { title: a.sha256 }, shortHash(a.sha256))),
-      h('td', { class: 'path' }, a.path)))));
+  return h('table', { class: 'grid-table', id: 'artifacts-table' },
+    h('thead', {}, h('tr', {}, ['attempt', 'kind', 'step', 'size', 'sha256', 'file'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, list.map((a) => {
+      const name = String(a.path || '').split('/').pop();
+      const url = `/api/v1/runs/${runId}/artifacts/${a.attempt}/${a.seq}`;
+      return h('tr', {},
+        h('td', { class: 'num' }, a.attempt), h('td', {}, a.kind), h('td', { class: 'num' }, a.step),
+        h('td', { class: 'num', title: `${a.bytes} bytes` }, bytes(a.bytes)),
+        h('td', {}, h('code', { title: a.sha256 }, shortHash(a.sha256))),
+        h('td', { class: 'path', title: `${a.path} on the worker's host` }, Number(a.bytes) <= kMaxDownloadBytes
+          ? h('a', { href: url, download: name, class: 'artifact-download',
+            onclick: (e) => { e.preventDefault(); download(url, name, e.target); } }, name)
+          : h('span', { class: 'muted' }, `${name} (too big for the API; on its worker)`)));
+    })));
+}
+
+// Downloads `url` with the token (a coordinator beyond loopback answers reads only with
+// it, and a plain link sends none) and saves it as `name`; a refusal shows on the link.
+async function download(url, name, link) {
+  const token = getToken();
+  try {
+    const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    if (!res.ok) {
+      const text = await res.text();
+      let detail = text;
+      try { detail = JSON.parse(text).error || text; } catch { /* not JSON */ }
+      throw new Error(`${res.status}: ${detail}`);
+    }
+    const blobUrl = URL.createObjectURL(await res.blob());
+    const a = h('a', { href: blobUrl, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(blobUrl), 10000);
+    link.title = `downloaded ${name}`;
+  } catch (e) {
+    link.title = e.message;
+    link.classList.add('error');
+  }
+}
+
+// Why the run failed: the error and the last lines of the latest attempt's stderr.
+function causeLine(run, attemptList) {
+  if (!run.error) return null;
+  const last = [...attemptList].reverse().find((a) => lastLines(a.stderr_tail).length);
+  return h('div', { class: 'error' }, h('strong', {}, 'failed: '), run.error,
+    last ? h('pre', { class: 'stderr-cause' }, lastLines(last.stderr_tail).join('\n')) : null,
+    last ? h('span', { class: 'muted' }, `attempt ${last.attempt}'s stderr; the whole tail is in Attempts below`) : null);
+}
+
+// Throughput, MFU, step time, peak memory and precision, where the run reports them.
+function perfLine(run) {
+  const sum = run.summary || {};
+  const cfg = parseJson(run.config, run.config) || {};
+  const items = kPerformance.filter(([k]) => sum[k] !== undefined && sum[k] !== null)
+    .map(([k, label, f]) => h('span', { class: 'perf-item', dataset: { key: k } }, h('span', { class: 'muted' }, `${label} `), f(sum[k])));
+  // The precision the run computed in (provenance), else what its config asked for.
+  let prov = run.provenance;
+  if (Array.isArray(prov)) prov = prov[prov.length - 1];
+  const modelKind = cfg.kind !== 'command' && cfg.kind !== 'noop';  // runs that build the LM
+  const precision = (prov && prov.precision) || (modelKind && cfg.train && cfg.train.precision);
+  if (precision) items.push(h('span', { class: 'perf-item', dataset: { key: 'precision' } },
+    h('span', { class: 'muted' }, 'precision '), precision));
+  return items.length ? items : null;
+}
+
+// The config keys that matter (kind, seed, the run's own sections, non-defaults) as a
+// table; every key in a <details>.
+function configView(run) {
+  const cfg = parseJson(run.config, run.config) ?? {};
+  const flat = {};
+  const walk = (o, p) => {
+    for (const [k, v] of Object.entries(o || {})) {
+      if (v && typeof v === 'object' && !Array.isArray(v)) walk(v, p ? `${p}.${k}` : k);
+      else flat[p ? `${p}.${k}` : k] = v;
+    }
+  };
+  walk(cfg, '');
+  const notable = run.config_notable || flat;
+  const keys = Object.keys(notable).sort();
+  const row = ([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, typeof v === 'object' ? JSON.stringify(v) : String(v)));
+  return h('div', {},
+    h('p', { class: 'muted', id: 'config-note' }, `${keys.length} of ${Object.keys(flat).length} keys: the run's kind, seed, its own sections and values changed from the defaults`),
+    h('table', { class: 'kv', id: 'config-table' }, h('tbody', {}, keys.map((k) => row([k, notable[k]])))),
+    h('details', {}, h('summary', {}, `all ${Object.keys(flat).length} keys`),
+      h('pre', { class: 'config' }, JSON.stringify(cfg, null, 2))));
 }

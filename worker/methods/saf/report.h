@@ -1,4 +1,4 @@
-// What one SAF intervention reports: the head map (DESIGN.md "head_maps": layer, head, role,
+// What one SAF intervention reports: the head map (docs/DESIGN.md "head_maps": layer, head, role,
 // score, fit KL) and its one-time cost split into calibration, ranking, fitting and
 // installation (SAF Table 13's columns). Torch-free, JSON-able.
 //

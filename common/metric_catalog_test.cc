@@ -1,0 +1,75 @@
+#include "common/metric_catalog.h"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "common/metric_names.h"
+#include "common/source_dir.h"
+
+namespace headlab {
+
+namespace {
+
+std::string Source(const std::string& path) {
+  std::ifstream in(std::string(SourceDir()) + "/" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("the metric catalog holds every name the metric headers define") {
+  std::regex def(R"re(constexpr const char\* k[A-Za-z0-9]+ = "([^"]*)")re");
+  size_t n = 0;
+  for (const char* header : {"common/metric_names.h", "worker/exec/noop.h"}) {
+    const std::string s = Source(header);
+    REQUIRE(!s.empty());
+    for (std::sregex_iterator it(s.begin(), s.end(), def), end; it != end; ++it, ++n) {
+      const std::string name = (*it)[1];
+      CHECK(std::count(BuiltinMetricNames().begin(), BuiltinMetricNames().end(), name) == 1);
+    }
+  }
+  CHECK(n > 50);
+  // The names listed by hand are still the ones the code emits.
+  CHECK(Source("worker/methods/aoh/train_hooks.cc").find("\"aoh.converted_at\"") != std::string::npos);
+  CHECK(n + 1 == BuiltinMetricNames().size());
+  CHECK(IsBuiltinMetric("noop.value"));
+}
+
+TEST_CASE("IsBuiltinMetric: names, prefixes and qualified names") {
+  CHECK(IsBuiltinMetric(metric::kEvalPpl));
+  CHECK(IsBuiltinMetric("eval.loss"));
+  CHECK(IsBuiltinMetric("aah.bucket.64"));          // prefix + more
+  CHECK(IsBuiltinMetric("passkey.acc.L256.D20"));
+  CHECK(IsBuiltinMetric("bench.prefill_ms.l16.b1"));  // name + qualifier
+  CHECK_FALSE(IsBuiltinMetric("aah.bucket."));      // a prefix alone
+  CHECK_FALSE(IsBuiltinMetric("eval.perplexity"));  // issue 19.2
+  CHECK_FALSE(IsBuiltinMetric("eval.pplx"));
+  CHECK_FALSE(IsBuiltinMetric(""));
+}
+
+TEST_CASE("BetterDirection reads the metric's name") {
+  CHECK(BetterDirection("eval.ppl") == -1);
+  CHECK(BetterDirection("eval.loss") == -1);
+  CHECK(BetterDirection("train.loss") == -1);
+  CHECK(BetterDirection("time.elapsed_s") == -1);
+  CHECK(BetterDirection("bench.update_ms") == -1);
+  CHECK(BetterDirection("bench.prefill_ms.l16.b1") == -1);
+  CHECK(BetterDirection("bench.decode_ms_per_token") == -1);
+  CHECK(BetterDirection("mem.peak_bytes") == -1);
+  CHECK(BetterDirection("saf.fit_kl_max") == -1);
+  CHECK(BetterDirection("flops.total") == -1);
+  CHECK(BetterDirection("train.tokens_per_s") == +1);
+  CHECK(BetterDirection("mqar.accuracy") == +1);
+  CHECK(BetterDirection("aoh.passkey_acc") == +1);
+  CHECK(BetterDirection("passkey.acc.L256.D20") == +1);
+  CHECK(BetterDirection("saf.heads_fixed") == 0);
+  CHECK(BetterDirection("prune.params") == 0);
+}
+
+}  // namespace headlab

@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""The dashboard test's command run (tests/dashboard_test.sh): reports known values so the
+browser check can read them back exactly as a researcher would.
+
+- summary test.value 9110.08, test.big 12000.5 and mem.peak_bytes 240652000 (shown as
+  "9110", "12001" and "229.5 MiB", issue 19.1 and 19.9);
+- tiny.lr 0.001, 0.002, 0.003 at steps 1..3 (axis ticks must stay distinct, 19.6);
+- once.value and 14 more metrics logged at one step only (one-point charts must show,
+  and more than the 12 charts drawn at first, 19.6);
+- with params.fail = 1 it prints a cause on stderr and exits 1 (19.4).
+"""
+import sys
+
+import headlab_run as hl
+
+if hl.params().get("fail"):
+    print("loading data", flush=True)
+    print("train.bin: cannot open (No such file or directory)", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+for step, lr in enumerate([0.001, 0.002, 0.003], start=1):
+    hl.metrics(step, {"tiny.lr": lr})
+hl.metrics(5, {"once.value": 42.5})
+hl.metrics(5, {"m.k%02d" % i: float(i) for i in range(1, 15)})
+hl.summary({"test.value": 9110.08, "test.big": 12000.5, "mem.peak_bytes": 240652000})
