@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "common/files.h"
 #include "common/run_config.h"
@@ -210,4 +211,25 @@ TEST_CASE("The repository's grid files expand or fail as documented") {
     CHECK(g.status().code() == headlab::Status::Code::kInvalidArgument);
     CHECK(g.status().message().rfind(b.message, 0) == 0);
   }
+}
+
+// Every grid in experiments/ (but the deliberately bad ones) expands; a continuation grid
+// is given the parent its header asks for (--set parent.run=... or parent.experiment=...).
+TEST_CASE("Every repository grid file expands") {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(headlab::SourceDir()) + "/experiments")) {
+    const std::string path = e.path().string();
+    if (e.path().extension() != ".jsonc" || path.find("/tests/bad_") != std::string::npos) continue;
+    auto text = headlab::ReadFile(path);
+    REQUIRE(text.ok());
+    std::vector<std::string> sets;
+    if (text->find("parent.experiment") != std::string::npos) sets.push_back("parent.experiment=1");
+    else if (text->find("\"parent.run\"") != std::string::npos) sets.push_back("parent.run=1,2");
+    auto g = ExpandGrid(text.value(), path, sets);
+    INFO(path << (g.ok() ? "" : ": " + g.status().message()));
+    CHECK(g.ok());
+    ++files;
+  }
+  CHECK(files > 40);
 }
