@@ -226,6 +226,8 @@ TEST_CASE("Every repository grid file expands") {
     std::vector<std::string> sets;
     if (text->find("parent.experiment") != std::string::npos) sets.push_back("parent.experiment=1");
     else if (text->find("\"parent.run\"") != std::string::npos) sets.push_back("parent.run=1,2");
+    if (text->find("--set time_match.experiment") != std::string::npos)
+      sets.push_back("time_match.experiment=2");
     auto g = ExpandGrid(text.value(), path, sets);
     INFO(path << (g.ok() ? "" : ": " + g.status().message()));
     CHECK(g.ok());

@@ -84,7 +84,8 @@ void Core::Dispatch(Clock::time_point now) {
       (*config)["train"]["time_budget_s"] = budget.budget_s;  // what the worker runs under
       Status st = store_->AddEvent("time_match", r->experiment_id, r->id, 0, "",
                                    {{"budget_s", budget.budget_s}, {"reference_run", budget.reference}});
-      if (!st.ok()) LogError("cannot record the time budget of run " + std::to_string(r->id) + ": " + st.message());
+      if (!st.ok())
+        LogError("cannot record the time budget of run " + std::to_string(r->id) + ": " + st.message());
     }
     // Paired timing legs (pair_legs.h): one at a time in ABBA order, on the worker and
     // devices that took their group's first leg (pinned when it was placed; re-pinned once

@@ -14,9 +14,9 @@ TimeMatchResolution ResolveTimeMatch(Db* db, const Json& config, int64_t own_exp
                                                                      : m->value("experiment", int64_t{0});
   // A continuation of a --set parent.run list matches the reference of its own parent.
   const Json parent = config.value("parent", Json::object());
-  const int64_t run = FindRunBySeed(db, experiment, m->value("arm", std::string()), config.value("seed", int64_t{0}),
-                                    parent.is_object() ? parent.value("run", int64_t{0}) : 0,
-                                    "time_match", &out.error);
+  const int64_t run =
+      FindRunBySeed(db, experiment, m->value("arm", std::string()), config.value("seed", int64_t{0}),
+                    parent.is_object() ? parent.value("run", int64_t{0}) : 0, "time_match", &out.error);
   if (run == 0) {
     out.state = TimeMatchResolution::State::kFail;
     return out;
