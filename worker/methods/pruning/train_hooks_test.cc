@@ -82,7 +82,10 @@ TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise iden
   CHECK(a.by_kind["prune_head_map"][0]["step"] == 2);
   StatusOr<std::string> map = ReadFile(a.by_kind["prune_head_map"][0]["path"]);
   REQUIRE(map.ok());
-  for (const Json& row : Json::parse(map.value())["head_maps"]) CHECK(row["score"].get<double>() >= 0);
+  // (The parsed document must outlive the loop: a range over a temporary's member dangles.)
+  const Json rows = Json::parse(map.value())["head_maps"];
+  REQUIRE(rows.size() == 2);
+  for (const Json& row : rows) CHECK(row["score"].get<double>() >= 0);
   REQUIRE(a.by_kind["checkpoint"].size() == 2);
   const Json& mid = a.by_kind["checkpoint"][0];
   REQUIRE(mid["step"] == 3);
@@ -134,12 +137,14 @@ TEST_CASE("prune hooks: method saf removes exactly the heads SAF fixes from the 
     REQUIRE(a.by_kind["saf_head_map"].size() == 1);
     StatusOr<std::string> event = ReadFile(a.by_kind["saf_head_map"][0]["path"]);
     REQUIRE(event.ok());
-    for (const Json& row : Json::parse(event.value())["head_map"])
+    const Json event_json = Json::parse(event.value());
+    for (const Json& row : event_json["head_map"])
       if (row["role"] == "fixed") fixed.emplace_back(row["layer"], row["head"]);
     REQUIRE(b.by_kind["prune_head_map"].size() == 1);
     StatusOr<std::string> map = ReadFile(b.by_kind["prune_head_map"][0]["path"]);
     REQUIRE(map.ok());
-    for (const Json& row : Json::parse(map.value())["head_maps"]) pruned.emplace_back(row["layer"], row["head"]);
+    const Json map_json = Json::parse(map.value());
+    for (const Json& row : map_json["head_maps"]) pruned.emplace_back(row["layer"], row["head"]);
     std::sort(fixed.begin(), fixed.end());
     CHECK(fixed.size() == 2);  // round(0.25 * 8)
     CHECK(pruned == fixed);
