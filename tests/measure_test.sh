@@ -6,7 +6,7 @@
 # a time, in ABBA order over the reps, each in its own exec process; `headlab results
 # --json` shows each paired speedup and the zero-replacement control equal to the values
 # computed here from the legs' own bench.update_ms summaries (t_ordinary / t_method per
-# rep, median over reps), the contention flag equal to |control - 1| > the grid's 8%
+# rep, median over reps), the contention flag equal to |control - 1| > the grid's 4%
 # tolerance, n, the estimator (median for single-device legs), the device, the spread, and
 # FLOPs ratios "unmeasured" with a reason on CPU;
 # paired_stats holds the same; the text output names estimator, device and contention.
@@ -63,9 +63,9 @@ for arm_name in "b_saf25:update speedup 25%" "c_saf50:update speedup 50%"; do
   [[ -n "$C" ]] || fail "no comparison '$name' in $RES"
   same_number "$name: speedup" "$(expected_speedup "$arm")" "$(jq -r .value <<<"$C")"
   same_number "$name: zero-replacement control" "$CONTROL" "$(jq -r .control.value <<<"$C")"
-  expect_eq "$name: control tolerance (the grid's, 8%)" 0.08 "$(jq -r .control.tolerance <<<"$C")"
+  expect_eq "$name: control tolerance (the grid's, 4%)" 0.04 "$(jq -r .control.tolerance <<<"$C")"
   expect_eq "$name: contended = |control - 1| > tolerance" \
-    "$(awk -v c="$CONTROL" 'BEGIN { d = c - 1; if (d < 0) d = -d; print (d > 0.08) ? "true" : "false" }')" \
+    "$(awk -v c="$CONTROL" 'BEGIN { d = c - 1; if (d < 0) d = -d; print (d > 0.04) ? "true" : "false" }')" \
     "$(jq -r .contended <<<"$C")"
   expect_eq "$name: n" 2 "$(jq -r .n <<<"$C")"
   expect_eq "$name: estimator" median_paired "$(jq -r .estimator <<<"$C")"
