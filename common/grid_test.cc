@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "common/files.h"
 #include "common/run_config.h"
@@ -292,4 +293,27 @@ TEST_CASE("--set on a key the arms set says so at the --set argument") {
   auto seeds = headlab::ExpandGrid(grid, "g.jsonc", {"seed=1,2,3"});
   REQUIRE(seeds.ok());
   CHECK(seeds->runs.size() == 6);
+}
+
+// Every grid in experiments/ (but the deliberately bad ones) expands; a continuation grid
+// is given the parent its header asks for (--set parent.run=... or parent.experiment=...).
+TEST_CASE("Every repository grid file expands") {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(headlab::SourceDir()) + "/experiments")) {
+    const std::string path = e.path().string();
+    if (e.path().extension() != ".jsonc" || path.find("/tests/bad_") != std::string::npos) continue;
+    auto text = headlab::ReadFile(path);
+    REQUIRE(text.ok());
+    std::vector<std::string> sets;
+    if (text->find("parent.experiment") != std::string::npos) sets.push_back("parent.experiment=1");
+    else if (text->find("\"parent.run\"") != std::string::npos) sets.push_back("parent.run=1,2");
+    if (text->find("--set time_match.experiment") != std::string::npos)
+      sets.push_back("time_match.experiment=2");
+    auto g = ExpandGrid(text.value(), path, sets);
+    INFO(path << (g.ok() ? "" : ": " + g.status().message()));
+    CHECK(g.ok());
+    ++files;
+  }
+  CHECK(files > 40);
 }

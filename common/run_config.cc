@@ -99,10 +99,23 @@ const std::vector<KeySpec>& Schema() {
       Str("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
       Str("data.path", "", nullptr),
       Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
+      // > 0: the last calib_fraction of the training tokens become a calibration split that
+      // training and reporting never read (SAF App. A.1; saf/prune calib_split "calib").
+      Num("data.calib_fraction", 0, 0.5, 0),
       // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
       // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
       Int("parent.run", 0, 9007199254740992.0, 0),
       Int("parent.step", 0, 1e8, 0),
+      // ... or from the run of experiment `parent.experiment` with arm `parent.arm` ("" = any
+      // arm) and this run's seed: one parent per seed of an earlier grid, without ids.
+      Int("parent.experiment", 0, 9007199254740992.0, 0),
+      Str("parent.arm", "", nullptr),
+      // Matched time from a measurement (SAF App. C.3.3-C.3.4): at dispatch
+      // train.time_budget_s becomes the training time of the run of experiment
+      // `time_match.experiment` (-1 = this run's own) with arm `time_match.arm` ("" = any)
+      // and this run's seed (coordinator/time_match.h); the run waits for it.
+      Int("time_match.experiment", -1, 9007199254740992.0, 0),
+      Str("time_match.arm", "", nullptr),
       // Paired timing (schema/grid.md, "Paired timing"): runs of one experiment with the same
       // pair.group run one at a time on one worker, in ABBA order over pair.rep.
       Str("pair.group", "", nullptr),
@@ -123,18 +136,20 @@ const std::vector<KeySpec>& Schema() {
       Int("noop.duration_ms", 0, 86400000, 0),
       Int("noop.metrics", 0, 10000000, 0),
       // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).
-      Str("prune.method", "none", "none|heads|gate_taylor"),
+      Str("prune.method", "none", "none|heads|gate_taylor|saf"),  // saf: SAF's selection (saf.*)
       Str("prune.heads", "", nullptr),   // heads: "LAYER.HEAD,..." (the same heads as another arm)
       Num("prune.rate", 0, 1, 0.25),     // gate_taylor: round(rate * layers * heads) heads
       Int("prune.step", -1, 1e8, -1),    // -1: at the run's start; s: after update s
       Int("prune.calib_sequences", 1, 1e6, 16),  // gate_taylor calibration (own generator)
       Int("prune.calib_batch", 1, 65536, 4),
+      Str("prune.calib_split", "train", "train|calib"),  // gate_taylor's calibration tokens
       // Synthetic task kinds mqar / passkey (worker/exec/task_eval.h).
       Int("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
       Int("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
       Int("mqar.pairs", 1, 65536, 8),
       Num("mqar.power_a", 0, 1, 0.01, /*lo_open=*/true),
       Int("mqar.eval_examples", 1, 1e6, 256),
+      Int("mqar.updates", 0, 1e8, 0),  // > 0: updates past the start checkpoint (not train.steps)
       Str("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
       Str("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
       Int("passkey.samples", 1, 100000, 8),
@@ -170,7 +185,7 @@ const std::vector<KeySpec>& Schema() {
       Int("saf.groups", 1, 1000, 5),
       Int("saf.calib_sequences", 2, 1e6, 32),
       Int("saf.calib_batch", 1, 65536, 2),
-      Str("saf.calib_split", "train", "train|val"),
+      Str("saf.calib_split", "train", "train|calib|val"),
       Int("saf.output_sequences", 1, 1e6, 16),
       Int("saf.output_queries", 1, 1e6, 64),
       Int("saf.fit_steps", 0, 1e6, 400),
@@ -186,6 +201,7 @@ const std::vector<KeySpec>& Schema() {
       Num("saf.z", 0, 100, 2.0),
       Int("saf.window", 0, 1e8, 0),
       Int("saf.pattern_seed", 0, 9007199254740992.0, 0),
+      Int("saf.selection_seed", -1, 9007199254740992.0, -1),  // random heads; -1 = per run
       // AAH-v3 (worker/methods/aah/README.md): regime, control, hierarchy, windows.
       Str("aah.regime", "off", "off|full|grouping_off|full_adaptive|shallow_freeze|deep_reuse"),
       Str("aah.control", "none", "none|control_off|fixed_random_grouping|freeze_after_warmup|independent_scoring|no_parent_constraint|no_feature_ema|fixed_window|random_window|shuffle_post_select"),
@@ -195,11 +211,13 @@ const std::vector<KeySpec>& Schema() {
       Int("aah.control_every", 1, 1e8, 5),
       Num("aah.feature_ema", 0, 1, 0.9, false, true),
       Num("aah.resolution_ema", 0, 1, 0.15, false, true),
+      Str("aah.resolution_state", "rounded", "rounded|running"),  // §5.8 rule | unrounded variant
       Num("aah.norm_penalty", 0, kInf, 16),
       Num("aah.cluster_threshold", -1, 1, 0.98),
       Int("aah.scorer_hidden", 1, 4096, 64),
       Int("aah.fixed_window", 0, 1048576, 0),
       Int("aah.freeze_step", -1, 1e8, -1),
+      Int("aah.cache_step", -1, 1e8, -1),  // topology cache of shallow_freeze / deep_reuse
       Int("aah.observe_rows", 0, 65536, 1),
       // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
       Int("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
@@ -333,7 +351,7 @@ bool IsSection(const std::string& name) {
          name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
          name == "saf" || name == "aah" || name == "prune" || name == "mqar" ||
          name == "passkey" || name == "resources" || name == "flops" || name == "command" ||
-         name == kParamsSection;
+         name == "time_match" || name == kParamsSection;
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
@@ -361,6 +379,25 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   if (c["kind"] == "command" && c["command"]["program"].get_ref<const std::string&>().empty())
     return Invalid(file, prefix + ".command.program",
                    "expected the program to run when kind is \"command\", got \"\"");
+  const int64_t parent_run = c["parent"]["run"].get<int64_t>();
+  const int64_t parent_experiment = c["parent"]["experiment"].get<int64_t>();
+  if (parent_run > 0 && parent_experiment > 0)
+    return Invalid(file, prefix + ".parent.experiment",
+                   "expected either parent.run or parent.experiment (with parent.arm), not both");
+  // A checkpoint step without a parent would silently train from scratch.
+  if (c["parent"]["step"].get<int64_t>() > 0 && parent_run == 0 && parent_experiment == 0)
+    return Invalid(file, prefix + ".parent.step",
+                   "a parent checkpoint step needs parent.run or parent.experiment (submit "
+                   "with --set parent.run=ID,... or --set parent.experiment=ID)");
+  if (!c["parent"]["arm"].get_ref<const std::string&>().empty() && parent_experiment == 0)
+    return Invalid(file, prefix + ".parent.arm", "parent.arm needs parent.experiment");
+  if (c["time_match"]["experiment"].get<int64_t>() == -1 &&
+      c["time_match"]["arm"].get_ref<const std::string&>().empty())
+    return Invalid(file, prefix + ".time_match.arm",
+                   "time_match.experiment -1 (this experiment) needs the reference's arm");
+  if (!c["time_match"]["arm"].get_ref<const std::string&>().empty() &&
+      c["time_match"]["experiment"].get<int64_t>() == 0)
+    return Invalid(file, prefix + ".time_match.arm", "time_match.arm needs time_match.experiment");
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
   // checks it against the data.

@@ -61,7 +61,7 @@ TEST_CASE("Errors name the file, the path and the expectation") {
             "f.jsonc: $.model.heds: unknown key; did you mean \"heads\"? (known in model: layers, heads, width, context, "
             "mlp_ratio, vocab, preset", 0) == 0);
   CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
-        "f.jsonc: $.modle: unknown key; did you mean \"model\"? (known: kind, seed, model, train, data, parent, pair, bench, command, noop, prune, mqar, passkey, aoh, saf, aah, resources, priority, flops, params)");
+        "f.jsonc: $.modle: unknown key; did you mean \"model\"? (known: kind, seed, model, train, data, parent, time_match, pair, bench, command, noop, prune, mqar, passkey, aoh, saf, aah, resources, priority, flops, params)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
         "f.jsonc: $.train.lr: expected a number in (0, 1], got 0");
   CHECK(ErrorOf(Json::parse(R"({"train": {"beta2": 1.0}})")) ==
@@ -148,4 +148,28 @@ TEST_CASE("params.* are free-form scalars; kind command needs a program") {
   REQUIRE(!no_program.ok());
   CHECK(no_program.status().message() ==
         "f: $.command.program: expected the program to run when kind is \"command\", got \"\"");
+}
+
+TEST_CASE("Parents and matched-time references are named one way, with what they need") {
+  CHECK(ErrorOf(Json::parse(R"({"parent": {"step": 20}})")) ==
+        "f.jsonc: $.parent.step: a parent checkpoint step needs parent.run or parent.experiment "
+        "(submit with --set parent.run=ID,... or --set parent.experiment=ID)");
+  CHECK(ErrorOf(Json::parse(R"({"parent": {"run": 3, "experiment": 2}})")) ==
+        "f.jsonc: $.parent.experiment: expected either parent.run or parent.experiment (with "
+        "parent.arm), not both");
+  CHECK(ErrorOf(Json::parse(R"({"parent": {"run": 3, "arm": "a"}})")) ==
+        "f.jsonc: $.parent.arm: parent.arm needs parent.experiment");
+  CHECK(ErrorOf(Json::parse(R"({"parent": {"experiment": 2, "arm": "a", "step": 20}})")).empty());
+  CHECK(ErrorOf(Json::parse(R"({"time_match": {"arm": "ordinary"}})")) ==
+        "f.jsonc: $.time_match.arm: time_match.arm needs time_match.experiment");
+  CHECK(ErrorOf(Json::parse(R"({"time_match": {"experiment": -1}})")) ==
+        "f.jsonc: $.time_match.arm: time_match.experiment -1 (this experiment) needs the "
+        "reference's arm");
+  CHECK(ErrorOf(Json::parse(R"({"time_match": {"experiment": -1, "arm": "o"}})")).empty());
+  CHECK(ErrorOf(Json::parse(R"({"data": {"calib_fraction": 0.6}})")).find("$.data.calib_fraction") !=
+        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"saf": {"selection_seed": -2}})")).find("$.saf.selection_seed") !=
+        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"aah": {"resolution_state": "soft"}})")).find("$.aah.resolution_state") !=
+        std::string::npos);
 }

@@ -2,7 +2,8 @@
 // placement (scheduler.h: priorities, fair share across experiments, resources, gangs).
 // Each assignment is written (attempt row, run status) before its ASSIGN is queued for
 // sending, and the router sends only after the batch commits (core.h). A run continuing
-// from a shared parent (parent.h) waits in the queue until the parent has finished; a
+// from a shared parent (parent.h), or whose time budget is another run's measured time
+// (time_match.h), waits in the queue until that run has finished; a
 // paired timing leg (pair_legs.h) waits for its predecessors and runs where they ran.
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "coordinator/pair_legs.h"
 #include "coordinator/parent.h"
 #include "coordinator/scheduler_lookup.h"
+#include "coordinator/time_match.h"
 
 namespace headlab::coord {
 namespace {
@@ -62,6 +64,28 @@ void Core::Dispatch(Clock::time_point now) {
       finished_experiments_.insert(r->experiment_id);
       UnparkAll();  // its own children can now fail too
       continue;
+    }
+    // Matched time (time_match.h): the allowance is a reference run's measured time.
+    TimeMatchResolution budget = ResolveTimeMatch(store_->db(), config.ok() ? *config : Json::object(),
+                                                  r->experiment_id);
+    if (budget.state == TimeMatchResolution::State::kWait) {
+      queue_.Undo(*p);
+      parked_.push_back(p->run);
+      continue;
+    }
+    if (budget.state == TimeMatchResolution::State::kFail) {
+      queue_.Undo(*p);
+      Status st = FailQueuedRun(store_->db(), r->id, budget.error);
+      if (!st.ok()) LogError("cannot fail run " + std::to_string(r->id) + ": " + st.message());
+      finished_experiments_.insert(r->experiment_id);
+      continue;
+    }
+    if (budget.state == TimeMatchResolution::State::kReady) {
+      (*config)["train"]["time_budget_s"] = budget.budget_s;  // what the worker runs under
+      Status st = store_->AddEvent("time_match", r->experiment_id, r->id, 0, "",
+                                   {{"budget_s", budget.budget_s}, {"reference_run", budget.reference}});
+      if (!st.ok())
+        LogError("cannot record the time budget of run " + std::to_string(r->id) + ": " + st.message());
     }
     // Paired timing legs (pair_legs.h): one at a time in ABBA order, on the worker and
     // devices that took their group's first leg (pinned when it was placed; re-pinned once

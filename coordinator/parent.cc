@@ -2,15 +2,42 @@
 // of the requested step (of the attempt that succeeded, if several wrote one) is the start.
 #include "coordinator/parent.h"
 
+#include <vector>
+
 namespace headlab::coord {
+
+int64_t FindRunBySeed(Db* db, int64_t experiment, const std::string& arm, int64_t seed,
+                      int64_t parent_run, const std::string& what, std::string* error) {
+  Stmt q = db->MustPrepare(
+      "SELECT id FROM runs WHERE experiment_id=? AND (?='' OR arm=?) AND seed=? "
+      "AND (?=0 OR json_extract(config_json, '$.parent.run')=?) ORDER BY id");
+  q.Bind(1, experiment).Bind(2, arm).Bind(3, arm).Bind(4, seed).Bind(5, parent_run).Bind(6, parent_run);
+  std::vector<int64_t> ids;
+  while (q.Step()) ids.push_back(q.Int(0));
+  if (ids.size() == 1) return ids[0];
+  const std::string which = "experiment " + std::to_string(experiment) +
+                            (arm.empty() ? "" : " arm \"" + arm + "\"");
+  *error = ids.empty() ? what + ": " + which + " has no run of seed " + std::to_string(seed)
+                       : what + ": " + which + " has " + std::to_string(ids.size()) +
+                             " runs of seed " + std::to_string(seed) + ": set " + what + ".arm";
+  return 0;
+}
 
 ParentResolution ResolveParent(Db* db, const Json& config) {
   ParentResolution out;
   const Json* p = config.contains("parent") ? &config["parent"] : nullptr;
-  if (!p || !p->is_object() || !p->contains("run") || !(*p)["run"].is_number_integer() ||
-      (*p)["run"].get<int64_t>() == 0)
-    return out;
-  const int64_t parent = (*p)["run"].get<int64_t>();
+  if (!p || !p->is_object()) return out;
+  int64_t parent = p->value("run", int64_t{0});
+  const int64_t experiment = p->value("experiment", int64_t{0});
+  if (parent == 0 && experiment > 0) {
+    parent = FindRunBySeed(db, experiment, p->value("arm", std::string()),
+                           config.value("seed", int64_t{0}), 0, "parent", &out.error);
+    if (parent == 0) {
+      out.state = ParentResolution::State::kFail;
+      return out;
+    }
+  }
+  if (parent == 0) return out;
   const int64_t step = p->value("step", int64_t{0});
   const std::string name = "parent run " + std::to_string(parent);
 

@@ -21,9 +21,17 @@ struct ParentResolution {
   std::string error;  // kFail
 };
 
-// Resolves `config`'s parent.run / parent.step (step 0 = the parent's final checkpoint).
-// A parent that reused another run's result resolves to that run's checkpoints.
+// Resolves `config`'s parent.run / parent.step (step 0 = the parent's final checkpoint), or
+// parent.experiment / parent.arm: the parent is that experiment's one run of `arm` ("" =
+// any arm) with config's seed (kFail when there is none or more than one). A parent that
+// reused another run's result resolves to that run's checkpoints.
 ParentResolution ResolveParent(Db* db, const Json& config);
+
+// Returns the one run of `experiment` with `arm` ("" = any arm), seed `seed` and, when
+// `parent_run` > 0, that parent.run; 0 with *error ("<what>: experiment E has no run of
+// seed S" or "... N runs ...: set <what>.arm") when there is none or more than one.
+int64_t FindRunBySeed(Db* db, int64_t experiment, const std::string& arm, int64_t seed,
+                      int64_t parent_run, const std::string& what, std::string* error);
 
 // Marks queued run `run` failed with `error` (a continuation whose parent cannot provide
 // its checkpoint). The caller records the event.

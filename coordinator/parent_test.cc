@@ -64,4 +64,34 @@ TEST_CASE("ResolveParent: a failed parent fails the child with its reason") {
   CHECK(r.error.find("out of memory") != std::string::npos);
 }
 
+TEST_CASE("ResolveParent: parent.experiment and parent.arm pick the parent of this run's seed") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  auto e = s.InsertExperiment(TestGrid({"a", "b"}, 2), {}, false);  // runs a1 a2 b1 b2
+  REQUIRE(e.ok());
+  const int64_t a2 = e->queued[1], b1 = e->queued[2];
+  auto child = [&](int64_t seed, const std::string& arm) {
+    return Json{{"kind", "noop"}, {"seed", seed},
+                {"parent", {{"run", 0}, {"step", 0}, {"experiment", e->experiment_id}, {"arm", arm}}}};
+  };
+  CHECK(ResolveParent(s.db(), child(2, "a")).state == State::kWait);  // a2 still queued
+  for (int64_t run : {a2, b1}) {
+    REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
+    REQUIRE(s.InsertArtifact({run, 1}, 0, "checkpoint", "/c/" + std::to_string(run), "h" + std::to_string(run), 1, 5).ok());
+    s.FinishAttempt({run, 1}, "succeeded", 0, "", "", Json::object());
+  }
+  ParentResolution r = ResolveParent(s.db(), child(2, "a"));
+  REQUIRE(r.state == State::kReady);
+  CHECK(r.checkpoint["run"] == a2);
+  CHECK(r.checkpoint["sha256"] == "h" + std::to_string(a2));
+  CHECK(ResolveParent(s.db(), child(1, "b")).checkpoint["run"] == b1);
+  ParentResolution none = ResolveParent(s.db(), child(3, "a"));
+  CHECK(none.state == State::kFail);
+  CHECK(none.error.find("has no run of seed 3") != std::string::npos);
+  ParentResolution two = ResolveParent(s.db(), child(1, ""));  // a1 and b1
+  CHECK(two.state == State::kFail);
+  CHECK(two.error.find("2 runs of seed 1: set parent.arm") != std::string::npos);
+}
+
 }  // namespace headlab::coord

@@ -2,10 +2,13 @@
 # System test (issue 8): paired timing through the service. The small SAF update grid
 # (experiments/measure/saf_update_small.jsonc: ordinary, 25% and 50% fixed heads and a
 # zero-replacement control; here 2 reps = 8 bench-update legs, each a LibTorch process)
-# runs on a real coordinator with two workers. Checks: every leg ran on ONE worker, one at a time, in ABBA order over the
-# reps, each in its own exec process; `headlab results --json` shows each paired speedup
-# with n, the estimator (median for single-device legs), the device, the spread, the
-# control and the contention flag, and FLOPs ratios "unmeasured" with a reason on CPU;
+# runs on a real coordinator with two workers. Checks: every leg ran on ONE worker, one at
+# a time, in ABBA order over the reps, each in its own exec process; `headlab results
+# --json` shows each paired speedup and the zero-replacement control equal to the values
+# computed here from the legs' own bench.update_ms summaries (t_ordinary / t_method per
+# rep, median over reps), the contention flag equal to |control - 1| > the grid's 4%
+# tolerance, n, the estimator (median for single-device legs), the device, the spread, and
+# FLOPs ratios "unmeasured" with a reason on CPU;
 # paired_stats holds the same; the text output names estimator, device and contention.
 source "$(dirname "$0")/lib.sh"
 
@@ -38,9 +41,32 @@ expect_eq "distinct exec processes (provenance pid per leg)" 8 "$(db "
 
 say "headlab results $EXP --json"
 RES=$(hl results "$EXP" --json) || fail "headlab results $EXP --json exited $?"
-for name in "update speedup 25%" "update speedup 50%"; do
+# Each leg's own bench.update_ms summary, paired per rep and reduced here, independently of
+# the coordinator's estimator: t(a_ordinary) / t(ARM) per rep, median over the 2 reps (= their
+# mean).
+expected_speedup() {
+  db "SELECT avg(ratio) FROM (SELECT sa.value / st.value AS ratio FROM runs ra
+        JOIN summaries sa ON sa.run_id = ra.id AND sa.key = 'bench.update_ms'
+        JOIN runs rt ON rt.experiment_id = ra.experiment_id AND rt.arm = '$1'
+         AND json_extract(rt.config_json, '\$.pair.rep') = json_extract(ra.config_json, '\$.pair.rep')
+        JOIN summaries st ON st.run_id = rt.id AND st.key = 'bench.update_ms'
+        WHERE ra.experiment_id = $EXP AND ra.arm = 'a_ordinary')"
+}
+same_number() {  # same_number WHAT EXPECTED GOT: equal to 1e-9 relative
+  awk -v e="$2" -v g="$3" 'BEGIN { d = e - g; if (d < 0) d = -d; exit !(e > 0 && d <= 1e-9 * e) }' ||
+    fail "$1: expected $2 (from the legs' summaries), got $3"
+}
+CONTROL=$(expected_speedup z_control)
+for arm_name in "b_saf25:update speedup 25%" "c_saf50:update speedup 50%"; do
+  arm=${arm_name%%:*} name=${arm_name#*:}
   C=$(jq -c --arg n "$name" '.comparisons[] | select(.name == $n)' <<<"$RES")
   [[ -n "$C" ]] || fail "no comparison '$name' in $RES"
+  same_number "$name: speedup" "$(expected_speedup "$arm")" "$(jq -r .value <<<"$C")"
+  same_number "$name: zero-replacement control" "$CONTROL" "$(jq -r .control.value <<<"$C")"
+  expect_eq "$name: control tolerance (the grid's, 4%)" 0.04 "$(jq -r .control.tolerance <<<"$C")"
+  expect_eq "$name: contended = |control - 1| > tolerance" \
+    "$(awk -v c="$CONTROL" 'BEGIN { d = c - 1; if (d < 0) d = -d; print (d > 0.04) ? "true" : "false" }')" \
+    "$(jq -r .contended <<<"$C")"
   expect_eq "$name: n" 2 "$(jq -r .n <<<"$C")"
   expect_eq "$name: estimator" median_paired "$(jq -r .estimator <<<"$C")"
   jq -e '.device | test("^cpu")' <<<"$C" >/dev/null || fail "$name: device is not cpu: $C"

@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# System test (issue 4): a tiny SAF rate sweep (2 rates + the pruning control + ordinary
-# attention, 2 seeds) through a real coordinator and 2 workers. Checks that `headlab
-# results --json` reports per arm saf.heads_fixed = round(r L H), fit KLs <= 0.2 nats,
-# positive intervention costs (Table 13's split) and dPPL% comparisons with n = 2; that the
-# saf_head_map artifacts hold the fit KLs; and that their rows reached the head_maps table.
+# System test (issue 4, issue 20): a tiny SAF rate sweep (2 rates + the pruning control +
+# ordinary attention, 2 seeds) in the shared-parent form of experiments/saf/ through a real
+# coordinator and 2 workers: two ordinary parents, then every arm continues from its seed's
+# parent (parent.experiment) and SAF replaces at the continuation's first update. Checks
+# that `headlab results --json` reports per arm saf.heads_fixed = round(r L H), fit KLs <=
+# 0.2 nats, positive intervention costs (Table 13's split) and dPPL% comparisons with n = 2;
+# that the saf_head_map artifacts hold the fit KLs; that their rows reached the head_maps
+# table; and that per seed the 25% heads are among the 50% heads (nested rates, SAF App.
+# C.1) and the pruning control removed exactly the 25% heads.
 source "$(dirname "$0")/lib.sh"
 
+PARENT=$HL_TMP/saf_tiny_parent.jsonc
+cat >"$PARENT" <<'EOF2'
+{
+  "name": "saf-tiny-parent",
+  "base": {
+    "kind": "train",
+    "model": {"layers": 2, "heads": 4, "width": 32, "context": 32},
+    "train": {"steps": 8, "batch_size": 4, "warmup_steps": 1, "eval_every": 0,
+              "eval_batches": 2, "log_every": 2, "checkpoint_every": 4, "device": "cpu",
+              "threads": 1}
+  },
+  "axes": {"seed": [1, 2]},
+  "max_attempts": 1
+}
+EOF2
 GRID=$HL_TMP/saf_tiny.jsonc
 cat >"$GRID" <<'EOF'
-// 2 layers x 4 heads (L H = 8): r = 0.25 -> k = 2, r = 0.5 -> k = 4; SAF at step 4 of 8.
+// 2 layers x 4 heads (L H = 8): r = 0.25 -> k = 2, r = 0.5 -> k = 4; SAF at step 4 of 8,
+// the parents' checkpoint.
 {
   "name": "saf-tiny",
   "base": {
@@ -17,6 +37,7 @@ cat >"$GRID" <<'EOF'
     "train": {"steps": 8, "batch_size": 4, "warmup_steps": 1, "eval_every": 0,
               "eval_batches": 2, "log_every": 2, "checkpoint_every": 0, "device": "cpu",
               "threads": 1},
+    "parent": {"step": 4},
     "saf.calib_sequences": 4, "saf.calib_batch": 2, "saf.fit_steps": 150, "saf.tau": 0.5
   },
   "axes": {"seed": [1, 2]},
@@ -39,8 +60,10 @@ cat >"$GRID" <<'EOF'
 EOF
 
 start_cluster 2
-EXP=$(submit "$GRID") || exit 1
-ok "experiment $EXP submitted"
+PEXP=$(submit "$PARENT") || exit 1
+EXP=$(submit "$GRID" --set "parent.experiment=$PEXP") || exit 1
+ok "experiments $PEXP (parents) and $EXP submitted"
+wait_grid "$PEXP" 120
 wait_grid "$EXP" 150
 check_one_success_per_run "$EXP" 8
 
@@ -101,3 +124,22 @@ for path in $(db "SELECT a.path FROM artifacts a JOIN runs r ON r.id = a.run_id
   jq -e '.cost_s.total > 0 and .step == 4' "$path" >/dev/null || fail "$path: no cost or wrong step"
 done
 ok "saf_head_map files: fixed heads' fit KLs <= 0.2, costs > 0, event at step 4"
+
+say "nested head sets across rates, and the pruning control's heads, per seed"
+heads_of() {  # heads_of ARM ROLE SEED -> "L.H ..." sorted
+  db "SELECT group_concat(h, ' ') FROM (SELECT h.layer || '.' || h.head AS h FROM head_maps h
+        JOIN runs r ON r.id = h.run_id WHERE r.experiment_id = $EXP AND r.arm = '$1'
+        AND h.role = '$2' AND r.seed = $3 ORDER BY h.layer, h.head)"
+}
+for seed in 1 2; do
+  R25=$(heads_of saf_r25 fixed $seed) R50=$(heads_of saf_r50 fixed $seed)
+  for h in $R25; do
+    grep -qw -- "$h" <<<"$R50" || fail "seed $seed: 25% head $h is not among the 50% heads ($R50)"
+  done
+  expect_eq "seed $seed: the pruning control's heads are the 25% heads" "$R25" "$(heads_of prune_r25 pruned $seed)"
+  ok "seed $seed: 25% heads {$R25} within 50% heads {$R50}"
+done
+expect_eq "continuations whose provenance names their seed's parent" 8 "$(db "
+  SELECT count(*) FROM runs c JOIN provenance pv ON pv.run_id = c.id
+  JOIN runs p ON p.id = pv.parent_run AND p.experiment_id = $PEXP AND p.seed = c.seed
+  WHERE c.experiment_id = $EXP")"

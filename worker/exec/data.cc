@@ -158,6 +158,21 @@ StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& p
   return LoadBuiltinCorpus(val_fraction);
 }
 
+Status HoldOutCalibration(Dataset* d, double fraction, int64_t context) {
+  const int64_t n = d->train.size, n_calib = int64_t(double(n) * fraction);
+  if (n_calib <= context || n - n_calib <= context)
+    return Status::InvalidArgument(
+        "config: $.config.data.calib_fraction: " + std::to_string(fraction) + " of " +
+        std::to_string(n) + " training tokens leaves a part of at most model.context = " +
+        std::to_string(context) + " tokens");
+  d->calib = d->train;  // the same storage, uint16 or uint32, from token n - n_calib on
+  if (d->calib.data32) d->calib.data32 += n - n_calib;
+  else d->calib.data += n - n_calib;
+  d->calib.size = n_calib;
+  d->train.size = n - n_calib;
+  return Status::Ok();
+}
+
 BatchSampler::BatchSampler(uint64_t seed, int64_t context) : context_(context), rng_(seed) {}
 
 std::vector<int64_t> BatchSampler::NextOffsets(int64_t split_size, int64_t batch) {

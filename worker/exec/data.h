@@ -52,6 +52,7 @@ struct Dataset {
   // tokenizer; nanoGPT shards: unknown tokenizer).
   bool has_meta = false;
   ShardMeta meta;
+  TokenSpan calib;  // empty unless HoldOutCalibration split it off the training tokens
 };
 
 // Builds the builtin byte-level corpus from the files of `dir`.
@@ -66,6 +67,12 @@ std::string DefaultCorpusDir(const std::string& path);
 // Loads data.source `source` ("builtin" | "shards" | "corpus") for a model of `vocab`.
 StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& path,
                                  double val_fraction, int64_t vocab);
+
+// Moves the last `fraction` of d's training tokens into d->calib: a calibration split that
+// neither the training sampler nor the reporting evaluation reads (data.calib_fraction;
+// SAF App. A.1, C.3.1 hold calibration out of both). InvalidArgument when either part would
+// hold no more than `context` tokens.
+Status HoldOutCalibration(Dataset* d, double fraction, int64_t context);
 
 // Draws training windows of context+1 tokens at uniformly random offsets. Its generator
 // (mt19937_64, seeded by the run seed) is separate from model init, so the data order is

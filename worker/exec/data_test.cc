@@ -68,6 +68,26 @@ TEST_CASE("data: train and eval windows are disjoint") {
   CHECK(all.front() == 0);
 }
 
+TEST_CASE("data: the calibration split is the training tail that training never samples") {
+  StatusOr<Dataset> d = LoadBuiltinCorpus(0.1);
+  REQUIRE(d.ok());
+  const int64_t n = d->train.size, context = 64;
+  const uint16_t* start = d->train.data;
+  REQUIRE(HoldOutCalibration(&d.value(), 0.05, context).ok());
+  CHECK(d->calib.size == int64_t(double(n) * 0.05));
+  CHECK(d->train.size + d->calib.size == n);
+  CHECK(d->train.data == start);
+  CHECK(d->calib.data == start + d->train.size);           // after the training tokens
+  CHECK(d->calib.data + d->calib.size == d->val.data);     // before the reporting split
+  BatchSampler s(3, context);                              // training windows stay in train
+  for (int i = 0; i < 100; ++i)
+    for (int64_t o : s.NextOffsets(d->train.size, 8)) REQUIRE(o + context < d->train.size);
+  Dataset small = d.value();
+  Status too_small = HoldOutCalibration(&small, 1e-6, context);
+  CHECK(too_small.code() == Status::Code::kInvalidArgument);
+  CHECK(too_small.message().find("data.calib_fraction") != std::string::npos);
+}
+
 TEST_CASE("data: shards are mapped, hashed and range-checked") {
   std::string dir = testing::ScratchPath("headlab_exec_shards_test");
   REQUIRE(MakeDirs(dir).ok());

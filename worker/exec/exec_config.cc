@@ -100,6 +100,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("data.source", &c.data.source);
   r.Read("data.path", &c.data.path);
   r.Read("data.val_fraction", &c.data.val_fraction);
+  r.Read("data.calib_fraction", &c.data.calib_fraction);
   r.Read("noop.duration_ms", &c.noop.duration_ms);
   r.Read("noop.metrics", &c.noop.metrics);
   if (!r.status().ok()) return r.status();

@@ -71,6 +71,7 @@ struct DataConfig {
   std::string source;  // builtin | shards | corpus
   std::string path;
   double val_fraction = 0;
+  double calib_fraction = 0;  // > 0: HoldOutCalibration (data.h)
 };
 
 struct NoopConfig {

@@ -190,6 +190,10 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
   events->Provenance(setup.prov);
 
   const int64_t per_update = t.batch_size * t.grad_accum;
+  // mqar.updates > 0: that many updates past the start checkpoint, whatever step it holds
+  // (parents that stopped at different steps under matched time, SAF App. C.3.6).
+  const int64_t updates = req.config_json.at("mqar").value("updates", int64_t{0});
+  const int64_t last_step = updates > 0 ? progress.step + updates : t.steps;
   double eval_loss = std::nan(""), accuracy = std::nan(""), last_loss = std::nan("");
   int64_t evaluated_at = -1, saved_at = progress.step;
   auto evaluate = [&]() {
@@ -209,7 +213,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
     saved_at = progress.step;
     return Status::Ok();
   };
-  while (progress.step < t.steps) {
+  while (progress.step < last_step) {
     if (StopRequested())
       return Status::Cancelled("stopped by signal at step " + std::to_string(progress.step));
     const double lr = ScheduledLr(t, double(progress.step));
@@ -230,14 +234,14 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
     updater.Apply();
     ++progress.step;
     last_loss = loss;
-    if (progress.step % t.log_every == 0 || progress.step == t.steps) {
+    if (progress.step % t.log_every == 0 || progress.step == last_step) {
       events->Metric(progress.step, metric::kMqarTrainLoss, loss);
       events->Metric(progress.step, metric::kTrainLr, lr);
       events->Metric(progress.step, metric::kTrainTokens,
                      double(progress.step * per_update * spec->seq_len));
     }
-    if (t.eval_every > 0 && progress.step % t.eval_every == 0 && progress.step < t.steps) evaluate();
-    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0 && progress.step < t.steps)
+    if (t.eval_every > 0 && progress.step % t.eval_every == 0 && progress.step < last_step) evaluate();
+    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0 && progress.step < last_step)
       HEADLAB_RETURN_IF_ERROR(save());
   }
   if (evaluated_at != progress.step) evaluate();

@@ -7,7 +7,8 @@
 //          examples are GenerateMqar(spec, 2 * seed, i), evaluation examples
 //          GenerateMqar(spec, 2 * seed + 1, i): deterministic per seed and disjoint streams.
 //          Starts from a parent checkpoint when the manifest names one (the step counter
-//          continues from it; train.steps at or below it = evaluation only) and writes
+//          continues from it; train.steps at or below it = evaluation only; mqar.updates > 0
+//          trains that many updates past it instead, whatever step it holds) and writes
 //          checkpoints as kind train does, so a requeued attempt resumes exactly.
 // passkey  evaluates the model (a parent checkpoint's, else the seed's fresh init) on
 //          passkey retrieval (AoH §3): passkey.samples prompts per (length, depth) cell,

@@ -60,6 +60,23 @@ TEST_CASE("tasks: mqar trains and evaluates at query positions, deterministicall
   CHECK(st.message().find("mqar.seq_len") != std::string::npos);
 }
 
+TEST_CASE("tasks: mqar.updates trains that many updates past the start, whatever train.steps") {
+  // A constant learning rate (no warm-up, min_lr_ratio 1) makes train.steps matter only as
+  // the end: 3 updates by train.steps and 3 by mqar.updates are the same run.
+  const Json constant = {{"kind", "mqar"},
+                         {"train", {{"warmup_steps", 0}, {"min_lr_ratio", 1.0}}}};
+  Json by_steps = constant, by_updates = constant;
+  by_updates["train"]["steps"] = 50;
+  by_updates["mqar"] = {{"updates", 3}};
+  Status st;
+  Json a = Summary(TaskRun("mqar_steps", by_steps), &st);
+  REQUIRE(st.ok());
+  Json b = Summary(TaskRun("mqar_updates", by_updates), &st);
+  REQUIRE(st.ok());
+  CHECK(a[metric::kMqarTrainLoss] == b[metric::kMqarTrainLoss]);
+  CHECK(a[metric::kMqarLoss] == b[metric::kMqarLoss]);
+}
+
 TEST_CASE("tasks: passkey reports exact-match accuracy per length x depth cell") {
   Status st;
   Json s = Summary(TaskRun("pk", {{"kind", "passkey"}, {"passkey", {{"depths", "0.25,0.75"}}}}), &st);

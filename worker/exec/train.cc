@@ -49,6 +49,8 @@ StatusOr<Dataset> LoadData(const ExecConfig& c) {
   StatusOr<Dataset> d = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
   if (!d.ok()) return d;
   HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(d.value(), c));
+  if (c.data.calib_fraction > 0)
+    HEADLAB_RETURN_IF_ERROR(HoldOutCalibration(&d.value(), c.data.calib_fraction, c.model.context));
   if (d->vocab > c.model.vocab)
     return Status::InvalidArgument("config: $.config.model.vocab: the " + c.data.source +
                                    " data set needs vocab >= " + std::to_string(d->vocab) +
@@ -243,6 +245,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_sha256", data->sha256},
                {"dataset_train_tokens", data->train.size},
                {"dataset_val_tokens", data->val.size},
+               {"dataset_calib_tokens", data->calib.size},
                {"ranks", world}};
   prov.update(ExecutionProvenance(model, device));
   if (group) prov["dist_backend"] = group->backend();

@@ -16,6 +16,8 @@ constexpr Control kControls[] = {
     Control::kFreezeAfterWarmup, Control::kIndependentScoring, Control::kNoParentConstraint,
     Control::kNoFeatureEma,  Control::kFixedWindow,        Control::kRandomWindow,
     Control::kShufflePostSelect};
+constexpr ResolutionState kResolutionStates[] = {ResolutionState::kRounded,
+                                                 ResolutionState::kRunning};
 
 template <typename E, size_t N, typename NameFn>
 StatusOr<E> ParseName(const std::string& s, const E (&all)[N], NameFn name, const char* what) {
@@ -76,11 +78,18 @@ const char* ControlName(Control c) {
   return "?";
 }
 
+const char* ResolutionStateName(ResolutionState s) {
+  return s == ResolutionState::kRunning ? "running" : "rounded";
+}
+
 StatusOr<Regime> ParseRegime(const std::string& s) {
   return ParseName(s, kRegimes, RegimeName, "aah regime");
 }
 StatusOr<Control> ParseControl(const std::string& s) {
   return ParseName(s, kControls, ControlName, "aah control");
+}
+StatusOr<ResolutionState> ParseResolutionState(const std::string& s) {
+  return ParseName(s, kResolutionStates, ResolutionStateName, "aah resolution state");
 }
 
 std::vector<int64_t> ScaledWindows(int64_t context) {
@@ -129,6 +138,7 @@ Status ValidateOptions(const AahOptions& o) {
   if (o.control == Control::kFixedWindow && (o.fixed_window < 1 || o.fixed_window > o.context))
     return bad("fixed_window", "expected a window in [1, model.context]");
   if (o.observe_rows < 0) return bad("observe_rows", "expected >= 0");
+  if (o.cache_step < -1) return bad("cache_step", "expected -1 (automatic) or a step >= 0");
   for (int64_t b : o.hierarchy)
     if (b < 2) return bad("hierarchy", "expected branching factors >= 2");
   const bool hier = o.regime == Regime::kFullAdaptive || o.regime == Regime::kShallowFreeze ||
@@ -205,6 +215,11 @@ StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
     o.fixed_window = a.value("fixed_window", int64_t(0));
     // fixed-1024 at T = 4096 (§7.3): the second candidate of the scaled set.
     if (o.fixed_window == 0) o.fixed_window = o.windows.size() > 1 ? o.windows[1] : o.windows[0];
+    key = "resolution_state";
+    auto state = ParseResolutionState(a.value("resolution_state", std::string("rounded")));
+    if (!state.ok()) return bad(state.status().message());
+    o.resolution_state = state.value();
+    read("cache_step", &o.cache_step);
     key = "freeze_step";
     o.freeze_step = a.value("freeze_step", int64_t(-1));
     if (o.freeze_step < 0) o.freeze_step = warmup_steps;

@@ -39,12 +39,21 @@ enum class Control {
   kShufflePostSelect,     // executed windows permuted within each layer at each update
 };
 
-// Returns the config name ("full_adaptive", "shuffle_post_select", ...).
+// What the final per-head resolution EMA (AAH §5.8) keeps between control updates.
+enum class ResolutionState {
+  kRounded,  // the paper's rule: c~_t = round(beta c~_{t-1} + (1 - beta) c_t); the rounded
+             // index is the state (docs/REPRODUCTIONS.md: a no-op when beta (K - 1) < 1/2)
+  kRunning,  // variant: s_t = beta s_{t-1} + (1 - beta) c_t kept unrounded, round(s_t) runs
+};
+
+// Returns the config name ("full_adaptive", "shuffle_post_select", "running", ...).
 const char* RegimeName(Regime r);
 const char* ControlName(Control c);
-// Parses a name as RegimeName/ControlName print it; InvalidArgument listing the names.
+const char* ResolutionStateName(ResolutionState s);
+// Parses a name as the *Name functions print it; InvalidArgument listing the names.
 StatusOr<Regime> ParseRegime(const std::string& s);
 StatusOr<Control> ParseControl(const std::string& s);
+StatusOr<ResolutionState> ParseResolutionState(const std::string& s);
 
 // Everything the controller needs; defaults are the paper's main protocol (App. A.4).
 struct AahOptions {
@@ -57,11 +66,18 @@ struct AahOptions {
   int64_t control_every = 5;        // control updates every N optimizer steps (§5.3)
   double feature_ema = 0.9;         // alpha (§5.3)
   double resolution_ema = 0.15;     // beta (§5.8)
+  ResolutionState resolution_state = ResolutionState::kRounded;  // §5.8 rule or the variant
   double norm_penalty = 16.0;       // lambda of cosine_normdiff (§5.4)
   double cluster_threshold = 0.98;  // level-0 centroid-threshold cosine (README: a choice)
   int64_t scorer_hidden = 64;       // hidden width of f_base and f_joint
   int64_t fixed_window = 0;         // kFixedWindow's window
   int64_t freeze_step = 0;          // kFreezeAfterWarmup: no updates at steps >= this
+  // When shallow_freeze freezes its [2] topology and deep_reuse caches its level-0
+  // partition (§7.1). -1: at the first control update u (0-based) whose smoothed features
+  // are at least half observed diagnostics, alpha^u <= 1/2 (the diagnostics enter x_bar
+  // as zeros at u = 0, §5.3): u = 7 at alpha = 0.9. s >= 0: at the first update at or
+  // after step s, never the first update. Before it both recompute like full_adaptive.
+  int64_t cache_step = -1;
   int64_t observe_rows = 1;         // batch rows used by the observation pass (0 = all)
 };
 

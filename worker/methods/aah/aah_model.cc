@@ -135,7 +135,7 @@ Status ControlStep(AahController& controller, GptImpl& model, int64_t step,
                                    " != model.context " + std::to_string(c.context));
   if (controller.Due(step)) {
     const int64_t rows = o.observe_rows > 0 ? std::min<int64_t>(o.observe_rows, x.size(0)) : x.size(0);
-    HEADLAB_RETURN_IF_ERROR(controller.Update(ObserveHeads(model, x.narrow(0, 0, rows))));
+    HEADLAB_RETURN_IF_ERROR(controller.Update(ObserveHeads(model, x.narrow(0, 0, rows)), step));
     if (updated) *updated = true;
   }
   // Installing is idempotent; doing it every step also covers a resume and the windows of

@@ -72,6 +72,8 @@ Json ProvenanceFields(const AahOptions& o) {
           {"aah_control_every", o.control_every},
           {"aah_feature_ema", o.feature_ema},
           {"aah_resolution_ema", o.resolution_ema},
+          {"aah_resolution_state", ResolutionStateName(o.resolution_state)},
+          {"aah_cache_step", o.cache_step},
           {"aah_norm_penalty", o.norm_penalty},
           {"aah_cluster_threshold", o.cluster_threshold},
           {"aah_scorer_hidden", o.scorer_hidden}};

@@ -1,11 +1,13 @@
 // The training-loop integration of README.md, step by step, on a tiny model with AdamW:
 // the reference for the hooks worker/exec/train.cc has to call.
-#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "worker/methods/aah/aah_model.h"
 #include "worker/methods/aah/aah_report.h"
 #include "worker/methods/aah/aah_testing.h"
+
+// After LibTorch: its glog CHECK must not replace Catch's.
+#include <catch2/catch.hpp>
 
 namespace headlab::aah {
 namespace {
@@ -21,8 +23,10 @@ struct Trace {
 };
 
 // Trains `steps` updates with the AAH hooks and a 2-batch evaluation at the end.
-Trace Train(const std::string& regime, const std::string& control, int steps) {
-  Json config = {{"aah", {{"regime", regime}, {"control", control}, {"observe_rows", 2}}}};
+Trace Train(const std::string& regime, const std::string& control, int steps,
+            double threshold = 0.98) {
+  Json config = {{"aah", {{"regime", regime}, {"control", control}, {"observe_rows", 2},
+                          {"cluster_threshold", threshold}}}};
   auto o = AahOptionsFromJson(config, 32, 2, "test");
   REQUIRE(o.ok());
   torch::manual_seed(5);  // model init, then the token stream (AAH draws no torch numbers)
@@ -70,6 +74,10 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
   CHECK(off.summary[kControlUpdates] == 3.0);  // steps 0, 5, 10
   CHECK(off.summary[kLevelsUsed] >= 1.0);
 
+  // Before its cache point (update 7 at alpha 0.9; 3 updates here) Deep practical reuse
+  // recomputes its [2,2,2,2] topology exactly like Full adaptive: the same run, bit for bit.
+  CHECK(Train("deep_reuse", "none", 12).losses == Train("full_adaptive", "none", 12).losses);
+
   for (const char* regime : {"grouping_off", "full_adaptive", "shallow_freeze", "deep_reuse"}) {
     INFO(regime);
     Trace t = Train(regime, "none", 12);
@@ -86,6 +94,20 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
     // Runs are reproducible from the seed.
     CHECK(Train(regime, "none", 6).state == Train(regime, "none", 6).state);
   }
+}
+
+// The regression of issue 20: with level 0 cached at step 0 (zero diagnostics, heads at
+// init) Deep practical reuse took Shallow freeze's forced bipartition and the two runs
+// were identical. Cached at update 7 (step 35) of 12 they part ways, provided level 0
+// resolves more than the two groups of the first windows: on this tiny model that takes
+// aah.cluster_threshold 0.999 (at 0.98-0.995 level 0 is still the two window groups at
+// the cache point and the runs stay identical: docs/REPRODUCTIONS.md).
+TEST_CASE("aah training: deep reuse and shallow freeze are different runs") {
+  Trace deep = Train("deep_reuse", "none", 60, 0.999);
+  Trace shallow = Train("shallow_freeze", "none", 60, 0.999);
+  CHECK(deep.losses != shallow.losses);
+  CHECK(deep.summary[kLevelsUsed].get<double>() > 1.0);  // an upper level above level 0
+  CHECK(shallow.summary[kLevelsUsed].get<double>() == 1.0);
 }
 
 }  // namespace headlab::aah

@@ -2,6 +2,7 @@
 #include "worker/methods/aah/controller.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -86,7 +87,8 @@ LayerController::LayerController(const AahOptions& o, int heads, uint64_t seed)
     : o_(o),
       heads_(heads),
       ema_(o.control == Control::kNoFeatureEma ? 0.0 : o.feature_ema),
-      resolution_(heads, int(o.windows.size()), o.resolution_ema),
+      resolution_(heads, int(o.windows.size()), o.resolution_ema,
+                  o.resolution_state == ResolutionState::kRunning),
       rng_(Mix(seed ^ 0x5EEDC0DEull)) {
   // §5.7: scorer weights are seeded AAH state from the run seed, never gradient-trained.
   Rng init(Mix(seed));
@@ -114,7 +116,7 @@ void LayerController::SetWindows(const std::vector<int>& index) {
     std::shuffle(windows_.begin(), windows_.end(), rng_.gen());
 }
 
-std::vector<int> LayerController::Level0(const std::vector<Vec>& xbar) {
+std::vector<int> LayerController::Level0(const std::vector<Vec>& xbar, bool may_cache) {
   const int cap = MaxLevel0Groups(o_.hierarchy);
   const float tau = float(o_.cluster_threshold);
   if (o_.control == Control::kFixedRandomGrouping) {
@@ -138,14 +140,16 @@ std::vector<int> LayerController::Level0(const std::vector<Vec>& xbar) {
     }
     return cached_level0_;
   }
-  if (o_.regime == Regime::kDeepReuse) {  // cached level-0 partition (§7.1)
-    if (cached_level0_.empty()) cached_level0_ = Level0Partition(xbar, tau, cap);
-    return cached_level0_;
+  if (o_.regime == Regime::kDeepReuse) {  // cached level-0 partition (§7.1, §8)
+    if (!cached_level0_.empty()) return cached_level0_;
+    std::vector<int> p = Level0Partition(xbar, tau, cap);
+    if (may_cache) cached_level0_ = p;  // reused from here on; recomputed until then
+    return p;
   }
   return Level0Partition(xbar, tau, cap);
 }
 
-void LayerController::Update(const HeadObservation& obs) {
+void LayerController::Update(const HeadObservation& obs, bool may_cache) {
   if (o_.windows.empty()) return;  // regime off
   std::vector<Vec> x;
   for (int h = 0; h < heads_; ++h)
@@ -161,12 +165,14 @@ void LayerController::Update(const HeadObservation& obs) {
     topology_.head_group.resize(size_t(heads_));
     std::iota(topology_.head_group.begin(), topology_.head_group.end(), 0);
   } else if (!(o_.regime == Regime::kShallowFreeze && topology_frozen_)) {
-    std::vector<int> level0 = Level0(xbar);
+    std::vector<int> level0 = Level0(xbar, may_cache);
     Topology base;
     base.head_group = level0;
     std::vector<Vec> g0 = AggregateFeatures(base, xbar)[0].g;
     topology_ = BuildUpperLevels(level0, g0, o_.hierarchy, float(o_.norm_penalty));
-    topology_frozen_ = true;
+    // Shallow freeze: the feature-derived [2] topology is frozen once features are
+    // meaningful (§7.1); until then it follows the features like full_adaptive's.
+    if (o_.regime == Regime::kShallowFreeze) topology_frozen_ = may_cache;
   }
   levels_used_ = topology_.levels();
   const std::vector<LevelFeatures> f = AggregateFeatures(topology_, xbar);
@@ -236,14 +242,22 @@ bool AahController::Due(int64_t step) const {
   return step % o_.control_every == 0;  // §5.3: every control_every steps, cached between
 }
 
-Status AahController::Update(const std::vector<HeadObservation>& obs) {
+bool AahController::MayCache(int64_t step) const {
+  if (updates_ == 0) return false;  // §5.3: the first update's diagnostics are zero
+  if (o_.cache_step >= 0) return step >= o_.cache_step;
+  const double alpha = o_.control == Control::kNoFeatureEma ? 0.0 : o_.feature_ema;
+  return std::pow(alpha, double(updates_)) <= 0.5;  // x_bar_u weighs the zeros by alpha^u
+}
+
+Status AahController::Update(const std::vector<HeadObservation>& obs, int64_t step) {
   if (obs.size() != layers_.size())
     return Status::InvalidArgument("aah: " + std::to_string(obs.size()) + " layer observations for " +
                                    std::to_string(layers_.size()) + " layers");
   for (const HeadObservation& h : obs)
     if (h.qkv.size() != size_t(heads_) || (!h.attention.empty() && h.attention.size() != size_t(heads_)))
       return Status::InvalidArgument("aah: an observation does not have one row per head");
-  for (size_t l = 0; l < layers_.size(); ++l) layers_[l].Update(obs[l]);
+  const bool may_cache = MayCache(step);
+  for (size_t l = 0; l < layers_.size(); ++l) layers_[l].Update(obs[l], may_cache);
   ++updates_;
   return Status::Ok();
 }

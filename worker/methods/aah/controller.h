@@ -53,8 +53,10 @@ class LayerController {
  public:
   LayerController(const AahOptions& o, int heads, uint64_t seed);
 
-  // Runs one control update from this layer's observation.
-  void Update(const HeadObservation& obs);
+  // Runs one control update from this layer's observation. `may_cache`: this update may
+  // freeze the shallow_freeze topology / cache the deep_reuse level-0 partition (§7.1; the
+  // schedule is AahController's, AahOptions::cache_step); until one does, both recompute.
+  void Update(const HeadObservation& obs, bool may_cache);
 
   const std::vector<int64_t>& windows() const { return windows_; }   // executed W_h
   const std::vector<int>& index() const { return resolution_.index(); }  // c_tilde_h
@@ -68,7 +70,7 @@ class LayerController {
   Status FromJson(const Json& j, const std::string& what);
 
  private:
-  std::vector<int> Level0(const std::vector<Vec>& xbar);
+  std::vector<int> Level0(const std::vector<Vec>& xbar, bool may_cache);
   void SetWindows(const std::vector<int>& index);
 
   // Constant after construction.
@@ -82,7 +84,7 @@ class LayerController {
   Rng rng_;  // random controls only
   std::vector<std::array<float, 3>> prev_attention_;  // empty until observed
   std::vector<int> cached_level0_;                    // deep reuse / fixed random grouping
-  bool topology_frozen_ = false;                      // shallow freeze
+  bool topology_frozen_ = false;                      // shallow freeze, once cached
   Topology topology_;
   Selection selection_;
   std::vector<int64_t> windows_;
@@ -99,8 +101,14 @@ class AahController {
   // control_every steps from step 0; never for full, fixed_window, or after freeze_step
   // under freeze_after_warmup). Between updates the cached windows are reused (§5.3).
   bool Due(int64_t step) const;
-  // Runs one control update with one observation per layer.
-  Status Update(const std::vector<HeadObservation>& obs);
+  // Runs one control update before optimizer step `step` with one observation per layer.
+  Status Update(const std::vector<HeadObservation>& obs, int64_t step);
+  // Returns true iff the update now due (the updates()-th, 0-based) before `step` may cache
+  // the shallow_freeze topology / deep_reuse level 0: never the first update (its
+  // diagnostics are zero, §5.3); with cache_step -1 from the first update u with
+  // alpha^u <= 1/2 (the zero-initialised diagnostics weigh at most half of x_bar), else
+  // from step cache_step on.
+  bool MayCache(int64_t step) const;
 
   WindowMap windows() const;
   std::vector<std::vector<int>> indices() const;

@@ -30,20 +30,34 @@ Status FeatureEma::FromJson(const Json& j, const std::string& what) {
 const std::vector<int>& ResolutionEma::Update(const std::vector<int>& c) {
   for (size_t h = 0; h < index_.size() && h < c.size(); ++h) {
     // §5.8: round(beta c_tilde_{t-1} + (1 - beta) c_t), then clamp to the candidate range.
-    double v = beta_ * index_[h] + (1 - beta_) * c[h];
+    // The running variant folds into its unrounded state instead of the rounded index.
+    const double prev = running_ ? state_[h] : double(index_[h]);
+    const double v = beta_ * prev + (1 - beta_) * c[h];
     index_[h] = std::clamp(int(std::lround(v)), 0, k_ - 1);
+    state_[h] = running_ ? std::clamp(v, 0.0, double(k_ - 1)) : double(index_[h]);
   }
   return index_;
 }
 
+Json ResolutionEma::ToJson() const {
+  if (!running_) return index_;
+  return {{"index", index_}, {"state", state_}};
+}
+
 Status ResolutionEma::FromJson(const Json& j, const std::string& what) {
   try {
-    std::vector<int> v = j.get<std::vector<int>>();
-    if (v.size() != index_.size())
+    if (running_ != j.is_object())
+      return Status::Corruption(what + ": resolution EMA state was written by the other " +
+                                "aah.resolution_state");
+    std::vector<int> v = (running_ ? j.at("index") : j).get<std::vector<int>>();
+    std::vector<double> s = running_ ? j.at("state").get<std::vector<double>>()
+                                     : std::vector<double>(v.begin(), v.end());
+    if (v.size() != index_.size() || s.size() != index_.size())
       return Status::Corruption(what + ": resolution EMA has " + std::to_string(v.size()) +
                                 " heads, the model " + std::to_string(index_.size()));
     for (int& i : v) i = std::clamp(i, 0, k_ - 1);
     index_ = std::move(v);
+    state_ = std::move(s);
   } catch (const Json::exception& e) {
     return Status::Corruption(what + ": resolution EMA: " + e.what());
   }

@@ -15,13 +15,16 @@ StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecC
       o.method = PruneMethod::kHeads;
     else if (method == "gate_taylor")
       o.method = PruneMethod::kGateTaylor;
+    else if (method == "saf")
+      o.method = PruneMethod::kSaf;
     else
-      return Status::InvalidArgument(file + ": $.config.prune.method: expected none, heads or "
-                                            "gate_taylor, got \"" + method + "\"");
+      return Status::InvalidArgument(file + ": $.config.prune.method: expected none, heads, "
+                                            "gate_taylor or saf, got \"" + method + "\"");
     o.rate = p.value("rate", o.rate);
     o.step = p.value("step", o.step);
     o.calib_sequences = p.value("calib_sequences", o.calib_sequences);
     o.calib_batch = p.value("calib_batch", o.calib_batch);
+    o.calib_split = p.value("calib_split", o.calib_split);
     const std::string heads = p.value("heads", std::string());
     if (config.kind != "train" && config.kind != "flops")
       return Status::InvalidArgument(file + ": $.config.prune.method: pruning controls apply to "
@@ -38,7 +41,7 @@ StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecC
       o.heads = set.value();
     } else if (!heads.empty()) {
       return Status::InvalidArgument(file + ": $.config.prune.heads: only prune.method \"heads\" "
-                                            "takes a head set (gate_taylor selects its own)");
+                                            "takes a head set (gate_taylor and saf select their own)");
     }
   } catch (const Json::exception& e) {
     return Status::InvalidArgument(file + ": $.config.prune: " + e.what());

@@ -1,11 +1,15 @@
 // The typed `prune` config section (SAF App. C.3.4 pruning controls). Torch-free.
 //
 // prune.method  none | heads (prune.heads, e.g. the same heads as another arm) |
-//               gate_taylor (round(prune.rate * layers * heads) heads by SAF eq. 19)
+//               gate_taylor (round(prune.rate * layers * heads) heads by SAF eq. 19) |
+//               saf (the heads SAF's selection picks under this run's saf.* keys: score,
+//               saf.rate, calibration and fit rule; the set an saf.method replace arm of the
+//               same seed fixes from the same parent, SAF App. C.3.1 "the same heads")
 // prune.step    -1: at the run's start (a continuation's first step); s >= 0: after update
 //               s (at the start when the run begins past s)
-// prune.calib_sequences, prune.calib_batch: gate-Taylor calibration sequences (training
-//               split, drawn by a generator of their own so the training sampler is untouched)
+// prune.calib_sequences, prune.calib_batch, prune.calib_split: gate-Taylor calibration
+//               sequences (training split or the held-out calibration split, drawn by a
+//               generator of their own so the training sampler is untouched)
 #pragma once
 
 #include <cstdint>
@@ -19,7 +23,7 @@
 
 namespace headlab {
 
-enum class PruneMethod { kNone, kHeads, kGateTaylor };
+enum class PruneMethod { kNone, kHeads, kGateTaylor, kSaf };
 
 struct PruneOptions {
   PruneMethod method = PruneMethod::kNone;
@@ -28,6 +32,7 @@ struct PruneOptions {
   int64_t step = -1;
   int64_t calib_sequences = 16;
   int64_t calib_batch = 4;
+  std::string calib_split = "train";  // train | calib (data.calib_fraction > 0)
 };
 
 // Reads the `prune` section of a normalized run config for `config`'s model. Errors are

@@ -3,6 +3,7 @@
 // arm removes a given head set or the gate-Taylor selection (eq. 19) physically, keeps the
 // retained AdamW state, and trains on with the smaller model. Heads named "pruned" in
 // model.head_modes are only masked by the hybrid layer; this removes them.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -15,13 +16,10 @@
 #include "worker/methods/pruning/importance.h"
 #include "worker/methods/pruning/physical.h"
 #include "worker/methods/pruning/prune_options.h"
+#include "worker/methods/saf/driver.h"
 
 namespace headlab {
 namespace {
-
-// Seed of the calibration sampler: the run seed mixed with a constant, so calibration
-// windows differ from the training ones and never advance the training sampler.
-constexpr uint64_t kCalibrationSeedMix = 0x70c1a55e5eedULL;
 
 std::string HeadList(const std::vector<HeadRef>& heads) {
   std::string s;
@@ -32,12 +30,14 @@ std::string HeadList(const std::vector<HeadRef>& heads) {
 
 class PruneHooks : public TrainHooks {
  public:
-  explicit PruneHooks(PruneOptions o) : o_(std::move(o)) {}
+  PruneHooks(PruneOptions o, std::string file) : o_(std::move(o)), file_(std::move(file)) {}
   const char* name() const override { return "prune"; }
 
   Status OnStart(TrainContext& ctx, const std::optional<std::string>& saved,
                  Json* provenance) override {
-    (*provenance)["prune_method"] = o_.method == PruneMethod::kHeads ? "heads" : "gate_taylor";
+    (*provenance)["prune_method"] = o_.method == PruneMethod::kHeads        ? "heads"
+                                    : o_.method == PruneMethod::kGateTaylor ? "gate_taylor"
+                                                                            : "saf";
     if (saved) {  // a resume: the checkpoint already holds the pruned shapes
       StatusOr<Json> j = ParseJson(*saved, "prune state");
       if (!j.ok()) return Status::Corruption(j.status().message());
@@ -82,11 +82,39 @@ class PruneHooks : public TrainHooks {
     std::vector<HeadRef> heads = o_.heads;
     std::vector<std::vector<double>> importance;
     if (o_.method == PruneMethod::kGateTaylor) {
-      std::vector<torch::Tensor> batches = CalibrationBatches(
-          ctx.data.train, uint64_t(ctx.config.seed) ^ kCalibrationSeedMix, m.context,
-          o_.calib_sequences, o_.calib_batch, ctx.device);
+      const bool held_out = o_.calib_split == "calib";
+      if (held_out && ctx.data.calib.size == 0)
+        return Status::InvalidArgument(file_ + ": $.config.prune.calib_split: \"calib\" needs a "
+                                       "calibration split: set data.calib_fraction > 0");
+      // The windows SAF's first event of this run calibrates on (saf/driver.h EventSeed,
+      // with their next tokens for the loss): "exactly the same held-out sequences as
+      // variance selection" when prune.calib_sequences = saf.calib_sequences (App. C.3.4).
+      const uint64_t seed =
+          saf::EventSeed(saf::DrawSeed(ctx.config_json, ctx.config.seed), 0) ^ saf::kCalibrationSalt;
+      std::vector<torch::Tensor> batches =
+          CalibrationBatches(held_out ? ctx.data.calib : ctx.data.train, seed, m.context,
+                             o_.calib_sequences, o_.calib_batch, ctx.device);
       importance = GateTaylorImportance(ctx.model, batches);
       heads = GateTaylorSelect(importance, PruneCount(o_.rate, m.layers * m.heads), removed_before);
+    }
+    if (o_.method == PruneMethod::kSaf) {
+      // SAF's own selection with SAF's draws (saf/driver.h): the heads an saf.method
+      // replace arm of this seed fixes from the same parent (SAF App. C.3.1).
+      StatusOr<saf::SafOptions> so = saf::SafOptionsFromJson(ctx.config_json, file_);
+      if (!so.ok()) return so.status();
+      StatusOr<TokenSpan> split = saf::CalibrationSplit(so.value(), ctx.data, file_);
+      if (!split.ok()) return split.status();
+      StatusOr<std::vector<saf::HeadId>> picked = saf::SelectFirstEventHeads(
+          so.value(), ctx.model.get(), split.value(), saf::DrawSeed(ctx.config_json, ctx.config.seed),
+          ctx.device);
+      if (!picked.ok())
+        return Status::InvalidArgument(file_ + ": $.config.prune.method \"saf\": " +
+                                       picked.status().message());
+      heads.clear();
+      for (const saf::HeadId& u : picked.value()) heads.push_back({u.layer, u.head});
+      std::sort(heads.begin(), heads.end(), [](const HeadRef& a, const HeadRef& b) {
+        return a.layer != b.layer ? a.layer < b.layer : a.head < b.head;
+      });
     }
     const int64_t batches = ctx.config.train.eval_batches;
     const double loss_before = ctx.eval_loss(batches);
@@ -130,7 +158,8 @@ class PruneHooks : public TrainHooks {
   }
 
   PruneOptions o_;
-  Json state_;  // null until pruned (or restored)
+  std::string file_;  // names the config in errors
+  Json state_;        // null until pruned (or restored)
 };
 
 }  // namespace
@@ -141,7 +170,7 @@ StatusOr<std::shared_ptr<TrainHooks>> MakePruneHooks(const ExecConfig& config,
   StatusOr<PruneOptions> o = PruneOptionsFromJson(config_json, config, file);
   if (!o.ok()) return o.status();
   if (o->method == PruneMethod::kNone) return std::shared_ptr<TrainHooks>();
-  return std::shared_ptr<TrainHooks>(std::make_shared<PruneHooks>(o.value()));
+  return std::shared_ptr<TrainHooks>(std::make_shared<PruneHooks>(o.value(), file));
 }
 
 }  // namespace headlab

@@ -1,4 +1,5 @@
 // The pruning controls through the real training loop (worker/exec/train.cc).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -81,7 +82,10 @@ TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise iden
   CHECK(a.by_kind["prune_head_map"][0]["step"] == 2);
   StatusOr<std::string> map = ReadFile(a.by_kind["prune_head_map"][0]["path"]);
   REQUIRE(map.ok());
-  for (const Json& row : Json::parse(map.value())["head_maps"]) CHECK(row["score"].get<double>() >= 0);
+  // (The parsed document must outlive the loop: a range over a temporary's member dangles.)
+  const Json rows = Json::parse(map.value())["head_maps"];
+  REQUIRE(rows.size() == 2);
+  for (const Json& row : rows) CHECK(row["score"].get<double>() >= 0);
   REQUIRE(a.by_kind["checkpoint"].size() == 2);
   const Json& mid = a.by_kind["checkpoint"][0];
   REQUIRE(mid["step"] == 3);
@@ -109,6 +113,48 @@ TEST_CASE("prune hooks: calibration draws its own sequences; the training data d
     CHECK(plain.metrics[metric::kTrainLoss].at(step) == zero.metrics[metric::kTrainLoss].at(step));
 }
 
+// SAF App. C.3.1: "pruning uses exactly the same heads as the variance-selected mean". An
+// saf.method replace run with its event at step 0 and a prune.method saf run of the same
+// seed (the same model, the same draws) pick the same heads; the second removes them.
+TEST_CASE("prune hooks: method saf removes exactly the heads SAF fixes from the same model") {
+  const Json saf = {{"rate", 0.25}, {"calib_sequences", 4}, {"calib_batch", 2}, {"fit_steps", 100}};
+  Json replace = saf;
+  replace["method"] = "replace";
+  replace["tau"] = 0.0;
+  for (const char* split : {"train", "calib"}) {
+    INFO("calibration split " << split);
+    Json over = {{"data", {{"calib_fraction", 0.2}}}};
+    Json saf_over = {{"saf", replace}}, prune_over = {{"saf", saf}, {"prune", {{"method", "saf"}}}};
+    saf_over["saf"]["calib_split"] = split;
+    prune_over["saf"]["calib_split"] = split;
+    saf_over.merge_patch(over);
+    prune_over.merge_patch(over);
+    TrainRequest a_req = PruneRun(std::string("saf_fixed_") + split, saf_over);
+    TrainRequest b_req = PruneRun(std::string("saf_pruned_") + split, prune_over);
+    Events a = Run(a_req), b = Run(b_req);
+    CHECK(a.provenance["dataset_calib_tokens"].get<int64_t>() > 0);
+    std::vector<std::pair<int64_t, int64_t>> fixed, pruned;
+    REQUIRE(a.by_kind["saf_head_map"].size() == 1);
+    StatusOr<std::string> event = ReadFile(a.by_kind["saf_head_map"][0]["path"]);
+    REQUIRE(event.ok());
+    const Json event_json = Json::parse(event.value());
+    for (const Json& row : event_json["head_map"])
+      if (row["role"] == "fixed") fixed.emplace_back(row["layer"], row["head"]);
+    REQUIRE(b.by_kind["prune_head_map"].size() == 1);
+    StatusOr<std::string> map = ReadFile(b.by_kind["prune_head_map"][0]["path"]);
+    REQUIRE(map.ok());
+    const Json map_json = Json::parse(map.value());
+    for (const Json& row : map_json["head_maps"]) pruned.emplace_back(row["layer"], row["head"]);
+    std::sort(fixed.begin(), fixed.end());
+    CHECK(fixed.size() == 2);  // round(0.25 * 8)
+    CHECK(pruned == fixed);
+    CHECK(b.summary[metric::kPruneHeadsRemoved] == 2);
+    CHECK(b.provenance["prune_method"] == "saf");
+    testing::RemoveTree(a_req.out_dir);
+    testing::RemoveTree(b_req.out_dir);
+  }
+}
+
 TEST_CASE("prune hooks: bad prune sections are refused naming the field") {
   auto make = [](const Json& overrides) {
     Json config = {{"model", {{"layers", 2}, {"heads", 4}, {"width", 32}}}};
@@ -127,6 +173,8 @@ TEST_CASE("prune hooks: bad prune sections are refused naming the field") {
   CHECK(make({{"kind", "mqar"}, {"prune", {{"method", "heads"}, {"heads", "0.1"}}}})
             .status().code() == Status::Code::kInvalidArgument);
   CHECK(make({{"prune", {{"method", "none"}, {"heads", "0.1"}}}})->empty());
+  CHECK(make({{"prune", {{"method", "saf"}, {"heads", "0.1"}}}}).status().code() ==
+        Status::Code::kInvalidArgument);
 }
 
 }  // namespace headlab

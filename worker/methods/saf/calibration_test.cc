@@ -115,6 +115,49 @@ TEST_CASE("calibration on a GPT walks the model's own layers and leaves it untou
   }
 }
 
+// SAF eq. 11-12 against the model itself: for each head, Y = R + O from the model's own
+// attention layer and Y~_h from the same layer with head h replaced by its mean pattern
+// A_hat (a fixed dense head: its output is A_hat V W^O), compared at the sampled queries;
+// the scores are the means over sequences and queries.
+TEST_CASE("output-aware residual scores equal one-head replacement in the model's layer (eq. 11-12)") {
+  torch::manual_seed(10);
+  Gpt gpt(TinyConfig());
+  torch::Tensor tokens = torch::randint(0, 64, {3, kT}, torch::kLong);
+  ModelView view = ViewOfGpt(*gpt);
+  CalibrationStats stats(2, 4, {});
+  Calibrate(view, {tokens.narrow(0, 0, 2), tokens.narrow(0, 2, 1)}, &stats);
+  const int64_t nq = 5;
+  OutputStats out = CalibrateOutputs(view, {tokens.narrow(0, 0, 2), tokens.narrow(0, 2, 1)}, stats, nq);
+  REQUIRE(out.rows == 3 * nq);
+  const std::vector<double> cos_scores = ResidualCosScores(out), rel_scores = ResidualRelScores(out);
+  torch::NoGradGuard no_grad;
+  gpt->eval();
+  torch::Tensor queries = torch::tensor(LatterHalfQueries(kT, nq), torch::kLong);
+  torch::Tensor r = gpt->wte(tokens) + gpt->wpe(torch::arange(kT, torch::kLong));  // R_0
+  for (int64_t l = 0; l < 2; ++l) {
+    BlockImpl* block = gpt->blocks[size_t(l)]->as<BlockImpl>();
+    HybridAttention& attn = gpt->attention(l);
+    torch::Tensor x = block->ln1(r);
+    torch::Tensor o = attn->forward(x).to(torch::kFloat64).index_select(1, queries);  // O
+    torch::Tensor y = r.to(torch::kFloat64).index_select(1, queries) + o;            // Y
+    for (int64_t h = 0; h < 4; ++h) {
+      attn->SetFixedDense(h, stats.Mean(l, h));
+      torch::Tensor ot = attn->forward(x).to(torch::kFloat64).index_select(1, queries);
+      attn->SetHeadState(h, HeadState{});
+      torch::Tensor yt = y - o + ot;  // Y~_h: only head h's contribution changed
+      const double cos_ref =
+          (1 - (y * yt).sum(-1) / (y.norm(2, -1) * yt.norm(2, -1))).mean().item<double>();
+      const double rel_ref =
+          ((ot - o).norm(2, -1) / o.norm(2, -1).clamp_min(1e-8)).mean().item<double>();
+      INFO("layer " << l << " head " << h);
+      CHECK(cos_ref > 0);
+      CHECK(cos_scores[size_t(l * 4 + h)] == Approx(cos_ref).epsilon(1e-3).margin(1e-7));
+      CHECK(rel_scores[size_t(l * 4 + h)] == Approx(rel_ref).epsilon(1e-4));
+    }
+    r = block->forward(r, {});
+  }
+}
+
 TEST_CASE("Q/K gradient norms are read per head from the last backward pass (eq. 8)") {
   torch::manual_seed(8);
   Gpt gpt(TinyConfig());

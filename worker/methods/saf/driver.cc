@@ -69,25 +69,70 @@ StatusOr<std::unique_ptr<SafDriver>> SafDriver::Create(const SafOptions& options
   return StatusOr<std::unique_ptr<SafDriver>>(std::move(d));
 }
 
+StatusOr<TokenSpan> CalibrationSplit(const SafOptions& o, const Dataset& data,
+                                     const std::string& file) {
+  if (o.calib_split == "val") return data.val;
+  if (o.calib_split != "calib") return data.train;
+  if (data.calib.size == 0)
+    return Status::InvalidArgument(file + ": $.config.saf.calib_split: \"calib\" needs a "
+                                   "calibration split: set data.calib_fraction > 0");
+  return data.calib;
+}
+
+uint64_t EventSeed(uint64_t seed, int64_t event) {
+  return seed + 0x9E3779B97F4A7C15ULL * uint64_t(event + 1);
+}
+
+InterventionInputs EventInputs(const SafOptions& o, GptImpl* model, const TokenSpan& split,
+                               uint64_t seed, int64_t event, torch::Device device) {
+  const int64_t L = model->config().layers, context = model->config().context;
+  InterventionInputs in;
+  in.view = ViewOfGpt(*model);
+  for (int64_t l = 0; l < L; ++l) in.layers.push_back(model->attention(l).get());
+  // Each event draws its own calibration sequences from a generator of its own.
+  const uint64_t event_seed = EventSeed(seed, event);
+  in.calibration = DrawCalibrationBatches(split, context, o.calib_sequences, o.calib_batch,
+                                          event_seed, device);
+  if (NeedsOutputPass(o.score))
+    in.output_calibration = DrawCalibrationBatches(split, context, o.output_sequences,
+                                                   o.calib_batch,
+                                                   event_seed ^ kOutputCalibrationSalt, device);
+  // The random control draws per run unless saf.selection_seed fixes it (App. C.3.1).
+  in.selection_seed = o.selection_seed >= 0 ? uint64_t(o.selection_seed) : seed;
+  in.event = event;
+  return in;
+}
+
+StatusOr<std::vector<HeadId>> SelectFirstEventHeads(const SafOptions& o, GptImpl* model,
+                                                    const TokenSpan& split, uint64_t seed,
+                                                    torch::Device device) {
+  if (NeedsGradientEma(o.score))
+    return Status::InvalidArgument(std::string("saf.score ") + ScoreKindName(o.score) +
+                                   " needs the training loop's gradient EMA: it cannot select "
+                                   "heads at a run's start");
+  if (split.size <= model->config().context)
+    return Status::InvalidArgument("saf: the calibration split is shorter than one context window");
+  const int64_t L = model->config().layers, H = model->config().heads;
+  InterventionInputs in = EventInputs(o, model, split, seed, 0, device);
+  in.k = TargetHeadCount(o.rate, L, H);
+  if (!o.heads.empty()) {
+    auto heads = ParseHeadList(o.heads, L, H);
+    if (!heads.ok()) return heads.status();
+    in.prescribed = *heads;
+  }
+  in.install = false;
+  auto r = RunIntervention(o, in);
+  if (!r.ok()) return r.status();
+  return r->installed;
+}
+
 StatusOr<InterventionResult> SafDriver::Run(int64_t step, int64_t k,
                                             const std::vector<HeadId>& prescribed, bool install) {
-  const int64_t L = model_->config().layers, context = model_->config().context;
-  InterventionInputs in;
-  in.view = ViewOfGpt(*model_);
-  for (int64_t l = 0; l < L; ++l) in.layers.push_back(model_->attention(l).get());
-  // Each event draws its own calibration sequences from a generator of its own.
-  const uint64_t event_seed = seed_ + 0x9E3779B97F4A7C15ULL * uint64_t(events_ + 1);
-  in.calibration = DrawCalibrationBatches(split_, context, options_.calib_sequences,
-                                          options_.calib_batch, event_seed, device_);
-  if (NeedsOutputPass(options_.score))
-    in.output_calibration = DrawCalibrationBatches(split_, context, options_.output_sequences,
-                                                   options_.calib_batch,
-                                                   event_seed ^ kOutputCalibrationSalt, device_);
+  InterventionInputs in = EventInputs(options_, model_, split_, seed_, events_, device_);
   in.gradient = ema_.empty() ? nullptr : &ema_;
   in.k = k;
   in.prescribed = prescribed;
   in.step = step;
-  in.event = events_;
   in.install = install;
   auto r = RunIntervention(options_, in);
   if (r.ok() && install) {

@@ -32,9 +32,38 @@ class GptImpl;
 
 namespace headlab::saf {
 
+// The calibration split saf.calib_split names in `data`: its training tokens, the held-out
+// calibration split (data.calib_fraction > 0) or the reporting split. InvalidArgument
+// naming `file` and the field when "calib" is asked of data without a calibration split.
+StatusOr<TokenSpan> CalibrationSplit(const SafOptions& options, const Dataset& data,
+                                     const std::string& file);
+
+// Returns the seed of event `event`'s calibration draws in a run whose draws are seeded by
+// `seed`: each event draws its own sequences (DrawCalibrationBatches).
+uint64_t EventSeed(uint64_t seed, int64_t event);
+
+// The inputs of event `event` of a run whose draws are seeded by `seed` (DrawSeed): the
+// model's layers and view, calibration batches from `split` drawn by a generator seeded
+// from (seed, event), the output-aware batches when the score needs them, and the random
+// control's shuffle seed (saf.selection_seed, else `seed`). k, step and the rest are the
+// caller's.
+InterventionInputs EventInputs(const SafOptions& options, GptImpl* model, const TokenSpan& split,
+                               uint64_t seed, int64_t event, torch::Device device);
+
+// Returns the heads SAF's first event would select on `model` as it is now (k =
+// round(r L H) in score order under the compact-fit rule, or saf.heads) with a driver of
+// `seed` and `split`, without installing anything: the set a pruning control removes
+// (prune.method saf) so it removes exactly what an saf.method replace arm of the same seed
+// fixes from the same parent. InvalidArgument as RunIntervention, and for scores that need
+// the training loop's gradient EMA.
+StatusOr<std::vector<HeadId>> SelectFirstEventHeads(const SafOptions& options, GptImpl* model,
+                                                    const TokenSpan& split, uint64_t seed,
+                                                    torch::Device device);
+
 class SafDriver {
  public:
-  // `model` must outlive the driver; `split` (train or val tokens, saf.calib_split) too.
+  // `model` must outlive the driver; `split` (CalibrationSplit) too. `seed` seeds the
+  // driver's own draws (DrawSeed of the run).
   // InvalidArgument for options the model cannot meet (bad saf.heads, ...).
   static StatusOr<std::unique_ptr<SafDriver>> Create(const SafOptions& options, GptImpl* model,
                                                      const TokenSpan& split, int64_t total_steps,

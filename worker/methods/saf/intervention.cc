@@ -182,7 +182,7 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
     auto reference = SelectInOrder(order, in.k, fit);
     if (!reference.ok()) return reference.status();
     std::vector<HeadId> shuffled;
-    for (const HeadId& u : ShuffledHeads(L, H, uint64_t(o.pattern_seed) ^ 0x7A4D0ULL))
+    for (const HeadId& u : ShuffledHeads(L, H, in.selection_seed ^ 0x7A4D0ULL))
       if (eligible[size_t(u.layer * H + u.head)]) shuffled.push_back(u);
     order = shuffled;
     selection = SelectWithLayerQuota(order, PerLayerCounts(reference->heads, L), fit);

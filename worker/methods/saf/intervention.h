@@ -29,6 +29,7 @@ struct InterventionInputs {
   int64_t k = 0;                                   // heads to install at this event
   std::vector<HeadId> prescribed;                  // non-empty: exactly these heads
   int64_t step = 0, event = 0;                     // for the report
+  uint64_t selection_seed = 0;                     // saf.score random: the head shuffle
   bool install = true;  // false: select and fit only (the gradual schedule's final set)
 };
 

@@ -129,6 +129,60 @@ TEST_CASE("dense and sampled patterns install as dense heads; random selection m
   CHECK(PerLayerCounts(rv->installed, 2) == PerLayerCounts(rr->installed, 2));
 }
 
+// The random control's heads with shuffle seed `seed`, sorted by (layer, head).
+std::vector<HeadId> RandomHeads(uint64_t seed) {
+  SafOptions rnd;
+  rnd.score = ScoreKind::kRandom;
+  Gpt gpt = TinyGpt();
+  InterventionInputs in = Inputs(gpt, 3);
+  in.selection_seed = seed;
+  in.install = false;
+  auto r = RunIntervention(rnd, in);
+  REQUIRE(r.ok());
+  std::vector<HeadId> heads = r->installed;
+  std::sort(heads.begin(), heads.end(), [](const HeadId& a, const HeadId& b) {
+    return a.layer * 4 + a.head < b.layer * 4 + b.head;
+  });
+  return heads;
+}
+
+TEST_CASE("random selection draws its heads per run: the shuffle follows selection_seed") {
+  std::vector<std::vector<HeadId>> sets, distinct;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    sets.push_back(RandomHeads(seed));
+    // The variance selection's per-layer counts, whatever the draw.
+    CHECK(PerLayerCounts(sets.back(), 2) == PerLayerCounts(sets.front(), 2));
+    if (std::find(distinct.begin(), distinct.end(), sets.back()) == distinct.end())
+      distinct.push_back(sets.back());
+  }
+  CHECK(distinct.size() > 1);        // another run seed, another draw
+  CHECK(RandomHeads(5) == sets[5]);  // the same seed, the same heads
+}
+
+// SAF §4 / App. C.1: "rate comparisons use nested subsets of one ranking". On one model and
+// one calibration the selections at increasing k extend each other, and (no fit rejected)
+// are the k lowest eq. 1 variances.
+TEST_CASE("selections at increasing rates are nested prefixes of one variance ranking") {
+  SafOptions o;
+  std::vector<HeadId> previous;
+  for (int64_t k : {1, 2, 4, 6, 8}) {
+    Gpt gpt = TinyGpt();
+    InterventionInputs in = Inputs(gpt, k);
+    in.install = false;
+    auto r = RunIntervention(o, in);
+    REQUIRE(r.ok());
+    REQUIRE(r->report.fits_rejected == 0);
+    REQUIRE(int64_t(r->installed.size()) == k);
+    CHECK(std::equal(previous.begin(), previous.end(), r->installed.begin()));
+    std::vector<std::pair<double, int64_t>> by_score;
+    for (const HeadMapRow& row : r->report.head_map) by_score.push_back({row.score, row.layer * 4 + row.head});
+    std::sort(by_score.begin(), by_score.end());
+    for (int64_t i = 0; i < k; ++i)
+      CHECK(r->installed[size_t(i)].layer * 4 + r->installed[size_t(i)].head == by_score[size_t(i)].second);
+    previous = r->installed;
+  }
+}
+
 TEST_CASE("pruning controls: variance pruning and gate-Taylor pruning set heads pruned") {
   Gpt gpt = TinyGpt();
   SafOptions o;

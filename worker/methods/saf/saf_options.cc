@@ -35,6 +35,18 @@ StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name) {
   return ParseName<ScheduleKind>(kScheduleNames, "schedule", name);
 }
 
+uint64_t DrawSeed(const Json& config, int64_t seed) {
+  int64_t parent = 0;
+  if (config.is_object() && config.contains("parent") && config["parent"].is_object())
+    parent = config["parent"].value("run", int64_t(0));
+  if (parent == 0) return uint64_t(seed);
+  // SplitMix64 of (seed, parent): distinct parents give unrelated generator states.
+  uint64_t x = uint64_t(seed) * 0x9E3779B97F4A7C15ULL + uint64_t(parent);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& file) {
   SafOptions o;
   if (!config.is_object() || !config.contains("saf")) return o;
@@ -103,7 +115,7 @@ StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& f
       {"groups", integer(&o.groups, 1, 1000)},
       {"calib_sequences", integer(&o.calib_sequences, 2, 1000000)},
       {"calib_batch", integer(&o.calib_batch, 1, 65536)},
-      {"calib_split", string(&o.calib_split, {"train", "val"})},
+      {"calib_split", string(&o.calib_split, {"train", "calib", "val"})},
       {"output_sequences", integer(&o.output_sequences, 1, 1000000)},
       {"output_queries", integer(&o.output_queries, 1, 1000000)},
       {"fit_steps", integer(&o.fit_steps, 0, 1000000)},
@@ -119,6 +131,7 @@ StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& f
       {"z", number(&o.z, 0, 100)},
       {"window", integer(&o.window, 0, 100000000)},
       {"pattern_seed", integer(&o.pattern_seed, 0, int64_t(1) << 53)},
+      {"selection_seed", integer(&o.selection_seed, -1, int64_t(1) << 53)},
   };
   for (auto it = s.begin(); it != s.end(); ++it) {
     auto r = readers.find(it.key());

@@ -45,7 +45,10 @@ struct SafOptions {
   int64_t groups = 5;             // saf.groups: gradual groups (App. A.3: five)
   int64_t calib_sequences = 32;   // saf.calib_sequences, N (App. C.1: 32 at 4K)
   int64_t calib_batch = 2;        // saf.calib_batch: sequences per calibration forward
-  std::string calib_split = "train";  // saf.calib_split: train | val (separate generator)
+  // saf.calib_split: train | calib (the held-out calibration split, data.calib_fraction > 0:
+  // disjoint from training and reporting data, SAF App. A.1, C.3.1) | val (the reporting
+  // split); drawn by a generator of its own either way.
+  std::string calib_split = "train";
   int64_t output_sequences = 16;  // saf.output_sequences, N_f for the output-aware scores
   int64_t output_queries = 64;    // saf.output_queries: |I| per sequence
   int64_t fit_steps = 400;        // saf.fit_steps, J
@@ -60,7 +63,8 @@ struct SafOptions {
   int64_t check_every = 0;        // saf.check_every: controller cadence in updates (0 = steps/20)
   double z = 2.0;                 // saf.z: train-loss controller SD multiplier
   int64_t window = 0;             // saf.window: train-loss controller window (0 = steps/20)
-  int64_t pattern_seed = 0;       // saf.pattern_seed: sampled patterns and random selection
+  int64_t pattern_seed = 0;       // saf.pattern_seed: sampled patterns (same draw at every rate)
+  int64_t selection_seed = -1;    // saf.selection_seed: random-head draws; -1 = per run (DrawSeed)
 };
 
 // Returns true iff `options` asks for an intervention (method replace or prune).
@@ -73,6 +77,12 @@ inline bool TrainablePatternOk(const SafOptions& o) {
          ((o.pattern == PatternKind::kMean && o.storage == "compact") ||
           o.pattern == PatternKind::kStructuredRandom);
 }
+
+// Returns the seed of a run's own SAF draws (calibration windows, and random heads unless
+// saf.selection_seed fixes them): the run seed, mixed with parent.run in a shared-parent
+// continuation, so every parent of a `--set parent.run=a,b,c` list gets its own draws while
+// all arms of one parent share them (as AoH's random control mixes it, aoh_config.h).
+uint64_t DrawSeed(const Json& config, int64_t seed);
 
 // Reads the optional `saf` object of a normalized run config (absent: defaults, method none).
 // Unknown keys, wrong types and out-of-range values are InvalidArgument naming

@@ -44,12 +44,16 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
                          Json* provenance) {
   // Calibration draws from its own generator over the configured split (App. C.1): the
   // training sampler is neither used nor advanced.
-  const TokenSpan& split = options_.calib_split == "val" ? ctx.data.val : ctx.data.train;
-  auto driver = SafDriver::Create(options_, ctx.model.get(), split, ctx.config.train.steps,
-                                  uint64_t(ctx.config.seed), ctx.device);
+  StatusOr<TokenSpan> split = CalibrationSplit(options_, ctx.data, file_);
+  if (!split.ok()) return split.status();
+  const uint64_t seed = DrawSeed(ctx.config_json, ctx.config.seed);
+  auto driver = SafDriver::Create(options_, ctx.model.get(), split.value(),
+                                  ctx.config.train.steps, seed, ctx.device);
   if (!driver.ok())
     return Status::InvalidArgument(file_ + ": $.config.saf: " + driver.status().message());
   driver_ = std::move(driver.value());
+  (*provenance)["saf_draw_seed"] = std::to_string(seed);  // decimal: exact beyond 2^53
+  (*provenance)["saf_calib_split"] = options_.calib_split;
   if (!saved) return Status::Ok();
   StatusOr<Json> state = ParseJson(*saved, "checkpoint: method.saf");
   if (!state.ok()) return state.status();
