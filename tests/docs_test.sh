@@ -32,7 +32,13 @@ say "every grid in experiments/ expands"
 n=0
 while IFS= read -r g; do
   [[ "$g" == experiments/tests/bad_* ]] && continue
-  "$HEADLAB_BIN" submit "$g" --dry-run --json >/dev/null 2>"$HL_TMP/err" || fail "$g: $(cat "$HL_TMP/err")"
+  # A continuation grid gets the parent its header asks for (as common/grid_test.cc does).
+  sets=()
+  if grep -q 'parent.experiment' "$g"; then sets+=(--set parent.experiment=1)
+  elif grep -q '"parent.run"' "$g"; then sets+=(--set parent.run=1,2); fi
+  grep -q -- '--set time_match.experiment' "$g" && sets+=(--set time_match.experiment=2)
+  "$HEADLAB_BIN" submit "$g" "${sets[@]}" --dry-run --json >/dev/null 2>"$HL_TMP/err" ||
+    fail "$g: $(cat "$HL_TMP/err")"
   n=$((n + 1))
 done < <(find experiments -name '*.jsonc' | sort)
 ok "$n grids expand"

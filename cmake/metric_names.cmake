@@ -1,0 +1,21 @@
+# headlab_metric_names(TARGET ROOT): the built-in metric names (common/metric_catalog.cc
+# includes generated/metric_names.inc) are the string literals of the headers that define
+# them, listed at configure time (re-run when one changes) into the build folder, which
+# TARGET gets on its include path. ROOT is the repository's root.
+function(headlab_metric_names target root)
+  set(headers ${root}/common/metric_names.h ${root}/worker/exec/noop.h)
+  set(names "")
+  foreach(header ${headers})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${header})
+    file(STRINGS ${header} lines REGEX "constexpr const char\\* k[A-Za-z0-9]+ = \"")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "constexpr const char\\* k[A-Za-z0-9]+ = \"([^\"]*)\"")
+        string(APPEND names "    \"${CMAKE_MATCH_1}\",\n")
+      endif()
+    endforeach()
+  endforeach()
+  file(WRITE ${PROJECT_BINARY_DIR}/generated/metric_names.inc.new "${names}")
+  configure_file(${PROJECT_BINARY_DIR}/generated/metric_names.inc.new
+                 ${PROJECT_BINARY_DIR}/generated/metric_names.inc COPYONLY)
+  target_include_directories(${target} PRIVATE ${PROJECT_BINARY_DIR})
+endfunction()
