@@ -98,6 +98,8 @@ Status RunBenchPrefill(const BenchRequest& req, EventSink* events) {
         torch::Tensor logits = PrefillLogits(*leg->model, prompt);
         const double ms = clock.StopMs();
         if (rep >= s.warmup) times.push_back(ms);  // warm-ups discarded
+        if (cell == 0 && rep == 0)  // what the layers ran, after their first forward
+          events->Provenance({{"attention_paths", AttentionPaths(leg->model)}});
       }
       const double median = paired::Median(times);
       ++cell;
@@ -124,6 +126,10 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
   BenchClock clock(leg->device);  // memory only: BenchmarkLatency synchronises and times
   Json prov = LegProvenance("bench-decode", *leg, clock);
   prov["timer"] = "steady_clock_synchronized";  // aoh::BenchmarkLatency's clock
+  // Prefill chunks and decode steps run the KV-cache decoder's own attention (every layer).
+  std::vector<int64_t> layers(size_t(req.config.model.layers));
+  for (size_t l = 0; l < layers.size(); ++l) layers[l] = int64_t(l);
+  prov["attention_paths"] = Json::object({{aoh::kDecoderPathLabel, layers}});
   events->Provenance(prov);
   const BenchSettings& s = leg->settings;
   aoh::DecoderOptions decoder;

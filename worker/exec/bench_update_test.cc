@@ -96,6 +96,9 @@ TEST_CASE("bench legs honour head states: fixed heads, and streaming heads shrin
         full.summary["bench.kv_bytes.l24"].get<double>());
   REQUIRE(full.artifacts.size() == 1);
   CHECK(full.artifacts[0]["kind"] == "bench_table");
+  // Every layer ran the decoder's own cached attention, and provenance says so.
+  CHECK(full.provenance["attention_paths"] ==
+        Json::object({{"kv_cache_reference (no fused decode path)", {0, 1}}}));
 }
 
 TEST_CASE("bench-prefill: one median per length x batch cell") {
@@ -108,6 +111,8 @@ TEST_CASE("bench-prefill: one median per length x batch cell") {
                         "bench.prefill_ms.l16.b2"})
     CHECK(ev.summary[k].get<double>() > 0);
   CHECK(ev.summary[metric::kBenchPrefillMs] == ev.summary["bench.prefill_ms.l8.b1"]);
+  // On the CPU both layers run the masked dense reference (no fast path there).
+  CHECK(ev.provenance["attention_paths"] == Json::parse(R"({"dense_reference": [0, 1]})"));
 }
 
 }  // namespace headlab

@@ -340,6 +340,7 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   prov["flops_tensor_metrics"] = o.tensor.name;
   if (!timing_unmeasured.empty()) prov["timing_unmeasured_reason"] = timing_unmeasured;
   if (!trace_unmeasured.empty()) prov["kernel_trace_unmeasured_reason"] = trace_unmeasured;
+  prov["attention_paths"] = AttentionPaths(model);  // what the measured steps ran
   events->Provenance(prov);
 
   // The methods' own figures beside the counts (AAH's ACR next to its measured FLOPs: the

@@ -90,6 +90,7 @@ TEST_CASE("flops: on a machine without a GPU the kind runs and reports FLOPs as 
   testing::FlopsEvents ev = testing::RunFlopsForTest(config, "headlab_exec_flops");
   Json summary = ev.summary, provenance = ev.provenance, artifact = ev.artifact;
   CHECK(provenance[metric::kFlopsStatus] == "unmeasured");
+  CHECK(provenance["attention_paths"] == Json::parse(R"({"dense_reference": [0]})"));
   const std::string reason = provenance[metric::kFlopsReason].get<std::string>();
   CHECK(reason.rfind("no GPU: ", 0) == 0);
   if (!measure::NoGpuReason().empty()) CHECK(reason == measure::NoGpuReason());

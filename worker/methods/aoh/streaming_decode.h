@@ -30,6 +30,10 @@
 
 namespace headlab::aoh {
 
+// The attention path of every layer under the decoder, as run provenance names it
+// (attention_paths): the cache's matmul + softmax per segment; no fused decode kernel yet.
+inline constexpr const char* kDecoderPathLabel = "kv_cache_reference (no fused decode path)";
+
 struct DecoderOptions {
   // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
   // O(sink + recent).
