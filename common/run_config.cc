@@ -10,227 +10,151 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common/suggest.h"
 #include "common/utf8.h"
+#include "worker/methods/aah/aah_schema.h"
+#include "worker/methods/aoh/aoh_schema.h"
+#include "worker/methods/pruning/prune_schema.h"
+#include "worker/methods/saf/saf_schema.h"
 
 namespace headlab {
 
 namespace {
 
-enum class KeyType { kInt, kNumber, kString };
+using KeySpec = ConfigKey;
+using KeyType = ConfigKeyType;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// One leaf of the run config. For kInt/kNumber, [min, max] bounds the value (an open end
-// when min_open/max_open; infinite = unbounded). For kString, `allowed` is a '|' separated
-// list of the accepted values, or nullptr for any string of at most kMaxStringBytes.
-struct KeySpec {
-  const char* key;  // dotted: "train.lr"
-  KeyType type;
-  double min, max;
-  bool min_open, max_open;
-  double num_default;       // kInt / kNumber
-  const char* str_default;  // kString
-  const char* allowed;      // kString: "a|b|c" or nullptr
-};
-
-constexpr size_t kMaxStringBytes = 4096;
+constexpr size_t kMaxStringBytes = kMaxConfigStringBytes;
 constexpr size_t kMaxParamNameBytes = 64;
 
-KeySpec Int(const char* key, double lo, double hi, double def) {
-  return {key, KeyType::kInt, lo, hi, false, false, def, nullptr, nullptr};
-}
-KeySpec Num(const char* key, double lo, double hi, double def, bool lo_open = false,
-            bool hi_open = false) {
-  return {key, KeyType::kNumber, lo, hi, lo_open, hi_open, def, nullptr, nullptr};
-}
-KeySpec Str(const char* key, const char* def, const char* allowed) {
-  return {key, KeyType::kString, 0, 0, false, false, 0, def, allowed};
-}
-
-// The schema (schema/grid.md, "Run config"). Order = documentation and export order.
+// The schema (schema/grid.md, "Run config"): the core sections here, each method's keys from
+// its own schema file (worker/methods/<m>/<m>_schema.cc). Order = documentation and export
+// order.
 const std::vector<KeySpec>& Schema() {
-  static const std::vector<KeySpec> kSchema = {
-      Str("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command"),
-      Int("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
-      Int("model.layers", 1, 128, 2),
-      Int("model.heads", 1, 128, 4),
-      Int("model.width", 8, 65536, 128),
-      Int("model.context", 8, 131072, 128),
-      Int("model.mlp_ratio", 1, 64, 4),
-      Int("model.vocab", 2, 1000000, 256),
-      Str("model.preset", "", "|tiny|124m|1b"),
-      Int("model.kv_heads", 0, 128, 0),            // GQA key/value heads; 0 = model.heads
-      Str("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
-      Num("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
-      Str("model.norm", "layernorm", "layernorm|rmsnorm"),
-      Str("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
-      // A Hugging Face checkpoint folder (config.json + *.safetensors; worker/exec/hf_config.h):
-      // the model's shape comes from config.json and its weights from the checkpoint.
-      Str("model.init_from", "", nullptr),
-      Int("train.steps", 0, 1e8, 200),
-      Int("train.batch_size", 1, 65536, 8),  // sequences per micro-batch
-      Int("train.grad_accum", 1, 65536, 1),  // micro-batches per update (gradient accumulation)
-      Num("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
-      Num("train.min_lr_ratio", 0, 1, 0.1),
-      Int("train.warmup_steps", 0, 1e8, 20),
-      Num("train.weight_decay", 0, 10, 0.1),
-      Num("train.beta1", 0, 1, 0.9, false, /*hi_open=*/true),
-      Num("train.beta2", 0, 1, 0.95, false, /*hi_open=*/true),
-      Num("train.grad_clip", 0, kInf, 1.0),  // 0 = no clipping
-      Int("train.eval_every", 0, 1e8, 50),   // 0 = only at the end
-      Int("train.eval_batches", 1, 1e6, 8),
-      Int("train.log_every", 1, 1e8, 10),
-      Int("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
-      Num("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
-      Str("train.device", "auto", "auto|cpu|cuda"),
-      Int("train.threads", 0, 1024, 0),  // 0 = the library default
-      // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
-      // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
-      Int("train.ranks", 1, 64, 1),
-      // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
-      // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
-      Str("train.precision", "auto", "auto|bf16|fp16|fp32"),
-      // The attention implementation (worker/exec/attention_cuda.h): auto = the fastest exact
-      // path per head state on CUDA, fused = the fused hybrid-head kernels for every head,
-      // dense = the masked reference even on CUDA.
-      Str("train.attention", "auto", "auto|fused|dense"),
-      Str("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
-      Str("data.path", "", nullptr),
-      Num("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
-      // > 0: the last calib_fraction of the training tokens become a calibration split that
-      // training and reporting never read (SAF App. A.1; saf/prune calib_split "calib").
-      Num("data.calib_fraction", 0, 0.5, 0),
-      // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
-      // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
-      Int("parent.run", 0, 9007199254740992.0, 0),
-      Int("parent.step", 0, 1e8, 0),
-      // ... or from the run of experiment `parent.experiment` with arm `parent.arm` ("" = any
-      // arm) and this run's seed: one parent per seed of an earlier grid, without ids.
-      Int("parent.experiment", 0, 9007199254740992.0, 0),
-      Str("parent.arm", "", nullptr),
-      // Matched time from a measurement (SAF App. C.3.3-C.3.4): at dispatch
-      // train.time_budget_s becomes the training time of the run of experiment
-      // `time_match.experiment` (-1 = this run's own) with arm `time_match.arm` ("" = any)
-      // and this run's seed (coordinator/time_match.h); the run waits for it.
-      Int("time_match.experiment", -1, 9007199254740992.0, 0),
-      Str("time_match.arm", "", nullptr),
-      // Paired timing (schema/grid.md, "Paired timing"): runs of one experiment with the same
-      // pair.group run one at a time on one worker, in ABBA order over pair.rep.
-      Str("pair.group", "", nullptr),
-      Int("pair.rep", 0, 1e6, 0),
-      Int("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
-      Num("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
-      // Timing run kinds bench-update / bench-prefill / bench-decode (worker/exec/bench_*.h).
-      Int("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
-      Int("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
-      Str("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
-      Str("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
-      Int("bench.decode_tokens", 1, 1e6, 32),
-      Str("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
-      // Run kind command (worker/command_run.h, schema/command.md): the user's program.
-      Str("command.program", "", nullptr),      // path; relative to the worker's directory
-      Str("command.interpreter", "", nullptr),  // e.g. "python3" (PATH); "" = run the program
-      Str("command.args", "", nullptr),         // extra arguments, split at blanks
-      Int("noop.duration_ms", 0, 86400000, 0),
-      Int("noop.metrics", 0, 10000000, 0),
-      // Pruning controls (SAF App. C.3.4, worker/methods/pruning/README.md).
-      Str("prune.method", "none", "none|heads|gate_taylor|saf"),  // saf: SAF's selection (saf.*)
-      Str("prune.heads", "", nullptr),   // heads: "LAYER.HEAD,..." (the same heads as another arm)
-      Num("prune.rate", 0, 1, 0.25),     // gate_taylor: round(rate * layers * heads) heads
-      Int("prune.step", -1, 1e8, -1),    // -1: at the run's start; s: after update s
-      Int("prune.calib_sequences", 1, 1e6, 16),  // gate_taylor calibration (own generator)
-      Int("prune.calib_batch", 1, 65536, 4),
-      Str("prune.calib_split", "train", "train|calib"),  // gate_taylor's calibration tokens
-      // Synthetic task kinds mqar / passkey (worker/exec/task_eval.h).
-      Int("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
-      Int("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
-      Int("mqar.pairs", 1, 65536, 8),
-      Num("mqar.power_a", 0, 1, 0.01, /*lo_open=*/true),
-      Int("mqar.eval_examples", 1, 1e6, 256),
-      Int("mqar.updates", 0, 1e8, 0),  // > 0: updates past the start checkpoint (not train.steps)
-      Str("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
-      Str("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
-      Int("passkey.samples", 1, 100000, 8),
-      // AoH (worker/methods/aoh/README.md): arm, labels, streaming cache, evaluation.
-      Str("aoh.method", "none", "none|aoh|aoh_rope|random|reverse"),
-      Num("aoh.sparsity", 0, 1, 0.5),
-      Str("aoh.metric", "effective_rank", "effective_rank|frobenius|spectral|stable_rank"),
-      Str("aoh.gqa_agg", "mean", "mean|min|max"),
-      Int("aoh.sink", 0, 1048576, 128),
-      Int("aoh.recent", 1, 1048576, 256),
-      Int("aoh.rope_max_distance", 1, 1e7, 32768),
-      Int("aoh.random_seed", 0, 9007199254740992.0, 0),
-      Int("aoh.apply_step", -1, 1e8, -1),  // -1: after training; s: convert at step s
-      Int("aoh.prefill_chunk", 1, 1048576, 512),
-      Int("aoh.anchor_block", 0, 128, 0),  // > 1: anchor-reuse blocks (AoH App. J.2)
-      Int("aoh.anchor_topk", 1, 1048576, 64),
-      Str("aoh.passkey_lengths", "", nullptr),  // comma-separated; "" = no passkey eval
-      Str("aoh.passkey_depths", "0.2,0.4,0.6,0.8", nullptr),
-      Int("aoh.passkey_samples", 1, 100000, 8),
-      Str("aoh.bench_contexts", "", nullptr),  // comma-separated; "" = no latency bench
-      Int("aoh.bench_decode_tokens", 0, 1e6, 32),
-      Int("aoh.bench_repeats", 1, 1000, 3),
-      // SAF (worker/methods/saf/README.md): method, selection, patterns, fitting, schedules.
-      Str("saf.method", "none", "none|replace|prune"),
-      Num("saf.rate", 0, 1, 0.25),
-      Str("saf.score", "variance", "variance|forward_kl|gradient|rank_sum|gradient_veto|magnitude|redundancy|residual_cos|residual_rel|random|gate_taylor"),
-      Str("saf.pattern", "mean", "mean|sharp_mean|gaussian|dirichlet|structured_random"),
-      Str("saf.storage", "compact", "compact|dense"),
-      Str("saf.schedule", "one_time", "one_time|gradual|validation_budget|train_loss"),
-      Num("saf.tau", 0, 1, 0.5),
-      Num("saf.tau_start", 0, 1, 0.3),
-      Num("saf.tau_end", 0, 1, 0.7),
-      Int("saf.groups", 1, 1000, 5),
-      Int("saf.calib_sequences", 2, 1e6, 32),
-      Int("saf.calib_batch", 1, 65536, 2),
-      Str("saf.calib_split", "train", "train|calib|val"),
-      Int("saf.output_sequences", 1, 1e6, 16),
-      Int("saf.output_queries", 1, 1e6, 64),
-      Int("saf.fit_steps", 0, 1e6, 400),
-      Num("saf.fit_lr", 0, 10, 0.05, /*lo_open=*/true),
-      Num("saf.fit_max_kl", 0, 1e9, 0.2),
-      Str("saf.fit_path", "fft", "fft|dense"),
-      Str("saf.heads", "", nullptr),
-      Num("saf.dirichlet_scale", 0, 1e9, 16, /*lo_open=*/true),
-      Int("saf.trainable", 0, 1, 0),
-      Num("saf.budget", 0, 100, 0.01),
-      Int("saf.group_heads", 0, 1e6, 0),
-      Int("saf.check_every", 0, 1e8, 0),
-      Num("saf.z", 0, 100, 2.0),
-      Int("saf.window", 0, 1e8, 0),
-      Int("saf.pattern_seed", 0, 9007199254740992.0, 0),
-      Int("saf.selection_seed", -1, 9007199254740992.0, -1),  // random heads; -1 = per run
-      // AAH-v3 (worker/methods/aah/README.md): regime, control, hierarchy, windows.
-      Str("aah.regime", "off", "off|full|grouping_off|full_adaptive|shallow_freeze|deep_reuse"),
-      Str("aah.control", "none", "none|control_off|fixed_random_grouping|freeze_after_warmup|independent_scoring|no_parent_constraint|no_feature_ema|fixed_window|random_window|shuffle_post_select"),
-      Str("aah.hierarchy", "", nullptr),
-      Str("aah.windows", "", nullptr),
-      Int("aah.min_window", 0, 1048576, 0),
-      Int("aah.control_every", 1, 1e8, 5),
-      Num("aah.feature_ema", 0, 1, 0.9, false, true),
-      Num("aah.resolution_ema", 0, 1, 0.15, false, true),
-      Str("aah.resolution_state", "rounded", "rounded|running"),  // §5.8 rule | unrounded variant
-      Num("aah.norm_penalty", 0, kInf, 16),
-      Num("aah.cluster_threshold", -1, 1, 0.98),
-      Int("aah.scorer_hidden", 1, 4096, 64),
-      Int("aah.fixed_window", 0, 1048576, 0),
-      Int("aah.freeze_step", -1, 1e8, -1),
-      Int("aah.cache_step", -1, 1e8, -1),  // topology cache of shallow_freeze / deep_reuse
-      Int("aah.observe_rows", 0, 65536, 1),
-      // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
-      Int("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
-      Num("resources.min_memory_gb", 0, 1e6, 0),          // per device, GB = 1e9 bytes
-      Num("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
-      Int("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
-      Int("priority", -1000, 1000, 0),      // higher first; fair share within a priority
-      // Run kind flops (worker/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
-      Int("flops.warmup", 0, 1000, 2),     // untimed forward + step pairs first
-      Int("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
-      Int("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>
-      Str("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma"),
-  };
+  static const std::vector<KeySpec> kSchema = [] {
+    std::vector<KeySpec> keys = {
+        StrKey("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command"),
+        IntKey("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
+        IntKey("model.layers", 1, 128, 2),
+        IntKey("model.heads", 1, 128, 4),
+        IntKey("model.width", 8, 65536, 128),
+        IntKey("model.context", 8, 131072, 128),
+        IntKey("model.mlp_ratio", 1, 64, 4),
+        IntKey("model.vocab", 2, 1000000, 256),
+        StrKey("model.preset", "", "|tiny|124m|1b"),
+        IntKey("model.kv_heads", 0, 128, 0),            // GQA key/value heads; 0 = model.heads
+        StrKey("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
+        NumKey("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
+        StrKey("model.norm", "layernorm", "layernorm|rmsnorm"),
+        StrKey("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
+        // A Hugging Face checkpoint folder (config.json + *.safetensors; worker/exec/hf_config.h):
+        // the model's shape comes from config.json and its weights from the checkpoint.
+        StrKey("model.init_from", "", nullptr),
+        IntKey("train.steps", 0, 1e8, 200),
+        IntKey("train.batch_size", 1, 65536, 8),  // sequences per micro-batch
+        IntKey("train.grad_accum", 1, 65536, 1),  // micro-batches per update (gradient accumulation)
+        NumKey("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
+        NumKey("train.min_lr_ratio", 0, 1, 0.1),
+        IntKey("train.warmup_steps", 0, 1e8, 20),
+        NumKey("train.weight_decay", 0, 10, 0.1),
+        NumKey("train.beta1", 0, 1, 0.9, false, /*hi_open=*/true),
+        NumKey("train.beta2", 0, 1, 0.95, false, /*hi_open=*/true),
+        NumKey("train.grad_clip", 0, kInf, 1.0),  // 0 = no clipping
+        IntKey("train.eval_every", 0, 1e8, 50),   // 0 = only at the end
+        IntKey("train.eval_batches", 1, 1e6, 8),
+        IntKey("train.log_every", 1, 1e8, 10),
+        IntKey("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
+        NumKey("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
+        StrKey("train.device", "auto", "auto|cpu|cuda"),
+        IntKey("train.threads", 0, 1024, 0),  // 0 = the library default
+        // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
+        // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
+        IntKey("train.ranks", 1, 64, 1),
+        // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
+        // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
+        StrKey("train.precision", "auto", "auto|bf16|fp16|fp32"),
+        // The attention implementation (worker/exec/attention_cuda.h): auto = the fastest exact
+        // path per head state on CUDA, fused = the fused hybrid-head kernels for every head,
+        // dense = the masked reference even on CUDA.
+        StrKey("train.attention", "auto", "auto|fused|dense"),
+        StrKey("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
+        StrKey("data.path", "", nullptr),
+        NumKey("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
+        // > 0: the last calib_fraction of the training tokens become a calibration split that
+        // training and reporting never read (SAF App. A.1; saf/prune calib_split "calib").
+        NumKey("data.calib_fraction", 0, 0.5, 0),
+        // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
+        // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
+        IntKey("parent.run", 0, 9007199254740992.0, 0),
+        IntKey("parent.step", 0, 1e8, 0),
+        // ... or from the run of experiment `parent.experiment` with arm `parent.arm` ("" = any
+        // arm) and this run's seed: one parent per seed of an earlier grid, without ids.
+        IntKey("parent.experiment", 0, 9007199254740992.0, 0),
+        StrKey("parent.arm", "", nullptr),
+        // Matched time from a measurement (SAF App. C.3.3-C.3.4): at dispatch
+        // train.time_budget_s becomes the training time of the run of experiment
+        // `time_match.experiment` (-1 = this run's own) with arm `time_match.arm` ("" = any)
+        // and this run's seed (coordinator/time_match.h); the run waits for it.
+        IntKey("time_match.experiment", -1, 9007199254740992.0, 0),
+        StrKey("time_match.arm", "", nullptr),
+        // Paired timing (schema/grid.md, "Paired timing"): runs of one experiment with the same
+        // pair.group run one at a time on one worker, in ABBA order over pair.rep.
+        StrKey("pair.group", "", nullptr),
+        IntKey("pair.rep", 0, 1e6, 0),
+        IntKey("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
+        NumKey("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
+        // Timing run kinds bench-update / bench-prefill / bench-decode (worker/exec/bench_*.h).
+        IntKey("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
+        IntKey("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
+        StrKey("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
+        StrKey("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
+        IntKey("bench.decode_tokens", 1, 1e6, 32),
+        StrKey("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
+        // Run kind command (worker/command_run.h, schema/command.md): the user's program.
+        StrKey("command.program", "", nullptr),      // path; relative to the worker's directory
+        StrKey("command.interpreter", "", nullptr),  // e.g. "python3" (PATH); "" = run the program
+        StrKey("command.args", "", nullptr),         // extra arguments, split at blanks
+        IntKey("noop.duration_ms", 0, 86400000, 0),
+        IntKey("noop.metrics", 0, 10000000, 0),
+    };
+    auto append = [&keys](const std::vector<KeySpec>& more) {
+      keys.insert(keys.end(), more.begin(), more.end());
+    };
+    append(PruneConfigKeys());  // SAF App. C.3.4's pruning controls
+    keys.insert(keys.end(), {
+        // Synthetic task kinds mqar / passkey (worker/exec/task_eval.h).
+        IntKey("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
+        IntKey("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
+        IntKey("mqar.pairs", 1, 65536, 8),
+        NumKey("mqar.power_a", 0, 1, 0.01, /*lo_open=*/true),
+        IntKey("mqar.eval_examples", 1, 1e6, 256),
+        IntKey("mqar.updates", 0, 1e8, 0),  // > 0: updates past the start checkpoint (not train.steps)
+        StrKey("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
+        StrKey("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
+        IntKey("passkey.samples", 1, 100000, 8),
+    });
+    append(aoh::AohConfigKeys());
+    append(saf::SafConfigKeys());
+    append(aah::AahConfigKeys());
+    keys.insert(keys.end(), {
+        // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
+        IntKey("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
+        NumKey("resources.min_memory_gb", 0, 1e6, 0),          // per device, GB = 1e9 bytes
+        NumKey("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
+        IntKey("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
+        IntKey("priority", -1000, 1000, 0),      // higher first; fair share within a priority
+        // Run kind flops (worker/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
+        IntKey("flops.warmup", 0, 1000, 2),     // untimed forward + step pairs first
+        IntKey("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
+        IntKey("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>
+        StrKey("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma"),
+
+    });
+    return keys;
+  }();
   return kSchema;
 }
 
@@ -267,7 +191,7 @@ std::string Got(const Json& v) {
 
 std::string Expected(const KeySpec& s) {
   if (s.type == KeyType::kString) {
-    if (!s.allowed) return "a string of at most " + std::to_string(kMaxStringBytes) + " bytes";
+    if (s.any_string) return "a string of at most " + std::to_string(kMaxStringBytes) + " bytes";
     std::string out = "one of ";
     std::string allowed = s.allowed;
     size_t start = 0;
@@ -290,8 +214,8 @@ std::string Expected(const KeySpec& s) {
 }
 
 bool AllowedString(const KeySpec& s, const std::string& v) {
-  if (!s.allowed) return v.size() <= kMaxStringBytes;
-  std::string allowed = s.allowed;
+  if (s.any_string) return v.size() <= kMaxStringBytes;
+  const std::string& allowed = s.allowed;
   size_t start = 0;
   while (true) {
     size_t bar = allowed.find('|', start);
@@ -346,12 +270,16 @@ std::string UnknownAt(const std::string& section, const std::string& name) {
          (section.empty() ? "" : " in " + section) + ": " + list + ")";
 }
 
+// A section is a top-level name with keys under it ("model", "saf", ...) or params.
 bool IsSection(const std::string& name) {
-  return name == "model" || name == "train" || name == "data" || name == "noop" ||
-         name == "parent" || name == "pair" || name == "bench" || name == "aoh" ||
-         name == "saf" || name == "aah" || name == "prune" || name == "mqar" ||
-         name == "passkey" || name == "resources" || name == "flops" || name == "command" ||
-         name == "time_match" || name == kParamsSection;
+  static const std::set<std::string> kSections = [] {
+    std::set<std::string> sections = {kParamsSection};
+    for (const KeySpec& k : Schema())
+      if (size_t dot = k.key.find('.'); dot != std::string::npos)
+        sections.insert(k.key.substr(0, dot));
+    return sections;
+  }();
+  return kSections.count(name) > 0;
 }
 
 // Cross-field rules: checked on the merged config, reported at the field that must change.
@@ -398,6 +326,7 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   if (!c["time_match"]["arm"].get_ref<const std::string&>().empty() &&
       c["time_match"]["experiment"].get<int64_t>() == 0)
     return Invalid(file, prefix + ".time_match.arm", "time_match.arm needs time_match.experiment");
+  HEADLAB_RETURN_IF_ERROR(saf::CheckSafConfig(c, file, prefix));
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
   // checks it against the data.
@@ -478,7 +407,7 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
   const KeySpec& s = *it->second;
   auto fail = [&] {
     std::string guess;
-    if (s.type == KeyType::kString && s.allowed && value.is_string()) {
+    if (s.type == KeyType::kString && !s.any_string && value.is_string()) {
       std::vector<std::string> allowed;
       for (std::string rest = s.allowed;;) {
         size_t bar = rest.find('|');

@@ -1,28 +1,16 @@
 // bench.* keys -> BenchSettings.
 #include "worker/exec/bench_settings.h"
 
-#include <cstdlib>
+#include "common/config_key.h"
 
 namespace headlab {
 
 StatusOr<std::vector<int64_t>> ParsePositiveList(const std::string& list, int64_t fallback,
                                                  const std::string& where) {
-  if (list.empty()) return std::vector<int64_t>{fallback};
-  std::vector<int64_t> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = list.find(',', start);
-    const std::string item =
-        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1)
-      return Status::InvalidArgument(where + ": expected a comma-separated list of positive "
-                                     "integers, got \"" + list + "\"");
-    out.push_back(v);
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
+  if (list.find_first_not_of(' ') == std::string::npos) return std::vector<int64_t>{fallback};
+  auto values = ParsePositiveIntList(list);
+  if (!values.ok()) return Status::InvalidArgument(where + ": " + values.status().message());
+  return values;
 }
 
 StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConfig& exec,

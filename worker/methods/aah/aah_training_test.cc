@@ -2,6 +2,7 @@
 // the reference for the hooks worker/exec/train.cc has to call.
 #include <cmath>
 
+#include "common/run_config.h"
 #include "worker/methods/aah/aah_model.h"
 #include "worker/methods/aah/aah_report.h"
 #include "worker/methods/aah/aah_testing.h"
@@ -27,7 +28,9 @@ Trace Train(const std::string& regime, const std::string& control, int steps,
             double threshold = 0.98) {
   Json config = {{"aah", {{"regime", regime}, {"control", control}, {"observe_rows", 2},
                           {"cluster_threshold", threshold}}}};
-  auto o = AahOptionsFromJson(config, 32, 2, "test");
+  auto normalised = NormalizeRunConfig(config, "test");
+  REQUIRE(normalised.ok());
+  auto o = AahOptionsFromJson(*normalised, 32, 2, "test");
   REQUIRE(o.ok());
   torch::manual_seed(5);  // model init, then the token stream (AAH draws no torch numbers)
   Gpt model(Small());

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/methods/aah/aah_config.h"
+#include "worker/methods/aah/aah_options.h"
 #include "worker/methods/aah/coverage.h"
 #include "worker/methods/aah/ema.h"
 #include "worker/methods/aah/hierarchy.h"

@@ -9,7 +9,7 @@
 #include "common/sha256.h"
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/train_hooks.h"
-#include "worker/methods/aah/aah_config.h"
+#include "worker/methods/aah/aah_options.h"
 #include "worker/methods/aah/aah_model.h"
 #include "worker/methods/aah/aah_report.h"
 

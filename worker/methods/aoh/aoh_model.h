@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "worker/exec/model.h"
-#include "worker/methods/aoh/aoh_config.h"
+#include "worker/methods/aoh/aoh_options.h"
 #include "worker/methods/aoh/head_labels.h"
 #include "worker/methods/aoh/kernel_spectrum.h"
 

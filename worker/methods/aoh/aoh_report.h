@@ -14,7 +14,7 @@
 #include "worker/exec/events.h"
 #include "worker/exec/model.h"
 #include "worker/exec/passkey_prompts.h"
-#include "worker/methods/aoh/aoh_config.h"
+#include "worker/methods/aoh/aoh_options.h"
 #include "worker/methods/aoh/aoh_model.h"
 
 namespace headlab::aoh {

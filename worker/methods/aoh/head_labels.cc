@@ -5,44 +5,17 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <iterator>
 #include <random>
+
+#include "worker/methods/aoh/aoh_schema.h"
 
 namespace headlab::aoh {
 namespace {
 
-template <typename E>
-struct NamedValue {
-  const char* name;
-  E value;
-};
-
-constexpr NamedValue<Metric> kMetrics[] = {{"effective_rank", Metric::kEffectiveRank},
-                                           {"frobenius", Metric::kFrobenius},
-                                           {"spectral", Metric::kSpectral},
-                                           {"stable_rank", Metric::kStableRank}};
-constexpr NamedValue<GroupAggregation> kAggregations[] = {{"mean", GroupAggregation::kMean},
-                                                          {"min", GroupAggregation::kMin},
-                                                          {"max", GroupAggregation::kMax}};
-constexpr NamedValue<Selection> kSelections[] = {
-    {"aoh", Selection::kAoh}, {"reverse", Selection::kReverse}, {"random", Selection::kRandom}};
-
-template <typename E, size_t N>
-StatusOr<E> ParseNamed(const NamedValue<E> (&table)[N], const std::string& s, const char* what) {
-  std::string known;
-  for (const auto& nv : table) {
-    if (s == nv.name) return nv.value;
-    known += std::string(known.empty() ? "" : ", ") + nv.name;
-  }
-  return Status::InvalidArgument(std::string("unknown ") + what + " \"" + s + "\" (known: " +
-                                 known + ")");
-}
-
-template <typename E, size_t N>
-const char* NameOf(const NamedValue<E> (&table)[N], E v) {
-  for (const auto& nv : table)
-    if (nv.value == v) return nv.name;
-  return "?";
-}
+static_assert(std::size(kMetricNames) == size_t(Metric::kStableRank) + 1);
+static_assert(std::size(kAggregationNames) == size_t(GroupAggregation::kMax) + 1);
+static_assert(std::size(kSelectionNames) == size_t(Selection::kRandom) + 1);
 
 // Returns the indices [0, n) ordered by `key` ascending, ties by index.
 std::vector<int64_t> ArgSort(const std::vector<double>& key) {
@@ -70,14 +43,16 @@ std::vector<double> Ranks(const std::vector<double>& v) {
 
 }  // namespace
 
-const char* MetricName(Metric m) { return NameOf(kMetrics, m); }
-StatusOr<Metric> ParseMetric(const std::string& s) { return ParseNamed(kMetrics, s, "aoh metric"); }
-const char* GroupAggregationName(GroupAggregation a) { return NameOf(kAggregations, a); }
+const char* MetricName(Metric m) { return kMetricNames[int(m)]; }
+StatusOr<Metric> ParseMetric(const std::string& s) {
+  return ParseNamed<Metric>(kMetricNames, s, "aoh metric");
+}
+const char* GroupAggregationName(GroupAggregation a) { return kAggregationNames[int(a)]; }
 StatusOr<GroupAggregation> ParseGroupAggregation(const std::string& s) {
-  return ParseNamed(kAggregations, s, "GQA aggregation");
+  return ParseNamed<GroupAggregation>(kAggregationNames, s, "GQA aggregation");
 }
 StatusOr<Selection> ParseSelection(const std::string& s) {
-  return ParseNamed(kSelections, s, "aoh selection");
+  return ParseNamed<Selection>(kSelectionNames, s, "aoh selection");
 }
 
 bool LowIsRetrieval(Metric m) { return m == Metric::kEffectiveRank || m == Metric::kStableRank; }

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "worker/exec/method_hooks.h"
 #include "worker/exec/train_hooks.h"
-#include "worker/methods/aoh/aoh_config.h"
+#include "worker/methods/aoh/aoh_options.h"
 #include "worker/methods/aoh/aoh_eval.h"
 #include "worker/methods/aoh/aoh_report.h"
 

@@ -1,31 +1,31 @@
 // Reading the `prune` config section.
 #include "worker/methods/pruning/prune_options.h"
 
+#include <iterator>
+
+#include "worker/methods/pruning/prune_schema.h"
+
 namespace headlab {
+
+static_assert(std::size(kPruneMethodNames) == size_t(PruneMethod::kSaf) + 1);
 
 StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecConfig& config,
                                             const std::string& file) {
+  // The values were validated against prune_schema.cc by NormalizeRunConfig.
   PruneOptions o;
-  if (!config_json.is_object() || !config_json.contains("prune")) return o;
-  const Json& p = config_json["prune"];
   try {
-    const std::string method = p.value("method", std::string("none"));
-    if (method == "none") return o;
-    if (method == "heads")
-      o.method = PruneMethod::kHeads;
-    else if (method == "gate_taylor")
-      o.method = PruneMethod::kGateTaylor;
-    else if (method == "saf")
-      o.method = PruneMethod::kSaf;
-    else
-      return Status::InvalidArgument(file + ": $.config.prune.method: expected none, heads, "
-                                            "gate_taylor or saf, got \"" + method + "\"");
-    o.rate = p.value("rate", o.rate);
-    o.step = p.value("step", o.step);
-    o.calib_sequences = p.value("calib_sequences", o.calib_sequences);
-    o.calib_batch = p.value("calib_batch", o.calib_batch);
-    o.calib_split = p.value("calib_split", o.calib_split);
-    const std::string heads = p.value("heads", std::string());
+    const Json& p = config_json.at("prune");
+    StatusOr<PruneMethod> method =
+        ParseNamed<PruneMethod>(kPruneMethodNames, p.at("method").get<std::string>(), "prune method");
+    if (!method.ok()) return Status::InvalidArgument(file + ": $.config.prune.method: " + method.status().message());
+    o.method = *method;
+    if (o.method == PruneMethod::kNone) return o;
+    o.rate = p.at("rate").get<double>();
+    o.step = p.at("step").get<int64_t>();
+    o.calib_sequences = p.at("calib_sequences").get<int64_t>();
+    o.calib_batch = p.at("calib_batch").get<int64_t>();
+    o.calib_split = p.at("calib_split").get<std::string>();
+    const std::string heads = p.at("heads").get<std::string>();
     if (config.kind != "train" && config.kind != "flops")
       return Status::InvalidArgument(file + ": $.config.prune.method: pruning controls apply to "
                                             "the training loop (kind \"train\"), not kind \"" +
@@ -43,8 +43,9 @@ StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecC
       return Status::InvalidArgument(file + ": $.config.prune.heads: only prune.method \"heads\" "
                                             "takes a head set (gate_taylor and saf select their own)");
     }
-  } catch (const Json::exception& e) {
-    return Status::InvalidArgument(file + ": $.config.prune: " + e.what());
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(file + ": $.config.prune: expected a normalised run config (" +
+                                   e.what() + ")");
   }
   return o;
 }

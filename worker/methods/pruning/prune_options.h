@@ -25,6 +25,7 @@ namespace headlab {
 
 enum class PruneMethod { kNone, kHeads, kGateTaylor, kSaf };
 
+// Defaults: prune_schema.cc (the initialisers repeat them for code that builds options).
 struct PruneOptions {
   PruneMethod method = PruneMethod::kNone;
   std::vector<HeadRef> heads;  // kHeads: sorted by (layer, head)
@@ -35,8 +36,9 @@ struct PruneOptions {
   std::string calib_split = "train";  // train | calib (data.calib_fraction > 0)
 };
 
-// Reads the `prune` section of a normalized run config for `config`'s model. Errors are
-// InvalidArgument naming `file` and the field (e.g. a head outside the model, an empty head
+// Reads the `prune` section of a normalised run config (NormalizeRunConfig has checked every
+// key against prune_schema.cc; a config that is not normalised is InvalidArgument) for
+// `config`'s model. Errors are InvalidArgument naming `file` and the field (e.g. a head outside the model, an empty head
 // set, pruning asked of a run kind other than train).
 StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecConfig& config,
                                             const std::string& file);

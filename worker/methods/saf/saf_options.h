@@ -29,9 +29,11 @@ enum class ScheduleKind { kOneTime, kGradual, kValidationBudget, kTrainLoss };
 const char* ScheduleKindName(ScheduleKind k);
 StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name);
 
-// The typed `saf` section of a run config. Defaults are the paper's SAF recipe (§5.2):
-// variance selection, compact mean patterns, one-time midpoint replacement, rate 25%,
-// frozen patterns.
+// The typed `saf` section of a run config. Keys, ranges and defaults are defined once, in
+// saf_schema.cc (the paper's SAF recipe, §5.2: variance selection, compact mean patterns,
+// one-time midpoint replacement, rate 25%, frozen patterns); the initialisers below repeat
+// the defaults for code that builds options directly, and saf_options_test checks that
+// they agree.
 struct SafOptions {
   std::string method = "none";    // saf.method: none | replace (SAF) | prune (same heads, pruned)
   double rate = 0.25;             // saf.rate, r in [0, 1]: k = round(r L H)
@@ -81,12 +83,11 @@ inline bool TrainablePatternOk(const SafOptions& o) {
 // Returns the seed of a run's own SAF draws (calibration windows, and random heads unless
 // saf.selection_seed fixes them): the run seed, mixed with parent.run in a shared-parent
 // continuation, so every parent of a `--set parent.run=a,b,c` list gets its own draws while
-// all arms of one parent share them (as AoH's random control mixes it, aoh_config.h).
+// all arms of one parent share them (as AoH's random control mixes it, aoh_options.h).
 uint64_t DrawSeed(const Json& config, int64_t seed);
 
-// Reads the optional `saf` object of a normalized run config (absent: defaults, method none).
-// Unknown keys, wrong types and out-of-range values are InvalidArgument naming
-// "<file>: $.saf.<key>".
+// Reads the `saf` section of a normalised run config (NormalizeRunConfig has checked every
+// key against saf_schema.cc); a config that is not normalised is InvalidArgument.
 StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& file);
 
 }  // namespace headlab::saf

@@ -3,16 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
+
+#include "worker/methods/saf/saf_schema.h"
 
 namespace headlab::saf {
 namespace {
 
-constexpr const char* kNames[] = {"variance",   "forward_kl",   "gradient",
-                                  "rank_sum",   "gradient_veto", "magnitude",
-                                  "redundancy", "residual_cos", "residual_rel",
-                                  "random",     "gate_taylor"};
-constexpr int kNumKinds = int(sizeof(kNames) / sizeof(kNames[0]));
+static_assert(std::size(kScoreNames) == size_t(ScoreKind::kGateTaylor) + 1);
 
 std::vector<double> PerRow(const std::vector<double>& sums, int64_t rows) {
   std::vector<double> out(sums.size(), 0.0);
@@ -30,15 +29,10 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-const char* ScoreKindName(ScoreKind k) { return kNames[int(k)]; }
+const char* ScoreKindName(ScoreKind k) { return kScoreNames[int(k)]; }
 
 StatusOr<ScoreKind> ParseScoreKind(const std::string& name) {
-  std::string known;
-  for (int i = 0; i < kNumKinds; ++i) {
-    if (name == kNames[i]) return ScoreKind(i);
-    known += (i ? ", " : "") + std::string(kNames[i]);
-  }
-  return Status::InvalidArgument("unknown SAF score \"" + name + "\" (known: " + known + ")");
+  return ParseNamed<ScoreKind>(kScoreNames, name, "SAF score");
 }
 
 bool NeedsOutputPass(ScoreKind k) {

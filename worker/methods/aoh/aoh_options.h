@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config_key.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "worker/methods/aoh/head_labels.h"
@@ -44,16 +45,17 @@ struct AohRunConfig {
   int64_t bench_repeats = 3;
 };
 
-// Reads the "aoh" section of a normalized run config. aoh.method maps to the selection:
+// Reads the "aoh" section of a normalised run config (NormalizeRunConfig has checked every
+// key against aoh_schema.cc; a config that is not normalised is InvalidArgument). aoh.method
+// maps to the selection:
 // aoh -> AoH, aoh_rope -> AoH with rope_max_distance = aoh.rope_max_distance, random ->
 // Random (drawn from aoh.random_seed * 1000003 + seed + parent.run * 7919, so a grid's seed
 // axis or parent list averages over draws: Random_avg), reverse -> Reverse, none -> disabled (full attention; the
-// evaluation keys are still read). A missing section is "none". Errors (bad names, bad lists, ranges) are InvalidArgument naming `file` and
-// the key.
+// evaluation keys are still read). A bad list is InvalidArgument naming `file` and the key.
 StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file);
 
-// Parses "1,2,3" (spaces allowed) into integers / numbers; "" gives an empty list.
-StatusOr<std::vector<int64_t>> ParseIntList(const std::string& s);
+// Parses "0.2, 0.4" (spaces allowed) into numbers in [0, 1]; "" gives an empty list. (Lists
+// of positive integers: ParsePositiveIntList, common/config_key.h.)
 StatusOr<std::vector<double>> ParseNumberList(const std::string& s);
 
 }  // namespace headlab::aoh

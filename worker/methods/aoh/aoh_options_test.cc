@@ -1,24 +1,34 @@
-#include "worker/methods/aoh/aoh_config.h"
+#include "worker/methods/aoh/aoh_options.h"
 
 #include <catch2/catch.hpp>
+
+#include "common/run_config.h"
 
 namespace headlab::aoh {
 namespace {
 
+// Normalises a partial run config (as exec receives it), then reads its aoh section.
+StatusOr<AohRunConfig> Read(const Json& partial) {
+  auto c = NormalizeRunConfig(partial, "g");
+  if (!c.ok()) return c.status();
+  return AohRunConfigFromJson(*c, "g");
+}
+
 TEST_CASE("aoh config: missing section or method none disables AoH") {
-  auto r = AohRunConfigFromJson(Json::object(), "g.jsonc");
+  auto r = Read(Json::object());
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
-  r = AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3,
-      "passkey_lengths": "64,128", "bench_contexts": "32"}})", "t").value(), "g");
+  r = Read(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3,
+      "passkey_lengths": "64,128", "bench_contexts": "32"}})", "t").value());
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
   // The full-attention arm is evaluated like the others.
   CHECK(r->passkey_lengths == std::vector<int64_t>{64, 128});
   CHECK(r->bench_contexts == std::vector<int64_t>{32});
   CHECK(r->options.rope_max_distance == 0);
-  CHECK_FALSE(AohRunConfigFromJson(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})",
-                                             "t").value(), "g").ok());
+  CHECK_FALSE(Read(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})", "t").value()).ok());
+  // Without a normalised config the parser says so instead of guessing defaults.
+  CHECK_FALSE(AohRunConfigFromJson(Json::object(), "g").ok());
 }
 
 TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
@@ -26,7 +36,7 @@ TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
       "sparsity": 0.75, "metric": "stable_rank", "gqa_agg": "min", "sink": 4, "recent": 128,
       "apply_step": 100, "passkey_lengths": "1024, 2048", "passkey_depths": "0.2,0.8",
       "bench_contexts": "4096"}})", "t").value();
-  auto r = AohRunConfigFromJson(c, "g");
+  auto r = Read(c);
   REQUIRE(r.ok());
   CHECK(r->enabled);
   CHECK(r->options.selection == Selection::kAoh);
@@ -43,7 +53,7 @@ TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
   CHECK(r->options.seed == 3);
 
   c["aoh"] = {{"method", "random"}, {"random_seed", 2}};
-  r = AohRunConfigFromJson(c, "g");
+  r = Read(c);
   REQUIRE(r.ok());
   CHECK(r->options.selection == Selection::kRandom);
   CHECK(r->options.seed == 2 * 1000003u + 3);
@@ -51,12 +61,12 @@ TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
   CHECK(r->options.recent == 256);  // paper defaults
   CHECK(r->options.sink == 128);
   c["parent"] = {{"run", 5}, {"step", 0}};  // a continuation draws per parent
-  CHECK(AohRunConfigFromJson(c, "g")->options.seed == 2 * 1000003u + 3 + 5 * 7919u);
+  CHECK(Read(c)->options.seed == 2 * 1000003u + 3 + 5 * 7919u);
 }
 
 TEST_CASE("aoh config: bad values are errors naming the key") {
   auto bad = [](const char* aoh) {
-    auto r = AohRunConfigFromJson(ParseJson(std::string(R"({"aoh": )") + aoh + "}", "t").value(), "g.jsonc");
+    auto r = Read(ParseJson(std::string(R"({"aoh": )") + aoh + "}", "t").value());
     REQUIRE_FALSE(r.ok());
     return r.status().message();
   };
@@ -66,8 +76,12 @@ TEST_CASE("aoh config: bad values are errors naming the key") {
   CHECK(bad(R"({"method": "aoh", "recent": 0})").find("aoh.recent") != std::string::npos);
   CHECK(bad(R"({"method": "aoh", "passkey_lengths": "1,x"})").find("$.aoh.passkey_lengths") != std::string::npos);
   CHECK(bad(R"({"method": "aoh", "sink": "many"})").find("$.aoh.sink") != std::string::npos);
-  CHECK(ParseIntList("").value().empty());
-  CHECK_FALSE(ParseIntList("3,,4").ok());
+  // The bounds are the schema's: one place (aoh_schema.cc), as the coordinator checks them.
+  CHECK(bad(R"({"method": "aoh", "rope_max_distance": 0})") ==
+        "g: $.aoh.rope_max_distance: expected an integer in [1, 10000000], got 0");
+  CHECK(ParsePositiveIntList("").value().empty());
+  CHECK(ParsePositiveIntList(" 3, 4").value() == std::vector<int64_t>{3, 4});
+  CHECK_FALSE(ParsePositiveIntList("3,,4").ok());
   CHECK_FALSE(ParseNumberList("1.5").ok());
 }
 

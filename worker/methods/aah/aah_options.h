@@ -55,7 +55,9 @@ StatusOr<Regime> ParseRegime(const std::string& s);
 StatusOr<Control> ParseControl(const std::string& s);
 StatusOr<ResolutionState> ParseResolutionState(const std::string& s);
 
-// Everything the controller needs; defaults are the paper's main protocol (App. A.4).
+// Everything the controller needs. The keys' defaults are the paper's main protocol
+// (App. A.4), defined in aah_schema.cc; the initialisers below repeat them for code that
+// builds options directly, and aah_options_test checks that they agree.
 struct AahOptions {
   Regime regime = Regime::kOff;
   Control control = Control::kNone;
@@ -89,15 +91,16 @@ std::vector<int64_t> ScaledWindows(int64_t context);
 // full_adaptive / deep_reuse, {} otherwise.
 std::vector<int64_t> DefaultHierarchy(Regime r);
 
-// Checks the fields against each other (windows increasing, in [1, context]; EMA
-// coefficients in [0, 1); control_every >= 1; hierarchy entries >= 2; ...).
+// Checks the fields against each other (windows increasing, in [1, context]; W_min and the
+// fixed window in [1, context]; hierarchy entries >= 2; controls their regime allows). The
+// single keys' ranges are the schema's (aah_schema.cc).
 Status ValidateOptions(const AahOptions& o);
 
-// Reads the "aah" section of a normalized run config (nested {"aah": {...}} or dotted
-// "aah.x" keys at the top level) for a model of `context` tokens; missing keys take the
-// defaults above, a missing section is Regime::kOff. `warmup_steps` fills
-// the run-dependent default freeze_step = warmup_steps. Errors are InvalidArgument
-// naming `file` and the key.
+// Reads the "aah" section of a normalised run config (NormalizeRunConfig has checked every
+// key against aah_schema.cc; a config that is not normalised is InvalidArgument) for a
+// model of `context` tokens. `warmup_steps` fills the run-dependent default freeze_step =
+// warmup_steps. Bad lists and fields that disagree are InvalidArgument naming `file` and
+// the key.
 StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
                                         int64_t warmup_steps, const std::string& file);
 
