@@ -25,7 +25,7 @@ TEST_CASE("migrate creates every table and is idempotent") {
   CHECK(SchemaVersion(&db) == LatestSchemaVersion());
   for (const char* t : {"experiments", "runs", "attempts", "workers", "metrics", "summaries",
                         "artifacts", "provenance", "head_maps", "paired_stats", "events", "tags",
-                        "notes"}) {
+                        "notes", "results", "results_inputs"}) {
     Stmt s = db.MustPrepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     s.Bind(1, t);
     REQUIRE(s.Step());
