@@ -52,6 +52,7 @@ void PairedStatsWorker::Loop() {
       if (!snapshot.status().ok()) res = snapshot.status();
       else if (HasCurrentResults(&db, exp)) continue;  // e.g. a cancel that changed nothing
       else res = ComputeResultsAt(&db, exp);
+      if (res.ok()) res->text = JsonText(res->results);  // the loop only writes it
     } catch (const std::exception& e) {
       res = Status::Internal(e.what());
     }

@@ -76,7 +76,7 @@ StatusOr<bool> StoreResults(Db* db, const ComputedResults& r) {
       "INSERT OR REPLACE INTO results(experiment_id, inputs, format, results_json, computed_at) "
       "VALUES (?,?,?,?,?)");
   s.Bind(1, r.experiment).Bind(2, r.inputs).Bind(3, kResultsFormat)
-      .Bind(4, JsonText(r.results)).Bind(5, r.computed_at);
+      .Bind(4, r.text.empty() ? JsonText(r.results) : r.text).Bind(5, r.computed_at);
   HEADLAB_RETURN_IF_ERROR(s.Exec());
   return true;
 }
@@ -89,7 +89,10 @@ StatusOr<Json> AnswerResults(Db* db, int64_t experiment, bool recompute,
     if (auto stored = CurrentStoredResults(db, experiment)) return Answer(std::move(*stored), true);
   auto computed = ComputeResultsAt(db, experiment);
   if (!computed.ok()) return computed.status();
-  if (to_store && computed->finished && !HasCurrentResults(db, experiment)) *to_store = *computed;
+  if (to_store && computed->finished && !HasCurrentResults(db, experiment)) {
+    *to_store = *computed;
+    (*to_store)->text = JsonText(computed->results);
+  }
   return Answer(std::move(*computed), false);
 }
 
