@@ -21,7 +21,8 @@ namespace {
 
 const char* kBenchUsage =
     "usage: headlab bench coordinator [--runs N] [--workers N] [--batches N]\n"
-    "                                 [--batch-points N] [--window N] [--json] [--keep]\n"
+    "                                 [--batch-points N] [--window N] [--results-runs N]\n"
+    "                                 [--coordinator-binary PATH] [--json] [--keep]\n"
     "\n"
     "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
     "ports) and measures, against the targets of issues 2 and 9:\n"
@@ -32,6 +33,10 @@ const char* kBenchUsage =
     "                     points, counted again in headlab.db              target >= 200000 points/s\n"
     "  live latency       a client of GET /api/v1/stream follows 8 runs during\n"
     "                     the ingestion; p99 of send -> arrival (issue 9)  target <= 1 s\n"
+    "  heartbeats while   --results-runs runs with logprobs artifacts, then\n"
+    "  results compute    GET .../results?recompute=1 back to back for 6 s;\n"
+    "                     p99 of coordinator HEARTBEAT lateness (issue 17) target <= 0.1 s\n"
+    "  stored results     GET .../results back to back once finished; median target <= 0.05 s\n"
     "  requeue latency    a worker goes silent after ACCEPT; time from its\n"
     "                     last HEARTBEAT to ASSIGN of attempt 2 elsewhere  target <= 5 s\n"
     "\n"
@@ -41,6 +46,10 @@ const char* kBenchUsage =
     "  --batches N       ingestion: METRICS messages per worker (default 16)\n"
     "  --batch-points N  ingestion: points per METRICS message (default 1000)\n"
     "  --window N        ingestion: METRICS messages in flight per worker (default 4)\n"
+    "  --results-runs N  runs of the results grid, two arms paired by seed (default 500)\n"
+    "  --coordinator-binary PATH\n"
+    "                    run the coordinator from another headlab binary (e.g. an older\n"
+    "                    build, for before/after figures; default: this one)\n"
     "  --json            print the figures as JSON\n"
     "  --keep            keep the temp data dir (headlab.db, coordinator.log)\n"
     "exit: 0 every target met, 1 a target missed or the benchmark failed, 2 bad arguments\n";
@@ -92,10 +101,18 @@ int CoordinatorCommand(int argc, char** argv) {
       json = true;
     } else if (a == "--keep") {
       opt.keep = true;
+    } else if (a == "--coordinator-binary") {
+      if (!v || !*v) {
+        std::fprintf(stderr, "headlab bench coordinator: --coordinator-binary expects a path\n");
+        return 2;
+      }
+      opt.binary = v;
+      ++i;
     } else if (a == "--runs" || a == "--workers" || a == "--batches" || a == "--batch-points" ||
-               a == "--window") {
+               a == "--window" || a == "--results-runs") {
       int* dst = a == "--runs" ? &opt.runs : a == "--workers" ? &opt.workers
                : a == "--batches" ? &opt.batches : a == "--window" ? &opt.window
+               : a == "--results-runs" ? &opt.results_runs
                : &opt.batch_points;
       if (!ParseCount(a.c_str(), v, dst)) return 2;
       ++i;
@@ -126,7 +143,8 @@ int CoordinatorCommand(int argc, char** argv) {
                           {"loadavg_1m_after", LoadAverage()}}},
                 {"options", {{"runs", opt.runs}, {"workers", opt.workers},
                              {"batches", opt.batches}, {"batch_points", opt.batch_points},
-                             {"window", opt.window}}},
+                             {"window", opt.window}, {"results_runs", opt.results_runs},
+                             {"coordinator_binary", opt.binary}}},
                 {"figures", bench::FiguresJson(r->figures)},
                 {"notes", r->notes},
                 {"pass", pass}};
@@ -134,9 +152,10 @@ int CoordinatorCommand(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("headlab bench coordinator  %s  %u cores, %s\n", date, cores, CpuModel().c_str());
-    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points; "
-                "load average %.2f (1 min, after the run)\n\n",
-                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points, LoadAverage());
+    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points, "
+                "%d-run results grid; load average %.2f (1 min, after the run)\n\n",
+                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points,
+                opt.results_runs, LoadAverage());
     std::fputs(bench::FormatTable(r->figures).c_str(), stdout);
     std::printf("\n");
     for (const auto& n : r->notes) std::printf("  %s\n", n.c_str());

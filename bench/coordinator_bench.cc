@@ -11,7 +11,17 @@
 //      simulated worker saw during phases 2 and 3, less the 1 s interval (with
 //      --workers 1000: a thousand workers' heartbeats while the coordinator dispatches
 //      and ingests).
-//   5. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
+//   5. results: a grid of `results_runs` runs in two arms paired by seed, with two eval
+//      comparisons, runs on the fleet, each run leaving a logprobs artifact (a file the
+//      coordinator reads, checks by SHA-256 and bootstraps 2,000 times per comparison)
+//      and eval summaries. Three windows of `results_window_s` follow: quiet (the fleet
+//      idles), compute (a client asks GET .../results?recompute=1 back to back, so the
+//      results of the whole grid are being computed throughout) and stored (plain GET
+//      .../results back to back). The figures are the 99th percentile of the
+//      coordinator's HEARTBEAT lateness (gap less the 1 s interval, every HEARTBEAT of
+//      every simulated worker) during the compute window, and the median time of a plain
+//      GET .../results (served from the store once the experiment has finished).
+//   6. requeue: a SimWorker accepts a run, sends one HEARTBEAT and goes silent; the
 //      figure is the time from that heartbeat until a second SimWorker gets ASSIGN of
 //      the same run as attempt 2.
 // The simulated workers run in this process and share its CPU with the coordinator, as
@@ -22,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -142,12 +153,22 @@ class Bench {
   void Ingest();
   void LiveLatency(SseProbe* probe);
   void Requeue();
+  void Results();
   void StopFleet();
   // The coordinator's heartbeat lateness seen by the fleet over the dispatch and
   // ingestion phases (a figure).
   void HeartbeatLateness();
 
  private:
+  // Returns the fleet's HEARTBEAT lateness samples since the last call.
+  std::vector<double> TakeLateness() {
+    std::vector<double> all;
+    for (auto& s : fleet_) {
+      std::vector<double> d = s->TakeHeartbeatLateness();
+      all.insert(all.end(), d.begin(), d.end());
+    }
+    return all;
+  }
   // Records the fleet's longest gap between two coordinator HEARTBEATs so far.
   void CollectHeartbeatGaps() {
     for (auto& s : fleet_) max_gap_ = std::max(max_gap_, s->max_heartbeat_gap());
@@ -162,6 +183,7 @@ class Bench {
     o.batches = opt_.batches;
     o.batch_points = opt_.batch_points;
     o.window = opt_.window;
+    o.work_dir = r_->data_dir + "/sim/" + name;
     return std::make_unique<SimWorker>(&ctx_, o);
   }
   void Note(const std::string& n) {
@@ -411,6 +433,144 @@ void Bench::HeartbeatLateness() {
   r_->figures.push_back(f);
 }
 
+namespace {
+
+// The q-quantile (nearest rank) of `v`, sorted in place; NaN when empty.
+double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+std::string Distribution(std::vector<double> v, const char* unit_fmt) {
+  if (v.empty()) return "no samples";
+  const double median = Quantile(v, 0.5), p99 = Quantile(v, 0.99);  // sorts v
+  return std::to_string(v.size()) + " samples: median " + Fmt(unit_fmt, median) + ", p99 " +
+         Fmt(unit_fmt, p99) + ", max " + Fmt(unit_fmt, v.back());
+}
+
+// Text of the results grid: `runs` runs in arms base and treat (noop.metrics 1, which the
+// simulated workers read as the treatment), paired by seed, two eval comparisons.
+std::string ResultsGrid(int runs) {
+  Json seeds = Json::array();
+  for (int i = 0; i < runs / 2; ++i) seeds.push_back(i);
+  Json grid = {{"name", "bench_results"},
+               {"description", "headlab bench coordinator: results while heartbeating"},
+               {"base", {{"kind", "noop"}}},
+               {"axes", {{"seed", seeds}}},
+               {"arms", {{"base", Json::object()}, {"treat", {{"noop.metrics", 1}}}}},
+               {"comparisons", Json::array({
+                   {{"name", "ppl"}, {"baseline", "base"}, {"treatment", "treat"},
+                    {"metric", "eval.ppl"}, {"stat", "delta_pct"}},
+                   {{"name", "loss"}, {"baseline", "base"}, {"treatment", "treat"},
+                    {"metric", "eval.loss"}, {"stat", "diff"}}})},
+               {"max_attempts", 3}};
+  return grid.dump();
+}
+
+}  // namespace
+
+void Bench::Results() {
+  const int runs = std::max(2, opt_.results_runs / 2 * 2);
+  const std::string n = std::to_string(runs);
+  Figure hb{"results computing: heartbeat lateness p99 (" + n + " runs)", "s",
+            Figure::Cmp::kLessEq, 0.1};
+  Figure get{"results answer, stored (" + n + " runs, median)", "s", Figure::Cmp::kLessEq, 0.05};
+  auto window = std::chrono::milliseconds(int64_t(opt_.results_window_s * 1000));
+  // Quiet: the fleet idles, heartbeating.
+  TakeLateness();
+  std::this_thread::sleep_for(window);
+  std::vector<double> quiet = TakeLateness();
+  Note("results: heartbeat lateness, quiet: " + Distribution(quiet, "%.3f s"));
+
+  for (auto& s : fleet_) s->set_mode(SimWorker::Mode::kResults);
+  Progress("running the " + n + "-run results grid");
+  auto exp = Submit(*c_, "bench_results", ResultsGrid(runs), runs, nullptr);
+  if (!exp.ok()) {
+    hb.note = get.note = "submit failed: " + exp.status().ToString();
+    Note("results: " + hb.note);
+    r_->figures.push_back(hb);
+    r_->figures.push_back(get);
+    return;
+  }
+  const std::string e = std::to_string(exp.value());
+  bool finished = WaitFor(opt_.phase_timeout_s, [&] {
+    return Succeeded(exp.value()) >= runs || !FirstSimError(fleet_).empty();
+  });
+  for (auto& s : fleet_) s->set_mode(SimWorker::Mode::kNoop);
+  std::string err = FirstSimError(fleet_);
+  Verify("succeeded runs of the results grid", "SELECT count(*) FROM runs WHERE status = "
+         "'succeeded' AND experiment_id = " + e, runs);
+  Verify("logprobs artifacts of the results grid", "SELECT count(*) FROM artifacts a JOIN runs r "
+         "ON r.id = a.run_id WHERE a.kind = 'logprobs' AND r.experiment_id = " + e, runs);
+  if (!finished || !err.empty()) {
+    hb.note = get.note = !err.empty() ? "simulated worker error: " + err
+                                      : "the results grid did not finish within " +
+                                            Fmt("%.0f s", opt_.phase_timeout_s);
+    Note("results: " + hb.note);
+    r_->figures.push_back(hb);
+    r_->figures.push_back(get);
+    return;
+  }
+
+  // Back-to-back GETs of the results for one window; returns their times, counts stored
+  // answers and keeps the first error.
+  const std::string path = "/api/v1/experiments/" + e + "/results";
+  std::string get_error;
+  auto ask = [&](const std::string& target, int* stored) {
+    std::vector<double> times;
+    HttpClient http(c_->url(), "", std::chrono::seconds(120));
+    auto end = Clock::now() + window;
+    while (Clock::now() < end) {
+      auto t0 = Clock::now();
+      auto j = http.Call("GET", target);
+      times.push_back(Seconds(Clock::now() - t0).count());
+      if (!j.ok() || !j->contains("comparisons")) {
+        if (get_error.empty()) get_error = j.ok() ? j->dump().substr(0, 200) : j.status().ToString();
+        break;
+      }
+      if (j->value("stored", false)) ++*stored;
+    }
+    return times;
+  };
+  // Compute: the whole grid's results computed again and again.
+  int stored_compute = 0, stored_plain = 0;
+  TakeLateness();
+  std::vector<double> computes = ask(path + "?recompute=1", &stored_compute);
+  std::vector<double> during = TakeLateness();
+  // Stored: what a dashboard polling the results costs once the experiment has finished.
+  std::vector<double> plain = ask(path, &stored_plain);
+  std::vector<double> after = TakeLateness();
+  Note("results: GET ?recompute=1 back to back: " + Distribution(computes, "%.3f s"));
+  Note("results: heartbeat lateness, computing: " + Distribution(during, "%.3f s"));
+  Note("results: GET back to back: " + Distribution(plain, "%.4f s") + "; " +
+       std::to_string(stored_plain) + " answered from the store");
+  Note("results: heartbeat lateness, answering stored results: " + Distribution(after, "%.3f s"));
+  NoteLost("results", exp.value());
+  if (!get_error.empty()) {
+    hb.note = get.note = "GET " + path + ": " + get_error;
+  } else {
+    if (!during.empty()) {
+      hb.measured = true;
+      hb.value = std::max(0.0, Quantile(during, 0.99));  // a gap a little under 1 s: on time
+      hb.note = std::to_string(computes.size()) + " computations of the results in " +
+                Fmt("%.0f s", opt_.results_window_s) + "; quiet p99 " +
+                Fmt("%.3f s", Quantile(quiet, 0.99));
+    } else {
+      hb.note = "no coordinator HEARTBEAT arrived while computing";
+    }
+    if (!plain.empty()) {
+      get.measured = true;
+      get.value = Quantile(plain, 0.5);
+      get.note = std::to_string(stored_plain) + " of " + std::to_string(plain.size()) +
+                 " answers stored; a computed answer took " + Fmt("%.3f s", Quantile(computes, 0.5)) +
+                 " (median)";
+    }
+  }
+  r_->figures.push_back(hb);
+  r_->figures.push_back(get);
+}
+
 void Bench::StopFleet() {
   for (auto& s : fleet_) s->Stop();
   fleet_.clear();
@@ -486,6 +646,7 @@ StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptio
     b.Dispatch();
     b.Ingest();
     b.HeartbeatLateness();
+    b.Results();
     b.Requeue();
     b.StopFleet();
   }

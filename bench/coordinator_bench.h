@@ -17,6 +17,8 @@ struct CoordinatorBenchOptions {
   int batches = 16;          // ingestion: METRICS messages per worker
   int batch_points = 1000;   // ingestion: points per METRICS message
   int window = 4;            // ingestion: METRICS messages in flight per worker
+  int results_runs = 500;    // runs of the results grid (two arms, paired by seed)
+  double results_window_s = 6;  // each window of the results phase
   double phase_timeout_s = 300;
   bool keep = false;         // keep the temp data dir (coordinator.log, headlab.db)
 };
@@ -28,8 +30,8 @@ struct CoordinatorBenchResult {
   std::string data_dir;
 };
 
-// Runs the phases (grid accept, dispatch, ingestion, heartbeat lateness, dead-worker
-// requeue). Returns an error only when the benchmark could not run at all (e.g. the
+// Runs the phases (grid accept, dispatch, ingestion, heartbeat lateness, heartbeats
+// while results are computed, dead-worker requeue). Returns an error only when the benchmark could not run at all (e.g. the
 // coordinator did not start); a phase that fails leaves its figure unmeasured with a note.
 StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptions& options);
 

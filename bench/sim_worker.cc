@@ -4,11 +4,15 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include <zmq_addon.hpp>
 
+#include "common/files.h"
 #include "common/json.h"
+#include "common/sha256.h"
 #include "common/wire.h"
 
 namespace headlab::bench {
@@ -56,6 +60,7 @@ void SimWorker::ResetStats() {
   first_metrics_sent_ = last_metrics_ack_ = last_done_ack_ = Clock::time_point{};
   max_heartbeat_gap_ = Clock::duration{};
   last_coordinator_heartbeat_ = Clock::time_point{};
+  heartbeat_lateness_.clear();
 }
 
 std::string SimWorker::error() const {
@@ -111,7 +116,8 @@ void SimWorker::SendReady() {
   Json ready = {{"id", opt_.identity}, {"name", opt_.name}, {"host", "bench-sim"},
                 {"pid", int64_t(::getpid())}, {"version", wire::kProtocol}, {"slots", 1},
                 {"devices", devices}, {"running", running},
-                {"work_dir", "/nonexistent/headlab-sim/" + opt_.identity}};
+                {"work_dir", opt_.work_dir.empty() ? "/nonexistent/headlab-sim/" + opt_.identity
+                                                   : opt_.work_dir}};
   if (!session_.empty()) ready["session"] = session_;
   Send(wire::kReady, ready.dump());
 }
@@ -185,6 +191,9 @@ void SimWorker::OnAssign(const std::string& body) {
       SendHeartbeat();  // the last message: liveness is measured from here
       silent_.store(true);
       break;
+    case Mode::kResults:
+      SendResults(run, attempt, a.value("config", Json::object()));
+      break;
     case Mode::kHold: {
       Job j{run, attempt};
       j.hold = true;
@@ -197,6 +206,53 @@ void SimWorker::OnAssign(const std::string& body) {
 Clock::duration SimWorker::max_heartbeat_gap() const {
   std::lock_guard<std::mutex> l(mu_);
   return max_heartbeat_gap_;
+}
+
+std::vector<double> SimWorker::TakeHeartbeatLateness() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<double> out;
+  out.swap(heartbeat_lateness_);
+  return out;
+}
+
+// What a training run's evaluation leaves for paired results: per-token log-probabilities
+// of `logprob_rows` held-out rows of model.context tokens (float32, schema/exec.md), in the
+// attempt's directory (worker/attempt_manifest.h), and eval summaries. The values are a
+// deterministic function of the run: the treatment arm (noop.metrics > 0) a little better.
+void SimWorker::SendResults(int64_t run, int attempt, const Json& config) {
+  if (opt_.work_dir.empty()) {
+    SetError("results mode needs a work_dir");
+    return;
+  }
+  int64_t context = 128;
+  if (config.contains("model") && config["model"].is_object())
+    context = config["model"].value("context", int64_t(128));
+  const bool treat = config.contains("noop") && config["noop"].value("metrics", 0) > 0;
+  const std::string dir = opt_.work_dir + "/runs/" + std::to_string(run) + "-" + std::to_string(attempt);
+  const std::string path = dir + "/logprobs.f32";
+  std::string bytes(size_t(context) * size_t(opt_.logprob_rows) * sizeof(float), '\0');
+  double sum = 0;
+  uint64_t x = uint64_t(run) * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < bytes.size() / sizeof(float); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
+    float v = float(-2.0 - double(x % 1000) / 1000.0 + (treat ? 0.05 : 0.0));
+    std::memcpy(&bytes[i * sizeof(float)], &v, sizeof v);
+    sum += v;
+  }
+  const double mean = sum / double(bytes.size() / sizeof(float));
+  Status st = MakeDirs(dir);
+  if (st.ok()) st = WriteFileAtomic(path, bytes);
+  if (!st.ok()) {
+    SetError("results mode: " + st.ToString());
+    return;
+  }
+  Send(wire::kArtifact, Json{{"run", run}, {"attempt", attempt}, {"seq", 0},
+                             {"kind", "logprobs"}, {"path", path}, {"sha256", Sha256Hex(bytes)},
+                             {"bytes", int64_t(bytes.size())}, {"step", 0}}.dump());
+  Json done = {{"run", run}, {"attempt", attempt}, {"status", "succeeded"}, {"exit_code", 0},
+               {"error", ""}, {"stderr_tail", ""},
+               {"summary", {{"eval.loss", -mean}, {"eval.ppl", std::exp(-mean)}}}};
+  Send(wire::kDone, done.dump());
 }
 
 void SimWorker::PumpIngest() {
@@ -266,8 +322,12 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     coordinator_heartbeats_.fetch_add(1);
     Clock::time_point now = Clock::now();
     std::lock_guard<std::mutex> l(mu_);
-    if (last_coordinator_heartbeat_ != Clock::time_point{})
+    if (last_coordinator_heartbeat_ != Clock::time_point{}) {
       max_heartbeat_gap_ = std::max(max_heartbeat_gap_, now - last_coordinator_heartbeat_);
+      heartbeat_lateness_.push_back(
+          std::chrono::duration<double>(now - last_coordinator_heartbeat_ - wire::kHeartbeatInterval)
+              .count());
+    }
     last_coordinator_heartbeat_ = now;
   } else if (command == wire::kAssign) {
     OnAssign(body);

@@ -18,6 +18,8 @@
 
 #include <zmq.hpp>
 
+#include "common/json.h"
+
 namespace headlab::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -31,6 +33,8 @@ class SimWorker {
     kIngest,             // ASSIGN -> ACCEPT, `batches` METRICS of `batch_points`, then DONE
     kSilentAfterAccept,  // ASSIGN -> ACCEPT, one HEARTBEAT, then silence (a dead worker)
     kHold,               // ASSIGN -> ACCEPT, then keep it running (named in HEARTBEATs)
+    kResults,            // ASSIGN -> ACCEPT, a logprobs ARTIFACT (a file written under
+                         // work_dir), DONE with eval.ppl and eval.loss summaries
   };
   struct Options {
     std::string endpoint;   // tcp://127.0.0.1:PORT
@@ -41,6 +45,8 @@ class SimWorker {
     int batches = 16;        // kIngest: METRICS messages per run
     int batch_points = 1000; // kIngest: points per METRICS message
     int window = 4;          // kIngest: METRICS messages in flight before waiting for ACKs
+    std::string work_dir;    // READY.work_dir; kResults writes its files under it ("": none)
+    int logprob_rows = 16;   // kResults: rows of model.context log-probabilities per run
   };
   // One ASSIGN received.
   struct Assignment {
@@ -82,6 +88,9 @@ class SimWorker {
   // sends one per kHeartbeatInterval: the excess is how late its loop was).
   int64_t coordinator_heartbeats() const { return coordinator_heartbeats_.load(); }
   Clock::duration max_heartbeat_gap() const;
+  // Returns and forgets how late each coordinator HEARTBEAT received since the last call
+  // came (its gap from the previous one less the interval), in seconds.
+  std::vector<double> TakeHeartbeatLateness();
   std::vector<Assignment> assignments() const;
   // Times of the first METRICS sent, the last METRICS ACK, the last DONE ACK and the last
   // HEARTBEAT sent (epoch when none).
@@ -113,6 +122,8 @@ class SimWorker {
   void SendHeartbeat();
   void SendDone(int64_t run, int attempt, const char* status);
   void SendPoints(int64_t run, int attempt, int64_t first_seq, int count);
+  // kResults: writes the run's logprobs file, sends its ARTIFACT and the DONE.
+  void SendResults(int64_t run, int attempt, const Json& config);
   void OnMessage(const std::string& command, const std::string& body);
   void OnAssign(const std::string& body);
   void OnAck(const std::string& body);
@@ -153,6 +164,7 @@ class SimWorker {
   Clock::time_point last_heartbeat_{};
   Clock::time_point last_coordinator_heartbeat_{};
   Clock::duration max_heartbeat_gap_{};
+  std::vector<double> heartbeat_lateness_;
 };
 
 // Serves SimWorkers on `threads` threads, each polling its share of their sockets: 1,000

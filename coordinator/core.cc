@@ -7,7 +7,6 @@
 #include "common/wire.h"
 #include "coordinator/head_maps.h"
 #include "coordinator/messages.h"
-#include "coordinator/results.h"
 #include "coordinator/scheduler_lookup.h"
 #include "coordinator/token.h"
 #include "coordinator/worker_registry.h"
@@ -416,17 +415,19 @@ void Core::FinishExperiments() {
       AfterCommit([sink = finished_sink_, exp] { sink(exp); });
       continue;
     }
-    auto res = ComputeResults(store_->db(), exp);
-    if (res.ok()) SavePairedStatsOf(exp, *res);
+    if (HasCurrentResults(store_->db(), exp)) continue;
+    auto res = ComputeResultsAt(store_->db(), exp);  // the batch is the snapshot
+    if (res.ok()) StoreResultsOf(*res);
     else LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
   }
   finished_experiments_.clear();
 }
 
-void Core::SavePairedStatsOf(int64_t experiment, const Json& results) {
-  Status st = SavePairedStats(store_->db(), experiment, results);
-  if (!st.ok())
-    LogError("paired stats of experiment " + std::to_string(experiment) + ": " + st.message());
+void Core::StoreResultsOf(const ComputedResults& results) {
+  auto stored = StoreResults(store_->db(), results);
+  if (!stored.ok())
+    LogError("results of experiment " + std::to_string(results.experiment) + ": " +
+             stored.status().message());
 }
 
 SubmitState Core::PlanSubmission(Grid grid, std::vector<std::string> sets, bool rerun) {

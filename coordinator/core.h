@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "coordinator/lease_table.h"
 #include "coordinator/rate_limiter.h"
+#include "coordinator/results_store.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/store.h"
 #include "coordinator/worker_registry.h"
@@ -105,14 +106,16 @@ class Core {
   // [{id,name,host,devices,last_heartbeat_age_s,state,running,slots}] (schema/http_api.md).
   Json WorkersJson(Clock::time_point now);
 
-  // Where finished experiments' paired statistics are computed: without a sink here, on
-  // the loop thread; the server hands them (after the commit) to a PairedStatsWorker,
-  // which reads the experiment off the loop and calls SavePairedStatsOf through it.
+  // Where finished experiments' results and paired statistics are computed: without a
+  // sink here, on the loop thread (tests); the server hands them (after the commit) to a
+  // PairedStatsWorker, which reads the experiment off the loop and calls StoreResultsOf
+  // through it.
   void SetFinishedSink(std::function<void(int64_t experiment)> sink) {
     finished_sink_ = std::move(sink);
   }
-  // Writes an experiment's paired statistics (ComputeResults' answer).
-  void SavePairedStatsOf(int64_t experiment, const Json& results);
+  // Stores an experiment's results and paired statistics (results_store.h StoreResults:
+  // only if nothing they were computed from has changed since).
+  void StoreResultsOf(const ComputedResults& results);
 
   // Runs `fn` after the current batch commits (e.g. to answer an HTTP request).
   void AfterCommit(std::function<void()> fn) { after_commit_.push_back(std::move(fn)); }

@@ -264,3 +264,42 @@ TEST_CASE("dispatch: a continuation of a missing parent fails without an attempt
 }
 
 }  // namespace headlab::coord
+
+namespace headlab::coord {
+
+using namespace core_harness;  // NOLINT
+
+// Issue 17.4: a finished experiment's results are stored once (computed on the loop
+// without a sink, handed to the sink after the commit with one), and a run retried after
+// that makes them stale.
+TEST_CASE("finished experiments' results: stored once, or handed to the sink after the commit") {
+  for (bool with_sink : {false, true}) {
+    Harness h;
+    std::vector<int64_t> handed;
+    if (with_sink) h.core->SetFinishedSink([&](int64_t exp) { handed.push_back(exp); });
+    auto e = h.Submit(TestGrid({"base", "treat"}, 1));
+    h.Batch({{"w", "READY", Ready(2)}});
+    const double ppl[] = {10, 12};
+    std::vector<std::tuple<std::string, std::string, Json>> done;
+    for (int i = 0; i < 2; ++i)
+      done.push_back({"w", "DONE", {{"run", e.queued[i]}, {"attempt", 1}, {"status", "succeeded"},
+                                    {"exit_code", 0}, {"summary", {{"eval.ppl", ppl[i]}}}}});
+    h.Batch({done[0]});
+    CHECK(handed.empty());
+    CHECK(h.Count("SELECT count(*) FROM results") == 0);  // not finished yet
+    h.Batch({done[1]});
+    if (with_sink) {
+      CHECK(handed == std::vector<int64_t>{e.experiment_id});
+      CHECK(h.Count("SELECT count(*) FROM results") == 0);  // the sink's thread computes
+      continue;
+    }
+    CHECK(HasCurrentResults(h.store.db(), e.experiment_id));
+    CHECK(h.Count("SELECT count(*) FROM paired_stats WHERE n = 1 AND abs(mean - 1.2) < 1e-9") == 1);
+    // A later batch that finishes nothing computes nothing: the stored row stays as it is.
+    const int64_t stored_at = h.Count("SELECT inputs FROM results");
+    h.Batch();
+    CHECK(h.Count("SELECT inputs FROM results") == stored_at);
+  }
+}
+
+}  // namespace headlab::coord

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -20,7 +21,7 @@
 #include "coordinator/http_policy.h"
 #include "coordinator/query.h"
 #include "coordinator/query_string.h"
-#include "coordinator/results.h"
+#include "coordinator/results_store.h"
 #include "coordinator/views.h"
 
 namespace headlab::coord {
@@ -179,7 +180,7 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
     if (!id) return Error(400, "bad experiment id '" + p[3] + "'");
     if (p.size() == 4) return FromResult(ExperimentView(d, id));
     if (p.size() == 5 && p[4] == "runs") return FromResult(ExperimentRunsView(d, id));
-    if (p.size() == 5 && p[4] == "results") return FromResult(ComputeResults(d, id));
+    if (p.size() == 5 && p[4] == "results") return Results(d, id, query);
   }
   if (p[2] == "runs" && p.size() >= 4) {
     int64_t id = ParseId(p[3]);
@@ -199,6 +200,20 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
   }
   if (auto r = ResearchGet(d, p, query)) return *r;
   return Error(404, "no route GET " + path);
+}
+
+HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& query) {
+  const std::string r = QueryParam(query, "recompute");
+  if (!r.empty() && r != "0" && r != "1" && r != "true" && r != "false")
+    return Error(400, "recompute must be 0, 1, true or false, got '" + r + "'");
+  const bool recompute = r == "1" || r == "true";
+  std::optional<ComputedResults> to_store;
+  auto answer = AnswerResults(db, experiment, recompute, &to_store);
+  // A finished experiment's answer is worth keeping: the loop stores it unless something
+  // it was computed from changed meanwhile (StoreResults).
+  if (answer.ok() && to_store && router_)
+    router_->Post([res = std::move(*to_store)](Core& core) { core.StoreResultsOf(res); });
+  return FromResult(answer);
 }
 
 HttpResponse HttpApi::Write(std::function<StatusOr<Json>(Core&)> fn) {

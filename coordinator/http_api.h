@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "coordinator/db.h"
 #include "coordinator/query.h"
 #include "coordinator/router.h"
 
@@ -48,6 +49,8 @@ class HttpApi {
   HttpResponse Submit(const std::string& body);
   HttpResponse Query(const std::string& body);
   HttpResponse Static(const std::string& path);
+  // GET /experiments/ID/results[?recompute=1] (results_store.h AnswerResults).
+  HttpResponse Results(Db* db, int64_t experiment, const std::string& query);
   // Runs a write on the loop thread and renders its result.
   HttpResponse Write(std::function<StatusOr<Json>(Core&)> fn);
 

@@ -16,6 +16,9 @@ const char kMigration002[] =
 const char kMigration003[] =
 #include "schema/003_annotations.sql.inc"
     ;
+const char kMigration004[] =
+#include "schema/004_results.sql.inc"
+    ;
 
 }  // namespace
 
@@ -24,6 +27,7 @@ const std::vector<Migration>& Migrations() {
       {1, "schema/001_init.sql", kMigration001},
       {2, "schema/002_paired_details.sql", kMigration002},
       {3, "schema/003_annotations.sql", kMigration003},
+      {4, "schema/004_results.sql", kMigration004},
   };
   return kAll;
 }

@@ -3,11 +3,11 @@
 
 #include "common/log.h"
 #include "coordinator/db.h"
-#include "coordinator/results.h"
 
 namespace headlab::coord {
 
-PairedStatsWorker::PairedStatsWorker(std::string db_path, std::function<void(int64_t, Json)> save)
+PairedStatsWorker::PairedStatsWorker(std::string db_path,
+                                     std::function<void(ComputedResults)> save)
     : db_path_(std::move(db_path)), save_(std::move(save)), thread_([this] { Loop(); }) {}
 
 PairedStatsWorker::~PairedStatsWorker() {
@@ -46,10 +46,17 @@ void PairedStatsWorker::Loop() {
       }
     }
     // One snapshot for the whole computation (WAL: the loop keeps writing meanwhile).
-    Status st = db.Exec("BEGIN");
-    StatusOr<Json> res = st.ok() ? ComputeResults(&db, exp) : StatusOr<Json>(st);
-    db.Exec("COMMIT");
-    if (res.ok()) save_(exp, std::move(*res));
+    StatusOr<ComputedResults> res = Status::Internal("not computed");
+    try {
+      ReadSnapshot snapshot(&db);
+      if (!snapshot.status().ok()) res = snapshot.status();
+      else if (HasCurrentResults(&db, exp)) continue;  // e.g. a cancel that changed nothing
+      else res = ComputeResultsAt(&db, exp);
+      if (res.ok()) res->text = JsonText(res->results);  // the loop only writes it
+    } catch (const std::exception& e) {
+      res = Status::Internal(e.what());
+    }
+    if (res.ok()) save_(std::move(*res));
     else LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
   }
 }

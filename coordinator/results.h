@@ -24,6 +24,11 @@ using paired::MeanSe;
 // Bootstrap resamples of the per-token log-probability CIs.
 inline constexpr int kBootstrapResamples = 2000;
 
+// The answer format of ComputeResults, stored beside each stored answer
+// (coordinator/results_store.h): bump it whenever a change of this code changes the answer
+// for the same database, so that answers the older code stored are computed again.
+inline constexpr int kResultsFormat = 1;
+
 // Returns the within-pair value of `stat` for baseline b and treatment t:
 // delta_pct = 100 * (t / b - 1) (docs/DESIGN.md: dPPL% = 100 * (p_rep / p_ord - 1)),
 // diff = t - b, ratio = t / b, speedup = b / t (SAF App. C.4: t_ord / t_rep). nullopt for

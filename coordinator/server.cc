@@ -54,8 +54,8 @@ Status Server::Start(const ServerOptions& options) {
   m.router = std::make_unique<Router>(m.core.get());
   HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers));
   Router* router = m.router.get();
-  m.stats = std::make_unique<PairedStatsWorker>(db_path(), [router](int64_t exp, Json res) {
-    router->Post([exp, res = std::move(res)](Core& core) { core.SavePairedStatsOf(exp, res); });
+  m.stats = std::make_unique<PairedStatsWorker>(db_path(), [router](ComputedResults res) {
+    router->Post([res = std::move(res)](Core& core) { core.StoreResultsOf(res); });
   });
   m.core->SetFinishedSink([stats = m.stats.get()](int64_t exp) { stats->Enqueue(exp); });
   HttpApi::Options api_opts;

@@ -238,6 +238,17 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   }
   REQUIRE(q.status == 200);
   CHECK(q.json()["rows"][0][0] == 1);
+  // The stored answer is served from then on, equal to the one computed before.
+  Reply stored = Http(http, "GET", "/api/v1/experiments/" + std::to_string(exp) + "/results");
+  REQUIRE(stored.status == 200);
+  CHECK(stored.json()["stored"] == true);
+  CHECK(stored.json()["comparisons"] == res.json()["comparisons"]);
+  Reply fresh = Http(http, "GET", "/api/v1/experiments/" + std::to_string(exp) + "/results?recompute=1");
+  REQUIRE(fresh.status == 200);
+  CHECK(fresh.json()["stored"] == false);
+  CHECK(fresh.json()["arms"] == stored.json()["arms"]);
+  CHECK(Http(http, "GET", "/api/v1/experiments/" + std::to_string(exp) + "/results?recompute=yes")
+            .status == 400);
   Reply wq = Http(http, "POST", "/api/v1/query", Json({{"sql", "DELETE FROM runs"}}).dump());
   CHECK(wq.status == 400);
   CHECK(wq.json()["error"].get<std::string>().find("read-only") == 0);

@@ -325,7 +325,8 @@ Status Store::FinishSubmission(const Grid& grid, const std::vector<std::string>&
 
 Status Store::DeleteExperiment(int64_t experiment) {
   for (const char* sql :
-       {"DELETE FROM summaries WHERE run_id IN (SELECT id FROM runs WHERE experiment_id=?1)",
+       {"DELETE FROM paired_stats WHERE experiment_id=?1",
+        "DELETE FROM summaries WHERE run_id IN (SELECT id FROM runs WHERE experiment_id=?1)",
         "DELETE FROM runs WHERE experiment_id=?1", "DELETE FROM events WHERE experiment_id=?1",
         "DELETE FROM experiments WHERE id=?1"}) {
     Stmt s = db_.MustPrepare(sql);

@@ -5,6 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake ccache pkg-config git
       libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libboost-dev nlohmann-json3-dev
       catch2 libtorch-dev jq curl procps psmisc chromium
+      # SHA-256 of artifacts, checkpoints and configs (common/sha256.h): OpenSSL's libcrypto.
+      libssl-dev
       # Debian's LibTorch calls the generic libblas.so.3; without this it gets the netlib
       # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
       # on shared CPUs, deterministic results).

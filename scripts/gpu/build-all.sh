@@ -98,6 +98,8 @@ if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
       -DBoost_DIR="$lib/cmake/Boost-1.74.0" \
       -DSQLite3_INCLUDE_DIR="$deps/usr/include" -DSQLite3_LIBRARY="$lib/libsqlite3.so" \
+      -DOPENSSL_ROOT_DIR="$deps/usr" -DOPENSSL_INCLUDE_DIR="$deps/usr/include" \
+      -DOPENSSL_CRYPTO_LIBRARY="$lib/libcrypto.so" \
       -DCPPZMQ_INCLUDE_DIR="$deps/usr/include" \
       -DCMAKE_CXX_FLAGS="-isystem $deps/usr/include" \
       -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib" \

@@ -3,7 +3,8 @@
 # whole-project GPU build needs on the device machine into the git-ignored .debs/ of the
 # repository root; the device call then carries them (`run` with carry [".debs"]) and
 # scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is docs/DESIGN.md's "Seen working
-# on the device machine" (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf.
+# on the device machine" (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf
+# and OpenSSL's libcrypto (common/sha256.h).
 #
 #   scripts/gpu/fetch-debs.sh [--help]
 set -euo pipefail
@@ -14,7 +15,7 @@ case "${1:-}" in
 esac
 packages=(libzmq5 libzmq3-dev cppzmq-dev libsodium23 libpgm-5.3-0 libnorm1 libbsd0 libmd0
           nlohmann-json3-dev libboost1.74-dev libsqlite3-0 libsqlite3-dev catch2
-          sqlite3
+          sqlite3 libssl3 libssl-dev
           pkgconf-bin libpkgconf3)  # pkg-config, used only where the device has none
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$root/.debs"
