@@ -43,16 +43,40 @@ std::unique_ptr<CollectiveWork> Started(WorkPtr work) {
   return std::make_unique<C10dWork<WorkPtr>>(std::move(work));
 }
 
+// A bf16 sum carried out in fp32 (`wide`) and rounded back into `narrow` on Wait.
+class WidenedWork : public CollectiveWork {
+ public:
+  WidenedWork(std::unique_ptr<CollectiveWork> work, torch::Tensor wide, torch::Tensor narrow)
+      : work_(std::move(work)), wide_(std::move(wide)), narrow_(std::move(narrow)) {}
+  void Wait() override {
+    work_->Wait();
+    narrow_.copy_(wide_);
+  }
+
+ private:
+  std::unique_ptr<CollectiveWork> work_;
+  torch::Tensor wide_, narrow_;
+};
+
 // One c10d backend object (ProcessGroupGloo or ProcessGroupNCCL: the same collective
 // signatures in LibTorch 1.13 and 2.x, where their common base class differs).
+// `widen_bf16`: the backend cannot sum bf16 (Gloo in LibTorch 1.13: "Invalid scalar
+// type"), so bf16 tensors are summed in fp32 and rounded back; CPU runs only, where the
+// bytes saved do not matter.
 template <typename Backend>
 class C10dGroup : public ProcessGroup {
  public:
-  C10dGroup(c10::intrusive_ptr<Backend> backend, int rank, int world, const char* name)
-      : backend_(std::move(backend)), rank_(rank), world_(world), name_(name) {}
+  C10dGroup(c10::intrusive_ptr<Backend> backend, int rank, int world, const char* name,
+            bool widen_bf16)
+      : backend_(std::move(backend)), rank_(rank), world_(world), name_(name),
+        widen_bf16_(widen_bf16) {}
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::unique_ptr<CollectiveWork> StartAllReduceSum(torch::Tensor& t) override {
+    if (widen_bf16_ && t.scalar_type() == torch::kBFloat16) {
+      torch::Tensor wide = t.to(torch::kFloat);
+      return std::make_unique<WidenedWork>(Started(Reduce(wide, c10d::ReduceOp::SUM)), wide, t);
+    }
     return Started(Reduce(t, c10d::ReduceOp::SUM));
   }
   void AllReduceMax(torch::Tensor& t) override { Reduce(t, c10d::ReduceOp::MAX)->wait(); }
@@ -74,6 +98,7 @@ class C10dGroup : public ProcessGroup {
   c10::intrusive_ptr<Backend> backend_;
   int rank_, world_;
   const char* name_;
+  bool widen_bf16_;
 };
 
 std::string ExitText(int status) {
@@ -96,7 +121,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
       opts->timeout = kCollectiveTimeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
       return std::unique_ptr<ProcessGroup>(
-          new C10dGroup<c10d::ProcessGroupNCCL>(std::move(pg), rank, world, "nccl"));
+          new C10dGroup<c10d::ProcessGroupNCCL>(std::move(pg), rank, world, "nccl", false));
 #else
       return Status::Unavailable("this build has no NCCL process group (nccl.h not found)");
 #endif
@@ -106,7 +131,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
     return std::unique_ptr<ProcessGroup>(
-        new C10dGroup<c10d::ProcessGroupGloo>(std::move(pg), rank, world, "gloo"));
+        new C10dGroup<c10d::ProcessGroupGloo>(std::move(pg), rank, world, "gloo", true));
 #else
     return Status::Unavailable("this build has no Gloo process group (gloo headers not found)");
 #endif
