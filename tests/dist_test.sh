@@ -87,6 +87,10 @@ for d in acc1 acc2 bf16; do run_exec "$HL_TMP/$d"; done
 same_losses "accumulation, 2 ranks x 1 row vs 1 rank x 2 rows" "$HL_TMP/acc1/events" "$HL_TMP/acc2/events" 5 1e-4
 # bf16 rounds each update's mean gradient (relative 2^-9): the curve stays close.
 same_losses "bf16 all-reduce vs fp32 on 1 rank" "$HL_TMP/one/events" "$HL_TMP/bf16/events" 6 2e-2
+# ... and the rounding is real: the same 2-rank run with fp32 all-reduce logs other losses.
+[[ "$(losses "$HL_TMP/two/events" | awk '$1 > 1')" != "$(losses "$HL_TMP/bf16/events" | awk '$1 > 1')" ]] ||
+  fail "bf16 all-reduce: steps 2-6 equal the fp32 2-rank run's (were the gradients rounded?)"
+ok "bf16 all-reduce: steps 2-6 differ from the fp32 2-rank run's (gradients rounded to bf16)"
 expect_eq "bf16 run's provenance allreduce_dtype" bf16 \
   "$(jq -r 'select(.ev == "provenance" and .fields.allreduce_dtype != null) | .fields.allreduce_dtype' "$HL_TMP/bf16/events")"
 buckets=$(jq -r 'select(.ev == "provenance" and .fields.allreduce_buckets != null) | .fields.allreduce_buckets' "$HL_TMP/bf16/events")

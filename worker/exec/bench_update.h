@@ -6,7 +6,8 @@
 // (pair.*): each leg is its own process. With train.ranks > 1 the leg is data parallel
 // (dist.h: rank 0 launches ranks 1..N-1, one GPU each), every update includes the gradient
 // all-reduce, and an update's time is the slowest rank's (SAF App. C.5's four-GPU
-// benchmark). Torch-free header.
+// benchmark); the summary adds dist.ranks and dist.allreduce_s, the median over the timed
+// updates of the communication rank 0 waited for after its last backward. Torch-free header.
 #pragma once
 
 #include <string>

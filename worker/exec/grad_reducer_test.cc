@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "worker/exec/attention.h"
+#include "worker/exec/model_testing.h"
 #include "worker/exec/replica_sync.h"
 
 namespace headlab {
@@ -236,17 +237,7 @@ TEST_CASE("grad_reducer: bf16 travels rounded, and a reshaped tensor rebuilds th
 }
 
 TEST_CASE("replica_sync: the head configuration is compared across ranks") {
-  ModelConfig m;
-  m.layers = 2;
-  m.heads = 2;
-  m.kv_heads = 2;
-  m.width = 16;
-  m.context = 8;
-  m.mlp_ratio = 2;
-  m.vocab = 32;
-  m.pos = "learned";
-  m.rope_base = 10000;
-  m.norm = "layernorm";
+  const ModelConfig m = testing::TinyModelConfig(2, 2, 16, 8, 32);
   torch::manual_seed(1);
   Gpt a(m), b(m);
   std::vector<torch::Tensor> pa = a->parameters(), pb = b->parameters();
