@@ -71,6 +71,8 @@ TEST_CASE("A dry run needs no coordinator") {
   CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url", headlab::DeadLoopbackUrl()}) == 0);
   CHECK(Run({"submit", kSrc + "/experiments/tests/six_runs.jsonc", "--dry-run", "--json",
              "--set", "seed=1,2"}) == 0);
+  // The four-GPU gang grid (issue 22) is accepted as it stands.
+  CHECK(Run({"submit", kSrc + "/experiments/measure/saf_update_1b_4gpu.jsonc", "--dry-run"}) == 0);
 }
 
 TEST_CASE("An unreachable coordinator exits 1") {

@@ -192,6 +192,20 @@ TEST_CASE("The repository's grid files expand or fail as documented") {
   auto six = load("tests/six_runs.jsonc");
   REQUIRE(six.ok());
   CHECK(six->runs.size() == 6);
+  // SAF App. C.5's four-GPU 1B update benchmark: 3 arms x 4 ABBA reps, every leg a gang of
+  // 4 GPUs with 4 ranks and 2 x 8 x 4 x 8192 = 524,288 tokens per update.
+  auto gang = load("measure/saf_update_1b_4gpu.jsonc");
+  REQUIRE(gang.ok());
+  REQUIRE(gang->runs.size() == 12);
+  for (const auto& run : gang->runs) {
+    const headlab::Json& c = run.config;
+    CHECK(c["resources"]["gpus"] == 4);
+    CHECK(c["train"]["ranks"] == 4);
+    CHECK(c["model"]["layers"] == 32);
+    CHECK(c["train"]["batch_size"].get<double>() * c["train"]["grad_accum"].get<double>() *
+              c["train"]["ranks"].get<double>() * c["model"]["context"].get<double>() ==
+          524288);
+  }
   struct Bad {
     const char* file;
     const char* message;

@@ -73,6 +73,9 @@ const std::vector<KeySpec>& Schema() {
         // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
         // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
         IntKey("train.ranks", 1, 64, 1),
+        // The dtype data-parallel gradients travel in (worker/exec/grad_reducer.h): fp32, or
+        // bf16 (half the bytes; each update's mean gradient rounded to bf16 once).
+        StrKey("train.allreduce_dtype", "fp32", "fp32|bf16"),
         // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
         // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
         StrKey("train.precision", "auto", "auto|bf16|fp16|fp32"),

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -16,6 +17,8 @@
 #include "worker/exec/bench_clock.h"
 #include "worker/exec/bench_model.h"
 #include "worker/exec/bench_settings.h"
+#include "worker/exec/dist.h"
+#include "worker/exec/grad_reducer.h"
 #include "worker/exec/optimizer.h"
 #include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
@@ -29,14 +32,25 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   auto settings = BenchSettingsFromJson(req.config_json, c, req.file);
   if (!settings.ok()) return settings.status();
   if (t.threads > 0) torch::set_num_threads(int(t.threads));
+  const int world = int(t.ranks);
   torch::Device device(torch::kCPU);
-  HEADLAB_RETURN_IF_ERROR(PickBenchDevice(t.device, &device));
+  HEADLAB_RETURN_IF_ERROR(PickRankDevice(t.device, req.rank, &device));
+  c10::DeviceGuard device_guard(device);
+  StatusOr<ReduceDtype> reduce_dtype = ParseReduceDtype(t.allreduce_dtype);
+  if (!reduce_dtype.ok()) return reduce_dtype.status();
+  StatusOr<DataParallel> dp = StartDataParallel(req.rank, world, req.out_dir, req.file, device);
+  if (!dp.ok()) return dp.status();
 
   Gpt model{nullptr};
   HEADLAB_RETURN_IF_ERROR(MakeBenchModel(c, *settings, device, &model));  // the leg's head states
   model->train();
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
   Updater updater(model, *opt, t, model->precision(), device);
+  std::unique_ptr<GradientReducer> reducer;
+  if (dp->group) {
+    reducer = std::make_unique<GradientReducer>(*dp->group, *reduce_dtype);
+    updater.ReduceGradientsWith(reducer.get());
+  }
   // Random tokens, drawn before timing (the seed is the leg's batch-order seed): the cost
   // of an update does not depend on token values, and no host-side data loading is timed.
   const int64_t updates = settings->warmup + settings->repeats;
@@ -50,6 +64,11 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
                {"pid", int64_t(::getpid())}, {"warmup", settings->warmup},
                {"repeats", settings->repeats}};
   prov.update(ExecutionProvenance(model, device));
+  if (dp->group) {
+    prov["ranks"] = world;
+    prov["dist_backend"] = dp->group->backend();
+    prov["allreduce_dtype"] = ReduceDtypeName(*reduce_dtype);
+  }
   events->Provenance(prov);
   LogInfo("bench-update: " + std::to_string(settings->warmup) + " warm-up + " +
           std::to_string(settings->repeats) + " timed updates of " +
@@ -57,9 +76,11 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
           std::to_string(c.model.context) + " tokens on " + DeviceLabel(device));
 
   std::vector<double> times;
+  std::vector<double> exposed_s;  // per timed update: the communication waited for (rank 0)
   for (int64_t u = 0; u < updates; ++u) {
     if (StopRequested()) return Status::Cancelled("bench-update stopped by signal");
     if (u == settings->warmup) clock.ResetPeakMemory();
+    const double exposed_before = reducer ? reducer->exposed_seconds() : 0;
     clock.Start();
     updater.Begin();
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
@@ -67,20 +88,34 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
       updater.Accumulate(batch.narrow(1, 0, c.model.context), batch.narrow(1, 1, c.model.context));
     }
     updater.Apply();
-    const double ms = clock.StopMs();
+    double ms = clock.StopMs();
+    if (dp->group) {  // the update ends when its slowest rank's does
+      torch::Tensor slowest = torch::full({1}, ms, torch::dtype(torch::kDouble).device(device));
+      dp->group->AllReduceMax(slowest);
+      ms = slowest.item<double>();
+    }
     if (u == 0) events->Provenance({{"attention_paths", AttentionPaths(model)}});
     if (u < settings->warmup) continue;  // warm-ups discarded
     times.push_back(ms);
+    if (reducer) exposed_s.push_back(reducer->exposed_seconds() - exposed_before);
     events->Metric(u - settings->warmup + 1, metric::kBenchUpdateMs, ms);
   }
   const double median = paired::Median(times);
   LogInfo("bench-update: median " + std::to_string(median) + " ms per update");
-  events->Summary({{metric::kBenchUpdateMs, median},
-                   {std::string(metric::kBenchUpdateMs) + ".min",
-                    *std::min_element(times.begin(), times.end())},
-                   {std::string(metric::kBenchUpdateMs) + ".max",
-                    *std::max_element(times.begin(), times.end())},
-                   {metric::kBenchPeakMemBytes, double(clock.PeakMemoryBytes())}});
+  Json summary = {{metric::kBenchUpdateMs, median},
+                  {std::string(metric::kBenchUpdateMs) + ".min",
+                   *std::min_element(times.begin(), times.end())},
+                  {std::string(metric::kBenchUpdateMs) + ".max",
+                   *std::max_element(times.begin(), times.end())},
+                  {metric::kBenchPeakMemBytes, double(clock.PeakMemoryBytes())}};
+  if (reducer) {
+    summary[metric::kDistRanks] = world;
+    // The median, as bench.update_ms: rank 0 waits inside its own update, so each timed
+    // update's exposed communication is at most that update's (slowest-rank) time.
+    summary[metric::kDistAllReduceS] = paired::Median(exposed_s);
+  }
+  if (dp->peers) dp->peers->Wait();
+  events->Summary(summary);
   return Status::Ok();
 }
 

@@ -1,4 +1,4 @@
-// Process groups (c10d), bucketed gradient averaging, and the rank launcher.
+// Process groups (c10d), device choice per rank, and the rank launcher.
 #include "worker/exec/dist.h"
 
 #include <fcntl.h>
@@ -21,33 +21,84 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "common/files.h"
 #include "common/log.h"
 
 namespace headlab {
 namespace {
 
-using Seconds = std::chrono::duration<double>;
+// A started c10d collective (c10d::ProcessGroup::Work in LibTorch 1.13, c10d::Work in 2.x).
+template <typename WorkPtr>
+class C10dWork : public CollectiveWork {
+ public:
+  explicit C10dWork(WorkPtr work) : work_(std::move(work)) {}
+  void Wait() override { work_->wait(); }
 
-// One c10d backend object (ProcessGroupGloo or ProcessGroupNCCL: the same allreduce
-// signature in LibTorch 1.13 and 2.x, where their common base class differs).
+ private:
+  WorkPtr work_;
+};
+
+template <typename WorkPtr>
+std::unique_ptr<CollectiveWork> Started(WorkPtr work) {
+  return std::make_unique<C10dWork<WorkPtr>>(std::move(work));
+}
+
+// A bf16 sum carried out in fp32 (`wide`) and rounded back into `narrow` on Wait.
+class WidenedWork : public CollectiveWork {
+ public:
+  WidenedWork(std::unique_ptr<CollectiveWork> work, torch::Tensor wide, torch::Tensor narrow)
+      : work_(std::move(work)), wide_(std::move(wide)), narrow_(std::move(narrow)) {}
+  void Wait() override {
+    work_->Wait();
+    narrow_.copy_(wide_);
+  }
+
+ private:
+  std::unique_ptr<CollectiveWork> work_;
+  torch::Tensor wide_, narrow_;
+};
+
+// One c10d backend object (ProcessGroupGloo or ProcessGroupNCCL: the same collective
+// signatures in LibTorch 1.13 and 2.x, where their common base class differs).
+// `widen_bf16`: the backend cannot sum bf16 (Gloo in LibTorch 1.13: "Invalid scalar
+// type"), so bf16 tensors are summed in fp32 and rounded back; CPU runs only, where the
+// bytes saved do not matter.
 template <typename Backend>
 class C10dGroup : public ProcessGroup {
  public:
-  C10dGroup(c10::intrusive_ptr<Backend> backend, const char* name)
-      : backend_(std::move(backend)), name_(name) {}
-  void AllReduceSum(torch::Tensor& t) override { Reduce(t, c10d::ReduceOp::SUM); }
-  void AllReduceMax(torch::Tensor& t) override { Reduce(t, c10d::ReduceOp::MAX); }
+  C10dGroup(c10::intrusive_ptr<Backend> backend, int rank, int world, const char* name,
+            bool widen_bf16)
+      : backend_(std::move(backend)), rank_(rank), world_(world), name_(name),
+        widen_bf16_(widen_bf16) {}
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::unique_ptr<CollectiveWork> StartAllReduceSum(torch::Tensor& t) override {
+    if (widen_bf16_ && t.scalar_type() == torch::kBFloat16) {
+      torch::Tensor wide = t.to(torch::kFloat);
+      return std::make_unique<WidenedWork>(Started(Reduce(wide, c10d::ReduceOp::SUM)), wide, t);
+    }
+    return Started(Reduce(t, c10d::ReduceOp::SUM));
+  }
+  void AllReduceMax(torch::Tensor& t) override { Reduce(t, c10d::ReduceOp::MAX)->wait(); }
+  void Broadcast(torch::Tensor& t, int root) override {
+    std::vector<at::Tensor> tensors{t};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    backend_->broadcast(tensors, opts)->wait();
+  }
   const char* backend() const override { return name_; }
 
  private:
-  void Reduce(torch::Tensor& t, c10d::ReduceOp op) {
+  auto Reduce(torch::Tensor& t, c10d::ReduceOp op) {
     std::vector<at::Tensor> tensors{t};
     c10d::AllreduceOptions opts;
     opts.reduceOp = op;
-    backend_->allreduce(tensors, opts)->wait();
+    return backend_->allreduce(tensors, opts);
   }
   c10::intrusive_ptr<Backend> backend_;
+  int rank_, world_;
   const char* name_;
+  bool widen_bf16_;
 };
 
 std::string ExitText(int status) {
@@ -70,7 +121,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
       opts->timeout = kCollectiveTimeout;
       auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
       return std::unique_ptr<ProcessGroup>(
-          new C10dGroup<c10d::ProcessGroupNCCL>(std::move(pg), "nccl"));
+          new C10dGroup<c10d::ProcessGroupNCCL>(std::move(pg), rank, world, "nccl", false));
 #else
       return Status::Unavailable("this build has no NCCL process group (nccl.h not found)");
 #endif
@@ -80,7 +131,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
     return std::unique_ptr<ProcessGroup>(
-        new C10dGroup<c10d::ProcessGroupGloo>(std::move(pg), "gloo"));
+        new C10dGroup<c10d::ProcessGroupGloo>(std::move(pg), rank, world, "gloo", true));
 #else
     return Status::Unavailable("this build has no Gloo process group (gloo headers not found)");
 #endif
@@ -91,35 +142,44 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
   }
 }
 
-double AverageGradients(ProcessGroup& group, int world, const std::vector<torch::Tensor>& params) {
-  const auto t0 = std::chrono::steady_clock::now();
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> bucket;
-  int64_t bytes = 0;
-  auto flush = [&] {
-    if (bucket.empty()) return;
-    std::vector<torch::Tensor> flat_parts;
-    for (const torch::Tensor& g : bucket) flat_parts.push_back(g.reshape({-1}));
-    torch::Tensor flat = torch::cat(flat_parts);
-    group.AllReduceSum(flat);
-    flat.div_(double(world));
-    int64_t offset = 0;
-    for (torch::Tensor& g : bucket) {
-      g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
-      offset += g.numel();
-    }
-    bucket.clear();
-    bytes = 0;
-  };
-  for (const torch::Tensor& p : params) {
-    torch::Tensor g = p.grad();
-    if (!g.defined()) continue;  // e.g. fixed heads' query/key rows: no gradient anywhere
-    if (bytes + g.nbytes() > kGradientBucketBytes) flush();
-    bucket.push_back(g);
-    bytes += int64_t(g.nbytes());
+Status PickRankDevice(const std::string& want, int rank, torch::Device* device) {
+  const bool cuda = torch::cuda::is_available();
+  if (want == "cuda" && !cuda)
+    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
+  if (want != "cpu" && cuda && rank >= int(torch::cuda::device_count()))
+    return Status::Unavailable("rank " + std::to_string(rank) + " needs GPU " +
+                               std::to_string(rank) + " but " +
+                               std::to_string(torch::cuda::device_count()) +
+                               " are visible: ask for resources.gpus = train.ranks");
+  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU)
+                                     : torch::Device(torch::kCUDA, int8_t(rank));
+  return Status::Ok();
+}
+
+DataParallel::DataParallel() = default;
+DataParallel::DataParallel(DataParallel&&) noexcept = default;
+DataParallel& DataParallel::operator=(DataParallel&&) noexcept = default;
+DataParallel::~DataParallel() = default;
+
+StatusOr<DataParallel> StartDataParallel(int rank, int world, const std::string& dir,
+                                         const std::string& manifest, torch::Device device) {
+  DataParallel dp;
+  if (world <= 1) return StatusOr<DataParallel>(std::move(dp));
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(dir));
+  const std::string store = dir + "/dist-store";
+  if (rank == 0) {
+    std::remove(store.c_str());  // a requeued attempt's stale rendezvous
+    StatusOr<std::unique_ptr<RankLauncher>> launched =
+        RankLauncher::Start(SelfExecutable(), manifest, world);
+    if (!launched.ok()) return launched.status();
+    dp.peers = std::move(launched.value());
   }
-  flush();
-  return Seconds(std::chrono::steady_clock::now() - t0).count();
+  StatusOr<std::unique_ptr<ProcessGroup>> joined = JoinProcessGroup(rank, world, store, device);
+  if (!joined.ok()) return joined.status();
+  dp.group = std::move(joined.value());
+  LogInfo("rank " + std::to_string(rank) + " of " + std::to_string(world) + " joined (" +
+          dp.group->backend() + ", " + device.str() + ")");
+  return StatusOr<DataParallel>(std::move(dp));
 }
 
 std::string SelfExecutable() {

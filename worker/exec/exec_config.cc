@@ -95,6 +95,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("train.device", &c.train.device);
   r.Read("train.threads", &c.train.threads);
   r.Read("train.ranks", &c.train.ranks);
+  r.Read("train.allreduce_dtype", &c.train.allreduce_dtype);
   r.Read("train.precision", &c.train.precision);
   r.Read("train.attention", &c.train.attention);
   r.Read("data.source", &c.data.source);

@@ -63,6 +63,7 @@ struct TrainConfig {
   std::string device;  // auto | cpu | cuda
   int64_t threads = 0;
   int64_t ranks = 1;   // data-parallel processes (dist.h)
+  std::string allreduce_dtype;  // fp32 | bf16: what gradients travel in (grad_reducer.h)
   std::string precision;  // auto | bf16 | fp16 | fp32 (precision.h)
   std::string attention;  // auto | fused | dense (attention_cuda.h AttentionMode)
 };

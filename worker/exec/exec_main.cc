@@ -31,8 +31,8 @@ constexpr const char* kUsage =
     "  {run, attempt, experiment, config, out_dir, resume, parent}\n"
     "Events go to stdout, one JSON object per line (metric, artifact, provenance, summary,\n"
     "log); progress goes to stderr. Normally spawned by `headlab worker`.\n"
-    "`headlab exec --rank R MANIFEST` is data-parallel rank R of a run with train.ranks > 1,\n"
-    "started by rank 0 (worker/exec/dist.h); it reports nothing on stdout.\n"
+    "`headlab exec --rank R MANIFEST` is data-parallel rank R of a train or bench-update run\n"
+    "with train.ranks > 1, started by rank 0 (worker/exec/dist.h); it reports nothing on stdout.\n"
     "\n"
     "exit status: 0 succeeded, 1 failed, 2 bad manifest or config, 143 stopped by SIGTERM\n";
 
@@ -103,7 +103,13 @@ int ExecMain(int argc, char** argv) {
 
   EventSink events(stdout);
   Status result;
-  if (config.kind == "noop") {
+  if (config.train.ranks > 1 && config.kind != "train" && config.kind != "bench-update") {
+    // Only these two launch and join peers (dist.h); another kind would run one process
+    // and report it as N.
+    result = Status::InvalidArgument(file + ": $.config.train.ranks: kind \"" + config.kind +
+                                     "\" runs in one process; train.ranks > 1 is for kinds "
+                                     "\"train\" and \"bench-update\"");
+  } else if (config.kind == "noop") {
     result = RunNoop(config, &events);
   } else if (config.kind == "train") {
     TrainRequest req{config,
@@ -122,7 +128,7 @@ int ExecMain(int argc, char** argv) {
              config.kind == "bench-decode") {
     // The bench kinds time the model with its model.head_modes; a method's training hooks
     // would not run inside them, so a leg that names one is refused, not mislabelled.
-    BenchRequest req{config, run->normalized, file, run->manifest.out_dir};
+    BenchRequest req{config, run->normalized, file, run->manifest.out_dir, rank};
     if (!run->hooks.empty())
       result = Status::Unavailable(file + ": $.config.kind: " + config.kind +
                                    " times model.head_modes only and cannot run a method's "

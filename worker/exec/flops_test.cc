@@ -12,6 +12,7 @@
 #include "common/run_config.h"
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
+#include "worker/exec/model_testing.h"
 #include "worker/exec/test_util.h"
 #include "worker/measure/gpu_presence.h"
 #include "worker/measure/range_marker.h"
@@ -43,17 +44,7 @@ TEST_CASE("flops: MarkRange opens the range around forward and again around back
 }
 
 TEST_CASE("flops: every attention layer of the model opens one range, per layer on request") {
-  ModelConfig c;
-  c.layers = 3;
-  c.heads = 2;
-  c.kv_heads = 2;
-  c.width = 16;
-  c.context = 8;
-  c.mlp_ratio = 2;
-  c.vocab = 11;
-  c.pos = "learned";
-  c.rope_base = 10000;
-  c.norm = "layernorm";
+  const ModelConfig c = testing::TinyModelConfig(3, 2, 16, 8, 11);
   torch::manual_seed(0);
   Gpt model(c);
   torch::Tensor x = torch::randint(0, 11, {2, 8}, torch::kLong);

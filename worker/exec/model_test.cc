@@ -2,23 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "worker/exec/model_testing.h"
+
 namespace headlab {
 namespace {
 
-ModelConfig TinyModel() {
-  ModelConfig m;
-  m.layers = 2;
-  m.heads = 2;
-  m.width = 16;
-  m.context = 12;
-  m.mlp_ratio = 2;
-  m.vocab = 40;
-  m.kv_heads = 2;
-  m.pos = "learned";
-  m.rope_base = 10000;
-  m.norm = "layernorm";
-  return m;
-}
+ModelConfig TinyModel() { return testing::TinyModelConfig(2, 2, 16, 12, 40); }
 
 TEST_CASE("model: logits have shape [B, T, vocab] and the head is tied") {
   torch::manual_seed(0);

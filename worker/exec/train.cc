@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -20,9 +21,11 @@
 #include "worker/exec/data.h"
 #include "worker/exec/data_check.h"
 #include "worker/exec/dist.h"
+#include "worker/exec/grad_reducer.h"
 #include "worker/exec/import_weights.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/replica_sync.h"
 #include "worker/exec/run_setup.h"
 #include "worker/exec/stop_flag.h"
 #include "worker/exec/throughput.h"
@@ -65,22 +68,6 @@ StatusOr<Dataset> LoadData(const ExecConfig& c) {
   return d;
 }
 
-// Resolves train.device (auto = cuda when available) into *device; data-parallel rank r
-// takes the r-th visible GPU.
-Status PickDevice(const std::string& want, int rank, torch::Device* device) {
-  bool cuda = torch::cuda::is_available();
-  if (want == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  if (want != "cpu" && cuda && rank >= int(torch::cuda::device_count()))
-    return Status::Unavailable("rank " + std::to_string(rank) + " needs GPU " +
-                               std::to_string(rank) + " but " +
-                               std::to_string(torch::cuda::device_count()) +
-                               " are visible: ask for resources.gpus = train.ranks");
-  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU)
-                                     : torch::Device(torch::kCUDA, int8_t(rank));
-  return Status::Ok();
-}
-
 // [B, T+1] row-major tokens -> inputs and next-token targets on `device`. To a GPU through
 // pinned memory without waiting (the caching host allocator keeps the pinned copy alive
 // until the transfer is done, so `tokens` may go at once).
@@ -111,7 +98,8 @@ std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfi
   return out;
 }
 
-// Held-out loss of the first `batches` fixed evaluation batches, in eval mode.
+// Held-out loss of the first `batches` fixed evaluation batches, in eval mode; like
+// EvalLogProbs, a batch holds the global batch's rows (the same on every rank).
 double HeldOutLoss(Gpt& model, const Dataset& data, const ExecConfig& c, torch::Device device,
                    int64_t batches) {
   torch::NoGradGuard no_grad;
@@ -119,10 +107,11 @@ double HeldOutLoss(Gpt& model, const Dataset& data, const ExecConfig& c, torch::
   model->eval();
   double sum = 0;
   int64_t count = 0;
+  const int64_t rows = c.train.batch_size * c.train.ranks;
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> tokens;
-    EvalBatch(data.val, c.model.context, c.train.batch_size, b, c.train.eval_batches, &tokens);
-    auto [x, y] = ToBatch(tokens, c.train.batch_size, c.model.context, device);
+    EvalBatch(data.val, c.model.context, rows, b, c.train.eval_batches, &tokens);
+    auto [x, y] = ToBatch(tokens, rows, c.model.context, device);
     torch::Tensor lp = model->TokenLogProbs(x, y);
     sum -= lp.sum().item<double>();
     count += lp.numel();
@@ -197,34 +186,18 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   const int world = int(t.ranks), rank = req.rank;
   const bool lead = rank == 0;  // reports events, evaluates, writes checkpoints
   torch::Device device(torch::kCPU);
-  HEADLAB_RETURN_IF_ERROR(PickDevice(t.device, rank, &device));
+  HEADLAB_RETURN_IF_ERROR(PickRankDevice(t.device, rank, &device));
+  c10::DeviceGuard device_guard(device);  // rank r's GPU is the current device
   StatusOr<Dataset> data = LoadData(c);
   if (!data.ok()) return data.status();
   HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
+  StatusOr<ReduceDtype> reduce_dtype = ParseReduceDtype(t.allreduce_dtype);
+  if (!reduce_dtype.ok()) return reduce_dtype.status();
 
   // Data parallel (dist.h): rank 0 launches its peers; every rank joins the group.
-  // Declared in this order so that on an early return the peers are stopped before the
-  // process group is torn down (a communicator's teardown must not wait on live peers).
-  std::unique_ptr<ProcessGroup> group;
-  std::unique_ptr<RankLauncher> peers;
-  if (world > 1) {
-    if (!req.hooks.empty())
-      return Status::InvalidArgument("config: $.config.train.ranks: data-parallel runs do not "
-                                     "take the saf/aoh/aah/prune methods yet; use ranks = 1");
-    const std::string store = req.out_dir + "/dist-store";
-    if (lead) {
-      std::remove(store.c_str());  // a requeued attempt's stale rendezvous
-      StatusOr<std::unique_ptr<RankLauncher>> launched =
-          RankLauncher::Start(SelfExecutable(), req.manifest_path, world);
-      if (!launched.ok()) return launched.status();
-      peers = std::move(launched.value());
-    }
-    StatusOr<std::unique_ptr<ProcessGroup>> joined = JoinProcessGroup(rank, world, store, device);
-    if (!joined.ok()) return joined.status();
-    group = std::move(joined.value());
-    LogInfo("rank " + std::to_string(rank) + " of " + std::to_string(world) + " joined (" +
-            group->backend() + ", " + device.str() + ")");
-  }
+  StatusOr<DataParallel> dp = StartDataParallel(rank, world, req.out_dir, req.manifest_path, device);
+  if (!dp.ok()) return dp.status();
+  ProcessGroup* group = dp->group.get();
 
   torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
   Gpt model(c.model);
@@ -234,6 +207,13 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
   Updater updater(model, *opt, t, model->precision(), device);
+  std::unique_ptr<GradientReducer> reducer;
+  std::unique_ptr<ReplicaSync> replicas;  // with methods
+  if (group) {
+    reducer = std::make_unique<GradientReducer>(*group, *reduce_dtype);
+    updater.ReduceGradientsWith(reducer.get());
+    if (!req.hooks.empty()) replicas = std::make_unique<ReplicaSync>(*group);
+  }
   BatchSampler sampler(uint64_t(c.seed), c.model.context);
   TrainProgress progress;
 
@@ -248,7 +228,11 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                {"dataset_calib_tokens", data->calib.size},
                {"ranks", world}};
   prov.update(ExecutionProvenance(model, device));
-  if (group) prov["dist_backend"] = group->backend();
+  if (group) {
+    prov["dist_backend"] = group->backend();
+    prov["allreduce_dtype"] = ReduceDtypeName(*reduce_dtype);
+    prov["allreduce_bucket_bytes"] = kGradientBucketBytes;
+  }
   prov.update(init_prov);
   prov.update(DatasetProvenance(data.value(), c.data.source));
   // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
@@ -292,8 +276,15 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     prov["parent_checkpoint_sha256"] = req.resume->sha256;
     prov["parent_checkpoint_path"] = req.resume->path;
   }
-  TrainContext ctx{c,      req.config_json, req.out_dir, model, opt, data.value(), device,
-                   events, progress.step,   [&](int64_t batches) {
+  // Methods see a data-parallel run as one process with the global batch (train_hooks.h):
+  // the global micro-batch size, and on ranks > 0 a folder of their own for the artifacts
+  // nobody reports (rank 0 alone reports).
+  ExecConfig method_config = c;
+  method_config.train.batch_size = t.batch_size * world;
+  const std::string method_dir = lead ? req.out_dir : req.out_dir + "/rank-" + std::to_string(rank);
+  if (!lead && !req.hooks.empty()) HEADLAB_RETURN_IF_ERROR(MakeDirs(method_dir));
+  TrainContext ctx{method_config, req.config_json, method_dir, model, opt, data.value(), device,
+                   events,        progress.step,   [&](int64_t batches) {
                      return HeldOutLoss(model, *data, c, device, batches);
                    }};
   // A method's own state comes back only on a resume of the same run: a continuation
@@ -304,6 +295,12 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     if (req.resume && it != progress.method_states.end()) saved = it->second;
     HEADLAB_RETURN_IF_ERROR(h->OnStart(ctx, saved, &prov));
   }
+  // Every rank's methods must have made the same choices (replica_sync.h).
+  auto sync_replicas = [&](const char* where) {
+    return replicas ? replicas->Sync(model, updater.InGradientOrder(), where, progress.step)
+                    : Status::Ok();
+  };
+  HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' OnStart"));
   events->Provenance(prov);
   LogInfo("train: " + std::to_string(c.model.layers) + " layers, " + std::to_string(c.model.heads) +
           " heads, width " + std::to_string(c.model.width) + ", context " +
@@ -370,7 +367,15 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   };
   torch::Tensor loss, grad_norm;  // of the latest update, on the device
   double lr = 0;
-  double allreduce_s = 0, slowest_rank_s = 0;  // totals over this attempt's updates
+  double slowest_rank_s = 0;  // total over this attempt's updates
+  // Per update of this attempt: the communication the update waited for after its last
+  // backward (the all-reduce time not hidden behind backward) and the slowest rank's time.
+  auto dist_metrics = [&](MetricRow* row) {
+    if (!group) return;
+    const double updates = double(std::max<int64_t>(1, progress.step - first_step));
+    row->emplace_back(metric::kDistAllReduceS, reducer->exposed_seconds() / updates);
+    row->emplace_back(metric::kDistSlowestUpdateS, slowest_rank_s / updates);
+  };
   auto log_step = [&]() {
     last_loss = loss.item<double>();
     timer.Mark(progress.step);
@@ -383,11 +388,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                      {metric::kTrainTokens, double(progress.step * tokens_per_step)},
                      {metric::kElapsedS, SecondsSince(t0)}};
     throughput(&row);
-    if (group) {
-      const double updates = double(std::max<int64_t>(1, progress.step - first_step));
-      row.emplace_back(metric::kDistAllReduceS, allreduce_s / updates);
-      row.emplace_back(metric::kDistSlowestUpdateS, slowest_rank_s / updates);
-    }
+    dist_metrics(&row);
     for (const std::shared_ptr<TrainHooks>& h : req.hooks) h->LogRow(ctx, &row);
     for (const auto& [key, value] : row) events->Metric(progress.step, key, value);
     char line[200];
@@ -425,31 +426,39 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     // (each scaled by 1/grad_accum before backward), drawn one after another from the
     // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
     ctx.step = progress.step;
-    updater.Begin();
     torch::Tensor total;
     for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
       // Every rank draws the same global batch of world * batch_size rows and trains on
       // its own slice, so the data order does not depend on the number of ranks.
       std::vector<int64_t> tokens;
       sampler.Next(data->train, t.batch_size * world, &tokens);
+      if (micro == 0) {
+        // The methods see the whole global micro-batch on every rank; they may change the
+        // model and the optimiser's tensors, so the update begins after them.
+        if (!req.hooks.empty()) {
+          torch::Tensor gx = ToBatch(tokens, t.batch_size * world, c.model.context, device).first;
+          HEADLAB_RETURN_IF_ERROR(
+              ForEachHook(req.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, gx); }));
+          HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' BeforeUpdate"));
+        }
+        updater.Begin();
+      }
       if (world > 1) {
         const size_t row = size_t(c.model.context + 1) * size_t(t.batch_size);
         tokens = std::vector<int64_t>(tokens.begin() + long(size_t(rank) * row),
                                       tokens.begin() + long(size_t(rank + 1) * row));
       }
       auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
-      if (micro == 0)
-        HEADLAB_RETURN_IF_ERROR(
-            ForEachHook(req.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, x); }));
       torch::Tensor part = updater.Accumulate(x, y);
       total = micro == 0 ? part : total + part;
     }
     loss = total;
+    // Data parallel: the mean gradient over every rank's rows of everything the optimiser
+    // updates (SAF App. C.5: communication is part of the update time), its buckets
+    // all-reduced while the last backward ran; the methods read it afterwards.
+    updater.FinishGradients();
     HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
-    if (group) {
-      // The mean gradient over every rank's rows of everything the optimiser updates (SAF
-      // App. C.5: communication is part of the update time), and the mean loss.
-      allreduce_s += AverageGradients(*group, world, updater.Trained());
+    if (group) {  // the mean loss
       group->AllReduceSum(loss);
       loss.div_(double(world));
     }
@@ -461,7 +470,11 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     ctx.step = progress.step;
     if (progress.step == first_step + 1) {
       timer.Mark(progress.step);  // the first update is warm-up: timing starts after it
-      if (lead) events->Provenance({{"attention_paths", AttentionPaths(model)}});
+      if (lead) {
+        Json first = {{"attention_paths", AttentionPaths(model)}};
+        if (reducer) first["allreduce_buckets"] = int64_t(reducer->bucket_count());
+        events->Provenance(first);
+      }
     }
     double update_s = SecondsSince(u0);
     if (group) {  // an update takes as long as its slowest rank
@@ -475,6 +488,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
       const double update_loss = loss.item<double>();
       HEADLAB_RETURN_IF_ERROR(
           ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
+      HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' AfterUpdate"));
     }
 
     const bool last = !timed && progress.step == t.steps;
@@ -495,7 +509,7 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterTraining(ctx); }));
   if (evaluated_at != progress.step || has_methods) HEADLAB_RETURN_IF_ERROR(evaluate());
   if (!lead) return Status::Ok();  // rank 0 reports the run
-  if (peers) peers->Wait();
+  if (dp->peers) dp->peers->Wait();
   HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
   if ((saved_at != progress.step && !(from && progress.step == first_step)) || has_methods)
     HEADLAB_RETURN_IF_ERROR(save());
@@ -508,14 +522,10 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
                  {metric::kPeakMemBytes, double(PeakRssBytes())}};
   MetricRow rates;
   throughput(&rates);
+  dist_metrics(&rates);
   for (const auto& [key, value] : rates) values[key] = value;
   if (!std::isnan(last_loss)) values[metric::kTrainLoss] = last_loss;
-  if (group) {
-    const double updates = double(std::max<int64_t>(1, progress.step - first_step));
-    values[metric::kDistRanks] = world;
-    values[metric::kDistAllReduceS] = allreduce_s / updates;
-    values[metric::kDistSlowestUpdateS] = slowest_rank_s / updates;
-  }
+  if (group) values[metric::kDistRanks] = world;
   HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.Summarize(ctx, &values); }));
   events->Summary(values);
   return Status::Ok();

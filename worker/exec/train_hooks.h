@@ -6,9 +6,11 @@
 // The loop (train.cc) calls, for every hook in list order:
 //   OnStart                     once, after the model and optimiser are built and restored
 //   per update (step = updates completed before it):
-//     BeforeUpdate(x)           after the first micro-batch is drawn, before any forward
+//     BeforeUpdate(x)           after the first micro-batch is drawn, before the update
+//                               clears the gradients and before any forward
 //     ... forward/backward of every micro-batch ...
-//     AfterBackward             before clipping and the optimiser step
+//     AfterBackward             before clipping and the optimiser step (data parallel:
+//                               the gradients are already averaged across ranks)
 //     ... clip, optimiser step, ++step ...
 //     AfterUpdate(loss)
 //     LogRow                    when the step's training row is logged
@@ -19,6 +21,17 @@
 // SaveState is called at every checkpoint; its bytes come back to OnStart on a resume of
 // the same run (never from a parent checkpoint: a continuation starts its method afresh).
 // A non-OK Status from any hook fails the run with that message.
+//
+// Data-parallel runs (train.ranks > 1, dist.h): every rank runs the hooks, and they see the
+// run as one process with the global batch would: config.train.batch_size is ranks x
+// batch_size, BeforeUpdate's x holds the whole global micro-batch, AfterBackward reads the
+// averaged gradients, AfterUpdate gets the mean loss over ranks, eval_loss uses the global
+// batch's rows. A method must choose from these and from its own generators only (never
+// from a rank's slice or a clock), so that every rank chooses alike; the loop checks it
+// after OnStart, BeforeUpdate and AfterUpdate and copies rank 0's fixed patterns to the
+// other ranks (replica_sync.h). Rank 0 alone evaluates, logs and checkpoints: AfterEvaluate,
+// LogRow, Summarize and SaveState run there only (they must not change the model), and
+// the other ranks' out_dir is a folder of their own (rank-R) whose artifacts nobody reports.
 #pragma once
 
 #include <functional>

@@ -2,6 +2,7 @@
 #include "worker/exec/update_step.h"
 
 #include <cmath>
+#include <unordered_set>
 
 namespace headlab {
 
@@ -13,7 +14,14 @@ Updater::Updater(Gpt& model, torch::optim::AdamW& optimizer, const TrainConfig& 
       stepper_(optimizer),
       scaler_(precision == Precision::kFp16, device) {}
 
-void Updater::Begin() { optimizer_.zero_grad(); }
+void Updater::Begin() {
+  backwards_ = 0;
+  gradients_final_ = false;
+  if (reducer_)
+    reducer_->BeginUpdate(InGradientOrder());
+  else
+    optimizer_.zero_grad();
+}
 
 torch::Tensor Updater::Accumulate(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor part = model_->Loss(x, y) / double(t_.grad_accum);
@@ -21,7 +29,16 @@ torch::Tensor Updater::Accumulate(const torch::Tensor& x, const torch::Tensor& y
   return part.detach();
 }
 
-void Updater::Backward(const torch::Tensor& loss_part) { scaler_.Scale(loss_part).backward(); }
+void Updater::Backward(const torch::Tensor& loss_part) {
+  torch::Tensor scaled = scaler_.Scale(loss_part);
+  if (reducer_ && ++backwards_ == t_.grad_accum) reducer_->ExpectLastBackward(scaled);
+  scaled.backward();
+}
+
+void Updater::FinishGradients() {
+  if (reducer_ && !gradients_final_) reducer_->FinishUpdate();
+  gradients_final_ = true;
+}
 
 std::vector<torch::Tensor> Updater::Trained() const {
   std::vector<torch::Tensor> trained;
@@ -30,7 +47,21 @@ std::vector<torch::Tensor> Updater::Trained() const {
   return trained;
 }
 
+std::vector<torch::Tensor> Updater::InGradientOrder() const {
+  const std::vector<torch::Tensor> trained = Trained();
+  std::unordered_set<const void*> pending;
+  for (const torch::Tensor& p : trained) pending.insert(p.unsafeGetTensorImpl());
+  std::vector<torch::Tensor> ordered;
+  ordered.reserve(trained.size());
+  for (const torch::Tensor& p : model_->parameters())
+    if (pending.erase(p.unsafeGetTensorImpl())) ordered.push_back(p);
+  for (const torch::Tensor& p : trained)
+    if (pending.erase(p.unsafeGetTensorImpl())) ordered.push_back(p);
+  return ordered;
+}
+
 torch::Tensor Updater::Apply() {
+  FinishGradients();
   const std::vector<torch::Tensor> trained = Trained();
   torch::Tensor found_inf;
   if (scaler_.enabled()) {

@@ -1,8 +1,9 @@
 // One optimiser update of the language model, as every run kind that trains does it (train,
 // bench-update, flops, the task kinds): gradient accumulation over micro-batches, fp16 loss
-// scaling, clipping, AdamW. On CUDA nothing in it waits for the device: the loss and the
-// gradient norm stay device tensors until a caller reads them to log. Included only by
-// LibTorch translation units.
+// scaling, in data-parallel runs the gradient all-reduce overlapped with the last
+// micro-batch's backward (grad_reducer.h), clipping, AdamW. On CUDA nothing in it waits for
+// the device: the loss and the gradient norm stay device tensors until a caller reads them
+// to log. Included only by LibTorch translation units.
 #pragma once
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "worker/exec/exec_config.h"
+#include "worker/exec/grad_reducer.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
 #include "worker/exec/precision.h"
@@ -23,7 +25,13 @@ class Updater {
   Updater(Gpt& model, torch::optim::AdamW& optimizer, const TrainConfig& t, Precision precision,
           const torch::Device& device);
 
-  // Starts an update: clears every gradient.
+  // Data-parallel runs: `reducer` (which outlives this) averages every update's gradients
+  // across ranks, its all-reduce overlapped with the backward of the update's last
+  // (grad_accum-th) micro-batch. Without one the gradients stay this process's.
+  void ReduceGradientsWith(GradientReducer* reducer) { reducer_ = reducer; }
+
+  // Starts an update: clears every gradient (data parallel: zeroes the reducer's buckets,
+  // which the gradients are views of).
   void Begin();
   // One micro-batch of the update (x, y: [B, T] tokens): forward in the run's precision
   // (GptImpl::forward), loss / grad_accum, backward (scaled for fp16). Returns that part of
@@ -31,13 +39,22 @@ class Updater {
   torch::Tensor Accumulate(const torch::Tensor& x, const torch::Tensor& y);
   // Backward of a loss the caller computed (already divided by grad_accum), scaled for
   // fp16: for kinds whose loss is not the language-model loss (MQAR's query positions).
+  // The grad_accum-th call since Begin is the update's last backward.
   void Backward(const torch::Tensor& loss_part);
+  // Waits until the update's gradients are averaged across ranks (no-op in one process or
+  // when done). Apply calls it; a caller that reads gradients before Apply (a method's
+  // AfterBackward) calls it first.
+  void FinishGradients();
   // The tensors the optimiser updates, in its group order (data-parallel averaging and
   // clipping cover exactly these).
   std::vector<torch::Tensor> Trained() const;
-  // Finishes the update: unscales (fp16; an update with inf/NaN gradients is skipped),
-  // clips to t.grad_clip (0: only measures), steps AdamW. Returns the gradient norm before
-  // clipping (device scalar).
+  // The same tensors in the model's parameter order (forward order; tensors the optimiser
+  // holds that are not registered parameters, e.g. SAF's trainable patterns, last): the
+  // reducer fills its buckets in reverse of this order, as backward completes gradients.
+  std::vector<torch::Tensor> InGradientOrder() const;
+  // Finishes the update: FinishGradients, unscales (fp16; an update with inf/NaN
+  // gradients is skipped), clips to t.grad_clip (0: only measures), steps AdamW. Returns
+  // the gradient norm before clipping (device scalar).
   torch::Tensor Apply();
 
   LossScaler& scaler() { return scaler_; }
@@ -48,6 +65,9 @@ class Updater {
   const TrainConfig& t_;
   AdamWStepper stepper_;
   LossScaler scaler_;
+  GradientReducer* reducer_ = nullptr;
+  int64_t backwards_ = 0;          // since Begin
+  bool gradients_final_ = false;   // FinishGradients ran for this update
 };
 
 }  // namespace headlab

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "worker/exec/exec_config.h"
+#include "worker/exec/model_testing.h"
 
 namespace headlab::aah::testing {
 
@@ -11,18 +11,7 @@ namespace headlab::aah::testing {
 inline ModelConfig SmallModel(int64_t layers, int64_t heads, int64_t width, int64_t context,
                               int64_t vocab, const std::string& pos = "learned",
                               int64_t kv_heads = 0) {
-  ModelConfig c;
-  c.layers = layers;
-  c.heads = heads;
-  c.width = width;
-  c.context = context;
-  c.mlp_ratio = 2;
-  c.vocab = vocab;
-  c.kv_heads = kv_heads > 0 ? kv_heads : heads;
-  c.pos = pos;
-  c.rope_base = 10000;
-  c.norm = "layernorm";
-  return c;
+  return headlab::testing::TinyModelConfig(layers, heads, width, context, vocab, pos, kv_heads);
 }
 
 }  // namespace headlab::aah::testing
