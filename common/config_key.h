@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ StatusOr<E> ParseNamed(const char* const (&names)[N], const std::string& s,
   StatusOr<int> i = ParseNameIndex(names, N, s, what);
   if (!i.ok()) return i.status();
   return E(*i);
+}
+
+// Returns the value of a parse that the schema has already made sure succeeds (a method's
+// options reading a normalised config); a failure there is a bug between schema and parser,
+// thrown as std::invalid_argument for the reader's catch to report.
+template <class T>
+T SchemaChecked(StatusOr<T> r) {
+  if (!r.ok()) throw std::invalid_argument(r.status().message());
+  return *r;
 }
 
 // Returns the positive integers of a comma-separated list ("2, 2,4" -> {2, 2, 4}; "" -> {}),

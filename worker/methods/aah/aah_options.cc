@@ -15,13 +15,6 @@ static_assert(std::size(kRegimeNames) == size_t(Regime::kDeepReuse) + 1);
 static_assert(std::size(kControlNames) == size_t(Control::kShufflePostSelect) + 1);
 static_assert(std::size(kResolutionStateNames) == size_t(ResolutionState::kRunning) + 1);
 
-// The value of a parse that the schema has already made sure succeeds.
-template <class T>
-T Checked(StatusOr<T> r) {
-  if (!r.ok()) throw std::invalid_argument(r.status().message());
-  return *r;
-}
-
 }  // namespace
 
 const char* RegimeName(Regime r) { return kRegimeNames[int(r)]; }
@@ -102,10 +95,10 @@ StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
   };
   try {
     const Json& a = config.at("aah");
-    o.regime = Checked(ParseRegime(a.at("regime").get<std::string>()));
+    o.regime = SchemaChecked(ParseRegime(a.at("regime").get<std::string>()));
     if (o.regime == Regime::kOff) return o;
-    o.control = Checked(ParseControl(a.at("control").get<std::string>()));
-    o.resolution_state = Checked(ParseResolutionState(a.at("resolution_state").get<std::string>()));
+    o.control = SchemaChecked(ParseControl(a.at("control").get<std::string>()));
+    o.resolution_state = SchemaChecked(ParseResolutionState(a.at("resolution_state").get<std::string>()));
     o.control_every = a.at("control_every").get<int64_t>();
     o.feature_ema = a.at("feature_ema").get<double>();
     o.resolution_ema = a.at("resolution_ema").get<double>();

@@ -6,17 +6,6 @@
 #include <stdexcept>
 
 namespace headlab::aoh {
-namespace {
-
-// The value of a parse that the schema has already made sure succeeds.
-template <class T>
-T Checked(StatusOr<T> r) {
-  if (!r.ok()) throw std::invalid_argument(r.status().message());
-  return *r;
-}
-
-}  // namespace
-
 Status ValidateOptions(const AohOptions& o) {
   if (!(o.sparsity >= 0 && o.sparsity <= 1))
     return Status::InvalidArgument("aoh.sparsity: expected a number in [0, 1], got " +
@@ -65,10 +54,10 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
       r.options.selection = Selection::kAoh;
       r.options.rope_max_distance = a.at("rope_max_distance").get<int64_t>();
     } else if (r.enabled) {
-      r.options.selection = Checked(ParseSelection(method));
+      r.options.selection = SchemaChecked(ParseSelection(method));
     }
-    r.options.metric = Checked(ParseMetric(a.at("metric").get<std::string>()));
-    r.options.aggregation = Checked(ParseGroupAggregation(a.at("gqa_agg").get<std::string>()));
+    r.options.metric = SchemaChecked(ParseMetric(a.at("metric").get<std::string>()));
+    r.options.aggregation = SchemaChecked(ParseGroupAggregation(a.at("gqa_agg").get<std::string>()));
     r.options.sparsity = a.at("sparsity").get<double>();
     // Random_avg (AoH Table 2) averages random draws: the draw follows the run seed and
     // the shared parent run too, so a grid's seed axis or parent.run list averages over

@@ -32,17 +32,6 @@ uint64_t DrawSeed(const Json& config, int64_t seed) {
   return x ^ (x >> 31);
 }
 
-namespace {
-
-// The value of a parse that the schema has already made sure succeeds.
-template <class T>
-T Checked(StatusOr<T> r) {
-  if (!r.ok()) throw std::invalid_argument(r.status().message());
-  return *r;
-}
-
-}  // namespace
-
 StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& file) {
   // The values were validated against saf_schema.cc by NormalizeRunConfig.
   SafOptions o;
@@ -50,10 +39,10 @@ StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& f
     const Json& s = config.at("saf");
     o.method = s.at("method").get<std::string>();
     o.rate = s.at("rate").get<double>();
-    o.score = Checked(ParseScoreKind(s.at("score").get<std::string>()));
-    o.pattern = Checked(ParsePatternKind(s.at("pattern").get<std::string>()));
+    o.score = SchemaChecked(ParseScoreKind(s.at("score").get<std::string>()));
+    o.pattern = SchemaChecked(ParsePatternKind(s.at("pattern").get<std::string>()));
     o.storage = s.at("storage").get<std::string>();
-    o.schedule = Checked(ParseScheduleKind(s.at("schedule").get<std::string>()));
+    o.schedule = SchemaChecked(ParseScheduleKind(s.at("schedule").get<std::string>()));
     o.tau = s.at("tau").get<double>();
     o.tau_start = s.at("tau_start").get<double>();
     o.tau_end = s.at("tau_end").get<double>();
