@@ -17,7 +17,7 @@
 #include "common/wire.h"
 #include "worker/child_output.h"
 #include "worker/child_process.h"
-#include "worker/exec_events.h"
+#include "worker/exec_event_reader.h"
 
 namespace headlab {
 

@@ -1,5 +1,5 @@
-// The exec event stream (schema/exec.md): one JSON object per line on stdout, flushed per
-// line so the worker sees progress as it happens.
+// The payload's writer of the exec event stream (schema/exec.md; the daemon reads it with
+// worker/exec_event_reader.h): a JSON object per line on stdout, flushed as it happens.
 //
 // event := {"ev":"metric", "step":N, "key":K, "value":V, "t":unix_seconds}
 //        | {"ev":"artifact", "kind":K, "path":P, "sha256":H, "bytes":B, "step":N}

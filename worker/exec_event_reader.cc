@@ -1,5 +1,5 @@
 // Strict validation of exec events: a malformed line is reported, never half-used.
-#include "worker/exec_events.h"
+#include "worker/exec_event_reader.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "worker/exec_events.h"
+#include "worker/exec_event_reader.h"
 
 #include <catch2/catch.hpp>
 
