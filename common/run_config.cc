@@ -23,19 +23,15 @@ namespace headlab {
 
 namespace {
 
-using KeySpec = ConfigKey;
-using KeyType = ConfigKeyType;
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr size_t kMaxStringBytes = kMaxConfigStringBytes;
 constexpr size_t kMaxParamNameBytes = 64;
 
 // The schema (schema/grid.md, "Run config"): the core sections here, each method's keys from
 // its own schema file (worker/methods/<m>/<m>_schema.cc). Order = documentation and export
 // order.
-const std::vector<KeySpec>& Schema() {
-  static const std::vector<KeySpec> kSchema = [] {
-    std::vector<KeySpec> keys = {
+const std::vector<ConfigKey>& Schema() {
+  static const std::vector<ConfigKey> kSchema = [] {
+    std::vector<ConfigKey> keys = {
         StrKey("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command"),
         IntKey("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
         IntKey("model.layers", 1, 128, 2),
@@ -123,7 +119,7 @@ const std::vector<KeySpec>& Schema() {
         IntKey("noop.duration_ms", 0, 86400000, 0),
         IntKey("noop.metrics", 0, 10000000, 0),
     };
-    auto append = [&keys](const std::vector<KeySpec>& more) {
+    auto append = [&keys](const std::vector<ConfigKey>& more) {
       keys.insert(keys.end(), more.begin(), more.end());
     };
     append(PruneConfigKeys());  // SAF App. C.3.4's pruning controls
@@ -172,10 +168,10 @@ constexpr Preset kPresets[] = {
     {"1b", 32, 16, 1536, 8192, 50304},
 };
 
-const std::map<std::string, const KeySpec*>& Index() {
-  static const std::map<std::string, const KeySpec*> kIndex = [] {
-    std::map<std::string, const KeySpec*> m;
-    for (const KeySpec& s : Schema()) m[s.key] = &s;
+const std::map<std::string, const ConfigKey*>& Index() {
+  static const std::map<std::string, const ConfigKey*> kIndex = [] {
+    std::map<std::string, const ConfigKey*> m;
+    for (const ConfigKey& s : Schema()) m[s.key] = &s;
     return m;
   }();
   return kIndex;
@@ -192,9 +188,9 @@ std::string Got(const Json& v) {
   return ShortenForMessage(v.dump(), 60);  // never splits a UTF-8 sequence
 }
 
-std::string Expected(const KeySpec& s) {
-  if (s.type == KeyType::kString) {
-    if (s.any_string) return "a string of at most " + std::to_string(kMaxStringBytes) + " bytes";
+std::string Expected(const ConfigKey& s) {
+  if (s.type == ConfigKeyType::kString) {
+    if (s.any_string) return "a string of at most " + std::to_string(kMaxConfigStringBytes) + " bytes";
     std::string out = "one of ";
     std::string allowed = s.allowed;
     size_t start = 0;
@@ -208,16 +204,16 @@ std::string Expected(const KeySpec& s) {
     }
     return out;
   }
-  std::string what = s.type == KeyType::kInt ? "an integer" : "a number";
+  std::string what = s.type == ConfigKeyType::kInt ? "an integer" : "a number";
   if (std::isinf(s.max)) return what + (s.min_open ? " > " : " >= ") + FormatNumber(s.min);
-  if (s.type == KeyType::kInt && s.max >= 9007199254740992.0)
+  if (s.type == ConfigKeyType::kInt && s.max >= 9007199254740992.0)
     return what + " >= " + FormatNumber(s.min);
   return what + " in " + (s.min_open ? "(" : "[") + FormatNumber(s.min) + ", " +
          FormatNumber(s.max) + (s.max_open ? ")" : "]");
 }
 
-bool AllowedString(const KeySpec& s, const std::string& v) {
-  if (s.any_string) return v.size() <= kMaxStringBytes;
+bool AllowedString(const ConfigKey& s, const std::string& v) {
+  if (s.any_string) return v.size() <= kMaxConfigStringBytes;
   const std::string& allowed = s.allowed;
   size_t start = 0;
   while (true) {
@@ -230,11 +226,11 @@ bool AllowedString(const KeySpec& s, const std::string& v) {
   }
 }
 
-Json DefaultValue(const KeySpec& s) {
+Json DefaultValue(const ConfigKey& s) {
   switch (s.type) {
-    case KeyType::kInt: return Json(int64_t(s.num_default));
-    case KeyType::kNumber: return Json(s.num_default);
-    case KeyType::kString: return Json(s.str_default);
+    case ConfigKeyType::kInt: return Json(int64_t(s.num_default));
+    case ConfigKeyType::kNumber: return Json(s.num_default);
+    case ConfigKeyType::kString: return Json(s.str_default);
   }
   return Json();
 }
@@ -246,7 +242,7 @@ Status Invalid(const std::string& file, const std::string& path, const std::stri
 // The names known at one level of the config ("" = top level), in schema order.
 std::vector<std::string> NamesAt(const std::string& section) {
   std::vector<std::string> seen;
-  for (const KeySpec& s : Schema()) {
+  for (const ConfigKey& s : Schema()) {
     std::string key = s.key;
     std::string name;
     if (section.empty()) {
@@ -277,7 +273,7 @@ std::string UnknownAt(const std::string& section, const std::string& name) {
 bool IsSection(const std::string& name) {
   static const std::set<std::string> kSections = [] {
     std::set<std::string> sections = {kParamsSection};
-    for (const KeySpec& k : Schema())
+    for (const ConfigKey& k : Schema())
       if (size_t dot = k.key.find('.'); dot != std::string::npos)
         sections.insert(k.key.substr(0, dot));
     return sections;
@@ -358,7 +354,7 @@ Json::json_pointer RunConfigPointer(const std::string& dotted_key) {
 Json DefaultRunConfig() {
   static const Json kDefaults = [] {
     Json c = Json::object();
-    for (const KeySpec& s : Schema()) c[RunConfigPointer(s.key)] = DefaultValue(s);
+    for (const ConfigKey& s : Schema()) c[RunConfigPointer(s.key)] = DefaultValue(s);
     return c;
   }();
   return kDefaults;
@@ -367,7 +363,7 @@ Json DefaultRunConfig() {
 const std::vector<std::string>& RunConfigKeys() {
   static const std::vector<std::string> kKeys = [] {
     std::vector<std::string> keys;
-    for (const KeySpec& s : Schema()) keys.push_back(s.key);
+    for (const ConfigKey& s : Schema()) keys.push_back(s.key);
     return keys;
   }();
   return kKeys;
@@ -400,17 +396,17 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
   if (IsParamsKey(dotted_key)) {
     // Free-form parameters of a command run: any JSON number, bool or short string.
     if (value.is_number() || value.is_boolean() ||
-        (value.is_string() && value.get_ref<const std::string&>().size() <= kMaxStringBytes))
+        (value.is_string() && value.get_ref<const std::string&>().size() <= kMaxConfigStringBytes))
       return value;
     return Invalid(file, path, "expected a number, a bool or a string of at most " +
-                                   std::to_string(kMaxStringBytes) + " bytes, got " + Got(value));
+                                   std::to_string(kMaxConfigStringBytes) + " bytes, got " + Got(value));
   }
   auto it = Index().find(dotted_key);
   if (it == Index().end()) return UnknownRunConfigKey(file, path, dotted_key);
-  const KeySpec& s = *it->second;
+  const ConfigKey& s = *it->second;
   auto fail = [&] {
     std::string guess;
-    if (s.type == KeyType::kString && !s.any_string && value.is_string()) {
+    if (s.type == ConfigKeyType::kString && !s.any_string && value.is_string()) {
       std::vector<std::string> allowed;
       for (std::string rest = s.allowed;;) {
         size_t bar = rest.find('|');
@@ -423,7 +419,7 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
     return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value) +
                                    (guess.empty() ? "" : " (did you mean \"" + guess + "\"?)"));
   };
-  if (s.type == KeyType::kString) {
+  if (s.type == ConfigKeyType::kString) {
     if (!value.is_string() || !AllowedString(s, value.get_ref<const std::string&>()))
       return fail();
     return value;
@@ -432,7 +428,7 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
   double v = value.get<double>();
   if (v < s.min || v > s.max || (s.min_open && v == s.min) || (s.max_open && v == s.max))
     return fail();
-  if (s.type == KeyType::kInt) {
+  if (s.type == ConfigKeyType::kInt) {
     // 1e3 is accepted as 1000; 1.5 is not an integer.
     if (!value.is_number_integer() && std::floor(v) != v) return fail();
     return Json(int64_t(v));
