@@ -263,6 +263,11 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
   m.created_at = NowIso();
   HEADLAB_RETURN_IF_ERROR(train.Close());
   HEADLAB_RETURN_IF_ERROR(val.Close());
+  if (m.tokenizer_kind != "byte") {
+    StatusOr<std::string> copied = CopyTokenizerFiles(m.tokenizer_source, tmp + "/" + kShardTokenizerDir);
+    if (!copied.ok()) return copied.status();
+    m.tokenizer_source = std::string(kShardTokenizerDir) + "/" + copied.value();
+  }
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(tmp + "/meta.json", ShardMetaToJson(m).dump(2) + "\n"));
 
   // Swap the finished folder in: OUT is either absent, the old shards or the new ones.

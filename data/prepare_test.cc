@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include "common/sha256.h"
 #include "common/testing/temp_dir.h"
 #include "data/shard_meta.h"
+#include "data/tokenizer.h"
 
 namespace headlab {
 namespace {
@@ -170,6 +172,21 @@ TEST_CASE("GPT-2 shards start each document with <|endoftext|>") {
   std::vector<uint16_t> all = ReadU16(o.out_dir + "/train.bin"), val = ReadU16(o.out_dir + "/val.bin");
   all.insert(all.end(), val.begin(), val.end());
   CHECK(all == std::vector<uint16_t>{50256, 15496, 995, 50256, 15496, 995});
+  // The shards carry their tokenizer: meta.json names the copy relative to the folder, and
+  // the copy alone (the original files gone) still encodes as GPT-2 and hashes alike.
+  CHECK(m->tokenizer_source == "tokenizer/encoder.json");
+  testing::TempDir moved("headlab-prep-moved");
+  const std::string there = moved.path() + "/shards";
+  REQUIRE(::rename(o.out_dir.c_str(), there.c_str()) == 0);
+  StatusOr<ShardMeta> read = ReadShardMeta(there);
+  REQUIRE(read.ok());
+  CHECK(read->tokenizer_source == there + "/tokenizer/encoder.json");
+  StatusOr<Tokenizer> copy = Tokenizer::Load(read->tokenizer_source);
+  REQUIRE(copy.ok());
+  CHECK(copy->sha256() == read->tokenizer_sha256);
+  std::vector<int32_t> ids;
+  copy->Encode("Hello world", &ids);
+  CHECK(ids == std::vector<int32_t>{15496, 995});
   CHECK(DtypeForVocab(65536) == "uint16");
   CHECK(DtypeForVocab(128256) == "uint32");
 }

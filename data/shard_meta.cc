@@ -114,7 +114,11 @@ StatusOr<ShardMeta> ReadShardMeta(const std::string& dir) {
   if (!PathExists(path)) return Status::NotFound(path + ": no such file");
   StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
-  return ShardMetaFromJson(text.value(), path);
+  StatusOr<ShardMeta> m = ShardMetaFromJson(text.value(), path);
+  if (m.ok() && m->tokenizer_kind != "byte" && !m->tokenizer_source.empty() &&
+      m->tokenizer_source.front() != '/')
+    m->tokenizer_source = dir + "/" + m->tokenizer_source;
+  return m;
 }
 
 Status CheckShardSize(const std::string& dir, const std::string& split, const ShardMeta& m) {

@@ -13,6 +13,10 @@
 //                "documents": N, "skipped": N, "bytes": N, "sha256": HEX},
 //     "created_by": "headlab data prepare", "created_at": ISO-8601 UTC
 //   }
+//   DIR/tokenizer/ := a copy of the tokenizer's files (not for "byte"); "source" is then
+//     "tokenizer/<file>", relative to DIR, so the shards work wherever DIR is moved
+//     (ReadShardMeta returns it resolved). Shards prepared before this copy existed name
+//     the original files by an absolute path.
 // Shards without meta.json (nanoGPT's prepare scripts) are read as uint16 with no checks
 // beyond the token range.
 #pragma once
@@ -27,6 +31,8 @@
 namespace headlab {
 
 inline constexpr const char* kShardFormat = "headlab-shards/1";
+// The folder inside DIR that holds the copy of the tokenizer's files.
+inline constexpr const char* kShardTokenizerDir = "tokenizer";
 
 struct ShardSplitInfo {
   int64_t tokens = 0;
@@ -56,7 +62,8 @@ std::string DtypeForVocab(int64_t vocab);
 Json ShardMetaToJson(const ShardMeta& m);
 // Parses meta.json text; errors name `path` and the field.
 StatusOr<ShardMeta> ShardMetaFromJson(const std::string& text, const std::string& path);
-// Reads DIR/meta.json: NotFound when there is none (legacy shards), else parse errors.
+// Reads DIR/meta.json: NotFound when there is none (legacy shards), else parse errors. A
+// relative tokenizer source is returned as DIR/source.
 StatusOr<ShardMeta> ReadShardMeta(const std::string& dir);
 // Checks that DIR/<split>.bin has exactly the bytes meta.json promises; the error names the
 // file, the expected and the actual size (a truncated or replaced shard).

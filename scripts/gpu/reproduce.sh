@@ -49,18 +49,7 @@ for part in ${only//,/ }; do
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-DEPS=${HEADLAB_DEPS:-/tmp/headlab-deps}
-if [[ -x $DEPS/usr/bin/sqlite3 ]]; then
-  export PATH=$DEPS/usr/bin:$PATH
-  export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-export HEADLAB_SOURCE_DIR=$ROOT
-if [[ -z ${HEADLAB_BIN:-} ]]; then
-  HEADLAB_BIN=$ROOT/build-gpu/headlab
-  [[ -x $HEADLAB_BIN ]] || HEADLAB_BIN=$ROOT/build/headlab
-fi
-export HEADLAB_BIN
+source "$(dirname "$0")/harness-env.sh"
 RESULTS=${REPRO_OUT:-${JOB_OUT:-${OUT:-/tmp/headlab-repro-out}}}
 mkdir -p "$RESULTS"
 GRIDS=$ROOT/experiments/repro
