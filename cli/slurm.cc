@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/slurm_script.h"
 #include "common/files.h"
+#include "common/token_lookup.h"
 
 namespace headlab {
 namespace {
@@ -136,16 +137,18 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   }
   job.headlab = Absolute(args.Get("--headlab", SelfExe()));
   job.data_dir = data_dir;
-  if (args.Has("--token-file")) {
-    job.token_file = Absolute(args.Get("--token-file"));
-  } else if (PathExists(data_dir + "/token")) {
-    job.token_file = data_dir + "/token";
-  } else if (!std::getenv("HEADLAB_TOKEN")) {
+  // The job's workers look the token up as every program does (common/token_lookup.h):
+  // pass on the file that LookUpToken chose here, or nothing when $HEADLAB_TOKEN gives it
+  // (sbatch passes the environment on).
+  auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), data_dir);
+  if (!token.ok() && token.status().code() == Status::Code::kNotFound)
     return Fail(ctx, Status::InvalidArgument(
                          "no worker token for the job: pass --token-file FILE, set "
                          "HEADLAB_TOKEN (sbatch passes the environment on), or point "
                          "--data-dir at the coordinator's data directory"));
-  }
+  if (!token.ok()) return Fail(ctx, token.status());
+  if (token->from == TokenSource::kFlag) job.token_file = Absolute(args.Get("--token-file"));
+  if (token->from == TokenSource::kDataDir) job.token_file = data_dir + "/token";
   const std::string dir = data_dir + "/slurm";
   job.output = dir + "/slurm-%j.out";
   Status st = CheckSlurmWorkerJob(job);

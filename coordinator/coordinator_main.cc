@@ -87,7 +87,7 @@ int CoordinatorMain(int argc, char** argv) {
     return 2;
   }
   if (!read_token_file.empty()) {
-    auto t = coord::ReadTokenFile(read_token_file);
+    auto t = ReadTokenFile(read_token_file);
     if (!t.ok()) {
       std::fprintf(stderr, "headlab coordinator: --read-token-file: %s\n", t.status().message().c_str());
       return 2;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/files.h"
+#include "common/token_lookup.h"
 
 namespace headlab {
 namespace {
@@ -24,12 +25,6 @@ std::string DefaultName(const std::string& host) {
   if (!job || !*job) return host;
   const char* node = std::getenv("SLURMD_NODENAME");
   return std::string("slurm-") + job + "-" + (node && *node ? node : host);
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 // Accepts tcp://HOST:PORT (PORT in 1..65535) and ipc://PATH.
@@ -125,27 +120,13 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
 }
 
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token) {
-  std::string source;
-  std::string token;
-  if (!flags.token_file.empty()) {
-    StatusOr<std::string> t = ReadFile(flags.token_file);
-    if (!t.ok()) return Status::InvalidArgument("--token-file: " + t.status().message());
-    source = flags.token_file;
-    token = Trim(*t);
-  } else if (env_token != nullptr && *env_token) {
-    source = "HEADLAB_TOKEN";
-    token = Trim(env_token);
-  } else {
-    source = flags.data_dir + "/token";
-    StatusOr<std::string> t = ReadFile(source);
-    if (!t.ok())
-      return Status::InvalidArgument(
-          "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
-          "the coordinator's data directory (" + source + " does not exist or is unreadable)");
-    token = Trim(*t);
-  }
-  if (token.empty()) return Status::InvalidArgument("no worker token: " + source + " is empty");
-  return token;
+  auto found = LookUpToken(flags.token_file, env_token, flags.data_dir);
+  if (found.ok()) return found->token;
+  if (found.status().code() == Status::Code::kNotFound)
+    return Status::InvalidArgument(
+        "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
+        "the coordinator's data directory (" + flags.data_dir + "/token does not exist)");
+  return Status::InvalidArgument("no worker token: " + found.status().message());
 }
 
 WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& token,
