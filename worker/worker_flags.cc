@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/files.h"
+#include "common/flags.h"
 #include "common/token_lookup.h"
 
 namespace headlab {
@@ -42,6 +43,11 @@ Status CheckEndpoint(const std::string& ep) {
   return p >= 1 && p <= 65535 ? Status::Ok() : bad();
 }
 
+// Returns `s` with its message starting "headlab worker: ", as ParseFlags's errors do.
+Status Named(const Status& s) {
+  return s.ok() ? s : Status::InvalidArgument("headlab worker: " + s.message());
+}
+
 }  // namespace
 
 std::string WorkerUsage() {
@@ -68,53 +74,32 @@ std::string WorkerUsage() {
 }
 
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
+  // The options WorkerUsage() describes.
+  static const FlagsSpec kSpec{"headlab worker",
+                               {{"--coordinator", "", "URL", ""},
+                                {"--data-dir", "", "DIR", ""},
+                                {"--token-file", "", "FILE", ""},
+                                {"--name", "", "NAME", ""},
+                                {"--slots", "", "N", ""},
+                                {"--cpu-only", "", "", ""},
+                                {"--work-dir", "", "DIR", ""}}};
+  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  if (!args.ok()) return args.status();
   WorkerFlags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_inline = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_inline = true;
-    }
-    auto take = [&](std::string* out) -> Status {
-      if (has_inline) {
-        *out = value;
-      } else if (i + 1 < argc) {
-        *out = argv[++i];
-      } else {
-        return Status::InvalidArgument(arg + ": missing value");
-      }
-      if (out->empty()) return Status::InvalidArgument(arg + ": empty value");
-      return Status::Ok();
-    };
-    if (arg == "--help" || arg == "-h") {
-      f.help = true;
-    } else if (arg == "--cpu-only") {
-      if (has_inline) return Status::InvalidArgument("--cpu-only takes no value");
-      f.cpu_only = true;
-    } else if (arg == "--coordinator") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.coordinator));
-      HEADLAB_RETURN_IF_ERROR(CheckEndpoint(f.coordinator));
-    } else if (arg == "--data-dir") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.data_dir));
-    } else if (arg == "--token-file") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.token_file));
-    } else if (arg == "--name") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.name));
-    } else if (arg == "--work-dir") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.work_dir));
-    } else if (arg == "--slots") {
-      std::string v;
-      HEADLAB_RETURN_IF_ERROR(take(&v));
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 1024)
-        return Status::InvalidArgument("--slots: expected an integer in [1, 1024], got \"" + v + "\"");
-      f.slots = int(n);
-    } else {
-      return Status::InvalidArgument("unknown argument \"" + arg + "\"");
-    }
+  f.help = args->help();
+  f.cpu_only = args->Has("--cpu-only");
+  for (const auto& [name, out] : {std::pair<const char*, std::string*>{"--coordinator", &f.coordinator},
+                                  {"--data-dir", &f.data_dir}, {"--token-file", &f.token_file},
+                                  {"--name", &f.name}, {"--work-dir", &f.work_dir}}) {
+    if (!args->Has(name)) continue;
+    *out = args->Get(name);
+    if (out->empty()) return Named(Status::InvalidArgument(std::string(name) + ": empty value"));
+  }
+  if (args->Has("--coordinator")) HEADLAB_RETURN_IF_ERROR(Named(CheckEndpoint(f.coordinator)));
+  if (args->Has("--slots")) {
+    auto n = ParseIntFlag("--slots", args->Get("--slots"), 1, 1024);
+    if (!n.ok()) return Named(n.status());
+    f.slots = int(*n);
   }
   return f;
 }

@@ -25,7 +25,7 @@ struct WorkerFlags {
 std::string WorkerUsage();
 
 // Parses argv (argv[0] is "worker"); `--flag value` and `--flag=value` both work.
-// Errors are InvalidArgument naming the flag.
+// Errors are InvalidArgument "headlab worker: ..." naming the flag.
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv);
 
 // Returns the worker token found by LookUpToken (common/token_lookup.h: --token-file,
