@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "bench/coordinator_bench.h"
+#include "common/flags.h"
 #include "common/json.h"
 
 namespace headlab {
@@ -32,10 +33,10 @@ const char* kBenchUsage =
     "  metric ingestion   --workers x --batches METRICS of --batch-points\n"
     "                     points, counted again in headlab.db              target >= 200000 points/s\n"
     "  live latency       a client of GET /api/v1/stream follows 8 runs during\n"
-    "                     the ingestion; p99 of send -> arrival (issue 9)  target <= 1 s\n"
+    "                     the ingestion; p99 of send -> arrival          target <= 1 s\n"
     "  heartbeats while   --results-runs runs with logprobs artifacts, then\n"
     "  results compute    GET .../results?recompute=1 back to back for 6 s;\n"
-    "                     p99 of coordinator HEARTBEAT lateness (issue 17) target <= 0.1 s\n"
+    "                     p99 of coordinator HEARTBEAT lateness  target <= 0.1 s\n"
     "  stored results     GET .../results back to back once finished; median target <= 0.05 s\n"
     "  requeue latency    a worker goes silent after ACCEPT; time from its\n"
     "                     last HEARTBEAT to ASSIGN of attempt 2 elsewhere  target <= 5 s\n"
@@ -75,52 +76,48 @@ double LoadAverage() {
   return l;
 }
 
-// Parses a positive integer option value; returns false on bad input.
-bool ParseCount(const char* flag, const char* text, int* out) {
-  char* end = nullptr;
-  long v = text ? std::strtol(text, &end, 10) : 0;
-  if (!text || *end != '\0' || v < 1 || v > 10000000) {
-    std::fprintf(stderr, "headlab bench coordinator: %s expects an integer in [1, 10000000], got '%s'\n",
-                 flag, text ? text : "");
-    return false;
-  }
-  *out = int(v);
-  return true;
-}
-
 int CoordinatorCommand(int argc, char** argv) {
+  // The options kBenchUsage describes.
+  static const FlagsSpec kSpec{"headlab bench coordinator",
+                               {{"--runs", "", "N", ""},
+                                {"--workers", "", "N", ""},
+                                {"--batches", "", "N", ""},
+                                {"--batch-points", "", "N", ""},
+                                {"--window", "", "N", ""},
+                                {"--results-runs", "", "N", ""},
+                                {"--coordinator-binary", "", "PATH", ""},
+                                {"--json", "", "", ""},
+                                {"--keep", "", "", ""}}};
+  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  if (!args.ok()) {
+    std::fprintf(stderr, "%s\n\n%s", args.status().message().c_str(), kBenchUsage);
+    return 2;
+  }
+  if (args->help()) {
+    std::fputs(kBenchUsage, stdout);
+    return 0;
+  }
   bench::CoordinatorBenchOptions opt;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kBenchUsage, stdout);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--keep") {
-      opt.keep = true;
-    } else if (a == "--coordinator-binary") {
-      if (!v || !*v) {
-        std::fprintf(stderr, "headlab bench coordinator: --coordinator-binary expects a path\n");
-        return 2;
-      }
-      opt.binary = v;
-      ++i;
-    } else if (a == "--runs" || a == "--workers" || a == "--batches" || a == "--batch-points" ||
-               a == "--window" || a == "--results-runs") {
-      int* dst = a == "--runs" ? &opt.runs : a == "--workers" ? &opt.workers
-               : a == "--batches" ? &opt.batches : a == "--window" ? &opt.window
-               : a == "--results-runs" ? &opt.results_runs
-               : &opt.batch_points;
-      if (!ParseCount(a.c_str(), v, dst)) return 2;
-      ++i;
-    } else {
-      std::fprintf(stderr, "headlab bench coordinator: unknown argument '%s'\n\n%s", a.c_str(),
-                   kBenchUsage);
+  const bool json = args->Has("--json");
+  opt.keep = args->Has("--keep");
+  if (args->Has("--coordinator-binary")) {
+    opt.binary = args->Get("--coordinator-binary");
+    if (opt.binary.empty()) {
+      std::fprintf(stderr, "headlab bench coordinator: --coordinator-binary expects a path\n");
       return 2;
     }
+  }
+  for (const auto& [name, dst] : {std::pair<const char*, int*>{"--runs", &opt.runs},
+                                  {"--workers", &opt.workers}, {"--batches", &opt.batches},
+                                  {"--batch-points", &opt.batch_points}, {"--window", &opt.window},
+                                  {"--results-runs", &opt.results_runs}}) {
+    if (!args->Has(name)) continue;
+    auto n = ParseIntFlag(name, args->Get(name), 1, 10000000);
+    if (!n.ok()) {
+      std::fprintf(stderr, "headlab bench coordinator: %s\n", n.status().message().c_str());
+      return 2;
+    }
+    *dst = int(*n);
   }
 
   auto r = bench::RunCoordinatorBench(opt);

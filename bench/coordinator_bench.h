@@ -1,5 +1,6 @@
 // `headlab bench coordinator`: the coordinator's throughput and liveness figures against
-// the targets of issue 2 (item 10), measured on a real coordinator child process.
+// its targets (docs/BENCHMARKS.md, "Coordinator"), measured on a real coordinator child
+// process.
 #pragma once
 
 #include <string>

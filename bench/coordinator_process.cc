@@ -1,11 +1,10 @@
-// Spawning the coordinator with posix_spawn: its output goes straight to a log file (no
+// Spawning the coordinator (common/child_process.h): its output goes straight to a log file (no
 // pipe to drain), and the bench keeps only the pid.
 #include "bench/coordinator_process.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,10 +18,10 @@
 #include <vector>
 
 #include "cli/http_client.h"
+#include "common/child_process.h"
 #include "common/files.h"
 #include "common/json.h"
 
-extern char** environ;
 
 namespace headlab::bench {
 namespace {
@@ -89,21 +88,15 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
                                    "--http", "127.0.0.1:" + std::to_string(c->http_port_),
                                    "--workers", c->worker_endpoint(),
                                    "--token-file", token_file};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
   std::string log = c->log_path();
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  int err = posix_spawn(&c->pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) {
-    c->pid_ = -1;
-    return Status::IoError("spawn " + binary + ": " + std::strerror(err));
-  }
+  SpawnOptions opt;
+  opt.own_group = false;
+  opt.die_with_parent = false;
+  opt.stdout_to = opt.stderr_to = SpawnOptions::Output::kFile;
+  opt.output_file = log;
+  auto child = ChildProcess::Spawn(args, {}, opt);
+  if (!child.ok()) return child.status();
+  c->pid_ = (*child)->Release();
 
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(int64_t(timeout_s * 1000));

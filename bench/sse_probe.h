@@ -1,7 +1,8 @@
 // SseProbe: follows GET /api/v1/stream?runs=... on its own thread (a plain socket, as a
 // browser's EventSource would) and measures how long after being sent each metric point
 // arrives: the arrival wall time minus the point's time_s (the simulated worker stamps
-// each point with its send time). Issue 9's target: live updates within 1 s of ingestion.
+// each point with its send time). The target (docs/BENCHMARKS.md,
+// "Dashboard"): live updates within 1 s of ingestion.
 #pragma once
 
 #include <atomic>

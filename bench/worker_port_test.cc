@@ -1,4 +1,5 @@
-// The worker port attacked from outside (issue 16): a real coordinator (in-process Server on
+// The worker port attacked from outside (docs/BENCHMARKS.md, "Worker port and loop under
+// attack and load"): a real coordinator (in-process Server on
 // loopback ports) whose live simulated workers hold runs, while attackers forge
 // identities, write to foreign attempts, forge DONE/METRICS/PROVENANCE/ARTIFACT and flood
 // the port. Asserts that nothing is stored, that the live workers keep their leases and

@@ -5,17 +5,11 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "common/token_lookup.h"
 
 namespace headlab {
 
 namespace {
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  return s.substr(i);
-}
 
 // The coordinator's HTTP address from DIR/coordinator.json, or "" when there is none.
 std::string UrlFromCoordinatorJson(const std::string& path) {
@@ -60,17 +54,9 @@ StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs
   while (ctx.url.size() > 7 && ctx.url.back() == '/') ctx.url.pop_back();
   auto url = ParseHttpUrl(ctx.url);
   if (!url.ok()) return url.status();
-  const char* env_token = std::getenv("HEADLAB_TOKEN");
-  if (args.Has("--token-file")) {
-    auto t = ReadFile(args.Get("--token-file"));
-    if (!t.ok()) return Status::InvalidArgument("--token-file: " + t.status().message());
-    ctx.token = Trim(t.value());
-  } else if (env_token && *env_token) {
-    ctx.token = Trim(env_token);
-  } else if (PathExists(ctx.data_dir + "/token")) {
-    auto t = ReadFile(ctx.data_dir + "/token");
-    if (t.ok()) ctx.token = Trim(t.value());
-  }
+  auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), ctx.data_dir);
+  if (token.ok()) ctx.token = token->token;
+  else if (token.status().code() != Status::Code::kNotFound) return token.status();
   return ctx;
 }
 

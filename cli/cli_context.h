@@ -22,15 +22,16 @@ struct CliContext {
   std::string url;       // --url, else $HEADLAB_URL, else DIR/coordinator.json, else kDefaultUrl
   std::string url_source;  // where `url` came from: "--url", "HEADLAB_URL", a file, "default"
   std::string data_dir;  // --data-dir, else kDefaultDataDir
-  std::string token;     // --token-file, else $HEADLAB_TOKEN, else DIR/token, else ""
+  std::string token;     // LookUpToken (common/token_lookup.h), else ""
   // Returns a client for `url` with `token`.
   HttpClient Client() const { return HttpClient(url, token); }
 };
 
 // Resolves the global options and environment. The URL: --url, else $HEADLAB_URL, else
 // the HTTP address in DIR/coordinator.json (written by the coordinator of --data-dir DIR;
-// a wildcard bind is dialled on loopback), else kDefaultUrl. An unreadable --token-file is
-// an error; a missing DIR/token is not (reads need no token from a coordinator on
+// a wildcard bind is dialled on loopback), else kDefaultUrl. The token: LookUpToken
+// (--token-file, else $HEADLAB_TOKEN, else DIR/token); an unreadable or empty token file
+// is an error, a missing DIR/token is not (reads need no token from a coordinator on
 // loopback; a request that needs one then gets a clear 401). The token goes with every
 // request.
 StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args);

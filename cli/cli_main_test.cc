@@ -57,7 +57,7 @@ TEST_CASE("Bad input exits 2") {
   CHECK(Run({"up", "--http", "nope", "--data-dir", "/tmp"}) == 2);
 }
 
-// Issue 19.8: no suggestion for a mistyped command.
+// A mistyped command used to get no suggestion.
 TEST_CASE("A mistyped command gets the closest one") {
   CHECK(headlab::SuggestCommand("reslts") == "results");
   CHECK(headlab::SuggestCommand("sumbit") == "submit");
@@ -71,7 +71,7 @@ TEST_CASE("A dry run needs no coordinator") {
   CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url", headlab::DeadLoopbackUrl()}) == 0);
   CHECK(Run({"submit", kSrc + "/experiments/tests/six_runs.jsonc", "--dry-run", "--json",
              "--set", "seed=1,2"}) == 0);
-  // The four-GPU gang grid (issue 22) is accepted as it stands.
+  // The four-GPU gang grid is accepted as it stands.
   CHECK(Run({"submit", kSrc + "/experiments/measure/saf_update_1b_4gpu.jsonc", "--dry-run"}) == 0);
 }
 
@@ -98,7 +98,7 @@ TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
   CHECK(Run({"down", "--data-dir", dir}) == 2);
 }
 
-// Issue 19.7: `status --data-dir D` dialled 8321 although D/coordinator.json had the address.
+// `status --data-dir D` used to dial 8321 although D/coordinator.json had the address.
 TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the default") {
   const headlab::testing::TempDir tmp("headlab-cli-url");
   const std::string dir = tmp.path();
@@ -125,7 +125,7 @@ TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the
   CHECK(headlab::UrlForBind("10.1.2.3:8321") == "http://10.1.2.3:8321");
 }
 
-// Issue 19.8: experiments had only numbers (`results demo` failed).
+// Experiments used to have only numbers (`results demo` failed).
 TEST_CASE("An experiment is named by id or by its grid's name, the newest first") {
   headlab::Json list = headlab::Json::parse(R"([{"id": 1, "name": "demo"}, {"id": 2, "name": "saf"},
                                                 {"id": 3, "name": "demo"}])");

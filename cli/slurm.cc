@@ -3,7 +3,7 @@
 // prints it). The coordinator must listen on an address the nodes reach: by default the
 // workers endpoint in DIR/coordinator.json, with a wildcard bind replaced by this host's
 // name; a loopback endpoint is refused unless --coordinator names it explicitly.
-#include <sys/wait.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <climits>
@@ -13,7 +13,9 @@
 
 #include "cli/commands.h"
 #include "cli/slurm_script.h"
+#include "common/child_process.h"
 #include "common/files.h"
+#include "common/token_lookup.h"
 
 namespace headlab {
 namespace {
@@ -73,31 +75,24 @@ StatusOr<std::string> CoordinatorFromDataDir(const std::string& dir) {
 
 // Runs `sbatch --parsable script`; returns the job id.
 StatusOr<std::string> Sbatch(const std::string& script) {
-  int fds[2];
-  if (::pipe(fds) != 0) return Status::Internal("pipe failed");
-  pid_t pid = ::fork();
-  if (pid < 0) return Status::Internal("fork failed");
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execlp("sbatch", "sbatch", "--parsable", script.c_str(), static_cast<char*>(nullptr));
-    std::fprintf(stderr, "headlab slurm: cannot run sbatch: %s\n", std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
+  SpawnOptions opt;
+  opt.own_group = false;
+  opt.die_with_parent = false;
+  opt.search_path = true;
+  opt.stderr_to = SpawnOptions::Output::kInherit;
+  auto child = ChildProcess::Spawn({"sbatch", "--parsable", script}, {}, opt);
+  if (!child.ok())
+    return Status::Unavailable("cannot run sbatch (is Slurm's sbatch on PATH?): " +
+                               child.status().message());
   std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return Status::Unavailable("sbatch " + script + " failed (exit " + std::to_string(code) +
-                               (code == 127 ? ": is Slurm's sbatch on PATH?" : "") + ")");
+  while ((*child)->stdout_fd() >= 0) {
+    pollfd p{(*child)->stdout_fd(), POLLIN, 0};
+    ::poll(&p, 1, -1);
+    (*child)->Read((*child)->stdout_fd(), &out);
   }
+  const ExitInfo exit = (*child)->Wait();
+  if (exit.exit_code != 0)
+    return Status::Unavailable("sbatch " + script + " failed (" + exit.Describe() + ")");
   // --parsable prints "JOBID" or "JOBID;CLUSTER".
   std::string id = out.substr(0, out.find_first_of(";\n"));
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
@@ -136,16 +131,18 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   }
   job.headlab = Absolute(args.Get("--headlab", SelfExe()));
   job.data_dir = data_dir;
-  if (args.Has("--token-file")) {
-    job.token_file = Absolute(args.Get("--token-file"));
-  } else if (PathExists(data_dir + "/token")) {
-    job.token_file = data_dir + "/token";
-  } else if (!std::getenv("HEADLAB_TOKEN")) {
+  // The job's workers look the token up as every program does (common/token_lookup.h):
+  // pass on the file that LookUpToken chose here, or nothing when $HEADLAB_TOKEN gives it
+  // (sbatch passes the environment on).
+  auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), data_dir);
+  if (!token.ok() && token.status().code() == Status::Code::kNotFound)
     return Fail(ctx, Status::InvalidArgument(
                          "no worker token for the job: pass --token-file FILE, set "
                          "HEADLAB_TOKEN (sbatch passes the environment on), or point "
                          "--data-dir at the coordinator's data directory"));
-  }
+  if (!token.ok()) return Fail(ctx, token.status());
+  if (token->from == TokenSource::kFlag) job.token_file = Absolute(args.Get("--token-file"));
+  if (token->from == TokenSource::kDataDir) job.token_file = data_dir + "/token";
   const std::string dir = data_dir + "/slurm";
   job.output = dir + "/slurm-%j.out";
   Status st = CheckSlurmWorkerJob(job);

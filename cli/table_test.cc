@@ -86,7 +86,7 @@ TEST_CASE("wait: progress from counts, finished and exit semantics") {
 
 namespace headlab {
 
-// Issue 19.9: bytes were shown raw ("2.40652e+08").
+// Bytes used to be shown raw ("2.40652e+08").
 TEST_CASE("bytes get a binary unit, by value and by key") {
   CHECK(FormatBytes(512) == "512 B");
   CHECK(FormatBytes(240652000) == "229.5 MiB");

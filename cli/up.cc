@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/child_process.h"
 #include "common/files.h"
 
 namespace headlab {
@@ -57,32 +58,14 @@ std::string SelfExe() {
 // stdin from /dev/null; in a new session when `detach`, else in its own process group (so
 // a terminal's Ctrl-C reaches only `up`, which then stops the children in order).
 StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log, bool detach) {
-  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (out < 0) return Status::IoError(log + ": cannot open (" + std::strerror(errno) + ")");
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(out);
-    return Status::IoError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    if (detach) ::setsid();
-    else ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the parent blocks signals it sigwaits on
-    int in = ::open("/dev/null", O_RDONLY);
-    if (in >= 0) ::dup2(in, STDIN_FILENO);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(out, STDERR_FILENO);
-    ::execv(cargv[0], cargv.data());
-    std::fprintf(stderr, "headlab up: exec %s: %s\n", cargv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(out);
-  return pid;
+  SpawnOptions opt;
+  opt.new_session = detach;
+  opt.die_with_parent = false;  // `up --detach` leaves them running; `up` stops them itself
+  opt.stdout_to = opt.stderr_to = SpawnOptions::Output::kFile;
+  opt.output_file = log;
+  auto child = ChildProcess::Spawn(argv, {}, opt);
+  if (!child.ok()) return child.status();
+  return (*child)->Release();
 }
 
 bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }

@@ -25,7 +25,7 @@ TEST_CASE("NotableConfig: kind, seed, the run's own sections and what differs") 
   CHECK_FALSE(n.contains("aah.regime"));
   CHECK_FALSE(n.contains("bench.repeats"));
   CHECK_FALSE(n.contains("resources.gpus"));  // at its default
-  // Issue 19.9: about 140 keys before; a run that uses no method now shows a few dozen.
+  // About 140 keys before; a run that uses no method now shows a few dozen.
   Json plain = NotableConfig(*NormalizeRunConfig(Json::object(), "f"));
   CHECK(plain.size() < RunConfigKeys().size() / 2);
 }

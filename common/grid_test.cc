@@ -273,7 +273,7 @@ std::string GridError(const std::string& text, const std::vector<std::string>& s
 
 }  // namespace
 
-// Issue 19.2: "metric": "eval.perplexity" was stored and gave n pairs 0 without a word.
+// "metric": "eval.perplexity" used to be stored and give n pairs 0 without a word.
 TEST_CASE("A comparison on a metric no run kind reports is refused") {
   const std::string grid = R"({"name": "g", "base": {"kind": "train"},
       "arms": {"a": {}, "b": {"train.lr": 1e-3}},
@@ -296,7 +296,7 @@ TEST_CASE("A comparison on a metric no run kind reports is refused") {
   CHECK(GridError(command).empty());
 }
 
-// Issue 19.3: the README's `--set train.lr=1e-3,3e-3` on the demo grid said only "also an
+// The README's `--set train.lr=1e-3,3e-3` on the demo grid used to say only "also an
 // axis" at a path the user never wrote.
 TEST_CASE("--set on a key the arms set says so at the --set argument") {
   const std::string grid = R"({"name": "g", "base": {}, "axes": {"seed": [1, 2]},

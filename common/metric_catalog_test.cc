@@ -48,7 +48,7 @@ TEST_CASE("IsBuiltinMetric: names, prefixes and qualified names") {
   CHECK(IsBuiltinMetric("passkey.acc.L256.D20"));
   CHECK(IsBuiltinMetric("bench.prefill_ms.l16.b1"));  // name + qualifier
   CHECK_FALSE(IsBuiltinMetric("aah.bucket."));      // a prefix alone
-  CHECK_FALSE(IsBuiltinMetric("eval.perplexity"));  // issue 19.2
+  CHECK_FALSE(IsBuiltinMetric("eval.perplexity"));  // the perplexity metric is eval.ppl
   CHECK_FALSE(IsBuiltinMetric("eval.pplx"));
   CHECK_FALSE(IsBuiltinMetric(""));
 }

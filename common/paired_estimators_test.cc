@@ -123,7 +123,7 @@ TEST_CASE("control tolerance") {
 
 namespace headlab::paired {
 
-// Issue 19.5: the CLI showed only mean +- SE at n = 2; the 95% CI is mean +- t(1) * SE.
+// At n = 2 a mean +- SE alone misleads; the 95% CI is mean +- t(1) * SE.
 TEST_CASE("MeanCi95 uses Student's t with n - 1 degrees of freedom") {
   MeanSe m = MeanAndSe({-0.344, -0.058});  // mean -0.201, SE 0.143
   CHECK(m.mean == Approx(-0.201));

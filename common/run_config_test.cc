@@ -120,7 +120,7 @@ TEST_CASE("Flattened configs accept dotted keys") {
   CHECK(!headlab::IsRunConfigKey("train"));
 }
 
-// Issue 19.8: a mistyped key listed ~150 keys; now one suggestion and where to look.
+// A mistyped key used to list ~150 keys; now one suggestion and where to look.
 TEST_CASE("An unknown key gets one suggestion, not the whole schema") {
   auto bad = headlab::FlattenRunConfig(Json::parse(R"({"train.lrr": 1})"), "f", "$");
   REQUIRE(!bad.ok());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/files.h"
+#include "common/flags.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "coordinator/server.h"
@@ -46,38 +47,31 @@ void PrintHelp(FILE* out) {
 int CoordinatorMain(int argc, char** argv) {
   SetLogRole("coordinator");
   coord::ServerOptions opts;
-  std::string token_file;
-  std::string dashboard = "\x01";  // unset
-  std::string reads = "auto", read_token_file;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      PrintHelp(stdout);
-      return 0;
-    }
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "headlab coordinator: %s needs a value\n", a.c_str());
-        return false;
-      }
-      *out = argv[++i];
-      return true;
-    };
-    bool ok;
-    if (a == "--data-dir") ok = value(&opts.data_dir);
-    else if (a == "--workers") ok = value(&opts.workers);
-    else if (a == "--http") ok = value(&opts.http);
-    else if (a == "--token-file") ok = value(&token_file);
-    else if (a == "--dashboard") ok = value(&dashboard);
-    else if (a == "--reads") ok = value(&reads);
-    else if (a == "--read-token-file") ok = value(&read_token_file);
-    else {
-      std::fprintf(stderr, "headlab coordinator: unknown argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    }
-    if (!ok) return 2;
+  // The options PrintHelp describes.
+  static const FlagsSpec kSpec{"headlab coordinator",
+                               {{"--data-dir", "", "DIR", ""},
+                                {"--workers", "", "EP", ""},
+                                {"--http", "", "ADDR:PORT", ""},
+                                {"--token-file", "", "FILE", ""},
+                                {"--dashboard", "", "DIR", ""},
+                                {"--reads", "", "MODE", ""},
+                                {"--read-token-file", "", "FILE", ""}}};
+  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  if (!args.ok()) {
+    std::fprintf(stderr, "%s\n", args.status().message().c_str());
+    return 2;
   }
-  opts.static_root = dashboard == "\x01" ? coord::DefaultStaticRoot() : dashboard;
+  if (args->help()) {
+    PrintHelp(stdout);
+    return 0;
+  }
+  opts.data_dir = args->Get("--data-dir", opts.data_dir);
+  opts.workers = args->Get("--workers", opts.workers);
+  opts.http = args->Get("--http", opts.http);
+  const std::string token_file = args->Get("--token-file");
+  const std::string reads = args->Get("--reads", "auto");
+  const std::string read_token_file = args->Get("--read-token-file");
+  opts.static_root = args->Has("--dashboard") ? args->Get("--dashboard") : coord::DefaultStaticRoot();
   if (reads == "auto") opts.reads = coord::ServerOptions::Reads::kAuto;
   else if (reads == "open") opts.reads = coord::ServerOptions::Reads::kOpen;
   else if (reads == "token") opts.reads = coord::ServerOptions::Reads::kToken;
@@ -87,7 +81,7 @@ int CoordinatorMain(int argc, char** argv) {
     return 2;
   }
   if (!read_token_file.empty()) {
-    auto t = coord::ReadTokenFile(read_token_file);
+    auto t = ReadTokenFile(read_token_file);
     if (!t.ok()) {
       std::fprintf(stderr, "headlab coordinator: --read-token-file: %s\n", t.status().message().c_str());
       return 2;

@@ -269,7 +269,7 @@ namespace headlab::coord {
 
 using namespace core_harness;  // NOLINT
 
-// Issue 17.4: a finished experiment's results are stored once (computed on the loop
+// A finished experiment's results are stored once (computed on the loop
 // without a sink, handed to the sink after the commit with one), and a run retried after
 // that makes them stale.
 TEST_CASE("finished experiments' results: stored once, or handed to the sink after the commit") {

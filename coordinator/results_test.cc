@@ -196,8 +196,9 @@ TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob di
 
 namespace headlab::coord {
 
-// Issue 19.5: the CLI showed only mean ± SE; now every comparison says its unit, which side
-// is better, its 95% CI and what the CI says; with no pairs, why (issue 19.2).
+// Every comparison says its unit, which side is better, its 95% CI and what the CI says
+// (schema/http_api.md, "Reading a comparison"); with no pairs, why. A mean ± SE alone
+// was not enough.
 TEST_CASE("comparisons carry unit, direction, 95% CI, verdict and a note") {
   TempDir dir;
   Store s;

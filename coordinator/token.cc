@@ -11,38 +11,15 @@
 #include "common/files.h"
 
 namespace headlab::coord {
-namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-}  // namespace
-
-StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  std::string t = Trim(*text);
-  if (t.empty()) return Status::InvalidArgument(path + ": token file is empty");
-  return t;
-}
 
 StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
                                         const std::string& token_file) {
-  if (const char* env = std::getenv("HEADLAB_TOKEN")) {
-    std::string t = Trim(env);
-    if (t.empty()) return Status::InvalidArgument("HEADLAB_TOKEN is set but empty");
-    return t;
-  }
-  if (!token_file.empty()) return ReadTokenFile(token_file);
-  std::string path = data_dir + "/token";
-  if (PathExists(path)) return ReadTokenFile(path);
+  auto found = LookUpToken(token_file, std::getenv("HEADLAB_TOKEN"), data_dir);
+  if (found.ok()) return found->token;
+  if (found.status().code() != Status::Code::kNotFound) return found.status();
   auto t = RandomHex(32);
   if (!t.ok()) return t.status();
-  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, *t + "\n", 0600));
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(data_dir + "/token", *t + "\n", 0600));
   return t;
 }
 

@@ -10,7 +10,7 @@
 
 namespace headlab::coord {
 
-TEST_CASE("token: created once with mode 0600, then read back; file and env take precedence") {
+TEST_CASE("token: created once with mode 0600, then read back; --token-file, then HEADLAB_TOKEN, then DIR/token") {
   TempDir dir;
   ::unsetenv("HEADLAB_TOKEN");
   auto t = LoadOrCreateToken(dir.path(), "");
@@ -29,7 +29,8 @@ TEST_CASE("token: created once with mode 0600, then read back; file and env take
   CHECK_FALSE(LoadOrCreateToken(dir.path(), dir.path() + "/empty").ok());
 
   ::setenv("HEADLAB_TOKEN", "from-env", 1);
-  CHECK(*LoadOrCreateToken(dir.path(), dir.path() + "/mine") == "from-env");
+  CHECK(*LoadOrCreateToken(dir.path(), dir.path() + "/mine") == "abc");
+  CHECK(*LoadOrCreateToken(dir.path(), "") == "from-env");
   ::unsetenv("HEADLAB_TOKEN");
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 6): the five AAH-v3 regimes (AAH §7.1) on a tiny model through a real
+# System test: the five AAH-v3 regimes (AAH §7.1) on a tiny model through a real
 # coordinator and 2 workers, control updates every 2 steps. Checks the results JSON: Full
 # attention has ACR 1; the adaptive regimes have ACR <= 1 equal to mean(W)/T of their
 # head_maps windows; training and inference ACR, exact coverage, levels used, the execution

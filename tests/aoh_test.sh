@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 5, "Done when"): AoH through the service on CPU. A tiny parent
+# System test: AoH through the service on CPU. A tiny parent
 # (experiments/aoh/parent_cpu.jsonc, shrunk with --set) trains; the AoH arm grid
 # (experiments/aoh/sparsity_cpu.jsonc, the same shrink) continues it with zero further
 # updates, so every arm labels the SAME weights: full attention, AoH at 0.25 / 0.5 / 0.75,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 2, 9e): workers must present the shared token, HTTP writes need the
+# System test (docs/DESIGN.md, "Tokens"): workers must present the shared token, HTTP writes need the
 # bearer token, and the SQL query endpoint cannot write.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 2, 9d): every bad-grid case makes `headlab submit` exit 2 with a
+# System test (schema/grid.md): every bad-grid case makes `headlab submit` exit 2 with a
 # message naming the file and the JSON path, and leaves headlab.db byte-for-byte unchanged
 # (the coordinator is running and receives each submission).
 source "$(dirname "$0")/lib.sh"
@@ -46,7 +46,7 @@ EXTRA=(--set model.heds=2)
 check_bad "$HEADLAB_SOURCE_DIR/tests/data/six_runs.jsonc" model.heds
 EXTRA=()
 
-# Hostile files (issue 16): bytes that are not UTF-8 (in a string, in a comment, binary
+# Hostile files: bytes that are not UTF-8 (in a string, in a comment, binary
 # garbage), a number beyond the double range, and nesting 100,000 deep. Each is bad input
 # naming the file, submitted and with --dry-run (which expands locally: before the fix the
 # CLI aborted or segfaulted on these).

@@ -26,7 +26,7 @@ ok "requeue latency $REQUEUE s is not below the liveness window"
 LATE=$(jq '.figures[] | select(.name | startswith("heartbeat lateness")) | .value' <<<"$OUT")
 jq -e --argjson v "$LATE" -n '$v >= 0 and $v < 2' >/dev/null || fail "heartbeat lateness $LATE s"
 ok "coordinator heartbeats at most $LATE s late"
-# Issue 17: heartbeats keep their deadlines while results are computed, and once the
+# Heartbeats keep their deadlines while results are computed, and once the
 # experiment has finished its results are answered from the store.
 LATE=$(jq '.figures[] | select(.name | startswith("results computing: heartbeat lateness")) | .value' <<<"$OUT")
 jq -e --argjson v "$LATE" -n '$v >= 0 and $v < 2' >/dev/null || fail "heartbeat lateness while results compute: $LATE s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 16): chaos over a grid of no-op runs. While 3 workers (4 slots each)
+# System test: chaos over a grid of no-op runs. While 3 workers (4 slots each)
 # run the grid, faults are injected at random moments: kill -9 of a worker (restarted),
 # kill -9 of the coordinator (restarted on the same data dir and ports), SIGSTOP of a worker
 # for longer than the liveness window (then SIGCONT). Afterwards every run has exactly one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 19.4, 19.5, 19.7, 19.8): what the CLI says to a researcher.
+# System test (README, "Using it"): what the CLI says to a researcher.
 # - `up` prints an `export HEADLAB_URL=` line; `status --data-dir D` finds the coordinator
 #   through D/coordinator.json (not the default port);
 # - experiments are named by their grid's name; a bare `cancel 7` is refused as ambiguous;

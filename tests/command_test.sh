@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 19): the `command` run kind through a real coordinator and worker.
+# System test (schema/command.md): the `command` run kind through a real coordinator and worker.
 # A Python training script (tests/data/command_train.py, reporting through
 # python/headlab_run.py) runs as a grid of 3 arms x 2 seeds paired by seed. Checks: the
 # crashing arm's first attempts fail (exit 3); retried, they resume from their checkpoint

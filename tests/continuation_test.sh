@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 3, "Done when"): shared-parent continuation through the service.
+# System test (schema/grid.md): shared-parent continuation through the service.
 # Two tiny parents train 20 steps; a grid continuing an ordinary and a pruned arm from each
 # parent's step-20 checkpoint is submitted while the parents still run (its runs must wait
 # in the queue), then finishes with per-token log-prob artifacts for both arms, parent

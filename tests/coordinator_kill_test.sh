@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 2, 9c): kill -9 the coordinator mid-grid and restart it on the same
+# System test (docs/DESIGN.md, "Wire protocol"): kill -9 the coordinator mid-grid and restart it on the same
 # data dir and ports. The workers reconnect and the grid completes with exactly the
 # expected rows: the same runs, one succeeded attempt and a summary per run.
 source "$(dirname "$0")/lib.sh"

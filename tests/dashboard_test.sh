@@ -62,7 +62,7 @@ expect_eq "head-map rows of run $HEAD_RUN (AAH-v3, 2 layers x 4 heads)" 8 \
 LAYERS=$(db "SELECT json_extract(config_json, '$.model.layers') FROM runs WHERE id = $HEAD_RUN")
 HEADS=$(db "SELECT json_extract(config_json, '$.model.heads') FROM runs WHERE id = $HEAD_RUN")
 
-say "the CLI's reading of the finished grid's comparison (issue 19.5)"
+say "the CLI's reading of the finished grid's comparison"
 hl results "$FIN" >"$HL_TMP/results.txt" || fail "headlab results $FIN failed"
 grep -q "log-prob diff .* nats/token over .* held-out rows" "$HL_TMP/results.txt" ||
   fail "results show no per-token log-prob difference: $(cat "$HL_TMP/results.txt")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 18): real data and imported models through the service on CPU.
+# System test (README, "Data and pretrained models"): real data and imported models through the service on CPU.
 #  1. `headlab data prepare` turns stdin and a folder into shards (`data inspect` agrees);
 #     a tiny run trains on them and its provenance records the tokenizer and corpus hashes.
 #  2. A truncated shard stops a run before any step, naming the file.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 19.3, 19.10): the README and the docs say what the code does.
+# System test: the README and the docs say what the code does.
 # - every `build/headlab CMD` the README shows is a command that answers --help;
 # - its `submit experiments/demo.jsonc --set ...` example expands (a dry run);
 # - every grid under experiments/ expands;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 2, 9a): a 6-run grid completes on 2 real workers with exactly one
+# System test: a 6-run grid completes on 2 real workers with exactly one
 # result per run; `headlab wait`, `runs --json`, `results` and `status` work on it.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 8): paired timing through the service. The small SAF update grid
+# System test (docs/DESIGN.md, "Measurement"): paired timing through the service. The small SAF update grid
 # (experiments/measure/saf_update_small.jsonc: ordinary, 25% and 50% fixed heads and a
 # zero-replacement control; here 2 reps = 8 bench-update legs, each a LibTorch process)
 # runs on a real coordinator with two workers. Checks: every leg ran on ONE worker, one at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 10, Deliver 3): many hosts. Three "hosts" are network namespaces
+# System test (README, "More hosts"): many hosts. Three "hosts" are network namespaces
 # joined by veth links (iproute2): the coordinator's host C, and worker hosts A and B,
 # each on its own point-to-point link to C (10.201.1.0/30 and 10.201.2.0/30). The workers
 # join with --coordinator tcp://10.201.x.1:8322 over those links only. Checks:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 3, pruning controls and tasks; issue 20): a shared-parent continuation
+# System test (pruning controls and tasks; docs/REPRODUCTIONS.md): a shared-parent continuation
 # with an ordinary arm, an SAF arm and two physically pruned arms (SAF's own heads,
 # prune.method saf; the gate-Taylor selection of SAF eq. 19) at matched tokens, calibrated
 # on the held-out calibration split, runs through coordinator + workers. `headlab results`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 4, issue 20): a tiny SAF rate sweep (2 rates + the pruning control +
+# System test (docs/REPRODUCTIONS.md, "SAF"): a tiny SAF rate sweep (2 rates + the pruning control +
 # ordinary attention, 2 seeds) in the shared-parent form of experiments/saf/ through a real
 # coordinator and 2 workers: two ordinary parents, then every arm continues from its seed's
 # parent (parent.experiment) and SAF replaces at the continuation's first update. Checks

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 10, Deliver 4): workers on a Slurm allocation. The test runs its own
+# System test (README, "More hosts"): workers on a Slurm allocation. The test runs its own
 # Slurm from Debian's packages (slurmctld + slurmd, one node "hlnode1" on loopback, ports
 # picked free, auth/none so no munge key is needed, proctrack/linuxproc, no cgroups; its
 # config and state live in the temp dir) next to a real coordinator, then:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issue 2, 9b): kill -9 a worker mid-run. Its attempt becomes `lost`, the run
+# System test (docs/DESIGN.md, "Wire protocol"): kill -9 a worker mid-run. Its attempt becomes `lost`, the run
 # is requeued as attempt 2 (resuming from the last checkpoint) and completes on the other
 # worker: exactly one succeeded attempt per run and no duplicated metric points.
 source "$(dirname "$0")/lib.sh"

@@ -16,7 +16,7 @@
 #include "common/status.h"
 #include "common/wire.h"
 #include "worker/child_output.h"
-#include "worker/child_process.h"
+#include "common/child_process.h"
 #include "worker/exec_event_reader.h"
 
 namespace headlab {

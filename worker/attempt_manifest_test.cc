@@ -56,7 +56,7 @@ TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or ch
 }
 
 TEST_CASE("a truncated latest checkpoint resumes from the previous good one, not from scratch") {
-  // Issue 16, finding 6: the worker used to start over while the coordinator recorded a
+  // The worker used to start over while the coordinator recorded a
   // resume from the latest checkpoint.
   const testing::TempDir tmp("headlab-manifest");
   const std::string work = tmp.path();

@@ -18,7 +18,7 @@
 #include "common/sha256.h"
 #include "common/source_dir.h"
 #include "worker/child_output.h"
-#include "worker/child_process.h"
+#include "common/child_process.h"
 #include "worker/command_report.h"
 #include "worker/host_provenance.h"
 

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
-#include "worker/child_process.h"
+#include "common/child_process.h"
 
 namespace headlab {
 namespace {

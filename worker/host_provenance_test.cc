@@ -73,7 +73,7 @@ TEST_CASE("ComputeHostProvenance hashes the exec plugin beside the binary") {
 
 namespace headlab {
 
-// Issue 19.9: a CPU-only run showed "CUDA 13.0" (the host's runtime) in its provenance.
+// A CPU-only run used to show "CUDA 13.0" (the host's runtime) in its provenance.
 TEST_CASE("MarkCpuOnlyAttempt: a CPU run names the CPU and no CUDA") {
   Json p = {{"devices", "cuda:0 NVIDIA H200"}, {"cuda_version", "13.0"}, {"driver_version", "13.0"},
             {"host", "h"}};

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "common/files.h"
+#include "common/flags.h"
+#include "common/token_lookup.h"
 
 namespace headlab {
 namespace {
@@ -26,12 +28,6 @@ std::string DefaultName(const std::string& host) {
   return std::string("slurm-") + job + "-" + (node && *node ? node : host);
 }
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 // Accepts tcp://HOST:PORT (PORT in 1..65535) and ipc://PATH.
 Status CheckEndpoint(const std::string& ep) {
   auto bad = [&] {
@@ -45,6 +41,11 @@ Status CheckEndpoint(const std::string& ep) {
   if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return bad();
   int p = std::stoi(port);
   return p >= 1 && p <= 65535 ? Status::Ok() : bad();
+}
+
+// Returns `s` with its message starting "headlab worker: ", as ParseFlags's errors do.
+Status Named(const Status& s) {
+  return s.ok() ? s : Status::InvalidArgument("headlab worker: " + s.message());
 }
 
 }  // namespace
@@ -73,79 +74,44 @@ std::string WorkerUsage() {
 }
 
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
+  // The options WorkerUsage() describes.
+  static const FlagsSpec kSpec{"headlab worker",
+                               {{"--coordinator", "", "URL", ""},
+                                {"--data-dir", "", "DIR", ""},
+                                {"--token-file", "", "FILE", ""},
+                                {"--name", "", "NAME", ""},
+                                {"--slots", "", "N", ""},
+                                {"--cpu-only", "", "", ""},
+                                {"--work-dir", "", "DIR", ""}}};
+  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  if (!args.ok()) return args.status();
   WorkerFlags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_inline = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      has_inline = true;
-    }
-    auto take = [&](std::string* out) -> Status {
-      if (has_inline) {
-        *out = value;
-      } else if (i + 1 < argc) {
-        *out = argv[++i];
-      } else {
-        return Status::InvalidArgument(arg + ": missing value");
-      }
-      if (out->empty()) return Status::InvalidArgument(arg + ": empty value");
-      return Status::Ok();
-    };
-    if (arg == "--help" || arg == "-h") {
-      f.help = true;
-    } else if (arg == "--cpu-only") {
-      if (has_inline) return Status::InvalidArgument("--cpu-only takes no value");
-      f.cpu_only = true;
-    } else if (arg == "--coordinator") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.coordinator));
-      HEADLAB_RETURN_IF_ERROR(CheckEndpoint(f.coordinator));
-    } else if (arg == "--data-dir") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.data_dir));
-    } else if (arg == "--token-file") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.token_file));
-    } else if (arg == "--name") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.name));
-    } else if (arg == "--work-dir") {
-      HEADLAB_RETURN_IF_ERROR(take(&f.work_dir));
-    } else if (arg == "--slots") {
-      std::string v;
-      HEADLAB_RETURN_IF_ERROR(take(&v));
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 1024)
-        return Status::InvalidArgument("--slots: expected an integer in [1, 1024], got \"" + v + "\"");
-      f.slots = int(n);
-    } else {
-      return Status::InvalidArgument("unknown argument \"" + arg + "\"");
-    }
+  f.help = args->help();
+  f.cpu_only = args->Has("--cpu-only");
+  for (const auto& [name, out] : {std::pair<const char*, std::string*>{"--coordinator", &f.coordinator},
+                                  {"--data-dir", &f.data_dir}, {"--token-file", &f.token_file},
+                                  {"--name", &f.name}, {"--work-dir", &f.work_dir}}) {
+    if (!args->Has(name)) continue;
+    *out = args->Get(name);
+    if (out->empty()) return Named(Status::InvalidArgument(std::string(name) + ": empty value"));
+  }
+  if (args->Has("--coordinator")) HEADLAB_RETURN_IF_ERROR(Named(CheckEndpoint(f.coordinator)));
+  if (args->Has("--slots")) {
+    auto n = ParseIntFlag("--slots", args->Get("--slots"), 1, 1024);
+    if (!n.ok()) return Named(n.status());
+    f.slots = int(*n);
   }
   return f;
 }
 
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token) {
-  std::string source;
-  std::string token;
-  if (!flags.token_file.empty()) {
-    StatusOr<std::string> t = ReadFile(flags.token_file);
-    if (!t.ok()) return Status::InvalidArgument("--token-file: " + t.status().message());
-    source = flags.token_file;
-    token = Trim(*t);
-  } else if (env_token != nullptr && *env_token) {
-    source = "HEADLAB_TOKEN";
-    token = Trim(env_token);
-  } else {
-    source = flags.data_dir + "/token";
-    StatusOr<std::string> t = ReadFile(source);
-    if (!t.ok())
-      return Status::InvalidArgument(
-          "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
-          "the coordinator's data directory (" + source + " does not exist or is unreadable)");
-    token = Trim(*t);
-  }
-  if (token.empty()) return Status::InvalidArgument("no worker token: " + source + " is empty");
-  return token;
+  auto found = LookUpToken(flags.token_file, env_token, flags.data_dir);
+  if (found.ok()) return found->token;
+  if (found.status().code() == Status::Code::kNotFound)
+    return Status::InvalidArgument(
+        "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
+        "the coordinator's data directory (" + flags.data_dir + "/token does not exist)");
+  return Status::InvalidArgument("no worker token: " + found.status().message());
 }
 
 WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& token,

@@ -25,12 +25,12 @@ struct WorkerFlags {
 std::string WorkerUsage();
 
 // Parses argv (argv[0] is "worker"); `--flag value` and `--flag=value` both work.
-// Errors are InvalidArgument naming the flag.
+// Errors are InvalidArgument "headlab worker: ..." naming the flag.
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv);
 
-// Returns the worker token: --token-file, else $HEADLAB_TOKEN, else <data_dir>/token
-// (written by the coordinator). Surrounding whitespace is trimmed. InvalidArgument with a
-// message saying where it looked when there is none.
+// Returns the worker token found by LookUpToken (common/token_lookup.h: --token-file,
+// else $HEADLAB_TOKEN, else <data_dir>/token written by the coordinator). InvalidArgument
+// with a message saying where it looked when there is none.
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token);
 
 // Returns the options for these flags and devices: identity worker-<host>-<pid>, slots

@@ -54,7 +54,7 @@ int WorkerMain(int argc, char** argv) {
   SetLogRole("worker");
   StatusOr<WorkerFlags> flags = ParseWorkerFlags(argc, argv);
   if (!flags.ok()) {
-    std::fprintf(stderr, "headlab worker: %s\n\n%s", flags.status().message().c_str(),
+    std::fprintf(stderr, "%s\n\n%s", flags.status().message().c_str(),
                  WorkerUsage().c_str());
     return 2;
   }

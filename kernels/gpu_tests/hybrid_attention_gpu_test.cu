@@ -1,5 +1,5 @@
 // hybrid_attention_gpu_test.cu: numerics of the hybrid-head kernels against the CPU
-// reference (ctest label `gpu`; runs only where a GPU is). The sweep of issue 7 / SAF App.
+// reference (ctest label `gpu`; runs only where a GPU is). The sweep of SAF App.
 // D.2: empty, partial and full replacement; mixed streaming/local/pruned heads; GQA;
 // T = 97, 129, 257, 1025, 4096; d = 64, 96, 128; contiguous and non-contiguous Q/K/V.
 // fp32: relative L2 <= 1e-5 for O and every gradient. bf16/fp16: error <= 2x the error of

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench_vs_sdpa.py: times the headlab hybrid-head kernels against LibTorch SDPA in ONE
-process on the device machine (issue 7's speed baseline: SDPA with the flash backend).
+process on the device machine (the kernels' speed baseline, docs/BENCHMARKS.md "Kernels":
+SDPA with the flash backend).
 
 The kernels come in through libheadlab_kernels_capi.so (kernels/dev/c_api.cu) and ctypes;
 tensors are torch CUDA tensors, timed with torch.cuda.Event: warm-ups discarded, median over

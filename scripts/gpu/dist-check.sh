@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist-check.sh: the device check of issue 10 (Deliver 5) on a machine with >= 2 GPUs, after
+# dist-check.sh: the data-parallel device check on a machine with >= 2 GPUs, after
 # scripts/gpu/build-all.sh: a 2-rank data-parallel run (NCCL, one GPU per rank) of a small
 # model against the 1-GPU run of the same global batch — loss curves step by step, the
 # all-reduce time per update and the slowest rank's update time. Logs go to $OUT.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist-scaling.sh: the data-parallel scaling benchmark of issue 22, after
+# dist-scaling.sh: the data-parallel scaling benchmark (docs/BENCHMARKS.md), after
 # scripts/gpu/build-all.sh, on a machine with several GPUs of one host. The 124M preset
 # (12 layers x 12 heads x 768, RoPE) at context 4096 in bf16 trains STEPS updates with
 # `headlab exec` (run kind train, builtin data) on 1, 2 and 4 GPUs (train.ranks = GPUs, NCCL),
@@ -9,7 +9,7 @@
 # the steady-state updates (the first excluded), the speedup over one GPU, seconds per
 # update, the all-reduce time exposed per update (dist.allreduce_s: what the update waited
 # for after its last backward; worker/exec/grad_reducer.h) and the slowest rank's update.
-# Targets (issue 22): >= 1.9x at 2 GPUs and >= 3.7x at 4 GPUs.
+# Targets: >= 1.9x at 2 GPUs and >= 3.7x at 4 GPUs.
 #
 #   scripts/gpu/dist-scaling.sh [--steps N] [--batch B] [--accum A] [--gpus "1 2 4"]
 #                               [--dtypes "fp32 bf16"]

@@ -3,8 +3,8 @@
 browser check can read them back exactly as a researcher would.
 
 - summary test.value 9110.08, test.big 12000.5 and mem.peak_bytes 240652000 (shown as
-  "9110", "12001" and "229.5 MiB", issue 19.1 and 19.9);
-- tiny.lr 0.001, 0.002, 0.003 at steps 1..3 (axis ticks must stay distinct, 19.6);
+  "9110", "12001" and "229.5 MiB");
+- tiny.lr 0.001, 0.002, 0.003 at steps 1..3 (axis ticks must stay distinct);
 - once.value and 14 more metrics logged at one step only (one-point charts must show,
   and more than the 12 charts drawn at first, 19.6);
 - with params.fail = 1 it prints a cause on stderr and exits 1 (19.4).

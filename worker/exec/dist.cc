@@ -1,9 +1,7 @@
 // Process groups (c10d), device choice per rank, and the rank launcher.
 #include "worker/exec/dist.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "common/child_process.h"
 #include "common/files.h"
 #include "common/log.h"
 
@@ -192,23 +191,18 @@ StatusOr<std::unique_ptr<RankLauncher>> RankLauncher::Start(const std::string& e
                                                             const std::string& manifest,
                                                             int world) {
   std::unique_ptr<RankLauncher> l(new RankLauncher());
-  const pid_t parent = ::getpid();
+  // The peers die with rank 0's process (PR_SET_PDEATHSIG), stay in its process group (the
+  // worker's signal to the attempt reaches them), print nothing on stdout (the event
+  // stream is rank 0's) and share its stderr (the attempt's log).
+  SpawnOptions opt;
+  opt.own_group = false;
+  opt.stdout_to = SpawnOptions::Output::kNull;
+  opt.stderr_to = SpawnOptions::Output::kInherit;
   for (int rank = 1; rank < world; ++rank) {
-    const std::string rank_text = std::to_string(rank);
-    pid_t pid = ::fork();
-    if (pid < 0) return Status::Internal("fork for rank " + rank_text + " failed");
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);  // rank 0 died before the line above
-      int devnull = ::open("/dev/null", O_WRONLY);
-      if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-      const char* argv[] = {exe.c_str(), "exec", "--rank", rank_text.c_str(), manifest.c_str(),
-                            nullptr};
-      ::execv(exe.c_str(), const_cast<char* const*>(argv));
-      std::fprintf(stderr, "rank %s: cannot exec %s\n", rank_text.c_str(), exe.c_str());
-      ::_exit(127);
-    }
-    l->pids_.push_back(pid);
+    auto child = ChildProcess::Spawn({exe, "exec", "--rank", std::to_string(rank), manifest}, {}, opt);
+    if (!child.ok())
+      return Status::Internal("rank " + std::to_string(rank) + ": " + child.status().message());
+    l->pids_.push_back((*child)->Release());
   }
   l->reaped_ = std::make_unique<std::atomic<bool>[]>(l->pids_.size());
   l->watcher_ = std::thread([raw = l.get()] { raw->Watch(); });

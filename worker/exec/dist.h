@@ -1,4 +1,4 @@
-// Data-parallel runs across ranks (issue 10): one process per GPU (or per CPU rank in
+// Data-parallel runs across ranks (docs/DESIGN.md, "Runs the worker executes"): one process per GPU (or per CPU rank in
 // tests), a c10d process group — NCCL on CUDA, Gloo on CPU — rendezvoused through a
 // FileStore in the attempt's directory; gradients are averaged by grad_reducer.h.
 // Rank 0 is the process the worker spawned: it launches ranks 1..N-1 (`headlab exec

@@ -3,10 +3,11 @@
 #include "worker/exec/exec_main.h"
 
 #include <cstdio>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "common/run_config.h"
 #include "worker/exec/bench_latency.h"
@@ -75,24 +76,23 @@ StatusOr<LoadedRun> LoadRun(const std::string& file) {
 }  // namespace
 
 int ExecMain(int argc, char** argv) {
-  if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+  // `exec --rank R MANIFEST`: a data-parallel peer that rank 0 started (dist.h).
+  static const FlagsSpec kSpec{"headlab exec", {{"--rank", "", "R", ""}}, "MANIFEST", 1, 1};
+  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  if (args.ok() && args->help()) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  // `exec --rank R MANIFEST`: a data-parallel peer that rank 0 started (dist.h).
-  int rank = 0;
-  if (argc == 4 && !std::strcmp(argv[1], "--rank")) {
-    rank = std::atoi(argv[2]);
-    argv += 2;
-    argc -= 2;
-  }
-  if (argc != 2 || rank < 0) {
-    std::fputs(kUsage, stderr);
+  StatusOr<long> rank_flag = args.ok() ? ParseIntFlag("--rank", args->Get("--rank", "0"), 0, 1 << 20)
+                                       : StatusOr<long>(args.status());
+  if (!rank_flag.ok()) {
+    std::fprintf(stderr, "%s\n%s", rank_flag.status().message().c_str(), kUsage);
     return 2;
   }
+  const int rank = int(*rank_flag);
   SetLogRole(rank ? "exec rank " + std::to_string(rank) : "exec");
   InstallStopHandler();
-  const std::string file = argv[1];
+  const std::string file = args->positional()[0];
 
   StatusOr<LoadedRun> run = LoadRun(file);
   if (!run.ok()) {

@@ -1,4 +1,4 @@
-// Data-parallel gradient averaging overlapped with the backward pass (issue 22): the scheme
+// Data-parallel gradient averaging overlapped with the backward pass: the scheme
 // of PyTorch's DistributedDataParallel Reducer, written for LibTorch 1.13 and 2.x.
 //
 //   Buckets    the trained tensors are grouped, in REVERSE order of the model's parameter

@@ -1,4 +1,4 @@
-// Methods in data-parallel runs (issue 22): every rank runs the same method hooks
+// Methods in data-parallel runs: every rank runs the same method hooks
 // (train_hooks.h) on the same inputs — the global micro-batch, the averaged gradients, the
 // mean loss, the fixed held-out batches, each method's own calibration sampler seeded by
 // the run seed — over bitwise-identical weights, so every rank makes the same choices:

@@ -235,8 +235,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   }
   prov.update(init_prov);
   prov.update(DatasetProvenance(data.value(), c.data.source));
-  // A continuation starts from its shared parent's checkpoint (issue 3: how every paired
-  // comparison is made) unless it already has a checkpoint of its own (a requeue).
+  // A continuation starts from its shared parent's checkpoint (the shared-parent
+  // form in which every paired comparison is made; schema/grid.md) unless it already has a checkpoint of its own (a requeue).
   const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
   if (from) {
     StatusOr<std::string> bytes = ReadFile(from->path);

@@ -15,6 +15,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
+
+#include "common/gpu_check.h"
 #endif
 
 namespace headlab::measure {
@@ -22,34 +24,15 @@ namespace headlab::measure {
 #if HEADLAB_MEASURE_HAVE_CUPTI
 namespace {
 
-// Maps a CUPTI result to the Status contract of CounterSession::Open.
-Status CuptiStatus(CUptiResult r, const char* call) {
-  if (r == CUPTI_SUCCESS) return Status::Ok();
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  std::string what = std::string(call) + ": " + (text ? text : "unknown CUPTI error");
-  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-    return Status::PermissionDenied("no counter permission: " + what +
-                                    " (needs root or NVreg_RestrictProfilingToAdminUsers=0)");
-  return Status::Unavailable("CUPTI " + what);
-}
-
-#define CUPTI_TRY(call)                                   \
-  do {                                                    \
-    Status s_ = CuptiStatus((call), #call);               \
-    if (!s_.ok()) return s_;                              \
-  } while (0)
-
 // The current context through the driver entry point (the measure library links only the
 // runtime, which also serves LibTorch's CUDA build in the same process).
 StatusOr<CUcontext> CurrentContext() {
-  cudaError_t err = cudaFree(nullptr);  // makes the primary context current
-  if (err != cudaSuccess) return Status::Unavailable(std::string("no GPU: ") + cudaGetErrorString(err));
+  HEADLAB_CUDA_CHECK(cudaFree(nullptr));  // makes the primary context current
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult q{};
-  err = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q);
-  if (err != cudaSuccess || fn == nullptr)
-    return Status::Unavailable("CUDA driver entry point cuCtxGetCurrent is missing");
+  HEADLAB_CUDA_CHECK(
+      cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q));
+  if (fn == nullptr) return Status::Unavailable("CUDA driver entry point cuCtxGetCurrent is missing");
   CUcontext ctx = nullptr;
   if (reinterpret_cast<CUresult (*)(CUcontext*)>(fn)(&ctx) != CUDA_SUCCESS || ctx == nullptr)
     return Status::Unavailable("no current CUDA context");
@@ -79,47 +62,47 @@ Status CounterSession::Impl::Init() {
   if (!c.ok()) return c.status();
   ctx = *c;
   CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  CUPTI_TRY(cuptiProfilerInitialize(&init));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerInitialize(&init));
   profiler_initialized = true;
 
   int device = 0;
-  cudaGetDevice(&device);
+  HEADLAB_CUDA_CHECK(cudaGetDevice(&device));
   CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = size_t(device);
-  CUPTI_TRY(cuptiDeviceGetChipName(&chip));
+  HEADLAB_CUPTI_CHECK(cuptiDeviceGetChipName(&chip));
 
   CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   avail.ctx = ctx;
-  CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerGetCounterAvailability(&avail));
   std::vector<uint8_t> avail_image(avail.counterAvailabilityImageSize);
   avail.pCounterAvailabilityImage = avail_image.data();
-  CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerGetCounterAvailability(&avail));
 
   CUpti_Profiler_Host_Initialize_Params hi{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
   hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   hi.pChipName = chip.pChipName;
   hi.pCounterAvailabilityImage = avail_image.data();
-  CUPTI_TRY(cuptiProfilerHostInitialize(&hi));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerHostInitialize(&hi));
   host = hi.pHostObject;
 
   CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
   add.pHostObject = host;
   add.ppMetricNames = metric_ptrs.data();
   add.numMetrics = metric_ptrs.size();
-  CUPTI_TRY(cuptiProfilerHostConfigAddMetrics(&add));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerHostConfigAddMetrics(&add));
   CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
   size.pHostObject = host;
-  CUPTI_TRY(cuptiProfilerHostGetConfigImageSize(&size));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerHostGetConfigImageSize(&size));
   config_image.resize(size.configImageSize);
   CUpti_Profiler_Host_GetConfigImage_Params img{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
   img.pHostObject = host;
   img.configImageSize = config_image.size();
   img.pConfigImage = config_image.data();
-  CUPTI_TRY(cuptiProfilerHostGetConfigImage(&img));
+  HEADLAB_CUPTI_CHECK(cuptiProfilerHostGetConfigImage(&img));
 
   CUpti_RangeProfiler_Enable_Params en{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   en.ctx = ctx;
-  CUPTI_TRY(cuptiRangeProfilerEnable(&en));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerEnable(&en));
   profiler = en.pRangeProfilerObject;
 
   CUpti_RangeProfiler_GetCounterDataSize_Params cds{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
@@ -128,13 +111,13 @@ Status CounterSession::Impl::Init() {
   cds.numMetrics = metric_ptrs.size();
   cds.maxNumOfRanges = options.max_ranges;
   cds.maxNumRangeTreeNodes = uint32_t(options.max_ranges);
-  CUPTI_TRY(cuptiRangeProfilerGetCounterDataSize(&cds));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerGetCounterDataSize(&cds));
   counter_image.assign(cds.counterDataSize, 0);
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
   ci.pRangeProfilerObject = profiler;
   ci.counterDataSize = counter_image.size();
   ci.pCounterData = counter_image.data();
-  CUPTI_TRY(cuptiRangeProfilerCounterDataImageInitialize(&ci));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerCounterDataImageInitialize(&ci));
 
   CUpti_RangeProfiler_SetConfig_Params sc{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
   sc.pRangeProfilerObject = profiler;
@@ -149,7 +132,7 @@ Status CounterSession::Impl::Init() {
   sc.minNestingLevel = 1;
   sc.passIndex = 0;
   sc.targetNestingLevel = 1;
-  CUPTI_TRY(cuptiRangeProfilerSetConfig(&sc));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerSetConfig(&sc));
   return Status::Ok();
 }
 
@@ -192,7 +175,7 @@ void CounterSession::Push(const std::string& name) {
   CUpti_RangeProfiler_PushRange_Params p{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
   p.pRangeProfilerObject = impl_->profiler;
   p.pRangeName = name.c_str();
-  Status s = CuptiStatus(cuptiRangeProfilerPushRange(&p), "cuptiRangeProfilerPushRange");
+  Status s = HEADLAB_CUPTI_STATUS(cuptiRangeProfilerPushRange(&p));
   if (impl_->marker_status.ok() && !s.ok()) impl_->marker_status = s;
 }
 
@@ -200,7 +183,7 @@ void CounterSession::Pop() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   CUpti_RangeProfiler_PopRange_Params p{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
   p.pRangeProfilerObject = impl_->profiler;
-  Status s = CuptiStatus(cuptiRangeProfilerPopRange(&p), "cuptiRangeProfilerPopRange");
+  Status s = HEADLAB_CUPTI_STATUS(cuptiRangeProfilerPopRange(&p));
   if (impl_->marker_status.ok() && !s.ok()) impl_->marker_status = s;
 }
 
@@ -217,17 +200,16 @@ StatusOr<CounterRun> CounterSession::Run(const std::function<Status()>& body,
     if (run.passes > 0 && reset) HEADLAB_RETURN_IF_ERROR(reset());
     CUpti_RangeProfiler_Start_Params st{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     st.pRangeProfilerObject = im.profiler;
-    CUPTI_TRY(cuptiRangeProfilerStart(&st));
+    HEADLAB_CUPTI_CHECK(cuptiRangeProfilerStart(&st));
     SetActiveMarker(this);
     Status body_status = body ? body() : Status::Ok();
     SetActiveMarker(nullptr);
-    cudaError_t sync = cudaDeviceSynchronize();
+    const Status sync = HEADLAB_CUDA_STATUS(cudaDeviceSynchronize());
     CUpti_RangeProfiler_Stop_Params sp{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     sp.pRangeProfilerObject = im.profiler;
-    Status stop = CuptiStatus(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop");
+    const Status stop = HEADLAB_CUPTI_STATUS(cuptiRangeProfilerStop(&sp));
     HEADLAB_RETURN_IF_ERROR(body_status);
-    if (sync != cudaSuccess)
-      return Status::Internal(std::string("CUDA error in the profiled body: ") + cudaGetErrorString(sync));
+    if (!sync.ok()) return Status::Internal("in the profiled body: " + sync.message());
     HEADLAB_RETURN_IF_ERROR(stop);
     {
       std::lock_guard<std::mutex> lock(im.mu);
@@ -238,21 +220,21 @@ StatusOr<CounterRun> CounterSession::Run(const std::function<Status()>& body,
   }
   CUpti_RangeProfiler_DecodeData_Params dd{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   dd.pRangeProfilerObject = im.profiler;
-  CUPTI_TRY(cuptiRangeProfilerDecodeData(&dd));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerDecodeData(&dd));
   run.dropped_ranges = dd.numOfRangeDropped;
   run.profiled_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
   info.pCounterDataImage = im.counter_image.data();
   info.counterDataImageSize = im.counter_image.size();
-  CUPTI_TRY(cuptiRangeProfilerGetCounterDataInfo(&info));
+  HEADLAB_CUPTI_CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
   for (size_t i = 0; i < info.numTotalRanges; ++i) {
     CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
     ri.pCounterDataImage = im.counter_image.data();
     ri.counterDataImageSize = im.counter_image.size();
     ri.rangeIndex = i;
     ri.rangeDelimiter = "/";
-    CUPTI_TRY(cuptiRangeProfilerCounterDataGetRangeInfo(&ri));
+    HEADLAB_CUPTI_CHECK(cuptiRangeProfilerCounterDataGetRangeInfo(&ri));
     std::vector<double> values(im.metric_ptrs.size());
     CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
     ev.pHostObject = im.host;
@@ -262,7 +244,7 @@ StatusOr<CounterRun> CounterSession::Run(const std::function<Status()>& body,
     ev.ppMetricNames = im.metric_ptrs.data();
     ev.numMetrics = im.metric_ptrs.size();
     ev.pMetricValues = values.data();
-    CUPTI_TRY(cuptiProfilerHostEvaluateToGpuValues(&ev));
+    HEADLAB_CUPTI_CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
     RangeCounters rc;
     rc.path = ri.rangeName ? ri.rangeName : "";
     for (size_t m = 0; m < values.size(); ++m) rc.values[im.options.metrics[m]] = values[m];

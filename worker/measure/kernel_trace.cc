@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <cupti_activity.h>
 #include <cupti_result.h>
+
+#include "common/gpu_check.h"
 #endif
 
 namespace headlab::measure {
@@ -68,13 +70,6 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, s
   std::free(buffer);
 }
 
-Status CuptiCall(CUptiResult r, const char* call) {
-  if (r == CUPTI_SUCCESS) return Status::Ok();
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  return Status::Unavailable(std::string("CUPTI ") + call + ": " + (text ? text : "error"));
-}
-
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 
@@ -91,10 +86,9 @@ StatusOr<std::unique_ptr<KernelTrace>> KernelTrace::Start() {
     c.dropped = 0;
   }
   std::unique_ptr<KernelTrace> t(new KernelTrace());
-  HEADLAB_RETURN_IF_ERROR(CuptiCall(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
-                                    "cuptiActivityRegisterCallbacks"));
+  HEADLAB_CUPTI_CHECK(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted));
   for (CUpti_ActivityKind k : kKinds) {
-    Status s = CuptiCall(cuptiActivityEnable(k), "cuptiActivityEnable");
+    Status s = HEADLAB_CUPTI_STATUS(cuptiActivityEnable(k));
     if (!s.ok()) {
       t->enabled_ = true;
       t->Disable();
@@ -120,16 +114,18 @@ KernelTrace::~KernelTrace() {
 
 void KernelTrace::Push(const std::string& name) {
   uint64_t now = 0;
-  cuptiGetTimestamp(&now);
+  Status clock = HEADLAB_CUPTI_STATUS(cuptiGetTimestamp(&now));
   std::lock_guard<std::mutex> lock(mu_);
+  if (marker_status_.ok()) marker_status_ = clock;
   stack_.push_back(name);
   stack_begin_.push_back(now);
 }
 
 void KernelTrace::Pop() {
   uint64_t now = 0;
-  cuptiGetTimestamp(&now);
+  Status clock = HEADLAB_CUPTI_STATUS(cuptiGetTimestamp(&now));
   std::lock_guard<std::mutex> lock(mu_);
+  if (marker_status_.ok()) marker_status_ = clock;
   if (stack_.empty()) return;  // unbalanced Pop: ignored, the join reports what it has
   ranges_.push_back({RangePath(stack_), stack_begin_.back(), now});
   stack_.pop_back();
@@ -137,14 +133,15 @@ void KernelTrace::Pop() {
 }
 
 StatusOr<KernelTraceResult> KernelTrace::Finish() {
-  cudaDeviceSynchronize();
-  HEADLAB_RETURN_IF_ERROR(CuptiCall(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
-                                    "cuptiActivityFlushAll"));
+  const Status sync = HEADLAB_CUDA_STATUS(cudaDeviceSynchronize());
+  HEADLAB_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   Disable();
   KernelTraceResult r;
   Collected& c = Sink();
   std::lock_guard<std::mutex> lock(c.mu);
   std::lock_guard<std::mutex> lock2(mu_);
+  HEADLAB_RETURN_IF_ERROR(sync);
+  HEADLAB_RETURN_IF_ERROR(marker_status_);
   if (!stack_.empty())
     return Status::InvalidArgument("kernel trace finished with open range " + RangePath(stack_));
   r.kernels = c.kernels;

@@ -32,6 +32,7 @@ class KernelTrace : public RangeMarker {
   ~KernelTrace() override;  // disables activity if Finish was not called
 
   // Flushes and disables activity, then joins kernels to the ranges opened meanwhile.
+  // Unavailable when the device synchronisation or a range's CUPTI timestamp failed.
   StatusOr<KernelTraceResult> Finish();
 
   void Push(const std::string& name) override;
@@ -46,6 +47,7 @@ class KernelTrace : public RangeMarker {
   std::vector<std::string> stack_;      // Guarded by mu_
   std::vector<uint64_t> stack_begin_;   // Guarded by mu_
   std::vector<HostRange> ranges_;       // Guarded by mu_
+  Status marker_status_;                // first error of Push/Pop; Guarded by mu_
 };
 
 }  // namespace headlab::measure

@@ -5,18 +5,24 @@
 
 #if HEADLAB_MEASURE_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "common/gpu_check.h"
 #endif
 
 namespace headlab::measure {
+
+void RegionTimer::Note(Status s) {
+  if (error_.ok()) error_ = std::move(s);
+}
 
 #if HEADLAB_MEASURE_HAVE_CUDA
 
 void* RegionTimer::NewEvent() {
   if (pool_used_ < pool_.size()) return pool_[pool_used_++];
   cudaEvent_t e = nullptr;
-  cudaError_t err = cudaEventCreate(&e);
-  if (err != cudaSuccess) {
-    if (error_.empty()) error_ = std::string("cudaEventCreate: ") + cudaGetErrorString(err);
+  Status created = HEADLAB_CUDA_STATUS(cudaEventCreate(&e));
+  if (!created.ok()) {
+    Note(std::move(created));
     return nullptr;
   }
   pool_.push_back(e);
@@ -30,7 +36,8 @@ void RegionTimer::Push(const std::string& name) {
   Occurrence o;
   o.path = RangePath(stack_);
   o.begin = NewEvent();
-  if (o.begin) cudaEventRecord(static_cast<cudaEvent_t>(o.begin), cudaStreamLegacy);
+  if (o.begin)
+    Note(HEADLAB_CUDA_STATUS(cudaEventRecord(static_cast<cudaEvent_t>(o.begin), cudaStreamLegacy)));
   open_.push_back(done_.size());
   done_.push_back(o);
 }
@@ -40,24 +47,24 @@ void RegionTimer::Pop() {
   if (open_.empty()) return;
   Occurrence& o = done_[open_.back()];
   o.end = NewEvent();
-  if (o.end) cudaEventRecord(static_cast<cudaEvent_t>(o.end), cudaStreamLegacy);
+  if (o.end)
+    Note(HEADLAB_CUDA_STATUS(cudaEventRecord(static_cast<cudaEvent_t>(o.end), cudaStreamLegacy)));
   open_.pop_back();
   stack_.pop_back();
 }
 
 StatusOr<std::map<std::string, double>> RegionTimer::Elapsed() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!error_.empty()) return Status::Unavailable(error_);
+  HEADLAB_RETURN_IF_ERROR(error_);
   if (!open_.empty()) return Status::InvalidArgument("region timer read with open range " + RangePath(stack_));
   std::map<std::string, double> ms;
   for (const Occurrence& o : done_) {
     if (!o.begin || !o.end) return Status::Unavailable("region " + o.path + " has no CUDA event");
-    cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(o.end));
+    const auto begin = static_cast<cudaEvent_t>(o.begin), end = static_cast<cudaEvent_t>(o.end);
     float t = 0;
-    if (err == cudaSuccess)
-      err = cudaEventElapsedTime(&t, static_cast<cudaEvent_t>(o.begin), static_cast<cudaEvent_t>(o.end));
-    if (err != cudaSuccess)
-      return Status::Unavailable("timing region " + o.path + ": " + cudaGetErrorString(err));
+    Status st = HEADLAB_CUDA_STATUS(cudaEventSynchronize(end));
+    if (st.ok()) st = HEADLAB_CUDA_STATUS(cudaEventElapsedTime(&t, begin, end));
+    if (!st.ok()) return Status::Unavailable("timing region " + o.path + ": " + st.message());
     ms[o.path] += double(t);
   }
   return ms;

@@ -38,6 +38,8 @@ class RegionTimer : public RangeMarker {
     void* end = nullptr;
   };
   void* NewEvent();
+  // Keeps the first failure for Elapsed to return.
+  void Note(Status s);
 
   std::mutex mu_;
   std::vector<std::string> stack_;      // Guarded by mu_
@@ -45,7 +47,7 @@ class RegionTimer : public RangeMarker {
   std::vector<Occurrence> done_;        // Guarded by mu_
   std::vector<void*> pool_;             // every event created; Guarded by mu_
   size_t pool_used_ = 0;                // Guarded by mu_
-  std::string error_;                   // first CUDA error; Guarded by mu_
+  Status error_;                        // first CUDA error; Guarded by mu_
 };
 
 }  // namespace headlab::measure

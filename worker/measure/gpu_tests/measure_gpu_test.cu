@@ -23,6 +23,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/gpu_check.h"
 #include "worker/measure/counter_session.h"
 #include "worker/measure/flop_counter.h"
 #include "worker/measure/flop_formula.h"
@@ -43,13 +44,14 @@ void Check(bool ok, const std::string& what) {
   if (!ok) g_failures++;
 }
 
-#define CUDA_OK(call)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+// A failed CUDA call ends the test (common/gpu_check.h says which call, where, and why).
+#define CUDA_OK(call)                                                \
+  do {                                                               \
+    const ::headlab::Status cuda_ok_ = HEADLAB_CUDA_STATUS(call);    \
+    if (!cuda_ok_.ok()) {                                            \
+      std::printf("FAIL %s\n", cuda_ok_.message().c_str());          \
+      std::exit(1);                                                  \
+    }                                                                \
   } while (0)
 
 __global__ void KnownFp32(const float* in, float* out, int iters, float a, float b) {

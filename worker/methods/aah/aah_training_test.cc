@@ -99,7 +99,8 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
   }
 }
 
-// The regression of issue 20: with level 0 cached at step 0 (zero diagnostics, heads at
+// The regression of docs/REPRODUCTIONS.md, "AAH-v3: Deep practical reuse cached its level 0
+// at step 0": with level 0 cached at step 0 (zero diagnostics, heads at
 // init) Deep practical reuse took Shallow freeze's forced bipartition and the two runs
 // were identical. Cached at update 7 (step 35) of 12 they part ways, provided level 0
 // resolves more than the two groups of the first windows: on this tiny model that takes

@@ -93,7 +93,7 @@ StatusOr<std::shared_ptr<TrainHooks>> MakeAahHooks(const ExecConfig& config, con
   if (!o.ok()) return o.status();
   if (o->regime == aah::Regime::kOff) return std::shared_ptr<TrainHooks>();
   // The flops kind runs the hooks in its warm-up steps, so its counted steps execute the
-  // controller's windows (the AAH FLOPs-boundary grids, issue 8).
+  // controller's windows (the AAH FLOPs-boundary grids of experiments/measure/).
   if (config.kind != "train" && config.kind != "flops")
     return Status::InvalidArgument(file + ": $.config.aah.regime: AAH runs in kinds \"train\" and \"flops\" only, got \"" +
                                    config.kind + "\"");

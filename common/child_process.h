@@ -1,5 +1,7 @@
-// A child process in its own process group, with stdout and stderr on non-blocking pipes.
-// Owned and driven by one thread (the worker's main loop); nothing here blocks.
+// The one process spawner of headlab (worker attempts, data-parallel ranks, `headlab up`,
+// `headlab slurm`'s sbatch, the coordinator benchmark): fork/execve of a child, by default
+// in its own process group with stdout and stderr on non-blocking pipes. Owned and driven
+// by one thread; nothing here blocks except Wait.
 #pragma once
 
 #include <sys/types.h>
@@ -22,25 +24,41 @@ struct ExitInfo {
   std::string Describe() const;
 };
 
-// What Spawn may change besides argv and the environment.
+// What Spawn may change besides argv and the environment. The defaults are a worker
+// attempt's: own process group, dies with the caller, stdout and stderr on pipes.
 struct SpawnOptions {
+  // Where the child's stdout or stderr goes: a pipe read through stdout_fd()/stderr_fd(),
+  // /dev/null, the caller's own, or `output_file` (opened for appending, mode 0644).
+  enum class Output { kPipe, kNull, kInherit, kFile };
+
   std::string cwd;      // the child's working directory ("" = the caller's)
   int report_fd = -1;   // >= 0: a third pipe whose write end is this fd in the child
   // false: the child stays in the caller's process group, so a signal to the caller's
   // group reaches both (SignalGroup then signals the child alone).
   bool own_group = true;
+  // true: the child leads a new session (setsid), so it outlives the caller's terminal
+  // (`headlab up --detach`); it is then also its own group's leader.
+  bool new_session = false;
+  // true: the child gets SIGKILL when the calling thread dies (PR_SET_PDEATHSIG).
+  bool die_with_parent = true;
+  // true: an argv[0] without '/' is looked up in PATH (execvpe); else it is a path.
+  bool search_path = false;
+  Output stdout_to = Output::kPipe;
+  Output stderr_to = Output::kPipe;
+  std::string output_file;  // for Output::kFile
 };
 
 class ChildProcess {
  public:
   // Starts argv[0] (a path, not searched in PATH) with the current environment plus
-  // `env_overrides`, stdin from /dev/null, in a new process group; the child gets SIGKILL
-  // if the calling thread dies. The error of a failed exec (e.g. a missing binary) is
-  // returned here, not discovered later.
+  // `env_overrides`, stdin from /dev/null, default signal dispositions and an empty signal
+  // mask, in a new process group; the child gets SIGKILL if the calling thread dies. The
+  // error of a failed exec (e.g. a missing binary) is returned here, not discovered later.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
       const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides);
-  // As above, in `options.cwd`, with a report pipe when `options.report_fd` >= 0 (read it
-  // through report_fd()). A cwd that cannot be entered is a Spawn error.
+  // As above, changed by `options` (in `options.cwd`, with a report pipe when
+  // `options.report_fd` >= 0, ...). A cwd that cannot be entered, or an output file that
+  // cannot be opened, is a Spawn error.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
       const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides,
       const SpawnOptions& options);
@@ -67,10 +85,17 @@ class ChildProcess {
   // Reaps the child if it has exited (waitpid WNOHANG). Returns its ExitInfo once, then
   // keeps returning it. Stray processes left in the group are killed at that moment.
   std::optional<ExitInfo> TryReap();
+  // Blocks until the child exits, then as TryReap.
+  ExitInfo Wait();
+  // Closes the pipes and hands the child over to the caller, who then signals and reaps
+  // it by pid: the destructor leaves it alone. Returns its pid.
+  pid_t Release();
 
  private:
   ChildProcess() = default;
   void CloseFd(int* fd);
+  // Records how the child ended (waitpid status `st`, or r < 0: reaped elsewhere).
+  ExitInfo Reaped(pid_t r, int st);
 
   pid_t pid_ = -1;
   int out_fd_ = -1;

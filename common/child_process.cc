@@ -1,6 +1,7 @@
-// fork/execve with pipes and a process group. Everything the child needs (argv, envp) is
-// built before fork, so the child only calls async-signal-safe functions.
-#include "worker/child_process.h"
+// fork/execve with pipes and a process group. Everything the child needs (argv, envp, the
+// files for its stdout and stderr) is made before fork, so the child only calls
+// async-signal-safe functions.
+#include "common/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -38,6 +39,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
 StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides,
     const SpawnOptions& options) {
+  using Output = SpawnOptions::Output;
   if (argv.empty()) return Status::InvalidArgument("spawn: empty argv");
   std::vector<std::string> env_strings;
   for (char** e = environ; e && *e; ++e) {
@@ -56,28 +58,57 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   // a failed one writes errno into it. That turns "binary missing" into a Spawn error.
   int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1}, rep[2] = {-1, -1};
   const bool report = options.report_fd >= 0;
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(ex, O_CLOEXEC) != 0 ||
-      (report && ::pipe2(rep, O_CLOEXEC) != 0)) {
-    int e = errno;
+  const bool pipe_out = options.stdout_to == Output::kPipe;
+  const bool pipe_err = options.stderr_to == Output::kPipe;
+  // What the child's fd 1 and 2 become when not a pipe (-1: left as the caller's).
+  int file_fd = -1, null_fd = -1;
+  auto close_all = [&] {
     ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep);
+    if (file_fd >= 0) ::close(file_fd);
+    if (null_fd >= 0) ::close(null_fd);
+  };
+  if ((pipe_out && ::pipe2(out, O_CLOEXEC) != 0) || (pipe_err && ::pipe2(err, O_CLOEXEC) != 0) ||
+      ::pipe2(ex, O_CLOEXEC) != 0 || (report && ::pipe2(rep, O_CLOEXEC) != 0)) {
+    int e = errno;
+    close_all();
     return Status::IoError(std::string("spawn: pipe: ") + std::strerror(e));
   }
+  if (options.stdout_to == Output::kFile || options.stderr_to == Output::kFile) {
+    file_fd = ::open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (file_fd < 0) {
+      int e = errno;
+      close_all();
+      return Status::IoError("spawn: " + options.output_file + ": cannot open (" +
+                             std::strerror(e) + ")");
+    }
+  }
+  if (options.stdout_to == Output::kNull || options.stderr_to == Output::kNull)
+    null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  auto child_fd = [&](Output o, int pipe_write) {
+    return o == Output::kPipe ? pipe_write : o == Output::kFile ? file_fd
+         : o == Output::kNull ? null_fd : -1;
+  };
+  const int child_out = child_fd(options.stdout_to, out[1]);
+  const int child_err = child_fd(options.stderr_to, err[1]);
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
-    ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep);
+    close_all();
     if (devnull >= 0) ::close(devnull);
     return Status::IoError(std::string("spawn: fork: ") + std::strerror(e));
   }
   if (pid == 0) {
-    if (options.own_group) ::setpgid(0, 0);
-    // If we die (even by SIGKILL), the child dies with us: the coordinator will have
-    // requeued its attempt elsewhere, so an orphan would only burn the host's devices.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-    // Undo what the worker changed: ignored SIGPIPE and blocked signals survive execve.
+    if (options.new_session) ::setsid();
+    else if (options.own_group) ::setpgid(0, 0);
+    if (options.die_with_parent) {
+      // If we die (even by SIGKILL), the child dies with us: the coordinator will have
+      // requeued its attempt elsewhere, so an orphan would only burn the host's devices.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+    }
+    // Undo what the caller changed: ignored SIGPIPE and blocked signals survive execve.
     struct sigaction dfl;
     std::memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -86,15 +117,16 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
+    if (child_out >= 0) ::dup2(child_out, 1);
+    if (child_err >= 0) ::dup2(child_err, 2);
     int e = 0;
     // dup2 clears close-on-exec on the copy: the program keeps its report fd.
     if (report && rep[1] == options.report_fd) ::fcntl(rep[1], F_SETFD, 0);
     else if (report && ::dup2(rep[1], options.report_fd) < 0) e = errno;
     if (!e && !options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) e = errno;
     if (!e) {
-      ::execve(cargv[0], cargv.data(), cenv.data());
+      if (options.search_path) ::execvpe(cargv[0], cargv.data(), cenv.data());
+      else ::execve(cargv[0], cargv.data(), cenv.data());
       e = errno;
     }
     ssize_t ignored = ::write(ex[1], &e, sizeof e);
@@ -102,20 +134,20 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     ::_exit(127);
   }
   // Also set the group from the parent: whichever runs first wins, so a signal sent right
-  // after Spawn returns always reaches the group.
-  if (options.own_group) ::setpgid(pid, pid);
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(ex[1]);
-  if (report) ::close(rep[1]);
-  if (devnull >= 0) ::close(devnull);
+  // after Spawn returns always reaches the group. (A new session's leader sets its own.)
+  const bool own_group = options.own_group || options.new_session;
+  if (options.own_group && !options.new_session) ::setpgid(pid, pid);
+  for (int* fd : {&out[1], &err[1], &ex[1], &rep[1], &file_fd, &null_fd, &devnull}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->pid_ = pid;
   c->out_fd_ = out[0];
   c->err_fd_ = err[0];
   c->report_fd_ = rep[0];
-  c->own_group_ = options.own_group;
+  c->own_group_ = own_group;
   int exec_errno = 0;
   ssize_t n;
   do {
@@ -128,9 +160,8 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
                            (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
                            std::strerror(exec_errno));
   }
-  ::fcntl(c->out_fd_, F_SETFL, ::fcntl(c->out_fd_, F_GETFL) | O_NONBLOCK);
-  ::fcntl(c->err_fd_, F_SETFL, ::fcntl(c->err_fd_, F_GETFL) | O_NONBLOCK);
-  if (report) ::fcntl(c->report_fd_, F_SETFL, ::fcntl(c->report_fd_, F_GETFL) | O_NONBLOCK);
+  for (int fd : {c->out_fd_, c->err_fd_, c->report_fd_})
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return c;
 }
 
@@ -187,6 +218,20 @@ std::optional<ExitInfo> ChildProcess::TryReap() {
     r = ::waitpid(pid_, &st, WNOHANG);
   } while (r < 0 && errno == EINTR);
   if (r == 0) return std::nullopt;
+  return Reaped(r, st);
+}
+
+ExitInfo ChildProcess::Wait() {
+  if (exit_ || pid_ <= 0) return exit_.value_or(ExitInfo{-1, 0});
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &st, 0);
+  } while (r < 0 && errno == EINTR);
+  return Reaped(r, st);
+}
+
+ExitInfo ChildProcess::Reaped(pid_t r, int st) {
   ExitInfo info;
   if (r < 0) {
     info.exit_code = -1;  // ECHILD: someone else reaped it; report it honestly as a failure
@@ -200,7 +245,14 @@ std::optional<ExitInfo> ChildProcess::TryReap() {
   // (a stray grandchild would also keep our pipes open).
   if (own_group_) ::kill(-pid_, SIGKILL);
   exit_ = info;
-  return exit_;
+  return info;
+}
+
+pid_t ChildProcess::Release() {
+  ClosePipes();
+  const pid_t pid = pid_;
+  pid_ = -1;
+  return pid;
 }
 
 }  // namespace headlab

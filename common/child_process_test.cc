@@ -1,10 +1,11 @@
-#include "worker/child_process.h"
+#include "common/child_process.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <iterator>
 #include <fstream>
 #include <thread>
 
@@ -99,6 +100,75 @@ TEST_CASE("ChildProcess dies with the process that spawned it") {
   }
   if (!gone) ::kill(grandchild, SIGKILL);
   CHECK(gone);
+}
+
+TEST_CASE("ChildProcess: stdout and stderr appended to a file, Wait") {
+  const std::string log = "/tmp/headlab-child-" + std::to_string(::getpid()) + ".log";
+  {
+    std::ofstream(log) << "before\n";
+  }
+  SpawnOptions opt;
+  opt.stdout_to = opt.stderr_to = SpawnOptions::Output::kFile;
+  opt.output_file = log;
+  auto c = ChildProcess::Spawn({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, {}, opt);
+  REQUIRE(c.ok());
+  CHECK((*c)->stdout_fd() < 0);
+  CHECK((*c)->stderr_fd() < 0);
+  CHECK((*c)->Wait().exit_code == 3);
+  CHECK((*c)->TryReap()->exit_code == 3);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "before\nout\nerr\n");
+  ::unlink(log.c_str());
+
+  opt.output_file = "/nonexistent-dir/x.log";
+  auto bad = ChildProcess::Spawn({"/bin/true"}, {}, opt);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("/nonexistent-dir/x.log") != std::string::npos);
+}
+
+TEST_CASE("ChildProcess: stdout to /dev/null, PATH search, a missing program") {
+  SpawnOptions opt;
+  opt.stdout_to = SpawnOptions::Output::kNull;
+  opt.search_path = true;
+  auto c = ChildProcess::Spawn({"sh", "-c", "echo hidden; echo shown >&2"}, {}, opt);
+  REQUIRE(c.ok());
+  CHECK((*c)->stdout_fd() < 0);
+  std::string err;
+  while ((*c)->stderr_fd() >= 0) {
+    (*c)->Read((*c)->stderr_fd(), &err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK((*c)->Wait().exit_code == 0);
+  CHECK(err == "shown\n");
+
+  CHECK(!ChildProcess::Spawn({"sh", "-c", "true"}, {}).ok());  // a path unless search_path
+  auto missing = ChildProcess::Spawn({"headlab-no-such-program"}, {}, opt);
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().message().find("cannot execute headlab-no-such-program") !=
+        std::string::npos);
+}
+
+TEST_CASE("ChildProcess: a new session, and Release leaves the child running") {
+  SpawnOptions opt;
+  opt.new_session = true;
+  opt.die_with_parent = false;
+  opt.stdout_to = opt.stderr_to = SpawnOptions::Output::kNull;
+  pid_t pid = -1;
+  {
+    auto c = ChildProcess::Spawn({"/bin/sleep", "30"}, {}, opt);
+    REQUIRE(c.ok());
+    pid = (*c)->Release();
+  }
+  REQUIRE(pid > 0);
+  CHECK(Running(pid));  // the destructor left it alone
+  for (int i = 0; i < 200 && ::getsid(pid) != pid; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(::getsid(pid) == pid);
+  CHECK(::getpgid(pid) == pid);
+  ::kill(pid, SIGKILL);
+  int st;
+  CHECK(::waitpid(pid, &st, 0) == pid);
 }
 
 }  // namespace headlab

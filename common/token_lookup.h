@@ -1,0 +1,36 @@
+// Where a program finds the shared token (workers' READY.token, HTTP Bearer): one
+// precedence for the coordinator, the worker and the CLI (docs/DESIGN.md, "Tokens").
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace headlab {
+
+// Where a token was found, in the order they are looked at.
+enum class TokenSource { kFlag, kEnv, kDataDir };
+
+// The token and where it came from; `source` says so for messages ("--token-file FILE",
+// "HEADLAB_TOKEN", "DIR/token").
+struct FoundToken {
+  std::string token;
+  TokenSource from;
+  std::string source;
+};
+
+// Returns the token with surrounding whitespace stripped, looked up in this order:
+//   1. `token_file` (the --token-file flag) if not empty;
+//   2. `env_token` ($HEADLAB_TOKEN) if not null and not empty;
+//   3. `data_dir`/token if it exists.
+// NotFound if none of the three gives one (the coordinator then creates DIR/token, the
+// worker refuses to start, the CLI sends no token); InvalidArgument naming the source if
+// the chosen file cannot be read or holds only whitespace.
+StatusOr<FoundToken> LookUpToken(const std::string& token_file, const char* env_token,
+                                 const std::string& data_dir);
+
+// Returns the token in `path` with surrounding whitespace stripped; InvalidArgument if it
+// is empty, the read error otherwise.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace headlab
