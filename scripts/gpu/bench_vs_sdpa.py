@@ -140,7 +140,7 @@ def flex_runner(mask_name, window, T, qt, kt, vt, dot, bwd):
             return (q >= k) & (q - k < window)
     block = create_block_mask(mask, None, None, T, T, device=qt.device)
     flex = torch.compile(flex_attention)
-    qg, kg, vg = (x.detach().clone().requires_grad_(bwd) for x in (qt, kt, vt))
+    qg, kg, vg = (x.detach().contiguous().requires_grad_(bwd) for x in (qt, kt, vt))
 
     def run():
         out = flex(qg, kg, vg, block_mask=block)
@@ -148,11 +148,18 @@ def flex_runner(mask_name, window, T, qt, kt, vt, dot, bwd):
             torch.autograd.grad(out, (qg, kg, vg), dot)
     try:
         run()
+        with torch.no_grad():  # validate before timing: against SDPA with the same mask
+            got = flex(qt, kt, vt, block_mask=block)
+            i = torch.arange(T, device=qt.device)
+            allowed = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < (window or T))
+            want = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=allowed)
+        err = rel_l2(got, want)
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - any compile failure means "not measured"
         print(f"  flex {mask_name}: unavailable ({type(e).__name__}: {str(e)[:120]})")
         return None
-    return run
+    print(f"  validate flex-{mask_name} vs sdpa with the mask: rel L2 o {err:.1e} {'ok' if err < 2e-2 else 'FAIL'}")
+    return run if err < 2e-2 else None
 
 
 def fmt(r):
