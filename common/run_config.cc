@@ -75,9 +75,10 @@ const std::vector<ConfigKey>& Schema() {
         // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
         // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
         StrKey("train.precision", "auto", "auto|bf16|fp16|fp32"),
-        // The attention implementation (worker/exec/attention_cuda.h): auto = the fastest exact
-        // path per head state on CUDA, fused = the fused hybrid-head kernels for every head,
-        // dense = the masked reference even on CUDA.
+        // The attention implementation (worker/exec/attention_cuda.h): auto = per layer and
+        // shape, the exact plan measured fastest on CUDA (all-fused, or SDPA + fused kernels
+        // with fixed heads as GEMM, convolution or fused), fused = the fused hybrid-head
+        // kernels for every head, dense = the masked reference even on CUDA.
         StrKey("train.attention", "auto", "auto|fused|dense"),
         StrKey("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
         StrKey("data.path", "", nullptr),

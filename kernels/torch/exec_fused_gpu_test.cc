@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -251,6 +253,128 @@ TEST_CASE("fused attention: a bf16 training run on CUDA runs the wgmma kernels a
   }
   testing::RemoveTree(req->out_dir);
   testing::RemoveTree(again->out_dir);
+}
+
+// train.attention = auto measures every candidate plan and runs the fastest
+// (attention_cuda.h); all must be exact. Each form forced in turn through the test timer
+// (time 0 for the plans `form` matches, 1 for the rest), fp32 against the dense reference
+// and bf16 within the dense bf16 reference's own error, for MHA and GQA layers.
+TEST_CASE("fused attention: every candidate plan of the measured choice matches the dense reference") {
+  REQUIRE(torch::cuda::is_available());
+  struct Form {
+    const char* name;
+    std::function<bool(const std::string&)> matches;
+  };
+  auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
+  const std::vector<Form> forms = {
+      {"all fused", [&](const std::string& l) { return !has(l, "sdpa") && has(l, "fixed_fused"); }},
+      {"sdpa + fixed gemm", [&](const std::string& l) { return has(l, "fixed_gemm"); }},
+      {"sdpa + fixed conv", [&](const std::string& l) { return has(l, "fixed_conv"); }},
+      {"sdpa + fixed fused", [&](const std::string& l) { return has(l, "sdpa") && has(l, "fixed_fused"); }}};
+  for (const char* pos : {"learned", "rope"}) {  // MHA, GQA
+    const ModelConfig c = TestModel(pos);
+    MixedModel m = MakeMixedModel(c, 9);
+    SetAttentionMode(AttentionMode::kDense);
+    m.model->SetPrecision(Precision::kFp32);
+    LossAndGrads exact = LossAndGradients(m.model, m.x, m.y);
+    m.model->SetPrecision(Precision::kBf16);
+    const double bf16_reference = WorstError(LossAndGradients(m.model, m.x, m.y), exact);
+    SetAttentionMode(AttentionMode::kAuto);
+    for (const Form& form : forms) {
+      INFO("pos " << pos << ", " << form.name);
+      SetPlanTimerForTesting([&](const std::string& label, const std::function<void()>& run) {
+        run();
+        return form.matches(label) ? 0.0 : 1.0;
+      });
+      m.model->SetPrecision(Precision::kFp32);
+      const double fp32_error = WorstError(LossAndGradients(m.model, m.x, m.y), exact);
+      const std::string label = LayerPathLabel(*m.model->attention(0));
+      m.model->SetPrecision(Precision::kBf16);
+      const double bf16_error = WorstError(LossAndGradients(m.model, m.x, m.y), exact);
+      std::printf("candidates (pos %s, %s): layer 0 ran %s; fp32 worst rel L2 %.3g; bf16 %.3g (dense bf16 %.3g)\n",
+                  pos, form.name, label.c_str(), fp32_error, bf16_error, bf16_reference);
+      if (c.kv_heads == c.heads) CHECK(form.matches(label));  // MHA: every form is a candidate
+      CHECK(fp32_error <= 1e-5);
+      CHECK(bf16_error <= 3 * bf16_reference + 1e-3);
+    }
+    SetPlanTimerForTesting(PlanTimer());
+    // The default timer (CUDA events) measures and records every candidate of layer 0.
+    SetAttentionMode(AttentionMode::kAuto);
+    LossAndGradients(m.model, m.x, m.y);
+    for (const PlanChoice& choice : LayerPlanChoices(*m.model->attention(0)))
+      std::printf("measured (pos %s): %s\n", pos, PlanChoiceSummary(choice).c_str());
+    if (c.kv_heads == c.heads) CHECK_FALSE(LayerPlanChoices(*m.model->attention(0)).empty());
+  }
+}
+
+// The whole-layer bench of the kernel-targets rows (docs/BENCHMARKS.md) (hidden: run it with
+// `kernels_exec_fused_test "[layer_bench]"`): a bf16 layer of 12 heads at B=8, T=4096, d =
+// 64 and 128 (projections included) as training runs it with train.attention = auto. The
+// first forward + backward times every candidate plan (the measured choice; its summary is
+// printed), then the chosen plan is timed with CUDA events: median [min, max] of 5 rounds of
+// 5 steps, and the ratio to the all-ordinary layer's time.
+TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-target rows", "[.][layer_bench]") {
+  REQUIRE(torch::cuda::is_available());
+  const int64_t B = 8, H = 12, T = 4096;
+  SetAttentionMode(AttentionMode::kAuto);
+  for (int64_t d : {64, 128}) {
+    struct Row {
+      std::string name;
+      std::function<void(HybridAttention&)> install;
+    };
+    auto fixed = [&](HybridAttention& layer, int64_t n) {
+      for (int64_t h = 0; h < n; ++h) {
+        torch::Tensor alpha = torch::randn({T}) * 0.5;
+        torch::Tensor rho = -0.01 * torch::arange(T, torch::kFloat) + torch::randn({T}) * 0.2;
+        layer->SetFixedCompact(h, alpha.to(torch::kCUDA), rho.to(torch::kCUDA),
+                               CompactLogNormalizer(alpha, rho).to(torch::kCUDA));
+      }
+    };
+    auto each = [&](HybridAttention& layer, int64_t n, HeadState s) {
+      for (int64_t h = 0; h < n; ++h) layer->SetHeadState(h, s);
+    };
+    const std::vector<Row> rows = {
+        {"all ordinary", [](HybridAttention&) {}},
+        {"fixed 25%", [&](HybridAttention& l) { fixed(l, H / 4); }},
+        {"fixed 50%", [&](HybridAttention& l) { fixed(l, H / 2); }},
+        {"local W=512", [&](HybridAttention& l) { each(l, H, {HeadMode::kLocal, 512}); }},
+        {"local W=1024", [&](HybridAttention& l) { each(l, H, {HeadMode::kLocal, 1024}); }},
+        {"pruned 50%", [&](HybridAttention& l) { each(l, H / 2, {HeadMode::kPruned}); }},
+        {"streaming 50% (128+256)", [&](HybridAttention& l) { each(l, H / 2, {HeadMode::kStreaming, 0, 128, 256}); }}};
+    double ordinary_ms = 0;
+    for (const Row& row : rows) {
+      torch::manual_seed(21);
+      HybridAttention layer(H * d, H, H, T);
+      layer->to(torch::kCUDA);
+      for (torch::Tensor& p : layer->parameters()) p.set_data(p.data().to(torch::kBFloat16));
+      row.install(layer);
+      torch::Tensor x = torch::randn({B, T, H * d}, torch::dtype(torch::kBFloat16).device(torch::kCUDA))
+                            .requires_grad_(true);
+      torch::Tensor dy = torch::randn_like(x);
+      std::vector<torch::Tensor> inputs = layer->parameters();  // dW too, as in training
+      inputs.push_back(x);
+      auto step = [&] {
+        torch::Tensor y = layer->forward(x);
+        torch::autograd::grad({y}, inputs, {dy});
+      };
+      step();  // the measured choice
+      for (const PlanChoice& c : LayerPlanChoices(*layer))
+        std::printf("d=%ld %-24s measured %s\n", long(d), row.name.c_str(), PlanChoiceSummary(c).c_str());
+      std::vector<double> ms;
+      for (int round = 0; round < 5; ++round) {
+        torch::cuda::synchronize();
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 5; ++i) step();
+        torch::cuda::synchronize();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 5);
+      }
+      std::sort(ms.begin(), ms.end());
+      if (row.name == "all ordinary") ordinary_ms = ms[2];
+      std::printf("d=%ld %-24s layer fwd+bwd %.3f ms [%.3f, %.3f] = %.3f x all-ordinary; ran %s\n", long(d),
+                  row.name.c_str(), ms[2], ms[0], ms[4], ms[2] / ordinary_ms, LayerPathLabel(*layer).c_str());
+      CHECK(LayerPathLabel(*layer).rfind("dense_reference", 0) != 0);
+    }
+  }
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 #   scripts/gpu/build-all.sh [--cpu] [--bench] [--train-bench] [--quick] [--no-test] [-j N]
 #                            [-R REGEX] [--target T]...
 #     --cpu      also run `ctest -L cpu` (after the gpu label)
-#     --bench    then the kernels' dev bench and the SDPA comparison (kernels/dev/NOTES.md)
+#     --bench    then the kernels' dev bench, the SDPA / FlexAttention comparison and the
+#                measured-choice layer bench (kernels/dev/NOTES.md, docs/BENCHMARKS.md)
 #     --train-bench  then training throughput against PyTorch eager and torch.compile
 #                (scripts/gpu/bench_train.py; bench_train.{json,log} in $OUT)
 #     --quick    shorter bench (with --bench)
@@ -150,6 +151,12 @@ if [ "$bench" = 1 ]; then
     PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/bench_vs_sdpa.py" --lib "$capi" $quick \
       > "$out/sdpa.log" 2>&1 || status=1
     cat "$out/sdpa.log"
+    # The whole layer as training runs it (train.attention = auto's measured choice).
+    layer_bench="$build/kernels/kernels_exec_fused_test"
+    if [ -x "$layer_bench" ]; then
+      "$layer_bench" "[layer_bench]" > "$out/layer_bench.log" 2>&1 || status=1
+      grep -E "^d=|passed|failed" "$out/layer_bench.log"
+    fi
     phase bench "$([ $status = 0 ] && echo ok || echo FAILED)"
   else
     phase bench "not built"

@@ -2,7 +2,9 @@
 #include "worker/exec/attention_cuda.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -11,9 +13,13 @@
 #include "common/log.h"
 #include "worker/exec/attention.h"
 #include "worker/exec/attention_plan.h"
+#include "worker/exec/fixed_conv.h"
 #include "worker/exec/precision.h"
 
 #if HEADLAB_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+
 #include "kernels/torch/hybrid_attention_op.h"
 #endif
 
@@ -22,16 +28,30 @@
 
 namespace headlab {
 
-// Per-layer state of the fast path: the cached plan and the cached fixed patterns.
+// A plan with its head-block indices on the layer's device (made once per plan: an upload
+// in every forward would wait for the device each time).
+struct DevicePlan {
+  AttentionPlan plan;
+  torch::Tensor q_idx, k_idx, v_idx, o_idx, out_idx;
+};
+
+// Per-layer state of the fast path: the cached plans, the measured choices and the cached
+// fixed patterns (GEMM) and convolution factors.
 struct FastPathState {
   std::string plan_key;
-  AttentionPlan plan;
-  // The plan's head-block indices on the layer's device (made once per plan: an upload in
-  // every forward would wait for the device each time).
-  torch::Tensor q_idx, k_idx, v_idx, o_idx, out_idx;
+  // The static plan (one element), or with train.attention = auto on a device that can be
+  // timed, every candidate (CandidatePlans); `active` is the one forwards run.
+  std::vector<DevicePlan> plans;
+  size_t active = 0;
+  // Measured choices: plan_key + shape -> index into plans, and what was measured.
+  std::map<std::string, size_t> chosen;
+  std::map<std::string, PlanChoice> choices;
   std::string pattern_key;
   torch::Tensor patterns;  // [fixed_gemm heads, T, T] in the activations' dtype
   int64_t pattern_bytes = 0;
+  std::string conv_key;  // the compact fixed heads' convolution factors (fixed_conv.h)
+  bool conv_ok = false;
+  FixedConvFactors conv;
   std::string label;  // LayerPathLabel
   ~FastPathState();
 };
@@ -43,6 +63,9 @@ namespace F = torch::nn::functional;
 std::atomic<int> attention_mode{int(AttentionMode::kAuto)};
 std::atomic<bool> cpu_testing{false};
 std::atomic<int64_t> fused_calls{0};
+std::mutex timer_mutex;
+PlanTimer test_timer;  // guarded by timer_mutex; SetPlanTimerForTesting
+std::atomic<int64_t> timer_generation{0};  // a new test timer measures afresh
 // Bytes of fixed-pattern caches held by all layers of this process. The cache holds one
 // causal [T, T] pattern per fixed head (2 bytes per entry in bf16: 32 MiB at T = 4096); past
 // this budget a layer's fixed heads take the fused kernels (in-register patterns) instead.
@@ -86,7 +109,7 @@ std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
   for (int64_t h : layer.kept_heads()) k << h << ',';
   k << '|';
   for (int64_t g : layer.kept_kv_heads()) k << g << ',';
-  k << '|' << o.sdpa << o.kernel << o.fused_only << o.fixed_gemm << o.trainable_fixed;
+  k << '|' << o.sdpa << o.kernel << o.fused_only << o.fixed_gemm << o.fixed_conv << o.trainable_fixed;
   return k.str();
 }
 
@@ -267,14 +290,90 @@ torch::Tensor Blocks(const torch::Tensor& w, int64_t dim, const torch::Tensor& i
   return w.view({w.size(0), n, d}).index_select(1, idx).reshape({w.size(0), -1});
 }
 
-// Uploads the plan's index lists to `device` (once per plan).
-void UploadIndices(FastPathState& st, const torch::Device& device) {
+// Returns the plan with its index lists uploaded to `device`.
+DevicePlan Upload(AttentionPlan plan, const torch::Device& device) {
   auto up = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
-  st.q_idx = up(st.plan.q_blocks);
-  st.k_idx = up(st.plan.k_blocks);
-  st.v_idx = up(st.plan.v_blocks);
-  st.o_idx = up(st.plan.o_blocks);
-  st.out_idx = up(st.plan.output_heads);
+  DevicePlan dp;
+  dp.q_idx = up(plan.q_blocks);
+  dp.k_idx = up(plan.k_blocks);
+  dp.v_idx = up(plan.v_blocks);
+  dp.o_idx = up(plan.o_blocks);
+  dp.out_idx = up(plan.output_heads);
+  dp.plan = std::move(plan);
+  return dp;
+}
+
+// The compact fixed heads (ascending: the order PlanAttention gives a kFixedConv segment).
+PlanSegment CompactFixedHeads(const HybridAttentionImpl& layer) {
+  PlanSegment seg;
+  seg.kind = SegmentKind::kFixedConv;
+  for (int64_t h = 0; h < layer.heads(); ++h) {
+    const HeadState& s = layer.head_states()[size_t(h)];
+    if (s.mode == HeadMode::kFixed && !s.dense) seg.heads.push_back(h);
+  }
+  return seg;
+}
+
+// Returns true iff the layer's compact fixed heads may take the convolution at length T for
+// activations of `dtype` (fixed_conv.h: the FFT reaches the dtype's tolerance), making
+// their factors (cached in st.conv under the patterns' key).
+bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T, torch::ScalarType dtype) {
+  const PlanSegment seg = CompactFixedHeads(layer);
+  if (seg.heads.empty()) return false;
+  const std::string key = PatternKey(layer, seg, T, dtype);
+  if (key == st.conv_key) return st.conv_ok;
+  torch::Tensor idx = torch::tensor(seg.heads, torch::kLong).to(layer.fixed_alpha.device());
+  // Relative output accuracy asked of the FFT: well below each dtype's own rounding.
+  const double tolerance = dtype == torch::kFloat ? 1e-6 : 1e-4;
+  std::string why;
+  st.conv = FixedConvFactors();
+  st.conv_ok = MakeFixedConvFactors(layer.fixed_alpha.index_select(0, idx), layer.fixed_rho.index_select(0, idx),
+                                    layer.fixed_log_z.index_select(0, idx), T, tolerance, &st.conv, &why);
+  if (!st.conv_ok) LogInfo("attention: fixed heads keep the GEMM or the kernels: " + why);
+  st.conv_key = key;
+  return st.conv_ok;
+}
+
+// Drops the layer's fixed-pattern cache (a measured choice that does not use it).
+void ReleasePatterns(FastPathState& st) {
+  pattern_cache_bytes.fetch_sub(st.pattern_bytes);
+  st.pattern_bytes = 0;
+  st.patterns = torch::Tensor();
+  st.pattern_key.clear();
+}
+
+// The timer of the measured choice for inputs like x: the test timer when set; on CUDA,
+// CUDA events over warmed iterations; else none (the static plan is used).
+PlanTimer TimerFor(const torch::Tensor& x) {
+  {
+    std::lock_guard<std::mutex> lock(timer_mutex);
+    if (test_timer) return test_timer;
+  }
+#if HEADLAB_TORCH_CUDA
+  if (x.is_cuda()) {
+    return [](const std::string&, const std::function<void()>& run) {
+      constexpr int kWarmup = 2, kTimed = 5;
+      for (int i = 0; i < kWarmup; ++i) run();
+      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+      const auto stream = c10::cuda::getCurrentCUDAStream();
+      start.record(stream);
+      for (int i = 0; i < kTimed; ++i) run();
+      stop.record(stream);
+      stop.synchronize();
+      return double(start.elapsed_time(stop)) / kTimed;
+    };
+  }
+#endif
+  (void)x;
+  return PlanTimer();
+}
+
+// "B=8 T=4096 bf16 fwd+bwd": the shape part of a measured choice's key.
+std::string ShapeKey(const torch::Tensor& x, bool backward) {
+  std::ostringstream k;
+  k << "B=" << x.size(0) << " T=" << x.size(1) << ' ' << c10::toString(ActivationDtype(x))
+    << (backward ? " fwd+bwd" : " fwd");
+  return k.str();
 }
 
 }  // namespace
@@ -338,15 +437,27 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
     const int64_t T = x.size(1);
     const int64_t want = FixedHeadCount(layer) * T * T * ElementBytes(ActivationDtype(x));
     o.fixed_gemm = pattern_cache_bytes.load() - st.pattern_bytes + want <= kPatternCacheBudget;
-    const std::string key = PlanKey(layer, o);
-    if (key != st.plan_key || (st.q_idx.defined() && st.q_idx.device() != x.device())) {
-      st.plan = PlanAttention(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
-                              layer.kept_kv_heads(), o);
+    // train.attention = auto on a device that can be timed: every exact plan is a
+    // candidate, and FusedAttentionForward measures them (docs/DESIGN.md).
+    const bool measured = mode == AttentionMode::kAuto && TimerFor(x);
+    o.fixed_conv = measured && !o.trainable_fixed && ConvFactors(layer, st, T, ActivationDtype(x));
+    const std::string key = PlanKey(layer, o) + (measured ? "|measured" : "");
+    if (key != st.plan_key || (!st.plans.empty() && st.plans[0].q_idx.device() != x.device())) {
+      std::vector<AttentionPlan> plans;
+      if (measured) {
+        plans = CandidatePlans(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
+                               layer.kept_kv_heads(), o);
+      } else {
+        plans.push_back(PlanAttention(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
+                                      layer.kept_kv_heads(), o));
+      }
+      st.plans.clear();
+      for (AttentionPlan& p : plans) st.plans.push_back(Upload(std::move(p), x.device()));
+      st.active = 0;
       st.plan_key = key;
-      st.label = st.plan.Label();
-      UploadIndices(st, x.device());
+      st.label = st.plans[0].plan.Label();
     }
-    why = st.plan.dense_reason;
+    why = st.plans[0].plan.dense_reason;
   }
   if (!why.empty()) {
     st.label = "dense_reference (" + why + ")";
@@ -355,18 +466,17 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
   return why;
 }
 
-torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
-                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
-  TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
-                          : cpu_testing.load(std::memory_order_relaxed),
-              "attention: this build has no fast path for ", x.device().str(), " inputs");
-  FastPathState& st = StateOf(layer);
-  const AttentionPlan& plan = st.plan;
-  TORCH_CHECK(plan.dense_reason.empty() && !st.plan_key.empty(),
-              "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
+namespace {
+
+// The layer's forward as `dp` says; *label gets its LayerPathLabel.
+torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const DevicePlan& dp,
+                      const torch::Tensor& x,
+                      const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                      std::string* label) {
+  const AttentionPlan& plan = dp.plan;
   const int64_t B = x.size(0), T = x.size(1), d = layer.head_dim();
   const double scale = 1.0 / std::sqrt(double(d));
-  fused_calls.fetch_add(1, std::memory_order_relaxed);
+  *label = plan.Label();
   if (plan.output_heads.empty()) return layer.EmptyLayerOutput(x);  // every head pruned
 
   // One projection: [Q blocks | K blocks | V blocks], only the rows the heads use (with
@@ -386,9 +496,9 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
       parts.push_back(Blocks(proj->weight, 0, idx, d));
       if (biased) biases.push_back(Blocks(proj->bias.view({-1, 1}), 0, idx, d).view({-1}));
     };
-    if (nq > 0) add(layer.q_proj, st.q_idx);
-    if (nk > 0) add(layer.k_proj, st.k_idx);
-    add(layer.v_proj, st.v_idx);
+    if (nq > 0) add(layer.q_proj, dp.q_idx);
+    if (nk > 0) add(layer.k_proj, dp.k_idx);
+    add(layer.v_proj, dp.v_idx);
   }
   torch::Tensor y = F::linear(x, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
   torch::Tensor q_all, k_all;  // [B, T, nq, d], [B, T, nk, d]
@@ -426,6 +536,12 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
         outs.push_back(FixedPatternMix::apply(v, FixedPatterns(layer, st, seg, T, v.scalar_type())));
         break;
       }
+      case SegmentKind::kFixedConv: {
+        TORCH_CHECK(st.conv_ok && st.conv.T == T && st.conv.a.size(0) == n,
+                    "attention: convolution factors out of date for this plan");
+        outs.push_back(FixedConvMix(v_all.narrow(2, seg.v_offset, n), st.conv));
+        break;
+      }
       case SegmentKind::kFixedKernel: {
         // Fixed heads read no Q or K (kernels/hybrid_attention.h): V stands in for both, and
         // the exact-zero gradients the kernels return for them add nothing to V's.
@@ -435,22 +551,98 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
       }
     }
   }
-  const std::string label = plan.Label() + (kernel_path.empty() ? "" : " kernel=" + kernel_path);
-  if (label != st.label) st.label = label;
+  if (!kernel_path.empty()) *label += " kernel=" + kernel_path;
 
   const int64_t no = int64_t(plan.output_heads.size());
   torch::Tensor o = outs.size() == 1 ? outs[0] : torch::cat(outs, 2);  // [B, T, no, d]
   if (layer.head_gate.defined())
-    o = o * layer.head_gate.index_select(1, st.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
+    o = o * layer.head_gate.index_select(1, dp.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
   const torch::Tensor& wo = layer.o_proj->weight;
-  torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, st.o_idx, d);
+  torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, dp.o_idx, d);
   return F::linear(o.reshape({B, T, no * d}), wo_used, layer.o_proj->bias);
+}
+
+// Times every candidate plan of the layer on x (forward, and backward when `backward`),
+// returns the fastest one's index and records the choice under `key`. The gradients go to
+// x and the parameters through autograd::grad: nothing accumulates into .grad.
+size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch::Tensor& x,
+                     const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                     bool backward, const std::string& key, const PlanTimer& timer) {
+  torch::Tensor xm = x.detach().requires_grad_(backward);
+  std::vector<torch::Tensor> inputs = {xm};
+  if (backward)
+    for (const torch::Tensor& p : layer.parameters())
+      if (p.requires_grad()) inputs.push_back(p);
+  torch::Tensor dy = torch::ones_like(x);
+  PlanChoice choice;
+  choice.shape = ShapeKey(x, backward);
+  for (const DevicePlan& dp : st.plans) {
+    std::string label;
+    auto run = [&] {
+      torch::Tensor y = RunPlan(layer, st, dp, xm, rotate, &label);
+      if (backward && y.requires_grad())
+        torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
+                              /*allow_unused=*/true);
+    };
+    choice.candidates.push_back({dp.plan.Label(), timer(dp.plan.Label(), run)});
+  }
+  choice.chosen = FastestPlan(choice.candidates);
+  LogInfo("attention: measured choice " + PlanChoiceSummary(choice));
+  st.choices[key] = choice;
+  st.chosen[key] = choice.chosen;
+  bool gemm = false;
+  for (const PlanSegment& seg : st.plans[choice.chosen].plan.segments)
+    gemm = gemm || seg.kind == SegmentKind::kFixedGemm;
+  if (!gemm) ReleasePatterns(st);
+  return choice.chosen;
+}
+
+}  // namespace
+
+torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
+                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
+                          : cpu_testing.load(std::memory_order_relaxed),
+              "attention: this build has no fast path for ", x.device().str(), " inputs");
+  FastPathState& st = StateOf(layer);
+  TORCH_CHECK(!st.plans.empty() && st.plans[0].plan.dense_reason.empty(),
+              "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
+  if (st.plans.size() > 1) {  // train.attention = auto: the measured choice for this shape
+    bool backward = false;
+    if (torch::GradMode::is_enabled()) {
+      backward = x.requires_grad();
+      for (const torch::Tensor& p : layer.parameters()) backward = backward || p.requires_grad();
+    }
+    const std::string key = st.plan_key + "|" + ShapeKey(x, backward) + "|" +
+                            std::to_string(timer_generation.load());
+    auto it = st.chosen.find(key);
+    st.active = it != st.chosen.end() ? it->second
+                                      : MeasureChoice(layer, st, x, rotate, backward, key, TimerFor(x));
+  }
+  fused_calls.fetch_add(1, std::memory_order_relaxed);
+  std::string label;
+  torch::Tensor y = RunPlan(layer, st, st.plans[st.active], x, rotate, &label);
+  if (label != st.label) st.label = label;
+  return y;
 }
 
 int64_t FusedAttentionCalls() { return fused_calls.load(std::memory_order_relaxed); }
 
 std::string LayerPathLabel(const HybridAttentionImpl& layer) {
   return layer.fast_state ? layer.fast_state->label : "";
+}
+
+std::vector<PlanChoice> LayerPlanChoices(const HybridAttentionImpl& layer) {
+  std::vector<PlanChoice> out;
+  if (layer.fast_state)
+    for (const auto& [key, choice] : layer.fast_state->choices) out.push_back(choice);
+  return out;
+}
+
+void SetPlanTimerForTesting(PlanTimer timer) {
+  std::lock_guard<std::mutex> lock(timer_mutex);
+  test_timer = std::move(timer);
+  timer_generation.fetch_add(1);
 }
 
 const char* AttentionBackendName(const torch::Device& device) {

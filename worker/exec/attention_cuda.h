@@ -16,15 +16,19 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
+
+#include "worker/exec/attention_plan.h"
 
 namespace headlab {
 
 class HybridAttentionImpl;
 
 // Which implementation the layers use (train.attention): kAuto = the fast path with the
-// fastest backend per head state, kFused = the fast path with the fused kernels for every
+// plan measured fastest per layer and shape (below; the static rules of attention_plan.h
+// where nothing can be timed), kFused = the fast path with the fused kernels for every
 // head (the SAF paper's single-kernel form), kDense = the dense reference everywhere.
 enum class AttentionMode { kAuto, kFused, kDense };
 
@@ -56,6 +60,21 @@ int64_t FusedAttentionCalls();
 // Returns what `layer`'s latest forward ran on, e.g. "sdpa[9] fixed_gemm[3]",
 // "fused[12] kernel=wgmma" or "dense_reference (why)"; "" before its first forward.
 std::string LayerPathLabel(const HybridAttentionImpl& layer);
+
+// train.attention = auto: the first forward of a layer for each (head states, B, T, dtype,
+// forward or forward + backward) times every candidate plan (CandidatePlans: all-fused;
+// SDPA + fused; fixed heads as GEMM, convolution or fused) with CUDA events over warmed
+// iterations, keeps the fastest, logs the choice once, and later forwards of that shape
+// run it. Returns the layer's measured choices (for provenance), in no particular order.
+std::vector<PlanChoice> LayerPlanChoices(const HybridAttentionImpl& layer);
+
+// Times one candidate: calls `run` (a forward, or forward + backward) as often as it likes
+// and returns milliseconds per call.
+using PlanTimer = std::function<double(const std::string& label, const std::function<void()>& run)>;
+
+// Tests only: replaces the CUDA-event timer (and enables the measured choice on CPU inputs
+// under SetFastPathOnCpuForTesting); an empty timer restores the default.
+void SetPlanTimerForTesting(PlanTimer timer);
 
 // Returns the attention backend a model on `device` trains with, for provenance:
 // "fused_cuda" (CUDA device, the kernels linked, mode not dense) or "dense_reference".

@@ -230,5 +230,73 @@ TEST_CASE("attention fast path: the fixed-pattern cache follows the patterns") {
   CHECK(RelL2(before, dense) > 1e-3);
 }
 
+// A timer for the measured choice: runs each candidate once (so the measurement's own code
+// runs) and reports the given milliseconds, `fallback` for labels not listed.
+struct FakeTimer {
+  FakeTimer(std::map<std::string, double> ms, double fallback) {
+    SetPlanTimerForTesting([this, ms, fallback](const std::string& label, const std::function<void()>& run) {
+      run();
+      ++calls;
+      auto it = ms.find(label);
+      return it == ms.end() ? fallback : it->second;
+    });
+  }
+  ~FakeTimer() { SetPlanTimerForTesting(PlanTimer()); }
+  int calls = 0;
+};
+
+// A mixed layer: ordinary, local, two compact fixed heads and a dense fixed one.
+HybridAttention MixedLayer() {
+  torch::manual_seed(6);
+  HybridAttention layer(384, 6, 6, 48);
+  layer->SetHeadState(1, {HeadMode::kLocal, 7});
+  SetRandomCompact(layer, 2, 48);
+  SetRandomCompact(layer, 4, 48);
+  layer->SetFixedDense(5, CompactPattern(torch::randn({48}), torch::randn({48}) * 0.1,
+                                         torch::zeros({48}), 48));
+  return layer;
+}
+
+TEST_CASE("attention fast path: auto times every candidate plan, runs the fastest, records all") {
+  HybridAttention layer = MixedLayer();
+  torch::Tensor x = torch::randn({2, 41, 384});
+  const std::string conv = "sdpa[2] fused[1] fixed_gemm[1] fixed_conv[2]";
+  FakeTimer timer({{conv, 1.0}, {"sdpa[2] fused[1] fixed_gemm[3]", 2.0}}, 3.0);
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto, conv + " kernel=cpu_stand_in");
+  // The dense fixed head rules the all-fused and the fixed-fused plans out.
+  CHECK(timer.calls == 2);
+  std::vector<PlanChoice> choices = LayerPlanChoices(*layer);
+  REQUIRE(choices.size() == 1);
+  CHECK(choices[0].shape == "B=2 T=41 Float fwd+bwd");
+  REQUIRE(choices[0].candidates.size() == 2);
+  CHECK(choices[0].candidates[choices[0].chosen].label == conv);
+  CHECK(choices[0].candidates[choices[0].chosen].ms == 1.0);
+  // The same shape again: no new measurement. Another length, or inference: one each.
+  CpuFastPath on(AttentionMode::kAuto);
+  layer->forward(x);
+  CHECK(timer.calls == 2);
+  layer->forward(torch::randn({2, 30, 384}));
+  {
+    torch::NoGradGuard no_grad;
+    layer->forward(x);
+  }
+  CHECK(timer.calls == 6);
+  CHECK(LayerPlanChoices(*layer).size() == 3);
+}
+
+TEST_CASE("attention fast path: every candidate plan of a mixed layer matches the dense reference") {
+  // Each candidate forced in turn (its time 0, the others 1): outputs and all gradients.
+  HybridAttention layer = MixedLayer();
+  SetRandomCompact(layer, 5, 48);  // all fixed heads compact: every form applies
+  torch::Tensor x = torch::randn({2, 45, 384});
+  for (const std::string& want : {"fused[3] fixed_fused[3]", "sdpa[2] fused[1] fixed_gemm[3]",
+                                  "sdpa[2] fused[1] fixed_conv[3]", "sdpa[2] fused[1] fixed_fused[3]"}) {
+    INFO(want);
+    FakeTimer timer({{want, 0.0}}, 1.0);
+    ExpectSameAsDense(layer, x, AttentionMode::kAuto, want + " kernel=cpu_stand_in");
+    CHECK(timer.calls == 4);
+  }
+}
+
 }  // namespace
 }  // namespace headlab

@@ -2,6 +2,7 @@
 #include "worker/exec/attention_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace headlab {
 namespace {
@@ -65,6 +66,7 @@ const char* SegmentKindName(SegmentKind k) {
     case SegmentKind::kSdpa: return "sdpa";
     case SegmentKind::kKernel: return "fused";
     case SegmentKind::kFixedGemm: return "fixed_gemm";
+    case SegmentKind::kFixedConv: return "fixed_conv";
     case SegmentKind::kFixedKernel: return "fixed_fused";
   }
   return "?";
@@ -96,7 +98,7 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
   if (kv_heads != H) return PlanGrouped(states, kv_heads, kept, kept_kv, o);
 
   // Multi-head layers: sort the heads with outputs into the segments.
-  std::vector<int64_t> sdpa, kernel, fixed_gemm, fixed_kernel;
+  std::vector<int64_t> sdpa, kernel, fixed_gemm, fixed_conv, fixed_kernel;
   for (int64_t h = 0; h < H; ++h) {
     const HeadState& s = states[size_t(h)];
     if (s.mode == HeadMode::kPruned) continue;
@@ -108,7 +110,9 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
         return Dense(std::string(HeadModeName(s.mode)) + " head " + std::to_string(h) +
                      " needs the fused kernels, which this build lacks");
       kernel.push_back(h);
-    } else if (o.fixed_gemm && !o.fused_only) {  // fixed
+    } else if (o.fixed_conv && !o.fused_only && !s.dense) {  // fixed from here on
+      fixed_conv.push_back(h);
+    } else if (o.fixed_gemm && !o.fused_only) {
       fixed_gemm.push_back(h);
     } else if (s.dense) {
       return Dense("dense fixed pattern of head " + std::to_string(h) +
@@ -147,8 +151,64 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
   add(SegmentKind::kSdpa, sdpa);
   add(SegmentKind::kKernel, kernel);
   add(SegmentKind::kFixedGemm, fixed_gemm);
+  add(SegmentKind::kFixedConv, fixed_conv);
   add(SegmentKind::kFixedKernel, fixed_kernel);
   return p;
+}
+
+std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, int64_t kv_heads,
+                                          const std::vector<int64_t>& kept,
+                                          const std::vector<int64_t>& kept_kv,
+                                          const PlanOptions& available) {
+  PlanOptions base = available;
+  base.fused_only = false;
+  base.fixed_conv = false;
+  if (available.trainable_fixed || kv_heads != int64_t(states.size()))
+    return {PlanAttention(states, kv_heads, kept, kept_kv, base)};
+  std::vector<PlanOptions> variants;
+  if (available.kernel) {  // the SAF paper's single-kernel form
+    PlanOptions o = base;
+    o.fused_only = true;
+    variants.push_back(o);
+  }
+  PlanOptions gemm = base;  // the static rule of train.attention = auto
+  variants.push_back(gemm);
+  if (available.fixed_conv) {
+    PlanOptions o = base;
+    o.fixed_conv = true;
+    variants.push_back(o);
+  }
+  PlanOptions fused_fixed = base;
+  fused_fixed.fixed_gemm = false;
+  variants.push_back(fused_fixed);
+
+  std::vector<AttentionPlan> out;
+  for (const PlanOptions& o : variants) {
+    AttentionPlan p = PlanAttention(states, kv_heads, kept, kept_kv, o);
+    if (!p.dense_reason.empty()) continue;
+    bool seen = false;
+    for (const AttentionPlan& q : out) seen = seen || q.Label() == p.Label();
+    if (!seen) out.push_back(std::move(p));
+  }
+  if (out.empty()) out.push_back(PlanAttention(states, kv_heads, kept, kept_kv, base));
+  return out;
+}
+
+size_t FastestPlan(const std::vector<PlanTiming>& timings) {
+  size_t best = 0;
+  for (size_t i = 1; i < timings.size(); ++i)
+    if (timings[i].ms < timings[best].ms) best = i;
+  return best;
+}
+
+std::string PlanChoiceSummary(const PlanChoice& choice) {
+  std::string out = choice.shape + ":";
+  for (size_t i = 0; i < choice.candidates.size(); ++i) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " %.3f ms", choice.candidates[i].ms);
+    out += (i ? ", " : " ") + choice.candidates[i].label + ms + (i == choice.chosen ? " (chosen)" : "");
+  }
+  return out;
 }
 
 }  // namespace headlab

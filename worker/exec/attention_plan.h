@@ -11,8 +11,16 @@
 //   kFixedGemm   fixed heads (SAF eq. 3 compact or dense patterns) as a GEMM with the
 //                layer's cached causal pattern P: O = P V, dV = P^T dO (SAF §3.3's
 //                "dV = P^T dZ"), when the pattern cache fits (PlanOptions::fixed_gemm);
+//   kFixedConv   compact fixed heads as a causal FFT convolution (fixed_conv.h: SAF eq. 3
+//                factorises, O(T log T) instead of the GEMM's O(T^2)), when their patterns
+//                are well enough conditioned (PlanOptions::fixed_conv);
 //   kFixedKernel compact fixed heads through the fused kernels (the paper's in-register
 //                reconstruction), with train.attention = fused or when the cache does not fit.
+//
+// PlanAttention applies the static rules (train.attention = fused forces the kernels;
+// otherwise SDPA for ordinary heads, the GEMM for fixed heads). CandidatePlans lists every
+// exact plan a layer could take; train.attention = auto times them on the device and keeps
+// the fastest per shape (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
 // Pruned heads have no segment: no Q, K, V rows and no output-projection columns.
 //
 // Projection rows (SAF §3.3: "our multi-head pretraining path omits replaced query and key
@@ -34,9 +42,9 @@
 
 namespace headlab {
 
-enum class SegmentKind { kSdpa, kKernel, kFixedGemm, kFixedKernel };
+enum class SegmentKind { kSdpa, kKernel, kFixedGemm, kFixedConv, kFixedKernel };
 
-// Returns "sdpa", "fused", "fixed_gemm" or "fixed_fused".
+// Returns "sdpa", "fused", "fixed_gemm", "fixed_conv" or "fixed_fused".
 const char* SegmentKindName(SegmentKind k);
 
 struct PlanSegment {
@@ -52,6 +60,7 @@ struct PlanOptions {
   bool kernel = false;        // the fused kernels are linked and may be used
   bool fused_only = false;    // train.attention = fused: every head through the fused kernels
   bool fixed_gemm = false;    // the layer's fixed patterns fit the pattern cache
+  bool fixed_conv = false;    // compact fixed heads as the convolution (their conditioning allows it)
   bool trainable_fixed = false;  // a fixed head has trainable alpha/rho (SAF App. C.3.2)
 };
 
@@ -80,5 +89,36 @@ struct AttentionPlan {
 AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_heads,
                             const std::vector<int64_t>& kept, const std::vector<int64_t>& kept_kv,
                             const PlanOptions& options);
+
+// Every distinct plan the layer may take with what `available` allows, for the measured
+// choice: all heads through the fused kernels (when linked); and SDPA (when available) for
+// ordinary heads, the kernels for windowed ones, with the fixed heads as the GEMM, the
+// convolution or the fused kernels, as allowed. Plans with a dense_reason are left out;
+// when none is left, the one element is PlanAttention's (with its reason). Trainable fixed
+// heads and grouped-query layers have one plan.
+std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, int64_t kv_heads,
+                                          const std::vector<int64_t>& kept,
+                                          const std::vector<int64_t>& kept_kv,
+                                          const PlanOptions& available);
+
+// One candidate's measured time (ms per forward, or forward + backward when training).
+struct PlanTiming {
+  std::string label;  // AttentionPlan::Label()
+  double ms = 0;
+};
+
+// A layer's measured choice for one shape, for logs and provenance.
+struct PlanChoice {
+  std::string shape;  // e.g. "B=8 T=4096 bf16 fwd+bwd"
+  std::vector<PlanTiming> candidates;
+  size_t chosen = 0;  // index into candidates
+};
+
+// Returns the index of the fastest timing (the first of equals: deterministic).
+size_t FastestPlan(const std::vector<PlanTiming>& timings);
+
+// A one-line summary, e.g. "B=8 T=4096 bf16 fwd+bwd: sdpa[9] fixed_conv[3] 1.20 ms (chosen),
+// sdpa[9] fixed_gemm[3] 1.41 ms, fused[9] fixed_fused[3] 1.80 ms".
+std::string PlanChoiceSummary(const PlanChoice& choice);
 
 }  // namespace headlab

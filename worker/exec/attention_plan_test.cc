@@ -99,5 +99,62 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
         "grouped-query layer with physically removed heads");
 }
 
+TEST_CASE("attention plan: the convolution form takes compact fixed heads, dense ones keep the GEMM") {
+  using M = HeadMode;
+  auto states = States({M::kOrdinary, M::kFixed, M::kLocal, M::kFixed});
+  states[3].dense = true;
+  PlanOptions o = Cuda();
+  o.fixed_conv = true;
+  AttentionPlan p = PlanAttention(states, 4, Iota(4), Iota(4), o);
+  REQUIRE(p.dense_reason.empty());
+  CHECK(p.Label() == "sdpa[1] fused[1] fixed_gemm[1] fixed_conv[1]");
+  CHECK(p.segments[3].heads == std::vector<int64_t>{1});
+  CHECK(p.v_blocks == std::vector<int64_t>{0, 2, 3, 1});  // output order: the segments'
+  CHECK(p.q_blocks == std::vector<int64_t>{0, 2});
+}
+
+TEST_CASE("attention plan: the candidates of the measured choice") {
+  using M = HeadMode;
+  auto labels = [](const std::vector<AttentionPlan>& plans) {
+    std::vector<std::string> out;
+    for (const AttentionPlan& p : plans) out.push_back(p.Label());
+    return out;
+  };
+  auto states = States({M::kOrdinary, M::kFixed, M::kStreaming, M::kFixed});
+  PlanOptions o = Cuda();
+  o.fixed_conv = true;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
+        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_gemm[2]",
+                                 "sdpa[1] fused[1] fixed_conv[2]", "sdpa[1] fused[1] fixed_fused[2]"});
+  // Without the cache and the conditioning: the kernels' two forms only.
+  o.fixed_conv = o.fixed_gemm = false;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
+        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_fused[2]"});
+  // No fixed heads: all-fused or SDPA + fused; duplicates removed.
+  auto plain = States({M::kOrdinary, M::kOrdinary, M::kLocal});
+  CHECK(labels(CandidatePlans(plain, 3, Iota(3), Iota(3), Cuda())) ==
+        std::vector<std::string>{"fused[3]", "sdpa[2] fused[1]"});
+  // A dense fixed pattern rules the all-fused form out.
+  states[1].dense = true;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), Cuda())) ==
+        std::vector<std::string>{"sdpa[1] fused[1] fixed_gemm[2]"});
+  // Grouped-query layers and trainable alpha/rho: the one static plan.
+  CHECK(labels(CandidatePlans(plain, 1, Iota(3), Iota(1), Cuda())) == std::vector<std::string>{"fused[3]"});
+  PlanOptions t = Cuda();
+  t.trainable_fixed = true;
+  auto c = CandidatePlans(plain, 3, Iota(3), Iota(3), t);
+  REQUIRE(c.size() == 1);
+  CHECK_FALSE(c[0].dense_reason.empty());
+}
+
+TEST_CASE("attention plan: the fastest timing wins, the first of equals, and the summary lists all") {
+  PlanChoice c;
+  c.shape = "B=2 T=8 fp32 fwd";
+  c.candidates = {{"a", 2.0}, {"b", 1.0}, {"c", 1.0}};
+  c.chosen = FastestPlan(c.candidates);
+  CHECK(c.chosen == 1);
+  CHECK(PlanChoiceSummary(c) == "B=2 T=8 fp32 fwd: a 2.000 ms, b 1.000 ms (chosen), c 1.000 ms");
+}
+
 }  // namespace
 }  // namespace headlab

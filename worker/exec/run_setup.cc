@@ -39,4 +39,17 @@ Json AttentionPaths(Gpt& model) {
   return out;
 }
 
+Json AttentionChoices(Gpt& model) {
+  Json out = Json::array();
+  for (int64_t l = 0; l < model->config().layers; ++l) {
+    for (const PlanChoice& c : LayerPlanChoices(*model->attention(l))) {
+      Json ms = Json::object();
+      for (const PlanTiming& t : c.candidates) ms[t.label] = t.ms;
+      out.push_back({{"layer", l}, {"shape", c.shape}, {"chosen", c.candidates[c.chosen].label},
+                     {"candidates_ms", ms}});
+    }
+  }
+  return out;
+}
+
 }  // namespace headlab

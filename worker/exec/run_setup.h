@@ -24,4 +24,9 @@ Json ExecutionProvenance(const Gpt& model, const torch::Device& device);
 // {"<label>": [layers...]}, e.g. {"sdpa[9] fixed_gemm[3]": [0, 1, ...]}.
 Json AttentionPaths(Gpt& model);
 
+// Per-layer measured backend choices (train.attention = auto; attention_cuda.h
+// LayerPlanChoices): [{"layer": l, "shape": "B=8 T=4096 BFloat16 fwd+bwd", "chosen": label,
+// "candidates_ms": {label: ms, ...}}, ...], layers ascending; [] where nothing was measured.
+Json AttentionChoices(Gpt& model);
+
 }  // namespace headlab

@@ -471,7 +471,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
     if (progress.step == first_step + 1) {
       timer.Mark(progress.step);  // the first update is warm-up: timing starts after it
       if (lead) {
-        Json first = {{"attention_paths", AttentionPaths(model)}};
+        Json first = {{"attention_paths", AttentionPaths(model)},
+                      {"attention_choices", AttentionChoices(model)}};
         if (reducer) first["allreduce_buckets"] = int64_t(reducer->bucket_count());
         events->Provenance(first);
       }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "worker/exec/fixed_conv.h"
+
 namespace headlab::saf {
 namespace {
 
@@ -36,12 +38,6 @@ torch::Tensor DiagonalSums(const torch::Tensor& m) {
   return torch::zeros({T}, m.options()).index_add_(0, Offsets(T).flatten(), m.flatten());
 }
 
-int64_t FftLength(int64_t T) {
-  int64_t n = 1;
-  while (n < 2 * T) n <<= 1;  // >= 2T: linear, not circular, convolution
-  return n;
-}
-
 // The scaled factors of eq. 3: a = exp(alpha - max alpha), r = exp(rho - max rho), and the
 // shift their product carries.
 struct Scaled {
@@ -55,17 +51,14 @@ Scaled ScaleFactors(const torch::Tensor& alpha, const torch::Tensor& rho) {
 
 // c(i) = sum_{k<=i} a(k) r(i-k) for i < T (causal convolution by FFT).
 torch::Tensor CausalConvolution(const torch::Tensor& a, const torch::Tensor& r) {
-  const int64_t T = a.size(0), n = FftLength(T);
-  torch::Tensor c = torch::fft::irfft(torch::fft::rfft(a, n) * torch::fft::rfft(r, n), n);
-  return c.narrow(0, 0, T);
+  const int64_t T = a.size(0);
+  return CausalConvolve(a, torch::fft::rfft(r, CausalFftLength(T)), T);
 }
 
 // c(j) = sum_{d >= 0, j+d < T} r(d) w(j+d) for j < T (correlation by FFT).
 torch::Tensor CausalCorrelation(const torch::Tensor& w, const torch::Tensor& r) {
-  const int64_t T = w.size(0), n = FftLength(T);
-  torch::Tensor c =
-      torch::fft::irfft(torch::fft::rfft(w, n) * torch::fft::rfft(r, n).conj(), n);
-  return c.narrow(0, 0, T);
+  const int64_t T = w.size(0);
+  return CausalCorrelate(w, torch::fft::rfft(r, CausalFftLength(T)), T);
 }
 
 // The unnormalised log-pattern alpha(j) + rho(i-j) for j <= i, -inf above.
