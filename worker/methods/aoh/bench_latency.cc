@@ -1,5 +1,5 @@
 // bench-prefill and bench-decode.
-#include "worker/exec/bench_latency.h"
+#include "worker/methods/aoh/bench_latency.h"
 
 #include <unistd.h>
 
