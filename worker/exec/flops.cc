@@ -17,8 +17,6 @@
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "worker/exec/data.h"
-#include "worker/exec/data_check.h"
-#include "worker/exec/import_weights.h"
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
@@ -113,26 +111,16 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
   StatusOr<FlopsOptions> options = ParseOptions(req.config_json);
   if (!options.ok()) return options.status();
   const FlopsOptions& o = *options;
-  if (t.threads > 0) torch::set_num_threads(int(t.threads));
-  const bool cuda = torch::cuda::is_available();
-  if (t.device == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  const torch::Device device = (t.device == "cpu" || !cuda) ? torch::Device(torch::kCPU)
-                                                            : torch::Device(torch::kCUDA, 0);
-  StatusOr<Dataset> data = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
+  torch::Device device(torch::kCPU);
+  HEADLAB_RETURN_IF_ERROR(PickDevice(t, /*rank=*/0, &device));
+  StatusOr<Dataset> data = LoadRunData(c);  // as run kind "train" (a method may calibrate)
   if (!data.ok()) return data.status();
-  HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(data.value(), c));
-  if (data->vocab > c.model.vocab || data->train.size <= c.model.context)
-    return Status::InvalidArgument("config: $.config.model: the " + c.data.source +
-                                   " data set needs vocab >= " + std::to_string(data->vocab) +
-                                   " and more than model.context training tokens");
   HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
 
-  torch::manual_seed(uint64_t(c.seed));
-  Gpt model(c.model);
-  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, nullptr));
-  model->to(device);
-  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
+  StatusOr<Gpt> seeded = SeededModel(c, nullptr);
+  if (!seeded.ok()) return seeded.status();
+  Gpt model = *seeded;
+  HEADLAB_RETURN_IF_ERROR(PlaceModel(model, t, device));
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);  // as run kind "train"
   Updater updater(model, *opt, t, model->precision(), device);
 
@@ -144,9 +132,8 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
                             .to(device, false, true);
   torch::Tensor x = batch.narrow(1, 0, c.model.context), y = batch.narrow(1, 1, c.model.context);
 
-  Json prov = {{"libtorch_version", TORCH_VERSION}, {"device", device.str()},
-               {"dataset_sha256", data->sha256}};
-  prov.update(ExecutionProvenance(model, device));
+  Json prov = RunProvenance(model, device);
+  prov["dataset_sha256"] = data->sha256;
   TrainContext ctx{c, req.config_json, req.out_dir, model, opt, data.value(), device, events, 0,
                    [](int64_t) { return std::nan(""); }};
   for (const std::shared_ptr<TrainHooks>& h : req.hooks)
