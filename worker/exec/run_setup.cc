@@ -12,6 +12,7 @@
 #include "worker/exec/data_check.h"
 #include "worker/exec/import_weights.h"
 #include "worker/exec/precision.h"
+#include "worker/exec/train.h"
 
 namespace headlab {
 
@@ -86,6 +87,15 @@ Status RestoreStartCheckpoint(const ResumePoint& from, Gpt& model, torch::optim:
   if (progress->step != from.step)
     return Status::Corruption(from.path + ": holds step " + std::to_string(progress->step) +
                               ", the manifest expects " + std::to_string(from.step));
+  return Status::Ok();
+}
+
+Status SaveCheckpoint(const std::string& out_dir, const Json& config_json, Gpt& model,
+                      torch::optim::Optimizer& opt, const TrainProgress& progress, EventSink* events) {
+  const std::string bytes = SerializeCheckpoint(model, opt, progress, CanonicalJson(config_json));
+  const std::string path = CheckpointPath(out_dir, progress.step);
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+  events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
   return Status::Ok();
 }
 

@@ -2,8 +2,9 @@
 // order the kinds call them: threads and device (by data-parallel rank), the data set and
 // its checks, the seeded model placed on the device in the precision (train.precision) and
 // with the attention implementation (train.attention) of the config, a start checkpoint
-// (resume or parent) restored, and the provenance fields that name all of these. Used by
-// train, flops, mqar, passkey and the bench kinds. Included only by LibTorch translation units.
+// (resume or parent) restored, checkpoints saved, and the provenance fields that name all
+// of these. Used by train, flops, mqar, passkey and the bench kinds. Included only by
+// LibTorch translation units.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 #include "common/status.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
+#include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
 #include "worker/exec/manifest.h"
 #include "worker/exec/model.h"
@@ -44,6 +46,12 @@ Status PlaceModel(Gpt& model, const TrainConfig& t, const torch::Device& device)
 // *progress. Corruption on a mismatch.
 Status RestoreStartCheckpoint(const ResumePoint& from, Gpt& model, torch::optim::Optimizer& opt,
                               TrainProgress* progress);
+
+// Writes the checkpoint of progress.step to CheckpointPath(out_dir, step) atomically, the
+// normalized config `config_json` stored with it for the record, and reports it as a
+// "checkpoint" artifact.
+Status SaveCheckpoint(const std::string& out_dir, const Json& config_json, Gpt& model,
+                      torch::optim::Optimizer& opt, const TrainProgress& progress, EventSink* events);
 
 // Provenance every kind that builds a model reports: libtorch_version, device, threads and
 // ExecutionProvenance.

@@ -7,7 +7,9 @@
 #include "common/files.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
+#include "worker/exec/event_capture.h"
 #include "worker/exec/optimizer.h"
+#include "worker/exec/train.h"
 #include "worker/exec/test_util.h"
 
 namespace headlab {
@@ -82,7 +84,7 @@ TEST_CASE("run setup: data checks name the config field") {
         "config: $.config.model.vocab: the builtin data set needs vocab >= 256, got 100");
 }
 
-TEST_CASE("run setup: a start checkpoint is restored only with the manifest's SHA-256 and step") {
+TEST_CASE("run setup: a saved checkpoint is restored only with the manifest's SHA-256 and step") {
   ExecConfig c = TinyConfig(Json::object());
   StatusOr<Gpt> saved_model = SeededModel(c, nullptr);
   REQUIRE(saved_model.ok());
@@ -90,12 +92,24 @@ TEST_CASE("run setup: a start checkpoint is restored only with the manifest's SH
   auto saved_opt = MakeOptimizer(saved, c.train);
   TrainProgress at3;
   at3.step = 3;
-  const std::string bytes = SerializeCheckpoint(saved, *saved_opt, at3, "{}");
   const std::string dir = testing::ScratchPath("headlab_run_setup_test");
   testing::RemoveTree(dir);
   REQUIRE(MakeDirs(dir).ok());
-  const std::string path = dir + "/ckpt.pt";
-  REQUIRE(WriteFileAtomic(path, bytes).ok());
+  Status saved_st;
+  std::vector<Json> events = testing::CaptureEvents(
+      [&](EventSink* sink) { return SaveCheckpoint(dir, Json::object(), saved, *saved_opt, at3, sink); },
+      &saved_st);
+  REQUIRE(saved_st.ok());
+  const std::string path = CheckpointPath(dir, 3);
+  StatusOr<std::string> read = ReadFile(path);
+  REQUIRE(read.ok());
+  const std::string bytes = *read;
+  CHECK(bytes == SerializeCheckpoint(saved, *saved_opt, at3, CanonicalJson(Json::object())));
+  REQUIRE(events.size() == 1);  // the artifact, naming the file and its hash
+  CHECK(events[0]["ev"] == "artifact");
+  CHECK(events[0]["kind"] == "checkpoint");
+  CHECK(events[0]["path"] == path);
+  CHECK(events[0]["sha256"] == Sha256Hex(bytes));
 
   StatusOr<Gpt> fresh = SeededModel(TinyConfig({{"seed", 9}}), nullptr);
   REQUIRE(fresh.ok());

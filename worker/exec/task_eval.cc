@@ -189,10 +189,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
             std::to_string(eval_loss) + ", accuracy " + std::to_string(accuracy));
   };
   auto save = [&]() -> Status {
-    std::string bytes = SerializeCheckpoint(model, *opt, progress, CanonicalJson(req.config_json));
-    std::string path = CheckpointPath(req.out_dir, progress.step);
-    HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-    events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
+    HEADLAB_RETURN_IF_ERROR(SaveCheckpoint(req.out_dir, req.config_json, model, *opt, progress, events));
     saved_at = progress.step;
     return Status::Ok();
   };

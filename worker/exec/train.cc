@@ -129,16 +129,6 @@ void SetLr(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
 }
 
-// Writes the checkpoint of `progress.step` atomically and reports it as an artifact.
-Status SaveCheckpoint(const TrainRequest& req, Gpt& model, torch::optim::Optimizer& opt,
-                      const TrainProgress& progress, EventSink* events) {
-  std::string bytes = SerializeCheckpoint(model, opt, progress, CanonicalJson(req.config_json));
-  std::string path = CheckpointPath(req.out_dir, progress.step);
-  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-  events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
-  return Status::Ok();
-}
-
 }  // namespace
 
 double ScheduledLr(const TrainConfig& t, double step) {
@@ -419,7 +409,7 @@ Status Trainer::Save() {
     if (!state.empty()) progress_.method_states[h->name()] = std::move(state);
   }
   saved_at_ = progress_.step;
-  Status st = SaveCheckpoint(req_, model_, *opt_, progress_, events_);
+  Status st = SaveCheckpoint(req_.out_dir, req_.config_json, model_, *opt_, progress_, events_);
   timer_->Resume(progress_.step);
   return st;
 }
