@@ -106,7 +106,8 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("pair.rep", 0, 1e6, 0),
         IntKey("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
         NumKey("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
-        // Timing run kinds bench-update / bench-prefill / bench-decode (worker/exec/bench_*.h).
+        // Timing run kinds bench-update (worker/exec/bench_update.h), bench-prefill and
+        // bench-decode (worker/methods/aoh/bench_latency.h).
         IntKey("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
         IntKey("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
         StrKey("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context

@@ -21,14 +21,6 @@ struct BenchClock::CudaEvents {
 #endif
 };
 
-Status PickBenchDevice(const std::string& want, torch::Device* device) {
-  const bool cuda = torch::cuda::is_available();
-  if (want == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
-  return Status::Ok();
-}
-
 std::string DeviceLabel(const torch::Device& device) {
 #if HEADLAB_TORCH_CUDA
   if (device.is_cuda())

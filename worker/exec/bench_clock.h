@@ -16,10 +16,6 @@
 
 namespace headlab {
 
-// Resolves train.device (auto = cuda when available) into *device; Unavailable when cuda
-// is asked for and absent.
-Status PickBenchDevice(const std::string& want, torch::Device* device);
-
 // Returns "cuda:I <GPU name>" or "cpu (N threads)".
 std::string DeviceLabel(const torch::Device& device);
 

@@ -9,7 +9,6 @@
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "common/log.h"
 #include "common/metric_names.h"
@@ -31,10 +30,9 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   const TrainConfig& t = c.train;
   auto settings = BenchSettingsFromJson(req.config_json, c, req.file);
   if (!settings.ok()) return settings.status();
-  if (t.threads > 0) torch::set_num_threads(int(t.threads));
   const int world = int(t.ranks);
   torch::Device device(torch::kCPU);
-  HEADLAB_RETURN_IF_ERROR(PickRankDevice(t.device, req.rank, &device));
+  HEADLAB_RETURN_IF_ERROR(PickDevice(t, req.rank, &device));
   c10::DeviceGuard device_guard(device);
   StatusOr<ReduceDtype> reduce_dtype = ParseReduceDtype(t.allreduce_dtype);
   if (!reduce_dtype.ok()) return reduce_dtype.status();
@@ -58,12 +56,10 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
                                         {updates * t.grad_accum, t.batch_size, c.model.context + 1},
                                         torch::kLong).to(device);
   BenchClock clock(device);
-  Json prov = {{"kind", "bench-update"}, {"libtorch_version", TORCH_VERSION},
-               {"device", DeviceLabel(device)}, {"timer", clock.method()},
-               {"memory_kind", clock.memory_kind()}, {"threads", torch::get_num_threads()},
-               {"pid", int64_t(::getpid())}, {"warmup", settings->warmup},
-               {"repeats", settings->repeats}};
-  prov.update(ExecutionProvenance(model, device));
+  Json prov = RunProvenance(model, device);
+  prov.update({{"kind", "bench-update"}, {"device", DeviceLabel(device)}, {"timer", clock.method()},
+               {"memory_kind", clock.memory_kind()}, {"pid", int64_t(::getpid())},
+               {"warmup", settings->warmup}, {"repeats", settings->repeats}});
   if (dp->group) {
     prov["ranks"] = world;
     prov["dist_backend"] = dp->group->backend();

@@ -141,20 +141,6 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
   }
 }
 
-Status PickRankDevice(const std::string& want, int rank, torch::Device* device) {
-  const bool cuda = torch::cuda::is_available();
-  if (want == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  if (want != "cpu" && cuda && rank >= int(torch::cuda::device_count()))
-    return Status::Unavailable("rank " + std::to_string(rank) + " needs GPU " +
-                               std::to_string(rank) + " but " +
-                               std::to_string(torch::cuda::device_count()) +
-                               " are visible: ask for resources.gpus = train.ranks");
-  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU)
-                                     : torch::Device(torch::kCUDA, int8_t(rank));
-  return Status::Ok();
-}
-
 DataParallel::DataParallel() = default;
 DataParallel::DataParallel(DataParallel&&) noexcept = default;
 DataParallel& DataParallel::operator=(DataParallel&&) noexcept = default;

@@ -65,11 +65,6 @@ StatusOr<std::unique_ptr<ProcessGroup>> JoinProcessGroup(int rank, int world,
                                                          const std::string& store_path,
                                                          torch::Device device);
 
-// Resolves train.device (auto = cuda when available) for data-parallel rank `rank` into
-// *device: rank r takes the r-th visible GPU. Unavailable when cuda is asked for and
-// absent, or when fewer GPUs than ranks are visible.
-Status PickRankDevice(const std::string& want, int rank, torch::Device* device);
-
 class RankLauncher;
 
 // The data-parallel side of one attempt: its process group and, on rank 0, its peers.

@@ -10,17 +10,12 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/run_config.h"
-#include "worker/exec/bench_latency.h"
-#include "worker/exec/bench_update.h"
 #include "worker/exec/events.h"
 #include "worker/exec/exec_config.h"
-#include "worker/exec/flops.h"
 #include "worker/exec/manifest.h"
 #include "worker/exec/method_hooks.h"
-#include "worker/exec/noop.h"
+#include "worker/exec/run_kinds.h"
 #include "worker/exec/stop_flag.h"
-#include "worker/exec/task_eval.h"
-#include "worker/exec/train.h"
 
 namespace headlab {
 namespace {
@@ -46,16 +41,11 @@ int ExitCodeFor(const Status& s) {
   }
 }
 
-struct LoadedRun {
-  Manifest manifest;
-  Json normalized;  // the manifest's config after NormalizeRunConfig
-  ExecConfig config;
-  HookList hooks;   // the methods the config turns on
-};
-
 // Reads and validates the manifest and its config; every error names `file` and the field.
-StatusOr<LoadedRun> LoadRun(const std::string& file) {
+StatusOr<LoadedRun> LoadRun(const std::string& file, int rank) {
   LoadedRun run;
+  run.rank = rank;
+  run.file = file;
   StatusOr<std::string> text = ReadFile(file);
   if (!text.ok()) return text.status();
   StatusOr<Manifest> manifest = ParseManifest(text.value(), file);
@@ -94,59 +84,13 @@ int ExecMain(int argc, char** argv) {
   InstallStopHandler();
   const std::string file = args->positional()[0];
 
-  StatusOr<LoadedRun> run = LoadRun(file);
+  StatusOr<LoadedRun> run = LoadRun(file, rank);
   if (!run.ok()) {
     LogError(run.status().message());
     return run.status().code() == Status::Code::kInvalidArgument ? 2 : 1;
   }
-  const ExecConfig& config = run->config;
-
   EventSink events(stdout);
-  Status result;
-  if (config.train.ranks > 1 && config.kind != "train" && config.kind != "bench-update") {
-    // Only these two launch and join peers (dist.h); another kind would run one process
-    // and report it as N.
-    result = Status::InvalidArgument(file + ": $.config.train.ranks: kind \"" + config.kind +
-                                     "\" runs in one process; train.ranks > 1 is for kinds "
-                                     "\"train\" and \"bench-update\"");
-  } else if (config.kind == "noop") {
-    result = RunNoop(config, &events);
-  } else if (config.kind == "train") {
-    TrainRequest req{config,
-                     run->normalized,
-                     run->manifest.out_dir,
-                     run->manifest.resume,
-                     run->manifest.parent,
-                     run->manifest.parent_run,
-                     run->hooks,
-                     rank,
-                     file};
-    result = RunTraining(req, &events);
-  } else if (config.kind == "flops") {
-    result = RunFlops(FlopsRequest{config, run->normalized, run->manifest.out_dir, run->hooks}, &events);
-  } else if (config.kind == "bench-update" || config.kind == "bench-prefill" ||
-             config.kind == "bench-decode") {
-    // The bench kinds time the model with its model.head_modes; a method's training hooks
-    // would not run inside them, so a leg that names one is refused, not mislabelled.
-    BenchRequest req{config, run->normalized, file, run->manifest.out_dir, rank};
-    if (!run->hooks.empty())
-      result = Status::Unavailable(file + ": $.config.kind: " + config.kind +
-                                   " times model.head_modes only and cannot run a method's "
-                                   "hooks (saf/aoh/aah); set the heads with model.head_modes");
-    else if (config.kind == "bench-update")
-      result = RunBenchUpdate(req, &events);
-    else if (config.kind == "bench-prefill")
-      result = RunBenchPrefill(req, &events);
-    else
-      result = RunBenchDecode(req, &events);
-  } else if (config.kind == "mqar" || config.kind == "passkey") {
-    TrainRequest req{config, run->normalized, run->manifest.out_dir, run->manifest.resume,
-                     run->manifest.parent, run->manifest.parent_run, run->hooks};
-    result = config.kind == "mqar" ? RunMqar(req, &events) : RunPasskey(req, &events);
-  } else {
-    result = Status::InvalidArgument(file + ": $.config.kind: run kind \"" + config.kind +
-                                     "\" is not executable by this build");
-  }
+  Status result = RunOneKind(FindRunKind(run->config.kind), *run, &events);
   if (!result.ok()) {
     if (result.code() == Status::Code::kCancelled)
       LogInfo(result.message());

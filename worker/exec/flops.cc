@@ -17,8 +17,6 @@
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "worker/exec/data.h"
-#include "worker/exec/data_check.h"
-#include "worker/exec/import_weights.h"
 #include "worker/exec/flops_ranges.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
@@ -105,214 +103,258 @@ bool IsAttentionUnder(const std::string& path, const std::string& prefix) {
          path.find("/method/") == std::string::npos;
 }
 
-}  // namespace
+// One flops run as named steps: SetUp (run_setup.h and the fixed batch), Warmup,
+// TimeRepeats, TracePair, CountPair, then Report.
+class FlopsRun {
+ public:
+  FlopsRun(const FlopsRequest& req, EventSink* events) : req_(req), c_(req.config), t_(req.config.train), events_(events) {}
 
-Status RunFlops(const FlopsRequest& req, EventSink* events) {
-  const ExecConfig& c = req.config;
-  const TrainConfig& t = c.train;
-  StatusOr<FlopsOptions> options = ParseOptions(req.config_json);
-  if (!options.ok()) return options.status();
-  const FlopsOptions& o = *options;
-  if (t.threads > 0) torch::set_num_threads(int(t.threads));
-  const bool cuda = torch::cuda::is_available();
-  if (t.device == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  const torch::Device device = (t.device == "cpu" || !cuda) ? torch::Device(torch::kCPU)
-                                                            : torch::Device(torch::kCUDA, 0);
-  StatusOr<Dataset> data = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
-  if (!data.ok()) return data.status();
-  HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(data.value(), c));
-  if (data->vocab > c.model.vocab || data->train.size <= c.model.context)
-    return Status::InvalidArgument("config: $.config.model: the " + c.data.source +
-                                   " data set needs vocab >= " + std::to_string(data->vocab) +
-                                   " and more than model.context training tokens");
-  HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
+  // flops.* options, device, data, the seeded model and its optimiser as kind "train" has
+  // them, one fixed batch, the provenance so far and the methods' OnStart.
+  Status SetUp();
+  // flops.warmup untimed pairs; they advance the methods as training does.
+  Status Warmup();
+  // flops.repeats timed pairs: CUDA events per range (GPU), host wall time of each pair
+  // (anywhere), and the peak memory.
+  Status TimeRepeats();
+  // One traced pair: kernel records joined to the ranges.
+  Status TracePair();
+  // One counted pair under replay, the state restored before every pass.
+  Status CountPair();
+  // Metrics, provenance, the methods' figures, the flops.json artifact and the summary.
+  Status Report();
 
-  torch::manual_seed(uint64_t(c.seed));
-  Gpt model(c.model);
-  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, nullptr));
-  model->to(device);
-  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
-  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);  // as run kind "train"
-  Updater updater(model, *opt, t, model->precision(), device);
-
-  // One fixed batch: every repeat and replay pass does the same work.
-  BatchSampler sampler(uint64_t(c.seed), c.model.context);
-  std::vector<int64_t> tokens;
-  sampler.Next(data->train, t.batch_size, &tokens);
-  torch::Tensor batch = torch::from_blob(tokens.data(), {t.batch_size, c.model.context + 1}, torch::kLong)
-                            .to(device, false, true);
-  torch::Tensor x = batch.narrow(1, 0, c.model.context), y = batch.narrow(1, 1, c.model.context);
-
-  Json prov = {{"libtorch_version", TORCH_VERSION}, {"device", device.str()},
-               {"dataset_sha256", data->sha256}};
-  prov.update(ExecutionProvenance(model, device));
-  TrainContext ctx{c, req.config_json, req.out_dir, model, opt, data.value(), device, events, 0,
-                   [](int64_t) { return std::nan(""); }};
-  for (const std::shared_ptr<TrainHooks>& h : req.hooks)
-    HEADLAB_RETURN_IF_ERROR(h->OnStart(ctx, std::nullopt, &prov));
-  SetPerLayerAttentionRanges(o.per_layer);
-
-  auto forward = [&]() -> Status {
-    ResetAttentionLayers();
-    ScopedRange r("forward");
-    torch::NoGradGuard no_grad;
-    (void)model->Loss(x, y);
-    return Status::Ok();
-  };
+ private:
+  Status Forward();
   // `advance`: also run AfterUpdate and count the update, as the training loop does. Warm-up
   // steps advance (a method's controller moves on as in training); measured steps do not,
   // so every repeat and replay pass sees the same method state.
-  auto step = [&](bool advance) -> Status {
-    ResetAttentionLayers();
-    ScopedRange s("step");
-    updater.Begin();
-    {
-      ScopedRange m("method");
-      for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(ctx, x));
-    }
-    torch::Tensor loss;
-    {
-      ScopedRange f("forward");
-      loss = model->Loss(x, y);
-    }
-    {
-      ScopedRange b("backward");
-      updater.Backward(loss);
-    }
-    {
-      ScopedRange m("method");
-      for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterBackward(ctx));
-    }
-    {
-      ScopedRange u("optimizer");
-      updater.Apply();
-    }
-    if (!advance) return Status::Ok();
-    ++ctx.step;
-    const double update_loss = loss.item<double>();
-    for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterUpdate(ctx, update_loss));
-    return Status::Ok();
-  };
-  auto pair = [&]() -> Status {
-    HEADLAB_RETURN_IF_ERROR(forward());
-    return step(/*advance=*/false);
-  };
+  Status TrainStep(bool advance);
+  Status Pair();
+  double MedianOf(const std::string& path) const;
 
-  for (int64_t w = 0; w < o.warmup; ++w) {
-    HEADLAB_RETURN_IF_ERROR(forward());
-    HEADLAB_RETURN_IF_ERROR(step(/*advance=*/true));
+  // Constant after construction.
+  const FlopsRequest& req_;
+  const ExecConfig& c_;
+  const TrainConfig& t_;
+  EventSink* const events_;
+
+  // Set up by SetUp.
+  FlopsOptions o_;
+  torch::Device device_{torch::kCPU};
+  Dataset data_;
+  Gpt model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  std::unique_ptr<Updater> updater_;
+  std::vector<int64_t> tokens_;  // the fixed batch: every repeat and replay pass does the same work
+  torch::Tensor x_, y_;
+  Json prov_;
+  std::unique_ptr<TrainContext> ctx_;
+
+  // Measured.
+  std::map<std::string, std::vector<double>> event_ms_;
+  std::vector<double> wall_ms_;
+  std::string timing_unmeasured_;
+  double peak_allocated_ = std::nan("");
+  Json kernels_ = Json::object();
+  std::string trace_unmeasured_;
+  measure::JoinResult join_;
+  measure::FlopReport flops_;
+};
+
+Status FlopsRun::SetUp() {
+  StatusOr<FlopsOptions> options = ParseOptions(req_.config_json);
+  if (!options.ok()) return options.status();
+  o_ = *options;
+  HEADLAB_RETURN_IF_ERROR(PickDevice(t_, /*rank=*/0, &device_));
+  StatusOr<Dataset> data = LoadRunData(c_);  // as run kind "train" (a method may calibrate)
+  if (!data.ok()) return data.status();
+  data_ = std::move(data.value());
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(req_.out_dir));
+
+  StatusOr<Gpt> seeded = SeededModel(c_, nullptr);
+  if (!seeded.ok()) return seeded.status();
+  model_ = *seeded;
+  HEADLAB_RETURN_IF_ERROR(PlaceModel(model_, t_, device_));
+  opt_ = MakeOptimizer(model_, t_);  // as run kind "train"
+  updater_ = std::make_unique<Updater>(model_, *opt_, t_, model_->precision(), device_);
+
+  BatchSampler sampler(uint64_t(c_.seed), c_.model.context);
+  sampler.Next(data_.train, t_.batch_size, &tokens_);
+  torch::Tensor batch = torch::from_blob(tokens_.data(), {t_.batch_size, c_.model.context + 1}, torch::kLong)
+                            .to(device_, false, true);
+  x_ = batch.narrow(1, 0, c_.model.context);
+  y_ = batch.narrow(1, 1, c_.model.context);
+
+  prov_ = RunProvenance(model_, device_);
+  prov_["dataset_sha256"] = data_.sha256;
+  ctx_.reset(new TrainContext{c_, req_.config_json, req_.out_dir, model_, opt_, data_, device_, events_, 0,
+                              [](int64_t) { return std::nan(""); }});
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+    HEADLAB_RETURN_IF_ERROR(h->OnStart(*ctx_, std::nullopt, &prov_));
+  SetPerLayerAttentionRanges(o_.per_layer);
+  return Status::Ok();
+}
+
+Status FlopsRun::Forward() {
+  ResetAttentionLayers();
+  ScopedRange r("forward");
+  torch::NoGradGuard no_grad;
+  (void)model_->Loss(x_, y_);
+  return Status::Ok();
+}
+
+Status FlopsRun::TrainStep(bool advance) {
+  ResetAttentionLayers();
+  ScopedRange s("step");
+  updater_->Begin();
+  {
+    ScopedRange m("method");
+    for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(*ctx_, x_));
   }
-  Sync(device);
+  torch::Tensor loss;
+  {
+    ScopedRange f("forward");
+    loss = model_->Loss(x_, y_);
+  }
+  {
+    ScopedRange b("backward");
+    updater_->Backward(loss);
+  }
+  {
+    ScopedRange m("method");
+    for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterBackward(*ctx_));
+  }
+  {
+    ScopedRange u("optimizer");
+    updater_->Apply();
+  }
+  if (!advance) return Status::Ok();
+  ++ctx_->step;
+  const double update_loss = loss.item<double>();
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+    HEADLAB_RETURN_IF_ERROR(h->AfterUpdate(*ctx_, update_loss));
+  return Status::Ok();
+}
 
-  // Timed repeats: CUDA events per range (GPU), host wall time of each pair (anywhere).
+Status FlopsRun::Pair() {
+  HEADLAB_RETURN_IF_ERROR(Forward());
+  return TrainStep(/*advance=*/false);
+}
+
+Status FlopsRun::Warmup() {
+  for (int64_t w = 0; w < o_.warmup; ++w) {
+    HEADLAB_RETURN_IF_ERROR(Forward());
+    HEADLAB_RETURN_IF_ERROR(TrainStep(/*advance=*/true));
+  }
+  Sync(device_);
+  return Status::Ok();
+}
+
+Status FlopsRun::TimeRepeats() {
 #if HEADLAB_TORCH_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+  if (device_.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
 #endif
-  std::map<std::string, std::vector<double>> event_ms;
-  std::vector<double> wall_ms;
-  std::string timing_unmeasured;
   measure::RegionTimer timer;
-  for (int64_t r = 0; r < o.repeats; ++r) {
+  for (int64_t r = 0; r < o_.repeats; ++r) {
     timer.Clear();
     const Clock::time_point t0 = Clock::now();
-    if (device.is_cuda()) measure::SetActiveMarker(&timer);
-    Status s = pair();
+    if (device_.is_cuda()) measure::SetActiveMarker(&timer);
+    Status s = Pair();
     measure::SetActiveMarker(nullptr);
     HEADLAB_RETURN_IF_ERROR(s);
-    Sync(device);
-    wall_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    if (!device.is_cuda()) continue;
+    Sync(device_);
+    wall_ms_.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!device_.is_cuda()) continue;
     StatusOr<std::map<std::string, double>> ms = timer.Elapsed();
     if (!ms.ok()) {
-      timing_unmeasured = ms.status().message();
+      timing_unmeasured_ = ms.status().message();
       continue;
     }
-    for (const auto& [path, v] : *ms) event_ms[path].push_back(v);
+    for (const auto& [path, v] : *ms) event_ms_[path].push_back(v);
   }
-  if (!device.is_cuda()) timing_unmeasured = "no GPU: run on " + device.str();
-  double peak_allocated = std::nan("");
+  if (!device_.is_cuda()) timing_unmeasured_ = "no GPU: run on " + device_.str();
 #if HEADLAB_TORCH_CUDA
-  if (device.is_cuda())
-    peak_allocated = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
-                                .allocated_bytes[size_t(c10::CachingAllocator::StatType::AGGREGATE)]
-                                .peak);
+  if (device_.is_cuda())
+    peak_allocated_ = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index())
+                                 .allocated_bytes[size_t(c10::CachingAllocator::StatType::AGGREGATE)]
+                                 .peak);
 #endif
+  return Status::Ok();
+}
 
-  // One traced pair: kernel records joined to the ranges.
-  Json kernels = Json::object();
-  std::string trace_unmeasured;
-  measure::JoinResult join;
-  if (device.is_cuda()) {
-    StatusOr<std::unique_ptr<measure::KernelTrace>> trace = measure::KernelTrace::Start();
-    if (trace.ok()) {
-      measure::SetActiveMarker(trace->get());
-      Status s = pair();
-      measure::SetActiveMarker(nullptr);
-      HEADLAB_RETURN_IF_ERROR(s);
-      StatusOr<measure::KernelTraceResult> tr = (*trace)->Finish();
-      if (tr.ok()) {
-        join = tr->join;
-        for (const auto& [path, st] : join.ranges)
-          kernels[path] = {{"kernels", st.kernels}, {"kernel_ms", double(st.kernel_ns) / 1e6},
-                           {"busy_ms", double(st.busy_ns) / 1e6}, {"occurrences", st.occurrences}};
-      } else {
-        trace_unmeasured = tr.status().message();
-      }
-    } else {
-      trace_unmeasured = trace.status().message();
-    }
-  } else {
-    trace_unmeasured = measure::NoGpuReason().empty() ? "no GPU: run on " + device.str()
-                                                      : measure::NoGpuReason();
+Status FlopsRun::TracePair() {
+  if (!device_.is_cuda()) {
+    trace_unmeasured_ = measure::NoGpuReason().empty() ? "no GPU: run on " + device_.str()
+                                                       : measure::NoGpuReason();
+    return Status::Ok();
   }
+  StatusOr<std::unique_ptr<measure::KernelTrace>> trace = measure::KernelTrace::Start();
+  if (!trace.ok()) {
+    trace_unmeasured_ = trace.status().message();
+    return Status::Ok();
+  }
+  measure::SetActiveMarker(trace->get());
+  Status s = Pair();
+  measure::SetActiveMarker(nullptr);
+  HEADLAB_RETURN_IF_ERROR(s);
+  StatusOr<measure::KernelTraceResult> tr = (*trace)->Finish();
+  if (!tr.ok()) {
+    trace_unmeasured_ = tr.status().message();
+    return Status::Ok();
+  }
+  join_ = tr->join;
+  for (const auto& [path, st] : join_.ranges)
+    kernels_[path] = {{"kernels", st.kernels}, {"kernel_ms", double(st.kernel_ns) / 1e6},
+                      {"busy_ms", double(st.busy_ns) / 1e6}, {"occurrences", st.occurrences}};
+  return Status::Ok();
+}
 
-  // One counted pair under replay, the state restored before every pass.
-  StatusOr<measure::FlopReport> flops = [&]() -> StatusOr<measure::FlopReport> {
-    if (!device.is_cuda()) {
-      measure::FlopReport r;
-      std::string why = measure::NoGpuReason();
-      r.unmeasured = why.empty() ? "no GPU: run on " + device.str() : why;
-      return r;
-    }
-    StateSnapshot snapshot(model, *opt);
-    measure::CounterOptions co;
-    co.nesting_levels = o.per_layer ? 5 : 4;  // step/backward/attention/L<k>
-    co.max_passes = 512;  // 20 passes for the FLOP counters on H200 (docs/BENCHMARKS.md)
-    co.max_ranges = size_t(16 + 4 * c.model.layers * (o.per_layer ? 2 : 1) * 2);
-    measure::FlopReport r;
-    StatusOr<measure::FlopReport> m = measure::MeasureFlops(pair, [&] { return snapshot.Restore(); }, o.tensor, co);
-    Status restored = snapshot.Restore();
-    if (!m.ok()) return m.status();
-    HEADLAB_RETURN_IF_ERROR(restored);
-    return m;
-  }();
-  if (!flops.ok()) return flops.status();
-  const measure::FlopReport& fr = *flops;
+Status FlopsRun::CountPair() {
+  if (!device_.is_cuda()) {
+    std::string why = measure::NoGpuReason();
+    flops_.unmeasured = why.empty() ? "no GPU: run on " + device_.str() : why;
+    return Status::Ok();
+  }
+  StateSnapshot snapshot(model_, *opt_);
+  measure::CounterOptions co;
+  co.nesting_levels = o_.per_layer ? 5 : 4;  // step/backward/attention/L<k>
+  co.max_passes = 512;  // 20 passes for the FLOP counters on H200 (docs/BENCHMARKS.md)
+  co.max_ranges = size_t(16 + 4 * c_.model.layers * (o_.per_layer ? 2 : 1) * 2);
+  StatusOr<measure::FlopReport> m =
+      measure::MeasureFlops([this] { return Pair(); }, [&] { return snapshot.Restore(); }, o_.tensor, co);
+  Status restored = snapshot.Restore();
+  if (!m.ok()) return m.status();
+  HEADLAB_RETURN_IF_ERROR(restored);
+  flops_ = *m;
+  return Status::Ok();
+}
 
-  // Report.
-  auto median_of = [&](const std::string& path) {
-    auto it = event_ms.find(path);
-    return it == event_ms.end() ? std::nan("") : Median(it->second);
-  };
+double FlopsRun::MedianOf(const std::string& path) const {
+  auto it = event_ms_.find(path);
+  return it == event_ms_.end() ? std::nan("") : Median(it->second);
+}
+
+Status FlopsRun::Report() {
+  const measure::FlopReport& fr = flops_;
   Json values = Json::object();
-  values[metric::kTimeWallPairMs] = Median(wall_ms);
-  if (timing_unmeasured.empty()) {
-    values[metric::kTimeStepMs] = median_of("step");
-    values[metric::kTimeForwardMs] = median_of("forward");
+  values[metric::kTimeWallPairMs] = Median(wall_ms_);
+  if (timing_unmeasured_.empty()) {
+    values[metric::kTimeStepMs] = MedianOf("step");
+    values[metric::kTimeForwardMs] = MedianOf("forward");
     double attention = 0;
-    for (const auto& [path, v] : event_ms)
+    for (const auto& [path, v] : event_ms_)
       if (IsAttentionUnder(path, "step")) attention += Median(v);
     values[metric::kTimeAttentionMs] = attention;
   }
-  if (trace_unmeasured.empty()) {
-    values[metric::kKernelStepMs] = double(join.ranges["step"].kernel_ns) / 1e6;
+  if (trace_unmeasured_.empty()) {
+    values[metric::kKernelStepMs] = double(join_.ranges["step"].kernel_ns) / 1e6;
     double attention = 0;
-    for (const auto& [path, st] : join.ranges)
+    for (const auto& [path, st] : join_.ranges)
       if (IsAttentionUnder(path, "step")) attention += double(st.kernel_ns) / 1e6;
     values[metric::kKernelAttentionMs] = attention;
   }
-  values[metric::kBenchPeakMemBytes] = peak_allocated;
+  values[metric::kBenchPeakMemBytes] = peak_allocated_;
   if (fr.measured()) {
     const measure::FlopCounts st = fr.ranges.count("step") ? fr.ranges.at("step") : measure::FlopCounts{};
     const measure::FlopCounts fw = fr.ranges.count("forward") ? fr.ranges.at("forward") : measure::FlopCounts{};
@@ -330,42 +372,54 @@ Status RunFlops(const FlopsRequest& req, EventSink* events) {
     values[metric::kFlopsMethod] = fr.ranges.count("step/method") ? fr.ranges.at("step/method").total : 0.0;
     values[metric::kFlopsForwardAttention] = forward_attention.total;
     values[metric::kFlopsPasses] = fr.passes;
-    values[metric::kFlopsOverheadX] = fr.profiled_s / (Median(wall_ms) / 1e3);
+    values[metric::kFlopsOverheadX] = fr.profiled_s / (Median(wall_ms_) / 1e3);
   }
   for (const auto& [key, v] : values.items())
-    if (v.is_number()) events->Metric(0, key, v.get<double>());
+    if (v.is_number()) events_->Metric(0, key, v.get<double>());
 
-  prov[metric::kFlopsStatus] = fr.measured() ? "measured" : "unmeasured";
-  if (!fr.measured()) prov[metric::kFlopsReason] = fr.unmeasured;
-  prov["flops_tensor_metrics"] = o.tensor.name;
-  if (!timing_unmeasured.empty()) prov["timing_unmeasured_reason"] = timing_unmeasured;
-  if (!trace_unmeasured.empty()) prov["kernel_trace_unmeasured_reason"] = trace_unmeasured;
-  prov["attention_paths"] = AttentionPaths(model);  // what the measured steps ran
-  events->Provenance(prov);
+  prov_[metric::kFlopsStatus] = fr.measured() ? "measured" : "unmeasured";
+  if (!fr.measured()) prov_[metric::kFlopsReason] = fr.unmeasured;
+  prov_["flops_tensor_metrics"] = o_.tensor.name;
+  if (!timing_unmeasured_.empty()) prov_["timing_unmeasured_reason"] = timing_unmeasured_;
+  if (!trace_unmeasured_.empty()) prov_["kernel_trace_unmeasured_reason"] = trace_unmeasured_;
+  prov_["attention_paths"] = AttentionPaths(model_);  // what the measured steps ran
+  events_->Provenance(prov_);
 
   // The methods' own figures beside the counts (AAH's ACR next to its measured FLOPs: the
   // ratio AAH §5.10 says must never stand in for them).
-  for (const std::shared_ptr<TrainHooks>& h : req.hooks) HEADLAB_RETURN_IF_ERROR(h->Summarize(ctx, &values));
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->Summarize(*ctx_, &values));
   Json report = {{"flops", measure::FlopReportJson(fr)},
                  {"event_ms_median", Json::object()},
-                 {"kernels", kernels},
-                 {"wall_ms_median", Median(wall_ms)},
-                 {"repeats", o.repeats},
-                 {"warmup", o.warmup},
-                 {"device", device.str()},
+                 {"kernels", kernels_},
+                 {"wall_ms_median", Median(wall_ms_)},
+                 {"repeats", o_.repeats},
+                 {"warmup", o_.warmup},
+                 {"device", device_.str()},
                  {"summary", values}};
-  for (const auto& [path, v] : event_ms) report["event_ms_median"][path] = Median(v);
-  if (!timing_unmeasured.empty()) report["timing_unmeasured"] = timing_unmeasured;
-  if (!trace_unmeasured.empty()) report["kernel_trace_unmeasured"] = trace_unmeasured;
+  for (const auto& [path, v] : event_ms_) report["event_ms_median"][path] = Median(v);
+  if (!timing_unmeasured_.empty()) report["timing_unmeasured"] = timing_unmeasured_;
+  if (!trace_unmeasured_.empty()) report["kernel_trace_unmeasured"] = trace_unmeasured_;
   const std::string bytes = report.dump(2) + "\n";
-  const std::string path = req.out_dir + "/flops.json";
+  const std::string path = req_.out_dir + "/flops.json";
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-  events->Artifact("flops", path, Sha256Hex(bytes), bytes.size(), 0);
-  events->Summary(values);
+  events_->Artifact("flops", path, Sha256Hex(bytes), bytes.size(), 0);
+  events_->Summary(values);
   LogInfo("flops: " + std::string(fr.measured() ? "measured, " + std::to_string(fr.passes) + " passes"
                                                 : "unmeasured (" + fr.unmeasured + ")") +
-          "; pair " + std::to_string(Median(wall_ms)) + " ms wall on " + device.str());
+          "; pair " + std::to_string(Median(wall_ms_)) + " ms wall on " + device_.str());
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RunFlops(const FlopsRequest& req, EventSink* events) {
+  FlopsRun run(req, events);
+  HEADLAB_RETURN_IF_ERROR(run.SetUp());
+  HEADLAB_RETURN_IF_ERROR(run.Warmup());
+  HEADLAB_RETURN_IF_ERROR(run.TimeRepeats());
+  HEADLAB_RETURN_IF_ERROR(run.TracePair());
+  HEADLAB_RETURN_IF_ERROR(run.CountPair());
+  return run.Report();
 }
 
 }  // namespace headlab

@@ -9,11 +9,9 @@
 #include <tuple>
 
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "common/files.h"
 #include "common/log.h"
-#include "worker/exec/import_weights.h"
 #include "worker/exec/data.h"
 #include "worker/exec/passkey_prompts.h"
 #include "common/metric_names.h"
@@ -45,16 +43,7 @@ Status RestoreStart(const TrainRequest& req, Gpt& model, torch::optim::AdamW& op
                     TrainProgress* progress, Json* prov) {
   const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
   if (!from) return Status::Ok();
-  StatusOr<std::string> bytes = ReadFile(from->path);
-  if (!bytes.ok()) return bytes.status();
-  const std::string sha = Sha256Hex(bytes.value());
-  if (sha != from->sha256)
-    return Status::Corruption(from->path + ": SHA-256 is " + sha + ", the manifest expects " +
-                              from->sha256);
-  HEADLAB_RETURN_IF_ERROR(RestoreCheckpoint(bytes.value(), from->path, model, opt, progress));
-  if (progress->step != from->step)
-    return Status::Corruption(from->path + ": holds step " + std::to_string(progress->step) +
-                              ", the manifest expects " + std::to_string(from->step));
+  HEADLAB_RETURN_IF_ERROR(RestoreStartCheckpoint(*from, model, opt, progress));
   (*prov)["resumed_from_step"] = progress->step;
   (*prov)["parent_checkpoint_sha256"] = from->sha256;
   (*prov)["parent_checkpoint_path"] = from->path;
@@ -62,28 +51,26 @@ Status RestoreStart(const TrainRequest& req, Gpt& model, torch::optim::AdamW& op
   return Status::Ok();
 }
 
-Status PickDevice(const std::string& want, torch::Device* device) {
-  const bool cuda = torch::cuda::is_available();
-  if (want == "cuda" && !cuda)
-    return Status::Unavailable("train.device is \"cuda\" but no CUDA device is available");
-  *device = (want == "cpu" || !cuda) ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
-  return Status::Ok();
-}
-
-// What both kinds set up: threads, device, the seeded model on it, provenance.
-struct Setup {
+// What both kinds set up (run_setup.h): device, output folder, the seeded model on the
+// device, provenance.
+struct TaskSetup {
   torch::Device device{torch::kCPU};
+  Gpt model{nullptr};
   Json prov;
 };
 
-Status Prepare(const TrainRequest& req, const char* kind, Setup* s) {
+Status SetUpTask(const TrainRequest& req, const char* kind, TaskSetup* s) {
   const ExecConfig& c = req.config;
-  if (c.train.threads > 0) torch::set_num_threads(int(c.train.threads));
-  HEADLAB_RETURN_IF_ERROR(PickDevice(c.train.device, &s->device));
+  HEADLAB_RETURN_IF_ERROR(PickDevice(c.train, /*rank=*/0, &s->device));
   HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
-  s->prov = {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", s->device.str()},
-             {"threads", torch::get_num_threads()}};
-  torch::manual_seed(uint64_t(c.seed));
+  Json init_prov = Json::object();
+  StatusOr<Gpt> model = SeededModel(c, &init_prov);
+  if (!model.ok()) return model.status();
+  s->model = *model;
+  HEADLAB_RETURN_IF_ERROR(PlaceModel(s->model, c.train, s->device));
+  s->prov = RunProvenance(s->model, s->device);
+  s->prov["kind"] = kind;
+  s->prov.update(init_prov);
   return Status::Ok();
 }
 
@@ -170,13 +157,9 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
   const TrainConfig& t = c.train;
   StatusOr<MqarSpec> spec = MqarSpecOf(req);
   if (!spec.ok()) return spec.status();
-  Setup setup;
-  HEADLAB_RETURN_IF_ERROR(Prepare(req, "mqar", &setup));
-  Gpt model(c.model);
-  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &setup.prov));
-  model->to(setup.device);
-  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, setup.device));
-  setup.prov.update(ExecutionProvenance(model, setup.device));
+  TaskSetup setup;
+  HEADLAB_RETURN_IF_ERROR(SetUpTask(req, "mqar", &setup));
+  Gpt& model = setup.model;
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
   Updater updater(model, *opt, t, model->precision(), setup.device);
   TrainProgress progress;
@@ -206,10 +189,7 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
             std::to_string(eval_loss) + ", accuracy " + std::to_string(accuracy));
   };
   auto save = [&]() -> Status {
-    std::string bytes = SerializeCheckpoint(model, *opt, progress, CanonicalJson(req.config_json));
-    std::string path = CheckpointPath(req.out_dir, progress.step);
-    HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-    events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
+    HEADLAB_RETURN_IF_ERROR(SaveCheckpoint(req.out_dir, req.config_json, model, *opt, progress, events));
     saved_at = progress.step;
     return Status::Ok();
   };
@@ -343,13 +323,9 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
       cells.push_back(std::move(cell));
     }
 
-  Setup setup;
-  HEADLAB_RETURN_IF_ERROR(Prepare(req, "passkey", &setup));
-  Gpt model(c.model);
-  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &setup.prov));
-  model->to(setup.device);
-  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, c.train, setup.device));
-  setup.prov.update(ExecutionProvenance(model, setup.device));
+  TaskSetup setup;
+  HEADLAB_RETURN_IF_ERROR(SetUpTask(req, "passkey", &setup));
+  Gpt& model = setup.model;
   std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, c.train);
   TrainProgress progress;
   HEADLAB_RETURN_IF_ERROR(RestoreStart(req, model, *opt, &progress, &setup.prov));

@@ -9,7 +9,6 @@
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -19,10 +18,8 @@
 #include "worker/exec/bench_clock.h"
 #include "worker/exec/checkpoint.h"
 #include "worker/exec/data.h"
-#include "worker/exec/data_check.h"
 #include "worker/exec/dist.h"
 #include "worker/exec/grad_reducer.h"
-#include "worker/exec/import_weights.h"
 #include "worker/exec/model.h"
 #include "worker/exec/optimizer.h"
 #include "worker/exec/replica_sync.h"
@@ -46,26 +43,6 @@ int64_t PeakRssBytes() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return int64_t(ru.ru_maxrss) * 1024;
-}
-
-StatusOr<Dataset> LoadData(const ExecConfig& c) {
-  StatusOr<Dataset> d = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
-  if (!d.ok()) return d;
-  HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(d.value(), c));
-  if (c.data.calib_fraction > 0)
-    HEADLAB_RETURN_IF_ERROR(HoldOutCalibration(&d.value(), c.data.calib_fraction, c.model.context));
-  if (d->vocab > c.model.vocab)
-    return Status::InvalidArgument("config: $.config.model.vocab: the " + c.data.source +
-                                   " data set needs vocab >= " + std::to_string(d->vocab) +
-                                   ", got " + std::to_string(c.model.vocab));
-  for (const TokenSpan* split : {&d->train, &d->val})
-    if (split->size <= c.model.context)
-      return Status::InvalidArgument(
-          "config: $.config.model.context: " + std::to_string(c.model.context) +
-          " needs splits of more than that many tokens; " + d->path + " has " +
-          std::to_string(d->train.size) + " train and " + std::to_string(d->val.size) +
-          " held-out tokens");
-  return d;
 }
 
 // [B, T+1] row-major tokens -> inputs and next-token targets on `device`. To a GPU through
@@ -152,16 +129,6 @@ void SetLr(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
 }
 
-// Writes the checkpoint of `progress.step` atomically and reports it as an artifact.
-Status SaveCheckpoint(const TrainRequest& req, Gpt& model, torch::optim::Optimizer& opt,
-                      const TrainProgress& progress, EventSink* events) {
-  std::string bytes = SerializeCheckpoint(model, opt, progress, CanonicalJson(req.config_json));
-  std::string path = CheckpointPath(req.out_dir, progress.step);
-  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-  events->Artifact("checkpoint", path, Sha256Hex(bytes), bytes.size(), progress.step);
-  return Status::Ok();
-}
-
 }  // namespace
 
 double ScheduledLr(const TrainConfig& t, double step) {
@@ -178,358 +145,443 @@ std::string CheckpointPath(const std::string& out_dir, int64_t step) {
   return out_dir + "/" + name;
 }
 
-Status RunTraining(const TrainRequest& req, EventSink* events) {
-  const Clock::time_point t0 = Clock::now();
-  const ExecConfig& c = req.config;
-  const TrainConfig& t = c.train;
-  if (t.threads > 0) torch::set_num_threads(int(t.threads));
-  const int world = int(t.ranks), rank = req.rank;
-  const bool lead = rank == 0;  // reports events, evaluates, writes checkpoints
-  torch::Device device(torch::kCPU);
-  HEADLAB_RETURN_IF_ERROR(PickRankDevice(t.device, rank, &device));
-  c10::DeviceGuard device_guard(device);  // rank r's GPU is the current device
-  StatusOr<Dataset> data = LoadData(c);
+namespace {
+
+// One attempt of a training run as named steps: SetUp (run_setup.h), Restore, StartMethods,
+// then Step until KeepGoing says stop (with LogStep, Evaluate and Save on their schedules),
+// then Finish. Rank 0 (the lead) alone reports events, evaluates and writes checkpoints.
+class Trainer {
+ public:
+  Trainer(const TrainRequest& req, EventSink* events)
+      : req_(req), c_(req.config), t_(req.config.train), events_(events), t0_(Clock::now()),
+        world_(int(t_.ranks)), rank_(req.rank), lead_(req.rank == 0), timed_(t_.time_budget_s > 0) {}
+
+  // Device by rank, data and its checks, the output folder, the data-parallel group (rank 0
+  // launches its peers), the seeded model and its optimiser, the provenance so far.
+  Status SetUp();
+  // A continuation starts from its shared parent's checkpoint (how every paired comparison
+  // is made) unless it already has a checkpoint of its own (a requeue, which wins).
+  Status Restore();
+  // The methods' OnStart, checked equal on every rank; then the provenance event.
+  Status StartMethods();
+  // True iff another update is due: train.steps not reached, or under a time budget the
+  // predicted update fits in it (on every rank).
+  bool KeepGoing();
+  // One update: the methods' hooks around grad_accum micro-batches, the (all-reduced)
+  // gradient and the optimiser step. Then the log, evaluation and checkpoint due at the new
+  // step, except after the last step (Finish does those). *last: the last step was taken.
+  Status Step(bool* last);
+  // AfterTraining, the final evaluation, log-probs and checkpoint, and the summary.
+  Status Finish();
+
+ private:
+  Status Evaluate();
+  Status Save();
+  void LogStep();
+  Status SyncReplicas(const char* where);
+  double TokensPerS() const;
+  double Mfu() const;
+  void AddThroughput(MetricRow* row) const;
+  void AddDistMetrics(MetricRow* row) const;
+
+  // Constant after construction.
+  const TrainRequest& req_;
+  const ExecConfig& c_;
+  const TrainConfig& t_;
+  EventSink* const events_;
+  const Clock::time_point t0_;  // the attempt's start: a time budget counts loading too
+  const int world_, rank_;
+  const bool lead_;   // reports events, evaluates, writes checkpoints
+  const bool timed_;  // train.time_budget_s > 0
+
+  // Set up by SetUp (in the order they must be torn down: the peers before the group).
+  torch::Device device_{torch::kCPU};
+  std::optional<c10::DeviceGuard> device_guard_;  // rank r's GPU is the current device
+  Dataset data_;
+  ReduceDtype reduce_dtype_ = ReduceDtype::kFp32;
+  DataParallel dp_;
+  ProcessGroup* group_ = nullptr;  // dp_.group; null for one rank
+  Gpt model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> opt_;
+  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  std::unique_ptr<Updater> updater_;
+  std::unique_ptr<ReplicaSync> replicas_;  // data parallel with methods
+  std::unique_ptr<BatchSampler> sampler_;
+  TrainProgress progress_;
+  Json prov_;
+  const std::optional<ResumePoint>* from_ = nullptr;  // the checkpoint restored, if any
+
+  // Set by StartMethods.
+  ExecConfig method_config_;
+  std::string method_dir_;
+  std::unique_ptr<TrainContext> ctx_;
+
+  // The loop's state.
+  int64_t tokens_per_step_ = 0;
+  int64_t first_step_ = 0;  // progress_.step when the loop began
+  Clock::time_point train_t0_;
+  double eval_loss_ = std::nan("");
+  double last_loss_ = std::nan("");
+  int64_t logged_at_ = -1, evaluated_at_ = -1, saved_at_ = -1;
+  std::vector<float> logprobs_;  // of the latest evaluation
+  // Throughput (throughput.h): steady-state windows of updates; until the first window
+  // closes (short runs), the attempt's updates over its wall time since the loop began.
+  std::unique_ptr<UpdateTimer> timer_;
+  double flops_per_token_ = 0, peak_flops_ = 0;
+  torch::Tensor loss_, grad_norm_;  // of the latest update, on the device
+  double lr_ = 0;
+  double slowest_rank_s_ = 0;    // total over this attempt's updates
+  double slowest_update_s_ = 0;  // the slowest single update so far
+};
+
+Status Trainer::SetUp() {
+  HEADLAB_RETURN_IF_ERROR(PickDevice(t_, rank_, &device_));
+  device_guard_.emplace(device_);
+  StatusOr<Dataset> data = LoadRunData(c_);
   if (!data.ok()) return data.status();
-  HEADLAB_RETURN_IF_ERROR(MakeDirs(req.out_dir));
-  StatusOr<ReduceDtype> reduce_dtype = ParseReduceDtype(t.allreduce_dtype);
+  data_ = std::move(data.value());
+  HEADLAB_RETURN_IF_ERROR(MakeDirs(req_.out_dir));
+  StatusOr<ReduceDtype> reduce_dtype = ParseReduceDtype(t_.allreduce_dtype);
   if (!reduce_dtype.ok()) return reduce_dtype.status();
+  reduce_dtype_ = *reduce_dtype;
 
   // Data parallel (dist.h): rank 0 launches its peers; every rank joins the group.
-  StatusOr<DataParallel> dp = StartDataParallel(rank, world, req.out_dir, req.manifest_path, device);
+  StatusOr<DataParallel> dp = StartDataParallel(rank_, world_, req_.out_dir, req_.manifest_path, device_);
   if (!dp.ok()) return dp.status();
-  ProcessGroup* group = dp->group.get();
+  dp_ = std::move(dp.value());
+  group_ = dp_.group.get();
 
-  torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
-  Gpt model(c.model);
   Json init_prov = Json::object();  // model.init_from: the imported checkpoint
-  HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, &init_prov));
-  model->to(device);
-  HEADLAB_RETURN_IF_ERROR(ConfigureExecution(model, t, device));
-  std::unique_ptr<torch::optim::AdamW> opt = MakeOptimizer(model, t);
-  Updater updater(model, *opt, t, model->precision(), device);
-  std::unique_ptr<GradientReducer> reducer;
-  std::unique_ptr<ReplicaSync> replicas;  // with methods
-  if (group) {
-    reducer = std::make_unique<GradientReducer>(*group, *reduce_dtype);
-    updater.ReduceGradientsWith(reducer.get());
-    if (!req.hooks.empty()) replicas = std::make_unique<ReplicaSync>(*group);
+  StatusOr<Gpt> seeded = SeededModel(c_, &init_prov);
+  if (!seeded.ok()) return seeded.status();
+  model_ = *seeded;
+  HEADLAB_RETURN_IF_ERROR(PlaceModel(model_, t_, device_));
+  opt_ = MakeOptimizer(model_, t_);
+  updater_ = std::make_unique<Updater>(model_, *opt_, t_, model_->precision(), device_);
+  if (group_) {
+    reducer_ = std::make_unique<GradientReducer>(*group_, reduce_dtype_);
+    updater_->ReduceGradientsWith(reducer_.get());
+    if (!req_.hooks.empty()) replicas_ = std::make_unique<ReplicaSync>(*group_);
   }
-  BatchSampler sampler(uint64_t(c.seed), c.model.context);
-  TrainProgress progress;
+  sampler_ = std::make_unique<BatchSampler>(uint64_t(c_.seed), c_.model.context);
 
-  Json prov = {{"libtorch_version", TORCH_VERSION},
-               {"device", device.str()},
-               {"threads", torch::get_num_threads()},
-               {"dataset_source", c.data.source},
-               {"dataset_path", data->path},
-               {"dataset_sha256", data->sha256},
-               {"dataset_train_tokens", data->train.size},
-               {"dataset_val_tokens", data->val.size},
-               {"dataset_calib_tokens", data->calib.size},
-               {"ranks", world}};
-  prov.update(ExecutionProvenance(model, device));
-  if (group) {
-    prov["dist_backend"] = group->backend();
-    prov["allreduce_dtype"] = ReduceDtypeName(*reduce_dtype);
-    prov["allreduce_bucket_bytes"] = kGradientBucketBytes;
+  prov_ = RunProvenance(model_, device_);
+  prov_.update(DataProvenance(data_, c_));
+  prov_["ranks"] = world_;
+  if (group_) {
+    prov_["dist_backend"] = group_->backend();
+    prov_["allreduce_dtype"] = ReduceDtypeName(reduce_dtype_);
+    prov_["allreduce_bucket_bytes"] = kGradientBucketBytes;
   }
-  prov.update(init_prov);
-  prov.update(DatasetProvenance(data.value(), c.data.source));
-  // A continuation starts from its shared parent's checkpoint (the shared-parent
-  // form in which every paired comparison is made; schema/grid.md) unless it already has a checkpoint of its own (a requeue).
-  const std::optional<ResumePoint>& from = req.resume ? req.resume : req.parent;
+  prov_.update(init_prov);
+  return Status::Ok();
+}
+
+Status Trainer::Restore() {
+  from_ = req_.resume ? &req_.resume : &req_.parent;
+  const std::optional<ResumePoint>& from = *from_;
   if (from) {
-    StatusOr<std::string> bytes = ReadFile(from->path);
-    if (!bytes.ok()) return bytes.status();
-    std::string sha = Sha256Hex(bytes.value());
-    if (sha != from->sha256)
-      return Status::Corruption(from->path + ": SHA-256 is " + sha + ", the manifest expects " +
-                                from->sha256);
-    HEADLAB_RETURN_IF_ERROR(RestoreCheckpoint(bytes.value(), from->path, model, *opt, &progress));
-    if (progress.step != from->step)
-      return Status::Corruption(from->path + ": holds step " + std::to_string(progress.step) +
-                                ", the manifest expects " + std::to_string(from->step));
-    HEADLAB_RETURN_IF_ERROR(sampler.LoadState(progress.sampler_state));
-    if (progress.loss_scale > 0) updater.scaler().Restore(progress.loss_scale, progress.loss_scale_growth);
+    HEADLAB_RETURN_IF_ERROR(RestoreStartCheckpoint(*from, model_, *opt_, &progress_));
+    HEADLAB_RETURN_IF_ERROR(sampler_->LoadState(progress_.sampler_state));
+    if (progress_.loss_scale > 0)
+      updater_->scaler().Restore(progress_.loss_scale, progress_.loss_scale_growth);
     // A continuation may change the optimisation settings (e.g. another arm's weight
     // decay): the config, not the checkpoint, decides them.
-    auto& groups = opt->param_groups();
+    auto& groups = opt_->param_groups();
     for (size_t i = 0; i < groups.size(); ++i)
       static_cast<torch::optim::AdamWOptions&>(groups[i].options())
-          .betas({t.beta1, t.beta2})
-          .weight_decay(i == 0 ? t.weight_decay : 0.0);
+          .betas({t_.beta1, t_.beta2})
+          .weight_decay(i == 0 ? t_.weight_decay : 0.0);
     // The checkpoint restored the parent's head states; a continuation arm's own
     // model.head_modes (e.g. the heads it prunes) apply on top. A resume keeps its own.
-    if (!req.resume)
-      for (const HeadAssignment& a : c.model.head_modes)
-        model->attention(a.layer)->SetHeadState(a.head, a.state);
-    prov["resumed_from_step"] = progress.step;
-    LogInfo(std::string(req.resume ? "resumed" : "continuing from parent") + " from " +
-            from->path + " at step " + std::to_string(progress.step));
+    if (!req_.resume)
+      for (const HeadAssignment& a : c_.model.head_modes)
+        model_->attention(a.layer)->SetHeadState(a.head, a.state);
+    prov_["resumed_from_step"] = progress_.step;
+    LogInfo(std::string(req_.resume ? "resumed" : "continuing from parent") + " from " +
+            from->path + " at step " + std::to_string(progress_.step));
   }
-  if (req.parent) {
-    prov["parent_run"] = req.parent_run;
-    prov["parent_checkpoint_sha256"] = req.parent->sha256;
-    prov["parent_checkpoint_path"] = req.parent->path;
-    prov["parent_step"] = req.parent->step;
-  } else if (req.resume) {
-    prov["parent_checkpoint_sha256"] = req.resume->sha256;
-    prov["parent_checkpoint_path"] = req.resume->path;
+  if (req_.parent) {
+    prov_["parent_run"] = req_.parent_run;
+    prov_["parent_checkpoint_sha256"] = req_.parent->sha256;
+    prov_["parent_checkpoint_path"] = req_.parent->path;
+    prov_["parent_step"] = req_.parent->step;
+  } else if (req_.resume) {
+    prov_["parent_checkpoint_sha256"] = req_.resume->sha256;
+    prov_["parent_checkpoint_path"] = req_.resume->path;
   }
+  return Status::Ok();
+}
+
+Status Trainer::StartMethods() {
   // Methods see a data-parallel run as one process with the global batch (train_hooks.h):
   // the global micro-batch size, and on ranks > 0 a folder of their own for the artifacts
   // nobody reports (rank 0 alone reports).
-  ExecConfig method_config = c;
-  method_config.train.batch_size = t.batch_size * world;
-  const std::string method_dir = lead ? req.out_dir : req.out_dir + "/rank-" + std::to_string(rank);
-  if (!lead && !req.hooks.empty()) HEADLAB_RETURN_IF_ERROR(MakeDirs(method_dir));
-  TrainContext ctx{method_config, req.config_json, method_dir, model, opt, data.value(), device,
-                   events,        progress.step,   [&](int64_t batches) {
-                     return HeldOutLoss(model, *data, c, device, batches);
-                   }};
+  method_config_ = c_;
+  method_config_.train.batch_size = t_.batch_size * world_;
+  method_dir_ = lead_ ? req_.out_dir : req_.out_dir + "/rank-" + std::to_string(rank_);
+  if (!lead_ && !req_.hooks.empty()) HEADLAB_RETURN_IF_ERROR(MakeDirs(method_dir_));
+  ctx_.reset(new TrainContext{method_config_, req_.config_json, method_dir_, model_, opt_, data_,
+                              device_, events_, progress_.step, [this](int64_t batches) {
+                                return HeldOutLoss(model_, data_, c_, device_, batches);
+                              }});
   // A method's own state comes back only on a resume of the same run: a continuation
   // from a parent starts its methods afresh.
-  for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) {
     std::optional<std::string> saved;
-    auto it = progress.method_states.find(h->name());
-    if (req.resume && it != progress.method_states.end()) saved = it->second;
-    HEADLAB_RETURN_IF_ERROR(h->OnStart(ctx, saved, &prov));
+    auto it = progress_.method_states.find(h->name());
+    if (req_.resume && it != progress_.method_states.end()) saved = it->second;
+    HEADLAB_RETURN_IF_ERROR(h->OnStart(*ctx_, saved, &prov_));
   }
-  // Every rank's methods must have made the same choices (replica_sync.h).
-  auto sync_replicas = [&](const char* where) {
-    return replicas ? replicas->Sync(model, updater.InGradientOrder(), where, progress.step)
-                    : Status::Ok();
-  };
-  HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' OnStart"));
-  events->Provenance(prov);
-  LogInfo("train: " + std::to_string(c.model.layers) + " layers, " + std::to_string(c.model.heads) +
-          " heads, width " + std::to_string(c.model.width) + ", context " +
-          std::to_string(c.model.context) + ", " + std::to_string(t.steps) + " steps on " +
-          device.str() + " (" + std::to_string(torch::get_num_threads()) + " threads)");
+  HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' OnStart"));
+  events_->Provenance(prov_);
+  LogInfo("train: " + std::to_string(c_.model.layers) + " layers, " + std::to_string(c_.model.heads) +
+          " heads, width " + std::to_string(c_.model.width) + ", context " +
+          std::to_string(c_.model.context) + ", " + std::to_string(t_.steps) + " steps on " +
+          device_.str() + " (" + std::to_string(torch::get_num_threads()) + " threads)");
 
-  const int64_t tokens_per_step = t.batch_size * t.grad_accum * c.model.context * world;
-  const int64_t first_step = progress.step;
-  const Clock::time_point train_t0 = Clock::now();
-  const bool timed = t.time_budget_s > 0;
-  double eval_loss = std::nan("");
-  double last_loss = std::nan("");
-  int64_t logged_at = -1, evaluated_at = -1, saved_at = -1;
-  std::vector<float> logprobs;  // of the latest evaluation
-  // Throughput (throughput.h): steady-state windows of updates; until the first window
-  // closes (short runs), the attempt's updates over its wall time since the loop began.
-  UpdateTimer timer(device);
-  const double flops_per_token = ModelFlopsPerToken(c.model);
-  const double peak_flops = PeakFlops(DeviceLabel(device), PrecisionName(model->precision()));
-  auto tokens_per_s = [&]() {
-    if (timer.updates() > 0) return double(timer.updates() * tokens_per_step) / timer.seconds();
-    double s = SecondsSince(train_t0);
-    return s > 0 ? double((progress.step - first_step) * tokens_per_step) / s : 0.0;
-  };
-  auto mfu = [&]() { return peak_flops > 0 ? flops_per_token * tokens_per_s() / peak_flops : 0.0; };
-  auto throughput = [&](MetricRow* row) {
-    row->emplace_back(metric::kTrainTokensPerS, tokens_per_s());
-    if (timer.updates() > 0) row->emplace_back(metric::kTrainStepS, timer.SecondsPerUpdate());
-    if (mfu() > 0) row->emplace_back(metric::kTrainMfu, mfu());
-    if (device.is_cuda()) row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device)));
-  };
-  auto evaluate = [&]() -> Status {
-    if (!lead) return Status::Ok();
-    timer.Pause(progress.step);
-    logprobs = EvalLogProbs(model, *data, c, device);
-    eval_loss = MeanNats(logprobs);
-    evaluated_at = progress.step;
-    events->Metric(progress.step, metric::kEvalLoss, eval_loss);
-    events->Metric(progress.step, metric::kEvalPpl, std::exp(eval_loss));
-    LogInfo("step " + std::to_string(progress.step) + ": eval loss " + std::to_string(eval_loss) +
-            " ppl " + std::to_string(std::exp(eval_loss)));
-    Status st = ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(ctx); });
-    timer.Pause(progress.step);  // the hooks may have queued work too
-    timer.Resume(progress.step);
-    return st;
-  };
-  auto save = [&]() {
-    if (!lead) return Status::Ok();
-    timer.Pause(progress.step);
-    progress.sampler_state = sampler.SaveState();
-    if (updater.scaler().enabled()) {
-      progress.loss_scale = updater.scaler().scale();
-      progress.loss_scale_growth = updater.scaler().growth_tracker();
-    }
-    progress.method_states.clear();
-    for (const std::shared_ptr<TrainHooks>& h : req.hooks) {
-      std::string state = h->SaveState(ctx);
-      if (!state.empty()) progress.method_states[h->name()] = std::move(state);
-    }
-    saved_at = progress.step;
-    Status st = SaveCheckpoint(req, model, *opt, progress, events);
-    timer.Resume(progress.step);
-    return st;
-  };
-  torch::Tensor loss, grad_norm;  // of the latest update, on the device
-  double lr = 0;
-  double slowest_rank_s = 0;  // total over this attempt's updates
-  // Per update of this attempt: the communication the update waited for after its last
-  // backward (the all-reduce time not hidden behind backward) and the slowest rank's time.
-  auto dist_metrics = [&](MetricRow* row) {
-    if (!group) return;
-    const double updates = double(std::max<int64_t>(1, progress.step - first_step));
-    row->emplace_back(metric::kDistAllReduceS, reducer->exposed_seconds() / updates);
-    row->emplace_back(metric::kDistSlowestUpdateS, slowest_rank_s / updates);
-  };
-  auto log_step = [&]() {
-    last_loss = loss.item<double>();
-    timer.Mark(progress.step);
-    if (!lead) return;
-    logged_at = progress.step;
-    const double norm = grad_norm.item<double>();
-    MetricRow row = {{metric::kTrainLoss, last_loss},
-                     {metric::kTrainLr, lr},
-                     {metric::kTrainGradNorm, norm},
-                     {metric::kTrainTokens, double(progress.step * tokens_per_step)},
-                     {metric::kElapsedS, SecondsSince(t0)}};
-    throughput(&row);
-    dist_metrics(&row);
-    for (const std::shared_ptr<TrainHooks>& h : req.hooks) h->LogRow(ctx, &row);
-    for (const auto& [key, value] : row) events->Metric(progress.step, key, value);
-    char line[200];
-    std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s MFU %.3f",
-                  static_cast<long long>(progress.step), static_cast<long long>(t.steps),
-                  last_loss, lr, norm, tokens_per_s(), mfu());
-    LogInfo(line);
-  };
+  tokens_per_step_ = t_.batch_size * t_.grad_accum * c_.model.context * world_;
+  first_step_ = progress_.step;
+  train_t0_ = Clock::now();
+  timer_ = std::make_unique<UpdateTimer>(device_);
+  flops_per_token_ = ModelFlopsPerToken(c_.model);
+  peak_flops_ = PeakFlops(DeviceLabel(device_), PrecisionName(model_->precision()));
+  return Status::Ok();
+}
 
-  // Matched time (SAF App. C.3.3): the allowance runs from the start of this attempt
-  // (loading included) and the run stops before an update would exceed it, predicting an
-  // update's cost by the slowest one so far. The schedule then advances with elapsed time
-  // over what is left of the `steps`-long schedule, the same for every arm.
-  double slowest_update_s = 0;
-  // Every rank must take the same number of updates: under a time budget any rank's
-  // "stop" stops them all (one max-reduction per update).
-  auto keep_going = [&]() {
-    bool go = timed ? SecondsSince(t0) + slowest_update_s <= t.time_budget_s : progress.step < t.steps;
-    if (group && timed) {
-      torch::Tensor stop = torch::full({1}, go ? 0.0f : 1.0f, torch::dtype(torch::kFloat).device(device));
-      group->AllReduceMax(stop);
-      go = stop.item<float>() == 0.0f;
-    }
-    return go;
-  };
-  while (keep_going()) {
-    if (StopRequested()) return Status::Cancelled("stopped by signal at step " + std::to_string(progress.step));
-    const Clock::time_point u0 = Clock::now();
-    const double at = timed ? double(first_step) + std::min(1.0, SecondsSince(t0) / t.time_budget_s) *
-                                                       double(std::max<int64_t>(0, t.steps - first_step))
-                            : double(progress.step);
-    lr = ScheduledLr(t, at);
-    SetLr(*opt, lr);
-    // Gradient accumulation: the update's loss is the mean over grad_accum micro-batches
-    // (each scaled by 1/grad_accum before backward), drawn one after another from the
-    // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
-    ctx.step = progress.step;
-    torch::Tensor total;
-    for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
-      // Every rank draws the same global batch of world * batch_size rows and trains on
-      // its own slice, so the data order does not depend on the number of ranks.
-      std::vector<int64_t> tokens;
-      sampler.Next(data->train, t.batch_size * world, &tokens);
-      if (micro == 0) {
-        // The methods see the whole global micro-batch on every rank; they may change the
-        // model and the optimiser's tensors, so the update begins after them.
-        if (!req.hooks.empty()) {
-          torch::Tensor gx = ToBatch(tokens, t.batch_size * world, c.model.context, device).first;
-          HEADLAB_RETURN_IF_ERROR(
-              ForEachHook(req.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, gx); }));
-          HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' BeforeUpdate"));
-        }
-        updater.Begin();
-      }
-      if (world > 1) {
-        const size_t row = size_t(c.model.context + 1) * size_t(t.batch_size);
-        tokens = std::vector<int64_t>(tokens.begin() + long(size_t(rank) * row),
-                                      tokens.begin() + long(size_t(rank + 1) * row));
-      }
-      auto [x, y] = ToBatch(tokens, t.batch_size, c.model.context, device);
-      torch::Tensor part = updater.Accumulate(x, y);
-      total = micro == 0 ? part : total + part;
-    }
-    loss = total;
-    // Data parallel: the mean gradient over every rank's rows of everything the optimiser
-    // updates (SAF App. C.5: communication is part of the update time), its buckets
-    // all-reduced while the last backward ran; the methods read it afterwards.
-    updater.FinishGradients();
-    HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
-    if (group) {  // the mean loss
-      group->AllReduceSum(loss);
-      loss.div_(double(world));
-    }
-    grad_norm = updater.Apply();
-    // Trainable fixed heads (SAF App. C.3.2) moved: refresh their buffers (log Z too) so
-    // checkpoints, evaluation and methods see the current patterns. A no-op without them.
-    for (int64_t l = 0; l < c.model.layers; ++l) model->attention(l)->SyncTrainableFixed();
-    ++progress.step;
-    ctx.step = progress.step;
-    if (progress.step == first_step + 1) {
-      timer.Mark(progress.step);  // the first update is warm-up: timing starts after it
-      if (lead) {
-        Json first = {{"attention_paths", AttentionPaths(model)},
-                      {"attention_choices", AttentionChoices(model)}};
-        if (reducer) first["allreduce_buckets"] = int64_t(reducer->bucket_count());
-        events->Provenance(first);
-      }
-    }
-    double update_s = SecondsSince(u0);
-    if (group) {  // an update takes as long as its slowest rank
-      torch::Tensor u = torch::full({1}, update_s, torch::dtype(torch::kDouble).device(device));
-      group->AllReduceMax(u);
-      update_s = u.item<double>();
-      slowest_rank_s += update_s;
-    }
-    slowest_update_s = std::max(slowest_update_s, update_s);
-    if (!req.hooks.empty()) {
-      const double update_loss = loss.item<double>();
-      HEADLAB_RETURN_IF_ERROR(
-          ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
-      HEADLAB_RETURN_IF_ERROR(sync_replicas("the methods' AfterUpdate"));
-    }
+// Every rank's methods must have made the same choices (replica_sync.h).
+Status Trainer::SyncReplicas(const char* where) {
+  return replicas_ ? replicas_->Sync(model_, updater_->InGradientOrder(), where, progress_.step)
+                   : Status::Ok();
+}
 
-    const bool last = !timed && progress.step == t.steps;
-    if (last || (t.log_every > 0 && progress.step % t.log_every == 0)) log_step();
-    if (last) break;  // the final evaluation and checkpoint follow
-    if (t.eval_every > 0 && progress.step % t.eval_every == 0) HEADLAB_RETURN_IF_ERROR(evaluate());
-    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0)
-      HEADLAB_RETURN_IF_ERROR(save());
+double Trainer::TokensPerS() const {
+  if (timer_->updates() > 0) return double(timer_->updates() * tokens_per_step_) / timer_->seconds();
+  double s = SecondsSince(train_t0_);
+  return s > 0 ? double((progress_.step - first_step_) * tokens_per_step_) / s : 0.0;
+}
+
+double Trainer::Mfu() const { return peak_flops_ > 0 ? flops_per_token_ * TokensPerS() / peak_flops_ : 0.0; }
+
+void Trainer::AddThroughput(MetricRow* row) const {
+  row->emplace_back(metric::kTrainTokensPerS, TokensPerS());
+  if (timer_->updates() > 0) row->emplace_back(metric::kTrainStepS, timer_->SecondsPerUpdate());
+  if (Mfu() > 0) row->emplace_back(metric::kTrainMfu, Mfu());
+  if (device_.is_cuda()) row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device_)));
+}
+
+// Per update of this attempt: the communication the update waited for after its last
+// backward (the all-reduce time not hidden behind backward) and the slowest rank's time.
+void Trainer::AddDistMetrics(MetricRow* row) const {
+  if (!group_) return;
+  const double updates = double(std::max<int64_t>(1, progress_.step - first_step_));
+  row->emplace_back(metric::kDistAllReduceS, reducer_->exposed_seconds() / updates);
+  row->emplace_back(metric::kDistSlowestUpdateS, slowest_rank_s_ / updates);
+}
+
+Status Trainer::Evaluate() {
+  if (!lead_) return Status::Ok();
+  timer_->Pause(progress_.step);
+  logprobs_ = EvalLogProbs(model_, data_, c_, device_);
+  eval_loss_ = MeanNats(logprobs_);
+  evaluated_at_ = progress_.step;
+  events_->Metric(progress_.step, metric::kEvalLoss, eval_loss_);
+  events_->Metric(progress_.step, metric::kEvalPpl, std::exp(eval_loss_));
+  LogInfo("step " + std::to_string(progress_.step) + ": eval loss " + std::to_string(eval_loss_) +
+          " ppl " + std::to_string(std::exp(eval_loss_)));
+  Status st = ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(*ctx_); });
+  timer_->Pause(progress_.step);  // the hooks may have queued work too
+  timer_->Resume(progress_.step);
+  return st;
+}
+
+Status Trainer::Save() {
+  if (!lead_) return Status::Ok();
+  timer_->Pause(progress_.step);
+  progress_.sampler_state = sampler_->SaveState();
+  if (updater_->scaler().enabled()) {
+    progress_.loss_scale = updater_->scaler().scale();
+    progress_.loss_scale_growth = updater_->scaler().growth_tracker();
   }
-  timer.Pause(progress.step);
+  progress_.method_states.clear();
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) {
+    std::string state = h->SaveState(*ctx_);
+    if (!state.empty()) progress_.method_states[h->name()] = std::move(state);
+  }
+  saved_at_ = progress_.step;
+  Status st = SaveCheckpoint(req_.out_dir, req_.config_json, model_, *opt_, progress_, events_);
+  timer_->Resume(progress_.step);
+  return st;
+}
+
+void Trainer::LogStep() {
+  last_loss_ = loss_.item<double>();
+  timer_->Mark(progress_.step);
+  if (!lead_) return;
+  logged_at_ = progress_.step;
+  const double norm = grad_norm_.item<double>();
+  MetricRow row = {{metric::kTrainLoss, last_loss_},
+                   {metric::kTrainLr, lr_},
+                   {metric::kTrainGradNorm, norm},
+                   {metric::kTrainTokens, double(progress_.step * tokens_per_step_)},
+                   {metric::kElapsedS, SecondsSince(t0_)}};
+  AddThroughput(&row);
+  AddDistMetrics(&row);
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) h->LogRow(*ctx_, &row);
+  for (const auto& [key, value] : row) events_->Metric(progress_.step, key, value);
+  char line[200];
+  std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s MFU %.3f",
+                static_cast<long long>(progress_.step), static_cast<long long>(t_.steps), last_loss_,
+                lr_, norm, TokensPerS(), Mfu());
+  LogInfo(line);
+}
+
+// Matched time (SAF App. C.3.3): the allowance runs from the start of this attempt
+// (loading included) and the run stops before an update would exceed it, predicting an
+// update's cost by the slowest one so far. The schedule then advances with elapsed time
+// over what is left of the `steps`-long schedule, the same for every arm.
+// Every rank must take the same number of updates: under a time budget any rank's
+// "stop" stops them all (one max-reduction per update).
+bool Trainer::KeepGoing() {
+  bool go = timed_ ? SecondsSince(t0_) + slowest_update_s_ <= t_.time_budget_s : progress_.step < t_.steps;
+  if (group_ && timed_) {
+    torch::Tensor stop = torch::full({1}, go ? 0.0f : 1.0f, torch::dtype(torch::kFloat).device(device_));
+    group_->AllReduceMax(stop);
+    go = stop.item<float>() == 0.0f;
+  }
+  return go;
+}
+
+Status Trainer::Step(bool* last) {
+  TrainContext& ctx = *ctx_;
+  if (StopRequested()) return Status::Cancelled("stopped by signal at step " + std::to_string(progress_.step));
+  const Clock::time_point u0 = Clock::now();
+  const double at = timed_ ? double(first_step_) + std::min(1.0, SecondsSince(t0_) / t_.time_budget_s) *
+                                                       double(std::max<int64_t>(0, t_.steps - first_step_))
+                           : double(progress_.step);
+  lr_ = ScheduledLr(t_, at);
+  SetLr(*opt_, lr_);
+  // Gradient accumulation: the update's loss is the mean over grad_accum micro-batches
+  // (each scaled by 1/grad_accum before backward), drawn one after another from the
+  // sampler, so it equals one batch of batch_size * grad_accum sequences up to rounding.
+  ctx.step = progress_.step;
+  torch::Tensor total;
+  for (int64_t micro = 0; micro < t_.grad_accum; ++micro) {
+    // Every rank draws the same global batch of world * batch_size rows and trains on
+    // its own slice, so the data order does not depend on the number of ranks.
+    std::vector<int64_t> tokens;
+    sampler_->Next(data_.train, t_.batch_size * world_, &tokens);
+    if (micro == 0) {
+      // The methods see the whole global micro-batch on every rank; they may change the
+      // model and the optimiser's tensors, so the update begins after them.
+      if (!req_.hooks.empty()) {
+        torch::Tensor gx = ToBatch(tokens, t_.batch_size * world_, c_.model.context, device_).first;
+        HEADLAB_RETURN_IF_ERROR(
+            ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, gx); }));
+        HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' BeforeUpdate"));
+      }
+      updater_->Begin();
+    }
+    if (world_ > 1) {
+      const size_t row = size_t(c_.model.context + 1) * size_t(t_.batch_size);
+      tokens = std::vector<int64_t>(tokens.begin() + long(size_t(rank_) * row),
+                                    tokens.begin() + long(size_t(rank_ + 1) * row));
+    }
+    auto [x, y] = ToBatch(tokens, t_.batch_size, c_.model.context, device_);
+    torch::Tensor part = updater_->Accumulate(x, y);
+    total = micro == 0 ? part : total + part;
+  }
+  loss_ = total;
+  // Data parallel: the mean gradient over every rank's rows of everything the optimiser
+  // updates (SAF App. C.5: communication is part of the update time), its buckets
+  // all-reduced while the last backward ran; the methods read it afterwards.
+  updater_->FinishGradients();
+  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
+  if (group_) {  // the mean loss
+    group_->AllReduceSum(loss_);
+    loss_.div_(double(world_));
+  }
+  grad_norm_ = updater_->Apply();
+  // Trainable fixed heads (SAF App. C.3.2) moved: refresh their buffers (log Z too) so
+  // checkpoints, evaluation and methods see the current patterns. A no-op without them.
+  for (int64_t l = 0; l < c_.model.layers; ++l) model_->attention(l)->SyncTrainableFixed();
+  ++progress_.step;
+  ctx.step = progress_.step;
+  if (progress_.step == first_step_ + 1) {
+    timer_->Mark(progress_.step);  // the first update is warm-up: timing starts after it
+    if (lead_) {
+      Json first = {{"attention_paths", AttentionPaths(model_)},
+                    {"attention_choices", AttentionChoices(model_)}};
+      if (reducer_) first["allreduce_buckets"] = int64_t(reducer_->bucket_count());
+      events_->Provenance(first);
+    }
+  }
+  double update_s = SecondsSince(u0);
+  if (group_) {  // an update takes as long as its slowest rank
+    torch::Tensor u = torch::full({1}, update_s, torch::dtype(torch::kDouble).device(device_));
+    group_->AllReduceMax(u);
+    update_s = u.item<double>();
+    slowest_rank_s_ += update_s;
+  }
+  slowest_update_s_ = std::max(slowest_update_s_, update_s);
+  if (!req_.hooks.empty()) {
+    const double update_loss = loss_.item<double>();
+    HEADLAB_RETURN_IF_ERROR(
+        ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
+    HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' AfterUpdate"));
+  }
+
+  *last = !timed_ && progress_.step == t_.steps;
+  if (*last || (t_.log_every > 0 && progress_.step % t_.log_every == 0)) LogStep();
+  if (*last) return Status::Ok();  // the final evaluation and checkpoint follow
+  if (t_.eval_every > 0 && progress_.step % t_.eval_every == 0) HEADLAB_RETURN_IF_ERROR(Evaluate());
+  if (t_.checkpoint_every > 0 && progress_.step % t_.checkpoint_every == 0) HEADLAB_RETURN_IF_ERROR(Save());
+  return Status::Ok();
+}
+
+Status Trainer::Finish() {
+  timer_->Pause(progress_.step);
   // Final reporting: evaluation with per-token log-probs, and the final checkpoint (not
   // again when nothing was trained after resuming).
-  if (loss.defined() && logged_at != progress.step) log_step();
-  ctx.step = progress.step;
+  if (loss_.defined() && logged_at_ != progress_.step) LogStep();
+  ctx_->step = progress_.step;
   // With methods, AfterTraining may change the model (SAF at tau = 1, AoH conversion):
   // the final evaluation and checkpoint are then of the changed model.
-  const bool has_methods = !req.hooks.empty();
-  HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.AfterTraining(ctx); }));
-  if (evaluated_at != progress.step || has_methods) HEADLAB_RETURN_IF_ERROR(evaluate());
-  if (!lead) return Status::Ok();  // rank 0 reports the run
-  if (dp->peers) dp->peers->Wait();
-  HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req.out_dir, progress.step, logprobs, events));
-  if ((saved_at != progress.step && !(from && progress.step == first_step)) || has_methods)
-    HEADLAB_RETURN_IF_ERROR(save());
+  const bool has_methods = !req_.hooks.empty();
+  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterTraining(*ctx_); }));
+  if (evaluated_at_ != progress_.step || has_methods) HEADLAB_RETURN_IF_ERROR(Evaluate());
+  if (!lead_) return Status::Ok();  // rank 0 reports the run
+  if (dp_.peers) dp_.peers->Wait();
+  HEADLAB_RETURN_IF_ERROR(SaveLogProbs(req_.out_dir, progress_.step, logprobs_, events_));
+  if ((saved_at_ != progress_.step && !(*from_ && progress_.step == first_step_)) || has_methods)
+    HEADLAB_RETURN_IF_ERROR(Save());
 
-  const double elapsed = SecondsSince(t0);
-  Json values = {{metric::kEvalLoss, eval_loss},
-                 {metric::kEvalPpl, std::exp(eval_loss)},
-                 {metric::kTrainTokens, double(progress.step * tokens_per_step)},
+  const double elapsed = SecondsSince(t0_);
+  Json values = {{metric::kEvalLoss, eval_loss_},
+                 {metric::kEvalPpl, std::exp(eval_loss_)},
+                 {metric::kTrainTokens, double(progress_.step * tokens_per_step_)},
                  {metric::kElapsedS, elapsed},
                  {metric::kPeakMemBytes, double(PeakRssBytes())}};
   MetricRow rates;
-  throughput(&rates);
-  dist_metrics(&rates);
+  AddThroughput(&rates);
+  AddDistMetrics(&rates);
   for (const auto& [key, value] : rates) values[key] = value;
-  if (!std::isnan(last_loss)) values[metric::kTrainLoss] = last_loss;
-  if (group) values[metric::kDistRanks] = world;
-  HEADLAB_RETURN_IF_ERROR(ForEachHook(req.hooks, [&](TrainHooks& h) { return h.Summarize(ctx, &values); }));
-  events->Summary(values);
+  if (!std::isnan(last_loss_)) values[metric::kTrainLoss] = last_loss_;
+  if (group_) values[metric::kDistRanks] = world_;
+  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.Summarize(*ctx_, &values); }));
+  events_->Summary(values);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RunTraining(const TrainRequest& req, EventSink* events) {
+  Trainer trainer(req, events);
+  HEADLAB_RETURN_IF_ERROR(trainer.SetUp());
+  HEADLAB_RETURN_IF_ERROR(trainer.Restore());
+  HEADLAB_RETURN_IF_ERROR(trainer.StartMethods());
+  for (bool last = false; !last && trainer.KeepGoing();) HEADLAB_RETURN_IF_ERROR(trainer.Step(&last));
+  return trainer.Finish();
 }
 
 }  // namespace headlab

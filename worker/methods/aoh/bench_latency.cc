@@ -1,10 +1,9 @@
 // bench-prefill and bench-decode.
-#include "worker/exec/bench_latency.h"
+#include "worker/methods/aoh/bench_latency.h"
 
 #include <unistd.h>
 
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -34,19 +33,17 @@ StatusOr<Leg> MakeLeg(const BenchRequest& req) {
   auto settings = BenchSettingsFromJson(req.config_json, req.config, req.file);
   if (!settings.ok()) return settings.status();
   leg.settings = *settings;
-  if (req.config.train.threads > 0) torch::set_num_threads(int(req.config.train.threads));
-  HEADLAB_RETURN_IF_ERROR(PickBenchDevice(req.config.train.device, &leg.device));
+  HEADLAB_RETURN_IF_ERROR(PickDevice(req.config.train, /*rank=*/0, &leg.device));
   HEADLAB_RETURN_IF_ERROR(MakeBenchModel(req.config, leg.settings, leg.device, &leg.model));
   leg.model->eval();
   return leg;
 }
 
 Json LegProvenance(const char* kind, const Leg& leg, const BenchClock& clock) {
-  Json prov = {{"kind", kind}, {"libtorch_version", TORCH_VERSION}, {"device", DeviceLabel(leg.device)},
-               {"timer", clock.method()}, {"memory_kind", clock.memory_kind()},
-               {"threads", torch::get_num_threads()}, {"pid", int64_t(::getpid())},
-               {"warmup", leg.settings.warmup}, {"repeats", leg.settings.repeats}};
-  prov.update(ExecutionProvenance(leg.model, leg.device));
+  Json prov = RunProvenance(leg.model, leg.device);
+  prov.update({{"kind", kind}, {"device", DeviceLabel(leg.device)}, {"timer", clock.method()},
+               {"memory_kind", clock.memory_kind()}, {"pid", int64_t(::getpid())},
+               {"warmup", leg.settings.warmup}, {"repeats", leg.settings.repeats}});
   return prov;
 }
 
