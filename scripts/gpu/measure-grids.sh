@@ -7,8 +7,9 @@
 # flops_aah_gpu). On the device the legs run on the GPU (train.device auto) and the flops
 # runs count with CUPTI; on a CPU machine FLOPs say "unmeasured".
 #
-#   scripts/gpu/measure-grids.sh [--quick] [GRID...]
+#   scripts/gpu/measure-grids.sh [--quick] [--set KEY=VALUE]... [GRID...]
 #     --quick   one ABBA rep per grid (pair.rep=0) instead of the grids' own
+#     --set     passed to every `headlab submit` (e.g. --set 'bench.lengths="16384"')
 #
 # Needs a built tree: HEADLAB_BIN (default build-gpu/headlab, as scripts/gpu/build-all.sh
 # leaves it; libheadlab_exec.so beside it). On the device, after build-all.sh:
@@ -17,11 +18,15 @@
 # Exit 0 iff every run of every grid succeeded.
 set -uo pipefail
 quick=0
-grids=()
-for arg in "$@"; do
+grids=() sets=()
+while (( $# )); do
+  arg=$1
+  shift
   case "$arg" in
     --quick) quick=1 ;;
-    -h|--help|-*) sed -n '2,19p' "$0"; [[ $arg == -h || $arg == --help ]] && exit 0; exit 2 ;;
+    --set) [[ $# -ge 1 ]] || { echo "measure-grids.sh: --set needs KEY=VALUE" >&2; exit 2; }
+           sets+=(--set "$1"); shift ;;
+    -h|--help|-*) sed -n '2,20p' "$0"; [[ $arg == -h || $arg == --help ]] && exit 0; exit 2 ;;
     *) [[ -f "$(dirname "$0")/../../experiments/measure/$arg.jsonc" ]] ||
          { echo "measure-grids.sh: no experiments/measure/$arg.jsonc" >&2; exit 2; }
        grids+=("$arg") ;;
@@ -29,15 +34,15 @@ for arg in "$@"; do
 done
 (( ${#grids[@]} )) || grids=(saf_update_small saf_prefill_small aoh_decode_small flops_aah_small)
 source "$(dirname "$0")/harness-env.sh"
-RESULTS=${OUT:-/tmp/headlab-measure-out}
+RESULTS=${JOB_OUT:-${OUT:-/tmp/headlab-measure-out}}
 mkdir -p "$RESULTS"
 source "$ROOT/tests/lib.sh"
 
 start_cluster 1
 status=0
 for grid in "${grids[@]}"; do
-  args=()
-  if (( quick )) && [[ $grid != flops_* ]]; then args=(--set pair.rep=0); fi
+  args=("${sets[@]}")
+  if (( quick )) && [[ $grid != flops_* ]]; then args+=(--set pair.rep=0); fi
   EXP=$(submit "$ROOT/experiments/measure/$grid.jsonc" "${args[@]}") || exit 1
   wait_grid "$EXP" "${HEADLAB_GRID_TIMEOUT_S:-1800}"
   bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status != 'succeeded'")
