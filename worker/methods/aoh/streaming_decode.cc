@@ -7,6 +7,12 @@
 #include <map>
 #include <utility>
 
+#include "worker/exec/attention_cuda.h"
+
+#if HEADLAB_TORCH_CUDA
+#include "kernels/torch/decode_attention_op.h"
+#endif
+
 namespace headlab::aoh {
 namespace F = torch::nn::functional;
 namespace {
@@ -31,12 +37,25 @@ torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch
 }
 
 // Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
-// reordered layout of AoH §5), else a gather.
-torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads) {
+// reordered layout of AoH §5), else a gather with the indices uploaded once into *index
+// (an upload per call would wait for the device each time).
+torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads,
+                          torch::Tensor* index) {
   bool run = true;
   for (size_t i = 1; run && i < heads.size(); ++i) run = heads[i] == heads[0] + int64_t(i);
   if (run) return x.narrow(1, heads[0], int64_t(heads.size()));
-  return x.index_select(1, torch::tensor(heads, torch::kLong).to(x.device()));
+  if (!index->defined() || index->device() != x.device())
+    *index = torch::tensor(heads, torch::kLong).to(x.device());
+  return x.index_select(1, *index);
+}
+
+// The positions [L] of a segment's cached keys on `device`, made from its slot -> position
+// map without an upload.
+torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
+  auto opts = torch::dtype(torch::kLong).device(device);
+  const int64_t lead = seg.lead(), tail = seg.entries - lead;
+  if (tail == 0) return torch::arange(lead, opts);
+  return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
 }
 
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
@@ -63,6 +82,36 @@ void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
 
 }  // namespace
 
+int64_t KvSegment::lead() const {
+  if (!bounded) return entries;
+  int64_t a = 0;
+  while (a < entries && positions[size_t(a)] == a) ++a;
+  return a;
+}
+
+int64_t KvSegment::tail_start() const {
+  const int64_t a = lead();
+  if (a == entries) return entries;
+  // The recent run is contiguous: eviction removes one middle run (Evict), appends extend it.
+  TORCH_CHECK(positions.back() - positions[size_t(a)] == entries - a - 1,
+              "decoder: bounded positions are not a sink run and one recent run");
+  return positions[size_t(a)];
+}
+
+const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
+                             const DecoderOptions& options) {
+  const ModelConfig& c = model.config();
+  const int64_t d = c.width / c.heads;
+  bool fused = device.is_cuda() && options.fused_decode && options.anchor_block <= 1 &&
+               (d == 64 || d == 128) && c.heads / c.kv_heads <= 16;
+#if HEADLAB_TORCH_CUDA
+  fused = fused && kernels::DecodeAttentionAvailable();
+#else
+  fused = false;
+#endif
+  return fused ? kDecoderFusedLabel : kDecoderReferenceLabel;
+}
+
 AohDecoder::AohDecoder(GptImpl* model, const DecoderOptions& options)
     : model_(model), options_(options) {}
 
@@ -77,6 +126,7 @@ StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
     if (!shaped) return Status::InvalidArgument("anchor_map: expected [layers][heads]");
   }
   std::unique_ptr<AohDecoder> d(new AohDecoder(model, options));
+  d->fused_ = DecoderPathLabel(*model, model->wte->weight.device(), options) == kDecoderFusedLabel;
   const int64_t group = c.heads / c.kv_heads;
   for (int64_t l = 0; l < c.layers; ++l) {
     d->states_.push_back(model->attention(l)->head_states());
@@ -169,9 +219,50 @@ void AohDecoder::Evict(int64_t next) {
   }
 }
 
+void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t first = position_, T = k.size(2);
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads, &seg.kv_index));
+    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads, &seg.kv_index));
+    seg.entries += T;
+    if (seg.bounded)
+      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
+  }
+}
+
+torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q) {
+#if HEADLAB_TORCH_CUDA
+  const ModelConfig& c = model_->config();
+  std::vector<kernels::HeadSpec> specs;
+  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
+  torch::Tensor qs;
+  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    if (!qs.defined()) {
+      qs = q.select(2, 0).to(seg.k_buf.scalar_type());  // [B, H, d] in the cache's dtype
+      o = torch::zeros_like(qs);
+    }
+    kernels::DecodeSegment ds;
+    ds.k_buf = seg.k_buf;
+    ds.v_buf = seg.v_buf;
+    ds.entries = seg.entries;
+    ds.lead = seg.lead();
+    ds.tail_start = seg.tail_start();
+    for (int64_t j : seg.kv_heads) ds.layer_kv_heads.push_back(int(j));
+    kernels::DecodeAttentionInto(qs, ds, specs, c.kv_heads, position_,
+                                 1.0 / std::sqrt(double(q.size(3))), &o);
+  }
+  if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
+  return o;
+#else
+  (void)layer;
+  TORCH_CHECK(false, "decoder: this build has no decode kernel");
+  return q;
+#endif
+}
+
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
-                                    const torch::Tensor& qpos) {
-  const int64_t first = position_;  // qpos = [first, first + T)
+                                    const torch::Tensor& qpos, RotaryTables* rope) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -180,9 +271,14 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
   TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
-    q = RotaryEmbedding(q, c.rope_base, qpos);
-    k = RotaryEmbedding(k, c.rope_base, qpos);
+    if (!rope->cos.defined() || rope->cos.scalar_type() != q.scalar_type())
+      *rope = MakeRotaryTables(c.rope_base, d, qpos, q.scalar_type());
+    q = RotaryEmbedding(q, *rope);
+    k = RotaryEmbedding(k, *rope);
   }
+  Append(layer, k, v);
+  if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
+    return attn->o_proj(FusedDecode(layer, q).reshape({B, T, H * d}));
   const bool reuse_on = options_.anchor_block > 1;
   const bool anchor = reuse_on && layer % options_.anchor_block == 0;
   const bool reuse = reuse_on && !anchor;
@@ -194,17 +290,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
   for (KvSegment& seg : layers_[size_t(layer)]) {
     const int64_t n = int64_t(seg.kv_heads.size());
-    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads));
-    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads));
-    seg.entries += T;
     const int64_t L = seg.entries;
-    torch::Tensor kpos;  // [L] positions of the cached keys
-    if (seg.bounded) {
-      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
-      kpos = torch::tensor(seg.positions, torch::kLong).to(x.device());
-    } else {
-      kpos = torch::arange(L, torch::dtype(torch::kLong).device(x.device()));
-    }
+    const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
@@ -268,9 +355,10 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   if (model_->wpe)
     TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
   torch::Tensor x = model_->Embed(tokens, position_);
+  RotaryTables rope;  // made by the first layer, reused by the others
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
-    x = x + Attention(l, b->ln1(x), qpos);
+    x = x + Attention(l, b->ln1(x), qpos, &rope);
     x = x + b->Mlp(b->ln2(x));
   }
   position_ += T;
