@@ -90,27 +90,18 @@ HybridAttention& GptImpl::attention(int64_t layer) {
   return blocks->ptr(size_t(layer))->as<Block>()->attn;
 }
 
-RotaryTables MakeRotaryTables(double base, int64_t d, const torch::Tensor& positions,
-                              torch::ScalarType dtype) {
-  auto opts = torch::dtype(torch::kFloat).device(positions.device());
-  torch::Tensor inv_freq = torch::pow(base, -torch::arange(0, d / 2, opts) * 2.0 / double(d));  // [d/2]
-  torch::Tensor angles = torch::outer(positions.to(torch::kFloat), inv_freq);  // [T, d/2]
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base, const torch::Tensor& positions) {
+  const int64_t T = x.size(2), d = x.size(3), half = d / 2;
+  auto opts = torch::dtype(torch::kFloat).device(x.device());
+  torch::Tensor inv_freq =
+      torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));  // [d/2]
+  torch::Tensor pos = positions.defined() ? positions.to(torch::kFloat) : torch::arange(T, opts);
+  torch::Tensor angles = torch::outer(pos, inv_freq);  // [T, d/2]
   // The angles in fp32; the rotation in x's dtype (bf16 under autocast), so queries and keys
   // keep the dtype the attention backends take.
-  return {angles.cos().to(dtype), angles.sin().to(dtype)};
-}
-
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RotaryTables& t) {
-  const int64_t half = x.size(3) / 2;
+  torch::Tensor cos = angles.cos().to(x.scalar_type()), sin = angles.sin().to(x.scalar_type());
   torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return torch::cat({x1 * t.cos - x2 * t.sin, x1 * t.sin + x2 * t.cos}, -1);
-}
-
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base, const torch::Tensor& positions) {
-  torch::Tensor pos = positions.defined()
-                          ? positions
-                          : torch::arange(x.size(2), torch::dtype(torch::kFloat).device(x.device()));
-  return RotaryEmbedding(x, MakeRotaryTables(base, x.size(3), pos, x.scalar_type()));
+  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
 torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {

@@ -56,17 +56,6 @@ TORCH_MODULE(Block);
 torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base,
                               const torch::Tensor& positions = torch::Tensor());
 
-// RoPE's angles at `positions` [T] for head dimension d, as cos and sin [T, d/2] (computed
-// in fp32, returned in `dtype`): what RotaryEmbedding computes before it rotates. A decoder
-// makes them once per step and rotates every layer's queries and keys with them.
-struct RotaryTables {
-  torch::Tensor cos, sin;
-};
-RotaryTables MakeRotaryTables(double base, int64_t d, const torch::Tensor& positions,
-                              torch::ScalarType dtype);
-// RotaryEmbedding with tables from MakeRotaryTables (x's T positions).
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RotaryTables& tables);
-
 class GptImpl : public torch::nn::Module {
  public:
   // Initialises parameters from the current default generator (seed it first).

@@ -49,6 +49,28 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
   return x.index_select(1, *index);
 }
 
+// Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
+constexpr int64_t kEvictSlack = 64;
+
+// The entries of a bounded segment that AoH §5 retains before `next`: a leading run
+// (p < sink) and a trailing run (keys p with next - p < recent, the recent window the next
+// query can reach); everything between is evicted. Positions ascend.
+std::pair<int64_t, int64_t> Retained(const KvSegment& s, int64_t next) {
+  const auto& p = s.positions;
+  int64_t a = 0, b = 0;
+  while (a < s.entries && p[size_t(a)] < s.sink) ++a;
+  while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+  return {a, b};
+}
+
+// The entries of `s` that count as cached before position `next`: all of a full segment,
+// the retained ones of a bounded segment (evicted ones awaiting compaction excluded).
+int64_t LiveEntries(const KvSegment& s, int64_t next) {
+  if (!s.bounded) return s.entries;
+  const auto [a, b] = Retained(s, next);
+  return a + b;
+}
+
 // The positions [L] of a segment's cached keys on `device`, made from its slot -> position
 // map without an upload.
 torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
@@ -180,7 +202,8 @@ int64_t AohDecoder::KvBytes() const {
   int64_t bytes = 0;
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
-      if (s.k_buf.defined()) bytes += 2 * int64_t(s.k().numel() * s.k_buf.element_size());
+      if (s.k_buf.defined())
+        bytes += 2 * LiveEntries(s, position_) * (s.k_buf.numel() / s.k_buf.size(2)) * s.k_buf.element_size();
   return bytes;
 }
 
@@ -195,7 +218,7 @@ int64_t AohDecoder::KvCapacityBytes() const {
 int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
   for (const KvSegment& s : layers_[size_t(layer)])
     for (int64_t j : s.kv_heads)
-      if (j == kv_head) return s.entries;
+      if (j == kv_head) return LiveEntries(s, position_);
   return 0;
 }
 
@@ -203,14 +226,13 @@ void AohDecoder::Evict(int64_t next) {
   for (auto& layer : layers_) {
     for (KvSegment& s : layer) {
       if (!s.bounded) continue;
-      // AoH §5: keep the sink tokens and the recent window the next query can reach
-      // (keys p with next - p < recent); evict the rest. Positions ascend, so the kept
-      // ones are a leading run (p < sink) and a trailing run (p > next - recent).
-      const auto& p = s.positions;
-      int64_t a = 0, b = 0;
-      while (a < s.entries && p[size_t(a)] < s.sink) ++a;
-      while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+      const auto [a, b] = Retained(s, next);
       if (a + b == s.entries) continue;
+      // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
+      // recent run's leading slots, which no head's visible span reaches (and the
+      // reference's masks refuse), so compacting every kEvictSlack steps instead of every
+      // step saves four copies per bounded segment and step. The buffer never grows for them.
+      if (fused_ && s.entries - (a + b) < kEvictSlack && s.entries < s.k_buf.size(2)) continue;
       KeepEnds(&s.k_buf, s.entries, a, b);
       KeepEnds(&s.v_buf, s.entries, a, b);
       s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
@@ -239,7 +261,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q) {
   torch::Tensor o;  // heads of no segment (pruned) stay zero
   for (KvSegment& seg : layers_[size_t(layer)]) {
     if (!qs.defined()) {
-      qs = q.select(2, 0).to(seg.k_buf.scalar_type());  // [B, H, d] in the cache's dtype
+      qs = q.select(2, 0).to(seg.k_buf.scalar_type()).contiguous();  // [B, H, d], the cache's dtype
       o = torch::zeros_like(qs);
     }
     kernels::DecodeSegment ds;
@@ -262,7 +284,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q) {
 }
 
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
-                                    const torch::Tensor& qpos, RotaryTables* rope) {
+                                    const torch::Tensor& qpos) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -271,10 +293,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
   TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
-    if (!rope->cos.defined() || rope->cos.scalar_type() != q.scalar_type())
-      *rope = MakeRotaryTables(c.rope_base, d, qpos, q.scalar_type());
-    q = RotaryEmbedding(q, *rope);
-    k = RotaryEmbedding(k, *rope);
+    q = RotaryEmbedding(q, c.rope_base, qpos);
+    k = RotaryEmbedding(k, c.rope_base, qpos);
   }
   Append(layer, k, v);
   if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
@@ -355,10 +375,9 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   if (model_->wpe)
     TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
   torch::Tensor x = model_->Embed(tokens, position_);
-  RotaryTables rope;  // made by the first layer, reused by the others
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
-    x = x + Attention(l, b->ln1(x), qpos, &rope);
+    x = x + Attention(l, b->ln1(x), qpos);
     x = x + b->Mlp(b->ln2(x));
   }
   position_ += T;

@@ -68,7 +68,10 @@ struct KvSegment {
   bool bounded = false;
   int64_t sink = 0, recent = 0;   // bounded only
   torch::Tensor k_buf, v_buf;     // [B, len(kv_heads), capacity, d], undefined while empty
-  int64_t entries = 0;            // cached positions: k_buf[:, :, :entries]
+  // Cached positions: k_buf[:, :, :entries]. On the fused path a bounded segment may also
+  // hold up to 64 evicted entries awaiting compaction (AohDecoder::Evict): they lead the
+  // recent run, no head sees them, and KvBytes / KvEntries do not count them.
+  int64_t entries = 0;
   // Bounded: the cached positions, ascending (host-side, so eviction needs no device
   // sync). Full segments hold every position 0..entries-1.
   std::vector<int64_t> positions;
@@ -102,7 +105,7 @@ class AohDecoder {
 
   // The next position (tokens seen so far).
   int64_t position() const { return position_; }
-  // Bytes of all cached keys and values (live entries).
+  // Bytes of all cached keys and values (live entries: those AoH §5 retains).
   int64_t KvBytes() const;
   // Bytes allocated for them (capacity; at most twice the peak entries plus a chunk).
   int64_t KvCapacityBytes() const;
@@ -118,10 +121,10 @@ class AohDecoder {
   // Runs one chunk [B, T] at positions [position_, position_ + T) and returns its logits
   // (only the last position's with `last_only`).
   torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
-  // The layer's attention for x [B, T, C] at positions qpos [T]; *rope caches RoPE's tables
-  // for this chunk (made by the first layer in the queries' dtype).
-  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos,
-                          RotaryTables* rope);
+  // The layer's attention for x [B, T, C] at positions qpos [T]: appends the chunk's keys
+  // and values, then runs the decode kernel (a decode step on the fused path) or the
+  // reference.
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos);
   // Appends one chunk's keys and values [B, KV, T, d] to the layer's segments.
   void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
   // One decode step's attention through the decode kernel: q [B, H, 1, d] at position_,
