@@ -337,7 +337,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         slot.copy_(slot & (picked > 0));
       }
     }
-    torch::Tensor qs = SelectHeads(q, heads).reshape({B, n, group, T, d});
+    torch::Tensor q_index;  // the reference path uploads a gather's indices per call
+    torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
     torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
     scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
     if (anchor) {
