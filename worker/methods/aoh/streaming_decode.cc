@@ -15,6 +15,15 @@
 
 namespace headlab::aoh {
 namespace F = torch::nn::functional;
+
+// RoPE for every layer of one chunk: cos' = (cos, cos) and sin' = (-sin, sin) [T, d] in the
+// queries' dtype, so that RotaryEmbedding(x) = x * cos' + swap(x) * sin' (swap exchanges
+// the halves): three kernels per rotated tensor instead of RotaryEmbedding's dozen, whose
+// table computation a decode step would otherwise repeat for every layer.
+struct ChunkRope {
+  torch::Tensor cos, sin;
+};
+
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -47,6 +56,22 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
   if (!index->defined() || index->device() != x.device())
     *index = torch::tensor(heads, torch::kLong).to(x.device());
   return x.index_select(1, *index);
+}
+
+// Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
+// first use. The tables come from RotaryEmbedding itself: it rotates the basis
+// (1, .., 1, 0, .., 0) to (cos, sin).
+torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  const int64_t T = x.size(2), half = x.size(3) / 2;
+  if (!rope->cos.defined() || rope->cos.scalar_type() != x.scalar_type()) {
+    torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+    torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+    torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
+    rope->cos = torch::cat({cos, cos}, 1);
+    rope->sin = torch::cat({-sin, sin}, 1);
+  }
+  torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
+  return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
 
 // Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
@@ -284,7 +309,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q) {
 }
 
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
-                                    const torch::Tensor& qpos) {
+                                    const torch::Tensor& qpos, ChunkRope* rope) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -293,8 +318,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
   TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
-    q = RotaryEmbedding(q, c.rope_base, qpos);
-    k = RotaryEmbedding(k, c.rope_base, qpos);
+    q = Rotate(q, c.rope_base, qpos, rope);
+    k = Rotate(k, c.rope_base, qpos, rope);
   }
   Append(layer, k, v);
   if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
@@ -376,9 +401,10 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   if (model_->wpe)
     TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
   torch::Tensor x = model_->Embed(tokens, position_);
+  ChunkRope rope;
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
-    x = x + Attention(l, b->ln1(x), qpos);
+    x = x + Attention(l, b->ln1(x), qpos, &rope);
     x = x + b->Mlp(b->ln2(x));
   }
   position_ += T;

@@ -85,6 +85,8 @@ struct KvSegment {
   torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
 
+struct ChunkRope;  // RoPE's tables for one chunk (streaming_decode.cc)
+
 class AohDecoder {
  public:
   // Builds a decoder for `model` (which must outlive it) from the model's current head
@@ -123,8 +125,9 @@ class AohDecoder {
   torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
   // The layer's attention for x [B, T, C] at positions qpos [T]: appends the chunk's keys
   // and values, then runs the decode kernel (a decode step on the fused path) or the
-  // reference.
-  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos);
+  // reference. *rope holds the chunk's RoPE tables, made by the first layer.
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos,
+                          ChunkRope* rope);
   // Appends one chunk's keys and values [B, KV, T, d] to the layer's segments.
   void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
   // One decode step's attention through the decode kernel: q [B, H, 1, d] at position_,
