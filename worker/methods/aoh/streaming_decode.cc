@@ -340,13 +340,22 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
-    std::vector<torch::Tensor> masks;
+    bool uniform = true;  // every head of the segment in one state: one broadcast mask
     for (int64_t j : seg.kv_heads)
       for (int64_t h = j * group; h < (j + 1) * group; ++h) {
         heads.push_back(h);
-        masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+        const HeadState &a = states[size_t(h)], &b = states[size_t(heads[0])];
+        uniform = uniform && a.mode == b.mode && a.window == b.window && a.sink == b.sink &&
+                  a.recent == b.recent;
       }
-    torch::Tensor allowed = torch::stack(masks).view({1, n, group, T, L});
+    torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
+    if (uniform) {
+      allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
+    } else {
+      std::vector<torch::Tensor> masks;
+      for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+      allowed = torch::stack(masks).view({1, n, group, T, L});
+    }
     if (reuse && !seg.bounded) {
       // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
       // anchor head selected. Full segments hold every position, so position = index.
