@@ -41,19 +41,19 @@ double CausalFlops(int B, int H, int T, int d) { return 4.0 * B * H * d * (doubl
 float TimeMs(const std::function<void()>& fn, int reps = 10, int warm = 3) {
   for (int i = 0; i < warm; ++i) fn();
   cudaEvent_t a, b;
-  HEADLAB_CUDA_CHECK(cudaEventCreate(&a));
-  HEADLAB_CUDA_CHECK(cudaEventCreate(&b));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&a));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&b));
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
-    HEADLAB_CUDA_CHECK(cudaEventRecord(a));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(a));
     fn();
-    HEADLAB_CUDA_CHECK(cudaEventRecord(b));
-    HEADLAB_CUDA_CHECK(cudaEventSynchronize(b));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(b));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(b));
     float t;
-    HEADLAB_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, a, b));
     ms.push_back(t);
   }
-  HEADLAB_CUDA_CHECK(cudaGetLastError());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetLastError());
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   std::sort(ms.begin(), ms.end());
@@ -89,7 +89,7 @@ void ValidateSmall(ProblemConfig c, const char* name) {
   p.PoisonOutputs();
   Must(HybridAttentionForward(p.Forward(KernelPath::kAuto), nullptr));
   Must(HybridAttentionBackward(p.Backward(KernelPath::kAuto), nullptr));
-  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   std::vector<float> o, lse, dq, dk, dv, o_lp, lse_lp, dq_lp, dk_lp, dv_lp;
   ReferenceForward(p.Reference(), Rounding::kNone, &o, &lse);
   ReferenceForward(p.Reference(), Rounding::kBF16, &o_lp, &lse_lp);
@@ -112,11 +112,11 @@ void ValidateSmall(ProblemConfig c, const char* name) {
 // At full size: the tensor-core forward output (on `path`) against the SIMT one.
 void ValidateFull(Problem& p, const char* name, KernelPath path = KernelPath::kAuto) {
   Must(HybridAttentionForward(p.Forward(KernelPath::kSimt), nullptr));
-  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   std::vector<float> simt = p.O();
   p.PoisonOutputs();
   Must(HybridAttentionForward(p.Forward(path), nullptr));
-  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   std::vector<float> mma = p.O();
   double err = RelativeL2(mma.data(), simt.data(), mma.size());
   bool ok = err < 1e-2;
@@ -270,7 +270,7 @@ void Profile() {
   Fwd(p, KernelPath::kAuto)();
   Fwd(p, KernelPath::kAuto)();
   FwdBwd(p, KernelPath::kAuto)();
-  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
 }
 
 }  // namespace
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   }
   headlab::kernels::quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop;
-  HEADLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, %d SMs; bf16, B=8 H=12 d=64\n", prop.name, prop.multiProcessorCount);
   headlab::kernels::Run();
   if (headlab::kernels::validation_failures) {

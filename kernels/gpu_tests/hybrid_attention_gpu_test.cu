@@ -70,7 +70,7 @@ void RunConfig(const ProblemConfig& c, const char* mix, KernelPath path, bool ba
   prob.PoisonOutputs();
   KernelStatus st = HybridAttentionForward(prob.Forward(path), nullptr);
   if (st.ok() && backward) st = HybridAttentionBackward(prob.Backward(path), nullptr);
-  HEADLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   char name[256];
   std::snprintf(name, sizeof(name), "%-8s %-4s %-9s %-4s B=%d T=%-4d H=%d G=%d d=%-3d", mix,
                 testing::DTypeName(c.dtype), testing::LayoutName(c.layout),
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     }
   }
   int major = 0;
-  HEADLAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   const bool sm90 = major == 9;
   const Layout layouts[] = {Layout::kContiguous, Layout::kPackedQkv, Layout::kHeadMajor};
   int n = 0;

@@ -20,8 +20,9 @@
 #include "kernels/reference.h"
 
 // The one CUDA-check macro of the kernel tools: prints file:line and exits (dev tools
-// only; library code returns a KernelStatus instead).
-#define HEADLAB_CUDA_CHECK(expr)                                                           \
+// only; library code returns a KernelStatus instead, and host code outside kernels/ uses
+// common/gpu_check.h, which returns a Status).
+#define HEADLAB_CUDA_CHECK_OR_EXIT(expr)                                                           \
   do {                                                                                     \
     cudaError_t _e = (expr);                                                               \
     if (_e != cudaSuccess) {                                                               \
@@ -54,7 +55,7 @@ struct DeviceBuffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t n) : bytes(n) { HEADLAB_CUDA_CHECK(cudaMalloc(&ptr, n ? n : 1)); }
+  explicit DeviceBuffer(size_t n) : bytes(n) { HEADLAB_CUDA_CHECK_OR_EXIT(cudaMalloc(&ptr, n ? n : 1)); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; }
@@ -172,7 +173,7 @@ class Problem {
       Scatter(q_, qv_, c.H, qkv_.ptr, &image);
       Scatter(k_, kv_, c.G, qkv_.ptr, &image);
       Scatter(v_, vv_, c.G, qkv_.ptr, &image);
-      HEADLAB_CUDA_CHECK(cudaMemcpy(qkv_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
+      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(qkv_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
     }
     o_ = DeviceBuffer(nq * es);
     d_o_buf_ = DeviceBuffer(nq * es);
@@ -188,7 +189,7 @@ class Problem {
     {
       std::vector<char> image(d_o_buf_.bytes, 0);
       Scatter(d_o_, dov_, c.H, d_o_buf_.ptr, &image);
-      HEADLAB_CUDA_CHECK(cudaMemcpy(d_o_buf_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
+      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(d_o_buf_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
     }
     AttentionShape s;
     s.batch = c.B;
@@ -234,7 +235,7 @@ class Problem {
   // Fills every output with 0xFF bytes (NaN in each dtype) so unwritten elements show.
   void PoisonOutputs() {
     for (DeviceBuffer* b : {&o_, &dq_, &dk_, &dv_, &lse_})
-      HEADLAB_CUDA_CHECK(cudaMemset(b->ptr, 0xff, b->bytes));
+      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(b->ptr, 0xff, b->bytes));
   }
   std::vector<float> O() const { return Gather(ov_, c_.H); }
   std::vector<float> DQ() const { return Gather(dqv_, c_.H); }
@@ -242,7 +243,7 @@ class Problem {
   std::vector<float> DV() const { return Gather(dvv_, c_.G); }
   std::vector<float> Lse() const {
     std::vector<float> out(size_t(c_.B) * c_.H * c_.T);
-    HEADLAB_CUDA_CHECK(cudaMemcpy(out.data(), lse_.ptr, out.size() * 4, cudaMemcpyDeviceToHost));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(out.data(), lse_.ptr, out.size() * 4, cudaMemcpyDeviceToHost));
     return out;
   }
   ReferenceProblem Reference() const {
@@ -260,7 +261,7 @@ class Problem {
   }
   static DeviceBuffer Upload(const std::vector<float>& v) {
     DeviceBuffer b(v.size() * 4);
-    HEADLAB_CUDA_CHECK(cudaMemcpy(b.ptr, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(b.ptr, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
     return b;
   }
   // Writes a contiguous host (B,T,heads,d) tensor into `image`, the host copy of the device
@@ -288,10 +289,10 @@ class Problem {
     const size_t n = size_t(c_.B) * c_.T * heads * c_.d;
     std::vector<float> out(n);
     if (c_.dtype == DType::kF32) {
-      HEADLAB_CUDA_CHECK(cudaMemcpy(out.data(), v.data, n * 4, cudaMemcpyDeviceToHost));
+      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(out.data(), v.data, n * 4, cudaMemcpyDeviceToHost));
     } else {
       std::vector<uint16_t> tmp(n);
-      HEADLAB_CUDA_CHECK(cudaMemcpy(tmp.data(), v.data, n * 2, cudaMemcpyDeviceToHost));
+      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(tmp.data(), v.data, n * 2, cudaMemcpyDeviceToHost));
       for (size_t i = 0; i < n; ++i) out[i] = FromHalfBits(tmp[i], c_.dtype);
     }
     return out;

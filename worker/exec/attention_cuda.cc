@@ -113,19 +113,6 @@ std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
   return k.str();
 }
 
-#if HEADLAB_TORCH_CUDA
-kernels::HeadState KernelState(HeadMode m) {
-  switch (m) {
-    case HeadMode::kOrdinary: return kernels::HeadState::kOrdinary;
-    case HeadMode::kFixed: return kernels::HeadState::kFixed;
-    case HeadMode::kStreaming: return kernels::HeadState::kStreaming;
-    case HeadMode::kLocal: return kernels::HeadState::kLocal;
-    case HeadMode::kPruned: return kernels::HeadState::kPruned;
-  }
-  return kernels::HeadState::kOrdinary;
-}
-#endif
-
 // [B, T, n, d] views: causal softmax attention of ordinary heads. On CUDA PyTorch's
 // scaled_dot_product_attention (its own backend choice); the CPU test stand-in computes the
 // same with dense masks.
@@ -183,12 +170,7 @@ torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg
     kernels::HybridHeads heads;
     for (int64_t h : seg.heads) {
       const HeadState& s = layer.head_states()[size_t(h)];
-      kernels::HeadSpec spec;
-      spec.state = KernelState(s.mode);
-      spec.window = static_cast<int32_t>(s.window);
-      spec.sink = static_cast<int32_t>(s.sink);
-      spec.recent = static_cast<int32_t>(s.recent);
-      heads.specs.push_back(spec);
+      heads.specs.push_back(KernelHeadSpec(s));
       heads.prior_rows.push_back(h);
       if (s.mode == HeadMode::kFixed) {
         heads.alpha = layer.fixed_alpha;
@@ -377,6 +359,21 @@ std::string ShapeKey(const torch::Tensor& x, bool backward) {
 }
 
 }  // namespace
+
+kernels::HeadSpec KernelHeadSpec(const HeadState& s) {
+  kernels::HeadSpec spec;
+  switch (s.mode) {
+    case HeadMode::kOrdinary: spec.state = kernels::HeadState::kOrdinary; break;
+    case HeadMode::kFixed: spec.state = kernels::HeadState::kFixed; break;
+    case HeadMode::kStreaming: spec.state = kernels::HeadState::kStreaming; break;
+    case HeadMode::kLocal: spec.state = kernels::HeadState::kLocal; break;
+    case HeadMode::kPruned: spec.state = kernels::HeadState::kPruned; break;
+  }
+  spec.window = static_cast<int32_t>(s.window);
+  spec.sink = static_cast<int32_t>(s.sink);
+  spec.recent = static_cast<int32_t>(s.recent);
+  return spec;
+}
 
 FastPathState::~FastPathState() { pattern_cache_bytes.fetch_sub(pattern_bytes); }
 

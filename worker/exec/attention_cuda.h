@@ -20,7 +20,9 @@
 
 #include <torch/torch.h>
 
+#include "kernels/hybrid_attention.h"
 #include "worker/exec/attention_plan.h"
+#include "worker/exec/head_state.h"
 
 namespace headlab {
 
@@ -53,6 +55,10 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
 // FusedAttentionUnsupported(layer, x) == "".
 torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
                                     const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
+
+// Returns the kernels' spec of a head in `state` (its window, sink and recent; the fixed
+// heads' prior pointers left null for the caller to fill).
+kernels::HeadSpec KernelHeadSpec(const HeadState& state);
 
 // Returns how many layer forwards took the fast path in this process (tests assert on it).
 int64_t FusedAttentionCalls();

@@ -123,14 +123,16 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
   BenchClock clock(leg->device);  // memory only: BenchmarkLatency synchronises and times
   Json prov = LegProvenance("bench-decode", *leg, clock);
   prov["timer"] = "steady_clock_synchronized";  // aoh::BenchmarkLatency's clock
-  // Prefill chunks and decode steps run the KV-cache decoder's own attention (every layer).
+  // Prefill chunks and decode steps run the KV-cache decoder (every layer): its reference
+  // attention, or the decode kernel for decode steps (DecoderPathLabel).
   std::vector<int64_t> layers(size_t(req.config.model.layers));
   for (size_t l = 0; l < layers.size(); ++l) layers[l] = int64_t(l);
-  prov["attention_paths"] = Json::object({{aoh::kDecoderPathLabel, layers}});
-  events->Provenance(prov);
   const BenchSettings& s = leg->settings;
   aoh::DecoderOptions decoder;
   decoder.prefill_chunk = s.prefill_chunk;
+  prov["attention_paths"] =
+      Json::object({{aoh::DecoderPathLabel(*leg->model.get(), leg->device, decoder), layers}});
+  events->Provenance(prov);
   aoh::BenchOptions options;
   options.contexts = s.lengths;
   options.decode_tokens = s.decode_tokens;

@@ -7,8 +7,23 @@
 #include <map>
 #include <utility>
 
+#include "worker/exec/attention_cuda.h"
+
+#if HEADLAB_TORCH_CUDA
+#include "kernels/torch/decode_attention_op.h"
+#endif
+
 namespace headlab::aoh {
 namespace F = torch::nn::functional;
+
+// RoPE for every layer of one chunk: cos' = (cos, cos) and sin' = (-sin, sin) [T, d] in the
+// queries' dtype, so that RotaryEmbedding(x) = x * cos' + swap(x) * sin' (swap exchanges
+// the halves): three kernels per rotated tensor instead of RotaryEmbedding's dozen, whose
+// table computation a decode step would otherwise repeat for every layer.
+struct ChunkRope {
+  torch::Tensor cos, sin;
+};
+
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -31,12 +46,63 @@ torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch
 }
 
 // Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
-// reordered layout of AoH §5), else a gather.
-torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads) {
+// reordered layout of AoH §5), else a gather with the indices uploaded once into *index
+// (an upload per call would wait for the device each time).
+torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads,
+                          torch::Tensor* index) {
   bool run = true;
   for (size_t i = 1; run && i < heads.size(); ++i) run = heads[i] == heads[0] + int64_t(i);
   if (run) return x.narrow(1, heads[0], int64_t(heads.size()));
-  return x.index_select(1, torch::tensor(heads, torch::kLong).to(x.device()));
+  if (!index->defined() || index->device() != x.device())
+    *index = torch::tensor(heads, torch::kLong).to(x.device());
+  return x.index_select(1, *index);
+}
+
+// Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
+// first use. The tables come from RotaryEmbedding itself: it rotates the basis
+// (1, .., 1, 0, .., 0) to (cos, sin).
+torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  const int64_t T = x.size(2), half = x.size(3) / 2;
+  if (!rope->cos.defined() || rope->cos.scalar_type() != x.scalar_type()) {
+    torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+    torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+    torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
+    rope->cos = torch::cat({cos, cos}, 1);
+    rope->sin = torch::cat({-sin, sin}, 1);
+  }
+  torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
+  return torch::addcmul(x * rope->cos, swapped, rope->sin);
+}
+
+// Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
+constexpr int64_t kEvictSlack = 64;
+
+// The entries of a bounded segment that AoH §5 retains before `next`: a leading run
+// (p < sink) and a trailing run (keys p with next - p < recent, the recent window the next
+// query can reach); everything between is evicted. Positions ascend.
+std::pair<int64_t, int64_t> Retained(const KvSegment& s, int64_t next) {
+  const auto& p = s.positions;
+  int64_t a = 0, b = 0;
+  while (a < s.entries && p[size_t(a)] < s.sink) ++a;
+  while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+  return {a, b};
+}
+
+// The entries of `s` that count as cached before position `next`: all of a full segment,
+// the retained ones of a bounded segment (evicted ones awaiting compaction excluded).
+int64_t LiveEntries(const KvSegment& s, int64_t next) {
+  if (!s.bounded) return s.entries;
+  const auto [a, b] = Retained(s, next);
+  return a + b;
+}
+
+// The positions [L] of a segment's cached keys on `device`, made from its slot -> position
+// map without an upload.
+torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
+  auto opts = torch::dtype(torch::kLong).device(device);
+  const int64_t lead = seg.lead(), tail = seg.entries - lead;
+  if (tail == 0) return torch::arange(lead, opts);
+  return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
 }
 
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
@@ -63,6 +129,36 @@ void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
 
 }  // namespace
 
+int64_t KvSegment::lead() const {
+  if (!bounded) return entries;
+  int64_t a = 0;
+  while (a < entries && positions[size_t(a)] == a) ++a;
+  return a;
+}
+
+int64_t KvSegment::tail_start() const {
+  const int64_t a = lead();
+  if (a == entries) return entries;
+  // The recent run is contiguous: eviction removes one middle run (Evict), appends extend it.
+  TORCH_CHECK(positions.back() - positions[size_t(a)] == entries - a - 1,
+              "decoder: bounded positions are not a sink run and one recent run");
+  return positions[size_t(a)];
+}
+
+const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
+                             const DecoderOptions& options) {
+  const ModelConfig& c = model.config();
+  const int64_t d = c.width / c.heads;
+  bool fused = device.is_cuda() && options.fused_decode && options.anchor_block <= 1 &&
+               (d == 64 || d == 128) && c.heads / c.kv_heads <= 16;
+#if HEADLAB_TORCH_CUDA
+  fused = fused && kernels::DecodeAttentionAvailable();
+#else
+  fused = false;
+#endif
+  return fused ? kDecoderFusedLabel : kDecoderReferenceLabel;
+}
+
 AohDecoder::AohDecoder(GptImpl* model, const DecoderOptions& options)
     : model_(model), options_(options) {}
 
@@ -77,6 +173,7 @@ StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
     if (!shaped) return Status::InvalidArgument("anchor_map: expected [layers][heads]");
   }
   std::unique_ptr<AohDecoder> d(new AohDecoder(model, options));
+  d->fused_ = DecoderPathLabel(*model, model->wte->weight.device(), options) == kDecoderFusedLabel;
   const int64_t group = c.heads / c.kv_heads;
   for (int64_t l = 0; l < c.layers; ++l) {
     d->states_.push_back(model->attention(l)->head_states());
@@ -130,7 +227,8 @@ int64_t AohDecoder::KvBytes() const {
   int64_t bytes = 0;
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
-      if (s.k_buf.defined()) bytes += 2 * int64_t(s.k().numel() * s.k_buf.element_size());
+      if (s.k_buf.defined())
+        bytes += 2 * LiveEntries(s, position_) * (s.k_buf.numel() / s.k_buf.size(2)) * s.k_buf.element_size();
   return bytes;
 }
 
@@ -145,7 +243,7 @@ int64_t AohDecoder::KvCapacityBytes() const {
 int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
   for (const KvSegment& s : layers_[size_t(layer)])
     for (int64_t j : s.kv_heads)
-      if (j == kv_head) return s.entries;
+      if (j == kv_head) return LiveEntries(s, position_);
   return 0;
 }
 
@@ -153,14 +251,13 @@ void AohDecoder::Evict(int64_t next) {
   for (auto& layer : layers_) {
     for (KvSegment& s : layer) {
       if (!s.bounded) continue;
-      // AoH §5: keep the sink tokens and the recent window the next query can reach
-      // (keys p with next - p < recent); evict the rest. Positions ascend, so the kept
-      // ones are a leading run (p < sink) and a trailing run (p > next - recent).
-      const auto& p = s.positions;
-      int64_t a = 0, b = 0;
-      while (a < s.entries && p[size_t(a)] < s.sink) ++a;
-      while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+      const auto [a, b] = Retained(s, next);
       if (a + b == s.entries) continue;
+      // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
+      // recent run's leading slots, which no head's visible span reaches (and the
+      // reference's masks refuse), so compacting every kEvictSlack steps instead of every
+      // step saves four copies per bounded segment and step. The buffer never grows for them.
+      if (fused_ && s.entries - (a + b) < kEvictSlack && s.entries < s.k_buf.size(2)) continue;
       KeepEnds(&s.k_buf, s.entries, a, b);
       KeepEnds(&s.v_buf, s.entries, a, b);
       s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
@@ -169,9 +266,50 @@ void AohDecoder::Evict(int64_t next) {
   }
 }
 
+void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t first = position_, T = k.size(2);
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads, &seg.kv_index));
+    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads, &seg.kv_index));
+    seg.entries += T;
+    if (seg.bounded)
+      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
+  }
+}
+
+torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q) {
+#if HEADLAB_TORCH_CUDA
+  const ModelConfig& c = model_->config();
+  std::vector<kernels::HeadSpec> specs;
+  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
+  torch::Tensor qs;
+  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    if (!qs.defined()) {
+      qs = q.select(2, 0).to(seg.k_buf.scalar_type()).contiguous();  // [B, H, d], the cache's dtype
+      o = torch::zeros_like(qs);
+    }
+    kernels::DecodeSegment ds;
+    ds.k_buf = seg.k_buf;
+    ds.v_buf = seg.v_buf;
+    ds.entries = seg.entries;
+    ds.lead = seg.lead();
+    ds.tail_start = seg.tail_start();
+    for (int64_t j : seg.kv_heads) ds.layer_kv_heads.push_back(int(j));
+    kernels::DecodeAttentionInto(qs, ds, specs, c.kv_heads, position_,
+                                 1.0 / std::sqrt(double(q.size(3))), &o);
+  }
+  if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
+  return o;
+#else
+  (void)layer;
+  TORCH_CHECK(false, "decoder: this build has no decode kernel");
+  return q;
+#endif
+}
+
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
-                                    const torch::Tensor& qpos) {
-  const int64_t first = position_;  // qpos = [first, first + T)
+                                    const torch::Tensor& qpos, ChunkRope* rope) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -180,9 +318,12 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
   TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
-    q = RotaryEmbedding(q, c.rope_base, qpos);
-    k = RotaryEmbedding(k, c.rope_base, qpos);
+    q = Rotate(q, c.rope_base, qpos, rope);
+    k = Rotate(k, c.rope_base, qpos, rope);
   }
+  Append(layer, k, v);
+  if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
+    return attn->o_proj(FusedDecode(layer, q).reshape({B, T, H * d}));
   const bool reuse_on = options_.anchor_block > 1;
   const bool anchor = reuse_on && layer % options_.anchor_block == 0;
   const bool reuse = reuse_on && !anchor;
@@ -194,27 +335,27 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
   for (KvSegment& seg : layers_[size_t(layer)]) {
     const int64_t n = int64_t(seg.kv_heads.size());
-    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads));
-    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads));
-    seg.entries += T;
     const int64_t L = seg.entries;
-    torch::Tensor kpos;  // [L] positions of the cached keys
-    if (seg.bounded) {
-      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
-      kpos = torch::tensor(seg.positions, torch::kLong).to(x.device());
-    } else {
-      kpos = torch::arange(L, torch::dtype(torch::kLong).device(x.device()));
-    }
+    const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
-    std::vector<torch::Tensor> masks;
+    bool uniform = true;  // every head of the segment in one state: one broadcast mask
     for (int64_t j : seg.kv_heads)
       for (int64_t h = j * group; h < (j + 1) * group; ++h) {
         heads.push_back(h);
-        masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+        const HeadState &a = states[size_t(h)], &b = states[size_t(heads[0])];
+        uniform = uniform && a.mode == b.mode && a.window == b.window && a.sink == b.sink &&
+                  a.recent == b.recent;
       }
-    torch::Tensor allowed = torch::stack(masks).view({1, n, group, T, L});
+    torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
+    if (uniform) {
+      allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
+    } else {
+      std::vector<torch::Tensor> masks;
+      for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+      allowed = torch::stack(masks).view({1, n, group, T, L});
+    }
     if (reuse && !seg.bounded) {
       // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
       // anchor head selected. Full segments hold every position, so position = index.
@@ -230,7 +371,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         slot.copy_(slot & (picked > 0));
       }
     }
-    torch::Tensor qs = SelectHeads(q, heads).reshape({B, n, group, T, d});
+    torch::Tensor q_index;  // the reference path uploads a gather's indices per call
+    torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
     torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
     scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
     if (anchor) {
@@ -268,9 +410,10 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   if (model_->wpe)
     TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
   torch::Tensor x = model_->Embed(tokens, position_);
+  ChunkRope rope;
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
-    x = x + Attention(l, b->ln1(x), qpos);
+    x = x + Attention(l, b->ln1(x), qpos, &rope);
     x = x + b->Mlp(b->ln2(x));
   }
   position_ += T;

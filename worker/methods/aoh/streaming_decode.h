@@ -30,9 +30,13 @@
 
 namespace headlab::aoh {
 
-// The attention path of every layer under the decoder, as run provenance names it
-// (attention_paths): the cache's matmul + softmax per segment; no fused decode kernel yet.
-inline constexpr const char* kDecoderPathLabel = "kv_cache_reference (no fused decode path)";
+// The attention paths of the decoder, as run provenance names them (attention_paths):
+// the reference is the cache's matmul + softmax per segment (prefill chunks always; decode
+// steps on the CPU); the fused path runs decode steps through the split-K decode kernel
+// (kernels/decode_attention.h) on CUDA.
+inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
+inline constexpr const char* kDecoderFusedLabel =
+    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: kv_cache_reference)";
 
 struct DecoderOptions {
   // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
@@ -44,7 +48,17 @@ struct DecoderOptions {
   int64_t anchor_block = 0;
   int64_t anchor_topk = 64;
   std::vector<std::vector<int64_t>> anchor_map;
+  // On CUDA, decode steps run the fused decode kernel where it applies (DecoderPathLabel);
+  // false keeps the reference everywhere (the oracle the GPU tests compare against).
+  bool fused_decode = true;
 };
+
+// Returns the label of the path the decode steps of a decoder for `model` on `device` take
+// with `options`: kDecoderFusedLabel iff this build has the decode kernel, the device is
+// CUDA, options.fused_decode, no anchor-reuse, head_dim 64 or 128 and at most 16 query
+// heads per KV head; else kDecoderReferenceLabel.
+const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
+                             const DecoderOptions& options);
 
 // One group of a layer's KV heads with one retention policy (see the file comment).
 // Keys and values live in a buffer of `capacity` >= entries positions that grows by
@@ -54,13 +68,24 @@ struct KvSegment {
   bool bounded = false;
   int64_t sink = 0, recent = 0;   // bounded only
   torch::Tensor k_buf, v_buf;     // [B, len(kv_heads), capacity, d], undefined while empty
-  int64_t entries = 0;            // cached positions: k_buf[:, :, :entries]
+  // Cached positions: k_buf[:, :, :entries]. On the fused path a bounded segment may also
+  // hold up to 64 evicted entries awaiting compaction (AohDecoder::Evict): they lead the
+  // recent run, no head sees them, and KvBytes / KvEntries do not count them.
+  int64_t entries = 0;
   // Bounded: the cached positions, ascending (host-side, so eviction needs no device
   // sync). Full segments hold every position 0..entries-1.
   std::vector<int64_t> positions;
+  torch::Tensor kv_index;  // kv_heads on the device, made once when they are not a run
+  // The slot -> position map (kernels/decode_attention.h): slot s < lead holds position s,
+  // slot s >= lead position tail_start + s - lead. Bounded positions are always of this
+  // form (the sink run, then one contiguous recent run); full segments have lead = entries.
+  int64_t lead() const;
+  int64_t tail_start() const;
   torch::Tensor k() const { return k_buf.narrow(2, 0, entries); }
   torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
+
+struct ChunkRope;  // RoPE's tables for one chunk (streaming_decode.cc)
 
 class AohDecoder {
  public:
@@ -82,7 +107,7 @@ class AohDecoder {
 
   // The next position (tokens seen so far).
   int64_t position() const { return position_; }
-  // Bytes of all cached keys and values (live entries).
+  // Bytes of all cached keys and values (live entries: those AoH §5 retains).
   int64_t KvBytes() const;
   // Bytes allocated for them (capacity; at most twice the peak entries plus a chunk).
   int64_t KvCapacityBytes() const;
@@ -98,12 +123,22 @@ class AohDecoder {
   // Runs one chunk [B, T] at positions [position_, position_ + T) and returns its logits
   // (only the last position's with `last_only`).
   torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
-  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos);
+  // The layer's attention for x [B, T, C] at positions qpos [T]: appends the chunk's keys
+  // and values, then runs the decode kernel (a decode step on the fused path) or the
+  // reference. *rope holds the chunk's RoPE tables, made by the first layer.
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos,
+                          ChunkRope* rope);
+  // Appends one chunk's keys and values [B, KV, T, d] to the layer's segments.
+  void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  // One decode step's attention through the decode kernel: q [B, H, 1, d] at position_,
+  // its keys and values already appended; returns [B, H, d].
+  torch::Tensor FusedDecode(int64_t layer, const torch::Tensor& q);
   void Evict(int64_t next_position);
 
   GptImpl* model_;
   DecoderOptions options_;
   std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
+  bool fused_ = false;                           // decode steps take the decode kernel
   std::vector<std::vector<KvSegment>> layers_;   // [layer][segment]
   std::vector<torch::Tensor> selected_;          // anchor heads' top-k positions [B, T, k]
   std::vector<torch::Tensor> selected_valid_;    // ... and which of them are real keys

@@ -1,0 +1,358 @@
+// decode_attention.cu: the split-K decode kernel and its combine (decode_attention.h).
+//
+// Version 1 (SIMT, this file). One CTA of 128 threads per (split, segment KV head, sequence):
+//   - the group's g query rows in shared memory as fp32, the softmax scale folded in;
+//   - per tile of kTile = 32 slots, K and V rows arrive as 16-byte vector loads into
+//     registers one tile ahead (the next tile's loads are in flight while this one is
+//     computed), then go to shared memory as fp32 (K rows padded to d + 1: conflict-free
+//     reads down a column);
+//   - scores s[h][j] = q_h . k_j for every (head, slot) pair, -inf where head_mask.h's
+//     KeyVisible refuses the slot's position;
+//   - one warp per head updates the running (m, l) and turns scores into p = exp(s - m)
+//     (FlashAttention-2's online softmax);
+//   - thread t owns output column t % d for heads t / d, t / d + 128 / d, ... and adds p V.
+// Decoding reads every cached byte once per step and does g multiply-adds per key element:
+// bandwidth-bound for g <= 16, which is why this is SIMT and not tensor cores.
+// The combine kernel (one CTA of d threads per query head and sequence) merges the splits.
+#include "kernels/decode_attention.h"
+
+#include <algorithm>
+
+#include "kernels/hybrid_attention_internal.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using internal::FromFloat;
+using internal::ToFloat;
+using internal::WarpMax;
+using internal::WarpSum;
+
+constexpr int kThreads = 128;
+constexpr int kTile = 32;  // one slot per lane in the softmax step
+static_assert(kTile == 32, "the softmax step gives each lane one slot");
+// Grid size the automatic split count aims for: about two CTAs per SM of an H200 (132 SMs).
+constexpr int kTargetCtas = 264;
+constexpr int kMaxSplits = 256;
+
+struct DecodeHead {
+  int32_t state, window, sink, recent;
+};
+
+// Everything one launch needs, by value (2.7 KB).
+struct DecodeParams {
+  int B, n, g, splits, split_len;
+  int span_lo, span_hi;  // the slots any head of the segment may see
+  int entries, lead, tail_start, query_position;
+  float scale;
+  const void* q;
+  int64_t q_sb, q_sh;
+  void* o;
+  int64_t o_sb, o_sh;
+  const void* k;
+  const void* v;
+  int64_t c_sb, c_sh, c_st;
+  float* acc;  // [B, n * g, splits, d]
+  float* m;    // [B, n * g, splits]
+  float* l;    // [B, n * g, splits]
+  int kv_of[kMaxHeads];           // segment KV head -> layer KV head
+  DecodeHead heads[kMaxHeads];    // per layer query head
+};
+
+KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
+
+// The split plan: span of visible slots, split count and slots per split.
+struct Plan {
+  int lo = 0, hi = 0, splits = 1, split_len = kTile;
+};
+
+// Adds the slots holding positions [a, b) to the bounding range [*lo, *hi).
+void AddPositions(const DecodeCache& c, int a, int b, int* lo, int* hi) {
+  auto add = [&](int s0, int s1) {
+    if (s0 >= s1) return;
+    *lo = std::min(*lo, s0);
+    *hi = std::max(*hi, s1);
+  };
+  add(std::max(a, 0), std::min(b, c.lead));  // slot = position below lead
+  const int tail_end = c.tail_start + (c.entries - c.lead);
+  const int t0 = std::max(a, c.tail_start), t1 = std::min(b, tail_end);
+  if (t0 < t1) add(c.lead + (t0 - c.tail_start), c.lead + (t1 - c.tail_start));
+}
+
+Plan MakePlan(const DecodeArgs& a) {
+  Plan p;
+  const int g = a.heads / a.kv_heads;
+  int lo = a.cache.entries, hi = 0;
+  for (int i = 0; i < a.cache.kv_heads; ++i)
+    for (int r = 0; r < g; ++r) {
+      const HeadSpec& s = a.head_specs[a.cache.layer_kv_heads[i] * g + r];
+      const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent,
+                                              a.query_position, a.query_position + 1);
+      AddPositions(a.cache, span.lo0, span.hi0, &lo, &hi);
+      AddPositions(a.cache, span.lo1, span.hi1, &lo, &hi);
+    }
+  if (lo >= hi) return p;  // nothing visible: one empty split, the outputs become zeros
+  p.lo = lo;
+  p.hi = hi;
+  const int tiles = (hi - lo + kTile - 1) / kTile;
+  int splits = a.splits > 0 ? a.splits
+                            : (kTargetCtas + a.batch * a.cache.kv_heads - 1) / (a.batch * a.cache.kv_heads);
+  splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
+  const int tiles_per_split = (tiles + splits - 1) / splits;
+  p.split_len = tiles_per_split * kTile;
+  p.splits = (tiles + tiles_per_split - 1) / tiles_per_split;
+  return p;
+}
+
+// 16 bytes of T, converted one element at a time.
+template <typename T>
+constexpr int kVec = 16 / int(sizeof(T));
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
+  constexpr int kRowVecs = D / kVec<T>;                  // vectors per cached row
+  constexpr int kLoads = kTile * kRowVecs / kThreads;    // vectors per thread per tile
+  constexpr int kAcc = kMaxDecodeGroup * D / kThreads;   // output cells per thread
+  static_assert(kLoads >= 1 && kTile * kRowVecs % kThreads == 0, "tile must split evenly");
+  __shared__ float q_s[kMaxDecodeGroup][D];
+  __shared__ float k_s[kTile][D + 1];
+  __shared__ float v_s[kTile][D];
+  __shared__ float p_s[kMaxDecodeGroup][kTile];
+  __shared__ float m_s[kMaxDecodeGroup], l_s[kMaxDecodeGroup], corr_s[kMaxDecodeGroup];
+
+  const int split = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
+  const int g = p.g, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int h0 = p.kv_of[i] * g;  // the group's first layer query head
+  const T* q = static_cast<const T*>(p.q) + b * p.q_sb;
+  for (int x = tid; x < g * D; x += kThreads)
+    q_s[x / D][x % D] = ToFloat(q[(h0 + x / D) * p.q_sh + x % D]) * p.scale;
+  if (tid < g) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.f;
+  }
+  const int lo = p.span_lo + split * p.split_len;
+  const int hi = min(p.span_hi, lo + p.split_len);
+  const T* kb = static_cast<const T*>(p.k) + b * p.c_sb + i * p.c_sh;
+  const T* vb = static_cast<const T*>(p.v) + b * p.c_sb + i * p.c_sh;
+  uint4 kr[kLoads], vr[kLoads];
+  auto load = [&](int t0) {
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int x = tid + u * kThreads, row = x / kRowVecs, col = (x % kRowVecs) * kVec<T>;
+      if (t0 + row < hi) {
+        kr[u] = *reinterpret_cast<const uint4*>(kb + (t0 + row) * p.c_st + col);
+        vr[u] = *reinterpret_cast<const uint4*>(vb + (t0 + row) * p.c_st + col);
+      } else {
+        kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+  float acc[kAcc];
+#pragma unroll
+  for (int a = 0; a < kAcc; ++a) acc[a] = 0.f;
+  if (lo < hi) load(lo);
+  for (int t0 = lo; t0 < hi; t0 += kTile) {
+    __syncthreads();  // the previous tile's shared memory is read
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int x = tid + u * kThreads, row = x / kRowVecs, col = (x % kRowVecs) * kVec<T>;
+      const T* ke = reinterpret_cast<const T*>(&kr[u]);
+      const T* ve = reinterpret_cast<const T*>(&vr[u]);
+#pragma unroll
+      for (int e = 0; e < kVec<T>; ++e) {
+        k_s[row][col + e] = ToFloat(ke[e]);
+        v_s[row][col + e] = ToFloat(ve[e]);
+      }
+    }
+    __syncthreads();
+    if (t0 + kTile < hi) load(t0 + kTile);  // in flight during this tile's arithmetic
+    for (int x = tid; x < g * kTile; x += kThreads) {
+      const int h = x / kTile, j = x % kTile, slot = t0 + j;
+      float s = -INFINITY;
+      if (slot < hi) {
+        const int pos = slot < p.lead ? slot : p.tail_start + (slot - p.lead);
+        const DecodeHead& hd = p.heads[h0 + h];
+        if (KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, p.query_position, pos)) {
+          float dot = 0.f;
+#pragma unroll 16
+          for (int c = 0; c < D; ++c) dot += q_s[h][c] * k_s[j][c];
+          s = dot;
+        }
+      }
+      p_s[h][j] = s;
+    }
+    __syncthreads();
+    for (int h = warp; h < g; h += kThreads / 32) {
+      const float s = p_s[h][lane];
+      const float m_old = m_s[h];
+      const float m_new = fmaxf(m_old, WarpMax(s));
+      const float e = m_new == -INFINITY ? 0.f : __expf(s - m_new);
+      const float sum = WarpSum(e);
+      p_s[h][lane] = e;
+      if (lane == 0) {
+        const float corr = m_new == -INFINITY ? 1.f : __expf(m_old - m_new);
+        corr_s[h] = corr;
+        m_s[h] = m_new;
+        l_s[h] = l_s[h] * corr + sum;
+      }
+    }
+    __syncthreads();
+    const int c = tid % D;
+#pragma unroll
+    for (int a = 0; a < kAcc; ++a) {
+      const int h = tid / D + a * (kThreads / D);
+      if (h < g) {
+        float v = acc[a] * corr_s[h];
+#pragma unroll 8
+        for (int j = 0; j < kTile; ++j) v += p_s[h][j] * v_s[j][c];
+        acc[a] = v;
+      }
+    }
+  }
+  __syncthreads();
+  const int64_t row = (int64_t(b) * p.n + i) * g;  // the group's first workspace row
+  const int c = tid % D;
+#pragma unroll
+  for (int a = 0; a < kAcc; ++a) {
+    const int h = tid / D + a * (kThreads / D);
+    if (h < g) p.acc[((row + h) * p.splits + split) * D + c] = acc[a];
+  }
+  if (tid < g) {
+    p.m[(row + tid) * p.splits + split] = m_s[tid];
+    p.l[(row + tid) * p.splits + split] = l_s[tid];
+  }
+}
+
+// One CTA of D threads per (segment query head, sequence):
+// M = max_s m_s, L = sum_s l_s e^{m_s - M}, o = sum_s acc_s e^{m_s - M} / L (0 when L = 0).
+template <typename T, int D>
+__global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__ DecodeParams p) {
+  const int x = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
+  const int64_t row = int64_t(b) * p.n * p.g + x;
+  float big = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) big = fmaxf(big, p.m[row * p.splits + s]);
+  float sum = 0.f, out = 0.f;
+  for (int s = 0; s < p.splits; ++s) {
+    const float ms = p.m[row * p.splits + s];
+    if (ms == -INFINITY) continue;
+    const float w = __expf(ms - big);
+    sum += p.l[row * p.splits + s] * w;
+    out += p.acc[(row * p.splits + s) * D + c] * w;
+  }
+  const int head = p.kv_of[x / p.g] * p.g + x % p.g;
+  static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] = FromFloat<T>(sum > 0.f ? out / sum : 0.f);
+}
+
+template <typename T, int D>
+cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
+  DecodeSplitKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+  DecodeCombineKernel<T, D><<<dim3(p.n * p.g, p.B), D, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchD(const DecodeParams& p, int d, cudaStream_t s) {
+  return d == 64 ? Launch<T, 64>(p, s) : Launch<T, 128>(p, s);
+}
+
+}  // namespace
+
+int DecodeSplits(const DecodeArgs& a) { return MakePlan(a).splits; }
+
+size_t DecodeWorkspaceBytes(const DecodeArgs& a) {
+  const size_t rows = size_t(a.batch) * a.cache.kv_heads * (a.heads / a.kv_heads);
+  return sizeof(float) * rows * size_t(MakePlan(a).splits) * size_t(a.head_dim + 2);
+}
+
+KernelStatus ValidateDecode(const DecodeArgs& a) {
+  if (a.batch < 1) return Invalid("batch must be >= 1");
+  if (a.heads < 1 || a.heads > kMaxHeads) return Invalid("heads must be in [1, kMaxHeads]");
+  if (a.kv_heads < 1 || a.heads % a.kv_heads != 0) return Invalid("kv_heads must divide heads");
+  if (a.heads / a.kv_heads > kMaxDecodeGroup)
+    return {KernelCode::kUnsupported, "more than kMaxDecodeGroup query heads per KV head"};
+  if (a.head_dim != 64 && a.head_dim != 128) return {KernelCode::kUnsupported, "head_dim must be 64 or 128"};
+  if (!(a.scale > 0.f) || !std::isfinite(a.scale)) return Invalid("scale must be finite and > 0");
+  if (a.dtype != DType::kF32 && a.dtype != DType::kBF16 && a.dtype != DType::kF16)
+    return Invalid("unknown dtype");
+  if (a.head_specs == nullptr) return Invalid("head_specs is null");
+  for (int h = 0; h < a.heads; ++h) {
+    const HeadSpec& s = a.head_specs[h];
+    if (s.state == HeadState::kFixed) return {KernelCode::kUnsupported, "fixed heads have no decode kernel"};
+    if (s.state == HeadState::kLocal && s.window < 1) return Invalid("local head needs window >= 1");
+    if (s.state == HeadState::kStreaming && (s.recent < 1 || s.sink < 0))
+      return Invalid("streaming head needs recent >= 1, sink >= 0");
+    if (s.state != HeadState::kOrdinary && s.state != HeadState::kPruned &&
+        s.state != HeadState::kLocal && s.state != HeadState::kStreaming)
+      return Invalid("unknown head state");
+  }
+  if (a.query_position < 0) return Invalid("query_position must be >= 0");
+  if (a.q.data == nullptr || a.o.data == nullptr) return Invalid("q or o is null");
+  if (a.splits < 0) return Invalid("splits must be >= 0");
+  const DecodeCache& c = a.cache;
+  if (c.kv_heads < 1 || c.kv_heads > a.kv_heads) return Invalid("cache.kv_heads must be in [1, kv_heads]");
+  if (c.layer_kv_heads == nullptr) return Invalid("cache.layer_kv_heads is null");
+  for (int i = 0; i < c.kv_heads; ++i)
+    if (c.layer_kv_heads[i] < 0 || c.layer_kv_heads[i] >= a.kv_heads)
+      return Invalid("cache.layer_kv_heads entry out of range");
+  if (c.entries < 0 || c.lead < 0 || c.lead > c.entries) return Invalid("need 0 <= lead <= entries");
+  if (c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
+  if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
+  const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
+  if (reinterpret_cast<uintptr_t>(c.k) % 16 != 0 || reinterpret_cast<uintptr_t>(c.v) % 16 != 0 ||
+      c.stride_b % vec != 0 || c.stride_h % vec != 0 || c.stride_t % vec != 0)
+    return Invalid("cache rows must start 16-byte aligned");
+  if (a.workspace == nullptr) return Invalid("workspace is null");
+  return {};
+}
+
+KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
+  KernelStatus st = ValidateDecode(a);
+  if (!st.ok()) return st;
+  const Plan plan = MakePlan(a);
+  DecodeParams p{};
+  p.B = a.batch;
+  p.n = a.cache.kv_heads;
+  p.g = a.heads / a.kv_heads;
+  p.splits = plan.splits;
+  p.split_len = plan.split_len;
+  p.span_lo = plan.lo;
+  p.span_hi = plan.hi;
+  p.entries = a.cache.entries;
+  p.lead = a.cache.lead;
+  p.tail_start = a.cache.tail_start;
+  p.query_position = a.query_position;
+  p.scale = a.scale;
+  p.q = a.q.data;
+  p.q_sb = a.q.stride_b;
+  p.q_sh = a.q.stride_h;
+  p.o = a.o.data;
+  p.o_sb = a.o.stride_b;
+  p.o_sh = a.o.stride_h;
+  p.k = a.cache.k;
+  p.v = a.cache.v;
+  p.c_sb = a.cache.stride_b;
+  p.c_sh = a.cache.stride_h;
+  p.c_st = a.cache.stride_t;
+  const size_t rows = size_t(a.batch) * p.n * p.g;
+  p.acc = static_cast<float*>(a.workspace);
+  p.m = p.acc + rows * plan.splits * a.head_dim;
+  p.l = p.m + rows * plan.splits;
+  for (int i = 0; i < p.n; ++i) p.kv_of[i] = a.cache.layer_kv_heads[i];
+  for (int h = 0; h < a.heads; ++h) {
+    const HeadSpec& s = a.head_specs[h];
+    p.heads[h] = {static_cast<int32_t>(s.state), s.window, s.sink, s.recent};
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e;
+  switch (a.dtype) {
+    case DType::kF32: e = LaunchD<float>(p, a.head_dim, s); break;
+    case DType::kBF16: e = LaunchD<__nv_bfloat16>(p, a.head_dim, s); break;
+    default: e = LaunchD<__half>(p, a.head_dim, s); break;
+  }
+  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
+  return {};
+}
+
+}  // namespace kernels
+}  // namespace headlab

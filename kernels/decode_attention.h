@@ -1,0 +1,80 @@
+// decode_attention.h: the C++ API of the fused decode kernel: one query token per sequence
+// and head against that head's KV cache (AoH §5's inference setting), flash-decoding.
+//
+// Split-K: the cache's visible slots are cut into `splits` contiguous pieces; one CTA per
+// (split, KV head, sequence) computes, for every query head sharing that KV head (GQA:
+// the group's queries sit in one CTA, so each K/V tile is read once for the group), the
+// partial softmax statistics of its piece (running max m, sum l and the unnormalised
+// accumulator acc, FlashAttention-2's online softmax). A second kernel combines the pieces:
+//   M = max_s m_s,  L = sum_s l_s exp(m_s - M),  o = sum_s acc_s exp(m_s - M) / L.
+// Which keys a head sees is head_mask.h's KeyVisible at the cached positions; the slots
+// outside the union of the segment's heads' KeySpanForQueries are never loaded.
+//
+// Cache layout (one segment of a layer's KV heads with one retention policy, as
+// worker/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
+// buffers with element strides (b, h, slot) and a contiguous last dimension; slots
+// [0, entries) are live. Slot s holds position
+//   pos(s) = s                          for s < lead       (a full segment: lead = entries)
+//   pos(s) = tail_start + (s - lead)    for s >= lead      (a bounded segment's recent run)
+// so a bounded streaming segment (sink positions 0..a-1, then a contiguous recent run) needs
+// no per-slot position array on the device.
+//
+// dtype fp32, bf16 or fp16 (q, cache and o share it); fp32 accumulation; d = 64 or 128.
+// All data pointers are device pointers; the head specs and KV head lists are host arrays
+// copied into the launch parameters. No LibTorch here (kernels/torch/decode_attention_op.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/hybrid_attention.h"
+
+namespace headlab {
+namespace kernels {
+
+// The most query heads that share one KV head in a decode launch.
+constexpr int kMaxDecodeGroup = 16;
+
+struct DecodeCache {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t stride_b = 0, stride_h = 0, stride_t = 0;  // elements; same for k and v
+  int entries = 0;     // live slots
+  int lead = 0;        // slots holding positions 0..lead-1
+  int tail_start = 0;  // position of slot `lead`
+  int kv_heads = 0;    // n, KV heads in this segment (<= kMaxHeads)
+  const int* layer_kv_heads = nullptr;  // host array of n: the layer's KV head of each slot head
+};
+
+struct DecodeArgs {
+  int batch = 0;      // B
+  int heads = 0;      // H, the layer's query heads (<= kMaxHeads)
+  int kv_heads = 0;   // Hkv, the layer's KV heads; group g = H / Hkv <= kMaxDecodeGroup
+  int head_dim = 0;   // 64 or 128
+  float scale = 0.f;  // softmax scale
+  DType dtype = DType::kBF16;
+  const HeadSpec* head_specs = nullptr;  // host array of H (fixed heads are refused)
+  int query_position = 0;  // the position of the query token (keys at positions <= it)
+  // (B, 1, H, d) views of the layer's queries and outputs; only the segment's query heads
+  // (layer KV head j's heads j*g .. j*g+g-1) are read and written.
+  TensorView q, o;
+  DecodeCache cache;
+  void* workspace = nullptr;  // device scratch of DecodeWorkspaceBytes(args) bytes
+  int splits = 0;             // 0: DecodeSplits chooses
+};
+
+// Returns the split count a launch uses: args.splits when > 0, else enough splits for the
+// grid to fill an H200-sized device (about two CTAs per SM), at least one tile each.
+int DecodeSplits(const DecodeArgs& args);
+
+// Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split).
+size_t DecodeWorkspaceBytes(const DecodeArgs& args);
+
+// Returns a non-ok status iff the shape, heads, views or cache are unusable.
+KernelStatus ValidateDecode(const DecodeArgs& args);
+
+// Launches the split kernel and the combine kernel on `stream` (a cudaStream_t).
+KernelStatus DecodeAttention(const DecodeArgs& args, void* stream);
+
+}  // namespace kernels
+}  // namespace headlab

@@ -1,0 +1,127 @@
+// Host side of the decode kernel (decode_attention.h; needs no GPU): bad arguments are
+// refused before a launch, and the split plan loads only the slots some head may see.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "kernels/decode_attention.h"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+HeadSpec Spec(HeadState s, int window = 0, int sink = 0, int recent = 0) {
+  HeadSpec h;
+  h.state = s;
+  h.window = window;
+  h.sink = sink;
+  h.recent = recent;
+  return h;
+}
+
+// B = 1, 4 query heads over 2 KV heads, d = 64, bf16, one segment holding both KV heads.
+struct Args {
+  std::vector<HeadSpec> specs = std::vector<HeadSpec>(4, Spec(HeadState::kOrdinary));
+  std::vector<int> kv = {0, 1};
+  alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced
+  DecodeArgs a;
+  Args(int entries) {
+    a.batch = 1;
+    a.heads = 4;
+    a.kv_heads = 2;
+    a.head_dim = 64;
+    a.scale = 0.125f;
+    a.dtype = DType::kBF16;
+    a.head_specs = specs.data();
+    a.query_position = entries - 1;
+    a.q = a.o = {fake_device_memory, 4 * 64, 0, 64};
+    a.cache.k = a.cache.v = fake_device_memory;
+    a.cache.stride_b = int64_t(2) * 4096 * 64;
+    a.cache.stride_h = 4096 * 64;
+    a.cache.stride_t = 64;
+    a.cache.entries = a.cache.lead = a.cache.tail_start = entries;
+    a.cache.kv_heads = 2;
+    a.cache.layer_kv_heads = kv.data();
+    a.workspace = fake_device_memory;
+  }
+};
+
+bool Mentions(const KernelStatus& st, const char* word) { return std::strstr(st.message, word) != nullptr; }
+
+TEST_CASE("decode kernel: bad arguments are refused before a launch") {
+  Args ok(100);
+  CHECK(ValidateDecode(ok.a).ok());
+  {
+    Args x(100);
+    x.specs[1] = Spec(HeadState::kFixed);
+    CHECK(x.a.head_specs == x.specs.data());
+    CHECK(ValidateDecode(x.a).code == KernelCode::kUnsupported);
+  }
+  {
+    Args x(100);
+    x.a.head_dim = 96;
+    CHECK(ValidateDecode(x.a).code == KernelCode::kUnsupported);
+  }
+  {
+    Args x(100);
+    x.a.kv_heads = 3;
+    CHECK(Mentions(ValidateDecode(x.a), "divide"));
+  }
+  {
+    Args x(100);
+    x.specs[2] = Spec(HeadState::kStreaming, 0, 4, 0);
+    CHECK(Mentions(ValidateDecode(x.a), "recent"));
+  }
+  {
+    Args x(100);
+    x.kv[1] = 2;
+    CHECK(Mentions(ValidateDecode(x.a), "out of range"));
+  }
+  {
+    Args x(100);
+    x.a.cache.lead = 101;
+    CHECK(Mentions(ValidateDecode(x.a), "lead"));
+  }
+  {
+    Args x(100);
+    x.a.cache.stride_t = 60;  // rows no longer 16-byte aligned
+    CHECK(Mentions(ValidateDecode(x.a), "aligned"));
+  }
+  {
+    Args x(100);
+    x.a.workspace = nullptr;
+    CHECK(Mentions(ValidateDecode(x.a), "workspace"));
+  }
+}
+
+TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
+  // Full cache of 16,384 slots (512 tiles), ordinary heads, 2 CTAs per split: the plan aims
+  // at 264 CTAs (132 splits), rounds each split up to 4 tiles and so needs 128 splits;
+  // workspace = query rows * splits * (d + 2) floats.
+  Args full(16384);
+  CHECK(DecodeSplits(full.a) == 128);
+  CHECK(DecodeWorkspaceBytes(full.a) == sizeof(float) * 4 * 128 * (64 + 2));
+  // Local heads of window 100 at query 16,383 see 100 slots: 4 tiles, so at most 4 splits.
+  Args local(16384);
+  for (auto& s : local.specs) s = Spec(HeadState::kLocal, 100);
+  CHECK(DecodeSplits(local.a) == 4);
+  // A bounded streaming cache (sink 8 + recent 64: lead 8, tail from 10,000) of 72 slots,
+  // all visible: 3 tiles.
+  Args bounded(72);
+  for (auto& s : bounded.specs) s = Spec(HeadState::kStreaming, 0, 8, 64);
+  bounded.a.cache.lead = 8;
+  bounded.a.cache.tail_start = 10000 - 63;
+  bounded.a.query_position = 10000;
+  CHECK(DecodeSplits(bounded.a) == 3);
+  // Forced splits are capped by the tiles; pruned heads alone see nothing: one empty split.
+  Args forced(100);
+  forced.a.splits = 50;
+  CHECK(DecodeSplits(forced.a) == 4);
+  Args pruned(100);
+  for (auto& s : pruned.specs) s = Spec(HeadState::kPruned);
+  CHECK(DecodeSplits(pruned.a) == 1);
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace headlab

@@ -1,0 +1,136 @@
+// decode_attention_bench.cu: dev bench of the split-K decode kernel (decode_attention.h).
+//
+// One decode step's attention of one layer, as the AoH decoder launches it (one launch per
+// cache segment), on random bf16 caches: the 124M shape (12 heads, 12 KV heads, d = 64,
+// B = 1) with every head full, and with half the KV heads in a bounded streaming segment
+// (sink 128 + recent 256) and half full; then a GQA shape (32 heads over 8 KV heads,
+// d = 128). Prints the median time of a step's launches (CUDA events, 20 warm-ups, 200
+// timed, the segments' launches back to back) and the bytes of K and V the visible slots
+// hold, read once, as GB/s (a cache below the L2's 50 MB may be served from L2 after the
+// first round: read the 4K rows with that in mind). The numerics are
+// kernels_decode_gpu_test's job (run it first).
+//
+//   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
+//   /tmp/kb/decode_attention_bench
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "kernels/decode_attention.h"
+#include "kernels/testing/attention_harness.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using testing::DeviceBuffer;
+
+struct Segment {
+  int kv_heads;            // KV heads in the segment
+  int entries, lead, tail_start;
+  HeadSpec spec;           // the state of all its query heads
+};
+
+// Median ms of the launches of one decode step over `segments`; *bytes receives the K/V
+// bytes of the slots the kernel loads.
+double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& segments, double* bytes) {
+  const int g = H / KV;
+  std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
+  std::vector<std::vector<int>> kv(segments.size());
+  std::vector<DeviceBuffer> caches;
+  std::vector<DecodeArgs> args(segments.size());
+  DeviceBuffer q(size_t(H) * d * 2), o(size_t(H) * d * 2);
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(q.ptr, 0x3c, q.bytes));  // bf16 ~0.011 everywhere
+  *bytes = 0;
+  int next_kv = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const Segment& seg = segments[s];
+    for (int i = 0; i < seg.kv_heads; ++i, ++next_kv) {
+      kv[s].push_back(next_kv);
+      for (int r = 0; r < g; ++r) specs[size_t(next_kv * g + r)] = seg.spec;
+    }
+    caches.emplace_back(size_t(seg.kv_heads) * seg.entries * d * 2 * 2);  // K then V
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(caches.back().ptr, 0x3c, caches.back().bytes));
+  }
+  std::vector<DeviceBuffer> work;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const Segment& seg = segments[s];
+    DecodeArgs& a = args[s];
+    a.batch = 1;
+    a.heads = H;
+    a.kv_heads = KV;
+    a.head_dim = d;
+    a.scale = 1.f / std::sqrt(float(d));
+    a.dtype = DType::kBF16;
+    a.head_specs = specs.data();
+    a.query_position = query;
+    a.q = {q.ptr, int64_t(H) * d, 0, d};
+    a.o = {o.ptr, int64_t(H) * d, 0, d};
+    const size_t half = size_t(seg.kv_heads) * seg.entries * d;
+    a.cache.k = caches[s].ptr;
+    a.cache.v = static_cast<char*>(caches[s].ptr) + 2 * half;
+    a.cache.stride_b = int64_t(half);
+    a.cache.stride_h = int64_t(seg.entries) * d;
+    a.cache.stride_t = d;
+    a.cache.entries = seg.entries;
+    a.cache.lead = seg.lead;
+    a.cache.tail_start = seg.tail_start;
+    a.cache.kv_heads = seg.kv_heads;
+    a.cache.layer_kv_heads = kv[s].data();
+    work.emplace_back(DecodeWorkspaceBytes(a));
+    a.workspace = work.back().ptr;
+    *bytes += 2.0 * 2 * seg.kv_heads * seg.entries * d;  // every slot is visible here
+  }
+  cudaEvent_t e0, e1;
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 220; ++rep) {
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e0));
+    for (const DecodeArgs& a : args) {
+      KernelStatus st = DecodeAttention(a, nullptr);
+      if (!st.ok()) {
+        std::printf("launch refused: %s\n", st.message);
+        std::exit(1);
+      }
+    }
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e1));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(e1));
+    float t = 0;
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, e0, e1));
+    if (rep >= 20) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs) {
+  double bytes = 0;
+  const double ms = TimeStep(H, KV, d, L - 1, segs, &bytes);
+  std::printf("%-28s L=%6d  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, L, ms, bytes / (1 << 20),
+              bytes / (ms * 1e-3) / 1e9);
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace headlab
+
+int main() {
+  using namespace headlab::kernels;
+  HeadSpec ordinary;
+  HeadSpec streaming;
+  streaming.state = HeadState::kStreaming;
+  streaming.sink = 128;
+  streaming.recent = 256;
+  std::printf("one layer's decode-step attention, bf16, B = 1 (median of 200)\n");
+  for (int L : {4096, 16384, 32000}) {
+    Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}});
+    // After a step: sink 128 + recent 256 slots (lead 128, tail from L - 256).
+    Report("124M 50% streaming", 12, 12, 64, L,
+           {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}});
+    Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}});
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+// decode_attention_op.h: the decode kernel (kernels/decode_attention.h) on LibTorch tensors,
+// for the KV-cache decoder (worker/methods/aoh/streaming_decode.h). Builds against Debian's
+// LibTorch 1.13 (CPU: DecodeAttentionAvailable() is false and the call throws) and LibTorch
+// 2.11 with CUDA; inference only (no autograd).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "kernels/decode_attention.h"
+
+namespace headlab {
+namespace kernels {
+
+// One cache segment as the decoder keeps it: k_buf, v_buf [B, n, capacity, d] (slots
+// [0, entries) live), slot -> position map of decode_attention.h (lead, tail_start), and
+// the layer's KV head of each of the n cached heads.
+struct DecodeSegment {
+  torch::Tensor k_buf, v_buf;
+  int64_t entries = 0, lead = 0, tail_start = 0;
+  std::vector<int> layer_kv_heads;
+};
+
+// Returns true iff this build can run the decode kernel: LibTorch with CUDA and the kernels.
+bool DecodeAttentionAvailable();
+
+// Writes into o [B, H, d] the attention of the query token q [B, H, d] (at position
+// `query_position`, already in the cache) over `segment`, for the query heads of the
+// segment's KV heads only (GQA group H / kv_heads); specs has one entry per query head
+// (no fixed heads). q, o and the cache: CUDA, one dtype (fp32/bf16/fp16), last dimension
+// contiguous. Runs on the current CUDA stream without a host sync. Throws c10::Error on bad
+// input or when !DecodeAttentionAvailable().
+void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
+                         const std::vector<HeadSpec>& specs, int64_t kv_heads,
+                         int64_t query_position, double scale, torch::Tensor* o);
+
+}  // namespace kernels
+}  // namespace headlab
