@@ -71,7 +71,7 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("train.ranks", 1, 64, 1),
         // The dtype data-parallel gradients travel in (worker/exec/grad_reducer.h): fp32, or
         // bf16 (half the bytes; each update's mean gradient rounded to bf16 once).
-        StrKey("train.allreduce_dtype", "fp32", "fp32|bf16"),
+        StrKey("train.allreduce_dtype", "fp32", JoinNames(kAllreduceDtypeNames)),
         // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
         // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
         StrKey("train.precision", "auto", "auto|bf16|fp16|fp32"),
@@ -79,7 +79,7 @@ const std::vector<ConfigKey>& Schema() {
         // shape, the exact plan measured fastest on CUDA (all-fused, or SDPA + fused kernels
         // with fixed heads as GEMM, convolution or fused), fused = the fused hybrid-head
         // kernels for every head, dense = the masked reference even on CUDA.
-        StrKey("train.attention", "auto", "auto|fused|dense"),
+        StrKey("train.attention", "auto", JoinNames(kAttentionModeNames)),
         StrKey("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
         StrKey("data.path", "", nullptr),
         NumKey("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -10,7 +11,9 @@
 
 #include <torch/version.h>
 
+#include "common/config_key.h"
 #include "common/log.h"
+#include "common/run_config.h"
 #include "worker/exec/attention.h"
 #include "worker/exec/attention_plan.h"
 #include "worker/exec/fixed_conv.h"
@@ -378,21 +381,14 @@ kernels::HeadSpec KernelHeadSpec(const HeadState& s) {
 FastPathState::~FastPathState() { pattern_cache_bytes.fetch_sub(pattern_bytes); }
 
 bool ParseAttentionMode(const std::string& s, AttentionMode* mode) {
-  if (s == "auto") *mode = AttentionMode::kAuto;
-  else if (s == "fused") *mode = AttentionMode::kFused;
-  else if (s == "dense") *mode = AttentionMode::kDense;
-  else return false;
+  StatusOr<int> i = ParseNameIndex(kAttentionModeNames, std::size(kAttentionModeNames), s,
+                                   "train.attention");
+  if (!i.ok()) return false;
+  *mode = AttentionMode(*i);
   return true;
 }
 
-const char* AttentionModeName(AttentionMode mode) {
-  switch (mode) {
-    case AttentionMode::kAuto: return "auto";
-    case AttentionMode::kFused: return "fused";
-    case AttentionMode::kDense: return "dense";
-  }
-  return "?";
-}
+const char* AttentionModeName(AttentionMode mode) { return kAttentionModeNames[int(mode)]; }
 
 void SetAttentionMode(AttentionMode mode) { attention_mode.store(int(mode)); }
 AttentionMode GetAttentionMode() { return AttentionMode(attention_mode.load()); }

@@ -101,6 +101,11 @@ TEST_CASE("attention fast path: CPU layers take the dense reference unless testi
   CHECK(ParseAttentionMode("fused", &m));
   CHECK(m == AttentionMode::kFused);
   CHECK_FALSE(ParseAttentionMode("flash", &m));
+  for (AttentionMode each : {AttentionMode::kAuto, AttentionMode::kFused, AttentionMode::kDense}) {
+    CHECK(ParseAttentionMode(AttentionModeName(each), &m));  // names round-trip
+    CHECK(m == each);
+  }
+  CHECK(std::string(AttentionModeName(AttentionMode::kDense)) == "dense");
 }
 
 TEST_CASE("attention fast path: every head state in one layer matches the dense reference") {

@@ -8,6 +8,9 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "common/config_key.h"
+#include "common/run_config.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -61,13 +64,10 @@ struct GradientReducer::DeviceTimer {
 };
 
 StatusOr<ReduceDtype> ParseReduceDtype(const std::string& name) {
-  if (name == "fp32") return ReduceDtype::kFp32;
-  if (name == "bf16") return ReduceDtype::kBf16;
-  return Status::InvalidArgument("train.allreduce_dtype: expected \"fp32\" or \"bf16\", got \"" +
-                                 name + "\"");
+  return ParseNamed<ReduceDtype>(kAllreduceDtypeNames, name, "train.allreduce_dtype");
 }
 
-const char* ReduceDtypeName(ReduceDtype d) { return d == ReduceDtype::kBf16 ? "bf16" : "fp32"; }
+const char* ReduceDtypeName(ReduceDtype d) { return kAllreduceDtypeNames[int(d)]; }
 
 std::vector<std::vector<size_t>> AssignGradientBuckets(const std::vector<torch::Tensor>& params,
                                                        int64_t bucket_bytes) {

@@ -232,8 +232,10 @@ TEST_CASE("grad_reducer: bf16 travels rounded, and a reshaped tensor rebuilds th
   for (size_t i = 0; i < c.params.size(); ++i)
     CHECK(torch::allclose(c.params[i].grad(), again[i], 1e-2, 1e-4));
   CHECK(ParseReduceDtype("bf16").value() == ReduceDtype::kBf16);
+  CHECK(ParseReduceDtype("fp32").value() == ReduceDtype::kFp32);
+  CHECK(std::string(ReduceDtypeName(ReduceDtype::kBf16)) == "bf16");
   CHECK(ParseReduceDtype("fp16").status().message() ==
-        "train.allreduce_dtype: expected \"fp32\" or \"bf16\", got \"fp16\"");
+        "unknown train.allreduce_dtype \"fp16\" (known: fp32, bf16)");
 }
 
 TEST_CASE("replica_sync: the head configuration is compared across ranks") {
