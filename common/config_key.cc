@@ -2,6 +2,7 @@
 #include "common/config_key.h"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace headlab {
 
@@ -71,6 +72,25 @@ StatusOr<std::vector<int64_t>> ParsePositiveIntList(const std::string& s) {
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+StatusOr<std::vector<double>> ParseFractionList(const std::string& s) {
+  std::vector<double> out;
+  if (s.find_first_not_of(' ') == std::string::npos) return out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
+    item = a == std::string::npos ? "" : item.substr(a, b - a + 1);
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+      return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
+    out.push_back(v);
+  }
+  if (!s.empty() && s.back() == ',')
+    return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
+  return out;
 }
 
 }  // namespace headlab

@@ -73,5 +73,8 @@ T SchemaChecked(StatusOr<T> r) {
 // Returns the positive integers of a comma-separated list ("2, 2,4" -> {2, 2, 4}; "" -> {}),
 // or InvalidArgument "expected a comma-separated list of positive integers, got "<s>"".
 StatusOr<std::vector<int64_t>> ParsePositiveIntList(const std::string& s);
+// Returns the numbers in [0, 1] of a comma-separated list ("0.2, 0.4" -> {0.2, 0.4}; "" -> {}),
+// or InvalidArgument "expected a comma-separated list of numbers in [0, 1], got "<s>"".
+StatusOr<std::vector<double>> ParseFractionList(const std::string& s);
 
 }  // namespace headlab

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "common/config_key.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "worker/exec/data.h"
@@ -238,23 +239,6 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
 
 namespace {
 
-// Parses a comma-separated list of numbers; `path` names the config field in errors.
-template <typename T>
-StatusOr<std::vector<T>> ParseList(const std::string& text, const std::string& path) {
-  std::vector<T> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::istringstream one(item);
-    T v;
-    if (!(one >> v) || !(one >> std::ws).eof())
-      return Status::InvalidArgument(ConfigError(path, "\"" + item + "\" is not a number"));
-    out.push_back(v);
-  }
-  if (out.empty()) return Status::InvalidArgument(ConfigError(path, "empty list"));
-  return out;
-}
-
 // Greedy continuation of `prompts` [n, L] by `count` tokens: [n, count].
 torch::Tensor GreedyDecode(Gpt& model, torch::Tensor prompts, int64_t count) {
   std::vector<torch::Tensor> out;
@@ -290,11 +274,11 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   const std::string lengths_text = p.at("lengths").get<std::string>();
   StatusOr<std::vector<int64_t>> lengths =
       lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context})
-                           : ParseList<int64_t>(lengths_text, "passkey.lengths");
-  if (!lengths.ok()) return lengths.status();
-  StatusOr<std::vector<double>> depths =
-      ParseList<double>(p.at("depths").get<std::string>(), "passkey.depths");
-  if (!depths.ok()) return depths.status();
+                           : ParsePositiveIntList(lengths_text);
+  if (!lengths.ok()) return Status::InvalidArgument(ConfigError("passkey.lengths", lengths.status().message()));
+  StatusOr<std::vector<double>> depths = ParseFractionList(p.at("depths").get<std::string>());
+  if (depths.ok() && depths->empty()) depths = Status::InvalidArgument("expected at least one depth");
+  if (!depths.ok()) return Status::InvalidArgument(ConfigError("passkey.depths", depths.status().message()));
   const int64_t samples = p.at("samples").get<int64_t>();
   // Every prompt of a cell is generated up front, so bad lengths fail before any work.
   struct Cell {

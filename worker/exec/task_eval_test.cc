@@ -91,6 +91,12 @@ TEST_CASE("tasks: passkey reports exact-match accuracy per length x depth cell")
   Summary(TaskRun("pk_ctx", {{"kind", "passkey"}, {"passkey", {{"lengths", "190"}}}}), &st);
   CHECK(st.code() == Status::Code::kInvalidArgument);
   CHECK(st.message().find("passkey.lengths") != std::string::npos);
+  // The lists parse as every other list key does (common/config_key.h).
+  Summary(TaskRun("pk_depth", {{"kind", "passkey"}, {"passkey", {{"depths", "0.5,1.5"}}}}), &st);
+  CHECK(st.message().find("passkey.depths") != std::string::npos);
+  CHECK(st.message().find("numbers in [0, 1]") != std::string::npos);
+  Summary(TaskRun("pk_neg", {{"kind", "passkey"}, {"passkey", {{"lengths", "-160"}}}}), &st);
+  CHECK(st.message().find("positive integers") != std::string::npos);
 }
 
 }  // namespace headlab

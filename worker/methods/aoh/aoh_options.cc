@@ -16,25 +16,6 @@ Status ValidateOptions(const AohOptions& o) {
   return Status::Ok();
 }
 
-StatusOr<std::vector<double>> ParseNumberList(const std::string& s) {
-  std::vector<double> out;
-  if (s.find_first_not_of(' ') == std::string::npos) return out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
-    item = a == std::string::npos ? "" : item.substr(a, b - a + 1);
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1))
-      return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
-    out.push_back(v);
-  }
-  if (!s.empty() && s.back() == ',')
-    return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
-  return out;
-}
-
 StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file) {
   // The values were validated against aoh_schema.cc by NormalizeRunConfig; only the lists
   // inside strings are parsed here.
@@ -79,7 +60,7 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
     if (!lengths.ok()) return bad(lengths.status().message());
     r.passkey_lengths = lengths.value();
     key = "passkey_depths";
-    auto depths = ParseNumberList(a.at("passkey_depths").get<std::string>());
+    auto depths = ParseFractionList(a.at("passkey_depths").get<std::string>());
     if (!depths.ok()) return bad(depths.status().message());
     r.passkey_depths = depths.value();
     key = "bench_contexts";

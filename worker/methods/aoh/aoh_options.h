@@ -54,8 +54,4 @@ struct AohRunConfig {
 // evaluation keys are still read). A bad list is InvalidArgument naming `file` and the key.
 StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file);
 
-// Parses "0.2, 0.4" (spaces allowed) into numbers in [0, 1]; "" gives an empty list. (Lists
-// of positive integers: ParsePositiveIntList, common/config_key.h.)
-StatusOr<std::vector<double>> ParseNumberList(const std::string& s);
-
 }  // namespace headlab::aoh

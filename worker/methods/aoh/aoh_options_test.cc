@@ -82,7 +82,9 @@ TEST_CASE("aoh config: bad values are errors naming the key") {
   CHECK(ParsePositiveIntList("").value().empty());
   CHECK(ParsePositiveIntList(" 3, 4").value() == std::vector<int64_t>{3, 4});
   CHECK_FALSE(ParsePositiveIntList("3,,4").ok());
-  CHECK_FALSE(ParseNumberList("1.5").ok());
+  CHECK_FALSE(ParseFractionList("1.5").ok());
+  CHECK(ParseFractionList(" 0.2,0.8 ").value() == std::vector<double>{0.2, 0.8});
+  CHECK_FALSE(ParseFractionList("0.2,").ok());
 }
 
 }  // namespace
