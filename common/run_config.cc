@@ -74,7 +74,7 @@ const std::vector<ConfigKey>& Schema() {
         StrKey("train.allreduce_dtype", "fp32", JoinNames(kAllreduceDtypeNames)),
         // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
         // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
-        StrKey("train.precision", "auto", "auto|bf16|fp16|fp32"),
+        StrKey("train.precision", "auto", "auto|" + JoinNames(kPrecisionNames)),
         // The attention implementation (worker/exec/attention_cuda.h): auto = per layer and
         // shape, the exact plan measured fastest on CUDA (all-fused, or SDPA + fused kernels
         // with fixed heads as GEMM, convolution or fused), fused = the fused hybrid-head

@@ -4,6 +4,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include "common/config_key.h"
+#include "common/run_config.h"
+
 // LibTorch 2.4 replaced the per-device autocast setters by device-type ones.
 #define HEADLAB_AUTOCAST_BY_DEVICE_TYPE \
   (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
@@ -44,27 +47,18 @@ void SetAutocast(torch::DeviceType t, bool enabled, torch::ScalarType dtype) {
 
 }  // namespace
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-  }
-  return "?";
-}
+const char* PrecisionName(Precision p) { return kPrecisionNames[int(p)]; }
 
 StatusOr<Precision> ResolvePrecision(const std::string& want, const torch::Device& device) {
   if (want == "auto") return device.is_cuda() ? Precision::kBf16 : Precision::kFp32;
-  if (want == "fp32") return Precision::kFp32;
-  if (want == "bf16") return Precision::kBf16;
-  if (want == "fp16") {
-    if (!device.is_cuda())
-      return Status::InvalidArgument("config: $.config.train.precision: fp16 needs a CUDA device "
-                                     "(CPU runs take fp32 or bf16)");
-    return Precision::kFp16;
-  }
-  return Status::InvalidArgument("config: $.config.train.precision: expected auto, bf16, fp16 or fp32, got \"" +
-                                 want + "\"");
+  StatusOr<Precision> p = ParseNamed<Precision>(kPrecisionNames, want, "train.precision");
+  if (!p.ok())
+    return Status::InvalidArgument("config: $.config.train.precision: expected auto or one of " +
+                                   JoinNames(kPrecisionNames) + ", got \"" + want + "\"");
+  if (*p == Precision::kFp16 && !device.is_cuda())
+    return Status::InvalidArgument("config: $.config.train.precision: fp16 needs a CUDA device "
+                                   "(CPU runs take fp32 or bf16)");
+  return p;
 }
 
 torch::ScalarType ComputeDtype(Precision p) {

@@ -15,6 +15,12 @@ TEST_CASE("precision: auto is bf16 on CUDA and fp32 on the CPU; fp16 needs CUDA"
   REQUIRE_FALSE(fp16.ok());
   CHECK(fp16.status().message().find("$.config.train.precision") != std::string::npos);
   CHECK(ComputeDtype(Precision::kFp16) == torch::kHalf);
+  CHECK(ResolvePrecision("fp32", torch::Device(torch::kCPU)).value() == Precision::kFp32);
+  CHECK(ResolvePrecision("fp16", torch::Device(torch::kCUDA, 0)).value() == Precision::kFp16);
+  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16})  // names round-trip
+    CHECK(ResolvePrecision(PrecisionName(p), torch::Device(torch::kCUDA, 0)).value() == p);
+  CHECK(ResolvePrecision("tf32", torch::Device(torch::kCPU)).status().message() ==
+        "config: $.config.train.precision: expected auto or one of fp32|bf16|fp16, got \"tf32\"");
 }
 
 TEST_CASE("precision: an autocast scope computes linear layers in bf16 and ends cleanly") {
