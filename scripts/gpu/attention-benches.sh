@@ -16,6 +16,7 @@
 # On the device, after scripts/gpu/build-all.sh, through background.sh (see its header).
 # Exit 0 iff every step succeeded.
 set -uo pipefail
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,17p' "$0"; exit 0; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${JOB_OUT:-${OUT:-/tmp/headlab-attn-bench}}
 length=${1:-16384}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# reproduce.sh: runs the papers' headline comparisons (docs/REPRODUCTIONS.md, "The papers'
-# headline comparisons on the GPU") through a real coordinator and workers (tests/lib.sh
+# reproduce.sh: runs the papers' headline comparisons (docs/REPRODUCTIONS.md, "Part B: the
+# papers' headline comparisons on the GPU") through a real coordinator and workers (tests/lib.sh
 # harness, loopback): the grids of experiments/repro/, each with three seeds:
 #   parent_gpu         ordinary-attention parents (3 runs)
 #   saf_controls_gpu   SAF 25%: variance vs random heads vs pruning, from the parents' midpoint
