@@ -10,18 +10,10 @@ namespace headlab {
 namespace kernels {
 namespace {
 
-HeadSpec Spec(HeadState s, int window = 0, int sink = 0, int recent = 0) {
-  HeadSpec h;
-  h.state = s;
-  h.window = window;
-  h.sink = sink;
-  h.recent = recent;
-  return h;
-}
-
 // B = 1, 4 query heads over 2 KV heads, d = 64, bf16, one segment holding both KV heads.
 struct Args {
-  std::vector<HeadSpec> specs = std::vector<HeadSpec>(4, Spec(HeadState::kOrdinary));
+  // Head specs are written HeadSpec{state, window, sink, recent}.
+  std::vector<HeadSpec> specs = std::vector<HeadSpec>(4, HeadSpec{HeadState::kOrdinary});
   std::vector<int> kv = {0, 1};
   alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced
   DecodeArgs a;
@@ -53,7 +45,7 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
   CHECK(ValidateDecode(ok.a).ok());
   {
     Args x(100);
-    x.specs[1] = Spec(HeadState::kFixed);
+    x.specs[1] = HeadSpec{HeadState::kFixed};
     CHECK(x.a.head_specs == x.specs.data());
     CHECK(ValidateDecode(x.a).code == KernelCode::kUnsupported);
   }
@@ -69,7 +61,7 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
   }
   {
     Args x(100);
-    x.specs[2] = Spec(HeadState::kStreaming, 0, 4, 0);
+    x.specs[2] = HeadSpec{HeadState::kStreaming, 0, 4, 0};
     CHECK(Mentions(ValidateDecode(x.a), "recent"));
   }
   {
@@ -103,12 +95,12 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   CHECK(DecodeWorkspaceBytes(full.a) == sizeof(float) * 4 * 128 * (64 + 2));
   // Local heads of window 100 at query 16,383 see 100 slots: 4 tiles, so at most 4 splits.
   Args local(16384);
-  for (auto& s : local.specs) s = Spec(HeadState::kLocal, 100);
+  for (auto& s : local.specs) s = HeadSpec{HeadState::kLocal, 100};
   CHECK(DecodeSplits(local.a) == 4);
   // A bounded streaming cache (sink 8 + recent 64: lead 8, tail from 10,000) of 72 slots,
   // all visible: 3 tiles.
   Args bounded(72);
-  for (auto& s : bounded.specs) s = Spec(HeadState::kStreaming, 0, 8, 64);
+  for (auto& s : bounded.specs) s = HeadSpec{HeadState::kStreaming, 0, 8, 64};
   bounded.a.cache.lead = 8;
   bounded.a.cache.tail_start = 10000 - 63;
   bounded.a.query_position = 10000;
@@ -118,7 +110,7 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   forced.a.splits = 50;
   CHECK(DecodeSplits(forced.a) == 4);
   Args pruned(100);
-  for (auto& s : pruned.specs) s = Spec(HeadState::kPruned);
+  for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
 }
 

@@ -206,15 +206,6 @@ void Run(const Case& c, std::mt19937* rng) {
               pruned_ok ? "" : " [pruned head not zero]");
 }
 
-HeadSpec Spec(HeadState s, int window = 0, int sink = 0, int recent = 0) {
-  HeadSpec h;
-  h.state = s;
-  h.window = window;
-  h.sink = sink;
-  h.recent = recent;
-  return h;
-}
-
 }  // namespace
 }  // namespace kernels
 }  // namespace headlab
@@ -240,9 +231,10 @@ int main(int argc, char** argv) {
     }
   }
   std::mt19937 rng(7);
-  const HeadSpec ord = Spec(HeadState::kOrdinary), pruned = Spec(HeadState::kPruned);
-  const HeadSpec stream = Spec(HeadState::kStreaming, 0, 5, 37);
-  const HeadSpec local = Spec(HeadState::kLocal, 50);
+  // HeadSpec{state, window, sink, recent}
+  const HeadSpec ord{HeadState::kOrdinary}, pruned{HeadState::kPruned};
+  const HeadSpec stream{HeadState::kStreaming, 0, 5, 37};
+  const HeadSpec local{HeadState::kLocal, 50};
   std::vector<int> lengths = {1, 97, 257, 1025, 4099};
   if (!quick) lengths.push_back(16411);
   int runs = 0;
