@@ -16,3 +16,18 @@ if [[ -z ${HEADLAB_BIN:-} ]]; then
   [[ -x $HEADLAB_BIN ]] || HEADLAB_BIN=$ROOT/build/headlab
 fi
 export HEADLAB_BIN
+
+# collect_grid NAME EXP LIMIT_S: waits up to LIMIT_S for experiment EXP (tests/lib.sh,
+# sourced after this file, has wait_grid, db, hl and say), writes its `headlab results` to
+# $RESULTS/NAME.txt and NAME.json and prints its comparisons; a run that did not succeed
+# sets status=1.
+collect_grid() {
+  local name=$1 exp=$2 limit=$3 bad
+  wait_grid "$exp" "$limit"
+  bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $exp AND status != 'succeeded'")
+  (( bad == 0 )) || { say "$name: $bad runs did not succeed"; status=1; }
+  hl results "$exp" > "$RESULTS/$name.txt"
+  hl results "$exp" --json > "$RESULTS/$name.json"
+  say "$name: experiment $exp -> $RESULTS/$name.{txt,json}"
+  sed -n '/^comparisons/,$p' "$RESULTS/$name.txt"
+}

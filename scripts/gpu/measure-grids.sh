@@ -44,12 +44,6 @@ for grid in "${grids[@]}"; do
   args=("${sets[@]}")
   if (( quick )) && [[ $grid != flops_* ]]; then args+=(--set pair.rep=0); fi
   EXP=$(submit "$ROOT/experiments/measure/$grid.jsonc" "${args[@]}") || exit 1
-  wait_grid "$EXP" "${HEADLAB_GRID_TIMEOUT_S:-1800}"
-  bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status != 'succeeded'")
-  (( bad == 0 )) || { say "$grid: $bad runs did not succeed"; status=1; }
-  hl results "$EXP" > "$RESULTS/$grid.txt"
-  hl results "$EXP" --json > "$RESULTS/$grid.json"
-  say "$grid: experiment $EXP -> $RESULTS/$grid.{txt,json}"
-  sed -n '/^comparisons/,$p' "$RESULTS/$grid.txt"
+  collect_grid "$grid" "$EXP" "${HEADLAB_GRID_TIMEOUT_S:-1800}"
 done
 exit $status

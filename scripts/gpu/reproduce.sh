@@ -70,17 +70,10 @@ fi
 start_cluster "$workers"
 status=0
 declare -A exp_of=()
-# collect NAME EXP: waits for EXP and writes its results; a failed run fails the script.
+# collect NAME EXP: collect_grid (harness-env.sh) and the experiment's runs as JSON.
 collect() {
-  local name=$1 exp=$2 bad
-  wait_grid "$exp" "${HEADLAB_GRID_TIMEOUT_S:-3600}"
-  bad=$(db "SELECT count(*) FROM runs WHERE experiment_id = $exp AND status != 'succeeded'")
-  (( bad == 0 )) || { say "$name: $bad runs did not succeed"; status=1; }
-  hl results "$exp" > "$RESULTS/$name.txt"
-  hl results "$exp" --json > "$RESULTS/$name.json"
-  hl runs "$exp" --json > "$RESULTS/$name.runs.json"
-  say "$name: experiment $exp -> $RESULTS/$name.{txt,json,runs.json}"
-  sed -n '/^comparisons/,$p' "$RESULTS/$name.txt"
+  collect_grid "$1" "$2" "${HEADLAB_GRID_TIMEOUT_S:-3600}"
+  hl runs "$2" --json > "$RESULTS/$1.runs.json"
 }
 
 if want saf || want aoh; then
