@@ -20,40 +20,43 @@
 namespace headlab {
 namespace {
 
-const char* kBenchUsage =
-    "usage: headlab bench coordinator [--runs N] [--workers N] [--batches N]\n"
-    "                                 [--batch-points N] [--window N] [--results-runs N]\n"
-    "                                 [--coordinator-binary PATH] [--json] [--keep]\n"
-    "\n"
-    "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
-    "ports) and measures, against the targets of issues 2 and 9:\n"
-    "  grid accept        POST of a grid of --runs no-op runs            target < 2 s\n"
-    "  dispatch           --runs runs through --workers simulated worker\n"
-    "                     connections (HLW1, ACCEPT+METRICS+DONE at once) target >= 500 runs/s\n"
-    "  metric ingestion   --workers x --batches METRICS of --batch-points\n"
-    "                     points, counted again in headlab.db              target >= 200000 points/s\n"
-    "  live latency       a client of GET /api/v1/stream follows 8 runs during\n"
-    "                     the ingestion; p99 of send -> arrival          target <= 1 s\n"
-    "  heartbeats while   --results-runs runs with logprobs artifacts, then\n"
-    "  results compute    GET .../results?recompute=1 back to back for 6 s;\n"
-    "                     p99 of coordinator HEARTBEAT lateness  target <= 0.1 s\n"
-    "  stored results     GET .../results back to back once finished; median target <= 0.05 s\n"
-    "  requeue latency    a worker goes silent after ACCEPT; time from its\n"
-    "                     last HEARTBEAT to ASSIGN of attempt 2 elsewhere  target <= 5 s\n"
-    "\n"
-    "options:\n"
-    "  --runs N          runs in the dispatch grid (default 10000)\n"
-    "  --workers N       simulated worker connections (default 64)\n"
-    "  --batches N       ingestion: METRICS messages per worker (default 16)\n"
-    "  --batch-points N  ingestion: points per METRICS message (default 1000)\n"
-    "  --window N        ingestion: METRICS messages in flight per worker (default 4)\n"
-    "  --results-runs N  runs of the results grid, two arms paired by seed (default 500)\n"
-    "  --coordinator-binary PATH\n"
-    "                    run the coordinator from another headlab binary (e.g. an older\n"
-    "                    build, for before/after figures; default: this one)\n"
-    "  --json            print the figures as JSON\n"
-    "  --keep            keep the temp data dir (headlab.db, coordinator.log)\n"
-    "exit: 0 every target met, 1 a target missed or the benchmark failed, 2 bad arguments\n";
+// `headlab bench coordinator`'s options, for ParseFlags and the --help text alike.
+const FlagsSpec& BenchSpec() {
+  static const FlagsSpec kSpec{
+      "headlab bench coordinator",
+      {{"--runs", "", "N", "runs in the dispatch grid (default 10000)"},
+       {"--workers", "", "N", "simulated worker connections (default 64)"},
+       {"--batches", "", "N", "ingestion: METRICS messages per worker (default 16)"},
+       {"--batch-points", "", "N", "ingestion: points per METRICS message (default 1000)"},
+       {"--window", "", "N", "ingestion: METRICS messages in flight per worker (default 4)"},
+       {"--results-runs", "", "N", "runs of the results grid, two arms paired by seed (default 500)"},
+       {"--coordinator-binary", "", "PATH", "run the coordinator from another headlab binary (e.g. an\n"
+                                            "older build, for before/after figures; default: this one)"},
+       {"--json", "", "", "print the figures as JSON"},
+       {"--keep", "", "", "keep the temp data dir (headlab.db, coordinator.log)"}}};
+  return kSpec;
+}
+
+std::string BenchUsage() {
+  return HelpText(
+      BenchSpec(),
+      "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
+      "ports) and measures, against the targets of issues 2 and 9:\n"
+      "  grid accept        POST of a grid of --runs no-op runs            target < 2 s\n"
+      "  dispatch           --runs runs through --workers simulated worker\n"
+      "                     connections (HLW1, ACCEPT+METRICS+DONE at once) target >= 500 runs/s\n"
+      "  metric ingestion   --workers x --batches METRICS of --batch-points\n"
+      "                     points, counted again in headlab.db              target >= 200000 points/s\n"
+      "  live latency       a client of GET /api/v1/stream follows 8 runs during\n"
+      "                     the ingestion; p99 of send -> arrival          target <= 1 s\n"
+      "  heartbeats while   --results-runs runs with logprobs artifacts, then\n"
+      "  results compute    GET .../results?recompute=1 back to back for 6 s;\n"
+      "                     p99 of coordinator HEARTBEAT lateness  target <= 0.1 s\n"
+      "  stored results     GET .../results back to back once finished; median target <= 0.05 s\n"
+      "  requeue latency    a worker goes silent after ACCEPT; time from its\n"
+      "                     last HEARTBEAT to ASSIGN of attempt 2 elsewhere  target <= 5 s\n",
+      "exit: 0 every target met, 1 a target missed or the benchmark failed, 2 bad arguments\n");
+}
 
 // Returns the CPU model from /proc/cpuinfo, or "".
 std::string CpuModel() {
@@ -77,24 +80,13 @@ double LoadAverage() {
 }
 
 int CoordinatorCommand(int argc, char** argv) {
-  // The options kBenchUsage describes.
-  static const FlagsSpec kSpec{"headlab bench coordinator",
-                               {{"--runs", "", "N", ""},
-                                {"--workers", "", "N", ""},
-                                {"--batches", "", "N", ""},
-                                {"--batch-points", "", "N", ""},
-                                {"--window", "", "N", ""},
-                                {"--results-runs", "", "N", ""},
-                                {"--coordinator-binary", "", "PATH", ""},
-                                {"--json", "", "", ""},
-                                {"--keep", "", "", ""}}};
-  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  auto args = ParseFlags(BenchSpec(), std::vector<std::string>(argv, argv + argc));
   if (!args.ok()) {
-    std::fprintf(stderr, "%s\n\n%s", args.status().message().c_str(), kBenchUsage);
+    std::fprintf(stderr, "%s\n\n%s", args.status().message().c_str(), BenchUsage().c_str());
     return 2;
   }
   if (args->help()) {
-    std::fputs(kBenchUsage, stdout);
+    std::fputs(BenchUsage().c_str(), stdout);
     return 0;
   }
   bench::CoordinatorBenchOptions opt;

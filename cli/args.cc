@@ -24,17 +24,10 @@ StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec, const std::vector<std::s
 std::string Usage(const CommandSpec& spec) {
   std::string s = "usage: headlab " + spec.name + (spec.args.empty() ? "" : " " + spec.args) +
                   " [OPTIONS]\n\n" + spec.summary + "\n\noptions:\n";
-  auto add = [&s](const OptionSpec& o) {
-    std::string left = "  " + (o.short_name.empty() ? "" : o.short_name + ", ") + o.name +
-                       (o.value_name.empty() ? "" : " " + o.value_name);
-    if (left.size() < 28) left += std::string(28 - left.size(), ' ');
-    else left += "\n" + std::string(28, ' ');
-    s += left + o.help + (o.repeated ? " (repeatable)" : "") + "\n";
-  };
-  for (const auto& o : spec.options) add(o);
-  for (const auto& o : GlobalOptions()) add(o);
-  add({"--help", "-h", "", "show this help"});
-  s += "\nexit codes: 0 ok, 1 failed, 2 bad input\n";
+  std::vector<OptionSpec> listed = spec.options;
+  listed.insert(listed.end(), GlobalOptions().begin(), GlobalOptions().end());
+  listed.push_back({"--help", "-h", "", "show this help"});
+  s += FormatOptions(listed) + "\nexit codes: 0 ok, 1 failed, 2 bad input\n";
   return s;
 }
 

@@ -86,6 +86,40 @@ StatusOr<ParsedArgs> ParseFlags(const FlagsSpec& spec, const std::vector<std::st
   return out;
 }
 
+std::string FormatOptions(const std::vector<OptionSpec>& options) {
+  constexpr size_t kColumn = 28;
+  std::string s;
+  for (const OptionSpec& o : options) {
+    std::string left = "  " + (o.short_name.empty() ? "" : o.short_name + ", ") + o.name +
+                       (o.value_name.empty() ? "" : " " + o.value_name);
+    if (left.size() < kColumn) left += std::string(kColumn - left.size(), ' ');
+    else left += "\n" + std::string(kColumn, ' ');
+    std::string help = o.help + (o.repeated ? " (repeatable)" : "");
+    for (size_t nl = help.find('\n'); nl != std::string::npos; nl = help.find('\n', nl + 1))
+      help.insert(nl + 1, std::string(kColumn, ' '));
+    s += left + help + "\n";
+  }
+  return s;
+}
+
+std::string HelpText(const FlagsSpec& spec, const std::string& description, const std::string& trailer) {
+  const std::string head = "usage: " + spec.program;
+  std::string usage = head, line = head;
+  auto add = [&](const std::string& word) {
+    if (line.size() + 1 + word.size() > 90) {
+      usage += "\n" + std::string(head.size(), ' ');
+      line = std::string(head.size(), ' ');
+    }
+    usage += " " + word;
+    line += " " + word;
+  };
+  for (const OptionSpec& o : spec.options) add("[" + o.name + (o.value_name.empty() ? "" : " " + o.value_name) + "]");
+  if (!spec.args.empty()) add(spec.args);
+  std::vector<OptionSpec> listed = spec.options;
+  listed.push_back({"--help", "-h", "", "show this help"});
+  return usage + "\n\n" + description + "\noptions:\n" + FormatOptions(listed) + "\n" + trailer;
+}
+
 StatusOr<long> ParseIntFlag(const std::string& name, const std::string& text, long lo, long hi) {
   char* end = nullptr;
   long v = std::strtol(text.c_str(), &end, 10);

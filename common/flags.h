@@ -1,6 +1,7 @@
 // The one command-line flag parser of headlab's programs (the CLI commands, `headlab
 // worker`, `headlab coordinator`, `headlab bench`, `headlab exec`): a table of options in,
-// the values given out. Each program keeps its own --help text and exit codes.
+// the values given out, and the --help text's option list made from the same table (so the
+// two cannot disagree). Each program keeps its own description and exit codes.
 #pragma once
 
 #include <map>
@@ -53,6 +54,16 @@ class ParsedArgs {
 // a missing value, a value given to a flag, an option that is not `repeated` given twice,
 // too few or too many positionals.
 StatusOr<ParsedArgs> ParseFlags(const FlagsSpec& spec, const std::vector<std::string>& argv);
+
+// Returns the option list of a --help text: per option "  -s, --name VALUE" padded to one
+// column (on a line of its own when longer), then its help, " (repeatable)" for a
+// repeated option; a help's further lines ('\n') are indented to the column.
+std::string FormatOptions(const std::vector<OptionSpec>& options);
+
+// Returns a program's --help text from its table: "usage: PROGRAM [--opt VALUE]... ARGS"
+// (wrapped at 90 columns), a blank line, `description`, "options:", FormatOptions of the
+// table plus --help, then `trailer` (exit codes and the like).
+std::string HelpText(const FlagsSpec& spec, const std::string& description, const std::string& trailer);
 
 // Returns the integer in `text` if it is one in [lo, hi]; else InvalidArgument
 // "<name>: expected an integer in [lo, hi], got \"text\"".

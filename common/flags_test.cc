@@ -68,4 +68,38 @@ TEST_CASE("ParseIntFlag: an integer in range, else the flag and the range") {
   }
 }
 
+
+TEST_CASE("HelpText: the usage line and the option list come from the table") {
+  FlagsSpec spec{"headlab tool",
+                 {{"--alpha", "", "N", "first line\nsecond line"},
+                  {"--a-rather-long-option-name", "", "VALUE", "help on its own line"},
+                  {"--flag", "-f", "", "a flag", true}},
+                 "FILE"};
+  const std::string h = HelpText(spec, "Does things.\n", "exit: 0 ok\n");
+  CHECK(h.rfind("usage: headlab tool [--alpha N] [--a-rather-long-option-name VALUE] [--flag]", 0) == 0);
+  CHECK(h.find(" FILE\n\nDoes things.\n\noptions:\n") != std::string::npos);
+  // Help at column 28; a help's further lines indented to it; long names on their own line.
+  CHECK(h.find("  --alpha N                 first line\n" + std::string(28, ' ') + "second line\n") !=
+        std::string::npos);
+  CHECK(h.find("  --a-rather-long-option-name VALUE\n" + std::string(28, ' ') + "help on its own line\n") !=
+        std::string::npos);
+  CHECK(h.find("  -f, --flag                a flag (repeatable)\n") != std::string::npos);
+  CHECK(h.find("  -h, --help                show this help\n") != std::string::npos);
+  CHECK(h.size() >= 11);
+  CHECK(h.compare(h.size() - 11, 11, "exit: 0 ok\n") == 0);
+  // The usage line wraps before 90 columns, continuation lines under the program.
+  FlagsSpec wide{"headlab wide", {}, ""};
+  for (int i = 0; i < 12; ++i) wide.options.push_back({"--option-" + std::to_string(i), "", "VALUE", "x"});
+  const std::string w = HelpText(wide, "", "");
+  const std::string usage = w.substr(0, w.find("\n\n"));
+  size_t start = 0, lines = 0;
+  for (size_t nl; (nl = usage.find('\n', start)) != std::string::npos || start < usage.size(); ++lines) {
+    const size_t end = nl == std::string::npos ? usage.size() : nl;
+    CHECK(end - start <= 90);
+    if (lines > 0) CHECK(usage.compare(start, 14, "              ") == 0);
+    start = end + 1;
+  }
+  CHECK(lines == 4);  // three options of 18-19 characters per line after a 19-character head
+}
+
 }  // namespace headlab

@@ -18,28 +18,31 @@
 namespace headlab {
 namespace {
 
+// The coordinator's options, for ParseFlags and the --help text alike.
+const FlagsSpec& CoordinatorSpec() {
+  static const FlagsSpec kSpec{
+      "headlab coordinator",
+      {{"--data-dir", "", "DIR", "database, token and logs (default .headlab)"},
+       {"--workers", "", "EP", "worker socket (default tcp://127.0.0.1:8322; port 0 = any free)"},
+       {"--http", "", "ADDR:PORT", "HTTP API (default 127.0.0.1:8321; port 0 = any free)"},
+       {"--token-file", "", "FILE", "shared token for workers and HTTP writes; default:\n"
+                                    "$HEADLAB_TOKEN, else DIR/token (created with mode 0600 if missing)"},
+       {"--dashboard", "", "DIR", "static files served at / (default: the source tree's dashboards/)"},
+       {"--reads", "", "MODE", "who may read over HTTP (GET endpoints, SQL, the live stream):\n"
+                               "auto (default): anyone when --http is a loopback address, else\n"
+                               "only with the token; open: anyone; token: only with the token"},
+       {"--read-token-file", "", "FILE", "a second token that grants reads only (for viewers)"}}};
+  return kSpec;
+}
+
 void PrintHelp(FILE* out) {
-  std::fprintf(out,
-      "usage: headlab coordinator [--data-dir DIR] [--workers tcp://ADDR:PORT]\n"
-      "                           [--http ADDR:PORT] [--token-file FILE] [--dashboard DIR]\n"
-      "                           [--reads auto|open|token] [--read-token-file FILE]\n"
-      "\n"
-      "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
-      "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n"
-      "\n"
-      "  --data-dir DIR     database, token and logs (default .headlab)\n"
-      "  --workers EP       worker socket (default tcp://127.0.0.1:8322; port 0 = any free)\n"
-      "  --http ADDR:PORT   HTTP API (default 127.0.0.1:8321; port 0 = any free)\n"
-      "  --token-file FILE  shared token for workers and HTTP writes; default: $HEADLAB_TOKEN,\n"
-      "                     else DIR/token (created with mode 0600 if missing)\n"
-      "  --dashboard DIR    static files served at / (default: the source tree's dashboards/)\n"
-      "  --reads MODE       who may read over HTTP (GET endpoints, SQL, the live stream):\n"
-      "                     auto (default): anyone when --http is a loopback address, else\n"
-      "                     only with the token; open: anyone; token: only with the token\n"
-      "  --read-token-file FILE  a second token that grants reads only (for viewers)\n"
-      "\n"
-      "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
-      "use) or the database cannot be written; exit 2: bad arguments.\n");
+  std::fputs(HelpText(CoordinatorSpec(),
+                      "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
+                      "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n",
+                      "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
+                      "use) or the database cannot be written; exit 2: bad arguments.\n")
+                 .c_str(),
+             out);
 }
 
 }  // namespace
@@ -47,16 +50,7 @@ void PrintHelp(FILE* out) {
 int CoordinatorMain(int argc, char** argv) {
   SetLogRole("coordinator");
   coord::ServerOptions opts;
-  // The options PrintHelp describes.
-  static const FlagsSpec kSpec{"headlab coordinator",
-                               {{"--data-dir", "", "DIR", ""},
-                                {"--workers", "", "EP", ""},
-                                {"--http", "", "ADDR:PORT", ""},
-                                {"--token-file", "", "FILE", ""},
-                                {"--dashboard", "", "DIR", ""},
-                                {"--reads", "", "MODE", ""},
-                                {"--read-token-file", "", "FILE", ""}}};
-  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  auto args = ParseFlags(CoordinatorSpec(), std::vector<std::string>(argv, argv + argc));
   if (!args.ok()) {
     std::fprintf(stderr, "%s\n", args.status().message().c_str());
     return 2;

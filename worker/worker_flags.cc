@@ -48,42 +48,35 @@ Status Named(const Status& s) {
   return s.ok() ? s : Status::InvalidArgument("headlab worker: " + s.message());
 }
 
+// The worker's options, for ParseFlags and the --help text alike.
+const FlagsSpec& WorkerSpec() {
+  static const FlagsSpec kSpec{
+      "headlab worker",
+      {{"--coordinator", "", "URL", "the coordinator's worker socket (default tcp://127.0.0.1:8322)"},
+       {"--data-dir", "", "DIR", "data directory (default .headlab); the token is read from\n"
+                                 "DIR/token unless HEADLAB_TOKEN or --token-file gives it"},
+       {"--token-file", "", "FILE", "file holding the shared worker token"},
+       {"--name", "", "NAME", "worker name (default: the host name; in a Slurm job\n"
+                              "slurm-<job id>-<node>)"},
+       {"--slots", "", "N", "concurrent attempts when CPU-only (default 1); with GPUs one\n"
+                            "slot per GPU, at most N when given"},
+       {"--cpu-only", "", "", "ignore GPUs"},
+       {"--work-dir", "", "DIR", "manifests and run outputs (default DIR/worker-NAME)"}}};
+  return kSpec;
+}
+
 }  // namespace
 
 std::string WorkerUsage() {
-  return "usage: headlab worker [--coordinator tcp://ADDR:PORT] [--data-dir DIR]\n"
-         "                      [--token-file FILE] [--name NAME] [--slots N] [--cpu-only]\n"
-         "                      [--work-dir DIR]\n"
-         "\n"
-         "Runs a worker: registers this host's devices with the coordinator, runs each\n"
-         "assigned attempt as a `headlab exec` child, relays its results, cancels on request.\n"
-         "\n"
-         "  --coordinator URL  the coordinator's worker socket (default tcp://127.0.0.1:8322)\n"
-         "  --data-dir DIR     data directory (default .headlab); the token is read from\n"
-         "                     DIR/token unless HEADLAB_TOKEN or --token-file gives it\n"
-         "  --token-file FILE  file holding the shared worker token\n"
-         "  --name NAME        worker name (default: the host name; in a Slurm job\n"
-         "                     slurm-<job id>-<node>)\n"
-         "  --slots N          concurrent attempts when CPU-only (default 1); with GPUs one\n"
-         "                     slot per GPU, at most N when given\n"
-         "  --cpu-only         ignore GPUs\n"
-         "  --work-dir DIR     manifests and run outputs (default DIR/worker-NAME)\n"
-         "\n"
-         "Stops on SIGTERM/SIGINT: cancels running attempts, reports them, exits 0.\n"
-         "Exit codes: 0 stopped, 1 refused by the coordinator or failed, 2 bad input.\n";
+  return HelpText(WorkerSpec(),
+                  "Runs a worker: registers this host's devices with the coordinator, runs each\n"
+                  "assigned attempt as a `headlab exec` child, relays its results, cancels on request.\n",
+                  "Stops on SIGTERM/SIGINT: cancels running attempts, reports them, exits 0.\n"
+                  "Exit codes: 0 stopped, 1 refused by the coordinator or failed, 2 bad input.\n");
 }
 
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
-  // The options WorkerUsage() describes.
-  static const FlagsSpec kSpec{"headlab worker",
-                               {{"--coordinator", "", "URL", ""},
-                                {"--data-dir", "", "DIR", ""},
-                                {"--token-file", "", "FILE", ""},
-                                {"--name", "", "NAME", ""},
-                                {"--slots", "", "N", ""},
-                                {"--cpu-only", "", "", ""},
-                                {"--work-dir", "", "DIR", ""}}};
-  auto args = ParseFlags(kSpec, std::vector<std::string>(argv, argv + argc));
+  auto args = ParseFlags(WorkerSpec(), std::vector<std::string>(argv, argv + argc));
   if (!args.ok()) return args.status();
   WorkerFlags f;
   f.help = args->help();
