@@ -3,7 +3,7 @@
 # them, listed at configure time (re-run when one changes) into the build folder, which
 # TARGET gets on its include path. ROOT is the repository's root.
 function(headlab_metric_names target root)
-  set(headers ${root}/common/metric_names.h ${root}/worker/exec/noop.h)
+  set(headers ${root}/common/metric_names.h ${root}/payload/exec/noop.h)
   set(names "")
   foreach(header ${headers})
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${header})

@@ -1,6 +1,6 @@
 // One leaf key of the run config (schema/grid.md, "Run config"): its type, range, default and
 // allowed strings. The run-config schema (common/run_config.cc) is a list of these, composed
-// of the core sections and one list per method (worker/methods/<m>/<m>_schema.h), so each
+// of the core sections and one list per method (payload/methods/<m>/<m>_schema.h), so each
 // key is defined once; validation, defaults, documentation order and export columns all
 // read it. Also the named-enum helpers the method schemas share: a method's allowed names
 // are one array, which both the schema and the method's enum parser read.

@@ -9,7 +9,7 @@ const std::vector<std::string>& BuiltinMetricNames() {
   static const std::vector<std::string> kNames = {
 #include "generated/metric_names.inc"
       // Named in code rather than in a header (metric_catalog_test.cc checks they still are).
-      "aoh.converted_at",  // worker/methods/aoh/train_hooks.cc: the step AoH converted at
+      "aoh.converted_at",  // payload/methods/aoh/train_hooks.cc: the step AoH converted at
   };
   return kNames;
 }

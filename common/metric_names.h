@@ -9,7 +9,7 @@ inline constexpr const char* kTrainLoss = "train.loss";          // nats/token
 inline constexpr const char* kTrainLr = "train.lr";
 inline constexpr const char* kTrainTokens = "train.tokens";      // cumulative tokens seen
 // Throughput of the training updates (evaluation and checkpoint time excluded, the
-// attempt's first update excluded as warm-up; worker/exec/throughput.h).
+// attempt's first update excluded as warm-up; payload/exec/throughput.h).
 inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";
 inline constexpr const char* kTrainStepS = "train.step_s";       // seconds per update
 // Model FLOPs utilisation: ModelFlopsPerToken (6 N + 6 L T C) x tokens/s over the device's
@@ -20,7 +20,7 @@ inline constexpr const char* kElapsedS = "time.elapsed_s";       // wall seconds
 inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";          // process peak RSS
 inline constexpr const char* kGpuPeakMemBytes = "mem.gpu_peak_bytes";  // CUDA allocator peak
 
-// Data-parallel runs (train.ranks > 1, worker/exec/dist.h): per logged step and summary,
+// Data-parallel runs (train.ranks > 1, payload/exec/dist.h): per logged step and summary,
 // means per update over the attempt.
 inline constexpr const char* kDistRanks = "dist.ranks";
 inline constexpr const char* kDistAllReduceS = "dist.allreduce_s";         // gradient all-reduce
@@ -30,7 +30,7 @@ inline constexpr const char* kDistSlowestUpdateS = "dist.update_s_slowest";  // 
 inline constexpr const char* kEvalLoss = "eval.loss";            // nats/token
 inline constexpr const char* kEvalPpl = "eval.ppl";              // exp(eval.loss)
 
-// Paired timing run kinds (worker/exec/bench_*.h): medians over bench.repeats timed
+// Paired timing run kinds (payload/exec/bench_*.h): medians over bench.repeats timed
 // repetitions after bench.warmup discarded ones.
 inline constexpr const char* kBenchUpdateMs = "bench.update_ms";    // one full optimiser update
 inline constexpr const char* kBenchPrefillMs = "bench.prefill_ms";  // at the first length x batch
@@ -48,7 +48,7 @@ inline constexpr const char* kFlopsAttentionRatio = "flops.attention_ratio";  //
 inline constexpr const char* kFlopsStatus = "flops.status";  // provenance: measured | unmeasured
 inline constexpr const char* kFlopsReason = "flops.reason";  // provenance: why unmeasured
 
-// AAH-v3 (worker/methods/aah/README.md). ACR is a routing diagnostic of the selected
+// AAH-v3 (payload/methods/aah/README.md). ACR is a routing diagnostic of the selected
 // windows (AAH §5.10: the rectangular T * W proxy), never FLOPs.
 inline constexpr const char* kAahAttnRatio = "aah.attn_ratio";          // rows + summary: training ACR
 inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";  // sum min(t, W) / full causal
@@ -65,7 +65,7 @@ inline constexpr const char* kAahNativeFrac = "aah.native_frac";
 inline constexpr const char* kAahFallbackFrac = "aah.fallback_frac";
 inline constexpr const char* kAahFallbackPrefix = "aah.fallback.";  // + W
 
-// AoH (worker/methods/aoh/README.md): evaluation of the run's head labels (full attention
+// AoH (payload/methods/aoh/README.md): evaluation of the run's head labels (full attention
 // when aoh.method is none) through the streaming decoder. Summaries, emitted as metrics at
 // the final step unless noted.
 inline constexpr const char* kAohRetrievalHeads = "aoh.retrieval_heads";  // query heads kept global
@@ -82,7 +82,7 @@ inline constexpr const char* kAohBenchDecodeMs = "aoh.bench.decode_ms_per_token"
 inline constexpr const char* kAohBenchKvBytes = "aoh.bench.kv_bytes";  // after the decoded tokens
 inline constexpr const char* kAohBenchContext = "aoh.bench.context";   // summary: the row's context
 
-// More of the flops run kind (worker/exec/flops.h): the step's counts by kind, the no-grad
+// More of the flops run kind (payload/exec/flops.h): the step's counts by kind, the no-grad
 // forward's, the replay cost, and CUDA-event / Activity API times of the named ranges.
 inline constexpr const char* kFlopsFp32 = "flops.fp32";            // fadd + fmul + 2 ffma
 inline constexpr const char* kFlopsHalf = "flops.half";            // fp16/bf16 non-tensor
@@ -99,7 +99,7 @@ inline constexpr const char* kTimeAttentionMs = "time.attention_ms";  // attenti
 inline constexpr const char* kKernelStepMs = "kernel.step_ms";        // Activity API kernel time
 inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
 
-// SAF (worker/methods/saf/): emitted at each intervention event and summarised at the end
+// SAF (payload/methods/saf/): emitted at each intervention event and summarised at the end
 // (counts: the heads' state after the event; costs: Table 13's split, summed over events).
 inline constexpr const char* kSafHeadsFixed = "saf.heads_fixed";    // heads with a fixed pattern
 inline constexpr const char* kSafHeadsPruned = "saf.heads_pruned";  // pruning control (saf.method prune)
@@ -116,7 +116,7 @@ inline constexpr const char* kSafFitKlMean = "saf.fit_kl_mean";  // nats/row, ov
 inline constexpr const char* kSafFitsRun = "saf.fits_run";
 inline constexpr const char* kSafFitsRejected = "saf.fits_rejected";  // KL above saf.fit_max_kl
 
-// Pruning controls (SAF App. C.3.4, worker/methods/pruning/): summary values of a pruned
+// Pruning controls (SAF App. C.3.4, payload/methods/pruning/): summary values of a pruned
 // arm, and the step row logged when the heads are removed.
 inline constexpr const char* kPruneHeadsRemoved = "prune.heads_removed";  // query heads
 inline constexpr const char* kPruneKvHeadsRemoved = "prune.kv_heads_removed";  // GQA groups
@@ -126,7 +126,7 @@ inline constexpr const char* kPruneStep = "prune.step";           // update it h
 inline constexpr const char* kPruneEvalLossBefore = "prune.eval_loss_before";  // held-out, nats
 inline constexpr const char* kPruneEvalLossAfter = "prune.eval_loss_after";
 
-// Synthetic task run kinds (worker/exec/task_eval.h). MQAR (SAF App. C.3.6): loss and
+// Synthetic task run kinds (payload/exec/task_eval.h). MQAR (SAF App. C.3.6): loss and
 // accuracy at query positions only; passkey (AoH §3): greedy exact-match accuracy, overall
 // and per cell as kPasskeyCellPrefix + "L<length>.D<depth %>", e.g. "passkey.acc.L256.D20".
 inline constexpr const char* kMqarTrainLoss = "mqar.train_loss";  // per logged step

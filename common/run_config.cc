@@ -14,10 +14,10 @@
 
 #include "common/suggest.h"
 #include "common/utf8.h"
-#include "worker/methods/aah/aah_schema.h"
-#include "worker/methods/aoh/aoh_schema.h"
-#include "worker/methods/pruning/prune_schema.h"
-#include "worker/methods/saf/saf_schema.h"
+#include "payload/methods/aah/aah_schema.h"
+#include "payload/methods/aoh/aoh_schema.h"
+#include "payload/methods/pruning/prune_schema.h"
+#include "payload/methods/saf/saf_schema.h"
 
 namespace headlab {
 
@@ -27,7 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kMaxParamNameBytes = 64;
 
 // The schema (schema/grid.md, "Run config"): the core sections here, each method's keys from
-// its own schema file (worker/methods/<m>/<m>_schema.cc). Order = documentation and export
+// its own schema file (payload/methods/<m>/<m>_schema.cc). Order = documentation and export
 // order.
 const std::vector<ConfigKey>& Schema() {
   static const std::vector<ConfigKey> kSchema = [] {
@@ -45,8 +45,8 @@ const std::vector<ConfigKey>& Schema() {
         StrKey("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
         NumKey("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
         StrKey("model.norm", "layernorm", "layernorm|rmsnorm"),
-        StrKey("model.head_modes", "", nullptr),  // per-head attention states (worker/exec/head_state.h)
-        // A Hugging Face checkpoint folder (config.json + *.safetensors; worker/exec/hf_config.h):
+        StrKey("model.head_modes", "", nullptr),  // per-head attention states (payload/exec/head_state.h)
+        // A Hugging Face checkpoint folder (config.json + *.safetensors; payload/exec/hf_config.h):
         // the model's shape comes from config.json and its weights from the checkpoint.
         StrKey("model.init_from", "", nullptr),
         IntKey("train.steps", 0, 1e8, 200),
@@ -66,16 +66,16 @@ const std::vector<ConfigKey>& Schema() {
         NumKey("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
         StrKey("train.device", "auto", "auto|cpu|cuda"),
         IntKey("train.threads", 0, 1024, 0),  // 0 = the library default
-        // Data-parallel ranks (worker/exec/dist.h): processes, one GPU each on CUDA (ask for
+        // Data-parallel ranks (payload/exec/dist.h): processes, one GPU each on CUDA (ask for
         // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
         IntKey("train.ranks", 1, 64, 1),
-        // The dtype data-parallel gradients travel in (worker/exec/grad_reducer.h): fp32, or
+        // The dtype data-parallel gradients travel in (payload/exec/grad_reducer.h): fp32, or
         // bf16 (half the bytes; each update's mean gradient rounded to bf16 once).
         StrKey("train.allreduce_dtype", "fp32", JoinNames(kAllreduceDtypeNames)),
-        // Precision of the model's matmuls and attention (worker/exec/precision.h): auto is bf16
+        // Precision of the model's matmuls and attention (payload/exec/precision.h): auto is bf16
         // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
         StrKey("train.precision", "auto", "auto|" + JoinNames(kPrecisionNames)),
-        // The attention implementation (worker/exec/attention_cuda.h): auto = per layer and
+        // The attention implementation (payload/exec/attention_cuda.h): auto = per layer and
         // shape, the exact plan measured fastest on CUDA (all-fused, or SDPA + fused kernels
         // with fixed heads as GEMM, convolution or fused), fused = the fused hybrid-head
         // kernels for every head, dense = the masked reference even on CUDA.
@@ -106,8 +106,8 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("pair.rep", 0, 1e6, 0),
         IntKey("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
         NumKey("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
-        // Timing run kinds bench-update (worker/exec/bench_update.h), bench-prefill and
-        // bench-decode (worker/methods/aoh/bench_latency.h).
+        // Timing run kinds bench-update (payload/exec/bench_update.h), bench-prefill and
+        // bench-decode (payload/methods/aoh/bench_latency.h).
         IntKey("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
         IntKey("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
         StrKey("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
@@ -126,7 +126,7 @@ const std::vector<ConfigKey>& Schema() {
     };
     append(PruneConfigKeys());  // SAF App. C.3.4's pruning controls
     keys.insert(keys.end(), {
-        // Synthetic task kinds mqar / passkey (worker/exec/task_eval.h).
+        // Synthetic task kinds mqar / passkey (payload/exec/task_eval.h).
         IntKey("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
         IntKey("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
         IntKey("mqar.pairs", 1, 65536, 8),
@@ -147,7 +147,7 @@ const std::vector<ConfigKey>& Schema() {
         NumKey("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
         IntKey("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
         IntKey("priority", -1000, 1000, 0),      // higher first; fair share within a priority
-        // Run kind flops (worker/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
+        // Run kind flops (payload/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
         IntKey("flops.warmup", 0, 1000, 2),     // untimed forward + step pairs first
         IntKey("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
         IntKey("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>

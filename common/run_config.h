@@ -1,6 +1,6 @@
 // The run-config schema (schema/grid.md, "Run config"): every key with its type, range and
 // default, defined once: the core sections in run_config.cc, each method's keys in
-// worker/methods/<m>/<m>_schema.cc (docs/DESIGN.md, "Config keys").
+// payload/methods/<m>/<m>_schema.cc (docs/DESIGN.md, "Config keys").
 #pragma once
 
 #include <string>

@@ -29,7 +29,7 @@ StatusOr<std::vector<float>> LoadLogProbs(Db* db, int64_t run);
 // Returns provenance flops.reason of run `run`'s latest attempt, or "".
 std::string LoadFlopsReason(Db* db, int64_t run);
 
-// How a run's model computed (worker/exec/run_setup.h provenance): its precision
+// How a run's model computed (payload/exec/run_setup.h provenance): its precision
 // ("bf16", ...; "" for runs that report none) and the distinct per-layer attention paths
 // of its first update (e.g. "sdpa[12]", "fused[4] kernel=wgmma", "dense_reference (why)").
 struct RunExecution {

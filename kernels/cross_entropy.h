@@ -1,6 +1,6 @@
 // cross_entropy.h: the language model's loss over rows of logits in one pass per row, and
 // the gradient written over the logits in place (no LibTorch; launched from
-// worker/exec/linear_cross_entropy.cc through kernels/torch/cross_entropy_op.h).
+// payload/exec/linear_cross_entropy.cc through kernels/torch/cross_entropy_op.h).
 //
 // For each row r of `logits` (rows x vocab, row stride `row_stride` elements, dtype fp32,
 // bf16 or fp16) with target t = targets[r]:

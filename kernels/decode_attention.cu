@@ -32,8 +32,13 @@ using internal::WarpSum;
 constexpr int kThreads = 128;
 constexpr int kTile = 32;  // one slot per lane in the softmax step
 static_assert(kTile == 32, "the softmax step gives each lane one slot");
-// Grid size the automatic split count aims for: about two CTAs per SM of an H200 (132 SMs).
-constexpr int kTargetCtas = 264;
+// Grid size the automatic split count aims for: about four CTAs per SM of an H200 (132
+// SMs; ~22 KB of shared memory and 128 threads each, all resident at once). A CTA streams
+// its split one 32-slot tile at a time with one tile in flight, so more CTAs put more bytes
+// in flight, until the combine and the short splits cost more than they bring:
+// decode_attention_bench's forced-split rows (124M shape, 12 KV heads, 16K: 22 splits
+// 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
+constexpr int kTargetCtas = 528;
 constexpr int kMaxSplits = 256;
 
 struct DecodeHead {
@@ -44,7 +49,8 @@ struct DecodeHead {
 struct DecodeParams {
   int B, n, g, splits, split_len;
   int span_lo, span_hi;  // the slots any head of the segment may see
-  int entries, lead, tail_start, query_position;
+  int entries, lead, tail_start, ring, query_position;
+  const int64_t* device_query_position;  // when set, the query position (read on the device)
   float scale;
   const void* q;
   int64_t q_sb, q_sh;
@@ -80,19 +86,10 @@ void AddPositions(const DecodeCache& c, int a, int b, int* lo, int* hi) {
   if (t0 < t1) add(c.lead + (t0 - c.tail_start), c.lead + (t1 - c.tail_start));
 }
 
-Plan MakePlan(const DecodeArgs& a) {
+// The plan for visible slots [lo, hi), lo < hi: whole tiles per split, enough splits for
+// the grid to fill the device.
+Plan Split(const DecodeArgs& a, int lo, int hi) {
   Plan p;
-  const int g = a.heads / a.kv_heads;
-  int lo = a.cache.entries, hi = 0;
-  for (int i = 0; i < a.cache.kv_heads; ++i)
-    for (int r = 0; r < g; ++r) {
-      const HeadSpec& s = a.head_specs[a.cache.layer_kv_heads[i] * g + r];
-      const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent,
-                                              a.query_position, a.query_position + 1);
-      AddPositions(a.cache, span.lo0, span.hi0, &lo, &hi);
-      AddPositions(a.cache, span.lo1, span.hi1, &lo, &hi);
-    }
-  if (lo >= hi) return p;  // nothing visible: one empty split, the outputs become zeros
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
@@ -105,9 +102,39 @@ Plan MakePlan(const DecodeArgs& a) {
   return p;
 }
 
+Plan MakePlan(const DecodeArgs& a) {
+  // Nothing visible: one empty split, the outputs become zeros.
+  if (a.device_query_position != nullptr || a.cache.ring > 0) {
+    // The visible slots depend on the query position (read on the device) or wrap around
+    // the ring: the span is every slot; the split kernel skips what a head cannot see.
+    return a.cache.entries > 0 ? Split(a, 0, a.cache.entries) : Plan{};
+  }
+  const int g = a.heads / a.kv_heads;
+  int lo = a.cache.entries, hi = 0;
+  for (int i = 0; i < a.cache.kv_heads; ++i)
+    for (int r = 0; r < g; ++r) {
+      const HeadSpec& s = a.head_specs[a.cache.layer_kv_heads[i] * g + r];
+      const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent,
+                                              a.query_position, a.query_position + 1);
+      AddPositions(a.cache, span.lo0, span.hi0, &lo, &hi);
+      AddPositions(a.cache, span.lo1, span.hi1, &lo, &hi);
+    }
+  return lo < hi ? Split(a, lo, hi) : Plan{};
+}
+
 // 16 bytes of T, converted one element at a time.
 template <typename T>
 constexpr int kVec = 16 / int(sizeof(T));
+
+// The position slot `slot` holds for the query at qp (decode_attention.h's slot maps), or
+// -1 for a ring slot not written yet.
+__device__ __forceinline__ int SlotPosition(const DecodeParams& p, int slot, int qp) {
+  if (slot < p.lead) return slot;
+  if (p.ring == 0) return p.tail_start + (slot - p.lead);
+  const int back = ((qp - slot) % p.ring + p.ring) % p.ring;  // qp - pos, in [0, ring)
+  const int pos = qp - back;
+  return pos >= p.lead ? pos : -1;
+}
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
@@ -123,6 +150,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
 
   const int split = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
   const int g = p.g, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
   const int h0 = p.kv_of[i] * g;  // the group's first layer query head
   const T* q = static_cast<const T*>(p.q) + b * p.q_sb;
   for (int x = tid; x < g * D; x += kThreads)
@@ -132,7 +160,9 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     l_s[tid] = 0.f;
   }
   const int lo = p.span_lo + split * p.split_len;
-  const int hi = min(p.span_hi, lo + p.split_len);
+  int hi = min(p.span_hi, lo + p.split_len);
+  // A full segment read at a device position: slots past the query are not written yet.
+  if (p.device_query_position && p.ring == 0) hi = min(hi, qp + 1);
   const T* kb = static_cast<const T*>(p.k) + b * p.c_sb + i * p.c_sh;
   const T* vb = static_cast<const T*>(p.v) + b * p.c_sb + i * p.c_sh;
   uint4 kr[kLoads], vr[kLoads];
@@ -169,11 +199,11 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     if (t0 + kTile < hi) load(t0 + kTile);  // in flight during this tile's arithmetic
     for (int x = tid; x < g * kTile; x += kThreads) {
       const int h = x / kTile, j = x % kTile, slot = t0 + j;
+      const int pos = SlotPosition(p, slot, qp);
       float s = -INFINITY;
-      if (slot < hi) {
-        const int pos = slot < p.lead ? slot : p.tail_start + (slot - p.lead);
+      if (slot < hi && pos >= 0) {
         const DecodeHead& hd = p.heads[h0 + h];
-        if (KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, p.query_position, pos)) {
+        if (KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos)) {
           float dot = 0.f;
 #pragma unroll 16
           for (int c = 0; c < D; ++c) dot += q_s[h][c] * k_s[j][c];
@@ -286,7 +316,8 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
         s.state != HeadState::kLocal && s.state != HeadState::kStreaming)
       return Invalid("unknown head state");
   }
-  if (a.query_position < 0) return Invalid("query_position must be >= 0");
+  if (a.device_query_position == nullptr && a.query_position < 0)
+    return Invalid("query_position must be >= 0");
   if (a.q.data == nullptr || a.o.data == nullptr) return Invalid("q or o is null");
   if (a.splits < 0) return Invalid("splits must be >= 0");
   const DecodeCache& c = a.cache;
@@ -296,7 +327,9 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
     if (c.layer_kv_heads[i] < 0 || c.layer_kv_heads[i] >= a.kv_heads)
       return Invalid("cache.layer_kv_heads entry out of range");
   if (c.entries < 0 || c.lead < 0 || c.lead > c.entries) return Invalid("need 0 <= lead <= entries");
-  if (c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
+  if (c.ring < 0) return Invalid("cache.ring must be >= 0");
+  if (c.ring > 0 && c.entries != c.lead + c.ring) return Invalid("a ring cache needs entries == lead + ring");
+  if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
   if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
   const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
   if (reinterpret_cast<uintptr_t>(c.k) % 16 != 0 || reinterpret_cast<uintptr_t>(c.v) % 16 != 0 ||
@@ -321,7 +354,9 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   p.entries = a.cache.entries;
   p.lead = a.cache.lead;
   p.tail_start = a.cache.tail_start;
+  p.ring = a.cache.ring;
   p.query_position = a.query_position;
+  p.device_query_position = a.device_query_position;
   p.scale = a.scale;
   p.q = a.q.data;
   p.q_sb = a.q.stride_b;

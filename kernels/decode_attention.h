@@ -11,13 +11,28 @@
 // outside the union of the segment's heads' KeySpanForQueries are never loaded.
 //
 // Cache layout (one segment of a layer's KV heads with one retention policy, as
-// worker/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
+// payload/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
 // buffers with element strides (b, h, slot) and a contiguous last dimension; slots
 // [0, entries) are live. Slot s holds position
 //   pos(s) = s                          for s < lead       (a full segment: lead = entries)
 //   pos(s) = tail_start + (s - lead)    for s >= lead      (a bounded segment's recent run)
 // so a bounded streaming segment (sink positions 0..a-1, then a contiguous recent run) needs
 // no per-slot position array on the device.
+//
+// Ring layout (cache.ring > 0), for decode steps replayed from one CUDA graph, where the
+// slot a step writes cannot depend on host state: slots [0, lead) hold positions 0..lead-1,
+// slots [lead, lead + ring) a ring of the latest positions p >= lead, position p at slot
+//   slot(p) = lead + (p - lead) mod ring,
+// so slot s >= lead holds the latest p <= q with that slot (q the query position), and is
+// empty while that p < lead. entries = lead + ring; tail_start is unused. A streaming
+// segment with sink a and recent window r is a ring with lead = a and ring = r (the query
+// at q sees q - r < p <= q, exactly the ring); a local(W) segment is lead 0, ring W.
+//
+// Device query position (device_query_position != nullptr): the kernels read q from device
+// memory when they run, so one captured launch serves every step. Slots are then never
+// pruned by the heads' visible spans on the host (the span is every slot); a full segment
+// (ring 0, lead = entries = its capacity) only reads slots <= q, and slots a step has not
+// written yet must hold finite values (the decoder zero-fills its buffers).
 //
 // dtype fp32, bf16 or fp16 (q, cache and o share it); fp32 accumulation; d = 64 or 128.
 // All data pointers are device pointers; the head specs and KV head lists are host arrays
@@ -41,7 +56,8 @@ struct DecodeCache {
   int64_t stride_b = 0, stride_h = 0, stride_t = 0;  // elements; same for k and v
   int entries = 0;     // live slots
   int lead = 0;        // slots holding positions 0..lead-1
-  int tail_start = 0;  // position of slot `lead`
+  int tail_start = 0;  // position of slot `lead` (ring == 0)
+  int ring = 0;        // > 0: the ring layout above (entries == lead + ring)
   int kv_heads = 0;    // n, KV heads in this segment (<= kMaxHeads)
   const int* layer_kv_heads = nullptr;  // host array of n: the layer's KV head of each slot head
 };
@@ -55,6 +71,9 @@ struct DecodeArgs {
   DType dtype = DType::kBF16;
   const HeadSpec* head_specs = nullptr;  // host array of H (fixed heads are refused)
   int query_position = 0;  // the position of the query token (keys at positions <= it)
+  // When set: a device int64 holding the query position, read by the kernels instead of
+  // query_position (see "Device query position" above).
+  const int64_t* device_query_position = nullptr;
   // (B, 1, H, d) views of the layer's queries and outputs; only the segment's query heads
   // (layer KV head j's heads j*g .. j*g+g-1) are read and written.
   TensorView q, o;

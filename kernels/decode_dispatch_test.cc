@@ -84,15 +84,28 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
     x.a.workspace = nullptr;
     CHECK(Mentions(ValidateDecode(x.a), "workspace"));
   }
+  {  // a ring holds exactly lead + ring slots
+    Args x(72);
+    x.a.cache.lead = 8;
+    x.a.cache.ring = 64;
+    CHECK(ValidateDecode(x.a).ok());
+    x.a.cache.ring = 63;
+    CHECK(Mentions(ValidateDecode(x.a), "ring"));
+    x.a.cache.ring = -1;
+    CHECK(Mentions(ValidateDecode(x.a), "ring"));
+  }
 }
 
 TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   // Full cache of 16,384 slots (512 tiles), ordinary heads, 2 CTAs per split: the plan aims
-  // at 264 CTAs (132 splits), rounds each split up to 4 tiles and so needs 128 splits;
+  // at 528 CTAs (264 splits), capped at 256 splits of 2 tiles;
   // workspace = query rows * splits * (d + 2) floats.
   Args full(16384);
-  CHECK(DecodeSplits(full.a) == 128);
-  CHECK(DecodeWorkspaceBytes(full.a) == sizeof(float) * 4 * 128 * (64 + 2));
+  CHECK(DecodeSplits(full.a) == 256);
+  CHECK(DecodeWorkspaceBytes(full.a) == sizeof(float) * 4 * 256 * (64 + 2));
+  // 4,096 slots (128 tiles): one tile per split.
+  Args shorter(4096);
+  CHECK(DecodeSplits(shorter.a) == 128);
   // Local heads of window 100 at query 16,383 see 100 slots: 4 tiles, so at most 4 splits.
   Args local(16384);
   for (auto& s : local.specs) s = HeadSpec{HeadState::kLocal, 100};
@@ -112,6 +125,27 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   Args pruned(100);
   for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
+}
+
+TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
+  // The position is unknown on the host: local heads of window 100 in a full cache of
+  // 16,384 slots no longer shrink the span to 4 tiles; it is the whole cache (256 splits,
+  // as the ordinary heads above), and the kernel skips what the position hides.
+  alignas(8) int64_t position = 0;  // never dereferenced on the host
+  Args local(16384);
+  for (auto& s : local.specs) s = HeadSpec{HeadState::kLocal, 100};
+  local.a.device_query_position = &position;
+  CHECK(DecodeSplits(local.a) == 256);
+  CHECK(DecodeWorkspaceBytes(local.a) == sizeof(float) * 4 * 256 * (64 + 2));
+  // A ring of sink 128 + recent 256 (384 slots, 12 tiles) at a host position: every slot
+  // may hold a visible key, so all 12 tiles are planned (a linear cache with its recent run
+  // at the end would be the same size).
+  Args ring(384);
+  for (auto& s : ring.specs) s = HeadSpec{HeadState::kStreaming, 0, 128, 256};
+  ring.a.cache.lead = 128;
+  ring.a.cache.ring = 256;
+  ring.a.query_position = 20000;
+  CHECK(DecodeSplits(ring.a) == 12);
 }
 
 }  // namespace

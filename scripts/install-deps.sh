@@ -11,7 +11,7 @@ PKGS=(build-essential cmake ccache pkg-config git
       # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
       # on shared CPUs, deterministic results).
       libopenblas0-serial
-      # Data-parallel runs on the CPU (worker/exec/dist.h): c10d's Gloo headers.
+      # Data-parallel runs on the CPU (payload/exec/dist.h): c10d's Gloo headers.
       libgloo-dev
       # tests/slurm_test.sh starts its own slurmctld + slurmd on loopback.
       slurmctld slurmd slurm-client)

@@ -1,5 +1,5 @@
 // The daemon's reader of `headlab exec` stdout event lines (schema/exec.md, "Events"); the
-// payload writes them with worker/exec/events.h.
+// payload writes them with payload/exec/events.h.
 //
 //    line := {"ev":"metric", "step":N, "key":K, "value":V, "t":unix_seconds}
 //          | {"ev":"artifact", "kind":K, "path":P, "sha256":H, "bytes":B, "step":N}

@@ -1,5 +1,5 @@
 // Test helper: a fresh directory under /tmp, removed with its contents when the object goes
-// out of scope. Removal walks the tree with POSIX nftw (worker/exec/test_util.h says why not
+// out of scope. Removal walks the tree with POSIX nftw (payload/exec/test_util.h says why not
 // std::filesystem in binaries linked with the pip LibTorch). Shared by the unit tests.
 #pragma once
 

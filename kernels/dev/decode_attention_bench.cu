@@ -7,7 +7,9 @@
 // d = 128). Prints the median time of a step's launches (CUDA events, 20 warm-ups, 200
 // timed, the segments' launches back to back) and the bytes of K and V the visible slots
 // hold, read once, as GB/s (a cache below the L2's 50 MB may be served from L2 after the
-// first round: read the 4K rows with that in mind). The numerics are
+// first round: read the 4K rows with that in mind), with the split count used; the 124M full
+// shape also at forced split counts (22 was the automatic choice when the plan aimed at two
+// CTAs per SM; now 43-44). The numerics are
 // kernels_decode_gpu_test's job (run it first).
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
@@ -33,7 +35,8 @@ struct Segment {
 
 // Median ms of the launches of one decode step over `segments`; *bytes receives the K/V
 // bytes of the slots the kernel loads.
-double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& segments, double* bytes) {
+double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
+                double* bytes, int* used_splits) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
@@ -77,6 +80,8 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
     a.cache.tail_start = seg.tail_start;
     a.cache.kv_heads = seg.kv_heads;
     a.cache.layer_kv_heads = kv[s].data();
+    a.splits = splits;
+    if (s == 0) *used_splits = DecodeSplits(a);
     work.emplace_back(DecodeWorkspaceBytes(a));
     a.workspace = work.back().ptr;
     *bytes += 2.0 * 2 * seg.kv_heads * seg.entries * d;  // every slot is visible here
@@ -106,11 +111,14 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
   return ms[ms.size() / 2];
 }
 
-void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs) {
+// splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
+void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
+            int splits = 0) {
   double bytes = 0;
-  const double ms = TimeStep(H, KV, d, L - 1, segs, &bytes);
-  std::printf("%-28s L=%6d  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, L, ms, bytes / (1 << 20),
-              bytes / (ms * 1e-3) / 1e9);
+  int used = 0;
+  const double ms = TimeStep(H, KV, d, L - 1, segs, splits, &bytes, &used);
+  std::printf("%-28s L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, L, used,
+              splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
 }
 
 }  // namespace
@@ -131,6 +139,9 @@ int main() {
     Report("124M 50% streaming", 12, 12, 64, L,
            {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}});
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}});
+    // The split count's effect on the 124M full shape (more CTAs: more bytes in flight).
+    for (int splits : {11, 22, 44, 88, 176})
+      Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits);
   }
   return 0;
 }

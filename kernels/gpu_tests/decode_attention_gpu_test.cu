@@ -82,9 +82,11 @@ struct Case {
   DType dt = DType::kBF16;
   std::vector<HeadSpec> specs;       // per layer query head
   std::vector<int> seg_kv;           // the segment's layer KV heads
-  std::vector<int> positions;        // position of each slot (ascending)
+  std::vector<int> positions;        // position of each slot (ascending; -1: an empty ring slot)
   int lead = 0, tail_start = 0;      // the kernel's slot -> position map of `positions`
+  int ring = 0;                      // > 0: the ring layout (decode_attention.h)
   int query = 0;
+  bool device_position = false;      // the kernel reads the query position from the device
 };
 
 // A full segment: positions 0..entries-1, the query at entries - 1.
@@ -104,6 +106,18 @@ void BoundedCache(Case* c, int sink, int recent, int query) {
   c->lead = int(c->positions.size());
   c->tail_start = std::max(c->lead, query - recent + 1);
   for (int p = c->tail_start; p <= query; ++p) c->positions.push_back(p);
+  c->query = query;
+}
+
+// A ring segment (the decoder's graph steps): slots [0, sink) hold positions 0..sink-1,
+// slot sink + r the latest position p <= query with (p - sink) mod recent == r, p >= sink;
+// -1 where no such position was written yet.
+void RingCache(Case* c, int sink, int recent, int query) {
+  c->positions.assign(size_t(sink + recent), -1);
+  for (int p = 0; p <= query; ++p)
+    c->positions[size_t(p < sink ? p : sink + (p - sink) % recent)] = p;
+  c->lead = sink;
+  c->ring = recent;
   c->query = query;
 }
 
@@ -139,6 +153,15 @@ void Run(const Case& c, std::mt19937* rng) {
   a.cache.entries = L;
   a.cache.lead = c.lead;
   a.cache.tail_start = c.tail_start;
+  a.cache.ring = c.ring;
+  DeviceBuffer dpos(sizeof(int64_t));
+  if (c.device_position) {
+    const int64_t query = c.query;
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dpos.ptr, &query, sizeof(query), cudaMemcpyHostToDevice));
+    a.device_query_position = static_cast<const int64_t*>(dpos.ptr);
+    a.query_position = -12345;  // must not be read
+    if (c.ring == 0) a.cache.entries = a.cache.lead = cap;  // every slot; the kernel stops at the query
+  }
   a.cache.kv_heads = n;
   a.cache.layer_kv_heads = c.seg_kv.data();
   a.splits = c.splits;
@@ -171,7 +194,7 @@ void Run(const Case& c, std::mt19937* rng) {
       std::vector<double> s(size_t(L), -INFINITY);
       double mx = -INFINITY;
       for (int j = 0; j < L; ++j) {
-        if (!Sees(c.specs[size_t(h)], c.query, c.positions[size_t(j)])) continue;
+        if (c.positions[size_t(j)] < 0 || !Sees(c.specs[size_t(h)], c.query, c.positions[size_t(j)])) continue;
         double dot = 0;
         for (int x = 0; x < d; ++x) dot += double(q.value[orow + x]) * k.value[kbase + size_t(j) * d + x];
         s[size_t(j)] = dot * scale;
@@ -278,6 +301,38 @@ int main(int argc, char** argv) {
           c.specs = {ord, stream, ord, local};
           c.seg_kv = {1, 3};
           FullCache(&c, L);
+          Run(c, &rng), ++runs;
+        }
+        {  // a full segment read at a device position, spare (random, never visible) slots
+          Case c;
+          c.name = "full/device-position";
+          c.B = 2, c.d = d, c.dt = dt, c.capacity_extra = 100;
+          c.specs = {ord, stream, local, pruned, ord, ord, stream, stream, stream, local, ord, pruned};
+          c.seg_kv = {0, 1, 2, 3};
+          c.device_position = true;
+          FullCache(&c, L);
+          Run(c, &rng), ++runs;
+        }
+        {  // a streaming ring (sink 5 + recent 37), wrapped many times or still filling
+          Case c;
+          c.name = "ring/streaming";
+          c.d = d, c.dt = dt, c.capacity_extra = 16;
+          c.specs.assign(12, ord);
+          for (int h = 3; h < 9; ++h) c.specs[size_t(h)] = stream;
+          c.seg_kv = {1, 2};
+          c.device_position = d == 64;  // d = 128: the host position
+          RingCache(&c, stream.sink, stream.recent, L - 1);
+          Run(c, &rng), ++runs;
+        }
+        {  // a local ring (sink 0, window 50) at a device position
+          Case c;
+          c.name = "ring/local";
+          c.d = d, c.dt = dt;
+          c.specs.assign(12, ord);
+          for (int h = 0; h < 3; ++h) c.specs[size_t(h)] = local;
+          c.seg_kv = {0};
+          c.device_position = true;
+          RingCache(&c, 0, local.window, L + 20);
           Run(c, &rng), ++runs;
         }
       }

@@ -1,5 +1,5 @@
 // cross_entropy_op.h: kernels/cross_entropy.h on LibTorch tensors (CUDA only; the CPU and
-// builds without the kernels use worker/exec/linear_cross_entropy.cc's tensor-op path).
+// builds without the kernels use payload/exec/linear_cross_entropy.cc's tensor-op path).
 #pragma once
 
 #include <torch/torch.h>

@@ -20,7 +20,8 @@ bool DecodeAttentionAvailable() {
 
 void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
-                         int64_t query_position, double scale, torch::Tensor* o) {
+                         int64_t query_position, double scale, torch::Tensor* o,
+                         const torch::Tensor& device_position) {
   TORCH_CHECK(DecodeAttentionAvailable(), "decode attention: this build has no CUDA kernels");
 #if HEADLAB_TORCH_CUDA
   const torch::Tensor& k = segment.k_buf;
@@ -53,6 +54,12 @@ void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
   }
   a.head_specs = specs.data();
   a.query_position = int(query_position);
+  if (device_position.defined()) {
+    TORCH_CHECK(device_position.is_cuda() && device_position.scalar_type() == torch::kLong &&
+                    device_position.numel() == 1,
+                "decode attention: device_position must be one CUDA int64");
+    a.device_query_position = device_position.data_ptr<int64_t>();
+  }
   a.q = {q.data_ptr(), q.stride(0), 0, q.stride(1)};
   a.o = {o->data_ptr(), o->stride(0), 0, o->stride(1)};
   a.cache.k = k.data_ptr();
@@ -63,6 +70,7 @@ void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
   a.cache.entries = int(segment.entries);
   a.cache.lead = int(segment.lead);
   a.cache.tail_start = int(segment.tail_start);
+  a.cache.ring = int(segment.ring);
   a.cache.kv_heads = int(segment.layer_kv_heads.size());
   a.cache.layer_kv_heads = segment.layer_kv_heads.data();
   c10::cuda::CUDAGuard guard(q.device());
@@ -72,7 +80,7 @@ void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
   const KernelStatus st = DecodeAttention(a, c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
   TORCH_CHECK(st.ok(), "decode attention: ", st.message);
 #else
-  (void)q, (void)segment, (void)specs, (void)kv_heads, (void)query_position, (void)scale, (void)o;
+  (void)q, (void)segment, (void)specs, (void)kv_heads, (void)query_position, (void)scale, (void)o, (void)device_position;
 #endif
 }
 

@@ -1,5 +1,5 @@
 // decode_attention_op.h: the decode kernel (kernels/decode_attention.h) on LibTorch tensors,
-// for the KV-cache decoder (worker/methods/aoh/streaming_decode.h). Builds against Debian's
+// for the KV-cache decoder (payload/methods/aoh/streaming_decode.h). Builds against Debian's
 // LibTorch 1.13 (CPU: DecodeAttentionAvailable() is false and the call throws) and LibTorch
 // 2.11 with CUDA; inference only (no autograd).
 #pragma once
@@ -19,6 +19,7 @@ namespace kernels {
 struct DecodeSegment {
   torch::Tensor k_buf, v_buf;
   int64_t entries = 0, lead = 0, tail_start = 0;
+  int64_t ring = 0;  // > 0: decode_attention.h's ring layout (entries == lead + ring)
   std::vector<int> layer_kv_heads;
 };
 
@@ -29,11 +30,15 @@ bool DecodeAttentionAvailable();
 // `query_position`, already in the cache) over `segment`, for the query heads of the
 // segment's KV heads only (GQA group H / kv_heads); specs has one entry per query head
 // (no fixed heads). q, o and the cache: CUDA, one dtype (fp32/bf16/fp16), last dimension
-// contiguous. Runs on the current CUDA stream without a host sync. Throws c10::Error on bad
-// input or when !DecodeAttentionAvailable().
+// contiguous. Runs on the current CUDA stream without a host sync (so it can be captured
+// in a CUDA graph). With `device_position` (a CUDA int64 tensor of one element) the kernels
+// read the query position from it when they run and query_position is ignored
+// (decode_attention.h, "Device query position"). Throws c10::Error on bad input or when
+// !DecodeAttentionAvailable().
 void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
-                         int64_t query_position, double scale, torch::Tensor* o);
+                         int64_t query_position, double scale, torch::Tensor* o,
+                         const torch::Tensor& device_position = {});
 
 }  // namespace kernels
 }  // namespace headlab

@@ -1,4 +1,4 @@
-// The training loop's attention on CUDA (worker/exec/attention_cuda.h) against the dense
+// The training loop's attention on CUDA (payload/exec/attention_cuda.h) against the dense
 // reference layer: a small Gpt with every head mode (ordinary, fixed compact, streaming,
 // local, pruned) and GQA gives the same loss and parameter gradients through the fast path
 // (train.attention auto: SDPA, kernels, fixed-pattern GEMM; and fused: the kernels for every
@@ -19,12 +19,12 @@
 #include <torch/torch.h>
 
 #include "common/run_config.h"
-#include "worker/exec/attention_cuda.h"
-#include "worker/exec/linear_cross_entropy.h"
-#include "worker/exec/model.h"
-#include "worker/exec/test_util.h"
-#include "worker/exec/train.h"
-#include "worker/exec/train_testing.h"
+#include "payload/exec/attention_cuda.h"
+#include "payload/exec/linear_cross_entropy.h"
+#include "payload/exec/model.h"
+#include "payload/exec/test_util.h"
+#include "payload/exec/train.h"
+#include "payload/exec/train_testing.h"
 
 namespace headlab {
 namespace {

@@ -1,6 +1,6 @@
 // hybrid_attention_op.h: the hybrid-head attention layer as a LibTorch autograd op over the
 // fused CUDA kernels (kernels/hybrid_attention.h). CUDA tensors only: the dense reference
-// layer in worker/exec stays the CPU path and the test oracle. One of kernels/' two LibTorch
+// layer in payload/exec stays the CPU path and the test oracle. One of kernels/' two LibTorch
 // translation units (with cross_entropy_op.cc); builds against Debian's LibTorch 1.13 (CPU:
 // the op then reports itself unavailable) and LibTorch 2.11 with CUDA.
 #pragma once

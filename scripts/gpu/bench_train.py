@@ -34,7 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOKENS_PER_UPDATE = 65536
-PEAK_BF16 = 989.4e12  # H100/H200 SXM dense bf16 (worker/exec/throughput.cc)
+PEAK_BF16 = 989.4e12  # H100/H200 SXM dense bf16 (payload/exec/throughput.cc)
 
 
 def shape(context):
@@ -42,7 +42,7 @@ def shape(context):
 
 
 def flops_per_token(context):
-    """6 N + 6 L T C (worker/exec/throughput.h)."""
+    """6 N + 6 L T C (payload/exec/throughput.h)."""
     s = shape(context)
     c, l = s["width"], s["layers"]
     n = l * (4 * c * c + 2 * c * 4 * c) + s["vocab"] * c

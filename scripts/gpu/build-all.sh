@@ -88,7 +88,7 @@ pkg_config="$(command -v pkg-config || echo "$deps/usr/bin/pkgconf")"
 # 2. Configure the whole repository against the bundled LibTorch (CUDA).
 torch_cmake="${HEADLAB_TORCH_CMAKE:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}" ||
   { note "python3 cannot import torch (set HEADLAB_TORCH_CMAKE to LibTorch's cmake dir)"; exit 1; }
-# NCCL's header for the data-parallel process group (worker/exec/dist.h): the CUDA toolkit's,
+# NCCL's header for the data-parallel process group (payload/exec/dist.h): the CUDA toolkit's,
 # or the one of the nvidia-nccl wheel that torch loads.
 nccl_hint="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)"
 generator=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# cupti-check.sh: on the device machine, builds worker/measure standalone (CUDA, CUPTI,
+# cupti-check.sh: on the device machine, builds payload/measure standalone (CUDA, CUPTI,
 # cuBLAS; no LibTorch) and runs its gpu test: the cuBLAS GEMM calibration of the tensor-core
-# FLOP metric and the known FP32 kernel count (worker/measure/gpu_tests/measure_gpu_test.cu).
+# FLOP metric and the known FP32 kernel count (payload/measure/gpu_tests/measure_gpu_test.cu).
 # The JSON summary and logs go to $OUT (or /tmp/headlab-cupti-out).
 #
 #   scripts/gpu/cupti-check.sh [--flops] [--help]   (from the repository root; carry .debs)
@@ -35,7 +35,7 @@ if [ "$flops" = 1 ]; then
   prefix="$prefix;$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
   torch_opts=(-DHEADLAB_MEASURE_WITH_TORCH=ON)
 fi
-if ! { cmake -S worker/measure -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+if ! { cmake -S payload/measure -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
          -DCMAKE_PREFIX_PATH="$prefix" "${torch_opts[@]}" &&
        cmake --build "$build" -j "$(nproc)"; } > "$out/cupti-build.log" 2>&1; then
   tail -40 "$out/cupti-build.log"

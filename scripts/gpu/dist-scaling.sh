@@ -8,7 +8,7 @@
 # (train.allreduce_dtype fp32 and bf16; one GPU has no all-reduce) it reports tokens/s over
 # the steady-state updates (the first excluded), the speedup over one GPU, seconds per
 # update, the all-reduce time exposed per update (dist.allreduce_s: what the update waited
-# for after its last backward; worker/exec/grad_reducer.h) and the slowest rank's update.
+# for after its last backward; payload/exec/grad_reducer.h) and the slowest rank's update.
 # Targets: >= 1.9x at 2 GPUs and >= 3.7x at 4 GPUs.
 #
 #   scripts/gpu/dist-scaling.sh [--steps N] [--batch B] [--accum A] [--gpus "1 2 4"]

@@ -1,0 +1,648 @@
+// The hybrid-head layer's fast path (attention_cuda.h).
+#include "payload/exec/attention_cuda.h"
+
+#include <atomic>
+#include <chrono>
+#include <iterator>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <torch/version.h>
+
+#include "common/config_key.h"
+#include "common/log.h"
+#include "common/run_config.h"
+#include "payload/exec/attention.h"
+#include "payload/exec/attention_plan.h"
+#include "payload/exec/fixed_conv.h"
+#include "payload/exec/precision.h"
+
+#if HEADLAB_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/torch/hybrid_attention_op.h"
+#endif
+
+// scaled_dot_product_attention is part of LibTorch from 2.0 on.
+#define HEADLAB_HAVE_SDPA (TORCH_VERSION_MAJOR >= 2)
+
+namespace headlab {
+
+// A plan with its head-block indices on the layer's device (made once per plan: an upload
+// in every forward would wait for the device each time).
+struct DevicePlan {
+  AttentionPlan plan;
+  torch::Tensor q_idx, k_idx, v_idx, o_idx, out_idx;
+};
+
+// Per-layer state of the fast path: the cached plans, the measured choices and the cached
+// fixed patterns (GEMM) and convolution factors.
+struct FastPathState {
+  std::string plan_key;
+  // The static plan (one element), or with train.attention = auto on a device that can be
+  // timed, every candidate (CandidatePlans); `active` is the one forwards run.
+  std::vector<DevicePlan> plans;
+  size_t active = 0;
+  // Measured choices: plan_key + shape -> index into plans, and what was measured.
+  std::map<std::string, size_t> chosen;
+  std::map<std::string, PlanChoice> choices;
+  std::string pattern_key;
+  torch::Tensor patterns;  // [fixed_gemm heads, T, T] in the activations' dtype
+  int64_t pattern_bytes = 0;
+  std::string conv_key;  // the compact fixed heads' convolution factors (fixed_conv.h)
+  bool conv_ok = false;
+  FixedConvFactors conv;
+  std::string label;  // LayerPathLabel
+  ~FastPathState();
+};
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+std::atomic<int> attention_mode{int(AttentionMode::kAuto)};
+std::atomic<bool> cpu_testing{false};
+std::atomic<int64_t> fused_calls{0};
+std::mutex timer_mutex;
+PlanTimer test_timer;  // guarded by timer_mutex; SetPlanTimerForTesting
+std::atomic<int64_t> timer_generation{0};  // a new test timer measures afresh
+// Bytes of fixed-pattern caches held by all layers of this process. The cache holds one
+// causal [T, T] pattern per fixed head (2 bytes per entry in bf16: 32 MiB at T = 4096); past
+// this budget a layer's fixed heads take the fused kernels (in-register patterns) instead.
+std::atomic<int64_t> pattern_cache_bytes{0};
+constexpr int64_t kPatternCacheBudget = int64_t(8) << 30;
+
+// Logs once per process why a CUDA layer fell back to the dense masks (it is slow there).
+void NoteFallback(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] { LogWarn("attention: dense reference on CUDA: " + why); });
+}
+
+bool KernelAvailable(const torch::Tensor& x) {
+#if HEADLAB_TORCH_CUDA
+  if (x.is_cuda()) return true;
+#endif
+  return !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+}
+
+bool SdpaAvailable(const torch::Tensor& x) {
+#if HEADLAB_HAVE_SDPA
+  if (x.is_cuda()) return true;
+#endif
+  return !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+}
+
+int64_t ElementBytes(torch::ScalarType t) { return int64_t(c10::elementSize(t)); }
+
+int64_t FixedHeadCount(const HybridAttentionImpl& layer) {
+  int64_t n = 0;
+  for (const HeadState& s : layer.head_states()) n += s.mode == HeadMode::kFixed;
+  return n;
+}
+
+// The key a plan is cached under: everything PlanAttention reads.
+std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
+  std::ostringstream k;
+  for (const HeadState& s : layer.head_states())
+    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.dense << ',';
+  k << '|';
+  for (int64_t h : layer.kept_heads()) k << h << ',';
+  k << '|';
+  for (int64_t g : layer.kept_kv_heads()) k << g << ',';
+  k << '|' << o.sdpa << o.kernel << o.fused_only << o.fixed_gemm << o.fixed_conv << o.trainable_fixed;
+  return k.str();
+}
+
+// [B, T, n, d] views: causal softmax attention of ordinary heads. On CUDA PyTorch's
+// scaled_dot_product_attention (its own backend choice); the CPU test stand-in computes the
+// same with dense masks.
+torch::Tensor SdpaCausal(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         double scale) {
+#if HEADLAB_HAVE_SDPA
+  if (q.is_cuda())
+    return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                            c10::nullopt, 0.0, /*is_causal=*/true, scale)
+        .transpose(1, 2);
+#endif
+  const int64_t T = q.size(1);
+  torch::Tensor s = torch::matmul(q.transpose(1, 2), k.transpose(1, 2).transpose(-2, -1)) * scale;
+  torch::Tensor future = torch::ones({T, T}, torch::dtype(torch::kBool).device(q.device())).triu(1);
+  torch::Tensor p = torch::softmax(s.masked_fill(future, -INFINITY), -1);
+  return torch::matmul(p.to(v.scalar_type()), v.transpose(1, 2)).transpose(1, 2);
+}
+
+// The CPU test stand-in of the fused kernels: per head, the dense reference's masks (or the
+// compact pattern of a fixed head). q, k, v: [B, T, n, d] (grouped: k, v hold the groups).
+torch::Tensor KernelStandIn(const HybridAttentionImpl& layer, const PlanSegment& seg,
+                            const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            bool grouped, double scale) {
+  const int64_t T = q.size(1);
+  const int64_t group = grouped ? layer.heads() / k.size(2) : 1;
+  std::vector<torch::Tensor> outs;
+  for (size_t i = 0; i < seg.heads.size(); ++i) {
+    const int64_t h = seg.heads[i];
+    const HeadState& s = layer.head_states()[size_t(h)];
+    const int64_t kv = grouped ? h / group : int64_t(i);
+    torch::Tensor vi = v.select(2, kv);  // [B, T, d]
+    if (s.mode == HeadMode::kPruned) {
+      outs.push_back(torch::zeros_like(vi));
+      continue;
+    }
+    torch::Tensor p;
+    if (s.mode == HeadMode::kFixed) {
+      p = CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h], layer.fixed_log_z[h], T);
+    } else {
+      torch::Tensor scores = torch::matmul(q.select(2, int64_t(i)), k.select(2, kv).transpose(-2, -1)) * scale;
+      p = torch::softmax(scores.masked_fill(AllowedKeys(s, T, q.device()).logical_not(), -INFINITY), -1);
+    }
+    outs.push_back(torch::matmul(p.to(vi.scalar_type()), vi));
+  }
+  return torch::stack(outs, 2);
+}
+
+// The fused kernels over one segment's heads (their specs in order; fixed heads read their
+// prior rows by original number). Records the forward kernel's implementation in *path.
+torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg,
+                        const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        bool grouped, double scale, std::string* path) {
+#if HEADLAB_TORCH_CUDA
+  if (q.is_cuda()) {
+    kernels::HybridHeads heads;
+    for (int64_t h : seg.heads) {
+      const HeadState& s = layer.head_states()[size_t(h)];
+      heads.specs.push_back(KernelHeadSpec(s));
+      heads.prior_rows.push_back(h);
+      if (s.mode == HeadMode::kFixed) {
+        heads.alpha = layer.fixed_alpha;
+        heads.rho = layer.fixed_rho;
+        heads.log_z = layer.fixed_log_z;
+      }
+    }
+    kernels::KernelPaths paths;
+    torch::Tensor o = kernels::HybridAttention(q, k, v, heads, scale, &paths);
+    *path = paths.forward;
+    return o;
+  }
+#endif
+  *path = "cpu_stand_in";
+  return KernelStandIn(layer, seg, q, k, v, grouped, scale);
+}
+
+// Fixed heads as a GEMM with their cached causal patterns: O = P V and dV = P^T dO (SAF
+// §3.3), per head and over the batch at once (V of a head laid out [T, B * d]). The rows are
+// split in two halves so that the zero upper-right quarter of P is never multiplied.
+class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
+ public:
+  // v: [B, T, n, d]; p: [n, >= T, >= T] in v's dtype, no gradient. Returns [B, T, n, d].
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor v,
+                               torch::Tensor p) {
+    const int64_t B = v.size(0), T = v.size(1), n = v.size(2), d = v.size(3);
+    torch::Tensor pt = p.narrow(1, 0, T).narrow(2, 0, T);
+    torch::Tensor u = v.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
+    torch::Tensor o = torch::empty_like(u);
+    const int64_t h = T / 2;
+    torch::Tensor top = o.narrow(1, 0, h), bottom = o.narrow(1, h, T - h);
+    if (h > 0) at::bmm_out(top, pt.narrow(1, 0, h).narrow(2, 0, h), u.narrow(1, 0, h));
+    at::bmm_out(bottom, pt.narrow(1, h, T - h), u);
+    ctx->save_for_backward({pt});
+    return o.view({n, T, B, d}).permute({2, 1, 0, 3});
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::Tensor pt = ctx->get_saved_variables()[0];
+    const torch::Tensor& g_o = grads[0];  // [B, T, n, d]
+    const int64_t B = g_o.size(0), T = g_o.size(1), n = g_o.size(2), d = g_o.size(3);
+    torch::Tensor g = g_o.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
+    torch::Tensor du = torch::empty_like(g);
+    const int64_t h = T / 2;
+    // Keys j < h are seen by every row; keys j >= h only by rows i >= h.
+    torch::Tensor early = du.narrow(1, 0, h), late = du.narrow(1, h, T - h);
+    if (h > 0) at::bmm_out(early, pt.narrow(2, 0, h).transpose(1, 2), g);
+    at::bmm_out(late, pt.narrow(1, h, T - h).narrow(2, h, T - h).transpose(1, 2), g.narrow(1, h, T - h));
+    return {du.view({n, T, B, d}).permute({2, 1, 0, 3}), torch::Tensor()};
+  }
+};
+
+// The key the fixed patterns are cached under: the heads, the length, the dtype and the
+// identity and version of every buffer they are built from (a checkpoint restore or
+// SetFixed* changes a version).
+std::string PatternKey(const HybridAttentionImpl& layer, const PlanSegment& seg, int64_t T,
+                       torch::ScalarType dtype) {
+  std::ostringstream k;
+  for (int64_t h : seg.heads) k << h << ',';
+  k << '|' << T << '|' << int(dtype);
+  for (const torch::Tensor* t : {&layer.fixed_alpha, &layer.fixed_rho, &layer.fixed_log_z, &layer.fixed_dense})
+    if (t->defined()) k << '|' << t->data_ptr() << ':' << t->_version();
+  return k.str();
+}
+
+// Returns the causal patterns of the segment's fixed heads, [n, T, T] in `dtype`, from the
+// layer's cache when still valid: SAF eq. 3 for compact heads, the stored P for dense ones.
+torch::Tensor FixedPatterns(HybridAttentionImpl& layer, FastPathState& st, const PlanSegment& seg,
+                            int64_t T, torch::ScalarType dtype) {
+  const std::string key = PatternKey(layer, seg, T, dtype);
+  if (key == st.pattern_key && st.patterns.defined()) return st.patterns;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> ps;
+  for (int64_t h : seg.heads) {
+    const HeadState& s = layer.head_states()[size_t(h)];
+    torch::Tensor p = s.dense ? layer.fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
+                              : CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h],
+                                               layer.fixed_log_z[h], T);
+    ps.push_back(p.to(dtype));
+  }
+  pattern_cache_bytes.fetch_sub(st.pattern_bytes);
+  st.patterns = torch::stack(ps);
+  st.pattern_bytes = st.patterns.numel() * ElementBytes(dtype);
+  pattern_cache_bytes.fetch_add(st.pattern_bytes);
+  st.pattern_key = key;
+  return st.patterns;
+}
+
+FastPathState& StateOf(HybridAttentionImpl& layer) {
+  if (!layer.fast_state) layer.fast_state = std::make_shared<FastPathState>();
+  return *layer.fast_state;
+}
+
+// The weight rows (dim 0) or columns (dim 1) of the head blocks `idx` (a device tensor).
+torch::Tensor Blocks(const torch::Tensor& w, int64_t dim, const torch::Tensor& idx, int64_t d) {
+  const int64_t n = w.size(dim) / d;
+  if (dim == 0) return w.view({n, d, w.size(1)}).index_select(0, idx).reshape({-1, w.size(1)});
+  return w.view({w.size(0), n, d}).index_select(1, idx).reshape({w.size(0), -1});
+}
+
+// Returns the plan with its index lists uploaded to `device`.
+DevicePlan Upload(AttentionPlan plan, const torch::Device& device) {
+  auto up = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
+  DevicePlan dp;
+  dp.q_idx = up(plan.q_blocks);
+  dp.k_idx = up(plan.k_blocks);
+  dp.v_idx = up(plan.v_blocks);
+  dp.o_idx = up(plan.o_blocks);
+  dp.out_idx = up(plan.output_heads);
+  dp.plan = std::move(plan);
+  return dp;
+}
+
+// The compact fixed heads (ascending: the order PlanAttention gives a kFixedConv segment).
+PlanSegment CompactFixedHeads(const HybridAttentionImpl& layer) {
+  PlanSegment seg;
+  seg.kind = SegmentKind::kFixedConv;
+  for (int64_t h = 0; h < layer.heads(); ++h) {
+    const HeadState& s = layer.head_states()[size_t(h)];
+    if (s.mode == HeadMode::kFixed && !s.dense) seg.heads.push_back(h);
+  }
+  return seg;
+}
+
+// Returns true iff the layer's compact fixed heads may take the convolution at length T for
+// activations of `dtype` (fixed_conv.h: the FFT reaches the dtype's tolerance), making
+// their factors (cached in st.conv under the patterns' key).
+bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T, torch::ScalarType dtype) {
+  const PlanSegment seg = CompactFixedHeads(layer);
+  if (seg.heads.empty()) return false;
+  const std::string key = PatternKey(layer, seg, T, dtype);
+  if (key == st.conv_key) return st.conv_ok;
+  torch::Tensor idx = torch::tensor(seg.heads, torch::kLong).to(layer.fixed_alpha.device());
+  // Relative output accuracy asked of the FFT: well below each dtype's own rounding.
+  const double tolerance = dtype == torch::kFloat ? 1e-6 : 1e-4;
+  std::string why;
+  st.conv = FixedConvFactors();
+  st.conv_ok = MakeFixedConvFactors(layer.fixed_alpha.index_select(0, idx), layer.fixed_rho.index_select(0, idx),
+                                    layer.fixed_log_z.index_select(0, idx), T, tolerance, &st.conv, &why);
+  if (!st.conv_ok) LogInfo("attention: fixed heads keep the GEMM or the kernels: " + why);
+  st.conv_key = key;
+  return st.conv_ok;
+}
+
+// Drops the layer's fixed-pattern cache (a measured choice that does not use it).
+void ReleasePatterns(FastPathState& st) {
+  pattern_cache_bytes.fetch_sub(st.pattern_bytes);
+  st.pattern_bytes = 0;
+  st.patterns = torch::Tensor();
+  st.pattern_key.clear();
+}
+
+// The timer of the measured choice for inputs like x: the test timer when set; on CUDA,
+// CUDA events over warmed iterations; else none (the static plan is used).
+PlanTimer TimerFor(const torch::Tensor& x) {
+  {
+    std::lock_guard<std::mutex> lock(timer_mutex);
+    if (test_timer) return test_timer;
+  }
+#if HEADLAB_TORCH_CUDA
+  if (x.is_cuda()) {
+    return [](const std::string&, const std::function<void()>& run) {
+      constexpr int kWarmup = 2, kTimed = 5;
+      for (int i = 0; i < kWarmup; ++i) run();
+      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+      const auto stream = c10::cuda::getCurrentCUDAStream();
+      start.record(stream);
+      for (int i = 0; i < kTimed; ++i) run();
+      stop.record(stream);
+      stop.synchronize();
+      return double(start.elapsed_time(stop)) / kTimed;
+    };
+  }
+#endif
+  (void)x;
+  return PlanTimer();
+}
+
+// "B=8 T=4096 bf16 fwd+bwd": the shape part of a measured choice's key.
+std::string ShapeKey(const torch::Tensor& x, bool backward) {
+  std::ostringstream k;
+  k << "B=" << x.size(0) << " T=" << x.size(1) << ' ' << c10::toString(ActivationDtype(x))
+    << (backward ? " fwd+bwd" : " fwd");
+  return k.str();
+}
+
+}  // namespace
+
+kernels::HeadSpec KernelHeadSpec(const HeadState& s) {
+  kernels::HeadSpec spec;
+  switch (s.mode) {
+    case HeadMode::kOrdinary: spec.state = kernels::HeadState::kOrdinary; break;
+    case HeadMode::kFixed: spec.state = kernels::HeadState::kFixed; break;
+    case HeadMode::kStreaming: spec.state = kernels::HeadState::kStreaming; break;
+    case HeadMode::kLocal: spec.state = kernels::HeadState::kLocal; break;
+    case HeadMode::kPruned: spec.state = kernels::HeadState::kPruned; break;
+  }
+  spec.window = static_cast<int32_t>(s.window);
+  spec.sink = static_cast<int32_t>(s.sink);
+  spec.recent = static_cast<int32_t>(s.recent);
+  return spec;
+}
+
+FastPathState::~FastPathState() { pattern_cache_bytes.fetch_sub(pattern_bytes); }
+
+bool ParseAttentionMode(const std::string& s, AttentionMode* mode) {
+  StatusOr<int> i = ParseNameIndex(kAttentionModeNames, std::size(kAttentionModeNames), s,
+                                   "train.attention");
+  if (!i.ok()) return false;
+  *mode = AttentionMode(*i);
+  return true;
+}
+
+const char* AttentionModeName(AttentionMode mode) { return kAttentionModeNames[int(mode)]; }
+
+void SetAttentionMode(AttentionMode mode) { attention_mode.store(int(mode)); }
+AttentionMode GetAttentionMode() { return AttentionMode(attention_mode.load()); }
+
+bool FusedAttentionCompiled() {
+#if HEADLAB_TORCH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::Tensor& x) {
+  const bool testing = !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+  if (!x.is_cuda() && !testing) return "input not on CUDA";
+  const AttentionMode mode = GetAttentionMode();
+  FastPathState& st = StateOf(layer);
+  std::string why;
+  const auto dt = x.scalar_type();
+  const int64_t d = layer.head_dim();
+  if (mode == AttentionMode::kDense) {
+    why = "train.attention = dense";
+  } else if (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf) {
+    why = std::string("dtype ") + c10::toString(dt) + " unsupported";
+  } else if (d != 64 && d != 96 && d != 128) {
+    why = "head_dim " + std::to_string(d) + " unsupported (64, 96, 128)";
+  } else if (layer.heads() > 128) {
+    why = "more than 128 heads";
+  } else if (x.size(0) * layer.heads() * x.size(1) * d >= (int64_t(1) << 31)) {
+    why = "B*H*T*d >= 2^31";
+  } else if (layer.fixed_alpha.scalar_type() != torch::kFloat || layer.fixed_alpha.device() != x.device()) {
+    why = "fixed-pattern buffers are not fp32 on the input's device";
+  } else {
+    PlanOptions o;
+    o.sdpa = SdpaAvailable(x);
+    o.kernel = KernelAvailable(x);
+    o.fused_only = mode == AttentionMode::kFused;
+    o.trainable_fixed = layer.any_fixed_trainable();
+    const int64_t T = x.size(1);
+    const int64_t want = FixedHeadCount(layer) * T * T * ElementBytes(ActivationDtype(x));
+    o.fixed_gemm = pattern_cache_bytes.load() - st.pattern_bytes + want <= kPatternCacheBudget;
+    // train.attention = auto on a device that can be timed: every exact plan is a
+    // candidate, and FusedAttentionForward measures them (docs/DESIGN.md).
+    const bool measured = mode == AttentionMode::kAuto && TimerFor(x);
+    o.fixed_conv = measured && !o.trainable_fixed && ConvFactors(layer, st, T, ActivationDtype(x));
+    const std::string key = PlanKey(layer, o) + (measured ? "|measured" : "");
+    if (key != st.plan_key || (!st.plans.empty() && st.plans[0].q_idx.device() != x.device())) {
+      std::vector<AttentionPlan> plans;
+      if (measured) {
+        plans = CandidatePlans(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
+                               layer.kept_kv_heads(), o);
+      } else {
+        plans.push_back(PlanAttention(layer.head_states(), layer.kv_heads(), layer.kept_heads(),
+                                      layer.kept_kv_heads(), o));
+      }
+      st.plans.clear();
+      for (AttentionPlan& p : plans) st.plans.push_back(Upload(std::move(p), x.device()));
+      st.active = 0;
+      st.plan_key = key;
+      st.label = st.plans[0].plan.Label();
+    }
+    why = st.plans[0].plan.dense_reason;
+  }
+  if (!why.empty()) {
+    st.label = "dense_reference (" + why + ")";
+    if (mode != AttentionMode::kDense) NoteFallback(why);
+  }
+  return why;
+}
+
+namespace {
+
+// The layer's forward as `dp` says; *label gets its LayerPathLabel.
+torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const DevicePlan& dp,
+                      const torch::Tensor& x,
+                      const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                      std::string* label) {
+  const AttentionPlan& plan = dp.plan;
+  const int64_t B = x.size(0), T = x.size(1), d = layer.head_dim();
+  const double scale = 1.0 / std::sqrt(double(d));
+  *label = plan.Label();
+  if (plan.output_heads.empty()) return layer.EmptyLayerOutput(x);  // every head pruned
+
+  // One projection: [Q blocks | K blocks | V blocks], only the rows the heads use (with
+  // their biases, where an imported architecture has them).
+  const torch::Tensor& wq = layer.q_proj->weight;
+  const torch::Tensor& wk = layer.k_proj->weight;
+  const torch::Tensor& wv = layer.v_proj->weight;
+  const bool biased = layer.q_proj->bias.defined();
+  const int64_t nq = int64_t(plan.q_blocks.size()), nk = int64_t(plan.k_blocks.size());
+  const int64_t nv = int64_t(plan.v_blocks.size());
+  std::vector<torch::Tensor> parts, biases;
+  if (plan.AllRows(wq.size(0) / d, wk.size(0) / d)) {
+    parts = {wq, wk, wv};
+    if (biased) biases = {layer.q_proj->bias, layer.k_proj->bias, layer.v_proj->bias};
+  } else {
+    auto add = [&](const torch::nn::Linear& proj, const torch::Tensor& idx) {
+      parts.push_back(Blocks(proj->weight, 0, idx, d));
+      if (biased) biases.push_back(Blocks(proj->bias.view({-1, 1}), 0, idx, d).view({-1}));
+    };
+    if (nq > 0) add(layer.q_proj, dp.q_idx);
+    if (nk > 0) add(layer.k_proj, dp.k_idx);
+    add(layer.v_proj, dp.v_idx);
+  }
+  torch::Tensor y = F::linear(x, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
+  torch::Tensor q_all, k_all;  // [B, T, nq, d], [B, T, nk, d]
+  if (nq > 0) {
+    torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
+    if (layer.q_norm.defined())  // Qwen 3: per-head RMSNorm before the position encoding
+      qk = torch::cat({layer.NormalizeHeads(qk.narrow(2, 0, nq), layer.q_norm),
+                       layer.NormalizeHeads(qk.narrow(2, nq, nk), layer.k_norm)}, 2);
+    if (rotate) qk = rotate(qk.transpose(1, 2)).transpose(1, 2);
+    q_all = qk.narrow(2, 0, nq);
+    k_all = qk.narrow(2, nq, nk);
+  }
+  torch::Tensor v_all = y.narrow(2, (nq + nk) * d, nv * d).view({B, T, nv, d});
+
+  std::vector<torch::Tensor> outs;
+  std::string kernel_path;
+  for (const PlanSegment& seg : plan.segments) {
+    const int64_t n = int64_t(seg.heads.size());
+    switch (seg.kind) {
+      case SegmentKind::kSdpa:
+        outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n), k_all.narrow(2, seg.qk_offset, n),
+                                  v_all.narrow(2, seg.v_offset, n), scale));
+        break;
+      case SegmentKind::kKernel:
+        if (plan.grouped) {
+          outs.push_back(RunKernel(layer, seg, q_all, k_all, v_all, true, scale, &kernel_path));
+        } else {
+          outs.push_back(RunKernel(layer, seg, q_all.narrow(2, seg.qk_offset, n),
+                                   k_all.narrow(2, seg.qk_offset, n), v_all.narrow(2, seg.v_offset, n),
+                                   false, scale, &kernel_path));
+        }
+        break;
+      case SegmentKind::kFixedGemm: {
+        torch::Tensor v = v_all.narrow(2, seg.v_offset, n);
+        outs.push_back(FixedPatternMix::apply(v, FixedPatterns(layer, st, seg, T, v.scalar_type())));
+        break;
+      }
+      case SegmentKind::kFixedConv: {
+        TORCH_CHECK(st.conv_ok && st.conv.T == T && st.conv.a.size(0) == n,
+                    "attention: convolution factors out of date for this plan");
+        outs.push_back(FixedConvMix(v_all.narrow(2, seg.v_offset, n), st.conv));
+        break;
+      }
+      case SegmentKind::kFixedKernel: {
+        // Fixed heads read no Q or K (kernels/hybrid_attention.h): V stands in for both, and
+        // the exact-zero gradients the kernels return for them add nothing to V's.
+        torch::Tensor v = v_all.narrow(2, seg.v_offset, n);
+        outs.push_back(RunKernel(layer, seg, v, v, v, false, scale, &kernel_path));
+        break;
+      }
+    }
+  }
+  if (!kernel_path.empty()) *label += " kernel=" + kernel_path;
+
+  const int64_t no = int64_t(plan.output_heads.size());
+  torch::Tensor o = outs.size() == 1 ? outs[0] : torch::cat(outs, 2);  // [B, T, no, d]
+  if (layer.head_gate.defined())
+    o = o * layer.head_gate.index_select(1, dp.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
+  const torch::Tensor& wo = layer.o_proj->weight;
+  torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, dp.o_idx, d);
+  return F::linear(o.reshape({B, T, no * d}), wo_used, layer.o_proj->bias);
+}
+
+// Times every candidate plan of the layer on x (forward, and backward when `backward`),
+// returns the fastest one's index and records the choice under `key`. The gradients go to
+// x and the parameters through autograd::grad: nothing accumulates into .grad.
+size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch::Tensor& x,
+                     const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                     bool backward, const std::string& key, const PlanTimer& timer) {
+  torch::Tensor xm = x.detach().requires_grad_(backward);
+  std::vector<torch::Tensor> inputs = {xm};
+  if (backward)
+    for (const torch::Tensor& p : layer.parameters())
+      if (p.requires_grad()) inputs.push_back(p);
+  torch::Tensor dy = torch::ones_like(x);
+  PlanChoice choice;
+  choice.shape = ShapeKey(x, backward);
+  for (const DevicePlan& dp : st.plans) {
+    std::string label;
+    auto run = [&] {
+      torch::Tensor y = RunPlan(layer, st, dp, xm, rotate, &label);
+      if (backward && y.requires_grad())
+        torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
+                              /*allow_unused=*/true);
+    };
+    choice.candidates.push_back({dp.plan.Label(), timer(dp.plan.Label(), run)});
+  }
+  choice.chosen = FastestPlan(choice.candidates);
+  LogInfo("attention: measured choice " + PlanChoiceSummary(choice));
+  st.choices[key] = choice;
+  st.chosen[key] = choice.chosen;
+  bool gemm = false;
+  for (const PlanSegment& seg : st.plans[choice.chosen].plan.segments)
+    gemm = gemm || seg.kind == SegmentKind::kFixedGemm;
+  if (!gemm) ReleasePatterns(st);
+  return choice.chosen;
+}
+
+}  // namespace
+
+torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
+                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
+                          : cpu_testing.load(std::memory_order_relaxed),
+              "attention: this build has no fast path for ", x.device().str(), " inputs");
+  FastPathState& st = StateOf(layer);
+  TORCH_CHECK(!st.plans.empty() && st.plans[0].plan.dense_reason.empty(),
+              "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
+  if (st.plans.size() > 1) {  // train.attention = auto: the measured choice for this shape
+    bool backward = false;
+    if (torch::GradMode::is_enabled()) {
+      backward = x.requires_grad();
+      for (const torch::Tensor& p : layer.parameters()) backward = backward || p.requires_grad();
+    }
+    const std::string key = st.plan_key + "|" + ShapeKey(x, backward) + "|" +
+                            std::to_string(timer_generation.load());
+    auto it = st.chosen.find(key);
+    st.active = it != st.chosen.end() ? it->second
+                                      : MeasureChoice(layer, st, x, rotate, backward, key, TimerFor(x));
+  }
+  fused_calls.fetch_add(1, std::memory_order_relaxed);
+  std::string label;
+  torch::Tensor y = RunPlan(layer, st, st.plans[st.active], x, rotate, &label);
+  if (label != st.label) st.label = label;
+  return y;
+}
+
+int64_t FusedAttentionCalls() { return fused_calls.load(std::memory_order_relaxed); }
+
+std::string LayerPathLabel(const HybridAttentionImpl& layer) {
+  return layer.fast_state ? layer.fast_state->label : "";
+}
+
+std::vector<PlanChoice> LayerPlanChoices(const HybridAttentionImpl& layer) {
+  std::vector<PlanChoice> out;
+  if (layer.fast_state)
+    for (const auto& [key, choice] : layer.fast_state->choices) out.push_back(choice);
+  return out;
+}
+
+void SetPlanTimerForTesting(PlanTimer timer) {
+  std::lock_guard<std::mutex> lock(timer_mutex);
+  test_timer = std::move(timer);
+  timer_generation.fetch_add(1);
+}
+
+const char* AttentionBackendName(const torch::Device& device) {
+  const bool fast = device.is_cuda() && (FusedAttentionCompiled() || HEADLAB_HAVE_SDPA);
+  return fast && GetAttentionMode() != AttentionMode::kDense ? "fused_cuda" : "dense_reference";
+}
+
+void SetFastPathOnCpuForTesting(bool enabled) { cpu_testing.store(enabled); }
+
+}  // namespace headlab

@@ -1,0 +1,95 @@
+// The hybrid-head layer's fast path (CUDA): HybridAttentionImpl::forward hands a layer whose
+// input lives on a CUDA device to FusedAttentionForward, which runs it as its plan says
+// (attention_plan.h): one packed Q/K/V projection with only the rows the heads use
+// (fixed heads have no Q/K rows, pruned heads no rows at all), ordinary heads through
+// PyTorch's scaled_dot_product_attention, local and streaming heads (and, with
+// train.attention = fused, every head) through the fused hybrid-head kernels (kernels/),
+// fixed heads as a GEMM with their cached causal pattern, and one output projection over
+// the heads that have outputs. The dense masks of attention.cc stay the CPU path and the
+// oracle this path is tested against (kernels/torch/exec_fused_gpu_test.cc, and on the CPU
+// attention_cuda_test.cc with stand-ins for SDPA and the kernels).
+//
+// The kernels are linked only into CUDA builds (LibTorch with CUDA and nvcc: the device
+// machine); elsewhere FusedAttentionCompiled() is false.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "kernels/hybrid_attention.h"
+#include "payload/exec/attention_plan.h"
+#include "payload/exec/head_state.h"
+
+namespace headlab {
+
+class HybridAttentionImpl;
+
+// Which implementation the layers use (train.attention): kAuto = the fast path with the
+// plan measured fastest per layer and shape (below; the static rules of attention_plan.h
+// where nothing can be timed), kFused = the fast path with the fused kernels for every
+// head (the SAF paper's single-kernel form), kDense = the dense reference everywhere.
+enum class AttentionMode { kAuto, kFused, kDense };
+
+// Parses "auto" | "fused" | "dense"; false for anything else.
+bool ParseAttentionMode(const std::string& s, AttentionMode* mode);
+const char* AttentionModeName(AttentionMode mode);
+
+// Sets the mode for this process (the run kinds set it from train.attention); kAuto by default.
+void SetAttentionMode(AttentionMode mode);
+AttentionMode GetAttentionMode();
+
+// Returns true iff this build links the fused CUDA kernels.
+bool FusedAttentionCompiled();
+
+// Returns "" iff `layer` on input x takes the fast path, else why not (e.g. "input not on
+// CUDA", "train.attention = dense", a plan's reason). Plans (and caches the plan of) the
+// layer for x's shape and dtype; a fallback is logged once per process.
+std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::Tensor& x);
+
+// The layer's forward on the fast path: same contract as HybridAttentionImpl::forward
+// (x [B, T, C] -> [B, T, C], `rotate` applied to queries and keys [B, h, T, d]). Requires
+// FusedAttentionUnsupported(layer, x) == "".
+torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
+                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
+
+// Returns the kernels' spec of a head in `state` (its window, sink and recent; the fixed
+// heads' prior pointers left null for the caller to fill).
+kernels::HeadSpec KernelHeadSpec(const HeadState& state);
+
+// Returns how many layer forwards took the fast path in this process (tests assert on it).
+int64_t FusedAttentionCalls();
+
+// Returns what `layer`'s latest forward ran on, e.g. "sdpa[9] fixed_gemm[3]",
+// "fused[12] kernel=wgmma" or "dense_reference (why)"; "" before its first forward.
+std::string LayerPathLabel(const HybridAttentionImpl& layer);
+
+// train.attention = auto: the first forward of a layer for each (head states, B, T, dtype,
+// forward or forward + backward) times every candidate plan (CandidatePlans: all-fused;
+// SDPA + fused; fixed heads as GEMM, convolution or fused) with CUDA events over warmed
+// iterations, keeps the fastest, logs the choice once, and later forwards of that shape
+// run it. Returns the layer's measured choices (for provenance), in no particular order.
+std::vector<PlanChoice> LayerPlanChoices(const HybridAttentionImpl& layer);
+
+// Times one candidate: calls `run` (a forward, or forward + backward) as often as it likes
+// and returns milliseconds per call.
+using PlanTimer = std::function<double(const std::string& label, const std::function<void()>& run)>;
+
+// Tests only: replaces the CUDA-event timer (and enables the measured choice on CPU inputs
+// under SetFastPathOnCpuForTesting); an empty timer restores the default.
+void SetPlanTimerForTesting(PlanTimer timer);
+
+// Returns the attention backend a model on `device` trains with, for provenance:
+// "fused_cuda" (CUDA device, the kernels linked, mode not dense) or "dense_reference".
+// Per-layer detail: LayerPathLabel.
+const char* AttentionBackendName(const torch::Device& device);
+
+// Tests only: lets CPU inputs take the fast path, with dense stand-ins for SDPA and the
+// fused kernels (the packing, row selection, fixed-pattern GEMM and output assembly are the
+// real code).
+void SetFastPathOnCpuForTesting(bool enabled);
+
+}  // namespace headlab

@@ -1,0 +1,124 @@
+// How one hybrid-head layer runs on the fast path (attention_cuda.h): which heads go to
+// which backend, which projection rows are computed, and in what order the head outputs
+// meet the output projection. Torch-free, so the planning is unit-tested on its own.
+//
+// A layer's heads are split into segments, in output order:
+//   kSdpa        ordinary heads through PyTorch's scaled_dot_product_attention (its best
+//                backend: FlashAttention or cuDNN), when the build has it and
+//                train.attention = auto;
+//   kKernel      local and streaming heads (and ordinary heads when SDPA is not used)
+//                through the fused hybrid-head kernels (kernels/);
+//   kFixedGemm   fixed heads (SAF eq. 3 compact or dense patterns) as a GEMM with the
+//                layer's cached causal pattern P: O = P V, dV = P^T dO (SAF §3.3's
+//                "dV = P^T dZ"), when the pattern cache fits (PlanOptions::fixed_gemm);
+//   kFixedConv   compact fixed heads as a causal FFT convolution (fixed_conv.h: SAF eq. 3
+//                factorises, O(T log T) instead of the GEMM's O(T^2)), when their patterns
+//                are well enough conditioned (PlanOptions::fixed_conv);
+//   kFixedKernel compact fixed heads through the fused kernels (the paper's in-register
+//                reconstruction), with train.attention = fused or when the cache does not fit.
+//
+// PlanAttention applies the static rules (train.attention = fused forces the kernels;
+// otherwise SDPA for ordinary heads, the GEMM for fixed heads). CandidatePlans lists every
+// exact plan a layer could take; train.attention = auto times them on the device and keeps
+// the fastest per shape (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
+// Pruned heads have no segment: no Q, K, V rows and no output-projection columns.
+//
+// Projection rows (SAF §3.3: "our multi-head pretraining path omits replaced query and key
+// projections"): Q and K rows only for heads that compute scores (kSdpa, kKernel), V rows for
+// every head with an output. The packed projection is one matmul whose output columns are
+//   [Q blocks (q_blocks) | K blocks (k_blocks) | V blocks (v_blocks)]
+// each block head_dim wide; a segment reads its heads' blocks at qk_offset / v_offset.
+//
+// Grouped-query layers (kv_heads < heads) take one kKernel segment over all heads in their
+// original order (the kernels map query head h to key/value group h / (heads / kv_heads)):
+// Q rows of every head, K and V rows of every group (`grouped`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "payload/exec/head_state.h"
+
+namespace headlab {
+
+enum class SegmentKind { kSdpa, kKernel, kFixedGemm, kFixedConv, kFixedKernel };
+
+// Returns "sdpa", "fused", "fixed_gemm", "fixed_conv" or "fixed_fused".
+const char* SegmentKindName(SegmentKind k);
+
+struct PlanSegment {
+  SegmentKind kind = SegmentKind::kKernel;
+  std::vector<int64_t> heads;  // original query-head numbers, in output order
+  int64_t qk_offset = 0;       // first Q (and K) block of these heads; scoring segments only
+  int64_t v_offset = 0;        // first V block
+};
+
+// What the planner may use; the caller knows the build, device and config.
+struct PlanOptions {
+  bool sdpa = false;          // scaled_dot_product_attention exists (LibTorch >= 2) and may be used
+  bool kernel = false;        // the fused kernels are linked and may be used
+  bool fused_only = false;    // train.attention = fused: every head through the fused kernels
+  bool fixed_gemm = false;    // the layer's fixed patterns fit the pattern cache
+  bool fixed_conv = false;    // compact fixed heads as the convolution (their conditioning allows it)
+  bool trainable_fixed = false;  // a fixed head has trainable alpha/rho (SAF App. C.3.2)
+};
+
+struct AttentionPlan {
+  // Non-empty: the layer cannot take the fast path and runs the dense reference; why.
+  std::string dense_reason;
+  bool grouped = false;
+  std::vector<PlanSegment> segments;
+  // Row blocks (slots) of q_proj, k_proj, v_proj in packed order; o_proj column blocks
+  // (slots) of output_heads.
+  std::vector<int64_t> q_blocks, k_blocks, v_blocks, o_blocks;
+  std::vector<int64_t> output_heads;  // original numbers, in output order
+
+  // Returns true iff the packed Q, K, V blocks are every row of the three projections in
+  // order (no row selection needed).
+  bool AllRows(int64_t q_rows, int64_t kv_rows) const;
+  // Returns true iff o_blocks is 0, 1, ..., n-1 for n o_proj column blocks.
+  bool AllColumns(int64_t o_columns) const;
+  // A one-line summary for logs and provenance, e.g. "sdpa[9] fixed_gemm[3]".
+  std::string Label() const;
+};
+
+// Plans a layer of `states.size()` query heads and `kv_heads` groups whose projections hold
+// the query heads `kept` and the groups `kept_kv` (original numbers, in slot order; fewer
+// than all after physical pruning).
+AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_heads,
+                            const std::vector<int64_t>& kept, const std::vector<int64_t>& kept_kv,
+                            const PlanOptions& options);
+
+// Every distinct plan the layer may take with what `available` allows, for the measured
+// choice: all heads through the fused kernels (when linked); and SDPA (when available) for
+// ordinary heads, the kernels for windowed ones, with the fixed heads as the GEMM, the
+// convolution or the fused kernels, as allowed. Plans with a dense_reason are left out;
+// when none is left, the one element is PlanAttention's (with its reason). Trainable fixed
+// heads and grouped-query layers have one plan.
+std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, int64_t kv_heads,
+                                          const std::vector<int64_t>& kept,
+                                          const std::vector<int64_t>& kept_kv,
+                                          const PlanOptions& available);
+
+// One candidate's measured time (ms per forward, or forward + backward when training).
+struct PlanTiming {
+  std::string label;  // AttentionPlan::Label()
+  double ms = 0;
+};
+
+// A layer's measured choice for one shape, for logs and provenance.
+struct PlanChoice {
+  std::string shape;  // e.g. "B=8 T=4096 bf16 fwd+bwd"
+  std::vector<PlanTiming> candidates;
+  size_t chosen = 0;  // index into candidates
+};
+
+// Returns the index of the fastest timing (the first of equals: deterministic).
+size_t FastestPlan(const std::vector<PlanTiming>& timings);
+
+// A one-line summary, e.g. "B=8 T=4096 bf16 fwd+bwd: sdpa[9] fixed_conv[3] 1.20 ms (chosen),
+// sdpa[9] fixed_gemm[3] 1.41 ms, fused[9] fixed_fused[3] 1.80 ms".
+std::string PlanChoiceSummary(const PlanChoice& choice);
+
+}  // namespace headlab

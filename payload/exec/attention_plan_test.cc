@@ -1,0 +1,160 @@
+#include "payload/exec/attention_plan.h"
+
+#include <catch2/catch.hpp>
+
+namespace headlab {
+namespace {
+
+std::vector<HeadState> States(std::initializer_list<HeadMode> modes) {
+  std::vector<HeadState> s;
+  for (HeadMode m : modes) {
+    HeadState h;
+    h.mode = m;
+    h.window = 4;
+    h.recent = 4;
+    s.push_back(h);
+  }
+  return s;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+PlanOptions Cuda() {
+  PlanOptions o;
+  o.sdpa = o.kernel = o.fixed_gemm = true;
+  return o;
+}
+
+TEST_CASE("attention plan: SAF's layer computes no Q/K rows for fixed heads") {
+  using M = HeadMode;
+  auto states = States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kFixed});
+  AttentionPlan p = PlanAttention(states, 4, Iota(4), Iota(4), Cuda());
+  REQUIRE(p.dense_reason.empty());
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0].kind == SegmentKind::kSdpa);
+  CHECK(p.segments[0].heads == std::vector<int64_t>{0, 2});
+  CHECK(p.segments[1].kind == SegmentKind::kFixedGemm);
+  CHECK(p.segments[1].heads == std::vector<int64_t>{1, 3});
+  CHECK(p.segments[1].v_offset == 2);
+  CHECK(p.q_blocks == std::vector<int64_t>{0, 2});
+  CHECK(p.k_blocks == std::vector<int64_t>{0, 2});
+  CHECK(p.v_blocks == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(p.o_blocks == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK_FALSE(p.AllRows(4, 4));
+  CHECK_FALSE(p.AllColumns(4));
+  CHECK(p.Label() == "sdpa[2] fixed_gemm[2]");
+}
+
+TEST_CASE("attention plan: an all-ordinary layer is one SDPA call over every row") {
+  AttentionPlan p = PlanAttention(States({HeadMode::kOrdinary, HeadMode::kOrdinary}), 2, Iota(2), Iota(2), Cuda());
+  CHECK(p.AllRows(2, 2));
+  CHECK(p.AllColumns(2));
+  CHECK(p.Label() == "sdpa[2]");
+  PlanOptions fused = Cuda();
+  fused.fused_only = true;
+  CHECK(PlanAttention(States({HeadMode::kOrdinary, HeadMode::kFixed}), 2, Iota(2), Iota(2), fused).Label() ==
+        "fused[1] fixed_fused[1]");
+}
+
+TEST_CASE("attention plan: pruned and removed heads have no rows and no output columns") {
+  using M = HeadMode;
+  // Head 1 removed physically (projections hold heads 0, 2, 3), head 3 pruned in place.
+  auto states = States({M::kLocal, M::kPruned, M::kOrdinary, M::kPruned});
+  AttentionPlan p = PlanAttention(states, 4, {0, 2, 3}, {0, 2, 3}, Cuda());
+  CHECK(p.Label() == "sdpa[1] fused[1]");
+  CHECK(p.q_blocks == std::vector<int64_t>{1, 0});  // slots of heads 2 and 0
+  CHECK(p.o_blocks == std::vector<int64_t>{1, 0});
+  CHECK(p.output_heads == std::vector<int64_t>{2, 0});
+}
+
+TEST_CASE("attention plan: what sends a layer to the dense reference") {
+  using M = HeadMode;
+  PlanOptions o = Cuda();
+  o.trainable_fixed = true;
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), o).dense_reason.find("trainable") == 0);
+  PlanOptions no_kernel = Cuda();
+  no_kernel.kernel = false;
+  CHECK(PlanAttention(States({M::kLocal}), 1, Iota(1), Iota(1), no_kernel).dense_reason ==
+        "local head 0 needs the fused kernels, which this build lacks");
+  // Fixed heads beyond the pattern cache's budget take the kernels; dense patterns cannot.
+  PlanOptions full_cache = Cuda();
+  full_cache.fixed_gemm = false;
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), full_cache).Label() == "fixed_fused[1]");
+  auto dense_fixed = States({M::kFixed});
+  dense_fixed[0].dense = true;
+  CHECK(PlanAttention(dense_fixed, 1, Iota(1), Iota(1), full_cache).dense_reason ==
+        "dense fixed pattern of head 0 does not fit the fixed-pattern cache");
+  // Grouped-query layers run every head through the kernels, or not at all.
+  AttentionPlan g = PlanAttention(States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kPruned}), 2, Iota(4),
+                                  Iota(2), Cuda());
+  CHECK(g.grouped);
+  CHECK(g.Label() == "fused[4]");
+  CHECK(g.q_blocks == Iota(4));
+  CHECK(g.k_blocks == Iota(2));
+  CHECK(PlanAttention(States({M::kOrdinary, M::kPruned}), 1, {0}, {0}, Cuda()).dense_reason ==
+        "grouped-query layer with physically removed heads");
+}
+
+TEST_CASE("attention plan: the convolution form takes compact fixed heads, dense ones keep the GEMM") {
+  using M = HeadMode;
+  auto states = States({M::kOrdinary, M::kFixed, M::kLocal, M::kFixed});
+  states[3].dense = true;
+  PlanOptions o = Cuda();
+  o.fixed_conv = true;
+  AttentionPlan p = PlanAttention(states, 4, Iota(4), Iota(4), o);
+  REQUIRE(p.dense_reason.empty());
+  CHECK(p.Label() == "sdpa[1] fused[1] fixed_gemm[1] fixed_conv[1]");
+  CHECK(p.segments[3].heads == std::vector<int64_t>{1});
+  CHECK(p.v_blocks == std::vector<int64_t>{0, 2, 3, 1});  // output order: the segments'
+  CHECK(p.q_blocks == std::vector<int64_t>{0, 2});
+}
+
+TEST_CASE("attention plan: the candidates of the measured choice") {
+  using M = HeadMode;
+  auto labels = [](const std::vector<AttentionPlan>& plans) {
+    std::vector<std::string> out;
+    for (const AttentionPlan& p : plans) out.push_back(p.Label());
+    return out;
+  };
+  auto states = States({M::kOrdinary, M::kFixed, M::kStreaming, M::kFixed});
+  PlanOptions o = Cuda();
+  o.fixed_conv = true;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
+        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_gemm[2]",
+                                 "sdpa[1] fused[1] fixed_conv[2]", "sdpa[1] fused[1] fixed_fused[2]"});
+  // Without the cache and the conditioning: the kernels' two forms only.
+  o.fixed_conv = o.fixed_gemm = false;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
+        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_fused[2]"});
+  // No fixed heads: all-fused or SDPA + fused; duplicates removed.
+  auto plain = States({M::kOrdinary, M::kOrdinary, M::kLocal});
+  CHECK(labels(CandidatePlans(plain, 3, Iota(3), Iota(3), Cuda())) ==
+        std::vector<std::string>{"fused[3]", "sdpa[2] fused[1]"});
+  // A dense fixed pattern rules the all-fused form out.
+  states[1].dense = true;
+  CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), Cuda())) ==
+        std::vector<std::string>{"sdpa[1] fused[1] fixed_gemm[2]"});
+  // Grouped-query layers and trainable alpha/rho: the one static plan.
+  CHECK(labels(CandidatePlans(plain, 1, Iota(3), Iota(1), Cuda())) == std::vector<std::string>{"fused[3]"});
+  PlanOptions t = Cuda();
+  t.trainable_fixed = true;
+  auto c = CandidatePlans(plain, 3, Iota(3), Iota(3), t);
+  REQUIRE(c.size() == 1);
+  CHECK_FALSE(c[0].dense_reason.empty());
+}
+
+TEST_CASE("attention plan: the fastest timing wins, the first of equals, and the summary lists all") {
+  PlanChoice c;
+  c.shape = "B=2 T=8 fp32 fwd";
+  c.candidates = {{"a", 2.0}, {"b", 1.0}, {"c", 1.0}};
+  c.chosen = FastestPlan(c.candidates);
+  CHECK(c.chosen == 1);
+  CHECK(PlanChoiceSummary(c) == "B=2 T=8 fp32 fwd: a 2.000 ms, b 1.000 ms (chosen), c 1.000 ms");
+}
+
+}  // namespace
+}  // namespace headlab

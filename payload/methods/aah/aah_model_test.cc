@@ -1,0 +1,120 @@
+#include "payload/methods/aah/aah_model.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "payload/methods/aah/aah_report.h"
+#include "payload/methods/aah/aah_testing.h"
+
+namespace headlab::aah {
+namespace {
+
+ModelConfig Tiny(const std::string& pos = "learned", int64_t kv_heads = 4) {
+  return testing::SmallModel(2, 4, 32, 32, 64, pos, kv_heads);
+}
+
+AahOptions Opts(Regime r, int64_t context) {
+  AahOptions o;
+  o.regime = r;
+  o.context = context;
+  o.windows = ScaledWindows(context);
+  o.min_window = o.windows.front();
+  o.hierarchy = DefaultHierarchy(r);
+  o.scorer_hidden = 16;
+  o.observe_rows = 2;
+  REQUIRE(ValidateOptions(o).ok());
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("aah: every window = T equals full attention; shorter windows do not") {
+  torch::manual_seed(1);
+  Gpt model(Tiny("rope"));
+  torch::Tensor idx = torch::randint(0, 64, {2, 32}, torch::kLong);
+  torch::Tensor full = model->forward(idx);
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) {
+      HeadState s;
+      s.mode = HeadMode::kLocal;
+      s.window = 32;  // local(W = T)
+      model->attention(l)->SetHeadState(h, s);
+    }
+  CHECK(torch::allclose(model->forward(idx), full, 1e-5, 1e-6));
+  ApplyWindows(*model, {{8, 8, 8, 8}, {8, 8, 8, 8}});
+  CHECK_FALSE(torch::allclose(model->forward(idx), full, 1e-5, 1e-6));
+  ApplyWindows(*model, {{32, 32, 32, 32}, {32, 32, 32, 32}});
+  CHECK(model->attention(0)->head_states()[0].mode == HeadMode::kOrdinary);
+  CHECK(torch::allclose(model->forward(idx), full, 1e-5, 1e-6));
+}
+
+TEST_CASE("aah observation pass: mean-absolute Q/K/V statistics and diagnostics") {
+  torch::manual_seed(2);
+  Gpt model(Tiny("learned", 2));  // GQA: heads 0,1 read kv head 0
+  torch::Tensor idx = torch::randint(0, 64, {2, 32}, torch::kLong);
+  auto obs = ObserveHeads(*model, idx);
+  REQUIRE(obs.size() == 2);
+  REQUIRE(obs[0].qkv.size() == 4);
+  REQUIRE(obs[0].attention.size() == 4);
+  {
+    torch::NoGradGuard g;
+    auto block = model->blocks->ptr(0)->as<Block>();
+    torch::Tensor x = model->wte(idx) + model->wpe(torch::arange(32, torch::kLong));
+    torch::Tensor q1 = block->attn->q_proj(block->ln1(x)).narrow(-1, 8, 8);  // head 1
+    CHECK(obs[0].qkv[1][0] == Approx(q1.abs().mean().item<float>()).epsilon(1e-4));
+    CHECK(std::fabs(q1.mean().item<float>()) < obs[0].qkv[1][0]);  // mu(|q|), not |mu(q)|
+  }
+  CHECK(obs[0].qkv[0][2] == obs[0].qkv[1][2]);  // shared kv head
+  CHECK(obs[0].qkv[0][2] != obs[0].qkv[2][2]);
+  for (const auto& a : obs[1].attention) {
+    CHECK(a[0] > 0);
+    CHECK(a[0] <= std::log(32.0) + 1e-4);
+    CHECK(a[1] > 0);
+    CHECK(a[2] == 1.0f);  // ordinary: the whole context
+  }
+  ApplyWindows(*model, {{8, 8, 8, 8}, {8, 8, 8, 8}});
+  auto local = ObserveHeads(*model, idx);
+  CHECK(local[0].attention[0][2] == Approx(0.25f));
+  CHECK(local[0].attention[0][0] <= std::log(8.0) + 1e-4);
+}
+
+TEST_CASE("aah control hook: updates every 5 steps, installs windows, state round trip") {
+  torch::manual_seed(3);
+  Gpt model(Tiny());
+  AahOptions o = Opts(Regime::kFullAdaptive, 32);
+  AahController c(o, 2, 4, 7);
+  int updates = 0;
+  for (int64_t step = 0; step < 11; ++step) {
+    torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
+    bool updated = false;
+    REQUIRE(ControlStep(c, *model, step, x, &updated).ok());
+    updates += updated;
+    CHECK(updated == (step % 5 == 0));
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t h = 0; h < 4; ++h) {
+        const HeadState& s = model->attention(l)->head_states()[size_t(h)];
+        const int64_t w = c.windows()[size_t(l)][size_t(h)];
+        CHECK((s.mode == HeadMode::kLocal ? s.window : int64_t(32)) == w);
+      }
+    CHECK(std::isfinite(model->Loss(x, x).item<double>()));
+  }
+  CHECK(updates == 3);
+  CHECK(c.updates() == 3);
+  auto row = TrainRowMetrics(c);
+  CHECK(row[0].first == kAttnRatio);
+  CHECK(row[0].second == Approx(AttentionCoverageRatio(c.windows(), 32)));
+
+  AahController restored(o, 2, 4, 0);
+  REQUIRE(restored.LoadState(c.SaveState(), "ckpt").ok());
+  torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
+  CHECK(restored.windows() == c.windows());
+  REQUIRE(ControlStep(c, *model, 15, x).ok());
+  ApplyWindows(*model, restored.windows());  // observe the same executed model as c did
+  REQUIRE(ControlStep(restored, *model, 15, x).ok());
+  CHECK(restored.windows() == c.windows());
+
+  AahController wrong(Opts(Regime::kFullAdaptive, 64), 2, 4, 0);
+  CHECK(ControlStep(wrong, *model, 0, x).code() == Status::Code::kInvalidArgument);
+}
+
+}  // namespace headlab::aah

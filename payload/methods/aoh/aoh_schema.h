@@ -1,0 +1,26 @@
+// The aoh.* run-config keys (payload/methods/aoh/README.md): their types, ranges, defaults and
+// allowed names, defined here once. The run-config schema (common/run_config.cc) includes
+// them, so the coordinator validates them at submit without LibTorch; aoh_options.cc reads
+// the validated values and restates none of them. Torch-free.
+#pragma once
+
+#include <vector>
+
+#include "common/config_key.h"
+
+namespace headlab::aoh {
+
+// Names of the enums of head_labels.h, indexed by the enum's value.
+inline constexpr const char* kMetricNames[] = {"effective_rank", "frobenius", "spectral",
+                                               "stable_rank"};            // Metric
+inline constexpr const char* kAggregationNames[] = {"mean", "min", "max"};  // GroupAggregation
+inline constexpr const char* kSelectionNames[] = {"aoh", "reverse", "random"};  // Selection
+// aoh.method: "none" (full attention, still evaluated), a Selection, or AoH-RoPE (§6.4).
+inline constexpr const char* kMethodNames[] = {"none", "aoh", "aoh_rope", "random", "reverse"};
+// aoh.decode_path: how the KV-cache decoder runs decode steps (aoh_options.h DecodePath).
+inline constexpr const char* kDecodePathNames[] = {"graph", "fused", "reference"};
+
+// The aoh.* keys in documentation order.
+const std::vector<ConfigKey>& AohConfigKeys();
+
+}  // namespace headlab::aoh

@@ -1,0 +1,660 @@
+// Chunked prefill and incremental decode with bounded streaming-head caches (AoH §5, J.3).
+#include "payload/methods/aoh/streaming_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "payload/exec/attention_cuda.h"
+
+#if HEADLAB_TORCH_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/cuda.h>
+
+#include "kernels/torch/decode_attention_op.h"
+#endif
+
+namespace headlab::aoh {
+namespace F = torch::nn::functional;
+
+// RoPE for every layer of one chunk: cos' = (cos, cos) and sin' = (-sin, sin) [T, d] in the
+// queries' dtype, so that RotaryEmbedding(x) = x * cos' + swap(x) * sin' (swap exchanges
+// the halves): three kernels per rotated tensor instead of RotaryEmbedding's dozen, whose
+// table computation a decode step would otherwise repeat for every layer.
+struct ChunkRope {
+  torch::Tensor cos, sin;
+};
+
+// A decode step captured as a CUDA graph (DecodePath::kGraph). The graph reads the step's
+// token and position from static device tensors, writes the step's keys and values to the
+// slots its position names, and leaves the logits in a static output; it stays valid while
+// the batch size and every cache buffer are the ones it was captured with.
+struct StepGraph {
+#if HEADLAB_TORCH_CUDA
+  at::cuda::CUDAGraph graph;
+#endif
+  torch::Tensor token;     // [B, 1] long, copied in before each replay
+  torch::Tensor position;  // [1] long, filled before each replay
+  torch::Tensor logits;    // [B, vocab] fp32, the captured output
+  std::vector<const void*> buffers;  // every segment's k_buf and v_buf data at capture
+};
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A head's retention need: full (-1, -1) or bounded (sink, recent).
+std::pair<int64_t, int64_t> Retention(const HeadState& s) {
+  if (s.mode == HeadMode::kStreaming) return {s.sink, s.recent};
+  if (s.mode == HeadMode::kLocal) return {0, s.window};  // q - W < k  <=>  q - k < W
+  return {-1, -1};
+}
+
+// Keys each query may attend to under `s` (attention.h AllowedKeys, at arbitrary positions):
+// [T, L] for query positions qpos [T] and key positions kpos [L].
+torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch::Tensor& kpos) {
+  torch::Tensor q = qpos.unsqueeze(1), k = kpos.unsqueeze(0);
+  torch::Tensor allowed = k <= q;
+  if (s.mode == HeadMode::kStreaming) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
+  return allowed;
+}
+
+// Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
+// reordered layout of AoH §5), else a gather with the indices uploaded once into *index
+// (an upload per call would wait for the device each time).
+torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& heads,
+                          torch::Tensor* index) {
+  bool run = true;
+  for (size_t i = 1; run && i < heads.size(); ++i) run = heads[i] == heads[0] + int64_t(i);
+  if (run) return x.narrow(1, heads[0], int64_t(heads.size()));
+  if (!index->defined() || index->device() != x.device())
+    *index = torch::tensor(heads, torch::kLong).to(x.device());
+  return x.index_select(1, *index);
+}
+
+// Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
+// first use. The tables come from RotaryEmbedding itself: it rotates the basis
+// (1, .., 1, 0, .., 0) to (cos, sin).
+torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  const int64_t T = x.size(2), half = x.size(3) / 2;
+  if (!rope->cos.defined() || rope->cos.scalar_type() != x.scalar_type()) {
+    torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+    torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+    torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
+    rope->cos = torch::cat({cos, cos}, 1);
+    rope->sin = torch::cat({-sin, sin}, 1);
+  }
+  torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
+  return torch::addcmul(x * rope->cos, swapped, rope->sin);
+}
+
+// Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
+constexpr int64_t kEvictSlack = 64;
+
+// The entries of a bounded segment that AoH §5 retains before `next`: a leading run
+// (p < sink) and a trailing run (keys p with next - p < recent, the recent window the next
+// query can reach); everything between is evicted. Positions ascend.
+std::pair<int64_t, int64_t> Retained(const KvSegment& s, int64_t next) {
+  const auto& p = s.positions;
+  int64_t a = 0, b = 0;
+  while (a < s.entries && p[size_t(a)] < s.sink) ++a;
+  while (b < s.entries - a && p[size_t(s.entries - 1 - b)] > next - s.recent) ++b;
+  return {a, b};
+}
+
+// The entries of `s` that count as cached before position `next`: all of a full segment,
+// the retained ones of a bounded segment (evicted ones awaiting compaction excluded).
+int64_t LiveEntries(const KvSegment& s, int64_t next) {
+  if (!s.bounded) return s.entries;
+  const auto [a, b] = Retained(s, next);
+  return a + b;
+}
+
+// The positions [L] of a segment's cached keys on `device`, made from its slot -> position
+// map without an upload.
+torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
+  auto opts = torch::dtype(torch::kLong).device(device);
+  const int64_t lead = seg.lead(), tail = seg.entries - lead;
+  if (tail == 0) return torch::arange(lead, opts);
+  return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
+}
+
+BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
+  return model->blocks->ptr(size_t(layer))->as<Block>();
+}
+
+// Replaces *buf by a zero-filled [B, n, capacity, d] buffer like `like`, keeping its first
+// `entries` slots. Zero-filled: graph steps read slots they have not written yet (masked,
+// but they must hold finite values: decode_attention.h).
+void Regrow(torch::Tensor* buf, int64_t entries, int64_t capacity, const torch::Tensor& like) {
+  torch::Tensor grown = torch::zeros({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
+  if (entries > 0) grown.narrow(2, 0, entries).copy_(buf->narrow(2, 0, entries));
+  *buf = grown;
+}
+
+// Writes fresh [B, n, T, d] after the first `entries` positions of *buf, doubling its
+// capacity when it is full (a new buffer also when the batch, heads or dtype differ, as
+// after a Reset for another batch size).
+void AppendTo(torch::Tensor* buf, int64_t entries, const torch::Tensor& fresh) {
+  const int64_t T = fresh.size(2);
+  const bool alike = buf->defined() && buf->size(0) == fresh.size(0) && buf->size(1) == fresh.size(1) &&
+                     buf->size(3) == fresh.size(3) && buf->scalar_type() == fresh.scalar_type();
+  if (!alike) entries = 0;
+  if (!alike || buf->size(2) < entries + T)
+    Regrow(buf, entries, std::max<int64_t>({64, entries + T, alike ? 2 * buf->size(2) : 0}), fresh);
+  buf->narrow(2, entries, T).copy_(fresh);
+}
+
+// The slot of position p in a ring segment (KvSegment::ring).
+int64_t RingSlot(int64_t p, int64_t sink, int64_t ring) { return p < sink ? p : sink + (p - sink) % ring; }
+
+// Moves a segment's slots: slot dst[i] gets what slot src[i] held (all read before any is
+// written, so the two lists may overlap).
+void Relayout(KvSegment* s, const std::vector<int64_t>& src, const std::vector<int64_t>& dst) {
+  if (src.empty() || src == dst) return;
+  const torch::Device device = s->k_buf.device();
+  const torch::Tensor from = torch::tensor(src, torch::kLong).to(device);
+  const torch::Tensor to = torch::tensor(dst, torch::kLong).to(device);
+  s->k_buf.index_copy_(2, to, s->k_buf.index_select(2, from));
+  s->v_buf.index_copy_(2, to, s->v_buf.index_select(2, from));
+}
+
+// Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
+void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
+  if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
+}
+
+}  // namespace
+
+int64_t KvSegment::lead() const {
+  if (!bounded) return entries;
+  int64_t a = 0;
+  while (a < entries && positions[size_t(a)] == a) ++a;
+  return a;
+}
+
+int64_t KvSegment::tail_start() const {
+  const int64_t a = lead();
+  if (a == entries) return entries;
+  // The recent run is contiguous: eviction removes one middle run (Evict), appends extend it.
+  TORCH_CHECK(positions.back() - positions[size_t(a)] == entries - a - 1,
+              "decoder: bounded positions are not a sink run and one recent run");
+  return positions[size_t(a)];
+}
+
+const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
+                             const DecoderOptions& options) {
+  const ModelConfig& c = model.config();
+  const int64_t d = c.width / c.heads;
+  bool fused = device.is_cuda() && options.path != DecodePath::kReference &&
+               options.anchor_block <= 1 && (d == 64 || d == 128) && c.heads / c.kv_heads <= 16;
+#if HEADLAB_TORCH_CUDA
+  fused = fused && kernels::DecodeAttentionAvailable();
+#else
+  fused = false;
+#endif
+  if (!fused) return kDecoderReferenceLabel;
+  return options.path == DecodePath::kGraph ? kDecoderGraphLabel : kDecoderFusedLabel;
+}
+
+AohDecoder::AohDecoder(GptImpl* model, const DecoderOptions& options)
+    : model_(model), options_(options) {}
+
+AohDecoder::~AohDecoder() = default;
+
+StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
+                                                         const DecoderOptions& options) {
+  const ModelConfig& c = model->config();
+  if (options.prefill_chunk < 1) return Status::InvalidArgument("prefill_chunk: expected >= 1");
+  if (options.anchor_block > 1) {
+    if (options.anchor_topk < 1) return Status::InvalidArgument("anchor_topk: expected >= 1");
+    bool shaped = int64_t(options.anchor_map.size()) == c.layers;
+    for (const auto& row : options.anchor_map) shaped = shaped && int64_t(row.size()) == c.heads;
+    if (!shaped) return Status::InvalidArgument("anchor_map: expected [layers][heads]");
+  }
+  std::unique_ptr<AohDecoder> d(new AohDecoder(model, options));
+  const std::string label = DecoderPathLabel(*model, model->wte->weight.device(), options);
+  d->fused_ = label != kDecoderReferenceLabel;
+  d->graph_ = label == kDecoderGraphLabel;
+  const int64_t group = c.heads / c.kv_heads;
+  for (int64_t l = 0; l < c.layers; ++l) {
+    d->states_.push_back(model->attention(l)->head_states());
+    std::vector<KvSegment> segments;
+    std::map<std::pair<int64_t, int64_t>, size_t> by_policy;
+    for (int64_t j = 0; j < c.kv_heads; ++j) {
+      bool cached = false, same = true;
+      std::pair<int64_t, int64_t> policy{-1, -1};
+      for (int64_t h = j * group; h < (j + 1) * group; ++h) {
+        const HeadState& s = d->states_.back()[size_t(h)];
+        if (s.mode == HeadMode::kFixed)
+          return Status::InvalidArgument("layer " + std::to_string(l) + " head " +
+                                         std::to_string(h) +
+                                         ": fixed heads have no decode path here");
+        if (s.mode == HeadMode::kPruned) continue;
+        if (cached && Retention(s) != policy) same = false;
+        if (!cached) policy = Retention(s);
+        cached = true;
+      }
+      if (!cached) continue;  // read only by pruned heads
+      if (!same) policy = {-1, -1};
+      auto it = by_policy.find(policy);
+      if (it == by_policy.end()) {
+        KvSegment seg;
+        seg.bounded = policy.first >= 0;
+        seg.sink = std::max<int64_t>(policy.first, 0);
+        seg.recent = std::max<int64_t>(policy.second, 0);
+        it = by_policy.emplace(policy, segments.size()).first;
+        segments.push_back(seg);
+      }
+      segments[it->second].kv_heads.push_back(j);
+    }
+    d->layers_.push_back(std::move(segments));
+  }
+  return d;
+}
+
+void AohDecoder::Reset() {
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer) {  // the buffers stay allocated (and a captured step valid)
+      s.entries = 0;
+      s.positions.clear();
+      s.ring = 0;
+    }
+  selected_.clear();
+  selected_valid_.clear();
+  position_ = 0;
+}
+
+int64_t AohDecoder::KvBytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_)
+    for (const KvSegment& s : layer)
+      if (s.k_buf.defined())
+        bytes += 2 * LiveEntries(s, position_) * (s.k_buf.numel() / s.k_buf.size(2)) * s.k_buf.element_size();
+  return bytes;
+}
+
+int64_t AohDecoder::KvCapacityBytes() const {
+  int64_t bytes = 0;
+  for (const auto& layer : layers_)
+    for (const KvSegment& s : layer)
+      if (s.k_buf.defined()) bytes += 2 * int64_t(s.k_buf.numel() * s.k_buf.element_size());
+  return bytes;
+}
+
+int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
+  for (const KvSegment& s : layers_[size_t(layer)])
+    for (int64_t j : s.kv_heads)
+      if (j == kv_head) return LiveEntries(s, position_);
+  return 0;
+}
+
+void AohDecoder::Evict(int64_t next) {
+  for (auto& layer : layers_) {
+    for (KvSegment& s : layer) {
+      if (!s.bounded) continue;
+      const auto [a, b] = Retained(s, next);
+      if (a + b == s.entries) continue;
+      if (s.ring > 0) {  // a ring overwrites evicted slots itself: bookkeeping only
+        s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
+        s.entries = a + b;
+        continue;
+      }
+      // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
+      // recent run's leading slots, which no head's visible span reaches (and the
+      // reference's masks refuse), so compacting every kEvictSlack steps instead of every
+      // step saves four copies per bounded segment and step. The buffer never grows for them.
+      if (fused_ && s.entries - (a + b) < kEvictSlack && s.entries < s.k_buf.size(2)) continue;
+      KeepEnds(&s.k_buf, s.entries, a, b);
+      KeepEnds(&s.v_buf, s.entries, a, b);
+      s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
+      s.entries = a + b;
+    }
+  }
+}
+
+void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t first = position_, T = k.size(2);
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads, &seg.kv_index));
+    AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads, &seg.kv_index));
+    seg.entries += T;
+    if (seg.bounded)
+      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
+  }
+}
+
+void AohDecoder::AppendAt(int64_t layer, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& qpos) {
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    torch::Tensor slot = qpos;  // a full segment: slot = position
+    if (seg.ring > 0) {         // one slot tensor per ring shape and step, shared by the layers
+      torch::Tensor& ring_slot = ring_slots_[{seg.sink, seg.ring}];
+      if (!ring_slot.defined())
+        ring_slot = torch::where(qpos < seg.sink, qpos, (qpos - seg.sink).remainder(seg.ring) + seg.sink);
+      slot = ring_slot;
+    }
+    seg.k_buf.index_copy_(2, slot, SelectHeads(k, seg.kv_heads, &seg.kv_index).to(seg.k_buf.scalar_type()));
+    seg.v_buf.index_copy_(2, slot, SelectHeads(v, seg.kv_heads, &seg.kv_index).to(seg.v_buf.scalar_type()));
+  }
+}
+
+torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos) {
+#if HEADLAB_TORCH_CUDA
+  const ModelConfig& c = model_->config();
+  std::vector<kernels::HeadSpec> specs;
+  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
+  torch::Tensor qs;
+  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    if (!qs.defined()) {
+      qs = q.select(2, 0).to(seg.k_buf.scalar_type()).contiguous();  // [B, H, d], the cache's dtype
+      o = torch::zeros_like(qs);
+    }
+    kernels::DecodeSegment ds;
+    ds.k_buf = seg.k_buf;
+    ds.v_buf = seg.v_buf;
+    if (qpos.defined() && seg.ring > 0) {  // a captured step: the ring (decode_attention.h)
+      ds.lead = seg.sink;
+      ds.ring = seg.ring;
+      ds.entries = seg.sink + seg.ring;
+    } else if (qpos.defined()) {  // a captured step: every slot, the kernel stops at the query
+      ds.entries = ds.lead = seg.k_buf.size(2);
+    } else {
+      ds.entries = seg.entries;
+      ds.lead = seg.lead();
+      ds.tail_start = seg.tail_start();
+    }
+    for (int64_t j : seg.kv_heads) ds.layer_kv_heads.push_back(int(j));
+    kernels::DecodeAttentionInto(qs, ds, specs, c.kv_heads, position_,
+                                 1.0 / std::sqrt(double(q.size(3))), &o, qpos);
+  }
+  if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
+  return o;
+#else
+  (void)layer, (void)qpos;
+  TORCH_CHECK(false, "decoder: this build has no decode kernel");
+  return q;
+#endif
+}
+
+torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
+                                    const torch::Tensor& qpos, ChunkRope* rope) {
+  const ModelConfig& c = model_->config();
+  HybridAttention& attn = model_->attention(layer);
+  const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
+  const int64_t d = attn->head_dim(), group = H / KV;
+  // [B, H | KV, T, d], with the layer's biases and q/k norms as its forward has them.
+  torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
+  TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
+  if (c.pos == "rope") {
+    q = Rotate(q, c.rope_base, qpos, rope);
+    k = Rotate(k, c.rope_base, qpos, rope);
+  }
+  if (capturing_) {  // the captured decode step (GraphStep): no host position in it
+    AppendAt(layer, k, v, qpos);
+    return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
+  }
+  Append(layer, k, v);
+  if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
+    return attn->o_proj(FusedDecode(layer, q, torch::Tensor()).reshape({B, T, H * d}));
+  const bool reuse_on = options_.anchor_block > 1;
+  const bool anchor = reuse_on && layer % options_.anchor_block == 0;
+  const bool reuse = reuse_on && !anchor;
+  if (anchor) {
+    selected_.assign(size_t(H), torch::Tensor());
+    selected_valid_.assign(size_t(H), torch::Tensor());
+  }
+  const std::vector<HeadState>& states = states_[size_t(layer)];
+  std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
+  for (KvSegment& seg : layers_[size_t(layer)]) {
+    const int64_t n = int64_t(seg.kv_heads.size());
+    const int64_t L = seg.entries;
+    const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
+    const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
+
+    std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
+    bool uniform = true;  // every head of the segment in one state: one broadcast mask
+    for (int64_t j : seg.kv_heads)
+      for (int64_t h = j * group; h < (j + 1) * group; ++h) {
+        heads.push_back(h);
+        const HeadState &a = states[size_t(h)], &b = states[size_t(heads[0])];
+        uniform = uniform && a.mode == b.mode && a.window == b.window && a.sink == b.sink &&
+                  a.recent == b.recent;
+      }
+    torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
+    if (uniform) {
+      allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
+    } else {
+      std::vector<torch::Tensor> masks;
+      for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+      allowed = torch::stack(masks).view({1, n, group, T, L});
+    }
+    if (reuse && !seg.bounded) {
+      // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
+      // anchor head selected. Full segments hold every position, so position = index.
+      allowed = allowed.expand({B, n, group, T, L}).clone();
+      for (size_t i = 0; i < heads.size(); ++i) {
+        int64_t a = options_.anchor_map[size_t(layer)][size_t(heads[i])];
+        if (a < 0 || states[size_t(heads[i])].mode != HeadMode::kOrdinary ||
+            !selected_.at(size_t(a)).defined())
+          continue;
+        torch::Tensor picked = torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
+        picked.scatter_add_(2, selected_[size_t(a)], selected_valid_[size_t(a)]);
+        torch::Tensor slot = allowed.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+        slot.copy_(slot & (picked > 0));
+      }
+    }
+    torch::Tensor q_index;  // the reference path uploads a gather's indices per call
+    torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
+    torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+    scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
+    if (anchor) {
+      // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
+      const int64_t topk = std::min(options_.anchor_topk, L);
+      for (size_t i = 0; i < heads.size(); ++i) {
+        if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
+        auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+        torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
+        selected_[size_t(heads[i])] = index;  // full segment: index = position
+        selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+      }
+    }
+    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));  // [B, n, g, T, d]
+    for (size_t i = 0; i < heads.size(); ++i) {
+      if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
+      per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+    }
+  }
+  torch::Tensor zeros;
+  for (auto& o : per_head) {
+    if (o.defined()) continue;  // pruned heads contribute nothing
+    if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
+    o = zeros;
+  }
+  return attn->o_proj(torch::stack(per_head, 2).reshape({B, T, H * d}));
+}
+
+torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tensor& qpos) {
+  const ModelConfig& c = model_->config();
+  torch::Tensor x = model_->Embed(tokens, qpos);
+  ChunkRope rope;
+  ring_slots_.clear();
+  for (int64_t l = 0; l < c.layers; ++l) {
+    BlockImpl* b = BlockAt(model_, l);
+    x = x + Attention(l, b->ln1(x), qpos, &rope);
+    x = x + b->Mlp(b->ln2(x));
+  }
+  return x;
+}
+
+torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
+  const ModelConfig& c = model_->config();
+  const int64_t T = tokens.size(1);
+  LeaveRings();
+  AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
+  torch::Tensor qpos = torch::arange(position_, position_ + T,
+                                     torch::dtype(torch::kLong).device(tokens.device()));
+  if (model_->wpe)
+    TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
+  torch::Tensor x = Blocks(tokens, qpos);
+  position_ += T;
+  Evict(position_);
+  if (last_only) x = x.narrow(1, T - 1, 1);
+  return model_->Logits(x);  // as GptImpl::forward: fp32 logits
+}
+
+bool AohDecoder::PrepareGraphCaches(int64_t batch) {
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer)
+      if (!s.k_buf.defined() || s.k_buf.size(0) != batch) return false;
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer) {
+      if (!s.bounded) {
+        // The step writes slot position_, and the kernel plans its splits over every slot
+        // (decode_attention.h): keep the capacity within a slack of the position, so that
+        // the splits past it are few (a prefill's doubling can leave twice the slots).
+        const int64_t slack = std::max<int64_t>(64, position_ / 16), cap = s.k_buf.size(2);
+        if (cap <= position_ || cap > position_ + 1 + 2 * slack) {
+          Regrow(&s.k_buf, s.entries, position_ + 1 + slack, s.k_buf);
+          Regrow(&s.v_buf, s.entries, position_ + 1 + slack, s.v_buf);
+        }
+        continue;
+      }
+      if (s.ring > 0) continue;
+      // Linear -> ring: keep the positions the step may see (evicting any awaiting
+      // compaction) and move each to its ring slot.
+      const auto [a, b] = Retained(s, position_);
+      std::vector<int64_t> src, dst, kept;
+      for (int64_t i = 0; i < s.entries; ++i) {
+        if (i >= a && i < s.entries - b) continue;
+        src.push_back(i);
+        kept.push_back(s.positions[size_t(i)]);
+        dst.push_back(RingSlot(kept.back(), s.sink, s.recent));
+      }
+      if (s.k_buf.size(2) < s.sink + s.recent) {
+        Regrow(&s.k_buf, s.entries, s.sink + s.recent, s.k_buf);
+        Regrow(&s.v_buf, s.entries, s.sink + s.recent, s.v_buf);
+      }
+      Relayout(&s, src, dst);
+      s.positions = kept;
+      s.entries = int64_t(kept.size());
+      s.ring = s.recent;
+    }
+  return true;
+}
+
+void AohDecoder::LeaveRings() {
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer) {
+      if (s.ring == 0) continue;
+      std::vector<int64_t> src, dst;
+      for (size_t i = 0; i < s.positions.size(); ++i) {
+        src.push_back(RingSlot(s.positions[i], s.sink, s.ring));
+        dst.push_back(int64_t(i));
+      }
+      Relayout(&s, src, dst);
+      s.ring = 0;
+    }
+}
+
+torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
+#if HEADLAB_TORCH_CUDA
+  const int64_t B = token.size(0);
+  if (!PrepareGraphCaches(B)) return torch::Tensor();
+  std::vector<const void*> buffers;
+  for (const auto& layer : layers_)
+    for (const KvSegment& s : layer) {
+      buffers.push_back(s.k_buf.data_ptr());
+      buffers.push_back(s.v_buf.data_ptr());
+    }
+  if (step_graph_ && step_graph_->token.size(0) == B && step_graph_->buffers == buffers) {
+    step_graph_->token.copy_(token.view({B, 1}));
+    step_graph_->position.fill_(position_);
+  } else {
+    step_graph_.reset();  // its memory pool goes before the next capture takes one
+    auto g = std::make_unique<StepGraph>();
+    g->token = token.view({B, 1}).to(torch::kLong).clone();
+    g->position = torch::full({1}, position_, torch::dtype(torch::kLong).device(token.device()));
+    g->buffers = buffers;
+    // The step's body: the blocks at the device position, then the logits (as Chunk).
+    auto body = [&] {
+      AutocastScope autocast(model_->precision(), token.device());
+      return model_->Logits(Blocks(g->token, g->position)).squeeze(1);
+    };
+    torch::cuda::synchronize();
+    // Autocast's casts of the weights are recorded in the graph (they follow the weights),
+    // not cached outside it where a later clear would free what the graph reads.
+    const bool cast_cache = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    capturing_ = true;
+    try {
+      c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
+      // A warm-up run on the capture stream (library workspaces, index uploads). It writes
+      // this step's keys and values to their slots; the replay below writes the same.
+      body();
+      at::cuda::getCurrentCUDAStream().synchronize();
+      g->graph.capture_begin();
+      g->logits = body();
+      g->graph.capture_end();
+    } catch (...) {
+      capturing_ = false;
+      at::autocast::set_autocast_cache_enabled(cast_cache);
+      throw;
+    }
+    capturing_ = false;
+    at::autocast::set_autocast_cache_enabled(cast_cache);
+    step_graph_ = std::move(g);
+    ++graph_captures_;
+  }
+  step_graph_->graph.replay();
+  ++graph_replays_;
+  for (auto& layer : layers_)
+    for (KvSegment& s : layer) {
+      if (s.bounded) s.positions.push_back(position_);
+      ++s.entries;
+    }
+  position_ += 1;
+  Evict(position_);
+  return step_graph_->logits.clone();  // the next replay overwrites the static output
+#else
+  (void)token;
+  return torch::Tensor();
+#endif
+}
+
+void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {
+  torch::NoGradGuard no_grad;
+  const int64_t T = tokens.size(1);
+  for (int64_t start = 0; start < T; start += options_.prefill_chunk) {
+    const int64_t len = std::min(options_.prefill_chunk, T - start);
+    const bool last = start + len == T;
+    const int64_t first = position_;
+    torch::Tensor logits = Chunk(tokens.narrow(1, start, len), last_only);
+    if (!last_only) on_chunk(first, logits);
+    if (last_only && last) on_chunk(position_ - 1, logits);
+  }
+}
+
+torch::Tensor AohDecoder::Prefill(const torch::Tensor& tokens) {
+  std::vector<torch::Tensor> parts;
+  Prefill(tokens, [&](int64_t, const torch::Tensor& logits) { parts.push_back(logits); });
+  return torch::cat(parts, 1);
+}
+
+torch::Tensor AohDecoder::Step(const torch::Tensor& token) {
+  torch::NoGradGuard no_grad;
+  if (graph_ && token.is_cuda()) {
+    torch::Tensor logits = GraphStep(token.view({-1}));
+    if (logits.defined()) return logits;  // else an empty cache: this step runs as a chunk
+  }
+  return Chunk(token.view({-1, 1}), /*last_only=*/false).squeeze(1);
+}
+
+}  // namespace headlab::aoh

@@ -1,0 +1,190 @@
+// Inference with a KV cache for a hybrid-head model (AoH §5, App. J.3): chunked prefill that
+// evicts streaming heads' keys after every chunk, incremental decode, optional anchor-reuse
+// (App. J.2), KV-cache bytes. Included only by LibTorch translation units.
+//
+// The decoder runs the model's own modules (GptImpl: wte, wpe, blocks[i].{ln1, attn.{q,k,v,o}
+// _proj, ln2, fc, proj}, ln_f) and reads each head's state from the hybrid layer when it is
+// created, so it computes exactly GptImpl::forward with those states (tested), one chunk at
+// a time instead of the whole sequence.
+//
+// Cache layout: per layer, KV heads are grouped into segments that share a retention policy
+// (the contiguous slices of AoH §5; after ReorderLayer they are literal slices):
+//   full      every position (retrieval heads: ordinary)
+//   bounded   positions p < sink or p > next - recent, evicted after every chunk; sink +
+//             recent - 1 entries persist between chunks, at most sink + recent while a
+//             one-token decode step runs (streaming(sink, recent); local(W) = bounded(0, W))
+// A KV head is bounded only when every non-pruned query head reading it (GQA) has the same
+// bounded policy; otherwise it is kept in full and each query head applies its own mask.
+// KV heads read only by pruned heads are not cached. Fixed (SAF) heads are not supported.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "common/status.h"
+#include "payload/exec/model.h"
+#include "payload/methods/aoh/aoh_options.h"
+
+namespace headlab::aoh {
+
+// The attention paths of the decoder, as run provenance names them (attention_paths).
+inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
+inline constexpr const char* kDecoderFusedLabel =
+    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: kv_cache_reference)";
+inline constexpr const char* kDecoderGraphLabel =
+    "kv_cache_fused_decode_graph (split-K decode kernel, each step replayed as one CUDA graph; "
+    "prefill chunks: kv_cache_reference)";
+
+struct DecoderOptions {
+  // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
+  // O(sink + recent).
+  int64_t prefill_chunk = 512;
+  // Anchor-reuse (App. J.2): > 1 enables blocks of this many layers; anchor_map[layer][head]
+  // (AnchorHeadMap) names the anchor head whose top-k key indices a reuse retrieval head
+  // attends to (its own K/V at those positions); -1 = its own mask.
+  int64_t anchor_block = 0;
+  int64_t anchor_topk = 64;
+  std::vector<std::vector<int64_t>> anchor_map;
+  // The path wanted for decode steps (aoh_options.h); DecoderPathLabel says which one they
+  // take. On kGraph, bounded segments are rings while steps run (KvSegment::ring).
+  DecodePath path = DecodePath::kGraph;
+};
+
+// Returns the label of the path the decode steps of a decoder for `model` on `device` take
+// with `options`: the reference unless this build has the decode kernel, the device is
+// CUDA, options.path is not kReference, no anchor-reuse, head_dim 64 or 128 and at most 16
+// query heads per KV head; then kDecoderGraphLabel for kGraph, else kDecoderFusedLabel.
+const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
+                             const DecoderOptions& options);
+
+// One group of a layer's KV heads with one retention policy (see the file comment).
+// Keys and values live in a buffer of `capacity` >= entries positions that grows by
+// doubling, so a decode step appends in place instead of copying the cache.
+struct KvSegment {
+  std::vector<int64_t> kv_heads;  // KV head indices in the layer
+  bool bounded = false;
+  int64_t sink = 0, recent = 0;   // bounded only
+  torch::Tensor k_buf, v_buf;     // [B, len(kv_heads), capacity, d], undefined while empty
+  // Cached positions: k_buf[:, :, :entries]. On the fused path a bounded segment may also
+  // hold up to 64 evicted entries awaiting compaction (AohDecoder::Evict): they lead the
+  // recent run, no head sees them, and KvBytes / KvEntries do not count them.
+  int64_t entries = 0;
+  // Bounded: the cached positions, ascending (host-side, so eviction needs no device
+  // sync). Full segments hold every position 0..entries-1.
+  std::vector<int64_t> positions;
+  // Bounded, while graph decode steps run (DecodePath::kGraph): the ring layout of
+  // decode_attention.h with lead = sink and ring = recent, so position p sits in slot
+  // p < sink ? p : sink + (p - sink) mod recent and a step's slot follows from its position
+  // on the device. `positions` and `entries` still count the retained positions; the
+  // buffer holds sink + recent slots. 0: the linear layout (slot i holds positions[i]).
+  int64_t ring = 0;
+  torch::Tensor kv_index;  // kv_heads on the device, made once when they are not a run
+  // The slot -> position map (kernels/decode_attention.h): slot s < lead holds position s,
+  // slot s >= lead position tail_start + s - lead. Bounded positions are always of this
+  // form (the sink run, then one contiguous recent run); full segments have lead = entries.
+  int64_t lead() const;
+  int64_t tail_start() const;
+  torch::Tensor k() const { return k_buf.narrow(2, 0, entries); }
+  torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
+};
+
+struct ChunkRope;  // RoPE's tables for one chunk (streaming_decode.cc)
+struct StepGraph;  // a captured decode step (streaming_decode.cc)
+
+class AohDecoder {
+ public:
+  // Builds a decoder for `model` (which must outlive it) from the model's current head
+  // states. InvalidArgument for fixed heads or a bad option.
+  static StatusOr<std::unique_ptr<AohDecoder>> Create(GptImpl* model, const DecoderOptions& options);
+
+  // Runs tokens [B, T] at the next T positions in chunks of prefill_chunk and returns their
+  // logits [B, T, vocab]. With learned positions, position + T must stay within the
+  // model's context (TORCH_CHECK).
+  torch::Tensor Prefill(const torch::Tensor& tokens);
+  // The same, handing each chunk's logits [B, T_chunk, vocab] (first position `start`) to
+  // `on_chunk` instead of keeping them all; with `last_only`, only the last position's
+  // logits are computed and handed over ([B, 1, vocab], one call at the end).
+  using ChunkFn = std::function<void(int64_t start, const torch::Tensor& logits)>;
+  void Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only = false);
+  // Runs one token per sequence ([B]) at the next position; returns logits [B, vocab].
+  torch::Tensor Step(const torch::Tensor& token);
+
+  // The next position (tokens seen so far).
+  int64_t position() const { return position_; }
+  // Bytes of all cached keys and values (live entries: those AoH §5 retains).
+  int64_t KvBytes() const;
+  // Bytes allocated for them (capacity; at most twice the peak entries plus a chunk).
+  int64_t KvCapacityBytes() const;
+  // Cached positions of KV head `kv_head` of `layer` (0 when not cached).
+  int64_t KvEntries(int64_t layer, int64_t kv_head) const;
+  // The segments of `layer`.
+  const std::vector<KvSegment>& segments(int64_t layer) const { return layers_[size_t(layer)]; }
+  // Empties the cache and returns to position 0. The cache buffers (and a captured decode
+  // step) are kept for the next sequence of the same batch size.
+  void Reset();
+  // Decode steps replayed from a CUDA graph so far, and graphs captured (a capture happens
+  // on the first graph step and again when a buffer has to grow or the batch size changes).
+  int64_t graph_replays() const { return graph_replays_; }
+  int64_t graph_captures() const { return graph_captures_; }
+
+  ~AohDecoder();
+
+ private:
+  AohDecoder(GptImpl* model, const DecoderOptions& options);
+  // Runs one chunk [B, T] at positions [position_, position_ + T) and returns its logits
+  // (only the last position's with `last_only`).
+  torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
+  // The blocks for tokens [B, T] at positions qpos [T] (a device tensor): the hidden states
+  // [B, T, C] before ln_f. Shared by Chunk and the captured decode step.
+  torch::Tensor Blocks(const torch::Tensor& tokens, const torch::Tensor& qpos);
+  // The layer's attention for x [B, T, C] at positions qpos [T]: appends the chunk's keys
+  // and values, then runs the decode kernel (a decode step on the fused path) or the
+  // reference. *rope holds the chunk's RoPE tables, made by the first layer. While a graph
+  // step is captured (capturing_), the keys go to the slot qpos names on the device and the
+  // kernel reads the position from qpos.
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos,
+                          ChunkRope* rope);
+  // Appends one chunk's keys and values [B, KV, T, d] to the layer's segments.
+  void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  // The captured step's append: keys and values [B, KV, 1, d] written to the slot of the
+  // position in qpos [1] (full segments: the position; rings: its ring slot).
+  void AppendAt(int64_t layer, const torch::Tensor& k, const torch::Tensor& v,
+                const torch::Tensor& qpos);
+  // One decode step's attention through the decode kernel: q [B, H, 1, d] at position_
+  // (or at the device position `qpos` while capturing), its keys and values already
+  // appended; returns [B, H, d].
+  torch::Tensor FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos);
+  void Evict(int64_t next_position);
+  // A decode step through the captured graph: token [B] on CUDA. Returns the logits, or an
+  // undefined tensor when this step has to run as a chunk (an empty cache).
+  torch::Tensor GraphStep(const torch::Tensor& token);
+  // Makes every cache ready for graph steps of batch B at position_: full segments with a
+  // free slot for the step, bounded ones in the ring layout; false when a cache is empty.
+  bool PrepareGraphCaches(int64_t batch);
+  // Returns bounded segments to the linear layout (before a prefill chunk or a step off
+  // the graph).
+  void LeaveRings();
+
+  GptImpl* model_;
+  DecoderOptions options_;
+  std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
+  bool fused_ = false;                           // decode steps take the decode kernel
+  bool graph_ = false;                           // ... replayed from a CUDA graph
+  bool capturing_ = false;                       // Blocks runs the graph step's body
+  std::unique_ptr<StepGraph> step_graph_;
+  // While a step is captured: each ring shape's slot for the step's position,
+  // {sink, ring} -> [1] long (AppendAt), made once per step.
+  std::map<std::pair<int64_t, int64_t>, torch::Tensor> ring_slots_;
+  int64_t graph_replays_ = 0, graph_captures_ = 0;
+  std::vector<std::vector<KvSegment>> layers_;   // [layer][segment]
+  std::vector<torch::Tensor> selected_;          // anchor heads' top-k positions [B, T, k]
+  std::vector<torch::Tensor> selected_valid_;    // ... and which of them are real keys
+  int64_t position_ = 0;
+};
+
+}  // namespace headlab::aoh

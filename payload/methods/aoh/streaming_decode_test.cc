@@ -1,0 +1,161 @@
+#include "payload/methods/aoh/streaming_decode.h"
+
+#include <catch2/catch.hpp>
+
+#include "payload/methods/aoh/aoh_model.h"
+#include "payload/methods/aoh/aoh_testing.h"
+
+namespace headlab::aoh {
+namespace {
+
+std::unique_ptr<AohDecoder> MakeDecoder(Gpt& model, DecoderOptions o = {}) {
+  auto d = AohDecoder::Create(model.get(), o);
+  REQUIRE(d.ok());
+  return std::move(d.value());
+}
+
+// Logits of every position, one Step at a time: [B, T, vocab].
+torch::Tensor DecodeAll(AohDecoder& d, const torch::Tensor& idx) {
+  std::vector<torch::Tensor> out;
+  for (int64_t t = 0; t < idx.size(1); ++t) out.push_back(d.Step(idx.select(1, t)));
+  return torch::stack(out, 1);
+}
+
+TEST_CASE("aoh decode: ordinary heads, step-by-step logits equal the full forward") {
+  for (const char* pos : {"learned", "rope"}) {
+    for (int64_t kv : {4, 2}) {
+      torch::manual_seed(21);
+      Gpt model(TinyModelConfig(pos, 4, kv));
+      torch::NoGradGuard no_grad;
+      torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
+      torch::Tensor full = model->forward(idx);
+      auto d = MakeDecoder(model);
+      CHECK(torch::allclose(DecodeAll(*d, idx), full, 1e-4, 1e-5));
+      CHECK(d->position() == 24);
+      CHECK(d->KvBytes() == 2 /*layers*/ * 2 /*K,V*/ * 2 * kv * 24 * 8 * 4);
+      // Chunked prefill (chunks of 5, the last one short) gives the same logits.
+      DecoderOptions o;
+      o.prefill_chunk = 5;
+      auto p = MakeDecoder(model, o);
+      CHECK(torch::allclose(p->Prefill(idx), full, 1e-4, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("aoh decode: streaming heads match the hybrid layer and stay within sink + recent") {
+  torch::manual_seed(22);
+  Gpt model(TinyModelConfig("rope", 4, 2));
+  torch::NoGradGuard no_grad;
+  AohOptions o;
+  o.sink = 2;
+  o.recent = 3;
+  auto plan = PlanAoh(*model, o);
+  REQUIRE(plan.ok());
+  ApplyPlan(*model, plan.value());
+  torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
+  torch::Tensor masked = model->forward(idx);  // the hybrid layer's streaming masks
+
+  auto d = MakeDecoder(model);
+  std::vector<torch::Tensor> out;
+  for (int64_t t = 0; t < 24; ++t) {
+    out.push_back(d->Step(idx.select(1, t)));
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t g = 0; g < 2; ++g) {
+        const int64_t entries = d->KvEntries(l, g);
+        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming)
+          CHECK(entries <= o.sink + o.recent);
+        else
+          CHECK(entries == t + 1);
+      }
+  }
+  CHECK(torch::allclose(torch::stack(out, 1), masked, 1e-4, 1e-5));
+  // Half the KV groups keep 2 + 3 - 1 entries between steps instead of 24.
+  CHECK(d->KvBytes() == 2 * 2 * 2 * (24 + 4) * 8 * 4);
+  CHECK(d->KvCapacityBytes() >= d->KvBytes());
+
+  // In the contiguous layout of AoH §5 (retrieval KV heads first) the segments are slices
+  // and the function is unchanged.
+  std::vector<HeadOrder> orders = PlanOrders(plan.value(), 4);
+  for (int64_t l = 0; l < 2; ++l) ReorderLayer(*model, l, orders[size_t(l)]);
+  auto r = MakeDecoder(model);
+  CHECK(r->segments(0)[0].kv_heads == std::vector<int64_t>{0});
+  CHECK(torch::allclose(DecodeAll(*r, idx), masked, 1e-4, 1e-5));
+  for (int64_t l = 0; l < 2; ++l) ReorderLayer(*model, l, InverseOrder(orders[size_t(l)]));
+
+  // Chunked prefill evicts after every chunk and still computes the same function.
+  for (int64_t chunk : {1, 4, 7, 24}) {
+    DecoderOptions c;
+    c.prefill_chunk = chunk;
+    auto p = MakeDecoder(model, c);
+    int64_t seen = 0;
+    p->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
+      CHECK(start == seen);
+      CHECK(torch::allclose(logits, masked.narrow(1, start, logits.size(1)), 1e-4, 1e-5));
+      seen += logits.size(1);
+      for (int64_t l = 0; l < 2; ++l)
+        for (const KvSegment& s : p->segments(l))
+          if (s.bounded) CHECK(s.entries <= o.sink + o.recent);
+    });
+    CHECK(seen == 24);
+    // Last-position-only prefill hands over one [B, 1, vocab] slice.
+    auto q = MakeDecoder(model, c);
+    q->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
+      CHECK(start == 23);
+      CHECK(torch::allclose(logits.squeeze(1), masked.select(1, 23), 1e-4, 1e-5));
+    }, /*last_only=*/true);
+  }
+}
+
+TEST_CASE("aoh decode: local and pruned heads, mixed GQA groups, fixed heads rejected") {
+  torch::manual_seed(23);
+  Gpt model(TinyModelConfig("learned", 4, 2));
+  torch::NoGradGuard no_grad;
+  HeadState local{HeadMode::kLocal};
+  local.window = 4;
+  HeadState streaming{HeadMode::kStreaming};
+  streaming.sink = 1;
+  streaming.recent = 4;
+  model->attention(0)->SetHeadState(0, local);
+  model->attention(0)->SetHeadState(1, local);       // group 0: bounded(0, 4)
+  model->attention(0)->SetHeadState(2, streaming);   // group 1: mixed -> kept in full
+  model->attention(1)->SetHeadState(0, HeadState{HeadMode::kPruned});
+  model->attention(1)->SetHeadState(1, HeadState{HeadMode::kPruned});  // group 0 not cached
+  torch::Tensor idx = torch::randint(0, 32, {1, 24}, torch::kLong);
+  torch::Tensor masked = model->forward(idx);
+  auto d = MakeDecoder(model);
+  CHECK(torch::allclose(DecodeAll(*d, idx), masked, 1e-4, 1e-5));
+  CHECK(d->KvEntries(0, 0) == 3);
+  CHECK(d->KvEntries(0, 1) == 24);
+  CHECK(d->KvEntries(1, 0) == 0);
+  CHECK(d->KvEntries(1, 1) == 24);
+
+  model->attention(1)->SetFixedCompact(3, torch::zeros({24}), torch::zeros({24}), torch::zeros({24}));
+  CHECK_FALSE(AohDecoder::Create(model.get(), DecoderOptions{}).ok());
+}
+
+TEST_CASE("aoh decode: anchor-reuse attends to the anchor head's top-k positions") {
+  torch::manual_seed(24);
+  Gpt model(TinyModelConfig("rope", 4, 4, 24, 4));
+  torch::NoGradGuard no_grad;
+  torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
+  torch::Tensor full = model->forward(idx);
+  std::vector<std::vector<Role>> roles(4, std::vector<Role>(4, Role::kRetrieval));
+  DecoderOptions o;
+  o.anchor_block = 2;
+  o.anchor_map = AnchorHeadMap(*model, roles, 2);
+  o.anchor_topk = 24;  // every key selected: the same as full attention
+  CHECK(torch::allclose(MakeDecoder(model, o)->Prefill(idx), full, 1e-4, 1e-5));
+  o.anchor_topk = 3;
+  torch::Tensor sparse = MakeDecoder(model, o)->Prefill(idx);
+  CHECK_FALSE(torch::allclose(sparse, full, 1e-3, 1e-3));
+  // Up to 3 positions every query sees all its keys.
+  CHECK(torch::allclose(sparse.narrow(1, 0, 3), full.narrow(1, 0, 3), 1e-4, 1e-5));
+  // Decode and prefill select the same indices.
+  auto d = MakeDecoder(model, o);
+  CHECK(torch::allclose(DecodeAll(*d, idx), sparse, 1e-4, 1e-5));
+  o.anchor_map.pop_back();
+  CHECK_FALSE(AohDecoder::Create(model.get(), o).ok());
+}
+
+}  // namespace
+}  // namespace headlab::aoh

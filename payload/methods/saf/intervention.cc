@@ -1,0 +1,239 @@
+// One SAF intervention: calibration, ranking, fitting, installation (Alg. 1, Table 13).
+#include "payload/methods/saf/intervention.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace headlab::saf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The per-head scores of `kind` (u = l H + h) and the candidate order over all heads.
+struct Ranking {
+  std::vector<double> scores;
+  std::vector<int64_t> order;
+};
+
+StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
+                       const OutputStats* outputs, const GradientEma* gradient,
+                       const std::vector<double>& gate_taylor) {
+  const int64_t L = stats.layers(), H = stats.heads();
+  Ranking r;
+  std::vector<double> var(size_t(L * H));
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) var[size_t(l * H + h)] = stats.VarianceScore(l, h);
+  if (NeedsGradientEma(o.score) && (!gradient || gradient->empty()))
+    return Status::InvalidArgument(std::string("saf.score ") + ScoreKindName(o.score) +
+                                   " needs the Q/K gradient EMA, fed by the training loop");
+  switch (o.score) {
+    case ScoreKind::kVariance:
+    case ScoreKind::kRandom:  // random ranks by variance first: its per-layer counts
+      r.scores = var;
+      break;
+    case ScoreKind::kForwardKl:
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h) r.scores.push_back(stats.ForwardKlScore(l, h));
+      break;
+    case ScoreKind::kGradient: r.scores = gradient->scores(); break;
+    case ScoreKind::kRankSum: r.scores = RankSumScores(var, gradient->scores()); break;
+    case ScoreKind::kGradientVeto:
+      r.scores = var;
+      r.order = GradientVetoOrder(var, gradient->scores());
+      return r;
+    case ScoreKind::kMagnitude: r.scores = MagnitudeScores(*outputs); break;
+    case ScoreKind::kRedundancy: r.scores = RedundancyScores(*outputs); break;
+    case ScoreKind::kResidualCos: r.scores = ResidualCosScores(*outputs); break;
+    case ScoreKind::kResidualRel: r.scores = ResidualRelScores(*outputs); break;
+    case ScoreKind::kGateTaylor: r.scores = gate_taylor; break;
+  }
+  if (int64_t(r.scores.size()) != L * H)
+    return Status::InvalidArgument("saf: score vector has " + std::to_string(r.scores.size()) +
+                                   " entries for " + std::to_string(L * H) + " heads");
+  r.order = IncreasingOrder(r.scores);
+  return r;
+}
+
+}  // namespace
+
+CompactFitOptions FitOptionsOf(const SafOptions& o) {
+  CompactFitOptions f;
+  f.steps = o.fit_steps;
+  f.lr = o.fit_lr;
+  f.max_kl = o.fit_max_kl;
+  f.path = o.fit_path == "dense" ? NormalizerPath::kDense : NormalizerPath::kFft;
+  return f;
+}
+
+Status InstallPattern(HybridAttentionImpl& layer, int64_t h, const FixedPattern& p) {
+  const int64_t context = layer.fixed_alpha.size(1);
+  const torch::TensorOptions to = layer.fixed_alpha.options();
+  if (p.dense) {
+    if (p.p.size(0) != context || p.p.size(1) != context)
+      return Status::InvalidArgument("saf: dense pattern is " + std::to_string(p.p.size(0)) +
+                                     " long, the model context is " + std::to_string(context));
+    layer.SetFixedDense(h, p.p.to(to));
+  } else {
+    if (p.alpha.size(0) != context)
+      return Status::InvalidArgument("saf: compact pattern is " + std::to_string(p.alpha.size(0)) +
+                                     " long, the model context is " + std::to_string(context));
+    layer.SetFixedCompact(h, p.alpha.to(to), p.rho.to(to), p.log_z.to(to));
+  }
+  return Status::Ok();
+}
+
+void RevertToOrdinary(HybridAttentionImpl& layer, int64_t h) { layer.SetHeadState(h, HeadState{}); }
+
+std::vector<torch::Tensor> DrawCalibrationBatches(const TokenSpan& split, int64_t context,
+                                                  int64_t sequences, int64_t batch,
+                                                  uint64_t seed, torch::Device device) {
+  BatchSampler sampler(seed ^ kCalibrationSalt, context);
+  std::vector<torch::Tensor> out;
+  for (int64_t done = 0; done < sequences; done += batch) {
+    const int64_t b = std::min(batch, sequences - done);
+    std::vector<int64_t> tokens;
+    sampler.Next(split, b, &tokens);  // windows of context + 1 tokens
+    torch::Tensor t = torch::tensor(tokens, torch::kLong).view({b, context + 1});
+    out.push_back(t.narrow(1, 0, context).contiguous().to(device));
+  }
+  return out;
+}
+
+StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const InterventionInputs& in) {
+  const int64_t L = int64_t(in.layers.size()), H = in.view.heads;
+  if (L == 0 || int64_t(in.view.layers.size()) != L)
+    return Status::InvalidArgument("saf: the model view and the attention layers disagree");
+  // Installation is the same for both; the caller makes trainable heads' alpha/rho
+  // parameters afterwards (HybridAttentionImpl::MakeFixedTrainable).
+  if (o.trainable && !TrainablePatternOk(o))
+    return Status::InvalidArgument(
+        "saf.trainable = 1 needs compact patterns (saf.method replace, saf.pattern mean with "
+        "saf.storage compact, or structured_random): only they have alpha/rho to train");
+  if (in.calibration.empty())
+    return Status::InvalidArgument("saf: no calibration batches");
+  const int64_t T = in.calibration[0].size(1), context = in.layers[0]->fixed_alpha.size(1);
+  if (T != context)
+    return Status::InvalidArgument("saf: calibration length " + std::to_string(T) +
+                                   " must equal the model context " + std::to_string(context));
+  InterventionResult result;
+  InterventionReport& rep = result.report;
+  rep.event = in.event;
+  rep.step = in.step;
+  rep.schedule = ScheduleKindName(o.schedule);
+  rep.score = in.prescribed.empty() ? ScoreKindName(o.score) : "prescribed";
+  rep.pattern = o.method == "prune" ? "none" : PatternKindName(o.pattern);
+  rep.storage = o.pattern == PatternKind::kMean ? o.storage
+                : o.pattern == PatternKind::kStructuredRandom ? "compact" : "dense";
+
+  // Calibration (App. A.1), plus the output-aware pass when the score needs it.
+  Clock::time_point t0 = Clock::now();
+  CalibrationStats stats(L, H, PatternNeeds(o.pattern));
+  Calibrate(in.view, in.calibration, &stats);
+  OutputStats outputs;
+  if (in.prescribed.empty() && NeedsOutputPass(o.score)) {
+    const auto& batches = in.output_calibration.empty() ? in.calibration : in.output_calibration;
+    outputs = CalibrateOutputs(in.view, batches, stats, o.output_queries);
+  }
+  std::vector<double> gate_taylor;  // eq. 19 on the same calibration sequences (App. C.3.4)
+  if (in.prescribed.empty() && o.score == ScoreKind::kGateTaylor)
+    gate_taylor = NormalizeGateTaylor(GateTaylorImportance(in.view, in.calibration), H);
+  rep.cost.calibration_s = Seconds(t0);
+
+  // Ranking (§3.1): only heads that still use ordinary attention are candidates.
+  t0 = Clock::now();
+  auto ranking = Rank(o, stats, &outputs, in.gradient, gate_taylor);
+  if (!ranking.ok()) return ranking.status();
+  std::vector<bool> eligible(size_t(L * H));
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      eligible[size_t(l * H + h)] = in.layers[size_t(l)]->head_states()[size_t(h)].mode == HeadMode::kOrdinary;
+  std::vector<HeadId> order;
+  for (const HeadId& u : HeadsInOrder(ranking->order, H))
+    if (eligible[size_t(u.layer * H + u.head)]) order.push_back(u);
+  rep.cost.ranking_s = Seconds(t0);
+
+  // Fitting (eq. 3-4): lazily, in candidate order, until k pass (Alg. 1 l.11-23).
+  t0 = Clock::now();
+  const CompactFitOptions fit_options = FitOptionsOf(o);
+  std::map<int64_t, CompactFit> fits;  // u -> fit
+  // Gate-Taylor pruning has no fit rule (App. C.3.4): its heads get no pattern.
+  const bool fit_free = o.method == "prune" && o.score == ScoreKind::kGateTaylor;
+  FitFn fit = [&](const HeadId& u) {
+    if (fit_free) return FitOutcome{0.0, true};
+    CompactFit f = FitCompact(PrepareTarget(stats.Mean(u.layer, u.head), fit_options.floor), fit_options);
+    fits[u.layer * H + u.head] = f;
+    return FitOutcome{f.kl, f.accepted};
+  };
+  StatusOr<Selection> selection = Status::Internal("unset");
+  if (!in.prescribed.empty()) {
+    for (const HeadId& u : in.prescribed)
+      if (u.layer < 0 || u.layer >= L || u.head < 0 || u.head >= H ||
+          !eligible[size_t(u.layer * H + u.head)])
+        return Status::InvalidArgument("saf: prescribed head " + std::to_string(u.layer) + "." +
+                                       std::to_string(u.head) + " is not an ordinary head");
+    selection = SelectPrescribed(in.prescribed, fit);
+  } else if (o.score == ScoreKind::kRandom) {
+    // Random selection matches the per-layer counts of the variance selection (App. C.3.1).
+    auto reference = SelectInOrder(order, in.k, fit);
+    if (!reference.ok()) return reference.status();
+    std::vector<HeadId> shuffled;
+    for (const HeadId& u : ShuffledHeads(L, H, in.selection_seed ^ 0x7A4D0ULL))
+      if (eligible[size_t(u.layer * H + u.head)]) shuffled.push_back(u);
+    order = shuffled;
+    selection = SelectWithLayerQuota(order, PerLayerCounts(reference->heads, L), fit);
+  } else {
+    selection = SelectInOrder(order, in.k, fit);
+  }
+  rep.cost.fitting_s = Seconds(t0);
+  if (!selection.ok()) return selection.status();
+
+  // Installation: build each pattern (sampled ones drawn here, once) and set the heads.
+  t0 = Clock::now();
+  for (const HeadId& u : selection->heads) {
+    if (!in.install) {
+      result.installed.push_back(u);
+      continue;
+    }
+    if (o.method == "prune") {  // the pruning control: the same heads, removed (App. C.3.1)
+      HeadState pruned;
+      pruned.mode = HeadMode::kPruned;
+      in.layers[size_t(u.layer)]->SetHeadState(u.head, pruned);
+      result.installed.push_back(u);
+      result.patterns.emplace_back();
+      continue;
+    }
+    FixedPattern p = BuildPattern(o, stats, u.layer, u.head, fits.at(u.layer * H + u.head));
+    HEADLAB_RETURN_IF_ERROR(InstallPattern(*in.layers[size_t(u.layer)], u.head, p));
+    result.installed.push_back(u);
+    result.patterns.push_back(std::move(p));
+  }
+  rep.cost.installation_s = Seconds(t0);
+  rep.k = int64_t(result.installed.size());
+  rep.fits_run = selection->fitted;
+  rep.fits_rejected = int64_t(selection->rejected.size());
+
+  std::map<int64_t, int64_t> rank_of;
+  for (size_t i = 0; i < order.size(); ++i) rank_of[order[i].layer * H + order[i].head] = int64_t(i);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t u = l * H + h;
+      HeadMapRow row;
+      row.layer = l;
+      row.head = h;
+      row.role = HeadModeName(in.layers[size_t(l)]->head_states()[size_t(h)].mode);
+      row.score = ranking->scores[size_t(u)];
+      row.rank = rank_of.count(u) ? rank_of[u] : -1;
+      if (fits.count(u)) row.fit_kl = fits[u].kl;
+      for (size_t i = 0; i < result.installed.size(); ++i)
+        if (result.installed[i].layer == l && result.installed[i].head == h) row.pattern = o.method == "prune" ? "" : rep.pattern;
+      rep.head_map.push_back(row);
+    }
+  return result;
+}
+
+}  // namespace headlab::saf
