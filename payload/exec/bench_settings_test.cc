@@ -27,6 +27,8 @@ TEST_CASE("bench settings: defaults come from the model and training config") {
   CHECK(s->repeats == 10);
   CHECK(s->lengths == std::vector<int64_t>{64});
   CHECK(s->batch_sizes == std::vector<int64_t>{3});
+  CHECK(s->decode_batch_sizes == std::vector<int64_t>{1});  // bench-decode: one sequence
+  CHECK(s->decode_path == "graph");
   CHECK(s->fixed_heads.empty());
 }
 
@@ -36,6 +38,7 @@ TEST_CASE("bench settings: lists, fixed heads with wildcards, errors name the ke
   REQUIRE(s.ok());
   CHECK(s->lengths == std::vector<int64_t>{16, 32});
   CHECK(s->batch_sizes == std::vector<int64_t>{1, 8});
+  CHECK(s->decode_batch_sizes == std::vector<int64_t>{1, 8});
   REQUIRE(s->fixed_heads.size() == 5);  // 0.1 and 1.0-1.3
   CHECK(s->fixed_heads[0].layer == 0);
   CHECK(s->fixed_heads[0].head == 1);

@@ -1,8 +1,6 @@
 // Normalized JSON run config -> ExecConfig.
 #include "payload/exec/exec_config.h"
 
-#include <cmath>
-
 #include "payload/exec/hf_config.h"
 
 namespace headlab {
@@ -54,10 +52,6 @@ class FieldReader {
 };
 
 }  // namespace
-
-int64_t ModelConfig::MlpHidden() const {
-  return mlp_hidden > 0 ? mlp_hidden : int64_t(std::llround(mlp_ratio * double(width)));
-}
 
 StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& file) {
   ExecConfig c;

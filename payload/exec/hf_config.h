@@ -18,7 +18,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
-#include "payload/exec/exec_config.h"
+#include "payload/exec/model_config.h"
 
 namespace headlab {
 

@@ -215,6 +215,9 @@ ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
   const experimentShown = new Promise((resolve) => { experimentReady = resolve; });
   async function refreshRuns() {
     const runsAnswer = get(`/experiments/${id}/runs`, signal);
+    // Awaited below; when the experiment's own answer fails first (e.g. aborted by leaving
+    // the page), this one's rejection must not be left unhandled (a page error).
+    runsAnswer.catch(() => {});
     const exp = await get(`/experiments/${id}`, signal);
     showExperiment(exp);
     experimentReady(exp);

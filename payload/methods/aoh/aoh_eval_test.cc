@@ -112,6 +112,15 @@ TEST_CASE("aoh eval: latency rows carry KV bytes and the device label") {
   // Half the KV heads keep 2 + 6 - 1 entries instead of 44.
   CHECK((*aoh)[1].kv_bytes_decode == 2 * 2 * (2 * 44 + 2 * 7) * 8 * 4);
   CHECK(BenchJson(aoh.value())[0]["context"] == 16);
+  // Batch sizes: a row per (context, batch), the cache B times the bytes.
+  b.contexts = {40};
+  b.batch_sizes = {1, 3};
+  auto batched = BenchmarkLatency(*model, DecoderOptions{}, b);
+  REQUIRE(batched.ok());
+  REQUIRE(batched->size() == 2);
+  CHECK((*batched)[1].batch == 3);
+  CHECK((*batched)[1].kv_bytes_decode == 3 * (*batched)[0].kv_bytes_decode);
+  CHECK(BenchJson(batched.value())[1]["batch"] == 3);
   b.repeats = 0;
   CHECK_FALSE(BenchmarkLatency(*model, DecoderOptions{}, b).ok());
 }

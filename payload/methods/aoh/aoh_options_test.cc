@@ -26,6 +26,12 @@ TEST_CASE("aoh config: missing section or method none disables AoH") {
   CHECK(r->passkey_lengths == std::vector<int64_t>{64, 128});
   CHECK(r->bench_contexts == std::vector<int64_t>{32});
   CHECK(r->options.rope_max_distance == 0);
+  CHECK(r->decode_path == DecodePath::kGraph);  // the schema's default, as the struct's
+  CHECK(AohRunConfig{}.decode_path == DecodePath::kGraph);
+  CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "fused"}})", "t").value())->decode_path == DecodePath::kFused);
+  CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "reference"}})", "t").value())->decode_path ==
+        DecodePath::kReference);
+  CHECK_FALSE(Read(ParseJson(R"({"aoh": {"decode_path": "fast"}})", "t").value()).ok());
   CHECK_FALSE(Read(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})", "t").value()).ok());
   // Without a normalised config the parser says so instead of guessing defaults.
   CHECK_FALSE(AohRunConfigFromJson(Json::object(), "g").ok());
