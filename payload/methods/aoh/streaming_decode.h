@@ -69,7 +69,9 @@ struct KvSegment {
   std::vector<int64_t> kv_heads;  // KV head indices in the layer
   bool bounded = false;
   int64_t sink = 0, recent = 0;   // bounded only
-  torch::Tensor k_buf, v_buf;     // [B, len(kv_heads), capacity, d], undefined while empty
+  // [B, len(kv_heads), capacity, d]; undefined before the first append, kept by Reset.
+  // Slots not written by this sequence hold finite values (zeros, or an earlier sequence's).
+  torch::Tensor k_buf, v_buf;
   // Cached positions: k_buf[:, :, :entries]. On the fused path a bounded segment may also
   // hold up to 64 evicted entries awaiting compaction (AohDecoder::Evict): they lead the
   // recent run, no head sees them, and KvBytes / KvEntries do not count them.
