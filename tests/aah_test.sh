@@ -8,6 +8,8 @@ source "$(dirname "$0")/lib.sh"
 
 T=32
 GRID=$HL_TMP/aah_regimes.jsonc
+# max_attempts 2: an attempt lost to a stall of the loaded machine (both daemons silent
+# for the 3 s liveness window) is retried from its checkpoint; a real failure fails both.
 cat >"$GRID" <<EOF
 // Five AAH-v3 regimes, 2 layers x 4 heads, context $T (windows 4, 8, 16, 32), 8 steps.
 {
@@ -32,7 +34,7 @@ cat >"$GRID" <<EOF
     {"name": "shallow freeze vs full", "baseline": "full", "treatment": "shallow_freeze",
      "metric": "eval.loss", "stat": "diff"}
   ],
-  "max_attempts": 1
+  "max_attempts": 2
 }
 EOF
 

@@ -11,6 +11,8 @@
 source "$(dirname "$0")/lib.sh"
 
 PARENT=$HL_TMP/saf_tiny_parent.jsonc
+# max_attempts 2: an attempt lost to a stall of the loaded machine (both daemons silent
+# for the 3 s liveness window) is retried from its checkpoint; a real failure fails both.
 cat >"$PARENT" <<'EOF2'
 {
   "name": "saf-tiny-parent",
@@ -22,7 +24,7 @@ cat >"$PARENT" <<'EOF2'
               "threads": 1}
   },
   "axes": {"seed": [1, 2]},
-  "max_attempts": 1
+  "max_attempts": 2
 }
 EOF2
 GRID=$HL_TMP/saf_tiny.jsonc
@@ -55,7 +57,7 @@ cat >"$GRID" <<'EOF'
     {"name": "prune_r25 vs saf_r25", "baseline": "saf_r25", "treatment": "prune_r25",
      "metric": "eval.ppl", "stat": "delta_pct"}
   ],
-  "max_attempts": 1
+  "max_attempts": 2
 }
 EOF
 
