@@ -495,14 +495,12 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
 }
 
 torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
-  const ModelConfig& c = model_->config();
   const int64_t T = tokens.size(1);
+  CheckFits(T);
   LeaveRings();
   AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
   torch::Tensor qpos = torch::arange(position_, position_ + T,
                                      torch::dtype(torch::kLong).device(tokens.device()));
-  if (model_->wpe)
-    TORCH_CHECK(position_ + T <= c.context, "position ", position_ + T, " > context ", c.context);
   torch::Tensor x = Blocks(tokens, qpos);
   position_ += T;
   Evict(position_);
@@ -564,8 +562,14 @@ void AohDecoder::LeaveRings() {
     }
 }
 
+void AohDecoder::CheckFits(int64_t T) const {
+  const int64_t context = model_->config().context;
+  if (model_->wpe) TORCH_CHECK(position_ + T <= context, "position ", position_ + T, " > context ", context);
+}
+
 torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
 #if HEADLAB_TORCH_CUDA
+  CheckFits(1);  // on the host: a learned position past the table would fail on the device
   const int64_t B = token.size(0);
   if (!PrepareGraphCaches(B)) return torch::Tensor();
   std::vector<const void*> buffers;

@@ -162,6 +162,8 @@ class AohDecoder {
   // appended; returns [B, H, d].
   torch::Tensor FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos);
   void Evict(int64_t next_position);
+  // TORCH_CHECKs that T more positions fit a model with learned positions (model.context).
+  void CheckFits(int64_t T) const;
   // A decode step through the captured graph: token [B] on CUDA. Returns the logits, or an
   // undefined tensor when this step has to run as a chunk (an empty cache).
   torch::Tensor GraphStep(const torch::Tensor& token);

@@ -42,6 +42,22 @@ TEST_CASE("aoh decode: ordinary heads, step-by-step logits equal the full forwar
   }
 }
 
+TEST_CASE("aoh decode: learned positions stop at the model's context, before any work") {
+  torch::manual_seed(20);
+  Gpt model(TinyModelConfig("learned"));  // context 24
+  torch::NoGradGuard no_grad;
+  torch::Tensor idx = torch::randint(0, 32, {1, 24}, torch::kLong);
+  auto d = MakeDecoder(model);
+  d->Prefill(idx.narrow(1, 0, 23));
+  d->Step(idx.select(1, 23));  // position 23, the last the table has
+  CHECK(d->position() == 24);
+  const int64_t bytes = d->KvBytes();
+  CHECK_THROWS_WITH(d->Step(idx.select(1, 0)), Catch::Contains("position 25 > context 24"));
+  CHECK_THROWS_WITH(d->Prefill(idx.narrow(1, 0, 2)), Catch::Contains("position 26 > context 24"));
+  CHECK(d->position() == 24);  // nothing appended by the refused calls
+  CHECK(d->KvBytes() == bytes);
+}
+
 TEST_CASE("aoh decode: streaming heads match the hybrid layer and stay within sink + recent") {
   torch::manual_seed(22);
   Gpt model(TinyModelConfig("rope", 4, 2));
