@@ -102,8 +102,9 @@ Plan Split(const DecodeArgs& a, int lo, int hi) {
   return p;
 }
 
+// The split plan of a launch; an empty plan (nothing visible) is one empty split, whose
+// outputs become zeros.
 Plan MakePlan(const DecodeArgs& a) {
-  // Nothing visible: one empty split, the outputs become zeros.
   if (a.device_query_position != nullptr || a.cache.ring > 0) {
     // The visible slots depend on the query position (read on the device) or wrap around
     // the ring: the span is every slot; the split kernel skips what a head cannot see.
