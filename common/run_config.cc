@@ -12,12 +12,9 @@
 #include <map>
 #include <set>
 
+#include "common/method_schemas.h"
 #include "common/suggest.h"
 #include "common/utf8.h"
-#include "payload/methods/aah/aah_schema.h"
-#include "payload/methods/aoh/aoh_schema.h"
-#include "payload/methods/pruning/prune_schema.h"
-#include "payload/methods/saf/saf_schema.h"
 
 namespace headlab {
 

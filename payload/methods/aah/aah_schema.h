@@ -1,12 +1,11 @@
-// The aah.* run-config keys (payload/methods/aah/README.md): their types, ranges, defaults and
-// allowed names, defined here once. The run-config schema (common/run_config.cc) includes
-// them, so the coordinator validates them at submit without LibTorch; aah_options.cc reads
-// the validated values and restates none of them. Torch-free.
+// The aah.* run-config keys (payload/methods/aah/README.md): their types, ranges, defaults
+// and allowed names, defined here once. The run-config schema (common/run_config.cc)
+// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// without LibTorch; aah_options.cc reads the validated values and restates none of them.
+// Torch-free.
 #pragma once
 
-#include <vector>
-
-#include "common/config_key.h"
+#include "common/method_schemas.h"
 
 namespace headlab::aah {
 
@@ -20,7 +19,6 @@ inline constexpr const char* kControlNames[] = {
     "random_window", "shuffle_post_select"};                                      // Control
 inline constexpr const char* kResolutionStateNames[] = {"rounded", "running"};  // ResolutionState
 
-// The aah.* keys in documentation order.
-const std::vector<ConfigKey>& AahConfigKeys();
+// AahConfigKeys is declared in common/method_schemas.h.
 
 }  // namespace headlab::aah

@@ -1,12 +1,11 @@
-// The aoh.* run-config keys (payload/methods/aoh/README.md): their types, ranges, defaults and
-// allowed names, defined here once. The run-config schema (common/run_config.cc) includes
-// them, so the coordinator validates them at submit without LibTorch; aoh_options.cc reads
-// the validated values and restates none of them. Torch-free.
+// The aoh.* run-config keys (payload/methods/aoh/README.md): their types, ranges, defaults
+// and allowed names, defined here once. The run-config schema (common/run_config.cc)
+// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// without LibTorch; aoh_options.cc reads the validated values and restates none of them.
+// Torch-free.
 #pragma once
 
-#include <vector>
-
-#include "common/config_key.h"
+#include "common/method_schemas.h"
 
 namespace headlab::aoh {
 
@@ -20,7 +19,6 @@ inline constexpr const char* kMethodNames[] = {"none", "aoh", "aoh_rope", "rando
 // aoh.decode_path: how the KV-cache decoder runs decode steps (aoh_options.h DecodePath).
 inline constexpr const char* kDecodePathNames[] = {"graph", "fused", "reference"};
 
-// The aoh.* keys in documentation order.
-const std::vector<ConfigKey>& AohConfigKeys();
+// AohConfigKeys is declared in common/method_schemas.h.
 
 }  // namespace headlab::aoh

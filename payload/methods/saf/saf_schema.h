@@ -1,15 +1,11 @@
-// The saf.* run-config keys (payload/methods/saf/README.md): their types, ranges, defaults and
-// allowed names, defined here once. The run-config schema (common/run_config.cc) includes
-// them, so the coordinator validates them at submit without LibTorch; saf_options.cc reads
-// the validated values and restates none of them. Torch-free.
+// The saf.* run-config keys (payload/methods/saf/README.md): their types, ranges, defaults
+// and allowed names, defined here once. The run-config schema (common/run_config.cc)
+// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// without LibTorch; saf_options.cc reads the validated values and restates none of them.
+// Torch-free.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "common/config_key.h"
-#include "common/json.h"
-#include "common/status.h"
+#include "common/method_schemas.h"
 
 namespace headlab::saf {
 
@@ -22,11 +18,6 @@ inline constexpr const char* kPatternNames[] = {"mean", "sharp_mean", "gaussian"
 inline constexpr const char* kScheduleNames[] = {"one_time", "gradual", "validation_budget",
                                                  "train_loss"};
 
-// The saf.* keys in documentation order.
-const std::vector<ConfigKey>& SafConfigKeys();
-
-// The rules between saf.* keys, on a merged run config `c` (every key present); errors name
-// "<file>: <prefix>.saf.<key>".
-Status CheckSafConfig(const Json& c, const std::string& file, const std::string& prefix);
+// SafConfigKeys and CheckSafConfig are declared in common/method_schemas.h.
 
 }  // namespace headlab::saf
