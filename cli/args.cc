@@ -26,7 +26,6 @@ std::string Usage(const CommandSpec& spec) {
                   " [OPTIONS]\n\n" + spec.summary + "\n\noptions:\n";
   std::vector<OptionSpec> listed = spec.options;
   listed.insert(listed.end(), GlobalOptions().begin(), GlobalOptions().end());
-  listed.push_back({"--help", "-h", "", "show this help"});
   s += FormatOptions(listed) + "\nexit codes: 0 ok, 1 failed, 2 bad input\n";
   return s;
 }

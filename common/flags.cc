@@ -88,8 +88,10 @@ StatusOr<ParsedArgs> ParseFlags(const FlagsSpec& spec, const std::vector<std::st
 
 std::string FormatOptions(const std::vector<OptionSpec>& options) {
   constexpr size_t kColumn = 28;
+  std::vector<OptionSpec> listed = options;
+  listed.push_back({"--help", "-h", "", "show this help"});
   std::string s;
-  for (const OptionSpec& o : options) {
+  for (const OptionSpec& o : listed) {
     std::string left = "  " + (o.short_name.empty() ? "" : o.short_name + ", ") + o.name +
                        (o.value_name.empty() ? "" : " " + o.value_name);
     if (left.size() < kColumn) left += std::string(kColumn - left.size(), ' ');
@@ -115,9 +117,7 @@ std::string HelpText(const FlagsSpec& spec, const std::string& description, cons
   };
   for (const OptionSpec& o : spec.options) add("[" + o.name + (o.value_name.empty() ? "" : " " + o.value_name) + "]");
   if (!spec.args.empty()) add(spec.args);
-  std::vector<OptionSpec> listed = spec.options;
-  listed.push_back({"--help", "-h", "", "show this help"});
-  return usage + "\n\n" + description + "\noptions:\n" + FormatOptions(listed) + "\n" + trailer;
+  return usage + "\n\n" + description + "\noptions:\n" + FormatOptions(spec.options) + "\n" + trailer;
 }
 
 StatusOr<long> ParseIntFlag(const std::string& name, const std::string& text, long lo, long hi) {

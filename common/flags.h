@@ -57,12 +57,13 @@ StatusOr<ParsedArgs> ParseFlags(const FlagsSpec& spec, const std::vector<std::st
 
 // Returns the option list of a --help text: per option "  -s, --name VALUE" padded to one
 // column (on a line of its own when longer), then its help, " (repeatable)" for a
-// repeated option; a help's further lines ('\n') are indented to the column.
+// repeated option; a help's further lines ('\n') are indented to the column. It ends with
+// -h, --help, which ParseFlags understands for every program.
 std::string FormatOptions(const std::vector<OptionSpec>& options);
 
 // Returns a program's --help text from its table: "usage: PROGRAM [--opt VALUE]... ARGS"
 // (wrapped at 90 columns), a blank line, `description`, "options:", FormatOptions of the
-// table plus --help, then `trailer` (exit codes and the like).
+// table, then `trailer` (exit codes and the like).
 std::string HelpText(const FlagsSpec& spec, const std::string& description, const std::string& trailer);
 
 // Returns the integer in `text` if it is one in [lo, hi]; else InvalidArgument

@@ -21,8 +21,6 @@ StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConf
     s.warmup = b.at("warmup").get<int64_t>();
     s.repeats = b.at("repeats").get<int64_t>();
     s.decode_tokens = b.at("decode_tokens").get<int64_t>();
-    s.prefill_chunk = config.at("aoh").at("prefill_chunk").get<int64_t>();
-    s.decode_path = config.at("aoh").at("decode_path").get<std::string>();
     auto lengths = ParsePositiveList(b.at("lengths").get<std::string>(), exec.model.context,
                                      file + ": $.config.bench.lengths");
     if (!lengths.ok()) return lengths.status();

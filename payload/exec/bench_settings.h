@@ -20,14 +20,11 @@ struct BenchSettings {
   std::vector<int64_t> batch_sizes;  // prefill batch sizes (default train.batch_size)
   std::vector<int64_t> decode_batch_sizes;  // bench-decode's, from the same key (default 1)
   int64_t decode_tokens = 0;
-  int64_t prefill_chunk = 0;         // bench-decode's chunked prefill (aoh.prefill_chunk)
-  std::string decode_path;           // ... and its decode steps (aoh.decode_path)
   std::vector<HeadAssignment> fixed_heads;  // bench.fixed_heads, wildcards expanded
 };
 
-// Reads bench.* (and aoh.prefill_chunk, aoh.decode_path) of the normalized `config`; lengths above
-// model.context with learned positions and malformed lists are InvalidArgument naming
-// `file` and the key.
+// Reads bench.* of the normalized `config`; lengths above model.context with learned
+// positions and malformed lists are InvalidArgument naming `file` and the key.
 StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConfig& exec,
                                               const std::string& file);
 

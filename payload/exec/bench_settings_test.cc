@@ -28,7 +28,6 @@ TEST_CASE("bench settings: defaults come from the model and training config") {
   CHECK(s->lengths == std::vector<int64_t>{64});
   CHECK(s->batch_sizes == std::vector<int64_t>{3});
   CHECK(s->decode_batch_sizes == std::vector<int64_t>{1});  // bench-decode: one sequence
-  CHECK(s->decode_path == "graph");
   CHECK(s->fixed_heads.empty());
 }
 

@@ -32,18 +32,6 @@ Status WriteArtifact(const std::string& out_dir, const std::string& name, const 
   return Status::Ok();
 }
 
-DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan) {
-  DecoderOptions d;
-  d.prefill_chunk = cfg.prefill_chunk;
-  d.path = cfg.decode_path;
-  if (plan && cfg.anchor_block > 1) {
-    d.anchor_block = cfg.anchor_block;
-    d.anchor_topk = cfg.anchor_topk;
-    d.anchor_map = AnchorHeadMap(model, plan->head_roles, cfg.anchor_block);
-  }
-  return d;
-}
-
 Json RolesJson(const std::vector<std::vector<Role>>& roles) {
   Json out = Json::array();
   for (const auto& layer : roles) {
@@ -76,6 +64,18 @@ StatusOr<std::vector<std::vector<Role>>> RolesFromJson(const Json& j, const char
 }
 
 }  // namespace
+
+DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan) {
+  DecoderOptions d;
+  d.prefill_chunk = cfg.prefill_chunk;
+  d.path = cfg.decode_path;
+  if (plan && cfg.anchor_block > 1) {
+    d.anchor_block = cfg.anchor_block;
+    d.anchor_topk = cfg.anchor_topk;
+    d.anchor_map = AnchorHeadMap(model, plan->head_roles, cfg.anchor_block);
+  }
+  return d;
+}
 
 Json PlanJson(const AohPlan& plan) {
   Json scores = Json::array();

@@ -17,7 +17,7 @@
 #include "payload/exec/run_setup.h"
 #include "payload/exec/stop_flag.h"
 #include "payload/methods/aoh/aoh_eval.h"
-#include "payload/methods/aoh/aoh_schema.h"
+#include "payload/methods/aoh/aoh_report.h"
 
 namespace headlab {
 namespace {
@@ -129,11 +129,9 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
   std::vector<int64_t> layers(size_t(req.config.model.layers));
   for (size_t l = 0; l < layers.size(); ++l) layers[l] = int64_t(l);
   const BenchSettings& s = leg->settings;
-  aoh::DecoderOptions decoder;
-  decoder.prefill_chunk = s.prefill_chunk;
-  auto path = ParseNamed<aoh::DecodePath>(aoh::kDecodePathNames, s.decode_path, "aoh.decode_path");
-  if (!path.ok()) return Status::InvalidArgument(req.file + ": $.config." + path.status().message());
-  decoder.path = *path;
+  auto aoh_config = aoh::AohRunConfigFromJson(req.config_json, req.file);
+  if (!aoh_config.ok()) return aoh_config.status();
+  const aoh::DecoderOptions decoder = aoh::DecoderFor(*leg->model.get(), *aoh_config, /*plan=*/nullptr);
   prov["attention_paths"] =
       Json::object({{aoh::DecoderPathLabel(*leg->model.get(), leg->device, decoder), layers}});
   events->Provenance(prov);

@@ -41,7 +41,9 @@ struct StepGraph {
   torch::Tensor token;     // [B, 1] long, copied in before each replay
   torch::Tensor position;  // [1] long, filled before each replay
   torch::Tensor logits;    // [B, vocab] fp32, the captured output
-  std::vector<const void*> buffers;  // every segment's k_buf and v_buf data at capture
+  // Every segment's k_buf and v_buf at capture, held so that their memory cannot come back
+  // under another shape while the graph exists.
+  std::vector<torch::Tensor> buffers;
 };
 
 namespace {
@@ -149,6 +151,13 @@ void AppendTo(torch::Tensor* buf, int64_t entries, const torch::Tensor& fresh) {
   if (!alike || buf->size(2) < entries + T)
     Regrow(buf, entries, std::max<int64_t>({64, entries + T, alike ? 2 * buf->size(2) : 0}), fresh);
   buf->narrow(2, entries, T).copy_(fresh);
+}
+
+// Records on the host that positions [first, first + T) were appended to *seg.
+void NoteAppended(KvSegment* seg, int64_t first, int64_t T) {
+  seg->entries += T;
+  if (seg->bounded)
+    for (int64_t t = 0; t < T; ++t) seg->positions.push_back(first + t);
 }
 
 // The slot of position p in a ring segment (KvSegment::ring).
@@ -301,18 +310,16 @@ void AohDecoder::Evict(int64_t next) {
       if (!s.bounded) continue;
       const auto [a, b] = Retained(s, next);
       if (a + b == s.entries) continue;
-      if (s.ring > 0) {  // a ring overwrites evicted slots itself: bookkeeping only
-        s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
-        s.entries = a + b;
-        continue;
+      if (s.ring == 0) {  // a ring overwrites evicted slots itself: bookkeeping only
+        // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
+        // recent run's leading slots, which no head's visible span reaches (and the
+        // reference's masks refuse), so compacting every kEvictSlack steps instead of every
+        // step saves four copies per bounded segment and step. The buffer never grows for
+        // them.
+        if (fused_ && s.entries - (a + b) < kEvictSlack && s.entries < s.k_buf.size(2)) continue;
+        KeepEnds(&s.k_buf, s.entries, a, b);
+        KeepEnds(&s.v_buf, s.entries, a, b);
       }
-      // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
-      // recent run's leading slots, which no head's visible span reaches (and the
-      // reference's masks refuse), so compacting every kEvictSlack steps instead of every
-      // step saves four copies per bounded segment and step. The buffer never grows for them.
-      if (fused_ && s.entries - (a + b) < kEvictSlack && s.entries < s.k_buf.size(2)) continue;
-      KeepEnds(&s.k_buf, s.entries, a, b);
-      KeepEnds(&s.v_buf, s.entries, a, b);
       s.positions.erase(s.positions.begin() + a, s.positions.end() - b);
       s.entries = a + b;
     }
@@ -324,9 +331,7 @@ void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tens
   for (KvSegment& seg : layers_[size_t(layer)]) {
     AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads, &seg.kv_index));
     AppendTo(&seg.v_buf, seg.entries, SelectHeads(v, seg.kv_heads, &seg.kv_index));
-    seg.entries += T;
-    if (seg.bounded)
-      for (int64_t t = 0; t < T; ++t) seg.positions.push_back(first + t);
+    NoteAppended(&seg, first, T);
   }
 }
 
@@ -572,13 +577,15 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
   CheckFits(1);  // on the host: a learned position past the table would fail on the device
   const int64_t B = token.size(0);
   if (!PrepareGraphCaches(B)) return torch::Tensor();
-  std::vector<const void*> buffers;
+  std::vector<torch::Tensor> buffers;  // of batch B (PrepareGraphCaches)
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer) {
-      buffers.push_back(s.k_buf.data_ptr());
-      buffers.push_back(s.v_buf.data_ptr());
+      buffers.push_back(s.k_buf);
+      buffers.push_back(s.v_buf);
     }
-  if (step_graph_ && step_graph_->token.size(0) == B && step_graph_->buffers == buffers) {
+  auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
+  if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
+                                step_graph_->buffers.end(), same)) {
     step_graph_->token.copy_(token.view({B, 1}));
     step_graph_->position.fill_(position_);
   } else {
@@ -593,12 +600,22 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       return model_->Logits(Blocks(g->token, g->position)).squeeze(1);
     };
     torch::cuda::synchronize();
-    // Autocast's casts of the weights are recorded in the graph (they follow the weights),
-    // not cached outside it where a later clear would free what the graph reads.
-    const bool cast_cache = at::autocast::is_autocast_cache_enabled();
-    at::autocast::set_autocast_cache_enabled(false);
-    capturing_ = true;
-    try {
+    {
+      // While capturing, Attention takes the graph path, and autocast's casts of the weights
+      // are recorded in the graph (they follow the weights) instead of cached outside it,
+      // where a later clear would free what the graph reads; both restored however it ends.
+      struct CaptureScope {
+        AohDecoder* d;
+        bool cast_cache = at::autocast::is_autocast_cache_enabled();
+        explicit CaptureScope(AohDecoder* decoder) : d(decoder) {
+          d->capturing_ = true;
+          at::autocast::set_autocast_cache_enabled(false);
+        }
+        ~CaptureScope() {
+          d->capturing_ = false;
+          at::autocast::set_autocast_cache_enabled(cast_cache);
+        }
+      } capture(this);
       c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
       // A warm-up run on the capture stream (library workspaces, index uploads). It writes
       // this step's keys and values to their slots; the replay below writes the same.
@@ -607,23 +624,14 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       g->graph.capture_begin();
       g->logits = body();
       g->graph.capture_end();
-    } catch (...) {
-      capturing_ = false;
-      at::autocast::set_autocast_cache_enabled(cast_cache);
-      throw;
     }
-    capturing_ = false;
-    at::autocast::set_autocast_cache_enabled(cast_cache);
     step_graph_ = std::move(g);
     ++graph_captures_;
   }
   step_graph_->graph.replay();
   ++graph_replays_;
   for (auto& layer : layers_)
-    for (KvSegment& s : layer) {
-      if (s.bounded) s.positions.push_back(position_);
-      ++s.entries;
-    }
+    for (KvSegment& s : layer) NoteAppended(&s, position_, 1);
   position_ += 1;
   Evict(position_);
   return step_graph_->logits.clone();  // the next replay overwrites the static output
