@@ -2,6 +2,7 @@
 // head specs and views are refused with a clear status before anything is launched.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/hybrid_attention.h"
@@ -12,7 +13,7 @@ namespace {
 
 struct Args {
   std::vector<HeadSpec> heads;
-  float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced: validation only
+  alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced: validation only
   ForwardArgs fwd;
   BackwardArgs bwd;
 
@@ -103,6 +104,21 @@ TEST_CASE("missing buffers are refused") {
   a = Args();
   a.bwd.dk.stride_t = -1;
   REQUIRE(Mentions(ValidateBackward(a.bwd), "stride"));
+}
+
+TEST_CASE("the warp-specialised forward is refused where it cannot run, before any launch") {
+  Args a;
+  a.fwd.path = a.bwd.path = KernelPath::kWgmmaWs;
+  a.fwd.shape.head_dim = a.bwd.shape.head_dim = 96;  // d = 64 or 128 only, on any device
+  REQUIRE(std::string(ForwardPathName(a.fwd)) == "refused");
+  const KernelStatus st = HybridAttentionForward(a.fwd, nullptr);
+  REQUIRE(st.code == KernelCode::kUnsupported);
+  REQUIRE(Mentions(st, "warp-specialised"));
+  // The backward has no warp-specialised kernel: it runs what kAuto runs.
+  const std::string forced = BackwardPathName(a.bwd);
+  a.bwd.path = KernelPath::kAuto;
+  REQUIRE(forced == BackwardPathName(a.bwd));
+  REQUIRE(forced != "refused");
 }
 
 TEST_CASE("workspace size covers the fp32 dQ accumulator and the row sums") {

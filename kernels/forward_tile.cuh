@@ -95,28 +95,31 @@ struct WarpRows {
 // Sets the elements of s whose key the head does not let its row see to `fill`. Called
 // under one uniform branch (boundary tiles only): inside the element loop the test cost a
 // branch per element on every tile (run 15's SASS, NOTES.md run 16).
-__device__ __forceinline__ void MaskTile(float (&s)[kFwdBk / 8][4], float fill, const DeviceHead& hd, const WarpRows& w,
-                                      int k0) {
+template <int kNb>
+__device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const DeviceHead& hd, const WarpRows& w,
+                                         int k0) {
   const VisibleBand band = BandOf(hd);
 #pragma unroll
-  for (int nb = 0; nb < kFwdBk / 8; ++nb)
+  for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       if (!band.Visible(w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = fill;
 }
 
-// Online softmax (FlashAttention-2) of one warp's raw scores s: masks invisible keys when
+// Online softmax (FlashAttention-2) of one warp's raw scores s (kNb blocks of 8 keys): masks
+// invisible keys when
 // need_mask, updates the running max m and sum l, turns s into unnormalised P and returns
 // in corr the factors the output accumulators must be rescaled by (RescaleRows). Works on
 // raw scores (scale > 0 keeps the order): the exponent is s * scale2 - m * scale2 with
 // scale2 = scale * log2(e).
-__device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m)[2], float (&l)[2],
+template <int kNb>
+__device__ __forceinline__ void SoftmaxTile(float (&s)[kNb][4], float (&m)[2], float (&l)[2],
                                             float (&corr)[2], bool need_mask, const DeviceHead& hd,
                                             const WarpRows& w, int k0, float scale2) {
   if (need_mask) MaskTile(s, -INFINITY, hd, w, k0);
   float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+  for (int nb = 0; nb < kNb; ++nb) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[nb][e]);
   }
@@ -130,7 +133,7 @@ __device__ __forceinline__ void SoftmaxTile(float (&s)[kFwdBk / 8][4], float (&m
     m[hf] = mn;
     float sum = 0.f;
 #pragma unroll
-    for (int nb = 0; nb < kFwdBk / 8; ++nb) {
+    for (int nb = 0; nb < kNb; ++nb) {
       s[nb][2 * hf] = Ex2(fmaf(s[nb][2 * hf], scale2, -ref));
       s[nb][2 * hf + 1] = Ex2(fmaf(s[nb][2 * hf + 1], scale2, -ref));
       sum += s[nb][2 * hf] + s[nb][2 * hf + 1];
@@ -202,8 +205,8 @@ __device__ __forceinline__ void FixedScoresTile(float (&s)[kFwdBk / 8][4], const
 
 // P of k-step kk (keys 16 kk .. 16 kk + 15) as an A fragment: two adjacent C tiles repack
 // without moving data (mma_primitives.cuh).
-template <typename T>
-__device__ __forceinline__ void PackP(const float (&s)[kFwdBk / 8][4], int kk, uint32_t (&a)[4]) {
+template <typename T, int kNb>
+__device__ __forceinline__ void PackP(const float (&s)[kNb][4], int kk, uint32_t (&a)[4]) {
   a[0] = Mma<T>::Pack(s[2 * kk][0], s[2 * kk][1]);
   a[1] = Mma<T>::Pack(s[2 * kk][2], s[2 * kk][3]);
   a[2] = Mma<T>::Pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);

@@ -58,20 +58,18 @@ bool RowsAligned(const TensorView& v, DType dtype) {
 }
 
 bool ForcesTensorCores(KernelPath path) {
-  return path == KernelPath::kTensorCore || path == KernelPath::kWgmma;
+  return path == KernelPath::kTensorCore || path == KernelPath::kWgmma || path == KernelPath::kWgmmaWs;
 }
 
-// True iff the wgmma kernels can run: this library was built for sm_90a
-// (HEADLAB_KERNELS_SM90A, kernels/CMakeLists.txt), the current device is compute 9.x, and
-// the head dimension is 64.
-bool WgmmaApplies(const AttentionShape& s) {
+// True iff this library was built for sm_90a (HEADLAB_KERNELS_SM90A, kernels/CMakeLists.txt)
+// and the current device is compute 9.x: the wgmma kernels can run.
+bool Sm90a() {
 #if defined(HEADLAB_KERNELS_SM90A)
   int dev = 0, major = 0;
-  if (s.head_dim != 64 || cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
   return major == 9;
 #else
-  (void)s;
   return false;
 #endif
 }
@@ -107,6 +105,25 @@ cudaError_t ByDType(DType dtype, Fn fn) {
   }
 }
 
+// The warp-specialised forward, then, when the layer has fixed heads, the synchronous
+// kernel for them alone (wgmma at d = 64, mma.sync at 128; every other head skipped).
+template <typename T>
+cudaError_t LaunchWsWithFixed(const Params& p, cudaStream_t s) {
+  cudaError_t e = internal::LaunchWsForward<T>(p, s);
+  if (e != cudaSuccess) return e;
+  Params fixed_only = p;
+  bool any_fixed = false;
+  for (int h = 0; h < p.H; ++h) {
+    if (p.heads[h].state == int32_t(HeadState::kFixed)) {
+      any_fixed = true;
+    } else {
+      fixed_only.heads[h].state = internal::kSkipHead;
+    }
+  }
+  if (!any_fixed) return cudaSuccess;
+  return p.d == 64 ? internal::LaunchWgmmaForward<T>(fixed_only, s) : internal::LaunchMmaForward<T>(fixed_only, s);
+}
+
 }  // namespace
 
 size_t BackwardWorkspaceBytes(const AttentionShape& s) {
@@ -139,27 +156,36 @@ KernelStatus ValidateBackward(const BackwardArgs& a) {
 
 namespace {
 
-// The implementation a launch runs: wgmma, mma.sync or SIMT, or a refusal when `requested`
-// forces a path the arguments or the build cannot take. `tc_possible`: bf16/fp16 with
-// 16-byte aligned rows.
-enum class Chosen { kSimt, kMma, kWgmma, kRefused };
-Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested,
+// The implementation a launch runs: the warp-specialised wgmma forward, wgmma, mma.sync or
+// SIMT, or a refusal when `requested` forces a path the arguments or the build cannot take.
+// `tc_possible`: bf16/fp16 with 16-byte aligned rows.
+enum class Chosen { kSimt, kMma, kWgmma, kWgmmaWs, kRefused };
+Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested, bool forward,
                   KernelStatus* refusal) {
   if (ForcesTensorCores(requested) && !tc_possible) {
     *refusal = {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
     return Chosen::kRefused;
   }
+  if (!forward && requested == KernelPath::kWgmmaWs) requested = KernelPath::kAuto;
   const bool tc = tc_possible && requested != KernelPath::kSimt;
-  const bool wgmma = tc && requested != KernelPath::kTensorCore && WgmmaApplies(shape);
+  const bool hopper = tc && requested != KernelPath::kTensorCore && Sm90a();
+  const bool ws = hopper && forward && requested != KernelPath::kWgmma &&
+                  (shape.head_dim == 64 || shape.head_dim == 128);
+  const bool wgmma = hopper && requested != KernelPath::kWgmmaWs && shape.head_dim == 64;
+  if (requested == KernelPath::kWgmmaWs && !ws) {
+    *refusal = {KernelCode::kUnsupported, "the warp-specialised forward needs an sm_90a build, an sm_90 device and d = 64 or 128"};
+    return Chosen::kRefused;
+  }
   if (requested == KernelPath::kWgmma && !wgmma) {
     *refusal = {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
     return Chosen::kRefused;
   }
-  return wgmma ? Chosen::kWgmma : tc ? Chosen::kMma : Chosen::kSimt;
+  return ws ? Chosen::kWgmmaWs : wgmma ? Chosen::kWgmma : tc ? Chosen::kMma : Chosen::kSimt;
 }
 
 const char* ChosenName(Chosen c) {
   switch (c) {
+    case Chosen::kWgmmaWs: return "wgmma-ws";
     case Chosen::kWgmma: return "wgmma";
     case Chosen::kMma: return "mma.sync";
     case Chosen::kSimt: return "simt";
@@ -184,18 +210,18 @@ bool BackwardTensorCorePossible(const BackwardArgs& a) {
 
 const char* ForwardPathName(const ForwardArgs& a) {
   KernelStatus refusal;
-  return ChosenName(ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &refusal));
+  return ChosenName(ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, true, &refusal));
 }
 
 const char* BackwardPathName(const BackwardArgs& a) {
   KernelStatus refusal;
-  return ChosenName(ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &refusal));
+  return ChosenName(ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, false, &refusal));
 }
 
 KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   KernelStatus st = ValidateForward(a);
   if (!st.ok()) return st;
-  const Chosen chosen = ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &st);
+  const Chosen chosen = ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, true, &st);
   if (chosen == Chosen::kRefused) return st;
   Params p = MakeParams(a.shape, a.heads);
   p.q = ToView(a.q);
@@ -209,6 +235,7 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
     if constexpr (std::is_same_v<T, float>) {
       return internal::LaunchSimtForward<T>(p, s);
     } else {
+      if (chosen == Chosen::kWgmmaWs) return LaunchWsWithFixed<T>(p, s);
       if (chosen == Chosen::kWgmma) return internal::LaunchWgmmaForward<T>(p, s);
       return chosen == Chosen::kMma ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
     }
@@ -230,7 +257,7 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   p.lse = const_cast<float*>(a.lse);
   p.dq_acc = static_cast<float*>(a.workspace);
   p.delta = p.dq_acc + size_t(p.B) * p.H * p.T * p.d;
-  const Chosen chosen = ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &st);
+  const Chosen chosen = ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, false, &st);
   if (chosen == Chosen::kRefused) return st;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {

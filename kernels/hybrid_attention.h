@@ -81,12 +81,16 @@ struct KernelStatus {
   bool ok() const { return code == KernelCode::kOk; }
 };
 
-// Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32; on
-// an sm_90 device with d = 64 the tensor-core kernels are warpgroup MMA (wgmma), elsewhere
-// mma.sync. kSimt forces the plain CUDA-core path (the correctness baseline for every
-// dtype); kTensorCore forces the mma.sync kernels (the dev bench times them against kAuto
-// in one process); kWgmma forces the wgmma kernels (refused where they cannot run).
-enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3 };
+// Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
+// an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
+// producer, two ping-ponging consumer warpgroups; a layer's fixed heads go to a second,
+// synchronous launch) and the backward at d = 64 the wgmma one; elsewhere mma.sync.
+// kSimt forces the plain CUDA-core path (the correctness baseline for every dtype);
+// kTensorCore forces the mma.sync kernels; kWgmma forces the synchronous wgmma kernels
+// (d = 64) in both directions; kWgmmaWs forces the warp-specialised forward (the backward
+// then runs as under kAuto). Forcing a path where it cannot run is refused. The dev bench
+// times the forced paths against each other in one process.
+enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3, kWgmmaWs = 4 };
 
 struct ForwardArgs {
   AttentionShape shape;
@@ -115,7 +119,7 @@ KernelStatus ValidateForward(const ForwardArgs& args);
 KernelStatus ValidateBackward(const BackwardArgs& args);
 
 // Returns the implementation HybridAttentionForward / HybridAttentionBackward runs for
-// `args`: "wgmma", "mma.sync" or "simt" ("refused" when args.path forces one that cannot
+// `args`: "wgmma-ws", "wgmma", "mma.sync" or "simt" ("refused" when args.path forces one that cannot
 // run). Launches nothing; runs may record it (which kernels a training run used).
 const char* ForwardPathName(const ForwardArgs& args);
 const char* BackwardPathName(const BackwardArgs& args);

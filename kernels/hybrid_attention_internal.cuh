@@ -24,6 +24,10 @@ struct DeviceHead {
   const float* log_z;
 };
 
+// DeviceHead::state of a head that a launch leaves alone because another launch of the same
+// layer writes it (the warp-specialised forward and the synchronous kernels' fixed heads).
+constexpr int32_t kSkipHead = -1;
+
 struct View {
   void* data;
   int64_t sb, st, sh;
@@ -155,8 +159,10 @@ template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_
 template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
-// sm_90a only, d = 64 (WgmmaApplies).
+// sm_90a only, d = 64 (Sm90a in hybrid_attention.cu).
 template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
+// sm_90a only, d = 64 or 128; skips fixed heads (hybrid_attention_ws.cu).
+template <typename T> cudaError_t LaunchWsForward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.
 template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);

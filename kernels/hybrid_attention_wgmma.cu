@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaForwardKernel(const
   const WarpRows w{q0 + warp * 16, lane / 4, lane % 4};
   const int q1 = min(q0 + kBq, p.T);
 
+  if (hd.state == kSkipHead) return;  // written by another launch of this layer
   if (state == HeadState::kPruned) {
     StorePrunedRows<T, kD, kBq, kThreads>(p, b, h, q0);
     return;

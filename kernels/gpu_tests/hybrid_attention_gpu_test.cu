@@ -55,6 +55,7 @@ const char* PathName(KernelPath path) {
     case KernelPath::kSimt: return "simt";
     case KernelPath::kTensorCore: return "mma";
     case KernelPath::kWgmma: return "wgmma";
+    case KernelPath::kWgmmaWs: return "wgmma-ws";
     default: return "auto";
   }
 }
@@ -199,10 +200,12 @@ int main(int argc, char** argv) {
           ++n;
           RunConfig(c, mix, KernelPath::kAuto, true);
           if (dt != DType::kF32) RunConfig(c, mix, KernelPath::kSimt, false);
-          // At d = 64 on sm_90 the tensor-core kernels are wgmma (forced here, so a build
-          // without them fails) and the mma.sync ones are checked too.
-          if (dt != DType::kF32 && d == 64) {
-            if (sm90) RunConfig(c, mix, KernelPath::kWgmma, true);
+          // On sm_90 the forward at d = 64 and 128 is the warp-specialised kernel and the
+          // backward at d = 64 wgmma (forced here, so a build without them fails); the
+          // synchronous wgmma forward (d = 64) and the mma.sync kernels are checked too.
+          if (dt != DType::kF32 && (d == 64 || d == 128)) {
+            if (sm90) RunConfig(c, mix, KernelPath::kWgmmaWs, false);
+            if (sm90 && d == 64) RunConfig(c, mix, KernelPath::kWgmma, true);
             RunConfig(c, mix, KernelPath::kTensorCore, true);
           }
         }

@@ -25,8 +25,8 @@ struct HybridHeads {
 };
 
 // Which kernels the op launched (kernels/hybrid_attention.h ForwardPathName and
-// BackwardPathName): "wgmma", "mma.sync" or "simt". The backward's is known only once the
-// backward has run.
+// BackwardPathName): "wgmma-ws" (forward only), "wgmma", "mma.sync" or "simt". The
+// backward's is known only once the backward has run.
 struct KernelPaths {
   const char* forward = "";
 };

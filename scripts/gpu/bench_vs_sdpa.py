@@ -180,11 +180,11 @@ def rows(kern, B, H, T, d, dt):
     priors = [fixed_prior(T, dev, h) for h in range(H)]
     print(f"\n== kernel-target rows: bf16 B={B} H={H} T={T} d={d} causal ==")
 
-    def ours(states, bwd, fixed=None):
+    def ours(states, bwd, fixed=None, path=0):
         def run():
-            kern.forward(q, k, v, o, lse, states, 0, fixed)
+            kern.forward(q, k, v, o, lse, states, path, fixed)
             if bwd:
-                kern.backward(q, k, v, o, do, dq, dk, dv, lse, ws, states, 0, fixed)
+                kern.backward(q, k, v, o, do, dq, dk, dv, lse, ws, states, path, fixed)
         return run
 
     def sdpa(backend, bwd):
@@ -203,6 +203,13 @@ def rows(kern, B, H, T, d, dt):
         return run
 
     ordinary = [(ORDINARY, 0, 0, 0)] * H
+    # Validate this head dim before timing: our forward (the dispatched path) against SDPA.
+    ours(ordinary, False)()
+    want = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
+    err = rel_l2(o.transpose(1, 2), want)
+    print(f"  validate ours fwd vs sdpa at d={d}: rel L2 o {err:.1e} {'ok' if err < 2e-2 else 'FAIL'}")
+    if err >= 2e-2:
+        sys.exit(1)
 
     def baseline_rows(label, mine, bwd, flex_mask=None, window=0):
         """Ours vs each baseline: throughput ours/baseline = baseline ms / our ms."""
@@ -224,6 +231,13 @@ def rows(kern, B, H, T, d, dt):
 
     for bwd, what in ((False, "fwd"), (True, "fwd+bwd")):
         baseline_rows(f"all ordinary {what}", ours(ordinary, bwd), bwd, "causal")
+    # Our forward paths against each other (path 4: warp-specialised, the dispatched one on
+    # sm_90; 3: synchronous wgmma, d = 64 only; 2: mma.sync).
+    for path, name in ((3, "sync wgmma"), (2, "mma.sync")):
+        if path == 3 and d != 64:
+            continue
+        a, b, r, lo, hi = compare(ours(ordinary, False, path=path), ours(ordinary, False, path=4))
+        print(f"  {'all ordinary fwd, ws / ' + name:34s} ours-ws {b:8.3f} ms / {name} {a:8.3f} ms = {fmt((r, lo, hi))}")
     for frac in (0.25, 0.5):
         n = int(H * frac)
         states = [(FIXED, 0, 0, 0)] * n + [(ORDINARY, 0, 0, 0)] * (H - n)
@@ -236,7 +250,10 @@ def rows(kern, B, H, T, d, dt):
         baseline_rows(f"local W={W} fwd", ours(local, False), False, "sliding", W)
     half = H // 2
     own_ratio("pruned 50% fwd+bwd", [(PRUNED, 0, 0, 0)] * half + ordinary[half:], True)
-    own_ratio("streaming 50% (128+256) fwd+bwd", [(STREAMING, 0, 128, 256)] * half + ordinary[half:], True)
+    streaming = [(STREAMING, 0, 128, 256)] * half + ordinary[half:]
+    own_ratio("streaming 50% (128+256) fwd+bwd", streaming, True)
+    own_ratio("streaming 50% (128+256) fwd", streaming, False)
+    own_ratio("local W=512 fwd", [(LOCAL, 512, 0, 0)] * H, False)
 
 
 def main():
@@ -261,7 +278,8 @@ def main():
     qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
-    # path 0: the dispatched kernels (wgmma on sm_90 at d = 64); 2: the mma.sync
+    # path 0: the dispatched kernels (on sm_90 the warp-specialised forward, the wgmma
+    # backward at d = 64); 2: the mma.sync
     # kernels (kernels/dev/NOTES.md runs 2-12), timed against flash in the same process.
     def ours(path, bwd):
         def run():

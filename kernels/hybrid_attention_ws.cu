@@ -1,0 +1,286 @@
+// hybrid_attention_ws.cu: the warp-specialised Hopper forward of the hybrid-head layer
+// (sm_90a, bf16/fp16, d = 64 and 128): FlashAttention-3's structure (Shah et al. 2024,
+// "producer-consumer asynchrony" and "pingpong scheduling") for the head states that score
+// keys — ordinary, local and streaming — and pruned heads' zeros. Fixed heads are left to a
+// second launch of the synchronous kernels (HybridAttentionForward runs it when a layer has
+// any): their tiles have no Q K^T for a producer to run ahead of.
+//
+// One CTA = 128 query rows of one (batch, head) = three warpgroups:
+// - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of Q once
+//   and of each 128-key tile's K and V into a ring of kWsStages slots in the 128-byte
+//   swizzle wgmma reads, each completing on the slot's "full" transaction barrier, after
+//   waiting on its "empty" barrier; the warpgroup gives its registers up (setmaxnreg).
+// - warpgroups 1 and 2, the consumers: 64 rows each, sharing every K/V tile. Tile n is
+//   S_n = Q K_n^T (wgmma from shared memory), the online softmax (forward_tile.cuh, SAF's
+//   and FlashAttention-2's recurrence), then O += P_n V_n with P from registers. Within a
+//   warpgroup the GEMMs of one iteration are S_n and P_{n-1} V_{n-1}, so the softmax of S_n
+//   runs while the tensor cores do P_{n-1} V_{n-1}; between the two warpgroups a pair of
+//   named barriers hands the turn to issue GEMMs back and forth, so one warpgroup's softmax
+//   runs under the other's GEMMs.
+// Local and streaming heads visit only the 128-key tiles their window intersects
+// (KeySpanForQueries over the CTA's rows); a warpgroup masks a tile unless all of it is
+// visible to all of its rows. Keys and queries past T are zeros from the TMA's bounds.
+#include <cuda.h>          // CUtensorMap
+#include <cudaTypedefs.h>  // the encoder's signature; the encoder itself comes from the driver
+
+#include <type_traits>
+
+#include "kernels/forward_tile.cuh"
+#include "kernels/tma_primitives.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace internal {
+namespace {
+
+constexpr int kWsBq = 128;  // query rows per CTA (64 per consumer warpgroup)
+constexpr int kWsBk = 128;  // keys per tile
+constexpr int kWsStages = 2;
+constexpr int kWsThreads = 384;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64K
+constexpr int kHalfElems = 128 * 64;                    // one [128 rows][64] swizzled half-tile
+constexpr int kAlign = 1024;                            // swizzle atoms are 1024-byte aligned
+
+struct WsParams {
+  Params p;
+  CUtensorMap q, k, v;  // boxes of 64 elements x 128 rows of (d, T, heads, B)
+};
+
+// Shared memory: Q [D/64][128][64]; K and V [kWsStages][D/64][128][64]; then the barriers.
+template <typename T, int D>
+struct WsLayout {
+  static constexpr int kHalves = D / 64;
+  static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
+  static constexpr int kBarriers = 1 + 4 * kWsStages;  // full_q, full/empty of K and V per stage
+  static constexpr size_t kBytes = kAlign + (1 + 2 * kWsStages) * kTileBytes + 8 * kBarriers;
+};
+
+// The accumulator of keys (or d columns) [64 j, 64 j + 64) of a wider tile, as the m64n64
+// operand Wgmma takes.
+template <int N>
+__device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
+  return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_constant__ WsParams wp) {
+  using L = WsLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
+  const Params& p = wp.p;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  T* qs = reinterpret_cast<T*>(base);
+  T* ks = qs + kHalves * kHalfElems;              // [stage][half][128][64]
+  T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
+  uint64_t* full_q = reinterpret_cast<uint64_t*>(vs + kWsStages * kHalves * kHalfElems);
+  uint64_t* full_k = full_q + 1;
+  uint64_t* empty_k = full_k + kWsStages;
+  uint64_t* full_v = empty_k + kWsStages;
+  uint64_t* empty_v = full_v + kWsStages;
+
+  const int qb = gridDim.x - 1 - blockIdx.x;  // longest (last) query blocks first
+  const int q0 = qb * kWsBq, h = blockIdx.y, b = blockIdx.z;
+  const int g = h / (p.H / p.G);
+  const DeviceHead hd = p.heads[h];
+  if (hd.state == kSkipHead || hd.state == int32_t(HeadState::kFixed)) return;  // another launch's
+  const HeadState state = static_cast<HeadState>(hd.state);
+  if (state == HeadState::kPruned) {
+    StorePrunedRows<T, D, kWsBq, kWsThreads>(p, b, h, q0);
+    return;
+  }
+  const int q1 = min(q0 + kWsBq, p.T);
+  const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kWsBk);
+  const int count = br.Count();  // >= 1: every row sees its own key
+
+  if (threadIdx.x == 0) {
+    MbarInit(full_q, 1);
+    for (int s = 0; s < kWsStages; ++s) {
+      MbarInit(full_k + s, 1);
+      MbarInit(full_v + s, 1);
+      MbarInit(empty_k + s, 8);  // lane 0 of each consumer warp
+      MbarInit(empty_v + s, 8);
+    }
+    FenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {  // the producer
+    SetMaxRegsDec<kProducerRegs>();
+    if (threadIdx.x != 0) return;
+    constexpr uint32_t kTileTx = uint32_t(L::kTileBytes);
+    MbarArriveExpectTx(full_q, kTileTx);
+    for (int j = 0; j < kHalves; ++j) TmaLoad4d(qs + j * kHalfElems, &wp.q, full_q, 64 * j, q0, h, b);
+    for (int n = 0; n < count; ++n) {
+      const int st = n % kWsStages, k0 = br.Block(n) * kWsBk;
+      const uint32_t free_parity = ((n / kWsStages) & 1) ^ 1;
+      T* kst = ks + st * kHalves * kHalfElems;
+      T* vst = vs + st * kHalves * kHalfElems;
+      MbarWait(empty_k + st, free_parity);
+      MbarArriveExpectTx(full_k + st, kTileTx);
+      for (int j = 0; j < kHalves; ++j) TmaLoad4d(kst + j * kHalfElems, &wp.k, full_k + st, 64 * j, k0, g, b);
+      MbarWait(empty_v + st, free_parity);
+      MbarArriveExpectTx(full_v + st, kTileTx);
+      for (int j = 0; j < kHalves; ++j) TmaLoad4d(vst + j * kHalfElems, &wp.v, full_v + st, 64 * j, k0, g, b);
+    }
+    return;
+  }
+
+  // A consumer: rows [r0, r0 + 64) of the CTA's 128.
+  SetMaxRegsInc<kConsumerRegs>();
+  const int cw = wg - 1;
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int r0 = q0 + 64 * cw;
+  const int rlast = min(r0 + 63, p.T - 1);
+  const WarpRows w{r0 + warp * 16, lane / 4, lane % 4};
+  const int my_turn = 1 + cw, other_turn = 2 - cw;  // named barrier ids
+
+  float o[D / 8][4];
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  const float lz[2] = {0.f, 0.f};
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+  const float scale2 = p.scale * kLog2e;
+  uint32_t pf[kWsBk / 16][4];  // P of the last tile as the A operand of its P V
+
+  // S = Q K^T of stage st (both 64-key halves, d in k-steps of 16), one commit group.
+  auto issue_s = [&](float (&s)[kWsBk / 8][4], int st) {
+    const T* kst = ks + st * kHalves * kHalfElems;
+#pragma unroll
+    for (int kh = 0; kh < 2; ++kh) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint64_t qd = DescPlus(SmemDescSw128(qs + (kk / 4) * kHalfElems + cw * 64 * 64), 32 * (kk % 4));
+        const uint64_t kd = DescPlus(SmemDescSw128(kst + (kk / 4) * kHalfElems + kh * 64 * 64), 32 * (kk % 4));
+        Wgmma<T>::SS(Cols64(s, kh), qd, kd, kk > 0);
+      }
+    }
+    WgmmaCommit();
+  };
+  // O += P V of stage st (16 keys per k-step, d in 64-column halves), one commit group.
+  auto issue_pv = [&](int st) {
+    const T* vst = vs + st * kHalves * kHalfElems;
+#pragma unroll
+    for (int kk = 0; kk < kWsBk / 16; ++kk) {
+#pragma unroll
+      for (int j = 0; j < kHalves; ++j)
+        Wgmma<T>::RS(Cols64(o, j), pf[kk], DescPlus(SmemDescSw128(vst + j * kHalfElems), 16 * 128 * kk), 1);
+    }
+    WgmmaCommit();
+  };
+  // Iteration n: the turn, S_n (and P_{n-1} V_{n-1} unless first), then the softmax of S_n
+  // under the other warpgroup's GEMMs. `first` is a compile-time constant: every wait has
+  // one count in each instantiation (ptxas serializes wgmma when it cannot match them).
+  auto iteration = [&](int n, auto first_c) {
+    constexpr bool kFirst = decltype(first_c)::value;
+    const int st = n % kWsStages, pst = (n + kWsStages - 1) % kWsStages;
+    const int k0 = br.Block(n) * kWsBk;
+    float s[kWsBk / 8][4];
+    MbarWait(full_k + st, (n / kWsStages) & 1);
+    if (!kFirst) MbarWait(full_v + pst, ((n - 1) / kWsStages) & 1);
+    NamedBarrierSync(my_turn, 256);
+    WgmmaFence();
+    issue_s(s, st);
+    if (!kFirst) issue_pv(pst);
+    if (cw == 0 || n + 1 < count) NamedBarrierArrive(other_turn, 256);
+    WgmmaWait<kFirst ? 0 : 1>();
+    FenceOperands(s);
+    if (lane == 0) MbarArrive(empty_k + st);
+    const bool need_mask = !(r0 < p.T && TileAllVisible(hd, r0, rlast, k0, k0 + kWsBk - 1));
+    float corr[2];
+    SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
+    if (!kFirst) {
+      WgmmaWait<0>();
+      FenceOperands(o);
+      if (lane == 0) MbarArrive(empty_v + pst);
+      RescaleRows<D>(o, corr);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kWsBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
+  };
+
+  if (cw == 1) NamedBarrierArrive(1, 256);  // consumer 0 issues first
+  MbarWait(full_q, 0);
+  iteration(0, std::true_type{});
+  for (int n = 1; n < count; ++n) iteration(n, std::false_type{});
+  const int last = (count - 1) % kWsStages;
+  MbarWait(full_v + last, ((count - 1) / kWsStages) & 1);
+  WgmmaFence();
+  issue_pv(last);
+  WgmmaWait<0>();
+  FenceOperands(o);
+  StoreRows<T, D>(p, o, m, l, lz, false, b, h, w);
+}
+
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+
+// The driver's tensor-map encoder (looked up once; null where the driver lacks it).
+EncodeTiled Encoder() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// The tensor map of view v, a (B, T, heads, D) tensor of T, for boxes of 64 x 128 rows in
+// the 128-byte swizzle; rows past T read as zeros. A dimension of size 1 gets a nominal
+// stride (the encoder wants one that is a nonzero multiple of 16 bytes).
+template <typename T>
+bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, int D) {
+  const EncodeTiled encode = Encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(T_len), cuuint64_t(heads), cuuint64_t(B)};
+  const int64_t elem_strides[3] = {v.st, v.sh, v.sb};
+  cuuint64_t span = D * sizeof(T);  // bytes from the first element to past the last
+  for (int i = 0; i < 3; ++i) span += cuuint64_t(elem_strides[i]) * (dims[i + 1] - 1) * sizeof(T);
+  const cuuint64_t nominal = (span + 15) / 16 * 16;
+  cuuint64_t strides[3];
+  for (int i = 0; i < 3; ++i)
+    strides[i] = dims[i + 1] == 1 ? nominal : cuuint64_t(elem_strides[i]) * sizeof(T);
+  const cuuint32_t box[4] = {64, cuuint32_t(kWsBk), 1, 1};
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType dt =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode(map, dt, 4, v.data, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <typename T, int D>
+cudaError_t Launch(const WsParams& wp, cudaStream_t s) {
+  static_assert(kWsBq == kWsBk, "the Q map's box is the K/V maps' box");
+  auto kernel = WsForwardKernel<T, D>;
+  const size_t smem = WsLayout<T, D>::kBytes;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid((wp.p.T + kWsBq - 1) / kWsBq, wp.p.H, wp.p.B);
+  kernel<<<grid, kWsThreads, smem, s>>>(wp);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchWsForward(const Params& p, cudaStream_t s) {
+  if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
+  WsParams wp{};
+  wp.p = p;
+  if (!EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d) || !EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d) ||
+      !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d))
+    return cudaErrorNotSupported;
+  return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);
+}
+
+template cudaError_t LaunchWsForward<__nv_bfloat16>(const Params&, cudaStream_t);
+template cudaError_t LaunchWsForward<__half>(const Params&, cudaStream_t);
+
+}  // namespace internal
+}  // namespace kernels
+}  // namespace headlab
