@@ -241,14 +241,15 @@ __device__ __forceinline__ void StoreRows(const Params& p, const float (&o)[D / 
   }
 }
 
-// Pruned heads: zero output rows [q0, q0 + kBq) and lse = -inf.
+// Pruned heads: zero output rows [q0, q0 + kBq) and lse = -inf, by kThreads threads of
+// which this is number tid.
 template <typename T, int D, int kBq, int kThreads>
-__device__ __forceinline__ void StorePrunedRows(const Params& p, int b, int h, int q0) {
-  for (int idx = threadIdx.x; idx < kBq * D; idx += kThreads) {
+__device__ __forceinline__ void StorePrunedRows(const Params& p, int b, int h, int q0, int tid) {
+  for (int idx = tid; idx < kBq * D; idx += kThreads) {
     const int r = idx / D, q = q0 + r;
     if (q < p.T) At<T>(p.o, b, q, h)[idx % D] = FromFloat<T>(0.f);
   }
-  for (int r = threadIdx.x; r < kBq; r += kThreads)
+  for (int r = tid; r < kBq; r += kThreads)
     if (q0 + r < p.T) p.lse[(size_t(b) * p.H + h) * p.T + q0 + r] = -INFINITY;
 }
 

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKerne
 
   if (hd.state == kSkipHead) return;  // written by another launch of this layer
   if (state == HeadState::kPruned) {
-    StorePrunedRows<T, D, kBq, kThreads>(p, b, h, q0);
+    StorePrunedRows<T, D, kBq, kThreads>(p, b, h, q0, threadIdx.x);
     return;
   }
 

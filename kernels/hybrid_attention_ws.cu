@@ -5,11 +5,13 @@
 // second launch of the synchronous kernels (HybridAttentionForward runs it when a layer has
 // any): their tiles have no Q K^T for a producer to run ahead of.
 //
-// One CTA = 128 query rows of one (batch, head) = three warpgroups:
-// - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of Q once
-//   and of each 128-key tile's K and V into a ring of kWsStages slots in the 128-byte
-//   swizzle wgmma reads, each completing on the slot's "full" transaction barrier, after
-//   waiting on its "empty" barrier; the warpgroup gives its registers up (setmaxnreg).
+// One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head, the
+// most keys first) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
+// - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of each
+//   work tile's Q and of each 128-key tile's K and V into a ring of kWsStages slots in the
+//   128-byte swizzle wgmma reads, each completing on the slot's "full" transaction barrier,
+//   after waiting on its "empty" barrier — running ahead into the next work tile while the
+//   consumers finish the last; the warpgroup gives its registers up (setmaxnreg).
 // - warpgroups 1 and 2, the consumers: 64 rows each, sharing every K/V tile. Tile n is
 //   S_n = Q K_n^T (wgmma from shared memory), the online softmax (forward_tile.cuh, SAF's
 //   and FlashAttention-2's recurrence), then O += P_n V_n with P from registers. Within a
@@ -18,11 +20,12 @@
 //   named barriers hands the turn to issue GEMMs back and forth, so one warpgroup's softmax
 //   runs under the other's GEMMs.
 // Local and streaming heads visit only the 128-key tiles their window intersects
-// (KeySpanForQueries over the CTA's rows); a warpgroup masks a tile unless all of it is
+// (KeySpanForQueries over the work tile's rows); a warpgroup masks a tile unless all of it is
 // visible to all of its rows. Keys and queries past T are zeros from the TMA's bounds.
 #include <cuda.h>          // CUtensorMap
 #include <cudaTypedefs.h>  // the encoder's signature; the encoder itself comes from the driver
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/forward_tile.cuh"
@@ -46,13 +49,19 @@ struct WsParams {
   CUtensorMap q, k, v;  // boxes of 64 elements x 128 rows of (d, T, heads, B)
 };
 
+// The barriers of the pipeline, in shared memory. K/V slot i serves the key tiles whose
+// running index (over all of a CTA's work tiles) is i modulo kWsStages.
+struct WsBarriers {
+  uint64_t full_q, empty_q;
+  uint64_t full_k[kWsStages], empty_k[kWsStages], full_v[kWsStages], empty_v[kWsStages];
+};
+
 // Shared memory: Q [D/64][128][64]; K and V [kWsStages][D/64][128][64]; then the barriers.
 template <typename T, int D>
 struct WsLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
-  static constexpr int kBarriers = 1 + 4 * kWsStages;  // full_q, full/empty of K and V per stage
-  static constexpr size_t kBytes = kAlign + (1 + 2 * kWsStages) * kTileBytes + 8 * kBarriers;
+  static constexpr size_t kBytes = kAlign + (1 + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
 };
 
 // The accumulator of keys (or d columns) [64 j, 64 j + 64) of a wider tile, as the m64n64
@@ -62,6 +71,31 @@ __device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
   return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
 }
 
+// Work tile t of a launch (128 query rows of one batch and head), in the order CTAs take
+// them: the last query blocks (the most keys under causality) first.
+struct WorkTile {
+  int q0, h, b;
+  __device__ WorkTile(const Params& p, int t) {
+    const int per_block = p.H * p.B, nqb = (p.T + kWsBq - 1) / kWsBq;
+    q0 = (nqb - 1 - t / per_block) * kWsBq;
+    h = t % per_block % p.H;
+    b = t % per_block / p.H;
+  }
+};
+
+// What a CTA does with a work tile: nothing (fixed heads, skipped heads: another launch),
+// zeros (pruned heads), or attention over `count` key tiles.
+__device__ __forceinline__ bool LeftToAnotherLaunch(const DeviceHead& hd) {
+  return hd.state == kSkipHead || hd.state == int32_t(HeadState::kFixed);
+}
+__device__ __forceinline__ BlockRanges KeyTiles(const Params& p, const DeviceHead& hd, int q0) {
+  const int q1 = min(q0 + kWsBq, p.T);
+  return ToBlocks(KeySpanForQueries(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, q0, q1), kWsBk);
+}
+
+// The CTA is persistent: it takes work tiles blockIdx.x, blockIdx.x + gridDim.x, ... (one
+// CTA per SM), so the producer loads the next tile's Q, K and V while the consumers finish
+// the last one's tiles and write its output, instead of every CTA starting cold.
 template <typename T, int D>
 __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_constant__ WsParams wp) {
   using L = WsLayout<T, D>;
@@ -73,33 +107,17 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   T* qs = reinterpret_cast<T*>(base);
   T* ks = qs + kHalves * kHalfElems;              // [stage][half][128][64]
   T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
-  uint64_t* full_q = reinterpret_cast<uint64_t*>(vs + kWsStages * kHalves * kHalfElems);
-  uint64_t* full_k = full_q + 1;
-  uint64_t* empty_k = full_k + kWsStages;
-  uint64_t* full_v = empty_k + kWsStages;
-  uint64_t* empty_v = full_v + kWsStages;
-
-  const int qb = gridDim.x - 1 - blockIdx.x;  // longest (last) query blocks first
-  const int q0 = qb * kWsBq, h = blockIdx.y, b = blockIdx.z;
-  const int g = h / (p.H / p.G);
-  const DeviceHead hd = p.heads[h];
-  if (hd.state == kSkipHead || hd.state == int32_t(HeadState::kFixed)) return;  // another launch's
-  const HeadState state = static_cast<HeadState>(hd.state);
-  if (state == HeadState::kPruned) {
-    StorePrunedRows<T, D, kWsBq, kWsThreads>(p, b, h, q0);
-    return;
-  }
-  const int q1 = min(q0 + kWsBq, p.T);
-  const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kWsBk);
-  const int count = br.Count();  // >= 1: every row sees its own key
+  WsBarriers& bar = *reinterpret_cast<WsBarriers*>(vs + kWsStages * kHalves * kHalfElems);
+  const int tiles = (p.T + kWsBq - 1) / kWsBq * p.H * p.B;
 
   if (threadIdx.x == 0) {
-    MbarInit(full_q, 1);
+    MbarInit(&bar.full_q, 1);
+    MbarInit(&bar.empty_q, 8);  // lane 0 of each consumer warp
     for (int s = 0; s < kWsStages; ++s) {
-      MbarInit(full_k + s, 1);
-      MbarInit(full_v + s, 1);
-      MbarInit(empty_k + s, 8);  // lane 0 of each consumer warp
-      MbarInit(empty_v + s, 8);
+      MbarInit(bar.full_k + s, 1);
+      MbarInit(bar.full_v + s, 1);
+      MbarInit(bar.empty_k + s, 8);
+      MbarInit(bar.empty_v + s, 8);
     }
     FenceBarrierInit();
   }
@@ -110,41 +128,41 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     SetMaxRegsDec<kProducerRegs>();
     if (threadIdx.x != 0) return;
     constexpr uint32_t kTileTx = uint32_t(L::kTileBytes);
-    MbarArriveExpectTx(full_q, kTileTx);
-    for (int j = 0; j < kHalves; ++j) TmaLoad4d(qs + j * kHalfElems, &wp.q, full_q, 64 * j, q0, h, b);
-    for (int n = 0; n < count; ++n) {
-      const int st = n % kWsStages, k0 = br.Block(n) * kWsBk;
-      const uint32_t free_parity = ((n / kWsStages) & 1) ^ 1;
-      T* kst = ks + st * kHalves * kHalfElems;
-      T* vst = vs + st * kHalves * kHalfElems;
-      MbarWait(empty_k + st, free_parity);
-      MbarArriveExpectTx(full_k + st, kTileTx);
-      for (int j = 0; j < kHalves; ++j) TmaLoad4d(kst + j * kHalfElems, &wp.k, full_k + st, 64 * j, k0, g, b);
-      MbarWait(empty_v + st, free_parity);
-      MbarArriveExpectTx(full_v + st, kTileTx);
-      for (int j = 0; j < kHalves; ++j) TmaLoad4d(vst + j * kHalfElems, &wp.v, full_v + st, 64 * j, k0, g, b);
+    int it = 0, j = 0;  // key tiles and work tiles loaded so far
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const WorkTile wt(p, t);
+      const DeviceHead hd = p.heads[wt.h];
+      if (LeftToAnotherLaunch(hd) || hd.state == int32_t(HeadState::kPruned)) continue;
+      const int g = wt.h / (p.H / p.G);
+      const BlockRanges br = KeyTiles(p, hd, wt.q0);
+      MbarWait(&bar.empty_q, (j & 1) ^ 1);
+      MbarArriveExpectTx(&bar.full_q, kTileTx);
+      for (int c = 0; c < kHalves; ++c) TmaLoad4d(qs + c * kHalfElems, &wp.q, &bar.full_q, 64 * c, wt.q0, wt.h, wt.b);
+      for (int n = 0; n < br.Count(); ++n, ++it) {
+        const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
+        const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
+        T* kst = ks + st * kHalves * kHalfElems;
+        T* vst = vs + st * kHalves * kHalfElems;
+        MbarWait(bar.empty_k + st, free_parity);
+        MbarArriveExpectTx(bar.full_k + st, kTileTx);
+        for (int c = 0; c < kHalves; ++c) TmaLoad4d(kst + c * kHalfElems, &wp.k, bar.full_k + st, 64 * c, k0, g, wt.b);
+        MbarWait(bar.empty_v + st, free_parity);
+        MbarArriveExpectTx(bar.full_v + st, kTileTx);
+        for (int c = 0; c < kHalves; ++c) TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
+      }
+      ++j;
     }
     return;
   }
 
-  // A consumer: rows [r0, r0 + 64) of the CTA's 128.
+  // A consumer: rows [q0 + 64 cw, q0 + 64 cw + 64) of each work tile.
   SetMaxRegsInc<kConsumerRegs>();
   const int cw = wg - 1;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const int r0 = q0 + 64 * cw;
-  const int rlast = min(r0 + 63, p.T - 1);
-  const WarpRows w{r0 + warp * 16, lane / 4, lane % 4};
   const int my_turn = 1 + cw, other_turn = 2 - cw;  // named barrier ids
-
-  float o[D / 8][4];
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  const float lz[2] = {0.f, 0.f};
-#pragma unroll
-  for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
   const float scale2 = p.scale * kLog2e;
-  uint32_t pf[kWsBk / 16][4];  // P of the last tile as the A operand of its P V
 
-  // S = Q K^T of stage st (both 64-key halves, d in k-steps of 16), one commit group.
+  // S = Q K^T of slot st (both 64-key halves, d in k-steps of 16), one commit group.
   auto issue_s = [&](float (&s)[kWsBk / 8][4], int st) {
     const T* kst = ks + st * kHalves * kHalfElems;
 #pragma unroll
@@ -158,59 +176,88 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     }
     WgmmaCommit();
   };
-  // O += P V of stage st (16 keys per k-step, d in 64-column halves), one commit group.
-  auto issue_pv = [&](int st) {
+  // O += P V of slot st (16 keys per k-step, d in 64-column halves), one commit group.
+  auto issue_pv = [&](float (&o)[D / 8][4], const uint32_t (&pf)[kWsBk / 16][4], int st) {
     const T* vst = vs + st * kHalves * kHalfElems;
 #pragma unroll
     for (int kk = 0; kk < kWsBk / 16; ++kk) {
 #pragma unroll
-      for (int j = 0; j < kHalves; ++j)
-        Wgmma<T>::RS(Cols64(o, j), pf[kk], DescPlus(SmemDescSw128(vst + j * kHalfElems), 16 * 128 * kk), 1);
+      for (int c = 0; c < kHalves; ++c)
+        Wgmma<T>::RS(Cols64(o, c), pf[kk], DescPlus(SmemDescSw128(vst + c * kHalfElems), 16 * 128 * kk), 1);
     }
     WgmmaCommit();
   };
-  // Iteration n: the turn, S_n (and P_{n-1} V_{n-1} unless first), then the softmax of S_n
-  // under the other warpgroup's GEMMs. `first` is a compile-time constant: every wait has
-  // one count in each instantiation (ptxas serializes wgmma when it cannot match them).
-  auto iteration = [&](int n, auto first_c) {
-    constexpr bool kFirst = decltype(first_c)::value;
-    const int st = n % kWsStages, pst = (n + kWsStages - 1) % kWsStages;
-    const int k0 = br.Block(n) * kWsBk;
-    float s[kWsBk / 8][4];
-    MbarWait(full_k + st, (n / kWsStages) & 1);
-    if (!kFirst) MbarWait(full_v + pst, ((n - 1) / kWsStages) & 1);
-    NamedBarrierSync(my_turn, 256);
-    WgmmaFence();
-    issue_s(s, st);
-    if (!kFirst) issue_pv(pst);
-    if (cw == 0 || n + 1 < count) NamedBarrierArrive(other_turn, 256);
-    WgmmaWait<kFirst ? 0 : 1>();
-    FenceOperands(s);
-    if (lane == 0) MbarArrive(empty_k + st);
-    const bool need_mask = !(r0 < p.T && TileAllVisible(hd, r0, rlast, k0, k0 + kWsBk - 1));
-    float corr[2];
-    SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
-    if (!kFirst) {
-      WgmmaWait<0>();
-      FenceOperands(o);
-      if (lane == 0) MbarArrive(empty_v + pst);
-      RescaleRows<D>(o, corr);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kWsBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
-  };
 
-  if (cw == 1) NamedBarrierArrive(1, 256);  // consumer 0 issues first
-  MbarWait(full_q, 0);
-  iteration(0, std::true_type{});
-  for (int n = 1; n < count; ++n) iteration(n, std::false_type{});
-  const int last = (count - 1) % kWsStages;
-  MbarWait(full_v + last, ((count - 1) / kWsStages) & 1);
-  WgmmaFence();
-  issue_pv(last);
-  WgmmaWait<0>();
-  FenceOperands(o);
-  StoreRows<T, D>(p, o, m, l, lz, false, b, h, w);
+  int it = 0, j = 0;  // key tiles and work tiles consumed so far
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const WorkTile wt(p, t);
+    const DeviceHead hd = p.heads[wt.h];
+    if (LeftToAnotherLaunch(hd)) continue;
+    if (hd.state == int32_t(HeadState::kPruned)) {
+      StorePrunedRows<T, D, kWsBq, kWsThreads - 128>(p, wt.b, wt.h, wt.q0, threadIdx.x - 128);
+      continue;
+    }
+    const BlockRanges br = KeyTiles(p, hd, wt.q0);
+    const int count = br.Count();  // >= 1: every row sees its own key
+    const int r0 = wt.q0 + 64 * cw;
+    const int rlast = min(r0 + 63, p.T - 1);
+    const WarpRows w{r0 + warp * 16, lane / 4, lane % 4};
+    float o[D / 8][4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    const float lz[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
+    uint32_t pf[kWsBk / 16][4];  // P of the last key tile as the A operand of its P V
+
+    // Key tile n: the turn, S_n (and P_{n-1} V_{n-1} unless first), then the softmax of
+    // S_n under the other warpgroup's GEMMs. `first` is a compile-time constant: every wait
+    // has one count in each instantiation (ptxas serializes wgmma when it cannot match them).
+    auto iteration = [&](int n, auto first_c) {
+      constexpr bool kFirst = decltype(first_c)::value;
+      const int i = it + n, st = i % kWsStages, pst = (i + kWsStages - 1) % kWsStages;
+      const int k0 = br.Block(n) * kWsBk;
+      float s[kWsBk / 8][4];
+      MbarWait(bar.full_k + st, (i / kWsStages) & 1);
+      if (!kFirst) MbarWait(bar.full_v + pst, ((i - 1) / kWsStages) & 1);
+      NamedBarrierSync(my_turn, 256);
+      WgmmaFence();
+      issue_s(s, st);
+      if (!kFirst) issue_pv(o, pf, pst);
+      if (cw == 0 || n + 1 < count) NamedBarrierArrive(other_turn, 256);
+      WgmmaWait<kFirst ? 0 : 1>();
+      FenceOperands(s);
+      if (lane == 0) {
+        MbarArrive(bar.empty_k + st);
+        if (n + 1 == count) MbarArrive(&bar.empty_q);  // the tile's last S: Q is free
+      }
+      const bool need_mask = !(r0 < p.T && TileAllVisible(hd, r0, rlast, k0, k0 + kWsBk - 1));
+      float corr[2];
+      SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
+      if (!kFirst) {
+        WgmmaWait<0>();
+        FenceOperands(o);
+        if (lane == 0) MbarArrive(bar.empty_v + pst);
+        RescaleRows<D>(o, corr);
+      }
+#pragma unroll
+      for (int kk = 0; kk < kWsBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
+    };
+
+    if (cw == 1) NamedBarrierArrive(1, 256);  // consumer 0 issues first
+    MbarWait(&bar.full_q, j & 1);
+    iteration(0, std::true_type{});
+    for (int n = 1; n < count; ++n) iteration(n, std::false_type{});
+    const int i_last = it + count - 1, last = i_last % kWsStages;
+    MbarWait(bar.full_v + last, (i_last / kWsStages) & 1);
+    WgmmaFence();
+    issue_pv(o, pf, last);
+    WgmmaWait<0>();
+    FenceOperands(o);
+    if (lane == 0) MbarArrive(bar.empty_v + last);
+    StoreRows<T, D>(p, o, m, l, lz, false, wt.b, wt.h, w);
+    it += count;
+    ++j;
+  }
 }
 
 using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
@@ -260,8 +307,11 @@ cudaError_t Launch(const WsParams& wp, cudaStream_t s) {
   const size_t smem = WsLayout<T, D>::kBytes;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
-  const dim3 grid((wp.p.T + kWsBq - 1) / kWsBq, wp.p.H, wp.p.B);
-  kernel<<<grid, kWsThreads, smem, s>>>(wp);
+  int dev = 0, sms = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+  const int tiles = (wp.p.T + kWsBq - 1) / kWsBq * wp.p.H * wp.p.B;
+  kernel<<<std::min(tiles, sms), kWsThreads, smem, s>>>(wp);
   return cudaGetLastError();
 }
 

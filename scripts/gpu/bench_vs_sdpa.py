@@ -167,7 +167,7 @@ def fmt(r):
     return f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
 
 
-def rows(kern, B, H, T, d, dt):
+def rows(kern, B, H, T, d, dt, fwd_only=False):
     """The kernel-targets table at head dim d: ours against SDPA flash, SDPA cuDNN and FlexAttention."""
     dev = "cuda"
     torch.manual_seed(d)
@@ -229,7 +229,7 @@ def rows(kern, B, H, T, d, dt):
         a, b, r, lo, hi = compare(ours(ordinary, bwd), ours(states, bwd, fixed))
         print(f"  {label:34s} ours {b:8.3f} ms / ours all-ordinary {a:8.3f} ms = {fmt((r, lo, hi))}")
 
-    for bwd, what in ((False, "fwd"), (True, "fwd+bwd")):
+    for bwd, what in ((False, "fwd"),) + ((True, "fwd+bwd"),) * (not fwd_only):
         baseline_rows(f"all ordinary {what}", ours(ordinary, bwd), bwd, "causal")
     # Our forward paths against each other (path 4: warp-specialised, the dispatched one on
     # sm_90; 3: synchronous wgmma, d = 64 only; 2: mma.sync).
@@ -238,6 +238,13 @@ def rows(kern, B, H, T, d, dt):
             continue
         a, b, r, lo, hi = compare(ours(ordinary, False, path=path), ours(ordinary, False, path=4))
         print(f"  {'all ordinary fwd, ws / ' + name:34s} ours-ws {b:8.3f} ms / {name} {a:8.3f} ms = {fmt((r, lo, hi))}")
+    half = H // 2
+    streaming = [(STREAMING, 0, 128, 256)] * half + ordinary[half:]
+    if fwd_only:
+        own_ratio("streaming 50% (128+256) fwd", streaming, False)
+        for W in (512, 1024):
+            own_ratio(f"local W={W} fwd", [(LOCAL, W, 0, 0)] * H, False)
+        return
     for frac in (0.25, 0.5):
         n = int(H * frac)
         states = [(FIXED, 0, 0, 0)] * n + [(ORDINARY, 0, 0, 0)] * (H - n)
@@ -248,9 +255,7 @@ def rows(kern, B, H, T, d, dt):
         local = [(LOCAL, W, 0, 0)] * H
         own_ratio(f"local W={W} (c={c:.3f}) fwd+bwd", local, True)
         baseline_rows(f"local W={W} fwd", ours(local, False), False, "sliding", W)
-    half = H // 2
     own_ratio("pruned 50% fwd+bwd", [(PRUNED, 0, 0, 0)] * half + ordinary[half:], True)
-    streaming = [(STREAMING, 0, 128, 256)] * half + ordinary[half:]
     own_ratio("streaming 50% (128+256) fwd+bwd", streaming, True)
     own_ratio("streaming 50% (128+256) fwd", streaming, False)
     own_ratio("local W=512 fwd", [(LOCAL, 512, 0, 0)] * H, False)
@@ -260,6 +265,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True, help="path to libheadlab_kernels_capi.so")
     ap.add_argument("--quick", action="store_true", help="T=1024 instead of 4096")
+    ap.add_argument("--fwd-only", action="store_true",
+                    help="only the forward rows (all ordinary vs the baselines and our other paths, "
+                         "streaming and local over all ordinary)")
     args = ap.parse_args()
     kern = Kernels(args.lib)
     torch.manual_seed(0)
@@ -318,7 +326,7 @@ def main():
                 sys.exit(1)
         results[name] = True
     for dim in (64, 128):
-        rows(kern, B, H, T, dim, dt)
+        rows(kern, B, H, T, dim, dt, args.fwd_only)
     return 0
 
 
