@@ -5,8 +5,8 @@
 // second launch of the synchronous kernels (HybridAttentionForward runs it when a layer has
 // any): their tiles have no Q K^T for a producer to run ahead of.
 //
-// One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head, the
-// most keys first) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
+// One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head;
+// WorkTile) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
 // - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of each
 //   work tile's Q and of each 128-key tile's K and V into a ring of kWsStages slots in the
 //   128-byte swizzle wgmma reads, each completing on the slot's "full" transaction barrier,
@@ -72,14 +72,16 @@ __device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
 }
 
 // Work tile t of a launch (128 query rows of one batch and head), in the order CTAs take
-// them: the last query blocks (the most keys under causality) first.
+// them: head by head, so that the CTAs running at one time share a few heads' K and V in L2;
+// within a head the last query blocks (the most keys under causality) first, so that the
+// launch ends on short tiles.
 struct WorkTile {
   int q0, h, b;
   __device__ WorkTile(const Params& p, int t) {
-    const int per_block = p.H * p.B, nqb = (p.T + kWsBq - 1) / kWsBq;
-    q0 = (nqb - 1 - t / per_block) * kWsBq;
-    h = t % per_block % p.H;
-    b = t % per_block / p.H;
+    const int nqb = (p.T + kWsBq - 1) / kWsBq, head = t / nqb;
+    q0 = (nqb - 1 - t % nqb) * kWsBq;
+    h = head % p.H;
+    b = head / p.H;
   }
 };
 

@@ -263,13 +263,20 @@ void Run() {
   }
 }
 
-// --profile: two all-ordinary forwards and one forward+backward at the bench size, nothing
-// else (for `ncu -k regex:Mma`).
+// --profile: two all-ordinary forwards and one forward+backward at the bench size, then one
+// forward of all-local heads (W = 512), nothing else (for `ncu -k regex:Forward`).
 void Profile() {
   Problem p(Base(4096));
   Fwd(p, KernelPath::kAuto)();
   Fwd(p, KernelPath::kAuto)();
   FwdBwd(p, KernelPath::kAuto)();
+  ProblemConfig lc = Base(4096);
+  for (HeadSpec& h : lc.heads) {
+    h.state = HeadState::kLocal;
+    h.window = 512;
+  }
+  Problem local(lc);
+  Fwd(local, KernelPath::kAuto)();
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
 }
 
