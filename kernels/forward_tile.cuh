@@ -107,38 +107,52 @@ __device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const D
 }
 
 // Online softmax (FlashAttention-2) of one warp's raw scores s (kNb blocks of 8 keys): masks
-// invisible keys when
-// need_mask, updates the running max m and sum l, turns s into unnormalised P and returns
-// in corr the factors the output accumulators must be rescaled by (RescaleRows). Works on
-// raw scores (scale > 0 keeps the order): the exponent is s * scale2 - m * scale2 with
-// scale2 = scale * log2(e).
+// invisible keys when need_mask, updates the running max m and sum l, turns s into
+// unnormalised P and returns in corr the factors the output accumulators must be rescaled
+// by (RescaleRows). Works on raw scores (scale > 0 keeps the order): the exponent is
+// s * scale2 - m * scale2 with scale2 = scale * log2(e).
+// The row max and sum run as kChains independent chains, combined at the end: with two or
+// three warps per scheduler a single chain of 2 kNb dependent FMNMX / FADD per row left the
+// warp stalled on each result (ncu: fixed-latency dependency, the top stall of the
+// warp-specialised forward, kernels/dev/NOTES.md run 23).
 template <int kNb>
 __device__ __forceinline__ void SoftmaxTile(float (&s)[kNb][4], float (&m)[2], float (&l)[2],
                                             float (&corr)[2], bool need_mask, const DeviceHead& hd,
                                             const WarpRows& w, int k0, float scale2) {
+  constexpr int kChains = 4;
+  static_assert(2 * kNb % kChains == 0, "whole chains");
   if (need_mask) MaskTile(s, -INFINITY, hd, w, k0);
-  float mx[2] = {-INFINITY, -INFINITY};
+  float mxc[2][kChains];
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) mxc[0][c] = mxc[1][c] = -INFINITY;
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[nb][e]);
+    for (int e = 0; e < 4; ++e) {
+      float& acc = mxc[e >> 1][(2 * nb + (e & 1)) % kChains];
+      acc = fmaxf(acc, s[nb][e]);
+    }
   }
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 1));
-    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 2));
-    const float mn = fmaxf(m[hf], mx[hf]);
+    float mx = fmaxf(fmaxf(mxc[hf][0], mxc[hf][1]), fmaxf(mxc[hf][2], mxc[hf][3]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mn = fmaxf(m[hf], mx);
     const float ref = mn == -INFINITY ? 0.f : mn * scale2;
     corr[hf] = Ex2(m[hf] * scale2 - ref);
     m[hf] = mn;
-    float sum = 0.f;
+    float sum[kChains] = {};
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb) {
-      s[nb][2 * hf] = Ex2(fmaf(s[nb][2 * hf], scale2, -ref));
-      s[nb][2 * hf + 1] = Ex2(fmaf(s[nb][2 * hf + 1], scale2, -ref));
-      sum += s[nb][2 * hf] + s[nb][2 * hf + 1];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = s[nb][2 * hf + e];
+        x = Ex2(fmaf(x, scale2, -ref));
+        sum[(2 * nb + e) % kChains] += x;
+      }
     }
-    l[hf] = l[hf] * corr[hf] + sum;
+    l[hf] = l[hf] * corr[hf] + ((sum[0] + sum[1]) + (sum[2] + sum[3]));
   }
 }
 

@@ -8,10 +8,11 @@
 // One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head;
 // WorkTile) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
 // - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of each
-//   work tile's Q and of each 128-key tile's K and V into a ring of kWsStages slots in the
-//   128-byte swizzle wgmma reads, each completing on the slot's "full" transaction barrier,
-//   after waiting on its "empty" barrier — running ahead into the next work tile while the
-//   consumers finish the last; the warpgroup gives its registers up (setmaxnreg).
+//   work tile's Q (two slots) and of each 128-key tile's K and V (a ring of kWsStages
+//   slots) in the 128-byte swizzle wgmma reads, each completing on the slot's "full"
+//   transaction barrier, after waiting on its "empty" barrier — running ahead into the next
+//   work tile while the consumers finish the last; the warpgroup gives its registers up
+//   (setmaxnreg).
 // - warpgroups 1 and 2, the consumers: 64 rows each, sharing every K/V tile. Tile n is
 //   S_n = Q K_n^T (wgmma from shared memory), the online softmax (forward_tile.cuh, SAF's
 //   and FlashAttention-2's recurrence), then O += P_n V_n with P from registers. Within a
@@ -38,7 +39,8 @@ namespace {
 
 constexpr int kWsBq = 128;  // query rows per CTA (64 per consumer warpgroup)
 constexpr int kWsBk = 128;  // keys per tile
-constexpr int kWsStages = 2;
+constexpr int kWsStages = 2;  // K/V slots (3 measured no faster, NOTES.md run 22)
+constexpr int kWsQSlots = 2;  // Q of this work tile and the next
 constexpr int kWsThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64K
 constexpr int kHalfElems = 128 * 64;                    // one [128 rows][64] swizzled half-tile
@@ -50,18 +52,20 @@ struct WsParams {
 };
 
 // The barriers of the pipeline, in shared memory. K/V slot i serves the key tiles whose
-// running index (over all of a CTA's work tiles) is i modulo kWsStages.
+// running index (over all of a CTA's work tiles) is i modulo kWsStages; Q slot i the work
+// tiles whose index is i modulo kWsQSlots.
 struct WsBarriers {
-  uint64_t full_q, empty_q;
+  uint64_t full_q[kWsQSlots], empty_q[kWsQSlots];
   uint64_t full_k[kWsStages], empty_k[kWsStages], full_v[kWsStages], empty_v[kWsStages];
 };
 
-// Shared memory: Q [D/64][128][64]; K and V [kWsStages][D/64][128][64]; then the barriers.
+// Shared memory: Q [kWsQSlots][D/64][128][64]; K and V [kWsStages][D/64][128][64]; then the
+// barriers.
 template <typename T, int D>
 struct WsLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
-  static constexpr size_t kBytes = kAlign + (1 + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
+  static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
 };
 
 // The accumulator of keys (or d columns) [64 j, 64 j + 64) of a wider tile, as the m64n64
@@ -107,14 +111,16 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
   T* qs = reinterpret_cast<T*>(base);
-  T* ks = qs + kHalves * kHalfElems;              // [stage][half][128][64]
+  T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
   T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
   WsBarriers& bar = *reinterpret_cast<WsBarriers*>(vs + kWsStages * kHalves * kHalfElems);
   const int tiles = (p.T + kWsBq - 1) / kWsBq * p.H * p.B;
 
   if (threadIdx.x == 0) {
-    MbarInit(&bar.full_q, 1);
-    MbarInit(&bar.empty_q, 8);  // lane 0 of each consumer warp
+    for (int s = 0; s < kWsQSlots; ++s) {
+      MbarInit(bar.full_q + s, 1);
+      MbarInit(bar.empty_q + s, 8);  // lane 0 of each consumer warp
+    }
     for (int s = 0; s < kWsStages; ++s) {
       MbarInit(bar.full_k + s, 1);
       MbarInit(bar.full_v + s, 1);
@@ -137,9 +143,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
       if (LeftToAnotherLaunch(hd) || hd.state == int32_t(HeadState::kPruned)) continue;
       const int g = wt.h / (p.H / p.G);
       const BlockRanges br = KeyTiles(p, hd, wt.q0);
-      MbarWait(&bar.empty_q, (j & 1) ^ 1);
-      MbarArriveExpectTx(&bar.full_q, kTileTx);
-      for (int c = 0; c < kHalves; ++c) TmaLoad4d(qs + c * kHalfElems, &wp.q, &bar.full_q, 64 * c, wt.q0, wt.h, wt.b);
+      const int qslot = j % kWsQSlots;
+      T* qst = qs + qslot * kHalves * kHalfElems;
+      MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
+      MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
+      for (int c = 0; c < kHalves; ++c) TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
         const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
@@ -165,13 +173,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   const float scale2 = p.scale * kLog2e;
 
   // S = Q K^T of slot st (both 64-key halves, d in k-steps of 16), one commit group.
-  auto issue_s = [&](float (&s)[kWsBk / 8][4], int st) {
+  auto issue_s = [&](float (&s)[kWsBk / 8][4], const T* qst, int st) {
     const T* kst = ks + st * kHalves * kHalfElems;
 #pragma unroll
     for (int kh = 0; kh < 2; ++kh) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const uint64_t qd = DescPlus(SmemDescSw128(qs + (kk / 4) * kHalfElems + cw * 64 * 64), 32 * (kk % 4));
+        const uint64_t qd = DescPlus(SmemDescSw128(qst + (kk / 4) * kHalfElems + cw * 64 * 64), 32 * (kk % 4));
         const uint64_t kd = DescPlus(SmemDescSw128(kst + (kk / 4) * kHalfElems + kh * 64 * 64), 32 * (kk % 4));
         Wgmma<T>::SS(Cols64(s, kh), qd, kd, kk > 0);
       }
@@ -210,6 +218,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
     uint32_t pf[kWsBk / 16][4];  // P of the last key tile as the A operand of its P V
+    const int qslot = j % kWsQSlots;
+    const T* qst = qs + qslot * kHalves * kHalfElems;
 
     // Key tile n: the turn, S_n (and P_{n-1} V_{n-1} unless first), then the softmax of
     // S_n under the other warpgroup's GEMMs. `first` is a compile-time constant: every wait
@@ -223,14 +233,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
       if (!kFirst) MbarWait(bar.full_v + pst, ((i - 1) / kWsStages) & 1);
       NamedBarrierSync(my_turn, 256);
       WgmmaFence();
-      issue_s(s, st);
+      issue_s(s, qst, st);
       if (!kFirst) issue_pv(o, pf, pst);
       if (cw == 0 || n + 1 < count) NamedBarrierArrive(other_turn, 256);
       WgmmaWait<kFirst ? 0 : 1>();
       FenceOperands(s);
       if (lane == 0) {
         MbarArrive(bar.empty_k + st);
-        if (n + 1 == count) MbarArrive(&bar.empty_q);  // the tile's last S: Q is free
+        if (n + 1 == count) MbarArrive(bar.empty_q + qslot);  // the tile's last S: Q is free
       }
       const bool need_mask = !(r0 < p.T && TileAllVisible(hd, r0, rlast, k0, k0 + kWsBk - 1));
       float corr[2];
@@ -246,7 +256,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     };
 
     if (cw == 1) NamedBarrierArrive(1, 256);  // consumer 0 issues first
-    MbarWait(&bar.full_q, j & 1);
+    MbarWait(bar.full_q + qslot, (j / kWsQSlots) & 1);
     iteration(0, std::true_type{});
     for (int n = 1; n < count; ++n) iteration(n, std::false_type{});
     const int i_last = it + count - 1, last = i_last % kWsStages;
