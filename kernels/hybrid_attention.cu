@@ -173,7 +173,8 @@ Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requ
                   (shape.head_dim == 64 || shape.head_dim == 128);
   const bool wgmma = hopper && requested != KernelPath::kWgmmaWs && shape.head_dim == 64;
   if (requested == KernelPath::kWgmmaWs && !ws) {
-    *refusal = {KernelCode::kUnsupported, "the warp-specialised forward needs an sm_90a build, an sm_90 device and d = 64 or 128"};
+    *refusal = {KernelCode::kUnsupported,
+                "the warp-specialised forward needs an sm_90a build, an sm_90 device and d = 64 or 128"};
     return Chosen::kRefused;
   }
   if (requested == KernelPath::kWgmma && !wgmma) {

@@ -147,7 +147,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
       T* qst = qs + qslot * kHalves * kHalfElems;
       MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
       MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
-      for (int c = 0; c < kHalves; ++c) TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
+      for (int c = 0; c < kHalves; ++c)
+        TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
         const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
