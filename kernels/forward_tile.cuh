@@ -94,16 +94,20 @@ struct WarpRows {
 
 // Sets the elements of s whose key the head does not let its row see to `fill`. Called
 // under one uniform branch (boundary tiles only): inside the element loop the test cost a
-// branch per element on every tile (run 15's SASS, NOTES.md run 16).
+// branch per element on every tile (run 15's SASS, NOTES.md run 16). Each of the thread's
+// two rows is a RowVisibility over key offsets from k0 + 2 tq (head_mask.h), so an element
+// costs three compares and a select.
 template <int kNb>
 __device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const DeviceHead& hd, const WarpRows& w,
                                          int k0) {
-  const VisibleBand band = BandOf(hd);
+  const HeadState state = static_cast<HeadState>(hd.state);
+  const int base = w.Key(k0, 0, 0);
+  const RowVisibility rows[2] = {RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(0), base),
+                                 RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(1), base)};
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (!band.Visible(w.Row(e >> 1), w.Key(k0, nb, e & 1))) s[nb][e] = fill;
+    for (int e = 0; e < 4; ++e) s[nb][e] = rows[e >> 1].Visible(8 * nb + (e & 1)) ? s[nb][e] : fill;
 }
 
 // Online softmax (FlashAttention-2) of one warp's raw scores s (kNb blocks of 8 keys): masks

@@ -114,8 +114,10 @@ __device__ __forceinline__ bool Visible(const DeviceHead& h, int q, int k) {
   return KeyVisible(static_cast<HeadState>(h.state), h.window, h.sink, h.recent, q, k);
 }
 
-// KeyVisible in the form the tile masks evaluate per element: (q, k) is visible iff
-// k <= q and (k > q - window or k < sink), with window and sink set by the head's state.
+// KeyVisible in the form the backwards' tile masks evaluate per element: (q, k) is visible
+// iff k <= q and (k > q - window or k < sink), with window and sink set by the head's state.
+// (The forwards use head_mask.h's branch-free RowVisibility; written the same way for the
+// backward's key rows, it raised the d = 128 mma.sync backward's spills from 24 to 80 bytes.)
 struct VisibleBand {
   int window, sink;
   __device__ __forceinline__ bool Visible(int q, int k) const { return k <= q && (k > q - window || k < sink); }

@@ -205,6 +205,29 @@ TEST_CASE("bf16 and fp16 rounding") {
   REQUIRE(RoundTo(0.1f, Rounding::kNone) == 0.1f);
 }
 
+TEST_CASE("the forward tile masks' row form agrees with KeyVisible") {
+  struct Case { HeadState s; int w, sink, recent; };
+  const Case cases[] = {{HeadState::kOrdinary, 0, 0, 0}, {HeadState::kFixed, 0, 0, 0},
+                        {HeadState::kLocal, 1, 0, 0},    {HeadState::kLocal, 7, 0, 0},
+                        {HeadState::kStreaming, 0, 0, 1}, {HeadState::kStreaming, 0, 5, 3},
+                        {HeadState::kStreaming, 0, 40, 9}, {HeadState::kPruned, 0, 0, 0}};
+  int visible = 0, hidden = 0;
+  for (const Case& c : cases) {
+    for (int fixed = 0; fixed < 80; ++fixed) {
+      for (int base = 0; base < 80; base += 3) {
+        const RowVisibility row = RowVisibilityOf(c.s, c.w, c.sink, c.recent, fixed, base);
+        for (int off = 0; off < 64; ++off) {
+          const bool want = KeyVisible(c.s, c.w, c.sink, c.recent, fixed, base + off);
+          REQUIRE(row.Visible(off) == want);
+          (want ? visible : hidden) += 1;
+        }
+      }
+    }
+  }
+  REQUIRE(visible > 10000);  // both outcomes were exercised
+  REQUIRE(hidden > 10000);
+}
+
 TEST_CASE("block iteration spaces cover every visible key and skip whole blocks") {
   const int T = 70;
   struct Case { HeadState s; int w, sink, recent; };
