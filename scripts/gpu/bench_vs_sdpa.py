@@ -261,6 +261,16 @@ def rows(kern, B, H, T, d, dt, fwd_only=False):
     own_ratio("local W=512 fwd", [(LOCAL, 512, 0, 0)] * H, False)
 
 
+def allow_flex_recompiles(limit=64):
+    """Every FlexAttention runner compiles the same function (each mask, head dim and grad
+    mode is a new graph); past dynamo's default limit of 8 it silently ran unfused, and the
+    d = 128 rows then compared against a 50-130 ms eager fallback (run 21)."""
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), limit))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True, help="path to libheadlab_kernels_capi.so")
@@ -269,6 +279,7 @@ def main():
                     help="only the forward rows (all ordinary vs the baselines and our other paths, "
                          "streaming and local over all ordinary)")
     args = ap.parse_args()
+    allow_flex_recompiles()
     kern = Kernels(args.lib)
     torch.manual_seed(0)
     B, H, T, d = 8, 12, (1024 if args.quick else 4096), 64
