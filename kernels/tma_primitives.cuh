@@ -67,11 +67,6 @@ __device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uin
       : "memory");
 #endif
 }
-__device__ __forceinline__ void PrefetchTensorMap(const void* tensor_map) {
-#if HEADLAB_WGMMA_DEVICE
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(tensor_map)) : "memory");
-#endif
-}
 
 // Named barriers (ids 1..15; 0 is __syncthreads): Sync blocks until `threads` threads have
 // arrived or synced on `id`; Arrive counts this thread without waiting.
