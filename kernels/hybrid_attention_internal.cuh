@@ -147,9 +147,10 @@ __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int 
 }
 
 // Launches kernel(p) on `grid` x `threads` with `smem` bytes of dynamic shared memory (the
-// attribute lifts the 48 KB default); returns the first CUDA error.
-template <typename Kernel>
-cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, const Params& p) {
+// attribute lifts the 48 KB default); returns the first CUDA error. P is Params or a kernel's
+// own parameter struct around it.
+template <typename Kernel, typename P>
+cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, const P& p) {
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
   kernel<<<grid, threads, smem, s>>>(p);

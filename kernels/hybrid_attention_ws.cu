@@ -75,6 +75,9 @@ __device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
   return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
 }
 
+// The work tiles of a launch: kWsBq query rows of each batch and head.
+__host__ __device__ __forceinline__ int WorkTiles(const Params& p) { return (p.T + kWsBq - 1) / kWsBq * p.H * p.B; }
+
 // Work tile t of a launch (128 query rows of one batch and head), in the order CTAs take
 // them: head by head, so that the CTAs running at one time share a few heads' K and V in L2;
 // within a head the last query blocks (the most keys under causality) first, so that the
@@ -114,7 +117,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
   T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
   WsBarriers& bar = *reinterpret_cast<WsBarriers*>(vs + kWsStages * kHalves * kHalfElems);
-  const int tiles = (p.T + kWsBq - 1) / kWsBq * p.H * p.B;
+  const int tiles = WorkTiles(p);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWsQSlots; ++s) {
@@ -316,16 +319,12 @@ bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, in
 template <typename T, int D>
 cudaError_t Launch(const WsParams& wp, cudaStream_t s) {
   static_assert(kWsBq == kWsBk, "the Q map's box is the K/V maps' box");
-  auto kernel = WsForwardKernel<T, D>;
-  const size_t smem = WsLayout<T, D>::kBytes;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return e;
   int dev = 0, sms = 0;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-  const int tiles = (wp.p.T + kWsBq - 1) / kWsBq * wp.p.H * wp.p.B;
-  kernel<<<std::min(tiles, sms), kWsThreads, smem, s>>>(wp);
-  return cudaGetLastError();
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return e;
+  return LaunchWithSmem(WsForwardKernel<T, D>, std::min(WorkTiles(wp.p), sms), kWsThreads, WsLayout<T, D>::kBytes,
+                        s, wp);
 }
 
 }  // namespace
