@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# ab-kernels.sh: an A/B of kernel revisions in ONE device call. For each git revision named, the
+# kernels/, scripts/ and common/testing/ of that revision (git archive, so the work tree is untouched) get a
+# kernels-only build (the standalone CMake project, ~15 s on 16 cores; all builds in parallel),
+# then, one revision at a time on the GPU: kernels_gpu_test --quick (the numerics against the
+# fp64 reference) and that revision's own scripts/gpu/bench_vs_sdpa.py. Logs per revision go to
+# $OUT/<name>-{build,gpu-test,sdpa}.log and a summary to $OUT/summary.txt.
+#
+#   scripts/gpu/ab-kernels.sh [--full-test] REV[:fwd]...
+#     REV        a branch, tag or commit of this repository (its name in the logs: REV with
+#                '/' turned into '-'); REV:fwd benches the forward only (bench_vs_sdpa --fwd-only)
+#     --full-test  kernels_gpu_test without --quick (T up to 4096; minutes per revision)
+#
+# Example (device tool): run(command="scripts/gpu/ab-kernels.sh main:fwd ws-forward-3wg:fwd")
+# Exit 0 iff every build and every numerics test passed.
+set -uo pipefail
+quick="--quick"
+specs=()
+for a in "$@"; do
+  case "$a" in
+    --full-test) quick="" ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -*) echo "ab-kernels.sh: unknown option $a (see --help)" >&2; exit 2 ;;
+    *) specs+=("$a") ;;
+  esac
+done
+[ "${#specs[@]}" -gt 0 ] || { echo "ab-kernels.sh: name at least one revision (see --help)" >&2; exit 2; }
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${OUT:-/tmp/headlab-gpu-out}"
+work="${HEADLAB_AB_DIR:-/tmp/headlab-ab}"
+mkdir -p "$out" "$work"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+summary="$out/summary.txt"
+: > "$summary"
+t0=$(date +%s)
+note() { echo "$* ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"; }
+{ nvidia-smi; nvcc --version; date -u; } > "$out/machine.txt" 2>&1
+
+name_of() { echo "${1%%:*}" | tr '/' '-'; }
+rev_of() { echo "${1%%:*}"; }
+
+# 1. Sources and builds, in parallel (a build is CPU-only).
+jobs_per=$(( $(nproc) / ${#specs[@]} )); [ "$jobs_per" -ge 2 ] || jobs_per=2
+pids=()
+for s in "${specs[@]}"; do
+  n=$(name_of "$s"); r=$(rev_of "$s"); src="$work/$n/src"
+  rm -rf "$work/$n"; mkdir -p "$src"
+  if ! git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
+    note "$n: git archive $r failed"; exit 1
+  fi
+  git -C "$root" log -1 --oneline "$r" > "$out/$n-revision.txt"
+  ( cmake -S "$src/kernels" -B "$work/$n/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$work/$n/build" -j "$jobs_per" ) > "$out/$n-build.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for i in "${!specs[@]}"; do
+  n=$(name_of "${specs[$i]}")
+  if wait "${pids[$i]}"; then note "$n: build ok"; else note "$n: build FAILED"; status=1; fi
+done
+
+# 2. Numerics, then the bench, one revision at a time.
+for s in "${specs[@]}"; do
+  n=$(name_of "$s"); b="$work/$n/build"
+  [ -x "$b/kernels_gpu_test" ] || continue
+  if "$b/kernels_gpu_test" $quick > "$out/$n-gpu-test.log" 2>&1; then
+    note "$n: kernels_gpu_test $quick ok"
+  else
+    note "$n: kernels_gpu_test $quick FAILED"; grep -iE "fail|mismatch|error" "$out/$n-gpu-test.log" | head -20
+    status=1; continue
+  fi
+  fwd=(); [ "${s#*:}" = fwd ] && [ "$s" != "${s#*:}" ] && fwd=(--fwd-only)
+  PYTHONUNBUFFERED=1 python3 "$work/$n/src/scripts/gpu/bench_vs_sdpa.py" --lib "$b/libheadlab_kernels_capi.so" \
+    "${fwd[@]}" > "$out/$n-sdpa.log" 2>&1 || status=1
+  note "$n: bench_vs_sdpa ${fwd[*]} done"
+done
+note "ab-kernels.sh: exit $status"
+exit $status
