@@ -7,11 +7,15 @@
 # $OUT/<name>-{build,gpu-test,sdpa}.log and a summary to $OUT/summary.txt.
 #
 #   scripts/gpu/ab-kernels.sh [--full-test] REV[:fwd]...
-#     REV        a branch, tag or commit of this repository (its name in the logs: REV with
-#                '/' turned into '-'); REV:fwd benches the forward only (bench_vs_sdpa --fwd-only)
+#     REV        a commit of this repository (the device's copy holds HEAD's history only), or a
+#                directory holding another revision's kernels/, scripts/, common/testing/ and a
+#                REVISION file (prepare it here: scripts/gpu/ab-prepare.sh BRANCH..., carry
+#                ["build-ab"]); its name in the logs: the last path component. REV:fwd benches
+#                the forward only (bench_vs_sdpa --fwd-only)
 #     --full-test  kernels_gpu_test without --quick (T up to 4096; minutes per revision)
 #
-# Example (device tool): run(command="scripts/gpu/ab-kernels.sh main:fwd ws-forward-3wg:fwd")
+# Example: here `scripts/gpu/ab-prepare.sh ws-forward-3wg`, then on the device
+#   run(command="scripts/gpu/ab-kernels.sh HEAD:fwd build-ab/ws-forward-3wg:fwd", carry=["build-ab"])
 # Exit 0 iff every build and every numerics test passed.
 set -uo pipefail
 quick="--quick"
@@ -19,7 +23,7 @@ specs=()
 for a in "$@"; do
   case "$a" in
     --full-test) quick="" ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "ab-kernels.sh: unknown option $a (see --help)" >&2; exit 2 ;;
     *) specs+=("$a") ;;
   esac
@@ -37,7 +41,7 @@ t0=$(date +%s)
 note() { echo "$* ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"; }
 { nvidia-smi; nvcc --version; date -u; } > "$out/machine.txt" 2>&1
 
-name_of() { echo "${1%%:*}" | tr '/' '-'; }
+name_of() { basename "${1%%:*}"; }
 rev_of() { echo "${1%%:*}"; }
 
 # 1. Sources and builds, in parallel (a build is CPU-only).
@@ -46,10 +50,13 @@ pids=()
 for s in "${specs[@]}"; do
   n=$(name_of "$s"); r=$(rev_of "$s"); src="$work/$n/src"
   rm -rf "$work/$n"; mkdir -p "$src"
-  if ! git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
+  if [ -d "$r" ]; then  # a tree prepared elsewhere (the device's clone holds only HEAD's history)
+    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ && cp "$r"/REVISION "$out/$n-revision.txt" 2>/dev/null
+  elif git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
+    git -C "$root" log -1 --oneline "$r" > "$out/$n-revision.txt"
+  else
     note "$n: git archive $r failed"; exit 1
   fi
-  git -C "$root" log -1 --oneline "$r" > "$out/$n-revision.txt"
   ( cmake -S "$src/kernels" -B "$work/$n/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
     cmake --build "$work/$n/build" -j "$jobs_per" ) > "$out/$n-build.log" 2>&1 &
   pids+=($!)
