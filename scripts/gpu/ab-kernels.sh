@@ -3,8 +3,10 @@
 # kernels/, scripts/ and common/testing/ of that revision (git archive, so the work tree is untouched) get a
 # kernels-only build (the standalone CMake project, ~15 s on 16 cores; all builds in parallel),
 # then, one revision at a time on the GPU: kernels_gpu_test --quick (the numerics against the
-# fp64 reference) and that revision's own scripts/gpu/bench_vs_sdpa.py. Logs per revision go to
-# $OUT/<name>-{build,gpu-test,sdpa}.log and a summary to $OUT/summary.txt.
+# fp64 reference; stopped after HEADLAB_AB_TEST_TIMEOUT seconds, default 120, so a kernel that
+# hangs costs minutes, not the call) and that revision's own scripts/gpu/bench_vs_sdpa.py.
+# One log per revision, $OUT/<name>.log (revision, build, test, bench; the device tool brings
+# back only a few files), and a summary in $OUT/summary.txt.
 #
 #   scripts/gpu/ab-kernels.sh [--full-test] REV[:fwd]...
 #     REV        a commit of this repository (the device's copy holds HEAD's history only), or a
@@ -51,35 +53,42 @@ for s in "${specs[@]}"; do
   n=$(name_of "$s"); r=$(rev_of "$s"); src="$work/$n/src"
   rm -rf "$work/$n"; mkdir -p "$src"
   if [ -d "$r" ]; then  # a tree prepared elsewhere (the device's clone holds only HEAD's history)
-    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ && cp "$r"/REVISION "$out/$n-revision.txt" 2>/dev/null
+    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ && cp "$r"/REVISION "$out/$n.log" 2>/dev/null
   elif git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
-    git -C "$root" log -1 --oneline "$r" > "$out/$n-revision.txt"
+    git -C "$root" log -1 --oneline "$r" > "$out/$n.log"
   else
     note "$n: git archive $r failed"; exit 1
   fi
   ( cmake -S "$src/kernels" -B "$work/$n/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$work/$n/build" -j "$jobs_per" ) > "$out/$n-build.log" 2>&1 &
+    cmake --build "$work/$n/build" -j "$jobs_per" ) > "$work/$n/build.log" 2>&1 &
   pids+=($!)
 done
 status=0
 for i in "${!specs[@]}"; do
   n=$(name_of "${specs[$i]}")
-  if wait "${pids[$i]}"; then note "$n: build ok"; else note "$n: build FAILED"; status=1; fi
+  if wait "${pids[$i]}"; then
+    note "$n: build ok"
+  else
+    note "$n: build FAILED"; status=1
+    { echo "== build"; grep -E "error|FAILED" -A3 "$work/$n/build.log" | head -60; } >> "$out/$n.log"
+  fi
 done
 
 # 2. Numerics, then the bench, one revision at a time.
 for s in "${specs[@]}"; do
   n=$(name_of "$s"); b="$work/$n/build"
   [ -x "$b/kernels_gpu_test" ] || continue
-  if "$b/kernels_gpu_test" $quick > "$out/$n-gpu-test.log" 2>&1; then
+  echo "== kernels_gpu_test $quick" >> "$out/$n.log"
+  if timeout "${HEADLAB_AB_TEST_TIMEOUT:-120}" stdbuf -oL "$b/kernels_gpu_test" $quick >> "$out/$n.log" 2>&1; then
     note "$n: kernels_gpu_test $quick ok"
   else
-    note "$n: kernels_gpu_test $quick FAILED"; grep -iE "fail|mismatch|error" "$out/$n-gpu-test.log" | head -20
+    note "$n: kernels_gpu_test $quick FAILED (exit $?; 124: timed out)"; grep -iE "fail|mismatch|error" "$out/$n.log" | head -20
     status=1; continue
   fi
   fwd=(); [ "${s#*:}" = fwd ] && [ "$s" != "${s#*:}" ] && fwd=(--fwd-only)
-  PYTHONUNBUFFERED=1 python3 "$work/$n/src/scripts/gpu/bench_vs_sdpa.py" --lib "$b/libheadlab_kernels_capi.so" \
-    "${fwd[@]}" > "$out/$n-sdpa.log" 2>&1 || status=1
+  echo "== bench_vs_sdpa.py ${fwd[*]}" >> "$out/$n.log"
+  PYTHONUNBUFFERED=1 timeout 400 python3 "$work/$n/src/scripts/gpu/bench_vs_sdpa.py" --lib "$b/libheadlab_kernels_capi.so" \
+    "${fwd[@]}" >> "$out/$n.log" 2>&1 || status=1
   note "$n: bench_vs_sdpa ${fwd[*]} done"
 done
 note "ab-kernels.sh: exit $status"
