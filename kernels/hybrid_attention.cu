@@ -169,8 +169,9 @@ Chosen ChoosePath(const AttentionShape& shape, const HeadSpec* heads, bool tc_po
   bool has_fixed = false;
   for (int h = 0; heads != nullptr && h < shape.heads; ++h)
     has_fixed = has_fixed || heads[h].state == HeadState::kFixed;
-  // The warp-specialised backward: d = 64, no fixed heads; elsewhere kWgmmaWs runs as kAuto.
-  const bool ws_bwd_shape = shape.head_dim == 64 && !has_fixed;
+  // The warp-specialised backward: d = 64 or 128, no fixed heads; elsewhere kWgmmaWs runs as
+  // kAuto.
+  const bool ws_bwd_shape = (shape.head_dim == 64 || shape.head_dim == 128) && !has_fixed;
   if (!forward && requested == KernelPath::kWgmmaWs && !ws_bwd_shape) requested = KernelPath::kAuto;
   const bool tc = tc_possible && requested != KernelPath::kSimt;
   const bool hopper = tc && requested != KernelPath::kTensorCore && Sm90a();

@@ -84,8 +84,8 @@ struct KernelStatus {
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
 // an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
 // producer, two ping-ponging consumer warpgroups; a layer's fixed heads go to a second,
-// synchronous launch); the backward at d = 64 is the warp-specialised one when the layer
-// has no fixed heads, else the synchronous wgmma one; elsewhere mma.sync.
+// synchronous launch); the backward at d = 64 or 128 is the warp-specialised one when the
+// layer has no fixed heads, else wgmma (d = 64) or mma.sync; elsewhere mma.sync.
 // kSimt forces the plain CUDA-core path (the correctness baseline for every dtype);
 // kTensorCore forces the mma.sync kernels; kWgmma forces the synchronous wgmma kernels
 // (d = 64) in both directions; kWgmmaWs forces the warp-specialised kernels (a backward

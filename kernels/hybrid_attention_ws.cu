@@ -68,13 +68,6 @@ struct WsLayout {
   static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
 };
 
-// The accumulator of keys (or d columns) [64 j, 64 j + 64) of a wider tile, as the m64n64
-// operand Wgmma takes.
-template <int N>
-__device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
-  return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
-}
-
 // The work tiles of a launch: kWsBq query rows of each batch and head.
 __host__ __device__ __forceinline__ int WorkTiles(const Params& p) { return (p.T + kWsBq - 1) / kWsBq * p.H * p.B; }
 

@@ -1,5 +1,5 @@
 // hybrid_attention_ws_bwd.cu: the warp-specialised Hopper backward of the hybrid-head layer
-// (sm_90a, bf16/fp16, d = 64), for layers without fixed heads: the synchronous wgmma
+// (sm_90a, bf16/fp16, d = 64 and 128), for layers without fixed heads: the synchronous wgmma
 // backward's algorithm (hybrid_attention_wgmma_bwd.cu) with FlashAttention-3's division of
 // labour.
 //
@@ -29,7 +29,6 @@ namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kD = 64;
 constexpr int kKeys = 128;     // keys per CTA (64 per consumer warpgroup)
 constexpr int kBq = kBwdBq;    // queries per tile (64)
 constexpr int kStages = 2;
@@ -37,7 +36,7 @@ constexpr int kThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 constexpr int kAlign = 1024;
 constexpr int kRowBytes = 128;  // one swizzled row of 64 elements
-constexpr int kTile64 = 64 * kD;  // elements of a [64][64] swizzled tile
+constexpr int kTile64 = 64 * 64;  // elements of a [64][64] swizzled tile
 
 struct WsBwdParams {
   Params p;
@@ -50,28 +49,31 @@ struct WsBwdBarriers {
   uint64_t full[kStages], empty[kStages];
 };
 
-// Shared memory: K, V [128][64]; Q, dO [kStages][64][64]; dS^T [2 consumers][64][64] (all
-// swizzled); row statistics [2 consumers][2 buffers][lse 64, delta 64]; barriers.
-template <typename T>
+// Shared memory, in [64][64] swizzled tiles: K, V [D/64 halves][128][64]; Q, dO
+// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then the row statistics [2
+// consumers][2 buffers][lse 64, delta 64] and the barriers.
+template <typename T, int D>
 struct WsBwdLayout {
+  static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
   static constexpr size_t kStatsBytes = 2 * 2 * 2 * kBq * sizeof(float);
-  static constexpr size_t kBytes =
-      kAlign + (2 * 2 + 2 * kStages + 2) * kTileBytes + kStatsBytes + sizeof(WsBwdBarriers);
+  static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes +
+                                   kStatsBytes + sizeof(WsBwdBarriers);
 };
 
-template <typename T>
+template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
-  using L = WsBwdLayout<T>;
+  using L = WsBwdLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
-  T* ks = reinterpret_cast<T*>(base);  // [128][64]
-  T* vs = ks + 2 * kTile64;            // [128][64]
-  T* qs = vs + 2 * kTile64;            // [stage][64][64]
-  T* dos = qs + kStages * kTile64;     // [stage][64][64]
-  T* dss = dos + kStages * kTile64;    // [consumer][64][64]
+  T* ks = reinterpret_cast<T*>(base);          // [half][128][64]
+  T* vs = ks + 2 * kHalves * kTile64;          // [half][128][64]
+  T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]
+  T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
+  T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
   float* stats = reinterpret_cast<float*>(dss + 2 * kTile64);  // [consumer][buf][128]
   WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * 2 * 2 * kBq);
 
@@ -94,9 +96,11 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   if (wg == 0) {  // the producer
     SetMaxRegsDec<kProducerRegs>();
     if (threadIdx.x != 0) return;
-    MbarArriveExpectTx(&bar.full_kv, uint32_t(4 * L::kTileBytes));
-    TmaLoad4d(ks, &wp.k, &bar.full_kv, 0, k0, g, b);
-    TmaLoad4d(vs, &wp.v, &bar.full_kv, 0, k0, g, b);
+    MbarArriveExpectTx(&bar.full_kv, uint32_t(2 * 2 * kHalves * L::kTileBytes));
+    for (int c = 0; c < kHalves; ++c) {
+      TmaLoad4d(ks + c * 2 * kTile64, &wp.k, &bar.full_kv, 64 * c, k0, g, b);
+      TmaLoad4d(vs + c * 2 * kTile64, &wp.v, &bar.full_kv, 64 * c, k0, g, b);
+    }
     int it = 0;
     for (int h = g * rep; h < (g + 1) * rep; ++h) {
       const DeviceHead hd = p.heads[h];
@@ -106,9 +110,11 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kStages, q0 = br.Block(n) * kBq;
         MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
-        MbarArriveExpectTx(bar.full + st, uint32_t(2 * L::kTileBytes));
-        TmaLoad4d(qs + st * kTile64, &wp.q, bar.full + st, 0, q0, h, b);
-        TmaLoad4d(dos + st * kTile64, &wp.d_o, bar.full + st, 0, q0, h, b);
+        MbarArriveExpectTx(bar.full + st, uint32_t(2 * kHalves * L::kTileBytes));
+        for (int c = 0; c < kHalves; ++c) {
+          TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
+          TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
+        }
       }
     }
     return;
@@ -125,12 +131,14 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   const int my_bar = 1 + cw;  // named barrier of this warpgroup's 128 threads
   T* ds_w = dss + cw * kTile64;
   float* stats_w = stats + cw * 2 * 2 * kBq;
-  const uint64_t k_desc = SmemDescSw128(ks + cw * kTile64), v_desc = SmemDescSw128(vs + cw * kTile64);
+  // This warpgroup's 64 rows of K and V, d half c.
+  auto k_desc = [&](int c) { return SmemDescSw128(ks + (2 * c + cw) * kTile64); };
+  auto v_desc = [&](int c) { return SmemDescSw128(vs + (2 * c + cw) * kTile64); };
   const uint64_t ds_desc = SmemDescSw128(ds_w);
 
-  float dk[kD / 8][4], dv[kD / 8][4];
+  float dk[D / 8][4], dv[D / 8][4];
 #pragma unroll
-  for (int n = 0; n < kD / 8; ++n)
+  for (int n = 0; n < D / 8; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
@@ -150,18 +158,19 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       const float stat = qr < p.T ? (tid < kBq ? p.lse : p.delta)[row_base + qr] : 0.f;
       float* lse_t = stats_w + (it & 1) * 2 * kBq;
       const float* delta_t = lse_t + kBq;
-      const uint64_t q_desc = SmemDescSw128(qs + st * kTile64), do_desc = SmemDescSw128(dos + st * kTile64);
+      auto q_desc = [&](int c) { return SmemDescSw128(qs + (st * kHalves + c) * kTile64); };
+      auto do_desc = [&](int c) { return SmemDescSw128(dos + (st * kHalves + c) * kTile64); };
       MbarWait(bar.full + st, (it / kStages) & 1);
 
       float pt[kBq / 8][4], dpt[kBq / 8][4];
       WgmmaFence();
 #pragma unroll
-      for (int kk = 0; kk < kD / 16; ++kk)  // S^T = K Q^T
-        Wgmma<T>::SS(pt, DescPlus(k_desc, 32 * kk), DescPlus(q_desc, 32 * kk), kk);
+      for (int kk = 0; kk < D / 16; ++kk)  // S^T = K Q^T, d in k-steps of 16
+        Wgmma<T>::SS(pt, DescPlus(k_desc(kk / 4), 32 * (kk % 4)), DescPlus(q_desc(kk / 4), 32 * (kk % 4)), kk);
       WgmmaCommit();
 #pragma unroll
-      for (int kk = 0; kk < kD / 16; ++kk)  // dP^T = V dO^T
-        Wgmma<T>::SS(dpt, DescPlus(v_desc, 32 * kk), DescPlus(do_desc, 32 * kk), kk);
+      for (int kk = 0; kk < D / 16; ++kk)  // dP^T = V dO^T
+        Wgmma<T>::SS(dpt, DescPlus(v_desc(kk / 4), 32 * (kk % 4)), DescPlus(do_desc(kk / 4), 32 * (kk % 4)), kk);
       WgmmaCommit();
       lse_t[tid] = stat;  // lse_t[64 + i] is delta_t[i]
       NamedBarrierSync(my_bar, 128);
@@ -176,7 +185,10 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       FenceOperands(dv);
       WgmmaFence();
 #pragma unroll
-      for (int kk = 0; kk < kBq / 16; ++kk) Wgmma<T>::RS(dv, pa[kk], DescPlus(do_desc, 16 * kRowBytes * kk), 1);
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::RS(Cols64(dv, c), pa[kk], DescPlus(do_desc(c), 16 * kRowBytes * kk), 1);
       WgmmaCommit();
       WgmmaWait<1>();  // dP^T is done (dV may still run)
       FenceOperands(dpt);
@@ -201,17 +213,22 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       FenceOperands(dk);
       WgmmaFence();
 #pragma unroll
-      for (int kk = 0; kk < kBq / 16; ++kk) Wgmma<T>::RS(dk, da[kk], DescPlus(q_desc, 16 * kRowBytes * kk), 1);
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::RS(Cols64(dk, c), da[kk], DescPlus(q_desc(c), 16 * kRowBytes * kk), 1);
       WgmmaCommit();
       FenceProxyAsyncShared();
       NamedBarrierSync(my_bar, 128);  // dS^T staged by the warpgroup's four warps
       // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major.
-      float dq[kD / 8][4];
+      float dq[D / 8][4];
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < 64 / 16; ++kk)
-        Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk), DescPlus(k_desc, 16 * kRowBytes * kk),
-                                    kk);
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::template SS<1, 1>(Cols64(dq, c), DescPlus(ds_desc, 16 * kRowBytes * kk),
+                                      DescPlus(k_desc(c), 16 * kRowBytes * kk), kk);
       WgmmaCommit();
       WgmmaWait<0>();
       FenceOperands(dq);
@@ -220,14 +237,14 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
       const int qa = q0 + warp * 16 + gr;
 #pragma unroll
-      for (int nb = 0; nb < kD / 8; ++nb) {
+      for (int nb = 0; nb < D / 8; ++nb) {
         const int c = nb * 8 + 2 * tq;
-        AtomicAddDq(p, row_base, qa, c, kD, dq[nb][0], dq[nb][1]);
-        AtomicAddDq(p, row_base, qa + 8, c, kD, dq[nb][2], dq[nb][3]);
+        AtomicAddDq(p, row_base, qa, c, D, dq[nb][0], dq[nb][1]);
+        AtomicAddDq(p, row_base, qa + 8, c, D, dq[nb][2], dq[nb][3]);
       }
     }
   }
-  StoreDkDv<T, kD>(p, dk, dv, b, g, w);
+  StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
 
 using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
@@ -246,12 +263,12 @@ EncodeTiled Encoder() {
 }
 
 template <typename T>
-bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, int rows) {
+bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, int D, int rows) {
   const EncodeTiled encode = Encoder();
   if (encode == nullptr) return false;
-  const cuuint64_t dims[4] = {cuuint64_t(kD), cuuint64_t(T_len), cuuint64_t(heads), cuuint64_t(B)};
+  const cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(T_len), cuuint64_t(heads), cuuint64_t(B)};
   const int64_t elem_strides[3] = {v.st, v.sh, v.sb};
-  cuuint64_t span = kD * sizeof(T);
+  cuuint64_t span = D * sizeof(T);
   for (int i = 0; i < 3; ++i) span += cuuint64_t(elem_strides[i]) * (dims[i + 1] - 1) * sizeof(T);
   const cuuint64_t nominal = (span + 15) / 16 * 16;
   cuuint64_t strides[3];
@@ -266,23 +283,28 @@ bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, in
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+template <typename T, int D>
+cudaError_t Launch(const WsBwdParams& wp, cudaStream_t s) {
+  auto kernel = WsBackwardKernel<T, D>;
+  const size_t smem = WsBwdLayout<T, D>::kBytes;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid((wp.p.T + kKeys - 1) / kKeys, wp.p.G, wp.p.B);
+  kernel<<<grid, kThreads, smem, s>>>(wp);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 template <typename T>
 cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s) {
-  if (p.d != kD) return cudaErrorInvalidValue;
+  if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
   WsBwdParams wp{};
   wp.p = p;
-  if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, kKeys) || !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, kKeys) ||
-      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, kBq))
+  if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kKeys) || !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kKeys) ||
+      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq))
     return cudaErrorNotSupported;
-  auto kernel = WsBackwardKernel<T>;
-  const size_t smem = WsBwdLayout<T>::kBytes;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return e;
-  const dim3 grid((p.T + kKeys - 1) / kKeys, p.G, p.B);
-  kernel<<<grid, kThreads, smem, s>>>(wp);
-  return cudaGetLastError();
+  return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);
 }
 
 template cudaError_t LaunchWsBackward<__nv_bfloat16>(const Params&, cudaStream_t);
