@@ -13,7 +13,12 @@
 //     P^T = exp(S^T - lse)                 (while dP^T runs; backward_tile.cuh)
 //     dV += P^T dO, dK += dS^T Q           (registers x shared)
 //     dQ  = dS K                           (dS^T staged in the warpgroup's shared buffer,
-//                                          read M-major; fp32 atomics into the workspace)
+//                                          read M-major)
+//   The two consumers' dQ of a tile (their 64 keys each) meet in a shared fp32 buffer —
+//   consumer 0 writes, consumer 1 adds — and one TMA bulk reduction adds it to the fp32
+//   workspace: half the global reduction traffic of per-consumer atomics, and none of the
+//   per-element atomic instructions. Two buffers, so consumer 0 writes tile n + 1 while the
+//   reduction of tile n still reads.
 //   Each consumer stages the tile's lse and delta (one value per thread, loaded before the
 //   GEMMs are issued) in its own double buffer, ordered by a warpgroup named barrier.
 // dK and dV accumulate in registers over the group's heads and are written once.
@@ -50,16 +55,24 @@ struct WsBwdBarriers {
 };
 
 // Shared memory, in [64][64] swizzled tiles: K, V [D/64 halves][128][64]; Q, dO
-// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then the row statistics [2
-// consumers][2 buffers][lse 64, delta 64] and the barriers.
+// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then dQ [2 buffers][64][D] fp32
+// (row-major, as the workspace), the row statistics [2 consumers][2 buffers][lse 64,
+// delta 64] and the barriers.
 template <typename T, int D>
 struct WsBwdLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
+  static constexpr size_t kDqBytes = 2 * size_t(kBq) * D * sizeof(float);
   static constexpr size_t kStatsBytes = 2 * 2 * 2 * kBq * sizeof(float);
-  static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes +
+  static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
                                    kStatsBytes + sizeof(WsBwdBarriers);
 };
+
+// Named barriers: 1 + c, consumer c's own 128 threads; kDqReady, consumer 0's dQ of the tile
+// is in its buffer (consumer 0 arrives, consumer 1 syncs); kDqFree + buf, the reduction of
+// the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
+// 0 syncs).
+constexpr int kDqReady = 3, kDqFree = 4;
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
@@ -74,7 +87,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]
   T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
   T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
-  float* stats = reinterpret_cast<float*>(dss + 2 * kTile64);  // [consumer][buf][128]
+  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][64][D]
+  float* stats = dqs + 2 * kBq * D;                             // [consumer][buf][128]
   WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * 2 * 2 * kBq);
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
@@ -235,14 +249,51 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       FenceOperands(dk);
       FenceOperands(dv);
       if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
-      const int qa = q0 + warp * 16 + gr;
+      // dQ of the tile: consumer 0 writes its part, consumer 1 adds its own and reduces the
+      // sum into the workspace (rows past T are left out: they would land in the next head).
+      float* dq_buf = dqs + (it & 1) * kBq * D;
+      const int r = warp * 16 + gr;
+      if (cw == 0) {
+        if (it >= 2) NamedBarrierSync(kDqFree + (it & 1), 128 + 32);
 #pragma unroll
-      for (int nb = 0; nb < D / 8; ++nb) {
-        const int c = nb * 8 + 2 * tq;
-        AtomicAddDq(p, row_base, qa, c, D, dq[nb][0], dq[nb][1]);
-        AtomicAddDq(p, row_base, qa + 8, c, D, dq[nb][2], dq[nb][3]);
+        for (int nb = 0; nb < D / 8; ++nb) {
+          const int c = nb * 8 + 2 * tq;
+          *reinterpret_cast<float2*>(dq_buf + r * D + c) = make_float2(dq[nb][0], dq[nb][1]);
+          *reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c) = make_float2(dq[nb][2], dq[nb][3]);
+        }
+        NamedBarrierArrive(kDqReady, 256);
+      } else {
+        NamedBarrierSync(kDqReady, 256);
+#pragma unroll
+        for (int nb = 0; nb < D / 8; ++nb) {
+          const int c = nb * 8 + 2 * tq;
+          float2* lo = reinterpret_cast<float2*>(dq_buf + r * D + c);
+          float2* hi = reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c);
+          const float2 a = *lo, e = *hi;
+          *lo = make_float2(a.x + dq[nb][0], a.y + dq[nb][1]);
+          *hi = make_float2(e.x + dq[nb][2], e.y + dq[nb][3]);
+        }
+        FenceProxyAsyncShared();
+        NamedBarrierSync(my_bar, 128);  // the sum is complete
+        if (warp == 0) {
+          if (lane == 0) {
+            const int rows = min(kBq, p.T - q0);
+            BulkReduceAddF32(p.dq_acc + (row_base + q0) * D, dq_buf, uint32_t(rows * D * sizeof(float)));
+            BulkCommit();
+            BulkWaitRead<0>();
+          }
+          __syncwarp();
+          NamedBarrierArrive(kDqFree + (it & 1), 128 + 32);
+        }
       }
     }
+  }
+  // Consumer 0 takes the last two "buffer free" signals it has not waited for, so every
+  // named barrier ends with as many syncs as arrivals.
+  if (cw == 0) {
+    for (int i = max(it - 2, 0); i < it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
+  } else if (tid == 0) {
+    BulkWaitAll();  // the reductions' writes are done before the CTA ends
   }
   StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
