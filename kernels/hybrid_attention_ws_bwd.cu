@@ -22,11 +22,9 @@
 //   Each consumer stages the tile's lse and delta (one value per thread, loaded before the
 //   GEMMs are issued) in its own double buffer, ordered by a warpgroup named barrier.
 // dK and dV accumulate in registers over the group's heads and are written once.
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include "kernels/backward_tile.cuh"
 #include "kernels/forward_tile.cuh"  // PackP
+#include "kernels/tensor_maps.cuh"
 #include "kernels/tma_primitives.cuh"
 
 namespace headlab {
@@ -298,51 +296,10 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
 
-using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
-
-EncodeTiled Encoder() {
-  static const EncodeTiled fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-            cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
-template <typename T>
-bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, int D, int rows) {
-  const EncodeTiled encode = Encoder();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(T_len), cuuint64_t(heads), cuuint64_t(B)};
-  const int64_t elem_strides[3] = {v.st, v.sh, v.sb};
-  cuuint64_t span = D * sizeof(T);
-  for (int i = 0; i < 3; ++i) span += cuuint64_t(elem_strides[i]) * (dims[i + 1] - 1) * sizeof(T);
-  const cuuint64_t nominal = (span + 15) / 16 * 16;
-  cuuint64_t strides[3];
-  for (int i = 0; i < 3; ++i)
-    strides[i] = dims[i + 1] == 1 ? nominal : cuuint64_t(elem_strides[i]) * sizeof(T);
-  const cuuint32_t box[4] = {64, cuuint32_t(rows), 1, 1};
-  const cuuint32_t unit[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode(map, dt, 4, v.data, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 template <typename T, int D>
 cudaError_t Launch(const WsBwdParams& wp, cudaStream_t s) {
-  auto kernel = WsBackwardKernel<T, D>;
-  const size_t smem = WsBwdLayout<T, D>::kBytes;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return e;
   const dim3 grid((wp.p.T + kKeys - 1) / kKeys, wp.p.G, wp.p.B);
-  kernel<<<grid, kThreads, smem, s>>>(wp);
-  return cudaGetLastError();
+  return LaunchWithSmem(WsBackwardKernel<T, D>, grid, kThreads, WsBwdLayout<T, D>::kBytes, s, wp);
 }
 
 }  // namespace
