@@ -66,11 +66,13 @@ struct WsBwdLayout {
                                    kStatsBytes + sizeof(WsBwdBarriers);
 };
 
-// Named barriers: 1 + c, consumer c's own 128 threads; kDqReady, consumer 0's dQ of the tile
-// is in its buffer (consumer 0 arrives, consumer 1 syncs); kDqFree + buf, the reduction of
+// Named barriers: 1 + c, consumer c's own 128 threads; kDqReady + buf, consumer 0's dQ of the
+// tile is in buffer buf (consumer 0 arrives, consumer 1 syncs; one barrier per buffer, since
+// consumer 0 may arrive for the next tile before consumer 1 has synced for this one, and a
+// second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction of
 // the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
 // 0 syncs).
-constexpr int kDqReady = 3, kDqFree = 4;
+constexpr int kDqReady = 3, kDqFree = 5;
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
@@ -259,9 +261,9 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
           *reinterpret_cast<float2*>(dq_buf + r * D + c) = make_float2(dq[nb][0], dq[nb][1]);
           *reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c) = make_float2(dq[nb][2], dq[nb][3]);
         }
-        NamedBarrierArrive(kDqReady, 256);
+        NamedBarrierArrive(kDqReady + (it & 1), 256);
       } else {
-        NamedBarrierSync(kDqReady, 256);
+        NamedBarrierSync(kDqReady + (it & 1), 256);
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
           const int c = nb * 8 + 2 * tq;
