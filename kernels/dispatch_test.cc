@@ -114,7 +114,7 @@ TEST_CASE("the warp-specialised forward is refused where it cannot run, before a
   const KernelStatus st = HybridAttentionForward(a.fwd, nullptr);
   REQUIRE(st.code == KernelCode::kUnsupported);
   REQUIRE(Mentions(st, "warp-specialised"));
-  // The backward has no warp-specialised kernel: it runs what kAuto runs.
+  // The backward has no warp-specialised kernel at d = 96: it runs what kAuto runs.
   const std::string forced = BackwardPathName(a.bwd);
   a.bwd.path = KernelPath::kAuto;
   REQUIRE(forced == BackwardPathName(a.bwd));

@@ -84,12 +84,13 @@ struct KernelStatus {
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
 // an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
 // producer, two ping-ponging consumer warpgroups; a layer's fixed heads go to a second,
-// synchronous launch) and the backward at d = 64 the wgmma one; elsewhere mma.sync.
+// synchronous launch); the backward at d = 64 or 128 is the warp-specialised one when the
+// layer has no fixed heads, else wgmma (d = 64) or mma.sync; elsewhere mma.sync.
 // kSimt forces the plain CUDA-core path (the correctness baseline for every dtype);
 // kTensorCore forces the mma.sync kernels; kWgmma forces the synchronous wgmma kernels
-// (d = 64) in both directions; kWgmmaWs forces the warp-specialised forward (the backward
-// then runs as under kAuto). Forcing a path where it cannot run is refused. The dev bench
-// times the forced paths against each other in one process.
+// (d = 64) in both directions; kWgmmaWs forces the warp-specialised kernels (a backward
+// they do not cover runs as under kAuto). Forcing a path where it cannot run is refused.
+// The dev bench times the forced paths against each other in one process.
 enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3, kWgmmaWs = 4 };
 
 struct ForwardArgs {

@@ -23,13 +23,11 @@
 // Local and streaming heads visit only the 128-key tiles their window intersects
 // (KeySpanForQueries over the work tile's rows); a warpgroup masks a tile unless all of it is
 // visible to all of its rows. Keys and queries past T are zeros from the TMA's bounds.
-#include <cuda.h>          // CUtensorMap
-#include <cudaTypedefs.h>  // the encoder's signature; the encoder itself comes from the driver
-
 #include <algorithm>
 #include <type_traits>
 
 #include "kernels/forward_tile.cuh"
+#include "kernels/tensor_maps.cuh"
 #include "kernels/tma_primitives.cuh"
 
 namespace headlab {
@@ -67,13 +65,6 @@ struct WsLayout {
   static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
   static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
 };
-
-// The accumulator of keys (or d columns) [64 j, 64 j + 64) of a wider tile, as the m64n64
-// operand Wgmma takes.
-template <int N>
-__device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
-  return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
-}
 
 // The work tiles of a launch: kWsBq query rows of each batch and head.
 __host__ __device__ __forceinline__ int WorkTiles(const Params& p) { return (p.T + kWsBq - 1) / kWsBq * p.H * p.B; }
@@ -276,49 +267,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   }
 }
 
-using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
-
-// The driver's tensor-map encoder (looked up once; null where the driver lacks it).
-EncodeTiled Encoder() {
-  static const EncodeTiled fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-            cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
-// The tensor map of view v, a (B, T, heads, D) tensor of T, for boxes of 64 x 128 rows in
-// the 128-byte swizzle; rows past T read as zeros. A dimension of size 1 gets a nominal
-// stride (the encoder wants one that is a nonzero multiple of 16 bytes).
-template <typename T>
-bool EncodeView(CUtensorMap* map, const View& v, int B, int T_len, int heads, int D) {
-  const EncodeTiled encode = Encoder();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(T_len), cuuint64_t(heads), cuuint64_t(B)};
-  const int64_t elem_strides[3] = {v.st, v.sh, v.sb};
-  cuuint64_t span = D * sizeof(T);  // bytes from the first element to past the last
-  for (int i = 0; i < 3; ++i) span += cuuint64_t(elem_strides[i]) * (dims[i + 1] - 1) * sizeof(T);
-  const cuuint64_t nominal = (span + 15) / 16 * 16;
-  cuuint64_t strides[3];
-  for (int i = 0; i < 3; ++i)
-    strides[i] = dims[i + 1] == 1 ? nominal : cuuint64_t(elem_strides[i]) * sizeof(T);
-  const cuuint32_t box[4] = {64, cuuint32_t(kWsBk), 1, 1};
-  const cuuint32_t unit[4] = {1, 1, 1, 1};
-  const CUtensorMapDataType dt =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode(map, dt, 4, v.data, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 template <typename T, int D>
 cudaError_t Launch(const WsParams& wp, cudaStream_t s) {
-  static_assert(kWsBq == kWsBk, "the Q map's box is the K/V maps' box");
   int dev = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -334,8 +284,8 @@ cudaError_t LaunchWsForward(const Params& p, cudaStream_t s) {
   if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
   WsParams wp{};
   wp.p = p;
-  if (!EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d) || !EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d) ||
-      !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d))
+  if (!EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kWsBq) || !EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kWsBk) ||
+      !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kWsBk))
     return cudaErrorNotSupported;
   return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);
 }

@@ -1,6 +1,7 @@
 // tma_primitives.cuh: the Hopper (sm_90a) pieces a warp-specialised kernel is made of —
 // transaction barriers (mbarrier) in shared memory, tensor-memory-accelerator loads
-// (cp.async.bulk.tensor) that complete on them, named barriers between warpgroups and the
+// (cp.async.bulk.tensor) that complete on them, bulk reductions into global memory
+// (cp.reduce.async.bulk), named barriers between warpgroups and the
 // register reallocation between producer and consumer warpgroups (setmaxnreg).
 // PTX ISA 8.x: "mbarrier", "cp.async.bulk.tensor", "bar.sync / bar.arrive", "setmaxnreg".
 #pragma once
@@ -65,6 +66,36 @@ __device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uin
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(SmemAddr(dst)),
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
+#endif
+}
+
+// Bulk reduction of `bytes` (a multiple of 16, both addresses 16-byte aligned) fp32 values
+// from shared memory into global memory: dst[i] += src[i], done by the TMA unit in L2
+// instead of one atomic per element. Completes in the issuing thread's bulk group.
+__device__ __forceinline__ void BulkReduceAddF32(float* dst, const float* src, uint32_t bytes) {
+#if HEADLAB_WGMMA_DEVICE
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(SmemAddr(src)), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void BulkCommit() {
+#if HEADLAB_WGMMA_DEVICE
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+// Blocks until at most N of this thread's bulk groups still read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void BulkWaitRead() {
+#if HEADLAB_WGMMA_DEVICE
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Blocks until all of this thread's bulk groups have completed (their writes performed).
+__device__ __forceinline__ void BulkWaitAll() {
+#if HEADLAB_WGMMA_DEVICE
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif
 }
 

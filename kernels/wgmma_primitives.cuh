@@ -123,6 +123,13 @@ HEADLAB_DEFINE_WGMMA(__nv_bfloat16, ".bf16.bf16")
 HEADLAB_DEFINE_WGMMA(__half, ".f16.f16")
 #undef HEADLAB_DEFINE_WGMMA
 
+// Columns [64 j, 64 j + 64) of a wider m64 accumulator (keys of a 128-key S, or d columns
+// of a d = 128 output), as the m64n64 operand Wgmma takes.
+template <int N>
+__device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
+  return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
+}
+
 // Issues the async copy of rows [t0, t0 + kRows) of head h (d = 64) into dst[kRows][64] in
 // the 128-byte swizzle; rows beyond T are zero-filled.
 template <typename T, int kRows, int kThreads>

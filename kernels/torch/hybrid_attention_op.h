@@ -25,7 +25,7 @@ struct HybridHeads {
 };
 
 // Which kernels the op launched (kernels/hybrid_attention.h ForwardPathName and
-// BackwardPathName): "wgmma-ws" (forward only), "wgmma", "mma.sync" or "simt". The
+// BackwardPathName): "wgmma-ws", "wgmma", "mma.sync" or "simt". The
 // backward's is known only once the backward has run.
 struct KernelPaths {
   const char* forward = "";

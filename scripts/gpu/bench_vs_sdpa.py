@@ -231,13 +231,15 @@ def rows(kern, B, H, T, d, dt, fwd_only=False):
 
     for bwd, what in ((False, "fwd"),) + ((True, "fwd+bwd"),) * (not fwd_only):
         baseline_rows(f"all ordinary {what}", ours(ordinary, bwd), bwd, "causal")
-    # Our forward paths against each other (path 4: warp-specialised, the dispatched one on
-    # sm_90; 3: synchronous wgmma, d = 64 only; 2: mma.sync).
-    for path, name in ((3, "sync wgmma"), (2, "mma.sync")):
-        if path == 3 and d != 64:
-            continue
-        a, b, r, lo, hi = compare(ours(ordinary, False, path=path), ours(ordinary, False, path=4))
-        print(f"  {'all ordinary fwd, ws / ' + name:34s} ours-ws {b:8.3f} ms / {name} {a:8.3f} ms = {fmt((r, lo, hi))}")
+    # Our paths against each other (path 4: warp-specialised, the dispatched one on sm_90;
+    # 3: synchronous wgmma, d = 64 only; 2: mma.sync), forward and forward + backward.
+    for bwd, what in ((False, "fwd"),) + ((True, "fwd+bwd"),) * (not fwd_only):
+        for path, name in ((3, "sync wgmma"), (2, "mma.sync")):
+            if path == 3 and d != 64:
+                continue
+            a, b, r, lo, hi = compare(ours(ordinary, bwd, path=path), ours(ordinary, bwd, path=4))
+            label = f"all ordinary {what}, ws / {name}"
+            print(f"  {label:34s} ours-ws {b:8.3f} ms / {name} {a:8.3f} ms = {fmt((r, lo, hi))}")
     half = H // 2
     streaming = [(STREAMING, 0, 128, 256)] * half + ordinary[half:]
     if fwd_only:

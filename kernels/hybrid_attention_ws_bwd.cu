@@ -1,0 +1,325 @@
+// hybrid_attention_ws_bwd.cu: the warp-specialised Hopper backward of the hybrid-head layer
+// (sm_90a, bf16/fp16, d = 64 and 128), for layers without fixed heads: the synchronous wgmma
+// backward's algorithm (hybrid_attention_wgmma_bwd.cu) with FlashAttention-3's division of
+// labour.
+//
+// One CTA = 128 keys of one (batch, KV head) = three warpgroups:
+// - warpgroup 0, the producer: one thread loads the CTA's K and V once, then, for each query
+//   head of the GQA group and each 64-query tile its mask lets see these keys, Q and dO into
+//   a ring of kStages slots by TMA (tma_primitives.cuh), on the slot's transaction barrier.
+// - warpgroups 1 and 2, the consumers: 64 keys each, sharing every Q / dO tile. Keys are the
+//   M dimension, so P^T and dS^T come out of the accumulators in the register-A layout:
+//     S^T = K Q^T, dP^T = V dO^T          (shared x shared, issued together)
+//     P^T = exp(S^T - lse)                 (while dP^T runs; backward_tile.cuh)
+//     dV += P^T dO, dK += dS^T Q           (registers x shared)
+//     dQ  = dS K                           (dS^T staged in the warpgroup's shared buffer,
+//                                          read M-major)
+//   The two consumers' dQ of a tile (their 64 keys each) meet in a shared fp32 buffer —
+//   consumer 0 writes, consumer 1 adds — and one TMA bulk reduction adds it to the fp32
+//   workspace: half the global reduction traffic of per-consumer atomics, and none of the
+//   per-element atomic instructions. Two buffers, so consumer 0 writes tile n + 1 while the
+//   reduction of tile n still reads.
+//   Each consumer stages the tile's lse and delta (one value per thread, loaded before the
+//   GEMMs are issued) in its own double buffer, ordered by a warpgroup named barrier.
+// dK and dV accumulate in registers over the group's heads and are written once.
+#include "kernels/backward_tile.cuh"
+#include "kernels/forward_tile.cuh"  // PackP
+#include "kernels/tensor_maps.cuh"
+#include "kernels/tma_primitives.cuh"
+
+namespace headlab {
+namespace kernels {
+namespace internal {
+namespace {
+
+constexpr int kKeys = 128;     // keys per CTA (64 per consumer warpgroup)
+constexpr int kBq = kBwdBq;    // queries per tile (64)
+constexpr int kStages = 2;
+constexpr int kThreads = 384;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+constexpr int kAlign = 1024;
+constexpr int kRowBytes = 128;  // one swizzled row of 64 elements
+constexpr int kTile64 = 64 * 64;  // elements of a [64][64] swizzled tile
+
+struct WsBwdParams {
+  Params p;
+  CUtensorMap k, v;     // boxes of 64 x 128 rows
+  CUtensorMap q, d_o;   // boxes of 64 x 64 rows
+};
+
+struct WsBwdBarriers {
+  uint64_t full_kv;
+  uint64_t full[kStages], empty[kStages];
+};
+
+// Shared memory, in [64][64] swizzled tiles: K, V [D/64 halves][128][64]; Q, dO
+// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then dQ [2 buffers][64][D] fp32
+// (row-major, as the workspace), the row statistics [2 consumers][2 buffers][lse 64,
+// delta 64] and the barriers.
+template <typename T, int D>
+struct WsBwdLayout {
+  static constexpr int kHalves = D / 64;
+  static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
+  static constexpr size_t kDqBytes = 2 * size_t(kBq) * D * sizeof(float);
+  static constexpr size_t kStatsBytes = 2 * 2 * 2 * kBq * sizeof(float);
+  static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
+                                   kStatsBytes + sizeof(WsBwdBarriers);
+};
+
+// Named barriers: 1 + c, consumer c's own 128 threads; kDqReady + buf, consumer 0's dQ of the
+// tile is in buffer buf (consumer 0 arrives, consumer 1 syncs; one barrier per buffer, since
+// consumer 0 may arrive for the next tile before consumer 1 has synced for this one, and a
+// second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction of
+// the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
+// 0 syncs).
+constexpr int kDqReady = 3, kDqFree = 5;
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
+  using L = WsBwdLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
+  const Params& p = wp.p;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  T* ks = reinterpret_cast<T*>(base);          // [half][128][64]
+  T* vs = ks + 2 * kHalves * kTile64;          // [half][128][64]
+  T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]
+  T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
+  T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
+  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][64][D]
+  float* stats = dqs + 2 * kBq * D;                             // [consumer][buf][128]
+  WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * 2 * 2 * kBq);
+
+  const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
+  const int k0 = kb * kKeys, g = blockIdx.y, b = blockIdx.z;
+  const int k1 = min(k0 + kKeys, p.T);
+  const int rep = p.H / p.G;
+
+  if (threadIdx.x == 0) {
+    MbarInit(&bar.full_kv, 1);
+    for (int s = 0; s < kStages; ++s) {
+      MbarInit(bar.full + s, 1);
+      MbarInit(bar.empty + s, 8);  // lane 0 of each consumer warp
+    }
+    FenceBarrierInit();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {  // the producer
+    SetMaxRegsDec<kProducerRegs>();
+    if (threadIdx.x != 0) return;
+    MbarArriveExpectTx(&bar.full_kv, uint32_t(2 * 2 * kHalves * L::kTileBytes));
+    for (int c = 0; c < kHalves; ++c) {
+      TmaLoad4d(ks + c * 2 * kTile64, &wp.k, &bar.full_kv, 64 * c, k0, g, b);
+      TmaLoad4d(vs + c * 2 * kTile64, &wp.v, &bar.full_kv, 64 * c, k0, g, b);
+    }
+    int it = 0;
+    for (int h = g * rep; h < (g + 1) * rep; ++h) {
+      const DeviceHead hd = p.heads[h];
+      if (hd.state == int32_t(HeadState::kPruned)) continue;
+      const BlockRanges br = ToBlocks(
+          QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+      for (int n = 0; n < br.Count(); ++n, ++it) {
+        const int st = it % kStages, q0 = br.Block(n) * kBq;
+        MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
+        MbarArriveExpectTx(bar.full + st, uint32_t(2 * kHalves * L::kTileBytes));
+        for (int c = 0; c < kHalves; ++c) {
+          TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
+          TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
+        }
+      }
+    }
+    return;
+  }
+
+  // A consumer: keys [k0 + 64 cw, k0 + 64 cw + 64).
+  SetMaxRegsInc<kConsumerRegs>();
+  const int cw = wg - 1, tid = threadIdx.x - 128 * wg;
+  const int warp = tid / 32, lane = threadIdx.x % 32;
+  const int gr = lane / 4, tq = lane % 4;
+  const int kw0 = k0 + 64 * cw;
+  const WarpKeys w{kw0 + warp * 16 + gr, gr, tq, warp};
+  const float scale2 = p.scale * kLog2e;
+  const int my_bar = 1 + cw;  // named barrier of this warpgroup's 128 threads
+  T* ds_w = dss + cw * kTile64;
+  float* stats_w = stats + cw * 2 * 2 * kBq;
+  // This warpgroup's 64 rows of K and V, d half c.
+  auto k_desc = [&](int c) { return SmemDescSw128(ks + (2 * c + cw) * kTile64); };
+  auto v_desc = [&](int c) { return SmemDescSw128(vs + (2 * c + cw) * kTile64); };
+  const uint64_t ds_desc = SmemDescSw128(ds_w);
+
+  float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
+
+  MbarWait(&bar.full_kv, 0);
+  int it = 0;
+  for (int h = g * rep; h < (g + 1) * rep; ++h) {
+    const DeviceHead hd = p.heads[h];
+    if (hd.state == int32_t(HeadState::kPruned)) continue;
+    const BlockRanges br = ToBlocks(
+        QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+    const size_t row_base = (size_t(b) * p.H + h) * p.T;
+    for (int n = 0; n < br.Count(); ++n, ++it) {
+      const int st = it % kStages, q0 = br.Block(n) * kBq;
+      // This tile's lse (threads 0-63) and delta (64-127); rows beyond T read 0 (their Q and
+      // dO rows are zeros: P = 1 meets dO = 0 and dP = 0, so they add nothing).
+      const int qr = q0 + tid % kBq;
+      const float stat = qr < p.T ? (tid < kBq ? p.lse : p.delta)[row_base + qr] : 0.f;
+      float* lse_t = stats_w + (it & 1) * 2 * kBq;
+      const float* delta_t = lse_t + kBq;
+      auto q_desc = [&](int c) { return SmemDescSw128(qs + (st * kHalves + c) * kTile64); };
+      auto do_desc = [&](int c) { return SmemDescSw128(dos + (st * kHalves + c) * kTile64); };
+      MbarWait(bar.full + st, (it / kStages) & 1);
+
+      float pt[kBq / 8][4], dpt[kBq / 8][4];
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)  // S^T = K Q^T, d in k-steps of 16
+        Wgmma<T>::SS(pt, DescPlus(k_desc(kk / 4), 32 * (kk % 4)), DescPlus(q_desc(kk / 4), 32 * (kk % 4)), kk);
+      WgmmaCommit();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)  // dP^T = V dO^T
+        Wgmma<T>::SS(dpt, DescPlus(v_desc(kk / 4), 32 * (kk % 4)), DescPlus(do_desc(kk / 4), 32 * (kk % 4)), kk);
+      WgmmaCommit();
+      lse_t[tid] = stat;  // lse_t[64 + i] is delta_t[i]
+      NamedBarrierSync(my_bar, 128);
+      const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBq, p.T) - 1, kw0, kw0 + 63);
+      WgmmaWait<1>();
+      FenceOperands(pt);
+      ScoresToPt(pt, lse_t, need_mask, hd, q0, w, scale2);
+      // dV += P^T dO: B = dO (queries x d), N-major, 16 queries per k-step.
+      uint32_t pa[kBq / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
+      FenceOperands(dv);
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::RS(Cols64(dv, c), pa[kk], DescPlus(do_desc(c), 16 * kRowBytes * kk), 1);
+      WgmmaCommit();
+      WgmmaWait<1>();  // dP^T is done (dV may still run)
+      FenceOperands(dpt);
+      DsFromDp(pt, dpt, delta_t, p.scale, tq);
+      uint32_t da[kBq / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, da[kk]);
+      // Stage dS^T [key][query] in the 128-byte swizzle: da[kk][0..3] are rows r, r + 8,
+      // r, r + 8 and 16-byte chunks 2 kk, 2 kk, 2 kk + 1, 2 kk + 1 (bytes 4 tq within).
+      {
+        unsigned char* ds_bytes = reinterpret_cast<unsigned char*>(ds_w);
+        const int r = warp * 16 + gr;
+#pragma unroll
+        for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int row = r + 8 * (i & 1), chunk = 2 * kk + (i >> 1);
+            *reinterpret_cast<uint32_t*>(ds_bytes + row * kRowBytes + ((chunk ^ (row & 7)) << 4) + 4 * tq) = da[kk][i];
+          }
+      }
+      // dK += dS^T Q: B = Q (queries x d), N-major.
+      FenceOperands(dk);
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::RS(Cols64(dk, c), da[kk], DescPlus(q_desc(c), 16 * kRowBytes * kk), 1);
+      WgmmaCommit();
+      FenceProxyAsyncShared();
+      NamedBarrierSync(my_bar, 128);  // dS^T staged by the warpgroup's four warps
+      // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major.
+      float dq[D / 8][4];
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < 64 / 16; ++kk)
+#pragma unroll
+        for (int c = 0; c < kHalves; ++c)
+          Wgmma<T>::template SS<1, 1>(Cols64(dq, c), DescPlus(ds_desc, 16 * kRowBytes * kk),
+                                      DescPlus(k_desc(c), 16 * kRowBytes * kk), kk);
+      WgmmaCommit();
+      WgmmaWait<0>();
+      FenceOperands(dq);
+      FenceOperands(dk);
+      FenceOperands(dv);
+      if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
+      // dQ of the tile: consumer 0 writes its part, consumer 1 adds its own and reduces the
+      // sum into the workspace (rows past T are left out: they would land in the next head).
+      float* dq_buf = dqs + (it & 1) * kBq * D;
+      const int r = warp * 16 + gr;
+      if (cw == 0) {
+        if (it >= 2) NamedBarrierSync(kDqFree + (it & 1), 128 + 32);
+#pragma unroll
+        for (int nb = 0; nb < D / 8; ++nb) {
+          const int c = nb * 8 + 2 * tq;
+          *reinterpret_cast<float2*>(dq_buf + r * D + c) = make_float2(dq[nb][0], dq[nb][1]);
+          *reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c) = make_float2(dq[nb][2], dq[nb][3]);
+        }
+        NamedBarrierArrive(kDqReady + (it & 1), 256);
+      } else {
+        NamedBarrierSync(kDqReady + (it & 1), 256);
+#pragma unroll
+        for (int nb = 0; nb < D / 8; ++nb) {
+          const int c = nb * 8 + 2 * tq;
+          float2* lo = reinterpret_cast<float2*>(dq_buf + r * D + c);
+          float2* hi = reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c);
+          const float2 a = *lo, e = *hi;
+          *lo = make_float2(a.x + dq[nb][0], a.y + dq[nb][1]);
+          *hi = make_float2(e.x + dq[nb][2], e.y + dq[nb][3]);
+        }
+        FenceProxyAsyncShared();
+        NamedBarrierSync(my_bar, 128);  // the sum is complete
+        if (warp == 0) {
+          if (lane == 0) {
+            const int rows = min(kBq, p.T - q0);
+            BulkReduceAddF32(p.dq_acc + (row_base + q0) * D, dq_buf, uint32_t(rows * D * sizeof(float)));
+            BulkCommit();
+            BulkWaitRead<0>();
+          }
+          __syncwarp();
+          NamedBarrierArrive(kDqFree + (it & 1), 128 + 32);
+        }
+      }
+    }
+  }
+  // Consumer 0 takes the last two "buffer free" signals it has not waited for, so every
+  // named barrier ends with as many syncs as arrivals.
+  if (cw == 0) {
+    for (int i = max(it - 2, 0); i < it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
+  } else if (tid == 0) {
+    BulkWaitAll();  // the reductions' writes are done before the CTA ends
+  }
+  StoreDkDv<T, D>(p, dk, dv, b, g, w);
+}
+
+template <typename T, int D>
+cudaError_t Launch(const WsBwdParams& wp, cudaStream_t s) {
+  const dim3 grid((wp.p.T + kKeys - 1) / kKeys, wp.p.G, wp.p.B);
+  return LaunchWithSmem(WsBackwardKernel<T, D>, grid, kThreads, WsBwdLayout<T, D>::kBytes, s, wp);
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s) {
+  if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
+  WsBwdParams wp{};
+  wp.p = p;
+  if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kKeys) || !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kKeys) ||
+      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq))
+    return cudaErrorNotSupported;
+  return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);
+}
+
+template cudaError_t LaunchWsBackward<__nv_bfloat16>(const Params&, cudaStream_t);
+template cudaError_t LaunchWsBackward<__half>(const Params&, cudaStream_t);
+
+}  // namespace internal
+}  // namespace kernels
+}  // namespace headlab
