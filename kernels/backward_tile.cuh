@@ -37,9 +37,11 @@ struct BwdStats {
         alpha_max(alpha_exp + kBwdBk), band(alpha_max + 2) {}
 };
 
-// A fixed head's alpha over keys [k0, k0 + 64), by warp 0 (a barrier must follow).
-__device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0, const BwdStats& st) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+// A fixed head's alpha over keys [k0, k0 + 64), by warp 0 of the threads that share st
+// (`warp`: the caller's warp index among them; a barrier must follow).
+__device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0, const BwdStats& st,
+                                           int warp) {
+  const int lane = threadIdx.x % 32;
   if (warp != 0) return;
   float a[kBwdBk / 32];
 #pragma unroll
@@ -57,16 +59,26 @@ struct BandRaw {
   float v[(kBwdBand + 31) / 32];
 };
 
-// Loads tile q0's band into registers (plain loads, one tile ahead of StageBand: a load
-// stalls a warp only when its register is read).
-__device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd, int k0, int q0, BandRaw* raw) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+// Loads tile q0's band into registers, by warp 1 (plain loads, issued ahead of StageBand: a
+// load stalls a warp only when its register is read).
+__device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd, int k0, int q0, BandRaw* raw,
+                                          int warp) {
+  const int lane = threadIdx.x % 32;
   if (warp != 1) return;
 #pragma unroll
   for (int i = 0; i < (kBwdBand + 31) / 32; ++i) {
     const int j = lane + 32 * i, off = q0 - k0 - (kBwdBk - 1) + j;
     raw->v[i] = (j < kBwdBand && off >= 0 && off < p.T) ? hd.rho[off] : -INFINITY;
   }
+}
+
+// Stages FetchBand's registers as rho factors in buffer buf and A + R (A: alpha max, R: band
+// max), by warp 1 (after StageAlpha's barrier; a barrier must follow).
+__device__ __forceinline__ void StageBand(const BandRaw& raw, const BwdStats& st, int buf, int warp) {
+  if (warp != 1) return;
+  float* bs = st.band + buf * kBandStride;
+  const float mx = StageExpFactors(raw.v, kBwdBand, bs + kRawOff, bs + kExpOff);
+  if (threadIdx.x % 32 == 0) bs[kArOff] = *st.alpha_max + mx;
 }
 
 // Issues the row statistics of query tile q0 into buffer buf by cp.async: lse and delta
@@ -87,12 +99,7 @@ __device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead&
       CpAsync4(st.lse + buf * kBwdBq + i, in ? hd.log_z + q : hd.log_z, in ? 4 : 0);  // logZ (nats)
     }
   }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (fixed && warp == 1) {  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
-    float* bs = st.band + buf * kBandStride;
-    const float mx = StageExpFactors(raw.v, kBwdBand, bs + kRawOff, bs + kExpOff);
-    if (lane == 0) bs[kArOff] = *st.alpha_max + mx;
-  }
+  if (fixed) StageBand(raw, st, buf, threadIdx.x / 32);  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
 }
 
 // A warp's 16 keys (key_a = its first row) of one query tile.

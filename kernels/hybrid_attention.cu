@@ -160,23 +160,14 @@ namespace {
 // SIMT, or a refusal when `requested` forces a path the arguments or the build cannot take.
 // `tc_possible`: bf16/fp16 with 16-byte aligned rows.
 enum class Chosen { kSimt, kMma, kWgmma, kWgmmaWs, kRefused };
-Chosen ChoosePath(const AttentionShape& shape, const HeadSpec* heads, bool tc_possible, KernelPath requested,
-                  bool forward, KernelStatus* refusal) {
+Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested, KernelStatus* refusal) {
   if (ForcesTensorCores(requested) && !tc_possible) {
     *refusal = {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
     return Chosen::kRefused;
   }
-  bool has_fixed = false;
-  for (int h = 0; heads != nullptr && h < shape.heads; ++h)
-    has_fixed = has_fixed || heads[h].state == HeadState::kFixed;
-  // The warp-specialised backward: d = 64 or 128, no fixed heads; elsewhere kWgmmaWs runs as
-  // kAuto.
-  const bool ws_bwd_shape = (shape.head_dim == 64 || shape.head_dim == 128) && !has_fixed;
-  if (!forward && requested == KernelPath::kWgmmaWs && !ws_bwd_shape) requested = KernelPath::kAuto;
   const bool tc = tc_possible && requested != KernelPath::kSimt;
   const bool hopper = tc && requested != KernelPath::kTensorCore && Sm90a();
-  const bool ws = hopper && requested != KernelPath::kWgmma &&
-                  (forward ? shape.head_dim == 64 || shape.head_dim == 128 : ws_bwd_shape);
+  const bool ws = hopper && requested != KernelPath::kWgmma && (shape.head_dim == 64 || shape.head_dim == 128);
   const bool wgmma = hopper && requested != KernelPath::kWgmmaWs && shape.head_dim == 64;
   if (requested == KernelPath::kWgmmaWs && !ws) {
     *refusal = {KernelCode::kUnsupported,
@@ -217,18 +208,18 @@ bool BackwardTensorCorePossible(const BackwardArgs& a) {
 
 const char* ForwardPathName(const ForwardArgs& a) {
   KernelStatus refusal;
-  return ChosenName(ChoosePath(a.shape, a.heads, ForwardTensorCorePossible(a), a.path, true, &refusal));
+  return ChosenName(ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &refusal));
 }
 
 const char* BackwardPathName(const BackwardArgs& a) {
   KernelStatus refusal;
-  return ChosenName(ChoosePath(a.shape, a.heads, BackwardTensorCorePossible(a), a.path, false, &refusal));
+  return ChosenName(ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &refusal));
 }
 
 KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
   KernelStatus st = ValidateForward(a);
   if (!st.ok()) return st;
-  const Chosen chosen = ChoosePath(a.shape, a.heads, ForwardTensorCorePossible(a), a.path, true, &st);
+  const Chosen chosen = ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &st);
   if (chosen == Chosen::kRefused) return st;
   Params p = MakeParams(a.shape, a.heads);
   p.q = ToView(a.q);
@@ -264,7 +255,7 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
   p.lse = const_cast<float*>(a.lse);
   p.dq_acc = static_cast<float*>(a.workspace);
   p.delta = p.dq_acc + size_t(p.B) * p.H * p.T * p.d;
-  const Chosen chosen = ChoosePath(a.shape, a.heads, BackwardTensorCorePossible(a), a.path, false, &st);
+  const Chosen chosen = ChoosePath(a.shape, BackwardTensorCorePossible(a), a.path, &st);
   if (chosen == Chosen::kRefused) return st;
   auto s = static_cast<cudaStream_t>(stream);
   return FromCuda(ByDType(a.shape.dtype, [&](auto t) {

@@ -84,12 +84,12 @@ struct KernelStatus {
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
 // an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
 // producer, two ping-ponging consumer warpgroups; a layer's fixed heads go to a second,
-// synchronous launch); the backward at d = 64 or 128 is the warp-specialised one when the
-// layer has no fixed heads, else wgmma (d = 64) or mma.sync; elsewhere mma.sync.
+// synchronous launch); the backward at d = 64 or 128 is the warp-specialised one (every
+// head state in one launch); elsewhere mma.sync.
 // kSimt forces the plain CUDA-core path (the correctness baseline for every dtype);
 // kTensorCore forces the mma.sync kernels; kWgmma forces the synchronous wgmma kernels
-// (d = 64) in both directions; kWgmmaWs forces the warp-specialised kernels (a backward
-// they do not cover runs as under kAuto). Forcing a path where it cannot run is refused.
+// (d = 64) in both directions; kWgmmaWs forces the warp-specialised kernels (d = 64 or 128,
+// both directions). Forcing a path where it cannot run is refused.
 // The dev bench times the forced paths against each other in one process.
 enum class KernelPath : int32_t { kAuto = 0, kSimt = 1, kTensorCore = 2, kWgmma = 3, kWgmmaWs = 4 };
 

@@ -166,7 +166,7 @@ template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_
 template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 or 128; skips fixed heads (hybrid_attention_ws.cu).
 template <typename T> cudaError_t LaunchWsForward(const Params& p, cudaStream_t s);
-// sm_90a only, d = 64 or 128, layers without fixed heads (hybrid_attention_ws_bwd.cu).
+// sm_90a only, d = 64 or 128, every head state (hybrid_attention_ws_bwd.cu).
 template <typename T> cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s);
 template <typename T> cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.

@@ -75,8 +75,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(cons
     __syncthreads();  // the previous head's last tile is fully consumed
     BandRaw band;  // fixed heads: the next query tile's rho band, in flight
     if (fixed) {
-      StageAlpha(p, hd, k0, st);
-      if (count > 0) FetchBand(p, hd, k0, br.Block(0) * kBq, &band);
+      StageAlpha(p, hd, k0, st, warp);
+      if (count > 0) FetchBand(p, hd, k0, br.Block(0) * kBq, &band, warp);
       __syncthreads();  // A is read by the rho staging in IssueRowStats
     }
     auto issue = [&](int n) {
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(cons
       if (!fixed) LoadRowsSw128<T, kBq, kThreads>(p, p.q, b, h, q0, qs + buf * kTileElems);
       LoadRowsSw128<T, kBq, kThreads>(p, p.d_o, b, h, q0, dos + buf * kTileElems);
       IssueRowStats(p, hd, fixed, q0, buf, row_base, band, st);
-      if (fixed && n + 1 < count) FetchBand(p, hd, k0, br.Block(n + 1) * kBq, &band);
+      if (fixed && n + 1 < count) FetchBand(p, hd, k0, br.Block(n + 1) * kBq, &band, warp);
     };
     if (count > 0) issue(0);
     CpAsyncCommit();

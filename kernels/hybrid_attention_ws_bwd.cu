@@ -1,5 +1,5 @@
 // hybrid_attention_ws_bwd.cu: the warp-specialised Hopper backward of the hybrid-head layer
-// (sm_90a, bf16/fp16, d = 64 and 128), for layers without fixed heads: the synchronous wgmma
+// (sm_90a, bf16/fp16, d = 64 and 128), every head state in one launch: the synchronous wgmma
 // backward's algorithm (hybrid_attention_wgmma_bwd.cu) with FlashAttention-3's division of
 // labour.
 //
@@ -20,7 +20,11 @@
 //   per-element atomic instructions. Two buffers, so consumer 0 writes tile n + 1 while the
 //   reduction of tile n still reads.
 //   Each consumer stages the tile's lse and delta (one value per thread, loaded before the
-//   GEMMs are issued) in its own double buffer, ordered by a warpgroup named barrier.
+//   GEMMs are issued) in its own double buffer (BwdStats), ordered by a warpgroup named barrier.
+// - Fixed heads (SAF eq. 3) have no Q K^T: the producer loads dO alone, and a consumer rebuilds
+//   P^T in product form (FixedPt: alpha of its 64 keys staged once per head, each tile's rho
+//   band and logZ per tile) and stops after dV += P^T dO; they take no part in dQ, whose
+//   buffers and barriers count the other heads' tiles only.
 // dK and dV accumulate in registers over the group's heads and are written once.
 #include "kernels/backward_tile.cuh"
 #include "kernels/forward_tile.cuh"  // PackP
@@ -54,14 +58,14 @@ struct WsBwdBarriers {
 
 // Shared memory, in [64][64] swizzled tiles: K, V [D/64 halves][128][64]; Q, dO
 // [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then dQ [2 buffers][64][D] fp32
-// (row-major, as the workspace), the row statistics [2 consumers][2 buffers][lse 64,
-// delta 64] and the barriers.
+// (row-major, as the workspace), the row statistics and fixed-head factors [2 consumers]
+// (BwdStats: lse, delta [2 buffers][64], alpha, the rho band [2 buffers]) and the barriers.
 template <typename T, int D>
 struct WsBwdLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
   static constexpr size_t kDqBytes = 2 * size_t(kBq) * D * sizeof(float);
-  static constexpr size_t kStatsBytes = 2 * 2 * 2 * kBq * sizeof(float);
+  static constexpr size_t kStatsBytes = 2 * size_t(BwdStatsFloats()) * sizeof(float);
   static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
                                    kStatsBytes + sizeof(WsBwdBarriers);
 };
@@ -88,8 +92,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
   T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
   float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][64][D]
-  float* stats = dqs + 2 * kBq * D;                             // [consumer][buf][128]
-  WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * 2 * 2 * kBq);
+  float* stats = dqs + 2 * kBq * D;                             // [consumer] BwdStats
+  WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * BwdStatsFloats());
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
   const int k0 = kb * kKeys, g = blockIdx.y, b = blockIdx.z;
@@ -121,12 +125,13 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       if (hd.state == int32_t(HeadState::kPruned)) continue;
       const BlockRanges br = ToBlocks(
           QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+      const bool fixed = hd.state == int32_t(HeadState::kFixed);  // dO only
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kStages, q0 = br.Block(n) * kBq;
         MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
-        MbarArriveExpectTx(bar.full + st, uint32_t(2 * kHalves * L::kTileBytes));
+        MbarArriveExpectTx(bar.full + st, uint32_t((fixed ? 1 : 2) * kHalves * L::kTileBytes));
         for (int c = 0; c < kHalves; ++c) {
-          TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
+          if (!fixed) TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
           TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
         }
       }
@@ -144,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   const float scale2 = p.scale * kLog2e;
   const int my_bar = 1 + cw;  // named barrier of this warpgroup's 128 threads
   T* ds_w = dss + cw * kTile64;
-  float* stats_w = stats + cw * 2 * 2 * kBq;
+  const BwdStats stats_w(stats + cw * BwdStatsFloats());
   // This warpgroup's 64 rows of K and V, d half c.
   auto k_desc = [&](int c) { return SmemDescSw128(ks + (2 * c + cw) * kTile64); };
   auto v_desc = [&](int c) { return SmemDescSw128(vs + (2 * c + cw) * kTile64); };
@@ -157,23 +162,61 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
   MbarWait(&bar.full_kv, 0);
-  int it = 0;
+  int it = 0;     // tiles of every head: the Q/dO ring and the row-statistics buffers
+  int dq_it = 0;  // tiles with a dQ (not fixed heads): the dQ buffers and their barriers
   for (int h = g * rep; h < (g + 1) * rep; ++h) {
     const DeviceHead hd = p.heads[h];
     if (hd.state == int32_t(HeadState::kPruned)) continue;
+    const bool fixed = hd.state == int32_t(HeadState::kFixed);
     const BlockRanges br = ToBlocks(
         QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
+    if (fixed) {
+      NamedBarrierSync(my_bar, 128);  // a previous fixed head's last tile has read alpha
+      StageAlpha(p, hd, kw0, stats_w, warp);
+      NamedBarrierSync(my_bar, 128);  // A is read by StageBand
+    }
     for (int n = 0; n < br.Count(); ++n, ++it) {
-      const int st = it % kStages, q0 = br.Block(n) * kBq;
-      // This tile's lse (threads 0-63) and delta (64-127); rows beyond T read 0 (their Q and
-      // dO rows are zeros: P = 1 meets dO = 0 and dP = 0, so they add nothing).
+      const int st = it % kStages, q0 = br.Block(n) * kBq, buf = it & 1;
       const int qr = q0 + tid % kBq;
-      const float stat = qr < p.T ? (tid < kBq ? p.lse : p.delta)[row_base + qr] : 0.f;
-      float* lse_t = stats_w + (it & 1) * 2 * kBq;
-      const float* delta_t = lse_t + kBq;
+      const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBq, p.T) - 1, kw0, kw0 + 63);
       auto q_desc = [&](int c) { return SmemDescSw128(qs + (st * kHalves + c) * kTile64); };
       auto do_desc = [&](int c) { return SmemDescSw128(dos + (st * kHalves + c) * kTile64); };
+      // dV += P^T dO: B = dO (queries x d), N-major, 16 queries per k-step.
+      auto add_pt_do = [&](float (&pt)[kBq / 8][4]) {
+        uint32_t pa[kBq / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
+        FenceOperands(dv);
+        WgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < kBq / 16; ++kk)
+#pragma unroll
+          for (int c = 0; c < kHalves; ++c)
+            Wgmma<T>::RS(Cols64(dv, c), pa[kk], DescPlus(do_desc(c), 16 * kRowBytes * kk), 1);
+        WgmmaCommit();
+      };
+      if (fixed) {  // SAF eq. 3: P^T in product form, and P^T dO is all the tile adds
+        const float log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
+        BandRaw band;  // the rho band of (q0, this consumer's keys), warp 1
+        FetchBand(p, hd, kw0, q0, &band, warp);
+        MbarWait(bar.full + st, (it / kStages) & 1);
+        if (tid < kBq) stats_w.lse[buf * kBq + tid] = log_z;
+        StageBand(band, stats_w, buf, warp);
+        NamedBarrierSync(my_bar, 128);
+        float pt[kBq / 8][4];
+        FixedPt(pt, stats_w, buf, need_mask, hd, p.T, q0, kw0, w);
+        add_pt_do(pt);
+        WgmmaWait<0>();
+        FenceOperands(dv);
+        if (lane == 0) MbarArrive(bar.empty + st);  // dO of this slot is read
+        continue;
+      }
+      // This tile's lse (threads 0-63) and delta (64-127); rows beyond T read 0 (their Q and
+      // dO rows are zeros: P = 1 meets dO = 0 and dP = 0, so they add nothing).
+      const float stat = qr < p.T ? (tid < kBq ? p.lse : p.delta)[row_base + qr] : 0.f;
+      const float* lse_t = stats_w.lse + buf * kBq;
+      const float* delta_t = stats_w.delta + buf * kBq;
       MbarWait(bar.full + st, (it / kStages) & 1);
 
       float pt[kBq / 8][4], dpt[kBq / 8][4];
@@ -186,24 +229,12 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       for (int kk = 0; kk < D / 16; ++kk)  // dP^T = V dO^T
         Wgmma<T>::SS(dpt, DescPlus(v_desc(kk / 4), 32 * (kk % 4)), DescPlus(do_desc(kk / 4), 32 * (kk % 4)), kk);
       WgmmaCommit();
-      lse_t[tid] = stat;  // lse_t[64 + i] is delta_t[i]
+      (tid < kBq ? stats_w.lse : stats_w.delta)[buf * kBq + tid % kBq] = stat;
       NamedBarrierSync(my_bar, 128);
-      const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBq, p.T) - 1, kw0, kw0 + 63);
       WgmmaWait<1>();
       FenceOperands(pt);
       ScoresToPt(pt, lse_t, need_mask, hd, q0, w, scale2);
-      // dV += P^T dO: B = dO (queries x d), N-major, 16 queries per k-step.
-      uint32_t pa[kBq / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
-      FenceOperands(dv);
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < kBq / 16; ++kk)
-#pragma unroll
-        for (int c = 0; c < kHalves; ++c)
-          Wgmma<T>::RS(Cols64(dv, c), pa[kk], DescPlus(do_desc(c), 16 * kRowBytes * kk), 1);
-      WgmmaCommit();
+      add_pt_do(pt);
       WgmmaWait<1>();  // dP^T is done (dV may still run)
       FenceOperands(dpt);
       DsFromDp(pt, dpt, delta_t, p.scale, tq);
@@ -251,19 +282,19 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
       // dQ of the tile: consumer 0 writes its part, consumer 1 adds its own and reduces the
       // sum into the workspace (rows past T are left out: they would land in the next head).
-      float* dq_buf = dqs + (it & 1) * kBq * D;
+      float* dq_buf = dqs + (dq_it & 1) * kBq * D;
       const int r = warp * 16 + gr;
       if (cw == 0) {
-        if (it >= 2) NamedBarrierSync(kDqFree + (it & 1), 128 + 32);
+        if (dq_it >= 2) NamedBarrierSync(kDqFree + (dq_it & 1), 128 + 32);
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
           const int c = nb * 8 + 2 * tq;
           *reinterpret_cast<float2*>(dq_buf + r * D + c) = make_float2(dq[nb][0], dq[nb][1]);
           *reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c) = make_float2(dq[nb][2], dq[nb][3]);
         }
-        NamedBarrierArrive(kDqReady + (it & 1), 256);
+        NamedBarrierArrive(kDqReady + (dq_it & 1), 256);
       } else {
-        NamedBarrierSync(kDqReady + (it & 1), 256);
+        NamedBarrierSync(kDqReady + (dq_it & 1), 256);
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
           const int c = nb * 8 + 2 * tq;
@@ -283,15 +314,16 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
             BulkWaitRead<0>();
           }
           __syncwarp();
-          NamedBarrierArrive(kDqFree + (it & 1), 128 + 32);
+          NamedBarrierArrive(kDqFree + (dq_it & 1), 128 + 32);
         }
       }
+      ++dq_it;
     }
   }
   // Consumer 0 takes the last two "buffer free" signals it has not waited for, so every
   // named barrier ends with as many syncs as arrivals.
   if (cw == 0) {
-    for (int i = max(it - 2, 0); i < it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
+    for (int i = max(dq_it - 2, 0); i < dq_it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
   } else if (tid == 0) {
     BulkWaitAll();  // the reductions' writes are done before the CTA ends
   }

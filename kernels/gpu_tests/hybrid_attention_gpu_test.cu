@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
           ++n;
           RunConfig(c, mix, KernelPath::kAuto, true);
           if (dt != DType::kF32) RunConfig(c, mix, KernelPath::kSimt, false);
-          // On sm_90 the forward at d = 64 and 128 and the backward at d = 64 without fixed
-          // heads are warp-specialised (forced here, so a build without them fails); the
+          // On sm_90 the forward and the backward at d = 64 and 128 are warp-specialised
+          // (forced here, so a build without them fails); the
           // synchronous wgmma forward (d = 64) and the mma.sync kernels are checked too (at
           // d = 128, which kAuto runs on mma.sync only backward, up to T = 257).
           if (dt != DType::kF32 && (d == 64 || d == 128)) {

@@ -9,9 +9,10 @@
 # back only a few files), and a summary in $OUT/summary.txt.
 #
 #   scripts/gpu/ab-kernels.sh [--full-test] REV[:fwd]...
-#     REV        a commit of this repository (the device's copy holds HEAD's history only), or a
-#                directory holding another revision's kernels/, scripts/, common/testing/ and a
-#                REVISION file (prepare it here: scripts/gpu/ab-prepare.sh BRANCH..., carry
+#     REV        `.` (this work tree, as the device tool copied it: the name in the logs is
+#                `worktree`), a commit of this repository (the device's copy of .git can be a
+#                snapshot older than the work tree), or a directory holding another revision's
+#                kernels/, scripts/, common/testing/ and a REVISION file (prepare it here: scripts/gpu/ab-prepare.sh BRANCH..., carry
 #                ["build-ab"]); its name in the logs: the last path component. REV:fwd benches
 #                the forward only (bench_vs_sdpa --fwd-only)
 #     --full-test  kernels_gpu_test without --quick (T up to 4096; minutes per revision)
@@ -43,7 +44,7 @@ t0=$(date +%s)
 note() { echo "$* ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"; }
 { nvidia-smi; nvcc --version; date -u; } > "$out/machine.txt" 2>&1
 
-name_of() { basename "${1%%:*}"; }
+name_of() { local r="${1%%:*}"; [ "$r" = . ] && echo worktree || basename "$r"; }
 rev_of() { echo "${1%%:*}"; }
 
 # 1. Sources and builds, in parallel (a build is CPU-only).
@@ -52,8 +53,9 @@ pids=()
 for s in "${specs[@]}"; do
   n=$(name_of "$s"); r=$(rev_of "$s"); src="$work/$n/src"
   rm -rf "$work/$n"; mkdir -p "$src"
-  if [ -d "$r" ]; then  # a tree prepared elsewhere (the device's clone holds only HEAD's history)
-    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ && cp "$r"/REVISION "$out/$n.log" 2>/dev/null
+  if [ -d "$r" ]; then  # this work tree (.), or one prepared by ab-prepare.sh
+    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ || { note "$n: copy of $r failed"; exit 1; }
+    if [ -f "$r/REVISION" ]; then cp "$r/REVISION" "$out/$n.log"; else echo "work tree $r" > "$out/$n.log"; fi
   elif git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
     git -C "$root" log -1 --oneline "$r" > "$out/$n.log"
   else
