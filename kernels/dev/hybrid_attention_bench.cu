@@ -264,7 +264,7 @@ void Run() {
 }
 
 // --profile: two all-ordinary forwards and one forward+backward at the bench size, then one
-// forward of all-local heads (W = 512), nothing else (for `ncu -k regex:Forward`).
+// forward of all-local heads (W = 512), nothing else (for scripts/gpu/profile-kernels.sh).
 void Profile() {
   Problem p(Base(4096));
   Fwd(p, KernelPath::kAuto)();
