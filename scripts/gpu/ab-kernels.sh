@@ -16,16 +16,19 @@
 #                ["build-ab"]); its name in the logs: the last path component. REV:fwd benches
 #                the forward only (bench_vs_sdpa --fwd-only)
 #     --full-test  kernels_gpu_test without --quick (T up to 4096; minutes per revision)
+#     --test-only  no bench (numerics only)
 #
 # Example: here `scripts/gpu/ab-prepare.sh ws-forward-3wg`, then on the device
 #   run(command="scripts/gpu/ab-kernels.sh HEAD:fwd build-ab/ws-forward-3wg:fwd", carry=["build-ab"])
 # Exit 0 iff every build and every numerics test passed.
 set -uo pipefail
 quick="--quick"
+bench=1
 specs=()
 for a in "$@"; do
   case "$a" in
     --full-test) quick="" ;;
+    --test-only) bench=0 ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "ab-kernels.sh: unknown option $a (see --help)" >&2; exit 2 ;;
     *) specs+=("$a") ;;
@@ -87,6 +90,7 @@ for s in "${specs[@]}"; do
     note "$n: kernels_gpu_test $quick FAILED (exit $?; 124: timed out)"; grep -iE "fail|mismatch|error" "$out/$n.log" | head -20
     status=1; continue
   fi
+  [ "$bench" = 1 ] || continue
   fwd=(); [ "${s#*:}" = fwd ] && [ "$s" != "${s#*:}" ] && fwd=(--fwd-only)
   echo "== bench_vs_sdpa.py ${fwd[*]}" >> "$out/$n.log"
   PYTHONUNBUFFERED=1 timeout 400 python3 "$work/$n/src/scripts/gpu/bench_vs_sdpa.py" --lib "$b/libheadlab_kernels_capi.so" \
