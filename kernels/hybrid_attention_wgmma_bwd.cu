@@ -135,19 +135,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(cons
         uint32_t da[kBq / 16][4];
 #pragma unroll
         for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, da[kk]);
-        // Stage dS^T [key][query] in the 128-byte swizzle: da[kk][0..3] are rows r, r + 8,
-        // r, r + 8 and 16-byte chunks 2 kk, 2 kk, 2 kk + 1, 2 kk + 1 (bytes 4 tq within).
-        {
-          unsigned char* ds_bytes = reinterpret_cast<unsigned char*>(dss);
-          const int r = warp * 16 + gr;
-#pragma unroll
-          for (int kk = 0; kk < kBq / 16; ++kk)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int row = r + 8 * (i & 1), chunk = 2 * kk + (i >> 1);
-              *reinterpret_cast<uint32_t*>(ds_bytes + row * kRowBytes + ((chunk ^ (row & 7)) << 4) + 4 * tq) = da[kk][i];
-            }
-        }
+        StoreFragmentsSw128(da, dss, warp, gr, tq);  // dS^T [key][query], for dQ
         // dK += dS^T Q: B = Q (queries x d), N-major.
         FenceOperands(dk);
         WgmmaFence();

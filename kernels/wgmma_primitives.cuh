@@ -130,6 +130,23 @@ __device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
   return *reinterpret_cast<float(*)[8][4]>(&acc[8 * j][0]);
 }
 
+// Stores a warpgroup's 64 x 64 tile held as register A fragments (a[kk] = columns 16 kk ..
+// 16 kk + 15 of this warp's 16 rows, mma.sync A layout: registers 0-3 are rows r, r + 8, r,
+// r + 8 and 16-byte chunks 2 kk, 2 kk, 2 kk + 1, 2 kk + 1, bytes 4 tq within) into dst[64][64]
+// in the 128-byte swizzle, where wgmma can read it back (the backwards' dS^T).
+template <typename T>
+__device__ __forceinline__ void StoreFragmentsSw128(const uint32_t (&a)[4][4], T* dst, int warp, int gr, int tq) {
+  unsigned char* bytes = reinterpret_cast<unsigned char*>(dst);
+  const int r = warp * 16 + gr;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = r + 8 * (i & 1), chunk = 2 * kk + (i >> 1);
+      *reinterpret_cast<uint32_t*>(bytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * tq) = a[kk][i];
+    }
+}
+
 // Issues the async copy of rows [t0, t0 + kRows) of head h (d = 64) into dst[kRows][64] in
 // the 128-byte swizzle; rows beyond T are zero-filled.
 template <typename T, int kRows, int kThreads>
