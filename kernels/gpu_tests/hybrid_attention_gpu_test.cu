@@ -203,9 +203,8 @@ int main(int argc, char** argv) {
           RunConfig(c, mix, KernelPath::kAuto, true);
           if (dt != DType::kF32) RunConfig(c, mix, KernelPath::kSimt, false);
           // On sm_90 the forward and the backward at d = 64 and 128 are warp-specialised
-          // (forced here, so a build without them fails); the
-          // synchronous wgmma forward (d = 64) and the mma.sync kernels are checked too (at
-          // d = 128, which kAuto runs on mma.sync only backward, up to T = 257).
+          // (forced here, so a build without them fails); the synchronous wgmma kernels
+          // (d = 64) and the mma.sync kernels (d = 128 up to T = 257) are checked too.
           if (dt != DType::kF32 && (d == 64 || d == 128)) {
             if (sm90) RunConfig(c, mix, KernelPath::kWgmmaWs, true);
             if (sm90 && d == 64) RunConfig(c, mix, KernelPath::kWgmma, true);
