@@ -114,7 +114,19 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     a.v = View(v);
     a.o = View(o);
     a.lse = lse.data_ptr<float>();
-    if (paths) paths->forward = ForwardPathName(a);
+    if (paths) {
+      paths->forward = ForwardPathName(a);
+      BackwardArgs b;  // the backward's choice depends on the shape and the views' alignment
+      b.shape = a.shape;
+      b.heads = a.heads;
+      b.q = a.q;
+      b.k = a.k;
+      b.v = a.v;
+      b.o = b.d_o = b.dq = a.o;  // contiguous (B, T, H, d), as dO (made so) and dQ are
+      b.dk = a.k;                // dK, dV are contiguous; K, V's alignment is checked anyway
+      b.dv = a.v;
+      paths->backward = BackwardPathName(b);
+    }
     Check(HybridAttentionForward(a, CurrentStream(q)));
     ctx->save_for_backward({q, k, v, o, lse});
     // The specs travel as plain integers; the prior tensors by reference (no copy).

@@ -24,11 +24,13 @@ struct HybridHeads {
   std::vector<int64_t> prior_rows;
 };
 
-// Which kernels the op launched (kernels/hybrid_attention.h ForwardPathName and
-// BackwardPathName): "wgmma-ws", "wgmma", "mma.sync" or "simt". The
-// backward's is known only once the backward has run.
+// Which kernels the op runs (kernels/hybrid_attention.h ForwardPathName and
+// BackwardPathName): "wgmma-ws", "wgmma", "mma.sync" or "simt". Both are set by the forward:
+// the backward's is the one its arguments select (the forward's views, and gradient buffers
+// that are contiguous as the backward allocates them).
 struct KernelPaths {
   const char* forward = "";
+  const char* backward = "";
 };
 
 // Returns true iff this build can run the op: LibTorch with CUDA and the kernels compiled.

@@ -164,7 +164,8 @@ torch::Tensor KernelStandIn(const HybridAttentionImpl& layer, const PlanSegment&
 }
 
 // The fused kernels over one segment's heads (their specs in order; fixed heads read their
-// prior rows by original number). Records the forward kernel's implementation in *path.
+// prior rows by original number). Records the kernels' implementations in *path as
+// "<forward>/<backward>" (kernels/torch/hybrid_attention_op.h KernelPaths).
 torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg,
                         const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         bool grouped, double scale, std::string* path) {
@@ -183,7 +184,7 @@ torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg
     }
     kernels::KernelPaths paths;
     torch::Tensor o = kernels::HybridAttention(q, k, v, heads, scale, &paths);
-    *path = paths.forward;
+    *path = std::string(paths.forward) + "/" + paths.backward;
     return o;
   }
 #endif

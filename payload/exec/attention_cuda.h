@@ -64,7 +64,8 @@ kernels::HeadSpec KernelHeadSpec(const HeadState& state);
 int64_t FusedAttentionCalls();
 
 // Returns what `layer`'s latest forward ran on, e.g. "sdpa[9] fixed_gemm[3]",
-// "fused[12] kernel=wgmma" or "dense_reference (why)"; "" before its first forward.
+// "fused[12] kernel=wgmma-ws/wgmma-ws" (the fused kernels' forward/backward) or
+// "dense_reference (why)"; "" before its first forward.
 std::string LayerPathLabel(const HybridAttentionImpl& layer);
 
 // train.attention = auto: the first forward of a layer for each (head states, B, T, dtype,
