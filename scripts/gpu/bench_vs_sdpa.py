@@ -299,9 +299,8 @@ def main():
     qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
-    # path 0: the dispatched kernels (on sm_90 the warp-specialised forward, the wgmma
-    # backward at d = 64); 2: the mma.sync
-    # kernels (kernels/dev/NOTES.md runs 2-12), timed against flash in the same process.
+    # path 0: the dispatched kernels (on sm_90 the warp-specialised forward and backward);
+    # 2: the mma.sync kernels (kernels/dev/NOTES.md runs 2-12), validated against flash.
     def ours(path, bwd):
         def run():
             kern.forward(q, k, v, o, lse, states, path)
