@@ -1,16 +1,16 @@
 // decode_attention_bench.cu: dev bench of the split-K decode kernel (decode_attention.h).
 //
 // One decode step's attention of one layer, as the AoH decoder launches it (one launch per
-// cache segment), on random bf16 caches: the 124M shape (12 heads, 12 KV heads, d = 64,
-// B = 1) with every head full, and with half the KV heads in a bounded streaming segment
-// (sink 128 + recent 256) and half full; then a GQA shape (32 heads over 8 KV heads,
-// d = 128). Prints the median time of a step's launches (CUDA events, 20 warm-ups, 200
-// timed, the segments' launches back to back) and the bytes of K and V the visible slots
-// hold, read once, as GB/s (a cache below the L2's 50 MB may be served from L2 after the
-// first round: read the 4K rows with that in mind), with the split count used; the 124M full
-// shape also at forced split counts (22 was the automatic choice when the plan aimed at two
-// CTAs per SM; now 43-44). The numerics are
-// kernels_decode_gpu_test's job (run it first).
+// cache segment), on constant bf16 caches: the 124M shape (12 heads, 12 KV heads, d = 64)
+// with every head full, and with half the KV heads in a bounded streaming segment (sink 128
+// + recent 256) and half full; then a GQA shape (32 heads over 8 KV heads, d = 128); at
+// B = 1, then at B = 16 (the decode target's batch). Prints the median time of a step's
+// launches (CUDA events, 20 warm-ups, 200 timed, the segments' launches back to back) and
+// the bytes of K and V the visible slots hold, read once, as GB/s (a cache below the L2's
+// 50 MB may be served from L2 after the first round: read the B = 1, 4K rows with that in
+// mind), with the split count used; the 124M full shape at B = 1 also at forced split counts
+// (22 was the automatic choice when the plan aimed at two CTAs per SM; now 43-44). The
+// numerics are kernels_decode_gpu_test's job (run it first).
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_attention_bench
@@ -35,14 +35,14 @@ struct Segment {
 
 // Median ms of the launches of one decode step over `segments`; *bytes receives the K/V
 // bytes of the slots the kernel loads.
-double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
+double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
                 double* bytes, int* used_splits) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
   std::vector<DeviceBuffer> caches;
   std::vector<DecodeArgs> args(segments.size());
-  DeviceBuffer q(size_t(H) * d * 2), o(size_t(H) * d * 2);
+  DeviceBuffer q(size_t(B) * H * d * 2), o(size_t(B) * H * d * 2);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(q.ptr, 0x3c, q.bytes));  // bf16 ~0.011 everywhere
   *bytes = 0;
   int next_kv = 0;
@@ -52,14 +52,14 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
       kv[s].push_back(next_kv);
       for (int r = 0; r < g; ++r) specs[size_t(next_kv * g + r)] = seg.spec;
     }
-    caches.emplace_back(size_t(seg.kv_heads) * seg.entries * d * 2 * 2);  // K then V
+    caches.emplace_back(size_t(B) * seg.kv_heads * seg.entries * d * 2 * 2);  // K then V
     HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(caches.back().ptr, 0x3c, caches.back().bytes));
   }
   std::vector<DeviceBuffer> work;
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
     DecodeArgs& a = args[s];
-    a.batch = 1;
+    a.batch = B;
     a.heads = H;
     a.kv_heads = KV;
     a.head_dim = d;
@@ -69,9 +69,9 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
     a.query_position = query;
     a.q = {q.ptr, int64_t(H) * d, 0, d};
     a.o = {o.ptr, int64_t(H) * d, 0, d};
-    const size_t half = size_t(seg.kv_heads) * seg.entries * d;
+    const size_t half = size_t(seg.kv_heads) * seg.entries * d;  // elements of one sequence's K
     a.cache.k = caches[s].ptr;
-    a.cache.v = static_cast<char*>(caches[s].ptr) + 2 * half;
+    a.cache.v = static_cast<char*>(caches[s].ptr) + 2 * half * B;
     a.cache.stride_b = int64_t(half);
     a.cache.stride_h = int64_t(seg.entries) * d;
     a.cache.stride_t = d;
@@ -84,7 +84,7 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
     if (s == 0) *used_splits = DecodeSplits(a);
     work.emplace_back(DecodeWorkspaceBytes(a));
     a.workspace = work.back().ptr;
-    *bytes += 2.0 * 2 * seg.kv_heads * seg.entries * d;  // every slot is visible here
+    *bytes += 2.0 * 2 * B * seg.kv_heads * seg.entries * d;  // every slot is visible here
   }
   cudaEvent_t e0, e1;
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
@@ -113,11 +113,11 @@ double TimeStep(int H, int KV, int d, int query, const std::vector<Segment>& seg
 
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
 void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
-            int splits = 0) {
+            int splits = 0, int B = 1) {
   double bytes = 0;
   int used = 0;
-  const double ms = TimeStep(H, KV, d, L - 1, segs, splits, &bytes, &used);
-  std::printf("%-28s L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, L, used,
+  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used);
+  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, used,
               splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
 }
 
@@ -142,6 +142,14 @@ int main() {
     // The split count's effect on the 124M full shape (more CTAs: more bytes in flight).
     for (int splits : {11, 22, 44, 88, 176})
       Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits);
+  }
+  // The decode target's shape (issue 21 item 5: B = 16, 16K): the time to read the cache
+  // once at the H200's 4.8 TB/s is bytes / 4.8e12.
+  std::printf("the same at B = 16\n");
+  for (int L : {4096, 16384}) {
+    Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, 16);
+    Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16);
+    Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}}, 0, 16);
   }
   return 0;
 }
