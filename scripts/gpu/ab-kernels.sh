@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# ab-kernels.sh: an A/B of kernel revisions in ONE device call. For each git revision named, the
-# kernels/, scripts/ and common/testing/ of that revision (git archive, so the work tree is untouched) get a
-# kernels-only build (the standalone CMake project, ~15 s on 16 cores; all builds in parallel),
-# then, one revision at a time on the GPU: kernels_gpu_test --quick (the numerics against the
-# fp64 reference; stopped after HEADLAB_AB_TEST_TIMEOUT seconds, default 120, so a kernel that
-# hangs costs minutes, not the call) and that revision's own scripts/gpu/bench_vs_sdpa.py.
-# One log per revision, $OUT/<name>.log (revision, build, test, bench; the device tool brings
-# back only a few files), and a summary in $OUT/summary.txt.
+# ab-kernels.sh: an A/B of kernel revisions in ONE device call. For each revision named, its
+# kernels/, scripts/ and common/testing/ get a kernels-only build (the standalone CMake
+# project, ~15 s on 16 cores; all builds in parallel); then, one revision at a time on the
+# GPU: kernels_gpu_test --quick and kernels_decode_gpu_test --quick (the numerics against fp64
+# references; each stopped after HEADLAB_AB_TEST_TIMEOUT seconds, default 120, so a kernel
+# that hangs costs minutes, not the call, and line-buffered so its log shows where), then
+# that revision's own bench. One log per revision, $OUT/<name>.log (revision, build errors,
+# tests, bench: the device tool brings back at most 8 files), and $OUT/summary.txt.
 #
-#   scripts/gpu/ab-kernels.sh [--full-test] REV[:fwd]...
-#     REV        `.` (this work tree, as the device tool copied it: the name in the logs is
-#                `worktree`), a commit of this repository (the device's copy of .git can be a
-#                snapshot older than the work tree), or a directory holding another revision's
-#                kernels/, scripts/, common/testing/ and a REVISION file (prepare it here: scripts/gpu/ab-prepare.sh BRANCH..., carry
-#                ["build-ab"]); its name in the logs: the last path component. REV:fwd benches
-#                the forward only (bench_vs_sdpa --fwd-only)
-#     --full-test  kernels_gpu_test without --quick (T up to 4096; minutes per revision)
+#   scripts/gpu/ab-kernels.sh [--full-test] [--test-only] REV[:fwd|:decode]...
+#     REV          `.` (this work tree as the device tool copied it; `worktree` in the logs),
+#                  a commit of this repository (the device's copy of .git can be a snapshot
+#                  older than the work tree), or a directory holding another revision's
+#                  kernels/, scripts/, common/testing/ and a REVISION file, prepared here by
+#                  scripts/gpu/ab-prepare.sh BRANCH... (carry ["build-ab"]); the last path
+#                  component names it in the logs
+#     REV:fwd      bench_vs_sdpa.py --fwd-only instead of every row
+#     REV:decode   decode_attention_bench instead of bench_vs_sdpa.py
+#     --full-test  the numerics tests without --quick (T up to 4096; minutes per revision)
 #     --test-only  no bench (numerics only)
 #
 # Example: here `scripts/gpu/ab-prepare.sh ws-forward-3wg`, then on the device
-#   run(command="scripts/gpu/ab-kernels.sh HEAD:fwd build-ab/ws-forward-3wg:fwd", carry=["build-ab"])
+#   run(command="scripts/gpu/ab-kernels.sh .:fwd build-ab/ws-forward-3wg:fwd", carry=["build-ab"])
 # Exit 0 iff every build and every numerics test passed.
 set -uo pipefail
 quick="--quick"
@@ -83,15 +85,25 @@ done
 for s in "${specs[@]}"; do
   n=$(name_of "$s"); b="$work/$n/build"
   [ -x "$b/kernels_gpu_test" ] || continue
-  echo "== kernels_gpu_test $quick" >> "$out/$n.log"
-  if timeout "${HEADLAB_AB_TEST_TIMEOUT:-120}" stdbuf -oL "$b/kernels_gpu_test" $quick >> "$out/$n.log" 2>&1; then
-    note "$n: kernels_gpu_test $quick ok"
-  else
-    note "$n: kernels_gpu_test $quick FAILED (exit $?; 124: timed out)"; grep -iE "fail|mismatch|error" "$out/$n.log" | head -20
-    status=1; continue
+  passed=1
+  for t in kernels_gpu_test kernels_decode_gpu_test; do
+    echo "== $t $quick" >> "$out/$n.log"
+    if timeout "${HEADLAB_AB_TEST_TIMEOUT:-120}" stdbuf -oL "$b/$t" $quick >> "$out/$n.log" 2>&1; then
+      note "$n: $t $quick ok"
+    else
+      note "$n: $t $quick FAILED (exit $?; 124: timed out)"; grep -iE "fail|mismatch|error" "$out/$n.log" | head -20
+      status=1; passed=0; break
+    fi
+  done
+  [ "$passed" = 1 ] && [ "$bench" = 1 ] || continue
+  mode=""; [ "$s" != "${s#*:}" ] && mode="${s#*:}"
+  if [ "$mode" = decode ]; then
+    echo "== decode_attention_bench" >> "$out/$n.log"
+    timeout 300 stdbuf -oL "$b/decode_attention_bench" >> "$out/$n.log" 2>&1 || status=1
+    note "$n: decode_attention_bench done"
+    continue
   fi
-  [ "$bench" = 1 ] || continue
-  fwd=(); [ "${s#*:}" = fwd ] && [ "$s" != "${s#*:}" ] && fwd=(--fwd-only)
+  fwd=(); [ "$mode" = fwd ] && fwd=(--fwd-only)
   echo "== bench_vs_sdpa.py ${fwd[*]}" >> "$out/$n.log"
   PYTHONUNBUFFERED=1 timeout 400 python3 "$work/$n/src/scripts/gpu/bench_vs_sdpa.py" --lib "$b/libheadlab_kernels_capi.so" \
     "${fwd[@]}" >> "$out/$n.log" 2>&1 || status=1
