@@ -31,7 +31,7 @@ for a in "$@"; do
   case "$a" in
     --full-test) quick="" ;;
     --test-only) bench=0 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "ab-kernels.sh: unknown option $a (see --help)" >&2; exit 2 ;;
     *) specs+=("$a") ;;
   esac
