@@ -60,7 +60,11 @@ for s in "${specs[@]}"; do
   rm -rf "$work/$n"; mkdir -p "$src"
   if [ -d "$r" ]; then  # this work tree (.), or one prepared by ab-prepare.sh
     cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ || { note "$n: copy of $r failed"; exit 1; }
-    if [ -f "$r/REVISION" ]; then cp "$r/REVISION" "$out/$n.log"; else echo "work tree $r" > "$out/$n.log"; fi
+    if [ -f "$r/REVISION" ]; then
+      cp "$r/REVISION" "$out/$n.log"
+    else
+      echo "work tree $r: $("$root/scripts/gpu/tree-id.sh" "$r" 2>&1)" > "$out/$n.log"
+    fi
   elif git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
     git -C "$root" log -1 --oneline "$r" > "$out/$n.log"
   else

@@ -58,8 +58,11 @@ t_start=$(date +%s)
 phase() { note "$1: $2 ($(( $(date +%s) - t_start )) s since start)"; }
 
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
-{ nvidia-smi; nvcc --version; cmake --version; date -u; git -C "$root" log -1 --oneline; } \
+# The work tree's content by its git tree hash (the device's .git can be an older snapshot:
+# `git log -1` there may name another commit; scripts/gpu/tree-id.sh says how to map it).
+{ nvidia-smi; nvcc --version; cmake --version; date -u; "$root/scripts/gpu/tree-id.sh" "$root"; } \
   > "$out/machine.txt" 2>&1
+note "work tree: $("$root/scripts/gpu/tree-id.sh" "$root" 2>&1)"
 
 # 1. The Debian packages, unpacked into a prefix.
 debs=("$root"/.debs/*.deb)
