@@ -78,6 +78,12 @@ struct WsBwdLayout {
 // 0 syncs).
 constexpr int kDqReady = 3, kDqFree = 5;
 
+// The 64-query tiles of head hd that see any of keys [k0, k1): what the producer loads and
+// the consumers work through, in the same order.
+__device__ __forceinline__ BlockRanges QueryTiles(const Params& p, const DeviceHead& hd, int k0, int k1) {
+  return ToBlocks(QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
   using L = WsBwdLayout<T, D>;
@@ -123,8 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
     for (int h = g * rep; h < (g + 1) * rep; ++h) {
       const DeviceHead hd = p.heads[h];
       if (hd.state == int32_t(HeadState::kPruned)) continue;
-      const BlockRanges br = ToBlocks(
-          QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+      const BlockRanges br = QueryTiles(p, hd, k0, k1);
       const bool fixed = hd.state == int32_t(HeadState::kFixed);  // dO only
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kStages, q0 = br.Block(n) * kBq;
@@ -168,8 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
     const DeviceHead hd = p.heads[h];
     if (hd.state == int32_t(HeadState::kPruned)) continue;
     const bool fixed = hd.state == int32_t(HeadState::kFixed);
-    const BlockRanges br = ToBlocks(
-        QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+    const BlockRanges br = QueryTiles(p, hd, k0, k1);
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
     if (fixed) {
       NamedBarrierSync(my_bar, 128);  // a previous fixed head's last tile has read alpha
@@ -182,19 +186,23 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBq, p.T) - 1, kw0, kw0 + 63);
       auto q_desc = [&](int c) { return SmemDescSw128(qs + (st * kHalves + c) * kTile64); };
       auto do_desc = [&](int c) { return SmemDescSw128(dos + (st * kHalves + c) * kTile64); };
-      // dV += P^T dO: B = dO (queries x d), N-major, 16 queries per k-step.
-      auto add_pt_do = [&](float (&pt)[kBq / 8][4]) {
-        uint32_t pa[kBq / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
-        FenceOperands(dv);
+      // acc += A rows (keys) x B (queries x d, N-major: dO or Q), A from registers (P^T or
+      // dS^T as register fragments), 16 queries per k-step; one commit group.
+      auto add_frags_times = [&](float (&acc)[D / 8][4], const uint32_t (&a)[kBq / 16][4], auto b_desc) {
+        FenceOperands(acc);
         WgmmaFence();
 #pragma unroll
         for (int kk = 0; kk < kBq / 16; ++kk)
 #pragma unroll
           for (int c = 0; c < kHalves; ++c)
-            Wgmma<T>::RS(Cols64(dv, c), pa[kk], DescPlus(do_desc(c), 16 * kRowBytes * kk), 1);
+            Wgmma<T>::RS(Cols64(acc, c), a[kk], DescPlus(b_desc(c), 16 * kRowBytes * kk), 1);
         WgmmaCommit();
+      };
+      auto add_pt_do = [&](float (&pt)[kBq / 8][4]) {  // dV += P^T dO
+        uint32_t pa[kBq / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
+        add_frags_times(dv, pa, do_desc);
       };
       if (fixed) {  // SAF eq. 3: P^T in product form, and P^T dO is all the tile adds
         const float log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
@@ -242,15 +250,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
 #pragma unroll
       for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, da[kk]);
       StoreFragmentsSw128(da, ds_w, warp, gr, tq);  // dS^T [key][query], for dQ
-      // dK += dS^T Q: B = Q (queries x d), N-major.
-      FenceOperands(dk);
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < kBq / 16; ++kk)
-#pragma unroll
-        for (int c = 0; c < kHalves; ++c)
-          Wgmma<T>::RS(Cols64(dk, c), da[kk], DescPlus(q_desc(c), 16 * kRowBytes * kk), 1);
-      WgmmaCommit();
+      add_frags_times(dk, da, q_desc);  // dK += dS^T Q
       FenceProxyAsyncShared();
       NamedBarrierSync(my_bar, 128);  // dS^T staged by the warpgroup's four warps
       // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major.

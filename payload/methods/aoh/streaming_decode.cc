@@ -310,7 +310,9 @@ void AohDecoder::Evict(int64_t next) {
       if (!s.bounded) continue;
       const auto [a, b] = Retained(s, next);
       if (a + b == s.entries) continue;
-      if (s.ring == 0) {  // a ring overwrites evicted slots itself: bookkeeping only
+      // A ring overwrites evicted slots itself (the bookkeeping below is all it needs); a
+      // flat buffer moves its kept ends together.
+      if (s.ring == 0) {
         // With the decode kernel (CUDA), evicted entries may stay a while: they sit in the
         // recent run's leading slots, which no head's visible span reaches (and the
         // reference's masks refuse), so compacting every kEvictSlack steps instead of every
