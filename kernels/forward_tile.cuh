@@ -39,26 +39,28 @@ __device__ __forceinline__ FixedTile FixedTileAt(float* base, int buf) {
   return {b, b + kFwdBk, b + 2 * kFwdBk, b + 2 * kFwdBk + Band<kBq>(), b + 2 * kFwdBk + 2 * Band<kBq>()};
 }
 
-// A fixed tile's raw factors as warps 0 (alpha) and 1 (rho band) hold them in registers.
+// A fixed tile's raw factors as the warps of roles 0 (alpha) and 1 (rho band) hold them in
+// registers.
 template <int kBq>
 struct FixedRaw {
   float v[(Band<kBq>() + 31) / 32];
 };
 
-// Loads tile (q0, k0)'s raw factors into registers (plain loads, -inf outside [0, T)). Issued
-// one tile ahead: a load stalls a warp only when its register is read, so the global latency
-// hides behind a tile of work.
+// Loads tile (q0, k0)'s raw factors into registers (plain loads, -inf outside [0, T)), by the
+// warp of role 0 (alpha) or 1 (rho band); other roles do nothing. Issued one tile ahead: a
+// load stalls a warp only when its register is read, so the global latency hides behind a
+// tile of work.
 template <int kBq>
 __device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
-                                               FixedRaw<kBq>* raw) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp == 0) {
+                                               FixedRaw<kBq>* raw, int role) {
+  const int lane = threadIdx.x % 32;
+  if (role == 0) {
 #pragma unroll
     for (int i = 0; i < kFwdBk / 32; ++i) {
       const int k = k0 + lane + 32 * i;
       raw->v[i] = k < p.T ? hd.alpha[k] : -INFINITY;
     }
-  } else if (warp == 1) {
+  } else if (role == 1) {
 #pragma unroll
     for (int i = 0; i < (Band<kBq>() + 31) / 32; ++i) {
       const int j = lane + 32 * i, off = q0 - k0 - (kFwdBk - 1) + j;
@@ -67,18 +69,18 @@ __device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead
   }
 }
 
-// Warp 0 stages alpha, warp 1 the rho band from FetchFixedTile's registers (ordered by the
-// next barrier).
+// The warp of role 0 stages alpha, that of role 1 the rho band, from FetchFixedTile's
+// registers (ordered by the next barrier).
 template <int kBq>
-__device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp == 0) {
+__device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft, int role) {
+  const int lane = threadIdx.x % 32;
+  if (role == 0) {
     float alpha[kFwdBk / 32];  // FetchFixedTile's first entries
 #pragma unroll
     for (int i = 0; i < kFwdBk / 32; ++i) alpha[i] = raw.v[i];
     const float mx = StageExpFactors(alpha, kFwdBk, ft.alpha_raw, ft.alpha_exp);
     if (lane == 0) ft.ar[0] = mx;
-  } else if (warp == 1) {
+  } else if (role == 1) {
     const float mx = StageExpFactors(raw.v, Band<kBq>(), ft.rho_raw, ft.rho_exp);
     if (lane == 0) ft.ar[1] = mx;
   }

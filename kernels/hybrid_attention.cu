@@ -105,25 +105,6 @@ cudaError_t ByDType(DType dtype, Fn fn) {
   }
 }
 
-// The warp-specialised forward, then, when the layer has fixed heads, the synchronous
-// kernel for them alone (wgmma at d = 64, mma.sync at 128; every other head skipped).
-template <typename T>
-cudaError_t LaunchWsWithFixed(const Params& p, cudaStream_t s) {
-  cudaError_t e = internal::LaunchWsForward<T>(p, s);
-  if (e != cudaSuccess) return e;
-  Params fixed_only = p;
-  bool any_fixed = false;
-  for (int h = 0; h < p.H; ++h) {
-    if (p.heads[h].state == int32_t(HeadState::kFixed)) {
-      any_fixed = true;
-    } else {
-      fixed_only.heads[h].state = internal::kSkipHead;
-    }
-  }
-  if (!any_fixed) return cudaSuccess;
-  return p.d == 64 ? internal::LaunchWgmmaForward<T>(fixed_only, s) : internal::LaunchMmaForward<T>(fixed_only, s);
-}
-
 }  // namespace
 
 size_t BackwardWorkspaceBytes(const AttentionShape& s) {
@@ -233,7 +214,7 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
     if constexpr (std::is_same_v<T, float>) {
       return internal::LaunchSimtForward<T>(p, s);
     } else {
-      if (chosen == Chosen::kWgmmaWs) return LaunchWsWithFixed<T>(p, s);
+      if (chosen == Chosen::kWgmmaWs) return internal::LaunchWsForward<T>(p, s);
       if (chosen == Chosen::kWgmma) return internal::LaunchWgmmaForward<T>(p, s);
       return chosen == Chosen::kMma ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
     }

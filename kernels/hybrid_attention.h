@@ -83,9 +83,8 @@ struct KernelStatus {
 
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
 // an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
-// producer, two ping-ponging consumer warpgroups; a layer's fixed heads go to a second,
-// synchronous launch); the backward at d = 64 or 128 is the warp-specialised one (every
-// head state in one launch); elsewhere mma.sync.
+// producer, two ping-ponging consumer warpgroups), and so is the backward, each with every
+// head state in one launch; elsewhere mma.sync.
 // kSimt forces the plain CUDA-core path (the correctness baseline for every dtype);
 // kTensorCore forces the mma.sync kernels; kWgmma forces the synchronous wgmma kernels
 // (d = 64) in both directions; kWgmmaWs forces the warp-specialised kernels (d = 64 or 128,

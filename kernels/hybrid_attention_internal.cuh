@@ -24,10 +24,6 @@ struct DeviceHead {
   const float* log_z;
 };
 
-// DeviceHead::state of a head that a launch leaves alone because another launch of the same
-// layer writes it (the warp-specialised forward and the synchronous kernels' fixed heads).
-constexpr int32_t kSkipHead = -1;
-
 struct View {
   void* data;
   int64_t sb, st, sh;
@@ -164,7 +160,7 @@ template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t
 template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 (Sm90a in hybrid_attention.cu).
 template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
-// sm_90a only, d = 64 or 128; skips fixed heads (hybrid_attention_ws.cu).
+// sm_90a only, d = 64 or 128, every head state (hybrid_attention_ws.cu).
 template <typename T> cudaError_t LaunchWsForward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 or 128, every head state (hybrid_attention_ws_bwd.cu).
 template <typename T> cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s);

@@ -53,7 +53,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaForwardKernel(const
   const WarpRows w{q0 + warp * 16, lane / 4, lane % 4};
   const int q1 = min(q0 + kBq, p.T);
 
-  if (hd.state == kSkipHead) return;  // written by another launch of this layer
   if (state == HeadState::kPruned) {
     StorePrunedRows<T, kD, kBq, kThreads>(p, b, h, q0, threadIdx.x);
     return;
@@ -62,12 +61,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaForwardKernel(const
   const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kBk);
   const int count = br.Count();
   FixedRaw<kBq> raw;  // fixed heads: the next tile's factors, in flight
-  if (fixed && count > 0) FetchFixedTile<kBq>(p, hd, q0, br.Block(0) * kBk, &raw);
+  if (fixed && count > 0) FetchFixedTile<kBq>(p, hd, q0, br.Block(0) * kBk, &raw, warp);
   auto issue = [&](int n) {
     const int k0 = br.Block(n) * kBk;
     if (fixed) {
-      StageFixedTile<kBq>(raw, FixedTileAt<kBq>(fixed_s, n & 1));
-      if (n + 1 < count) FetchFixedTile<kBq>(p, hd, q0, br.Block(n + 1) * kBk, &raw);
+      StageFixedTile<kBq>(raw, FixedTileAt<kBq>(fixed_s, n & 1), warp);
+      if (n + 1 < count) FetchFixedTile<kBq>(p, hd, q0, br.Block(n + 1) * kBk, &raw, warp);
     } else {
       LoadRowsSw128<T, kBk, kThreads>(p, p.k, b, g, k0, ks + (n & 1) * kTileElems);
     }

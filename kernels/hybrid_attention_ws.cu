@@ -1,9 +1,8 @@
 // hybrid_attention_ws.cu: the warp-specialised Hopper forward of the hybrid-head layer
 // (sm_90a, bf16/fp16, d = 64 and 128): FlashAttention-3's structure (Shah et al. 2024,
-// "producer-consumer asynchrony" and "pingpong scheduling") for the head states that score
-// keys — ordinary, local and streaming — and pruned heads' zeros. Fixed heads are left to a
-// second launch of the synchronous kernels (HybridAttentionForward runs it when a layer has
-// any): their tiles have no Q K^T for a producer to run ahead of.
+// "producer-consumer asynchrony" and "pingpong scheduling"), every head state in one launch:
+// ordinary, local and streaming heads score keys; fixed heads (SAF eq. 3) build P in product
+// form from alpha, rho and logZ with no Q K^T and no softmax; pruned heads write zeros.
 //
 // One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head;
 // WorkTile) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
@@ -23,6 +22,11 @@
 // Local and streaming heads visit only the 128-key tiles their window intersects
 // (KeySpanForQueries over the work tile's rows); a warpgroup masks a tile unless all of it is
 // visible to all of its rows. Keys and queries past T are zeros from the TMA's bounds.
+// A fixed head's work tile loads no Q and no K: its K slots go round empty (the barriers keep
+// one count for all heads), each consumer stages the product form's factors of its 64 rows
+// and each 64-key half (warps 0-1 the first half's alpha and rho band, warps 2-3 the
+// second's, fetched a tile ahead), builds P (forward_tile.cuh FixedScoresTile) and issues
+// O += P V on its own, outside the ping-pong.
 #include <algorithm>
 #include <type_traits>
 
@@ -57,13 +61,17 @@ struct WsBarriers {
   uint64_t full_k[kWsStages], empty_k[kWsStages], full_v[kWsStages], empty_v[kWsStages];
 };
 
-// Shared memory: Q [kWsQSlots][D/64][128][64]; K and V [kWsStages][D/64][128][64]; then the
-// barriers.
+// A consumer's fixed-head factors: [64-key half][buffer] FixedTile of its 64 rows.
+constexpr int kWsFixedFloats = 2 * 2 * FixedTileFloats<64>();
+
+// Shared memory: Q [kWsQSlots][D/64][128][64]; K and V [kWsStages][D/64][128][64]; the fixed
+// heads' factors [consumer]; then the barriers.
 template <typename T, int D>
 struct WsLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
-  static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes + sizeof(WsBarriers);
+  static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes +
+                                   2 * kWsFixedFloats * sizeof(float) + sizeof(WsBarriers);
 };
 
 // The work tiles of a launch: kWsBq query rows of each batch and head.
@@ -83,11 +91,7 @@ struct WorkTile {
   }
 };
 
-// What a CTA does with a work tile: nothing (fixed heads, skipped heads: another launch),
-// zeros (pruned heads), or attention over `count` key tiles.
-__device__ __forceinline__ bool LeftToAnotherLaunch(const DeviceHead& hd) {
-  return hd.state == kSkipHead || hd.state == int32_t(HeadState::kFixed);
-}
+// The 128-key tiles of a work tile: those its head's mask lets any of its rows see.
 __device__ __forceinline__ BlockRanges KeyTiles(const Params& p, const DeviceHead& hd, int q0) {
   const int q1 = min(q0 + kWsBq, p.T);
   return ToBlocks(KeySpanForQueries(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, q0, q1), kWsBk);
@@ -107,7 +111,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   T* qs = reinterpret_cast<T*>(base);
   T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
   T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
-  WsBarriers& bar = *reinterpret_cast<WsBarriers*>(vs + kWsStages * kHalves * kHalfElems);
+  float* fixed_s = reinterpret_cast<float*>(vs + kWsStages * kHalves * kHalfElems);  // [consumer]
+  WsBarriers& bar = *reinterpret_cast<WsBarriers*>(fixed_s + 2 * kWsFixedFloats);
   const int tiles = WorkTiles(p);
 
   if (threadIdx.x == 0) {
@@ -130,32 +135,40 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     SetMaxRegsDec<kProducerRegs>();
     if (threadIdx.x != 0) return;
     constexpr uint32_t kTileTx = uint32_t(L::kTileBytes);
-    int it = 0, j = 0;  // key tiles and work tiles loaded so far
+    int it = 0, j = 0;  // key tiles and Q loads (work tiles of heads with a Q) so far
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       const WorkTile wt(p, t);
       const DeviceHead hd = p.heads[wt.h];
-      if (LeftToAnotherLaunch(hd) || hd.state == int32_t(HeadState::kPruned)) continue;
+      if (hd.state == int32_t(HeadState::kPruned)) continue;
+      const bool fixed = hd.state == int32_t(HeadState::kFixed);  // no Q, no K
       const int g = wt.h / (p.H / p.G);
       const BlockRanges br = KeyTiles(p, hd, wt.q0);
-      const int qslot = j % kWsQSlots;
-      T* qst = qs + qslot * kHalves * kHalfElems;
-      MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
-      MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
-      for (int c = 0; c < kHalves; ++c)
-        TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
+      if (!fixed) {
+        const int qslot = j % kWsQSlots;
+        T* qst = qs + qslot * kHalves * kHalfElems;
+        MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
+        MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
+        for (int c = 0; c < kHalves; ++c)
+          TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
+        ++j;
+      }
       for (int n = 0; n < br.Count(); ++n, ++it) {
         const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
         const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
         T* kst = ks + st * kHalves * kHalfElems;
         T* vst = vs + st * kHalves * kHalfElems;
         MbarWait(bar.empty_k + st, free_parity);
-        MbarArriveExpectTx(bar.full_k + st, kTileTx);
-        for (int c = 0; c < kHalves; ++c) TmaLoad4d(kst + c * kHalfElems, &wp.k, bar.full_k + st, 64 * c, k0, g, wt.b);
+        if (fixed) {
+          MbarArrive(bar.full_k + st);  // the slot goes round empty
+        } else {
+          MbarArriveExpectTx(bar.full_k + st, kTileTx);
+          for (int c = 0; c < kHalves; ++c)
+            TmaLoad4d(kst + c * kHalfElems, &wp.k, bar.full_k + st, 64 * c, k0, g, wt.b);
+        }
         MbarWait(bar.empty_v + st, free_parity);
         MbarArriveExpectTx(bar.full_v + st, kTileTx);
         for (int c = 0; c < kHalves; ++c) TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
       }
-      ++j;
     }
     return;
   }
@@ -165,6 +178,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   const int cw = wg - 1;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int my_turn = 1 + cw, other_turn = 2 - cw;  // named barrier ids
+  const int my_fixed_bar = 3 + cw;                    // this warpgroup's 128 threads
   const float scale2 = p.scale * kLog2e;
 
   // S = Q K^T of slot st (both 64-key halves, d in k-steps of 16), one commit group.
@@ -193,11 +207,15 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     WgmmaCommit();
   };
 
-  int it = 0, j = 0;  // key tiles and work tiles consumed so far
+  // A fixed head's factors for 64-key half kh in buffer buf (key tile index & 1).
+  float* fixed_w = fixed_s + cw * kWsFixedFloats;
+  auto factors = [&](int kh, int buf) { return FixedTileAt<64>(fixed_w + kh * 2 * FixedTileFloats<64>(), buf); };
+  const int half = warp / 2, role = warp % 2;  // staging: warps 0-1 keys [k0, k0 + 64), 2-3 the rest
+
+  int it = 0, j = 0;  // key tiles and Q slots (work tiles of heads with a Q) consumed so far
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const WorkTile wt(p, t);
     const DeviceHead hd = p.heads[wt.h];
-    if (LeftToAnotherLaunch(hd)) continue;
     if (hd.state == int32_t(HeadState::kPruned)) {
       StorePrunedRows<T, D, kWsBq, kWsThreads - 128>(p, wt.b, wt.h, wt.q0, threadIdx.x - 128);
       continue;
@@ -209,10 +227,48 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
     const WarpRows w{r0 + warp * 16, lane / 4, lane % 4};
     float o[D / 8][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-    const float lz[2] = {0.f, 0.f};
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.f;
     uint32_t pf[kWsBk / 16][4];  // P of the last key tile as the A operand of its P V
+
+    if (hd.state == int32_t(HeadState::kFixed)) {
+      // SAF eq. 3: P of each 64-key half in product form from the staged factors, then
+      // O += P V; rows are normalised by construction and their lse is logZ.
+      float lzf[2];
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) lzf[hf] = w.Row(hf) < p.T ? hd.log_z[w.Row(hf)] : 0.f;
+      FixedRaw<64> raw;  // the next tile's factors, in flight
+      FetchFixedTile<64>(p, hd, r0, br.Block(0) * kWsBk + 64 * half, &raw, role);
+      for (int n = 0; n < count; ++n) {
+        const int i = it + n, st = i % kWsStages, k0 = br.Block(n) * kWsBk;
+        StageFixedTile<64>(raw, factors(half, i & 1), role);
+        if (n + 1 < count) FetchFixedTile<64>(p, hd, r0, br.Block(n + 1) * kWsBk + 64 * half, &raw, role);
+        NamedBarrierSync(my_fixed_bar, 128);  // tile i's factors are staged (and tile i - 2's read)
+        float s[kWsBk / 8][4];
+#pragma unroll
+        for (int kh = 0; kh < 2; ++kh) {
+          const int kh0 = k0 + 64 * kh;
+          const bool need_mask = !(r0 < p.T && TileAllVisible(hd, r0, rlast, kh0, kh0 + 63));
+          FixedScoresTile<64>(Cols64(s, kh), factors(kh, i & 1), lzf, need_mask, hd, w, r0, kh0);
+        }
+#pragma unroll
+        for (int kk = 0; kk < kWsBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
+        MbarWait(bar.full_k + st, (i / kWsStages) & 1);  // the K slot's empty round
+        MbarWait(bar.full_v + st, (i / kWsStages) & 1);
+        WgmmaFence();
+        issue_pv(o, pf, st);
+        WgmmaWait<0>();
+        FenceOperands(o);
+        if (lane == 0) {
+          MbarArrive(bar.empty_k + st);
+          MbarArrive(bar.empty_v + st);
+        }
+      }
+      StoreRows<T, D>(p, o, m, l, lzf, true, wt.b, wt.h, w);
+      it += count;
+      continue;
+    }
+    const float lz[2] = {0.f, 0.f};
     const int qslot = j % kWsQSlots;
     const T* qst = qs + qslot * kHalves * kHalfElems;
 
