@@ -2,22 +2,22 @@
 // fp32 accumulation), FlashAttention-2 style with mma.sync.m16n8k16 (sm_80+; on sm_90 the
 // wgmma forward in hybrid_attention_wgmma.cu runs instead where it applies).
 //
-// One CTA = 64 query rows of one (batch, head), 4 warps x 16 rows. K/V tiles of 64 keys
-// stream through shared memory with cp.async, double buffered. S = Q K^T and the online
-// softmax stay in registers; P is repacked from the accumulator layout straight into the
-// A-operand layout of P V (no shared-memory round trip).
-// Per head state: ordinary = full causal; local/streaming = only the key tiles their
-// window intersects (head_mask.h), masks only on boundary tiles; fixed = SAF eq. 3 tiles of
-// P built from alpha/rho/logZ in product form (FixedTile) — no Q load, no Q K^T, no
-// softmax, no per-element exp; pruned = zeros.
-#include "kernels/forward_tile.cuh"
+// The CTA (64 query rows of one (batch, head), 4 warps x 16 rows), its head states and its
+// tile loop are forward_cta.cuh's skeleton, shared with the wgmma kernel: ordinary = full
+// causal; local/streaming = only the key tiles their window intersects (head_mask.h), masks
+// only on boundary tiles; fixed = SAF eq. 3 tiles of P built from alpha/rho/logZ in product
+// form — no Q load, no Q K^T, no softmax, no per-element exp; pruned = zeros. This file is its
+// Core: S = Q K^T and the online softmax stay in registers; P is repacked from the
+// accumulator layout straight into the A-operand layout of P V (no shared-memory round
+// trip).
+#include "kernels/forward_cta.cuh"
 
 namespace headlab {
 namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kBk = kFwdBk, kBq = 64, kWarps = 4, kThreads = kWarps * 32;
+constexpr int kBk = kFwdBk, kBq = kCtaRows, kThreads = kCtaThreads;
 
 // Query rows per CTA: 64, one m-tile of 16 rows per warp. Two m-tiles per warp (128-row
 // blocks) reuse each K/V fragment twice, but measured on H200 (kernels/dev/NOTES.md run 3) it
@@ -35,100 +35,35 @@ constexpr size_t MmaForwardSmemBytes() {
 // faster (run 11). d=96/128 keep their registers (their accumulators need them).
 template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 4 : 1; }
 
+// The mma.sync Core of the forward skeleton (forward_cta.cuh): Q, K, V rows padded to D + 8
+// (ldmatrix's eight row addresses in distinct banks), Q fragments loaded once, S and O by
+// mma.sync.m16n8k16, V fragments by transposed ldmatrix.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* qs = reinterpret_cast<T*>(smem_raw);
-  T* ks = qs + kBq * (D + 8);       // [2][64][D + 8]
-  T* vs = ks + 2 * kBk * (D + 8);   // [2][64][D + 8]
-  float* fixed_s = reinterpret_cast<float*>(vs + 2 * kBk * (D + 8));
+struct MmaForwardCore {
+  const Params& p;
+  T* qs;  // [64][D + 8]
+  T* ks;  // [2][64][D + 8]
+  T* vs;  // [2][64][D + 8]
+  float* fixed_s;
+  uint32_t qf[D / 16][4];  // Q fragments (loaded on the first scored tile)
 
-  const int qb = gridDim.x - 1 - blockIdx.x;  // longest (last) query blocks first
-  const int q0 = qb * kBq, h = blockIdx.y, b = blockIdx.z;
-  const int g = h / (p.H / p.G);
-  const DeviceHead hd = p.heads[h];
-  const HeadState state = static_cast<HeadState>(hd.state);
-  const bool fixed = state == HeadState::kFixed;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const WarpRows w{q0 + warp * 16, lane / 4, lane % 4};
-  const int q1 = min(q0 + kBq, p.T);
+  __device__ MmaForwardCore(const Params& params, unsigned char* smem)
+      : p(params), qs(reinterpret_cast<T*>(smem)), ks(qs + kBq * (D + 8)), vs(ks + 2 * kBk * (D + 8)),
+        fixed_s(reinterpret_cast<float*>(vs + 2 * kBk * (D + 8))) {}
 
-  if (state == HeadState::kPruned) {
-    StorePrunedRows<T, D, kBq, kThreads>(p, b, h, q0, threadIdx.x);
-    return;
+  __device__ void LoadQ(const ForwardCta& c) { LoadRows<T, D, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs); }
+  __device__ void LoadK(const ForwardCta& c, int k0, int n) {
+    LoadRows<T, D, kBk, kThreads>(p, p.k, c.b, c.g, k0, ks + (n & 1) * kBk * (D + 8));
   }
-
-  const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kBk);
-  const int count = br.Count();
-  FixedRaw<kBq> raw;  // fixed heads: the next tile's factors, in flight
-  if (fixed && count > 0) FetchFixedTile<kBq>(p, hd, q0, br.Block(0) * kBk, &raw, warp);
-  auto issue = [&](int n) {
-    const int k0 = br.Block(n) * kBk, buf = n & 1;
-    if (fixed) {
-      StageFixedTile<kBq>(raw, FixedTileAt<kBq>(fixed_s, buf), warp);
-      if (n + 1 < count) FetchFixedTile<kBq>(p, hd, q0, br.Block(n + 1) * kBk, &raw, warp);
-    } else {
-      LoadRows<T, D, kBk, kThreads>(p, p.k, b, g, k0, ks + buf * kBk * (D + 8));
-    }
-    LoadRows<T, D, kBk, kThreads>(p, p.v, b, g, k0, vs + buf * kBk * (D + 8));
-  };
-
-  if (!fixed) LoadRows<T, D, kBq, kThreads>(p, p.q, b, h, q0, qs);
-  if (count > 0) issue(0);
-  CpAsyncCommit();
-
-  float oacc[D / 8][4];
-  float m[2], l[2], lz[2];
-#pragma unroll
-  for (int n = 0; n < D / 8; ++n) oacc[n][0] = oacc[n][1] = oacc[n][2] = oacc[n][3] = 0.f;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    m[hf] = -INFINITY;
-    l[hf] = 0.f;
-    lz[hf] = fixed && w.Row(hf) < p.T ? hd.log_z[w.Row(hf)] : 0.f;
+  __device__ void LoadV(const ForwardCta& c, int k0, int n) {
+    LoadRows<T, D, kBk, kThreads>(p, p.v, c.b, c.g, k0, vs + (n & 1) * kBk * (D + 8));
   }
-  uint32_t qf[D / 16][4];
-  const float scale2 = p.scale * kLog2e;
+  __device__ void LoadsLanded() {}
 
-  for (int n = 0; n < count; ++n) {
-    if (n + 1 < count) issue(n + 1);
-    CpAsyncCommit();
-    CpAsyncWait<1>();
-    __syncthreads();
-    const int k0 = br.Block(n) * kBk, buf = n & 1;
-    const T* kt = ks + buf * kBk * (D + 8);
-    const T* vt = vs + buf * kBk * (D + 8);
-    float s[kBk / 8][4];
-    const bool need_mask = !TileAllVisible(hd, q0, q1 - 1, k0, k0 + kBk - 1);
-    if (!fixed) {
-      if (n == 0) {
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c = kk * 16 + (lane / 16) * 8;
-          LdMatrixX4(qf[kk], qs + r * (D + 8) + c);
-        }
-      }
-#pragma unroll
-      for (int nb = 0; nb < kBk / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-        for (int np = 0; np < kBk / 16; ++np) {
-          uint32_t bf[4];
-          const int mi = lane / 8;
-          const int key = np * 16 + (mi >> 1) * 8 + lane % 8, c = kk * 16 + (mi & 1) * 8;
-          LdMatrixX4(bf, kt + key * (D + 8) + c);
-          Mma<T>::Run(s[2 * np], qf[kk], bf[0], bf[1]);
-          Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-        }
-      }
-      float corr[2];
-      SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
-      RescaleRows<D>(oacc, corr);
-    } else {
-      FixedScoresTile<kBq>(s, FixedTileAt<kBq>(fixed_s, buf), lz, need_mask, hd, w, q0, k0);
-    }
-    // O += P V: P from the accumulators, V fragments by transposed ldmatrix.
+  // O += P V_n: P from the accumulators, V fragments by transposed ldmatrix.
+  __device__ void Pv(float (&o)[D / 8][4], const float (&s)[kBk / 8][4], int n) {
+    const int lane = threadIdx.x % 32;
+    const T* vt = vs + (n & 1) * kBk * (D + 8);
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk) {
       uint32_t pf[4];
@@ -139,14 +74,52 @@ __global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKerne
         const int mi = lane / 8;
         const int key = kk * 16 + (mi & 1) * 8 + lane % 8, c = np * 16 + (mi >> 1) * 8;
         LdMatrixX4Trans(bf, vt + key * (D + 8) + c);
-        Mma<T>::Run(oacc[2 * np], pf, bf[0], bf[1]);
-        Mma<T>::Run(oacc[2 * np + 1], pf, bf[2], bf[3]);
+        Mma<T>::Run(o[2 * np], pf, bf[0], bf[1]);
+        Mma<T>::Run(o[2 * np + 1], pf, bf[2], bf[3]);
       }
     }
-    __syncthreads();  // this buffer is refilled by the issue of iteration n + 1
   }
-  CpAsyncWait<0>();
-  StoreRows<T, D>(p, oacc, m, l, lz, fixed, b, h, w);
+
+  __device__ void ScoredTile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const ForwardCta& c, int n, int k0,
+                             bool need_mask, float scale2) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const T* kt = ks + (n & 1) * kBk * (D + 8);
+    if (n == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, col = kk * 16 + (lane / 16) * 8;
+        LdMatrixX4(qf[kk], qs + r * (D + 8) + col);
+      }
+    }
+    float s[kBk / 8][4];
+#pragma unroll
+    for (int nb = 0; nb < kBk / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kBk / 16; ++np) {
+        uint32_t bf[4];
+        const int mi = lane / 8;
+        const int key = np * 16 + (mi >> 1) * 8 + lane % 8, col = kk * 16 + (mi & 1) * 8;
+        LdMatrixX4(bf, kt + key * (D + 8) + col);
+        Mma<T>::Run(s[2 * np], qf[kk], bf[0], bf[1]);
+        Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+      }
+    }
+    float corr[2];
+    SoftmaxTile(s, m, l, corr, need_mask, c.hd, c.w, k0, scale2);
+    RescaleRows<D>(o, corr);
+    Pv(o, s, n);
+  }
+  __device__ void FixedTile(float (&o)[D / 8][4], const float (&s)[kBk / 8][4], int n) { Pv(o, s, n); }
+  __device__ void Finish(float (&)[D / 8][4], int) {}
+};
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, MinBlocksPerSm<D>()) MmaForwardKernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  MmaForwardCore<T, D> core(p, smem_raw);
+  RunForwardCta<T, D>(p, core);
 }
 
 template <typename T, int D>

@@ -2,16 +2,14 @@
 // in, fp32 accumulation, d = 64): the mma.sync forward's algorithm (hybrid_attention_mma.cu)
 // with both matmuls on warpgroup MMA (wgmma_primitives.cuh).
 //
-// One CTA = one warpgroup (4 warps) = 64 query rows of one (batch, head). K/V tiles of 64 keys
-// stream through shared memory with cp.async in the 128-byte swizzle wgmma reads. S = Q K^T
-// is 4 wgmma m64n64k16 from shared memory (no ldmatrix, no per-warp operand traffic); the
-// online softmax (forward_tile.cuh) runs on the accumulators; O += P V is 4 wgmma with P
-// from registers, one tile behind S so that it overlaps the next tile's softmax (measured
-// neutral against the unpipelined order, NOTES.md run 16). Head states as in the mma.sync
-// kernel: ordinary, local and streaming visit only the key tiles their window intersects and
-// mask only boundary tiles; fixed heads build P from alpha/rho/logZ in product form (SAF
-// eq. 3) with no Q K^T; pruned heads write zeros.
-#include "kernels/forward_tile.cuh"
+// The CTA, its head states and its tile loop are forward_cta.cuh's skeleton, shared with the
+// mma.sync kernel; one CTA is one warpgroup (4 warps). This file is its Core: K/V tiles of 64
+// keys in the 128-byte swizzle wgmma reads; S = Q K^T is 4 wgmma m64n64k16 from shared
+// memory (no ldmatrix, no per-warp operand traffic); the online softmax (forward_tile.cuh)
+// runs on the accumulators; O += P V is 4 wgmma with P from registers, one tile behind S so
+// that it overlaps the next tile's softmax (measured neutral against the unpipelined order,
+// NOTES.md run 16).
+#include "kernels/forward_cta.cuh"
 #include "kernels/wgmma_primitives.cuh"
 
 namespace headlab {
@@ -19,7 +17,7 @@ namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kD = 64, kBk = kFwdBk, kBq = 64, kThreads = 128;
+constexpr int kD = 64, kBk = kFwdBk, kBq = kCtaRows, kThreads = kCtaThreads;
 constexpr int kTileElems = 64 * kD;  // one swizzled 64 x 64 tile
 constexpr int kAlign = 1024;         // swizzle atoms are 1024-byte aligned
 constexpr int kVBufs = 3;            // V of tiles n - 1 (in P V), n (resident), n + 1 (loading)
@@ -33,132 +31,91 @@ constexpr size_t WgmmaForwardSmemBytes() {
 // 4 CTAs (16 warps) per SM: <= 128 registers.
 constexpr int kMinBlocks = 4;
 
+// The wgmma Core of the forward skeleton (forward_cta.cuh): tiles in the 128-byte swizzle,
+// S = Q K^T from shared memory, O += P V with P from registers. Scored tiles are software-
+// pipelined (FlashAttention-3's intra-warpgroup overlap): tile n issues S_n, then
+// O += P_{n-1} V_{n-1}; the softmax of S_n runs while the tensor cores do P_{n-1} V_{n-1}; O
+// is rescaled by tile n's factors once that is done, and Finish issues the last P V. Tile 0
+// multiplies a zero P by V_0 so that every tile has the same two commit groups (ptxas
+// serializes wgmma when it cannot match waits to groups).
+template <typename T>
+struct WgmmaForwardCore {
+  const Params& p;
+  T* qs;  // [64][64]
+  T* ks;  // [2][64][64]
+  T* vs;  // [3][64][64]
+  float* fixed_s;
+  uint32_t pf[kBk / 16][4];  // P of the last scored tile as the A operand of its P V
+
+  __device__ WgmmaForwardCore(const Params& params, unsigned char* smem_raw) : p(params) {
+    unsigned char* base = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+    qs = reinterpret_cast<T*>(base);
+    ks = qs + kTileElems;
+    vs = ks + 2 * kTileElems;
+    fixed_s = reinterpret_cast<float*>(vs + kVBufs * kTileElems);
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) pf[kk][0] = pf[kk][1] = pf[kk][2] = pf[kk][3] = 0u;
+  }
+
+  __device__ void LoadQ(const ForwardCta& c) { LoadRowsSw128<T, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs); }
+  __device__ void LoadK(const ForwardCta& c, int k0, int n) {
+    LoadRowsSw128<T, kBk, kThreads>(p, p.k, c.b, c.g, k0, ks + (n & 1) * kTileElems);
+  }
+  __device__ void LoadV(const ForwardCta& c, int k0, int n) {
+    LoadRowsSw128<T, kBk, kThreads>(p, p.v, c.b, c.g, k0, vs + (n % kVBufs) * kTileElems);
+  }
+  __device__ void LoadsLanded() { FenceProxyAsyncShared(); }
+
+  __device__ void IssuePv(float (&o)[kD / 8][4], const uint32_t (&a)[kBk / 16][4], int n) {  // one commit group
+    const uint64_t v_desc = SmemDescSw128(vs + (n % kVBufs) * kTileElems);
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) Wgmma<T>::RS(o, a[kk], DescPlus(v_desc, 16 * 128 * kk), 1);
+    WgmmaCommit();
+  }
+
+  __device__ void ScoredTile(float (&o)[kD / 8][4], float (&m)[2], float (&l)[2], const ForwardCta& c, int n,
+                             int k0, bool need_mask, float scale2) {
+    const uint64_t q_desc = SmemDescSw128(qs), k_desc = SmemDescSw128(ks + (n & 1) * kTileElems);
+    float s[kBk / 8][4];
+    WgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk) Wgmma<T>::SS(s, DescPlus(q_desc, 32 * kk), DescPlus(k_desc, 32 * kk), kk);
+    WgmmaCommit();
+    IssuePv(o, pf, n > 0 ? n - 1 : 0);
+    WgmmaWait<1>();  // S_n (P_{n-1} V_{n-1} may still run)
+    FenceOperands(s);
+    float corr[2];
+    SoftmaxTile(s, m, l, corr, need_mask, c.hd, c.w, k0, scale2);
+    WgmmaWait<0>();
+    FenceOperands(o);
+    RescaleRows<kD>(o, corr);
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
+  }
+  __device__ void Finish(float (&o)[kD / 8][4], int count) {
+    if (count == 0) return;
+    WgmmaFence();
+    IssuePv(o, pf, count - 1);
+    WgmmaWait<0>();
+    FenceOperands(o);
+  }
+  __device__ void FixedTile(float (&o)[kD / 8][4], const float (&s)[kBk / 8][4], int n) {
+    uint32_t a[kBk / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBk / 16; ++kk) PackP<T>(s, kk, a[kk]);
+    WgmmaFence();
+    IssuePv(o, a, n);
+    WgmmaWait<0>();
+    FenceOperands(o);
+  }
+};
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaForwardKernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
-  T* qs = reinterpret_cast<T*>(base);
-  T* ks = qs + kTileElems;      // [2][64][64]
-  T* vs = ks + 2 * kTileElems;  // [3][64][64]
-  float* fixed_s = reinterpret_cast<float*>(vs + kVBufs * kTileElems);
-
-  const int qb = gridDim.x - 1 - blockIdx.x;  // longest (last) query blocks first
-  const int q0 = qb * kBq, h = blockIdx.y, b = blockIdx.z;
-  const int g = h / (p.H / p.G);
-  const DeviceHead hd = p.heads[h];
-  const HeadState state = static_cast<HeadState>(hd.state);
-  const bool fixed = state == HeadState::kFixed;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const WarpRows w{q0 + warp * 16, lane / 4, lane % 4};
-  const int q1 = min(q0 + kBq, p.T);
-
-  if (state == HeadState::kPruned) {
-    StorePrunedRows<T, kD, kBq, kThreads>(p, b, h, q0, threadIdx.x);
-    return;
-  }
-
-  const BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kBk);
-  const int count = br.Count();
-  FixedRaw<kBq> raw;  // fixed heads: the next tile's factors, in flight
-  if (fixed && count > 0) FetchFixedTile<kBq>(p, hd, q0, br.Block(0) * kBk, &raw, warp);
-  auto issue = [&](int n) {
-    const int k0 = br.Block(n) * kBk;
-    if (fixed) {
-      StageFixedTile<kBq>(raw, FixedTileAt<kBq>(fixed_s, n & 1), warp);
-      if (n + 1 < count) FetchFixedTile<kBq>(p, hd, q0, br.Block(n + 1) * kBk, &raw, warp);
-    } else {
-      LoadRowsSw128<T, kBk, kThreads>(p, p.k, b, g, k0, ks + (n & 1) * kTileElems);
-    }
-    LoadRowsSw128<T, kBk, kThreads>(p, p.v, b, g, k0, vs + (n % kVBufs) * kTileElems);
-  };
-  auto v_desc = [&](int n) { return SmemDescSw128(vs + (n % kVBufs) * kTileElems); };
-
-  if (!fixed) LoadRowsSw128<T, kBq, kThreads>(p, p.q, b, h, q0, qs);
-  if (count > 0) issue(0);
-  CpAsyncCommit();
-
-  float oacc[kD / 8][4];
-  float m[2], l[2], lz[2];
-#pragma unroll
-  for (int n = 0; n < kD / 8; ++n) oacc[n][0] = oacc[n][1] = oacc[n][2] = oacc[n][3] = 0.f;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    m[hf] = -INFINITY;
-    l[hf] = 0.f;
-    lz[hf] = fixed && w.Row(hf) < p.T ? hd.log_z[w.Row(hf)] : 0.f;
-  }
-  const float scale2 = p.scale * kLog2e;
-  const uint64_t q_desc = SmemDescSw128(qs);
-  uint32_t pf[kBk / 16][4];  // P of a tile as the A operand of its P V
-  auto begin_tile = [&](int n) {
-    if (n + 1 < count) issue(n + 1);
-    CpAsyncCommit();
-    CpAsyncWait<1>();
-    FenceProxyAsyncShared();
-    __syncthreads();
-  };
-  auto issue_pv = [&](int n) {  // O += P V_n (one commit group)
-#pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) Wgmma<T>::RS(oacc, pf[kk], DescPlus(v_desc(n), 16 * 128 * kk), 1);
-    WgmmaCommit();
-  };
-
-  if (fixed) {
-    // SAF eq. 3 tiles of P (no scores, no softmax), then O += P V.
-    for (int n = 0; n < count; ++n) {
-      begin_tile(n);
-      const int k0 = br.Block(n) * kBk;
-      float s[kBk / 8][4];
-      const bool need_mask = !TileAllVisible(hd, q0, q1 - 1, k0, k0 + kBk - 1);
-      FixedScoresTile<kBq>(s, FixedTileAt<kBq>(fixed_s, n & 1), lz, need_mask, hd, w, q0, k0);
-#pragma unroll
-      for (int kk = 0; kk < kBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
-      WgmmaFence();
-      issue_pv(n);
-      WgmmaWait<0>();
-      FenceOperands(oacc);
-      __syncthreads();  // this tile's buffers are refilled by the issue of iteration n + 1
-    }
-  } else {
-    // Software pipeline (FlashAttention-3's intra-warpgroup overlap): iteration n issues
-    // S_n = Q K_n^T, then O += P_{n-1} V_{n-1}; the softmax of S_n runs while the tensor
-    // cores do P_{n-1} V_{n-1}; O is rescaled by tile n's factors once that is done.
-    // Iteration 0 multiplies a zero P by V_0 so that every iteration has the same two commit
-    // groups (ptxas serializes wgmma when it cannot match waits to groups).
-#pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) pf[kk][0] = pf[kk][1] = pf[kk][2] = pf[kk][3] = 0u;
-    for (int n = 0; n < count; ++n) {
-      begin_tile(n);
-      const int k0 = br.Block(n) * kBk;
-      float s[kBk / 8][4];
-      const bool need_mask = !TileAllVisible(hd, q0, q1 - 1, k0, k0 + kBk - 1);
-      const uint64_t k_desc = SmemDescSw128(ks + (n & 1) * kTileElems);
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < kD / 16; ++kk) Wgmma<T>::SS(s, DescPlus(q_desc, 32 * kk), DescPlus(k_desc, 32 * kk), kk);
-      WgmmaCommit();
-      issue_pv(n > 0 ? n - 1 : 0);
-      WgmmaWait<1>();  // S_n (P_{n-1} V_{n-1} may still run)
-      FenceOperands(s);
-      float corr[2];
-      SoftmaxTile(s, m, l, corr, need_mask, hd, w, k0, scale2);
-      WgmmaWait<0>();
-      FenceOperands(oacc);
-      RescaleRows<kD>(oacc, corr);
-#pragma unroll
-      for (int kk = 0; kk < kBk / 16; ++kk) PackP<T>(s, kk, pf[kk]);
-      __syncthreads();  // K_n and V_{n-1} are refilled by the issues of iterations n + 1, n + 2
-    }
-    if (count > 0) {
-      WgmmaFence();
-      issue_pv(count - 1);
-      WgmmaWait<0>();
-      FenceOperands(oacc);
-    }
-  }
-  CpAsyncWait<0>();
-  StoreRows<T, kD>(p, oacc, m, l, lz, fixed, b, h, w);
+  WgmmaForwardCore<T> core(p, smem_raw);
+  RunForwardCta<T, kD>(p, core);
 }
 
 }  // namespace
