@@ -75,7 +75,9 @@ struct WsBwdLayout {
 // consumer 0 may arrive for the next tile before consumer 1 has synced for this one, and a
 // second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction of
 // the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
-// 0 syncs).
+// 0 syncs). Consumer 1 signals a tile's buffer free one tile late, when it issues the next
+// reduction (or after the last): the bulk reduction's read of shared memory then overlaps the
+// next tile instead of holding consumer 1 on it.
 constexpr int kDqReady = 3, kDqFree = 5;
 
 // The 64-query tiles of head hd that see any of keys [k0, k1): what the producer loads and
@@ -299,21 +301,24 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
             const int rows = min(kBq, p.T - q0);
             BulkReduceAddF32(p.dq_acc + (row_base + q0) * D, dq_buf, uint32_t(rows * D * sizeof(float)));
             BulkCommit();
-            BulkWaitRead<0>();
+            BulkWaitRead<1>();  // the previous tile's reduction has read its buffer (this one runs on)
           }
           __syncwarp();
-          NamedBarrierArrive(kDqFree + (dq_it & 1), 128 + 32);
+          if (dq_it > 0) NamedBarrierArrive(kDqFree + ((dq_it - 1) & 1), 128 + 32);
         }
       }
       ++dq_it;
     }
   }
-  // Consumer 0 takes the last two "buffer free" signals it has not waited for, so every
-  // named barrier ends with as many syncs as arrivals.
+  // Consumer 0 takes the last two "buffer free" signals it has not waited for (consumer 1
+  // signals the last tile's here, after its reduction), so every named barrier ends with as
+  // many syncs as arrivals.
   if (cw == 0) {
     for (int i = max(dq_it - 2, 0); i < dq_it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
-  } else if (tid == 0) {
-    BulkWaitAll();  // the reductions' writes are done before the CTA ends
+  } else if (warp == 0) {
+    if (lane == 0) BulkWaitAll();  // the reductions' writes are done before the CTA ends
+    __syncwarp();
+    if (dq_it > 0) NamedBarrierArrive(kDqFree + ((dq_it - 1) & 1), 128 + 32);
   }
   StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
