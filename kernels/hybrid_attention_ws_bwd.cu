@@ -75,7 +75,9 @@ struct WsBwdLayout {
 // consumer 0 may arrive for the next tile before consumer 1 has synced for this one, and a
 // second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction of
 // the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
-// 0 syncs).
+// 0 syncs). Consumer 1 signals a tile's buffer free one tile late, when it issues the next
+// reduction (or after the last): the bulk reduction's read of shared memory then overlaps the
+// next tile instead of holding consumer 1 on it.
 constexpr int kDqReady = 3, kDqFree = 5;
 
 // The 64-query tiles of head hd that see any of keys [k0, k1): what the producer loads and
@@ -175,7 +177,17 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
     const bool fixed = hd.state == int32_t(HeadState::kFixed);
     const BlockRanges br = QueryTiles(p, hd, k0, k1);
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
+    // A fixed head's next tile's rho band (warp 1) and logZ (threads 0-63), loaded a tile
+    // ahead: a load stalls a warp only when its register is read.
+    BandRaw band;
+    float log_z = 0.f;
+    auto fetch_fixed = [&](int q0) {
+      FetchBand(p, hd, kw0, q0, &band, warp);
+      const int qr = q0 + tid % kBq;
+      log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
+    };
     if (fixed) {
+      if (br.Count() > 0) fetch_fixed(br.Block(0) * kBq);
       NamedBarrierSync(my_bar, 128);  // a previous fixed head's last tile has read alpha
       StageAlpha(p, hd, kw0, stats_w, warp);
       NamedBarrierSync(my_bar, 128);  // A is read by StageBand
@@ -205,12 +217,10 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         add_frags_times(dv, pa, do_desc);
       };
       if (fixed) {  // SAF eq. 3: P^T in product form, and P^T dO is all the tile adds
-        const float log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
-        BandRaw band;  // the rho band of (q0, this consumer's keys), warp 1
-        FetchBand(p, hd, kw0, q0, &band, warp);
         MbarWait(bar.full + st, (it / kStages) & 1);
         if (tid < kBq) stats_w.lse[buf * kBq + tid] = log_z;
         StageBand(band, stats_w, buf, warp);
+        if (n + 1 < br.Count()) fetch_fixed(br.Block(n + 1) * kBq);
         NamedBarrierSync(my_bar, 128);
         float pt[kBq / 8][4];
         FixedPt(pt, stats_w, buf, need_mask, hd, p.T, q0, kw0, w);
@@ -299,21 +309,24 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
             const int rows = min(kBq, p.T - q0);
             BulkReduceAddF32(p.dq_acc + (row_base + q0) * D, dq_buf, uint32_t(rows * D * sizeof(float)));
             BulkCommit();
-            BulkWaitRead<0>();
+            BulkWaitRead<1>();  // the previous tile's reduction has read its buffer (this one runs on)
           }
           __syncwarp();
-          NamedBarrierArrive(kDqFree + (dq_it & 1), 128 + 32);
+          if (dq_it > 0) NamedBarrierArrive(kDqFree + ((dq_it - 1) & 1), 128 + 32);
         }
       }
       ++dq_it;
     }
   }
-  // Consumer 0 takes the last two "buffer free" signals it has not waited for, so every
-  // named barrier ends with as many syncs as arrivals.
+  // Consumer 0 takes the last two "buffer free" signals it has not waited for (consumer 1
+  // signals the last tile's here, after its reduction), so every named barrier ends with as
+  // many syncs as arrivals.
   if (cw == 0) {
     for (int i = max(dq_it - 2, 0); i < dq_it; ++i) NamedBarrierSync(kDqFree + (i & 1), 128 + 32);
-  } else if (tid == 0) {
-    BulkWaitAll();  // the reductions' writes are done before the CTA ends
+  } else if (warp == 0) {
+    if (lane == 0) BulkWaitAll();  // the reductions' writes are done before the CTA ends
+    __syncwarp();
+    if (dq_it > 0) NamedBarrierArrive(kDqFree + ((dq_it - 1) & 1), 128 + 32);
   }
   StoreDkDv<T, D>(p, dk, dv, b, g, w);
 }
