@@ -232,12 +232,21 @@ __global__ void __launch_bounds__(kWarps * 32) SimtBackwardKernel(const Params p
   }
 }
 
-// delta[b,h,q] = sum_c dO * O (fp32) and dq_acc = 0; one warp per row.
+// Heads without a dQ: fixed heads (their P has no Q in it) and pruned heads. The backward
+// kernels never touch their rows of the workspace, and BackwardFinishKernel writes their dQ
+// as zeros without reading it, so BackwardPreprocessKernel leaves those rows alone.
+__device__ __forceinline__ bool HasNoDq(const Params& p, int h) {
+  const int32_t state = p.heads[h].state;
+  return state == int32_t(HeadState::kFixed) || state == int32_t(HeadState::kPruned);
+}
+
+// delta[b,h,q] = sum_c dO * O (fp32) and dq_acc = 0, for heads with a dQ; one warp per row.
 template <typename T>
 __global__ void BackwardPreprocessKernel(const Params p) {
   const int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= p.B * p.H * p.T) return;
   const int q = row % p.T, h = (row / p.T) % p.H, b = row / (p.T * p.H);
+  if (HasNoDq(p, h)) return;
   const T* o = At<const T>(p.o, b, q, h);
   const T* d_o = At<const T>(p.d_o, b, q, h);
   float s = 0.f;
@@ -249,14 +258,15 @@ __global__ void BackwardPreprocessKernel(const Params p) {
   if (lane == 0) p.delta[row] = s;
 }
 
-// dq = dq_acc in the output dtype and layout (fixed and pruned rows stay exact zeros).
+// dq = dq_acc in the output dtype and layout; exact zeros for heads without a dQ.
 template <typename T>
 __global__ void BackwardFinishKernel(const Params p) {
   const int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= p.B * p.H * p.T) return;
   const int q = row % p.T, h = (row / p.T) % p.H, b = row / (p.T * p.H);
   T* dq = At<T>(p.dq, b, q, h);
-  for (int c = lane; c < p.d; c += 32) dq[c] = FromFloat<T>(p.dq_acc[size_t(row) * p.d + c]);
+  const bool zero = HasNoDq(p, h);
+  for (int c = lane; c < p.d; c += 32) dq[c] = FromFloat<T>(zero ? 0.f : p.dq_acc[size_t(row) * p.d + c]);
 }
 
 template <typename T, int D>
