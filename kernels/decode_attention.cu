@@ -13,12 +13,22 @@
 //   - thread t owns output column t % d for heads t / d, t / d + 128 / d, ... and adds p V.
 // Decoding reads every cached byte once per step and does g multiply-adds per key element:
 // bandwidth-bound for g <= 16, which is why this is SIMT and not tensor cores.
+// Version 2 (DecodeSplitMhaKernel) for one query head per KV head (g = 1, multi-head attention
+// such as the 124M shape) in bf16/fp16 at d = 64, where version 1 leaves most of its threads idle (32 of
+// 128 compute the tile's scores, 64 its P V) between four barriers per 32-slot tile: each
+// thread streams its own slots (lo + tid, lo + tid + 128, ...), reading each slot's K and V
+// rows whole in 16-byte loads, and keeps its own running (m, l, acc[d]) — FlashAttention-2's
+// online softmax per thread, acc rescaled only when the max grows; no barrier until the end,
+// where the CTA merges its threads' states (warp shuffles, then shared memory) into the
+// split's (m, l, acc), the same statistics version 1 writes.
 // The combine kernel (one CTA of d threads per query head and sequence) merges the splits.
 #include "kernels/decode_attention.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/hybrid_attention_internal.cuh"
+#include "kernels/mma_primitives.cuh"  // kLog2e
 
 namespace headlab {
 namespace kernels {
@@ -255,6 +265,102 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
   }
 }
 
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
+  constexpr int kVecs = D / kVec<T>;  // 16-byte vectors per cached row
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float q_s[D];
+  __shared__ float m_s[kWarps], l_s[kWarps];
+  __shared__ float acc_s[kWarps][D];
+
+  const int split = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
+  const int h = p.kv_of[i];  // g = 1: the KV head's one query head
+  const DecodeHead hd = p.heads[h];
+  const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
+  for (int c = tid; c < D; c += kThreads) q_s[c] = ToFloat(q[c]) * (p.scale * internal::kLog2e);  // base 2
+  const int lo = p.span_lo + split * p.split_len;
+  int hi = min(p.span_hi, lo + p.split_len);
+  if (p.device_query_position && p.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
+  const T* kb = static_cast<const T*>(p.k) + b * p.c_sb + i * p.c_sh;
+  const T* vb = static_cast<const T*>(p.v) + b * p.c_sb + i * p.c_sh;
+  __syncthreads();
+
+  float m = -INFINITY, l = 0.f, acc[D];
+#pragma unroll
+  for (int c = 0; c < D; ++c) acc[c] = 0.f;
+  for (int slot = lo + tid; slot < hi; slot += kThreads) {
+    const int pos = SlotPosition(p, slot, qp);
+    if (pos < 0 || !KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos)) continue;
+    const uint4* kr = reinterpret_cast<const uint4*>(kb + int64_t(slot) * p.c_st);
+    const uint4* vr = reinterpret_cast<const uint4*>(vb + int64_t(slot) * p.c_st);
+    uint4 kv[kVecs];
+#pragma unroll
+    for (int u = 0; u < kVecs; ++u) kv[u] = kr[u];
+    float s = 0.f;
+#pragma unroll
+    for (int u = 0; u < kVecs; ++u) {
+      const T* ke = reinterpret_cast<const T*>(&kv[u]);
+#pragma unroll
+      for (int e = 0; e < kVec<T>; ++e) s += q_s[u * kVec<T> + e] * ToFloat(ke[e]);
+    }
+    if (s > m) {  // a new maximum: rescale what this thread has so far (rare after the first slots)
+      const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
+      l *= corr;
+#pragma unroll
+      for (int c = 0; c < D; ++c) acc[c] *= corr;
+      m = s;
+    }
+    const float e = exp2f(s - m);
+    l += e;
+#pragma unroll
+    for (int u = 0; u < kVecs; ++u) {
+      const uint4 vv = vr[u];
+      const T* ve = reinterpret_cast<const T*>(&vv);
+#pragma unroll
+      for (int x = 0; x < kVec<T>; ++x) acc[u * kVec<T> + x] += e * ToFloat(ve[x]);
+    }
+  }
+  // The CTA's states merged: within each warp by shuffles, then the warps through shared memory.
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) {
+    const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo_ = __shfl_xor_sync(0xffffffffu, l, off);
+    const float mm = fmaxf(m, mo);
+    const float cs = mm == -INFINITY ? 0.f : exp2f(m - mm), co = mm == -INFINITY ? 0.f : exp2f(mo - mm);
+    l = l * cs + lo_ * co;
+#pragma unroll
+    for (int c = 0; c < D; ++c) acc[c] = acc[c] * cs + __shfl_xor_sync(0xffffffffu, acc[c], off) * co;
+    m = mm;
+  }
+  if (lane == 0) {
+    m_s[warp] = m;
+    l_s[warp] = l;
+#pragma unroll
+    for (int c = 0; c < D; ++c) acc_s[warp][c] = acc[c];
+  }
+  __syncthreads();
+  if (tid < D) {  // thread c: column c of the merged state
+    const int c = tid;
+    float mm = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, m_s[w]);
+    float ll = 0.f, out = 0.f;
+    for (int w = 0; w < kWarps; ++w) {
+      if (m_s[w] == -INFINITY) continue;
+      const float f = exp2f(m_s[w] - mm);
+      ll += l_s[w] * f;
+      out += acc_s[w][c] * f;
+    }
+    const int64_t row = int64_t(b) * p.n + i;  // g = 1: one workspace row per KV head
+    p.acc[(row * p.splits + split) * D + c] = out;
+    if (c == 0) {
+      // The split statistics in version 1's units: m of the scaled scores in nats.
+      p.m[row * p.splits + split] = mm == -INFINITY ? -INFINITY : mm / internal::kLog2e;
+      p.l[row * p.splits + split] = ll;
+    }
+  }
+}
+
 // One CTA of D threads per (segment query head, sequence):
 // M = max_s m_s, L = sum_s l_s e^{m_s - M}, o = sum_s acc_s e^{m_s - M} / L (0 when L = 0).
 template <typename T, int D>
@@ -277,7 +383,17 @@ __global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__
 
 template <typename T, int D>
 cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
-  DecodeSplitKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+  // Version 2 where it applies: g = 1, bf16/fp16, d = 64 (at d = 128 its per-thread
+  // accumulators and a K row need more than 255 registers: ptxas spills; fp32 rows are twice
+  // as wide). Version 1 elsewhere.
+  bool v2 = false;
+  if constexpr (D == 64 && !std::is_same_v<T, float>) v2 = p.g == 1;
+  if (v2) {
+    if constexpr (D == 64 && !std::is_same_v<T, float>)
+      DecodeSplitMhaKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+  } else {
+    DecodeSplitKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+  }
   DecodeCombineKernel<T, D><<<dim3(p.n * p.g, p.B), D, 0, s>>>(p);
   return cudaGetLastError();
 }
