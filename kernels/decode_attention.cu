@@ -49,7 +49,19 @@ static_assert(kTile == 32, "the softmax step gives each lane one slot");
 // decode_attention_bench's forced-split rows (124M shape, 12 KV heads, 16K: 22 splits
 // 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
 constexpr int kTargetCtas = 528;
+// Version 2 streams a split per thread with no barrier, so longer splits cost it nothing and
+// each split adds a combine row: it aims at two CTAs per SM (run 28, 124M shape, B = 1,
+// forced splits: 16K 22 splits 0.033 ms vs 43 0.044; 32K 22 0.052 vs 44 0.064; 4K 11 0.018
+// vs 43 0.028).
+constexpr int kTargetCtasV2 = 264;
 constexpr int kMaxSplits = 256;
+
+// Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, bf16/fp16, d = 64
+// (at d = 128 its per-thread accumulators and a K row need more than 255 registers; fp32
+// rows are twice as wide).
+bool UsesVersion2(int g, int head_dim, DType dtype) {
+  return g == 1 && head_dim == 64 && dtype != DType::kF32;
+}
 
 struct DecodeHead {
   int32_t state, window, sink, recent;
@@ -103,8 +115,9 @@ Plan Split(const DecodeArgs& a, int lo, int hi) {
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
-  int splits = a.splits > 0 ? a.splits
-                            : (kTargetCtas + a.batch * a.cache.kv_heads - 1) / (a.batch * a.cache.kv_heads);
+  const int target = UsesVersion2(a.heads / a.kv_heads, a.head_dim, a.dtype) ? kTargetCtasV2 : kTargetCtas;
+  const int ctas_per_split = a.batch * a.cache.kv_heads;
+  int splits = a.splits > 0 ? a.splits : (target + ctas_per_split - 1) / ctas_per_split;
   splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
   const int tiles_per_split = (tiles + splits - 1) / splits;
   p.split_len = tiles_per_split * kTile;
@@ -383,12 +396,9 @@ __global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__
 
 template <typename T, int D>
 cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
-  // Version 2 where it applies: g = 1, bf16/fp16, d = 64 (at d = 128 its per-thread
-  // accumulators and a K row need more than 255 registers: ptxas spills; fp32 rows are twice
-  // as wide). Version 1 elsewhere.
-  bool v2 = false;
-  if constexpr (D == 64 && !std::is_same_v<T, float>) v2 = p.g == 1;
-  if (v2) {
+  // Version 2 where it applies (UsesVersion2), version 1 elsewhere.
+  constexpr DType kType = std::is_same_v<T, float> ? DType::kF32 : DType::kBF16;  // fp16 as bf16
+  if (UsesVersion2(p.g, D, kType)) {
     if constexpr (D == 64 && !std::is_same_v<T, float>)
       DecodeSplitMhaKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
   } else {

@@ -125,6 +125,14 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   Args pruned(100);
   for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
+  // One query head per KV head in bf16 at d = 64 takes version 2, which aims at 264 CTAs:
+  // 2 KV heads ask for 132 splits of the 512 tiles, ceil(512 / 132) = 4 tiles each, so 128
+  // splits; in fp32 it is version 1's 528 CTAs again (264 splits, capped at 256).
+  Args mha(16384);
+  mha.a.heads = 2;
+  CHECK(DecodeSplits(mha.a) == 128);
+  mha.a.dtype = DType::kF32;
+  CHECK(DecodeSplits(mha.a) == 256);
 }
 
 TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
