@@ -12,8 +12,10 @@
 # On the device machine after scripts/gpu/build-all.sh (or a kernels-only build,
 # `cmake -S kernels -B /tmp/kb -G Ninja && cmake --build /tmp/kb`). Clocks are left alone
 # (--clock-control none), as in the earlier profiles. Text reports go to $OUT (or
-# /tmp/headlab-profile): ncu-ordinary.txt, ncu-local.txt, ncu-backward.txt. Exit 0 iff all
-# three profiles ran.
+# /tmp/headlab-profile): ncu-ordinary.txt, ncu-local.txt, ncu-backward.txt (the details
+# page), and ncu-*-hot.txt: the 40 SASS instructions with the most warp-stall samples, their
+# top stall reasons and shared-memory bank conflicts (scripts/gpu/ncu_hot_lines.py, from the
+# source page). Exit 0 iff all three profiles ran.
 set -uo pipefail
 [[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,16p' "$0"; exit 0; }
 out=${OUT:-/tmp/headlab-profile}
@@ -30,12 +32,22 @@ status=0
 # --profile launches: 2 all-ordinary forwards, a forward + backward, then the local forward,
 # so the warp-specialised forward's 1st launch is all-ordinary and its 4th all-local, and the
 # backward's only launch all-ordinary.
+reps=${TMPDIR:-/tmp}/headlab-profile-reps
+mkdir -p "$reps"
 for what in "ordinary WsForward 0" "local WsForward 3" "backward WsBackward 0"; do
   set -- $what
   ncu --clock-control none --set full --import-source yes -k "regex:$2" --launch-skip "$3" \
-    --launch-count 1 "$bench" --profile > "$out/ncu-$1.txt" 2>&1 || status=1
+    --launch-count 1 -f -o "$reps/$1" "$bench" --profile > "$reps/$1.log" 2>&1 || { status=1; tail -20 "$reps/$1.log"; }
+  ncu -i "$reps/$1.ncu-rep" --page details > "$out/ncu-$1.txt" 2>&1 || status=1
   echo "== $1 ($2)"
-  grep -E "Duration|Compute \(SM\) Throughput|Issued Ipc|Warp Cycles Per Issued|Stall|stall|Eligible|L2 Hit|DRAM Throughput" \
+  grep -E "Duration|Compute \(SM\) Throughput|Issued Ipc|Warp Cycles Per Issued|Stall|stall|Eligible|L2 Hit|DRAM Throughput|bank" \
     "$out/ncu-$1.txt" | head -40
+  # The source view, one row per SASS instruction, and from it the 40 instructions with the
+  # most warp-stall samples (where the kernel's time goes, by instruction and stall reason).
+  if ncu -i "$reps/$1.ncu-rep" --page source --csv --print-source sass > "$reps/$1-source.csv" 2> "$reps/$1-source.err"; then
+    python3 "$(dirname "$0")/ncu_hot_lines.py" "$reps/$1-source.csv" 40 > "$out/ncu-$1-hot.txt" 2>&1 || status=1
+  else
+    { echo "ncu --page source failed:"; cat "$reps/$1-source.err"; } > "$out/ncu-$1-hot.txt"; status=1
+  fi
 done
 exit $status
