@@ -8,9 +8,10 @@
 // launches (CUDA events, 20 warm-ups, 200 timed, the segments' launches back to back) and
 // the bytes of K and V the visible slots hold, read once, as GB/s (a cache below the L2's
 // 50 MB may be served from L2 after the first round: read the B = 1, 4K rows with that in
-// mind), with the split count used; the 124M full shape at B = 1 also at forced split counts
-// (22 was the automatic choice when the plan aimed at two CTAs per SM; now 43-44). The
-// numerics are kernels_decode_gpu_test's job (run it first).
+// mind), with the split count used; the 124M shapes also at forced split counts, at B = 1
+// and 16 (what the automatic choice, DecodeSplits, is tuned from: version 1 aims at four
+// CTAs per SM, version 2 — g = 1 at d = 64, the 124M shape — at two). The numerics are
+// kernels_decode_gpu_test's job (run it first).
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_attention_bench
@@ -150,6 +151,14 @@ int main() {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, 16);
     Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16);
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}}, 0, 16);
+  }
+  // The split count at B = 16, 16K: 192 (full) or 96 + 96 (streaming) (sequence, KV head)
+  // pairs, so each split adds 1.5 or 0.7 CTAs per SM; where one wave ends matters here.
+  for (int splits : {1, 2, 3, 4, 6, 8}) {
+    const int L = 16384;
+    Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits, 16);
+    Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits,
+           16);
   }
   return 0;
 }
