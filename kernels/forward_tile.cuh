@@ -233,6 +233,29 @@ __device__ __forceinline__ void PackP(const float (&s)[kNb][4], int kk, uint32_t
   a[3] = Mma<T>::Pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+// acc (16 rows x D) += A B for one warp with mma.sync: A (16 x kK) is the warp's accumulator
+// tile a repacked in place (PackP), B (kK x D) rows of a padded shared buffer rows[kK][D + 8]
+// read by transposed ldmatrix — the forward's O += P V and the backward's dV += P^T dO and
+// dK += dS^T Q.
+template <typename T, int D, int kK>
+__device__ __forceinline__ void AddPackedTimesRows(float (&acc)[D / 8][4], const float (&a)[kK / 8][4], const T* rows) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) {
+    uint32_t af[4];
+    PackP<T>(a, kk, af);
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t bf[4];
+      const int mi = lane / 8;
+      const int r = kk * 16 + (mi & 1) * 8 + lane % 8, c = np * 16 + (mi >> 1) * 8;
+      LdMatrixX4Trans(bf, rows + r * (D + 8) + c);
+      Mma<T>::Run(acc[2 * np], af, bf[0], bf[1]);
+      Mma<T>::Run(acc[2 * np + 1], af, bf[2], bf[3]);
+    }
+  }
+}
+
 // Normalises one warp's output rows and writes them with their log-sum-exp (nats). Fixed
 // heads' rows are already normalised (P rows sum to 1) and their lse is logZ.
 template <typename T, int D>

@@ -62,22 +62,7 @@ struct MmaForwardCore {
 
   // O += P V_n: P from the accumulators, V fragments by transposed ldmatrix.
   __device__ void Pv(float (&o)[D / 8][4], const float (&s)[kBk / 8][4], int n) {
-    const int lane = threadIdx.x % 32;
-    const T* vt = vs + (n & 1) * kBk * (D + 8);
-#pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) {
-      uint32_t pf[4];
-      PackP<T>(s, kk, pf);
-#pragma unroll
-      for (int np = 0; np < D / 16; ++np) {
-        uint32_t bf[4];
-        const int mi = lane / 8;
-        const int key = kk * 16 + (mi & 1) * 8 + lane % 8, c = np * 16 + (mi >> 1) * 8;
-        LdMatrixX4Trans(bf, vt + key * (D + 8) + c);
-        Mma<T>::Run(o[2 * np], pf, bf[0], bf[1]);
-        Mma<T>::Run(o[2 * np + 1], pf, bf[2], bf[3]);
-      }
-    }
+    AddPackedTimesRows<T, D, kBk>(o, s, vs + (n & 1) * kBk * (D + 8));
   }
 
   __device__ void ScoredTile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const ForwardCta& c, int n, int k0,

@@ -89,21 +89,7 @@ struct MmaBackwardCore {
   // acc (16 keys x D) += a^T-tile (P^T or dS^T, repacked accumulators) x rows (dO or Q),
   // B by transposed ldmatrix.
   __device__ void AddTileTimesRows(float (&acc)[D / 8][4], const float (&a)[kBq / 8][4], const T* rows) {
-    const int lane = threadIdx.x % 32;
-#pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) {
-      uint32_t af[4];
-      PackP<T>(a, kk, af);
-#pragma unroll
-      for (int np = 0; np < D / 16; ++np) {
-        uint32_t bf[4];
-        const int mi = lane / 8;
-        const int q = kk * 16 + (mi & 1) * 8 + lane % 8, c = np * 16 + (mi >> 1) * 8;
-        LdMatrixX4Trans(bf, rows + q * (D + 8) + c);
-        Mma<T>::Run(acc[2 * np], af, bf[0], bf[1]);
-        Mma<T>::Run(acc[2 * np + 1], af, bf[2], bf[3]);
-      }
-    }
+    AddPackedTimesRows<T, D, kBq>(acc, a, rows);
   }
 
   __device__ void FixedTile(float (&dv)[D / 8][4], const float (&pt)[kBq / 8][4], int buf) {
