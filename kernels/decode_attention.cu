@@ -56,12 +56,10 @@ constexpr int kTargetCtas = 528;
 constexpr int kTargetCtasV2 = 264;
 constexpr int kMaxSplits = 256;
 
-// Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, bf16/fp16, d = 64
-// (at d = 128 its per-thread accumulators and a K row need more than 255 registers; fp32
-// rows are twice as wide).
-bool UsesVersion2(int g, int head_dim, DType dtype) {
-  return g == 1 && head_dim == 64 && dtype != DType::kF32;
-}
+// Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, 2-byte elements
+// (bf16/fp16), d = 64 (at d = 128 its per-thread accumulators and a K row need more than 255
+// registers; fp32 rows are twice as wide).
+bool UsesVersion2(int g, int head_dim, size_t elem_bytes) { return g == 1 && head_dim == 64 && elem_bytes == 2; }
 
 struct DecodeHead {
   int32_t state, window, sink, recent;
@@ -115,7 +113,7 @@ Plan Split(const DecodeArgs& a, int lo, int hi) {
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
-  const int target = UsesVersion2(a.heads / a.kv_heads, a.head_dim, a.dtype) ? kTargetCtasV2 : kTargetCtas;
+  const int target = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype)) ? kTargetCtasV2 : kTargetCtas;
   const int ctas_per_split = a.batch * a.cache.kv_heads;
   int splits = a.splits > 0 ? a.splits : (target + ctas_per_split - 1) / ctas_per_split;
   splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
@@ -397,8 +395,7 @@ __global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__
 template <typename T, int D>
 cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
   // Version 2 where it applies (UsesVersion2), version 1 elsewhere.
-  constexpr DType kType = std::is_same_v<T, float> ? DType::kF32 : DType::kBF16;  // fp16 as bf16
-  if (UsesVersion2(p.g, D, kType)) {
+  if (UsesVersion2(p.g, D, sizeof(T))) {
     if constexpr (D == 64 && !std::is_same_v<T, float>)
       DecodeSplitMhaKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
   } else {
