@@ -15,10 +15,14 @@
 //     dQ  = dS K                           (dS^T staged in the warpgroup's shared buffer,
 //                                          read M-major)
 //   The two consumers' dQ of a tile (their 64 keys each) meet in a shared fp32 buffer —
-//   consumer 0 writes, consumer 1 adds — and one TMA bulk reduction adds it to the fp32
+//   consumer 0 writes, consumer 1 adds — and TMA tensor reductions add it to the fp32
 //   workspace: half the global reduction traffic of per-consumer atomics, and none of the
-//   per-element atomic instructions. Two buffers, so consumer 0 writes tile n + 1 while the
-//   reduction of tile n still reads.
+//   per-element atomic instructions. The buffer is in the 128-byte swizzle (boxes of 32
+//   floats x 64 rows, DqAt): a warp's accumulator rows, 8 of them 256 bytes apart in a
+//   row-major buffer, all fell on the same banks (8-way conflicts on every store and load of
+//   the sum; ncu run 30: 56 % of the kernel's shared-store wavefronts were conflicts); in the
+//   swizzle they spread over all 32 banks. Two buffers, so consumer 0 writes tile n + 1 while
+//   the reduction of tile n still reads.
 //   Each consumer stages the tile's lse and delta (one value per thread, loaded before the
 //   GEMMs are issued) in its own double buffer (BwdStats), ordered by a warpgroup named barrier.
 // - Fixed heads (SAF eq. 3) have no Q K^T: the producer loads dO alone, and a consumer rebuilds
@@ -49,6 +53,7 @@ struct WsBwdParams {
   Params p;
   CUtensorMap k, v;     // boxes of 64 x 128 rows
   CUtensorMap q, d_o;   // boxes of 64 x 64 rows
+  CUtensorMap dq_acc;   // the fp32 workspace, boxes of 32 x 64 rows
 };
 
 struct WsBwdBarriers {
@@ -57,8 +62,8 @@ struct WsBwdBarriers {
 };
 
 // Shared memory, in [64][64] swizzled tiles: K, V [D/64 halves][128][64]; Q, dO
-// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then dQ [2 buffers][64][D] fp32
-// (row-major, as the workspace), the row statistics and fixed-head factors [2 consumers]
+// [kStages][D/64][64][64]; dS^T [2 consumers][64][64]; then dQ [2 buffers][D/32][64][32] fp32
+// (swizzled boxes, DqAt), the row statistics and fixed-head factors [2 consumers]
 // (BwdStats: lse, delta [2 buffers][64], alpha, the rho band [2 buffers]) and the barriers.
 template <typename T, int D>
 struct WsBwdLayout {
@@ -80,6 +85,15 @@ struct WsBwdLayout {
 // next tile instead of holding consumer 1 on it.
 constexpr int kDqReady = 3, kDqFree = 5;
 
+// Float index of dQ element (row r, column c) in a staged [D/32][64][32] buffer: box c / 32,
+// its 128-byte rows' 16-byte chunks XOR-permuted by r % 8, as the tensor map's
+// CU_TENSOR_MAP_SWIZZLE_128B lays a box out. A warp's float2 of rows gr and gr + 8
+// (gr = 0..7) at columns 2 tq, 2 tq + 1 then covers all 32 banks: conflict-free.
+__device__ __forceinline__ int DqAt(int r, int c) {
+  const int cc = c % 32;
+  return (c / 32) * (64 * 32) + r * 32 + ((((cc / 4) ^ (r % 8))) * 4) + cc % 4;
+}
+
 // The 64-query tiles of head hd that see any of keys [k0, k1): what the producer loads and
 // the consumers work through, in the same order.
 __device__ __forceinline__ BlockRanges QueryTiles(const Params& p, const DeviceHead& hd, int k0, int k1) {
@@ -99,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]
   T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
   T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
-  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][64][D]
+  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][D/32][64][32], DqAt
   float* stats = dqs + 2 * kBq * D;                             // [consumer] BwdStats
   WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * BwdStatsFloats());
 
@@ -279,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       FenceOperands(dv);
       if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
       // dQ of the tile: consumer 0 writes its part, consumer 1 adds its own and reduces the
-      // sum into the workspace (rows past T are left out: they would land in the next head).
+      // sum into the workspace (the tensor map leaves out rows past T).
       float* dq_buf = dqs + (dq_it & 1) * kBq * D;
       const int r = warp * 16 + gr;
       if (cw == 0) {
@@ -287,8 +301,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
           const int c = nb * 8 + 2 * tq;
-          *reinterpret_cast<float2*>(dq_buf + r * D + c) = make_float2(dq[nb][0], dq[nb][1]);
-          *reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c) = make_float2(dq[nb][2], dq[nb][3]);
+          *reinterpret_cast<float2*>(dq_buf + DqAt(r, c)) = make_float2(dq[nb][0], dq[nb][1]);
+          *reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, c)) = make_float2(dq[nb][2], dq[nb][3]);
         }
         NamedBarrierArrive(kDqReady + (dq_it & 1), 256);
       } else {
@@ -296,8 +310,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
 #pragma unroll
         for (int nb = 0; nb < D / 8; ++nb) {
           const int c = nb * 8 + 2 * tq;
-          float2* lo = reinterpret_cast<float2*>(dq_buf + r * D + c);
-          float2* hi = reinterpret_cast<float2*>(dq_buf + (r + 8) * D + c);
+          float2* lo = reinterpret_cast<float2*>(dq_buf + DqAt(r, c));
+          float2* hi = reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, c));
           const float2 a = *lo, e = *hi;
           *lo = make_float2(a.x + dq[nb][0], a.y + dq[nb][1]);
           *hi = make_float2(e.x + dq[nb][2], e.y + dq[nb][3]);
@@ -306,8 +320,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         NamedBarrierSync(my_bar, 128);  // the sum is complete
         if (warp == 0) {
           if (lane == 0) {
-            const int rows = min(kBq, p.T - q0);
-            BulkReduceAddF32(p.dq_acc + (row_base + q0) * D, dq_buf, uint32_t(rows * D * sizeof(float)));
+#pragma unroll
+            for (int c = 0; c < D / 32; ++c) TmaReduceAdd4d(&wp.dq_acc, dq_buf + c * (64 * 32), 32 * c, q0, h, b);
             BulkCommit();
             BulkWaitRead<1>();  // the previous tile's reduction has read its buffer (this one runs on)
           }
@@ -345,7 +359,8 @@ cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s) {
   WsBwdParams wp{};
   wp.p = p;
   if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kKeys) || !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kKeys) ||
-      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq))
+      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq) ||
+      !EncodeDqWorkspace(&wp.dq_acc, p.dq_acc, p.B, p.T, p.H, p.d, kBq))
     return cudaErrorNotSupported;
   return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);
 }

@@ -69,6 +69,21 @@ __device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uin
 #endif
 }
 
+// TMA reduction of one box of shared memory at src (laid out as the map's box, in its
+// swizzle) into a 4-D tensor map at element coordinates (c0, c1, c2, c3): dst += src elementwise,
+// done by the TMA unit in L2; rows past the tensor's bounds are left out. Completes in the
+// issuing thread's bulk group.
+__device__ __forceinline__ void TmaReduceAdd4d(const void* tensor_map, const void* src, int c0, int c1, int c2,
+                                               int c3) {
+#if HEADLAB_WGMMA_DEVICE
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(tensor_map)),
+      "r"(SmemAddr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+#endif
+}
+
 // Bulk reduction of `bytes` (a multiple of 16, both addresses 16-byte aligned) fp32 values
 // from shared memory into global memory: dst[i] += src[i], done by the TMA unit in L2
 // instead of one atomic per element. Completes in the issuing thread's bulk group.
