@@ -191,17 +191,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
     const bool fixed = hd.state == int32_t(HeadState::kFixed);
     const BlockRanges br = QueryTiles(p, hd, k0, k1);
     const size_t row_base = (size_t(b) * p.H + h) * p.T;
-    // A fixed head's next tile's rho band (warp 1) and logZ (threads 0-63), loaded a tile
-    // ahead: a load stalls a warp only when its register is read.
-    BandRaw band;
-    float log_z = 0.f;
-    auto fetch_fixed = [&](int q0) {
-      FetchBand(p, hd, kw0, q0, &band, warp);
-      const int qr = q0 + tid % kBq;
-      log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
-    };
     if (fixed) {
-      if (br.Count() > 0) fetch_fixed(br.Block(0) * kBq);
       NamedBarrierSync(my_bar, 128);  // a previous fixed head's last tile has read alpha
       StageAlpha(p, hd, kw0, stats_w, warp);
       NamedBarrierSync(my_bar, 128);  // A is read by StageBand
@@ -231,10 +221,12 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         add_frags_times(dv, pa, do_desc);
       };
       if (fixed) {  // SAF eq. 3: P^T in product form, and P^T dO is all the tile adds
+        const float log_z = tid < kBq && qr < p.T ? hd.log_z[qr] : 0.f;  // rows past T: P = 0
+        BandRaw band;  // the rho band of (q0, this consumer's keys), warp 1
+        FetchBand(p, hd, kw0, q0, &band, warp);
         MbarWait(bar.full + st, (it / kStages) & 1);
         if (tid < kBq) stats_w.lse[buf * kBq + tid] = log_z;
         StageBand(band, stats_w, buf, warp);
-        if (n + 1 < br.Count()) fetch_fixed(br.Block(n + 1) * kBq);
         NamedBarrierSync(my_bar, 128);
         float pt[kBq / 8][4];
         FixedPt(pt, stats_w, buf, need_mask, hd, p.T, q0, kw0, w);
