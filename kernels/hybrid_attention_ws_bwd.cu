@@ -269,45 +269,54 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       add_frags_times(dk, da, q_desc);  // dK += dS^T Q
       FenceProxyAsyncShared();
       NamedBarrierSync(my_bar, 128);  // dS^T staged by the warpgroup's four warps
-      // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major.
-      float dq[D / 8][4];
-      WgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < 64 / 16; ++kk)
-#pragma unroll
-        for (int c = 0; c < kHalves; ++c)
-          Wgmma<T>::template SS<1, 1>(Cols64(dq, c), DescPlus(ds_desc, 16 * kRowBytes * kk),
-                                      DescPlus(k_desc(c), 16 * kRowBytes * kk), kk);
-      WgmmaCommit();
-      WgmmaWait<0>();
-      FenceOperands(dq);
-      FenceOperands(dk);
-      FenceOperands(dv);
-      if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
-      // dQ of the tile: consumer 0 writes its part, consumer 1 adds its own and reduces the
+      // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major,
+      // one 64-column half of d at a time (kHalves GEMMs of 64 x 64): at d = 128 a whole dQ
+      // (64 registers) beside dK, dV (128) and dS^T in flight was more than ptxas could hold
+      // without serializing the wgmmas (C7512); a half is 32.
+      // The tile's sum: consumer 0 writes its part, consumer 1 adds its own and reduces the
       // sum into the workspace (the tensor map leaves out rows past T).
       float* dq_buf = dqs + (dq_it & 1) * kBq * D;
       const int r = warp * 16 + gr;
-      if (cw == 0) {
-        if (dq_it >= 2) NamedBarrierSync(kDqFree + (dq_it & 1), 128 + 32);
+      if (cw == 0 && dq_it >= 2) NamedBarrierSync(kDqFree + (dq_it & 1), 128 + 32);
 #pragma unroll
-        for (int nb = 0; nb < D / 8; ++nb) {
-          const int c = nb * 8 + 2 * tq;
-          *reinterpret_cast<float2*>(dq_buf + DqAt(r, c)) = make_float2(dq[nb][0], dq[nb][1]);
-          *reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, c)) = make_float2(dq[nb][2], dq[nb][3]);
+      for (int c = 0; c < kHalves; ++c) {
+        float dq[8][4];
+        WgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < 64 / 16; ++kk)
+          Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk), DescPlus(k_desc(c), 16 * kRowBytes * kk),
+                                      kk);
+        WgmmaCommit();
+        WgmmaWait<0>();
+        FenceOperands(dq);
+        if (c == 0) {
+          FenceOperands(dk);
+          FenceOperands(dv);
+          if (lane == 0) MbarArrive(bar.empty + st);  // Q and dO of this slot are read
         }
+        if (cw == 0) {
+#pragma unroll
+          for (int nb = 0; nb < 8; ++nb) {
+            const int col = 64 * c + nb * 8 + 2 * tq;
+            *reinterpret_cast<float2*>(dq_buf + DqAt(r, col)) = make_float2(dq[nb][0], dq[nb][1]);
+            *reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, col)) = make_float2(dq[nb][2], dq[nb][3]);
+          }
+        } else {
+          if (c == 0) NamedBarrierSync(kDqReady + (dq_it & 1), 256);
+#pragma unroll
+          for (int nb = 0; nb < 8; ++nb) {
+            const int col = 64 * c + nb * 8 + 2 * tq;
+            float2* lo = reinterpret_cast<float2*>(dq_buf + DqAt(r, col));
+            float2* hi = reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, col));
+            const float2 a = *lo, e = *hi;
+            *lo = make_float2(a.x + dq[nb][0], a.y + dq[nb][1]);
+            *hi = make_float2(e.x + dq[nb][2], e.y + dq[nb][3]);
+          }
+        }
+      }
+      if (cw == 0) {
         NamedBarrierArrive(kDqReady + (dq_it & 1), 256);
       } else {
-        NamedBarrierSync(kDqReady + (dq_it & 1), 256);
-#pragma unroll
-        for (int nb = 0; nb < D / 8; ++nb) {
-          const int c = nb * 8 + 2 * tq;
-          float2* lo = reinterpret_cast<float2*>(dq_buf + DqAt(r, c));
-          float2* hi = reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, c));
-          const float2 a = *lo, e = *hi;
-          *lo = make_float2(a.x + dq[nb][0], a.y + dq[nb][1]);
-          *hi = make_float2(e.x + dq[nb][2], e.y + dq[nb][3]);
-        }
         FenceProxyAsyncShared();
         NamedBarrierSync(my_bar, 128);  // the sum is complete
         if (warp == 0) {
