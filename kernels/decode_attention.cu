@@ -50,10 +50,12 @@ static_assert(kTile == 32, "the softmax step gives each lane one slot");
 // 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
 constexpr int kTargetCtas = 528;
 // Version 2 streams a split per thread with no barrier, so longer splits cost it nothing and
-// each split adds a combine row: it aims at two CTAs per SM (run 28, 124M shape, B = 1,
-// forced splits: 16K 22 splits 0.033 ms vs 43 0.044; 32K 22 0.052 vs 44 0.064; 4K 11 0.018
-// vs 43 0.028).
-constexpr int kTargetCtasV2 = 264;
+// each split adds a combine row; what matters is where a wave ends. At 168 registers x 128
+// threads three of its CTAs are resident per SM (396 on an H200), and the split count is the
+// most that still fits in that one wave (floor, not ceiling): decode_attention_bench's forced
+// splits at B = 16, 16K (run 32): 192 pairs x 2 splits = 384 CTAs 0.246 ms, x 3 = 576 0.312;
+// the streaming arm's 96 pairs x 4 = 384 0.144 ms, x 3 = 288 0.171, x 6 = 576 0.186.
+constexpr int kResidentCtasV2 = 3 * 132;
 constexpr int kMaxSplits = 256;
 
 // Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, 2-byte elements
@@ -113,9 +115,10 @@ Plan Split(const DecodeArgs& a, int lo, int hi) {
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
-  const int target = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype)) ? kTargetCtasV2 : kTargetCtas;
   const int ctas_per_split = a.batch * a.cache.kv_heads;
-  int splits = a.splits > 0 ? a.splits : (target + ctas_per_split - 1) / ctas_per_split;
+  const bool v2 = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype));
+  const int automatic = v2 ? kResidentCtasV2 / ctas_per_split : (kTargetCtas + ctas_per_split - 1) / ctas_per_split;
+  int splits = a.splits > 0 ? a.splits : automatic;
   splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
   const int tiles_per_split = (tiles + splits - 1) / splits;
   p.split_len = tiles_per_split * kTile;

@@ -125,12 +125,20 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   Args pruned(100);
   for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
-  // One query head per KV head in bf16 at d = 64 takes version 2, which aims at 264 CTAs:
-  // 2 KV heads ask for 132 splits of the 512 tiles, ceil(512 / 132) = 4 tiles each, so 128
-  // splits; in fp32 it is version 1's 528 CTAs again (264 splits, capped at 256).
+  // One query head per KV head in bf16 at d = 64 takes version 2, which fills one wave of
+  // 396 resident CTAs: 2 KV heads ask for floor(396 / 2) = 198 splits of the 512 tiles,
+  // ceil(512 / 198) = 3 tiles each, so 171 splits; 192 KV heads (B = 16 x 12) get
+  // floor(396 / 192) = 2, where a ceiling would give 3 (576 CTAs: two waves); more pairs
+  // than resident CTAs get one split. In fp32 it is version 1's 528 CTAs again (264 splits,
+  // capped at 256).
   Args mha(16384);
   mha.a.heads = 2;
-  CHECK(DecodeSplits(mha.a) == 128);
+  CHECK(DecodeSplits(mha.a) == 171);
+  mha.a.batch = 96;
+  CHECK(DecodeSplits(mha.a) == 2);
+  mha.a.batch = 200;
+  CHECK(DecodeSplits(mha.a) == 1);
+  mha.a.batch = 1;
   mha.a.dtype = DType::kF32;
   CHECK(DecodeSplits(mha.a) == 256);
 }

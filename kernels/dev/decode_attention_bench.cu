@@ -141,7 +141,7 @@ int main() {
            {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}});
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}});
     // The split count's effect on the 124M full shape (more CTAs: more bytes in flight).
-    for (int splits : {11, 22, 44, 88, 176})
+    for (int splits : {11, 22, 33, 44, 88, 176})
       Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits);
   }
   // The decode target's shape (issue 21 item 5: B = 16, 16K): the time to read the cache
