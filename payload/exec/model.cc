@@ -134,8 +134,8 @@ torch::Tensor GptImpl::Embed(const torch::Tensor& idx, const torch::Tensor& posi
   return x;
 }
 
-torch::Tensor GptImpl::Logits(const torch::Tensor& x) {
-  return F::linear(ln_f(x), HeadWeight()).to(torch::kFloat);
+torch::Tensor GptImpl::Logits(const torch::Tensor& x, const torch::Tensor& head_weight) {
+  return F::linear(ln_f(x), head_weight.defined() ? head_weight : HeadWeight()).to(torch::kFloat);
 }
 
 const torch::Tensor& GptImpl::HeadWeight() const { return head ? head->weight : wte->weight; }

@@ -74,8 +74,10 @@ class GptImpl : public torch::nn::Module {
   // idx's device; 0..T-1 when undefined): token embeddings plus learned positions (RoPE
   // models: embeddings only). No host value in it, so a captured CUDA graph can replay it.
   torch::Tensor Embed(const torch::Tensor& idx, const torch::Tensor& positions = {});
-  // fp32 logits [..., vocab] of the last block's output x: final norm, then the output head.
-  torch::Tensor Logits(const torch::Tensor& x);
+  // fp32 logits [..., vocab] of the last block's output x: final norm, then the output head
+  // (HeadWeight(), or `head_weight` when defined: a copy of it in another dtype, e.g. the
+  // streaming decoder's compute-dtype copy for its captured step).
+  torch::Tensor Logits(const torch::Tensor& x, const torch::Tensor& head_weight = {});
   // The output head's weight [vocab, width]: `head` when untied, else the token embedding.
   const torch::Tensor& HeadWeight() const;
 

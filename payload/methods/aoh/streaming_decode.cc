@@ -44,7 +44,51 @@ struct StepGraph {
   // Every segment's k_buf and v_buf at capture, held so that their memory cannot come back
   // under another shape while the graph exists.
   std::vector<torch::Tensor> buffers;
+  ComputeWeights weights;  // what the graph reads in place of the fp32 parameters
 };
+
+ComputeWeights ComputeWeights::Make(GptImpl& model) {
+  ComputeWeights w;
+  const torch::Tensor& head = model.HeadWeight();
+  if (model.precision() != Precision::kFp32) {
+    const torch::ScalarType dtype = ComputeDtype(model.precision());
+    for (const auto& module : model.modules(/*include_self=*/false)) {
+      auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get());
+      if (linear == nullptr) continue;
+      for (const torch::Tensor& p : {linear->weight, linear->bias})
+        if (p.defined() && p.scalar_type() != dtype) {
+          w.params.push_back(p);
+          w.copies.push_back(p.detach().to(dtype));
+        }
+    }
+    if (head.scalar_type() != dtype) w.head = head.detach().to(dtype);
+  }
+  for (const torch::Tensor& p : w.params) w.seen.emplace_back(p.data_ptr(), p._version());
+  w.seen.emplace_back(head.data_ptr(), head._version());
+  return w;
+}
+
+bool ComputeWeights::Current(const GptImpl& model) const {
+  std::vector<std::pair<const void*, int64_t>> now;
+  for (const torch::Tensor& p : params) now.emplace_back(p.data_ptr(), p._version());
+  now.emplace_back(model.HeadWeight().data_ptr(), model.HeadWeight()._version());
+  return now == seen;
+}
+
+ComputeWeightsIn::ComputeWeightsIn(const ComputeWeights& w) : w_(w) {
+  for (size_t i = 0; i < w.params.size(); ++i) {
+    originals_.push_back(w.params[i].data());
+    torch::Tensor p = w.params[i];  // shares the parameter's TensorImpl
+    p.set_data(w.copies[i]);
+  }
+}
+
+ComputeWeightsIn::~ComputeWeightsIn() {
+  for (size_t i = 0; i < originals_.size(); ++i) {
+    torch::Tensor p = w_.params[i];
+    p.set_data(originals_[i]);
+  }
+}
 
 namespace {
 
@@ -357,12 +401,14 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
   const ModelConfig& c = model_->config();
   std::vector<kernels::HeadSpec> specs;
   for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
+  size_t covered = 0;  // KV heads with a segment: the kernel writes their query heads
+  for (const KvSegment& seg : layers_[size_t(layer)]) covered += seg.kv_heads.size();
   torch::Tensor qs;
   torch::Tensor o;  // heads of no segment (pruned) stay zero
   for (KvSegment& seg : layers_[size_t(layer)]) {
     if (!qs.defined()) {
       qs = q.select(2, 0).to(seg.k_buf.scalar_type()).contiguous();  // [B, H, d], the cache's dtype
-      o = torch::zeros_like(qs);
+      o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
     }
     kernels::DecodeSegment ds;
     ds.k_buf = seg.k_buf;
@@ -397,8 +443,10 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
   const int64_t d = attn->head_dim(), group = H / KV;
-  // [B, H | KV, T, d], with the layer's biases and q/k norms as its forward has them.
-  torch::Tensor q = attn->Queries(x), k = attn->Keys(x), v = attn->Values(x);
+  // [B, H | KV, T, d], with the layer's biases and q/k norms as its forward has them. x is
+  // cast to the compute dtype once here, not by autocast in each of the three projections.
+  const torch::Tensor xc = x.to(ActivationDtype(x));
+  torch::Tensor q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
   TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
   if (c.pos == "rope") {
     q = Rotate(q, c.rope_base, qpos, rope);
@@ -587,7 +635,8 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
     }
   auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
   if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
-                                step_graph_->buffers.end(), same)) {
+                                step_graph_->buffers.end(), same) &&
+      step_graph_->weights.Current(*model_)) {
     step_graph_->token.copy_(token.view({B, 1}));
     step_graph_->position.fill_(position_);
   } else {
@@ -596,10 +645,11 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
     g->token = token.view({B, 1}).to(torch::kLong).clone();
     g->position = torch::full({1}, position_, torch::dtype(torch::kLong).device(token.device()));
     g->buffers = buffers;
+    g->weights = ComputeWeights::Make(*model_);
     // The step's body: the blocks at the device position, then the logits (as Chunk).
     auto body = [&] {
       AutocastScope autocast(model_->precision(), token.device());
-      return model_->Logits(Blocks(g->token, g->position)).squeeze(1);
+      return model_->Logits(Blocks(g->token, g->position), g->weights.head).squeeze(1);
     };
     torch::cuda::synchronize();
     {
@@ -618,6 +668,7 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
           at::autocast::set_autocast_cache_enabled(cast_cache);
         }
       } capture(this);
+      ComputeWeightsIn weights(g->weights);
       c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
       // A warm-up run on the capture stream (library workspaces, index uploads). It writes
       // this step's keys and values to their slots; the replay below writes the same.

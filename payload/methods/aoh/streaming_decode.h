@@ -95,6 +95,45 @@ struct KvSegment {
   torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
 
+// The captured decode step's weights in the compute dtype (precision.h: bf16 or fp16).
+// Autocast casts each fp32 parameter of a linear layer on every step (two cast kernels per
+// layer, and ~0.75 GB of traffic per step for 124M parameters: the capture runs with the
+// cast cache off); a tensor already in the compute dtype it passes through as it is. So each
+// linear layer's weight and bias gets a copy in the compute dtype, made once per capture and
+// swapped into its parameter (set_data, ComputeWeightsIn) while the step is captured: the
+// replayed step reads the copies. They hold what the casts would give, so the step computes
+// the same numbers. The output head gets its own copy, for Logits' head_weight: tied to the
+// token embedding, it cannot be swapped without changing the embedding's dtype.
+struct ComputeWeights {
+  std::vector<torch::Tensor> params;  // the swapped parameters (weights and biases)
+  std::vector<torch::Tensor> copies;  // their copies, in the same order
+  torch::Tensor head;                 // the output head's copy; undefined when none is made
+  // Each source's data pointer and version counter when the copies were made: params, then
+  // the output head.
+  std::vector<std::pair<const void*, int64_t>> seen;
+
+  // The copies for `model` in ComputeDtype(model.precision()); none at fp32 (no autocast:
+  // the model computes in its parameters' dtype).
+  static ComputeWeights Make(GptImpl& model);
+  // Whether every source still holds the data it had at Make: false once a parameter was
+  // updated in place (an optimiser step) or replaced (RemoveHeads' set_data).
+  bool Current(const GptImpl& model) const;
+};
+
+// Swaps the copies of `w` into their parameters for its lifetime, and the parameters' own
+// data back at its end (however it ends).
+class ComputeWeightsIn {
+ public:
+  explicit ComputeWeightsIn(const ComputeWeights& w);
+  ~ComputeWeightsIn();
+  ComputeWeightsIn(const ComputeWeightsIn&) = delete;
+  ComputeWeightsIn& operator=(const ComputeWeightsIn&) = delete;
+
+ private:
+  const ComputeWeights& w_;
+  std::vector<torch::Tensor> originals_;
+};
+
 struct ChunkRope;  // RoPE's tables for one chunk (streaming_decode.cc)
 struct StepGraph;  // a captured decode step (streaming_decode.cc)
 

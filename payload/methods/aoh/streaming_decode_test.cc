@@ -42,6 +42,54 @@ TEST_CASE("aoh decode: ordinary heads, step-by-step logits equal the full forwar
   }
 }
 
+TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts' numbers") {
+  ModelConfig c = TinyModelConfig("learned");
+  c.attn_bias = c.out_bias = c.mlp_bias = true;
+  torch::manual_seed(23);
+  Gpt model(c);
+  torch::NoGradGuard no_grad;
+  // fp32: the model computes in its parameters' dtype; nothing to copy.
+  ComputeWeights none = ComputeWeights::Make(*model);
+  CHECK(none.params.empty());
+  CHECK_FALSE(none.head.defined());
+  CHECK(none.Current(*model));
+
+  model->SetPrecision(Precision::kBf16);  // CPU autocast
+  torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
+  torch::Tensor cast = model->forward(idx);  // autocast casts every weight itself
+  ComputeWeights w = ComputeWeights::Make(*model);
+  // 2 layers x (q, k, v, o, fc, proj) x (weight, bias); the tied head apart.
+  REQUIRE(w.params.size() == 24);
+  CHECK(w.head.scalar_type() == torch::kBFloat16);
+  CHECK(torch::equal(w.head, model->wte->weight.to(torch::kBFloat16)));
+  const void* q_weight = model->attention(0)->q_proj->weight.data_ptr();
+  {
+    ComputeWeightsIn in(w);
+    CHECK(model->attention(0)->q_proj->weight.scalar_type() == torch::kBFloat16);
+    CHECK(model->attention(1)->o_proj->bias.scalar_type() == torch::kBFloat16);
+    CHECK(model->wte->weight.scalar_type() == torch::kFloat);  // the embedding keeps fp32
+    torch::Tensor swapped;
+    {
+      AutocastScope autocast(Precision::kBf16, idx.device());
+      swapped = model->Logits(model->Hidden(idx).detach(), w.head);
+    }
+    CHECK(torch::equal(model->forward(idx), cast));
+    CHECK(swapped.scalar_type() == torch::kFloat);
+  }
+  // Swapped back: the parameters' own data, unchanged, so the copies are current.
+  CHECK(model->attention(0)->q_proj->weight.scalar_type() == torch::kFloat);
+  CHECK(model->attention(0)->q_proj->weight.data_ptr() == q_weight);
+  CHECK(w.Current(*model));
+  CHECK(torch::equal(model->forward(idx), cast));
+  // An in-place update (an optimiser step) makes them stale; so does one of the head.
+  model->blocks->ptr(1)->as<Block>()->fc->bias.add_(1.0);
+  CHECK_FALSE(w.Current(*model));
+  ComputeWeights again = ComputeWeights::Make(*model);
+  CHECK(again.Current(*model));
+  model->wte->weight.mul_(2.0);
+  CHECK_FALSE(again.Current(*model));
+}
+
 TEST_CASE("aoh decode: learned positions stop at the model's context, before any work") {
   torch::manual_seed(20);
   Gpt model(TinyModelConfig("learned"));  // context 24
