@@ -62,6 +62,22 @@ ComputeWeights ComputeWeights::Make(GptImpl& model) {
         }
     }
     if (head.scalar_type() != dtype) w.head = head.detach().to(dtype);
+    const ModelConfig& c = model.config();
+    w.qkv_weight.resize(size_t(c.layers));
+    w.qkv_bias.resize(size_t(c.layers));
+    for (int64_t l = 0; l < c.layers; ++l) {
+      HybridAttention& a = model.attention(l);
+      w.head_dim = a->head_dim();
+      const bool whole = a->q_proj->weight.size(0) == c.heads * w.head_dim &&
+                         a->k_proj->weight.size(0) == c.kv_heads * w.head_dim;
+      const int biases = int(a->q_proj->bias.defined()) + int(a->k_proj->bias.defined()) +
+                         int(a->v_proj->bias.defined());
+      if (!whole || a->q_norm.defined() || a->k_norm.defined() || biases % 3 != 0) continue;
+      w.qkv_weight[size_t(l)] =
+          torch::cat({a->q_proj->weight, a->k_proj->weight, a->v_proj->weight}).detach().to(dtype);
+      if (biases == 3)
+        w.qkv_bias[size_t(l)] = torch::cat({a->q_proj->bias, a->k_proj->bias, a->v_proj->bias}).detach().to(dtype);
+    }
   }
   for (const torch::Tensor& p : w.params) w.seen.emplace_back(p.data_ptr(), p._version());
   w.seen.emplace_back(head.data_ptr(), head._version());
@@ -73,6 +89,13 @@ bool ComputeWeights::Current(const GptImpl& model) const {
   for (const torch::Tensor& p : params) now.emplace_back(p.data_ptr(), p._version());
   now.emplace_back(model.HeadWeight().data_ptr(), model.HeadWeight()._version());
   return now == seen;
+}
+
+torch::Tensor ComputeWeights::Qkv(int64_t layer, const torch::Tensor& x) const {
+  if (size_t(layer) >= qkv_weight.size() || !qkv_weight[size_t(layer)].defined()) return torch::Tensor();
+  return F::linear(x, qkv_weight[size_t(layer)], qkv_bias[size_t(layer)])
+      .view({x.size(0), x.size(1), -1, head_dim})
+      .transpose(1, 2);
 }
 
 ComputeWeightsIn::ComputeWeightsIn(const ComputeWeights& w) : w_(w) {
@@ -407,7 +430,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
   torch::Tensor o;  // heads of no segment (pruned) stay zero
   for (KvSegment& seg : layers_[size_t(layer)]) {
     if (!qs.defined()) {
-      qs = q.select(2, 0).to(seg.k_buf.scalar_type()).contiguous();  // [B, H, d], the cache's dtype
+      qs = q.select(2, 0).to(seg.k_buf.scalar_type());  // [B, H, d] in the cache's dtype (strided)
       o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
     }
     kernels::DecodeSegment ds;
@@ -446,11 +469,21 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   // [B, H | KV, T, d], with the layer's biases and q/k norms as its forward has them. x is
   // cast to the compute dtype once here, not by autocast in each of the three projections.
   const torch::Tensor xc = x.to(ActivationDtype(x));
-  torch::Tensor q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
-  TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
-  if (c.pos == "rope") {
-    q = Rotate(q, c.rope_base, qpos, rope);
-    k = Rotate(k, c.rope_base, qpos, rope);
+  torch::Tensor q, k, v;
+  const torch::Tensor qkv = capturing_ ? capturing_->Qkv(layer, xc) : torch::Tensor();
+  if (qkv.defined()) {  // the captured step: one GEMM, q and k rotated together
+    torch::Tensor qk = qkv.narrow(1, 0, H + KV);
+    if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
+    q = qk.narrow(1, 0, H);
+    k = qk.narrow(1, H, KV);
+    v = qkv.narrow(1, H + KV, KV);
+  } else {
+    q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
+    TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
+    if (c.pos == "rope") {
+      q = Rotate(q, c.rope_base, qpos, rope);
+      k = Rotate(k, c.rope_base, qpos, rope);
+    }
   }
   if (capturing_) {  // the captured decode step (GraphStep): no host position in it
     AppendAt(layer, k, v, qpos);
@@ -653,21 +686,22 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
     };
     torch::cuda::synchronize();
     {
-      // While capturing, Attention takes the graph path, and autocast's casts of the weights
-      // are recorded in the graph (they follow the weights) instead of cached outside it,
-      // where a later clear would free what the graph reads; both restored however it ends.
+      // While capturing, Attention takes the graph path with the step's weights (swapped in
+      // below), and whatever autocast still casts is recorded in the graph instead of cached
+      // outside it, where a later clear would free what the graph reads; both restored
+      // however it ends.
       struct CaptureScope {
         AohDecoder* d;
         bool cast_cache = at::autocast::is_autocast_cache_enabled();
-        explicit CaptureScope(AohDecoder* decoder) : d(decoder) {
-          d->capturing_ = true;
+        CaptureScope(AohDecoder* decoder, const ComputeWeights* w) : d(decoder) {
+          d->capturing_ = w;
           at::autocast::set_autocast_cache_enabled(false);
         }
         ~CaptureScope() {
-          d->capturing_ = false;
+          d->capturing_ = nullptr;
           at::autocast::set_autocast_cache_enabled(cast_cache);
         }
-      } capture(this);
+      } capture(this, &g->weights);
       ComputeWeightsIn weights(g->weights);
       c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
       // A warm-up run on the capture stream (library workspaces, index uploads). It writes

@@ -103,11 +103,17 @@ struct KvSegment {
 // swapped into its parameter (set_data, ComputeWeightsIn) while the step is captured: the
 // replayed step reads the copies. They hold what the casts would give, so the step computes
 // the same numbers. The output head gets its own copy, for Logits' head_weight: tied to the
-// token embedding, it cannot be swapped without changing the embedding's dtype.
+// token embedding, it cannot be swapped without changing the embedding's dtype. A layer's
+// q, k and v projections also get one concatenated copy, so that the step projects them with
+// one GEMM and rotates q and k together (Qkv).
 struct ComputeWeights {
   std::vector<torch::Tensor> params;  // the swapped parameters (weights and biases)
   std::vector<torch::Tensor> copies;  // their copies, in the same order
   torch::Tensor head;                 // the output head's copy; undefined when none is made
+  // Per layer: [q; k; v] rows of the three projections' weights [(H + 2 KV) d, C] and
+  // biases, in the compute dtype; undefined for a layer with q/k norms or removed heads.
+  std::vector<torch::Tensor> qkv_weight, qkv_bias;
+  int64_t head_dim = 0;
   // Each source's data pointer and version counter when the copies were made: params, then
   // the output head.
   std::vector<std::pair<const void*, int64_t>> seen;
@@ -118,6 +124,10 @@ struct ComputeWeights {
   // Whether every source still holds the data it had at Make: false once a parameter was
   // updated in place (an optimiser step) or replaced (RemoveHeads' set_data).
   bool Current(const GptImpl& model) const;
+  // Layer `layer`'s queries, keys and values of x [B, T, C] (in the compute dtype) from one
+  // GEMM: [B, H + 2 KV, T, d], heads in that order — HybridAttention's Queries, Keys and
+  // Values side by side; undefined when the layer has no concatenated copy.
+  torch::Tensor Qkv(int64_t layer, const torch::Tensor& x) const;
 };
 
 // Swaps the copies of `w` into their parameters for its lifetime, and the parameters' own
@@ -218,7 +228,8 @@ class AohDecoder {
   std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
   bool fused_ = false;                           // decode steps take the decode kernel
   bool graph_ = false;                           // ... replayed from a CUDA graph
-  bool capturing_ = false;                       // Blocks runs the graph step's body
+  // While Blocks runs the graph step's body for capture: the weights it reads (else null).
+  const ComputeWeights* capturing_ = nullptr;
   std::unique_ptr<StepGraph> step_graph_;
   // While a step is captured: each ring shape's slot for the step's position,
   // {sink, ring} -> [1] long (AppendAt), made once per step.

@@ -76,6 +76,17 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
     CHECK(torch::equal(model->forward(idx), cast));
     CHECK(swapped.scalar_type() == torch::kFloat);
   }
+  // One GEMM for a layer's q, k and v: HybridAttention's Queries, Keys and Values side by side.
+  {
+    AutocastScope autocast(Precision::kBf16, idx.device());
+    const torch::Tensor x = torch::randn({2, 5, c.width}).to(torch::kBFloat16);
+    HybridAttention& a = model->attention(1);
+    const torch::Tensor qkv = w.Qkv(1, x);
+    REQUIRE(qkv.sizes() == torch::IntArrayRef({2, 4 + 4 + 4, 5, 8}));
+    CHECK(torch::allclose(qkv.narrow(1, 0, 4).to(torch::kFloat), a->Queries(x).to(torch::kFloat), 1e-2, 1e-2));
+    CHECK(torch::allclose(qkv.narrow(1, 4, 4).to(torch::kFloat), a->Keys(x).to(torch::kFloat), 1e-2, 1e-2));
+    CHECK(torch::allclose(qkv.narrow(1, 8, 4).to(torch::kFloat), a->Values(x).to(torch::kFloat), 1e-2, 1e-2));
+  }
   // Swapped back: the parameters' own data, unchanged, so the copies are current.
   CHECK(model->attention(0)->q_proj->weight.scalar_type() == torch::kFloat);
   CHECK(model->attention(0)->q_proj->weight.data_ptr() == q_weight);
@@ -88,6 +99,24 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
   CHECK(again.Current(*model));
   model->wte->weight.mul_(2.0);
   CHECK_FALSE(again.Current(*model));
+
+  // Per-head q/k norms (Qwen 3) are applied by Queries / Keys: no concatenated copy.
+  ModelConfig normed = TinyModelConfig("rope", 4, 2);
+  normed.qk_norm = true;
+  Gpt qwen(normed);
+  qwen->SetPrecision(Precision::kBf16);
+  ComputeWeights nq = ComputeWeights::Make(*qwen);
+  REQUIRE(nq.qkv_weight.size() == 2);
+  CHECK_FALSE(nq.qkv_weight[0].defined());
+  CHECK_FALSE(nq.Qkv(0, torch::zeros({1, 1, normed.width})).defined());
+  // GQA without norms: [q; k; v] has H + 2 KV = 8 heads of 8 rows each.
+  ModelConfig gqa = TinyModelConfig("rope", 4, 2);
+  Gpt llama(gqa);
+  llama->SetPrecision(Precision::kBf16);
+  ComputeWeights g = ComputeWeights::Make(*llama);
+  REQUIRE(g.qkv_weight[1].defined());
+  CHECK(g.qkv_weight[1].sizes() == torch::IntArrayRef({(4 + 2 * 2) * 8, gqa.width}));
+  CHECK_FALSE(g.qkv_bias[1].defined());
 }
 
 TEST_CASE("aoh decode: learned positions stop at the model's context, before any work") {
