@@ -425,14 +425,9 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
   std::vector<kernels::HeadSpec> specs;
   for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
   size_t covered = 0;  // KV heads with a segment: the kernel writes their query heads
-  for (const KvSegment& seg : layers_[size_t(layer)]) covered += seg.kv_heads.size();
-  torch::Tensor qs;
-  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  std::vector<kernels::DecodeSegment> segments;  // every segment of the layer, one launch
   for (KvSegment& seg : layers_[size_t(layer)]) {
-    if (!qs.defined()) {
-      qs = q.select(2, 0).to(seg.k_buf.scalar_type());  // [B, H, d] in the cache's dtype (strided)
-      o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
-    }
+    covered += seg.kv_heads.size();
     kernels::DecodeSegment ds;
     ds.k_buf = seg.k_buf;
     ds.v_buf = seg.v_buf;
@@ -448,8 +443,14 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
       ds.tail_start = seg.tail_start();
     }
     for (int64_t j : seg.kv_heads) ds.layer_kv_heads.push_back(int(j));
-    kernels::DecodeAttentionInto(qs, ds, specs, c.kv_heads, position_,
-                                 1.0 / std::sqrt(double(q.size(3))), &o, qpos);
+    segments.push_back(std::move(ds));
+  }
+  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  if (!segments.empty()) {
+    const torch::Tensor qs = q.select(2, 0).to(segments[0].k_buf.scalar_type());  // [B, H, d], strided
+    o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
+    kernels::DecodeAttentionInto(qs, segments, specs, c.kv_heads, position_, 1.0 / std::sqrt(double(q.size(3))),
+                                 &o, qpos);
   }
   if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
   return o;
