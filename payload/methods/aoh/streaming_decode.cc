@@ -16,6 +16,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/cuda.h>
 
+#include "kernels/torch/add_norm_op.h"
 #include "kernels/torch/decode_attention_op.h"
 #endif
 
@@ -575,6 +576,29 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
   torch::Tensor x = model_->Embed(tokens, qpos);
   ChunkRope rope;
   ring_slots_.clear();
+#if HEADLAB_TORCH_CUDA
+  if (capturing_ && x.is_cuda() && x.scalar_type() == torch::kFloat && kernels::AddNormAvailable()) {
+    // The captured step: each residual add and the norm after it as one kernel, whose
+    // output is already in the dtype the next GEMM reads (add_norm.h); the same blocks.
+    const torch::ScalarType dtype = ActivationDtype(x);
+    auto add_norm = [&](const torch::Tensor& delta, const Norm& norm) {
+      return kernels::AddNormInto(&x, delta, norm->weight, norm->bias, norm->rms(), norm->eps(), dtype);
+    };
+    x = x.contiguous();
+    torch::Tensor h = add_norm(torch::Tensor(), BlockAt(model_, 0)->ln1);
+    for (int64_t l = 0; l < c.layers; ++l) {
+      BlockImpl* b = BlockAt(model_, l);
+      h = add_norm(Attention(l, h, qpos, &rope), b->ln2);
+      const torch::Tensor m = b->Mlp(h);
+      if (l + 1 < c.layers) {
+        h = add_norm(m, BlockAt(model_, l + 1)->ln1);
+      } else {
+        x.add_(m);
+      }
+    }
+    return x;
+  }
+#endif
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
     x = x + Attention(l, b->ln1(x), qpos, &rope);
