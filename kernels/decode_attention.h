@@ -83,8 +83,8 @@ struct DecodeArgs {
 };
 
 // Returns the split count a launch uses: args.splits when > 0, else enough splits for the
-// grid to fill an H200-sized device (about four CTAs per SM; two for version 2, g = 1 at
-// d = 64 in bf16/fp16), at least one tile each.
+// grid to fill an H200-sized device (about four CTAs per SM; for version 2, g = 1 at d = 64
+// in bf16/fp16, one wave of its three per SM), at least one tile each.
 int DecodeSplits(const DecodeArgs& args);
 
 // Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split).
