@@ -18,6 +18,7 @@
 
 #include "kernels/torch/add_norm_op.h"
 #include "kernels/torch/decode_attention_op.h"
+#include "kernels/torch/rope_append_op.h"
 #endif
 
 namespace headlab::aoh {
@@ -151,15 +152,20 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
 // Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
 // first use. The tables come from RotaryEmbedding itself: it rotates the basis
 // (1, .., 1, 0, .., 0) to (cos, sin).
-torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+// Makes *rope's tables for x [B, h, T, d] at positions qpos [T] unless it has them in x's dtype.
+void MakeRope(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  if (rope->cos.defined() && rope->cos.scalar_type() == x.scalar_type()) return;
   const int64_t T = x.size(2), half = x.size(3) / 2;
-  if (!rope->cos.defined() || rope->cos.scalar_type() != x.scalar_type()) {
-    torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
-    torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
-    torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
-    rope->cos = torch::cat({cos, cos}, 1);
-    rope->sin = torch::cat({-sin, sin}, 1);
-  }
+  torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+  torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+  torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
+  rope->cos = torch::cat({cos, cos}, 1);
+  rope->sin = torch::cat({-sin, sin}, 1);
+}
+
+torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  const int64_t half = x.size(3) / 2;
+  MakeRope(x, base, qpos, rope);
   torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
   return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
@@ -473,6 +479,30 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   const torch::Tensor xc = x.to(ActivationDtype(x));
   torch::Tensor q, k, v;
   const torch::Tensor qkv = capturing_ ? capturing_->Qkv(layer, xc) : torch::Tensor();
+#if HEADLAB_TORCH_CUDA
+  if (qkv.defined() && kernels::RopeAppendAvailable()) {
+    // The captured step: one kernel rotates q and k and appends k and v to every segment at
+    // the slot of the device position (rope_append.h), then the decode kernel.
+    torch::Tensor cos, sin;
+    if (c.pos == "rope") {
+      MakeRope(qkv, c.rope_base, qpos, rope);
+      cos = rope->cos[0];
+      sin = rope->sin[0];
+    }
+    std::vector<kernels::AppendTarget> targets;
+    for (const KvSegment& seg : layers_[size_t(layer)]) {
+      kernels::AppendTarget t;
+      t.k_buf = seg.k_buf;
+      t.v_buf = seg.v_buf;
+      for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
+      t.sink = seg.sink;
+      t.ring = seg.ring;  // 0 for a full segment: slot = position
+      targets.push_back(std::move(t));
+    }
+    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, cos, sin, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
+    return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
+  }
+#endif
   if (qkv.defined()) {  // the captured step: one GEMM, q and k rotated together
     torch::Tensor qk = qkv.narrow(1, 0, H + KV);
     if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
