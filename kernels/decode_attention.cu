@@ -14,13 +14,16 @@
 // Decoding reads every cached byte once per step and does g multiply-adds per key element:
 // bandwidth-bound for g <= 16, which is why this is SIMT and not tensor cores.
 // Version 2 (DecodeSplitMhaKernel) for one query head per KV head (g = 1, multi-head attention
-// such as the 124M shape) in bf16/fp16 at d = 64, where version 1 leaves most of its threads idle (32 of
-// 128 compute the tile's scores, 64 its P V) between four barriers per 32-slot tile: each
-// thread streams its own slots (lo + tid, lo + tid + 128, ...), reading each slot's K and V
-// rows whole in 16-byte loads, and keeps its own running (m, l, acc[d]) — FlashAttention-2's
-// online softmax per thread, acc rescaled only when the max grows; no barrier until the end,
-// where the CTA merges its threads' states (warp shuffles, then shared memory) into the
-// split's (m, l, acc), the same statistics version 1 writes.
+// such as the 124M shape) in bf16/fp16 at d = 64, where version 1 leaves most of its threads
+// idle (32 of 128 compute the tile's scores, 64 its P V) between four barriers per 32-slot
+// tile: eight lanes read a slot, 16 bytes of its K row and of its V row each, so a warp reads
+// four slots' rows as 512 contiguous bytes of K and of V; lane li keeps columns
+// [8 li, 8 li + 8) of its group's running (m, l, acc) (FlashAttention-2's online softmax,
+// acc rescaled only when the max grows), the score being 8 products per lane summed by three
+// shuffles. Four steps of the CTA's 16 consecutive slots are loaded before any is used (K
+// and V together: one memory round trip). No barrier until the end, where the groups merge
+// by shuffles and the warps through shared memory into the split's (m, l, acc), the same
+// statistics version 1 writes.
 // The combine kernel (one CTA of d threads per query head and sequence) merges the splits.
 #include "kernels/decode_attention.h"
 
@@ -49,13 +52,13 @@ static_assert(kTile == 32, "the softmax step gives each lane one slot");
 // decode_attention_bench's forced-split rows (124M shape, 12 KV heads, 16K: 22 splits
 // 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
 constexpr int kTargetCtas = 528;
-// Version 2 streams a split per thread with no barrier, so longer splits cost it nothing and
-// each split adds a combine row; what matters is where a wave ends. At 168 registers x 128
-// threads three of its CTAs are resident per SM (396 on an H200), and the split count is the
-// most that still fits in that one wave (floor, not ceiling): decode_attention_bench's forced
-// splits at B = 16, 16K (run 32): 192 pairs x 2 splits = 384 CTAs 0.246 ms, x 3 = 576 0.312;
-// the streaming arm's 96 pairs x 4 = 384 0.144 ms, x 3 = 288 0.171, x 6 = 576 0.186.
-constexpr int kResidentCtasV2 = 3 * 132;
+// Version 2 has no barrier until its end, so longer splits cost it nothing and each split
+// adds a combine row; what matters is where a wave ends. At 89 registers (ptxas; 96
+// allocated) x 128 threads five of its CTAs are resident per SM (660 on an H200), and the
+// split count is the most that still fits in that one wave (floor, not ceiling; run 32's
+// forced splits showed the wave edge for the earlier version at 3 CTAs per SM: at B = 16,
+// 16K, 384 CTAs 0.246 ms, 576 0.312). Update the count with the kernel's registers.
+constexpr int kResidentCtasV2 = 5 * 132;
 constexpr int kMaxSplits = 256;
 
 // Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, 2-byte elements
@@ -304,9 +307,12 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
-  constexpr int kVecs = D / kVec<T>;  // 16-byte vectors per cached row
+  constexpr int kLanes = D / kVec<T>;           // lanes per slot: 16 bytes of the row each
+  constexpr int kGroups = 32 / kLanes;          // slots a warp reads at once
   constexpr int kWarps = kThreads / 32;
-  __shared__ float q_s[D];
+  constexpr int kStep = kWarps * kGroups;       // consecutive slots the CTA reads at once
+  constexpr int kUnroll = 4;                    // steps whose loads are in flight together
+  static_assert(kLanes == 8 && kGroups == 4, "version 2: d = 64 of 2-byte elements");
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
 
@@ -315,69 +321,84 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
   const int i = y - sp.first;      // the KV head within the segment
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int grp = lane / kLanes, li = lane % kLanes;  // this lane's slot of four, its 8 columns
   const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
   const int h = p.kv_of[y];  // g = 1: the KV head's one query head
   const DecodeHead hd = p.heads[h];
-  const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
-  for (int c = tid; c < D; c += kThreads) q_s[c] = ToFloat(q[c]) * (p.scale * internal::kLog2e);  // base 2
+  const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh + li * kVec<T>;
+  float qf[kVec<T>];
+#pragma unroll
+  for (int e = 0; e < kVec<T>; ++e) qf[e] = ToFloat(q[e]) * (p.scale * internal::kLog2e);  // base 2
   const int lo = sp.span_lo + split * sp.split_len;
   int hi = min(sp.span_hi, lo + sp.split_len);
   if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
-  const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh;
-  const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh;
-  __syncthreads();
+  const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
+  const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
 
-  float m = -INFINITY, l = 0.f, acc[D];
+  // This group's running state; lane li holds columns [8 li, 8 li + 8) of acc.
+  float m = -INFINITY, l = 0.f, acc[kVec<T>];
 #pragma unroll
-  for (int c = 0; c < D; ++c) acc[c] = 0.f;
-  for (int slot = lo + tid; slot < hi; slot += kThreads) {
-    const int pos = SlotPosition(sp, slot, qp);
-    if (pos < 0 || !KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos)) continue;
-    const uint4* kr = reinterpret_cast<const uint4*>(kb + int64_t(slot) * sp.c_st);
-    const uint4* vr = reinterpret_cast<const uint4*>(vb + int64_t(slot) * sp.c_st);
-    uint4 kv[kVecs];
+  for (int e = 0; e < kVec<T>; ++e) acc[e] = 0.f;
+  // Warp-uniform trip count (the shuffles below need every lane); slot = base + grp + kStep u.
+  for (int base = lo + warp * kGroups; base < hi; base += kStep * kUnroll) {
+    uint4 kr[kUnroll], vr[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kVecs; ++u) kv[u] = kr[u];
-    float s = 0.f;
-#pragma unroll
-    for (int u = 0; u < kVecs; ++u) {
-      const T* ke = reinterpret_cast<const T*>(&kv[u]);
-#pragma unroll
-      for (int e = 0; e < kVec<T>; ++e) s += q_s[u * kVec<T> + e] * ToFloat(ke[e]);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = base + grp + u * kStep;
+      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      if (slot < hi) {
+        kr[u] = *reinterpret_cast<const uint4*>(kb + int64_t(slot) * sp.c_st);
+        vr[u] = *reinterpret_cast<const uint4*>(vb + int64_t(slot) * sp.c_st);
+      }
     }
-    if (s > m) {  // a new maximum: rescale what this thread has so far (rare after the first slots)
-      const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
-      l *= corr;
 #pragma unroll
-      for (int c = 0; c < D; ++c) acc[c] *= corr;
-      m = s;
-    }
-    const float e = exp2f(s - m);
-    l += e;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = base + grp + u * kStep;
+      const T* ke = reinterpret_cast<const T*>(&kr[u]);
+      float s = 0.f;
 #pragma unroll
-    for (int u = 0; u < kVecs; ++u) {
-      const uint4 vv = vr[u];
-      const T* ve = reinterpret_cast<const T*>(&vv);
+      for (int e = 0; e < kVec<T>; ++e) s += qf[e] * ToFloat(ke[e]);
 #pragma unroll
-      for (int x = 0; x < kVec<T>; ++x) acc[u * kVec<T> + x] += e * ToFloat(ve[x]);
+      for (int off = 1; off < kLanes; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);  // the group's 8 lanes
+      bool visible = slot < hi;
+      if (visible) {
+        const int pos = SlotPosition(sp, slot, qp);
+        visible = pos >= 0 && KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos);
+      }
+      if (!visible) continue;
+      if (s > m) {  // a new maximum: rescale what this group has so far
+        const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
+        l *= corr;
+#pragma unroll
+        for (int e = 0; e < kVec<T>; ++e) acc[e] *= corr;
+        m = s;
+      }
+      const float w = exp2f(s - m);
+      l += w;
+      const T* ve = reinterpret_cast<const T*>(&vr[u]);
+#pragma unroll
+      for (int e = 0; e < kVec<T>; ++e) acc[e] += w * ToFloat(ve[e]);
     }
   }
-  // The CTA's states merged: within each warp by shuffles, then the warps through shared memory.
+  // The warp's four groups merged by shuffles (lane li meets lane li of the other groups),
+  // then the warps through shared memory.
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) {
+  for (int off = kLanes; off < 32; off *= 2) {
     const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo_ = __shfl_xor_sync(0xffffffffu, l, off);
     const float mm = fmaxf(m, mo);
     const float cs = mm == -INFINITY ? 0.f : exp2f(m - mm), co = mm == -INFINITY ? 0.f : exp2f(mo - mm);
     l = l * cs + lo_ * co;
 #pragma unroll
-    for (int c = 0; c < D; ++c) acc[c] = acc[c] * cs + __shfl_xor_sync(0xffffffffu, acc[c], off) * co;
+    for (int e = 0; e < kVec<T>; ++e) acc[e] = acc[e] * cs + __shfl_xor_sync(0xffffffffu, acc[e], off) * co;
     m = mm;
   }
-  if (lane == 0) {
-    m_s[warp] = m;
-    l_s[warp] = l;
+  if (lane < kLanes) {
 #pragma unroll
-    for (int c = 0; c < D; ++c) acc_s[warp][c] = acc[c];
+    for (int e = 0; e < kVec<T>; ++e) acc_s[warp][li * kVec<T> + e] = acc[e];
+    if (lane == 0) {
+      m_s[warp] = m;
+      l_s[warp] = l;
+    }
   }
   __syncthreads();
   if (tid < D) {  // thread c: column c of the merged state

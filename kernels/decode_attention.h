@@ -92,7 +92,7 @@ struct DecodeArgs {
 
 // Returns the split count segment `segment` of a launch uses: args.splits when > 0, else
 // enough splits for that segment's CTAs to fill an H200-sized device (about four CTAs per
-// SM; for version 2, g = 1 at d = 64 in bf16/fp16, one wave of its three per SM), at least
+// SM; for version 2, g = 1 at d = 64 in bf16/fp16, one wave of its resident CTAs), at least
 // one tile each.
 int DecodeSplits(const DecodeArgs& args, int segment = 0);
 

@@ -126,17 +126,16 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
   // One query head per KV head in bf16 at d = 64 takes version 2, which fills one wave of
-  // 396 resident CTAs: 2 KV heads ask for floor(396 / 2) = 198 splits of the 512 tiles,
-  // ceil(512 / 198) = 3 tiles each, so 171 splits; 192 KV heads (B = 16 x 12) get
-  // floor(396 / 192) = 2, where a ceiling would give 3 (576 CTAs: two waves); more pairs
-  // than resident CTAs get one split. In fp32 it is version 1's 528 CTAs again (264 splits,
-  // capped at 256).
+  // 660 resident CTAs: 2 KV heads ask for floor(660 / 2) = 330 splits, capped at 256 splits
+  // of 2 tiles; 192 KV heads (B = 96 x 2) get floor(660 / 192) = 3, where a ceiling would
+  // give 4 (768 CTAs: two waves); more pairs than resident CTAs get one split. In fp32 it is
+  // version 1's 528 CTAs again (264 splits, capped at 256).
   Args mha(16384);
   mha.a.heads = 2;
-  CHECK(DecodeSplits(mha.a) == 171);
+  CHECK(DecodeSplits(mha.a) == 256);
   mha.a.batch = 96;
-  CHECK(DecodeSplits(mha.a) == 2);
-  mha.a.batch = 200;
+  CHECK(DecodeSplits(mha.a) == 3);
+  mha.a.batch = 700;
   CHECK(DecodeSplits(mha.a) == 1);
   mha.a.batch = 1;
   mha.a.dtype = DType::kF32;
