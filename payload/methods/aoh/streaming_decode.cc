@@ -573,20 +573,37 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     }
     torch::Tensor q_index;  // the reference path uploads a gather's indices per call
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
-    torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
-    scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
-    if (anchor) {
-      // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
-      const int64_t topk = std::min(options_.anchor_topk, L);
-      for (size_t i = 0; i < heads.size(); ++i) {
-        if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
-        auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
-        torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
-        selected_[size_t(heads[i])] = index;  // full segment: index = position
-        selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
-      }
+    torch::Tensor out;  // [B, n, g, T, d]
+#if HEADLAB_HAVE_SDPA
+    if (!reuse_on && qs.is_cuda()) {
+      // On CUDA (prefill chunks, and steps off the decode kernel): PyTorch's fused attention
+      // with the same boolean mask (its memory-efficient kernel takes any mask) instead of
+      // the [B, n, g, T, L] scores below; anchor-reuse needs those scores, so keeps them.
+      auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
+        return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
+      };
+      out = at::scaled_dot_product_attention(qs.reshape({B, n * group, T, d}), heads_of(seg_k.unsqueeze(2), L),
+                                             heads_of(seg_v.unsqueeze(2), L), heads_of(allowed, T), 0.0,
+                                             /*is_causal=*/false, 1.0 / std::sqrt(double(d)))
+                .reshape({B, n, group, T, d});
     }
-    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));  // [B, n, g, T, d]
+#endif
+    if (!out.defined()) {
+      torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+      scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
+      if (anchor) {
+        // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
+        const int64_t topk = std::min(options_.anchor_topk, L);
+        for (size_t i = 0; i < heads.size(); ++i) {
+          if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
+          auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+          torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
+          selected_[size_t(heads[i])] = index;  // full segment: index = position
+          selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+        }
+      }
+      out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
+    }
     for (size_t i = 0; i < heads.size(); ++i) {
       if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
       per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);

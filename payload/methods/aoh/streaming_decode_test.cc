@@ -68,13 +68,14 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
     CHECK(model->attention(0)->q_proj->weight.scalar_type() == torch::kBFloat16);
     CHECK(model->attention(1)->o_proj->bias.scalar_type() == torch::kBFloat16);
     CHECK(model->wte->weight.scalar_type() == torch::kFloat);  // the embedding keeps fp32
-    torch::Tensor swapped;
-    {
-      AutocastScope autocast(Precision::kBf16, idx.device());
-      swapped = model->Logits(model->Hidden(idx).detach(), w.head);
-    }
     CHECK(torch::equal(model->forward(idx), cast));
-    CHECK(swapped.scalar_type() == torch::kFloat);
+  }
+  {  // the output head's copy gives the logits autocast's cast of the tied head gives
+    AutocastScope autocast(Precision::kBf16, idx.device());
+    const torch::Tensor x = torch::randn({2, 3, c.width});
+    const torch::Tensor with_copy = model->Logits(x, w.head);
+    CHECK(with_copy.scalar_type() == torch::kFloat);
+    CHECK(torch::equal(with_copy, model->Logits(x)));
   }
   // One GEMM for a layer's q, k and v: HybridAttention's Queries, Keys and Values side by side.
   {
