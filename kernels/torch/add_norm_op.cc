@@ -2,6 +2,8 @@
 // stream.
 #include "kernels/torch/add_norm_op.h"
 
+#include "kernels/torch/dtype.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -19,22 +21,6 @@ bool AddNormAvailable() {
   return false;
 #endif
 }
-
-#if HEADLAB_TORCH_CUDA
-namespace {
-
-DType KernelDtype(torch::ScalarType t, const char* what) {
-  switch (t) {
-    case torch::kFloat: return DType::kF32;
-    case torch::kBFloat16: return DType::kBF16;
-    case torch::kHalf: return DType::kF16;
-    default: TORCH_CHECK(false, "add_norm: ", what, " must be float32, bfloat16 or float16");
-  }
-  return DType::kF32;
-}
-
-}  // namespace
-#endif
 
 torch::Tensor AddNormInto(torch::Tensor* x, const torch::Tensor& delta, const torch::Tensor& weight,
                           const torch::Tensor& bias, bool rms, double eps, torch::ScalarType dtype) {
@@ -62,7 +48,7 @@ torch::Tensor AddNormInto(torch::Tensor* x, const torch::Tensor& delta, const to
   a.x_stride = C;
   if (d.defined()) {
     a.delta = d.data_ptr();
-    a.delta_dtype = KernelDtype(d.scalar_type(), "delta");
+    a.delta_dtype = KernelDType(d.scalar_type(), "add_norm delta");
     a.delta_stride = C;
   }
   a.weight = weight.data_ptr<float>();
@@ -70,7 +56,7 @@ torch::Tensor AddNormInto(torch::Tensor* x, const torch::Tensor& delta, const to
   a.rms = rms;
   a.eps = float(eps);
   a.y = y.data_ptr();
-  a.y_dtype = KernelDtype(dtype, "the output dtype");
+  a.y_dtype = KernelDType(dtype, "add_norm output");
   a.y_stride = C;
   c10::cuda::CUDAGuard guard(x->device());
   const KernelStatus st = AddNorm(a, c10::cuda::getCurrentCUDAStream(x->device().index()).stream());

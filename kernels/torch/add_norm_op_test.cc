@@ -11,17 +11,13 @@
 
 #include "kernels/add_norm.h"  // kMaxAddNormWidth
 #include "kernels/torch/add_norm_op.h"
+#include "kernels/torch/plain_test.h"
 
 namespace headlab {
 namespace kernels {
 namespace {
 
-int failures = 0;
-
-void Expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  failures += !ok;
-}
+using plain_test::Expect;
 
 double RelL2(const torch::Tensor& got, const torch::Tensor& want) {
   return (got.to(torch::kDouble) - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-30);
@@ -93,6 +89,5 @@ int main() {
     Expect(refused([&] { AddNormInto(&host, {}, w8, {}, true, 1e-6, torch::kBFloat16); }, "CUDA"),
            "a CPU x is refused");
   }
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  return plain_test::Finish();
 }

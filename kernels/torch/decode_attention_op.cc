@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "kernels/torch/dtype.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -39,12 +41,7 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
   a.kv_heads = int(kv_heads);
   a.head_dim = int(q.size(2));
   a.scale = float(scale);
-  switch (q.scalar_type()) {
-    case torch::kFloat: a.dtype = DType::kF32; break;
-    case torch::kBFloat16: a.dtype = DType::kBF16; break;
-    case torch::kHalf: a.dtype = DType::kF16; break;
-    default: TORCH_CHECK(false, "decode attention: dtype must be float32, bfloat16 or float16");
-  }
+  a.dtype = KernelDType(q.scalar_type(), "decode attention");
   a.head_specs = specs.data();
   a.query_position = int(query_position);
   if (device_position.defined()) {

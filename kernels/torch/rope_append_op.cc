@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "kernels/torch/dtype.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -39,12 +41,7 @@ torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv
   a.heads = int(heads);
   a.kv_heads = int(kv_heads);
   a.head_dim = int(d);
-  switch (qkv.scalar_type()) {
-    case torch::kFloat: a.dtype = DType::kF32; break;
-    case torch::kBFloat16: a.dtype = DType::kBF16; break;
-    case torch::kHalf: a.dtype = DType::kF16; break;
-    default: TORCH_CHECK(false, "rope_append: dtype must be float32, bfloat16 or float16");
-  }
+  a.dtype = KernelDType(qkv.scalar_type(), "rope_append");
   a.qkv = qkv.data_ptr();
   a.qkv_stride_b = qkv.stride(0);
   torch::Tensor c, s;

@@ -9,17 +9,13 @@
 #include <string>
 
 #include "kernels/torch/rope_append_op.h"
+#include "kernels/torch/plain_test.h"
 
 namespace headlab {
 namespace kernels {
 namespace {
 
-int failures = 0;
-
-void Expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  failures += !ok;
-}
+using plain_test::Expect;
 
 // x [.., d] rotated as the decoder's reference does (streaming_decode.cc Rotate).
 torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -108,6 +104,5 @@ int main() {
     }
     Expect(refused, "a KV head in two targets is refused");
   }
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  return plain_test::Finish();
 }
