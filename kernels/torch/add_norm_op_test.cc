@@ -59,10 +59,7 @@ void Case(int64_t rows, int64_t width, bool rms, bool add, torch::ScalarType dty
 
 int main() {
   using namespace headlab::kernels;
-  if (!torch::cuda::is_available()) {
-    std::printf("no CUDA device: nothing to test here\n");
-    return 1;
-  }
+  if (!plain_test::CudaDevice()) return 1;
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
   for (int64_t width : {768, 1000, 8192})

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <torch/torch.h>
+
 namespace headlab {
 namespace kernels {
 namespace plain_test {
@@ -15,6 +17,13 @@ inline int failures = 0;
 inline void Expect(bool ok, const std::string& what) {
   std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
   failures += !ok;
+}
+
+// Returns true iff a CUDA device is visible, else says there is nothing to test here.
+inline bool CudaDevice() {
+  if (torch::cuda::is_available()) return true;
+  std::printf("no CUDA device: nothing to test here\n");
+  return false;
 }
 
 // Prints the count and returns main's exit status: 0 iff nothing failed.

@@ -79,10 +79,7 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
 
 int main() {
   using namespace headlab::kernels;
-  if (!torch::cuda::is_available()) {
-    std::printf("no CUDA device: nothing to test here\n");
-    return 1;
-  }
+  if (!plain_test::CudaDevice()) return 1;
   torch::manual_seed(9);
   torch::NoGradGuard no_grad;
   for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
