@@ -101,8 +101,10 @@ struct DecodeParams {
 
 static_assert(sizeof(DecodeParams) <= 4096, "decode launch parameters exceed 4 KB");
 
-// The segment holding the launch's KV head y.
-__device__ __forceinline__ const DecodeSegmentParams& SegmentOf(const DecodeParams& p, int y) {
+// The segment holding the launch's KV head y, copied into registers: the kernels keep it by
+// value, since a field read through a register-indexed reference into the parameters stays
+// an indexed constant load inside the slot loop (measured 12-15% slower on the H200, run 35).
+__device__ __forceinline__ DecodeSegmentParams SegmentOf(const DecodeParams& p, int y) {
   int s = 0;
   while (s + 1 < p.segments && y >= p.seg[s + 1].first) ++s;
   return p.seg[s];
@@ -197,7 +199,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
   __shared__ float m_s[kMaxDecodeGroup], l_s[kMaxDecodeGroup], corr_s[kMaxDecodeGroup];
 
   const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
-  const DecodeSegmentParams& sp = SegmentOf(p, y);
+  const DecodeSegmentParams sp = SegmentOf(p, y);
   if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
   const int i = y - sp.first;      // the KV head within the segment
   const int g = p.g, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -317,7 +319,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   __shared__ float acc_s[kWarps][D];
 
   const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
-  const DecodeSegmentParams& sp = SegmentOf(p, y);
+  const DecodeSegmentParams sp = SegmentOf(p, y);
   if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
   const int i = y - sp.first;      // the KV head within the segment
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -428,7 +430,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__ DecodeParams p) {
   const int x = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
   const int y = x / p.g;  // the launch KV head
-  const DecodeSegmentParams& sp = SegmentOf(p, y);
+  const DecodeSegmentParams sp = SegmentOf(p, y);
   const int64_t row = int64_t(b) * sp.n * p.g + (x - sp.first * p.g);
   float big = -INFINITY;
   for (int s = 0; s < sp.splits; ++s) big = fmaxf(big, sp.m[row * sp.splits + s]);
