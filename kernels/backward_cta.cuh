@@ -80,13 +80,7 @@ __device__ __forceinline__ void RunBackwardCta(const Params& p, Core& core) {
     };
     if (count > 0) issue(0);
     CpAsyncCommit();
-
-    for (int n = 0; n < count; ++n) {
-      if (n + 1 < count) issue(n + 1);
-      CpAsyncCommit();
-      CpAsyncWait<1>();
-      core.LoadsLanded();
-      __syncthreads();
+    DoubleBufferedTiles(count, issue, [&] { core.LoadsLanded(); }, [&](int n) {
       const int q0 = br.Block(n) * kBwdBq, buf = n & 1;
       const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBwdBq, p.T) - 1, c.k0, c.k0 + kBwdBk - 1);
       if (fixed) {
@@ -96,8 +90,7 @@ __device__ __forceinline__ void RunBackwardCta(const Params& p, Core& core) {
       } else {
         core.ScoredTile(dk, dv, c, hd, q0, buf, row_base, need_mask, scale2);
       }
-      __syncthreads();  // buffers of tile n are refilled by the issue of tile n + 2
-    }
+    });
     CpAsyncWait<0>();
   }
   CpAsyncWait<0>();

@@ -86,12 +86,7 @@ __device__ __forceinline__ void RunForwardCta(const Params& p, Core& core) {
     lz[hf] = c.fixed && c.w.Row(hf) < p.T ? c.hd.log_z[c.w.Row(hf)] : 0.f;
   }
   const float scale2 = p.scale * kLog2e;
-  for (int n = 0; n < count; ++n) {
-    if (n + 1 < count) issue(n + 1);
-    CpAsyncCommit();
-    CpAsyncWait<1>();
-    core.LoadsLanded();
-    __syncthreads();
+  DoubleBufferedTiles(count, issue, [&] { core.LoadsLanded(); }, [&](int n) {
     const int k0 = c.br.Block(n) * kFwdBk;
     const bool need_mask = !TileAllVisible(c.hd, c.q0, c.q1 - 1, k0, k0 + kFwdBk - 1);
     if (c.fixed) {  // SAF eq. 3: P without scores or softmax
@@ -101,8 +96,7 @@ __device__ __forceinline__ void RunForwardCta(const Params& p, Core& core) {
     } else {
       core.ScoredTile(o, m, l, c, n, k0, need_mask, scale2);
     }
-    __syncthreads();  // tile n's buffers are refilled by the issues of the next iterations
-  }
+  });
   if (!c.fixed) core.Finish(o, count);
   CpAsyncWait<0>();
   StoreRows<T, D>(p, o, m, l, lz, c.fixed, c.b, c.h, c.w);

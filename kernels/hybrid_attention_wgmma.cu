@@ -19,13 +19,12 @@ namespace {
 
 constexpr int kD = 64, kBk = kFwdBk, kBq = kCtaRows, kThreads = kCtaThreads;
 constexpr int kTileElems = 64 * kD;  // one swizzled 64 x 64 tile
-constexpr int kAlign = 1024;         // swizzle atoms are 1024-byte aligned
 constexpr int kVBufs = 3;            // V of tiles n - 1 (in P V), n (resident), n + 1 (loading)
 
 // Shared memory: Q [64][64]; K [2][64][64]; V [3][64][64] (swizzled); two buffers of
 // fixed-head factors; plus the slack that aligns the tiles (53 KB: 4 CTAs per SM).
 constexpr size_t WgmmaForwardSmemBytes() {
-  return kAlign + 2 * (3 + kVBufs) * kTileElems + 4 * 2 * FixedTileFloats<kBq>();
+  return kSwizzleAlign + 2 * (3 + kVBufs) * kTileElems + 4 * 2 * FixedTileFloats<kBq>();
 }
 
 // 4 CTAs (16 warps) per SM: <= 128 registers.
@@ -48,8 +47,7 @@ struct WgmmaForwardCore {
   uint32_t pf[kBk / 16][4];  // P of the last scored tile as the A operand of its P V
 
   __device__ WgmmaForwardCore(const Params& params, unsigned char* smem_raw) : p(params) {
-    unsigned char* base = reinterpret_cast<unsigned char*>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+    unsigned char* base = AlignedSharedBase(smem_raw);
     qs = reinterpret_cast<T*>(base);
     ks = qs + kTileElems;
     vs = ks + 2 * kTileElems;

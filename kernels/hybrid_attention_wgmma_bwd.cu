@@ -24,11 +24,10 @@ namespace {
 
 constexpr int kD = 64, kBk = kBwdBk, kBq = kBwdBq, kThreads = kBwdCtaThreads;
 constexpr int kTileElems = 64 * kD;  // one swizzled 64 x 64 tile
-constexpr int kAlign = 1024;         // swizzle atoms are 1024-byte aligned
 constexpr int kRowBytes = 128;       // one swizzled row
 
 // K, V; Q, dO [2]; dS^T: seven swizzled tiles (56 KB), the row statistics, alignment slack.
-constexpr size_t WgmmaBackwardSmemBytes() { return kAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats(); }
+constexpr size_t WgmmaBackwardSmemBytes() { return kSwizzleAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats(); }
 
 // 2 CTAs (8 warps) per SM: 236 registers. At 3 (<= 168 registers) ptxas serializes the wgmma
 // for want of registers (C7512); kernels/dev/NOTES.md run 15 times both.
@@ -141,8 +140,7 @@ struct WgmmaBackwardCore {
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) WgmmaBackwardKernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  unsigned char* base = AlignedSharedBase(smem_raw);
   WgmmaBackwardCore<T> core(p, base);
   RunBackwardCta<T, kD>(p, core);
 }

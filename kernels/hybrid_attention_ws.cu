@@ -46,7 +46,6 @@ constexpr int kWsQSlots = 2;  // Q of this work tile and the next
 constexpr int kWsThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64K
 constexpr int kHalfElems = 128 * 64;                    // one [128 rows][64] swizzled half-tile
-constexpr int kAlign = 1024;                            // swizzle atoms are 1024-byte aligned
 
 struct WsParams {
   Params p;
@@ -70,7 +69,7 @@ template <typename T, int D>
 struct WsLayout {
   static constexpr int kHalves = D / 64;
   static constexpr size_t kTileBytes = size_t(kHalves) * kHalfElems * sizeof(T);
-  static constexpr size_t kBytes = kAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes +
+  static constexpr size_t kBytes = kSwizzleAlign + (kWsQSlots + 2 * kWsStages) * kTileBytes +
                                    2 * kWsFixedFloats * sizeof(float) + sizeof(WsBarriers);
 };
 
@@ -106,8 +105,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  unsigned char* base = AlignedSharedBase(smem_raw);
   T* qs = reinterpret_cast<T*>(base);
   T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
   T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]

@@ -45,7 +45,6 @@ constexpr int kBq = kBwdBq;    // queries per tile (64)
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-constexpr int kAlign = 1024;
 constexpr int kRowBytes = 128;  // one swizzled row of 64 elements
 constexpr int kTile64 = 64 * 64;  // elements of a [64][64] swizzled tile
 
@@ -71,7 +70,7 @@ struct WsBwdLayout {
   static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
   static constexpr size_t kDqBytes = 2 * size_t(kBq) * D * sizeof(float);
   static constexpr size_t kStatsBytes = 2 * size_t(BwdStatsFloats()) * sizeof(float);
-  static constexpr size_t kBytes = kAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
+  static constexpr size_t kBytes = kSwizzleAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
                                    kStatsBytes + sizeof(WsBwdBarriers);
 };
 
@@ -106,8 +105,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
   constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  unsigned char* base = AlignedSharedBase(smem_raw);
   T* ks = reinterpret_cast<T*>(base);          // [half][128][64]
   T* vs = ks + 2 * kHalves * kTile64;          // [half][128][64]
   T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]

@@ -77,6 +77,25 @@ __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_
 template <int N>
 __device__ __forceinline__ void CpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
+// The cp.async double-buffered tile loop the synchronous kernels share (forward_cta.cuh,
+// backward_cta.cuh), once the caller has issued tile 0's copies (issue(0)) and committed
+// them: tile n + 1's copies (issue(n + 1)) are in flight while tile n is computed (body(n)),
+// which runs after this thread's copies of tile n have landed (landed(): e.g. wgmma's fence
+// to the async proxy) and a barrier; a barrier after each tile, before its buffers are
+// refilled. The last (empty) group is left to the caller's CpAsyncWait<0>.
+template <class Issue, class Landed, class Body>
+__device__ __forceinline__ void DoubleBufferedTiles(int count, Issue&& issue, Landed&& landed, Body&& body) {
+  for (int n = 0; n < count; ++n) {
+    if (n + 1 < count) issue(n + 1);
+    CpAsyncCommit();
+    CpAsyncWait<1>();
+    landed();
+    __syncthreads();
+    body(n);
+    __syncthreads();
+  }
+}
+
 // Issues the async copy of rows [t0, t0 + kRows) of head h into dst[kRows][D + 8] (rows
 // padded by 16 bytes so ldmatrix's eight row addresses fall in distinct banks).
 template <typename T, int D, int kRows, int kThreads>

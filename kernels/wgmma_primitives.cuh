@@ -33,6 +33,19 @@ namespace internal {
 #define HEADLAB_WGMMA_DEVICE 0
 #endif
 
+// 128-byte swizzle atoms (8 rows of 128 bytes) start at 1024-byte aligned shared addresses.
+constexpr int kSwizzleAlign = 1024;
+
+// The first kSwizzleAlign-aligned byte of dynamic shared memory `raw`, reached by adding an
+// offset to `raw` itself: the compiler then still knows that the pointers made from it are
+// in shared memory and accesses them with LDS/STS. Rounding through an integer (uintptr_t)
+// loses that, and every access through the result becomes a generic LD/ST (ncu run 34: the
+// warp-specialised backward's row statistics and dS^T were all generic).
+__device__ __forceinline__ unsigned char* AlignedSharedBase(unsigned char* raw) {
+  const uint32_t addr = SmemAddr(raw);
+  return raw + ((kSwizzleAlign - addr % kSwizzleAlign) % kSwizzleAlign);
+}
+
 // Descriptor of a 128-byte-swizzled tile starting at p (1024-byte aligned atom rows):
 // bits 0-13 start address >> 4, 16-29 leading byte offset >> 4 (unused by these layouts: 1),
 // 32-45 stride byte offset >> 4 (1024 bytes between 8-row groups), 62-63 swizzle (1 = 128 B).
