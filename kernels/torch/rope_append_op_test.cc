@@ -31,7 +31,7 @@ bool Close(const torch::Tensor& got, const torch::Tensor& want) {
 }
 
 void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
-  const int64_t B = 2, H = 4, KV = 3;
+  const int64_t B = 2, H = 6, KV = 3;  // g = 2
   const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
   torch::Tensor qkv = torch::randn({B, H + 2 * KV, d}, opts);
   torch::Tensor cos, sin;

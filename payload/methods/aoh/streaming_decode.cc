@@ -582,10 +582,23 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
         return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
       };
-      out = at::scaled_dot_product_attention(qs.reshape({B, n * group, T, d}), heads_of(seg_k.unsqueeze(2), L),
-                                             heads_of(seg_v.unsqueeze(2), L), heads_of(allowed, T), 0.0,
-                                             /*is_causal=*/false, 1.0 / std::sqrt(double(d)))
-                .reshape({B, n, group, T, d});
+      const torch::Tensor q4 = qs.reshape({B, n * group, T, d}), k4 = heads_of(seg_k.unsqueeze(2), L),
+                          v4 = heads_of(seg_v.unsqueeze(2), L);
+      const double scale = 1.0 / std::sqrt(double(d));
+      const HeadState& first_state = states[size_t(heads[0])];
+      // Ordinary heads over a full segment holding positions [0, L), the chunk's keys last:
+      // each query sees every key up to its own position, the lower-right causal mask, which
+      // the flash kernel applies itself when it is told causal with T < L (PyTorch's
+      // CausalBias LOWER_RIGHT dispatches the same way), so no mask is read.
+      const bool causal_full = uniform && first_state.mode == HeadMode::kOrdinary && !seg.bounded &&
+                               L == position_ + T && d % 8 == 0 && d <= 256 &&
+                               seg_k.scalar_type() == qs.scalar_type() &&
+                               (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf);
+      out = causal_full ? std::get<0>(at::_scaled_dot_product_flash_attention(q4, k4, v4, 0.0, /*is_causal=*/true,
+                                                                              /*return_debug_mask=*/false, scale))
+                        : at::scaled_dot_product_attention(q4, k4, v4, heads_of(allowed, T), 0.0,
+                                                           /*is_causal=*/false, scale);
+      out = out.reshape({B, n, group, T, d});
     }
 #endif
     if (!out.defined()) {
