@@ -14,13 +14,16 @@
 // Decoding reads every cached byte once per step and does g multiply-adds per key element:
 // bandwidth-bound for g <= 16, which is why this is SIMT and not tensor cores.
 // Version 2 (DecodeSplitMhaKernel) for one query head per KV head (g = 1, multi-head attention
-// such as the 124M shape) in bf16/fp16 at d = 64, where version 1 leaves most of its threads idle (32 of
-// 128 compute the tile's scores, 64 its P V) between four barriers per 32-slot tile: each
-// thread streams its own slots (lo + tid, lo + tid + 128, ...), reading each slot's K and V
-// rows whole in 16-byte loads, and keeps its own running (m, l, acc[d]) — FlashAttention-2's
-// online softmax per thread, acc rescaled only when the max grows; no barrier until the end,
-// where the CTA merges its threads' states (warp shuffles, then shared memory) into the
-// split's (m, l, acc), the same statistics version 1 writes.
+// such as the 124M shape) in bf16/fp16 at d = 64, where version 1 leaves most of its threads
+// idle (32 of 128 compute the tile's scores, 64 its P V) between four barriers per 32-slot
+// tile: eight lanes read a slot, 16 bytes of its K row and of its V row each, so a warp reads
+// four slots' rows as 512 contiguous bytes of K and of V; lane li keeps columns
+// [8 li, 8 li + 8) of its group's running (m, l, acc) (FlashAttention-2's online softmax,
+// acc rescaled only when the max grows), the score being 8 products per lane summed by three
+// shuffles. Four steps of the CTA's 16 consecutive slots are loaded before any is used (K
+// and V together: one memory round trip). No barrier until the end, where the groups merge
+// by shuffles and the warps through shared memory into the split's (m, l, acc), the same
+// statistics version 1 writes.
 // The combine kernel (one CTA of d threads per query head and sequence) merges the splits.
 #include "kernels/decode_attention.h"
 
@@ -49,13 +52,13 @@ static_assert(kTile == 32, "the softmax step gives each lane one slot");
 // decode_attention_bench's forced-split rows (124M shape, 12 KV heads, 16K: 22 splits
 // 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
 constexpr int kTargetCtas = 528;
-// Version 2 streams a split per thread with no barrier, so longer splits cost it nothing and
-// each split adds a combine row; what matters is where a wave ends. At 168 registers x 128
-// threads three of its CTAs are resident per SM (396 on an H200), and the split count is the
-// most that still fits in that one wave (floor, not ceiling): decode_attention_bench's forced
-// splits at B = 16, 16K (run 32): 192 pairs x 2 splits = 384 CTAs 0.246 ms, x 3 = 576 0.312;
-// the streaming arm's 96 pairs x 4 = 384 0.144 ms, x 3 = 288 0.171, x 6 = 576 0.186.
-constexpr int kResidentCtasV2 = 3 * 132;
+// Version 2 has no barrier until its end, so longer splits cost it nothing and each split
+// adds a combine row; what matters is where a wave ends. At 89 registers (ptxas; 96
+// allocated) x 128 threads five of its CTAs are resident per SM (660 on an H200), and the
+// split count is the most that still fits in that one wave (floor, not ceiling; run 32's
+// forced splits showed the wave edge for the earlier version at 3 CTAs per SM: at B = 16,
+// 16K, 384 CTAs 0.246 ms, 576 0.312). Update the count with the kernel's registers.
+constexpr int kResidentCtasV2 = 5 * 132;
 constexpr int kMaxSplits = 256;
 
 // Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, 2-byte elements
@@ -67,26 +70,45 @@ struct DecodeHead {
   int32_t state, window, sink, recent;
 };
 
-// Everything one launch needs, by value (2.7 KB).
-struct DecodeParams {
-  int B, n, g, splits, split_len;
+// One segment of a launch: its cache, its split plan and its part of the workspace.
+struct DecodeSegmentParams {
+  int first, n;  // the launch's KV heads [first, first + n) (blockIdx.y) are this segment's
+  int splits, split_len;
   int span_lo, span_hi;  // the slots any head of the segment may see
-  int entries, lead, tail_start, ring, query_position;
-  const int64_t* device_query_position;  // when set, the query position (read on the device)
-  float scale;
-  const void* q;
-  int64_t q_sb, q_sh;
-  void* o;
-  int64_t o_sb, o_sh;
+  int lead, tail_start, ring;
   const void* k;
   const void* v;
   int64_t c_sb, c_sh, c_st;
   float* acc;  // [B, n * g, splits, d]
   float* m;    // [B, n * g, splits]
   float* l;    // [B, n * g, splits]
-  int kv_of[kMaxHeads];           // segment KV head -> layer KV head
-  DecodeHead heads[kMaxHeads];    // per layer query head
 };
+
+// Everything one launch needs, by value (about 3 KB; kernel parameters may hold 4).
+struct DecodeParams {
+  int B, g, segments;
+  int query_position;
+  const int64_t* device_query_position;  // when set, the query position (read on the device)
+  float scale;
+  const void* q;
+  int64_t q_sb, q_sh;
+  void* o;
+  int64_t o_sb, o_sh;
+  DecodeSegmentParams seg[kMaxDecodeSegments];
+  int kv_of[kMaxHeads];         // launch KV head -> layer KV head
+  DecodeHead heads[kMaxHeads];  // per layer query head
+};
+
+static_assert(sizeof(DecodeParams) <= 4096, "decode launch parameters exceed 4 KB");
+
+// The segment holding the launch's KV head y, copied into registers: the kernels keep it by
+// value, since a field read through a register-indexed reference into the parameters stays
+// an indexed constant load inside the slot loop (measured 12-15% slower on the H200, run 35).
+__device__ __forceinline__ DecodeSegmentParams SegmentOf(const DecodeParams& p, int y) {
+  int s = 0;
+  while (s + 1 < p.segments && y >= p.seg[s + 1].first) ++s;
+  return p.seg[s];
+}
 
 KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
 
@@ -110,12 +132,12 @@ void AddPositions(const DecodeCache& c, int a, int b, int* lo, int* hi) {
 
 // The plan for visible slots [lo, hi), lo < hi: whole tiles per split, enough splits for
 // the grid to fill the device.
-Plan Split(const DecodeArgs& a, int lo, int hi) {
+Plan Split(const DecodeArgs& a, const DecodeCache& c, int lo, int hi) {
   Plan p;
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
-  const int ctas_per_split = a.batch * a.cache.kv_heads;
+  const int ctas_per_split = a.batch * c.kv_heads;
   const bool v2 = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype));
   const int automatic = v2 ? kResidentCtasV2 / ctas_per_split : (kTargetCtas + ctas_per_split - 1) / ctas_per_split;
   int splits = a.splits > 0 ? a.splits : automatic;
@@ -126,25 +148,28 @@ Plan Split(const DecodeArgs& a, int lo, int hi) {
   return p;
 }
 
-// The split plan of a launch; an empty plan (nothing visible) is one empty split, whose
-// outputs become zeros.
-Plan MakePlan(const DecodeArgs& a) {
-  if (a.device_query_position != nullptr || a.cache.ring > 0) {
+// The split plan of segment `segment` of a launch; an empty plan (nothing visible) is one
+// empty split, whose outputs become zeros. Each segment is planned as if alone: in one
+// launch the segments' CTAs share the device, a small segment's filling what a large one
+// leaves.
+Plan MakePlan(const DecodeArgs& a, int segment) {
+  const DecodeCache& c = a.caches[segment];
+  if (a.device_query_position != nullptr || c.ring > 0) {
     // The visible slots depend on the query position (read on the device) or wrap around
     // the ring: the span is every slot; the split kernel skips what a head cannot see.
-    return a.cache.entries > 0 ? Split(a, 0, a.cache.entries) : Plan{};
+    return c.entries > 0 ? Split(a, c, 0, c.entries) : Plan{};
   }
   const int g = a.heads / a.kv_heads;
-  int lo = a.cache.entries, hi = 0;
-  for (int i = 0; i < a.cache.kv_heads; ++i)
+  int lo = c.entries, hi = 0;
+  for (int i = 0; i < c.kv_heads; ++i)
     for (int r = 0; r < g; ++r) {
-      const HeadSpec& s = a.head_specs[a.cache.layer_kv_heads[i] * g + r];
+      const HeadSpec& s = a.head_specs[c.layer_kv_heads[i] * g + r];
       const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent,
                                               a.query_position, a.query_position + 1);
-      AddPositions(a.cache, span.lo0, span.hi0, &lo, &hi);
-      AddPositions(a.cache, span.lo1, span.hi1, &lo, &hi);
+      AddPositions(c, span.lo0, span.hi0, &lo, &hi);
+      AddPositions(c, span.lo1, span.hi1, &lo, &hi);
     }
-  return lo < hi ? Split(a, lo, hi) : Plan{};
+  return lo < hi ? Split(a, c, lo, hi) : Plan{};
 }
 
 // 16 bytes of T, converted one element at a time.
@@ -153,7 +178,7 @@ constexpr int kVec = 16 / int(sizeof(T));
 
 // The position slot `slot` holds for the query at qp (decode_attention.h's slot maps), or
 // -1 for a ring slot not written yet.
-__device__ __forceinline__ int SlotPosition(const DecodeParams& p, int slot, int qp) {
+__device__ __forceinline__ int SlotPosition(const DecodeSegmentParams& p, int slot, int qp) {
   if (slot < p.lead) return slot;
   if (p.ring == 0) return p.tail_start + (slot - p.lead);
   const int back = ((qp - slot) % p.ring + p.ring) % p.ring;  // qp - pos, in [0, ring)
@@ -173,10 +198,13 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
   __shared__ float p_s[kMaxDecodeGroup][kTile];
   __shared__ float m_s[kMaxDecodeGroup], l_s[kMaxDecodeGroup], corr_s[kMaxDecodeGroup];
 
-  const int split = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
+  const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
+  const DecodeSegmentParams sp = SegmentOf(p, y);
+  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
+  const int i = y - sp.first;      // the KV head within the segment
   const int g = p.g, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
-  const int h0 = p.kv_of[i] * g;  // the group's first layer query head
+  const int h0 = p.kv_of[y] * g;  // the group's first layer query head
   const T* q = static_cast<const T*>(p.q) + b * p.q_sb;
   for (int x = tid; x < g * D; x += kThreads)
     q_s[x / D][x % D] = ToFloat(q[(h0 + x / D) * p.q_sh + x % D]) * p.scale;
@@ -184,20 +212,20 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.f;
   }
-  const int lo = p.span_lo + split * p.split_len;
-  int hi = min(p.span_hi, lo + p.split_len);
+  const int lo = sp.span_lo + split * sp.split_len;
+  int hi = min(sp.span_hi, lo + sp.split_len);
   // A full segment read at a device position: slots past the query are not written yet.
-  if (p.device_query_position && p.ring == 0) hi = min(hi, qp + 1);
-  const T* kb = static_cast<const T*>(p.k) + b * p.c_sb + i * p.c_sh;
-  const T* vb = static_cast<const T*>(p.v) + b * p.c_sb + i * p.c_sh;
+  if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);
+  const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh;
+  const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh;
   uint4 kr[kLoads], vr[kLoads];
   auto load = [&](int t0) {
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) {
       const int x = tid + u * kThreads, row = x / kRowVecs, col = (x % kRowVecs) * kVec<T>;
       if (t0 + row < hi) {
-        kr[u] = *reinterpret_cast<const uint4*>(kb + (t0 + row) * p.c_st + col);
-        vr[u] = *reinterpret_cast<const uint4*>(vb + (t0 + row) * p.c_st + col);
+        kr[u] = *reinterpret_cast<const uint4*>(kb + (t0 + row) * sp.c_st + col);
+        vr[u] = *reinterpret_cast<const uint4*>(vb + (t0 + row) * sp.c_st + col);
       } else {
         kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
       }
@@ -224,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     if (t0 + kTile < hi) load(t0 + kTile);  // in flight during this tile's arithmetic
     for (int x = tid; x < g * kTile; x += kThreads) {
       const int h = x / kTile, j = x % kTile, slot = t0 + j;
-      const int pos = SlotPosition(p, slot, qp);
+      const int pos = SlotPosition(sp, slot, qp);
       float s = -INFINITY;
       if (slot < hi && pos >= 0) {
         const DecodeHead& hd = p.heads[h0 + h];
@@ -266,92 +294,113 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     }
   }
   __syncthreads();
-  const int64_t row = (int64_t(b) * p.n + i) * g;  // the group's first workspace row
+  const int64_t row = (int64_t(b) * sp.n + i) * g;  // the group's first workspace row
   const int c = tid % D;
 #pragma unroll
   for (int a = 0; a < kAcc; ++a) {
     const int h = tid / D + a * (kThreads / D);
-    if (h < g) p.acc[((row + h) * p.splits + split) * D + c] = acc[a];
+    if (h < g) sp.acc[((row + h) * sp.splits + split) * D + c] = acc[a];
   }
   if (tid < g) {
-    p.m[(row + tid) * p.splits + split] = m_s[tid];
-    p.l[(row + tid) * p.splits + split] = l_s[tid];
+    sp.m[(row + tid) * sp.splits + split] = m_s[tid];
+    sp.l[(row + tid) * sp.splits + split] = l_s[tid];
   }
 }
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
-  constexpr int kVecs = D / kVec<T>;  // 16-byte vectors per cached row
+  constexpr int kLanes = D / kVec<T>;           // lanes per slot: 16 bytes of the row each
+  constexpr int kGroups = 32 / kLanes;          // slots a warp reads at once
   constexpr int kWarps = kThreads / 32;
-  __shared__ float q_s[D];
+  constexpr int kStep = kWarps * kGroups;       // consecutive slots the CTA reads at once
+  constexpr int kUnroll = 4;                    // steps whose loads are in flight together
+  static_assert(kLanes == 8 && kGroups == 4, "version 2: d = 64 of 2-byte elements");
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
 
-  const int split = blockIdx.x, i = blockIdx.y, b = blockIdx.z;
+  const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
+  const DecodeSegmentParams sp = SegmentOf(p, y);
+  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
+  const int i = y - sp.first;      // the KV head within the segment
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int grp = lane / kLanes, li = lane % kLanes;  // this lane's slot of four, its 8 columns
   const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
-  const int h = p.kv_of[i];  // g = 1: the KV head's one query head
+  const int h = p.kv_of[y];  // g = 1: the KV head's one query head
   const DecodeHead hd = p.heads[h];
-  const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
-  for (int c = tid; c < D; c += kThreads) q_s[c] = ToFloat(q[c]) * (p.scale * internal::kLog2e);  // base 2
-  const int lo = p.span_lo + split * p.split_len;
-  int hi = min(p.span_hi, lo + p.split_len);
-  if (p.device_query_position && p.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
-  const T* kb = static_cast<const T*>(p.k) + b * p.c_sb + i * p.c_sh;
-  const T* vb = static_cast<const T*>(p.v) + b * p.c_sb + i * p.c_sh;
-  __syncthreads();
+  const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh + li * kVec<T>;
+  float qf[kVec<T>];
+#pragma unroll
+  for (int e = 0; e < kVec<T>; ++e) qf[e] = ToFloat(q[e]) * (p.scale * internal::kLog2e);  // base 2
+  const int lo = sp.span_lo + split * sp.split_len;
+  int hi = min(sp.span_hi, lo + sp.split_len);
+  if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
+  const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
+  const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
 
-  float m = -INFINITY, l = 0.f, acc[D];
+  // This group's running state; lane li holds columns [8 li, 8 li + 8) of acc.
+  float m = -INFINITY, l = 0.f, acc[kVec<T>];
 #pragma unroll
-  for (int c = 0; c < D; ++c) acc[c] = 0.f;
-  for (int slot = lo + tid; slot < hi; slot += kThreads) {
-    const int pos = SlotPosition(p, slot, qp);
-    if (pos < 0 || !KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos)) continue;
-    const uint4* kr = reinterpret_cast<const uint4*>(kb + int64_t(slot) * p.c_st);
-    const uint4* vr = reinterpret_cast<const uint4*>(vb + int64_t(slot) * p.c_st);
-    uint4 kv[kVecs];
+  for (int e = 0; e < kVec<T>; ++e) acc[e] = 0.f;
+  // Warp-uniform trip count (the shuffles below need every lane); slot = base + grp + kStep u.
+  for (int base = lo + warp * kGroups; base < hi; base += kStep * kUnroll) {
+    uint4 kr[kUnroll], vr[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kVecs; ++u) kv[u] = kr[u];
-    float s = 0.f;
-#pragma unroll
-    for (int u = 0; u < kVecs; ++u) {
-      const T* ke = reinterpret_cast<const T*>(&kv[u]);
-#pragma unroll
-      for (int e = 0; e < kVec<T>; ++e) s += q_s[u * kVec<T> + e] * ToFloat(ke[e]);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = base + grp + u * kStep;
+      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      if (slot < hi) {
+        kr[u] = *reinterpret_cast<const uint4*>(kb + int64_t(slot) * sp.c_st);
+        vr[u] = *reinterpret_cast<const uint4*>(vb + int64_t(slot) * sp.c_st);
+      }
     }
-    if (s > m) {  // a new maximum: rescale what this thread has so far (rare after the first slots)
-      const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
-      l *= corr;
 #pragma unroll
-      for (int c = 0; c < D; ++c) acc[c] *= corr;
-      m = s;
-    }
-    const float e = exp2f(s - m);
-    l += e;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = base + grp + u * kStep;
+      const T* ke = reinterpret_cast<const T*>(&kr[u]);
+      float s = 0.f;
 #pragma unroll
-    for (int u = 0; u < kVecs; ++u) {
-      const uint4 vv = vr[u];
-      const T* ve = reinterpret_cast<const T*>(&vv);
+      for (int e = 0; e < kVec<T>; ++e) s += qf[e] * ToFloat(ke[e]);
 #pragma unroll
-      for (int x = 0; x < kVec<T>; ++x) acc[u * kVec<T> + x] += e * ToFloat(ve[x]);
+      for (int off = 1; off < kLanes; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);  // the group's 8 lanes
+      bool visible = slot < hi;
+      if (visible) {
+        const int pos = SlotPosition(sp, slot, qp);
+        visible = pos >= 0 && KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos);
+      }
+      if (!visible) continue;
+      if (s > m) {  // a new maximum: rescale what this group has so far
+        const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
+        l *= corr;
+#pragma unroll
+        for (int e = 0; e < kVec<T>; ++e) acc[e] *= corr;
+        m = s;
+      }
+      const float w = exp2f(s - m);
+      l += w;
+      const T* ve = reinterpret_cast<const T*>(&vr[u]);
+#pragma unroll
+      for (int e = 0; e < kVec<T>; ++e) acc[e] += w * ToFloat(ve[e]);
     }
   }
-  // The CTA's states merged: within each warp by shuffles, then the warps through shared memory.
+  // The warp's four groups merged by shuffles (lane li meets lane li of the other groups),
+  // then the warps through shared memory.
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) {
+  for (int off = kLanes; off < 32; off *= 2) {
     const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo_ = __shfl_xor_sync(0xffffffffu, l, off);
     const float mm = fmaxf(m, mo);
     const float cs = mm == -INFINITY ? 0.f : exp2f(m - mm), co = mm == -INFINITY ? 0.f : exp2f(mo - mm);
     l = l * cs + lo_ * co;
 #pragma unroll
-    for (int c = 0; c < D; ++c) acc[c] = acc[c] * cs + __shfl_xor_sync(0xffffffffu, acc[c], off) * co;
+    for (int e = 0; e < kVec<T>; ++e) acc[e] = acc[e] * cs + __shfl_xor_sync(0xffffffffu, acc[e], off) * co;
     m = mm;
   }
-  if (lane == 0) {
-    m_s[warp] = m;
-    l_s[warp] = l;
+  if (lane < kLanes) {
 #pragma unroll
-    for (int c = 0; c < D; ++c) acc_s[warp][c] = acc[c];
+    for (int e = 0; e < kVec<T>; ++e) acc_s[warp][li * kVec<T> + e] = acc[e];
+    if (lane == 0) {
+      m_s[warp] = m;
+      l_s[warp] = l;
+    }
   }
   __syncthreads();
   if (tid < D) {  // thread c: column c of the merged state
@@ -365,46 +414,52 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
       ll += l_s[w] * f;
       out += acc_s[w][c] * f;
     }
-    const int64_t row = int64_t(b) * p.n + i;  // g = 1: one workspace row per KV head
-    p.acc[(row * p.splits + split) * D + c] = out;
+    const int64_t row = int64_t(b) * sp.n + i;  // g = 1: one workspace row per KV head
+    sp.acc[(row * sp.splits + split) * D + c] = out;
     if (c == 0) {
       // The split statistics in version 1's units: m of the scaled scores in nats.
-      p.m[row * p.splits + split] = mm == -INFINITY ? -INFINITY : mm / internal::kLog2e;
-      p.l[row * p.splits + split] = ll;
+      sp.m[row * sp.splits + split] = mm == -INFINITY ? -INFINITY : mm / internal::kLog2e;
+      sp.l[row * sp.splits + split] = ll;
     }
   }
 }
 
-// One CTA of D threads per (segment query head, sequence):
+// One CTA of D threads per (launch query head, sequence), over its segment's splits:
 // M = max_s m_s, L = sum_s l_s e^{m_s - M}, o = sum_s acc_s e^{m_s - M} / L (0 when L = 0).
 template <typename T, int D>
 __global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__ DecodeParams p) {
   const int x = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
-  const int64_t row = int64_t(b) * p.n * p.g + x;
+  const int y = x / p.g;  // the launch KV head
+  const DecodeSegmentParams sp = SegmentOf(p, y);
+  const int64_t row = int64_t(b) * sp.n * p.g + (x - sp.first * p.g);
   float big = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) big = fmaxf(big, p.m[row * p.splits + s]);
+  for (int s = 0; s < sp.splits; ++s) big = fmaxf(big, sp.m[row * sp.splits + s]);
   float sum = 0.f, out = 0.f;
-  for (int s = 0; s < p.splits; ++s) {
-    const float ms = p.m[row * p.splits + s];
+  for (int s = 0; s < sp.splits; ++s) {
+    const float ms = sp.m[row * sp.splits + s];
     if (ms == -INFINITY) continue;
     const float w = __expf(ms - big);
-    sum += p.l[row * p.splits + s] * w;
-    out += p.acc[(row * p.splits + s) * D + c] * w;
+    sum += sp.l[row * sp.splits + s] * w;
+    out += sp.acc[(row * sp.splits + s) * D + c] * w;
   }
-  const int head = p.kv_of[x / p.g] * p.g + x % p.g;
+  const int head = p.kv_of[y] * p.g + x % p.g;
   static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] = FromFloat<T>(sum > 0.f ? out / sum : 0.f);
 }
 
 template <typename T, int D>
 cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
+  const DecodeSegmentParams& last = p.seg[p.segments - 1];
+  const int n = last.first + last.n;  // the launch's KV heads
+  int splits = 1;
+  for (int i = 0; i < p.segments; ++i) splits = std::max(splits, p.seg[i].splits);
   // Version 2 where it applies (UsesVersion2), version 1 elsewhere.
   if (UsesVersion2(p.g, D, sizeof(T))) {
     if constexpr (D == 64 && !std::is_same_v<T, float>)
-      DecodeSplitMhaKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+      DecodeSplitMhaKernel<T, D><<<dim3(splits, n, p.B), kThreads, 0, s>>>(p);
   } else {
-    DecodeSplitKernel<T, D><<<dim3(p.splits, p.n, p.B), kThreads, 0, s>>>(p);
+    DecodeSplitKernel<T, D><<<dim3(splits, n, p.B), kThreads, 0, s>>>(p);
   }
-  DecodeCombineKernel<T, D><<<dim3(p.n * p.g, p.B), D, 0, s>>>(p);
+  DecodeCombineKernel<T, D><<<dim3(n * p.g, p.B), D, 0, s>>>(p);
   return cudaGetLastError();
 }
 
@@ -415,11 +470,18 @@ cudaError_t LaunchD(const DecodeParams& p, int d, cudaStream_t s) {
 
 }  // namespace
 
-int DecodeSplits(const DecodeArgs& a) { return MakePlan(a).splits; }
+int DecodeSplits(const DecodeArgs& a, int segment) { return MakePlan(a, segment).splits; }
+
+// The floats of segment `segment`'s partial statistics: acc, then m, then l.
+size_t SegmentWorkspaceFloats(const DecodeArgs& a, int segment, int splits) {
+  const size_t rows = size_t(a.batch) * a.caches[segment].kv_heads * (a.heads / a.kv_heads);
+  return rows * size_t(splits) * size_t(a.head_dim + 2);
+}
 
 size_t DecodeWorkspaceBytes(const DecodeArgs& a) {
-  const size_t rows = size_t(a.batch) * a.cache.kv_heads * (a.heads / a.kv_heads);
-  return sizeof(float) * rows * size_t(MakePlan(a).splits) * size_t(a.head_dim + 2);
+  size_t floats = 0;
+  for (int s = 0; s < a.segments; ++s) floats += SegmentWorkspaceFloats(a, s, MakePlan(a, s).splits);
+  return sizeof(float) * floats;
 }
 
 KernelStatus ValidateDecode(const DecodeArgs& a) {
@@ -447,21 +509,28 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
     return Invalid("query_position must be >= 0");
   if (a.q.data == nullptr || a.o.data == nullptr) return Invalid("q or o is null");
   if (a.splits < 0) return Invalid("splits must be >= 0");
-  const DecodeCache& c = a.cache;
-  if (c.kv_heads < 1 || c.kv_heads > a.kv_heads) return Invalid("cache.kv_heads must be in [1, kv_heads]");
-  if (c.layer_kv_heads == nullptr) return Invalid("cache.layer_kv_heads is null");
-  for (int i = 0; i < c.kv_heads; ++i)
-    if (c.layer_kv_heads[i] < 0 || c.layer_kv_heads[i] >= a.kv_heads)
-      return Invalid("cache.layer_kv_heads entry out of range");
-  if (c.entries < 0 || c.lead < 0 || c.lead > c.entries) return Invalid("need 0 <= lead <= entries");
-  if (c.ring < 0) return Invalid("cache.ring must be >= 0");
-  if (c.ring > 0 && c.entries != c.lead + c.ring) return Invalid("a ring cache needs entries == lead + ring");
-  if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
-  if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
-  const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
-  if (reinterpret_cast<uintptr_t>(c.k) % 16 != 0 || reinterpret_cast<uintptr_t>(c.v) % 16 != 0 ||
-      c.stride_b % vec != 0 || c.stride_h % vec != 0 || c.stride_t % vec != 0)
-    return Invalid("cache rows must start 16-byte aligned");
+  if (a.segments < 1 || a.segments > kMaxDecodeSegments) return Invalid("segments must be in [1, kMaxDecodeSegments]");
+  bool taken[kMaxHeads] = {};  // layer KV heads of the segments so far
+  for (int s = 0; s < a.segments; ++s) {
+    const DecodeCache& c = a.caches[s];
+    if (c.kv_heads < 1 || c.kv_heads > a.kv_heads) return Invalid("cache.kv_heads must be in [1, kv_heads]");
+    if (c.layer_kv_heads == nullptr) return Invalid("cache.layer_kv_heads is null");
+    for (int i = 0; i < c.kv_heads; ++i) {
+      const int j = c.layer_kv_heads[i];
+      if (j < 0 || j >= a.kv_heads) return Invalid("cache.layer_kv_heads entry out of range");
+      if (taken[j]) return Invalid("a layer KV head is in two segments (or twice in one)");
+      taken[j] = true;
+    }
+    if (c.entries < 0 || c.lead < 0 || c.lead > c.entries) return Invalid("need 0 <= lead <= entries");
+    if (c.ring < 0) return Invalid("cache.ring must be >= 0");
+    if (c.ring > 0 && c.entries != c.lead + c.ring) return Invalid("a ring cache needs entries == lead + ring");
+    if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
+    if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
+    const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
+    if (reinterpret_cast<uintptr_t>(c.k) % 16 != 0 || reinterpret_cast<uintptr_t>(c.v) % 16 != 0 ||
+        c.stride_b % vec != 0 || c.stride_h % vec != 0 || c.stride_t % vec != 0)
+      return Invalid("cache rows must start 16-byte aligned");
+  }
   if (a.workspace == nullptr) return Invalid("workspace is null");
   return {};
 }
@@ -469,19 +538,37 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
 KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   KernelStatus st = ValidateDecode(a);
   if (!st.ok()) return st;
-  const Plan plan = MakePlan(a);
   DecodeParams p{};
   p.B = a.batch;
-  p.n = a.cache.kv_heads;
   p.g = a.heads / a.kv_heads;
-  p.splits = plan.splits;
-  p.split_len = plan.split_len;
-  p.span_lo = plan.lo;
-  p.span_hi = plan.hi;
-  p.entries = a.cache.entries;
-  p.lead = a.cache.lead;
-  p.tail_start = a.cache.tail_start;
-  p.ring = a.cache.ring;
+  p.segments = a.segments;
+  float* next = static_cast<float*>(a.workspace);
+  for (int s = 0, first = 0; s < a.segments; ++s) {
+    const DecodeCache& c = a.caches[s];
+    const Plan plan = MakePlan(a, s);
+    DecodeSegmentParams& sp = p.seg[s];
+    sp.first = first;
+    sp.n = c.kv_heads;
+    sp.splits = plan.splits;
+    sp.split_len = plan.split_len;
+    sp.span_lo = plan.lo;
+    sp.span_hi = plan.hi;
+    sp.lead = c.lead;
+    sp.tail_start = c.tail_start;
+    sp.ring = c.ring;
+    sp.k = c.k;
+    sp.v = c.v;
+    sp.c_sb = c.stride_b;
+    sp.c_sh = c.stride_h;
+    sp.c_st = c.stride_t;
+    const size_t rows = size_t(a.batch) * sp.n * p.g;
+    sp.acc = next;
+    sp.m = sp.acc + rows * plan.splits * a.head_dim;
+    sp.l = sp.m + rows * plan.splits;
+    next += SegmentWorkspaceFloats(a, s, plan.splits);
+    for (int i = 0; i < sp.n; ++i) p.kv_of[first + i] = c.layer_kv_heads[i];
+    first += sp.n;
+  }
   p.query_position = a.query_position;
   p.device_query_position = a.device_query_position;
   p.scale = a.scale;
@@ -491,16 +578,6 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   p.o = a.o.data;
   p.o_sb = a.o.stride_b;
   p.o_sh = a.o.stride_h;
-  p.k = a.cache.k;
-  p.v = a.cache.v;
-  p.c_sb = a.cache.stride_b;
-  p.c_sh = a.cache.stride_h;
-  p.c_st = a.cache.stride_t;
-  const size_t rows = size_t(a.batch) * p.n * p.g;
-  p.acc = static_cast<float*>(a.workspace);
-  p.m = p.acc + rows * plan.splits * a.head_dim;
-  p.l = p.m + rows * plan.splits;
-  for (int i = 0; i < p.n; ++i) p.kv_of[i] = a.cache.layer_kv_heads[i];
   for (int h = 0; h < a.heads; ++h) {
     const HeadSpec& s = a.head_specs[h];
     p.heads[h] = {static_cast<int32_t>(s.state), s.window, s.sink, s.recent};

@@ -10,6 +10,11 @@
 // Which keys a head sees is head_mask.h's KeyVisible at the cached positions; the slots
 // outside the union of the segment's heads' KeySpanForQueries are never loaded.
 //
+// Segments: a launch takes up to kMaxDecodeSegments caches of one layer at once (the
+// streaming decoder's full and bounded segments), each with its own split plan, in one grid
+// of split CTAs and one combine: a layer's decode step is two kernels however its heads are
+// divided. Each segment's KV heads are distinct.
+//
 // Cache layout (one segment of a layer's KV heads with one retention policy, as
 // payload/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
 // buffers with element strides (b, h, slot) and a contiguous last dimension; slots
@@ -49,6 +54,8 @@ namespace kernels {
 
 // The most query heads that share one KV head in a decode launch.
 constexpr int kMaxDecodeGroup = 16;
+// The most cache segments one launch takes.
+constexpr int kMaxDecodeSegments = 4;
 
 struct DecodeCache {
   const void* k = nullptr;
@@ -74,20 +81,23 @@ struct DecodeArgs {
   // When set: a device int64 holding the query position, read by the kernels instead of
   // query_position (see "Device query position" above).
   const int64_t* device_query_position = nullptr;
-  // (B, 1, H, d) views of the layer's queries and outputs; only the segment's query heads
+  // (B, 1, H, d) views of the layer's queries and outputs; only the segments' query heads
   // (layer KV head j's heads j*g .. j*g+g-1) are read and written.
   TensorView q, o;
-  DecodeCache cache;
+  DecodeCache caches[kMaxDecodeSegments];  // caches[0, segments)
+  int segments = 1;
   void* workspace = nullptr;  // device scratch of DecodeWorkspaceBytes(args) bytes
-  int splits = 0;             // 0: DecodeSplits chooses
+  int splits = 0;             // 0: DecodeSplits chooses (for every segment)
 };
 
-// Returns the split count a launch uses: args.splits when > 0, else enough splits for the
-// grid to fill an H200-sized device (about four CTAs per SM; for version 2, g = 1 at d = 64
-// in bf16/fp16, one wave of its three per SM), at least one tile each.
-int DecodeSplits(const DecodeArgs& args);
+// Returns the split count segment `segment` of a launch uses: args.splits when > 0, else
+// enough splits for that segment's CTAs to fill an H200-sized device (about four CTAs per
+// SM; for version 2, g = 1 at d = 64 in bf16/fp16, one wave of its resident CTAs), at least
+// one tile each.
+int DecodeSplits(const DecodeArgs& args, int segment = 0);
 
-// Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split).
+// Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split) of every
+// segment.
 size_t DecodeWorkspaceBytes(const DecodeArgs& args);
 
 // Returns a non-ok status iff the shape, heads, views or cache are unusable.

@@ -27,13 +27,13 @@ struct Args {
     a.head_specs = specs.data();
     a.query_position = entries - 1;
     a.q = a.o = {fake_device_memory, 4 * 64, 0, 64};
-    a.cache.k = a.cache.v = fake_device_memory;
-    a.cache.stride_b = int64_t(2) * 4096 * 64;
-    a.cache.stride_h = 4096 * 64;
-    a.cache.stride_t = 64;
-    a.cache.entries = a.cache.lead = a.cache.tail_start = entries;
-    a.cache.kv_heads = 2;
-    a.cache.layer_kv_heads = kv.data();
+    a.caches[0].k = a.caches[0].v = fake_device_memory;
+    a.caches[0].stride_b = int64_t(2) * 4096 * 64;
+    a.caches[0].stride_h = 4096 * 64;
+    a.caches[0].stride_t = 64;
+    a.caches[0].entries = a.caches[0].lead = a.caches[0].tail_start = entries;
+    a.caches[0].kv_heads = 2;
+    a.caches[0].layer_kv_heads = kv.data();
     a.workspace = fake_device_memory;
   }
 };
@@ -71,12 +71,12 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
   }
   {
     Args x(100);
-    x.a.cache.lead = 101;
+    x.a.caches[0].lead = 101;
     CHECK(Mentions(ValidateDecode(x.a), "lead"));
   }
   {
     Args x(100);
-    x.a.cache.stride_t = 60;  // rows no longer 16-byte aligned
+    x.a.caches[0].stride_t = 60;  // rows no longer 16-byte aligned
     CHECK(Mentions(ValidateDecode(x.a), "aligned"));
   }
   {
@@ -86,12 +86,12 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
   }
   {  // a ring holds exactly lead + ring slots
     Args x(72);
-    x.a.cache.lead = 8;
-    x.a.cache.ring = 64;
+    x.a.caches[0].lead = 8;
+    x.a.caches[0].ring = 64;
     CHECK(ValidateDecode(x.a).ok());
-    x.a.cache.ring = 63;
+    x.a.caches[0].ring = 63;
     CHECK(Mentions(ValidateDecode(x.a), "ring"));
-    x.a.cache.ring = -1;
+    x.a.caches[0].ring = -1;
     CHECK(Mentions(ValidateDecode(x.a), "ring"));
   }
 }
@@ -114,8 +114,8 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   // all visible: 3 tiles.
   Args bounded(72);
   for (auto& s : bounded.specs) s = HeadSpec{HeadState::kStreaming, 0, 8, 64};
-  bounded.a.cache.lead = 8;
-  bounded.a.cache.tail_start = 10000 - 63;
+  bounded.a.caches[0].lead = 8;
+  bounded.a.caches[0].tail_start = 10000 - 63;
   bounded.a.query_position = 10000;
   CHECK(DecodeSplits(bounded.a) == 3);
   // Forced splits are capped by the tiles; pruned heads alone see nothing: one empty split.
@@ -126,21 +126,53 @@ TEST_CASE("decode kernel: the split plan covers exactly the visible slots") {
   for (auto& s : pruned.specs) s = HeadSpec{HeadState::kPruned};
   CHECK(DecodeSplits(pruned.a) == 1);
   // One query head per KV head in bf16 at d = 64 takes version 2, which fills one wave of
-  // 396 resident CTAs: 2 KV heads ask for floor(396 / 2) = 198 splits of the 512 tiles,
-  // ceil(512 / 198) = 3 tiles each, so 171 splits; 192 KV heads (B = 16 x 12) get
-  // floor(396 / 192) = 2, where a ceiling would give 3 (576 CTAs: two waves); more pairs
-  // than resident CTAs get one split. In fp32 it is version 1's 528 CTAs again (264 splits,
-  // capped at 256).
+  // 660 resident CTAs: 2 KV heads ask for floor(660 / 2) = 330 splits, capped at 256 splits
+  // of 2 tiles; 192 KV heads (B = 96 x 2) get floor(660 / 192) = 3, where a ceiling would
+  // give 4 (768 CTAs: two waves); more pairs than resident CTAs get one split. In fp32 it is
+  // version 1's 528 CTAs again (264 splits, capped at 256).
   Args mha(16384);
   mha.a.heads = 2;
-  CHECK(DecodeSplits(mha.a) == 171);
+  CHECK(DecodeSplits(mha.a) == 256);
   mha.a.batch = 96;
-  CHECK(DecodeSplits(mha.a) == 2);
-  mha.a.batch = 200;
+  CHECK(DecodeSplits(mha.a) == 3);
+  mha.a.batch = 700;
   CHECK(DecodeSplits(mha.a) == 1);
   mha.a.batch = 1;
   mha.a.dtype = DType::kF32;
   CHECK(DecodeSplits(mha.a) == 256);
+}
+
+TEST_CASE("decode kernel: segments of one launch are planned apart and share the workspace") {
+  // KV head 0: a full segment of positions 0..10,000 (the query's), its heads ordinary;
+  // KV head 1: a bounded streaming segment (sink 8 + recent 64) of 72 slots.
+  Args two(10001);
+  two.specs[2] = two.specs[3] = HeadSpec{HeadState::kStreaming, 0, 8, 64};
+  std::vector<int> kv0 = {0}, kv1 = {1};
+  two.a.caches[0].kv_heads = 1;
+  two.a.caches[0].layer_kv_heads = kv0.data();
+  two.a.segments = 2;
+  DecodeCache& bounded = two.a.caches[1];
+  bounded = two.a.caches[0];
+  bounded.layer_kv_heads = kv1.data();
+  bounded.entries = 72;
+  bounded.lead = 8;
+  bounded.tail_start = 10000 - 63;
+  REQUIRE(ValidateDecode(two.a).ok());
+  // Version 1 (g = 2) aims at 528 CTAs of one KV head each: the full segment's 313 tiles
+  // give 256 splits of ceil(313 / 256) = 2 tiles, so ceil(313 / 2) = 157; the bounded one's
+  // 3 tiles give 3.
+  CHECK(DecodeSplits(two.a, 0) == 157);
+  CHECK(DecodeSplits(two.a, 1) == 3);
+  // Each segment's rows (1 KV head x 2 query heads) x splits x (d + 2) floats, summed.
+  CHECK(DecodeWorkspaceBytes(two.a) == sizeof(float) * (2 * 157 * 66 + 2 * 3 * 66));
+  // A KV head in two segments, and segment counts outside [1, kMaxDecodeSegments], are refused.
+  bounded.layer_kv_heads = kv0.data();
+  CHECK(Mentions(ValidateDecode(two.a), "two segments"));
+  bounded.layer_kv_heads = kv1.data();
+  two.a.segments = 0;
+  CHECK(Mentions(ValidateDecode(two.a), "segments"));
+  two.a.segments = kMaxDecodeSegments + 1;
+  CHECK(Mentions(ValidateDecode(two.a), "segments"));
 }
 
 TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
@@ -158,8 +190,8 @@ TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
   // at the end would be the same size).
   Args ring(384);
   for (auto& s : ring.specs) s = HeadSpec{HeadState::kStreaming, 0, 128, 256};
-  ring.a.cache.lead = 128;
-  ring.a.cache.ring = 256;
+  ring.a.caches[0].lead = 128;
+  ring.a.caches[0].ring = 256;
   ring.a.query_position = 20000;
   CHECK(DecodeSplits(ring.a) == 12);
 }

@@ -34,15 +34,15 @@ struct Segment {
   HeadSpec spec;           // the state of all its query heads
 };
 
-// Median ms of the launches of one decode step over `segments`; *bytes receives the K/V
-// bytes of the slots the kernel loads.
+// Median ms of the launches of one decode step over `segments` (one launch for all of them,
+// or with `per_segment` one launch each, as before segments shared a launch); *bytes
+// receives the K/V bytes of the slots the kernel loads.
 double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
-                double* bytes, int* used_splits) {
+                double* bytes, int* used_splits, bool per_segment = false) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
   std::vector<DeviceBuffer> caches;
-  std::vector<DecodeArgs> args(segments.size());
   DeviceBuffer q(size_t(B) * H * d * 2), o(size_t(B) * H * d * 2);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(q.ptr, 0x3c, q.bytes));  // bf16 ~0.011 everywhere
   *bytes = 0;
@@ -56,36 +56,51 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
     caches.emplace_back(size_t(B) * seg.kv_heads * seg.entries * d * 2 * 2);  // K then V
     HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(caches.back().ptr, 0x3c, caches.back().bytes));
   }
-  std::vector<DeviceBuffer> work;
+  DecodeArgs all;
+  all.batch = B;
+  all.heads = H;
+  all.kv_heads = KV;
+  all.head_dim = d;
+  all.scale = 1.f / std::sqrt(float(d));
+  all.dtype = DType::kBF16;
+  all.head_specs = specs.data();
+  all.query_position = query;
+  all.q = {q.ptr, int64_t(H) * d, 0, d};
+  all.o = {o.ptr, int64_t(H) * d, 0, d};
+  all.splits = splits;
+  all.segments = int(segments.size());
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
-    DecodeArgs& a = args[s];
-    a.batch = B;
-    a.heads = H;
-    a.kv_heads = KV;
-    a.head_dim = d;
-    a.scale = 1.f / std::sqrt(float(d));
-    a.dtype = DType::kBF16;
-    a.head_specs = specs.data();
-    a.query_position = query;
-    a.q = {q.ptr, int64_t(H) * d, 0, d};
-    a.o = {o.ptr, int64_t(H) * d, 0, d};
+    DecodeCache& c = all.caches[s];
     const size_t half = size_t(seg.kv_heads) * seg.entries * d;  // elements of one sequence's K
-    a.cache.k = caches[s].ptr;
-    a.cache.v = static_cast<char*>(caches[s].ptr) + 2 * half * B;
-    a.cache.stride_b = int64_t(half);
-    a.cache.stride_h = int64_t(seg.entries) * d;
-    a.cache.stride_t = d;
-    a.cache.entries = seg.entries;
-    a.cache.lead = seg.lead;
-    a.cache.tail_start = seg.tail_start;
-    a.cache.kv_heads = seg.kv_heads;
-    a.cache.layer_kv_heads = kv[s].data();
-    a.splits = splits;
-    if (s == 0) *used_splits = DecodeSplits(a);
+    c.k = caches[s].ptr;
+    c.v = static_cast<char*>(caches[s].ptr) + 2 * half * B;
+    c.stride_b = int64_t(half);
+    c.stride_h = int64_t(seg.entries) * d;
+    c.stride_t = d;
+    c.entries = seg.entries;
+    c.lead = seg.lead;
+    c.tail_start = seg.tail_start;
+    c.kv_heads = seg.kv_heads;
+    c.layer_kv_heads = kv[s].data();
+    *bytes += 2.0 * 2 * B * seg.kv_heads * seg.entries * d;  // every slot is visible here
+  }
+  *used_splits = DecodeSplits(all, 0);
+  std::vector<DecodeArgs> args;  // the launches of one step
+  if (per_segment) {
+    for (size_t s = 0; s < segments.size(); ++s) {
+      DecodeArgs one = all;
+      one.segments = 1;
+      one.caches[0] = all.caches[s];
+      args.push_back(one);
+    }
+  } else {
+    args.push_back(all);
+  }
+  std::vector<DeviceBuffer> work;
+  for (DecodeArgs& a : args) {
     work.emplace_back(DecodeWorkspaceBytes(a));
     a.workspace = work.back().ptr;
-    *bytes += 2.0 * 2 * B * seg.kv_heads * seg.entries * d;  // every slot is visible here
   }
   cudaEvent_t e0, e1;
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
@@ -114,10 +129,10 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
 
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
 void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
-            int splits = 0, int B = 1) {
+            int splits = 0, int B = 1, bool per_segment = false) {
   double bytes = 0;
   int used = 0;
-  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used);
+  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment);
   std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, used,
               splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
 }
@@ -139,6 +154,8 @@ int main() {
     // After a step: sink 128 + recent 256 slots (lead 128, tail from L - 256).
     Report("124M 50% streaming", 12, 12, 64, L,
            {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}});
+    Report("  ... a launch per segment", 12, 12, 64, L,
+           {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 1, true);
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}});
     // The split count's effect on the 124M full shape (more CTAs: more bytes in flight).
     for (int splits : {11, 22, 33, 44, 88, 176})
@@ -150,6 +167,8 @@ int main() {
   for (int L : {4096, 16384}) {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, 16);
     Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16);
+    Report("  ... a launch per segment", 12, 12, 64, L,
+           {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16, true);
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}}, 0, 16);
   }
   // The split count at B = 16, 16K: 192 (full) or 96 + 96 (streaming) (sequence, KV head)

@@ -6,7 +6,8 @@
 // mixed inside a group, bounded streaming segments (sink run + recent run of positions,
 // the query's position far beyond the slots) and local heads; a segment holding
 // non-adjacent KV heads of the layer; a cache with spare capacity; 1, 7 and automatic
-// splits. fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
+// splits; two and three segments in one launch (full + bounded, full + streaming ring +
+// local ring at a device position). fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
 // reference rounded to the dtype (flash-attention's rule; the kernel accumulates in fp32).
 // Outputs start as NaN: heads outside the segment must stay NaN, pruned heads become 0.
 //
@@ -87,6 +88,9 @@ struct Case {
   int ring = 0;                      // > 0: the ring layout (decode_attention.h)
   int query = 0;
   bool device_position = false;      // the kernel reads the query position from the device
+  // More segments launched with this one (decode_attention.h "Segments"): each its own
+  // seg_kv, positions, lead, tail_start, ring and capacity_extra; the rest is this case's.
+  std::vector<Case> more;
 };
 
 // A full segment: positions 0..entries-1, the query at entries - 1.
@@ -122,16 +126,26 @@ void RingCache(Case* c, int sink, int recent, int query) {
 }
 
 void Run(const Case& c, std::mt19937* rng) {
-  const int B = c.B, H = c.H, KV = c.KV, d = c.d, g = H / KV, n = int(c.seg_kv.size());
-  const int L = int(c.positions.size()), cap = L + c.capacity_extra;
+  const int B = c.B, H = c.H, KV = c.KV, d = c.d, g = H / KV;
   const float scale = 1.f / std::sqrt(float(d));
+  std::vector<const Case*> segs = {&c};
+  for (const Case& m : c.more) segs.push_back(&m);
+  const int S = int(segs.size());
   HostTensor q(size_t(B) * H * d, c.dt, rng);
-  HostTensor k(size_t(B) * n * cap * d, c.dt, rng), v(size_t(B) * n * cap * d, c.dt, rng);
   HostTensor o(size_t(B) * H * d, c.dt, rng, NAN, /*random=*/false);
-  DeviceBuffer dq(q.bytes.size()), dk(k.bytes.size()), dv(v.bytes.size()), dout(o.bytes.size());
+  std::vector<HostTensor> ks, vs;
+  std::vector<DeviceBuffer> dks, dvs;
+  for (const Case* sc : segs) {
+    const size_t cells = size_t(B) * sc->seg_kv.size() * (sc->positions.size() + sc->capacity_extra) * d;
+    ks.emplace_back(cells, c.dt, rng);
+    vs.emplace_back(cells, c.dt, rng);
+    dks.emplace_back(ks.back().bytes.size());
+    dvs.emplace_back(vs.back().bytes.size());
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dks.back().ptr, ks.back().bytes.data(), ks.back().bytes.size(), cudaMemcpyHostToDevice));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dvs.back().ptr, vs.back().bytes.data(), vs.back().bytes.size(), cudaMemcpyHostToDevice));
+  }
+  DeviceBuffer dq(q.bytes.size()), dout(o.bytes.size());
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dq.ptr, q.bytes.data(), q.bytes.size(), cudaMemcpyHostToDevice));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dk.ptr, k.bytes.data(), k.bytes.size(), cudaMemcpyHostToDevice));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dv.ptr, v.bytes.data(), v.bytes.size(), cudaMemcpyHostToDevice));
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dout.ptr, o.bytes.data(), o.bytes.size(), cudaMemcpyHostToDevice));
 
   DecodeArgs a;
@@ -145,25 +159,31 @@ void Run(const Case& c, std::mt19937* rng) {
   a.query_position = c.query;
   a.q = {dq.ptr, int64_t(H) * d, 0, d};
   a.o = {dout.ptr, int64_t(H) * d, 0, d};
-  a.cache.k = dk.ptr;
-  a.cache.v = dv.ptr;
-  a.cache.stride_b = int64_t(n) * cap * d;
-  a.cache.stride_h = int64_t(cap) * d;
-  a.cache.stride_t = d;
-  a.cache.entries = L;
-  a.cache.lead = c.lead;
-  a.cache.tail_start = c.tail_start;
-  a.cache.ring = c.ring;
   DeviceBuffer dpos(sizeof(int64_t));
   if (c.device_position) {
     const int64_t query = c.query;
     HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dpos.ptr, &query, sizeof(query), cudaMemcpyHostToDevice));
     a.device_query_position = static_cast<const int64_t*>(dpos.ptr);
     a.query_position = -12345;  // must not be read
-    if (c.ring == 0) a.cache.entries = a.cache.lead = cap;  // every slot; the kernel stops at the query
   }
-  a.cache.kv_heads = n;
-  a.cache.layer_kv_heads = c.seg_kv.data();
+  a.segments = S;
+  for (int s = 0; s < S; ++s) {
+    const Case& sc = *segs[size_t(s)];
+    const int n = int(sc.seg_kv.size()), cap = int(sc.positions.size()) + sc.capacity_extra;
+    DecodeCache& cc = a.caches[s];
+    cc.k = dks[size_t(s)].ptr;
+    cc.v = dvs[size_t(s)].ptr;
+    cc.stride_b = int64_t(n) * cap * d;
+    cc.stride_h = int64_t(cap) * d;
+    cc.stride_t = d;
+    cc.entries = int(sc.positions.size());
+    cc.lead = sc.lead;
+    cc.tail_start = sc.tail_start;
+    cc.ring = sc.ring;
+    if (c.device_position && sc.ring == 0) cc.entries = cc.lead = cap;  // every slot; the kernel stops at the query
+    cc.kv_heads = n;
+    cc.layer_kv_heads = sc.seg_kv.data();
+  }
   a.splits = c.splits;
   DeviceBuffer work(std::max<size_t>(DecodeWorkspaceBytes(a), 1));
   a.workspace = work.ptr;
@@ -179,22 +199,29 @@ void Run(const Case& c, std::mt19937* rng) {
 
   double err = 0, ref_err = 0, norm = 0;
   bool untouched_ok = true, pruned_ok = true;
-  std::vector<bool> in_segment(size_t(H), false);
-  for (int i = 0; i < n; ++i)
-    for (int r = 0; r < g; ++r) in_segment[size_t(c.seg_kv[size_t(i)] * g + r)] = true;
+  std::vector<int> seg_of(size_t(H), -1), slot_of(size_t(H), -1);  // a head's segment, its KV head there
+  for (int s = 0; s < S; ++s)
+    for (size_t i = 0; i < segs[size_t(s)]->seg_kv.size(); ++i)
+      for (int r = 0; r < g; ++r) {
+        seg_of[size_t(segs[size_t(s)]->seg_kv[i] * g + r)] = s;
+        slot_of[size_t(segs[size_t(s)]->seg_kv[i] * g + r)] = int(i);
+      }
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       const size_t orow = (size_t(b) * H + h) * d;
-      if (!in_segment[size_t(h)]) {
+      if (seg_of[size_t(h)] < 0) {
         for (int x = 0; x < d; ++x) untouched_ok &= std::isnan(ReadBack(got, orow + x, c.dt));
         continue;
       }
-      const int i = int(std::find(c.seg_kv.begin(), c.seg_kv.end(), h / g) - c.seg_kv.begin());
-      const size_t kbase = (size_t(b) * n + i) * cap * d;
+      const Case& sc = *segs[size_t(seg_of[size_t(h)])];
+      const HostTensor& k = ks[size_t(seg_of[size_t(h)])];
+      const HostTensor& v = vs[size_t(seg_of[size_t(h)])];
+      const int n = int(sc.seg_kv.size()), L = int(sc.positions.size()), cap = L + sc.capacity_extra;
+      const size_t kbase = (size_t(b) * n + slot_of[size_t(h)]) * cap * d;
       std::vector<double> s(size_t(L), -INFINITY);
       double mx = -INFINITY;
       for (int j = 0; j < L; ++j) {
-        if (c.positions[size_t(j)] < 0 || !Sees(c.specs[size_t(h)], c.query, c.positions[size_t(j)])) continue;
+        if (sc.positions[size_t(j)] < 0 || !Sees(c.specs[size_t(h)], c.query, sc.positions[size_t(j)])) continue;
         double dot = 0;
         for (int x = 0; x < d; ++x) dot += double(q.value[orow + x]) * k.value[kbase + size_t(j) * d + x];
         s[size_t(j)] = dot * scale;
@@ -223,9 +250,9 @@ void Run(const Case& c, std::mt19937* rng) {
   const double bound = c.dt == DType::kF32 ? 1e-5 : 2 * ref_err + 1e-6;
   const bool ok = err <= bound && untouched_ok && pruned_ok;  // err NaN fails too
   if (!ok) ++failures;
-  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s\n",
-              ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), L, c.query,
-              DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segment]",
+  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s\n",
+              ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), int(c.positions.size()), c.query, S,
+              DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segments]",
               pruned_ok ? "" : " [pruned head not zero]");
 }
 
@@ -322,6 +349,38 @@ int main(int argc, char** argv) {
           c.seg_kv = {1, 2};
           c.device_position = d == 64;  // d = 128: the host position
           RingCache(&c, stream.sink, stream.recent, L - 1);
+          Run(c, &rng), ++runs;
+        }
+        {  // two segments in one launch: full KV heads 0 and 2, a bounded streaming segment of
+           // KV heads 1 and 3 (sink 5 + recent 37); KV head 2's group mixes states
+          Case c;
+          c.name = "two/full+bounded";
+          c.B = 2, c.d = d, c.dt = dt, c.capacity_extra = 8;
+          c.specs = {ord, ord, ord, stream, stream, stream, ord, local, pruned, stream, stream, stream};
+          c.seg_kv = {0, 2};
+          FullCache(&c, L);
+          Case bounded;
+          bounded.seg_kv = {1, 3};
+          bounded.capacity_extra = 64;
+          BoundedCache(&bounded, stream.sink, stream.recent, c.query);
+          c.more.push_back(bounded);
+          Run(c, &rng), ++runs;
+        }
+        {  // three segments at a device position, as the decoder's captured step has them: a
+           // full one (spare slots), a streaming ring and a local ring; g = 1 (version 2 at d = 64)
+          Case c;
+          c.name = "three/device-position";
+          c.H = 6, c.KV = 6, c.d = d, c.dt = dt, c.capacity_extra = 40;
+          c.specs = {ord, stream, ord, local, stream, ord};
+          c.seg_kv = {0, 2, 5};
+          c.device_position = true;
+          FullCache(&c, L);
+          Case ring, window;
+          ring.seg_kv = {1, 4};
+          RingCache(&ring, stream.sink, stream.recent, c.query);
+          window.seg_kv = {3};
+          RingCache(&window, 0, local.window, c.query);
+          c.more = {ring, window};
           Run(c, &rng), ++runs;
         }
         {  // a local ring (sink 0, window 50) at a device position

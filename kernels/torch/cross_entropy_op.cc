@@ -1,6 +1,8 @@
 // cross_entropy_op.cc: CrossEntropyRows on tensors and the current CUDA stream.
 #include "kernels/torch/cross_entropy_op.h"
 
+#include "kernels/torch/dtype.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -28,13 +30,7 @@ torch::Tensor CrossEntropyRowsInPlace(torch::Tensor& logits, const torch::Tensor
               "cross entropy: contiguous rows and int64 targets");
 #if HEADLAB_TORCH_CUDA
   c10::cuda::CUDAGuard guard(logits.device());
-  DType dtype;
-  switch (logits.scalar_type()) {
-    case torch::kFloat: dtype = DType::kF32; break;
-    case torch::kBFloat16: dtype = DType::kBF16; break;
-    case torch::kHalf: dtype = DType::kF16; break;
-    default: TORCH_CHECK(false, "cross entropy: logits must be fp32, bf16 or fp16");
-  }
+  const DType dtype = KernelDType(logits.scalar_type(), "cross entropy logits");
   torch::Tensor t = targets.contiguous();
   torch::Tensor loss = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat));
   KernelStatus st = CrossEntropyRows(logits.data_ptr(), dtype, logits.size(0), logits.size(1), logits.stride(0),

@@ -27,15 +27,16 @@ struct DecodeSegment {
 bool DecodeAttentionAvailable();
 
 // Writes into o [B, H, d] the attention of the query token q [B, H, d] (at position
-// `query_position`, already in the cache) over `segment`, for the query heads of the
-// segment's KV heads only (GQA group H / kv_heads); specs has one entry per query head
+// `query_position`, already in the cache) over `segments` (one launch for up to
+// kMaxDecodeSegments of them), for the query heads of the segments' KV heads only (GQA
+// group H / kv_heads; a KV head in one segment at most); specs has one entry per query head
 // (no fixed heads). q, o and the cache: CUDA, one dtype (fp32/bf16/fp16), last dimension
 // contiguous. Runs on the current CUDA stream without a host sync (so it can be captured
 // in a CUDA graph). With `device_position` (a CUDA int64 tensor of one element) the kernels
 // read the query position from it when they run and query_position is ignored
 // (decode_attention.h, "Device query position"). Throws c10::Error on bad input or when
 // !DecodeAttentionAvailable().
-void DecodeAttentionInto(const torch::Tensor& q, const DecodeSegment& segment,
+void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment>& segments,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
                          int64_t query_position, double scale, torch::Tensor* o,
                          const torch::Tensor& device_position = {});

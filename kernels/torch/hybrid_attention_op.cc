@@ -3,6 +3,8 @@
 // current CUDA stream and keeps O and lse for the backward pass.
 #include "kernels/torch/hybrid_attention_op.h"
 
+#include "kernels/torch/dtype.h"
+
 #if HEADLAB_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -14,16 +16,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-DType ToDType(const torch::Tensor& t) {
-  switch (t.scalar_type()) {
-    case torch::kFloat: return DType::kF32;
-    case torch::kBFloat16: return DType::kBF16;
-    case torch::kHalf: return DType::kF16;
-    default: TORCH_CHECK(false, "hybrid attention: dtype must be float32, bfloat16 or float16");
-  }
-  return DType::kF32;
-}
 
 TensorView View(const torch::Tensor& t) {
   return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
@@ -85,7 +77,7 @@ AttentionShape Shape(const torch::Tensor& q, const torch::Tensor& k, double scal
   s.kv_heads = static_cast<int>(k.size(2));
   s.head_dim = static_cast<int>(q.size(3));
   s.scale = static_cast<float>(scale);
-  s.dtype = ToDType(q);
+  s.dtype = KernelDType(q.scalar_type(), "hybrid attention");
   return s;
 }
 

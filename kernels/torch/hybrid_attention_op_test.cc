@@ -7,17 +7,13 @@
 #include <string>
 
 #include "kernels/torch/hybrid_attention_op.h"
+#include "kernels/torch/plain_test.h"
 
 namespace headlab {
 namespace kernels {
 namespace {
 
-int failures = 0;
-
-void Expect(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-  failures += !ok;
-}
+using plain_test::Expect;
 
 // Dense reference: every head's P as a (B, T, T) float64 matrix, O = P V.
 torch::Tensor Reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -132,6 +128,5 @@ int main() {
     RunCuda(torch::kFloat, 1e-5);
     RunCuda(torch::kBFloat16, 2e-2);
   }
-  std::printf("%s\n", failures ? "FAILED" : "PASSED");
-  return failures ? 1 : 0;
+  return plain_test::Finish();
 }

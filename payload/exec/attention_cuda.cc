@@ -26,9 +26,6 @@
 #include "kernels/torch/hybrid_attention_op.h"
 #endif
 
-// scaled_dot_product_attention is part of LibTorch from 2.0 on.
-#define HEADLAB_HAVE_SDPA (TORCH_VERSION_MAJOR >= 2)
-
 namespace headlab {
 
 // A plan with its head-block indices on the layer's device (made once per plan: an upload

@@ -24,6 +24,9 @@
 #include "payload/exec/attention_plan.h"
 #include "payload/exec/head_state.h"
 
+// scaled_dot_product_attention is part of LibTorch from 2.0 on.
+#define HEADLAB_HAVE_SDPA (TORCH_VERSION_MAJOR >= 2)
+
 namespace headlab {
 
 class HybridAttentionImpl;

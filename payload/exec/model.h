@@ -21,6 +21,8 @@ class NormImpl : public torch::nn::Module {
  public:
   NormImpl(int64_t width, bool rms, double eps);
   torch::Tensor forward(const torch::Tensor& x);
+  bool rms() const { return rms_; }  // RMSNorm (weight only), else LayerNorm
+  double eps() const { return eps_; }
 
   torch::Tensor weight, bias;
 

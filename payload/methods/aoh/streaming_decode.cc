@@ -16,7 +16,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/cuda.h>
 
+#include "kernels/torch/add_norm_op.h"
 #include "kernels/torch/decode_attention_op.h"
+#include "kernels/torch/rope_append_op.h"
 #endif
 
 namespace headlab::aoh {
@@ -150,15 +152,20 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
 // Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
 // first use. The tables come from RotaryEmbedding itself: it rotates the basis
 // (1, .., 1, 0, .., 0) to (cos, sin).
-torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+// Makes *rope's tables for x [B, h, T, d] at positions qpos [T] unless it has them in x's dtype.
+void MakeRope(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  if (rope->cos.defined() && rope->cos.scalar_type() == x.scalar_type()) return;
   const int64_t T = x.size(2), half = x.size(3) / 2;
-  if (!rope->cos.defined() || rope->cos.scalar_type() != x.scalar_type()) {
-    torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
-    torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
-    torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
-    rope->cos = torch::cat({cos, cos}, 1);
-    rope->sin = torch::cat({-sin, sin}, 1);
-  }
+  torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+  torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+  torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
+  rope->cos = torch::cat({cos, cos}, 1);
+  rope->sin = torch::cat({-sin, sin}, 1);
+}
+
+torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  const int64_t half = x.size(3) / 2;
+  MakeRope(x, base, qpos, rope);
   torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
   return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
@@ -425,14 +432,9 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
   std::vector<kernels::HeadSpec> specs;
   for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
   size_t covered = 0;  // KV heads with a segment: the kernel writes their query heads
-  for (const KvSegment& seg : layers_[size_t(layer)]) covered += seg.kv_heads.size();
-  torch::Tensor qs;
-  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  std::vector<kernels::DecodeSegment> segments;  // every segment of the layer, one launch
   for (KvSegment& seg : layers_[size_t(layer)]) {
-    if (!qs.defined()) {
-      qs = q.select(2, 0).to(seg.k_buf.scalar_type());  // [B, H, d] in the cache's dtype (strided)
-      o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
-    }
+    covered += seg.kv_heads.size();
     kernels::DecodeSegment ds;
     ds.k_buf = seg.k_buf;
     ds.v_buf = seg.v_buf;
@@ -448,8 +450,14 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
       ds.tail_start = seg.tail_start();
     }
     for (int64_t j : seg.kv_heads) ds.layer_kv_heads.push_back(int(j));
-    kernels::DecodeAttentionInto(qs, ds, specs, c.kv_heads, position_,
-                                 1.0 / std::sqrt(double(q.size(3))), &o, qpos);
+    segments.push_back(std::move(ds));
+  }
+  torch::Tensor o;  // heads of no segment (pruned) stay zero
+  if (!segments.empty()) {
+    const torch::Tensor qs = q.select(2, 0).to(segments[0].k_buf.scalar_type());  // [B, H, d], strided
+    o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
+    kernels::DecodeAttentionInto(qs, segments, specs, c.kv_heads, position_, 1.0 / std::sqrt(double(q.size(3))),
+                                 &o, qpos);
   }
   if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
   return o;
@@ -471,6 +479,30 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   const torch::Tensor xc = x.to(ActivationDtype(x));
   torch::Tensor q, k, v;
   const torch::Tensor qkv = capturing_ ? capturing_->Qkv(layer, xc) : torch::Tensor();
+#if HEADLAB_TORCH_CUDA
+  if (qkv.defined() && kernels::RopeAppendAvailable()) {
+    // The captured step: one kernel rotates q and k and appends k and v to every segment at
+    // the slot of the device position (rope_append.h), then the decode kernel.
+    torch::Tensor cos, sin;
+    if (c.pos == "rope") {
+      MakeRope(qkv, c.rope_base, qpos, rope);
+      cos = rope->cos[0];
+      sin = rope->sin[0];
+    }
+    std::vector<kernels::AppendTarget> targets;
+    for (const KvSegment& seg : layers_[size_t(layer)]) {
+      kernels::AppendTarget t;
+      t.k_buf = seg.k_buf;
+      t.v_buf = seg.v_buf;
+      for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
+      t.sink = seg.sink;
+      t.ring = seg.ring;  // 0 for a full segment: slot = position
+      targets.push_back(std::move(t));
+    }
+    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, cos, sin, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
+    return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
+  }
+#endif
   if (qkv.defined()) {  // the captured step: one GEMM, q and k rotated together
     torch::Tensor qk = qkv.narrow(1, 0, H + KV);
     if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
@@ -541,20 +573,50 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     }
     torch::Tensor q_index;  // the reference path uploads a gather's indices per call
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
-    torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
-    scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
-    if (anchor) {
-      // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
-      const int64_t topk = std::min(options_.anchor_topk, L);
-      for (size_t i = 0; i < heads.size(); ++i) {
-        if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
-        auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
-        torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
-        selected_[size_t(heads[i])] = index;  // full segment: index = position
-        selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
-      }
+    torch::Tensor out;  // [B, n, g, T, d]
+#if HEADLAB_HAVE_SDPA
+    if (!reuse_on && qs.is_cuda()) {
+      // On CUDA (prefill chunks, and steps off the decode kernel): PyTorch's fused attention
+      // with the same boolean mask (its memory-efficient kernel takes any mask) instead of
+      // the [B, n, g, T, L] scores below; anchor-reuse needs those scores, so keeps them.
+      auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
+        return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
+      };
+      const torch::Tensor q4 = qs.reshape({B, n * group, T, d}), k4 = heads_of(seg_k.unsqueeze(2), L),
+                          v4 = heads_of(seg_v.unsqueeze(2), L);
+      const double scale = 1.0 / std::sqrt(double(d));
+      const HeadState& first_state = states[size_t(heads[0])];
+      // Ordinary heads over a full segment holding positions [0, L), the chunk's keys last:
+      // each query sees every key up to its own position, the lower-right causal mask, which
+      // the flash kernel applies itself when it is told causal with T < L (PyTorch's
+      // CausalBias LOWER_RIGHT dispatches the same way), so no mask is read.
+      const bool causal_full = uniform && first_state.mode == HeadMode::kOrdinary && !seg.bounded &&
+                               L == position_ + T && d % 8 == 0 && d <= 256 &&
+                               seg_k.scalar_type() == qs.scalar_type() &&
+                               (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf);
+      out = causal_full ? std::get<0>(at::_scaled_dot_product_flash_attention(q4, k4, v4, 0.0, /*is_causal=*/true,
+                                                                              /*return_debug_mask=*/false, scale))
+                        : at::scaled_dot_product_attention(q4, k4, v4, heads_of(allowed, T), 0.0,
+                                                           /*is_causal=*/false, scale);
+      out = out.reshape({B, n, group, T, d});
     }
-    torch::Tensor out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));  // [B, n, g, T, d]
+#endif
+    if (!out.defined()) {
+      torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+      scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
+      if (anchor) {
+        // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
+        const int64_t topk = std::min(options_.anchor_topk, L);
+        for (size_t i = 0; i < heads.size(); ++i) {
+          if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
+          auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+          torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
+          selected_[size_t(heads[i])] = index;  // full segment: index = position
+          selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+        }
+      }
+      out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
+    }
     for (size_t i = 0; i < heads.size(); ++i) {
       if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
       per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
@@ -574,6 +636,29 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
   torch::Tensor x = model_->Embed(tokens, qpos);
   ChunkRope rope;
   ring_slots_.clear();
+#if HEADLAB_TORCH_CUDA
+  if (capturing_ && x.is_cuda() && x.scalar_type() == torch::kFloat && kernels::AddNormAvailable()) {
+    // The captured step: each residual add and the norm after it as one kernel, whose
+    // output is already in the dtype the next GEMM reads (add_norm.h); the same blocks.
+    const torch::ScalarType dtype = ActivationDtype(x);
+    auto add_norm = [&](const torch::Tensor& delta, const Norm& norm) {
+      return kernels::AddNormInto(&x, delta, norm->weight, norm->bias, norm->rms(), norm->eps(), dtype);
+    };
+    x = x.contiguous();
+    torch::Tensor h = add_norm(torch::Tensor(), BlockAt(model_, 0)->ln1);
+    for (int64_t l = 0; l < c.layers; ++l) {
+      BlockImpl* b = BlockAt(model_, l);
+      h = add_norm(Attention(l, h, qpos, &rope), b->ln2);
+      const torch::Tensor m = b->Mlp(h);
+      if (l + 1 < c.layers) {
+        h = add_norm(m, BlockAt(model_, l + 1)->ln1);
+      } else {
+        x.add_(m);
+      }
+    }
+    return x;
+  }
+#endif
   for (int64_t l = 0; l < c.layers; ++l) {
     BlockImpl* b = BlockAt(model_, l);
     x = x + Attention(l, b->ln1(x), qpos, &rope);

@@ -7,7 +7,7 @@
 // captured CUDA graph. bf16: the fused decoder's logit error against an fp32 reference
 // decoder stays within 2x (+ 1e-3 of the logits' scale) of the bf16 reference decoder's own
 // (flash-attention's rule); fp32: the paths agree to 1e-3. KV bytes and entries agree after
-// every step.
+// every step. Prefill chunks (PyTorch's fused attention) against the model's forward.
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
@@ -169,6 +169,40 @@ TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
       CHECK(twice.captures == 1);
       CHECK(torch::equal(once.logits, twice.logits));
     }
+}
+
+// Prefill chunks on CUDA (PyTorch's fused attention: the flash kernel's lower-right causal
+// mask for ordinary heads over a full segment, the memory-efficient kernel with a boolean
+// mask for the rest) against the model's own forward over the whole sequence: fp32 to 1e-3 of
+// the logits' scale; bf16 within 2x (+ 1e-3 of the scale) of the bf16 forward's own error
+// against the fp32 forward. A mask aligned to the wrong corner (the upper left, as plain SDPA
+// is_causal does when T < L) would cost every chunk after the first its earlier keys.
+TEST_CASE("aoh gpu: prefill chunks equal the model's forward") {
+  REQUIRE(torch::cuda::is_available());
+  torch::Device dev(torch::kCUDA);
+  torch::NoGradGuard no_grad;
+  for (int64_t head_dim : {64, 128}) {
+    torch::manual_seed(11 + head_dim);
+    Gpt model = SmallModel(head_dim, dev, "rope");
+    torch::Tensor tokens = torch::randint(0, 256, {2, 290}, torch::kLong).to(dev);
+    DecoderOptions o;
+    o.prefill_chunk = 61;  // five chunks, the last one short
+    model->SetPrecision(Precision::kFp32);
+    const torch::Tensor exact = model->forward(tokens).to(torch::kFloat);
+    const double scale = MaxAbs(exact);
+    auto dec = AohDecoder::Create(model.get(), o);
+    REQUIRE(dec.ok());
+    const double diff32 = MaxAbs(dec.value()->Prefill(tokens).to(torch::kFloat) - exact);
+    model->SetPrecision(Precision::kBf16);
+    const double err_forward = MaxAbs(model->forward(tokens).to(torch::kFloat) - exact);
+    auto dec16 = AohDecoder::Create(model.get(), o);
+    REQUIRE(dec16.ok());
+    const double err_prefill = MaxAbs(dec16.value()->Prefill(tokens).to(torch::kFloat) - exact);
+    INFO("d " << head_dim << ": logits up to " << scale << "; fp32 max |prefill - forward| = " << diff32
+              << "; bf16 max error vs fp32: forward " << err_forward << ", prefill " << err_prefill);
+    CHECK(diff32 < 1e-3 * scale);
+    CHECK(err_prefill <= 2 * err_forward + 1e-3 * scale);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+// rope_append_op.h: the RoPE + K/V append kernel (kernels/rope_append.h) on LibTorch tensors,
+// for the streaming decoder's captured step (payload/methods/aoh/streaming_decode.h). Builds
+// against Debian's LibTorch 1.13 (CPU: RopeAppendAvailable() is false and the call throws)
+// and LibTorch 2.11 with CUDA; inference only.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace headlab {
+namespace kernels {
+
+// One cache segment to append to: k_buf, v_buf [B, n, capacity, d] and the layer KV head of
+// each of its n heads; a ring (ring > 0) of sink + ring slots, else slot = position.
+struct AppendTarget {
+  torch::Tensor k_buf, v_buf;
+  std::vector<int> layer_kv_heads;
+  int64_t sink = 0, ring = 0;
+};
+
+// Returns true iff this build can run the kernel: LibTorch with CUDA and the kernels.
+bool RopeAppendAvailable();
+
+// From qkv [B, H + 2 KV, d] (queries, keys, values of one token per sequence; rows of d
+// contiguous): writes each target's keys (rotated) and values at the slot of the position in
+// `position` (one CUDA int64) and returns the rotated queries [B, H, d]. cos, sin: [d] in
+// qkv's dtype (RoPE's cos' and sin', rope_append.h), or both undefined (no rotation). No
+// host sync (it can be captured in a CUDA graph). Throws c10::Error on bad input.
+torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
+                             const torch::Tensor& sin, const std::vector<AppendTarget>& targets,
+                             const torch::Tensor& position);
+
+}  // namespace kernels
+}  // namespace headlab

@@ -1,0 +1,105 @@
+// rope_append_op_test.cc: the RoPE + K/V append kernel (rope_append_op.h) against the same
+// steps in LibTorch, written here: swap the halves, x * cos' then + swapped * sin' (each
+// rounded to the dtype, as two kernels would), index_copy_ of keys and values into the slot
+// of the position (slot = p, or sink + (p - sink) mod ring in a ring). bf16 and fp32, d = 64
+// and 128, a full segment and a ring in one call, a KV head no segment caches, no rotation.
+// The written slot must match to 1 unit in the last place of bf16 (fp32: 1e-6 relative), every
+// other slot must be untouched, values copied exactly. Plain main; gpu label.
+#include <cstdio>
+#include <string>
+
+#include "kernels/torch/rope_append_op.h"
+#include "kernels/torch/plain_test.h"
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using plain_test::Expect;
+
+// x [.., d] rotated as the decoder's reference does (streaming_decode.cc Rotate).
+torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  torch::Tensor swapped = torch::cat({x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return torch::addcmul(x * cos, swapped, sin);
+}
+
+bool Close(const torch::Tensor& got, const torch::Tensor& want) {
+  const double rel = got.scalar_type() == torch::kFloat ? 1e-6 : 1.0 / 128;  // bf16: 8 bits
+  torch::Tensor g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  return ((g - w).abs() <= w.abs() * rel + 1e-6).all().item<bool>();
+}
+
+void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
+  const int64_t B = 2, H = 6, KV = 3;  // g = 2
+  const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
+  torch::Tensor qkv = torch::randn({B, H + 2 * KV, d}, opts);
+  torch::Tensor cos, sin;
+  if (rotate) {
+    torch::Tensor angle = torch::rand({d / 2}, opts.dtype(torch::kFloat)) * 6.28;
+    cos = torch::cat({angle.cos(), angle.cos()}).to(dt);
+    sin = torch::cat({-angle.sin(), angle.sin()}).to(dt);
+  }
+  // KV head 2 in a full segment of 40 slots; KV head 0 in a ring (sink 3, ring 5); KV head 1
+  // in no segment.
+  AppendTarget full, ring;
+  full.k_buf = torch::randn({B, 1, 40, d}, opts);
+  full.v_buf = torch::randn({B, 1, 40, d}, opts);
+  full.layer_kv_heads = {2};
+  ring.k_buf = torch::randn({B, 1, 8, d}, opts);
+  ring.v_buf = torch::randn({B, 1, 8, d}, opts);
+  ring.layer_kv_heads = {0};
+  ring.sink = 3;
+  ring.ring = 5;
+  const torch::Tensor fk0 = full.k_buf.clone(), fv0 = full.v_buf.clone(), rk0 = ring.k_buf.clone(),
+                      rv0 = ring.v_buf.clone();
+  torch::Tensor pos = torch::full({1}, position, torch::dtype(torch::kLong).device(torch::kCUDA));
+  torch::Tensor q = RopeAppendInto(qkv, H, KV, cos, sin, {full, ring}, pos);
+
+  auto rot = [&](const torch::Tensor& x) { return rotate ? Rotate(x, cos, sin) : x; };
+  const torch::Tensor want_q = rot(qkv.narrow(1, 0, H));
+  const torch::Tensor keys = rot(qkv.narrow(1, H, KV)), values = qkv.narrow(1, H + KV, KV);
+  const int64_t ring_slot = position < 3 ? position : 3 + (position - 3) % 5;
+  torch::Tensor fk = fk0.clone(), fv = fv0.clone(), rk = rk0.clone(), rv = rv0.clone();
+  fk.select(2, position).copy_(keys.select(1, 2).unsqueeze(1));
+  fv.select(2, position).copy_(values.select(1, 2).unsqueeze(1));
+  rk.select(2, ring_slot).copy_(keys.select(1, 0).unsqueeze(1));
+  rv.select(2, ring_slot).copy_(values.select(1, 0).unsqueeze(1));
+  char what[160];
+  std::snprintf(what, sizeof(what), "%s d=%lld %s position %lld (ring slot %lld)", std::string(c10::toString(dt)).c_str(),
+                (long long)d, rotate ? "rotated" : "no rotation", (long long)position, (long long)ring_slot);
+  Expect(Close(q, want_q), std::string(what) + ": queries");
+  Expect(Close(full.k_buf, fk) && Close(ring.k_buf, rk), std::string(what) + ": keys in their slots, the rest untouched");
+  Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv), std::string(what) + ": values copied exactly");
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace headlab
+
+int main() {
+  using namespace headlab::kernels;
+  if (!plain_test::CudaDevice()) return 1;
+  torch::manual_seed(9);
+  torch::NoGradGuard no_grad;
+  for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
+    for (int64_t d : {64, 128})
+      for (bool rotate : {true, false})
+        for (int64_t position : {1, 17}) Case(dt, d, rotate, position);
+  {  // a KV head in two targets is refused
+    const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+    AppendTarget a, b;
+    a.k_buf = a.v_buf = torch::zeros({1, 1, 4, 64}, opts);
+    a.layer_kv_heads = {0};
+    b = a;
+    bool refused = false;
+    try {
+      RopeAppendInto(torch::zeros({1, 3, 64}, opts), 1, 1, {}, {}, {a, b},
+                     torch::zeros({1}, torch::dtype(torch::kLong).device(torch::kCUDA)));
+    } catch (const c10::Error& e) {
+      refused = std::string(e.what()).find("two segments") != std::string::npos;
+    }
+    Expect(refused, "a KV head in two targets is refused");
+  }
+  return plain_test::Finish();
+}
