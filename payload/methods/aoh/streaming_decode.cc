@@ -278,7 +278,8 @@ const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
   bool fused = device.is_cuda() && options.path != DecodePath::kReference &&
                options.anchor_block <= 1 && (d == 64 || d == 128) && c.heads / c.kv_heads <= 16;
 #if HEADLAB_TORCH_CUDA
-  fused = fused && kernels::DecodeAttentionAvailable();
+  // The fused paths run prefill chunks through PyTorch's fused attention (LibTorch >= 2).
+  fused = fused && kernels::DecodeAttentionAvailable() && HEADLAB_HAVE_SDPA;
 #else
   fused = false;
 #endif
@@ -575,10 +576,11 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
     torch::Tensor out;  // [B, n, g, T, d]
 #if HEADLAB_HAVE_SDPA
-    if (!reuse_on && qs.is_cuda()) {
-      // On CUDA (prefill chunks, and steps off the decode kernel): PyTorch's fused attention
-      // with the same boolean mask (its memory-efficient kernel takes any mask) instead of
-      // the [B, n, g, T, L] scores below; anchor-reuse needs those scores, so keeps them.
+    if (fused_ && !reuse_on && qs.is_cuda()) {
+      // The fused paths' prefill chunks (DecoderPathLabel): PyTorch's fused attention with
+      // the same boolean mask (its memory-efficient kernel takes any mask) instead of the
+      // [B, n, g, T, L] scores below, which the reference path keeps as the independent
+      // answer and anchor-reuse keeps for its top-k.
       auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
         return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
       };

@@ -35,10 +35,10 @@ namespace headlab::aoh {
 // The attention paths of the decoder, as run provenance names them (attention_paths).
 inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
 inline constexpr const char* kDecoderFusedLabel =
-    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: kv_cache_reference)";
+    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: sdpa flash / memory-efficient)";
 inline constexpr const char* kDecoderGraphLabel =
     "kv_cache_fused_decode_graph (split-K decode kernel, each step replayed as one CUDA graph; "
-    "prefill chunks: kv_cache_reference)";
+    "prefill chunks: sdpa flash / memory-efficient)";
 
 struct DecoderOptions {
   // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
