@@ -248,6 +248,17 @@ void Relayout(KvSegment* s, const std::vector<int64_t>& src, const std::vector<i
   s->v_buf.index_copy_(2, to, s->v_buf.index_select(2, from));
 }
 
+// Whether PyTorch's flash-attention kernel runs on `device`: compute capability 8.0 and
+// later (Ampere, Hopper); elsewhere prefill chunks keep the masked memory-efficient path.
+bool FlashKernelRuns(const torch::Device& device) {
+#if HEADLAB_TORCH_CUDA
+  return device.is_cuda() && at::cuda::getDeviceProperties(device.index())->major >= 8;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 // Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
 void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
   if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
@@ -592,7 +603,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       // each query sees every key up to its own position, the lower-right causal mask, which
       // the flash kernel applies itself when it is told causal with T < L (PyTorch's
       // CausalBias LOWER_RIGHT dispatches the same way), so no mask is read.
-      const bool causal_full = uniform && first_state.mode == HeadMode::kOrdinary && !seg.bounded &&
+      const bool causal_full = FlashKernelRuns(qs.device()) && uniform &&
+                               first_state.mode == HeadMode::kOrdinary && !seg.bounded &&
                                L == position_ + T && d % 8 == 0 && d <= 256 &&
                                seg_k.scalar_type() == qs.scalar_type() &&
                                (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf);
