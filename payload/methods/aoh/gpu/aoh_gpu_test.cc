@@ -3,7 +3,8 @@
 // and the Table 11 columns (prefill latency, decode ms/token, KV bytes) across context
 // lengths on a randomly initialised 12-layer RoPE/GQA model (latency and memory do not
 // depend on the weights), printed as JSON labelled with the device. fp32; decode steps run
-// the fused decode kernel (DecoderPathLabel), prefill chunks the decoder's reference.
+// the fused decode kernel (DecoderPathLabel), prefill chunks PyTorch's fused attention (in
+// fp32 the memory-efficient kernel with the heads' masks).
 #include <catch2/catch.hpp>
 
 #include <iostream>
