@@ -82,8 +82,6 @@ cudaError_t LaunchY(const AddNormArgs& a, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
-
 }  // namespace
 
 KernelStatus ValidateAddNorm(const AddNormArgs& a) {

@@ -110,8 +110,6 @@ __device__ __forceinline__ DecodeSegmentParams SegmentOf(const DecodeParams& p, 
   return p.seg[s];
 }
 
-KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
-
 // The split plan: span of visible slots, split count and slots per split.
 struct Plan {
   int lo = 0, hi = 0, splits = 1, split_len = kTile;

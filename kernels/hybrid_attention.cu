@@ -10,8 +10,6 @@ namespace {
 
 using internal::Params;
 
-KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
-
 KernelStatus ValidateShapeAndHeads(const AttentionShape& s, const HeadSpec* heads) {
   if (s.batch < 1 || s.seq_len < 1) return Invalid("batch and seq_len must be >= 1");
   if (s.heads < 1 || s.heads > kMaxHeads) return Invalid("heads must be in [1, kMaxHeads]");

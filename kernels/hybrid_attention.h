@@ -81,6 +81,9 @@ struct KernelStatus {
   bool ok() const { return code == KernelCode::kOk; }
 };
 
+// The refusal of an argument, with its static message (each kernel's Validate*).
+inline KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
+
 // Which implementation runs: kAuto picks tensor cores for bf16/fp16 and SIMT for fp32. On
 // an sm_90 device the forward at d = 64 or 128 is the warp-specialised wgmma kernel (TMA
 // producer, two ping-ponging consumer warpgroups), and so is the backward, each with every

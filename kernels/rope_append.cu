@@ -67,8 +67,6 @@ __global__ void RopeAppendKernel(const __grid_constant__ Params p) {
   static_cast<T*>(sp.v)[at] = vrow[c];
 }
 
-KernelStatus Invalid(const char* m) { return {KernelCode::kInvalidArgument, m}; }
-
 }  // namespace
 
 KernelStatus ValidateRopeAppend(const RopeAppendArgs& a) {
