@@ -24,7 +24,7 @@
 // and V together: one memory round trip). No barrier until the end, where the groups merge
 // by shuffles and the warps through shared memory into the split's (m, l, acc), the same
 // statistics version 1 writes.
-// The combine kernel (one CTA of d threads per query head and sequence) merges the splits.
+// Both end in FinishSplit: the last CTA of a (KV head, sequence) to finish merges its splits.
 #include "kernels/decode_attention.h"
 
 #include <algorithm>
@@ -95,6 +95,7 @@ struct DecodeParams {
   void* o;
   int64_t o_sb, o_sh;
   DecodeSegmentParams seg[kMaxDecodeSegments];
+  int* counts;                  // [B, launch KV heads]: splits arrived (DecodeArgs::counts)
   int kv_of[kMaxHeads];         // launch KV head -> layer KV head
   DecodeHead heads[kMaxHeads];  // per layer query head
 };
@@ -182,6 +183,63 @@ __device__ __forceinline__ int SlotPosition(const DecodeSegmentParams& p, int sl
   const int back = ((qp - slot) % p.ring + p.ring) % p.ring;  // qp - pos, in [0, ring)
   const int pos = qp - back;
   return pos >= p.lead ? pos : -1;
+}
+
+// The end of a split CTA: its statistics are in the workspace; the last of the splits of
+// its (KV head, sequence) to arrive merges them, for each of the group's query heads:
+//   M = max_s m_s,  L = sum_s l_s e^{m_s - M},  o = sum_s acc_s e^{m_s - M} / L  (0 when L = 0).
+// Arrival is counted in p.counts (threadFenceReduction's pattern: each CTA's writes are made
+// visible device-wide before it counts, the last reads the others' through L2), and the
+// last CTA sets its count back to 0 for the next launch. One kernel per layer, not a split
+// kernel and a combine.
+template <typename T, int D>
+__device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeSegmentParams& sp, int y, int b) {
+  __shared__ bool last_s;
+  __shared__ float w_s[kMaxSplits];  // e^{m_s - M} of one query head
+  __shared__ float sum_s;
+  const int tid = threadIdx.x, lane = tid % 32;
+  if (sp.splits > 1) {
+    __threadfence();  // this CTA's statistics, visible before it counts
+    __syncthreads();
+    if (tid == 0) {
+      int* count = p.counts + int64_t(b) * gridDim.y + y;
+      last_s = atomicAdd(count, 1) == sp.splits - 1;
+      if (last_s) *count = 0;  // every split has counted: ready for the next launch
+    }
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+  } else {
+    __syncthreads();  // one split: this CTA's own writes
+  }
+  const int i = y - sp.first;
+  for (int r = 0; r < p.g; ++r) {
+    const int64_t row = (int64_t(b) * sp.n + i) * p.g + r;
+    const float* m = sp.m + row * sp.splits;
+    const float* l = sp.l + row * sp.splits;
+    if (tid < 32) {
+      float big = -INFINITY;
+      for (int s = lane; s < sp.splits; s += 32) big = fmaxf(big, __ldcg(m + s));
+      big = WarpMax(big);
+      float sum = 0.f;
+      for (int s = lane; s < sp.splits; s += 32) {
+        const float ms = __ldcg(m + s);
+        const float w = ms == -INFINITY ? 0.f : __expf(ms - big);
+        w_s[s] = w;
+        sum += __ldcg(l + s) * w;
+      }
+      sum = WarpSum(sum);
+      if (lane == 0) sum_s = sum;
+    }
+    __syncthreads();
+    const int head = p.kv_of[y] * p.g + r;
+    for (int c = tid; c < D; c += kThreads) {
+      float out = 0.f;
+      for (int s = 0; s < sp.splits; ++s) out += __ldcg(sp.acc + (row * sp.splits + s) * D + c) * w_s[s];
+      static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] = FromFloat<T>(sum_s > 0.f ? out / sum_s : 0.f);
+    }
+    __syncthreads();  // w_s and sum_s are the next head's
+  }
 }
 
 template <typename T, int D>
@@ -303,6 +361,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
     sp.m[(row + tid) * sp.splits + split] = m_s[tid];
     sp.l[(row + tid) * sp.splits + split] = l_s[tid];
   }
+  FinishSplit<T, D>(p, sp, y, b);
 }
 
 template <typename T, int D>
@@ -420,28 +479,7 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
       sp.l[row * sp.splits + split] = ll;
     }
   }
-}
-
-// One CTA of D threads per (launch query head, sequence), over its segment's splits:
-// M = max_s m_s, L = sum_s l_s e^{m_s - M}, o = sum_s acc_s e^{m_s - M} / L (0 when L = 0).
-template <typename T, int D>
-__global__ void __launch_bounds__(D) DecodeCombineKernel(const __grid_constant__ DecodeParams p) {
-  const int x = blockIdx.x, b = blockIdx.y, c = threadIdx.x;
-  const int y = x / p.g;  // the launch KV head
-  const DecodeSegmentParams sp = SegmentOf(p, y);
-  const int64_t row = int64_t(b) * sp.n * p.g + (x - sp.first * p.g);
-  float big = -INFINITY;
-  for (int s = 0; s < sp.splits; ++s) big = fmaxf(big, sp.m[row * sp.splits + s]);
-  float sum = 0.f, out = 0.f;
-  for (int s = 0; s < sp.splits; ++s) {
-    const float ms = sp.m[row * sp.splits + s];
-    if (ms == -INFINITY) continue;
-    const float w = __expf(ms - big);
-    sum += sp.l[row * sp.splits + s] * w;
-    out += sp.acc[(row * sp.splits + s) * D + c] * w;
-  }
-  const int head = p.kv_of[y] * p.g + x % p.g;
-  static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] = FromFloat<T>(sum > 0.f ? out / sum : 0.f);
+  FinishSplit<T, D>(p, sp, y, b);
 }
 
 template <typename T, int D>
@@ -457,7 +495,6 @@ cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
   } else {
     DecodeSplitKernel<T, D><<<dim3(splits, n, p.B), kThreads, 0, s>>>(p);
   }
-  DecodeCombineKernel<T, D><<<dim3(n * p.g, p.B), D, 0, s>>>(p);
   return cudaGetLastError();
 }
 
@@ -475,6 +512,8 @@ size_t SegmentWorkspaceFloats(const DecodeArgs& a, int segment, int splits) {
   const size_t rows = size_t(a.batch) * a.caches[segment].kv_heads * (a.heads / a.kv_heads);
   return rows * size_t(splits) * size_t(a.head_dim + 2);
 }
+
+size_t DecodeCountsBytes(const DecodeArgs& a) { return sizeof(int) * size_t(a.batch) * size_t(a.kv_heads); }
 
 size_t DecodeWorkspaceBytes(const DecodeArgs& a) {
   size_t floats = 0;
@@ -530,6 +569,7 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
       return Invalid("cache rows must start 16-byte aligned");
   }
   if (a.workspace == nullptr) return Invalid("workspace is null");
+  if (a.counts == nullptr) return Invalid("counts is null");
   return {};
 }
 
@@ -567,6 +607,7 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
     for (int i = 0; i < sp.n; ++i) p.kv_of[first + i] = c.layer_kv_heads[i];
     first += sp.n;
   }
+  p.counts = a.counts;
   p.query_position = a.query_position;
   p.device_query_position = a.device_query_position;
   p.scale = a.scale;

@@ -5,15 +5,17 @@
 // (split, KV head, sequence) computes, for every query head sharing that KV head (GQA:
 // the group's queries sit in one CTA, so each K/V tile is read once for the group), the
 // partial softmax statistics of its piece (running max m, sum l and the unnormalised
-// accumulator acc, FlashAttention-2's online softmax). A second kernel combines the pieces:
+// accumulator acc, FlashAttention-2's online softmax) into a workspace, and counts itself
+// done in an arrival counter of its (KV head, sequence); the last to arrive combines the
+// pieces and resets the counter:
 //   M = max_s m_s,  L = sum_s l_s exp(m_s - M),  o = sum_s acc_s exp(m_s - M) / L.
 // Which keys a head sees is head_mask.h's KeyVisible at the cached positions; the slots
 // outside the union of the segment's heads' KeySpanForQueries are never loaded.
 //
 // Segments: a launch takes up to kMaxDecodeSegments caches of one layer at once (the
 // streaming decoder's full and bounded segments), each with its own split plan, in one grid
-// of split CTAs and one combine: a layer's decode step is two kernels however its heads are
-// divided. Each segment's KV heads are distinct.
+// of split CTAs: a layer's decode step is one kernel however its heads are divided. Each
+// segment's KV heads are distinct.
 //
 // Cache layout (one segment of a layer's KV heads with one retention policy, as
 // payload/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
@@ -87,6 +89,10 @@ struct DecodeArgs {
   DecodeCache caches[kMaxDecodeSegments];  // caches[0, segments)
   int segments = 1;
   void* workspace = nullptr;  // device scratch of DecodeWorkspaceBytes(args) bytes
+  // Device arrival counters of DecodeCountsBytes(args) bytes, all zero before the launch;
+  // the launch leaves them zero (so one zero-filled array serves every launch that runs
+  // after the previous one on the same stream, a captured CUDA graph's included).
+  int* counts = nullptr;
   int splits = 0;             // 0: DecodeSplits chooses (for every segment)
 };
 
@@ -100,10 +106,13 @@ int DecodeSplits(const DecodeArgs& args, int segment = 0);
 // segment.
 size_t DecodeWorkspaceBytes(const DecodeArgs& args);
 
+// Returns the bytes of DecodeArgs::counts: one int per (sequence, KV head of the layer).
+size_t DecodeCountsBytes(const DecodeArgs& args);
+
 // Returns a non-ok status iff the shape, heads, views or cache are unusable.
 KernelStatus ValidateDecode(const DecodeArgs& args);
 
-// Launches the split kernel and the combine kernel on `stream` (a cudaStream_t).
+// Launches the decode kernel (splits and their combine) on `stream` (a cudaStream_t).
 KernelStatus DecodeAttention(const DecodeArgs& args, void* stream);
 
 }  // namespace kernels

@@ -16,6 +16,7 @@ struct Args {
   std::vector<HeadSpec> specs = std::vector<HeadSpec>(4, HeadSpec{HeadState::kOrdinary});
   std::vector<int> kv = {0, 1};
   alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced
+  int fake_counts[1] = {0};                                 // never dereferenced
   DecodeArgs a;
   Args(int entries) {
     a.batch = 1;
@@ -35,6 +36,7 @@ struct Args {
     a.caches[0].kv_heads = 2;
     a.caches[0].layer_kv_heads = kv.data();
     a.workspace = fake_device_memory;
+    a.counts = fake_counts;
   }
 };
 
@@ -83,6 +85,14 @@ TEST_CASE("decode kernel: bad arguments are refused before a launch") {
     Args x(100);
     x.a.workspace = nullptr;
     CHECK(Mentions(ValidateDecode(x.a), "workspace"));
+  }
+  {
+    Args x(100);
+    x.a.counts = nullptr;
+    CHECK(Mentions(ValidateDecode(x.a), "counts"));
+    // One arrival counter per (sequence, KV head): B = 3 x 2 KV heads.
+    x.a.batch = 3;
+    CHECK(DecodeCountsBytes(x.a) == sizeof(int) * 3 * 2);
   }
   {  // a ring holds exactly lead + ring slots
     Args x(72);

@@ -98,9 +98,12 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
     args.push_back(all);
   }
   std::vector<DeviceBuffer> work;
+  DeviceBuffer counts(DecodeCountsBytes(all));  // zero, and left zero by every launch
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(counts.ptr, 0, DecodeCountsBytes(all)));
   for (DecodeArgs& a : args) {
     work.emplace_back(DecodeWorkspaceBytes(a));
     a.workspace = work.back().ptr;
+    a.counts = static_cast<int*>(counts.ptr);
   }
   cudaEvent_t e0, e1;
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));

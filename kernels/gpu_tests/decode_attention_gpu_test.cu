@@ -10,6 +10,7 @@
 // local ring at a device position). fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
 // reference rounded to the dtype (flash-attention's rule; the kernel accumulates in fp32).
 // Outputs start as NaN: heads outside the segment must stay NaN, pruned heads become 0.
+// Every launch must leave its arrival counters zero and a second launch give the same bits.
 //
 //   build-kernels/kernels/kernels_decode_gpu_test [--quick]
 #include <algorithm>
@@ -187,6 +188,9 @@ void Run(const Case& c, std::mt19937* rng) {
   a.splits = c.splits;
   DeviceBuffer work(std::max<size_t>(DecodeWorkspaceBytes(a), 1));
   a.workspace = work.ptr;
+  DeviceBuffer counts(DecodeCountsBytes(a));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(counts.ptr, 0, DecodeCountsBytes(a)));
+  a.counts = static_cast<int*>(counts.ptr);
   KernelStatus st = DecodeAttention(a, nullptr);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   if (!st.ok()) {
@@ -196,6 +200,16 @@ void Run(const Case& c, std::mt19937* rng) {
   }
   std::vector<uint8_t> got(o.bytes.size());
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(got.data(), dout.ptr, got.size(), cudaMemcpyDeviceToHost));
+  // The launch leaves its arrival counters zero, so that a second launch on the same
+  // counters (a replayed graph) combines exactly as the first: the same bits.
+  std::vector<int> left(DecodeCountsBytes(a) / sizeof(int));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(left.data(), counts.ptr, DecodeCountsBytes(a), cudaMemcpyDeviceToHost));
+  const bool counts_ok = std::all_of(left.begin(), left.end(), [](int x) { return x == 0; });
+  st = DecodeAttention(a, nullptr);
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
+  std::vector<uint8_t> again(o.bytes.size());
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(again.data(), dout.ptr, again.size(), cudaMemcpyDeviceToHost));
+  const bool repeat_ok = st.ok() && again == got;
 
   double err = 0, ref_err = 0, norm = 0;
   bool untouched_ok = true, pruned_ok = true;
@@ -248,12 +262,13 @@ void Run(const Case& c, std::mt19937* rng) {
   err = std::sqrt(err) / std::max(std::sqrt(norm), 1e-30);
   ref_err = std::sqrt(ref_err) / std::max(std::sqrt(norm), 1e-30);
   const double bound = c.dt == DType::kF32 ? 1e-5 : 2 * ref_err + 1e-6;
-  const bool ok = err <= bound && untouched_ok && pruned_ok;  // err NaN fails too
+  const bool ok = err <= bound && untouched_ok && pruned_ok && counts_ok && repeat_ok;  // err NaN fails too
   if (!ok) ++failures;
-  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s\n",
+  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s%s%s\n",
               ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), int(c.positions.size()), c.query, S,
               DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segments]",
-              pruned_ok ? "" : " [pruned head not zero]");
+              pruned_ok ? "" : " [pruned head not zero]", counts_ok ? "" : " [arrival counts not reset]",
+              repeat_ok ? "" : " [a second launch differs]");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ bool DecodeAttentionAvailable() {
 void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment>& segments,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
                          int64_t query_position, double scale, torch::Tensor* o,
-                         const torch::Tensor& device_position) {
+                         const torch::Tensor& device_position, const torch::Tensor& counts) {
   TORCH_CHECK(DecodeAttentionAvailable(), "decode attention: this build has no CUDA kernels");
 #if HEADLAB_TORCH_CUDA
   TORCH_CHECK(q.dim() == 3 && o->dim() == 3 && q.sizes() == o->sizes(),
@@ -53,7 +53,13 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
   a.q = {q.data_ptr(), q.stride(0), 0, q.stride(1)};
   a.o = {o->data_ptr(), o->stride(0), 0, o->stride(1)};
   c10::cuda::CUDAGuard guard(q.device());
-  // Up to kMaxDecodeSegments segments per launch (one split kernel and one combine each).
+  const int64_t count_ints = int64_t(DecodeCountsBytes(a) / sizeof(int));
+  torch::Tensor arrivals = counts.defined() ? counts : torch::zeros({count_ints}, q.options().dtype(torch::kInt));
+  TORCH_CHECK(arrivals.is_cuda() && arrivals.device() == q.device() && arrivals.scalar_type() == torch::kInt &&
+                  arrivals.is_contiguous() && arrivals.numel() >= count_ints,
+              "decode attention: counts must be a contiguous CUDA int32 tensor of >= B x kv_heads zeros on q's device");
+  a.counts = arrivals.data_ptr<int>();
+  // Up to kMaxDecodeSegments segments per launch (one kernel each).
   for (size_t first = 0; first < segments.size(); first += kMaxDecodeSegments) {
     a.segments = int(std::min(segments.size() - first, size_t(kMaxDecodeSegments)));
     for (int s = 0; s < a.segments; ++s) {
@@ -89,6 +95,7 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
   }
 #else
   (void)q, (void)segments, (void)specs, (void)kv_heads, (void)query_position, (void)scale, (void)o, (void)device_position;
+  (void)counts;
 #endif
 }
 

@@ -34,12 +34,15 @@ bool DecodeAttentionAvailable();
 // contiguous. Runs on the current CUDA stream without a host sync (so it can be captured
 // in a CUDA graph). With `device_position` (a CUDA int64 tensor of one element) the kernels
 // read the query position from it when they run and query_position is ignored
-// (decode_attention.h, "Device query position"). Throws c10::Error on bad input or when
-// !DecodeAttentionAvailable().
+// (decode_attention.h, "Device query position"). `counts`: the kernel's arrival counters
+// (DecodeArgs::counts), a CUDA int32 tensor of at least B x kv_heads zeros, which every call
+// leaves zero: one tensor serves every call on a stream and every replay of a captured
+// graph; undefined: a zeroed one per call (an extra fill). Throws c10::Error on bad input
+// or when !DecodeAttentionAvailable().
 void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment>& segments,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
                          int64_t query_position, double scale, torch::Tensor* o,
-                         const torch::Tensor& device_position = {});
+                         const torch::Tensor& device_position = {}, const torch::Tensor& counts = {});
 
 }  // namespace kernels
 }  // namespace headlab
