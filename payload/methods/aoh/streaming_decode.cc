@@ -43,8 +43,8 @@ struct StepGraph {
   torch::Tensor token;     // [B, 1] long, copied in before each replay
   torch::Tensor position;  // [1] long, filled before each replay
   torch::Tensor logits;    // [B, vocab] fp32, the captured output
-  // Every segment's k_buf and v_buf at capture, held so that their memory cannot come back
-  // under another shape while the graph exists.
+  // Every segment's k_buf and v_buf and the decode kernel's counters at capture, held so
+  // that their memory cannot come back under another shape while the graph exists.
   std::vector<torch::Tensor> buffers;
   ComputeWeights weights;  // what the graph reads in place of the fp32 parameters
 };
@@ -259,6 +259,34 @@ bool FlashKernelRuns(const torch::Device& device) {
 #endif
 }
 
+#if HEADLAB_HAVE_SDPA
+// The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
+// (nH a multiple of n: the flash kernel's own GQA, query head h reads KV head h / (nH / n))
+// in FlashForm `f`'s form, through PyTorch's flash kernel (its [B, T, heads, d] layout
+// reached by transposed views); returns [B, nH, T, d]. The window and sink calls are
+// merged by their log-sum-exps, o = o_w sigmoid(lse_w - lse_s) + o_s sigmoid(lse_s - lse_w),
+// in fp32.
+torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         const FlashForm& f, double scale) {
+  const torch::Tensor qt = q.transpose(1, 2);
+  const int64_t T = q.size(2);
+  auto call = [&](int64_t s0, int64_t s1, bool causal, std::optional<int64_t> window_left) {
+    const torch::Tensor kt = k.narrow(2, s0, s1 - s0).transpose(1, 2), vt = v.narrow(2, s0, s1 - s0).transpose(1, 2);
+    return at::_flash_attention_forward(qt, kt, vt, std::nullopt, std::nullopt, T, s1 - s0, /*dropout_p=*/0.0, causal,
+                                        /*return_debug_mask=*/false, scale, window_left, std::nullopt);
+  };
+  auto window = call(f.w0, f.w1, /*causal=*/true, f.recent > 0 ? std::optional<int64_t>(f.recent - 1) : std::nullopt);
+  torch::Tensor o = std::get<0>(window);  // [B, T, nH, d]
+  if (f.sink > 0) {
+    auto sink = call(0, f.sink, /*causal=*/false, std::nullopt);
+    const torch::Tensor w = torch::sigmoid(std::get<1>(window) - std::get<1>(sink)).transpose(1, 2).unsqueeze(-1);
+    const torch::Tensor os = std::get<0>(sink).to(torch::kFloat);
+    o = (os + (o.to(torch::kFloat) - os) * w).to(q.scalar_type());
+  }
+  return o.transpose(1, 2);
+}
+#endif
+
 // Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
 void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
   if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
@@ -280,6 +308,34 @@ int64_t KvSegment::tail_start() const {
   TORCH_CHECK(positions.back() - positions[size_t(a)] == entries - a - 1,
               "decoder: bounded positions are not a sink run and one recent run");
   return positions[size_t(a)];
+}
+
+FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T) {
+  const int64_t L = segment.entries, lead = segment.lead();
+  // The run of positions that ends at the chunk's last query: every slot when the segment
+  // is one run from position 0, else the recent run after the lead.
+  const int64_t w0 = lead == L ? 0 : lead, first = lead == L ? 0 : segment.tail_start();
+  if (T < 1 || first + (L - w0) != P + T) return {};
+  FlashForm f;
+  f.w0 = w0;
+  f.w1 = L;
+  switch (state.mode) {
+    case HeadMode::kOrdinary:  // every key up to the query: the run must start at 0
+      f.ok = first == 0;
+      return f;
+    case HeadMode::kLocal:  // keys q - W < p <= q, the oldest P - W + 1 (or 0) present
+      f.recent = state.window;
+      f.ok = state.window >= 1 && first <= std::max<int64_t>(0, P - state.window + 1);
+      return f;
+    case HeadMode::kStreaming:
+      f.recent = state.recent;
+      f.sink = state.sink;
+      f.ok = state.recent >= 1 && first <= std::max<int64_t>(0, P - state.recent + 1) &&
+             (state.sink == 0 || (P - state.recent + 1 >= state.sink && (lead == L || lead >= state.sink)));
+      return f;
+    default:
+      return {};
+  }
 }
 
 const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
@@ -469,7 +525,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
     const torch::Tensor qs = q.select(2, 0).to(segments[0].k_buf.scalar_type());  // [B, H, d], strided
     o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
     kernels::DecodeAttentionInto(qs, segments, specs, c.kv_heads, position_, 1.0 / std::sqrt(double(q.size(3))),
-                                 &o, qpos);
+                                 &o, qpos, DecodeCounts(q.size(0), q.device()));
   }
   if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
   return o;
@@ -478,6 +534,15 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
   TORCH_CHECK(false, "decoder: this build has no decode kernel");
   return q;
 #endif
+}
+
+const torch::Tensor& AohDecoder::DecodeCounts(int64_t batch, const torch::Device& device) {
+  const int64_t ints = batch * model_->config().kv_heads;
+  if (!decode_counts_.defined() || decode_counts_.device() != device || decode_counts_.numel() < ints) {
+    TORCH_CHECK(capturing_ == nullptr, "decoder: the decode counters must exist before a step is captured");
+    decode_counts_ = torch::zeros({ints}, torch::dtype(torch::kInt).device(device));
+  }
+  return decode_counts_;
 }
 
 torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
@@ -548,7 +613,6 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   for (KvSegment& seg : layers_[size_t(layer)]) {
     const int64_t n = int64_t(seg.kv_heads.size());
     const int64_t L = seg.entries;
-    const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
@@ -560,76 +624,78 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         uniform = uniform && a.mode == b.mode && a.window == b.window && a.sink == b.sink &&
                   a.recent == b.recent;
       }
-    torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
-    if (uniform) {
-      allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
-    } else {
-      std::vector<torch::Tensor> masks;
-      for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
-      allowed = torch::stack(masks).view({1, n, group, T, L});
-    }
-    if (reuse && !seg.bounded) {
-      // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
-      // anchor head selected. Full segments hold every position, so position = index.
-      allowed = allowed.expand({B, n, group, T, L}).clone();
-      for (size_t i = 0; i < heads.size(); ++i) {
-        int64_t a = options_.anchor_map[size_t(layer)][size_t(heads[i])];
-        if (a < 0 || states[size_t(heads[i])].mode != HeadMode::kOrdinary ||
-            !selected_.at(size_t(a)).defined())
-          continue;
-        torch::Tensor picked = torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
-        picked.scatter_add_(2, selected_[size_t(a)], selected_valid_[size_t(a)]);
-        torch::Tensor slot = allowed.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
-        slot.copy_(slot & (picked > 0));
-      }
-    }
     torch::Tensor q_index;  // the reference path uploads a gather's indices per call
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
+    const double scale = 1.0 / std::sqrt(double(d));
     torch::Tensor out;  // [B, n, g, T, d]
+    // The fused paths' prefill chunks (DecoderPathLabel) run PyTorch's fused attention
+    // instead of the [B, n, g, T, L] scores below, which the reference path keeps as the
+    // independent answer and anchor-reuse keeps for its top-k: heads in one state whose
+    // visible keys FlashFormOf expresses go through the flash kernel with no mask (ordinary
+    // heads over a full segment: its lower-right causal mask; local and streaming heads:
+    // its causal window, plus the sink slots in a second call); the rest through the
+    // memory-efficient kernel reading a boolean mask.
+    [[maybe_unused]] const bool fused_chunk = HEADLAB_HAVE_SDPA && fused_ && !reuse_on && qs.is_cuda();
 #if HEADLAB_HAVE_SDPA
-    if (fused_ && !reuse_on && qs.is_cuda()) {
-      // The fused paths' prefill chunks (DecoderPathLabel): PyTorch's fused attention with
-      // the same boolean mask (its memory-efficient kernel takes any mask) instead of the
-      // [B, n, g, T, L] scores below, which the reference path keeps as the independent
-      // answer and anchor-reuse keeps for its top-k.
-      auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
-        return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
-      };
-      const torch::Tensor q4 = qs.reshape({B, n * group, T, d}), k4 = heads_of(seg_k.unsqueeze(2), L),
-                          v4 = heads_of(seg_v.unsqueeze(2), L);
-      const double scale = 1.0 / std::sqrt(double(d));
-      const HeadState& first_state = states[size_t(heads[0])];
-      // Ordinary heads over a full segment holding positions [0, L), the chunk's keys last:
-      // each query sees every key up to its own position, the lower-right causal mask, which
-      // the flash kernel applies itself when it is told causal with T < L (PyTorch's
-      // CausalBias LOWER_RIGHT dispatches the same way), so no mask is read.
-      const bool causal_full = FlashKernelRuns(qs.device()) && uniform &&
-                               first_state.mode == HeadMode::kOrdinary && !seg.bounded &&
-                               L == position_ + T && d % 8 == 0 && d <= 256 &&
-                               seg_k.scalar_type() == qs.scalar_type() &&
-                               (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf);
-      out = causal_full ? std::get<0>(at::_scaled_dot_product_flash_attention(q4, k4, v4, 0.0, /*is_causal=*/true,
-                                                                              /*return_debug_mask=*/false, scale))
-                        : at::scaled_dot_product_attention(q4, k4, v4, heads_of(allowed, T), 0.0,
-                                                           /*is_causal=*/false, scale);
-      out = out.reshape({B, n, group, T, d});
+    if (fused_chunk && uniform && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
+        seg_k.scalar_type() == qs.scalar_type() &&
+        (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf)) {
+      const FlashForm form = FlashFormOf(states[size_t(heads[0])], seg, position_, T);
+      if (form.ok) out = FlashChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, form, scale).reshape({B, n, group, T, d});
     }
 #endif
     if (!out.defined()) {
-      torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
-      scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
-      if (anchor) {
-        // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
-        const int64_t topk = std::min(options_.anchor_topk, L);
+      const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
+      torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
+      if (uniform) {
+        allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
+      } else {
+        std::vector<torch::Tensor> masks;
+        for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+        allowed = torch::stack(masks).view({1, n, group, T, L});
+      }
+      if (reuse && !seg.bounded) {
+        // App. J.2: a reuse retrieval head attends to its own K/V at the positions its
+        // anchor head selected. Full segments hold every position, so position = index.
+        allowed = allowed.expand({B, n, group, T, L}).clone();
         for (size_t i = 0; i < heads.size(); ++i) {
-          if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
-          auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
-          torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
-          selected_[size_t(heads[i])] = index;  // full segment: index = position
-          selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+          int64_t a = options_.anchor_map[size_t(layer)][size_t(heads[i])];
+          if (a < 0 || states[size_t(heads[i])].mode != HeadMode::kOrdinary ||
+              !selected_.at(size_t(a)).defined())
+            continue;
+          torch::Tensor picked = torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
+          picked.scatter_add_(2, selected_[size_t(a)], selected_valid_[size_t(a)]);
+          torch::Tensor slot = allowed.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+          slot.copy_(slot & (picked > 0));
         }
       }
-      out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
+#if HEADLAB_HAVE_SDPA
+      if (fused_chunk) {
+        auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
+          return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
+        };
+        out = at::scaled_dot_product_attention(qs.reshape({B, n * group, T, d}), heads_of(seg_k.unsqueeze(2), L),
+                                               heads_of(seg_v.unsqueeze(2), L), heads_of(allowed, T), 0.0,
+                                               /*is_causal=*/false, scale)
+                  .reshape({B, n, group, T, d});
+      }
+#endif
+      if (!out.defined()) {
+        torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+        scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
+        if (anchor) {
+          // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
+          const int64_t topk = std::min(options_.anchor_topk, L);
+          for (size_t i = 0; i < heads.size(); ++i) {
+            if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
+            auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+            torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
+            selected_[size_t(heads[i])] = index;  // full segment: index = position
+            selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
+          }
+        }
+        out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
+      }
     }
     for (size_t i = 0; i < heads.size(); ++i) {
       if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
@@ -765,6 +831,7 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       buffers.push_back(s.k_buf);
       buffers.push_back(s.v_buf);
     }
+  if (fused_) buffers.push_back(DecodeCounts(B, token.device()));  // the graph's decode kernels count in it
   auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
   if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
                                 step_graph_->buffers.end(), same) &&

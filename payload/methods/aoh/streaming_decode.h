@@ -95,6 +95,27 @@ struct KvSegment {
   torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
 
+// How a prefill chunk's attention over one segment runs on the flash kernel without a mask,
+// for heads all in one state (AoH §5: ordinary, local(W), streaming(sink a, recent r)):
+//   window  slots [w0, w1) hold one contiguous run of positions ending at the chunk's last
+//           query; a query sees the last `recent` of them up to its own position (the
+//           kernel's lower-right causal mask with window_size_left = recent - 1; recent 0:
+//           every one up to its own, plain lower-right causal);
+//   sink    slots [0, sink) hold positions 0..sink-1, which every query of the chunk sees
+//           and none sees through its window: a second, unmasked call, merged with the
+//           first by the two calls' log-sum-exps.
+// ok is false where the segment's layout or the chunk's place does not allow it (a
+// streaming head's first sink + recent - 1 positions, whose windows reach the sink; a run
+// that lacks keys a window needs; pruned heads): the chunk then takes the masked path.
+struct FlashForm {
+  bool ok = false;
+  int64_t w0 = 0, w1 = 0, recent = 0, sink = 0;
+};
+
+// The flash form of a chunk of T queries at positions [P, P + T) over `segment` (its keys
+// and values appended: entries end at position P + T - 1) for heads in `state`.
+FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
+
 // The captured decode step's weights in the compute dtype (precision.h: bf16 or fp16).
 // Autocast casts each fp32 parameter of a linear layer on every step (two cast kernels per
 // layer, and ~0.75 GB of traffic per step for 124M parameters: the capture runs with the
@@ -210,6 +231,9 @@ class AohDecoder {
   // (or at the device position `qpos` while capturing), its keys and values already
   // appended; returns [B, H, d].
   torch::Tensor FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos);
+  // The decode kernel's arrival counters for batch `batch` on `device` (decode_counts_,
+  // allocated zero when missing or too small; never while a step is captured).
+  const torch::Tensor& DecodeCounts(int64_t batch, const torch::Device& device);
   void Evict(int64_t next_position);
   // TORCH_CHECKs that T more positions fit a model with learned positions (model.context).
   void CheckFits(int64_t T) const;
@@ -235,6 +259,9 @@ class AohDecoder {
   // {sink, ring} -> [1] long (AppendAt), made once per step.
   std::map<std::pair<int64_t, int64_t>, torch::Tensor> ring_slots_;
   int64_t graph_replays_ = 0, graph_captures_ = 0;
+  // The decode kernel's arrival counters, int32 [B x kv_heads]: zero between launches (each
+  // launch leaves them so), shared by every layer, step and captured graph.
+  torch::Tensor decode_counts_;
   std::vector<std::vector<KvSegment>> layers_;   // [layer][segment]
   std::vector<torch::Tensor> selected_;          // anchor heads' top-k positions [B, T, k]
   std::vector<torch::Tensor> selected_valid_;    // ... and which of them are real keys

@@ -42,6 +42,82 @@ TEST_CASE("aoh decode: ordinary heads, step-by-step logits equal the full forwar
   }
 }
 
+// A head sees key position k from query position q (the head states' definitions, restated
+// here: AAH §5.8 local, AoH §5 streaming).
+bool SeesKey(const HeadState& s, int64_t q, int64_t k) {
+  if (k > q) return false;
+  if (s.mode == HeadMode::kLocal) return q - k < s.window;
+  if (s.mode == HeadMode::kStreaming) return k < s.sink || q - k < s.recent;
+  return s.mode == HeadMode::kOrdinary;
+}
+
+TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the heads' masks allow") {
+  auto full = [](int64_t entries) {
+    KvSegment s;
+    s.entries = entries;
+    return s;
+  };
+  auto bounded = [](std::vector<int64_t> positions) {
+    KvSegment s;
+    s.bounded = true;
+    s.positions = std::move(positions);
+    s.entries = int64_t(s.positions.size());
+    return s;
+  };
+  auto run = [](int64_t a, int64_t b) {  // positions [a, b)
+    std::vector<int64_t> p;
+    for (int64_t x = a; x < b; ++x) p.push_back(x);
+    return p;
+  };
+  auto join = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
+      stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
+  struct Case {
+    const char* name;
+    HeadState state;
+    KvSegment seg;
+    int64_t P, T;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"ordinary, first chunk", ordinary, full(8), 0, 8, true},
+      {"ordinary, third chunk", ordinary, full(24), 16, 8, true},
+      {"local over a full segment", local5, full(24), 16, 8, true},
+      {"local, bounded, oldest needed key kept", local5, bounded(run(12, 24)), 16, 8, true},
+      {"local, bounded, oldest needed key missing", local5, bounded(run(13, 24)), 16, 8, false},
+      {"streaming, first chunk (windows reach the sink)", stream, full(8), 0, 8, false},
+      {"streaming, after eviction", stream, bounded(join(run(0, 2), run(5, 16))), 8, 8, true},
+      {"streaming, evicted keys awaiting compaction", stream, bounded(join(run(0, 2), run(3, 16))), 8, 8, true},
+      {"streaming, lead past the sink", stream, bounded(join(run(0, 3), run(5, 16))), 8, 8, true},
+      {"streaming, nothing evicted yet", stream, bounded(run(0, 16)), 8, 8, true},
+      {"streaming, sink 0", stream0, bounded(run(5, 16)), 8, 8, true},
+      {"streaming, a window key missing", stream, bounded(join(run(0, 2), run(6, 16))), 8, 8, false},
+      {"streaming, sink not held", stream, bounded(join(run(0, 1), run(5, 16))), 8, 8, false},
+      {"chunk's keys not last", ordinary, full(25), 16, 8, false},
+      {"pruned", pruned, full(24), 16, 8, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const FlashForm f = FlashFormOf(c.state, c.seg, c.P, c.T);
+    REQUIRE(f.ok == c.ok);
+    if (!f.ok) continue;
+    for (int64_t i = 0; i < c.T; ++i)
+      for (int64_t slot = 0; slot < c.seg.entries; ++slot) {
+        const int64_t pos = c.seg.bounded ? c.seg.positions[size_t(slot)] : slot;
+        // The window call: lower-right causal over slots [w0, w1), window_size_left recent - 1.
+        const int64_t idx = slot - f.w0, own = i + (f.w1 - f.w0) - c.T;
+        const bool window = slot >= f.w0 && slot < f.w1 && idx <= own && (f.recent == 0 || idx > own - f.recent);
+        const bool sink = slot < f.sink;  // the sink call: every query sees slots [0, sink)
+        INFO("query " << c.P + i << ", slot " << slot << " (position " << pos << ")");
+        CHECK(!(window && sink));  // the merge counts a key once
+        CHECK((window || sink) == SeesKey(c.state, c.P + i, pos));
+      }
+  }
+}
+
 TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts' numbers") {
   ModelConfig c = TinyModelConfig("learned");
   c.attn_bias = c.out_bias = c.mlp_bias = true;

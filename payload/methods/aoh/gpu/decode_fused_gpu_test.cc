@@ -172,8 +172,10 @@ TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
 }
 
 // Prefill chunks on CUDA (PyTorch's fused attention: the flash kernel's lower-right causal
-// mask for ordinary heads over a full segment, the memory-efficient kernel with a boolean
-// mask for the rest) against the model's own forward over the whole sequence: fp32 to 1e-3 of
+// mask for ordinary heads over a full segment, its causal window for the bounded local and
+// streaming groups (layer 0's with a sink call merged in, layer 2's sink 0; their first
+// chunk, whose windows reach the sink, masked), the memory-efficient kernel with a boolean
+// mask for the mixed group) against the model's own forward over the whole sequence: fp32 to 1e-3 of
 // the logits' scale; bf16 within 2x (+ 1e-3 of the scale) of the bf16 forward's own error
 // against the fp32 forward. A mask aligned to the wrong corner (the upper left, as plain SDPA
 // is_causal does when T < L) would cost every chunk after the first its earlier keys.
