@@ -14,10 +14,14 @@ chunks of 512; bf16), measured piece by piece with CUDA events in one process on
 Each piece's sum over the chunks of one sequence and the layers, to set beside the service's
 bench.prefill_ms. Usage (device): scripts/gpu/prefill_breakdown.py [LENGTH [BATCH]]
 """
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_vs_sdpa import time_ms  # noqa: E402  (median of CUDA-event timings after warm-ups)
 
 length = int(sys.argv[1]) if len(sys.argv) > 1 else 16384
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
@@ -25,20 +29,6 @@ layers, heads, d, width, chunk, sink, recent = 12, 12, 64, 768, 512, 128, 256
 dev, dt = "cuda", torch.bfloat16
 scale = d ** -0.5
 torch.manual_seed(0)
-
-
-def timed(fn, reps=3):
-    """Median milliseconds of fn() over reps, after one warm-up."""
-    fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
 
 
 def flash(q, k, v, causal, window_left=None):
@@ -123,5 +113,5 @@ with torch.no_grad():
     print(f"chunked prefill pieces, B = {batch}, T = {length}, chunks of {chunk}, bf16, "
           f"{torch.cuda.get_device_name()}, torch {torch.__version__}; ms per layer and x {layers} layers")
     for name, fn in rows:
-        ms = timed(fn)
+        ms = time_ms(fn, reps=3, warm=1)
         print(f"  {name:55s} {ms:9.2f} ms/layer  {ms * layers:9.1f} ms")
