@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "payload/exec/attention_cuda.h"
@@ -18,6 +20,7 @@
 
 #include "kernels/torch/add_norm_op.h"
 #include "kernels/torch/decode_attention_op.h"
+#include "kernels/torch/hybrid_attention_op.h"
 #include "kernels/torch/rope_append_op.h"
 #endif
 
@@ -46,7 +49,8 @@ struct StepGraph {
   // Every segment's k_buf and v_buf and the decode kernel's counters at capture, held so
   // that their memory cannot come back under another shape while the graph exists.
   std::vector<torch::Tensor> buffers;
-  ComputeWeights weights;  // what the graph reads in place of the fp32 parameters
+  // What the graph reads in place of the fp32 parameters (AohDecoder::Weights at capture).
+  std::shared_ptr<const ComputeWeights> weights;
 };
 
 ComputeWeights ComputeWeights::Make(GptImpl& model) {
@@ -170,6 +174,18 @@ torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& q
   return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
 
+// Points *slot at `weights` for its lifetime (null again at its end, however it ends).
+class WeightsScope {
+ public:
+  WeightsScope(const ComputeWeights** slot, const ComputeWeights* weights) : slot_(slot) { *slot_ = weights; }
+  ~WeightsScope() { *slot_ = nullptr; }
+  WeightsScope(const WeightsScope&) = delete;
+  WeightsScope& operator=(const WeightsScope&) = delete;
+
+ private:
+  const ComputeWeights** slot_;
+};
+
 // Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
 constexpr int64_t kEvictSlack = 64;
 
@@ -289,6 +305,26 @@ torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const t
 }
 #endif
 
+#if HEADLAB_TORCH_CUDA
+// The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
+// (GQA as the fused kernels have it: query head h reads KV head h / (nH / n)) in FusedForm
+// `length`'s virtual frame, through the fused hybrid kernels with each query head's `specs`;
+// returns [B, nH, T, d]. The queries go to the last T rows of a zero-filled [B, length, nH,
+// d] buffer; the keys and values are the cache's own slots, read in place through strided
+// views.
+torch::Tensor FusedChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         const std::vector<kernels::HeadSpec>& specs, int64_t length, double scale) {
+  const int64_t B = q.size(0), nH = q.size(1), T = q.size(2), d = q.size(3);
+  const torch::Tensor qv = torch::zeros({B, length, nH, d}, q.options());
+  qv.narrow(1, length - T, T).copy_(q.transpose(1, 2));
+  kernels::HybridHeads heads;
+  heads.specs = specs;
+  const torch::Tensor o = kernels::HybridAttention(qv, k.narrow(2, 0, length).transpose(1, 2),
+                                                   v.narrow(2, 0, length).transpose(1, 2), heads, scale);
+  return o.narrow(1, length - T, T).transpose(1, 2);
+}
+#endif
+
 // Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
 void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
   if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
@@ -336,6 +372,28 @@ FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t 
              (state.sink == 0 || (P - state.recent + 1 >= state.sink && (lead == L || lead >= state.sink)));
       return f;
     default:
+      return {};
+  }
+}
+
+FusedForm FusedFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T) {
+  const int64_t L = segment.entries, lead = segment.lead();
+  if (T < 1 || L < T) return {};
+  if (lead == L) {  // slot s holds position s: the model's own masks, queries at the last T
+    const bool states_ok =
+        state.mode == HeadMode::kOrdinary || state.mode == HeadMode::kLocal || state.mode == HeadMode::kStreaming;
+    return {states_ok && L == P + T, L};
+  }
+  // A sink run [0, lead), then one recent run from position tail_start ending at the
+  // chunk's last query; the run must reach back to the oldest key the first query sees.
+  const int64_t first = segment.tail_start();
+  if (first + (L - lead) != P + T) return {};
+  switch (state.mode) {
+    case HeadMode::kLocal:
+      return {state.window >= 1 && first <= P - state.window + 1, L};
+    case HeadMode::kStreaming:
+      return {state.recent >= 1 && lead >= state.sink && first <= P - state.recent + 1, L};
+    default:  // ordinary heads need every key from position 0
       return {};
   }
 }
@@ -541,7 +599,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
 const torch::Tensor& AohDecoder::DecodeCounts(int64_t batch, const torch::Device& device) {
   const int64_t ints = batch * model_->config().kv_heads;
   if (!decode_counts_.defined() || decode_counts_.device() != device || decode_counts_.numel() < ints) {
-    TORCH_CHECK(capturing_ == nullptr, "decoder: the decode counters must exist before a step is captured");
+    TORCH_CHECK(!capturing_, "decoder: the decode counters must exist before a step is captured");
     decode_counts_ = torch::zeros({ints}, torch::dtype(torch::kInt).device(device));
   }
   return decode_counts_;
@@ -557,9 +615,9 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   // cast to the compute dtype once here, not by autocast in each of the three projections.
   const torch::Tensor xc = x.to(ActivationDtype(x));
   torch::Tensor q, k, v;
-  const torch::Tensor qkv = capturing_ ? capturing_->Qkv(layer, xc) : torch::Tensor();
+  const torch::Tensor qkv = weights_in_ ? weights_in_->Qkv(layer, xc) : torch::Tensor();
 #if HEADLAB_TORCH_CUDA
-  if (qkv.defined() && kernels::RopeAppendAvailable()) {
+  if (capturing_ && qkv.defined() && kernels::RopeAppendAvailable()) {
     // The captured step: one kernel rotates q and k and appends k and v to every segment at
     // the slot of the device position (rope_append.h), then the decode kernel.
     torch::Tensor cos, sin;
@@ -582,7 +640,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
 #endif
-  if (qkv.defined()) {  // the captured step: one GEMM, q and k rotated together
+  if (qkv.defined()) {  // one GEMM, q and k rotated together
     torch::Tensor qk = qkv.narrow(1, 0, H + KV);
     if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
     q = qk.narrow(1, 0, H);
@@ -630,16 +688,30 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
     const double scale = 1.0 / std::sqrt(double(d));
     torch::Tensor out;  // [B, n, g, T, d]
-    // The fused paths' prefill chunks (DecoderPathLabel) run PyTorch's fused attention
-    // instead of the [B, n, g, T, L] scores below, which the reference path keeps as the
-    // independent answer and anchor-reuse keeps for its top-k: heads in one state whose
-    // visible keys FlashFormOf expresses go through the flash kernel with no mask (ordinary
-    // heads over a full segment: its lower-right causal mask; local and streaming heads:
-    // its causal window, plus the sink slots in a second call); the rest through the
-    // memory-efficient kernel reading a boolean mask.
+    // The fused paths' prefill chunks (DecoderPathLabel) run fused kernels instead of the
+    // [B, n, g, T, L] scores below, which the reference path keeps as the independent answer
+    // and anchor-reuse keeps for its top-k. Heads in one state: a bounded segment (local and
+    // streaming heads, whose slots are few) through the fused hybrid kernel in FusedFormOf's
+    // virtual frame, the sink and the window in one launch; where that frame is not short
+    // (at most 4 T slots: its padding rows are computed too) or not available, the flash
+    // kernel with no mask where FlashFormOf expresses the keys (ordinary heads over a full
+    // segment: its lower-right causal mask; local and streaming heads: its causal window,
+    // plus the sink slots in a second call); the rest through the memory-efficient kernel
+    // reading a boolean mask.
     [[maybe_unused]] const bool fused_chunk = HEADLAB_HAVE_SDPA && fused_ && !reuse_on && qs.is_cuda();
+#if HEADLAB_TORCH_CUDA
+    if (fused_chunk && uniform && seg.bounded && seg_k.scalar_type() == qs.scalar_type()) {
+      const FusedForm form = FusedFormOf(states[size_t(heads[0])], seg, position_, T);
+      if (form.ok && form.length <= 4 * T) {
+        std::vector<kernels::HeadSpec> specs;
+        for (int64_t h : heads) specs.push_back(KernelHeadSpec(states[size_t(h)]));
+        out = FusedChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, specs, form.length, scale)
+                  .reshape({B, n, group, T, d});
+      }
+    }
+#endif
 #if HEADLAB_HAVE_SDPA
-    if (fused_chunk && uniform && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
+    if (!out.defined() && fused_chunk && uniform && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
         seg_k.scalar_type() == qs.scalar_type() &&
         (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf)) {
       const FlashForm form = FlashFormOf(states[size_t(heads[0])], seg, position_, T);
@@ -719,9 +791,11 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
   ChunkRope rope;
   ring_slots_.clear();
 #if HEADLAB_TORCH_CUDA
-  if (capturing_ && x.is_cuda() && x.scalar_type() == torch::kFloat && kernels::AddNormAvailable()) {
-    // The captured step: each residual add and the norm after it as one kernel, whose
-    // output is already in the dtype the next GEMM reads (add_norm.h); the same blocks.
+  if (weights_in_ && x.is_cuda() &&
+      x.scalar_type() == torch::kFloat && kernels::AddNormAvailable()) {
+    // The captured step and the fused path's prefill chunks: each residual add and the norm
+    // after it as one kernel, whose output is already in the dtype the next GEMM reads
+    // (add_norm.h), instead of an fp32 add, an fp32 norm and autocast's cast; the same blocks.
     const torch::ScalarType dtype = ActivationDtype(x);
     auto add_norm = [&](const torch::Tensor& delta, const Norm& norm) {
       return kernels::AddNormInto(&x, delta, norm->weight, norm->bias, norm->rms(), norm->eps(), dtype);
@@ -756,11 +830,27 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
   torch::Tensor qpos = torch::arange(position_, position_ + T,
                                      torch::dtype(torch::kLong).device(tokens.device()));
-  torch::Tensor x = Blocks(tokens, qpos);
+  // On the fused path the chunk reads the compute-dtype weights as the captured step does
+  // (one q/k/v GEMM, add+norm kernels, no casts); the reference path keeps autocast's.
+  std::shared_ptr<const ComputeWeights> w;
+  if (fused_ && tokens.is_cuda() && !torch::GradMode::is_enabled()) w = Weights();
+  torch::Tensor x;
+  {
+    std::optional<ComputeWeightsIn> swapped;
+    if (w) swapped.emplace(*w);
+    WeightsScope reading(&weights_in_, w.get());
+    x = Blocks(tokens, qpos);
+  }
   position_ += T;
   Evict(position_);
   if (last_only) x = x.narrow(1, T - 1, 1);
-  return model_->Logits(x);  // as GptImpl::forward: fp32 logits
+  return model_->Logits(x, w ? w->head : torch::Tensor());  // as GptImpl::forward: fp32 logits
+}
+
+const std::shared_ptr<const ComputeWeights>& AohDecoder::Weights() {
+  if (!weights_ || !weights_->Current(*model_))
+    weights_ = std::make_shared<const ComputeWeights>(ComputeWeights::Make(*model_));
+  return weights_;
 }
 
 bool AohDecoder::PrepareGraphCaches(int64_t batch) {
@@ -835,9 +925,10 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
     }
   if (fused_) buffers.push_back(DecodeCounts(B, token.device()));  // the graph's decode kernels count in it
   auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
+  const std::shared_ptr<const ComputeWeights> weights = Weights();
   if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
                                 step_graph_->buffers.end(), same) &&
-      step_graph_->weights.Current(*model_)) {
+      step_graph_->weights == weights) {
     step_graph_->token.copy_(token.view({B, 1}));
     step_graph_->position.fill_(position_);
   } else {
@@ -846,11 +937,11 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
     g->token = token.view({B, 1}).to(torch::kLong).clone();
     g->position = torch::full({1}, position_, torch::dtype(torch::kLong).device(token.device()));
     g->buffers = buffers;
-    g->weights = ComputeWeights::Make(*model_);
+    g->weights = weights;
     // The step's body: the blocks at the device position, then the logits (as Chunk).
     auto body = [&] {
       AutocastScope autocast(model_->precision(), token.device());
-      return model_->Logits(Blocks(g->token, g->position), g->weights.head).squeeze(1);
+      return model_->Logits(Blocks(g->token, g->position), g->weights->head).squeeze(1);
     };
     torch::cuda::synchronize();
     {
@@ -861,16 +952,17 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       struct CaptureScope {
         AohDecoder* d;
         bool cast_cache = at::autocast::is_autocast_cache_enabled();
-        CaptureScope(AohDecoder* decoder, const ComputeWeights* w) : d(decoder) {
-          d->capturing_ = w;
+        explicit CaptureScope(AohDecoder* decoder) : d(decoder) {
+          d->capturing_ = true;
           at::autocast::set_autocast_cache_enabled(false);
         }
         ~CaptureScope() {
-          d->capturing_ = nullptr;
+          d->capturing_ = false;
           at::autocast::set_autocast_cache_enabled(cast_cache);
         }
-      } capture(this, &g->weights);
-      ComputeWeightsIn weights(g->weights);
+      } capture(this);
+      WeightsScope reading(&weights_in_, g->weights.get());
+      ComputeWeightsIn swapped(*g->weights);
       c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
       // A warm-up run on the capture stream (library workspaces, index uploads). It writes
       // this step's keys and values to their slots; the replay below writes the same.

@@ -35,10 +35,12 @@ namespace headlab::aoh {
 // The attention paths of the decoder, as run provenance names them (attention_paths).
 inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
 inline constexpr const char* kDecoderFusedLabel =
-    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: sdpa flash / memory-efficient)";
+    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: bounded heads on the fused hybrid "
+    "kernel, ordinary heads on sdpa flash, mixed groups sdpa memory-efficient)";
 inline constexpr const char* kDecoderGraphLabel =
     "kv_cache_fused_decode_graph (split-K decode kernel, each step replayed as one CUDA graph; "
-    "prefill chunks: sdpa flash / memory-efficient)";
+    "prefill chunks: bounded heads on the fused hybrid kernel, ordinary heads on sdpa flash, mixed "
+    "groups sdpa memory-efficient)";
 
 struct DecoderOptions {
   // Prefill chunk size K (AoH §5): peak working memory O(K), persistent streaming storage
@@ -115,6 +117,25 @@ struct FlashForm {
 // The flash form of a chunk of T queries at positions [P, P + T) over `segment` (its keys
 // and values appended: entries end at position P + T - 1) for heads in `state`.
 FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
+
+// How the same chunk runs on the fused hybrid kernels (kernels/hybrid_attention.h), which
+// take the heads' own states but only a sequence whose queries and keys share positions:
+// slots [0, length) are read as a sequence of `length` keys at virtual positions 0..length-1
+// (slot s at s), and the chunk's T queries as its last T positions (rows before them are
+// padding, computed and dropped). Where the slots hold positions 0..length-1 themselves
+// (nothing evicted yet) that is the model's own attention. Otherwise (a bounded segment:
+// the sink slots, then one recent run ending at the chunk's last query) the virtual
+// positions of the run are its real ones shifted by a constant, which a window (local,
+// streaming: distances only) does not see; the sink slots keep their positions, seen by
+// every query as the sink; and slots between the sink and the run (evicted entries awaiting
+// compaction) lie at least `recent` (or W) before every query, outside its window, when the
+// run holds the oldest key the chunk's first query needs. ok is false where that fails, and
+// for ordinary heads over a run that does not start at position 0, pruned and fixed heads.
+struct FusedForm {
+  bool ok = false;
+  int64_t length = 0;
+};
+FusedForm FusedFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
 
 // The captured decode step's weights in the compute dtype (precision.h: bf16 or fp16).
 // Autocast casts each fp32 parameter of a linear layer on every step (two cast kernels per
@@ -246,14 +267,22 @@ class AohDecoder {
   // Returns bounded segments to the linear layout (before a prefill chunk or a step off
   // the graph).
   void LeaveRings();
+  // weights_, made or remade when missing or no longer Current.
+  const std::shared_ptr<const ComputeWeights>& Weights();
 
   GptImpl* model_;
   DecoderOptions options_;
   std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
   bool fused_ = false;                           // decode steps take the decode kernel
   bool graph_ = false;                           // ... replayed from a CUDA graph
-  // While Blocks runs the graph step's body for capture: the weights it reads (else null).
-  const ComputeWeights* capturing_ = nullptr;
+  // While Blocks runs the graph step's body for capture.
+  bool capturing_ = false;
+  // While Blocks runs a captured step's body or a fused-path chunk: the compute-dtype
+  // weights swapped in, whose Qkv the layers project with (else null: autocast's casts).
+  const ComputeWeights* weights_in_ = nullptr;
+  // The compute-dtype weights of chunks and captured steps, made on first use and remade
+  // when the model's parameters change (Weights); a captured step holds the ones it reads.
+  std::shared_ptr<const ComputeWeights> weights_;
   std::unique_ptr<StepGraph> step_graph_;
   // While a step is captured: each ring shape's slot for the step's position,
   // {sink, ring} -> [1] long (AppendAt), made once per step.

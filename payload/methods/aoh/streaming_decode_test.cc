@@ -51,28 +51,31 @@ bool SeesKey(const HeadState& s, int64_t q, int64_t k) {
   return s.mode == HeadMode::kOrdinary;
 }
 
+// Segments for the chunk-form tests: a full one of `entries` positions; a bounded one
+// holding `positions`; runs of positions [a, b) and their concatenation.
+KvSegment FullSegment(int64_t entries) {
+  KvSegment s;
+  s.entries = entries;
+  return s;
+}
+KvSegment BoundedSegment(std::vector<int64_t> positions) {
+  KvSegment s;
+  s.bounded = true;
+  s.positions = std::move(positions);
+  s.entries = int64_t(s.positions.size());
+  return s;
+}
+std::vector<int64_t> Run(int64_t a, int64_t b) {
+  std::vector<int64_t> p;
+  for (int64_t x = a; x < b; ++x) p.push_back(x);
+  return p;
+}
+std::vector<int64_t> Join(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the heads' masks allow") {
-  auto full = [](int64_t entries) {
-    KvSegment s;
-    s.entries = entries;
-    return s;
-  };
-  auto bounded = [](std::vector<int64_t> positions) {
-    KvSegment s;
-    s.bounded = true;
-    s.positions = std::move(positions);
-    s.entries = int64_t(s.positions.size());
-    return s;
-  };
-  auto run = [](int64_t a, int64_t b) {  // positions [a, b)
-    std::vector<int64_t> p;
-    for (int64_t x = a; x < b; ++x) p.push_back(x);
-    return p;
-  };
-  auto join = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  };
   const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
       stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
   struct Case {
@@ -83,21 +86,21 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
     bool ok;
   };
   const std::vector<Case> cases = {
-      {"ordinary, first chunk", ordinary, full(8), 0, 8, true},
-      {"ordinary, third chunk", ordinary, full(24), 16, 8, true},
-      {"local over a full segment", local5, full(24), 16, 8, true},
-      {"local, bounded, oldest needed key kept", local5, bounded(run(12, 24)), 16, 8, true},
-      {"local, bounded, oldest needed key missing", local5, bounded(run(13, 24)), 16, 8, false},
-      {"streaming, first chunk (windows reach the sink)", stream, full(8), 0, 8, false},
-      {"streaming, after eviction", stream, bounded(join(run(0, 2), run(5, 16))), 8, 8, true},
-      {"streaming, evicted keys awaiting compaction", stream, bounded(join(run(0, 2), run(3, 16))), 8, 8, true},
-      {"streaming, lead past the sink", stream, bounded(join(run(0, 3), run(5, 16))), 8, 8, true},
-      {"streaming, nothing evicted yet", stream, bounded(run(0, 16)), 8, 8, true},
-      {"streaming, sink 0", stream0, bounded(run(5, 16)), 8, 8, true},
-      {"streaming, a window key missing", stream, bounded(join(run(0, 2), run(6, 16))), 8, 8, false},
-      {"streaming, sink not held", stream, bounded(join(run(0, 1), run(5, 16))), 8, 8, false},
-      {"chunk's keys not last", ordinary, full(25), 16, 8, false},
-      {"pruned", pruned, full(24), 16, 8, false},
+      {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
+      {"ordinary, third chunk", ordinary, FullSegment(24), 16, 8, true},
+      {"local over a full segment", local5, FullSegment(24), 16, 8, true},
+      {"local, bounded, oldest needed key kept", local5, BoundedSegment(Run(12, 24)), 16, 8, true},
+      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8, false},
+      {"streaming, first chunk (windows reach the sink)", stream, FullSegment(8), 0, 8, false},
+      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, true},
+      {"streaming, evicted keys awaiting compaction", stream, BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8, true},
+      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8, true},
+      {"streaming, nothing evicted yet", stream, BoundedSegment(Run(0, 16)), 8, 8, true},
+      {"streaming, sink 0", stream0, BoundedSegment(Run(5, 16)), 8, 8, true},
+      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8, false},
+      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8, false},
+      {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
+      {"pruned", pruned, FullSegment(24), 16, 8, false},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -114,6 +117,53 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
         INFO("query " << c.P + i << ", slot " << slot << " (position " << pos << ")");
         CHECK(!(window && sink));  // the merge counts a key once
         CHECK((window || sink) == SeesKey(c.state, c.P + i, pos));
+      }
+  }
+}
+
+// The fused kernels apply a head's own rule at virtual positions (slot s at s, the chunk's
+// queries at the last T of `length`); that must see, slot by slot, exactly what the head
+// sees at the real positions.
+TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the heads' masks allow") {
+  const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
+      stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
+  struct Case {
+    const char* name;
+    HeadState state;
+    KvSegment seg;
+    int64_t P, T;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
+      {"ordinary, third chunk (padding rows: every earlier key)", ordinary, FullSegment(24), 16, 8, true},
+      {"local over a full segment", local5, FullSegment(24), 16, 8, true},
+      {"local, bounded, oldest needed key kept", local5, BoundedSegment(Run(12, 24)), 16, 8, true},
+      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8, false},
+      {"streaming, first chunk (windows reach the sink)", stream, BoundedSegment(Run(0, 8)), 0, 8, true},
+      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, true},
+      {"streaming, evicted keys awaiting compaction", stream, BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8,
+       true},
+      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8, true},
+      {"streaming, nothing evicted yet", stream, BoundedSegment(Run(0, 16)), 8, 8, true},
+      {"streaming, sink 0", stream0, BoundedSegment(Run(5, 16)), 8, 8, true},
+      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8, false},
+      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8, false},
+      {"ordinary over a run not from 0", ordinary, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, false},
+      {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
+      {"pruned", pruned, FullSegment(24), 16, 8, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const FusedForm f = FusedFormOf(c.state, c.seg, c.P, c.T);
+    REQUIRE(f.ok == c.ok);
+    if (!f.ok) continue;
+    REQUIRE(f.length == c.seg.entries);
+    for (int64_t i = 0; i < c.T; ++i)
+      for (int64_t slot = 0; slot < c.seg.entries; ++slot) {
+        const int64_t pos = c.seg.bounded ? c.seg.positions[size_t(slot)] : slot;
+        INFO("query " << c.P + i << ", slot " << slot << " (position " << pos << ")");
+        CHECK(SeesKey(c.state, f.length - c.T + i, slot) == SeesKey(c.state, c.P + i, pos));
       }
   }
 }

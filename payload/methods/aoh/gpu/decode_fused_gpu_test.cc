@@ -7,7 +7,8 @@
 // captured CUDA graph. bf16: the fused decoder's logit error against an fp32 reference
 // decoder stays within 2x (+ 1e-3 of the logits' scale) of the bf16 reference decoder's own
 // (flash-attention's rule); fp32: the paths agree to 1e-3. KV bytes and entries agree after
-// every step. Prefill chunks (PyTorch's fused attention) against the model's forward.
+// every step. Prefill chunks (the fused hybrid kernel, PyTorch's fused attention) against the
+// model's forward.
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
@@ -171,39 +172,45 @@ TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
     }
 }
 
-// Prefill chunks on CUDA (PyTorch's fused attention: the flash kernel's lower-right causal
-// mask for ordinary heads over a full segment, its causal window for the bounded local and
-// streaming groups (layer 0's with a sink call merged in, layer 2's sink 0; their first
-// chunk, whose windows reach the sink, masked), the memory-efficient kernel with a boolean
-// mask for the mixed group) against the model's own forward over the whole sequence: fp32 to 1e-3 of
-// the logits' scale; bf16 within 2x (+ 1e-3 of the scale) of the bf16 forward's own error
-// against the fp32 forward. A mask aligned to the wrong corner (the upper left, as plain SDPA
-// is_causal does when T < L) would cost every chunk after the first its earlier keys.
+// Prefill chunks on CUDA against the model's own forward over the whole sequence: fp32 to
+// 1e-3 of the logits' scale; bf16 within 2x (+ 1e-3 of the scale) of the bf16 forward's own
+// error against the fp32 forward. Chunks of 61: the bounded local and streaming groups
+// through the fused hybrid kernel in FusedFormOf's virtual frame (layer 0's with a sink,
+// layer 2's sink 0, their first chunks included), ordinary heads over a full segment through
+// the flash kernel's lower-right causal mask, the mixed group through the memory-efficient
+// kernel with a boolean mask. Chunks of 7: the bounded groups' frames exceed 4 T, so they
+// take the flash kernel's causal window (and a sink call merged in; their first chunks,
+// whose windows reach the sink, masked). A mask aligned to the wrong corner (the upper
+// left, as plain SDPA is_causal does when T < L) would cost every chunk after the first its
+// earlier keys.
 TEST_CASE("aoh gpu: prefill chunks equal the model's forward") {
   REQUIRE(torch::cuda::is_available());
   torch::Device dev(torch::kCUDA);
   torch::NoGradGuard no_grad;
   for (int64_t head_dim : {64, 128}) {
-    torch::manual_seed(11 + head_dim);
-    Gpt model = SmallModel(head_dim, dev, "rope");
-    torch::Tensor tokens = torch::randint(0, 256, {2, 290}, torch::kLong).to(dev);
-    DecoderOptions o;
-    o.prefill_chunk = 61;  // five chunks, the last one short
-    model->SetPrecision(Precision::kFp32);
-    const torch::Tensor exact = model->forward(tokens).to(torch::kFloat);
-    const double scale = MaxAbs(exact);
-    auto dec = AohDecoder::Create(model.get(), o);
-    REQUIRE(dec.ok());
-    const double diff32 = MaxAbs(dec.value()->Prefill(tokens).to(torch::kFloat) - exact);
-    model->SetPrecision(Precision::kBf16);
-    const double err_forward = MaxAbs(model->forward(tokens).to(torch::kFloat) - exact);
-    auto dec16 = AohDecoder::Create(model.get(), o);
-    REQUIRE(dec16.ok());
-    const double err_prefill = MaxAbs(dec16.value()->Prefill(tokens).to(torch::kFloat) - exact);
-    INFO("d " << head_dim << ": logits up to " << scale << "; fp32 max |prefill - forward| = " << diff32
-              << "; bf16 max error vs fp32: forward " << err_forward << ", prefill " << err_prefill);
-    CHECK(diff32 < 1e-3 * scale);
-    CHECK(err_prefill <= 2 * err_forward + 1e-3 * scale);
+    for (int64_t chunk : {61, 7}) {  // not divisors of 290: the last chunk is short
+      torch::manual_seed(11 + head_dim);
+      Gpt model = SmallModel(head_dim, dev, "rope");
+      torch::Tensor tokens = torch::randint(0, 256, {2, 290}, torch::kLong).to(dev);
+      DecoderOptions o;
+      o.prefill_chunk = chunk;
+      model->SetPrecision(Precision::kFp32);
+      const torch::Tensor exact = model->forward(tokens).to(torch::kFloat);
+      const double scale = MaxAbs(exact);
+      auto dec = AohDecoder::Create(model.get(), o);
+      REQUIRE(dec.ok());
+      const double diff32 = MaxAbs(dec.value()->Prefill(tokens).to(torch::kFloat) - exact);
+      model->SetPrecision(Precision::kBf16);
+      const double err_forward = MaxAbs(model->forward(tokens).to(torch::kFloat) - exact);
+      auto dec16 = AohDecoder::Create(model.get(), o);
+      REQUIRE(dec16.ok());
+      const double err_prefill = MaxAbs(dec16.value()->Prefill(tokens).to(torch::kFloat) - exact);
+      INFO("d " << head_dim << ", chunks of " << chunk << ": logits up to " << scale
+                << "; fp32 max |prefill - forward| = " << diff32 << "; bf16 max error vs fp32: forward "
+                << err_forward << ", prefill " << err_prefill);
+      CHECK(diff32 < 1e-3 * scale);
+      CHECK(err_prefill <= 2 * err_forward + 1e-3 * scale);
+    }
   }
 }
 
