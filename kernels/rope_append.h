@@ -1,5 +1,6 @@
-// rope_append.h: a decode step's RoPE of the new queries and keys and the append of its keys
-// and values to the KV cache, as one kernel (one token per sequence). The reference runs
+// rope_append.h: RoPE of new queries and keys and the append of their keys and values to the
+// KV cache, as one kernel: a decode step's (one token per sequence, its position on the
+// device) or a prefill chunk's (T tokens, written from a host slot on). The reference runs
 // three kernels per rotated tensor (swap the halves, x * cos', + swapped * sin') and two
 // index_copy_ per cache segment; this is one, from the output of the fused q/k/v projection:
 //   qkv rows [B, H + 2 KV, d]: heads 0..H-1 queries, then KV keys, then KV values
@@ -9,7 +10,9 @@
 // after the product and after the sum as the reference's two kernels round; no tables: no
 // rotation (learned positions). The step's position p is read on the device (a captured
 // step replays for every position): slot = p in a full segment, p < sink ? p : sink +
-// (p - sink) mod ring in a ring (decode_attention.h). One CTA of d threads per (row, sequence).
+// (p - sink) mod ring in a ring (decode_attention.h). A chunk (position null) writes token t
+// of each segment to slot first_slot + t (the linear layout), rotated by row t of the tables.
+// One CTA of 256 threads per (token, sequence) and 256 / d rows.
 // No LibTorch here (kernels/torch/rope_append_op.h).
 #pragma once
 
@@ -28,25 +31,29 @@ struct AppendSegment {
   int kv_heads = 0;                     // n
   const int* layer_kv_heads = nullptr;  // host array of n: the layer KV head of each
   int sink = 0, ring = 0;               // ring > 0: the ring layout; else slot = position
+  int first_slot = -1;                  // a chunk: token t goes to slot first_slot + t (ring 0)
 };
 
 struct RopeAppendArgs {
   int batch = 0, heads = 0, kv_heads = 0, head_dim = 0;  // B, H, KV, d (d = 64 or 128)
   DType dtype = DType::kBF16;                             // qkv, tables, q and the caches
-  const void* qkv = nullptr;  // rows of d, head stride d, sequence stride qkv_stride_b
-  int64_t qkv_stride_b = 0;
-  const void* cos = nullptr;  // [d] cos' and [d] sin' in dtype, or both null: no rotation
-  const void* sin = nullptr;
-  void* q = nullptr;          // [B, H, d] out, head stride d, sequence stride q_stride_b
-  int64_t q_stride_b = 0;
-  const int64_t* position = nullptr;  // device: the step's position
+  int tokens = 1;                                         // T (1 with a device position)
+  const void* qkv = nullptr;  // rows of d, head stride d, token stride qkv_stride_t, sequence qkv_stride_b
+  int64_t qkv_stride_b = 0, qkv_stride_t = 0;
+  const void* cos = nullptr;  // [T, d] cos' and [T, d] sin' in dtype (row t for token t), or
+  const void* sin = nullptr;  // both null: no rotation
+  void* q = nullptr;          // [B, T, H, d] out, head stride d, strides q_stride_t and q_stride_b
+  int64_t q_stride_b = 0, q_stride_t = 0;
+  // device: the step's position (tokens = 1); null for a chunk (every segment's first_slot set)
+  const int64_t* position = nullptr;
   int segments = 0;
   AppendSegment seg[kMaxDecodeSegments];
 };
 
 // Returns a non-ok status iff the shape, pointers or segments are unusable (a KV head in
-// two segments, one outside [0, KV), a slot past a segment's capacity cannot be checked
-// here: the position is on the device; the kernel skips writes past the capacity).
+// two segments, one outside [0, KV), a chunk's slots past a segment's capacity; a decode
+// step's slot cannot be checked here: its position is on the device, and the kernel skips
+// writes past the capacity).
 KernelStatus ValidateRopeAppend(const RopeAppendArgs& args);
 
 // Launches the kernel on `stream` (a cudaStream_t).

@@ -24,40 +24,32 @@ bool RopeAppendAvailable() {
 #endif
 }
 
-torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
-                             const torch::Tensor& sin, const std::vector<AppendTarget>& targets,
-                             const torch::Tensor& position) {
-  TORCH_CHECK(RopeAppendAvailable(), "rope_append: this build has no CUDA kernels");
 #if HEADLAB_TORCH_CUDA
-  TORCH_CHECK(qkv.is_cuda() && qkv.dim() == 3 && qkv.size(1) == heads + 2 * kv_heads && qkv.stride(2) == 1 &&
-                  qkv.stride(1) == qkv.size(2),
-              "rope_append: qkv must be a CUDA [B, H + 2 KV, d] tensor with contiguous rows");
-  TORCH_CHECK(position.is_cuda() && position.scalar_type() == torch::kLong && position.numel() == 1,
-              "rope_append: position must be one CUDA int64");
-  TORCH_CHECK(targets.size() <= size_t(kMaxDecodeSegments), "rope_append: more segments than kMaxDecodeSegments");
-  const int64_t B = qkv.size(0), d = qkv.size(2);
-  RopeAppendArgs a;
+namespace {
+
+// Fills a's tables, queries, segments and launches: qkv [B, T, H + 2 KV, d] with contiguous
+// rows (a.qkv* set by the caller), tables [T | 1, d] or undefined, q [B, T, H, d] out.
+void Launch(RopeAppendArgs a, const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+            const torch::Tensor& q, const std::vector<AppendTarget>& targets, bool chunk) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), d = qkv.size(3);
   a.batch = int(B);
-  a.heads = int(heads);
-  a.kv_heads = int(kv_heads);
+  a.tokens = int(T);
   a.head_dim = int(d);
   a.dtype = KernelDType(qkv.scalar_type(), "rope_append");
-  a.qkv = qkv.data_ptr();
-  a.qkv_stride_b = qkv.stride(0);
   torch::Tensor c, s;
   if (cos.defined() || sin.defined()) {
-    TORCH_CHECK(cos.defined() && sin.defined() && cos.numel() == d && sin.numel() == d && cos.is_cuda() &&
+    TORCH_CHECK(cos.defined() && sin.defined() && cos.numel() == T * d && sin.numel() == T * d && cos.is_cuda() &&
                     sin.is_cuda() && cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type(),
-                "rope_append: cos and sin must be [d] CUDA tensors in qkv's dtype");
+                "rope_append: cos and sin must be [T, d] CUDA tensors in qkv's dtype");
     c = cos.contiguous();
     s = sin.contiguous();
     a.cos = c.data_ptr();
     a.sin = s.data_ptr();
   }
-  torch::Tensor q = torch::empty({B, heads, d}, qkv.options());
   a.q = q.data_ptr();
-  a.q_stride_b = heads * d;
-  a.position = position.data_ptr<int64_t>();
+  a.q_stride_b = q.stride(0);
+  a.q_stride_t = q.stride(1);
+  TORCH_CHECK(targets.size() <= size_t(kMaxDecodeSegments), "rope_append: more segments than kMaxDecodeSegments");
   a.segments = int(targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const AppendTarget& t = targets[i];
@@ -78,13 +70,59 @@ torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv
     sg.layer_kv_heads = t.layer_kv_heads.data();
     sg.sink = int(t.sink);
     sg.ring = int(t.ring);
+    sg.first_slot = chunk ? int(t.first_slot) : -1;
   }
   c10::cuda::CUDAGuard guard(qkv.device());
   const KernelStatus st = RopeAppend(a, c10::cuda::getCurrentCUDAStream(qkv.device().index()).stream());
   TORCH_CHECK(st.ok(), st.message);
+}
+
+}  // namespace
+#endif
+
+torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
+                             const torch::Tensor& sin, const std::vector<AppendTarget>& targets,
+                             const torch::Tensor& position) {
+  TORCH_CHECK(RopeAppendAvailable(), "rope_append: this build has no CUDA kernels");
+#if HEADLAB_TORCH_CUDA
+  TORCH_CHECK(qkv.is_cuda() && qkv.dim() == 3 && qkv.size(1) == heads + 2 * kv_heads && qkv.stride(2) == 1 &&
+                  qkv.stride(1) == qkv.size(2),
+              "rope_append: qkv must be a CUDA [B, H + 2 KV, d] tensor with contiguous rows");
+  TORCH_CHECK(position.is_cuda() && position.scalar_type() == torch::kLong && position.numel() == 1,
+              "rope_append: position must be one CUDA int64");
+  RopeAppendArgs a;
+  a.heads = int(heads);
+  a.kv_heads = int(kv_heads);
+  a.qkv = qkv.data_ptr();
+  a.qkv_stride_b = qkv.stride(0);
+  a.position = position.data_ptr<int64_t>();
+  torch::Tensor q = torch::empty({qkv.size(0), heads, qkv.size(2)}, qkv.options());
+  Launch(a, qkv.unsqueeze(1), cos, sin, q.unsqueeze(1), targets, /*chunk=*/false);
   return q;
 #else
   (void)qkv, (void)heads, (void)kv_heads, (void)cos, (void)sin, (void)targets, (void)position;
+  return torch::Tensor();
+#endif
+}
+
+torch::Tensor RopeAppendChunkInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
+                                  const torch::Tensor& sin, const std::vector<AppendTarget>& targets) {
+  TORCH_CHECK(RopeAppendAvailable(), "rope_append: this build has no CUDA kernels");
+#if HEADLAB_TORCH_CUDA
+  TORCH_CHECK(qkv.is_cuda() && qkv.dim() == 4 && qkv.size(2) == heads + 2 * kv_heads && qkv.stride(3) == 1 &&
+                  qkv.stride(2) == qkv.size(3),
+              "rope_append: qkv must be a CUDA [B, T, H + 2 KV, d] tensor with contiguous rows");
+  RopeAppendArgs a;
+  a.heads = int(heads);
+  a.kv_heads = int(kv_heads);
+  a.qkv = qkv.data_ptr();
+  a.qkv_stride_b = qkv.stride(0);
+  a.qkv_stride_t = qkv.stride(1);
+  torch::Tensor q = torch::empty({qkv.size(0), qkv.size(1), heads, qkv.size(3)}, qkv.options());
+  Launch(a, qkv, cos, sin, q, targets, /*chunk=*/true);
+  return q;
+#else
+  (void)qkv, (void)heads, (void)kv_heads, (void)cos, (void)sin, (void)targets;
   return torch::Tensor();
 #endif
 }

@@ -4,7 +4,8 @@
 // of the position (slot = p, or sink + (p - sink) mod ring in a ring). bf16 and fp32, d = 64
 // and 128, a full segment and a ring in one call, a KV head no segment caches, no rotation.
 // The written slot must match to 1 unit in the last place of bf16 (fp32: 1e-6 relative), every
-// other slot must be untouched, values copied exactly. Plain main; gpu label.
+// other slot must be untouched, values copied exactly. The same for a prefill chunk
+// (RopeAppendChunkInto: per-token tables, slots from first_slot on). Plain main; gpu label.
 #include <cstdio>
 #include <string>
 
@@ -73,6 +74,47 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
   Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv), std::string(what) + ": values copied exactly");
 }
 
+// A prefill chunk of T = 5 tokens: token t rotated by row t of the tables and written to
+// slot first_slot + t of each target (KV head 2 from slot 7 of 20, KV head 0 from slot 3 of
+// 10, KV head 1 in no target).
+void ChunkCase(torch::ScalarType dt, int64_t d, bool rotate) {
+  const int64_t B = 2, T = 5, H = 6, KV = 3;
+  const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
+  torch::Tensor qkv = torch::randn({B, T, H + 2 * KV, d}, opts);
+  torch::Tensor cos, sin;
+  if (rotate) {
+    torch::Tensor angle = torch::rand({T, d / 2}, opts.dtype(torch::kFloat)) * 6.28;
+    cos = torch::cat({angle.cos(), angle.cos()}, 1).to(dt);
+    sin = torch::cat({-angle.sin(), angle.sin()}, 1).to(dt);
+  }
+  AppendTarget a, b;
+  a.k_buf = torch::randn({B, 1, 20, d}, opts);
+  a.v_buf = torch::randn({B, 1, 20, d}, opts);
+  a.layer_kv_heads = {2};
+  a.first_slot = 7;
+  b.k_buf = torch::randn({B, 1, 10, d}, opts);
+  b.v_buf = torch::randn({B, 1, 10, d}, opts);
+  b.layer_kv_heads = {0};
+  b.first_slot = 3;
+  torch::Tensor ak = a.k_buf.clone(), av = a.v_buf.clone(), bk = b.k_buf.clone(), bv = b.v_buf.clone();
+  torch::Tensor q = RopeAppendChunkInto(qkv, H, KV, cos, sin, {a, b});
+
+  // [B, T, n, d] rotated by each token's row: the tables broadcast over the heads.
+  auto rot = [&](const torch::Tensor& x) { return rotate ? Rotate(x, cos.unsqueeze(1), sin.unsqueeze(1)) : x; };
+  const torch::Tensor want_q = rot(qkv.narrow(2, 0, H));
+  const torch::Tensor keys = rot(qkv.narrow(2, H, KV)), values = qkv.narrow(2, H + KV, KV);
+  ak.select(1, 0).narrow(1, 7, T).copy_(keys.select(2, 2));
+  av.select(1, 0).narrow(1, 7, T).copy_(values.select(2, 2));
+  bk.select(1, 0).narrow(1, 3, T).copy_(keys.select(2, 0));
+  bv.select(1, 0).narrow(1, 3, T).copy_(values.select(2, 0));
+  char what[160];
+  std::snprintf(what, sizeof(what), "chunk of %lld, %s d=%lld %s", (long long)T, std::string(c10::toString(dt)).c_str(),
+                (long long)d, rotate ? "rotated" : "no rotation");
+  Expect(q.sizes() == torch::IntArrayRef({B, T, H, d}) && Close(q, want_q), std::string(what) + ": queries");
+  Expect(Close(a.k_buf, ak) && Close(b.k_buf, bk), std::string(what) + ": keys in their slots, the rest untouched");
+  Expect(torch::equal(a.v_buf, av) && torch::equal(b.v_buf, bv), std::string(what) + ": values copied exactly");
+}
+
 }  // namespace
 }  // namespace kernels
 }  // namespace headlab
@@ -86,6 +128,24 @@ int main() {
     for (int64_t d : {64, 128})
       for (bool rotate : {true, false})
         for (int64_t position : {1, 17}) Case(dt, d, rotate, position);
+  for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
+    for (int64_t d : {64, 128})
+      for (bool rotate : {true, false}) ChunkCase(dt, d, rotate);
+  {  // a chunk past a target's capacity is refused
+    const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+    AppendTarget a;
+    a.k_buf = torch::zeros({1, 1, 4, 64}, opts);
+    a.v_buf = torch::zeros({1, 1, 4, 64}, opts);
+    a.layer_kv_heads = {0};
+    a.first_slot = 2;
+    bool refused = false;
+    try {
+      RopeAppendChunkInto(torch::zeros({1, 3, 3, 64}, opts), 1, 1, {}, {}, {a});
+    } catch (const c10::Error& e) {
+      refused = std::string(e.what()).find("first_slot") != std::string::npos;
+    }
+    Expect(refused, "a chunk past a target's capacity is refused");
+  }
   {  // a KV head in two targets is refused
     const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
     AppendTarget a, b;

@@ -230,17 +230,23 @@ void Regrow(torch::Tensor* buf, int64_t entries, int64_t capacity, const torch::
   *buf = grown;
 }
 
-// Writes fresh [B, n, T, d] after the first `entries` positions of *buf, doubling its
-// capacity when it is full (a new buffer also when the batch, heads or dtype differ, as
-// after a Reset for another batch size).
-void AppendTo(torch::Tensor* buf, int64_t entries, const torch::Tensor& fresh) {
-  const int64_t T = fresh.size(2);
-  const bool alike = buf->defined() && buf->size(0) == fresh.size(0) && buf->size(1) == fresh.size(1) &&
-                     buf->size(3) == fresh.size(3) && buf->scalar_type() == fresh.scalar_type();
+// Makes room in *buf for T = like.size(2) slots after its first `entries`, for data shaped
+// like `like` [B, n, T, d], doubling its capacity when it is full (a new buffer also when the
+// batch, heads or dtype differ, as after a Reset for another batch size: then nothing is
+// kept). Returns the first slot of the room.
+int64_t Reserve(torch::Tensor* buf, int64_t entries, const torch::Tensor& like) {
+  const int64_t T = like.size(2);
+  const bool alike = buf->defined() && buf->size(0) == like.size(0) && buf->size(1) == like.size(1) &&
+                     buf->size(3) == like.size(3) && buf->scalar_type() == like.scalar_type();
   if (!alike) entries = 0;
   if (!alike || buf->size(2) < entries + T)
-    Regrow(buf, entries, std::max<int64_t>({64, entries + T, alike ? 2 * buf->size(2) : 0}), fresh);
-  buf->narrow(2, entries, T).copy_(fresh);
+    Regrow(buf, entries, std::max<int64_t>({64, entries + T, alike ? 2 * buf->size(2) : 0}), like);
+  return entries;
+}
+
+// Writes fresh [B, n, T, d] after the first `entries` positions of *buf (Reserve).
+void AppendTo(torch::Tensor* buf, int64_t entries, const torch::Tensor& fresh) {
+  buf->narrow(2, Reserve(buf, entries, fresh), fresh.size(2)).copy_(fresh);
 }
 
 // Records on the host that positions [first, first + T) were appended to *seg.
@@ -327,7 +333,10 @@ torch::Tensor FusedChunk(const torch::Tensor& q, const torch::Tensor& k, const t
 
 // Keeps positions [0, a) and [entries - b, entries) of *buf, moved to [0, a + b).
 void KeepEnds(torch::Tensor* buf, int64_t entries, int64_t a, int64_t b) {
-  if (b > 0 && a + b < entries) buf->narrow(2, a, b).copy_(buf->narrow(2, entries - b, b).clone());
+  if (b <= 0 || a + b >= entries) return;
+  const torch::Tensor kept = buf->narrow(2, entries - b, b);
+  // One copy when the two ranges do not overlap (a chunk's eviction), else through a clone.
+  buf->narrow(2, a, b).copy_(entries - b >= a + b ? kept : kept.clone());
 }
 
 }  // namespace
@@ -616,6 +625,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   const torch::Tensor xc = x.to(ActivationDtype(x));
   torch::Tensor q, k, v;
   const torch::Tensor qkv = weights_in_ ? weights_in_->Qkv(layer, xc) : torch::Tensor();
+  bool appended = false;  // the chunk's keys and values are in the cache
 #if HEADLAB_TORCH_CUDA
   if (capturing_ && qkv.defined() && kernels::RopeAppendAvailable()) {
     // The captured step: one kernel rotates q and k and appends k and v to every segment at
@@ -639,26 +649,53 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, cos, sin, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
     return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
-#endif
-  if (qkv.defined()) {  // one GEMM, q and k rotated together
-    torch::Tensor qk = qkv.narrow(1, 0, H + KV);
-    if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
-    q = qk.narrow(1, 0, H);
-    k = qk.narrow(1, H, KV);
-    v = qkv.narrow(1, H + KV, KV);
-  } else {
-    q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
-    TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
+  if (!capturing_ && qkv.defined() && T > 1 && kernels::RopeAppendAvailable()) {
+    // A prefill chunk: one kernel rotates q and k and appends k and v to every segment from
+    // its next slot (rope_append.h), instead of three kernels per rotated tensor and two
+    // copies per segment.
+    torch::Tensor cos, sin;
     if (c.pos == "rope") {
-      q = Rotate(q, c.rope_base, qpos, rope);
-      k = Rotate(k, c.rope_base, qpos, rope);
+      MakeRope(qkv, c.rope_base, qpos, rope);
+      cos = rope->cos;
+      sin = rope->sin;
+    }
+    std::vector<kernels::AppendTarget> targets;
+    for (KvSegment& seg : layers_[size_t(layer)]) {
+      const torch::Tensor like = qkv.narrow(1, H, int64_t(seg.kv_heads.size()));  // [B, n, T, d]
+      kernels::AppendTarget t;
+      t.first_slot = Reserve(&seg.k_buf, seg.entries, like);
+      Reserve(&seg.v_buf, seg.entries, like);
+      t.k_buf = seg.k_buf;
+      t.v_buf = seg.v_buf;
+      for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
+      targets.push_back(std::move(t));
+    }
+    q = kernels::RopeAppendChunkInto(qkv.transpose(1, 2), H, KV, cos, sin, targets).transpose(1, 2);  // [B, H, T, d]
+    for (KvSegment& seg : layers_[size_t(layer)]) NoteAppended(&seg, position_, T);
+    appended = true;
+  }
+#endif
+  if (!appended) {
+    if (qkv.defined()) {  // one GEMM, q and k rotated together
+      torch::Tensor qk = qkv.narrow(1, 0, H + KV);
+      if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
+      q = qk.narrow(1, 0, H);
+      k = qk.narrow(1, H, KV);
+      v = qkv.narrow(1, H + KV, KV);
+    } else {
+      q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
+      TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
+      if (c.pos == "rope") {
+        q = Rotate(q, c.rope_base, qpos, rope);
+        k = Rotate(k, c.rope_base, qpos, rope);
+      }
     }
   }
   if (capturing_) {  // the captured decode step (GraphStep): no host position in it
     AppendAt(layer, k, v, qpos);
     return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
-  Append(layer, k, v);
+  if (!appended) Append(layer, k, v);
   if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
     return attn->o_proj(FusedDecode(layer, q, torch::Tensor()).reshape({B, T, H * d}));
   const bool reuse_on = options_.anchor_block > 1;
