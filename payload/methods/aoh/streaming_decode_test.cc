@@ -75,17 +75,20 @@ std::vector<int64_t> Join(std::vector<int64_t> a, const std::vector<int64_t>& b)
   return a;
 }
 
+// Head states of the chunk-form tests, and a case: a chunk of T queries at positions
+// [P, P + T) over `seg`, and whether the form holds.
+const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
+    stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
+struct FormCase {
+  const char* name;
+  HeadState state;
+  KvSegment seg;
+  int64_t P, T;
+  bool ok;
+};
+
 TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the heads' masks allow") {
-  const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
-      stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
-  struct Case {
-    const char* name;
-    HeadState state;
-    KvSegment seg;
-    int64_t P, T;
-    bool ok;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<FormCase> cases = {
       {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
       {"ordinary, third chunk", ordinary, FullSegment(24), 16, 8, true},
       {"local over a full segment", local5, FullSegment(24), 16, 8, true},
@@ -102,7 +105,7 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
       {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
       {"pruned", pruned, FullSegment(24), 16, 8, false},
   };
-  for (const Case& c : cases) {
+  for (const FormCase& c : cases) {
     INFO(c.name);
     const FlashForm f = FlashFormOf(c.state, c.seg, c.P, c.T);
     REQUIRE(f.ok == c.ok);
@@ -125,16 +128,7 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
 // queries at the last T of `length`); that must see, slot by slot, exactly what the head
 // sees at the real positions.
 TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the heads' masks allow") {
-  const HeadState ordinary{}, local5{HeadMode::kLocal, 5}, stream{HeadMode::kStreaming, 0, 2, 4},
-      stream0{HeadMode::kStreaming, 0, 0, 4}, pruned{HeadMode::kPruned};
-  struct Case {
-    const char* name;
-    HeadState state;
-    KvSegment seg;
-    int64_t P, T;
-    bool ok;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<FormCase> cases = {
       {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
       {"ordinary, third chunk (padding rows: every earlier key)", ordinary, FullSegment(24), 16, 8, true},
       {"local over a full segment", local5, FullSegment(24), 16, 8, true},
@@ -153,7 +147,7 @@ TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the he
       {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
       {"pruned", pruned, FullSegment(24), 16, 8, false},
   };
-  for (const Case& c : cases) {
+  for (const FormCase& c : cases) {
     INFO(c.name);
     const FusedForm f = FusedFormOf(c.state, c.seg, c.P, c.T);
     REQUIRE(f.ok == c.ok);
