@@ -284,7 +284,7 @@ bool FlashKernelRuns(const torch::Device& device) {
 #if HEADLAB_HAVE_SDPA
 // The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
 // (nH a multiple of n: the flash kernel's own GQA, query head h reads KV head h / (nH / n))
-// in FlashForm `f`'s form, through PyTorch's flash kernel (its [B, T, heads, d] layout
+// in ChunkForm `f`'s flash form, through PyTorch's flash kernel (its [B, T, heads, d] layout
 // reached by transposed views); returns [B, nH, T, d]. The window and sink calls are
 // merged by their log-sum-exps, o = o_w sigmoid(lse_w - lse_s) + o_s sigmoid(lse_s - lse_w)
 // = lerp(o_s, o_w, sigmoid(lse_w - lse_s)), the weight rounded to the outputs' dtype (one
@@ -292,7 +292,7 @@ bool FlashKernelRuns(const torch::Device& device) {
 // the masked memory-efficient call over sink + recent + chunk 218; the same max difference
 // from the masked call, 0.0039; scripts/gpu/prefill_breakdown.py's shapes, run 43).
 torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                         const FlashForm& f, double scale) {
+                         const ChunkForm& f, double scale) {
   const torch::Tensor qt = q.transpose(1, 2);
   const int64_t T = q.size(2);
   auto call = [&](int64_t s0, int64_t s1, bool causal, std::optional<int64_t> window_left) {
@@ -312,10 +312,22 @@ torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const t
 #endif
 
 #if HEADLAB_TORCH_CUDA
+// The RoPE+append kernel's view of `seg` (rope_append_op.h): its buffers, KV heads and ring
+// (0 for a full segment: slot = position).
+kernels::AppendTarget AppendTargetOf(const KvSegment& seg) {
+  kernels::AppendTarget t;
+  t.k_buf = seg.k_buf;
+  t.v_buf = seg.v_buf;
+  for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
+  t.sink = seg.sink;
+  t.ring = seg.ring;
+  return t;
+}
+
 // The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
-// (GQA as the fused kernels have it: query head h reads KV head h / (nH / n)) in FusedForm
-// `length`'s virtual frame, through the fused hybrid kernels with each query head's `specs`;
-// returns [B, nH, T, d]. The queries go to the last T rows of a zero-filled [B, length, nH,
+// (GQA as the fused kernels have it: query head h reads KV head h / (nH / n)) in ChunkForm's
+// fused frame of `length` (its w1) slots, through the fused hybrid kernels with each query
+// head's `specs`; returns [B, nH, T, d]. The queries go to the last T rows of a zero-filled [B, length, nH,
 // d] buffer; the keys and values are the cache's own slots, read in place through strided
 // views.
 torch::Tensor FusedChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -357,52 +369,33 @@ int64_t KvSegment::tail_start() const {
   return positions[size_t(a)];
 }
 
-FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T) {
+ChunkForm ChunkFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T) {
   const int64_t L = segment.entries, lead = segment.lead();
   // The run of positions that ends at the chunk's last query: every slot when the segment
   // is one run from position 0, else the recent run after the lead.
   const int64_t w0 = lead == L ? 0 : lead, first = lead == L ? 0 : segment.tail_start();
   if (T < 1 || first + (L - w0) != P + T) return {};
-  FlashForm f;
+  ChunkForm f;
   f.w0 = w0;
   f.w1 = L;
   switch (state.mode) {
     case HeadMode::kOrdinary:  // every key up to the query: the run must start at 0
-      f.ok = first == 0;
+      f.flash = f.fused = first == 0;
       return f;
     case HeadMode::kLocal:  // keys q - W < p <= q, the oldest P - W + 1 (or 0) present
       f.recent = state.window;
-      f.ok = state.window >= 1 && first <= std::max<int64_t>(0, P - state.window + 1);
+      f.flash = f.fused = state.window >= 1 && first <= std::max<int64_t>(0, P - state.window + 1);
       return f;
     case HeadMode::kStreaming:
       f.recent = state.recent;
       f.sink = state.sink;
-      f.ok = state.recent >= 1 && first <= std::max<int64_t>(0, P - state.recent + 1) &&
-             (state.sink == 0 || (P - state.recent + 1 >= state.sink && (lead == L || lead >= state.sink)));
+      f.fused = state.recent >= 1 && first <= std::max<int64_t>(0, P - state.recent + 1) &&
+                (lead == L || lead >= state.sink);
+      // The flash form's window call must not reach the sink slots (the merge counts a
+      // key once).
+      f.flash = f.fused && (state.sink == 0 || P - state.recent + 1 >= state.sink);
       return f;
     default:
-      return {};
-  }
-}
-
-FusedForm FusedFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T) {
-  const int64_t L = segment.entries, lead = segment.lead();
-  if (T < 1 || L < T) return {};
-  if (lead == L) {  // slot s holds position s: the model's own masks, queries at the last T
-    const bool states_ok =
-        state.mode == HeadMode::kOrdinary || state.mode == HeadMode::kLocal || state.mode == HeadMode::kStreaming;
-    return {states_ok && L == P + T, L};
-  }
-  // A sink run [0, lead), then one recent run from position tail_start ending at the
-  // chunk's last query; the run must reach back to the oldest key the first query sees.
-  const int64_t first = segment.tail_start();
-  if (first + (L - lead) != P + T) return {};
-  switch (state.mode) {
-    case HeadMode::kLocal:
-      return {state.window >= 1 && first <= P - state.window + 1, L};
-    case HeadMode::kStreaming:
-      return {state.recent >= 1 && lead >= state.sink && first <= P - state.recent + 1, L};
-    default:  // ordinary heads need every key from position 0
       return {};
   }
 }
@@ -637,15 +630,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       sin = rope->sin[0];
     }
     std::vector<kernels::AppendTarget> targets;
-    for (const KvSegment& seg : layers_[size_t(layer)]) {
-      kernels::AppendTarget t;
-      t.k_buf = seg.k_buf;
-      t.v_buf = seg.v_buf;
-      for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
-      t.sink = seg.sink;
-      t.ring = seg.ring;  // 0 for a full segment: slot = position
-      targets.push_back(std::move(t));
-    }
+    for (const KvSegment& seg : layers_[size_t(layer)]) targets.push_back(AppendTargetOf(seg));
     q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, cos, sin, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
     return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
@@ -662,13 +647,10 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     std::vector<kernels::AppendTarget> targets;
     for (KvSegment& seg : layers_[size_t(layer)]) {
       const torch::Tensor like = qkv.narrow(1, H, int64_t(seg.kv_heads.size()));  // [B, n, T, d]
-      kernels::AppendTarget t;
-      t.first_slot = Reserve(&seg.k_buf, seg.entries, like);
+      const int64_t first_slot = Reserve(&seg.k_buf, seg.entries, like);
       Reserve(&seg.v_buf, seg.entries, like);
-      t.k_buf = seg.k_buf;
-      t.v_buf = seg.v_buf;
-      for (int64_t j : seg.kv_heads) t.layer_kv_heads.push_back(int(j));
-      targets.push_back(std::move(t));
+      targets.push_back(AppendTargetOf(seg));  // the linear layout here (LeaveRings)
+      targets.back().first_slot = first_slot;
     }
     q = kernels::RopeAppendChunkInto(qkv.transpose(1, 2), H, KV, cos, sin, targets).transpose(1, 2);  // [B, H, T, d]
     for (KvSegment& seg : layers_[size_t(layer)]) NoteAppended(&seg, position_, T);
@@ -728,32 +710,29 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     // The fused paths' prefill chunks (DecoderPathLabel) run fused kernels instead of the
     // [B, n, g, T, L] scores below, which the reference path keeps as the independent answer
     // and anchor-reuse keeps for its top-k. Heads in one state: a bounded segment (local and
-    // streaming heads, whose slots are few) through the fused hybrid kernel in FusedFormOf's
-    // virtual frame, the sink and the window in one launch; where that frame is not short
+    // streaming heads, whose slots are few) through the fused hybrid kernel in ChunkFormOf's
+    // fused frame, the sink and the window in one launch; where that frame is not short
     // (at most 4 T slots: its padding rows are computed too) or not available, the flash
-    // kernel with no mask where FlashFormOf expresses the keys (ordinary heads over a full
+    // kernel with no mask where ChunkFormOf's flash form expresses the keys (ordinary heads over a full
     // segment: its lower-right causal mask; local and streaming heads: its causal window,
     // plus the sink slots in a second call); the rest through the memory-efficient kernel
     // reading a boolean mask.
     [[maybe_unused]] const bool fused_chunk = HEADLAB_HAVE_SDPA && fused_ && !reuse_on && qs.is_cuda();
+    [[maybe_unused]] const ChunkForm form =
+        fused_chunk && uniform ? ChunkFormOf(states[size_t(heads[0])], seg, position_, T) : ChunkForm{};
 #if HEADLAB_TORCH_CUDA
-    if (fused_chunk && uniform && seg.bounded && seg_k.scalar_type() == qs.scalar_type()) {
-      const FusedForm form = FusedFormOf(states[size_t(heads[0])], seg, position_, T);
-      if (form.ok && form.length <= 4 * T) {
-        std::vector<kernels::HeadSpec> specs;
-        for (int64_t h : heads) specs.push_back(KernelHeadSpec(states[size_t(h)]));
-        out = FusedChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, specs, form.length, scale)
-                  .reshape({B, n, group, T, d});
-      }
+    if (form.fused && seg.bounded && form.w1 <= 4 * T && seg_k.scalar_type() == qs.scalar_type()) {
+      std::vector<kernels::HeadSpec> specs;
+      for (int64_t h : heads) specs.push_back(KernelHeadSpec(states[size_t(h)]));
+      out = FusedChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, specs, form.w1, scale)
+                .reshape({B, n, group, T, d});
     }
 #endif
 #if HEADLAB_HAVE_SDPA
-    if (!out.defined() && fused_chunk && uniform && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
+    if (!out.defined() && form.flash && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
         seg_k.scalar_type() == qs.scalar_type() &&
-        (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf)) {
-      const FlashForm form = FlashFormOf(states[size_t(heads[0])], seg, position_, T);
-      if (form.ok) out = FlashChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, form, scale).reshape({B, n, group, T, d});
-    }
+        (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf))
+      out = FlashChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, form, scale).reshape({B, n, group, T, d});
 #endif
     if (!out.defined()) {
       const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys

@@ -97,45 +97,42 @@ struct KvSegment {
   torch::Tensor v() const { return v_buf.narrow(2, 0, entries); }
 };
 
-// How a prefill chunk's attention over one segment runs on the flash kernel without a mask,
-// for heads all in one state (AoH §5: ordinary, local(W), streaming(sink a, recent r)):
-//   window  slots [w0, w1) hold one contiguous run of positions ending at the chunk's last
-//           query; a query sees the last `recent` of them up to its own position (the
-//           kernel's lower-right causal mask with window_size_left = recent - 1; recent 0:
-//           every one up to its own, plain lower-right causal);
-//   sink    slots [0, sink) hold positions 0..sink-1, which every query of the chunk sees
-//           and none sees through its window: a second, unmasked call, merged with the
-//           first by the two calls' log-sum-exps.
-// ok is false where the segment's layout or the chunk's place does not allow it (a
-// streaming head's first sink + recent - 1 positions, whose windows reach the sink; a run
-// that lacks keys a window needs; pruned heads): the chunk then takes the masked path.
-struct FlashForm {
-  bool ok = false;
+// How a prefill chunk's attention over one segment runs without a mask, for heads all in one
+// state (AoH §5: ordinary, local(W), streaming(sink a, recent r)). Slots [w0, w1) hold one
+// contiguous run of positions ending at the chunk's last query (every slot when the segment
+// is one run from position 0, else the recent run after the lead); slots [0, sink) hold
+// positions 0..sink-1.
+//
+// flash: on PyTorch's flash kernel, in two calls merged by their log-sum-exps:
+//   window  over slots [w0, w1), a query seeing the last `recent` of them up to its own
+//           position (the kernel's lower-right causal mask with window_size_left = recent -
+//           1; recent 0: every one up to its own, plain lower-right causal);
+//   sink    over slots [0, sink), which every query of the chunk sees and none sees through
+//           its window (an unmasked call).
+// false where the layout or the chunk's place does not allow it (a streaming head's first
+// sink + recent - 1 positions, whose windows reach the sink; a run that lacks keys a window
+// needs; pruned heads).
+//
+// fused: on the fused hybrid kernels (kernels/hybrid_attention.h), which take the heads' own
+// states but only a sequence whose queries and keys share positions: slots [0, w1) read as
+// a sequence at virtual positions 0..w1-1 (slot s at s), the chunk's T queries as its last T
+// positions (rows before them are padding, computed and dropped). Where the slots hold
+// positions 0..w1-1 themselves (nothing evicted yet) that is the model's own attention.
+// Otherwise (the sink slots, then the recent run) the virtual positions of the run are its
+// real ones shifted by a constant, which a window (local, streaming: distances only) does
+// not see; the sink slots keep their positions, seen by every query as the sink; and slots
+// between the sink and the run (evicted entries awaiting compaction) lie at least `recent`
+// (or W) before every query, outside its window, when the run holds the oldest key the
+// chunk's first query needs. Holds wherever flash does, and also where a streaming head's
+// windows reach the sink (the kernels apply the sink themselves).
+struct ChunkForm {
+  bool flash = false, fused = false;
   int64_t w0 = 0, w1 = 0, recent = 0, sink = 0;
 };
 
-// The flash form of a chunk of T queries at positions [P, P + T) over `segment` (its keys
-// and values appended: entries end at position P + T - 1) for heads in `state`.
-FlashForm FlashFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
-
-// How the same chunk runs on the fused hybrid kernels (kernels/hybrid_attention.h), which
-// take the heads' own states but only a sequence whose queries and keys share positions:
-// slots [0, length) are read as a sequence of `length` keys at virtual positions 0..length-1
-// (slot s at s), and the chunk's T queries as its last T positions (rows before them are
-// padding, computed and dropped). Where the slots hold positions 0..length-1 themselves
-// (nothing evicted yet) that is the model's own attention. Otherwise (a bounded segment:
-// the sink slots, then one recent run ending at the chunk's last query) the virtual
-// positions of the run are its real ones shifted by a constant, which a window (local,
-// streaming: distances only) does not see; the sink slots keep their positions, seen by
-// every query as the sink; and slots between the sink and the run (evicted entries awaiting
-// compaction) lie at least `recent` (or W) before every query, outside its window, when the
-// run holds the oldest key the chunk's first query needs. ok is false where that fails, and
-// for ordinary heads over a run that does not start at position 0, pruned and fixed heads.
-struct FusedForm {
-  bool ok = false;
-  int64_t length = 0;
-};
-FusedForm FusedFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
+// The forms of a chunk of T queries at positions [P, P + T) over `segment` (its keys and
+// values appended: entries end at position P + T - 1) for heads in `state`.
+ChunkForm ChunkFormOf(const HeadState& state, const KvSegment& segment, int64_t P, int64_t T);
 
 // The captured decode step's weights in the compute dtype (precision.h: bf16 or fp16).
 // Autocast casts each fp32 parameter of a linear layer on every step (two cast kernels per

@@ -107,9 +107,9 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
   };
   for (const FormCase& c : cases) {
     INFO(c.name);
-    const FlashForm f = FlashFormOf(c.state, c.seg, c.P, c.T);
-    REQUIRE(f.ok == c.ok);
-    if (!f.ok) continue;
+    const ChunkForm f = ChunkFormOf(c.state, c.seg, c.P, c.T);
+    REQUIRE(f.flash == c.ok);
+    if (!f.flash) continue;
     for (int64_t i = 0; i < c.T; ++i)
       for (int64_t slot = 0; slot < c.seg.entries; ++slot) {
         const int64_t pos = c.seg.bounded ? c.seg.positions[size_t(slot)] : slot;
@@ -149,15 +149,15 @@ TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the he
   };
   for (const FormCase& c : cases) {
     INFO(c.name);
-    const FusedForm f = FusedFormOf(c.state, c.seg, c.P, c.T);
-    REQUIRE(f.ok == c.ok);
-    if (!f.ok) continue;
-    REQUIRE(f.length == c.seg.entries);
+    const ChunkForm f = ChunkFormOf(c.state, c.seg, c.P, c.T);
+    REQUIRE(f.fused == c.ok);
+    if (!f.fused) continue;
+    REQUIRE(f.w1 == c.seg.entries);
     for (int64_t i = 0; i < c.T; ++i)
       for (int64_t slot = 0; slot < c.seg.entries; ++slot) {
         const int64_t pos = c.seg.bounded ? c.seg.positions[size_t(slot)] : slot;
         INFO("query " << c.P + i << ", slot " << slot << " (position " << pos << ")");
-        CHECK(SeesKey(c.state, f.length - c.T + i, slot) == SeesKey(c.state, c.P + i, pos));
+        CHECK(SeesKey(c.state, f.w1 - c.T + i, slot) == SeesKey(c.state, c.P + i, pos));
       }
   }
 }

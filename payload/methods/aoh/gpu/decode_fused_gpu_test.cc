@@ -175,7 +175,7 @@ TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
 // Prefill chunks on CUDA against the model's own forward over the whole sequence: fp32 to
 // 1e-3 of the logits' scale; bf16 within 2x (+ 1e-3 of the scale) of the bf16 forward's own
 // error against the fp32 forward. Chunks of 61: the bounded local and streaming groups
-// through the fused hybrid kernel in FusedFormOf's virtual frame (layer 0's with a sink,
+// through the fused hybrid kernel in ChunkFormOf's fused frame (layer 0's with a sink,
 // layer 2's sink 0, their first chunks included), ordinary heads over a full segment through
 // the flash kernel's lower-right causal mask, the mixed group through the memory-efficient
 // kernel with a boolean mask. Chunks of 7: the bounded groups' frames exceed 4 T, so they

@@ -1,14 +1,15 @@
 // aoh_prefill_profile: where a chunked prefill's time goes, kernel by kernel, on the device.
-// Builds the shape of experiments/measure/aoh_decode_gpu.jsonc (the 124m preset with RoPE:
-// 12 layers, 12 heads of 64, width 768, GELU MLP 4x, vocab 50304; bf16 autocast; chunks of
-// 512) once with every head ordinary and once with heads 0-5 of every layer streaming (sink
-// 128, recent 256), runs one warm-up prefill of LENGTH tokens at batch BATCH through the
-// decoder's graph path (the service's bench-decode path), then one more under PyTorch's
-// Kineto profiler, and saves its trace as DIR/prefill-<arm>.json (chrome://tracing format).
-// scripts/gpu/trace_summary.py turns a trace into a table of kernels and the device's idle
-// time. Built only against a CUDA LibTorch (tests/CMakeLists.txt).
+// Builds each arm of a bench-decode grid (default experiments/measure/aoh_decode_gpu.jsonc:
+// the 124m preset with RoPE, full vs heads 0-5 of every layer streaming with sink 128 and
+// recent 256; zero-replacement control arms skipped) as the service's bench leg does
+// (MakeBenchModel, DecoderFor: its precision, chunk size and decode path), runs one warm-up
+// prefill of LENGTH tokens at batch BATCH and one more without the profiler, then one under
+// PyTorch's Kineto profiler, and saves its trace as DIR/prefill-<arm>.json
+// (chrome://tracing format). scripts/gpu/trace_summary.py turns a trace into a table of
+// kernels and the device's idle time. Built only against a CUDA LibTorch
+// (tests/CMakeLists.txt); run from the repository root.
 //
-//   aoh_prefill_profile DIR [LENGTH [BATCH]]      (defaults 16384, 16)
+//   aoh_prefill_profile DIR [LENGTH [BATCH [GRID]]]      (defaults 16384, 16, the grid above)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,13 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "payload/exec/model.h"
+#include "common/files.h"
+#include "common/grid.h"
+#include "payload/exec/bench_model.h"
+#include "payload/exec/bench_settings.h"
+#include "payload/exec/exec_config.h"
+#include "payload/methods/aoh/aoh_options.h"
+#include "payload/methods/aoh/aoh_report.h"
 #include "payload/methods/aoh/streaming_decode.h"
 
 namespace headlab::aoh {
@@ -39,13 +46,20 @@ double PrefillMs(AohDecoder& d, const torch::Tensor& prompt) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Prints `status` (when not ok) and returns whether it was ok.
+bool Ok(const Status& status) {
+  if (!status.ok()) std::fprintf(stderr, "aoh_prefill_profile: %s\n", status.message().c_str());
+  return status.ok();
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: aoh_prefill_profile DIR [LENGTH [BATCH]]\n");
+    std::fprintf(stderr, "usage: aoh_prefill_profile DIR [LENGTH [BATCH [GRID]]]\n");
     return 2;
   }
   const std::string dir = argv[1];
   const int64_t length = argc > 2 ? std::atoll(argv[2]) : 16384, batch = argc > 3 ? std::atoll(argv[3]) : 16;
+  const std::string grid_file = argc > 4 ? argv[4] : "experiments/measure/aoh_decode_gpu.jsonc";
   if (length < 1 || batch < 1) {
     std::fprintf(stderr, "aoh_prefill_profile: LENGTH and BATCH must be positive integers\n");
     return 2;
@@ -54,41 +68,30 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "aoh_prefill_profile: no CUDA device\n");
     return 1;
   }
+  StatusOr<std::string> text = ReadFile(grid_file);
+  if (!Ok(text.status())) return 1;
+  StatusOr<Grid> grid = ExpandGrid(text.value(), grid_file, {});
+  if (!Ok(grid.status())) return 1;
   torch::NoGradGuard no_grad;
-  ModelConfig c;
-  c.layers = 12;
-  c.heads = 12;
-  c.kv_heads = 12;
-  c.width = 768;
-  c.context = 32768;
-  c.mlp_ratio = 4;
-  c.vocab = 50304;
-  c.pos = "rope";
-  c.rope_base = 10000;
-  c.norm = "layernorm";
-  for (const char* arm : {"full", "streaming50"}) {
-    torch::manual_seed(1);
-    Gpt model(c);
-    if (std::string(arm) == "streaming50") {
-      HeadState s;
-      s.mode = HeadMode::kStreaming;
-      s.sink = 128;
-      s.recent = 256;
-      for (int64_t l = 0; l < c.layers; ++l)
-        for (int64_t h = 0; h < 6; ++h) model->attention(l)->SetHeadState(h, s);
-    }
-    model->to(torch::kCUDA);
+  std::set<std::string> done;
+  for (const ExpandedRun& run : grid->runs) {
+    if (done.count(run.arm) || run.config["pair"]["control"].get<int64_t>() == 1) continue;
+    done.insert(run.arm);
+    StatusOr<ExecConfig> exec = ExecConfigFromJson(run.config, grid_file);
+    if (!Ok(exec.status())) return 1;
+    StatusOr<BenchSettings> settings = BenchSettingsFromJson(run.config, *exec, grid_file);
+    if (!Ok(settings.status())) return 1;
+    StatusOr<AohRunConfig> aoh = AohRunConfigFromJson(run.config, grid_file);
+    if (!Ok(aoh.status())) return 1;
+    Gpt model(nullptr);
+    if (!Ok(MakeBenchModel(*exec, *settings, torch::Device(torch::kCUDA), &model))) return 1;
     model->eval();
-    model->SetPrecision(Precision::kBf16);
-    DecoderOptions o;
-    o.prefill_chunk = 512;
-    auto made = AohDecoder::Create(model.get(), o);
-    if (!made.ok()) {
-      std::fprintf(stderr, "aoh_prefill_profile: %s\n", made.status().message().c_str());
-      return 1;
-    }
+    auto made = AohDecoder::Create(model.get(), DecoderFor(*model.get(), *aoh, /*plan=*/nullptr));
+    if (!Ok(made.status())) return 1;
     AohDecoder& d = *made.value();
-    const torch::Tensor prompt = torch::randint(0, c.vocab, {batch, length}, torch::kLong).to(torch::kCUDA);
+    torch::manual_seed(1);
+    const torch::Tensor prompt =
+        torch::randint(0, exec->model.vocab, {batch, length}, torch::kLong).to(torch::kCUDA);
     const double warm = PrefillMs(d, prompt);
     const double again = PrefillMs(d, prompt);
     const ProfilerConfig config(ProfilerState::KINETO);
@@ -96,10 +99,10 @@ int Main(int argc, char** argv) {
     prof::prepareProfiler(config, activities);
     prof::enableProfiler(config, activities);
     const double profiled = PrefillMs(d, prompt);
-    const std::string path = dir + "/prefill-" + arm + ".json";
+    const std::string path = dir + "/prefill-" + run.arm + ".json";
     prof::disableProfiler()->save(path);
     std::printf("%s: prefill of %lld tokens x %lld: %.1f ms (warm-up), %.1f ms, %.1f ms under the profiler -> %s\n",
-                arm, (long long)length, (long long)batch, warm, again, profiled, path.c_str());
+                run.arm.c_str(), (long long)length, (long long)batch, warm, again, profiled, path.c_str());
   }
   return 0;
 }
