@@ -50,6 +50,13 @@ template <> __device__ __forceinline__ float FromFloat<float>(float x) { return 
 template <> __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 template <> __device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
 
+// N elements of T read or written as one access of N * sizeof(T) bytes (the address must be
+// aligned to that): Pack<__nv_bfloat16, 8> is a 16-byte load.
+template <typename T, int N>
+struct alignas(N * sizeof(T)) Pack {
+  T v[N];
+};
+
 // Maximum and sum over the 32 lanes of a warp.
 __device__ __forceinline__ float WarpMax(float x) {
   for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));

@@ -24,7 +24,7 @@ struct SegmentParams {
 };
 
 struct Params {
-  int H, KV, d, T;
+  int B, H, KV, d, T;
   const void* qkv;
   int64_t qkv_stride_b, qkv_stride_t;
   const void* cos;
@@ -43,23 +43,47 @@ __device__ __forceinline__ float Round(float x) {
   return ToFloat(FromFloat<T>(x));
 }
 
-// Thread (c, r) of CTA (token t of sequence b, row group y): element c of row j = y *
-// blockDim.y + r (query heads, then KV heads).
-template <typename T>
-__global__ void RopeAppendKernel(const __grid_constant__ Params p) {
-  const int j = blockIdx.y * blockDim.y + threadIdx.y, c = threadIdx.x, half = p.d / 2;
-  if (j >= p.H + p.KV) return;
-  const int64_t b = blockIdx.x / p.T, t = blockIdx.x % p.T;
+constexpr int kThreads = 256;
+
+// Thread i of the launch: the V-element vectors cv of both halves of row j (query heads,
+// then KV heads) of token t of sequence b, i = ((b T + t)(H + KV) + j) n + cv with n = d / 2V
+// vectors a half. Holding a vector and its partner in the other half, the thread rotates both
+// from its own registers: V = 16 / sizeof(T) makes every access 16 bytes (Rope needs aligned
+// rows; V = 1 otherwise).
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_constant__ Params p) {
+  using Vec = internal::Pack<T, V>;
+  const int n = p.d / (2 * V), half = p.d / 2, rows = p.H + p.KV;
+  int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= int64_t(p.B) * p.T * rows * n) return;
+  const int lo = int(i % n) * V;  // the first element of the vector in the first half
+  i /= n;
+  const int j = int(i % rows);
+  const int64_t token_index = i / rows, b = token_index / p.T, t = token_index % p.T;
   const T* token = static_cast<const T*>(p.qkv) + b * p.qkv_stride_b + t * p.qkv_stride_t;
+  auto load = [](const T* at) { return *reinterpret_cast<const Vec*>(at); };
   const T* row = token + int64_t(j) * p.d;
-  float y = ToFloat(row[c]);
+  const Vec x0 = load(row + lo), x1 = load(row + half + lo);
+  Vec y0, y1;
   if (p.cos) {  // rot(x) = x * cos' + swap(x) * sin', rounded after the product and the sum
-    const float partner = ToFloat(row[c < half ? c + half : c - half]);
-    const float r = Round<T>(y * ToFloat(static_cast<const T*>(p.cos)[t * p.d + c]));
-    y = r + partner * ToFloat(static_cast<const T*>(p.sin)[t * p.d + c]);
+    const T* cos = static_cast<const T*>(p.cos) + t * p.d;
+    const T* sin = static_cast<const T*>(p.sin) + t * p.d;
+    const Vec c0 = load(cos + lo), c1 = load(cos + half + lo), s0 = load(sin + lo), s1 = load(sin + half + lo);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const float a = ToFloat(x0.v[e]), z = ToFloat(x1.v[e]);
+      y0.v[e] = FromFloat<T>(Round<T>(a * ToFloat(c0.v[e])) + z * ToFloat(s0.v[e]));
+      y1.v[e] = FromFloat<T>(Round<T>(z * ToFloat(c1.v[e])) + a * ToFloat(s1.v[e]));
+    }
+  } else {
+    y0 = x0;
+    y1 = x1;
   }
+  auto store = [](T* at, const Vec& x) { *reinterpret_cast<Vec*>(at) = x; };
   if (j < p.H) {
-    static_cast<T*>(p.q)[b * p.q_stride_b + t * p.q_stride_t + int64_t(j) * p.d + c] = FromFloat<T>(y);
+    T* q = static_cast<T*>(p.q) + b * p.q_stride_b + t * p.q_stride_t + int64_t(j) * p.d;
+    store(q + lo, y0);
+    store(q + half + lo, y1);
     return;
   }
   const int kv = j - p.H, s = p.seg_of[kv];
@@ -73,9 +97,38 @@ __global__ void RopeAppendKernel(const __grid_constant__ Params p) {
     slot = sp.ring > 0 && pos >= sp.sink ? sp.sink + (pos - sp.sink) % sp.ring : pos;
   }
   if (slot < 0 || slot >= sp.capacity) return;
-  const int64_t at = b * sp.stride_b + p.slot_of[kv] * sp.stride_h + slot * sp.stride_t + c;
-  static_cast<T*>(sp.k)[at] = FromFloat<T>(y);
-  static_cast<T*>(sp.v)[at] = token[int64_t(p.H + p.KV + kv) * p.d + c];
+  const int64_t at = b * sp.stride_b + p.slot_of[kv] * sp.stride_h + slot * sp.stride_t;
+  store(static_cast<T*>(sp.k) + at + lo, y0);
+  store(static_cast<T*>(sp.k) + at + half + lo, y1);
+  const T* value = token + int64_t(p.H + p.KV + kv) * p.d;
+  store(static_cast<T*>(sp.v) + at + lo, load(value + lo));
+  store(static_cast<T*>(sp.v) + at + half + lo, load(value + half + lo));
+}
+
+// Whether every pointer and stride the kernel touches keeps V-element vectors aligned.
+bool Aligned(const RopeAppendArgs& a, int vector_bytes, int element_bytes) {
+  const int64_t v = vector_bytes / element_bytes;
+  auto at = [&](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % vector_bytes == 0; };
+  bool ok = at(a.qkv) && at(a.q) && (a.cos == nullptr || (at(a.cos) && at(a.sin))) && a.qkv_stride_b % v == 0 &&
+            a.qkv_stride_t % v == 0 && a.q_stride_b % v == 0 && a.q_stride_t % v == 0;
+  for (int s = 0; s < a.segments; ++s) {
+    const AppendSegment& sg = a.seg[s];
+    ok = ok && at(sg.k) && at(sg.v) && sg.stride_b % v == 0 && sg.stride_h % v == 0 && sg.stride_t % v == 0;
+  }
+  return ok;
+}
+
+template <typename T>
+void Launch(const RopeAppendArgs& a, const Params& p, cudaStream_t s) {
+  constexpr int kV = 16 / int(sizeof(T));
+  const bool wide = Aligned(a, 16, int(sizeof(T)));
+  const int n = a.head_dim / (2 * (wide ? kV : 1));
+  const int64_t threads = int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * n;
+  const unsigned blocks = unsigned((threads + kThreads - 1) / kThreads);
+  if (wide)
+    RopeAppendKernel<T, kV><<<blocks, kThreads, 0, s>>>(p);
+  else
+    RopeAppendKernel<T, 1><<<blocks, kThreads, 0, s>>>(p);
 }
 
 }  // namespace
@@ -90,7 +143,9 @@ KernelStatus ValidateRopeAppend(const RopeAppendArgs& a) {
   if (a.tokens < 1) return Invalid("rope_append: tokens must be >= 1");
   if (a.qkv == nullptr || a.q == nullptr) return Invalid("rope_append: qkv or q is null");
   if (a.position != nullptr && a.tokens != 1) return Invalid("rope_append: a device position takes one token");
-  if (int64_t(a.batch) * a.tokens > int64_t(INT32_MAX)) return Invalid("rope_append: batch x tokens too large");
+  // One thread per element pair at most (rope_append.cu), in blocks of 256 counted in 32 bits.
+  if (int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * (a.head_dim / 2) / 256 >= int64_t(INT32_MAX))
+    return Invalid("rope_append: batch x tokens too large");
   if ((a.cos == nullptr) != (a.sin == nullptr)) return Invalid("rope_append: cos and sin go together");
   if (a.segments < 0 || a.segments > kMaxDecodeSegments)
     return Invalid("rope_append: segments must be in [0, kMaxDecodeSegments]");
@@ -118,6 +173,7 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
   KernelStatus st = ValidateRopeAppend(a);
   if (!st.ok()) return st;
   Params p{};
+  p.B = a.batch;
   p.H = a.heads;
   p.KV = a.kv_heads;
   p.d = a.head_dim;
@@ -142,13 +198,10 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
     }
   }
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int rows = 256 / a.head_dim;  // rows per CTA
-  const dim3 block(a.head_dim, rows);
-  const dim3 grid(unsigned(int64_t(a.batch) * a.tokens), unsigned((a.heads + a.kv_heads + rows - 1) / rows));
   switch (a.dtype) {
-    case DType::kF32: RopeAppendKernel<float><<<grid, block, 0, s>>>(p); break;
-    case DType::kBF16: RopeAppendKernel<__nv_bfloat16><<<grid, block, 0, s>>>(p); break;
-    default: RopeAppendKernel<__half><<<grid, block, 0, s>>>(p); break;
+    case DType::kF32: Launch<float>(a, p, s); break;
+    case DType::kBF16: Launch<__nv_bfloat16>(a, p, s); break;
+    default: Launch<__half>(a, p, s); break;
   }
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};

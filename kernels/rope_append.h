@@ -12,7 +12,9 @@
 // step replays for every position): slot = p in a full segment, p < sink ? p : sink +
 // (p - sink) mod ring in a ring (decode_attention.h). A chunk (position null) writes token t
 // of each segment to slot first_slot + t (the linear layout), rotated by row t of the tables.
-// One CTA of 256 threads per (token, sequence) and 256 / d rows.
+// One thread per 16-byte vector of a row and its partner in the other half (both halves
+// rotated from the thread's registers); one per element pair when a pointer or stride is not
+// 16-byte aligned.
 // No LibTorch here (kernels/torch/rope_append_op.h).
 #pragma once
 

@@ -1,8 +1,9 @@
 // add_norm_op_test.cc: the add + norm kernel (add_norm_op.h) against a float64 LibTorch
 // reference written here from the definitions (not through the model's Norm): LayerNorm and
-// RMSNorm, with and without the residual add, bf16/fp16/fp32 outputs, widths 768, 1000 and
-// 8192. The updated x must equal x + delta exactly (one fp32 add); y must be within 2x (+1e-6)
-// the error of the float64 reference rounded to y's dtype (1e-5 relative L2 in fp32). Bad
+// RMSNorm, with and without the residual add, bf16/fp16/fp32 outputs, widths 768, 1000, 1022
+// and 8192. The updated x must equal x + delta exactly (one fp32 add); y must be within 2x (+1e-6)
+// the error of the float64 reference rounded to y's dtype (1e-5 relative L2 in fp32). Widths
+// and row counts reach both kernels (one warp per row, one CTA per row) and their edges. Bad
 // input is refused with an error naming it. Plain main (no Catch2 on the device); gpu label.
 #include <cmath>
 #include <cstdio>
@@ -62,10 +63,14 @@ int main() {
   if (!plain_test::CudaDevice()) return 1;
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
-  for (int64_t width : {768, 1000, 8192})
+  // 768 and 1000: the warp-row kernel (1000: a lane's last vector past the row); 1022 (not in
+  // 4-element vectors) and 8192: the CTA-row kernel.
+  for (int64_t width : {768, 1000, 1022, 8192})
     for (bool rms : {false, true})
       for (bool add : {true, false})
         for (torch::ScalarType dt : {torch::kBFloat16, torch::kHalf, torch::kFloat}) Case(16, width, rms, add, dt);
+  Case(37, 768, false, true, torch::kBFloat16);    // a last CTA of warp rows part-filled
+  Case(8192, 768, false, true, torch::kBFloat16);  // a prefill chunk's rows (B 16 x 512 tokens)
   {  // bad input: a width past the kernel's rows, a non-contiguous x, a CPU tensor
     const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat);
     auto refused = [](const std::function<void()>& f, const char* word) {

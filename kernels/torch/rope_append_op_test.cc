@@ -5,7 +5,8 @@
 // and 128, a full segment and a ring in one call, a KV head no segment caches, no rotation.
 // The written slot must match to 1 unit in the last place of bf16 (fp32: 1e-6 relative), every
 // other slot must be untouched, values copied exactly. The same for a prefill chunk
-// (RopeAppendChunkInto: per-token tables, slots from first_slot on). Plain main; gpu label.
+// (RopeAppendChunkInto: per-token tables, slots from first_slot on), and a qkv off the 16-byte
+// alignment the vector form needs (the one-element form). Plain main; gpu label.
 #include <cstdio>
 #include <string>
 
@@ -31,10 +32,14 @@ bool Close(const torch::Tensor& got, const torch::Tensor& want) {
   return ((g - w).abs() <= w.abs() * rel + 1e-6).all().item<bool>();
 }
 
-void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
+// misaligned: qkv starts one element into its buffer, so the kernel takes its one-element
+// form instead of 16-byte vectors.
+void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool misaligned = false) {
   const int64_t B = 2, H = 6, KV = 3;  // g = 2
   const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
-  torch::Tensor qkv = torch::randn({B, H + 2 * KV, d}, opts);
+  const int64_t n = B * (H + 2 * KV) * d;
+  torch::Tensor qkv = misaligned ? torch::randn({n + 1}, opts).narrow(0, 1, n).view({B, H + 2 * KV, d})
+                                 : torch::randn({B, H + 2 * KV, d}, opts);
   torch::Tensor cos, sin;
   if (rotate) {
     torch::Tensor angle = torch::rand({d / 2}, opts.dtype(torch::kFloat)) * 6.28;
@@ -67,8 +72,9 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position) {
   rk.select(2, ring_slot).copy_(keys.select(1, 0).unsqueeze(1));
   rv.select(2, ring_slot).copy_(values.select(1, 0).unsqueeze(1));
   char what[160];
-  std::snprintf(what, sizeof(what), "%s d=%lld %s position %lld (ring slot %lld)", std::string(c10::toString(dt)).c_str(),
-                (long long)d, rotate ? "rotated" : "no rotation", (long long)position, (long long)ring_slot);
+  std::snprintf(what, sizeof(what), "%s d=%lld %s position %lld (ring slot %lld)%s",
+                std::string(c10::toString(dt)).c_str(), (long long)d, rotate ? "rotated" : "no rotation",
+                (long long)position, (long long)ring_slot, misaligned ? ", qkv misaligned" : "");
   Expect(Close(q, want_q), std::string(what) + ": queries");
   Expect(Close(full.k_buf, fk) && Close(ring.k_buf, rk), std::string(what) + ": keys in their slots, the rest untouched");
   Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv), std::string(what) + ": values copied exactly");
@@ -128,6 +134,7 @@ int main() {
     for (int64_t d : {64, 128})
       for (bool rotate : {true, false})
         for (int64_t position : {1, 17}) Case(dt, d, rotate, position);
+  for (int64_t d : {64, 128}) Case(torch::kBFloat16, d, true, 17, /*misaligned=*/true);
   for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
     for (int64_t d : {64, 128})
       for (bool rotate : {true, false}) ChunkCase(dt, d, rotate);

@@ -688,7 +688,13 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     selected_valid_.assign(size_t(H), torch::Tensor());
   }
   const std::vector<HeadState>& states = states_[size_t(layer)];
-  std::vector<torch::Tensor> per_head(static_cast<size_t>(H));
+  // o_proj's input [B, T, H, d]: each segment's heads written into their places (heads of no
+  // segment, read only by pruned heads, stay zero); a single segment of every head in order
+  // is its attention's output itself, no copy (the flash and fused kernels write [B, T, H, d]).
+  const std::vector<KvSegment>& segments = layers_[size_t(layer)];
+  size_t covered = 0;
+  for (const KvSegment& seg : segments) covered += seg.kv_heads.size();
+  torch::Tensor merged;
   for (KvSegment& seg : layers_[size_t(layer)]) {
     const int64_t n = int64_t(seg.kv_heads.size());
     const int64_t L = seg.entries;
@@ -787,18 +793,27 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
       }
     }
-    for (size_t i = 0; i < heads.size(); ++i) {
-      if (states[size_t(heads[i])].mode == HeadMode::kPruned) continue;
-      per_head[size_t(heads[i])] = out.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
+    const torch::Tensor seg_out = out.reshape({B, n * group, T, d}).transpose(1, 2);  // [B, T, n g, d]
+    bool in_order = segments.size() == 1 && covered == size_t(KV);
+    for (size_t i = 0; in_order && i < seg.kv_heads.size(); ++i) in_order = seg.kv_heads[i] == int64_t(i);
+    if (in_order) {
+      merged = seg_out;
+      continue;
+    }
+    if (!merged.defined())
+      merged = covered == size_t(KV) ? torch::empty({B, T, H, d}, seg_out.options())
+                                     : torch::zeros({B, T, H, d}, seg_out.options());
+    for (size_t i = 0; i < heads.size();) {  // one copy per run of consecutive heads
+      size_t e = i + 1;
+      while (e < heads.size() && heads[e] == heads[i] + int64_t(e - i)) ++e;
+      merged.narrow(2, heads[i], int64_t(e - i)).copy_(seg_out.narrow(2, int64_t(i), int64_t(e - i)));
+      i = e;
     }
   }
-  torch::Tensor zeros;
-  for (auto& o : per_head) {
-    if (o.defined()) continue;  // pruned heads contribute nothing
-    if (!zeros.defined()) zeros = torch::zeros({B, T, d}, x.options());
-    o = zeros;
-  }
-  return attn->o_proj(torch::stack(per_head, 2).reshape({B, T, H * d}));
+  if (!merged.defined()) merged = torch::zeros({B, T, H, d}, xc.options());
+  for (int64_t h = 0; h < H; ++h)  // pruned heads contribute nothing
+    if (states[size_t(h)].mode == HeadMode::kPruned) merged.select(2, h).zero_();
+  return attn->o_proj(merged.reshape({B, T, H * d}));
 }
 
 torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tensor& qpos) {
