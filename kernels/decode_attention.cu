@@ -28,8 +28,6 @@
 #include "kernels/decode_attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <utility>
 #include <type_traits>
 
 #include "kernels/hybrid_attention_internal.cuh"
@@ -132,16 +130,15 @@ void AddPositions(const DecodeCache& c, int a, int b, int* lo, int* hi) {
 }
 
 // The plan for visible slots [lo, hi), lo < hi: whole tiles per split, enough splits for
-// the segment's `share` of the grid to fill the device.
-Plan Split(const DecodeArgs& a, const DecodeCache& c, int lo, int hi, double share) {
+// the grid to fill the device.
+Plan Split(const DecodeArgs& a, const DecodeCache& c, int lo, int hi) {
   Plan p;
   p.lo = lo;
   p.hi = hi;
   const int tiles = (hi - lo + kTile - 1) / kTile;
   const int ctas_per_split = a.batch * c.kv_heads;
   const bool v2 = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype));
-  const int automatic = v2 ? int(kResidentCtasV2 * share) / ctas_per_split
-                           : int(std::ceil(kTargetCtas * share / ctas_per_split));
+  const int automatic = v2 ? kResidentCtasV2 / ctas_per_split : (kTargetCtas + ctas_per_split - 1) / ctas_per_split;
   int splits = a.splits > 0 ? a.splits : automatic;
   splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
   const int tiles_per_split = (tiles + splits - 1) / splits;
@@ -150,13 +147,17 @@ Plan Split(const DecodeArgs& a, const DecodeCache& c, int lo, int hi, double sha
   return p;
 }
 
-// The slots [lo, hi) segment `segment` may read (lo >= hi: none). Where the query position
-// is on the device or the cache is a ring, the visible slots depend on the position or wrap
-// around: the span is every slot, and the split kernel skips what a head cannot see. Else
-// the bounding range of its heads' KeySpanForQueries.
-std::pair<int, int> VisibleSlots(const DecodeArgs& a, int segment) {
+// The split plan of segment `segment` of a launch; an empty plan (nothing visible) is one
+// empty split, whose outputs become zeros. Each segment is planned as if alone: in one
+// launch the segments' CTAs share the device, a small segment's filling what a large one
+// leaves.
+Plan MakePlan(const DecodeArgs& a, int segment) {
   const DecodeCache& c = a.caches[segment];
-  if (a.device_query_position != nullptr || c.ring > 0) return {0, c.entries};
+  if (a.device_query_position != nullptr || c.ring > 0) {
+    // The visible slots depend on the query position (read on the device) or wrap around
+    // the ring: the span is every slot; the split kernel skips what a head cannot see.
+    return c.entries > 0 ? Split(a, c, 0, c.entries) : Plan{};
+  }
   const int g = a.heads / a.kv_heads;
   int lo = c.entries, hi = 0;
   for (int i = 0; i < c.kv_heads; ++i)
@@ -167,24 +168,7 @@ std::pair<int, int> VisibleSlots(const DecodeArgs& a, int segment) {
       AddPositions(c, span.lo0, span.hi0, &lo, &hi);
       AddPositions(c, span.lo1, span.hi1, &lo, &hi);
     }
-  return {lo, hi};
-}
-
-// The split plan of segment `segment` of a launch; an empty plan (nothing visible) is one
-// empty split, whose outputs become zeros. The segments of a launch share the device's CTAs
-// in proportion to the cache they read (KV heads x visible slots): a streaming ring of 384
-// slots beside a full cache of 16K gets one split, not the full cache's six, whose CTAs
-// would each read two tiles and then merge.
-Plan MakePlan(const DecodeArgs& a, int segment) {
-  const auto [lo, hi] = VisibleSlots(a, segment);
-  if (lo >= hi) return Plan{};
-  double all = 0;
-  for (int s = 0; s < a.segments; ++s) {
-    const auto [l, h] = VisibleSlots(a, s);
-    all += double(a.caches[s].kv_heads) * std::max(0, h - l);
-  }
-  const DecodeCache& c = a.caches[segment];
-  return Split(a, c, lo, hi, double(c.kv_heads) * (hi - lo) / all);
+  return lo < hi ? Split(a, c, lo, hi) : Plan{};
 }
 
 // 16 bytes of T, converted one element at a time.

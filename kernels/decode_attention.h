@@ -97,10 +97,9 @@ struct DecodeArgs {
 };
 
 // Returns the split count segment `segment` of a launch uses: args.splits when > 0, else
-// enough splits for that segment's CTAs to fill its share of an H200-sized device (about
-// four CTAs per SM; for version 2, g = 1 at d = 64 in bf16/fp16, one wave of its resident
-// CTAs), the segments sharing it in proportion to KV heads x visible slots; at least one
-// split, and at least one tile each.
+// enough splits for that segment's CTAs to fill an H200-sized device (about four CTAs per
+// SM; for version 2, g = 1 at d = 64 in bf16/fp16, one wave of its resident CTAs), at least
+// one tile each.
 int DecodeSplits(const DecodeArgs& args, int segment = 0);
 
 // Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split) of every

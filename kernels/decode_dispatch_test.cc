@@ -185,38 +185,6 @@ TEST_CASE("decode kernel: segments of one launch are planned apart and share the
   CHECK(Mentions(ValidateDecode(two.a), "segments"));
 }
 
-TEST_CASE("decode kernel: segments share the grid in proportion to the cache they read") {
-  // The 124M decode step at B = 16 with half the heads streaming: 6 KV heads over a full
-  // cache of 16,384 slots, 6 over a ring of 128 + 256. Version 2 (g = 1, d = 64, bf16) fills
-  // 660 resident CTAs: the full segment reads 6 x 16384 of the 6 x (16384 + 384) head-slots,
-  // floor(660 x 0.977 / 96) = 6 splits; the ring floor(660 x 0.023 / 96) = 0, so 1 split
-  // (alone it would take 6 splits of 2 tiles).
-  alignas(8) int64_t position = 0;  // never dereferenced on the host
-  Args two(16384);
-  two.specs.assign(12, HeadSpec{HeadState::kOrdinary});
-  for (int h = 0; h < 6; ++h) two.specs[size_t(h)] = HeadSpec{HeadState::kStreaming, 0, 128, 256};
-  two.a.batch = 16;
-  two.a.heads = two.a.kv_heads = 12;
-  two.a.head_specs = two.specs.data();
-  two.a.device_query_position = &position;
-  std::vector<int> full = {6, 7, 8, 9, 10, 11}, ring = {0, 1, 2, 3, 4, 5};
-  two.a.caches[0].kv_heads = 6;
-  two.a.caches[0].layer_kv_heads = full.data();
-  two.a.segments = 2;
-  DecodeCache& r = two.a.caches[1];
-  r = two.a.caches[0];
-  r.layer_kv_heads = ring.data();
-  r.entries = 384;
-  r.lead = 128;
-  r.ring = 256;
-  REQUIRE(ValidateDecode(two.a).ok());
-  CHECK(DecodeSplits(two.a, 0) == 6);
-  CHECK(DecodeSplits(two.a, 1) == 1);
-  two.a.segments = 1;  // the ring alone: 660 / 96 = 6 splits of 2 tiles
-  two.a.caches[0] = r;
-  CHECK(DecodeSplits(two.a, 0) == 6);
-}
-
 TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
   // The position is unknown on the host: local heads of window 100 in a full cache of
   // 16,384 slots no longer shrink the span to 4 tiles; it is the whole cache (256 splits,
