@@ -141,12 +141,18 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
   }
 }
 
-// The warp-row kernel takes rows of <= kWarpRowWidth that split into aligned 4-element vectors.
+// The warp-row kernel takes rows of <= kWarpRowWidth that split into aligned 4-element
+// vectors, when there are enough of them: kWarpRowMinRows rows make 128 CTAs of 4 warps, about
+// one per SM of an H200. A decode step's few rows (one per sequence) spread each row over a
+// CTA of 8 warps instead: the bench's B = 16 step took ~45-70 us longer (12 layers, 25
+// launches) with a warp per row (docs/BENCHMARKS.md, n1).
+constexpr int kWarpRowMinRows = 512;
+
 bool WarpRows(const AddNormArgs& a) {
   auto aligned = [](const void* p, DType t) {
     return p == nullptr || reinterpret_cast<uintptr_t>(p) % (4 * (t == DType::kF32 ? 4 : 2)) == 0;
   };
-  return a.width <= kWarpRowWidth && a.width % 4 == 0 && a.x_stride % 4 == 0 && a.y_stride % 4 == 0 &&
+  return a.rows >= kWarpRowMinRows && a.width <= kWarpRowWidth && a.width % 4 == 0 && a.x_stride % 4 == 0 && a.y_stride % 4 == 0 &&
          (!a.delta || a.delta_stride % 4 == 0) && aligned(a.x, DType::kF32) && aligned(a.weight, DType::kF32) &&
          aligned(a.bias, DType::kF32) && aligned(a.delta, a.delta_dtype) && aligned(a.y, a.y_dtype);
 }

@@ -7,8 +7,9 @@
 //   LayerNorm  y = (x - mean) / sqrt(var + eps) * weight + bias      var: biased, as torch's
 //   RMSNorm    y = x / sqrt(mean(x^2) + eps) * weight
 // per row of `width` elements, statistics in fp32 (two passes over the row held in
-// registers), y rounded once to its dtype. One warp per row of width <= 1024 in aligned
-// 4-element vectors (the model widths), else one CTA of 256 threads per row; width <= 8192.
+// registers), y rounded once to its dtype. One warp per row for >= 512 rows of width <=
+// 1024 in aligned 4-element vectors (a prefill chunk), else one CTA of 256 threads per row
+// (a decode step); width <= 8192.
 // No LibTorch here (kernels/torch/add_norm_op.h).
 #pragma once
 

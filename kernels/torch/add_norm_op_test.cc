@@ -63,13 +63,15 @@ int main() {
   if (!plain_test::CudaDevice()) return 1;
   torch::manual_seed(5);
   torch::NoGradGuard no_grad;
-  // 768 and 1000: the warp-row kernel (1000: a lane's last vector past the row); 1022 (not in
-  // 4-element vectors) and 8192: the CTA-row kernel.
-  for (int64_t width : {768, 1000, 1022, 8192})
-    for (bool rms : {false, true})
-      for (bool add : {true, false})
-        for (torch::ScalarType dt : {torch::kBFloat16, torch::kHalf, torch::kFloat}) Case(16, width, rms, add, dt);
-  Case(37, 768, false, true, torch::kBFloat16);    // a last CTA of warp rows part-filled
+  // 16 rows (a decode step): the CTA-row kernel. 1000 rows: the warp-row kernel at widths 768
+  // and 1000 (a lane's last vector past the row), the CTA-row kernel at 1022 (not in
+  // 4-element vectors) and 8192.
+  for (int64_t rows : {16, 1000})
+    for (int64_t width : {768, 1000, 1022, 8192})
+      for (bool rms : {false, true})
+        for (bool add : {true, false})
+          for (torch::ScalarType dt : {torch::kBFloat16, torch::kHalf, torch::kFloat}) Case(rows, width, rms, add, dt);
+  Case(517, 768, false, true, torch::kBFloat16);   // a last CTA of warp rows part-filled
   Case(8192, 768, false, true, torch::kBFloat16);  // a prefill chunk's rows (B 16 x 512 tokens)
   {  // bad input: a width past the kernel's rows, a non-contiguous x, a CPU tensor
     const auto cuda = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat);

@@ -5,7 +5,9 @@
 // (MakeBenchModel, DecoderFor: its precision, chunk size and decode path), runs one warm-up
 // prefill of LENGTH tokens at batch BATCH and one more without the profiler, then one under
 // PyTorch's Kineto profiler, and saves its trace as DIR/prefill-<arm>.json
-// (chrome://tracing format). scripts/gpu/trace_summary.py turns a trace into a table of
+// (chrome://tracing format). Then, after that prefill, 8 warm decode steps (the bench leg's
+// path: each a CUDA graph replay on the graph path) and 32 more under the profiler, traced
+// into DIR/decode-<arm>.json. scripts/gpu/trace_summary.py turns a trace into a table of
 // kernels and the device's idle time. Built only against a CUDA LibTorch
 // (tests/CMakeLists.txt); run from the repository root.
 //
@@ -103,6 +105,27 @@ int Main(int argc, char** argv) {
     prof::disableProfiler()->save(path);
     std::printf("%s: prefill of %lld tokens x %lld: %.1f ms (warm-up), %.1f ms, %.1f ms under the profiler -> %s\n",
                 run.arm.c_str(), (long long)length, (long long)batch, warm, again, profiled, path.c_str());
+    // Decode steps after the prefill, greedy as the bench leg's.
+    constexpr int kWarmSteps = 8, kSteps = 32;
+    torch::Tensor next = torch::zeros({batch}, torch::dtype(torch::kLong).device(torch::kCUDA));
+    for (int i = 0; i < kWarmSteps; ++i) next = d.Step(next).argmax(-1);
+    torch::cuda::synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kSteps; ++i) next = d.Step(next).argmax(-1);
+    torch::cuda::synchronize();
+    const double step_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kSteps;
+    prof::prepareProfiler(config, activities);
+    prof::enableProfiler(config, activities);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kSteps; ++i) next = d.Step(next).argmax(-1);
+    torch::cuda::synchronize();
+    const double profiled_step_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kSteps;
+    const std::string decode_path = dir + "/decode-" + run.arm + ".json";
+    prof::disableProfiler()->save(decode_path);
+    std::printf("%s: %d decode steps at position %lld: %.3f ms a step, %.3f under the profiler -> %s\n",
+                run.arm.c_str(), kSteps, (long long)d.position(), step_ms, profiled_step_ms, decode_path.c_str());
   }
   return 0;
 }
