@@ -39,18 +39,13 @@ __global__ void __launch_bounds__(kThreads) AddNormKernel(const AddNormArgs a) {
   const int row = blockIdx.x, tid = threadIdx.x;
   float* x = a.x + int64_t(row) * a.x_stride;
   const TD* delta = a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
-  // The row, its weight and bias in registers, all loaded before the first reduction: a
-  // decode step's few rows are latency, and the weight's loads go in flight with the row's
-  // instead of after the statistics.
-  float v[kPerThread], w[kPerThread], bias[kPerThread];
+  float v[kPerThread];
   float sum = 0.f;
 #pragma unroll
   for (int u = 0; u < kPerThread; ++u) {
     const int c = tid + u * kThreads;
-    v[u] = w[u] = bias[u] = 0.f;
+    v[u] = 0.f;
     if (c < a.width) {
-      w[u] = a.weight[c];
-      if (a.bias) bias[u] = a.bias[c];
       v[u] = x[c];
       if (delta) {
         v[u] += ToFloat(delta[c]);
@@ -72,7 +67,11 @@ __global__ void __launch_bounds__(kThreads) AddNormKernel(const AddNormArgs a) {
 #pragma unroll
   for (int u = 0; u < kPerThread; ++u) {
     const int c = tid + u * kThreads;
-    if (c < a.width) y[c] = FromFloat<TY>((v[u] - mean) * rstd * w[u] + bias[u]);
+    if (c < a.width) {
+      float out = (v[u] - mean) * rstd * a.weight[c];
+      if (a.bias) out += a.bias[c];
+      y[c] = FromFloat<TY>(out);
+    }
   }
 }
 
@@ -99,8 +98,6 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
   if (row >= a.rows) return;  // a whole warp: the shuffles below see all 32 lanes
   float* x = a.x + int64_t(row) * a.x_stride;
   const TD* delta = a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
-  // Many rows: throughput, not one row's latency, so the weight is read after the statistics
-  // (its registers would halve the warps resident per SM).
   float v[kWarpRowVectors][4];
   float sum = 0.f;
 #pragma unroll

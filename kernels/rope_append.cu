@@ -60,8 +60,6 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
   i /= n;
   const int j = int(i % rows);
   const int64_t token_index = i / rows, b = token_index / p.T, t = token_index % p.T;
-  // A decode step's key rows read the device position first: its load in flight with the row's.
-  const int64_t position = p.position != nullptr && j >= p.H ? *p.position : 0;
   const T* token = static_cast<const T*>(p.qkv) + b * p.qkv_stride_b + t * p.qkv_stride_t;
   auto load = [](const T* at) { return *reinterpret_cast<const Vec*>(at); };
   const T* row = token + int64_t(j) * p.d;
@@ -95,7 +93,8 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
   if (sp.first_slot >= 0) {  // a chunk: the linear layout, from the host's slot on
     slot = sp.first_slot + t;
   } else {
-    slot = sp.ring > 0 && position >= sp.sink ? sp.sink + (position - sp.sink) % sp.ring : position;
+    const int64_t pos = *p.position;
+    slot = sp.ring > 0 && pos >= sp.sink ? sp.sink + (pos - sp.sink) % sp.ring : pos;
   }
   if (slot < 0 || slot >= sp.capacity) return;
   const int64_t at = b * sp.stride_b + p.slot_of[kv] * sp.stride_h + slot * sp.stride_t;
