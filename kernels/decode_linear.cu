@@ -1,0 +1,131 @@
+// decode_linear.cu: a decode step's linear layer, y = x W^T (+ bias), for M <= 16 rows
+// (decode_linear.h).
+#include "kernels/decode_linear.h"
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/hybrid_attention_internal.cuh"  // FromFloat, ToFloat
+#include "kernels/mma_primitives.cuh"             // Mma
+
+namespace headlab {
+namespace kernels {
+namespace {
+
+using internal::FromFloat;
+using internal::Mma;
+using internal::ToFloat;
+
+constexpr int kWarps = 8;
+constexpr int kBatch = 4;  // 32-wide k blocks a warp loads before it multiplies any
+
+__device__ __forceinline__ uint4 Load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// CTA j: output columns [8 kTiles j, 8 kTiles (j + 1)); warp w: k blocks w, w + kWarps, ...
+template <typename T, int kTiles>
+__global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLinearArgs a) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int n0 = blockIdx.x * 8 * kTiles;
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  // The lane's rows of x (g and g + 8; zero past M) and of each weight tile (n0 + 8 t + g),
+  // at its 8 k values of a block: 8c .. 8c + 7.
+  const bool row0 = g < a.rows, row1 = g + 8 < a.rows;
+  const T* x0 = x + int64_t(g) * a.x_stride + 8 * c;
+  const T* x1 = x + int64_t(g + 8) * a.x_stride + 8 * c;
+  const T* wr[kTiles];
+  bool tile_in[kTiles];
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+    tile_in[t] = n0 + 8 * t < a.out;
+    wr[t] = w + int64_t(n0 + 8 * t + g) * a.w_stride + 8 * c;
+  }
+  float acc[kTiles][4] = {};
+  const int blocks = a.in / 32;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int kb0 = warp; kb0 < blocks; kb0 += kWarps * kBatch) {
+    uint4 xa[kBatch], xb[kBatch], wv[kBatch][kTiles];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {  // every load of the batch in flight at once
+      const int kb = kb0 + u * kWarps;
+      const bool in = kb < blocks;
+      const int k = kb * 32;
+      xa[u] = in && row0 ? Load16(x0 + k) : zero;
+      xb[u] = in && row1 ? Load16(x1 + k) : zero;
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) wv[u][t] = in && tile_in[t] ? Load16(wr[t] + k) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        // Logical k 0..15 of the block: physical 8c + {0..3}; 16..31: 8c + {4..7}.
+        const uint32_t lo[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y};
+        Mma<T>::Run(acc[t], lo, wv[u][t].x, wv[u][t].y);
+        const uint32_t hi[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
+        Mma<T>::Run(acc[t], hi, wv[u][t].z, wv[u][t].w);
+      }
+  }
+  // The warps' partial sums through shared memory: red[warp][t][i][lane] is accumulator i of
+  // the lane (row g + 8 (i / 2), column n0 + 8 t + 2c + i % 2).
+  __shared__ float red[kWarps][kTiles][4][32];
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) red[warp][t][i][lane] = acc[t][i];
+  __syncthreads();
+  if (threadIdx.x >= kTiles * 128) return;
+  const int t = threadIdx.x / 128, i = threadIdx.x / 32 % 4, l = threadIdx.x % 32;
+  const int row = l / 4 + 8 * (i / 2), col = n0 + 8 * t + 2 * (l % 4) + i % 2;
+  if (row >= a.rows || col >= a.out) return;
+  float sum = 0.f;
+#pragma unroll
+  for (int v = 0; v < kWarps; ++v) sum += red[v][t][i][l];
+  if (a.bias) sum += ToFloat(static_cast<const T*>(a.bias)[col]);
+  static_cast<T*>(a.y)[int64_t(row) * a.y_stride + col] = FromFloat<T>(sum);
+}
+
+// Two tiles (16 columns) a CTA where that still gives a CTA per SM of an H200 (132), else one.
+template <typename T>
+void Launch(const DecodeLinearArgs& a, cudaStream_t s) {
+  const int tiles = a.out / 8;
+  if (tiles / 2 >= 132)
+    DecodeLinearKernel<T, 2><<<(tiles + 1) / 2, 32 * kWarps, 0, s>>>(a);
+  else
+    DecodeLinearKernel<T, 1><<<tiles, 32 * kWarps, 0, s>>>(a);
+}
+
+}  // namespace
+
+KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
+  if (a.rows < 1 || a.rows > kMaxDecodeLinearRows) return Invalid("decode_linear: rows must be in [1, 16]");
+  if (a.in < 32 || a.in % 32 != 0) return Invalid("decode_linear: in (K) must be a positive multiple of 32");
+  if (a.out < 8 || a.out % 8 != 0) return Invalid("decode_linear: out (N) must be a positive multiple of 8");
+  if (a.dtype != DType::kBF16 && a.dtype != DType::kF16)
+    return {KernelCode::kUnsupported, "decode_linear: dtype must be bf16 or fp16"};
+  if (a.x == nullptr || a.w == nullptr || a.y == nullptr) return Invalid("decode_linear: x, w or y is null");
+  if (a.x_stride < a.in || a.w_stride < a.in || a.y_stride < a.out)
+    return Invalid("decode_linear: a row stride is shorter than its row");
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!aligned(a.x) || !aligned(a.w) || a.x_stride % 8 != 0 || a.w_stride % 8 != 0)
+    return Invalid("decode_linear: x and w rows must start on 16-byte boundaries");
+  return {};
+}
+
+KernelStatus DecodeLinear(const DecodeLinearArgs& a, void* stream) {
+  KernelStatus st = ValidateDecodeLinear(a);
+  if (!st.ok()) return st;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (a.dtype == DType::kBF16)
+    Launch<__nv_bfloat16>(a, s);
+  else
+    Launch<__half>(a, s);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
+  return {};
+}
+
+}  // namespace kernels
+}  // namespace headlab
