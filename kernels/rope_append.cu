@@ -48,8 +48,8 @@ constexpr int kThreads = 256;
 // Thread i of the launch: the V-element vectors cv of both halves of row j (query heads,
 // then KV heads) of token t of sequence b, i = ((b T + t)(H + KV) + j) n + cv with n = d / 2V
 // vectors a half. Holding a vector and its partner in the other half, the thread rotates both
-// from its own registers: V = 16 / sizeof(T) makes every access 16 bytes (Rope needs aligned
-// rows; V = 1 otherwise).
+// from its own registers: V = 16 / sizeof(T) makes every access 16 bytes where every row,
+// table and stride keeps 16-byte alignment (Aligned below); V = 1 otherwise.
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_constant__ Params p) {
   using Vec = internal::Pack<T, V>;
