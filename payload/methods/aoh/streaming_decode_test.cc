@@ -347,6 +347,29 @@ TEST_CASE("aoh decode: local and pruned heads, mixed GQA groups, fixed heads rej
   CHECK_FALSE(AohDecoder::Create(model.get(), DecoderOptions{}).ok());
 }
 
+TEST_CASE("aoh decode: segments of non-adjacent heads write each head to its place") {
+  // Heads 0 and 2 streaming, 1 and 3 ordinary (one KV head each): each layer's two segments
+  // hold heads {0, 2} and {1, 3}, two runs apiece, and o_proj must see every head's output
+  // in its own slot, step by step and in prefill chunks.
+  torch::manual_seed(29);
+  Gpt model(TinyModelConfig("rope", 4, 4));
+  torch::NoGradGuard no_grad;
+  HeadState streaming{HeadMode::kStreaming};
+  streaming.sink = 1;
+  streaming.recent = 3;
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h : {0, 2}) model->attention(l)->SetHeadState(h, streaming);
+  torch::Tensor idx = torch::randint(0, 32, {2, 16}, torch::kLong);
+  torch::Tensor masked = model->forward(idx);
+  auto d = MakeDecoder(model);
+  REQUIRE(d->segments(0).size() == 2);
+  CHECK(torch::allclose(DecodeAll(*d, idx), masked, 1e-4, 1e-5));
+  DecoderOptions c;
+  c.prefill_chunk = 5;
+  auto p = MakeDecoder(model, c);
+  CHECK(torch::allclose(p->Prefill(idx), masked, 1e-4, 1e-5));
+}
+
 TEST_CASE("aoh decode: anchor-reuse attends to the anchor head's top-k positions") {
   torch::manual_seed(24);
   Gpt model(TinyModelConfig("rope", 4, 4, 24, 4));
