@@ -103,16 +103,17 @@ struct DecodeParams {
   int64_t o_sb, o_sh;
   DecodeSegmentParams seg[kMaxDecodeSegments];
   int* counts;                  // [B, launch KV heads]: splits arrived (DecodeArgs::counts)
-  // The stream-K schedule (DecodeStreamKMhaKernel), sk_ctas > 0 when the launch takes it:
-  // the units of the launch and the first unit of each segment (then the total), the units
-  // of one of a segment's pairs, the workspace rows [ctas, 2, D + 2].
+  int kv_of[kMaxHeads];         // launch KV head -> layer KV head
+  DecodeHead heads[kMaxHeads];  // per layer query head
+  // The stream-K schedule (DecodeStreamKMhaKernel; last, so that the split kernels' fields
+  // keep their offsets), sk_ctas > 0 when the launch takes it: the units of the launch and
+  // the first unit of each segment (then the total), the units of one of a segment's pairs,
+  // the workspace rows [ctas, 2, D + 2].
   int sk_ctas;
   int64_t sk_units;
   int64_t sk_first_unit[kMaxDecodeSegments + 1];
   int sk_pair_units[kMaxDecodeSegments];
   float* sk_work;
-  int kv_of[kMaxHeads];         // launch KV head -> layer KV head
-  DecodeHead heads[kMaxHeads];  // per layer query head
 };
 
 static_assert(sizeof(DecodeParams) <= 4096, "decode launch parameters exceed 4 KB");
