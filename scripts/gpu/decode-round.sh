@@ -30,32 +30,40 @@ t0=$(date +%s)
 say() { echo "$* ($(( $(date +%s) - t0 )) s)" | tee -a "$out/round.log"; }
 scratch=$(mktemp -d)
 
-OUT=$scratch/build scripts/gpu/build-all.sh --no-test > "$out/build.log" 2>&1 || status=1
-say "build: exit $?"
-OUT=$scratch/test scripts/gpu/build-all.sh -R 'aoh|decode|rope|add_norm' > "$out/ctest.log" 2>&1 || status=1
-cat "$scratch/test/ctest-gpu.log" >> "$out/ctest.log" 2>/dev/null
-say "gpu tests (aoh|decode|rope|add_norm): $(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
+# step NAME LOG CMD...: runs CMD with its output to LOG, notes its exit status in round.log
+# and in $status.
+step() {
+  local name=$1 log=$2 rc
+  shift 2
+  "$@" > "$log" 2>&1
+  rc=$?
+  [[ $rc == 0 ]] || status=1
+  say "$name: exit $rc"
+}
 
-OUT=$scratch/bench PATHS=graph KERNELS=0 scripts/gpu/attention-benches.sh "$length" "$batch" > "$out/bench.log" 2>&1 ||
-  status=1
+step build "$out/build.log" env OUT="$scratch/build" scripts/gpu/build-all.sh --no-test
+step "gpu tests (aoh|decode|rope|add_norm)" "$out/ctest.log" env OUT="$scratch/test" scripts/gpu/build-all.sh \
+  -R 'aoh|decode|rope|add_norm'
+cat "$scratch/test/ctest-gpu.log" >> "$out/ctest.log" 2>/dev/null
+grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1 | tee -a "$out/round.log"
+
+step "service bench at $length x $batch" "$out/bench.log" env OUT="$scratch/bench" PATHS=graph KERNELS=0 \
+  scripts/gpu/attention-benches.sh "$length" "$batch"
 cp "$scratch/bench/graph-b$batch/aoh_decode_gpu.json" "$out/" 2>/dev/null
-say "service bench at $length x $batch:"
 grep -E "B=$batch L= *$length " "$out/bench.log" | head -3 | tee -a "$out/round.log"
 grep -E 'stream-K' "$out/bench.log" | tee -a "$out/round.log"  # the opt-in schedule, kernel alone
 grep -E -A3 '^(decode|prefill) speedup' "$out/bench.log" | grep -E 'speedup:|median|control' | tee -a "$out/round.log"
 grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_decode_gpu.txt" 2>/dev/null |
   tee -a "$out/round.log"
 
-build-gpu/kernels/decode_linear_bench > "$out/decode_linear_bench.log" 2>&1 || status=1
-say "decode_linear_bench: $(tail -1 "$out/decode_linear_bench.log")"
+step decode_linear_bench "$out/decode_linear_bench.log" build-gpu/kernels/decode_linear_bench
 grep -E 'ours/cuBLAS' "$out/decode_linear_bench.log" | tee -a "$out/round.log"
 
 mkdir -p "$scratch/profile"
-build-gpu/tests/aoh_prefill_profile "$scratch/profile" "$length" "$batch" > "$out/profile.log" 2>&1 || status=1
+step profiles "$out/profile.log" build-gpu/tests/aoh_prefill_profile "$scratch/profile" "$length" "$batch"
 for trace in "$scratch"/profile/*.json; do
   [[ -e $trace ]] && python3 scripts/gpu/trace_summary.py "$trace" 30 >> "$out/profile.log" 2>&1
 done
-say "profiles:"
 grep -E 'ms a step|under the profiler ->|traced span' "$out/profile.log" | tee -a "$out/round.log"
 rm -rf "$scratch"
 say "done, exit $status"
