@@ -87,11 +87,12 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
   static_cast<T*>(a.y)[int64_t(row) * a.y_stride + col] = FromFloat<T>(sum);
 }
 
-// Two tiles (16 columns) a CTA where that still gives a CTA per SM of an H200 (132), else one.
+// Two tiles (16 columns) a CTA where that still gives a CTA per SM of an H200 (132), else one
+// (or as forced).
 template <typename T>
 void Launch(const DecodeLinearArgs& a, cudaStream_t s) {
   const int tiles = a.out / 8;
-  if (tiles / 2 >= 132)
+  if (a.tiles == 2 || (a.tiles == 0 && tiles / 2 >= 132))
     DecodeLinearKernel<T, 2><<<(tiles + 1) / 2, 32 * kWarps, 0, s>>>(a);
   else
     DecodeLinearKernel<T, 1><<<tiles, 32 * kWarps, 0, s>>>(a);
@@ -106,6 +107,7 @@ KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
   if (a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return {KernelCode::kUnsupported, "decode_linear: dtype must be bf16 or fp16"};
   if (a.x == nullptr || a.w == nullptr || a.y == nullptr) return Invalid("decode_linear: x, w or y is null");
+  if (a.tiles < 0 || a.tiles > 2) return Invalid("decode_linear: tiles must be 0 (automatic), 1 or 2");
   if (a.x_stride < a.in || a.w_stride < a.in || a.y_stride < a.out)
     return Invalid("decode_linear: a row stride is shorter than its row");
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };

@@ -37,6 +37,9 @@ struct DecodeLinearArgs {
   const void* bias = nullptr;  // [N], or null
   void* y = nullptr;           // [M, N], row stride y_stride
   int64_t y_stride = 0;
+  // Output tiles of 8 columns a CTA: 0 chooses (2 where that still gives a CTA per SM of an
+  // H200, else 1); 1 or 2 force it (decode_linear_bench).
+  int tiles = 0;
 };
 
 // Returns a non-ok status iff the shape, dtype, pointers or strides are unusable (x and w

@@ -9,7 +9,9 @@
 // each round is one CUDA graph of 96 launches cycling through copies of the weight that
 // together exceed the H200's 50 MB L2 (a decode step reads its 247 MB of weights from
 // memory, not L2), replayed once, divided by 96: a kernel's time plus the gap between two
-// kernels of a graph, as in the captured decode step. GB/s counts the weight bytes.
+// kernels of a graph, as in the captured decode step. GB/s counts the weight bytes. Then at
+// M = 16 with one and with two output tiles a CTA forced (what the automatic choice is
+// tuned from).
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_linear_bench
@@ -167,21 +169,26 @@ double TimeGraph(cudaStream_t s, Launch&& launch) {
   return us[us.size() / 2];
 }
 
-void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K) {
+void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K, int tiles = 0) {
   const size_t weight_bytes = size_t(N) * K * 2;
   const int copies = int(std::max<size_t>(2, (160u << 20) / weight_bytes));  // > 3x the L2
   DeviceBuffer x(size_t(M) * K * 2), y(size_t(M) * N * 2), w(weight_bytes * copies);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(x.ptr, 0x3c, x.bytes));  // bf16 ~0.011
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(w.ptr, 0x3c, w.bytes));
   auto weight = [&](int i) { return static_cast<char*>(w.ptr) + weight_bytes * size_t(i % copies); };
-  const double ours = TimeGraph(s, [&](int i) { Ours(Args(M, N, K, x.ptr, weight(i), nullptr, y.ptr), s); });
+  const double ours = TimeGraph(s, [&](int i) {
+    DecodeLinearArgs a = Args(M, N, K, x.ptr, weight(i), nullptr, y.ptr);
+    a.tiles = tiles;
+    Ours(a, s);
+  });
   CUBLAS_OK(cublasSetStream(h, s));
   CublasLinear(h, M, N, K, x.ptr, weight(0), y.ptr);  // its first call allocates, outside the capture
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaStreamSynchronize(s));
   const double theirs = TimeGraph(s, [&](int i) { CublasLinear(h, M, N, K, x.ptr, weight(i), y.ptr); });
   auto gbs = [&](double us) { return weight_bytes / (us * 1e-6) / 1e9; };
-  std::printf("%-22s M=%2d  %5.2f MB  ours %6.2f us (%6.0f GB/s)  cuBLAS %6.2f us (%6.0f GB/s)  ours/cuBLAS %.3f\n",
-              name, M, weight_bytes / 1e6, ours, gbs(ours), theirs, gbs(theirs), ours / theirs);
+  std::printf("%-22s M=%2d %s  %5.2f MB  ours %6.2f us (%6.0f GB/s)  cuBLAS %6.2f us (%6.0f GB/s)  ours/cuBLAS %.3f\n",
+              name, M, tiles == 0 ? "        " : tiles == 1 ? "1 tile  " : "2 tiles ", weight_bytes / 1e6, ours,
+              gbs(ours), theirs, gbs(theirs), ours / theirs);
 }
 
 }  // namespace
@@ -210,6 +217,9 @@ int main() {
   std::printf("time per launch, one graph of 96 launches over weights past the L2 (median of 11)\n");
   for (int M : {16, 1})
     for (const Shape& sh : shapes) Time(h, s, sh.name, M, sh.N, sh.K);
+  std::printf("the same at M = 16 with the tiles a CTA forced\n");
+  for (int tiles : {1, 2})
+    for (const Shape& sh : shapes) Time(h, s, sh.name, 16, sh.N, sh.K, tiles);
   cublasDestroy(h);
   std::printf(ok ? "numerics: all within bounds\n" : "numerics: MISSED (above)\n");
   return ok ? 0 : 1;
