@@ -1,10 +1,12 @@
 // Argument validation of the kernel entry points (host code; needs no GPU): bad shapes,
-// head specs and views are refused with a clear status before anything is launched.
+// head specs and views (and decode_linear's shapes and alignment) are refused with a clear
+// status before anything is launched.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/decode_linear.h"
 #include "kernels/hybrid_attention.h"
 
 namespace headlab {
@@ -124,6 +126,45 @@ TEST_CASE("workspace size covers the fp32 dQ accumulator and the row sums") {
   Args a;
   const AttentionShape& s = a.fwd.shape;
   REQUIRE(BackwardWorkspaceBytes(s) == 4u * s.batch * s.heads * s.seq_len * (s.head_dim + 1));
+}
+
+TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
+  alignas(16) static uint16_t fake[64] = {};  // never dereferenced: validation only
+  DecodeLinearArgs a;
+  a.rows = 16;
+  a.in = 768;
+  a.out = 2304;
+  a.x = a.w = a.y = fake;
+  a.x_stride = a.w_stride = 768;
+  a.y_stride = 2304;
+  REQUIRE(ValidateDecodeLinear(a).ok());
+  DecodeLinearArgs b = a;
+  b.rows = 17;  // more than one m16n8k16 A tile
+  CHECK(Mentions(ValidateDecodeLinear(b), "rows"));
+  b = a;
+  b.in = 760;  // not a multiple of 32
+  CHECK(Mentions(ValidateDecodeLinear(b), "in (K)"));
+  b = a;
+  b.out = 2300;  // not a multiple of 8
+  CHECK(Mentions(ValidateDecodeLinear(b), "out (N)"));
+  b = a;
+  b.dtype = DType::kF32;
+  CHECK(ValidateDecodeLinear(b).code == KernelCode::kUnsupported);
+  b = a;
+  b.w = reinterpret_cast<const char*>(fake) + 2;  // a weight row off its 16-byte boundary
+  CHECK(Mentions(ValidateDecodeLinear(b), "16-byte"));
+  b = a;
+  b.x_stride = 772;  // rows after the first off their 16-byte boundaries
+  CHECK(Mentions(ValidateDecodeLinear(b), "16-byte"));
+  b = a;
+  b.y_stride = 2000;
+  CHECK(Mentions(ValidateDecodeLinear(b), "stride"));
+  b = a;
+  b.tiles = 3;
+  CHECK(Mentions(ValidateDecodeLinear(b), "tiles"));
+  b = a;
+  b.y = nullptr;
+  CHECK(Mentions(ValidateDecodeLinear(b), "null"));
 }
 
 }  // namespace
