@@ -694,8 +694,11 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   const std::vector<KvSegment>& segments = layers_[size_t(layer)];
   size_t covered = 0;
   for (const KvSegment& seg : segments) covered += seg.kv_heads.size();
+  bool in_order = segments.size() == 1 && covered == size_t(KV);
+  for (size_t i = 0; in_order && i < segments[0].kv_heads.size(); ++i)
+    in_order = segments[0].kv_heads[i] == int64_t(i);
   torch::Tensor merged;
-  for (KvSegment& seg : layers_[size_t(layer)]) {
+  for (const KvSegment& seg : segments) {
     const int64_t n = int64_t(seg.kv_heads.size());
     const int64_t L = seg.entries;
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
@@ -794,8 +797,6 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       }
     }
     const torch::Tensor seg_out = out.reshape({B, n * group, T, d}).transpose(1, 2);  // [B, T, n g, d]
-    bool in_order = segments.size() == 1 && covered == size_t(KV);
-    for (size_t i = 0; in_order && i < seg.kv_heads.size(); ++i) in_order = seg.kv_heads[i] == int64_t(i);
     if (in_order) {
       merged = seg_out;
       continue;
