@@ -27,11 +27,20 @@ bool RopeAppendAvailable() {
 #if HEADLAB_TORCH_CUDA
 namespace {
 
-// Fills a's tables, queries, segments and launches: qkv [B, T, H + 2 KV, d] with contiguous
-// rows (a.qkv* set by the caller), tables [T | 1, d] or undefined, q [B, T, H, d] out.
-void Launch(RopeAppendArgs a, const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
-            const torch::Tensor& q, const std::vector<AppendTarget>& targets, bool chunk) {
+// Fills RopeAppendArgs and launches: qkv [B, T, H + 2 KV, d] with contiguous rows, tables
+// [T, d] or undefined, q [B, T, H, d] out; `position`: a decode step's device position
+// (T = 1), null for a chunk (each target's first_slot).
+void Launch(int64_t heads, int64_t kv_heads, const torch::Tensor& qkv, const torch::Tensor& cos,
+            const torch::Tensor& sin, const torch::Tensor& q, const std::vector<AppendTarget>& targets,
+            const int64_t* position) {
   const int64_t B = qkv.size(0), T = qkv.size(1), d = qkv.size(3);
+  RopeAppendArgs a;
+  a.heads = int(heads);
+  a.kv_heads = int(kv_heads);
+  a.qkv = qkv.data_ptr();
+  a.qkv_stride_b = qkv.stride(0);
+  a.qkv_stride_t = qkv.stride(1);
+  a.position = position;
   a.batch = int(B);
   a.tokens = int(T);
   a.head_dim = int(d);
@@ -70,7 +79,7 @@ void Launch(RopeAppendArgs a, const torch::Tensor& qkv, const torch::Tensor& cos
     sg.layer_kv_heads = t.layer_kv_heads.data();
     sg.sink = int(t.sink);
     sg.ring = int(t.ring);
-    sg.first_slot = chunk ? int(t.first_slot) : -1;
+    sg.first_slot = position == nullptr ? int(t.first_slot) : -1;
   }
   c10::cuda::CUDAGuard guard(qkv.device());
   const KernelStatus st = RopeAppend(a, c10::cuda::getCurrentCUDAStream(qkv.device().index()).stream());
@@ -90,14 +99,8 @@ torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv
               "rope_append: qkv must be a CUDA [B, H + 2 KV, d] tensor with contiguous rows");
   TORCH_CHECK(position.is_cuda() && position.scalar_type() == torch::kLong && position.numel() == 1,
               "rope_append: position must be one CUDA int64");
-  RopeAppendArgs a;
-  a.heads = int(heads);
-  a.kv_heads = int(kv_heads);
-  a.qkv = qkv.data_ptr();
-  a.qkv_stride_b = qkv.stride(0);
-  a.position = position.data_ptr<int64_t>();
   torch::Tensor q = torch::empty({qkv.size(0), heads, qkv.size(2)}, qkv.options());
-  Launch(a, qkv.unsqueeze(1), cos, sin, q.unsqueeze(1), targets, /*chunk=*/false);
+  Launch(heads, kv_heads, qkv.unsqueeze(1), cos, sin, q.unsqueeze(1), targets, position.data_ptr<int64_t>());
   return q;
 #else
   (void)qkv, (void)heads, (void)kv_heads, (void)cos, (void)sin, (void)targets, (void)position;
@@ -112,14 +115,8 @@ torch::Tensor RopeAppendChunkInto(const torch::Tensor& qkv, int64_t heads, int64
   TORCH_CHECK(qkv.is_cuda() && qkv.dim() == 4 && qkv.size(2) == heads + 2 * kv_heads && qkv.stride(3) == 1 &&
                   qkv.stride(2) == qkv.size(3),
               "rope_append: qkv must be a CUDA [B, T, H + 2 KV, d] tensor with contiguous rows");
-  RopeAppendArgs a;
-  a.heads = int(heads);
-  a.kv_heads = int(kv_heads);
-  a.qkv = qkv.data_ptr();
-  a.qkv_stride_b = qkv.stride(0);
-  a.qkv_stride_t = qkv.stride(1);
   torch::Tensor q = torch::empty({qkv.size(0), qkv.size(1), heads, qkv.size(3)}, qkv.options());
-  Launch(a, qkv, cos, sin, q, targets, /*chunk=*/true);
+  Launch(heads, kv_heads, qkv, cos, sin, q, targets, /*position=*/nullptr);
   return q;
 #else
   (void)qkv, (void)heads, (void)kv_heads, (void)cos, (void)sin, (void)targets;
