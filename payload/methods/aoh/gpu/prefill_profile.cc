@@ -48,6 +48,16 @@ double PrefillMs(AohDecoder& d, const torch::Tensor& prompt) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Runs `steps` greedy decode steps from *next (the bench leg's), leaving the last token in
+// *next; returns the ms per step.
+double StepsMs(AohDecoder& d, torch::Tensor* next, int steps) {
+  torch::cuda::synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) *next = d.Step(*next).argmax(-1);
+  torch::cuda::synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+}
+
 // Prints `status` (when not ok) and returns whether it was ok.
 bool Ok(const Status& status) {
   if (!status.ok()) std::fprintf(stderr, "aoh_prefill_profile: %s\n", status.message().c_str());
@@ -105,23 +115,14 @@ int Main(int argc, char** argv) {
     prof::disableProfiler()->save(path);
     std::printf("%s: prefill of %lld tokens x %lld: %.1f ms (warm-up), %.1f ms, %.1f ms under the profiler -> %s\n",
                 run.arm.c_str(), (long long)length, (long long)batch, warm, again, profiled, path.c_str());
-    // Decode steps after the prefill, greedy as the bench leg's.
+    // Decode steps after the prefill.
     constexpr int kWarmSteps = 8, kSteps = 32;
     torch::Tensor next = torch::zeros({batch}, torch::dtype(torch::kLong).device(torch::kCUDA));
-    for (int i = 0; i < kWarmSteps; ++i) next = d.Step(next).argmax(-1);
-    torch::cuda::synchronize();
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kSteps; ++i) next = d.Step(next).argmax(-1);
-    torch::cuda::synchronize();
-    const double step_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kSteps;
+    StepsMs(d, &next, kWarmSteps);
+    const double step_ms = StepsMs(d, &next, kSteps);
     prof::prepareProfiler(config, activities);
     prof::enableProfiler(config, activities);
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kSteps; ++i) next = d.Step(next).argmax(-1);
-    torch::cuda::synchronize();
-    const double profiled_step_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kSteps;
+    const double profiled_step_ms = StepsMs(d, &next, kSteps);
     const std::string decode_path = dir + "/decode-" + run.arm + ".json";
     prof::disableProfiler()->save(decode_path);
     std::printf("%s: %d decode steps at position %lld: %.3f ms a step, %.3f under the profiler -> %s\n",
