@@ -149,9 +149,7 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
 constexpr int kWarpRowMinRows = 512;
 
 bool WarpRows(const AddNormArgs& a) {
-  auto aligned = [](const void* p, DType t) {
-    return p == nullptr || reinterpret_cast<uintptr_t>(p) % (4 * (t == DType::kF32 ? 4 : 2)) == 0;
-  };
+  auto aligned = [](const void* p, DType t) { return AlignedTo(p, 4 * DTypeSize(t)); };  // 4-element vectors
   return a.rows >= kWarpRowMinRows && a.width <= kWarpRowWidth && a.width % 4 == 0 && a.x_stride % 4 == 0 &&
          a.y_stride % 4 == 0 && (!a.delta || a.delta_stride % 4 == 0) && aligned(a.x, DType::kF32) &&
          aligned(a.weight, DType::kF32) && aligned(a.bias, DType::kF32) && aligned(a.delta, a.delta_dtype) &&

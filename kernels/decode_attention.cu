@@ -717,7 +717,7 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
     if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
     if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
     const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
-    if (reinterpret_cast<uintptr_t>(c.k) % 16 != 0 || reinterpret_cast<uintptr_t>(c.v) % 16 != 0 ||
+    if (!AlignedTo(c.k, 16) || !AlignedTo(c.v, 16) ||
         c.stride_b % vec != 0 || c.stride_h % vec != 0 || c.stride_t % vec != 0)
       return Invalid("cache rows must start 16-byte aligned");
   }

@@ -110,8 +110,7 @@ KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
   if (a.tiles < 0 || a.tiles > 2) return Invalid("decode_linear: tiles must be 0 (automatic), 1 or 2");
   if (a.x_stride < a.in || a.w_stride < a.in || a.y_stride < a.out)
     return Invalid("decode_linear: a row stride is shorter than its row");
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!aligned(a.x) || !aligned(a.w) || a.x_stride % 8 != 0 || a.w_stride % 8 != 0)
+  if (!AlignedTo(a.x, 16) || !AlignedTo(a.w, 16) || a.x_stride % 8 != 0 || a.w_stride % 8 != 0)
     return Invalid("decode_linear: x and w rows must start on 16-byte boundaries");
   return {};
 }

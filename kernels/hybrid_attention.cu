@@ -51,7 +51,7 @@ KernelStatus ValidateView(const TensorView& v, const char* null_message) {
 // Returns true iff every row of the view starts 16-byte aligned (tensor-core loads).
 bool RowsAligned(const TensorView& v, DType dtype) {
   const int64_t vec = 16 / int64_t(DTypeSize(dtype));
-  return reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && v.stride_b % vec == 0 &&
+  return AlignedTo(v.data, 16) && v.stride_b % vec == 0 &&
          v.stride_t % vec == 0 && v.stride_h % vec == 0;
 }
 

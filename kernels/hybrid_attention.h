@@ -54,6 +54,9 @@ enum class DType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
 // Returns the size in bytes of one element of `dtype`.
 inline size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
+// Returns whether device address `p` is a multiple of `bytes` (null is).
+inline bool AlignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
 // A (B, T, heads, d) device tensor view; the last dimension has stride 1.
 struct TensorView {
   void* data = nullptr;

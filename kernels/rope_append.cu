@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
 // Whether every pointer and stride the kernel touches keeps V-element vectors aligned.
 bool Aligned(const RopeAppendArgs& a, int vector_bytes, int element_bytes) {
   const int64_t v = vector_bytes / element_bytes;
-  auto at = [&](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % vector_bytes == 0; };
+  auto at = [&](const void* ptr) { return AlignedTo(ptr, size_t(vector_bytes)); };
   bool ok = at(a.qkv) && at(a.q) && (a.cos == nullptr || (at(a.cos) && at(a.sin))) && a.qkv_stride_b % v == 0 &&
             a.qkv_stride_t % v == 0 && a.q_stride_b % v == 0 && a.q_stride_t % v == 0;
   for (int s = 0; s < a.segments; ++s) {
