@@ -516,7 +516,9 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   FinishSplit<T, D>(p, sp, y, b);
 }
 
-// The CTA whose stream-K range holds unit u: the largest c with floor(c U / C) <= u.
+// The first unit of CTA c's stream-K range, floor(c U / C), and the CTA whose range holds
+// unit u: the largest c with floor(c U / C) <= u.
+__device__ __forceinline__ int64_t StreamKStart(int c, int64_t units, int ctas) { return int64_t(c) * units / ctas; }
 __device__ __forceinline__ int StreamKCtaOf(int64_t u, int64_t units, int ctas) {
   return int(((u + 1) * ctas - 1) / units);
 }
@@ -538,7 +540,7 @@ __global__ void __launch_bounds__(kThreads, kResidentCtasV2 / 132) DecodeStreamK
   __shared__ bool last_s;
   const int tid = threadIdx.x, c = blockIdx.x, ctas = p.sk_ctas;
   const int64_t units = p.sk_units;
-  const int64_t u0 = int64_t(c) * units / ctas, u1 = int64_t(c + 1) * units / ctas;
+  const int64_t u0 = StreamKStart(c, units, ctas), u1 = StreamKStart(c + 1, units, ctas);
   const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
   const DecodeSegmentParams& last_seg = p.seg[p.segments - 1];
   const int launch_kv = last_seg.first + last_seg.n;
@@ -579,7 +581,7 @@ __global__ void __launch_bounds__(kThreads, kResidentCtasV2 / 132) DecodeStreamK
         __threadfence();
         // CTA k's piece of this pair is its row 0 when its range starts inside the pair.
         auto row = [&](int k) {
-          const bool starts_inside = int64_t(k) * units / ctas >= pair_start;
+          const bool starts_inside = StreamKStart(k, units, ctas) >= pair_start;
           return p.sk_work + (int64_t(k) * 2 + (starts_inside ? 0 : 1)) * (D + 2);
         };
         float big = -INFINITY;

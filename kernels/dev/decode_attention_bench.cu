@@ -88,7 +88,8 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
     c.layer_kv_heads = kv[s].data();
     *bytes += 2.0 * 2 * B * seg.kv_heads * seg.entries * d;  // every slot is visible here
   }
-  *used_splits = DecodeStreamKCtas(all) > 0 ? -DecodeStreamKCtas(all) : DecodeSplits(all, 0);  // < 0: stream-K CTAs
+  const int stream_k_ctas = DecodeStreamKCtas(all);
+  *used_splits = stream_k_ctas > 0 ? -stream_k_ctas : DecodeSplits(all, 0);  // < 0: stream-K CTAs
   std::vector<DecodeArgs> args;  // the launches of one step
   if (per_segment) {
     for (size_t s = 0; s < segments.size(); ++s) {
