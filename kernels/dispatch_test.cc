@@ -129,12 +129,12 @@ TEST_CASE("workspace size covers the fp32 dQ accumulator and the row sums") {
 }
 
 TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
-  alignas(16) static uint16_t fake[64] = {};  // never dereferenced: validation only
+  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
   DecodeLinearArgs a;
   a.rows = 16;
   a.in = 768;
   a.out = 2304;
-  a.x = a.w = a.y = fake;
+  a.x = a.w = a.y = args.fake_device_memory;
   a.x_stride = a.w_stride = 768;
   a.y_stride = 2304;
   REQUIRE(ValidateDecodeLinear(a).ok());
@@ -151,7 +151,7 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   b.dtype = DType::kF32;
   CHECK(ValidateDecodeLinear(b).code == KernelCode::kUnsupported);
   b = a;
-  b.w = reinterpret_cast<const char*>(fake) + 2;  // a weight row off its 16-byte boundary
+  b.w = reinterpret_cast<const char*>(args.fake_device_memory) + 2;  // a weight row off its 16-byte boundary
   CHECK(Mentions(ValidateDecodeLinear(b), "16-byte"));
   b = a;
   b.x_stride = 772;  // rows after the first off their 16-byte boundaries
