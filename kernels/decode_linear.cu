@@ -23,79 +23,68 @@ constexpr int kBatch = 4;  // 32-wide k blocks a warp loads before it multiplies
 
 __device__ __forceinline__ uint4 Load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
-// CTA j: output columns [8 kTiles j, 8 kTiles (j + 1)); warp w: k blocks w, w + kWarps, ...
-template <typename T, int kTiles>
+// The activation on the fp32 sum (decode_linear.h).
+__device__ __forceinline__ float Activate(float y, DecodeActivation act) {
+  if (act == DecodeActivation::kGelu) return 0.5f * y * (1.f + erff(y * 0.70710678118654752f));
+  if (act == DecodeActivation::kGeluTanh)
+    return 0.5f * y * (1.f + tanhf(0.79788456080286536f * (y + 0.044715f * y * y * y)));
+  return y;
+}
+
+// CTA j: output columns [8 j, 8 j + 8); warp w: k blocks w, w + kWarps, ...
+template <typename T>
 __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLinearArgs a) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-  const int n0 = blockIdx.x * 8 * kTiles;
-  const T* x = static_cast<const T*>(a.x);
-  const T* w = static_cast<const T*>(a.w);
-  // The lane's rows of x (g and g + 8; zero past M) and of each weight tile (n0 + 8 t + g),
-  // at its 8 k values of a block: 8c .. 8c + 7.
+  const int n0 = blockIdx.x * 8;
+  // The lane's rows of x (g and g + 8; zero past M) and of the weight tile (n0 + g), at its
+  // 8 k values of a block: 8c .. 8c + 7.
   const bool row0 = g < a.rows, row1 = g + 8 < a.rows;
-  const T* x0 = x + int64_t(g) * a.x_stride + 8 * c;
-  const T* x1 = x + int64_t(g + 8) * a.x_stride + 8 * c;
-  const T* wr[kTiles];
-  bool tile_in[kTiles];
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t) {
-    tile_in[t] = n0 + 8 * t < a.out;
-    wr[t] = w + int64_t(n0 + 8 * t + g) * a.w_stride + 8 * c;
-  }
-  float acc[kTiles][4] = {};
+  const T* x0 = static_cast<const T*>(a.x) + int64_t(g) * a.x_stride + 8 * c;
+  const T* x1 = static_cast<const T*>(a.x) + int64_t(g + 8) * a.x_stride + 8 * c;
+  const T* wr = static_cast<const T*>(a.w) + int64_t(n0 + g) * a.w_stride + 8 * c;
+  float acc[4] = {};
   const int blocks = a.in / 32;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   for (int kb0 = warp; kb0 < blocks; kb0 += kWarps * kBatch) {
-    uint4 xa[kBatch], xb[kBatch], wv[kBatch][kTiles];
+    uint4 xa[kBatch], xb[kBatch], wv[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {  // every load of the batch in flight at once
       const int kb = kb0 + u * kWarps;
       const bool in = kb < blocks;
       const int k = kb * 32;
+      wv[u] = in ? Load16(wr + k) : zero;
       xa[u] = in && row0 ? Load16(x0 + k) : zero;
       xb[u] = in && row1 ? Load16(x1 + k) : zero;
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t) wv[u][t] = in && tile_in[t] ? Load16(wr[t] + k) : zero;
     }
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
-        // Logical k 0..15 of the block: physical 8c + {0..3}; 16..31: 8c + {4..7}.
-        const uint32_t lo[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y};
-        Mma<T>::Run(acc[t], lo, wv[u][t].x, wv[u][t].y);
-        const uint32_t hi[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
-        Mma<T>::Run(acc[t], hi, wv[u][t].z, wv[u][t].w);
-      }
+    for (int u = 0; u < kBatch; ++u) {
+      // Logical k 0..15 of the block: physical 8c + {0..3}; 16..31: 8c + {4..7}.
+      const uint32_t lo[4] = {xa[u].x, xb[u].x, xa[u].y, xb[u].y};
+      Mma<T>::Run(acc, lo, wv[u].x, wv[u].y);
+      const uint32_t hi[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
+      Mma<T>::Run(acc, hi, wv[u].z, wv[u].w);
+    }
   }
-  // The warps' partial sums through shared memory: red[warp][t][i][lane] is accumulator i of
-  // the lane (row g + 8 (i / 2), column n0 + 8 t + 2c + i % 2).
-  __shared__ float red[kWarps][kTiles][4][32];
+  // The warps' partial sums through shared memory: red[warp][i][lane] is accumulator i of the
+  // lane (row g + 8 (i / 2), column n0 + 2c + i % 2).
+  __shared__ float red[kWarps][4][32];
 #pragma unroll
-  for (int t = 0; t < kTiles; ++t)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) red[warp][t][i][lane] = acc[t][i];
+  for (int i = 0; i < 4; ++i) red[warp][i][lane] = acc[i];
   __syncthreads();
-  if (threadIdx.x >= kTiles * 128) return;
-  const int t = threadIdx.x / 128, i = threadIdx.x / 32 % 4, l = threadIdx.x % 32;
-  const int row = l / 4 + 8 * (i / 2), col = n0 + 8 * t + 2 * (l % 4) + i % 2;
-  if (row >= a.rows || col >= a.out) return;
+  if (threadIdx.x >= 128) return;
+  const int i = threadIdx.x / 32, l = threadIdx.x % 32;
+  const int row = l / 4 + 8 * (i / 2), col = n0 + 2 * (l % 4) + i % 2;
+  if (row >= a.rows) return;
   float sum = 0.f;
 #pragma unroll
-  for (int v = 0; v < kWarps; ++v) sum += red[v][t][i][l];
+  for (int v = 0; v < kWarps; ++v) sum += red[v][i][l];
   if (a.bias) sum += ToFloat(static_cast<const T*>(a.bias)[col]);
-  static_cast<T*>(a.y)[int64_t(row) * a.y_stride + col] = FromFloat<T>(sum);
+  static_cast<T*>(a.y)[int64_t(row) * a.y_stride + col] = FromFloat<T>(Activate(sum, a.activation));
 }
 
-// Two tiles (16 columns) a CTA where that still gives a CTA per SM of an H200 (132), else one
-// (or as forced).
 template <typename T>
 void Launch(const DecodeLinearArgs& a, cudaStream_t s) {
-  const int tiles = a.out / 8;
-  if (a.tiles == 2 || (a.tiles == 0 && tiles / 2 >= 132))
-    DecodeLinearKernel<T, 2><<<(tiles + 1) / 2, 32 * kWarps, 0, s>>>(a);
-  else
-    DecodeLinearKernel<T, 1><<<tiles, 32 * kWarps, 0, s>>>(a);
+  DecodeLinearKernel<T><<<a.out / 8, 32 * kWarps, 0, s>>>(a);
 }
 
 }  // namespace
@@ -107,7 +96,9 @@ KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
   if (a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return {KernelCode::kUnsupported, "decode_linear: dtype must be bf16 or fp16"};
   if (a.x == nullptr || a.w == nullptr || a.y == nullptr) return Invalid("decode_linear: x, w or y is null");
-  if (a.tiles < 0 || a.tiles > 2) return Invalid("decode_linear: tiles must be 0 (automatic), 1 or 2");
+  if (a.activation != DecodeActivation::kNone && a.activation != DecodeActivation::kGelu &&
+      a.activation != DecodeActivation::kGeluTanh)
+    return Invalid("decode_linear: unknown activation");
   if (a.x_stride < a.in || a.w_stride < a.in || a.y_stride < a.out)
     return Invalid("decode_linear: a row stride is shorter than its row");
   if (!AlignedTo(a.x, 16) || !AlignedTo(a.w, 16) || a.x_stride % 8 != 0 || a.w_stride % 8 != 0)

@@ -10,8 +10,10 @@
 // product does not depend on the order of k, so the lane's 8 k values fill its fragment
 // slots of two m16n8k16 products (logical k 2c + {0, 1} <-> physical 8c + {0, 1}, 2c + 8 +
 // {0, 1} <-> 8c + {2, 3}, and 16 + the same <-> 8c + {4..7}, c = lane % 4) and every load is a
-// 16-byte vector. One CTA of 8 warps per 8 or 16 output columns; the warps split K in
-// 32-wide blocks and sum through shared memory; fp32 accumulation, y rounded once.
+// 16-byte vector. One CTA of 8 warps per 8 output columns (one weight tile: 16 columns a CTA
+// measured slower for every decode shape, docs/BENCHMARKS.md); the warps split K in 32-wide
+// blocks and sum through shared memory; fp32 accumulation, then the bias and the activation
+// on the fp32 sum, y rounded once (the reference rounds the product, then the activation).
 // No LibTorch here.
 #pragma once
 
@@ -25,6 +27,10 @@ namespace kernels {
 // The most rows DecodeLinear takes (one m16n8k16 A tile).
 constexpr int kMaxDecodeLinearRows = 16;
 
+// The activation applied to x W^T + bias (an MLP's first layer): GELU as erf,
+// 0.5 y (1 + erf(y / sqrt 2)), or as PyTorch's tanh approximation.
+enum class DecodeActivation { kNone, kGelu, kGeluTanh };
+
 struct DecodeLinearArgs {
   int rows = 0;   // M <= kMaxDecodeLinearRows
   int in = 0;     // K, a multiple of 32
@@ -37,9 +43,7 @@ struct DecodeLinearArgs {
   const void* bias = nullptr;  // [N], or null
   void* y = nullptr;           // [M, N], row stride y_stride
   int64_t y_stride = 0;
-  // Output tiles of 8 columns a CTA: 0 chooses (2 where that still gives a CTA per SM of an
-  // H200, else 1); 1 or 2 force it (decode_linear_bench).
-  int tiles = 0;
+  DecodeActivation activation = DecodeActivation::kNone;
 };
 
 // Returns a non-ok status iff the shape, dtype, pointers or strides are unusable (x and w

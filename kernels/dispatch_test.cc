@@ -160,8 +160,8 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   b.y_stride = 2000;
   CHECK(Mentions(ValidateDecodeLinear(b), "stride"));
   b = a;
-  b.tiles = 3;
-  CHECK(Mentions(ValidateDecodeLinear(b), "tiles"));
+  b.activation = static_cast<DecodeActivation>(7);
+  CHECK(Mentions(ValidateDecodeLinear(b), "activation"));
   b = a;
   b.y = nullptr;
   CHECK(Mentions(ValidateDecodeLinear(b), "null"));

@@ -29,6 +29,7 @@ struct Params {
   int64_t qkv_stride_b, qkv_stride_t;
   const void* cos;
   const void* sin;
+  int table_rows;
   void* q;
   int64_t q_stride_b, q_stride_t;
   const int64_t* position;
@@ -64,10 +65,13 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
   auto load = [](const T* at) { return *reinterpret_cast<const Vec*>(at); };
   const T* row = token + int64_t(j) * p.d;
   const Vec x0 = load(row + lo), x1 = load(row + half + lo);
+  const int64_t pos = p.position ? *p.position : -1;  // a step's device position
   Vec y0, y1;
   if (p.cos) {  // rot(x) = x * cos' + swap(x) * sin', rounded after the product and the sum
-    const T* cos = static_cast<const T*>(p.cos) + t * p.d;
-    const T* sin = static_cast<const T*>(p.sin) + t * p.d;
+    const int64_t table_row = p.position ? pos : t;
+    if (table_row < 0 || table_row >= p.table_rows) return;  // a position past the tables
+    const T* cos = static_cast<const T*>(p.cos) + table_row * p.d;
+    const T* sin = static_cast<const T*>(p.sin) + table_row * p.d;
     const Vec c0 = load(cos + lo), c1 = load(cos + half + lo), s0 = load(sin + lo), s1 = load(sin + half + lo);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
@@ -93,7 +97,6 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
   if (sp.first_slot >= 0) {  // a chunk: the linear layout, from the host's slot on
     slot = sp.first_slot + t;
   } else {
-    const int64_t pos = *p.position;
     slot = sp.ring > 0 && pos >= sp.sink ? sp.sink + (pos - sp.sink) % sp.ring : pos;
   }
   if (slot < 0 || slot >= sp.capacity) return;
@@ -147,6 +150,8 @@ KernelStatus ValidateRopeAppend(const RopeAppendArgs& a) {
   if (int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * (a.head_dim / 2) / 256 >= int64_t(INT32_MAX))
     return Invalid("rope_append: batch x tokens too large");
   if ((a.cos == nullptr) != (a.sin == nullptr)) return Invalid("rope_append: cos and sin go together");
+  if (a.cos != nullptr && (a.table_rows < 1 || (a.position == nullptr && a.table_rows < a.tokens)))
+    return Invalid("rope_append: the tables need a row per token (a chunk) or at least one (a step)");
   if (a.segments < 0 || a.segments > kMaxDecodeSegments)
     return Invalid("rope_append: segments must be in [0, kMaxDecodeSegments]");
   bool taken[kMaxHeads] = {};
@@ -183,6 +188,7 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
   p.qkv_stride_t = a.qkv_stride_t;
   p.cos = a.cos;
   p.sin = a.sin;
+  p.table_rows = a.table_rows;
   p.q = a.q;
   p.q_stride_b = a.q_stride_b;
   p.q_stride_t = a.q_stride_t;

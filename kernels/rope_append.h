@@ -9,7 +9,8 @@
 // exchanging the two halves of d (RotaryEmbedding's half-split form), rounded to the dtype
 // after the product and after the sum as the reference's two kernels round; no tables: no
 // rotation (learned positions). The step's position p is read on the device (a captured
-// step replays for every position): slot = p in a full segment, p < sink ? p : sink +
+// step replays for every position): it is rotated by row p of tables of every position
+// (built once, not per step), and slot = p in a full segment, p < sink ? p : sink +
 // (p - sink) mod ring in a ring (decode_attention.h). A chunk (position null) writes token t
 // of each segment to slot first_slot + t (the linear layout), rotated by row t of the tables.
 // One thread per 16-byte vector of a row and its partner in the other half (both halves
@@ -42,8 +43,9 @@ struct RopeAppendArgs {
   int tokens = 1;                                         // T (1 with a device position)
   const void* qkv = nullptr;  // rows of d, head stride d, token stride qkv_stride_t, sequence qkv_stride_b
   int64_t qkv_stride_b = 0, qkv_stride_t = 0;
-  const void* cos = nullptr;  // [T, d] cos' and [T, d] sin' in dtype (row t for token t), or
-  const void* sin = nullptr;  // both null: no rotation
+  const void* cos = nullptr;  // [table_rows, d] cos' and sin' in dtype, or both null: no
+  const void* sin = nullptr;  // rotation. A chunk's row t is token t's (table_rows >= T); a
+  int table_rows = 0;         // step's row p position p's (a p past the rows writes nothing)
   void* q = nullptr;          // [B, T, H, d] out, head stride d, strides q_stride_t and q_stride_b
   int64_t q_stride_b = 0, q_stride_t = 0;
   // device: the step's position (tokens = 1); null for a chunk (every segment's first_slot set)
@@ -55,7 +57,7 @@ struct RopeAppendArgs {
 // Returns a non-ok status iff the shape, pointers or segments are unusable (a KV head in
 // two segments, one outside [0, KV), a chunk's slots past a segment's capacity; a decode
 // step's slot cannot be checked here: its position is on the device, and the kernel skips
-// writes past the capacity).
+// writes past the capacity or, when rotating, the tables).
 KernelStatus ValidateRopeAppend(const RopeAppendArgs& args);
 
 // Launches the kernel on `stream` (a cudaStream_t).

@@ -28,8 +28,9 @@ bool RopeAppendAvailable() {
 namespace {
 
 // Fills RopeAppendArgs and launches: qkv [B, T, H + 2 KV, d] with contiguous rows, tables
-// [T, d] or undefined, q [B, T, H, d] out; `position`: a decode step's device position
-// (T = 1), null for a chunk (each target's first_slot).
+// [P, d] (a chunk: P = T; a step: rows of positions) or undefined, q [B, T, H, d] out;
+// `position`: a decode step's device position (T = 1), null for a chunk (each target's
+// first_slot).
 void Launch(int64_t heads, int64_t kv_heads, const torch::Tensor& qkv, const torch::Tensor& cos,
             const torch::Tensor& sin, const torch::Tensor& q, const std::vector<AppendTarget>& targets,
             const int64_t* position) {
@@ -47,13 +48,16 @@ void Launch(int64_t heads, int64_t kv_heads, const torch::Tensor& qkv, const tor
   a.dtype = KernelDType(qkv.scalar_type(), "rope_append");
   torch::Tensor c, s;
   if (cos.defined() || sin.defined()) {
-    TORCH_CHECK(cos.defined() && sin.defined() && cos.numel() == T * d && sin.numel() == T * d && cos.is_cuda() &&
-                    sin.is_cuda() && cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type(),
-                "rope_append: cos and sin must be [T, d] CUDA tensors in qkv's dtype");
+    TORCH_CHECK(cos.defined() && sin.defined() && cos.dim() == 2 && cos.sizes() == sin.sizes() && cos.size(1) == d &&
+                    (position != nullptr ? cos.size(0) >= 1 : cos.size(0) == T) && cos.is_cuda() && sin.is_cuda() &&
+                    cos.scalar_type() == qkv.scalar_type() && sin.scalar_type() == qkv.scalar_type(),
+                "rope_append: cos and sin must be CUDA tensors in qkv's dtype, [T, d] for a chunk and [positions, d] "
+                "for a step");
     c = cos.contiguous();
     s = sin.contiguous();
     a.cos = c.data_ptr();
     a.sin = s.data_ptr();
+    a.table_rows = int(c.size(0));
   }
   a.q = q.data_ptr();
   a.q_stride_b = q.stride(0);

@@ -26,10 +26,11 @@ struct AppendTarget {
 bool RopeAppendAvailable();
 
 // From qkv [B, H + 2 KV, d] (queries, keys, values of one token per sequence; rows of d
-// contiguous): writes each target's keys (rotated) and values at the slot of the position in
-// `position` (one CUDA int64) and returns the rotated queries [B, H, d]. cos, sin: [d] in
-// qkv's dtype (RoPE's cos' and sin', rope_append.h), or both undefined (no rotation). No
-// host sync (it can be captured in a CUDA graph). Throws c10::Error on bad input.
+// contiguous): writes each target's keys (rotated) and values at the slot of the position p
+// in `position` (one CUDA int64) and returns the rotated queries [B, H, d]. cos, sin:
+// [P, d] in qkv's dtype, row p RoPE's cos' and sin' of position p (rope_append.h), or both
+// undefined (no rotation); a p >= P writes nothing. No host sync (it can be captured in a
+// CUDA graph). Throws c10::Error on bad input.
 torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
                              const torch::Tensor& sin, const std::vector<AppendTarget>& targets,
                              const torch::Tensor& position);

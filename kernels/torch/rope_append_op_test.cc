@@ -1,8 +1,10 @@
 // rope_append_op_test.cc: the RoPE + K/V append kernel (rope_append_op.h) against the same
 // steps in LibTorch, written here: swap the halves, x * cos' then + swapped * sin' (each
 // rounded to the dtype, as two kernels would), index_copy_ of keys and values into the slot
-// of the position (slot = p, or sink + (p - sink) mod ring in a ring). bf16 and fp32, d = 64
-// and 128, a full segment and a ring in one call, a KV head no segment caches, no rotation.
+// of the position (slot = p, or sink + (p - sink) mod ring in a ring), rotated by row p of
+// tables of 40 positions (every other row different). bf16 and fp32, d = 64 and 128, a full
+// segment and a ring in one call, a KV head no segment caches, no rotation, a position past
+// the tables (nothing written).
 // The written slot must match to 1 unit in the last place of bf16 (fp32: 1e-6 relative), every
 // other slot must be untouched, values copied exactly. The same for a prefill chunk
 // (RopeAppendChunkInto: per-token tables, slots from first_slot on), and a qkv off the 16-byte
@@ -40,12 +42,14 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool m
   const int64_t n = B * (H + 2 * KV) * d;
   torch::Tensor qkv = misaligned ? torch::randn({n + 1}, opts).narrow(0, 1, n).view({B, H + 2 * KV, d})
                                  : torch::randn({B, H + 2 * KV, d}, opts);
+  constexpr int64_t kPositions = 40;  // the tables' rows
   torch::Tensor cos, sin;
   if (rotate) {
-    torch::Tensor angle = torch::rand({d / 2}, opts.dtype(torch::kFloat)) * 6.28;
-    cos = torch::cat({angle.cos(), angle.cos()}).to(dt);
-    sin = torch::cat({-angle.sin(), angle.sin()}).to(dt);
+    torch::Tensor angle = torch::rand({kPositions, d / 2}, opts.dtype(torch::kFloat)) * 6.28;
+    cos = torch::cat({angle.cos(), angle.cos()}, 1).to(dt);
+    sin = torch::cat({-angle.sin(), angle.sin()}, 1).to(dt);
   }
+  const bool past = rotate && position >= kPositions;  // the kernel writes nothing
   // KV head 2 in a full segment of 40 slots; KV head 0 in a ring (sink 3, ring 5); KV head 1
   // in no segment.
   AppendTarget full, ring;
@@ -62,20 +66,22 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool m
   torch::Tensor pos = torch::full({1}, position, torch::dtype(torch::kLong).device(torch::kCUDA));
   torch::Tensor q = RopeAppendInto(qkv, H, KV, cos, sin, {full, ring}, pos);
 
-  auto rot = [&](const torch::Tensor& x) { return rotate ? Rotate(x, cos, sin) : x; };
+  auto rot = [&](const torch::Tensor& x) { return rotate && !past ? Rotate(x, cos[position], sin[position]) : x; };
   const torch::Tensor want_q = rot(qkv.narrow(1, 0, H));
   const torch::Tensor keys = rot(qkv.narrow(1, H, KV)), values = qkv.narrow(1, H + KV, KV);
   const int64_t ring_slot = position < 3 ? position : 3 + (position - 3) % 5;
   torch::Tensor fk = fk0.clone(), fv = fv0.clone(), rk = rk0.clone(), rv = rv0.clone();
-  fk.select(2, position).copy_(keys.select(1, 2).unsqueeze(1));
-  fv.select(2, position).copy_(values.select(1, 2).unsqueeze(1));
-  rk.select(2, ring_slot).copy_(keys.select(1, 0).unsqueeze(1));
-  rv.select(2, ring_slot).copy_(values.select(1, 0).unsqueeze(1));
+  if (!past) {
+    fk.select(2, position).copy_(keys.select(1, 2).unsqueeze(1));
+    fv.select(2, position).copy_(values.select(1, 2).unsqueeze(1));
+    rk.select(2, ring_slot).copy_(keys.select(1, 0).unsqueeze(1));
+    rv.select(2, ring_slot).copy_(values.select(1, 0).unsqueeze(1));
+  }
   char what[160];
   std::snprintf(what, sizeof(what), "%s d=%lld %s position %lld (ring slot %lld)%s",
                 std::string(c10::toString(dt)).c_str(), (long long)d, rotate ? "rotated" : "no rotation",
                 (long long)position, (long long)ring_slot, misaligned ? ", qkv misaligned" : "");
-  Expect(Close(q, want_q), std::string(what) + ": queries");
+  if (!past) Expect(Close(q, want_q), std::string(what) + ": queries");
   Expect(Close(full.k_buf, fk) && Close(ring.k_buf, rk), std::string(what) + ": keys in their slots, the rest untouched");
   Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv), std::string(what) + ": values copied exactly");
 }
@@ -133,7 +139,8 @@ int main() {
   for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
     for (int64_t d : {64, 128})
       for (bool rotate : {true, false})
-        for (int64_t position : {1, 17}) Case(dt, d, rotate, position);
+        for (int64_t position : {1, 17, 39}) Case(dt, d, rotate, position);
+  Case(torch::kBFloat16, 64, true, 40);  // past the tables: the caches untouched
   for (int64_t d : {64, 128}) Case(torch::kBFloat16, d, true, 17, /*misaligned=*/true);
   for (torch::ScalarType dt : {torch::kBFloat16, torch::kFloat})
     for (int64_t d : {64, 128})

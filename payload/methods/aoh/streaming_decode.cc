@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "kernels/decode_linear.h"  // DecodeActivation
 #include "payload/exec/attention_cuda.h"
 
 #if HEADLAB_TORCH_CUDA
@@ -20,12 +21,36 @@
 
 #include "kernels/torch/add_norm_op.h"
 #include "kernels/torch/decode_attention_op.h"
+#include "kernels/torch/decode_linear_op.h"
 #include "kernels/torch/hybrid_attention_op.h"
 #include "kernels/torch/rope_append_op.h"
 #endif
 
 namespace headlab::aoh {
 namespace F = torch::nn::functional;
+using kernels::DecodeActivation;
+
+namespace {
+
+// act(x W^T + bias): a decode step's few rows on one kernel (kernels/decode_linear.h) where
+// it takes them, else LibTorch's linear (cuBLAS) and activation, as BlockImpl::Mlp applies it.
+torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias,
+                     DecodeActivation act = DecodeActivation::kNone) {
+#if HEADLAB_TORCH_CUDA
+  if (kernels::DecodeLinearFits(x, w)) return kernels::DecodeLinearOf(x, w, bias, act);
+#endif
+  torch::Tensor y = F::linear(x, w, bias);
+  if (act == DecodeActivation::kGelu) return F::gelu(y);
+  if (act == DecodeActivation::kGeluTanh) return F::gelu(y, F::GELUFuncOptions().approximate("tanh"));
+  return y;
+}
+
+torch::Tensor Linear(const torch::nn::Linear& layer, const torch::Tensor& x,
+                     DecodeActivation act = DecodeActivation::kNone) {
+  return Linear(x, layer->weight, layer->bias, act);
+}
+
+}  // namespace
 
 // RoPE for every layer of one chunk: cos' = (cos, cos) and sin' = (-sin, sin) [T, d] in the
 // queries' dtype, so that RotaryEmbedding(x) = x * cos' + swap(x) * sin' (swap exchanges
@@ -99,7 +124,7 @@ bool ComputeWeights::Current(const GptImpl& model) const {
 
 torch::Tensor ComputeWeights::Qkv(int64_t layer, const torch::Tensor& x) const {
   if (size_t(layer) >= qkv_weight.size() || !qkv_weight[size_t(layer)].defined()) return torch::Tensor();
-  return F::linear(x, qkv_weight[size_t(layer)], qkv_bias[size_t(layer)])
+  return Linear(x, qkv_weight[size_t(layer)], qkv_bias[size_t(layer)])
       .view({x.size(0), x.size(1), -1, head_dim})
       .transpose(1, 2);
 }
@@ -215,6 +240,13 @@ torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
   const int64_t lead = seg.lead(), tail = seg.entries - lead;
   if (tail == 0) return torch::arange(lead, opts);
   return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
+}
+
+// The fused path's BlockImpl::Mlp: each linear layer through Linear (a decode step's on one
+// kernel, fc's activation in it): proj(act(fc(h))), or SwiGLU proj(silu(gate(h)) * fc(h)).
+torch::Tensor Mlp(BlockImpl* b, const std::string& act, const torch::Tensor& h) {
+  if (act == "swiglu") return Linear(b->proj, F::silu(Linear(b->gate, h)) * Linear(b->fc, h));
+  return Linear(b->proj, Linear(b->fc, h, act == "gelu_tanh" ? DecodeActivation::kGeluTanh : DecodeActivation::kGelu));
 }
 
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
@@ -623,16 +655,12 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   if (capturing_ && qkv.defined() && kernels::RopeAppendAvailable()) {
     // The captured step: one kernel rotates q and k and appends k and v to every segment at
     // the slot of the device position (rope_append.h), then the decode kernel.
-    torch::Tensor cos, sin;
-    if (c.pos == "rope") {
-      MakeRope(qkv, c.rope_base, qpos, rope);
-      cos = rope->cos[0];
-      sin = rope->sin[0];
-    }
     std::vector<kernels::AppendTarget> targets;
     for (const KvSegment& seg : layers_[size_t(layer)]) targets.push_back(AppendTargetOf(seg));
-    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, cos, sin, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
-    return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
+    // RoPE from the row of the device position in tables of every position (made before
+    // the capture), not tables made per step from it.
+    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, step_cos_, step_sin_, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
+    return Linear(attn->o_proj, FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
   if (!capturing_ && qkv.defined() && T > 1 && kernels::RopeAppendAvailable()) {
     // A prefill chunk: one kernel rotates q and k and appends k and v to every segment from
@@ -675,11 +703,11 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   }
   if (capturing_) {  // the captured decode step (GraphStep): no host position in it
     AppendAt(layer, k, v, qpos);
-    return attn->o_proj(FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
+    return Linear(attn->o_proj, FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
   if (!appended) Append(layer, k, v);
   if (fused_ && T == 1 && x.is_cuda())  // a decode step: the split-K kernel (DecoderPathLabel)
-    return attn->o_proj(FusedDecode(layer, q, torch::Tensor()).reshape({B, T, H * d}));
+    return Linear(attn->o_proj, FusedDecode(layer, q, torch::Tensor()).reshape({B, T, H * d}));
   const bool reuse_on = options_.anchor_block > 1;
   const bool anchor = reuse_on && layer % options_.anchor_block == 0;
   const bool reuse = reuse_on && !anchor;
@@ -837,7 +865,7 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
     for (int64_t l = 0; l < c.layers; ++l) {
       BlockImpl* b = BlockAt(model_, l);
       h = add_norm(Attention(l, h, qpos, &rope), b->ln2);
-      const torch::Tensor m = b->Mlp(h);
+      const torch::Tensor m = Mlp(b, c.mlp_act, h);
       if (l + 1 < c.layers) {
         h = add_norm(m, BlockAt(model_, l + 1)->ln1);
       } else {
@@ -883,6 +911,21 @@ const std::shared_ptr<const ComputeWeights>& AohDecoder::Weights() {
   if (!weights_ || !weights_->Current(*model_))
     weights_ = std::make_shared<const ComputeWeights>(ComputeWeights::Make(*model_));
   return weights_;
+}
+
+void AohDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& device) {
+  const ModelConfig& c = model_->config();
+  if (c.pos != "rope") return;
+  if (step_cos_.defined() && step_cos_.scalar_type() == dtype && step_cos_.device() == device &&
+      step_cos_.size(0) > position_)
+    return;
+  const int64_t rows = std::max(c.context, 2 * (position_ + 1));
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  ChunkRope rope;
+  MakeRope(torch::empty({1, 1, rows, c.HeadDim()}, opts), c.rope_base,
+           torch::arange(rows, opts.dtype(torch::kLong)), &rope);
+  step_cos_ = rope.cos;
+  step_sin_ = rope.sin;
 }
 
 bool AohDecoder::PrepareGraphCaches(int64_t batch) {
@@ -956,6 +999,8 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       buffers.push_back(s.v_buf);
     }
   if (fused_) buffers.push_back(DecodeCounts(B, token.device()));  // the graph's decode kernels count in it
+  PrepareStepRope(ComputeDtype(model_->precision()), token.device());
+  if (step_cos_.defined()) buffers.push_back(step_cos_);  // remade tables: a new capture
   auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
   const std::shared_ptr<const ComputeWeights> weights = Weights();
   if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),

@@ -261,6 +261,10 @@ class AohDecoder {
   // Makes every cache ready for graph steps of batch B at position_: full segments with a
   // free slot for the step, bounded ones in the ring layout; false when a cache is empty.
   bool PrepareGraphCaches(int64_t batch);
+  // With RoPE, makes step_cos_ and step_sin_ cover position_ in `dtype` on `device`: at
+  // least the context's positions, twice position_'s past it. Rows come from RotaryEmbedding
+  // as a chunk's tables do (MakeRope), so row p equals a chunk's table at position p.
+  void PrepareStepRope(torch::ScalarType dtype, const torch::Device& device);
   // Returns bounded segments to the linear layout (before a prefill chunk or a step off
   // the graph).
   void LeaveRings();
@@ -285,6 +289,9 @@ class AohDecoder {
   // {sink, ring} -> [1] long (AppendAt), made once per step.
   std::map<std::pair<int64_t, int64_t>, torch::Tensor> ring_slots_;
   int64_t graph_replays_ = 0, graph_captures_ = 0;
+  // RoPE's cos' and sin' of positions [0, rows) in the compute dtype, read by captured steps
+  // at their device position (PrepareStepRope); undefined without RoPE.
+  torch::Tensor step_cos_, step_sin_;
   // The decode kernel's arrival counters, int32 [B x kv_heads]: zero between launches (each
   // launch leaves them so), shared by every layer, step and captured graph.
   torch::Tensor decode_counts_;
