@@ -35,6 +35,8 @@ __device__ __forceinline__ float BlockSum(float v, float* red) {
 // Any row up to kMaxAddNormWidth: one CTA of kThreads per row.
 template <typename TD, typename TY>
 __global__ void __launch_bounds__(kThreads) AddNormKernel(const AddNormArgs a) {
+  internal::LetDependentsStart();  // the next GEMM's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: delta is the previous kernel's output
   __shared__ float red[kThreads / 32];
   const int row = blockIdx.x, tid = threadIdx.x;
   float* x = a.x + int64_t(row) * a.x_stride;
@@ -94,6 +96,8 @@ __device__ __forceinline__ Pack4<T> Load4(const T* p) {
 
 template <typename TD, typename TY>
 __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const AddNormArgs a) {
+  internal::LetDependentsStart();  // the next GEMM's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: delta is the previous kernel's output
   const int lane = threadIdx.x % 32, row = blockIdx.x * kRowsPerCta + threadIdx.x / 32;
   if (row >= a.rows) return;  // a whole warp: the shuffles below see all 32 lanes
   float* x = a.x + int64_t(row) * a.x_stride;
@@ -157,21 +161,22 @@ bool WarpRows(const AddNormArgs& a) {
 }
 
 template <typename TD, typename TY>
-void Launch(const AddNormArgs& a, cudaStream_t s) {
+cudaError_t Launch(const AddNormArgs& a, cudaStream_t s) {
   if (WarpRows(a))
-    AddNormWarpRowKernel<TD, TY><<<(a.rows + kRowsPerCta - 1) / kRowsPerCta, 32 * kRowsPerCta, 0, s>>>(a);
-  else
-    AddNormKernel<TD, TY><<<a.rows, kThreads, 0, s>>>(a);
+    return internal::LaunchOverlapping(a.overlap_previous, dim3((a.rows + kRowsPerCta - 1) / kRowsPerCta),
+                                       dim3(32 * kRowsPerCta), s, AddNormWarpRowKernel<TD, TY>, a);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(a.rows), dim3(kThreads), s, AddNormKernel<TD, TY>, a);
 }
 
 template <typename TD>
 cudaError_t LaunchY(const AddNormArgs& a, cudaStream_t s) {
+  cudaError_t e;
   switch (a.y_dtype) {
-    case DType::kF32: Launch<TD, float>(a, s); break;
-    case DType::kBF16: Launch<TD, __nv_bfloat16>(a, s); break;
-    default: Launch<TD, __half>(a, s); break;
+    case DType::kF32: e = Launch<TD, float>(a, s); break;
+    case DType::kBF16: e = Launch<TD, __nv_bfloat16>(a, s); break;
+    default: e = Launch<TD, __half>(a, s); break;
   }
-  return cudaGetLastError();
+  return e == cudaSuccess ? cudaGetLastError() : e;
 }
 
 }  // namespace

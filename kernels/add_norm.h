@@ -37,6 +37,11 @@ struct AddNormArgs {
   void* y = nullptr;             // [rows, width] in y_dtype, row stride y_stride
   DType y_dtype = DType::kBF16;
   int64_t y_stride = 0;
+  // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the
+  // end of the kernel before it, and the kernel waits for that one before it reads or
+  // writes anything; it lets the kernel after it start at its own beginning (decode_linear.h).
+  // false: an ordinary launch.
+  bool overlap_previous = true;
 };
 
 // Returns a non-ok status iff the shapes, pointers or strides are unusable.

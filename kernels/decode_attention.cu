@@ -260,6 +260,7 @@ __device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeS
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
+  internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
   constexpr int kRowVecs = D / kVec<T>;                  // vectors per cached row
   constexpr int kLoads = kTile * kRowVecs / kThreads;    // vectors per thread per tile
   constexpr int kAcc = kMaxDecodeGroup * D / kThreads;   // output cells per thread
@@ -493,6 +494,7 @@ __device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegm
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
+  internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
   const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
   const DecodeSegmentParams sp = SegmentOf(p, y);
   if (split >= sp.splits) return;  // a segment with fewer splits than the grid's

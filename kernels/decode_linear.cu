@@ -31,9 +31,13 @@ __device__ __forceinline__ float Activate(float y, DecodeActivation act) {
   return y;
 }
 
-// CTA j: output columns [8 j, 8 j + 8); warp w: k blocks w, w + kWarps, ...
+// CTA j: output columns [8 j, 8 j + 8); warp w: k blocks w, w + kWarps, ... in batches of
+// kBatch. The weights do not depend on the kernel before this one: the first batch's are
+// loaded before WaitForPrevious (under PDL, while that kernel still runs), and each later
+// batch's while the one before it is multiplied.
 template <typename T>
 __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLinearArgs a) {
+  internal::LetDependentsStart();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int n0 = blockIdx.x * 8;
   // The lane's rows of x (g and g + 8; zero past M) and of the weight tile (n0 + g), at its
@@ -42,20 +46,29 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
   const T* x0 = static_cast<const T*>(a.x) + int64_t(g) * a.x_stride + 8 * c;
   const T* x1 = static_cast<const T*>(a.x) + int64_t(g + 8) * a.x_stride + 8 * c;
   const T* wr = static_cast<const T*>(a.w) + int64_t(n0 + g) * a.w_stride + 8 * c;
-  float acc[4] = {};
   const int blocks = a.in / 32;
   const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto load_weights = [&](int kb0, uint4 (&wv)[kBatch]) {
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int kb = kb0 + u * kWarps;
+      wv[u] = kb < blocks ? Load16(wr + kb * 32) : zero;
+    }
+  };
+  uint4 wv[kBatch];
+  load_weights(warp, wv);
+  internal::WaitForPrevious();  // x is the previous kernel's output
+  float acc[4] = {};
   for (int kb0 = warp; kb0 < blocks; kb0 += kWarps * kBatch) {
-    uint4 xa[kBatch], xb[kBatch], wv[kBatch];
+    uint4 xa[kBatch], xb[kBatch], next[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {  // every load of the batch in flight at once
       const int kb = kb0 + u * kWarps;
       const bool in = kb < blocks;
-      const int k = kb * 32;
-      wv[u] = in ? Load16(wr + k) : zero;
-      xa[u] = in && row0 ? Load16(x0 + k) : zero;
-      xb[u] = in && row1 ? Load16(x1 + k) : zero;
+      xa[u] = in && row0 ? Load16(x0 + kb * 32) : zero;
+      xb[u] = in && row1 ? Load16(x1 + kb * 32) : zero;
     }
+    load_weights(kb0 + kWarps * kBatch, next);
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       // Logical k 0..15 of the block: physical 8c + {0..3}; 16..31: 8c + {4..7}.
@@ -63,9 +76,10 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
       Mma<T>::Run(acc, lo, wv[u].x, wv[u].y);
       const uint32_t hi[4] = {xa[u].z, xb[u].z, xa[u].w, xb[u].w};
       Mma<T>::Run(acc, hi, wv[u].z, wv[u].w);
+      wv[u] = next[u];
     }
   }
-  // The warps' partial sums through shared memory: red[warp][i][lane] is accumulator i of the
+// The warps' partial sums through shared memory: red[warp][i][lane] is accumulator i of the
   // lane (row g + 8 (i / 2), column n0 + 2c + i % 2).
   __shared__ float red[kWarps][4][32];
 #pragma unroll
@@ -83,8 +97,9 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
 }
 
 template <typename T>
-void Launch(const DecodeLinearArgs& a, cudaStream_t s) {
-  DecodeLinearKernel<T><<<a.out / 8, 32 * kWarps, 0, s>>>(a);
+cudaError_t Launch(const DecodeLinearArgs& a, cudaStream_t s) {
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(unsigned(a.out / 8)), dim3(32 * kWarps), s,
+                                     DecodeLinearKernel<T>, a);
 }
 
 }  // namespace
@@ -110,11 +125,8 @@ KernelStatus DecodeLinear(const DecodeLinearArgs& a, void* stream) {
   KernelStatus st = ValidateDecodeLinear(a);
   if (!st.ok()) return st;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (a.dtype == DType::kBF16)
-    Launch<__nv_bfloat16>(a, s);
-  else
-    Launch<__half>(a, s);
-  const cudaError_t e = cudaGetLastError();
+  cudaError_t e = a.dtype == DType::kBF16 ? Launch<__nv_bfloat16>(a, s) : Launch<__half>(a, s);
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
   return {};
 }

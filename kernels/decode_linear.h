@@ -44,6 +44,11 @@ struct DecodeLinearArgs {
   void* y = nullptr;           // [M, N], row stride y_stride
   int64_t y_stride = 0;
   DecodeActivation activation = DecodeActivation::kNone;
+  // Programmatic dependent launch: the kernel may start while the kernel before it on the
+  // stream runs, loading its first weights, and waits for that kernel before it reads x
+  // (hybrid_attention_internal.cuh). The decode step's kernels before a linear layer (add+norm,
+  // the decode kernel, decode_linear) let it start at their beginning. false: an ordinary launch.
+  bool overlap_previous = true;
 };
 
 // Returns a non-ok status iff the shape, dtype, pointers or strides are unusable (x and w

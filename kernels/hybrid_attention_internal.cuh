@@ -3,6 +3,8 @@
 // block ranges. Included by .cu files only.
 #pragma once
 
+#include <utility>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -56,6 +58,40 @@ template <typename T, int N>
 struct alignas(N * sizeof(T)) Pack {
   T v[N];
 };
+
+// Programmatic dependent launch (PDL, compute 9.0+). A kernel launched with programmatic
+// stream serialization (decode_linear.cu) may start once every CTA of the kernel before it
+// has called LetDependentsStart (or exited); it must call WaitForPrevious, which returns when
+// that kernel has finished and its writes are visible, before it reads anything that kernel
+// writes and before it writes anything at all. Both are no-ops without the launch attribute
+// and before compute 9.0.
+__device__ __forceinline__ void LetDependentsStart() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void WaitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic stream
+// serialization (PDL) when `overlap`: the kernel must then call WaitForPrevious as above.
+template <typename... Params, typename... Args>
+cudaError_t LaunchOverlapping(bool overlap, dim3 grid, dim3 block, cudaStream_t stream, void (*kernel)(Params...),
+                              Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = overlap ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
 
 // Maximum and sum over the 32 lanes of a warp.
 __device__ __forceinline__ float WarpMax(float x) {

@@ -11,7 +11,8 @@
 // memory, not L2), replayed once, divided by 96: a kernel's time plus the gap between two
 // kernels of a graph, as in the captured decode step. GB/s counts the weight bytes. The MLP's
 // first layer is also checked and timed with its GELU applied in the kernel (cuBLAS then
-// needs a second kernel, which the decoder's cuBLAS path runs; not timed here).
+// needs a second kernel, which the decoder's cuBLAS path runs; not timed here). Ours is
+// launched with PDL as the decoder launches it; the last rows without.
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_linear_bench
@@ -174,8 +175,11 @@ double TimeGraph(cudaStream_t s, Launch&& launch) {
   return us[us.size() / 2];
 }
 
-// gelu: ours with GELU in its epilogue (the row says so); cuBLAS's product alone.
-void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K, bool gelu = false) {
+// gelu: ours with GELU in its epilogue (the row says so); cuBLAS's product alone. overlap:
+// ours launched with PDL (each launch's first weights load while the one before runs, as in
+// the decode step), else as an ordinary launch ("no PDL").
+void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K, bool gelu = false,
+          bool overlap = true) {
   const size_t weight_bytes = size_t(N) * K * 2;
   const int copies = int(std::max<size_t>(2, (160u << 20) / weight_bytes));  // > 3x the L2
   DeviceBuffer x(size_t(M) * K * 2), y(size_t(M) * N * 2), w(weight_bytes * copies);
@@ -185,6 +189,7 @@ void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int 
   const double ours = TimeGraph(s, [&](int i) {
     DecodeLinearArgs a = Args(M, N, K, x.ptr, weight(i), nullptr, y.ptr);
     if (gelu) a.activation = DecodeActivation::kGelu;
+    a.overlap_previous = overlap;
     Ours(a, s);
   });
   CUBLAS_OK(cublasSetStream(h, s));
@@ -193,7 +198,7 @@ void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int 
   const double theirs = TimeGraph(s, [&](int i) { CublasLinear(h, M, N, K, x.ptr, weight(i), y.ptr); });
   auto gbs = [&](double us) { return weight_bytes / (us * 1e-6) / 1e9; };
   std::printf("%-22s M=%2d %s  %5.2f MB  ours %6.2f us (%6.0f GB/s)  cuBLAS %6.2f us (%6.0f GB/s)  ours/cuBLAS %.3f\n",
-              name, M, gelu ? "+ GELU  " : "        ", weight_bytes / 1e6, ours,
+              name, M, gelu ? "+ GELU  " : overlap ? "        " : "no PDL  ", weight_bytes / 1e6, ours,
               gbs(ours), theirs, gbs(theirs), ours / theirs);
 }
 
@@ -225,6 +230,7 @@ int main() {
   for (int M : {16, 1})
     for (const Shape& sh : shapes) Time(h, s, sh.name, M, sh.N, sh.K);
   Time(h, s, shapes[2].name, 16, shapes[2].N, shapes[2].K, /*gelu=*/true);
+  for (const Shape& sh : shapes) Time(h, s, sh.name, 16, sh.N, sh.K, /*gelu=*/false, /*overlap=*/false);
   cublasDestroy(h);
   std::printf(ok ? "numerics: all within bounds\n" : "numerics: MISSED (above)\n");
   return ok ? 0 : 1;
