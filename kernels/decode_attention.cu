@@ -261,6 +261,7 @@ __device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeS
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
   internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
   constexpr int kRowVecs = D / kVec<T>;                  // vectors per cached row
   constexpr int kLoads = kTile * kRowVecs / kThreads;    // vectors per thread per tile
   constexpr int kAcc = kMaxDecodeGroup * D / kThreads;   // output cells per thread
@@ -495,6 +496,7 @@ __device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegm
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
   internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
   const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
   const DecodeSegmentParams sp = SegmentOf(p, y);
   if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
@@ -539,6 +541,8 @@ __device__ __forceinline__ int StreamKCtaOf(int64_t u, int64_t units, int ctas) 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, kResidentCtasV2 / 132) DecodeStreamKMhaKernel(
     const __grid_constant__ DecodeParams p) {
+  internal::LetDependentsStart();
+  internal::WaitForPrevious();
   __shared__ bool last_s;
   const int tid = threadIdx.x, c = blockIdx.x, ctas = p.sk_ctas;
   const int64_t units = p.sk_units;
@@ -606,7 +610,7 @@ __global__ void __launch_bounds__(kThreads, kResidentCtasV2 / 132) DecodeStreamK
 }
 
 template <typename T, int D>
-cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
+cudaError_t Launch(const DecodeParams& p, bool overlap, cudaStream_t s) {
   const DecodeSegmentParams& last = p.seg[p.segments - 1];
   const int n = last.first + last.n;  // the launch's KV heads
   int splits = 1;
@@ -616,19 +620,18 @@ cudaError_t Launch(const DecodeParams& p, cudaStream_t s) {
   if (UsesVersion2(p.g, D, sizeof(T))) {
     if constexpr (D == 64 && !std::is_same_v<T, float>) {
       if (p.sk_ctas > 0)
-        DecodeStreamKMhaKernel<T, D><<<p.sk_ctas, kThreads, 0, s>>>(p);
-      else
-        DecodeSplitMhaKernel<T, D><<<dim3(splits, n, p.B), kThreads, 0, s>>>(p);
+        return internal::LaunchOverlapping(overlap, dim3(p.sk_ctas), dim3(kThreads), s, DecodeStreamKMhaKernel<T, D>, p);
+      return internal::LaunchOverlapping(overlap, dim3(splits, n, p.B), dim3(kThreads), s,
+                                         DecodeSplitMhaKernel<T, D>, p);
     }
-  } else {
-    DecodeSplitKernel<T, D><<<dim3(splits, n, p.B), kThreads, 0, s>>>(p);
+    return cudaSuccess;  // not reached: UsesVersion2 needs D = 64 and 2-byte elements
   }
-  return cudaGetLastError();
+  return internal::LaunchOverlapping(overlap, dim3(splits, n, p.B), dim3(kThreads), s, DecodeSplitKernel<T, D>, p);
 }
 
 template <typename T>
-cudaError_t LaunchD(const DecodeParams& p, int d, cudaStream_t s) {
-  return d == 64 ? Launch<T, 64>(p, s) : Launch<T, 128>(p, s);
+cudaError_t LaunchD(const DecodeParams& p, int d, bool overlap, cudaStream_t s) {
+  return d == 64 ? Launch<T, 64>(p, overlap, s) : Launch<T, 128>(p, overlap, s);
 }
 
 }  // namespace
@@ -787,9 +790,9 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e;
   switch (a.dtype) {
-    case DType::kF32: e = LaunchD<float>(p, a.head_dim, s); break;
-    case DType::kBF16: e = LaunchD<__nv_bfloat16>(p, a.head_dim, s); break;
-    default: e = LaunchD<__half>(p, a.head_dim, s); break;
+    case DType::kF32: e = LaunchD<float>(p, a.head_dim, a.overlap_previous, s); break;
+    case DType::kBF16: e = LaunchD<__nv_bfloat16>(p, a.head_dim, a.overlap_previous, s); break;
+    default: e = LaunchD<__half>(p, a.head_dim, a.overlap_previous, s); break;
   }
   if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
   return {};

@@ -109,6 +109,11 @@ struct DecodeArgs {
   int* counts = nullptr;
   int splits = 0;             // 0: DecodeSplits chooses (for every segment)
   DecodeSchedule schedule = DecodeSchedule::kSplits;  // kStreamK ignores `splits`
+  // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the
+  // end of the kernel before it (a decode step's RoPE+append), and the kernel waits for
+  // that one before it reads or writes anything; it lets the kernel after it (o_proj's
+  // decode_linear) start at its own beginning. false: an ordinary launch.
+  bool overlap_previous = true;
 };
 
 // Returns the split count segment `segment` of a launch uses: args.splits when > 0, else

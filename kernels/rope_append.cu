@@ -53,6 +53,8 @@ constexpr int kThreads = 256;
 // table and stride keeps 16-byte alignment (Aligned below); V = 1 otherwise.
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_constant__ Params p) {
+  internal::LetDependentsStart();  // the decode kernel's launch overlaps this one
+  internal::WaitForPrevious();     // launched overlapping: qkv is the previous kernel's output
   using Vec = internal::Pack<T, V>;
   const int n = p.d / (2 * V), half = p.d / 2, rows = p.H + p.KV;
   int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
@@ -122,16 +124,15 @@ bool Aligned(const RopeAppendArgs& a, int vector_bytes, int element_bytes) {
 }
 
 template <typename T>
-void Launch(const RopeAppendArgs& a, const Params& p, cudaStream_t s) {
+cudaError_t Launch(const RopeAppendArgs& a, const Params& p, cudaStream_t s) {
   constexpr int kV = 16 / int(sizeof(T));
   const bool wide = Aligned(a, 16, int(sizeof(T)));
   const int n = a.head_dim / (2 * (wide ? kV : 1));
   const int64_t threads = int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * n;
   const unsigned blocks = unsigned((threads + kThreads - 1) / kThreads);
   if (wide)
-    RopeAppendKernel<T, kV><<<blocks, kThreads, 0, s>>>(p);
-  else
-    RopeAppendKernel<T, 1><<<blocks, kThreads, 0, s>>>(p);
+    return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s, RopeAppendKernel<T, kV>, p);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s, RopeAppendKernel<T, 1>, p);
 }
 
 }  // namespace
@@ -204,12 +205,13 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
     }
   }
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e;
   switch (a.dtype) {
-    case DType::kF32: Launch<float>(a, p, s); break;
-    case DType::kBF16: Launch<__nv_bfloat16>(a, p, s); break;
-    default: Launch<__half>(a, p, s); break;
+    case DType::kF32: e = Launch<float>(a, p, s); break;
+    case DType::kBF16: e = Launch<__nv_bfloat16>(a, p, s); break;
+    default: e = Launch<__half>(a, p, s); break;
   }
-  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
   return {};
 }

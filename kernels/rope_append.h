@@ -52,6 +52,11 @@ struct RopeAppendArgs {
   const int64_t* position = nullptr;
   int segments = 0;
   AppendSegment seg[kMaxDecodeSegments];
+  // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the
+  // end of the kernel before it (a decode step's q/k/v decode_linear), and the kernel waits
+  // for that one before it reads or writes anything; it lets the kernel after it (the decode
+  // kernel) start at its own beginning. false: an ordinary launch.
+  bool overlap_previous = true;
 };
 
 // Returns a non-ok status iff the shape, pointers or segments are unusable (a KV head in
