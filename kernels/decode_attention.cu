@@ -25,9 +25,6 @@
 // by shuffles and the warps through shared memory into the split's (m, l, acc), the same
 // statistics version 1 writes.
 // Both end in FinishSplit: the last CTA of a (KV head, sequence) to finish merges its splits.
-// Version 2 also runs on the stream-K schedule (DecodeSchedule::kStreamK,
-// DecodeStreamKMhaKernel): the same slot loop (MhaSlots) over equal ranges of the whole
-// launch's slots, one range per resident CTA, and its own merge of the pieces of a pair.
 #include "kernels/decode_attention.h"
 
 #include <algorithm>
@@ -69,10 +66,6 @@ constexpr int kMaxSplits = 256;
 // registers; fp32 rows are twice as wide).
 bool UsesVersion2(int g, int head_dim, size_t elem_bytes) { return g == 1 && head_dim == 64 && elem_bytes == 2; }
 
-// Slots of one stream-K unit: one pass of version 2's slot loop (MhaSlots: 4 warps x 4 slots
-// x 4 steps).
-constexpr int kMhaUnit = 64;
-
 struct DecodeHead {
   int32_t state, window, sink, recent;
 };
@@ -105,15 +98,6 @@ struct DecodeParams {
   int* counts;                  // [B, launch KV heads]: splits arrived (DecodeArgs::counts)
   int kv_of[kMaxHeads];         // launch KV head -> layer KV head
   DecodeHead heads[kMaxHeads];  // per layer query head
-  // The stream-K schedule (DecodeStreamKMhaKernel; last, so that the split kernels' fields
-  // keep their offsets), sk_ctas > 0 when the launch takes it: the units of the launch and
-  // the first unit of each segment (then the total), the units of one of a segment's pairs,
-  // the workspace rows [ctas, 2, D + 2].
-  int sk_ctas;
-  int64_t sk_units;
-  int64_t sk_first_unit[kMaxDecodeSegments + 1];
-  int sk_pair_units[kMaxDecodeSegments];
-  float* sk_work;
 };
 
 static_assert(sizeof(DecodeParams) <= 4096, "decode launch parameters exceed 4 KB");
@@ -396,7 +380,6 @@ __device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegm
   constexpr int kStep = kWarps * kGroups;       // consecutive slots the CTA reads at once
   constexpr int kUnroll = 4;                    // steps whose loads are in flight together
   static_assert(kLanes == 8 && kGroups == 4, "version 2: d = 64 of 2-byte elements");
-  static_assert(kStep * kUnroll == kMhaUnit, "a stream-K unit is one pass of the loop below");
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
 
@@ -520,107 +503,15 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   FinishSplit<T, D>(p, sp, y, b);
 }
 
-// The first unit of CTA c's stream-K range, floor(c U / C), and the CTA whose range holds
-// unit u: the largest c with floor(c U / C) <= u.
-__device__ __forceinline__ int64_t StreamKStart(int c, int64_t units, int ctas) { return int64_t(c) * units / ctas; }
-__device__ __forceinline__ int StreamKCtaOf(int64_t u, int64_t units, int ctas) {
-  return int(((u + 1) * ctas - 1) / units);
-}
-
-// Version 2 on the stream-K schedule (DecodeSchedule::kStreamK). The launch's units are
-// kMhaUnit slots of one (segment, sequence b, KV head i) pair: pairs in segment order, then
-// b, then i, each pair's units in slot order from its span's start. CTA c takes units
-// [c U / C, (c + 1) U / C), one piece per pair its range crosses. A pair it holds whole goes
-// straight to the output; a shared piece (at most two a CTA: the one its range starts with,
-// row 0 of its workspace, and the one it ends with, row 1) leaves (acc, m, l) in the
-// workspace and counts itself in its pair's arrival counter. The last of the pair's CTAs
-// to arrive merges its pieces (M = max m, L = sum l 2^(m - M), o = sum acc 2^(m - M) / L) and
-// sets the counter back to 0. Its range loop and merge need more registers than the split
-// kernel's 88; the launch bound keeps it at kResidentCtasV2's five CTAs an SM, the CTA count
-// the schedule assumes (at four a sixth of the ranges would wait for a second wave).
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, kResidentCtasV2 / 132) DecodeStreamKMhaKernel(
-    const __grid_constant__ DecodeParams p) {
-  internal::LetDependentsStart();
-  internal::WaitForPrevious();
-  __shared__ bool last_s;
-  const int tid = threadIdx.x, c = blockIdx.x, ctas = p.sk_ctas;
-  const int64_t units = p.sk_units;
-  const int64_t u0 = StreamKStart(c, units, ctas), u1 = StreamKStart(c + 1, units, ctas);
-  const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
-  const DecodeSegmentParams& last_seg = p.seg[p.segments - 1];
-  const int launch_kv = last_seg.first + last_seg.n;
-  for (int64_t u = u0; u < u1;) {
-    int s = 0;
-    while (s + 1 < p.segments && u >= p.sk_first_unit[s + 1]) ++s;
-    const DecodeSegmentParams sp = p.seg[s];  // by value, as SegmentOf
-    const int per_pair = p.sk_pair_units[s];
-    const int64_t pair = (u - p.sk_first_unit[s]) / per_pair;  // b n + i
-    const int b = int(pair / sp.n), i = int(pair % sp.n), y = sp.first + i;
-    const int64_t pair_start = p.sk_first_unit[s] + pair * per_pair, pair_end = pair_start + per_pair;
-    const int64_t end = min(u1, pair_end);
-    const int lo = sp.span_lo + int(u - pair_start) * kMhaUnit;
-    int hi = min(sp.span_hi, sp.span_lo + int(end - pair_start) * kMhaUnit);
-    if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
-    float out, mm, ll;
-    MhaSlots<T, D>(p, sp, b, i, y, lo, hi, qp, &out, &mm, &ll);
-    T* o = static_cast<T*>(p.o) + b * p.o_sb + p.kv_of[y] * p.o_sh;  // g = 1
-    if (u == pair_start && end == pair_end) {  // the whole pair in this CTA
-      if (tid < D) o[tid] = FromFloat<T>(ll > 0.f ? out / ll : 0.f);
-    } else {
-      float* w = p.sk_work + (int64_t(c) * 2 + (u == u0 ? 0 : 1)) * (D + 2);
-      if (tid < D) w[tid] = out;
-      if (tid == 0) {
-        w[D] = mm;
-        w[D + 1] = ll;
-      }
-      const int first = StreamKCtaOf(pair_start, units, ctas), last = StreamKCtaOf(pair_end - 1, units, ctas);
-      __threadfence();  // this piece, visible before it counts
-      __syncthreads();
-      if (tid == 0) {
-        int* count = p.counts + int64_t(b) * launch_kv + y;
-        last_s = atomicAdd(count, 1) == last - first;
-        if (last_s) *count = 0;  // every piece has counted: ready for the next launch
-      }
-      __syncthreads();
-      if (last_s && tid < D) {
-        __threadfence();
-        // CTA k's piece of this pair is its row 0 when its range starts inside the pair.
-        auto row = [&](int k) {
-          const bool starts_inside = StreamKStart(k, units, ctas) >= pair_start;
-          return p.sk_work + (int64_t(k) * 2 + (starts_inside ? 0 : 1)) * (D + 2);
-        };
-        float big = -INFINITY;
-        for (int k = first; k <= last; ++k) big = fmaxf(big, __ldcg(row(k) + D));
-        float sum = 0.f, acc = 0.f;
-        for (int k = first; k <= last; ++k) {
-          const float* r = row(k);
-          const float mk = __ldcg(r + D);
-          if (mk == -INFINITY) continue;
-          const float f = exp2f(mk - big);
-          sum += __ldcg(r + D + 1) * f;
-          acc += __ldcg(r + tid) * f;
-        }
-        o[tid] = FromFloat<T>(sum > 0.f ? acc / sum : 0.f);
-      }
-    }
-    __syncthreads();  // this piece's shared memory and last_s are read before the next piece
-    u = end;
-  }
-}
-
 template <typename T, int D>
 cudaError_t Launch(const DecodeParams& p, bool overlap, cudaStream_t s) {
   const DecodeSegmentParams& last = p.seg[p.segments - 1];
   const int n = last.first + last.n;  // the launch's KV heads
   int splits = 1;
   for (int i = 0; i < p.segments; ++i) splits = std::max(splits, p.seg[i].splits);
-  // Version 2 where it applies (UsesVersion2), on the stream-K schedule when asked for;
-  // version 1 elsewhere.
+  // Version 2 where it applies (UsesVersion2), version 1 elsewhere.
   if (UsesVersion2(p.g, D, sizeof(T))) {
     if constexpr (D == 64 && !std::is_same_v<T, float>) {
-      if (p.sk_ctas > 0)
-        return internal::LaunchOverlapping(overlap, dim3(p.sk_ctas), dim3(kThreads), s, DecodeStreamKMhaKernel<T, D>, p);
       return internal::LaunchOverlapping(overlap, dim3(splits, n, p.B), dim3(kThreads), s,
                                          DecodeSplitMhaKernel<T, D>, p);
     }
@@ -638,33 +529,6 @@ cudaError_t LaunchD(const DecodeParams& p, int d, bool overlap, cudaStream_t s) 
 
 int DecodeSplits(const DecodeArgs& a, int segment) { return MakePlan(a, segment).splits; }
 
-// The stream-K plan of a launch (DecodeParams' sk_ fields; ctas 0: the split schedule).
-struct StreamKPlan {
-  int ctas = 0;
-  int64_t units = 0;
-  int64_t first_unit[kMaxDecodeSegments + 1] = {};
-  int pair_units[kMaxDecodeSegments] = {};
-};
-
-StreamKPlan MakeStreamKPlan(const DecodeArgs& a) {
-  StreamKPlan k;
-  if (a.schedule != DecodeSchedule::kStreamK ||
-      !UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype)))
-    return k;
-  for (int s = 0; s < a.segments; ++s) {
-    const Plan plan = MakePlan(a, s);
-    // An empty span still has a unit a pair: the piece that writes its zeros.
-    k.pair_units[s] = std::max(1, (plan.hi - plan.lo + kMhaUnit - 1) / kMhaUnit);
-    k.first_unit[s] = k.units;
-    k.units += int64_t(a.batch) * a.caches[s].kv_heads * k.pair_units[s];
-  }
-  k.first_unit[a.segments] = k.units;
-  k.ctas = int(std::min<int64_t>(kResidentCtasV2, k.units));
-  return k;
-}
-
-int DecodeStreamKCtas(const DecodeArgs& a) { return MakeStreamKPlan(a).ctas; }
-
 // The floats of segment `segment`'s partial statistics: acc, then m, then l.
 size_t SegmentWorkspaceFloats(const DecodeArgs& a, int segment, int splits) {
   const size_t rows = size_t(a.batch) * a.caches[segment].kv_heads * (a.heads / a.kv_heads);
@@ -674,8 +538,6 @@ size_t SegmentWorkspaceFloats(const DecodeArgs& a, int segment, int splits) {
 size_t DecodeCountsBytes(const DecodeArgs& a) { return sizeof(int) * size_t(a.batch) * size_t(a.kv_heads); }
 
 size_t DecodeWorkspaceBytes(const DecodeArgs& a) {
-  const StreamKPlan k = MakeStreamKPlan(a);
-  if (k.ctas > 0) return sizeof(float) * size_t(k.ctas) * 2 * size_t(a.head_dim + 2);
   size_t floats = 0;
   for (int s = 0; s < a.segments; ++s) floats += SegmentWorkspaceFloats(a, s, MakePlan(a, s).splits);
   return sizeof(float) * floats;
@@ -768,12 +630,6 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
     first += sp.n;
   }
   p.counts = a.counts;
-  const StreamKPlan k = MakeStreamKPlan(a);
-  p.sk_ctas = k.ctas;
-  p.sk_units = k.units;
-  for (int s = 0; s <= a.segments; ++s) p.sk_first_unit[s] = k.first_unit[s];
-  for (int s = 0; s < a.segments; ++s) p.sk_pair_units[s] = k.pair_units[s];
-  p.sk_work = static_cast<float*>(a.workspace);
   p.query_position = a.query_position;
   p.device_query_position = a.device_query_position;
   p.scale = a.scale;

@@ -9,8 +9,6 @@
 // done in an arrival counter of its (KV head, sequence); the last to arrive combines the
 // pieces and resets the counter:
 //   M = max_s m_s,  L = sum_s l_s exp(m_s - M),  o = sum_s acc_s exp(m_s - M) / L.
-// (DecodeSchedule kStreamK divides the work differently: equal ranges of the whole launch's
-// slots, one per resident CTA.)
 // Which keys a head sees is head_mask.h's KeyVisible at the cached positions; the slots
 // outside the union of the segment's heads' KeySpanForQueries are never loaded.
 //
@@ -73,18 +71,6 @@ struct DecodeCache {
   const int* layer_kv_heads = nullptr;  // host array of n: the layer's KV head of each slot head
 };
 
-// How a launch divides the cached slots among its CTAs (decode_attention.cu).
-enum class DecodeSchedule {
-  // Each (KV head, sequence) cut into `splits` equal pieces of whole tiles, a CTA each.
-  kSplits,
-  // Version 2 only (one query head per KV head, d = 64, bf16/fp16; kSplits elsewhere): the
-  // launch's slots, in 64-slot units over every (segment, sequence, KV head), cut into one
-  // equal range per resident CTA (at most 660), whichever pairs a range crosses. Every SM
-  // then gets the same bytes, where 576 split CTAs on 132 SMs put 5 on some and 4 on others
-  // (kernels/dev/NOTES.md). Not measured yet: opt-in.
-  kStreamK,
-};
-
 struct DecodeArgs {
   int batch = 0;      // B
   int heads = 0;      // H, the layer's query heads (<= kMaxHeads)
@@ -108,7 +94,6 @@ struct DecodeArgs {
   // after the previous one on the same stream, a captured CUDA graph's included).
   int* counts = nullptr;
   int splits = 0;             // 0: DecodeSplits chooses (for every segment)
-  DecodeSchedule schedule = DecodeSchedule::kSplits;  // kStreamK ignores `splits`
   // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the
   // end of the kernel before it (a decode step's RoPE+append), and the kernel waits for
   // that one before it reads or writes anything; it lets the kernel after it (o_proj's
@@ -122,12 +107,8 @@ struct DecodeArgs {
 // one tile each.
 int DecodeSplits(const DecodeArgs& args, int segment = 0);
 
-// Returns the CTAs of the stream-K schedule when the launch takes it (schedule kStreamK and
-// version 2), else 0.
-int DecodeStreamKCtas(const DecodeArgs& args);
-
 // Returns the scratch bytes of the partial statistics (fp32 acc, m, l per split) of every
-// segment; on the stream-K schedule, two rows of d + 2 floats per CTA.
+// segment.
 size_t DecodeWorkspaceBytes(const DecodeArgs& args);
 
 // Returns the bytes of DecodeArgs::counts: one int per (sequence, KV head of the layer).

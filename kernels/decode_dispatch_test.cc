@@ -185,40 +185,6 @@ TEST_CASE("decode kernel: segments of one launch are planned apart and share the
   CHECK(Mentions(ValidateDecode(two.a), "segments"));
 }
 
-TEST_CASE("decode kernel: the stream-K schedule cuts the launch into one range per resident CTA") {
-  // The 124M step at B = 16: 12 KV heads of one query head each (version 2) over a full
-  // cache of 16,384 slots: 256 units of 64 slots a (sequence, KV head) pair, 16 x 12 x 256 =
-  // 49,152 units over 660 CTAs (five an SM of 132), each with two workspace rows of d + 2.
-  Args mha(16384);
-  mha.specs.assign(12, HeadSpec{HeadState::kOrdinary});
-  std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-  mha.a.batch = 16;
-  mha.a.heads = mha.a.kv_heads = 12;
-  mha.a.head_specs = mha.specs.data();
-  mha.a.caches[0].kv_heads = 12;
-  mha.a.caches[0].layer_kv_heads = all.data();
-  REQUIRE(ValidateDecode(mha.a).ok());
-  CHECK(DecodeStreamKCtas(mha.a) == 0);  // the split schedule unless asked for
-  mha.a.schedule = DecodeSchedule::kStreamK;
-  CHECK(DecodeStreamKCtas(mha.a) == 660);
-  CHECK(DecodeWorkspaceBytes(mha.a) == sizeof(float) * 660 * 2 * (64 + 2));
-  // Fewer units than CTAs: one CTA a unit. 100 slots at B = 1 are 2 units a pair, 2 x 12.
-  Args small(100);
-  small.specs.assign(12, HeadSpec{HeadState::kOrdinary});
-  small.a.heads = small.a.kv_heads = 12;
-  small.a.head_specs = small.specs.data();
-  small.a.caches[0].kv_heads = 12;
-  small.a.caches[0].layer_kv_heads = all.data();
-  small.a.schedule = DecodeSchedule::kStreamK;
-  CHECK(DecodeStreamKCtas(small.a) == 24);
-  // Version 1 (g = 2 here) keeps the split schedule and its workspace.
-  Args gqa(16384);
-  const size_t split_bytes = DecodeWorkspaceBytes(gqa.a);
-  gqa.a.schedule = DecodeSchedule::kStreamK;
-  CHECK(DecodeStreamKCtas(gqa.a) == 0);
-  CHECK(DecodeWorkspaceBytes(gqa.a) == split_bytes);
-}
-
 TEST_CASE("decode kernel: a device position or a ring plans over every slot") {
   // The position is unknown on the host: local heads of window 100 in a full cache of
   // 16,384 slots no longer shrink the span to 4 tiles; it is the whole cache (256 splits,

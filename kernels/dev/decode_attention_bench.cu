@@ -10,9 +10,9 @@
 // 50 MB may be served from L2 after the first round: read the B = 1, 4K rows with that in
 // mind), with the split count used; the 124M shapes also at forced split counts, at B = 1
 // and 16 (what the automatic choice, DecodeSplits, is tuned from: version 1 aims at four
-// CTAs per SM, version 2 — g = 1 at d = 64, the 124M shape — at two); then the 124M shapes on
-// the stream-K schedule at B = 1 and 16. The numerics are kernels_decode_gpu_test's job (run
-// it first).
+// CTAs per SM, version 2 — g = 1 at d = 64, the 124M shape — at one wave of its five
+// resident CTAs an SM). The numerics are
+// kernels_decode_gpu_test's job (run it first).
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_attention_bench
@@ -39,8 +39,7 @@ struct Segment {
 // or with `per_segment` one launch each, as before segments shared a launch); *bytes
 // receives the K/V bytes of the slots the kernel loads.
 double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
-                double* bytes, int* used_splits, bool per_segment = false,
-                DecodeSchedule schedule = DecodeSchedule::kSplits) {
+                double* bytes, int* used_splits, bool per_segment = false) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
@@ -70,7 +69,6 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
   all.q = {q.ptr, int64_t(H) * d, 0, d};
   all.o = {o.ptr, int64_t(H) * d, 0, d};
   all.splits = splits;
-  all.schedule = schedule;
   all.segments = int(segments.size());
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
@@ -88,8 +86,7 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
     c.layer_kv_heads = kv[s].data();
     *bytes += 2.0 * 2 * B * seg.kv_heads * seg.entries * d;  // every slot is visible here
   }
-  const int stream_k_ctas = DecodeStreamKCtas(all);
-  *used_splits = stream_k_ctas > 0 ? -stream_k_ctas : DecodeSplits(all, 0);  // < 0: stream-K CTAs
+  *used_splits = DecodeSplits(all, 0);
   std::vector<DecodeArgs> args;  // the launches of one step
   if (per_segment) {
     for (size_t s = 0; s < segments.size(); ++s) {
@@ -136,17 +133,12 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
 
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
 void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
-            int splits = 0, int B = 1, bool per_segment = false, DecodeSchedule schedule = DecodeSchedule::kSplits) {
+            int splits = 0, int B = 1, bool per_segment = false) {
   double bytes = 0;
   int used = 0;
-  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment, schedule);
-  char plan[40];
-  if (used < 0)
-    std::snprintf(plan, sizeof(plan), "stream-K %3d CTAs  ", -used);
-  else
-    std::snprintf(plan, sizeof(plan), "splits %3d%s", used, splits > 0 ? " (forced)" : "         ");
-  std::printf("%-28s B=%2d L=%6d  %s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, plan, ms, bytes / (1 << 20),
-              bytes / (ms * 1e-3) / 1e9);
+  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment);
+  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, used,
+              splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
 }
 
 }  // namespace
@@ -183,15 +175,6 @@ int main() {
            {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16, true);
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}}, 0, 16);
   }
-  // The stream-K schedule (decode_attention.h DecodeSchedule): every SM the same bytes.
-  std::printf("the stream-K schedule\n");
-  for (int B : {1, 16})
-    for (int L : {4096, 16384}) {
-      Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, B, false,
-             DecodeSchedule::kStreamK);
-      Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, B,
-             false, DecodeSchedule::kStreamK);
-    }
   // The split count at B = 16, 16K: 192 (full) or 96 + 96 (streaming) (sequence, KV head)
   // pairs, so each split adds 1.5 or 0.7 CTAs per SM; where one wave ends matters here.
   for (int splits : {1, 2, 3, 4, 6, 8}) {

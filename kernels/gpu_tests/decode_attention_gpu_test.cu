@@ -7,8 +7,7 @@
 // the query's position far beyond the slots) and local heads; a segment holding
 // non-adjacent KV heads of the layer; a cache with spare capacity; 1, 7 and automatic
 // splits; two and three segments in one launch (full + bounded, full + streaming ring +
-// local ring at a device position); the cases version 2 runs (g = 1, d = 64, bf16/fp16) on
-// the stream-K schedule too. fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
+// local ring at a device position). fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
 // reference rounded to the dtype (flash-attention's rule; the kernel accumulates in fp32).
 // Outputs start as NaN: heads outside the segment must stay NaN, pruned heads become 0.
 // Every launch must leave its arrival counters zero and a second launch give the same bits.
@@ -127,7 +126,7 @@ void RingCache(Case* c, int sink, int recent, int query) {
   c->query = query;
 }
 
-void RunOnce(const Case& c, std::mt19937* rng, DecodeSchedule schedule) {
+void Run(const Case& c, std::mt19937* rng) {
   const int B = c.B, H = c.H, KV = c.KV, d = c.d, g = H / KV;
   const float scale = 1.f / std::sqrt(float(d));
   std::vector<const Case*> segs = {&c};
@@ -187,7 +186,6 @@ void RunOnce(const Case& c, std::mt19937* rng, DecodeSchedule schedule) {
     cc.layer_kv_heads = sc.seg_kv.data();
   }
   a.splits = c.splits;
-  a.schedule = schedule;
   DeviceBuffer work(std::max<size_t>(DecodeWorkspaceBytes(a), 1));
   a.workspace = work.ptr;
   DeviceBuffer counts(DecodeCountsBytes(a));
@@ -266,26 +264,11 @@ void RunOnce(const Case& c, std::mt19937* rng, DecodeSchedule schedule) {
   const double bound = c.dt == DType::kF32 ? 1e-5 : 2 * ref_err + 1e-6;
   const bool ok = err <= bound && untouched_ok && pruned_ok && counts_ok && repeat_ok;  // err NaN fails too
   if (!ok) ++failures;
-  char plan[48];
-  if (DecodeStreamKCtas(a) > 0)
-    std::snprintf(plan, sizeof(plan), "stream-K %d CTAs", DecodeStreamKCtas(a));
-  else
-    std::snprintf(plan, sizeof(plan), "splits=%d", DecodeSplits(a));
-  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d %s: rel L2 %.3g (bound %.3g)%s%s%s%s\n",
+  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s%s%s\n",
               ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), int(c.positions.size()), c.query, S,
-              plan, err, bound, untouched_ok ? "" : " [wrote outside the segments]",
+              DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segments]",
               pruned_ok ? "" : " [pruned head not zero]", counts_ok ? "" : " [arrival counts not reset]",
               repeat_ok ? "" : " [a second launch differs]");
-}
-
-// Every case on the split schedule and, where version 2 runs (one query head per KV head,
-// d = 64, 2-byte elements), again on the stream-K schedule (fresh data, the same checks).
-// Returns the launches run.
-int Run(const Case& c, std::mt19937* rng) {
-  RunOnce(c, rng, DecodeSchedule::kSplits);
-  if (c.H != c.KV || c.d != 64 || c.dt == DType::kF32) return 1;
-  RunOnce(c, rng, DecodeSchedule::kStreamK);
-  return 2;
 }
 
 }  // namespace
@@ -331,7 +314,7 @@ int main(int argc, char** argv) {
           c.specs = {ord, stream, local, pruned, ord, ord, stream, stream, stream, local, ord, pruned};
           c.seg_kv = {0, 1, 2, 3};
           FullCache(&c, L);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // bounded streaming segment (sink 5 + recent 37) with the query far ahead
           Case c;
@@ -341,7 +324,7 @@ int main(int argc, char** argv) {
           for (int h = 3; h < 9; ++h) c.specs[size_t(h)] = stream;
           c.seg_kv = {1, 2};
           BoundedCache(&c, stream.sink, stream.recent, L + 3 * L / 2);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // group 16 over one KV head, ordinary and local, forced splits
           Case c;
@@ -351,7 +334,7 @@ int main(int argc, char** argv) {
           for (int h = 0; h < 16; h += 3) c.specs[size_t(h)] = local;
           c.seg_kv = {0};
           FullCache(&c, L);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // no GQA, a segment of non-adjacent KV heads, one split, spare capacity
           Case c;
@@ -360,7 +343,7 @@ int main(int argc, char** argv) {
           c.specs = {ord, stream, ord, local};
           c.seg_kv = {1, 3};
           FullCache(&c, L);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // a full segment read at a device position, spare (random, never visible) slots
           Case c;
@@ -370,7 +353,7 @@ int main(int argc, char** argv) {
           c.seg_kv = {0, 1, 2, 3};
           c.device_position = true;
           FullCache(&c, L);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // a streaming ring (sink 5 + recent 37), wrapped many times or still filling
           Case c;
@@ -381,7 +364,7 @@ int main(int argc, char** argv) {
           c.seg_kv = {1, 2};
           c.device_position = d == 64;  // d = 128: the host position
           RingCache(&c, stream.sink, stream.recent, L - 1);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // two segments in one launch: full KV heads 0 and 2, a bounded streaming segment of
            // KV heads 1 and 3 (sink 5 + recent 37); KV head 2's group mixes states
@@ -396,7 +379,7 @@ int main(int argc, char** argv) {
           bounded.capacity_extra = 64;
           BoundedCache(&bounded, stream.sink, stream.recent, c.query);
           c.more.push_back(bounded);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // three segments at a device position, as the decoder's captured step has them: a
            // full one (spare slots), a streaming ring and a local ring; g = 1 (version 2 at d = 64)
@@ -413,7 +396,7 @@ int main(int argc, char** argv) {
           window.seg_kv = {3};
           RingCache(&window, 0, local.window, c.query);
           c.more = {ring, window};
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
         {  // a local ring (sink 0, window 50) at a device position
           Case c;
@@ -424,7 +407,7 @@ int main(int argc, char** argv) {
           c.seg_kv = {0};
           c.device_position = true;
           RingCache(&c, 0, local.window, L + 20);
-          runs += Run(c, &rng);
+          Run(c, &rng), ++runs;
         }
       }
   std::printf("%d decode cases, %d failures\n", runs, failures);

@@ -2,7 +2,7 @@
 # decode-round.sh: issue 21's decode and prefill figures in one device call, on a fresh
 # machine (~400 s): the whole repository built (build-all.sh --no-test), the GPU tests of what
 # the decode step and prefill chunks run (decoder, decode kernel, RoPE+append, add+norm), the
-# decode kernel bench (both schedules) and full vs 50 % streaming heads through the service at LENGTH x BATCH
+# decode kernel bench and full vs 50 % streaming heads through the service at LENGTH x BATCH
 # (attention-benches.sh with PATHS=graph KERNELS=0), the 16-row linear layer against cuBLAS
 # (decode_linear_bench), then one profiled prefill and 32 profiled decode steps per arm
 # (aoh_prefill_profile) summarised by trace_summary.py. Everything lands in a few files of
@@ -51,7 +51,6 @@ step "service bench at $length x $batch" "$out/bench.log" env OUT="$scratch/benc
   scripts/gpu/attention-benches.sh "$length" "$batch"
 cp "$scratch/bench/graph-b$batch/aoh_decode_gpu.json" "$out/" 2>/dev/null
 grep -E "B=$batch L= *$length " "$out/bench.log" | head -3 | tee -a "$out/round.log"
-grep -E 'stream-K' "$out/bench.log" | tee -a "$out/round.log"  # the opt-in schedule, kernel alone
 grep -E -A3 '^(decode|prefill) speedup' "$out/bench.log" | grep -E 'speedup:|median|control' | tee -a "$out/round.log"
 grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_decode_gpu.txt" 2>/dev/null |
   tee -a "$out/round.log"
