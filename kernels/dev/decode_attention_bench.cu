@@ -177,7 +177,9 @@ int main() {
   }
   // The split count at B = 16, 16K: 192 (full) or 96 + 96 (streaming) (sequence, KV head)
   // pairs, so each split adds 1.5 or 0.7 CTAs per SM; where one wave ends matters here.
-  for (int splits : {1, 2, 3, 4, 6, 8}) {
+  // Past 8: several waves, so that the block scheduler hands the short splits to whichever
+  // SM frees first (does the launch's tail shrink more than the merges grow?).
+  for (int splits : {1, 2, 3, 4, 6, 8, 12, 16, 24}) {
     const int L = 16384;
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits, 16);
     Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits,
