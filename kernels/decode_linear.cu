@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
       wv[u] = next[u];
     }
   }
-// The warps' partial sums through shared memory: red[warp][i][lane] is accumulator i of the
+  // The warps' partial sums through shared memory: red[warp][i][lane] is accumulator i of the
   // lane (row g + 8 (i / 2), column n0 + 2c + i % 2).
   __shared__ float red[kWarps][4][32];
 #pragma unroll

@@ -60,11 +60,12 @@ struct alignas(N * sizeof(T)) Pack {
 };
 
 // Programmatic dependent launch (PDL, compute 9.0+). A kernel launched with programmatic
-// stream serialization (decode_linear.cu) may start once every CTA of the kernel before it
-// has called LetDependentsStart (or exited); it must call WaitForPrevious, which returns when
-// that kernel has finished and its writes are visible, before it reads anything that kernel
-// writes and before it writes anything at all. Both are no-ops without the launch attribute
-// and before compute 9.0.
+// stream serialization (the decode step's kernels) may start once every CTA of the kernel
+// before it has called LetDependentsStart (or exited); it must call WaitForPrevious, which
+// returns when that kernel has finished and its writes are visible, before it reads anything
+// that kernel writes, before it writes anything at all, and before any CTA returns (so that
+// it cannot finish before that kernel, and completion stays ordered along the stream). Both
+// are no-ops without the launch attribute and before compute 9.0.
 __device__ __forceinline__ void LetDependentsStart() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
