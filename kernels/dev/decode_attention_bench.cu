@@ -131,6 +131,65 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
   return ms[ms.size() / 2];
 }
 
+// The decode kernel's bytes without its work: CTA (split, head, b) of the same grid reads its
+// split's K and V rows (`heads` caches of `entries` slots of d = 64 bf16, K then V as TimeStep
+// lays them out) as the version-2 kernel does, 8 lanes a slot and four steps of 16 slots in
+// flight, and folds them into a word it writes only if it equals a value it cannot take.
+// `work` 0 skips the loads: a launch of the grid alone.
+__global__ void __launch_bounds__(128) PlainReadKernel(const uint4* k, const uint4* v, int heads, int entries,
+                                                       int split_len, int work, unsigned* sink) {
+  const int split = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, grp = lane / 8, li = lane % 8;
+  const int64_t head = (int64_t(b) * heads + h) * entries;  // rows of 8 vectors
+  const int lo = split * split_len, hi = min(entries, lo + split_len);
+  unsigned acc = 0;
+  for (int base = lo + warp * 4; work && base < hi; base += 64) {
+    uint4 kr[4], vr[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int slot = base + grp + 16 * u;
+      kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+      if (slot < hi) {
+        kr[u] = k[(head + slot) * 8 + li];
+        vr[u] = v[(head + slot) * 8 + li];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc ^= kr[u].x ^ kr[u].w ^ vr[u].y ^ vr[u].z;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;  // never, but the loads must stay
+}
+
+// Median ms of PlainReadKernel over B sequences x `heads` full caches of `entries` slots in
+// `splits` splits, timed as TimeStep times a step (events around one launch).
+double TimePlainRead(int B, int heads, int entries, int splits, bool work) {
+  const size_t half = size_t(B) * heads * entries * 64 * 2;  // bytes of K
+  DeviceBuffer kv(2 * half), sink(4);
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(kv.ptr, 0x3c, kv.bytes));
+  const uint4* k = static_cast<const uint4*>(kv.ptr);
+  const uint4* v = reinterpret_cast<const uint4*>(static_cast<const char*>(kv.ptr) + half);
+  const int split_len = (entries + splits - 1) / splits;
+  cudaEvent_t e0, e1;
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 220; ++rep) {
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e0));
+    PlainReadKernel<<<dim3(splits, heads, B), 128>>>(k, v, heads, entries, split_len, work ? 1 : 0,
+                                                      static_cast<unsigned*>(sink.ptr));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetLastError());
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e1));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(e1));
+    float t = 0;
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, e0, e1));
+    if (rep >= 20) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
 void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
             int splits = 0, int B = 1, bool per_segment = false) {
@@ -184,6 +243,18 @@ int main() {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits, 16);
     Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits,
            16);
+  }
+  // What a launch costs beyond its bytes: the full 124M layer at B = 16 over lengths (the
+  // intercept of time against bytes), beside a plain read of the same bytes by the same grid
+  // (3 splits: the automatic count here) and that grid launched with nothing to read.
+  std::printf("the decode kernel against a plain read of its bytes, B = 16, 3 splits\n");
+  for (int L : {1024, 2048, 4096, 8192, 16384}) {
+    Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 3, 16);
+    const double bytes = 2.0 * 2 * 16 * 12 * double(L) * 64;
+    const double read = TimePlainRead(16, 12, L, 3, true), empty = TimePlainRead(16, 12, L, 3, false);
+    std::printf("  plain read, same grid      B=16 L=%6d  splits   3 (forced)  %8.4f ms  %8.2f MiB  %7.1f GB/s"
+                "   (the grid alone %.4f ms)\n",
+                L, read, bytes / (1 << 20), bytes / (read * 1e-3) / 1e9, empty);
   }
   return 0;
 }
