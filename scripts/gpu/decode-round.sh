@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # decode-round.sh: issue 21's decode and prefill figures in one device call, on a fresh
 # machine (~400 s): the whole repository built (build-all.sh --no-test), the GPU tests of what
-# the decode step and prefill chunks run (decoder, decode kernel, RoPE+append, add+norm), the
-# decode kernel bench and full vs 50 % streaming heads through the service at LENGTH x BATCH
+# the decode step and prefill chunks run (decoder, decode kernel, RoPE+append, add+norm,
+# decode_linear), the decode kernel bench (with a plain read of its bytes) and full vs 50 %
+# streaming heads through the service at LENGTH x BATCH
 # (attention-benches.sh with PATHS=graph KERNELS=0), the 16-row linear layer against cuBLAS
 # (decode_linear_bench), then one profiled prefill and 32 profiled decode steps per arm
 # (aoh_prefill_profile) summarised by trace_summary.py. Everything lands in a few files of
@@ -16,7 +17,7 @@
 #   device:  run(command="scripts/gpu/decode-round.sh", carry=[".debs"], timeout_s=600)
 # Exit 0 iff every step succeeded.
 set -uo pipefail
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,17p' "$0"; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,18p' "$0"; exit 0; }
 length=${1:-16384}
 batch=${2:-16}
 [[ $length =~ ^[1-9][0-9]*$ ]] || { echo "decode-round.sh: LENGTH: expected a positive integer, got '$length'" >&2; exit 2; }
@@ -51,6 +52,8 @@ step "service bench at $length x $batch" "$out/bench.log" env OUT="$scratch/benc
   scripts/gpu/attention-benches.sh "$length" "$batch"
 cp "$scratch/bench/graph-b$batch/aoh_decode_gpu.json" "$out/" 2>/dev/null
 grep -E "B=$batch L= *$length " "$out/bench.log" | head -3 | tee -a "$out/round.log"
+# the kernel against a plain read of its bytes (decode_attention_bench's last rows)
+grep -E -A10 'against a plain read' "$out/bench.log" | tee -a "$out/round.log"
 grep -E -A3 '^(decode|prefill) speedup' "$out/bench.log" | grep -E 'speedup:|median|control' | tee -a "$out/round.log"
 grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_decode_gpu.txt" 2>/dev/null |
   tee -a "$out/round.log"
