@@ -35,6 +35,28 @@ struct Segment {
   HeadSpec spec;           // the state of all its query heads
 };
 
+// Median ms of `launch()` (one step's launches): CUDA events around it, 20 warm-ups, 200 timed.
+template <typename Launch>
+double MedianMs(Launch&& launch) {
+  cudaEvent_t e0, e1;
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
+  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 220; ++rep) {
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e0));
+    launch();
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e1));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(e1));
+    float t = 0;
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, e0, e1));
+    if (rep >= 20) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 // Median ms of the launches of one decode step over `segments` (one launch for all of them,
 // or with `per_segment` one launch each, as before segments shared a launch); *bytes
 // receives the K/V bytes of the slots the kernel loads.
@@ -106,12 +128,7 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
     a.workspace = work.back().ptr;
     a.counts = static_cast<int*>(counts.ptr);
   }
-  cudaEvent_t e0, e1;
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 220; ++rep) {
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e0));
+  return MedianMs([&] {
     for (const DecodeArgs& a : args) {
       KernelStatus st = DecodeAttention(a, nullptr);
       if (!st.ok()) {
@@ -119,16 +136,7 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
         std::exit(1);
       }
     }
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e1));
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(e1));
-    float t = 0;
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, e0, e1));
-    if (rep >= 20) ms.push_back(t);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  });
 }
 
 // The decode kernel's bytes without its work: CTA (split, head, b) of the same grid reads its
@@ -161,7 +169,7 @@ __global__ void __launch_bounds__(128) PlainReadKernel(const uint4* k, const uin
 }
 
 // Median ms of PlainReadKernel over B sequences x `heads` full caches of `entries` slots in
-// `splits` splits, timed as TimeStep times a step (events around one launch).
+// `splits` splits, timed as TimeStep times a step.
 double TimePlainRead(int B, int heads, int entries, int splits, bool work) {
   const size_t half = size_t(B) * heads * entries * 64 * 2;  // bytes of K
   DeviceBuffer kv(2 * half), sink(4);
@@ -169,25 +177,11 @@ double TimePlainRead(int B, int heads, int entries, int splits, bool work) {
   const uint4* k = static_cast<const uint4*>(kv.ptr);
   const uint4* v = reinterpret_cast<const uint4*>(static_cast<const char*>(kv.ptr) + half);
   const int split_len = (entries + splits - 1) / splits;
-  cudaEvent_t e0, e1;
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e0));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 220; ++rep) {
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e0));
+  return MedianMs([&] {
     PlainReadKernel<<<dim3(splits, heads, B), 128>>>(k, v, heads, entries, split_len, work ? 1 : 0,
                                                       static_cast<unsigned*>(sink.ptr));
     HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetLastError());
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventRecord(e1));
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventSynchronize(e1));
-    float t = 0;
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaEventElapsedTime(&t, e0, e1));
-    if (rep >= 20) ms.push_back(t);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  });
 }
 
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
