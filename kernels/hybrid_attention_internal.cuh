@@ -3,6 +3,7 @@
 // block ranges. Included by .cu files only.
 #pragma once
 
+#include <atomic>
 #include <utility>
 
 #include <cuda_bf16.h>
@@ -77,8 +78,25 @@ __device__ __forceinline__ void WaitForPrevious() {
 #endif
 }
 
+// Whether the current device is compute 9.0+, where PDL exists (asked once per device).
+inline bool DeviceTakesPdl() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> major_plus_one[kDevices];  // 0: not asked yet
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) return false;
+  int known = major_plus_one[dev].load(std::memory_order_relaxed);
+  if (known == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    known = major + 1;
+    major_plus_one[dev].store(known, std::memory_order_relaxed);
+  }
+  return known - 1 >= 9;
+}
+
 // Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic stream
-// serialization (PDL) when `overlap`: the kernel must then call WaitForPrevious as above.
+// serialization (PDL) when `overlap` and the device has it: the kernel must then call
+// WaitForPrevious as above.
 template <typename... Params, typename... Args>
 cudaError_t LaunchOverlapping(bool overlap, dim3 grid, dim3 block, cudaStream_t stream, void (*kernel)(Params...),
                               Args&&... args) {
@@ -90,7 +108,7 @@ cudaError_t LaunchOverlapping(bool overlap, dim3 grid, dim3 block, cudaStream_t 
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = overlap ? 1 : 0;
+  config.numAttrs = overlap && DeviceTakesPdl() ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
