@@ -1,6 +1,6 @@
 // Argument validation of the kernel entry points (host code; needs no GPU): bad shapes,
-// head specs and views (and decode_linear's shapes and alignment) are refused with a clear
-// status before anything is launched.
+// head specs and views (and decode_linear's shapes and alignment, RoPE+append's tables and
+// segments) are refused with a clear status before anything is launched.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "kernels/decode_linear.h"
 #include "kernels/hybrid_attention.h"
+#include "kernels/rope_append.h"
 
 namespace headlab {
 namespace kernels {
@@ -165,6 +166,54 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   b = a;
   b.y = nullptr;
   CHECK(Mentions(ValidateDecodeLinear(b), "null"));
+}
+
+TEST_CASE("rope_append: tables, segments and shapes are checked") {
+  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
+  void* mem = args.fake_device_memory;
+  const int64_t position_mem = 0;  // stands for the step's device position; never read here
+  const int layer_kv[1] = {2};
+  RopeAppendArgs a;  // a decode step: B = 2, 6 query heads over 3 KV heads, d = 64
+  a.batch = 2;
+  a.heads = 6;
+  a.kv_heads = 3;
+  a.head_dim = 64;
+  a.qkv = a.q = mem;
+  a.cos = a.sin = mem;
+  a.table_rows = 40;  // positions [0, 40)
+  a.position = &position_mem;
+  a.segments = 1;
+  a.seg[0].k = a.seg[0].v = mem;
+  a.seg[0].capacity = 40;
+  a.seg[0].kv_heads = 1;
+  a.seg[0].layer_kv_heads = layer_kv;
+  REQUIRE(ValidateRopeAppend(a).ok());
+  RopeAppendArgs b = a;
+  b.table_rows = 0;  // tables without a row
+  CHECK(Mentions(ValidateRopeAppend(b), "tables"));
+  b = a;
+  b.sin = nullptr;
+  CHECK(Mentions(ValidateRopeAppend(b), "together"));
+  b = a;  // a chunk of 5 tokens needs a row per token
+  b.position = nullptr;
+  b.tokens = 5;
+  b.seg[0].first_slot = 0;
+  b.table_rows = 4;
+  CHECK(Mentions(ValidateRopeAppend(b), "tables"));
+  b.table_rows = 5;
+  CHECK(ValidateRopeAppend(b).ok());
+  b.seg[0].first_slot = 36;  // slots 36 .. 40 past the capacity of 40
+  CHECK(Mentions(ValidateRopeAppend(b), "first_slot"));
+  b = a;
+  b.tokens = 2;  // a device position takes one token
+  CHECK(Mentions(ValidateRopeAppend(b), "one token"));
+  b = a;
+  b.segments = 2;  // KV head 2 in both segments
+  b.seg[1] = b.seg[0];
+  CHECK(Mentions(ValidateRopeAppend(b), "two segments"));
+  b = a;
+  b.head_dim = 96;
+  CHECK(ValidateRopeAppend(b).code == KernelCode::kUnsupported);
 }
 
 }  // namespace
