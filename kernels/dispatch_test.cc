@@ -1,11 +1,13 @@
 // Argument validation of the kernel entry points (host code; needs no GPU): bad shapes,
 // head specs and views (and decode_linear's shapes and alignment, RoPE+append's tables and
-// segments) are refused with a clear status before anything is launched.
+// segments, add+norm's rows and strides) are refused with a clear status before anything is
+// launched.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/add_norm.h"
 #include "kernels/decode_linear.h"
 #include "kernels/hybrid_attention.h"
 #include "kernels/rope_append.h"
@@ -214,6 +216,37 @@ TEST_CASE("rope_append: tables, segments and shapes are checked") {
   b = a;
   b.head_dim = 96;
   CHECK(ValidateRopeAppend(b).code == KernelCode::kUnsupported);
+}
+
+TEST_CASE("add_norm: rows, widths, strides and the norm's parameters are checked") {
+  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
+  AddNormArgs a;  // a decode step's 16 rows of 768, LayerNorm
+  a.rows = 16;
+  a.width = 768;
+  a.x = args.fake_device_memory;
+  a.x_stride = 768;
+  a.delta = a.y = args.fake_device_memory;
+  a.delta_stride = a.y_stride = 768;
+  a.weight = a.bias = args.fake_device_memory;
+  REQUIRE(ValidateAddNorm(a).ok());
+  AddNormArgs b = a;
+  b.rows = 0;
+  CHECK(Mentions(ValidateAddNorm(b), "rows"));
+  b = a;
+  b.width = kMaxAddNormWidth + 1;
+  CHECK(Mentions(ValidateAddNorm(b), "width"));
+  b = a;
+  b.delta_stride = 700;  // shorter than a row
+  CHECK(Mentions(ValidateAddNorm(b), "stride"));
+  b = a;
+  b.rms = true;  // RMSNorm with a bias
+  CHECK(Mentions(ValidateAddNorm(b), "bias"));
+  b = a;
+  b.eps = 0.f;
+  CHECK(Mentions(ValidateAddNorm(b), "eps"));
+  b = a;
+  b.weight = nullptr;
+  CHECK(Mentions(ValidateAddNorm(b), "null"));
 }
 
 }  // namespace
