@@ -67,7 +67,7 @@ __device__ __forceinline__ void NormRows(const DecodeLinearArgs& a, T* normed) {
       if (i < per_lane) sq += (v[i] - mean) * (v[i] - mean);
     const float rstd = rsqrtf(internal::WarpSum(sq) / float(a.in) + n.eps);
     const bool write_r = delta && blockIdx.x == 0;
-    float* x_out = n.x_out + int64_t(r) * n.x_stride;
+    float* x_out = write_r ? n.x_out + int64_t(r) * n.x_stride : nullptr;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i)
       if (i < per_lane) {
