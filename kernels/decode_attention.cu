@@ -366,14 +366,10 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
   FinishSplit<T, D>(p, sp, y, b);
 }
 
-// Version 2's slot loop over slots [lo, hi) of KV head i of segment sp (launch KV head y) for
-// sequence b, then the merge of the CTA's groups and warps. On return, thread c < D holds
-// column c of the unnormalised output in *out_c and the merged max (of the scaled scores, in
-// base-2 units) and sum in *mm_out and *ll_out; the other threads' are not defined. The CTA's
-// shared memory stays read by those threads until a barrier after the call.
 template <typename T, int D>
-__device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegmentParams& sp, int b, int i, int y,
-                                         int lo, int hi, int qp, float* out_c, float* mm_out, float* ll_out) {
+__global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
+  internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
   constexpr int kLanes = D / kVec<T>;           // lanes per slot: 16 bytes of the row each
   constexpr int kGroups = 32 / kLanes;          // slots a warp reads at once
   constexpr int kWarps = kThreads / 32;
@@ -383,16 +379,25 @@ __device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegm
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
 
+  const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
+  const DecodeSegmentParams sp = SegmentOf(p, y);
+  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
+  const int i = y - sp.first;      // the KV head within the segment
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int grp = lane / kLanes, li = lane % kLanes;  // this lane's slot of four, its 8 columns
+  const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
   const int h = p.kv_of[y];  // g = 1: the KV head's one query head
   const DecodeHead hd = p.heads[h];
   const T* q = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh + li * kVec<T>;
   float qf[kVec<T>];
 #pragma unroll
   for (int e = 0; e < kVec<T>; ++e) qf[e] = ToFloat(q[e]) * (p.scale * internal::kLog2e);  // base 2
+  const int lo = sp.span_lo + split * sp.split_len;
+  int hi = min(sp.span_hi, lo + sp.split_len);
+  if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
   const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
   const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
+
   // This group's running state; lane li holds columns [8 li, 8 li + 8) of acc.
   float m = -INFINITY, l = 0.f, acc[kVec<T>];
 #pragma unroll
@@ -470,28 +475,6 @@ __device__ __forceinline__ void MhaSlots(const DecodeParams& p, const DecodeSegm
       ll += l_s[w] * f;
       out += acc_s[w][c] * f;
     }
-    *out_c = out;
-    *mm_out = mm;
-    *ll_out = ll;
-  }
-}
-
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
-  internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
-  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
-  const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
-  const DecodeSegmentParams sp = SegmentOf(p, y);
-  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
-  const int i = y - sp.first;      // the KV head within the segment
-  const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
-  const int lo = sp.span_lo + split * sp.split_len;
-  int hi = min(sp.span_hi, lo + sp.split_len);
-  if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
-  float out, mm, ll;
-  MhaSlots<T, D>(p, sp, b, i, y, lo, hi, qp, &out, &mm, &ll);
-  const int c = threadIdx.x;
-  if (c < D) {
     const int64_t row = int64_t(b) * sp.n + i;  // g = 1: one workspace row per KV head
     sp.acc[(row * sp.splits + split) * D + c] = out;
     if (c == 0) {
