@@ -178,23 +178,25 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
   return x.index_select(1, *index);
 }
 
-// Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
-// first use. The tables come from RotaryEmbedding itself: it rotates the basis
+// Makes *rope's tables [T, d] in `dtype` for positions qpos [T] (on qpos's device) unless it
+// has them in that dtype. The tables come from RotaryEmbedding itself: it rotates the basis
 // (1, .., 1, 0, .., 0) to (cos, sin).
-// Makes *rope's tables for x [B, h, T, d] at positions qpos [T] unless it has them in x's dtype.
-void MakeRope(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
-  if (rope->cos.defined() && rope->cos.scalar_type() == x.scalar_type()) return;
-  const int64_t T = x.size(2), half = x.size(3) / 2;
-  torch::Tensor basis = torch::cat({torch::ones({half}, x.options()), torch::zeros({half}, x.options())});
+void MakeRope(torch::ScalarType dtype, int64_t d, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+  if (rope->cos.defined() && rope->cos.scalar_type() == dtype) return;
+  const int64_t T = qpos.size(0), half = d / 2;
+  const auto opts = qpos.options().dtype(dtype);
+  torch::Tensor basis = torch::cat({torch::ones({half}, opts), torch::zeros({half}, opts)});
   torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
   torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
   rope->cos = torch::cat({cos, cos}, 1);
   rope->sin = torch::cat({-sin, sin}, 1);
 }
 
+// Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
+// first use.
 torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
   const int64_t half = x.size(3) / 2;
-  MakeRope(x, base, qpos, rope);
+  MakeRope(x.scalar_type(), x.size(3), base, qpos, rope);
   torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
   return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
@@ -668,7 +670,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     // copies per segment.
     torch::Tensor cos, sin;
     if (c.pos == "rope") {
-      MakeRope(qkv, c.rope_base, qpos, rope);
+      MakeRope(qkv.scalar_type(), qkv.size(3), c.rope_base, qpos, rope);
       cos = rope->cos;
       sin = rope->sin;
     }
@@ -920,10 +922,8 @@ void AohDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& d
       step_cos_.size(0) > position_)
     return;
   const int64_t rows = std::max(c.context, 2 * (position_ + 1));
-  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
   ChunkRope rope;
-  MakeRope(torch::empty({1, 1, rows, c.HeadDim()}, opts), c.rope_base,
-           torch::arange(rows, opts.dtype(torch::kLong)), &rope);
+  MakeRope(dtype, c.HeadDim(), c.rope_base, torch::arange(rows, torch::dtype(torch::kLong).device(device)), &rope);
   step_cos_ = rope.cos;
   step_sin_ = rope.sin;
 }
