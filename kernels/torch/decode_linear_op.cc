@@ -12,41 +12,19 @@
 namespace headlab {
 namespace kernels {
 
-bool DecodeLinearFits(const torch::Tensor& x, const torch::Tensor& weight) {
-#if HEADLAB_TORCH_CUDA
-  if (!x.defined() || !weight.defined() || !x.is_cuda() || !weight.is_cuda() || x.dim() < 1 || weight.dim() != 2)
-    return false;
-  const int64_t K = weight.size(1), N = weight.size(0);
-  if (x.size(-1) != K || x.numel() / std::max<int64_t>(K, 1) > kMaxDecodeLinearRows || x.numel() == 0) return false;
-  if (x.scalar_type() != weight.scalar_type() ||
-      (x.scalar_type() != torch::kBFloat16 && x.scalar_type() != torch::kHalf))
-    return false;
-  return K % 32 == 0 && N % 8 == 0 && x.is_contiguous() && weight.is_contiguous() && AlignedTo(x.data_ptr(), 16) &&
-         AlignedTo(weight.data_ptr(), 16);
-#else
-  (void)x, (void)weight;
-  return false;
-#endif
-}
-
-bool DecodeLinearNormedFits(const torch::Tensor& x, const torch::Tensor& weight) {
-#if HEADLAB_TORCH_CUDA
-  if (!x.defined() || !weight.defined() || !x.is_cuda() || !weight.is_cuda() || x.dim() < 1 || weight.dim() != 2)
-    return false;
-  const int64_t K = weight.size(1), N = weight.size(0);
-  if (x.size(-1) != K || x.numel() == 0 || x.numel() / K > kMaxDecodeLinearRows || K > kMaxNormedIn) return false;
-  if (x.scalar_type() != torch::kFloat ||
-      (weight.scalar_type() != torch::kBFloat16 && weight.scalar_type() != torch::kHalf))
-    return false;
-  return K % 32 == 0 && N % 8 == 0 && x.is_contiguous() && weight.is_contiguous() && AlignedTo(weight.data_ptr(), 16);
-#else
-  (void)x, (void)weight;
-  return false;
-#endif
-}
-
 #if HEADLAB_TORCH_CUDA
 namespace {
+
+// What both forms need: CUDA x [.., K] of 1..kMaxDecodeLinearRows rows and weight [N, K] in
+// bf16 or fp16, both contiguous, the weight on a 16-byte boundary, K % 32 == 0, N % 8 == 0.
+bool ShapeFits(const torch::Tensor& x, const torch::Tensor& weight) {
+  if (!x.defined() || !weight.defined() || !x.is_cuda() || !weight.is_cuda() || x.dim() < 1 || weight.dim() != 2)
+    return false;
+  const int64_t K = weight.size(1), N = weight.size(0);
+  if (x.size(-1) != K || x.numel() == 0 || x.numel() / std::max<int64_t>(K, 1) > kMaxDecodeLinearRows) return false;
+  if (weight.scalar_type() != torch::kBFloat16 && weight.scalar_type() != torch::kHalf) return false;
+  return K % 32 == 0 && N % 8 == 0 && x.is_contiguous() && weight.is_contiguous() && AlignedTo(weight.data_ptr(), 16);
+}
 
 // Checks the bias and fills what DecodeLinearOf and DecodeLinearNormedOf share; y [M, N].
 DecodeLinearArgs BaseArgs(int64_t M, const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& y,
@@ -84,6 +62,24 @@ torch::Tensor OutputFor(const torch::Tensor& input, int64_t N, const torch::Tens
 
 }  // namespace
 #endif
+
+bool DecodeLinearFits(const torch::Tensor& x, const torch::Tensor& weight) {
+#if HEADLAB_TORCH_CUDA
+  return ShapeFits(x, weight) && x.scalar_type() == weight.scalar_type() && AlignedTo(x.data_ptr(), 16);
+#else
+  (void)x, (void)weight;
+  return false;
+#endif
+}
+
+bool DecodeLinearNormedFits(const torch::Tensor& x, const torch::Tensor& weight) {
+#if HEADLAB_TORCH_CUDA
+  return ShapeFits(x, weight) && x.scalar_type() == torch::kFloat && weight.size(1) <= kMaxNormedIn;
+#else
+  (void)x, (void)weight;
+  return false;
+#endif
+}
 
 torch::Tensor DecodeLinearNormedOf(torch::Tensor* x, const torch::Tensor& delta, const torch::Tensor& norm_weight,
                                    const torch::Tensor& norm_bias, bool rms, double eps, const torch::Tensor& weight,
