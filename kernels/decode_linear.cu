@@ -31,73 +31,20 @@ __device__ __forceinline__ float Activate(float y, DecodeActivation act) {
   return y;
 }
 
-// Row stride in shared memory of the normed input: K plus 32 elements where 2K is a multiple
-// of 128 bytes, so that the two rows a quarter-warp's 16-byte loads touch (g and g + 1, 64
-// bytes each) fall on different banks.
-__host__ __device__ constexpr int NormedStride(int k) { return k + ((2 * k) % 128 == 0 ? 32 : 0); }
-constexpr int kNormedElems = kMaxDecodeLinearRows * NormedStride(kMaxNormedIn);
-
-// The norm prologue (DecodeNormIn): warp w normalises rows w and w + 8 into `normed`, lane l
-// holding elements l, l + 32, ... of the row in registers (two passes for the statistics, as
-// add_norm.cu); CTA 0 also writes r = x + delta to x_out.
-template <typename T>
-__device__ __forceinline__ void NormRows(const DecodeLinearArgs& a, T* normed) {
-  constexpr int kPerLane = kMaxNormedIn / 32;
-  const DecodeNormIn& n = a.norm;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, per_lane = a.in / 32, stride = NormedStride(a.in);
-  for (int r = warp; r < a.rows; r += kWarps) {
-    const float* x = n.x + int64_t(r) * n.x_stride;
-    const T* delta = n.delta ? static_cast<const T*>(n.delta) + int64_t(r) * n.delta_stride : nullptr;
-    float v[kPerLane];
-    float sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      v[i] = 0.f;
-      if (i < per_lane) {
-        const int c = lane + 32 * i;
-        v[i] = x[c];
-        if (delta) v[i] += ToFloat(delta[c]);
-        sum += v[i];
-      }
-    }
-    const float mean = n.rms ? 0.f : internal::WarpSum(sum) / float(a.in);
-    float sq = 0.f;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (i < per_lane) sq += (v[i] - mean) * (v[i] - mean);
-    const float rstd = rsqrtf(internal::WarpSum(sq) / float(a.in) + n.eps);
-    const bool write_r = delta && blockIdx.x == 0;
-    float* x_out = write_r ? n.x_out + int64_t(r) * n.x_stride : nullptr;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (i < per_lane) {
-        const int c = lane + 32 * i;
-        float out = (v[i] - mean) * rstd * n.weight[c];
-        if (n.bias) out += n.bias[c];
-        normed[r * stride + c] = FromFloat<T>(out);
-        if (write_r) x_out[c] = v[i];
-      }
-  }
-}
-
 // CTA j: output columns [8 j, 8 j + 8); warp w: k blocks w, w + kWarps, ... in batches of
 // kBatch. The weights do not depend on the kernel before this one: the first batch's are
 // loaded before WaitForPrevious (under PDL, while that kernel still runs), and each later
 // batch's while the one before it is multiplied.
-// kNorm: the input is the norm prologue's rows in shared memory (DecodeNormIn), not x.
-template <typename T, bool kNorm>
+template <typename T>
 __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLinearArgs a) {
   internal::LetDependentsStart();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int n0 = blockIdx.x * 8;
-  __shared__ __align__(16) T normed[kNorm ? kNormedElems : 1];
-  // The lane's rows of the input (g and g + 8; zero past M) and of the weight tile (n0 + g),
-  // at its 8 k values of a block: 8c .. 8c + 7.
+  // The lane's rows of x (g and g + 8; zero past M) and of the weight tile (n0 + g), at its
+  // 8 k values of a block: 8c .. 8c + 7.
   const bool row0 = g < a.rows, row1 = g + 8 < a.rows;
-  const T* x0 = kNorm ? normed + g * NormedStride(a.in) + 8 * c
-                      : static_cast<const T*>(a.x) + int64_t(g) * a.x_stride + 8 * c;
-  const T* x1 = kNorm ? normed + (g + 8) * NormedStride(a.in) + 8 * c
-                      : static_cast<const T*>(a.x) + int64_t(g + 8) * a.x_stride + 8 * c;
+  const T* x0 = static_cast<const T*>(a.x) + int64_t(g) * a.x_stride + 8 * c;
+  const T* x1 = static_cast<const T*>(a.x) + int64_t(g + 8) * a.x_stride + 8 * c;
   const T* wr = static_cast<const T*>(a.w) + int64_t(n0 + g) * a.w_stride + 8 * c;
   const int blocks = a.in / 32;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -110,11 +57,7 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
   };
   uint4 wv[kBatch];
   load_weights(warp, wv);
-  internal::WaitForPrevious();  // x (or the norm's x and delta) is the previous kernels' output
-  if constexpr (kNorm) {
-    NormRows<T>(a, normed);
-    __syncthreads();
-  }
+  internal::WaitForPrevious();  // x is the previous kernel's output
   float acc[4] = {};
   for (int kb0 = warp; kb0 < blocks; kb0 += kWarps * kBatch) {
     uint4 xa[kBatch], xb[kBatch], next[kBatch];
@@ -155,10 +98,8 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
 
 template <typename T>
 cudaError_t Launch(const DecodeLinearArgs& a, cudaStream_t s) {
-  const dim3 grid(unsigned(a.out / 8)), block(32 * kWarps);
-  if (a.norm.x != nullptr)
-    return internal::LaunchOverlapping(a.overlap_previous, grid, block, s, DecodeLinearKernel<T, true>, a);
-  return internal::LaunchOverlapping(a.overlap_previous, grid, block, s, DecodeLinearKernel<T, false>, a);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(unsigned(a.out / 8)), dim3(32 * kWarps), s,
+                                     DecodeLinearKernel<T>, a);
 }
 
 }  // namespace
@@ -169,29 +110,13 @@ KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
   if (a.out < 8 || a.out % 8 != 0) return Invalid("decode_linear: out (N) must be a positive multiple of 8");
   if (a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return {KernelCode::kUnsupported, "decode_linear: dtype must be bf16 or fp16"};
-  const DecodeNormIn& n = a.norm;
-  if ((a.x == nullptr && n.x == nullptr) || a.w == nullptr || a.y == nullptr)
-    return Invalid("decode_linear: x, w or y is null");
-  if (n.x != nullptr) {
-    if (a.in > kMaxNormedIn) return Invalid("decode_linear: a norm prologue needs in (K) <= kMaxNormedIn");
-    if (n.weight == nullptr || (n.delta != nullptr && n.x_out == nullptr))
-      return Invalid("decode_linear: a norm needs its weight, and x_out with a delta");
-    if (n.x_stride < a.in || (n.delta != nullptr && n.delta_stride < a.in))
-      return Invalid("decode_linear: a norm row stride is shorter than its row");
-    if (n.rms && n.bias != nullptr) return Invalid("decode_linear: RMSNorm has no bias");
-    if (!(n.eps > 0.f)) return Invalid("decode_linear: the norm's eps must be > 0");
-    // x_out must not overlap x: the other CTAs read x while one writes x_out.
-    const char *x0 = reinterpret_cast<const char*>(n.x), *o0 = reinterpret_cast<const char*>(n.x_out);
-    const size_t span = (size_t(a.rows - 1) * size_t(n.x_stride) + size_t(a.in)) * sizeof(float);
-    if (n.x_out != nullptr && o0 < x0 + span && x0 < o0 + span)
-      return Invalid("decode_linear: the norm's x_out overlaps x");
-  }
+  if (a.x == nullptr || a.w == nullptr || a.y == nullptr) return Invalid("decode_linear: x, w or y is null");
   if (a.activation != DecodeActivation::kNone && a.activation != DecodeActivation::kGelu &&
       a.activation != DecodeActivation::kGeluTanh)
     return Invalid("decode_linear: unknown activation");
-  if ((n.x == nullptr && a.x_stride < a.in) || a.w_stride < a.in || a.y_stride < a.out)
+  if (a.x_stride < a.in || a.w_stride < a.in || a.y_stride < a.out)
     return Invalid("decode_linear: a row stride is shorter than its row");
-  if ((n.x == nullptr && (!AlignedTo(a.x, 16) || a.x_stride % 8 != 0)) || !AlignedTo(a.w, 16) || a.w_stride % 8 != 0)
+  if (!AlignedTo(a.x, 16) || !AlignedTo(a.w, 16) || a.x_stride % 8 != 0 || a.w_stride % 8 != 0)
     return Invalid("decode_linear: x and w rows must start on 16-byte boundaries");
   return {};
 }

@@ -31,31 +31,12 @@ constexpr int kMaxDecodeLinearRows = 16;
 // 0.5 y (1 + erf(y / sqrt 2)), or as PyTorch's tanh approximation.
 enum class DecodeActivation { kNone, kGelu, kGeluTanh };
 
-// The norm before a linear layer, done by the layer's kernel instead of an add+norm launch
-// before it (kernels/add_norm.h's step): r = x + delta in fp32 (written to x_out by one CTA;
-// x_out must not overlap x), the layer's input = LayerNorm or RMSNorm of r with statistics in
-// fp32, rounded once to the dtype. Every CTA normalises the <= 16 rows into its own shared
-// memory (one warp per row, shuffles), so K <= kMaxNormedIn.
-constexpr int kMaxNormedIn = 1024;
-
-struct DecodeNormIn {
-  const float* x = nullptr;       // fp32 residual [M, K], row stride x_stride; null: no norm
-  int64_t x_stride = 0;
-  const void* delta = nullptr;    // [M, K] in the layer's dtype, row stride delta_stride; or null
-  int64_t delta_stride = 0;
-  float* x_out = nullptr;         // r [M, K], row stride x_stride (needed iff delta)
-  const float* weight = nullptr;  // [K]
-  const float* bias = nullptr;    // [K] (LayerNorm only), or null
-  bool rms = false;
-  float eps = 1e-5f;
-};
-
 struct DecodeLinearArgs {
   int rows = 0;   // M <= kMaxDecodeLinearRows
   int in = 0;     // K, a multiple of 32
   int out = 0;    // N, a multiple of 8
   DType dtype = DType::kBF16;  // x, w, bias and y: bf16 or fp16
-  const void* x = nullptr;     // [M, K], row stride x_stride (elements); unused with a norm
+  const void* x = nullptr;     // [M, K], row stride x_stride (elements)
   int64_t x_stride = 0;
   const void* w = nullptr;     // [N, K] (nn.Linear's weight), row stride w_stride
   int64_t w_stride = 0;
@@ -68,7 +49,6 @@ struct DecodeLinearArgs {
   // (hybrid_attention_internal.cuh). The decode step's kernels before a linear layer (add+norm,
   // the decode kernel, decode_linear) let it start at their beginning. false: an ordinary launch.
   bool overlap_previous = true;
-  DecodeNormIn norm;  // norm.x set: the input is the norm of norm.x (+ delta), not x
 };
 
 // Returns a non-ok status iff the shape, dtype, pointers or strides are unusable (x and w

@@ -170,46 +170,6 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   CHECK(Mentions(ValidateDecodeLinear(b), "null"));
 }
 
-TEST_CASE("decode_linear: a norm prologue's parameters and buffers are checked") {
-  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
-  float* mem = args.fake_device_memory;
-  float* other = mem + 2;  // a second never-dereferenced address, for x_out
-  DecodeLinearArgs a;
-  a.rows = 1;
-  a.in = 32;
-  a.out = 64;
-  a.w = a.y = mem;
-  a.w_stride = 32;
-  a.y_stride = 64;
-  a.norm.x = mem;  // no plain x: the input is the norm of norm.x
-  a.norm.x_stride = 32;
-  a.norm.weight = mem;
-  REQUIRE(ValidateDecodeLinear(a).ok());
-  DecodeLinearArgs b = a;
-  b.norm.delta = mem;
-  b.norm.delta_stride = 32;
-  CHECK(Mentions(ValidateDecodeLinear(b), "x_out"));  // a delta needs somewhere for x + delta
-  b.norm.x_out = other;
-  CHECK(Mentions(ValidateDecodeLinear(b), "overlaps"));  // x_out 8 bytes into x's 128-byte row
-  b = a;
-  b.in = 1056;  // past kMaxNormedIn
-  b.w_stride = b.norm.x_stride = 1056;
-  CHECK(Mentions(ValidateDecodeLinear(b), "kMaxNormedIn"));
-  b = a;
-  b.norm.rms = true;
-  b.norm.bias = mem;
-  CHECK(Mentions(ValidateDecodeLinear(b), "RMSNorm"));
-  b = a;
-  b.norm.eps = 0.f;
-  CHECK(Mentions(ValidateDecodeLinear(b), "eps"));
-  b = a;
-  b.norm.x_stride = 16;
-  CHECK(Mentions(ValidateDecodeLinear(b), "stride"));
-  b = a;
-  b.norm.x = nullptr;  // neither x nor a norm
-  CHECK(Mentions(ValidateDecodeLinear(b), "null"));
-}
-
 TEST_CASE("rope_append: tables, segments and shapes are checked") {
   Args args;  // its fake_device_memory: pointers validation takes and never dereferences
   void* mem = args.fake_device_memory;

@@ -12,13 +12,11 @@
 // kernels of a graph, as in the captured decode step. GB/s counts the weight bytes. The MLP's
 // first layer is also checked and timed with its GELU applied in the kernel (cuBLAS then
 // needs a second kernel, which the decoder's cuBLAS path runs; not timed here). Ours is
-// launched with PDL as the decoder launches it; the "no PDL" rows without. Last, the norm
-// before q/k/v and MLP up (16 rows): the add+norm kernel then ours, against ours with the
-// norm in its prologue (DecodeNormIn), both with PDL, each step of the graph one layer input.
+// launched with PDL as the decoder launches it; the last rows without.
 //
 //   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
 //   /tmp/kb/decode_linear_bench
-// or alone: nvcc -std=c++17 -O3 -arch=sm_90a -I. kernels/decode_linear.cu kernels/add_norm.cu
+// or alone: nvcc -std=c++17 -O3 -arch=sm_90a -I. kernels/decode_linear.cu
 //   kernels/dev/decode_linear_bench.cu -lcublas -o /tmp/decode_linear_bench
 #include <algorithm>
 #include <cmath>
@@ -30,7 +28,6 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
-#include "kernels/add_norm.h"
 #include "kernels/decode_linear.h"
 #include "kernels/testing/attention_harness.cuh"  // DeviceBuffer, HEADLAB_CUDA_CHECK_OR_EXIT
 
@@ -205,57 +202,6 @@ void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int 
               gbs(ours), theirs, gbs(theirs), ours / theirs);
 }
 
-// The norm before a layer of K = 768 at M = 16 (LayerNorm with a delta, as a step's ln1 and
-// ln2): add+norm then ours, against ours with the norm prologue. Step i of the graph reads
-// residual buffer i % 2 and writes the other (the prologue's x_out must not be its x).
-void TimeNorm(cudaStream_t s, const char* name, int N, int K, bool gelu) {
-  constexpr int M = 16;
-  const size_t weight_bytes = size_t(N) * K * 2;
-  const int copies = int(std::max<size_t>(2, (160u << 20) / weight_bytes));
-  DeviceBuffer x0(size_t(M) * K * 4), x1(size_t(M) * K * 4), delta(size_t(M) * K * 2), h(size_t(M) * K * 2),
-      nw(size_t(K) * 4), nb(size_t(K) * 4), y(size_t(M) * N * 2), w(weight_bytes * copies);
-  for (DeviceBuffer* b : {&x0, &x1, &delta, &nw, &nb, &w}) HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(b->ptr, 0x3c, b->bytes));
-  float* xs[2] = {static_cast<float*>(x0.ptr), static_cast<float*>(x1.ptr)};
-  auto weight = [&](int i) { return static_cast<char*>(w.ptr) + weight_bytes * size_t(i % copies); };
-  auto layer = [&](int i, const void* input) {
-    DecodeLinearArgs a = Args(M, N, K, input, weight(i), nullptr, y.ptr);
-    if (gelu) a.activation = DecodeActivation::kGelu;
-    return a;
-  };
-  const double separate = TimeGraph(s, [&](int i) {
-    AddNormArgs n;
-    n.rows = M;
-    n.width = K;
-    n.x = xs[0];
-    n.x_stride = K;
-    n.delta = delta.ptr;
-    n.delta_stride = K;
-    n.weight = static_cast<const float*>(nw.ptr);
-    n.bias = static_cast<const float*>(nb.ptr);
-    n.y = h.ptr;
-    n.y_stride = K;
-    const KernelStatus st = AddNorm(n, s);
-    if (!st.ok()) {
-      std::fprintf(stderr, "add_norm refused: %s\n", st.message);
-      std::exit(1);
-    }
-    Ours(layer(i, h.ptr), s);
-  });
-  const double fused = TimeGraph(s, [&](int i) {
-    DecodeLinearArgs a = layer(i, nullptr);
-    a.norm.x = xs[i % 2];
-    a.norm.x_stride = K;
-    a.norm.delta = delta.ptr;
-    a.norm.delta_stride = K;
-    a.norm.x_out = xs[(i + 1) % 2];
-    a.norm.weight = static_cast<const float*>(nw.ptr);
-    a.norm.bias = static_cast<const float*>(nb.ptr);
-    Ours(a, s);
-  });
-  std::printf("%-22s M=16 %s  add+norm then ours %6.2f us   ours with the norm in its prologue %6.2f us   %.3f\n",
-              name, gelu ? "+ GELU" : "      ", separate, fused, fused / separate);
-}
-
 }  // namespace
 }  // namespace kernels
 }  // namespace headlab
@@ -285,9 +231,6 @@ int main() {
     for (const Shape& sh : shapes) Time(h, s, sh.name, M, sh.N, sh.K);
   Time(h, s, shapes[2].name, 16, shapes[2].N, shapes[2].K, /*gelu=*/true);
   for (const Shape& sh : shapes) Time(h, s, sh.name, 16, sh.N, sh.K, /*gelu=*/false, /*overlap=*/false);
-  std::printf("the norm before a layer: a separate add+norm kernel, or the layer's prologue (graph steps)\n");
-  TimeNorm(s, shapes[0].name, shapes[0].N, shapes[0].K, false);
-  TimeNorm(s, shapes[2].name, shapes[2].N, shapes[2].K, true);
   cublasDestroy(h);
   std::printf(ok ? "numerics: all within bounds\n" : "numerics: MISSED (above)\n");
   return ok ? 0 : 1;

@@ -24,22 +24,5 @@ bool DecodeLinearFits(const torch::Tensor& x, const torch::Tensor& weight);
 torch::Tensor DecodeLinearOf(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              DecodeActivation activation = DecodeActivation::kNone);
 
-// Whether DecodeLinearNormedOf takes the fp32 residual x [.., K] and weight [N, K]: as
-// DecodeLinearFits, with x a contiguous fp32 CUDA tensor of at most kMaxDecodeLinearRows rows
-// and K <= kMaxNormedIn.
-bool DecodeLinearNormedFits(const torch::Tensor& x, const torch::Tensor& weight);
-
-// The norm before the layer in the layer's kernel (decode_linear.h DecodeNormIn): with delta
-// ([.., K] in the weight's dtype) *x becomes a new tensor x + delta (fp32; the old one is not
-// written), else *x stays; the layer's input is LayerNorm (rms false; norm_bias may be
-// undefined) or RMSNorm (norm_bias undefined) of *x with fp32 [K] norm_weight, norm_bias and
-// eps, rounded to the weight's dtype. Returns act(input W^T + bias) [.., N] in that dtype.
-// The same statistics as AddNormInto (kernels/torch/add_norm_op.h). Throws c10::Error
-// unless DecodeLinearNormedFits(*x, weight).
-torch::Tensor DecodeLinearNormedOf(torch::Tensor* x, const torch::Tensor& delta, const torch::Tensor& norm_weight,
-                                   const torch::Tensor& norm_bias, bool rms, double eps, const torch::Tensor& weight,
-                                   const torch::Tensor& bias,
-                                   DecodeActivation activation = DecodeActivation::kNone);
-
 }  // namespace kernels
 }  // namespace headlab

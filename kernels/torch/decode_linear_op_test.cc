@@ -5,11 +5,7 @@
 // [M, K] and as a step's [M, 1, K]; every element within 1 unit in the last place of the
 // output dtype (+ 1e-3 absolute for results near zero). Then the shapes the kernel does not
 // take (17 rows, fp32, K = 760, N = 2300, a transposed x) are refused by DecodeLinearFits,
-// and a call with one throws. Then the norm prologue (DecodeLinearNormedOf): x + delta must
-// equal LibTorch's fp32 sum exactly (x itself untouched), and the output the float64 product
-// of LibTorch's LayerNorm / RMSNorm of it rounded to bf16, within the same bounds (a row's
-// input may differ by one rounding where the statistics' order of summation does), at 1 and
-// 16 rows, with and without delta, with GELU. Plain main; gpu label.
+// and a call with one throws. Plain main; gpu label.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -52,38 +48,6 @@ void Case(torch::ScalarType dt, int64_t M, int64_t N, int64_t K, bool with_bias,
   Expect(y.sizes() == torch::IntArrayRef(want_sizes) && y.scalar_type() == dt && close, std::string(what));
 }
 
-// The norm prologue: x [M, 1, K] fp32, delta in bf16 (or none), LayerNorm (weight, bias) or
-// RMSNorm (weight), then the layer.
-void NormedCase(int64_t M, int64_t N, int64_t K, bool with_delta, bool rms, DecodeActivation act) {
-  const auto f32 = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat);
-  const auto bf = f32.dtype(torch::kBFloat16);
-  const torch::Tensor x0 = torch::randn({M, 1, K}, f32) * 3 + 0.5;
-  torch::Tensor x = x0.clone();
-  const torch::Tensor delta = with_delta ? torch::randn({M, 1, K}, bf) : torch::Tensor();
-  const torch::Tensor nw = torch::rand({K}, f32) + 0.5, nb = rms ? torch::Tensor() : torch::randn({K}, f32) * 0.1;
-  const torch::Tensor w = (torch::randn({N, K}, f32) / std::sqrt(double(K))).to(torch::kBFloat16);
-  const torch::Tensor bias = torch::randn({N}, bf);
-  char what[160];
-  std::snprintf(what, sizeof(what), "norm prologue: M=%lld %lld -> %lld, %s%s%s", (long long)M, (long long)K,
-                (long long)N, rms ? "RMSNorm" : "LayerNorm", with_delta ? ", + delta" : "",
-                act == DecodeActivation::kGelu ? ", GELU" : "");
-  Expect(DecodeLinearNormedFits(x, w), std::string(what) + ": fits");
-  const torch::Tensor x_in = x;  // the tensor passed in: must not be written
-  const torch::Tensor y = DecodeLinearNormedOf(&x, delta, nw, nb, rms, 1e-5, w, bias, act);
-  const torch::Tensor r = with_delta ? x0 + delta.to(torch::kFloat) : x0;
-  torch::Tensor h;
-  if (rms) {
-    h = r * torch::rsqrt(r.pow(2).mean(-1, true) + 1e-5) * nw;
-  } else {
-    h = torch::layer_norm(r, {K}, nw, nb, 1e-5);
-  }
-  const torch::Tensor want = Want(h.to(torch::kBFloat16), w, bias, act);
-  const bool close = ((y.to(torch::kDouble) - want).abs() <= want.abs() / 128 + 1e-2).all().item<bool>();
-  Expect(torch::equal(x, r) && torch::equal(x_in, x0) && (!with_delta || !x.is_same(x_in)),
-         std::string(what) + ": x + delta exactly, the input untouched");
-  Expect(y.sizes() == torch::IntArrayRef({M, 1, N}) && close, std::string(what) + ": output");
-}
-
 }  // namespace
 }  // namespace kernels
 }  // namespace headlab
@@ -117,14 +81,5 @@ int main() {
     refused = std::string(e.what()).find("decode_linear") != std::string::npos;
   }
   Expect(refused, "a call with 17 rows throws, naming decode_linear");
-
-  for (int64_t M : {1, 16})
-    for (bool delta : {false, true}) {
-      NormedCase(M, 2304, 768, delta, /*rms=*/false, DecodeActivation::kNone);
-      NormedCase(M, 3072, 768, delta, /*rms=*/true, DecodeActivation::kGelu);
-    }
-  NormedCase(16, 768, 1024, true, false, DecodeActivation::kNone);  // K at kMaxNormedIn
-  Expect(!DecodeLinearNormedFits(torch::randn({16, 1056}, bf.dtype(torch::kFloat)), torch::randn({768, 1056}, bf)),
-         "a norm prologue past kMaxNormedIn: not taken");
   return plain_test::Finish();
 }

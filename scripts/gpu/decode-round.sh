@@ -59,7 +59,7 @@ grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_dec
   tee -a "$out/round.log"
 
 step decode_linear_bench "$out/decode_linear_bench.log" build-gpu/kernels/decode_linear_bench
-grep -E 'ours/cuBLAS|prologue' "$out/decode_linear_bench.log" | tee -a "$out/round.log"
+grep -E 'ours/cuBLAS' "$out/decode_linear_bench.log" | tee -a "$out/round.log"
 
 mkdir -p "$scratch/profile"
 step profiles "$out/profile.log" build-gpu/tests/aoh_prefill_profile "$scratch/profile" "$length" "$batch"
