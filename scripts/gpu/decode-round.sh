@@ -12,12 +12,13 @@
 # decode_linear_bench.log, profile.log.
 #
 #   scripts/gpu/decode-round.sh [LENGTH [BATCH]]          (defaults 16384 16)
+#   TESTS=all scripts/gpu/decode-round.sh                  (every gpu-labelled test: ~150 s more)
 # Run from the repository root through the device tool with the Debian packages carried:
 #   here:    scripts/gpu/fetch-debs.sh
 #   device:  run(command="scripts/gpu/decode-round.sh", carry=[".debs"], timeout_s=600)
 # Exit 0 iff every step succeeded.
 set -uo pipefail
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,18p' "$0"; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,19p' "$0"; exit 0; }
 length=${1:-16384}
 batch=${2:-16}
 [[ $length =~ ^[1-9][0-9]*$ ]] || { echo "decode-round.sh: LENGTH: expected a positive integer, got '$length'" >&2; exit 2; }
@@ -43,8 +44,12 @@ step() {
 }
 
 step build "$out/build.log" env OUT="$scratch/build" scripts/gpu/build-all.sh --no-test
-step "gpu tests (aoh|decode|rope|add_norm)" "$out/ctest.log" env OUT="$scratch/test" scripts/gpu/build-all.sh \
-  -R 'aoh|decode|rope|add_norm'
+if [[ ${TESTS:-} == all ]]; then
+  step "gpu tests (all)" "$out/ctest.log" env OUT="$scratch/test" scripts/gpu/build-all.sh
+else
+  step "gpu tests (aoh|decode|rope|add_norm)" "$out/ctest.log" env OUT="$scratch/test" scripts/gpu/build-all.sh \
+    -R 'aoh|decode|rope|add_norm'
+fi
 cat "$scratch/test/ctest-gpu.log" >> "$out/ctest.log" 2>/dev/null
 grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1 | tee -a "$out/round.log"
 
@@ -52,7 +57,9 @@ step "service bench at $length x $batch" "$out/bench.log" env OUT="$scratch/benc
   scripts/gpu/attention-benches.sh "$length" "$batch"
 cp "$scratch/bench/graph-b$batch/aoh_decode_gpu.json" "$out/" 2>/dev/null
 grep -E "B=$batch L= *$length " "$out/bench.log" | head -3 | tee -a "$out/round.log"
-# the kernel against a plain read of its bytes (decode_attention_bench's last rows)
+# the decode kernel's L2 prefetch distance, and the kernel against a plain read of its bytes
+# (decode_attention_bench's last rows)
+grep -E -A8 '^L2 prefetch distance' "$out/bench.log" | tee -a "$out/round.log"
 grep -E -A10 'against a plain read' "$out/bench.log" | tee -a "$out/round.log"
 grep -E -A3 '^(decode|prefill) speedup' "$out/bench.log" | grep -E 'speedup:|median|control' | tee -a "$out/round.log"
 grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_decode_gpu.txt" 2>/dev/null |
