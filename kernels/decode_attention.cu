@@ -21,10 +21,7 @@
 // [8 li, 8 li + 8) of its group's running (m, l, acc) (FlashAttention-2's online softmax,
 // acc rescaled only when the max grows), the score being 8 products per lane summed by three
 // shuffles. Four steps of the CTA's 16 consecutive slots are loaded before any is used (K
-// and V together: one memory round trip), and each warp asks L2 for the rows of its loop
-// step DecodeArgs::l2_prefetch steps ahead, so that DRAM keeps serving while the warp
-// computes (a plain read of the same bytes by the same grid ran 9 % faster without one,
-// docs/BENCHMARKS.md). No barrier until the end, where the groups merge
+// and V together: one memory round trip). No barrier until the end, where the groups merge
 // by shuffles and the warps through shared memory into the split's (m, l, acc), the same
 // statistics version 1 writes.
 // Both end in FinishSplit: the last CTA of a (KV head, sequence) to finish merges its splits.
@@ -56,13 +53,11 @@ static_assert(kTile == 32, "the softmax step gives each lane one slot");
 // 0.062 ms, 43 0.050, 86 0.052, 171 0.065; docs/BENCHMARKS.md).
 constexpr int kTargetCtas = 528;
 // Version 2 has no barrier until its end, so longer splits cost it nothing and each split
-// adds a combine row; what matters is where a wave ends. At 88-89 registers (ptxas; 96
+// adds a combine row; what matters is where a wave ends. At 89 registers (ptxas; 96
 // allocated) x 128 threads five of its CTAs are resident per SM (660 on an H200), and the
 // split count is the most that still fits in that one wave (floor, not ceiling; run 32's
 // forced splits showed the wave edge for the earlier version at 3 CTAs per SM: at B = 16,
-// 16K, 384 CTAs 0.246 ms, 576 0.312; at 88 registers, q1: 3 splits 0.2001 ms, 4 0.2603).
-// With the L2 prefetch ptxas reports 72 registers (seven CTAs an SM); the count stays at
-// five an SM until decode_attention_bench's forced-split rows are measured at 72.
+// 16K, 384 CTAs 0.246 ms, 576 0.312). Update the count with the kernel's registers.
 constexpr int kResidentCtasV2 = 5 * 132;
 constexpr int kMaxSplits = 256;
 
@@ -94,7 +89,6 @@ struct DecodeParams {
   int B, g, segments;
   int query_position;
   const int64_t* device_query_position;  // when set, the query position (read on the device)
-  int l2_prefetch;                       // DecodeArgs::l2_prefetch
   float scale;
   const void* q;
   int64_t q_sb, q_sh;
@@ -375,42 +369,22 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
   internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
   constexpr int kLanes = D / kVec<T>;           // lanes per slot: 16 bytes of the row each
   constexpr int kGroups = 32 / kLanes;          // slots a warp reads at once
   constexpr int kWarps = kThreads / 32;
   constexpr int kStep = kWarps * kGroups;       // consecutive slots the CTA reads at once
   constexpr int kUnroll = 4;                    // steps whose loads are in flight together
-  constexpr int kAdvance = kStep * kUnroll;     // slots a loop step of the CTA covers
   static_assert(kLanes == 8 && kGroups == 4, "version 2: d = 64 of 2-byte elements");
-  static_assert(kGroups * kUnroll == 16, "a warp's loop step: 16 slots, a K and a V row each per lane");
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
 
   const int split = blockIdx.x, y = blockIdx.y, b = blockIdx.z;
-  const DecodeSegmentParams sp = SegmentOf(p, y);  // kernel parameters: no wait needed
+  const DecodeSegmentParams sp = SegmentOf(p, y);
+  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
   const int i = y - sp.first;      // the KV head within the segment
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int grp = lane / kLanes, li = lane % kLanes;  // this lane's slot of four, its 8 columns
-  const int lo = sp.span_lo + split * sp.split_len;
-  int hi = min(sp.span_hi, lo + sp.split_len);
-  const T* k_rows = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh;
-  const T* v_rows = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh;
-  // L2 prefetch of the warp's loop step at `base` (DecodeArgs::l2_prefetch): lane j < 16 asks
-  // for the K row of its step's slot j, lane 16 + j for the V row.
-  auto prefetch = [&](int base) {
-    const int j = lane % 16, slot = base + j % kGroups + (j / kGroups) * kStep;
-    if (slot < hi) {
-      const T* row = (lane < 16 ? k_rows : v_rows) + int64_t(slot) * sp.c_st;
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row));
-    }
-  };
-  // The first steps' rows before the wait: a prefetch only fills L2, which the previous
-  // kernel's writes (the new slot) reach too; hi is not yet cut at a device query position,
-  // so a row past it costs a wasted line at most.
-  if (split < sp.splits)
-    for (int s = 0; s < p.l2_prefetch; ++s) prefetch(lo + warp * kGroups + s * kAdvance);
-  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
-  if (split >= sp.splits) return;  // a segment with fewer splits than the grid's
   const int qp = p.device_query_position ? int(*p.device_query_position) : p.query_position;
   const int h = p.kv_of[y];  // g = 1: the KV head's one query head
   const DecodeHead hd = p.heads[h];
@@ -418,17 +392,18 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   float qf[kVec<T>];
 #pragma unroll
   for (int e = 0; e < kVec<T>; ++e) qf[e] = ToFloat(q[e]) * (p.scale * internal::kLog2e);  // base 2
+  const int lo = sp.span_lo + split * sp.split_len;
+  int hi = min(sp.span_hi, lo + sp.split_len);
   if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
-  const T* kb = k_rows + li * kVec<T>;
-  const T* vb = v_rows + li * kVec<T>;
+  const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
+  const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
 
   // This group's running state; lane li holds columns [8 li, 8 li + 8) of acc.
   float m = -INFINITY, l = 0.f, acc[kVec<T>];
 #pragma unroll
   for (int e = 0; e < kVec<T>; ++e) acc[e] = 0.f;
   // Warp-uniform trip count (the shuffles below need every lane); slot = base + grp + kStep u.
-  for (int base = lo + warp * kGroups; base < hi; base += kAdvance) {
-    if (p.l2_prefetch > 0) prefetch(base + p.l2_prefetch * kAdvance);
+  for (int base = lo + warp * kGroups; base < hi; base += kStep * kUnroll) {
     uint4 kr[kUnroll], vr[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -640,7 +615,6 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   p.counts = a.counts;
   p.query_position = a.query_position;
   p.device_query_position = a.device_query_position;
-  p.l2_prefetch = a.l2_prefetch;
   p.scale = a.scale;
   p.q = a.q.data;
   p.q_sb = a.q.stride_b;

@@ -99,11 +99,6 @@ struct DecodeArgs {
   // that one before it reads or writes anything; it lets the kernel after it (o_proj's
   // decode_linear) start at its own beginning. false: an ordinary launch.
   bool overlap_previous = true;
-  // Version 2 (g = 1, d = 64, bf16/fp16) only: how many loop steps (64 slots of a CTA each)
-  // ahead a warp asks L2 for the K and V rows it will read (prefetch.global.L2), so that DRAM
-  // keeps serving while the warp computes; the first steps' prefetches are issued before the
-  // kernel waits for the one before it (L2 is coherent with that kernel's writes). 0: none.
-  int l2_prefetch = 2;
 };
 
 // Returns the split count segment `segment` of a launch uses: args.splits when > 0, else

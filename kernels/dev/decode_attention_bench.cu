@@ -61,7 +61,7 @@ double MedianMs(Launch&& launch) {
 // or with `per_segment` one launch each, as before segments shared a launch); *bytes
 // receives the K/V bytes of the slots the kernel loads.
 double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
-                double* bytes, int* used_splits, bool per_segment = false, int l2_prefetch = -1) {
+                double* bytes, int* used_splits, bool per_segment = false) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
@@ -91,7 +91,6 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
   all.q = {q.ptr, int64_t(H) * d, 0, d};
   all.o = {o.ptr, int64_t(H) * d, 0, d};
   all.splits = splits;
-  if (l2_prefetch >= 0) all.l2_prefetch = l2_prefetch;
   all.segments = int(segments.size());
   for (size_t s = 0; s < segments.size(); ++s) {
     const Segment& seg = segments[s];
@@ -187,14 +186,12 @@ double TimePlainRead(int B, int heads, int entries, int splits, bool work) {
 
 // splits 0: the kernel's own choice (DecodeSplits); the column shows the first segment's.
 void Report(const char* name, int H, int KV, int d, int L, const std::vector<Segment>& segs,
-            int splits = 0, int B = 1, bool per_segment = false, int l2_prefetch = -1) {
+            int splits = 0, int B = 1, bool per_segment = false) {
   double bytes = 0;
   int used = 0;
-  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment, l2_prefetch);
-  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s", name, B, L, used,
+  const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment);
+  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, used,
               splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
-  if (l2_prefetch >= 0) std::printf("   L2 prefetch %d steps ahead", l2_prefetch);
-  std::printf("\n");
 }
 
 }  // namespace
@@ -240,14 +237,6 @@ int main() {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits, 16);
     Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits,
            16);
-  }
-  // Version 2's L2 prefetch distance (DecodeArgs::l2_prefetch; 0: none) at B = 16, 16K.
-  std::printf("L2 prefetch distance, B = 16\n");
-  for (int ahead : {0, 1, 2, 4}) {
-    const int L = 16384;
-    Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, 16, false, ahead);
-    Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16,
-           false, ahead);
   }
   // What a launch costs beyond its bytes: the full 124M layer at B = 16 over lengths (the
   // intercept of time against bytes), beside a plain read of the same bytes by the same grid

@@ -57,9 +57,7 @@ step "service bench at $length x $batch" "$out/bench.log" env OUT="$scratch/benc
   scripts/gpu/attention-benches.sh "$length" "$batch"
 cp "$scratch/bench/graph-b$batch/aoh_decode_gpu.json" "$out/" 2>/dev/null
 grep -E "B=$batch L= *$length " "$out/bench.log" | head -3 | tee -a "$out/round.log"
-# the decode kernel's L2 prefetch distance, and the kernel against a plain read of its bytes
-# (decode_attention_bench's last rows)
-grep -E -A8 '^L2 prefetch distance' "$out/bench.log" | tee -a "$out/round.log"
+# the kernel against a plain read of its bytes (decode_attention_bench's last rows)
 grep -E -A10 'against a plain read' "$out/bench.log" | tee -a "$out/round.log"
 grep -E -A3 '^(decode|prefill) speedup' "$out/bench.log" | grep -E 'speedup:|median|control' | tee -a "$out/round.log"
 grep -E 'decode_ms_per_token |prefill_ms ' "$scratch/bench/graph-b$batch/aoh_decode_gpu.txt" 2>/dev/null |
