@@ -16,9 +16,12 @@ namespace headlab {
 namespace kernels {
 namespace {
 
+// A 16-byte aligned address for every pointer argument: validation takes pointers and never
+// dereferences them (the GPU tests run the kernels on real memory).
+alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};
+
 struct Args {
   std::vector<HeadSpec> heads;
-  alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced: validation only
   ForwardArgs fwd;
   BackwardArgs bwd;
 
@@ -132,12 +135,11 @@ TEST_CASE("workspace size covers the fp32 dQ accumulator and the row sums") {
 }
 
 TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
-  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
   DecodeLinearArgs a;
   a.rows = 16;
   a.in = 768;
   a.out = 2304;
-  a.x = a.w = a.y = args.fake_device_memory;
+  a.x = a.w = a.y = fake_device_memory;
   a.x_stride = a.w_stride = 768;
   a.y_stride = 2304;
   REQUIRE(ValidateDecodeLinear(a).ok());
@@ -154,7 +156,7 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   b.dtype = DType::kF32;
   CHECK(ValidateDecodeLinear(b).code == KernelCode::kUnsupported);
   b = a;
-  b.w = reinterpret_cast<const char*>(args.fake_device_memory) + 2;  // a weight row off its 16-byte boundary
+  b.w = reinterpret_cast<const char*>(fake_device_memory) + 2;  // a weight row off its 16-byte boundary
   CHECK(Mentions(ValidateDecodeLinear(b), "16-byte"));
   b = a;
   b.x_stride = 772;  // rows after the first off their 16-byte boundaries
@@ -171,8 +173,7 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
 }
 
 TEST_CASE("rope_append: tables, segments and shapes are checked") {
-  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
-  void* mem = args.fake_device_memory;
+  void* mem = fake_device_memory;
   const int64_t position_mem = 0;  // stands for the step's device position; never read here
   const int layer_kv[1] = {2};
   RopeAppendArgs a;  // a decode step: B = 2, 6 query heads over 3 KV heads, d = 64
@@ -219,15 +220,14 @@ TEST_CASE("rope_append: tables, segments and shapes are checked") {
 }
 
 TEST_CASE("add_norm: rows, widths, strides and the norm's parameters are checked") {
-  Args args;  // its fake_device_memory: pointers validation takes and never dereferences
   AddNormArgs a;  // a decode step's 16 rows of 768, LayerNorm
   a.rows = 16;
   a.width = 768;
-  a.x = args.fake_device_memory;
+  a.x = fake_device_memory;
   a.x_stride = 768;
-  a.delta = a.y = args.fake_device_memory;
+  a.delta = a.y = fake_device_memory;
   a.delta_stride = a.y_stride = 768;
-  a.weight = a.bias = args.fake_device_memory;
+  a.weight = a.bias = fake_device_memory;
   REQUIRE(ValidateAddNorm(a).ok());
   AddNormArgs b = a;
   b.rows = 0;
