@@ -246,9 +246,12 @@ torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
 
 // The fused path's BlockImpl::Mlp: each linear layer through Linear (a decode step's on one
 // kernel, fc's activation in it): proj(act(fc(h))), or SwiGLU proj(silu(gate(h)) * fc(h)).
+// An activation not named here is BlockImpl::Mlp's alone: the block computes it.
 torch::Tensor Mlp(BlockImpl* b, const std::string& act, const torch::Tensor& h) {
   if (act == "swiglu") return Linear(b->proj, F::silu(Linear(b->gate, h)) * Linear(b->fc, h));
-  return Linear(b->proj, Linear(b->fc, h, act == "gelu_tanh" ? DecodeActivation::kGeluTanh : DecodeActivation::kGelu));
+  if (act == "gelu") return Linear(b->proj, Linear(b->fc, h, DecodeActivation::kGelu));
+  if (act == "gelu_tanh") return Linear(b->proj, Linear(b->fc, h, DecodeActivation::kGeluTanh));
+  return b->Mlp(h);
 }
 
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
