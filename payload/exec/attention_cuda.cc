@@ -43,7 +43,8 @@ struct FastPathState {
   // timed, every candidate (CandidatePlans); `active` is the one forwards run.
   std::vector<DevicePlan> plans;
   size_t active = 0;
-  // Measured choices: plan_key + shape -> index into plans, and what was measured.
+  // Measured choices: the candidates' labels + shape -> index into plans (CandidatePlans
+  // lists the same labels in the same order), and what was measured.
   std::map<std::string, size_t> chosen;
   std::map<std::string, PlanChoice> choices;
   std::string pattern_key;
@@ -335,7 +336,7 @@ PlanTimer TimerFor(const torch::Tensor& x) {
 #if HEADLAB_TORCH_CUDA
   if (x.is_cuda()) {
     return [](const std::string&, const std::function<void()>& run) {
-      constexpr int kWarmup = 2, kTimed = 5;
+      constexpr int kWarmup = 1, kTimed = 3;  // per repetition (MeasureChoice repeats)
       for (int i = 0; i < kWarmup; ++i) run();
       at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
       const auto stream = c10::cuda::getCurrentCUDAStream();
@@ -553,9 +554,14 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
   return F::linear(o.reshape({B, T, no * d}), wo_used, layer.o_proj->bias);
 }
 
+// Repetitions of each candidate's timing, taken round-robin so that a slow spell of the
+// device (clocks, another process) falls on every candidate alike; the choice reads their
+// medians (ChoosePlan).
+constexpr int kPlanRepetitions = 5;
+
 // Times every candidate plan of the layer on x (forward, and backward when `backward`),
-// returns the fastest one's index and records the choice under `key`. The gradients go to
-// x and the parameters through autograd::grad: nothing accumulates into .grad.
+// returns the chosen one's index (ChoosePlan) and records the choice under `key`. The
+// gradients go to x and the parameters through autograd::grad: nothing accumulates into .grad.
 size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch::Tensor& x,
                      const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
                      bool backward, const std::string& key, const PlanTimer& timer) {
@@ -567,17 +573,22 @@ size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch:
   torch::Tensor dy = torch::ones_like(x);
   PlanChoice choice;
   choice.shape = ShapeKey(x, backward);
-  for (const DevicePlan& dp : st.plans) {
-    std::string label;
-    auto run = [&] {
-      torch::Tensor y = RunPlan(layer, st, dp, xm, rotate, &label);
-      if (backward && y.requires_grad())
-        torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
-                              /*allow_unused=*/true);
-    };
-    choice.candidates.push_back({dp.plan.Label(), timer(dp.plan.Label(), run)});
+  for (const DevicePlan& dp : st.plans) choice.candidates.push_back({dp.plan.Label(), 0, {}});
+  for (int rep = 0; rep < kPlanRepetitions; ++rep) {
+    for (size_t i = 0; i < st.plans.size(); ++i) {
+      const DevicePlan& dp = st.plans[i];
+      std::string label;
+      auto run = [&] {
+        torch::Tensor y = RunPlan(layer, st, dp, xm, rotate, &label);
+        if (backward && y.requires_grad())
+          torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
+                                /*allow_unused=*/true);
+      };
+      choice.candidates[i].samples_ms.push_back(timer(dp.plan.Label(), run));
+    }
   }
-  choice.chosen = FastestPlan(choice.candidates);
+  for (PlanTiming& t : choice.candidates) t.ms = MedianMs(t.samples_ms);
+  choice.chosen = ChoosePlan(choice.candidates);
   LogInfo("attention: measured choice " + PlanChoiceSummary(choice));
   st.choices[key] = choice;
   st.chosen[key] = choice.chosen;
@@ -604,7 +615,12 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
       backward = x.requires_grad();
       for (const torch::Tensor& p : layer.parameters()) backward = backward || p.requires_grad();
     }
-    const std::string key = st.plan_key + "|" + ShapeKey(x, backward) + "|" +
+    // Keyed by the candidates' labels, not the exact head states: a method that moves
+    // windows at every control step (AAH) changes states without changing which forms
+    // compete, and is not re-timed for each new set of windows.
+    std::string candidates;
+    for (const DevicePlan& dp : st.plans) candidates += dp.plan.Label() + ";";
+    const std::string key = candidates + "|" + ShapeKey(x, backward) + "|" +
                             std::to_string(timer_generation.load());
     auto it = st.chosen.find(key);
     st.active = it != st.chosen.end() ? it->second

@@ -72,14 +72,16 @@ int64_t FusedAttentionCalls();
 std::string LayerPathLabel(const HybridAttentionImpl& layer);
 
 // train.attention = auto: the first forward of a layer for each (head states, B, T, dtype,
-// forward or forward + backward) times every candidate plan (CandidatePlans: all-fused;
-// SDPA + fused; fixed heads as GEMM, convolution or fused) with CUDA events over warmed
-// iterations, keeps the fastest, logs the choice once, and later forwards of that shape
-// run it. Returns the layer's measured choices (for provenance), in no particular order.
+// forward or forward + backward) times every candidate plan (CandidatePlans: the static
+// plan first; all-fused; fixed heads as GEMM, convolution or fused) with CUDA events, five
+// repetitions each taken round-robin, keeps the static plan unless another is faster
+// beyond the noise (ChoosePlan, on the medians), logs the choice once, and later forwards
+// of that shape run it. Layers without fixed heads run the static plan without a timing.
+// Returns the layer's measured choices (for provenance), in no particular order.
 std::vector<PlanChoice> LayerPlanChoices(const HybridAttentionImpl& layer);
 
-// Times one candidate: calls `run` (a forward, or forward + backward) as often as it likes
-// and returns milliseconds per call.
+// Times one repetition of a candidate: calls `run` (a forward, or forward + backward) as
+// often as it likes and returns milliseconds per call.
 using PlanTimer = std::function<double(const std::string& label, const std::function<void()>& run)>;
 
 // Tests only: replaces the CUDA-event timer (and enables the measured choice on CPU inputs

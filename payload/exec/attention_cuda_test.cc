@@ -235,8 +235,9 @@ TEST_CASE("attention fast path: the fixed-pattern cache follows the patterns") {
   CHECK(RelL2(before, dense) > 1e-3);
 }
 
-// A timer for the measured choice: runs each candidate once (so the measurement's own code
-// runs) and reports the given milliseconds, `fallback` for labels not listed.
+// A timer for the measured choice: runs each candidate once per repetition (so the
+// measurement's own code runs) and reports the given milliseconds, `fallback` for labels
+// not listed.
 struct FakeTimer {
   FakeTimer(std::map<std::string, double> ms, double fallback) {
     SetPlanTimerForTesting([this, ms, fallback](const std::string& label, const std::function<void()>& run) {
@@ -268,24 +269,26 @@ TEST_CASE("attention fast path: auto times every candidate plan, runs the fastes
   const std::string conv = "sdpa[2] fused[1] fixed_gemm[1] fixed_conv[2]";
   FakeTimer timer({{conv, 1.0}, {"sdpa[2] fused[1] fixed_gemm[3]", 2.0}}, 3.0);
   ExpectSameAsDense(layer, x, AttentionMode::kAuto, conv + " kernel=cpu_stand_in");
-  // The dense fixed head rules the all-fused and the fixed-fused plans out.
-  CHECK(timer.calls == 2);
+  // The dense fixed head rules the all-fused and the fixed-fused plans out: two candidates,
+  // five repetitions each.
+  CHECK(timer.calls == 2 * 5);
   std::vector<PlanChoice> choices = LayerPlanChoices(*layer);
   REQUIRE(choices.size() == 1);
   CHECK(choices[0].shape == "B=2 T=41 Float fwd+bwd");
   REQUIRE(choices[0].candidates.size() == 2);
   CHECK(choices[0].candidates[choices[0].chosen].label == conv);
   CHECK(choices[0].candidates[choices[0].chosen].ms == 1.0);
+  CHECK(choices[0].candidates[choices[0].chosen].samples_ms == std::vector<double>(5, 1.0));
   // The same shape again: no new measurement. Another length, or inference: one each.
   CpuFastPath on(AttentionMode::kAuto);
   layer->forward(x);
-  CHECK(timer.calls == 2);
+  CHECK(timer.calls == 2 * 5);
   layer->forward(torch::randn({2, 30, 384}));
   {
     torch::NoGradGuard no_grad;
     layer->forward(x);
   }
-  CHECK(timer.calls == 6);
+  CHECK(timer.calls == 3 * 2 * 5);
   CHECK(LayerPlanChoices(*layer).size() == 3);
 }
 
@@ -299,7 +302,7 @@ TEST_CASE("attention fast path: every candidate plan of a mixed layer matches th
     INFO(want);
     FakeTimer timer({{want, 0.0}}, 1.0);
     ExpectSameAsDense(layer, x, AttentionMode::kAuto, want + " kernel=cpu_stand_in");
-    CHECK(timer.calls == 4);
+    CHECK(timer.calls == 4 * 5);
   }
 }
 

@@ -160,19 +160,22 @@ std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, 
                                           const std::vector<int64_t>& kept,
                                           const std::vector<int64_t>& kept_kv,
                                           const PlanOptions& available) {
-  PlanOptions base = available;
+  PlanOptions base = available;  // the static rule of train.attention = auto
   base.fused_only = false;
   base.fixed_conv = false;
-  if (available.trainable_fixed || kv_heads != int64_t(states.size()))
-    return {PlanAttention(states, kv_heads, kept, kept_kv, base)};
+  AttentionPlan incumbent = PlanAttention(states, kv_heads, kept, kept_kv, base);
+  if (available.trainable_fixed || kv_heads != int64_t(states.size())) return {incumbent};
+  bool fixed = false;
+  for (const PlanSegment& s : incumbent.segments)
+    fixed = fixed || s.kind == SegmentKind::kFixedGemm || s.kind == SegmentKind::kFixedKernel;
+  if (incumbent.dense_reason.empty() && !fixed) return {incumbent};
+
   std::vector<PlanOptions> variants;
   if (available.kernel) {  // the SAF paper's single-kernel form
     PlanOptions o = base;
     o.fused_only = true;
     variants.push_back(o);
   }
-  PlanOptions gemm = base;  // the static rule of train.attention = auto
-  variants.push_back(gemm);
   if (available.fixed_conv) {
     PlanOptions o = base;
     o.fixed_conv = true;
@@ -183,6 +186,7 @@ std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, 
   variants.push_back(fused_fixed);
 
   std::vector<AttentionPlan> out;
+  if (incumbent.dense_reason.empty()) out.push_back(incumbent);
   for (const PlanOptions& o : variants) {
     AttentionPlan p = PlanAttention(states, kv_heads, kept, kept_kv, o);
     if (!p.dense_reason.empty()) continue;
@@ -190,14 +194,29 @@ std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, 
     for (const AttentionPlan& q : out) seen = seen || q.Label() == p.Label();
     if (!seen) out.push_back(std::move(p));
   }
-  if (out.empty()) out.push_back(PlanAttention(states, kv_heads, kept, kept_kv, base));
+  if (out.empty()) out.push_back(std::move(incumbent));
   return out;
 }
 
-size_t FastestPlan(const std::vector<PlanTiming>& timings) {
+double MedianMs(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+size_t ChoosePlan(const std::vector<PlanTiming>& timings) {
   size_t best = 0;
-  for (size_t i = 1; i < timings.size(); ++i)
-    if (timings[i].ms < timings[best].ms) best = i;
+  if (timings.empty()) return best;
+  const double incumbent = timings[0].ms;
+  for (size_t i = 1; i < timings.size(); ++i) {
+    const PlanTiming& t = timings[i];
+    const double slowest = t.samples_ms.empty()
+                               ? t.ms
+                               : *std::max_element(t.samples_ms.begin(), t.samples_ms.end());
+    const bool beats = t.ms <= incumbent * (1 - kPlanMargin) && slowest < incumbent;
+    if (beats && (best == 0 || t.ms < timings[best].ms)) best = i;
+  }
   return best;
 }
 

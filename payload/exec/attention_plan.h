@@ -19,8 +19,9 @@
 //
 // PlanAttention applies the static rules (train.attention = fused forces the kernels;
 // otherwise SDPA for ordinary heads, the GEMM for fixed heads). CandidatePlans lists every
-// exact plan a layer could take; train.attention = auto times them on the device and keeps
-// the fastest per shape (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
+// exact plan a layer could take, the static rule's first; train.attention = auto times them
+// on the device and ChoosePlan keeps the static plan unless another is faster beyond the
+// noise of the timings (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
 // Pruned heads have no segment: no Q, K, V rows and no output-projection columns.
 //
 // Projection rows (SAF §3.3: "our multi-head pretraining path omits replaced query and key
@@ -91,11 +92,16 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
                             const PlanOptions& options);
 
 // Every distinct plan the layer may take with what `available` allows, for the measured
-// choice: all heads through the fused kernels (when linked); and SDPA (when available) for
-// ordinary heads, the kernels for windowed ones, with the fixed heads as the GEMM, the
-// convolution or the fused kernels, as allowed. Plans with a dense_reason are left out;
-// when none is left, the one element is PlanAttention's (with its reason). Trainable fixed
-// heads and grouped-query layers have one plan.
+// choice. The first is the static rule's (SDPA for ordinary heads when available, the
+// kernels for windowed ones, the GEMM for fixed heads when the cache fits): the incumbent
+// that ChoosePlan keeps unless beaten. Then all heads through the fused kernels (when
+// linked), and the fixed heads as the convolution or the fused kernels, as allowed. Plans
+// with a dense_reason are left out; when none is left, the one element is PlanAttention's
+// (with its reason). Trainable fixed heads, grouped-query layers and layers without fixed
+// heads have one plan: the static one, which already sends windowed heads to the kernels
+// and ordinary heads to SDPA (when available), whose FlashAttention/cuDNN backends the
+// kernels do not beat on ordinary heads; a noisy timing must not pick them, and a method
+// that moves windows every few updates (AAH) must not be re-timed for each new set.
 std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, int64_t kv_heads,
                                           const std::vector<int64_t>& kept,
                                           const std::vector<int64_t>& kept_kv,
@@ -103,9 +109,16 @@ std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, 
 
 // One candidate's measured time (ms per forward, or forward + backward when training).
 struct PlanTiming {
-  std::string label;  // AttentionPlan::Label()
-  double ms = 0;
+  std::string label;                // AttentionPlan::Label()
+  double ms = 0;                    // the median of samples_ms
+  std::vector<double> samples_ms;   // one per timed repetition
 };
+
+// Returns the median of `samples` (the mean of the middle two for an even count); 0 for none.
+double MedianMs(std::vector<double> samples);
+
+// The relative margin by which a challenger's median must beat the incumbent's.
+constexpr double kPlanMargin = 0.03;
 
 // A layer's measured choice for one shape, for logs and provenance.
 struct PlanChoice {
@@ -114,8 +127,11 @@ struct PlanChoice {
   size_t chosen = 0;  // index into candidates
 };
 
-// Returns the index of the fastest timing (the first of equals: deterministic).
-size_t FastestPlan(const std::vector<PlanTiming>& timings);
+// Returns the index of the plan to run: 0 (the incumbent, CandidatePlans' static plan)
+// unless a challenger is faster beyond the timings' noise: its median at least kPlanMargin
+// below the incumbent's and its slowest sample below the incumbent's median. Of several
+// such challengers, the lowest median (the first of equals: deterministic).
+size_t ChoosePlan(const std::vector<PlanTiming>& timings);
 
 // A one-line summary, e.g. "B=8 T=4096 bf16 fwd+bwd: sdpa[9] fixed_conv[3] 1.20 ms (chosen),
 // sdpa[9] fixed_gemm[3] 1.41 ms, fused[9] fixed_fused[3] 1.80 ms".

@@ -123,17 +123,26 @@ TEST_CASE("attention plan: the candidates of the measured choice") {
   auto states = States({M::kOrdinary, M::kFixed, M::kStreaming, M::kFixed});
   PlanOptions o = Cuda();
   o.fixed_conv = true;
+  // The static rule's plan first: the incumbent of the measured choice.
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
-        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_gemm[2]",
+        std::vector<std::string>{"sdpa[1] fused[1] fixed_gemm[2]", "fused[2] fixed_fused[2]",
                                  "sdpa[1] fused[1] fixed_conv[2]", "sdpa[1] fused[1] fixed_fused[2]"});
   // Without the cache and the conditioning: the kernels' two forms only.
   o.fixed_conv = o.fixed_gemm = false;
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
-        std::vector<std::string>{"fused[2] fixed_fused[2]", "sdpa[1] fused[1] fixed_fused[2]"});
-  // No fixed heads: all-fused or SDPA + fused; duplicates removed.
+        std::vector<std::string>{"sdpa[1] fused[1] fixed_fused[2]", "fused[2] fixed_fused[2]"});
+  // No fixed heads: the static plan alone, nothing to time (ordinary heads through SDPA,
+  // windowed ones through the kernels). Without SDPA, the kernels alone.
   auto plain = States({M::kOrdinary, M::kOrdinary, M::kLocal});
   CHECK(labels(CandidatePlans(plain, 3, Iota(3), Iota(3), Cuda())) ==
-        std::vector<std::string>{"fused[3]", "sdpa[2] fused[1]"});
+        std::vector<std::string>{"sdpa[2] fused[1]"});
+  auto ordinary = States({M::kOrdinary, M::kPruned, M::kOrdinary});
+  CHECK(labels(CandidatePlans(ordinary, 3, Iota(3), Iota(3), Cuda())) ==
+        std::vector<std::string>{"sdpa[2]"});
+  PlanOptions no_sdpa = Cuda();
+  no_sdpa.sdpa = false;
+  CHECK(labels(CandidatePlans(ordinary, 3, Iota(3), Iota(3), no_sdpa)) ==
+        std::vector<std::string>{"fused[2]"});
   // A dense fixed pattern rules the all-fused form out.
   states[1].dense = true;
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), Cuda())) ==
@@ -147,11 +156,34 @@ TEST_CASE("attention plan: the candidates of the measured choice") {
   CHECK_FALSE(c[0].dense_reason.empty());
 }
 
-TEST_CASE("attention plan: the fastest timing wins, the first of equals, and the summary lists all") {
+TEST_CASE("attention plan: the median of the repetitions") {
+  CHECK(MedianMs({}) == 0);
+  CHECK(MedianMs({3.0}) == 3.0);
+  CHECK(MedianMs({5.0, 1.0, 3.0}) == 3.0);
+  CHECK(MedianMs({4.0, 1.0, 3.0, 2.0}) == 2.5);
+}
+
+TEST_CASE("attention plan: the static plan stays unless a challenger wins beyond the noise") {
+  auto timing = [](const char* label, std::vector<double> samples) {
+    return PlanTiming{label, MedianMs(samples), samples};
+  };
+  // A clear winner: median 20% below, every sample below the incumbent's median.
+  CHECK(ChoosePlan({timing("static", {1.0, 1.0, 1.01}), timing("b", {0.8, 0.79, 0.81})}) == 1);
+  // Within the margin (2% faster): the incumbent stays.
+  CHECK(ChoosePlan({timing("static", {1.0, 1.0, 1.0}), timing("b", {0.98, 0.98, 0.98})}) == 0);
+  // Faster median but a sample slower than the incumbent's median: noise, the incumbent stays.
+  CHECK(ChoosePlan({timing("static", {1.0, 1.0, 1.0}), timing("b", {0.5, 0.5, 1.2})}) == 0);
+  // Of two winners the lower median; the first of equals.
+  CHECK(ChoosePlan({timing("static", {2.0}), timing("b", {1.5}), timing("c", {1.0}), timing("d", {1.0})}) == 2);
+  CHECK(ChoosePlan({timing("static", {2.0})}) == 0);
+  CHECK(ChoosePlan({}) == 0);
+}
+
+TEST_CASE("attention plan: the summary lists every candidate's median and the choice") {
   PlanChoice c;
   c.shape = "B=2 T=8 fp32 fwd";
-  c.candidates = {{"a", 2.0}, {"b", 1.0}, {"c", 1.0}};
-  c.chosen = FastestPlan(c.candidates);
+  c.candidates = {{"a", 2.0, {2.0}}, {"b", 1.0, {1.0}}, {"c", 1.0, {1.0}}};
+  c.chosen = ChoosePlan(c.candidates);
   CHECK(c.chosen == 1);
   CHECK(PlanChoiceSummary(c) == "B=2 T=8 fp32 fwd: a 2.000 ms, b 1.000 ms (chosen), c 1.000 ms");
 }

@@ -141,10 +141,13 @@ Json AttentionChoices(Gpt& model) {
   Json out = Json::array();
   for (int64_t l = 0; l < model->config().layers; ++l) {
     for (const PlanChoice& c : LayerPlanChoices(*model->attention(l))) {
-      Json ms = Json::object();
-      for (const PlanTiming& t : c.candidates) ms[t.label] = t.ms;
+      Json ms = Json::object(), samples = Json::object();
+      for (const PlanTiming& t : c.candidates) {
+        ms[t.label] = t.ms;
+        samples[t.label] = t.samples_ms;
+      }
       out.push_back({{"layer", l}, {"shape", c.shape}, {"chosen", c.candidates[c.chosen].label},
-                     {"candidates_ms", ms}});
+                     {"candidates_ms", ms}, {"samples_ms", samples}});
     }
   }
   return out;

@@ -71,7 +71,8 @@ Json AttentionPaths(Gpt& model);
 
 // Per-layer measured backend choices (train.attention = auto; attention_cuda.h
 // LayerPlanChoices): [{"layer": l, "shape": "B=8 T=4096 BFloat16 fwd+bwd", "chosen": label,
-// "candidates_ms": {label: ms, ...}}, ...], layers ascending; [] where nothing was measured.
+// "candidates_ms": {label: median ms, ...}, "samples_ms": {label: [ms per repetition], ...}},
+// ...], layers ascending; [] where nothing was measured.
 Json AttentionChoices(Gpt& model);
 
 }  // namespace headlab
