@@ -9,9 +9,14 @@ inline constexpr const char* kTrainLoss = "train.loss";          // nats/token
 inline constexpr const char* kTrainLr = "train.lr";
 inline constexpr const char* kTrainTokens = "train.tokens";      // cumulative tokens seen
 // Throughput of the training updates (evaluation and checkpoint time excluded, the
-// attempt's first update excluded as warm-up; payload/exec/throughput.h).
+// attempt's first update excluded as warm-up, and so is each update that carries a
+// one-off intervention — a SAF event, an AoH conversion, a pruning — together with the
+// first update after it, which re-plans the changed layers: the intervention's cost is its
+// method's to report, e.g. saf.cost_total_s; payload/exec/train_hooks.h "interventions").
 inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";
 inline constexpr const char* kTrainStepS = "train.step_s";       // seconds per update
+// The same throughput over the updates after the latest intervention only (runs with one).
+inline constexpr const char* kTrainTokensPerSAfterEvent = "train.tokens_per_s_after_event";
 // Model FLOPs utilisation: ModelFlopsPerToken (6 N + 6 L T C) x tokens/s over the device's
 // peak dense FLOP/s for the run's precision; absent where the peak is unknown (CPU).
 inline constexpr const char* kTrainMfu = "train.mfu";

@@ -379,5 +379,37 @@ TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-targ
   }
 }
 
+// A mid-run SAF event (one-time replacement at half the run, SAF §3.3) on CUDA in bf16: the
+// replaced layers re-plan after it and run the fast path with their fixed heads (no dense
+// reference, no Q/K rows for them), the run's provenance records each layer's plan after
+// the event (attention_plans), and the throughput after it is reported on its own.
+TEST_CASE("fused attention: after a mid-run SAF event every layer runs its planned fast path") {
+  REQUIRE(torch::cuda::is_available());
+  Json config = {{"seed", 5},
+                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 256}, {"context", 256}, {"pos", "rope"}}},
+                 {"train", {{"steps", 8}, {"batch_size", 2}, {"warmup_steps", 2}, {"log_every", 1},
+                            {"eval_every", 0}, {"eval_batches", 1}, {"checkpoint_every", 0},
+                            {"device", "cuda"}, {"attention", "auto"}}},
+                 {"saf", {{"method", "replace"}, {"rate", 0.5}, {"tau", 0.5}, {"calib_sequences", 4},
+                          {"calib_batch", 2}, {"fit_steps", 50}, {"fit_max_kl", 100.0}}}};
+  auto req = testing::MakeTrainRequest(config, "test", "headlab_exec_fused_saf_event");
+  REQUIRE(req.ok());
+  testing::TrainEvents run = testing::CollectTrainingEventsOk(*req);
+  const Json& plans = run.provenance["attention_plans"];
+  std::printf("attention plans after the SAF event: %s\n", plans.dump().c_str());
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0]["step"] == 5);  // the event comes before update 5 (step 4 = 0.5 x 8): it re-plans
+  int64_t fixed_layers = 0;
+  for (const auto& [label, layers] : plans[0]["attention_paths"].items()) {
+    INFO(label);
+    CHECK(label.find("dense_reference") == std::string::npos);
+    if (label.find("fixed_") != std::string::npos) fixed_layers += int64_t(layers.size());
+  }
+  CHECK(fixed_layers >= 1);  // 4 of the 8 heads are fixed: at least one layer holds some
+  CHECK(run.summary.contains("train.tokens_per_s_after_event"));
+  CHECK(run.summary["saf.heads_fixed"] == 4);
+  testing::RemoveTree(req->out_dir);
+}
+
 }  // namespace
 }  // namespace headlab

@@ -183,6 +183,12 @@ class Trainer {
   double Mfu() const;
   void AddThroughput(MetricRow* row) const;
   void AddDistMetrics(MetricRow* row) const;
+  // Runs `call` (the hooks' BeforeUpdate or AfterUpdate) with the timer paused, and keeps
+  // it paused when the hooks made an intervention; returns true iff they did.
+  StatusOr<bool> TimeHooks(const std::function<Status()>& call);
+  // After the update that re-planned for an intervention: records the layers' plans in
+  // provenance, reopens the timer and starts the after-event window.
+  void EndReplanningUpdate();
 
   // Constant after construction.
   const TrainRequest& req_;
@@ -232,6 +238,15 @@ class Trainer {
   double lr_ = 0;
   double slowest_rank_s_ = 0;    // total over this attempt's updates
   double slowest_update_s_ = 0;  // the slowest single update so far
+  // Interventions (train_hooks.h TrainContext::interventions).
+  int64_t interventions_seen_ = 0;
+  bool timer_held_ = false;        // paused for an intervention until the re-planning update ends
+  bool replans_now_ = false;       // this update's forwards run the changed model first
+  bool replan_next_ = false;       // an AfterUpdate intervention: the next update re-plans
+  bool after_event_ = false;       // the window of train.tokens_per_s_after_event has begun
+  double event_seconds0_ = 0;      // the timer's totals where that window began
+  int64_t event_updates0_ = 0;
+  Json attention_plans_ = Json::array();  // provenance: the layers' plans after each one
 };
 
 Status Trainer::SetUp() {
@@ -361,11 +376,49 @@ double Trainer::TokensPerS() const {
   return s > 0 ? double((progress_.step - first_step_) * tokens_per_step_) / s : 0.0;
 }
 
+StatusOr<bool> Trainer::TimeHooks(const std::function<Status()>& call) {
+  const bool was_open = timer_->open();
+  if (was_open) timer_->Pause(progress_.step);  // waits for the device: the hooks' work is not counted yet
+  HEADLAB_RETURN_IF_ERROR(call());
+  const bool intervened = ctx_->interventions != interventions_seen_;
+  interventions_seen_ = ctx_->interventions;
+  if (intervened) {
+    timer_held_ = timer_held_ || was_open;
+  } else if (was_open) {
+    timer_->Resume(progress_.step);
+  }
+  return intervened;
+}
+
+void Trainer::EndReplanningUpdate() {
+  replans_now_ = false;
+  if (lead_) {
+    Json paths = AttentionPaths(model_), choices = AttentionChoices(model_);
+    attention_plans_.push_back({{"step", progress_.step}, {"interventions", ctx_->interventions},
+                                {"attention_paths", paths}, {"attention_choices", choices}});
+    // The latest paths are the run's (results shows them); attention_plans keeps each.
+    events_->Provenance({{"attention_paths", paths}, {"attention_choices", choices},
+                         {"attention_plans", attention_plans_}});
+  }
+  if (timer_held_) {
+    timer_->Pause(progress_.step);  // no window is open: waits for the device only
+    timer_->Resume(progress_.step);
+    timer_held_ = false;
+  }
+  after_event_ = true;
+  event_seconds0_ = timer_->seconds();
+  event_updates0_ = timer_->updates();
+}
+
 double Trainer::Mfu() const { return peak_flops_ > 0 ? flops_per_token_ * TokensPerS() / peak_flops_ : 0.0; }
 
 void Trainer::AddThroughput(MetricRow* row) const {
   row->emplace_back(metric::kTrainTokensPerS, TokensPerS());
   if (timer_->updates() > 0) row->emplace_back(metric::kTrainStepS, timer_->SecondsPerUpdate());
+  const int64_t after = timer_->updates() - event_updates0_;
+  if (after_event_ && after > 0)
+    row->emplace_back(metric::kTrainTokensPerSAfterEvent,
+                      double(after * tokens_per_step_) / (timer_->seconds() - event_seconds0_));
   if (Mfu() > 0) row->emplace_back(metric::kTrainMfu, Mfu());
   if (device_.is_cuda()) row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device_)));
 }
@@ -381,6 +434,7 @@ void Trainer::AddDistMetrics(MetricRow* row) const {
 
 Status Trainer::Evaluate() {
   if (!lead_) return Status::Ok();
+  const bool was_open = timer_->open();
   timer_->Pause(progress_.step);
   logprobs_ = EvalLogProbs(model_, data_, c_, device_);
   eval_loss_ = MeanNats(logprobs_);
@@ -391,12 +445,13 @@ Status Trainer::Evaluate() {
           " ppl " + std::to_string(std::exp(eval_loss_)));
   Status st = ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterEvaluate(*ctx_); });
   timer_->Pause(progress_.step);  // the hooks may have queued work too
-  timer_->Resume(progress_.step);
+  if (was_open) timer_->Resume(progress_.step);
   return st;
 }
 
 Status Trainer::Save() {
   if (!lead_) return Status::Ok();
+  const bool was_open = timer_->open();
   timer_->Pause(progress_.step);
   progress_.sampler_state = sampler_->SaveState();
   if (updater_->scaler().enabled()) {
@@ -410,7 +465,7 @@ Status Trainer::Save() {
   }
   saved_at_ = progress_.step;
   Status st = SaveCheckpoint(req_.out_dir, req_.config_json, model_, *opt_, progress_, events_);
-  timer_->Resume(progress_.step);
+  if (was_open) timer_->Resume(progress_.step);
   return st;
 }
 
@@ -476,9 +531,14 @@ Status Trainer::Step(bool* last) {
       // model and the optimiser's tensors, so the update begins after them.
       if (!req_.hooks.empty()) {
         torch::Tensor gx = ToBatch(tokens, t_.batch_size * world_, c_.model.context, device_).first;
-        HEADLAB_RETURN_IF_ERROR(
-            ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, gx); }));
-        HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' BeforeUpdate"));
+        StatusOr<bool> intervened = TimeHooks([&] {
+          HEADLAB_RETURN_IF_ERROR(
+              ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.BeforeUpdate(ctx, gx); }));
+          return SyncReplicas("the methods' BeforeUpdate");
+        });
+        if (!intervened.ok()) return intervened.status();
+        replans_now_ = *intervened || replan_next_;
+        replan_next_ = false;
       }
       updater_->Begin();
     }
@@ -516,6 +576,7 @@ Status Trainer::Step(bool* last) {
       events_->Provenance(first);
     }
   }
+  if (replans_now_) EndReplanningUpdate();
   double update_s = SecondsSince(u0);
   if (group_) {  // an update takes as long as its slowest rank
     torch::Tensor u = torch::full({1}, update_s, torch::dtype(torch::kDouble).device(device_));
@@ -526,9 +587,13 @@ Status Trainer::Step(bool* last) {
   slowest_update_s_ = std::max(slowest_update_s_, update_s);
   if (!req_.hooks.empty()) {
     const double update_loss = loss_.item<double>();
-    HEADLAB_RETURN_IF_ERROR(
-        ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
-    HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' AfterUpdate"));
+    StatusOr<bool> intervened = TimeHooks([&] {
+      HEADLAB_RETURN_IF_ERROR(
+          ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterUpdate(ctx, update_loss); }));
+      return SyncReplicas("the methods' AfterUpdate");
+    });
+    if (!intervened.ok()) return intervened.status();
+    replan_next_ = replan_next_ || *intervened;
   }
 
   *last = !timed_ && progress_.step == t_.steps;

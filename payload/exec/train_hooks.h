@@ -68,6 +68,13 @@ struct TrainContext {
   // evaluation batches of the reporting split; eval mode, no gradients, training mode
   // restored afterwards.
   std::function<double(int64_t batches)> eval_loss;
+  // One-off interventions that changed the model (a SAF event, an AoH conversion, a
+  // pruning): a hook adds one for each it makes. The loop leaves the update that carried it
+  // (and, for one made in AfterUpdate, the next update, whose forward re-plans the changed
+  // layers) out of train.tokens_per_s, restarts train.tokens_per_s_after_event after it,
+  // and records the layers' attention plans after it in provenance (attention_plans).
+  // Work a method does at every update (AAH's controller) is no intervention: it counts.
+  int64_t interventions = 0;
 };
 
 using MetricRow = std::vector<std::pair<std::string, double>>;

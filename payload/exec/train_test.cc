@@ -2,8 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -435,6 +436,75 @@ TEST_CASE("train: throughput is tokens per second of the timed updates; no MFU w
   CHECK_FALSE(ev.summary.contains(metric::kTrainMfu));  // the CPU has no peak in the table
   CHECK_FALSE(ev.summary.contains(metric::kGpuPeakMemBytes));
   testing::RemoveTree(req.out_dir);
+}
+
+// A one-off intervention at a chosen update (as a SAF event would make): it changes head 0
+// of layer 0 to a local window and then computes for `work_s` seconds (real matrix
+// products), in BeforeUpdate or AfterUpdate.
+class InterventionHooks : public TrainHooks {
+ public:
+  InterventionHooks(int64_t at, bool after_update, double work_s)
+      : at_(at), after_update_(after_update), work_s_(work_s) {}
+  const char* name() const override { return "intervention"; }
+  Status BeforeUpdate(TrainContext& ctx, const torch::Tensor&) override {
+    return after_update_ ? Status::Ok() : MaybeIntervene(ctx);
+  }
+  Status AfterUpdate(TrainContext& ctx, double) override {
+    return after_update_ ? MaybeIntervene(ctx) : Status::Ok();
+  }
+
+ private:
+  Status MaybeIntervene(TrainContext& ctx) {
+    if (ctx.step != at_) return Status::Ok();
+    ctx.model->attention(0)->SetHeadState(0, {HeadMode::kLocal, 4});
+    const auto t0 = std::chrono::steady_clock::now();
+    torch::Tensor a = torch::randn({128, 128});
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < work_s_)
+      a = torch::tanh(torch::mm(a, a));
+    ++ctx.interventions;
+    return Status::Ok();
+  }
+  const int64_t at_;
+  const bool after_update_;
+  const double work_s_;
+};
+
+TEST_CASE("train: an intervention's update is left out of the throughput, and the plans after it are recorded") {
+  for (bool after_update : {false, true}) {
+    INFO("intervention in " << (after_update ? "AfterUpdate" : "BeforeUpdate"));
+    TrainRequest req = TinyRun("intervention", {{"train", {{"steps", 7}, {"log_every", 1}, {"eval_every", 0},
+                                                            {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+    constexpr double kWorkS = 2.0;
+    // BeforeUpdate of update 4 (ctx.step 3), or AfterUpdate of update 3 (ctx.step 3): either
+    // way update 4 is the first to run the changed layer.
+    req.hooks = {std::make_shared<InterventionHooks>(3, after_update, kWorkS)};
+    Status st;
+    Events ev = Run(req, &st);
+    REQUIRE(st.ok());
+    // Counted: updates 2, 3, 5, 6, 7 (1 is warm-up, 4 re-plans). Had the 2 s of work been
+    // counted, an update would average >= 0.4 s; the tiny model's take milliseconds.
+    CHECK(ev.summary[metric::kTrainStepS].get<double>() < 0.2);
+    // The after-event rate from update 5 on, logged from then on only.
+    const auto& after = ev.metrics[metric::kTrainTokensPerSAfterEvent];
+    CHECK(after.size() == 3);
+    CHECK(after.begin()->first == 5);
+    CHECK(ev.summary.contains(metric::kTrainTokensPerSAfterEvent));
+    REQUIRE(ev.provenance["attention_plans"].size() == 1);
+    CHECK(ev.provenance["attention_plans"][0]["step"] == 4);
+    CHECK(ev.provenance["attention_plans"][0]["interventions"] == 1);
+    CHECK(ev.provenance["attention_plans"][0].contains("attention_paths"));
+    testing::RemoveTree(req.out_dir);
+  }
+  // Without an intervention: no after-event rate, no plan history.
+  TrainRequest plain = TinyRun("no_intervention", {{"train", {{"steps", 3}, {"log_every", 1}, {"eval_every", 0},
+                                                               {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+  plain.hooks = {std::make_shared<InterventionHooks>(-1, false, 0.0)};
+  Status st;
+  Events ev = Run(plain, &st);
+  REQUIRE(st.ok());
+  CHECK_FALSE(ev.summary.contains(metric::kTrainTokensPerSAfterEvent));
+  CHECK_FALSE(ev.provenance.contains("attention_plans"));
+  testing::RemoveTree(plain.out_dir);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ class UpdateTimer {
   // Opens a window at `step` (the device is idle: right after Pause).
   void Resume(int64_t step);
 
+  // Returns true iff a window is open (between Resume and the next Pause).
+  bool open() const { return open_; }
   double seconds() const { return seconds_; }
   int64_t updates() const { return updates_; }
   // Seconds per update over the counted windows; 0 before any.

@@ -89,6 +89,7 @@ class AohHooks : public TrainHooks {
     if (!plan.ok()) return plan.status();
     plan_ = std::move(plan.value());
     converted_at_ = ctx.step;
+    ++ctx.interventions;  // the layers re-plan (train_hooks.h)
     return Status::Ok();
   }
 

@@ -154,6 +154,7 @@ class PruneHooks : public TrainHooks {
             std::to_string(ctx.step) + ": " + std::to_string(params_before) + " -> " +
             std::to_string(params_after) + " parameters, held-out loss " +
             std::to_string(loss_before) + " -> " + std::to_string(loss_after));
+    ++ctx.interventions;  // the layers re-plan (train_hooks.h)
     return Status::Ok();
   }
 

@@ -151,6 +151,7 @@ Status SafHooks::Publish(TrainContext& ctx, std::vector<InterventionReport> repo
     events.push_back(undo);
   }
   last_installed_ = installed;
+  if (!events.empty()) ++ctx.interventions;  // the layers re-plan (train_hooks.h)
   if (options_.trainable) HEADLAB_RETURN_IF_ERROR(AddTrainable(ctx));
   for (Json& e : events) {
     e["event_index"] = published_;
