@@ -47,7 +47,7 @@ runs_table() {
   db "SELECT r.id, r.arm, json_extract(r.config_json, '$.pair.rep'), r.status,
              printf('%.0f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'train.tokens_per_s')),
              printf('%.0f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'train.tokens_per_s_after_event')),
-             printf('%.2f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'saf.cost_total_s')),
+             printf('%.2f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'saf.cost.total_s')),
              printf('%.2f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'mem.gpu_peak_bytes') / 1073741824.0)
       FROM runs r WHERE r.experiment_id = $exp ORDER BY r.id" |
     awk -F'|' 'BEGIN { printf "%-5s %-12s %-4s %-10s %12s %16s %10s %10s\n", "run", "arm", "rep", "status",
