@@ -24,28 +24,14 @@ torch::Tensor FutureMask(int64_t T, torch::Device device) {
   return torch::ones({T, T}, torch::dtype(torch::kBool).device(device)).triu(1);
 }
 
-// Puts a module into eval mode for its lifetime and restores the previous mode.
-class EvalModeScope {
- public:
-  explicit EvalModeScope(torch::nn::Module* m) : m_(m), was_training_(m && m->is_training()) {
-    if (m_) m_->eval();
-  }
-  ~EvalModeScope() {
-    if (m_) m_->train(was_training_);
-  }
-
- private:
-  torch::nn::Module* m_;
-  bool was_training_;
-};
-
 }  // namespace
 
 void RunningMoments::Add(const torch::Tensor& x, bool per_entry) {
   torch::Tensor xf = x.detach().to(torch::kFloat32);
   const int64_t b = xf.size(0);
   torch::Tensor batch_mean = xf.mean(0);
-  torch::Tensor dev2 = (xf - batch_mean).pow(2);
+  torch::Tensor dev2 = xf - batch_mean;  // squared in place: one [B, H, T, T] temporary
+  dev2.pow_(2);
   torch::Tensor batch_m2 = dev2.sum(0);                        // [H, T, T]
   std::vector<double> batch_total = ToDoubles(batch_m2.sum({1, 2}));  // [H]
   if (n == 0) {
@@ -65,6 +51,10 @@ void RunningMoments::Add(const torch::Tensor& x, bool per_entry) {
 }
 
 torch::Tensor RunningMoments::Mean() const { return sum / double(n); }
+
+int64_t RunningMoments::bytes() const {
+  return (sum.defined() ? int64_t(sum.nbytes()) : 0) + (m2.defined() ? int64_t(m2.nbytes()) : 0);
+}
 
 torch::Tensor RunningMoments::EntryVariance() const {
   TORCH_CHECK(m2.defined() && n >= 2, "per-entry variance needs per_entry moments and N >= 2");
@@ -89,7 +79,14 @@ void CalibrationStats::Add(int64_t layer, const torch::Tensor& att, const torch:
 }
 
 torch::Tensor CalibrationStats::Mean(int64_t l, int64_t h) const {
-  return layers_[size_t(l)].att.Mean()[h];
+  const RunningMoments& m = layers_[size_t(l)].att;
+  return m.sum[h] / double(m.n);  // one head's [T, T] only
+}
+
+int64_t CalibrationStats::bytes() const {
+  int64_t total = 0;
+  for (const LayerStats& s : layers_) total += s.att.bytes() + s.logits.bytes();
+  return total;
 }
 
 double CalibrationStats::VarianceScore(int64_t l, int64_t h) const {
@@ -171,7 +168,7 @@ LayerAttention ComputeLayerAttention(const ModelView& model, int64_t l, const to
   }
   // SAF eq. 5-6.
   torch::Tensor s = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
-  s = s.masked_fill(FutureMask(T, x.device()), -INFINITY);
+  s.masked_fill_(FutureMask(T, x.device()), -INFINITY);
   return {torch::softmax(s, -1), s, v};
 }
 
@@ -198,54 +195,67 @@ std::vector<int64_t> LatterHalfQueries(int64_t T, int64_t count) {
   return out;
 }
 
+OutputStats EmptyOutputStats(int64_t layers, int64_t heads) {
+  OutputStats out;
+  out.layers = layers;
+  out.heads = heads;
+  out.sq_norm.assign(size_t(layers * heads), 0.0);
+  out.dims.assign(size_t(layers * heads), 0);
+  out.gram.assign(size_t(layers * heads * heads), 0.0);
+  out.cos_sum.assign(size_t(layers * heads), 0.0);
+  out.rel_sum.assign(size_t(layers * heads), 0.0);
+  return out;
+}
+
+void AddLayerOutputs(const ModelView& model, int64_t l, const torch::Tensor& r,
+                     const torch::Tensor& mean, const torch::Tensor& idx, OutputStats* out) {
+  const LayerView& lv = model.layers[size_t(l)];
+  const int64_t B = r.size(0), H = model.heads, nq = idx.size(0);
+  LayerAttention a = ComputeLayerAttention(model, l, lv.attention_input(r));
+  const int64_t C = lv.o_weight.size(0), d = lv.o_weight.size(1) / H;
+  torch::Tensor wo = lv.o_weight.view({C, H, d});
+  torch::Tensor mean_rows = mean.to(r.device()).index_select(1, idx);  // [H, nq, T]
+  // App. A.3: C = A V W^O and C~ = A_hat V W^O at the sampled queries, per head.
+  torch::Tensor c = torch::einsum("bhid,chd->bhic", {torch::matmul(a.att.index_select(2, idx), a.values), wo});
+  torch::Tensor ct = torch::einsum("bhid,chd->bhic", {torch::matmul(mean_rows.unsqueeze(0), a.values), wo});
+  torch::Tensor o = c.sum(1);                          // [B, nq, C]
+  if (lv.o_bias.defined()) o = o + lv.o_bias;
+  torch::Tensor y = r.index_select(1, idx) + o;        // Y = R + O
+  torch::Tensor yt = y.unsqueeze(1) - c + ct;          // Y~_h, [B, H, nq, C]
+  std::vector<double> sq = ToDoubles(c.pow(2).sum(std::vector<int64_t>{0, 2, 3}));
+  std::vector<double> gram = ToDoubles(torch::einsum("bhic,bgic->hg", {c, c}));
+  std::vector<double> cosv = ToDoubles(
+      (1 - torch::cosine_similarity(y.unsqueeze(1).expand_as(yt), yt, -1)).sum(std::vector<int64_t>{0, 2}));
+  torch::Tensor denom = o.norm(2, -1).clamp_min(1e-8).unsqueeze(1);  // [B, 1, nq]
+  std::vector<double> rel = ToDoubles(((ct - c).norm(2, -1) / denom).sum(std::vector<int64_t>{0, 2}));
+  for (int64_t h = 0; h < H; ++h) {
+    const size_t u = size_t(l * H + h);
+    out->sq_norm[u] += sq[size_t(h)];
+    out->dims[u] += B * nq * C;
+    out->cos_sum[u] += cosv[size_t(h)];
+    out->rel_sum[u] += rel[size_t(h)];
+    for (int64_t g = 0; g < H; ++g) out->gram[size_t((l * H + h) * H + g)] += gram[size_t(h * H + g)];
+  }
+}
+
+torch::Tensor QueryIndex(const torch::Tensor& tokens, int64_t queries) {
+  return torch::tensor(LatterHalfQueries(tokens.size(1), queries), torch::kLong).to(tokens.device());
+}
+
 OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Tensor>& batches,
                              const CalibrationStats& stats, int64_t queries) {
   torch::NoGradGuard no_grad;
   EvalModeScope eval(model.module);
-  const int64_t L = int64_t(model.layers.size()), H = model.heads;
-  OutputStats out;
-  out.layers = L;
-  out.heads = H;
-  out.sq_norm.assign(size_t(L * H), 0.0);
-  out.dims.assign(size_t(L * H), 0);
-  out.gram.assign(size_t(L * H * H), 0.0);
-  out.cos_sum.assign(size_t(L * H), 0.0);
-  out.rel_sum.assign(size_t(L * H), 0.0);
+  const int64_t L = int64_t(model.layers.size());
+  OutputStats out = EmptyOutputStats(L, model.heads);
   for (const torch::Tensor& tokens : batches) {
-    const int64_t B = tokens.size(0), T = tokens.size(1);
-    torch::Tensor idx = torch::tensor(LatterHalfQueries(T, queries), torch::kLong).to(tokens.device());
-    const int64_t nq = idx.size(0);
+    torch::Tensor idx = QueryIndex(tokens, queries);
     torch::Tensor r = model.embed(tokens);
     for (int64_t l = 0; l < L; ++l) {
-      const LayerView& lv = model.layers[size_t(l)];
-      LayerAttention a = ComputeLayerAttention(model, l, lv.attention_input(r));
-      const int64_t C = lv.o_weight.size(0), d = lv.o_weight.size(1) / H;
-      torch::Tensor wo = lv.o_weight.view({C, H, d});
-      torch::Tensor mean_rows = stats.layer(l).att.Mean().to(r.device()).index_select(1, idx);  // [H, nq, T]
-      // App. A.3: C = A V W^O and C~ = A_hat V W^O at the sampled queries, per head.
-      torch::Tensor c = torch::einsum("bhid,chd->bhic", {torch::matmul(a.att.index_select(2, idx), a.values), wo});
-      torch::Tensor ct = torch::einsum("bhid,chd->bhic", {torch::matmul(mean_rows.unsqueeze(0), a.values), wo});
-      torch::Tensor o = c.sum(1);                          // [B, nq, C]
-      if (lv.o_bias.defined()) o = o + lv.o_bias;
-      torch::Tensor y = r.index_select(1, idx) + o;        // Y = R + O
-      torch::Tensor yt = y.unsqueeze(1) - c + ct;          // Y~_h, [B, H, nq, C]
-      std::vector<double> sq = ToDoubles(c.pow(2).sum(std::vector<int64_t>{0, 2, 3}));
-      std::vector<double> gram = ToDoubles(torch::einsum("bhic,bgic->hg", {c, c}));
-      std::vector<double> cosv = ToDoubles(
-          (1 - torch::cosine_similarity(y.unsqueeze(1).expand_as(yt), yt, -1)).sum(std::vector<int64_t>{0, 2}));
-      torch::Tensor denom = o.norm(2, -1).clamp_min(1e-8).unsqueeze(1);  // [B, 1, nq]
-      std::vector<double> rel = ToDoubles(((ct - c).norm(2, -1) / denom).sum(std::vector<int64_t>{0, 2}));
-      for (int64_t h = 0; h < H; ++h) {
-        const size_t u = size_t(l * H + h);
-        out.sq_norm[u] += sq[size_t(h)];
-        out.dims[u] += B * nq * C;
-        out.cos_sum[u] += cosv[size_t(h)];
-        out.rel_sum[u] += rel[size_t(h)];
-        for (int64_t g = 0; g < H; ++g) out.gram[size_t((l * H + h) * H + g)] += gram[size_t(h * H + g)];
-      }
-      r = lv.block(r);
+      AddLayerOutputs(model, l, r, stats.layer(l).att.Mean(), idx, &out);
+      r = model.layers[size_t(l)].block(r);
     }
-    out.rows += B * nq;
+    out.rows += tokens.size(0) * idx.size(0);
   }
   return out;
 }

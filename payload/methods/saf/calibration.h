@@ -43,6 +43,7 @@ struct RunningMoments {
   // (M2 = M2_a + M2_b + ||mean_b - mean_a||^2 n_a n_b / n): every term is a sum of squares.
   void Add(const torch::Tensor& x, bool per_entry);
   torch::Tensor Mean() const;  // [H, T, T]
+  int64_t bytes() const;       // of the tensors held (sum, m2)
   // Per-entry sample variance, divisor n - 1 (requires per-entry m2 and n >= 2).
   torch::Tensor EntryVariance() const;
 };
@@ -72,6 +73,8 @@ class CalibrationStats {
 
   // Returns the empirical mean pattern A_hat [T, T] of head (l, h) (§3.1).
   torch::Tensor Mean(int64_t l, int64_t h) const;
+  // Bytes of the statistics' tensors held.
+  int64_t bytes() const;
   // SAF eq. 1: (1 / ((N-1) T^2)) sum_n ||A_n - A_hat||_F^2. Requires N >= 2.
   double VarianceScore(int64_t l, int64_t h) const;
   // SAF eq. 2: (1 / (N T)) sum_n sum_i KL(A_n[i] || A_hat[i]), from row entropies:
@@ -128,6 +131,23 @@ LayerAttention ComputeLayerAttention(const ModelView& model, int64_t l, const to
 void Calibrate(const ModelView& model, const std::vector<torch::Tensor>& batches,
                CalibrationStats* stats);
 
+// Puts a module into eval mode for its lifetime and restores the previous mode.
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(torch::nn::Module* m) : m_(m), was_training_(m && m->is_training()) {
+    if (m_) m_->eval();
+  }
+  ~EvalModeScope() {
+    if (m_) m_->train(was_training_);
+  }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  torch::nn::Module* m_;
+  bool was_training_;
+};
+
 // Returns the query positions used by the output-aware scores: `count` positions spaced
 // evenly over [T/2, T-1] (App. A.3).
 std::vector<int64_t> LatterHalfQueries(int64_t T, int64_t count);
@@ -136,6 +156,15 @@ std::vector<int64_t> LatterHalfQueries(int64_t T, int64_t count);
 // (A_hat, for C~ and Y~) at `queries` positions per sequence (LatterHalfQueries).
 OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Tensor>& batches,
                              const CalibrationStats& stats, int64_t queries);
+
+// The pieces of CalibrateOutputs, for passes that walk the layers themselves: zeroed sums
+// for L x H heads; the query positions of a token batch [B, T] (on its device); and layer
+// l's contribution for one batch, given its residual stream r [B, T, C] and its heads' mean
+// patterns `mean` [H, T, T] (rows are not counted: add B |I| to out->rows once per batch).
+OutputStats EmptyOutputStats(int64_t layers, int64_t heads);
+torch::Tensor QueryIndex(const torch::Tensor& tokens, int64_t queries);
+void AddLayerOutputs(const ModelView& model, int64_t l, const torch::Tensor& r,
+                     const torch::Tensor& mean, const torch::Tensor& queries, OutputStats* out);
 
 // Returns the gate-Taylor importances I_lh of SAF eq. 19 ([L H]): each head's output is
 // multiplied by a gate xi (1) before the output projection, and |dL_n/dxi_lh| is averaged

@@ -7,9 +7,13 @@
 // convolutions/correlations of exp(alpha), exp(rho) and 1/Z, so the FFT fitter runs in
 // O(T log T) per step and never forms a T x T matrix; the dense fitter forms the rows
 // explicitly and is the reference the FFT path is checked against. All fitting runs in
-// float64 on the CPU: a fit is tiny next to calibration, and double precision keeps the
-// FFT's absolute error (~1e-16 of the largest term) far below the KL tolerance.
+// float64 on the device its inputs live on (the model's, CUDA included): double precision
+// keeps the FFT's absolute error (~1e-16 of the largest term) far below the KL tolerance.
+// The FFT fitter takes any number of heads at once (FitCompactBatched): every head's steps
+// are the same row-wise operations on an [n, T] batch, so n fits cost one fit's launches.
 #pragma once
+
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -34,18 +38,20 @@ struct CompactFit {
 };
 
 // Returns P from an empirical mean pattern [T, T]: causal entries floored at `floor`, each
-// row renormalised to sum 1, entries above the diagonal 0; float64 (Alg. 1 l.15).
+// row renormalised to sum 1, entries above the diagonal 0; float64 on mean's device
+// (Alg. 1 l.15).
 torch::Tensor PrepareTarget(const torch::Tensor& mean, double floor = 1e-9);
 
 // The sufficient statistics of eq. 4: eta_abs(j) = sum_{i>=j} P(i,j) and
-// eta_rel(d) = sum_{i-j=d} P(i,j); float64 [T] each.
+// eta_rel(d) = sum_{i-j=d} P(i,j); float64 [T] each ([n, T] for n heads: p [n, T, T]).
 struct Marginals {
   torch::Tensor eta_abs, eta_rel;
 };
 Marginals SufficientStatistics(const torch::Tensor& p);
 
 // Returns log Z(i) = log sum_{k<=i} exp(alpha(k) + rho(i-k)) for i < T (eq. 3) by one
-// causal FFT convolution of exp(alpha) and exp(rho): O(T log T). float64 [T].
+// causal FFT convolution of exp(alpha) and exp(rho): O(T log T). float64 [T]. These and
+// the functions below work row by row on [n, T] inputs too (n heads), on their device.
 torch::Tensor LogNormalizerFft(const torch::Tensor& alpha, const torch::Tensor& rho);
 // The same by forming every causal row (O(T^2) memory): the checking path.
 torch::Tensor LogNormalizerDense(const torch::Tensor& alpha, const torch::Tensor& rho);
@@ -78,5 +84,12 @@ double RowAveragedKl(const torch::Tensor& p, const torch::Tensor& q);
 // (App. A.2). The KL is computed from the sufficient statistics (FFT path) or the dense
 // rows (dense path); accepted iff kl <= max_kl.
 CompactFit FitCompact(const torch::Tensor& target, const CompactFitOptions& options = {});
+
+// The FFT fit of n heads in one optimisation from their sufficient statistics alone:
+// eta [n, T] (SufficientStatistics of each prepared target) and entropy [n] (each target's
+// MeanRowEntropy). Runs on eta's device; every head takes exactly the steps FitCompact
+// would take for it (the fits agree with FitCompact's to rounding). Returns n fits, CPU.
+std::vector<CompactFit> FitCompactBatched(const Marginals& eta, const torch::Tensor& entropy,
+                                          const CompactFitOptions& options = {});
 
 }  // namespace headlab::saf

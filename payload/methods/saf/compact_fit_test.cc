@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "payload/exec/attention.h"
+#include "payload/methods/saf/saf_testing.h"
 
 namespace headlab::saf {
 namespace {
@@ -11,15 +12,8 @@ constexpr int64_t kT = 48;
 
 torch::TensorOptions F64() { return torch::dtype(torch::kFloat64); }
 
-// A causal row-stochastic matrix that is not of the compact form: the mean of a few random
-// causal softmaxes with a content-like spike.
-torch::Tensor RandomMeanPattern(int64_t T, uint64_t seed) {
-  torch::manual_seed(seed);
-  torch::Tensor s = torch::randn({4, T, T}, F64()) * 2;
-  torch::Tensor mask = torch::ones({T, T}, torch::kBool).tril();
-  torch::Tensor a = torch::softmax(s.masked_fill(mask.logical_not(), -INFINITY), -1);
-  return a.mean(0);
-}
+using testing::AssortedTargets;
+using testing::RandomMeanPattern;
 
 TEST_CASE("PrepareTarget floors causal entries, renormalises rows and zeroes the future") {
   torch::Tensor m = torch::zeros({4, 4}, F64());
@@ -110,6 +104,46 @@ TEST_CASE("a head whose target the compact form cannot express fails the 0.2-nat
   CompactFit fit = FitCompact(PrepareTarget(m));
   CHECK(fit.kl > 0.2);
   CHECK_FALSE(fit.accepted);
+}
+
+TEST_CASE("batched fits equal per-head fits on assorted targets, ill-conditioned ones included") {
+  const std::vector<torch::Tensor> targets = AssortedTargets(kT);
+  const testing::BatchInputs in = testing::StackTargets(targets);
+  CompactFitOptions opt;
+  std::vector<CompactFit> batched = FitCompactBatched(in.eta, in.entropy, opt);
+  REQUIRE(batched.size() == targets.size());
+  int64_t accepted = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    INFO("target " << i);
+    const CompactFit one = FitCompact(targets[i], opt);
+    const CompactFit& b = batched[i];
+    auto close = [](const torch::Tensor& x, const torch::Tensor& y) {
+      return ((x - y).abs() <= 1e-9 * y.abs().clamp_min(1.0)).all().item<bool>();
+    };
+    CHECK(close(b.alpha, one.alpha));
+    CHECK(close(b.rho, one.rho));
+    CHECK(close(b.log_z, one.log_z));
+    CHECK(b.kl == Approx(one.kl).epsilon(1e-9).margin(1e-12));
+    CHECK(b.accepted == one.accepted);
+    accepted += b.accepted;
+    if (i < 4) {
+      // The batch's KL is the dense KL of its own fit, and its fit that of the dense fitter
+      // (the T x T reference, head by head): nothing leaks between rows.
+      CHECK(b.kl == Approx(RowAveragedKl(targets[i], CompactPatternDense(b.alpha, b.rho))).margin(1e-9));
+      CompactFitOptions dense = opt;
+      dense.path = NormalizerPath::kDense;
+      const CompactFit d = FitCompact(targets[i], dense);
+      CHECK((b.alpha - d.alpha).abs().max().item<double>() < 1e-6);
+      CHECK((b.rho - d.rho).abs().max().item<double>() < 1e-6);
+    }
+  }
+  CHECK(accepted > 0);                        // some pass ...
+  CHECK(accepted < int64_t(targets.size()));  // ... and the permutation does not
+  // A head's fit does not depend on its batch: alone, or after the others in reverse order.
+  std::vector<CompactFit> reversed = FitCompactBatched(
+      {in.eta.eta_abs.flip(0), in.eta.eta_rel.flip(0)}, in.entropy.flip(0), opt);
+  for (size_t i = 0; i < targets.size(); ++i)
+    CHECK(reversed[targets.size() - 1 - i].kl == Approx(batched[i].kl).epsilon(1e-9).margin(1e-12));
 }
 
 }  // namespace

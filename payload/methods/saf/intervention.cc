@@ -5,6 +5,8 @@
 #include <chrono>
 #include <map>
 
+#include "payload/methods/saf/chunked_calibration.h"
+
 namespace headlab::saf {
 namespace {
 
@@ -20,14 +22,12 @@ struct Ranking {
   std::vector<int64_t> order;
 };
 
-StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
+StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationSummary& stats,
                        const OutputStats* outputs, const GradientEma* gradient,
                        const std::vector<double>& gate_taylor) {
-  const int64_t L = stats.layers(), H = stats.heads();
+  const int64_t L = stats.layers, H = stats.heads;
   Ranking r;
-  std::vector<double> var(size_t(L * H));
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < H; ++h) var[size_t(l * H + h)] = stats.VarianceScore(l, h);
+  std::vector<double> var = stats.VarianceScores();
   if (NeedsGradientEma(o.score) && (!gradient || gradient->empty()))
     return Status::InvalidArgument(std::string("saf.score ") + ScoreKindName(o.score) +
                                    " needs the Q/K gradient EMA, fed by the training loop");
@@ -36,10 +36,7 @@ StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
     case ScoreKind::kRandom:  // random ranks by variance first: its per-layer counts
       r.scores = var;
       break;
-    case ScoreKind::kForwardKl:
-      for (int64_t l = 0; l < L; ++l)
-        for (int64_t h = 0; h < H; ++h) r.scores.push_back(stats.ForwardKlScore(l, h));
-      break;
+    case ScoreKind::kForwardKl: r.scores = stats.ForwardKlScores(); break;
     case ScoreKind::kGradient: r.scores = gradient->scores(); break;
     case ScoreKind::kRankSum: r.scores = RankSumScores(var, gradient->scores()); break;
     case ScoreKind::kGradientVeto:
@@ -58,6 +55,64 @@ StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationStats& stats,
   r.order = IncreasingOrder(r.scores);
   return r;
 }
+
+// The compact fits of the selection's candidates, run in batches (FitCompactBatched) on
+// `device` from the heads' summaries. The selection asks for one head at a time (Alg. 1's
+// lazy walk); a miss fits that head together with the next unfitted heads of the walk, as
+// many as the selection still needs to accept: the first batch holds the first k
+// candidates, and each later one the walk's next (k - accepted) heads, so a walk that
+// accepts as it goes fits no head the lazy walk would not. Outcomes are those of per-head
+// fits (FitCompactBatched), whatever the batching.
+class BatchedFits {
+ public:
+  BatchedFits(const CalibrationSummary& summary, const CompactFitOptions& options,
+              torch::Device device)
+      : summary_(summary), options_(options), device_(device) {}
+
+  // The walk the next selection takes and how many heads it must accept.
+  void Walk(const std::vector<HeadId>& walk, int64_t accept) {
+    walk_ = walk;
+    accept_ = accept;
+    accepted_ = 0;
+  }
+
+  const CompactFit& Fit(const HeadId& u) {
+    const int64_t key = u.layer * summary_.heads + u.head;
+    if (!done_.count(key)) FitAhead(u);
+    const CompactFit& f = done_.at(key);
+    if (f.accepted) ++accepted_;
+    return f;
+  }
+
+ private:
+  void FitAhead(const HeadId& u) {
+    const int64_t H = summary_.heads;
+    std::vector<HeadId> batch = {u};
+    const int64_t want = std::max<int64_t>(1, accept_ - accepted_);
+    auto it = std::find(walk_.begin(), walk_.end(), u);
+    for (it = it == walk_.end() ? it : it + 1; it != walk_.end() && int64_t(batch.size()) < want; ++it)
+      if (!done_.count(it->layer * H + it->head)) batch.push_back(*it);
+    std::vector<torch::Tensor> abs, rel;
+    std::vector<double> entropy;
+    for (const HeadId& v : batch) {
+      const HeadSummary& s = summary_.at(v.layer, v.head);
+      abs.push_back(s.eta.eta_abs);
+      rel.push_back(s.eta.eta_rel);
+      entropy.push_back(s.target_entropy);
+    }
+    Marginals eta = {torch::stack(abs).to(device_), torch::stack(rel).to(device_)};
+    std::vector<CompactFit> fits = FitCompactBatched(
+        eta, torch::tensor(entropy, torch::kFloat64).to(device_), options_);
+    for (size_t i = 0; i < batch.size(); ++i) done_[batch[i].layer * H + batch[i].head] = fits[i];
+  }
+
+  const CalibrationSummary& summary_;
+  const CompactFitOptions options_;
+  const torch::Device device_;
+  std::vector<HeadId> walk_;
+  int64_t accept_ = 0, accepted_ = 0;
+  std::map<int64_t, CompactFit> done_;  // u -> fit, requested or fitted ahead
+};
 
 }  // namespace
 
@@ -130,23 +185,35 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   rep.storage = o.pattern == PatternKind::kMean ? o.storage
                 : o.pattern == PatternKind::kStructuredRandom ? "compact" : "dense";
 
-  // Calibration (App. A.1), plus the output-aware pass when the score needs it.
+  // Calibration (App. A.1), plus the output-aware pass when the score needs it: in layer
+  // chunks under saf.calib_memory_gb, unless a dense pattern or the dense fitter reads
+  // full per-head statistics (then every layer's are kept, one chunk).
   Clock::time_point t0 = Clock::now();
-  CalibrationStats stats(L, H, PatternNeeds(o.pattern));
-  Calibrate(in.view, in.calibration, &stats);
-  OutputStats outputs;
+  ChunkedCalibrationOptions copt;
+  copt.needs = PatternNeeds(o.pattern);
+  copt.keep_stats = NeedsFullStatistics(o);
+  if (!copt.keep_stats) copt.needs = CalibrationNeeds{};
+  copt.memory_bytes = int64_t(o.calib_memory_gb * double(int64_t(1) << 30));
+  copt.floor = FitOptionsOf(o).floor;
   if (in.prescribed.empty() && NeedsOutputPass(o.score)) {
-    const auto& batches = in.output_calibration.empty() ? in.calibration : in.output_calibration;
-    outputs = CalibrateOutputs(in.view, batches, stats, o.output_queries);
+    copt.output_batches = in.output_calibration.empty() ? &in.calibration : &in.output_calibration;
+    copt.output_queries = o.output_queries;
   }
+  ChunkedCalibration cal = CalibrateInChunks(in.view, in.calibration, copt);
+  const CalibrationSummary& stats = cal.summary;
+  const CalibrationStats* full = cal.stats ? &*cal.stats : nullptr;
   std::vector<double> gate_taylor;  // eq. 19 on the same calibration sequences (App. C.3.4)
   if (in.prescribed.empty() && o.score == ScoreKind::kGateTaylor)
     gate_taylor = NormalizeGateTaylor(GateTaylorImportance(in.view, in.calibration), H);
   rep.cost.calibration_s = Seconds(t0);
+  rep.memory.statistics_bytes_peak = stats.statistics_bytes_peak;
+  rep.memory.layers_per_chunk = stats.layers_per_chunk;
+  rep.memory.device_bytes_peak = stats.device_bytes_peak;
+  rep.memory.device_peak_raised = stats.device_peak_raised;
 
   // Ranking (§3.1): only heads that still use ordinary attention are candidates.
   t0 = Clock::now();
-  auto ranking = Rank(o, stats, &outputs, in.gradient, gate_taylor);
+  auto ranking = Rank(o, stats, &cal.outputs, in.gradient, gate_taylor);
   if (!ranking.ok()) return ranking.status();
   std::vector<bool> eligible(size_t(L * H));
   for (int64_t l = 0; l < L; ++l)
@@ -163,9 +230,14 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   std::map<int64_t, CompactFit> fits;  // u -> fit
   // Gate-Taylor pruning has no fit rule (App. C.3.4): its heads get no pattern.
   const bool fit_free = o.method == "prune" && o.score == ScoreKind::kGateTaylor;
+  // All of a walk's fits run batched on the calibration's device; the dense fitter (the
+  // checking path) fits head by head from the full statistics.
+  BatchedFits batched(stats, fit_options, in.calibration[0].device());
   FitFn fit = [&](const HeadId& u) {
     if (fit_free) return FitOutcome{0.0, true};
-    CompactFit f = FitCompact(PrepareTarget(stats.Mean(u.layer, u.head), fit_options.floor), fit_options);
+    CompactFit f = full && fit_options.path == NormalizerPath::kDense
+                       ? FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options)
+                       : batched.Fit(u);
     fits[u.layer * H + u.head] = f;
     return FitOutcome{f.kl, f.accepted};
   };
@@ -176,17 +248,21 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
           !eligible[size_t(u.layer * H + u.head)])
         return Status::InvalidArgument("saf: prescribed head " + std::to_string(u.layer) + "." +
                                        std::to_string(u.head) + " is not an ordinary head");
+    batched.Walk(in.prescribed, int64_t(in.prescribed.size()));
     selection = SelectPrescribed(in.prescribed, fit);
   } else if (o.score == ScoreKind::kRandom) {
     // Random selection matches the per-layer counts of the variance selection (App. C.3.1).
+    batched.Walk(order, in.k);
     auto reference = SelectInOrder(order, in.k, fit);
     if (!reference.ok()) return reference.status();
     std::vector<HeadId> shuffled;
     for (const HeadId& u : ShuffledHeads(L, H, in.selection_seed ^ 0x7A4D0ULL))
       if (eligible[size_t(u.layer * H + u.head)]) shuffled.push_back(u);
     order = shuffled;
+    batched.Walk(order, int64_t(reference->heads.size()));
     selection = SelectWithLayerQuota(order, PerLayerCounts(reference->heads, L), fit);
   } else {
+    batched.Walk(order, in.k);
     selection = SelectInOrder(order, in.k, fit);
   }
   rep.cost.fitting_s = Seconds(t0);
@@ -207,7 +283,7 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
       result.patterns.emplace_back();
       continue;
     }
-    FixedPattern p = BuildPattern(o, stats, u.layer, u.head, fits.at(u.layer * H + u.head));
+    FixedPattern p = BuildPattern(o, full, u.layer, u.head, fits.at(u.layer * H + u.head));
     HEADLAB_RETURN_IF_ERROR(InstallPattern(*in.layers[size_t(u.layer)], u.head, p));
     result.installed.push_back(u);
     result.patterns.push_back(std::move(p));

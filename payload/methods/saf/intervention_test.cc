@@ -221,6 +221,41 @@ TEST_CASE("configurations that cannot run are refused before anything is install
   CHECK(CountFixed(gpt) == 0);
 }
 
+TEST_CASE("chunked calibration and batched fits select, fit and report as one pass does") {
+  for (ScoreKind score : {ScoreKind::kVariance, ScoreKind::kForwardKl, ScoreKind::kResidualCos}) {
+    INFO("score " << ScoreKindName(score));
+    SafOptions chunked, whole;
+    chunked.score = whole.score = score;
+    chunked.calib_memory_gb = 1e-9;  // one layer per chunk
+    Gpt a = TinyGpt(), b = TinyGpt();
+    auto ra = RunIntervention(chunked, Inputs(a, 5));
+    auto rb = RunIntervention(whole, Inputs(b, 5));
+    REQUIRE(ra.ok());
+    REQUIRE(rb.ok());
+    CHECK(ra->report.memory.layers_per_chunk == 1);
+    CHECK(rb->report.memory.layers_per_chunk == 2);
+    CHECK(ra->report.memory.statistics_bytes_peak > 0);
+    CHECK(ra->installed == rb->installed);
+    CHECK(ra->report.fits_run == rb->report.fits_run);
+    REQUIRE(ra->report.head_map.size() == rb->report.head_map.size());
+    for (size_t i = 0; i < ra->report.head_map.size(); ++i) {
+      const HeadMapRow &x = ra->report.head_map[i], &y = rb->report.head_map[i];
+      CHECK(x.score == y.score);
+      CHECK(x.rank == y.rank);
+      CHECK(x.role == y.role);
+      CHECK(x.fit_kl == y.fit_kl);
+    }
+    for (size_t i = 0; i < ra->patterns.size(); ++i) CHECK(torch::equal(ra->patterns[i].alpha, rb->patterns[i].alpha));
+    // The fits are the per-head fits of the heads' mean patterns.
+    CalibrationStats stats(2, 4, {});
+    Calibrate(ViewOfGpt(*TinyGpt()), Inputs(a, 5).calibration, &stats);
+    const HeadId u = ra->installed[0];
+    CompactFit one = FitCompact(PrepareTarget(stats.Mean(u.layer, u.head)));
+    CHECK(ra->report.head_map[size_t(u.layer * 4 + u.head)].fit_kl.value() == Approx(one.kl).epsilon(1e-9));
+    CHECK(torch::allclose(ra->patterns[0].alpha, one.alpha.to(torch::kFloat32)));
+  }
+}
+
 TEST_CASE("calibration batches come from a generator of their own") {
   std::vector<uint16_t> data(4000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = uint16_t(i % 251);

@@ -83,36 +83,38 @@ FixedPattern StructuredRandomPattern(int64_t T, at::Generator gen) {
   return p;
 }
 
-FixedPattern BuildPattern(const SafOptions& options, const CalibrationStats& stats, int64_t l,
+FixedPattern BuildPattern(const SafOptions& options, const CalibrationStats* stats, int64_t l,
                           int64_t h, const CompactFit& mean_fit) {
   const uint64_t seed = uint64_t(options.pattern_seed);
   FixedPattern p;
   p.kind = options.pattern;
   p.dense = true;
+  const bool compact = options.pattern == PatternKind::kStructuredRandom ||
+                       (options.pattern == PatternKind::kMean && options.storage == "compact");
+  TORCH_CHECK(compact || stats != nullptr, "a dense SAF pattern needs the full statistics");
   switch (options.pattern) {
     case PatternKind::kMean:
-      if (options.storage == "compact") {
+      if (compact) {
         p.dense = false;
         p.alpha = mean_fit.alpha.to(torch::kFloat32);
         p.rho = mean_fit.rho.to(torch::kFloat32);
         p.log_z = mean_fit.log_z.to(torch::kFloat32);
       } else {
-        p.p = stats.Mean(l, h).to(torch::kCPU, torch::kFloat32);
+        p.p = stats->Mean(l, h).to(torch::kCPU, torch::kFloat32);
       }
       return p;
     case PatternKind::kSharpMean:
-      p.p = SharpMeanPattern(stats, l, h);
+      p.p = SharpMeanPattern(*stats, l, h);
       return p;
     case PatternKind::kGaussian:
-      p.p = GaussianSamplePattern(stats, l, h, PatternGenerator(seed, l, h, p.kind));
+      p.p = GaussianSamplePattern(*stats, l, h, PatternGenerator(seed, l, h, p.kind));
       return p;
     case PatternKind::kDirichlet:
-      p.p = DirichletSamplePattern(stats, l, h, options.dirichlet_scale,
+      p.p = DirichletSamplePattern(*stats, l, h, options.dirichlet_scale,
                                    PatternGenerator(seed, l, h, p.kind));
       return p;
     case PatternKind::kStructuredRandom:
-      return StructuredRandomPattern(stats.layer(l).att.sum.size(-1),
-                                     PatternGenerator(seed, l, h, p.kind));
+      return StructuredRandomPattern(mean_fit.alpha.size(0), PatternGenerator(seed, l, h, p.kind));
   }
   return p;
 }
@@ -122,6 +124,14 @@ CalibrationNeeds PatternNeeds(PatternKind kind) {
   n.logits = kind == PatternKind::kSharpMean || kind == PatternKind::kGaussian;
   n.entry_variance = kind == PatternKind::kDirichlet;
   return n;
+}
+
+bool NeedsFullStatistics(const SafOptions& options) {
+  if (options.fit_path == "dense") return true;
+  if (options.method == "prune") return false;  // no pattern is built
+  return options.pattern == PatternKind::kSharpMean || options.pattern == PatternKind::kGaussian ||
+         options.pattern == PatternKind::kDirichlet ||
+         (options.pattern == PatternKind::kMean && options.storage == "dense");
 }
 
 }  // namespace headlab::saf

@@ -48,12 +48,20 @@ torch::Tensor DirichletSamplePattern(const CalibrationStats& stats, int64_t l, i
 FixedPattern StructuredRandomPattern(int64_t T, at::Generator gen);
 
 // Builds the configured pattern of head (l, h). `mean_fit` is the head's accepted compact
-// fit of its mean (used for kMean with compact storage). Dense patterns are float32 [T, T]
-// on the CPU; compact vectors float32 [T] on the CPU.
-FixedPattern BuildPattern(const SafOptions& options, const CalibrationStats& stats, int64_t l,
+// fit of its mean (kMean with compact storage; its length is T). `stats` holds layer l's
+// full statistics; only dense patterns read it (NeedsFullStatistics), the others accept
+// nullptr. Dense patterns are float32 [T, T] on the CPU; compact vectors float32 [T] on
+// the CPU.
+FixedPattern BuildPattern(const SafOptions& options, const CalibrationStats* stats, int64_t l,
                           int64_t h, const CompactFit& mean_fit);
 
 // Returns what `options` needs from calibration for its pattern.
 CalibrationNeeds PatternNeeds(PatternKind kind);
+
+// Returns true iff an intervention of `options` reads per-entry [T, T] statistics of some
+// head beyond the compact fit's sufficient statistics: installed dense patterns (dense mean,
+// sharp mean, Gaussian, Dirichlet) or the dense fitting path (its KL compares full rows).
+// Then calibration keeps every layer's statistics at once; otherwise it runs in chunks.
+bool NeedsFullStatistics(const SafOptions& options);
 
 }  // namespace headlab::saf

@@ -47,20 +47,20 @@ TEST_CASE("the post-softmax mean minimises the squared reconstruction error amon
   // The compact fit of a random positional bias need not pass the 0.2-nat check; it is
   // still a candidate pattern here.
   CompactFit fit = FitCompact(PrepareTarget(c.stats.Mean(0, 0)));
-  torch::Tensor mean = BuildPattern(o, c.stats, 0, 0, fit).p;
+  torch::Tensor mean = BuildPattern(o, &c.stats, 0, 0, fit).p;
   const double r_mean = ReconstructionError(c.att, mean);
 
   std::vector<torch::Tensor> others;
   for (PatternKind k : {PatternKind::kSharpMean, PatternKind::kGaussian, PatternKind::kDirichlet}) {
     o.pattern = k;
-    others.push_back(BuildPattern(o, c.stats, 0, 0, fit).p);
+    others.push_back(BuildPattern(o, &c.stats, 0, 0, fit).p);
   }
   o.pattern = PatternKind::kStructuredRandom;
-  FixedPattern random = BuildPattern(o, c.stats, 0, 0, fit);
+  FixedPattern random = BuildPattern(o, &c.stats, 0, 0, fit);
   others.push_back(CompactPattern(random.alpha, random.rho, random.log_z, kT));
   o.pattern = PatternKind::kMean;
   o.storage = "compact";
-  FixedPattern compact = BuildPattern(o, c.stats, 0, 0, fit);
+  FixedPattern compact = BuildPattern(o, &c.stats, 0, 0, fit);
   others.push_back(CompactPattern(compact.alpha, compact.rho, compact.log_z, kT));
 
   for (const torch::Tensor& p : others) {

@@ -28,6 +28,11 @@ Json ToJson(const InterventionReport& r) {
             {"installation", r.cost.installation_s},
             {"total", r.cost.total_s()}}},
           {"fits", {{"run", r.fits_run}, {"rejected", r.fits_rejected}}},
+          {"memory",
+           {{"calibration_statistics_bytes_peak", r.memory.statistics_bytes_peak},
+            {"calibration_layers_per_chunk", r.memory.layers_per_chunk},
+            {"device_bytes_peak", r.memory.device_bytes_peak < 0 ? Json(nullptr) : Json(r.memory.device_bytes_peak)},
+            {"device_peak_raised", r.memory.device_peak_raised}}},
           {"head_map", rows}};
 }
 

@@ -6,6 +6,8 @@
 //            "storage": str, "k": int, "cost_s": {"calibration": s, "ranking": s,
 //            "fitting": s, "installation": s, "total": s},
 //            "fits": {"run": int, "rejected": int},
+//            "memory": {"calibration_statistics_bytes_peak": int, "calibration_layers_per_chunk":
+//                       int, "device_bytes_peak": int|null, "device_peak_raised": bool},
 //            "head_map": [{"layer", "head", "role": "fixed"|"ordinary"|"pruned", "score",
 //                          "rank", "fit_kl": number|null, "pattern": str|null}]}
 #pragma once
@@ -34,12 +36,20 @@ struct InterventionCost {
   double total_s() const { return calibration_s + ranking_s + fitting_s + installation_s; }
 };
 
+// What calibration held (chunked under saf.calib_memory_gb; chunked_calibration.h).
+struct CalibrationMemory {
+  int64_t statistics_bytes_peak = 0, layers_per_chunk = 0;
+  int64_t device_bytes_peak = -1;  // CUDA allocator peak at the pass's end; -1 on the CPU
+  bool device_peak_raised = false;  // the pass set that peak (it is the pass's own)
+};
+
 struct InterventionReport {
   int64_t event = 0;  // 0 for one-time; the group / increment index otherwise
   int64_t step = 0;   // completed updates when it ran
   std::string schedule, score, pattern, storage;
   int64_t k = 0;      // heads installed by this event
   InterventionCost cost;
+  CalibrationMemory memory;
   int64_t fits_run = 0, fits_rejected = 0;
   std::vector<HeadMapRow> head_map;  // every head, layer-major
 };

@@ -50,6 +50,7 @@ StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& f
     o.calib_sequences = s.at("calib_sequences").get<int64_t>();
     o.calib_batch = s.at("calib_batch").get<int64_t>();
     o.calib_split = s.at("calib_split").get<std::string>();
+    o.calib_memory_gb = s.at("calib_memory_gb").get<double>();
     o.output_sequences = s.at("output_sequences").get<int64_t>();
     o.output_queries = s.at("output_queries").get<int64_t>();
     o.fit_steps = s.at("fit_steps").get<int64_t>();

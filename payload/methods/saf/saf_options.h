@@ -51,6 +51,9 @@ struct SafOptions {
   // disjoint from training and reporting data, SAF App. A.1, C.3.1) | val (the reporting
   // split); drawn by a generator of its own either way.
   std::string calib_split = "train";
+  // saf.calib_memory_gb: GiB of calibration statistics ([H, T, T] moments per layer, plus
+  // the cached residual streams) held at once; layers are calibrated in chunks that fit.
+  double calib_memory_gb = 8;
   int64_t output_sequences = 16;  // saf.output_sequences, N_f for the output-aware scores
   int64_t output_queries = 64;    // saf.output_queries: |I| per sequence
   int64_t fit_steps = 400;        // saf.fit_steps, J

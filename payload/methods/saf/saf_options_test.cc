@@ -56,6 +56,7 @@ TEST_CASE("saf options: the struct's initialisers are the schema's defaults") {
   CHECK(r.calib_sequences == d.calib_sequences);
   CHECK(r.calib_batch == d.calib_batch);
   CHECK(r.calib_split == d.calib_split);
+  CHECK(r.calib_memory_gb == d.calib_memory_gb);
   CHECK(r.output_sequences == d.output_sequences);
   CHECK(r.output_queries == d.output_queries);
   CHECK(r.fit_steps == d.fit_steps);

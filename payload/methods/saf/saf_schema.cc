@@ -19,6 +19,8 @@ const std::vector<ConfigKey>& SafConfigKeys() {
       IntKey("saf.calib_batch", 1, 65536, 2),     // sequences per calibration forward
       // train | calib (data.calib_fraction's held-out split, App. A.1) | val
       StrKey("saf.calib_split", "train", "train|calib|val"),
+      // GiB of calibration statistics held at once: layers are calibrated in chunks that fit
+      NumKey("saf.calib_memory_gb", 0, 1e6, 8, /*lo_open=*/true),
       IntKey("saf.output_sequences", 1, 1e6, 16),  // N_f of the output-aware scores
       IntKey("saf.output_queries", 1, 1e6, 64),    // |I| per sequence
       IntKey("saf.fit_steps", 0, 1e6, 400),        // J
