@@ -28,6 +28,8 @@ Json ToJson(const InterventionReport& r) {
             {"installation", r.cost.installation_s},
             {"total", r.cost.total_s()}}},
           {"fits", {{"run", r.fits_run}, {"rejected", r.fits_rejected}}},
+          {"overlap_variance", r.overlap_variance >= 0 ? Json(r.overlap_variance) : Json()},
+          {"variance_spread", {{"layer_sd", r.variance_layer_sd}, {"within_share", r.variance_within_share}}},
           {"head_map", rows}};
 }
 
