@@ -107,7 +107,8 @@ void RetrievalMix::FillPasskey(std::mt19937_64& rng, const TokenSpan& split, std
 void RetrievalMix::FillCopy(std::mt19937_64& rng, const TokenSpan& split, std::vector<int64_t>* row) const {
   const int64_t half = (context_ + 1) / 2;
   CorpusRun(rng, split, half, row);
-  row->insert(row->end(), row->begin(), row->begin() + half);
+  const std::vector<int64_t> first(row->begin(), row->end());  // (insert may not read *row)
+  row->insert(row->end(), first.begin(), first.end());
   CorpusRun(rng, split, context_ + 1 - 2 * half, row);
 }
 

@@ -77,11 +77,10 @@ std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfi
   return out;
 }
 
-// Held-out loss of the first `batches` fixed evaluation batches, in eval mode; like
-// EvalLogProbs, a batch holds the global batch's rows (the same on every rank).
-// Held-out loss on the first `batches` of `count` fixed evaluation batches of `split`.
+// Held-out loss on the first `batches` of `of` fixed evaluation batches of `split`, in eval
+// mode; like EvalLogProbs, a batch holds the global batch's rows (the same on every rank).
 double HeldOutLoss(Gpt& model, const TokenSpan& split, const ExecConfig& c, torch::Device device,
-                   int64_t batches, int64_t count) {
+                   int64_t batches, int64_t of) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -90,7 +89,7 @@ double HeldOutLoss(Gpt& model, const TokenSpan& split, const ExecConfig& c, torc
   const int64_t rows = c.train.batch_size * c.train.ranks;
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> tokens;
-    EvalBatch(split, c.model.context, rows, b, count, &tokens);
+    EvalBatch(split, c.model.context, rows, b, of, &tokens);
     auto [x, y] = ToBatch(tokens, rows, c.model.context, device);
     torch::Tensor lp = model->TokenLogProbs(x, y);
     sum -= lp.sum().item<double>();
