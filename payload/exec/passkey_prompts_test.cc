@@ -37,7 +37,7 @@ TEST_CASE("passkey prompts: in bytes they are GeneratePasskey's prompts") {
       CHECK(cell->inserted_at[i] == ex->inserted_at);
     }
   }
-  CHECK_FALSE(MakePasskeyPrompts(bytes, 100, 0.5, 1, 1).ok());  // shorter than needle + question
+  CHECK_FALSE(MakePasskeyPrompts(bytes, 80, 0.5, 1, 1).ok());  // shorter than needle + question (95 bytes)
   CHECK_FALSE(MakePasskeyPrompts(bytes, 300, 1.5, 1, 1).ok());
 }
 
