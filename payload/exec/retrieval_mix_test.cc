@@ -6,6 +6,9 @@
 #include <map>
 #include <sstream>
 
+#include "common/metric_names.h"
+#include "payload/exec/train_testing.h"
+
 namespace headlab {
 namespace {
 
@@ -136,6 +139,33 @@ TEST_CASE("retrieval mix: token ids of each task") {
   passkey.Fill(3, split, &again);
   passkey.Fill(3, split, &row);
   CHECK(again == row);  // deterministic by (seed, row)
+}
+
+TEST_CASE("retrieval mix: the training loop draws the mixed rows; a bad task fails the run") {
+  // Byte-level builtin corpus, context 200 (a passkey row needs about 100 bytes), 3 updates.
+  auto request = [](const std::string& name, double fraction, const std::string& tasks) {
+    Json config = {{"seed", 4},
+                   {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 200}}},
+                   {"data", {{"retrieval_fraction", fraction}, {"retrieval_tasks", tasks}}},
+                   {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 1}, {"device", "cpu"},
+                              {"steps", 3}, {"log_every", 1}, {"eval_every", 0}, {"eval_batches", 1},
+                              {"checkpoint_every", 0}}}};
+    StatusOr<TrainRequest> r = testing::MakeTrainRequest(config, "grid.jsonc", "headlab_retrieval_" + name);
+    INFO(r.status().message());
+    REQUIRE(r.ok());
+    return r.value();
+  };
+  const TrainRequest plain_req = request("plain", 0, "passkey,copy,recall");
+  const TrainRequest mixed_req = request("mixed", 0.5, "passkey,copy,recall");
+  testing::TrainEvents plain = testing::CollectTrainingEventsOk(plain_req);
+  testing::TrainEvents mixed = testing::CollectTrainingEventsOk(mixed_req);
+  // The first update is the same model on different rows (2 of its 4 are synthetic).
+  CHECK(plain.metrics[metric::kTrainLoss].at(1) != mixed.metrics[metric::kTrainLoss].at(1));
+  Status st;
+  testing::CollectTrainingEvents(request("bad", 0.5, "passkey,lookup"), &st);
+  CHECK_FALSE(st.ok());
+  CHECK(st.message().find("data.retrieval_tasks") != std::string::npos);
+  for (const TrainRequest* r : {&plain_req, &mixed_req}) testing::RemoveTree(r->out_dir);
 }
 
 TEST_CASE("retrieval mix: bad options are named") {
