@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "common/grid.h"
 #include "common/utf8.h"
+#include "data/epoch_guard.h"
 
 namespace headlab {
 
@@ -68,6 +69,18 @@ int DryRun(const CliContext& ctx, const ParsedArgs& args, const std::string& fil
   return kExitOk;
 }
 
+// Warns on stderr when the grid's runs would pass over their corpus more than a few times
+// (data/epoch_guard.h); a grid that does not expand is left to the error paths below.
+void WarnAboutPasses(const std::string& file, const std::string& text, const ParsedArgs& args) {
+  auto grid = ExpandGrid(text, file, args.All("--set"));
+  if (!grid.ok()) return;
+  std::vector<Json> configs;
+  for (const auto& r : grid->runs) configs.push_back(r.config);
+  for (const std::string& w : EpochWarnings(configs))
+    std::fprintf(stderr, "headlab submit: warning: %s: %s
+", file.c_str(), w.c_str());
+}
+
 }  // namespace
 
 int RunSubmit(const CliContext& ctx, const ParsedArgs& args) {
@@ -77,6 +90,7 @@ int RunSubmit(const CliContext& ctx, const ParsedArgs& args) {
   // Bytes a JSON string cannot carry are refused here, naming the file (exit 2).
   Status encoding = ValidateGridEncoding(text.value(), file, args.All("--set"));
   if (!encoding.ok()) return Fail(ctx, encoding);
+  WarnAboutPasses(file, text.value(), args);
   if (args.Has("--dry-run")) return DryRun(ctx, args, file, text.value());
   Json body = {{"file", EscapeForMessage(file)}, {"text", text.value()}, {"sets", args.All("--set")},
                {"rerun", args.Has("--rerun")}};

@@ -48,6 +48,14 @@ inline constexpr const char* kBenchPeakMemBytes = "bench.peak_mem_bytes";  // CU
 // run's provenance carries kFlopsStatus = "unmeasured" and kFlopsReason instead.
 inline constexpr const char* kFlopsTotal = "flops.total";          // per training step
 inline constexpr const char* kFlopsAttention = "flops.attention";  // attention ranges only
+// The attention ranges split (payload/measure/range_paths.h): the Q/K/V and output
+// projections, and the core (scores, softmax, P V), which alone a window can shrink.
+inline constexpr const char* kFlopsAttentionProj = "flops.attention_proj";
+inline constexpr const char* kFlopsAttentionCore = "flops.attention_core";
+// Means over a method controller's period (TrainHooks::ControlPeriod: every step counted,
+// control and non-control alike), where flops.total and flops.method are one step's.
+inline constexpr const char* kFlopsTotalMean = "flops.total_mean";
+inline constexpr const char* kFlopsMethodMean = "flops.method_mean";
 inline constexpr const char* kFlopsTotalRatio = "flops.total_ratio";          // results
 inline constexpr const char* kFlopsAttentionRatio = "flops.attention_ratio";  // results
 inline constexpr const char* kFlopsStatus = "flops.status";  // provenance: measured | unmeasured
@@ -55,11 +63,13 @@ inline constexpr const char* kFlopsReason = "flops.reason";  // provenance: why 
 
 // AAH-v3 (payload/methods/aah/README.md). ACR is a routing diagnostic of the selected
 // windows (AAH §5.10: the rectangular T * W proxy), never FLOPs.
-inline constexpr const char* kAahAttnRatio = "aah.attn_ratio";          // rows + summary: training ACR
+// Training and inference ACR are different quantities (the paper's ACR is the training
+// one, §5.10); their names say which.
+inline constexpr const char* kAahAttnRatio = "aah.acr_train";  // rows + summary: training ACR
 inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";  // sum min(t, W) / full causal
 inline constexpr const char* kAahLevelsUsed = "aah.levels_used";        // mean over layers (Fig. 3)
 inline constexpr const char* kAahControlUpdates = "aah.control_updates";
-inline constexpr const char* kAahAcr = "aah.acr";  // eval rows + summary: sum_W f_W W / T (§7.6)
+inline constexpr const char* kAahAcr = "aah.acr_inference";  // eval rows + summary: sum_W f_W W / T (§7.6)
 inline constexpr const char* kAahBucketPrefix = "aah.bucket.";  // + W: fraction of final heads (Fig. 4)
 // Execution backend of the selected windows (§7.7): aah.backend.<name> = 1 for the one that
 // ran (dense_masked | fused_cuda); of the final local-window (W < T) heads, the fraction the
@@ -101,8 +111,11 @@ inline constexpr const char* kTimeWallPairMs = "time.pair_wall_ms";   // forward
 inline constexpr const char* kTimeStepMs = "time.step_ms";            // CUDA events, median
 inline constexpr const char* kTimeForwardMs = "time.forward_ms";
 inline constexpr const char* kTimeAttentionMs = "time.attention_ms";  // attention ranges in a step
+inline constexpr const char* kTimeAttentionCoreMs = "time.attention_core_ms";  // less projections
+inline constexpr const char* kTimeMethodMeanMs = "time.method_mean_ms";  // method hooks, period mean
 inline constexpr const char* kKernelStepMs = "kernel.step_ms";        // Activity API kernel time
 inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
+inline constexpr const char* kKernelAttentionCoreMs = "kernel.attention_core_ms";
 
 // SAF (payload/methods/saf/): emitted at each intervention event and summarised at the end
 // (counts: the heads' state after the event; costs: Table 13's split, summed over events).
@@ -120,6 +133,10 @@ inline constexpr const char* kSafFitKlMax = "saf.fit_kl_max";    // nats/row, ov
 inline constexpr const char* kSafFitKlMean = "saf.fit_kl_mean";  // nats/row, over installed heads
 inline constexpr const char* kSafFitsRun = "saf.fits_run";
 inline constexpr const char* kSafFitsRejected = "saf.fits_rejected";  // KL above saf.fit_max_kl
+// Of the last event (report.h): its heads also in the variance selection it would have made,
+// and the within-layer share of the variance scores' sum of squares (selection.h).
+inline constexpr const char* kSafOverlapVariance = "saf.overlap_variance";
+inline constexpr const char* kSafVarianceWithinShare = "saf.variance_within_share";
 
 // Pruning controls (SAF App. C.3.4, payload/methods/pruning/): summary values of a pruned
 // arm, and the step row logged when the heads are removed.

@@ -83,6 +83,11 @@ const std::vector<ConfigKey>& Schema() {
         // > 0: the last calib_fraction of the training tokens become a calibration split that
         // training and reporting never read (SAF App. A.1; saf/prune calib_split "calib").
         NumKey("data.calib_fraction", 0, 0.5, 0),
+        // > 0: that fraction of the training rows are synthetic retrieval sequences
+        // (payload/exec/retrieval_mix.h: passkey prompts, copies, associative recall), so a
+        // small model learns the retrieval AoH's passkey test measures.
+        NumKey("data.retrieval_fraction", 0, 0.9, 0),
+        StrKey("data.retrieval_tasks", "passkey,copy,recall", nullptr),  // comma list
         // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
         // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
         IntKey("parent.run", 0, 9007199254740992.0, 0),

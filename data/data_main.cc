@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "data/epoch_guard.h"
 #include "data/prepare.h"
 #include "data/shard_meta.h"
 #include "data/tokenizer_bench.h"
@@ -21,7 +22,8 @@ namespace {
 
 const char* kUsage =
     "usage: headlab data prepare INPUT... --out DIR [--tokenizer SPEC] [--format F]\n"
-    "                            [--jsonl-field NAME] [--val-fraction F] [--force] [--json] [--quiet]\n"
+    "                            [--jsonl-field NAME] [--val-fraction F] [--dedup] [--sources FILE]\n"
+    "                            [--force] [--json] [--quiet]\n"
     "       headlab data inspect DIR [--json]\n"
     "       headlab data bench INPUT... [--tokenizer SPEC] [--repeats N] [--json]\n"
     "\n"
@@ -36,6 +38,8 @@ const char* kUsage =
     "                      document), brown (Brown Corpus tagged files: tags stripped)\n"
     "  --jsonl-field NAME  the jsonl field holding the text (default text)\n"
     "  --val-fraction F    held-out share of documents, in (0, 0.5] (default 0.05)\n"
+    "  --dedup             drop documents whose bytes repeat an earlier one's (meta: duplicates)\n"
+    "  --sources FILE      a JSON array of {\"name\", \"licence\", ...}, copied into meta.json\n"
     "  --force             replace DIR when it already holds shards\n"
     "  --json              print meta.json when done\n"
     "  --quiet             no progress output\n"
@@ -54,15 +58,6 @@ std::string Megabytes(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MB", double(bytes) / 1e6);
   return buf;
-}
-
-std::string Grouped(int64_t n) {
-  std::string s = std::to_string(n), out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
 }
 
 // Draws the progress bar on stderr: redrawn in place at most 10 times a second on a
@@ -95,7 +90,7 @@ class ProgressBar {
     char rate[64];
     std::snprintf(rate, sizeof rate, "  %.2f MB/s", elapsed > 0 ? double(p.bytes) / 1e6 / elapsed : 0.0);
     line += rate;
-    line += "  " + Grouped(p.tokens) + " tokens  " + Grouped(p.documents) + " docs";
+    line += "  " + GroupedDigits(p.tokens) + " tokens  " + GroupedDigits(p.documents) + " docs";
     if (frac > 0 && frac < 1 && !final) {
       char eta[32];
       std::snprintf(eta, sizeof eta, "  ETA %.0f s", elapsed * (1 - frac) / frac);
@@ -166,8 +161,9 @@ StatusOr<Parsed> ParseOptions(const std::vector<std::string>& args, const std::v
 }
 
 int RunPrepare(const std::vector<std::string>& args) {
-  StatusOr<Parsed> p = ParseOptions(args, {"--force", "--json", "--quiet", "--help"},
-                                    {"--out", "--tokenizer", "--format", "--jsonl-field", "--val-fraction"});
+  StatusOr<Parsed> p = ParseOptions(args, {"--force", "--dedup", "--json", "--quiet", "--help"},
+                                    {"--out", "--tokenizer", "--format", "--jsonl-field", "--val-fraction",
+                                     "--sources"});
   if (!p.ok()) return Fail(p.status());
   if (p->Has("--help")) {
     std::fputs(kUsage, stdout);
@@ -181,6 +177,8 @@ int RunPrepare(const std::vector<std::string>& args) {
   o.format.format = p->Get("--format", "text");
   o.format.jsonl_field = p->Get("--jsonl-field", "text");
   o.force = p->Has("--force");
+  o.dedup = p->Has("--dedup");
+  o.sources_file = p->Get("--sources", "");
   const std::string vf = p->Get("--val-fraction", "0.05");
   char* end = nullptr;
   o.val_fraction = std::strtod(vf.c_str(), &end);
@@ -202,8 +200,8 @@ int RunPrepare(const std::vector<std::string>& args) {
     std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
   } else {
     std::printf("%s: %s train + %s val tokens (%s), %s + %s documents, tokenizer %s (%s, vocab %lld)\n",
-                o.out_dir.c_str(), Grouped(m->train.tokens).c_str(), Grouped(m->val.tokens).c_str(),
-                m->dtype.c_str(), Grouped(m->train.documents).c_str(), Grouped(m->val.documents).c_str(),
+                o.out_dir.c_str(), GroupedDigits(m->train.tokens).c_str(), GroupedDigits(m->val.tokens).c_str(),
+                m->dtype.c_str(), GroupedDigits(m->train.documents).c_str(), GroupedDigits(m->val.documents).c_str(),
                 m->tokenizer_kind.c_str(), m->tokenizer_sha256.substr(0, 12).c_str(),
                 static_cast<long long>(m->vocab));
   }
@@ -230,13 +228,18 @@ int RunInspect(const std::vector<std::string>& args) {
     return 0;
   }
   std::printf("%s: %s shards, %s train + %s val tokens, %s + %s documents\n", dir.c_str(), m->dtype.c_str(),
-              Grouped(m->train.tokens).c_str(), Grouped(m->val.tokens).c_str(),
-              Grouped(m->train.documents).c_str(), Grouped(m->val.documents).c_str());
+              GroupedDigits(m->train.tokens).c_str(), GroupedDigits(m->val.tokens).c_str(),
+              GroupedDigits(m->train.documents).c_str(), GroupedDigits(m->val.documents).c_str());
   std::printf("tokenizer: %s from %s, vocab %lld, eot %d, sha256 %s\n", m->tokenizer_kind.c_str(),
               m->tokenizer_source.c_str(), static_cast<long long>(m->vocab), m->eot, m->tokenizer_sha256.c_str());
   std::printf("corpus: %lld files, %s, sha256 %s (%s), split by %s\n", static_cast<long long>(m->corpus_files),
               Megabytes(m->corpus_bytes).c_str(), m->corpus_sha256.c_str(), m->corpus_format.c_str(),
               m->split_by.c_str());
+  if (m->corpus_duplicates > 0)
+    std::printf("duplicates: %s documents dropped (--dedup)\n", GroupedDigits(m->corpus_duplicates).c_str());
+  for (const Json& src : m->sources)
+    std::printf("source: %s; licence %s\n", src.value("name", std::string("?")).c_str(),
+                src.value("licence", std::string("?")).c_str());
   return 0;
 }
 
@@ -260,7 +263,7 @@ int RunBench(const std::vector<std::string>& args) {
   } else {
     std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
                 "(median of %d; %.2f MB/s of CPU time); decode %.1f MB/s; round trip %s\n",
-                r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), Grouped(r->tokens).c_str(),
+                r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), GroupedDigits(r->tokens).c_str(),
                 double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
                 r->repeats - 1, r->warm_cpu_mb_s, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
   }

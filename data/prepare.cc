@@ -13,8 +13,11 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <set>
+#include <utility>
 
 #include "common/files.h"
+#include "common/json.h"
 #include "common/sha256.h"
 #include "data/tokenizer.h"
 
@@ -199,6 +202,22 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
   m.corpus_format = formats;
   m.corpus_inputs = o.inputs;
   m.corpus_files = int64_t(files.size());
+  if (!o.sources_file.empty()) {
+    StatusOr<std::string> text = ReadFile(o.sources_file);
+    if (!text.ok()) return Status::InvalidArgument("--sources: " + text.status().message());
+    StatusOr<Json> sources = ParseJson(text.value(), o.sources_file);
+    if (!sources.ok()) return Status::InvalidArgument(sources.status().message());
+    if (!sources->is_array())
+      return Status::InvalidArgument(o.sources_file + ": $: expected an array of {\"name\", \"licence\"} objects");
+    for (size_t i = 0; i < sources->size(); ++i) {
+      const Json& s = (*sources)[i];
+      for (const char* field : {"name", "licence"})
+        if (!s.is_object() || !s.contains(field) || !s[field].is_string() || s[field].get<std::string>().empty())
+          return Status::InvalidArgument(o.sources_file + ": $[" + std::to_string(i) + "]." + field +
+                                         ": expected a non-empty string");
+    }
+    m.sources = sources.value();
+  }
 
   const std::string tmp = o.out_dir + ".partial-" + std::to_string(::getpid());
   HEADLAB_RETURN_IF_ERROR(RemoveTree(tmp));
@@ -211,6 +230,7 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
   Sha256 corpus_hash;
   const uint64_t val_below = uint64_t(o.val_fraction * 18446744073709551616.0);  // * 2^64
   std::vector<int32_t> ids;
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // (FNV-1a-64, length) of kept documents (dedup)
   int64_t done_before = 0;
   for (const auto& [f, format] : files) {
     int64_t file_bytes = 0;
@@ -220,6 +240,11 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
         return Status::Ok();
       }
       uint64_t len = doc.size();
+      const uint64_t fnv = Fnv1a64(doc);
+      if (o.dedup && !seen.insert({fnv, len}).second) {
+        ++m.corpus_duplicates;
+        return Status::Ok();
+      }
       corpus_hash.Update(&len, sizeof len);  // length-prefixed: boundaries count
       corpus_hash.Update(doc.data(), doc.size());
       m.corpus_bytes += int64_t(doc.size());
@@ -227,7 +252,7 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
       ids.clear();
       if (m.eot >= 0) ids.push_back(m.eot);
       tok->Encode(doc, &ids);
-      const bool to_val = Fnv1a64(doc) < val_below;
+      const bool to_val = fnv < val_below;
       HEADLAB_RETURN_IF_ERROR((to_val ? val : train).Append(ids));
       ++(to_val ? m.val : m.train).documents;
       progress.tokens += int64_t(ids.size());

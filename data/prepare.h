@@ -28,6 +28,13 @@ struct PrepareOptions {
   std::string out_dir;
   double val_fraction = 0.05;       // (0, 0.5]
   bool force = false;               // replace an existing shard folder
+  // Drop a document whose bytes equal an earlier one's (FNV-1a-64 and length; meta
+  // corpus.duplicates counts them): sources that overlap (e.g. one text in two packages)
+  // would otherwise land in both splits.
+  bool dedup = false;
+  // A JSON file: an array of {"name": STR, "licence": STR, ...} objects, copied into
+  // meta.json's "sources" (where each input came from and under which licence).
+  std::string sources_file;
 };
 
 struct PrepareProgress {

@@ -125,6 +125,50 @@ TEST_CASE("byte-level shards of a folder: document split, counts and corpus hash
   }
 }
 
+TEST_CASE("--dedup drops repeated documents; --sources lands in meta.json") {
+  testing::TempDir dir("headlab-prep-dedup");
+  const std::string in = dir.path() + "/in", out = dir.path() + "/shards";
+  REQUIRE(MakeDirs(in).ok());
+  // 6 files, 4 distinct texts ("alpha text" three times): 2 duplicates.
+  const std::vector<std::string> texts = {"alpha text\n", "beta text\n", "alpha text\n", "gamma\n",
+                                          "alpha text\n", "delta delta\n"};
+  for (size_t i = 0; i < texts.size(); ++i)
+    REQUIRE(WriteFileAtomic(in + "/f" + std::to_string(i), texts[i]).ok());
+  const std::string sources = dir.path() + "/sources.json";
+  REQUIRE(WriteFileAtomic(sources, R"([{"name": "Test texts", "licence": "public domain", "package": "none"}])").ok());
+  PrepareOptions o;
+  o.inputs = {in};
+  o.out_dir = out;
+  o.val_fraction = 0.5;
+  o.dedup = true;
+  o.sources_file = sources;
+  StatusOr<ShardMeta> m = PrepareShards(o, {});
+  INFO(m.status().ToString());
+  REQUIRE(m.ok());
+  CHECK(m->corpus_documents == 4);
+  CHECK(m->corpus_duplicates == 2);
+  CHECK(m->train.documents + m->val.documents == 4);
+  // Tokens: the 4 distinct documents' bytes (no end-of-text token at byte level).
+  CHECK(m->train.tokens + m->val.tokens == int64_t(std::string("alpha text\nbeta text\ngamma\ndelta delta\n").size()));
+  StatusOr<ShardMeta> back = ReadShardMeta(out);
+  REQUIRE(back.ok());
+  CHECK(back->corpus_duplicates == 2);
+  REQUIRE(back->sources.size() == 1);
+  CHECK(back->sources[0]["licence"] == "public domain");
+  // Without --dedup every file is a document.
+  o.dedup = false;
+  o.force = true;
+  StatusOr<ShardMeta> all = PrepareShards(o, {});
+  REQUIRE(all.ok());
+  CHECK(all->corpus_documents == 6);
+  CHECK(all->corpus_duplicates == 0);
+  // A sources file without a licence is refused, naming the entry.
+  REQUIRE(WriteFileAtomic(sources, R"([{"name": "x"}])").ok());
+  StatusOr<ShardMeta> bad = PrepareShards(o, {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("$[0].licence") != std::string::npos);
+}
+
 TEST_CASE("one document is split by tokens; failures leave no output") {
   testing::TempDir dir("headlab-prep");
   const std::string doc = std::string(1000, 'a') + std::string(1000, 'b');

@@ -2,6 +2,7 @@
 #include "data/shard_meta.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <type_traits>
 
@@ -47,6 +48,15 @@ class MetaReader {
 
 }  // namespace
 
+std::string DefaultCorpusDir(const std::string& path) {
+  if (!path.empty()) return path;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string(".");
+  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+  return (dir.empty() ? "." : dir) + "/" + kDefaultCorpusSubdir;
+}
+
 std::string DtypeForVocab(int64_t vocab) { return vocab <= 65536 ? "uint16" : "uint32"; }
 
 Json ShardMetaToJson(const ShardMeta& m) {
@@ -60,8 +70,9 @@ Json ShardMetaToJson(const ShardMeta& m) {
           {"split", {{"by", m.split_by}, {"val_fraction", m.val_fraction}}},
           {"corpus",
            {{"format", m.corpus_format}, {"inputs", m.corpus_inputs}, {"files", m.corpus_files},
-            {"documents", m.corpus_documents}, {"skipped", m.corpus_skipped}, {"bytes", m.corpus_bytes},
-            {"sha256", m.corpus_sha256}}},
+            {"documents", m.corpus_documents}, {"skipped", m.corpus_skipped},
+            {"duplicates", m.corpus_duplicates}, {"bytes", m.corpus_bytes}, {"sha256", m.corpus_sha256}}},
+          {"sources", m.sources},
           {"created_by", "headlab data prepare"},
           {"created_at", m.created_at}};
 }
@@ -106,6 +117,10 @@ StatusOr<ShardMeta> ShardMetaFromJson(const std::string& text, const std::string
   const Json& inputs = j["corpus"].contains("inputs") ? j["corpus"]["inputs"] : Json::array();
   for (const Json& in : inputs)
     if (in.is_string()) m.corpus_inputs.push_back(in.get<std::string>());
+  // Optional (shards prepared before these fields existed lack them).
+  if (j["corpus"].contains("duplicates") && j["corpus"]["duplicates"].is_number_integer())
+    m.corpus_duplicates = j["corpus"]["duplicates"].get<int64_t>();
+  if (j.contains("sources") && j["sources"].is_array()) m.sources = j["sources"];
   return m;
 }
 

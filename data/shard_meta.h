@@ -10,7 +10,8 @@
 //     "train": {"tokens": N, "documents": N}, "val": {"tokens": N, "documents": N},
 //     "split": {"by": "document"|"tokens", "val_fraction": F},
 //     "corpus": {"format": "text"|"jsonl"|"brown" (several joined by +), "inputs": [STR], "files": N,
-//                "documents": N, "skipped": N, "bytes": N, "sha256": HEX},
+//                "documents": N, "skipped": N, "duplicates": N, "bytes": N, "sha256": HEX},
+//     "sources": [{"name": STR, "licence": STR, ...}]   (prepare --sources; may be empty)
 //     "created_by": "headlab data prepare", "created_at": ISO-8601 UTC
 //   }
 //   DIR/tokenizer/ := a copy of the tokenizer's files (not for "byte"); "source" is then
@@ -50,12 +51,20 @@ struct ShardMeta {
   std::string corpus_format;
   std::vector<std::string> corpus_inputs;
   int64_t corpus_files = 0, corpus_documents = 0, corpus_skipped = 0, corpus_bytes = 0;
+  int64_t corpus_duplicates = 0;  // dropped by prepare --dedup
+  Json sources = Json::array();   // where the inputs came from, with their licences
   std::string corpus_sha256;
   std::string created_at;
 
   // Bytes per token: 2 for uint16, 4 for uint32.
   int token_bytes() const { return dtype == "uint32" ? 4 : 2; }
 };
+
+// The default corpus's folder under the headlab binary's directory (scripts/fetch-data.sh).
+inline constexpr const char* kDefaultCorpusSubdir = "data/english-gpt2";
+// Returns the default corpus's folder: `path` when set, else kDefaultCorpusSubdir beside the
+// running binary (data.source "corpus").
+std::string DefaultCorpusDir(const std::string& path);
 
 // Returns "uint16" when every id < vocab fits, else "uint32".
 std::string DtypeForVocab(int64_t vocab);

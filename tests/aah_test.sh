@@ -49,13 +49,13 @@ RES=$(hl results "$EXP" --json) || fail "headlab results $EXP --json exited $?"
 # metric ARM KEY: the arm's mean of summary KEY ("null" when absent).
 metric() { jq -r --arg a "$1" --arg k "$2" '.arms[] | select(.arm == $a) | .metrics[$k].mean' <<<"$RES"; }
 
-expect_eq "full: training ACR (aah.attn_ratio)" 1 "$(metric full aah.attn_ratio)"
-expect_eq "full: inference ACR (aah.acr)" 1 "$(metric full aah.acr)"
+expect_eq "full: training ACR (aah.acr_train)" 1 "$(metric full aah.acr_train)"
+expect_eq "full: inference ACR (aah.acr_inference)" 1 "$(metric full aah.acr_inference)"
 expect_eq "full: exact coverage" 1 "$(metric full aah.exact_coverage)"
 
 # Per arm, in one jq pass: the summary keys that are missing, the number of window buckets
 # and their sum, and the backend label.
-KEYS='["eval.loss", "train.tokens_per_s", "mem.peak_bytes", "aah.attn_ratio", "aah.acr",
+KEYS='["eval.loss", "train.tokens_per_s", "mem.peak_bytes", "aah.acr_train", "aah.acr_inference",
        "aah.exact_coverage", "aah.levels_used", "aah.control_updates", "aah.backend.dense_masked"]'
 CHECKS=$(jq -r --argjson keys "$KEYS" '.arms[] | .metrics as $m
   | [.arm, ([$keys[] | select(($m[.].mean | type) != "number")] | join(",") | if . == "" then "-" else . end),
@@ -77,8 +77,8 @@ for arm in full grouping_off full_adaptive shallow_freeze deep_reuse; do
 done
 
 for arm in grouping_off full_adaptive shallow_freeze deep_reuse; do
-  acr=$(metric "$arm" aah.acr)
-  train_acr=$(metric "$arm" aah.attn_ratio)
+  acr=$(metric "$arm" aah.acr_inference)
+  train_acr=$(metric "$arm" aah.acr_train)
   maps=$(db "SELECT count(*) || ' ' || avg(h.window) FROM head_maps h JOIN runs r ON r.id = h.run_id
              WHERE r.experiment_id = $EXP AND r.arm = '$arm'")
   read -r rows mean_w <<<"$maps"
@@ -91,12 +91,12 @@ for arm in grouping_off full_adaptive shallow_freeze deep_reuse; do
 done
 
 # Training rows carry the ACR too (AAH §5.10 attn_ratio on every logged row).
-expect_eq "training rows with aah.attn_ratio (5 runs x 4 logged steps)" 20 "$(db "
+expect_eq "training rows with aah.acr_train (5 runs x 4 logged steps)" 20 "$(db "
   SELECT count(*) FROM metrics m JOIN runs r ON r.id = m.run_id
-  WHERE r.experiment_id = $EXP AND m.key = 'aah.attn_ratio'")"
+  WHERE r.experiment_id = $EXP AND m.key = 'aah.acr_train'")"
 
 OUT=$(hl results "$EXP") || fail "headlab results $EXP exited $?"
 echo "$OUT"
 grep -q "^AAH-v3" <<<"$OUT" || fail "results show no AAH-v3 table"
-grep -q "aah.acr" <<<"$OUT" || fail "results show no aah.acr column"
+grep -q "aah.acr_inference" <<<"$OUT" || fail "results show no aah.acr_inference column"
 ok "headlab results shows the AAH-v3 table"

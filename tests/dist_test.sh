@@ -132,9 +132,9 @@ expect_eq "prune: the heads removed at step 2, 2 ranks vs 1" \
 expect_eq "prune: parameters after removal, 2 ranks vs 1" \
   "$(summary_of "$HL_TMP/prune-1" | jq '."prune.params"')" "$(summary_of "$HL_TMP/prune-2" | jq '."prune.params"')"
 # AAH: the controller picked the same windows (some below the context: ACR < 1).
-aah_windows() { summary_of "$1" | jq -c 'with_entries(select(.key | startswith("aah.bucket.") or . == "aah.attn_ratio"))'; }
+aah_windows() { summary_of "$1" | jq -c 'with_entries(select(.key | startswith("aah.bucket.") or . == "aah.acr_train"))'; }
 expect_eq "aah: window buckets and training ACR, 2 ranks vs 1" "$(aah_windows "$HL_TMP/aah-1")" "$(aah_windows "$HL_TMP/aah-2")"
-summary_of "$HL_TMP/aah-2" | jq -e '."aah.attn_ratio" < 1' >/dev/null ||
+summary_of "$HL_TMP/aah-2" | jq -e '."aah.acr_train" < 1' >/dev/null ||
   fail "aah: no window below the context was chosen: $(aah_windows "$HL_TMP/aah-2")"
 expect_eq "aoh: converted at step, 2 ranks vs 1" 3 "$(summary_of "$HL_TMP/aoh-2" | jq '."aoh.converted_at"')"
 

@@ -41,14 +41,25 @@ torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rh
   return torch::exp(CompactLogits(alpha, rho, T) - log_z.narrow(0, 0, T).unsqueeze(1));
 }
 
-torch::Tensor AllowedKeys(const HeadState& s, int64_t T, torch::Device device) {
-  auto opts = torch::dtype(torch::kLong).device(device);
-  torch::Tensor q = torch::arange(T, opts).unsqueeze(1);
-  torch::Tensor k = torch::arange(T, opts).unsqueeze(0);
+torch::Tensor AllowedKeysAt(const HeadState& s, const torch::Tensor& qpos, const torch::Tensor& kpos,
+                            int64_t call_first) {
+  torch::Tensor q = qpos.unsqueeze(1), k = kpos.unsqueeze(0);
   torch::Tensor allowed = k <= q;
   if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
-  if (s.mode == HeadMode::kStreaming) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  if (s.mode == HeadMode::kStreaming && s.chunk == 0) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  if (s.mode == HeadMode::kStreaming && s.chunk > 0) {
+    // AoH §5: after each chunk the cache keeps the sink and the `recent` newest keys; the
+    // next chunk's queries read those and their own chunk causally.
+    torch::Tensor start = torch::floor_divide(q, s.chunk) * s.chunk;
+    start = torch::clamp_min(start, call_first);
+    allowed = allowed & ((k < s.sink) | (k >= start - s.recent));
+  }
   return allowed;
+}
+
+torch::Tensor AllowedKeys(const HeadState& s, int64_t T, torch::Device device) {
+  torch::Tensor pos = torch::arange(T, torch::dtype(torch::kLong).device(device));
+  return AllowedKeysAt(s, pos, pos);
 }
 
 HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t kv_heads,
@@ -94,8 +105,8 @@ void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
   TORCH_CHECK(state.mode == HeadMode::kPruned || !removed(h), "head ", h,
               " was removed physically and can only stay pruned");
   TORCH_CHECK(state.mode != HeadMode::kLocal || state.window >= 1, "local window must be >= 1");
-  TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0),
-              "streaming needs recent >= 1 and sink >= 0");
+  TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0 && state.chunk >= 0),
+              "streaming needs recent >= 1, sink >= 0 and chunk >= 0");
   EndTrainable(h);
   states_[size_t(h)] = state;
 }
@@ -257,7 +268,9 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
     w = weight.view({n, head_dim_, C}).index_select(0, idx).reshape({-1, C});
     if (b.defined()) b = b.view({n, head_dim_}).index_select(0, idx).reshape({-1});
   }
-  torch::Tensor y = torch::nn::functional::linear(x, w, b).view({B, T, -1, head_dim_}).transpose(1, 2);
+  torch::Tensor y = MarkProjection(x, [&](const torch::Tensor& in) { return torch::nn::functional::linear(in, w, b); })
+                        .view({B, T, -1, head_dim_})
+                        .transpose(1, 2);
   if (norm.defined()) y = NormalizeHeads(y, norm);  // Qwen 3's q_norm / k_norm
   bool identity = slot.size() == unique.size();
   for (size_t i = 0; identity && i < slot.size(); ++i) identity = slot[i] == int64_t(i);
@@ -361,7 +374,8 @@ torch::Tensor HybridAttentionImpl::forward(
   if (outputs.empty())  // every head removed: the layer adds nothing but its output bias
     return EmptyLayerOutput(x);
   torch::Tensor y = torch::stack(outputs, 2);  // [B, T, kept heads, d], original order
-  return o_proj(y.reshape({B, T, int64_t(outputs.size()) * d}));
+  return MarkProjection(y.reshape({B, T, int64_t(outputs.size()) * d}),
+                        [&](const torch::Tensor& in) { return o_proj(in); });
 }
 
 }  // namespace headlab

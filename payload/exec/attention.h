@@ -7,7 +7,9 @@
 //                 patterns); alpha, rho, logZ and P are buffers, never trained, unless
 //                 MakeFixedTrainable (SAF App. C.3.2) gives a compact head trainable alpha,
 //                 rho whose logZ the forward then recomputes
-//   streaming     keys k <= q with k < sink or q - k < recent (AoH §5, StreamingLLM)
+//   streaming     keys k <= q with k < sink or in the recent window: q - k < recent (token
+//                 eviction, StreamingLLM), or k >= floor(q / K) K - recent (per-chunk
+//                 eviction of chunked prefill, AoH §5; HeadState::chunk = K)
 //   local(W)      keys q - W < k <= q (AAH §5.8)
 //   pruned        contributes nothing
 // Outputs stay in the original head order before the output projection. Fixed and pruned
@@ -42,6 +44,12 @@ torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rh
 // Returns the [T, T] boolean mask of keys that `state` lets each query attend to (not
 // meaningful for fixed or pruned heads).
 torch::Tensor AllowedKeys(const HeadState& state, int64_t T, torch::Device device);
+// The same rule at arbitrary positions: [T, L] for query positions qpos [T] and key
+// positions kpos [L] (a KV cache's). A chunk-evicting streaming head's chunk starts at
+// max(floor(q / chunk) chunk, call_first): a decoder that also evicts before each call
+// (AoH §5: a decode step is a chunk of one token) passes the call's first position.
+torch::Tensor AllowedKeysAt(const HeadState& state, const torch::Tensor& qpos,
+                            const torch::Tensor& kpos, int64_t call_first = 0);
 
 // What an imported architecture adds to the layer (payload/exec/hf_config.h); the defaults
 // are headlab's own layer.

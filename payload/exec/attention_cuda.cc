@@ -17,6 +17,7 @@
 #include "payload/exec/attention.h"
 #include "payload/exec/attention_plan.h"
 #include "payload/exec/fixed_conv.h"
+#include "payload/exec/flops_ranges.h"
 #include "payload/exec/precision.h"
 
 #if HEADLAB_TORCH_CUDA
@@ -105,7 +106,7 @@ int64_t FixedHeadCount(const HybridAttentionImpl& layer) {
 std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
   std::ostringstream k;
   for (const HeadState& s : layer.head_states())
-    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.dense << ',';
+    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.chunk << ':' << s.dense << ',';
   k << '|';
   for (int64_t h : layer.kept_heads()) k << h << ',';
   k << '|';
@@ -492,7 +493,9 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
     if (nk > 0) add(layer.k_proj, dp.k_idx);
     add(layer.v_proj, dp.v_idx);
   }
-  torch::Tensor y = F::linear(x, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
+  torch::Tensor y = MarkProjection(x, [&](const torch::Tensor& in) {
+    return F::linear(in, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
+  });
   torch::Tensor q_all, k_all;  // [B, T, nq, d], [B, T, nk, d]
   if (nq > 0) {
     torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
@@ -551,7 +554,8 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
     o = o * layer.head_gate.index_select(1, dp.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
   const torch::Tensor& wo = layer.o_proj->weight;
   torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, dp.o_idx, d);
-  return F::linear(o.reshape({B, T, no * d}), wo_used, layer.o_proj->bias);
+  return MarkProjection(o.reshape({B, T, no * d}),
+                        [&](const torch::Tensor& in) { return F::linear(in, wo_used, layer.o_proj->bias); });
 }
 
 // Repetitions of each candidate's timing, taken round-robin so that a slow spell of the

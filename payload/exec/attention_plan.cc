@@ -95,6 +95,10 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
   const int64_t H = int64_t(states.size());
   if (o.trainable_fixed)
     return Dense("trainable alpha/rho (SAF App. C.3.2) need gradients through eq. 3's normaliser");
+  // The fused kernels know token eviction only (kernels/hybrid_attention.h).
+  for (int64_t h = 0; h < H; ++h)
+    if (states[size_t(h)].mode == HeadMode::kStreaming && states[size_t(h)].chunk > 0)
+      return Dense("per-chunk streaming eviction (head " + std::to_string(h) + ") has no fused kernel");
   if (kv_heads != H) return PlanGrouped(states, kv_heads, kept, kept_kv, o);
 
   // Multi-head layers: sort the heads with outputs into the segments.

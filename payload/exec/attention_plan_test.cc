@@ -88,6 +88,14 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
   dense_fixed[0].dense = true;
   CHECK(PlanAttention(dense_fixed, 1, Iota(1), Iota(1), full_cache).dense_reason ==
         "dense fixed pattern of head 0 does not fit the fixed-pattern cache");
+  // The kernels evict per token; a chunk-evicting streaming head takes the reference.
+  auto chunked = States({M::kOrdinary, M::kStreaming});
+  chunked[1].recent = 4;
+  chunked[1].chunk = 8;
+  CHECK(PlanAttention(chunked, 2, Iota(2), Iota(2), Cuda()).dense_reason ==
+        "per-chunk streaming eviction (head 1) has no fused kernel");
+  chunked[1].chunk = 0;
+  CHECK(PlanAttention(chunked, 2, Iota(2), Iota(2), Cuda()).dense_reason.empty());
   // Grouped-query layers run every head through the kernels, or not at all.
   AttentionPlan g = PlanAttention(States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kPruned}), 2, Iota(4),
                                   Iota(2), Cuda());

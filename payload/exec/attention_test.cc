@@ -172,5 +172,50 @@ TEST_CASE("attention: streaming and local masks") {
   CHECK(torch::equal(l[0], Bools({1, 0, 0, 0, 0})));
 }
 
+// The keys a chunk-evicting streaming head reads, by simulating AoH §5's chunked prefill
+// literally: a cache list that each chunk appends to and that is trimmed to the sink and the
+// `recent` newest keys after the chunk. Returns [T][T] visibility.
+std::vector<std::vector<bool>> SimulatedChunkPrefill(int64_t sink, int64_t recent, int64_t chunk, int64_t T) {
+  std::vector<std::vector<bool>> seen(size_t(T), std::vector<bool>(size_t(T), false));
+  std::vector<int64_t> cache;
+  for (int64_t c0 = 0; c0 < T; c0 += chunk) {
+    const int64_t c1 = std::min(T, c0 + chunk);
+    for (int64_t q = c0; q < c1; ++q) {
+      cache.push_back(q);  // the query's own key joins before it attends (causal)
+      for (int64_t k : cache) seen[size_t(q)][size_t(k)] = true;
+    }
+    std::vector<int64_t> kept;
+    for (size_t i = 0; i < cache.size(); ++i)
+      if (cache[i] < sink || int64_t(cache.size() - i) <= recent) kept.push_back(cache[i]);
+    cache = kept;
+  }
+  return seen;
+}
+
+TEST_CASE("attention: the chunk-eviction mask is the simulated chunked prefill") {
+  for (int64_t sink : {0, 1, 3})
+    for (int64_t recent : {1, 2, 5})
+      for (int64_t chunk : {1, 2, 4, 7, 40}) {
+        const int64_t T = 23;
+        HeadState s{HeadMode::kStreaming, 0, sink, recent, false, chunk};
+        torch::Tensor m = AllowedKeys(s, T, torch::kCPU);
+        auto want = SimulatedChunkPrefill(sink, recent, chunk, T);
+        int64_t mismatches = 0;
+        for (int64_t q = 0; q < T; ++q)
+          for (int64_t k = 0; k < T; ++k) mismatches += m[q][k].item<bool>() != want[size_t(q)][size_t(k)];
+        INFO("sink " << sink << " recent " << recent << " chunk " << chunk);
+        CHECK(mismatches == 0);
+      }
+  // A chunk of the whole sequence is causal attention; with AoH's sink 1, recent 2, chunk 4,
+  // query 9 (chunk 8..11) sees the sink, the kept window 6, 7 and its own chunk 8, 9.
+  HeadState s{HeadMode::kStreaming, 0, 1, 2, false, 4};
+  CHECK(torch::equal(AllowedKeys(s, 10, torch::kCPU)[9], Bools({1, 0, 0, 0, 0, 0, 1, 1, 1, 1})));
+  // At arbitrary positions with an eviction before the call at position 9 (a decode step):
+  // keys 7, 8, 9 and the sink.
+  torch::Tensor pos = torch::arange(10, torch::kLong);
+  CHECK(torch::equal(AllowedKeysAt(s, torch::tensor({int64_t(9)}), pos, 9)[0],
+                     Bools({1, 0, 0, 0, 0, 0, 0, 1, 1, 1})));
+}
+
 }  // namespace
 }  // namespace headlab

@@ -14,6 +14,7 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "payload/exec/retrieval_mix.h"
 
 namespace headlab {
 namespace {
@@ -136,15 +137,6 @@ StatusOr<Dataset> LoadShards(const std::string& dir, int64_t vocab) {
   return d;
 }
 
-std::string DefaultCorpusDir(const std::string& path) {
-  if (!path.empty()) return path;
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string(".");
-  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
-  return (dir.empty() ? "." : dir) + "/" + kDefaultCorpusSubdir;
-}
-
 StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& path,
                                  double val_fraction, int64_t vocab) {
   if (source == "shards") return LoadShards(path, vocab);
@@ -189,13 +181,23 @@ void TokenSpan::Append(int64_t begin, int64_t n, std::vector<int64_t>* out) cons
   else out->insert(out->end(), data + begin, data + begin + n);
 }
 
-void BatchSampler::Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens) {
-  for (int64_t o : NextOffsets(split.size, batch)) split.Append(o, context_ + 1, tokens);
+void BatchSampler::Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens,
+                        const RetrievalMix* mix) {
+  std::vector<int64_t> row;
+  for (int64_t o : NextOffsets(split.size, batch)) {
+    if (mix && mix->enabled() && RetrievalMix::Synthetic(mix->fraction(), rows_)) {
+      mix->Fill(rows_, split, &row);
+      tokens->insert(tokens->end(), row.begin(), row.end());
+    } else {
+      split.Append(o, context_ + 1, tokens);
+    }
+    ++rows_;
+  }
 }
 
 std::string BatchSampler::SaveState() const {
   std::ostringstream ss;
-  ss << rng_;
+  ss << rng_ << " rows " << rows_;
   return ss.str();
 }
 
@@ -204,7 +206,12 @@ Status BatchSampler::LoadState(const std::string& state) {
   std::mt19937_64 rng;
   ss >> rng;
   if (ss.fail()) return Status::Corruption("sampler state: cannot parse");
+  std::string word;
+  int64_t rows = 0;  // states saved before the row count: 0
+  if (ss >> word && (word != "rows" || !(ss >> rows) || rows < 0))
+    return Status::Corruption("sampler state: cannot parse its row count");
   rng_ = rng;
+  rows_ = rows;
   return Status::Ok();
 }
 

@@ -25,9 +25,9 @@
 
 namespace headlab {
 
+class RetrievalMix;  // retrieval_mix.h
+
 inline constexpr const char* kBuiltinCorpusDir = "/usr/share/common-licenses";
-// The default corpus's folder under the headlab binary's directory.
-inline constexpr const char* kDefaultCorpusSubdir = "data/english-gpt2";
 
 // A read-only run of tokens, uint16 (`data`) or uint32 (`data32`, set instead of `data`);
 // `holder` keeps the storage (vector or mapping) alive.
@@ -61,9 +61,6 @@ StatusOr<Dataset> LoadBuiltinCorpus(double val_fraction, const std::string& dir 
 // files must hold exactly its token counts and its tokenizer's vocabulary must fit `vocab`;
 // errors name the file and what was expected.
 StatusOr<Dataset> LoadShards(const std::string& dir, int64_t vocab);
-// Returns the default corpus's folder: `path` when set, else kDefaultCorpusSubdir beside the
-// running binary.
-std::string DefaultCorpusDir(const std::string& path);
 // Loads data.source `source` ("builtin" | "shards" | "corpus") for a model of `vocab`.
 StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& path,
                                  double val_fraction, int64_t vocab);
@@ -82,8 +79,13 @@ class BatchSampler {
   BatchSampler(uint64_t seed, int64_t context);
 
   // Appends batch * (context+1) tokens to *tokens (row-major). Requires
-  // split.size > context.
-  void Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens);
+  // split.size > context. With `mix` (retrieval_mix.h), the rows it makes synthetic (by
+  // their number in the stream of drawn rows) are its sequences instead; the other rows and
+  // the generator's draws are what they would be without it.
+  void Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens,
+            const RetrievalMix* mix = nullptr);
+  // Rows drawn so far (saved with the state).
+  int64_t rows() const { return rows_; }
   // Draws the `batch` window offsets Next would use for a split of `split_size` tokens.
   std::vector<int64_t> NextOffsets(int64_t split_size, int64_t batch);
   // Returns the generator state as text; LoadState restores it exactly.
@@ -93,6 +95,7 @@ class BatchSampler {
  private:
   int64_t context_;
   std::mt19937_64 rng_;
+  int64_t rows_ = 0;
 };
 
 // Appends fixed evaluation batch `index` of `count`: its windows start at offsets evenly

@@ -96,6 +96,8 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("data.path", &c.data.path);
   r.Read("data.val_fraction", &c.data.val_fraction);
   r.Read("data.calib_fraction", &c.data.calib_fraction);
+  r.Read("data.retrieval_fraction", &c.data.retrieval_fraction);
+  r.Read("data.retrieval_tasks", &c.data.retrieval_tasks);
   r.Read("noop.duration_ms", &c.noop.duration_ms);
   r.Read("noop.metrics", &c.noop.metrics);
   if (!r.status().ok()) return r.status();

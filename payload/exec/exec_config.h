@@ -42,6 +42,8 @@ struct DataConfig {
   std::string path;
   double val_fraction = 0;
   double calib_fraction = 0;  // > 0: HoldOutCalibration (data.h)
+  double retrieval_fraction = 0;  // > 0: RetrievalMix rows (retrieval_mix.h)
+  std::string retrieval_tasks;    // its comma list of tasks
 };
 
 struct NoopConfig {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -26,6 +27,7 @@
 #include "payload/measure/flop_counter.h"
 #include "payload/measure/gpu_presence.h"
 #include "payload/measure/kernel_trace.h"
+#include "payload/measure/range_paths.h"
 #include "payload/measure/region_timer.h"
 
 namespace headlab {
@@ -92,15 +94,20 @@ class StateSnapshot {
   std::ostringstream opt_bytes_;
 };
 
-// True iff `path` is an "attention" range (the innermost named one, not a per-layer
-// child) of the model's own work under the top-level range `prefix` ("step" or "forward").
-// A method hook's extra forward (e.g. AAH's controller observation, range "step/method")
-// counts in the step's total and in flops.method, not in its attention.
-bool IsAttentionUnder(const std::string& path, const std::string& prefix) {
-  const std::string tail = "/attention";
-  return path.compare(0, prefix.size() + 1, prefix + "/") == 0 && path.size() >= tail.size() &&
-         path.compare(path.size() - tail.size(), tail.size(), tail) == 0 &&
-         path.find("/method/") == std::string::npos;
+// Phases of a controller's period the counted FLOPs cover (TrainHooks::ControlPeriod): a
+// counted pair per phase, so at most this many.
+constexpr int64_t kMaxCountedPhases = 16;
+
+// Total FLOPs per range path of a counter report.
+std::map<std::string, double> TotalsByPath(const measure::FlopReport& r) {
+  std::map<std::string, double> out;
+  for (const auto& [path, f] : r.ranges) out[path] = f.total;
+  return out;
+}
+
+double TotalOf(const measure::FlopReport& r, const std::string& path) {
+  auto it = r.ranges.find(path);
+  return it == r.ranges.end() ? 0.0 : it->second.total;
 }
 
 // One flops run as named steps: SetUp (run_setup.h and the fixed batch), Warmup,
@@ -132,6 +139,8 @@ class FlopsRun {
   Status TrainStep(bool advance);
   Status Pair();
   double MedianOf(const std::string& path) const;
+  // Puts the method hooks at phase p of their controller period (the steps they see).
+  void AtPhase(int64_t p) { ctx_->step = step0_ + p; }
 
   // Constant after construction.
   const FlopsRequest& req_;
@@ -150,8 +159,12 @@ class FlopsRun {
   torch::Tensor x_, y_;
   Json prov_;
   std::unique_ptr<TrainContext> ctx_;
+  int64_t period_ = 1;  // the hooks' largest ControlPeriod
+  int64_t step0_ = 0;   // the step the measured pairs start from (after the warm-up)
 
   // Measured.
+  std::vector<std::vector<double>> method_ms_by_phase_;  // "step/method" event ms per phase
+  std::vector<double> step_flops_by_phase_, method_flops_by_phase_;
   std::map<std::string, std::vector<double>> event_ms_;
   std::vector<double> wall_ms_;
   std::string timing_unmeasured_;
@@ -248,6 +261,10 @@ Status FlopsRun::Warmup() {
     HEADLAB_RETURN_IF_ERROR(TrainStep(/*advance=*/true));
   }
   Sync(device_);
+  step0_ = ctx_->step;
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) period_ = std::max(period_, h->ControlPeriod());
+  period_ = std::min(period_, kMaxCountedPhases);
+  method_ms_by_phase_.assign(size_t(period_), {});
   return Status::Ok();
 }
 
@@ -259,6 +276,7 @@ Status FlopsRun::TimeRepeats() {
   for (int64_t r = 0; r < o_.repeats; ++r) {
     timer.Clear();
     const Clock::time_point t0 = Clock::now();
+    AtPhase(r % period_);  // the repeats walk the controller's period: its steps and the others
     if (device_.is_cuda()) measure::SetActiveMarker(&timer);
     Status s = Pair();
     measure::SetActiveMarker(nullptr);
@@ -272,7 +290,9 @@ Status FlopsRun::TimeRepeats() {
       continue;
     }
     for (const auto& [path, v] : *ms) event_ms_[path].push_back(v);
+    method_ms_by_phase_[size_t(r % period_)].push_back(ms->count("step/method") ? ms->at("step/method") : 0.0);
   }
+  AtPhase(0);
   if (!device_.is_cuda()) timing_unmeasured_ = "no GPU: run on " + device_.str();
 #if HEADLAB_TORCH_CUDA
   if (device_.is_cuda())
@@ -294,6 +314,7 @@ Status FlopsRun::TracePair() {
     trace_unmeasured_ = trace.status().message();
     return Status::Ok();
   }
+  AtPhase(0);
   measure::SetActiveMarker(trace->get());
   Status s = Pair();
   measure::SetActiveMarker(nullptr);
@@ -318,15 +339,24 @@ Status FlopsRun::CountPair() {
   }
   StateSnapshot snapshot(model_, *opt_);
   measure::CounterOptions co;
-  co.nesting_levels = o_.per_layer ? 5 : 4;  // step/backward/attention/L<k>
+  co.nesting_levels = o_.per_layer ? 6 : 5;  // step/backward/attention/L<k>/proj
   co.max_passes = 512;  // 20 passes for the FLOP counters on H200 (docs/BENCHMARKS.md)
-  co.max_ranges = size_t(16 + 4 * c_.model.layers * (o_.per_layer ? 2 : 1) * 2);
-  StatusOr<measure::FlopReport> m =
-      measure::MeasureFlops([this] { return Pair(); }, [&] { return snapshot.Restore(); }, o_.tensor, co);
-  Status restored = snapshot.Restore();
-  if (!m.ok()) return m.status();
-  HEADLAB_RETURN_IF_ERROR(restored);
-  flops_ = *m;
+  co.max_ranges = size_t(16 + 4 * c_.model.layers * (o_.per_layer ? 3 : 2) * 2);
+  // A counted pair per phase of the controller's period (one when the hooks have none): the
+  // reported counts are phase 0's, the *_mean ones the mean over every phase.
+  for (int64_t p = 0; p < period_; ++p) {
+    AtPhase(p);
+    StatusOr<measure::FlopReport> m =
+        measure::MeasureFlops([this] { return Pair(); }, [&] { return snapshot.Restore(); }, o_.tensor, co);
+    Status restored = snapshot.Restore();
+    if (!m.ok()) return m.status();
+    HEADLAB_RETURN_IF_ERROR(restored);
+    if (p == 0) flops_ = *m;
+    if (!m->measured()) break;
+    step_flops_by_phase_.push_back(TotalOf(*m, "step"));
+    method_flops_by_phase_.push_back(TotalOf(*m, "step/method"));
+  }
+  AtPhase(0);
   return Status::Ok();
 }
 
@@ -342,17 +372,28 @@ Status FlopsRun::Report() {
   if (timing_unmeasured_.empty()) {
     values[metric::kTimeStepMs] = MedianOf("step");
     values[metric::kTimeForwardMs] = MedianOf("forward");
-    double attention = 0;
-    for (const auto& [path, v] : event_ms_)
-      if (IsAttentionUnder(path, "step")) attention += Median(v);
-    values[metric::kTimeAttentionMs] = attention;
+    std::map<std::string, double> medians;
+    for (const auto& [path, v] : event_ms_) medians[path] = Median(v);
+    const measure::AttentionSplit a = measure::SplitAttention(medians, "step");
+    values[metric::kTimeAttentionMs] = a.attention;
+    values[metric::kTimeAttentionCoreMs] = a.core();
+    // The method hooks' time, the mean over the period of each phase's median.
+    double method = 0;
+    int64_t phases = 0;
+    for (const std::vector<double>& v : method_ms_by_phase_)
+      if (!v.empty()) {
+        method += Median(v);
+        ++phases;
+      }
+    if (phases == period_) values[metric::kTimeMethodMeanMs] = method / double(phases);
   }
   if (trace_unmeasured_.empty()) {
     values[metric::kKernelStepMs] = double(join_.ranges["step"].kernel_ns) / 1e6;
-    double attention = 0;
-    for (const auto& [path, st] : join_.ranges)
-      if (IsAttentionUnder(path, "step")) attention += double(st.kernel_ns) / 1e6;
-    values[metric::kKernelAttentionMs] = attention;
+    std::map<std::string, double> kernel_ms;
+    for (const auto& [path, st] : join_.ranges) kernel_ms[path] = double(st.kernel_ns) / 1e6;
+    const measure::AttentionSplit a = measure::SplitAttention(kernel_ms, "step");
+    values[metric::kKernelAttentionMs] = a.attention;
+    values[metric::kKernelAttentionCoreMs] = a.core();
   }
   values[metric::kBenchPeakMemBytes] = peak_allocated_;
   if (fr.measured()) {
@@ -362,15 +403,23 @@ Status FlopsRun::Report() {
     values[metric::kFlopsHalf] = st.half;
     values[metric::kFlopsTensor] = st.tensor;
     values[metric::kFlopsTotal] = st.total;
-    measure::FlopCounts step_attention, forward_attention;
-    for (const auto& [path, f] : fr.ranges) {
-      if (IsAttentionUnder(path, "step")) step_attention += f;
-      if (IsAttentionUnder(path, "forward")) forward_attention += f;
-    }
-    values[metric::kFlopsAttention] = step_attention.total;
+    const std::map<std::string, double> totals = TotalsByPath(fr);
+    const measure::AttentionSplit step_attention = measure::SplitAttention(totals, "step");
+    values[metric::kFlopsAttention] = step_attention.attention;
+    values[metric::kFlopsAttentionProj] = step_attention.projection;
+    values[metric::kFlopsAttentionCore] = step_attention.core();
     values[metric::kFlopsForwardTotal] = fw.total;
-    values[metric::kFlopsMethod] = fr.ranges.count("step/method") ? fr.ranges.at("step/method").total : 0.0;
-    values[metric::kFlopsForwardAttention] = forward_attention.total;
+    values[metric::kFlopsMethod] = TotalOf(fr, "step/method");
+    values[metric::kFlopsForwardAttention] = measure::SplitAttention(totals, "forward").attention;
+    if (int64_t(step_flops_by_phase_.size()) == period_) {  // every phase counted
+      double step = 0, method = 0;
+      for (int64_t p = 0; p < period_; ++p) {
+        step += step_flops_by_phase_[size_t(p)];
+        method += method_flops_by_phase_[size_t(p)];
+      }
+      values[metric::kFlopsTotalMean] = step / double(period_);
+      values[metric::kFlopsMethodMean] = method / double(period_);
+    }
     values[metric::kFlopsPasses] = fr.passes;
     values[metric::kFlopsOverheadX] = fr.profiled_s / (Median(wall_ms_) / 1e3);
   }

@@ -10,7 +10,12 @@
 // them (per layer "attention/L<k>" with flops.per_layer = 1); one traced pair joins CUPTI
 // Activity kernel records to the same ranges; one pair under CUPTI counter replay
 // (payload/measure/flop_counter.h) gives the FLOPs, the model and optimiser state restored
-// before every replay pass. Without a GPU or counter permission the FLOPs are
+// before every replay pass. Attention ranges hold "proj" ranges around their projection
+// GEMMs (payload/measure/range_paths.h), so the attention core is reported apart. The
+// measured pairs walk a method controller's period (TrainHooks::ControlPeriod, at most 16
+// steps): the timed repeats cycle through its phases and one pair is counted per phase, so
+// flops.total_mean, flops.method_mean and time.method_mean_ms average control and
+// non-control steps (flops.total and flops.method are the first phase's). Without a GPU or counter permission the FLOPs are
 // `unmeasured` with the reason (provenance flops.status / flops.reason, and the flops.json
 // artifact), never a number.
 #pragma once

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "payload/measure/range_marker.h"
+#include "payload/measure/range_paths.h"
 
 namespace headlab {
 namespace {
@@ -82,7 +83,7 @@ bool AttentionRangeWanted() { return measure::ActiveMarker() != nullptr && !t_in
 
 torch::Tensor MarkAttentionRange(const torch::Tensor& x,
                                  const std::function<torch::Tensor(const torch::Tensor&)>& f) {
-  std::vector<std::string> labels = {"attention"};
+  std::vector<std::string> labels = {measure::kAttentionRange};
   const int layer = g_layer.fetch_add(1);
   if (g_per_layer.load()) labels.push_back("L" + std::to_string(layer));
   auto inner = [&f](const torch::Tensor& in) {
@@ -98,6 +99,12 @@ torch::Tensor MarkAttentionRange(const torch::Tensor& x,
     return y;
   };
   return MarkLabels(labels, x, inner);
+}
+
+torch::Tensor MarkProjection(const torch::Tensor& x,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+  if (!t_inside_attention || !measure::ActiveMarker()) return f(x);
+  return MarkLabels({measure::kProjectionRange}, x, f);
 }
 
 void SetPerLayerAttentionRanges(bool on) { g_per_layer.store(on); }

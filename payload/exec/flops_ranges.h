@@ -26,6 +26,12 @@ bool AttentionRangeWanted();
 torch::Tensor MarkAttentionRange(const torch::Tensor& x,
                                  const std::function<torch::Tensor(const torch::Tensor&)>& f);
 
+// Inside an attention range: MarkRange("proj", ...) (payload/measure/range_paths.h), around
+// a projection GEMM, so the attention core (attention - projections) can be told apart.
+// Elsewhere, or with no marker: f(x).
+torch::Tensor MarkProjection(const torch::Tensor& x,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& f);
+
 // Per-layer attention ranges on or off (off by default), and the layer counter reset that
 // starts every forward.
 void SetPerLayerAttentionRanges(bool on);

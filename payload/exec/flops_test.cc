@@ -58,17 +58,26 @@ TEST_CASE("flops: every attention layer of the model opens one range, per layer 
   { torch::NoGradGuard g; (void)model->Loss(x, x); }
   SetPerLayerAttentionRanges(false);
   measure::SetActiveMarker(nullptr);
-  int opened = 0, closed = 0;
+  int opened = 0, closed = 0, attention = 0, proj = 0;
   size_t bar = 0;
   for (size_t i = 0; i < rec.log.size(); ++i) {
     if (rec.log[i] == "|") bar = i;
-    if (bar == 0) (rec.log[i] == "-" ? closed : opened) += 1;
+    if (bar != 0) continue;
+    (rec.log[i] == "-" ? closed : opened) += 1;
+    attention += rec.log[i] == "+attention";
+    proj += rec.log[i] == "+proj";
   }
-  CHECK(opened == 6);  // 3 layers, forward and backward
-  CHECK(closed == 6);
+  CHECK(attention == 6);  // 3 layers, forward and backward
+  CHECK(proj == 24);      // inside each: the q, k, v and output projections (payload/measure/range_paths.h)
+  CHECK(opened == 30);
+  CHECK(closed == 30);
   std::vector<std::string> per_layer(rec.log.begin() + long(bar) + 1, rec.log.end());
-  const std::vector<std::string> expected = {"+attention", "+L0", "-", "-", "+attention", "+L1",
-                                             "-", "-", "+attention", "+L2", "-", "-"};
+  std::vector<std::string> expected;
+  for (const char* layer : {"+L0", "+L1", "+L2"}) {
+    expected.insert(expected.end(), {"+attention", layer});
+    for (int p = 0; p < 4; ++p) expected.insert(expected.end(), {"+proj", "-"});
+    expected.insert(expected.end(), {"-", "-"});
+  }
   CHECK(per_layer == expected);
 }
 

@@ -52,9 +52,10 @@ bool ParseMode(const std::string& s, HeadState* state) {
     state->mode = HeadMode::kLocal;
     return ParseInt(f[1], 1, &state->window);
   }
-  if (f[0] == "streaming" && f.size() == 3) {
+  if (f[0] == "streaming" && (f.size() == 3 || f.size() == 4)) {
     state->mode = HeadMode::kStreaming;
-    return ParseInt(f[1], 0, &state->sink) && ParseInt(f[2], 1, &state->recent);
+    return ParseInt(f[1], 0, &state->sink) && ParseInt(f[2], 1, &state->recent) &&
+           (f.size() == 3 || ParseInt(f[3], 1, &state->chunk));
   }
   return false;
 }
@@ -91,8 +92,8 @@ StatusOr<std::vector<HeadAssignment>> ParseHeadModes(const std::string& spec, in
       return bad("head must be * or an integer in [0, " + std::to_string(heads) + ")");
     HeadState state;
     if (!ParseMode(item.substr(eq + 1), &state))
-      return bad("mode must be ordinary, pruned, local:W (W >= 1) or streaming:SINK:RECENT "
-                 "(RECENT >= 1)");
+      return bad("mode must be ordinary, pruned, local:W (W >= 1) or streaming:SINK:RECENT[:CHUNK] "
+                 "(RECENT >= 1, CHUNK >= 1)");
     for (int64_t l = l0; l < l1; ++l)
       for (int64_t h = h0; h < h1; ++h) out.push_back({l, h, state});
   }

@@ -4,8 +4,9 @@
 // model.head_modes := "" | item ("," item)*          (unlisted heads stay ordinary)
 // item  := LAYER "." HEAD "=" mode                    (later items override earlier ones)
 // LAYER, HEAD := integer | "*"
-// mode  := "ordinary" | "pruned" | "local:" W | "streaming:" SINK ":" RECENT
-// e.g. "0.1=local:32,1.*=streaming:4:16,1.3=pruned". Fixed heads need fitted patterns and
+// mode  := "ordinary" | "pruned" | "local:" W | "streaming:" SINK ":" RECENT [":" CHUNK]
+// e.g. "0.1=local:32,1.*=streaming:4:16,1.2=streaming:4:16:64,1.3=pruned" (no CHUNK: token
+// eviction). Fixed heads need fitted patterns and
 // are installed by the methods, not by config.
 #pragma once
 
@@ -26,8 +27,13 @@ struct HeadState {
   HeadMode mode = HeadMode::kOrdinary;
   int64_t window = 0;  // local: W >= 1, key k allowed iff q - W < k <= q (AAH §5.8)
   int64_t sink = 0;    // streaming: keys k < sink ...
-  int64_t recent = 0;  // ... or q - k < recent, recent >= 1 (AoH §5)
+  int64_t recent = 0;  // ... or the recent window, recent >= 1 (AoH §5); see chunk
   bool dense = false;  // fixed: a dense [T, T] pattern rather than alpha/rho/logZ
+  // Streaming eviction. 0: per token (StreamingLLM), key k visible iff q - k < recent.
+  // K >= 1: per chunk (AoH §5, chunked prefill): the cache is trimmed to sink + recent after
+  // each chunk of K positions, so query q of the chunk starting at c = floor(q / K) K sees
+  // k >= c - recent (the kept window and its own chunk up to q).
+  int64_t chunk = 0;
 };
 
 struct HeadAssignment {

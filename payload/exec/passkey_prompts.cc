@@ -1,6 +1,8 @@
 // Passkey prompt encoding and batching.
 #include "payload/exec/passkey_prompts.h"
 
+#include <cmath>
+
 #include "common/files.h"
 
 namespace headlab {
@@ -50,25 +52,46 @@ bool PasskeyCodec::Matches(const std::vector<int64_t>& generated, const std::str
   return tokenizer_.Decode(ids) == answer;
 }
 
-std::vector<PasskeyGroup> GroupPasskeyPrompts(const PasskeyCodec& codec,
-                                              const std::vector<PasskeyExample>& examples) {
-  std::vector<PasskeyGroup> groups;
-  for (size_t i = 0; i < examples.size(); ++i) {
-    std::vector<int64_t> prompt = codec.Encode(examples[i].prompt);
-    const int64_t answer = int64_t(codec.Encode(examples[i].answer).size());
+StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length, double depth,
+                                                uint64_t seed, int64_t samples) {
+  if (!(depth >= 0 && depth <= 1)) return Status::InvalidArgument("passkey: depth must be in [0, 1]");
+  PasskeyCellPrompts cell;
+  std::vector<int64_t> filler;  // the filler's tokens, encoded once per cell
+  for (int64_t i = 0; i < samples; ++i) {
+    const PasskeyPieces pieces = DrawPasskey(length, seed + uint64_t(i));
+    const std::vector<int64_t> needle = codec.Encode(pieces.needle), question = codec.Encode(pieces.question);
+    const int64_t n = length - int64_t(needle.size() + question.size());
+    if (n < 1)
+      return Status::InvalidArgument("passkey: length " + std::to_string(length) + " tokens is shorter than the needle "
+                                     "and question (" + std::to_string(length - n + 1) + " tokens)");
+    // The filler: the first n tokens of enough repeats of its unit (more repeats only append
+    // tokens: BPE merges stay inside pre-tokenized words).
+    std::string text = pieces.filler_unit;
+    while (int64_t(filler.size()) < n) {
+      filler = codec.Encode(text);
+      text += text;
+    }
+    const int64_t at = int64_t(std::llround(depth * double(n)));
+    std::vector<int64_t> prompt(filler.begin(), filler.begin() + at);
+    prompt.insert(prompt.end(), needle.begin(), needle.end());
+    prompt.insert(prompt.end(), filler.begin() + at, filler.begin() + n);
+    prompt.insert(prompt.end(), question.begin(), question.end());
+    const int64_t answer = int64_t(codec.Encode(pieces.answer).size());
     PasskeyGroup* g = nullptr;
-    for (PasskeyGroup& x : groups)
-      if (x.length == int64_t(prompt.size()) && x.answer_tokens == answer) g = &x;
+    for (PasskeyGroup& x : cell.groups)
+      if (x.answer_tokens == answer) g = &x;
     if (!g) {
-      groups.emplace_back();
-      g = &groups.back();
-      g->length = int64_t(prompt.size());
+      cell.groups.emplace_back();
+      g = &cell.groups.back();
+      g->length = length;
       g->answer_tokens = answer;
     }
-    g->examples.push_back(i);
+    g->examples.push_back(size_t(i));
     g->tokens.insert(g->tokens.end(), prompt.begin(), prompt.end());
+    cell.answers.push_back(pieces.answer);
+    cell.inserted_at.push_back(at);
   }
-  return groups;
+  return cell;
 }
 
 }  // namespace headlab

@@ -42,9 +42,19 @@ struct PasskeyGroup {
   int64_t answer_tokens = 0;     // tokens to generate (the answer's own encoding)
 };
 
-// Encodes `examples` and groups them by (prompt length, answer length) in first-seen order
-// (byte-level prompts of one cell form one group).
-std::vector<PasskeyGroup> GroupPasskeyPrompts(const PasskeyCodec& codec,
-                                              const std::vector<PasskeyExample>& examples);
+// One length x depth cell of prompts, measured in the model's tokens as AoH §6.1 measures
+// context and depth: example i (DrawPasskey(length, seed + i)) is `length` tokens, filler
+// tokens with the needle's tokens after round(depth * filler tokens) of them, then the
+// question's. The pieces are encoded apart and joined, so every prompt of the cell has
+// exactly `length` tokens; for bytes the prompt is GeneratePasskey's (tasks.h).
+struct PasskeyCellPrompts {
+  std::vector<std::string> answers;  // per example
+  std::vector<int64_t> inserted_at;  // per example: the needle's first token
+  std::vector<PasskeyGroup> groups;  // by answer token count, in first-seen order
+};
+// InvalidArgument when `length` cannot hold the needle, the question and one filler token,
+// or depth is outside [0, 1].
+StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length, double depth,
+                                                uint64_t seed, int64_t samples);
 
 }  // namespace headlab

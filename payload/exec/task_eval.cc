@@ -273,7 +273,8 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   if (!codec.ok()) return Status::InvalidArgument(ConfigError("model", codec.status().message()));
   const std::string lengths_text = p.at("lengths").get<std::string>();
   StatusOr<std::vector<int64_t>> lengths =
-      lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context})
+      // "" = the context less room for the answer (" N": 6 bytes, fewer tokens otherwise).
+      lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context - 6})
                            : ParsePositiveIntList(lengths_text);
   if (!lengths.ok()) return Status::InvalidArgument(ConfigError("passkey.lengths", lengths.status().message()));
   StatusOr<std::vector<double>> depths = ParseFractionList(p.at("depths").get<std::string>());
@@ -282,29 +283,22 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   const int64_t samples = p.at("samples").get<int64_t>();
   // Every prompt of a cell is generated up front, so bad lengths fail before any work.
   struct Cell {
-    int64_t length;
+    int64_t length;  // tokens (AoH §6.1)
     double depth;
-    std::vector<PasskeyExample> examples;
-    std::vector<PasskeyGroup> groups;  // batches of equal token length
+    PasskeyCellPrompts prompts;  // batches of one answer token count
   };
   std::vector<Cell> cells;
   for (int64_t length : *lengths)
     for (double depth : *depths) {
-      Cell cell{length, depth, {}};
-      for (int64_t i = 0; i < samples; ++i) {
-        StatusOr<PasskeyExample> ex = GeneratePasskey(length, depth, uint64_t(c.seed) + uint64_t(i));
-        if (!ex.ok()) return Status::InvalidArgument(ConfigError("passkey", ex.status().message()));
-        cell.examples.push_back(ex.value());
-      }
-      cell.groups = GroupPasskeyPrompts(codec.value(), cell.examples);
-      for (const PasskeyGroup& g : cell.groups)
+      StatusOr<PasskeyCellPrompts> prompts = MakePasskeyPrompts(codec.value(), length, depth, uint64_t(c.seed), samples);
+      if (!prompts.ok()) return Status::InvalidArgument(ConfigError("passkey", prompts.status().message()));
+      for (const PasskeyGroup& g : prompts->groups)
         if (g.length + g.answer_tokens - 1 > c.model.context)
           return Status::InvalidArgument(ConfigError(
-              "passkey.lengths", "a prompt of " + std::to_string(length) + " bytes (" +
-                                     std::to_string(g.length) + " tokens) and its " +
+              "passkey.lengths", "a prompt of " + std::to_string(length) + " tokens and its " +
                                      std::to_string(g.answer_tokens) + "-token answer exceed " +
                                      "model.context " + std::to_string(c.model.context)));
-      cells.push_back(std::move(cell));
+      cells.push_back({length, depth, std::move(prompts.value())});
     }
 
   TaskSetup setup;
@@ -322,13 +316,13 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   for (const Cell& cell : cells) {
     if (StopRequested()) return Status::Cancelled("stopped by signal");
     int64_t correct = 0;
-    for (const PasskeyGroup& g : cell.groups) {
+    for (const PasskeyGroup& g : cell.prompts.groups) {
       const int64_t n = int64_t(g.examples.size());
       torch::Tensor prompts = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(setup.device);
       torch::Tensor out = GreedyDecode(model, prompts, g.answer_tokens).to(torch::kCPU).contiguous();
       for (int64_t i = 0; i < n; ++i) {
         std::vector<int64_t> got(out[i].data_ptr<int64_t>(), out[i].data_ptr<int64_t>() + g.answer_tokens);
-        correct += codec->Matches(got, cell.examples[g.examples[size_t(i)]].answer);
+        correct += codec->Matches(got, cell.prompts.answers[g.examples[size_t(i)]]);
       }
     }
     const double acc = double(correct) / double(samples);

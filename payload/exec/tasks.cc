@@ -94,11 +94,17 @@ MqarExample GenerateMqar(const MqarSpec& s, uint64_t seed, uint64_t index) {
   return ex;
 }
 
-StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t seed) {
+PasskeyPieces DrawPasskey(int64_t length, uint64_t seed) {
   std::mt19937_64 rng = ExampleRng(seed, uint64_t(length));
   const std::string key = std::to_string(Uniform(rng, 10000, 100000));
-  const std::string needle = "The pass key is " + key + ". Remember it. " + key + " is the pass key. ";
-  const int64_t fixed = int64_t(needle.size() + std::string(kQuestion).size());
+  return {"The pass key is " + key + ". Remember it. " + key + " is the pass key. ", kQuestion, " " + key,
+          kFiller};
+}
+
+StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t seed) {
+  const PasskeyPieces pieces = DrawPasskey(length, seed);
+  const std::string& needle = pieces.needle;
+  const int64_t fixed = int64_t(needle.size() + pieces.question.size());
   if (length < fixed + 1)
     return Status::InvalidArgument("passkey: length " + std::to_string(length) +
                                    " is shorter than the needle and question (" +
@@ -112,7 +118,7 @@ StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t 
   ex.inserted_at = int64_t(std::llround(depth * double(filler_len)));
   ex.prompt = filler.substr(0, size_t(ex.inserted_at)) + needle +
               filler.substr(size_t(ex.inserted_at)) + kQuestion;
-  ex.answer = " " + key;
+  ex.answer = pieces.answer;
   return ex;
 }
 

@@ -51,4 +51,14 @@ struct PasskeyExample {
 // Requires length >= the fixed text (about 130 bytes); returns InvalidArgument otherwise.
 StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t seed);
 
+// The texts of the passkey prompt drawn from (seed, length): GeneratePasskey joins them in
+// bytes, MakePasskeyPrompts (passkey_prompts.h) in a tokenizer's tokens.
+struct PasskeyPieces {
+  std::string needle;       // "The pass key is N. Remember it. N is the pass key. "
+  std::string question;     // "What is the pass key? The pass key is"
+  std::string answer;       // " N"
+  std::string filler_unit;  // the filler repeats this sentence group
+};
+PasskeyPieces DrawPasskey(int64_t length, uint64_t seed);
+
 }  // namespace headlab

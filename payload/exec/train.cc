@@ -22,7 +22,9 @@
 #include "payload/exec/grad_reducer.h"
 #include "payload/exec/model.h"
 #include "payload/exec/optimizer.h"
+#include "payload/exec/passkey_prompts.h"
 #include "payload/exec/replica_sync.h"
+#include "payload/exec/retrieval_mix.h"
 #include "payload/exec/run_setup.h"
 #include "payload/exec/stop_flag.h"
 #include "payload/exec/throughput.h"
@@ -75,10 +77,10 @@ std::vector<float> EvalLogProbs(Gpt& model, const Dataset& data, const ExecConfi
   return out;
 }
 
-// Held-out loss of the first `batches` fixed evaluation batches, in eval mode; like
-// EvalLogProbs, a batch holds the global batch's rows (the same on every rank).
-double HeldOutLoss(Gpt& model, const Dataset& data, const ExecConfig& c, torch::Device device,
-                   int64_t batches) {
+// Held-out loss on the first `batches` of `of` fixed evaluation batches of `split`, in eval
+// mode; like EvalLogProbs, a batch holds the global batch's rows (the same on every rank).
+double HeldOutLoss(Gpt& model, const TokenSpan& split, const ExecConfig& c, torch::Device device,
+                   int64_t batches, int64_t of) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -87,7 +89,7 @@ double HeldOutLoss(Gpt& model, const Dataset& data, const ExecConfig& c, torch::
   const int64_t rows = c.train.batch_size * c.train.ranks;
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> tokens;
-    EvalBatch(data.val, c.model.context, rows, b, c.train.eval_batches, &tokens);
+    EvalBatch(split, c.model.context, rows, b, of, &tokens);
     auto [x, y] = ToBatch(tokens, rows, c.model.context, device);
     torch::Tensor lp = model->TokenLogProbs(x, y);
     sum -= lp.sum().item<double>();
@@ -213,6 +215,7 @@ class Trainer {
   std::unique_ptr<Updater> updater_;
   std::unique_ptr<ReplicaSync> replicas_;  // data parallel with methods
   std::unique_ptr<BatchSampler> sampler_;
+  std::optional<RetrievalMix> mix_;  // data.retrieval_fraction > 0
   TrainProgress progress_;
   Json prov_;
   const std::optional<ResumePoint>* from_ = nullptr;  // the checkpoint restored, if any
@@ -279,6 +282,15 @@ Status Trainer::SetUp() {
     if (!req_.hooks.empty()) replicas_ = std::make_unique<ReplicaSync>(*group_);
   }
   sampler_ = std::make_unique<BatchSampler>(uint64_t(c_.seed), c_.model.context);
+  if (c_.data.retrieval_fraction > 0) {
+    // Passkey rows in the tokens the passkey evaluation uses (passkey_prompts.h).
+    StatusOr<PasskeyCodec> codec = PasskeyCodec::For(c_.model, data_.has_meta ? &data_.meta : nullptr);
+    if (!codec.ok()) return Status::InvalidArgument("data.retrieval_tasks: " + codec.status().message());
+    StatusOr<RetrievalMix> mix = RetrievalMix::Make(c_.data.retrieval_fraction, c_.data.retrieval_tasks,
+                                                    c_.model.context, c_.model.vocab, uint64_t(c_.seed), codec.value());
+    if (!mix.ok()) return mix.status();
+    mix_ = std::move(mix.value());
+  }
 
   prov_ = RunProvenance(model_, device_);
   prov_.update(DataProvenance(data_, c_));
@@ -338,7 +350,12 @@ Status Trainer::StartMethods() {
   if (!lead_ && !req_.hooks.empty()) HEADLAB_RETURN_IF_ERROR(MakeDirs(method_dir_));
   ctx_.reset(new TrainContext{method_config_, req_.config_json, method_dir_, model_, opt_, data_,
                               device_, events_, progress_.step, [this](int64_t batches) {
-                                return HeldOutLoss(model_, data_, c_, device_, batches);
+                                return HeldOutLoss(model_, data_.val, c_, device_, batches,
+                                                   c_.train.eval_batches);
+                              },
+                              [this](int64_t batches) {
+                                if (data_.calib.size <= c_.model.context) return std::nan("");
+                                return HeldOutLoss(model_, data_.calib, c_, device_, batches, batches);
                               }});
   // A method's own state comes back only on a resume of the same run: a continuation
   // from a parent starts its methods afresh.
@@ -525,7 +542,7 @@ Status Trainer::Step(bool* last) {
     // Every rank draws the same global batch of world * batch_size rows and trains on
     // its own slice, so the data order does not depend on the number of ranks.
     std::vector<int64_t> tokens;
-    sampler_->Next(data_.train, t_.batch_size * world_, &tokens);
+    sampler_->Next(data_.train, t_.batch_size * world_, &tokens, mix_ ? &*mix_ : nullptr);
     if (micro == 0) {
       // The methods see the whole global micro-batch on every rank; they may change the
       // model and the optimiser's tensors, so the update begins after them.

@@ -75,6 +75,11 @@ struct TrainContext {
   // and records the layers' attention plans after it in provenance (attention_plans).
   // Work a method does at every update (AAH's controller) is no intervention: it counts.
   int64_t interventions = 0;
+  // The same on `batches` fixed batches of the calibration split (data.calib_fraction > 0:
+  // tokens neither the sampler nor the reporting evaluation reads), for controllers that must
+  // select on a split of their own (SAF's validation budget, App. A.3); empty or NaN when the
+  // run holds no calibration split.
+  std::function<double(int64_t batches)> controller_loss;
 };
 
 using MetricRow = std::vector<std::pair<std::string, double>>;
@@ -101,6 +106,9 @@ class TrainHooks {
   virtual Status AfterTraining(TrainContext& ctx) { return Status::Ok(); }
   virtual Status Summarize(TrainContext& ctx, Json* values) { return Status::Ok(); }
   virtual std::string SaveState(TrainContext& ctx) { return ""; }
+  // Steps between a controller's actions (AAH's aah.control_every), so that the flops run
+  // kind averages the method's cost over control and non-control steps; 1 = every step.
+  virtual int64_t ControlPeriod() const { return 1; }
 };
 
 }  // namespace headlab

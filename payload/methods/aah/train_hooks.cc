@@ -45,6 +45,8 @@ class AahHooks : public TrainHooks {
     return aah::ControlStep(*controller_, *ctx.model, ctx.step, x);
   }
 
+  int64_t ControlPeriod() const override { return std::max<int64_t>(1, options_.control_every); }
+
   void LogRow(TrainContext& ctx, MetricRow* row) override {
     for (auto& kv : aah::TrainRowMetrics(*controller_)) row->push_back(std::move(kv));
   }

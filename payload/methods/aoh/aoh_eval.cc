@@ -56,17 +56,13 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const Decoder
       cell.length = length;
       cell.depth = depth;
       cell.samples = options.samples;
-      std::vector<PasskeyExample> examples;
-      for (int64_t i = 0; i < options.samples; ++i) {
-        auto ex = GeneratePasskey(length, depth, options.seed + uint64_t(i));
-        if (!ex.ok()) return ex.status();
-        examples.push_back(ex.value());
-      }
-      for (const PasskeyGroup& g : GroupPasskeyPrompts(*codec, examples)) {
+      auto prompts = MakePasskeyPrompts(*codec, length, depth, options.seed, options.samples);
+      if (!prompts.ok()) return prompts.status();
+      for (const PasskeyGroup& g : prompts->groups) {
         if (c.pos == "learned" && g.length + g.answer_tokens - 1 > c.context)
-          return Status::InvalidArgument("passkey length " + std::to_string(length) + " (" +
-                                         std::to_string(g.length) + " tokens) plus its answer exceeds "
-                                         "model.context " + std::to_string(c.context));
+          return Status::InvalidArgument("passkey length " + std::to_string(length) +
+                                         " tokens plus its answer exceeds model.context " +
+                                         std::to_string(c.context));
         const int64_t n = int64_t(g.examples.size());
         torch::Tensor tokens = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(dev);
         d.Reset();
@@ -82,7 +78,7 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const Decoder
         torch::Tensor got = torch::stack(generated, 1).cpu().contiguous();  // [n, answer tokens]
         for (int64_t i = 0; i < n; ++i) {
           std::vector<int64_t> ids(got[i].data_ptr<int64_t>(), got[i].data_ptr<int64_t>() + g.answer_tokens);
-          cell.correct += codec->Matches(ids, examples[g.examples[size_t(i)]].answer);
+          cell.correct += codec->Matches(ids, prompts->answers[g.examples[size_t(i)]]);
         }
       }
       cells.push_back(cell);

@@ -75,6 +75,7 @@ void ApplyPlan(GptImpl& model, const AohPlan& plan) {
   streaming.mode = HeadMode::kStreaming;
   streaming.sink = plan.options.sink;
   streaming.recent = plan.options.recent;
+  streaming.chunk = plan.options.eviction_chunk;
   for (size_t l = 0; l < plan.head_roles.size(); ++l)
     for (size_t h = 0; h < plan.head_roles[l].size(); ++h)
       model.attention(int64_t(l))->SetHeadState(

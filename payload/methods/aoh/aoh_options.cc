@@ -15,6 +15,7 @@ Status ValidateOptions(const AohOptions& o) {
   if (o.sink < 0) return Status::InvalidArgument("aoh.sink: expected >= 0");
   if (o.recent < 1) return Status::InvalidArgument("aoh.recent: expected >= 1");
   if (o.rope_max_distance < 0) return Status::InvalidArgument("aoh.rope_max_distance: expected >= 0");
+  if (o.eviction_chunk < 0) return Status::InvalidArgument("aoh.eviction: expected a chunk >= 0");
   return Status::Ok();
 }
 
@@ -52,6 +53,9 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
     r.options.recent = a.at("recent").get<int64_t>();
     r.apply_step = a.at("apply_step").get<int64_t>();
     r.prefill_chunk = a.at("prefill_chunk").get<int64_t>();
+    // AoH §5: streaming heads evict after each prefill chunk, so the training/eval mask and
+    // the decoder's chunks share K.
+    r.options.eviction_chunk = a.at("eviction").get<std::string>() == "chunk" ? r.prefill_chunk : 0;
     r.decode_path = SchemaChecked(ParseNamed<DecodePath>(
         kDecodePathNames, a.at("decode_path").get<std::string>(), "aoh.decode_path"));
     r.anchor_block = a.at("anchor_block").get<int64_t>();

@@ -30,9 +30,13 @@ struct AohOptions {
   int64_t sink = 128;             // streaming heads' sink tokens (AoH §5)
   int64_t recent = 256;           // streaming heads' recent window, >= 1
   int64_t rope_max_distance = 0;  // > 0: AoH-RoPE scores (§6.4; RoPE models only)
+  // Streaming heads' eviction (HeadState::chunk): 0 per token; K per chunk of K tokens.
+  // AohRunConfigFromJson sets aoh.prefill_chunk under aoh.eviction = chunk (the default).
+  int64_t eviction_chunk = 0;
 };
 
-// Checks ranges: sparsity in [0, 1], sink >= 0, recent >= 1, rope_max_distance >= 0.
+// Checks ranges: sparsity in [0, 1], sink >= 0, recent >= 1, rope_max_distance >= 0,
+// eviction_chunk >= 0.
 Status ValidateOptions(const AohOptions& o);
 
 // Everything a run needs to apply and evaluate AoH.

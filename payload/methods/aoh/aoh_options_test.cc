@@ -32,6 +32,11 @@ TEST_CASE("aoh config: missing section or method none disables AoH") {
   CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "reference"}})", "t").value())->decode_path ==
         DecodePath::kReference);
   CHECK_FALSE(Read(ParseJson(R"({"aoh": {"decode_path": "fast"}})", "t").value()).ok());
+  // Per-chunk eviction by default, with the prefill chunk; token eviction on request.
+  CHECK(r->options.eviction_chunk == 512);
+  CHECK(Read(ParseJson(R"({"aoh": {"prefill_chunk": 64}})", "t").value())->options.eviction_chunk == 64);
+  CHECK(Read(ParseJson(R"({"aoh": {"eviction": "token"}})", "t").value())->options.eviction_chunk == 0);
+  CHECK_FALSE(Read(ParseJson(R"({"aoh": {"eviction": "window"}})", "t").value()).ok());
   CHECK_FALSE(Read(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})", "t").value()).ok());
   // Without a normalised config the parser says so instead of guessing defaults.
   CHECK_FALSE(AohRunConfigFromJson(Json::object(), "g").ok());

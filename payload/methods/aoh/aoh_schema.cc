@@ -15,6 +15,7 @@ const std::vector<ConfigKey>& AohConfigKeys() {
       IntKey("aoh.random_seed", 0, 9007199254740992.0, 0),
       IntKey("aoh.apply_step", -1, 1e8, -1),  // -1: after training; s: convert at step s
       IntKey("aoh.prefill_chunk", 1, 1048576, 512),
+      StrKey("aoh.eviction", "chunk", JoinNames(kEvictionNames)),  // streaming eviction (§5)
       StrKey("aoh.decode_path", "graph", JoinNames(kDecodePathNames)),  // streaming_decode.h
       IntKey("aoh.anchor_block", 0, 128, 0),  // > 1: anchor-reuse blocks (App. J.2)
       IntKey("aoh.anchor_topk", 1, 1048576, 64),

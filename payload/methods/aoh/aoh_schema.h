@@ -18,6 +18,9 @@ inline constexpr const char* kSelectionNames[] = {"aoh", "reverse", "random"};  
 inline constexpr const char* kMethodNames[] = {"none", "aoh", "aoh_rope", "random", "reverse"};
 // aoh.decode_path: how the KV-cache decoder runs decode steps (aoh_options.h DecodePath).
 inline constexpr const char* kDecodePathNames[] = {"graph", "fused", "reference"};
+// aoh.eviction: when streaming heads trim their cache (head_state.h HeadState::chunk):
+// after each prefill chunk of aoh.prefill_chunk tokens (AoH §5), or after every token.
+inline constexpr const char* kEvictionNames[] = {"chunk", "token"};
 
 // AohConfigKeys is declared in common/method_schemas.h.
 

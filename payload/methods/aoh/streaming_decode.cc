@@ -148,21 +148,24 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// A head's retention need: full (-1, -1) or bounded (sink, recent).
+// A head's retention need: full (-1, -1) or bounded (sink, R), keeping positions p < sink
+// and p > next - R before position `next`.
 std::pair<int64_t, int64_t> Retention(const HeadState& s) {
-  if (s.mode == HeadMode::kStreaming) return {s.sink, s.recent};
+  // Per-chunk eviction (AoH §5) keeps the `recent` newest keys, p >= next - recent.
+  if (s.mode == HeadMode::kStreaming) return {s.sink, s.chunk > 0 ? s.recent + 1 : s.recent};
   if (s.mode == HeadMode::kLocal) return {0, s.window};  // q - W < k  <=>  q - k < W
   return {-1, -1};
 }
 
-// Keys each query may attend to under `s` (attention.h AllowedKeys, at arbitrary positions):
-// [T, L] for query positions qpos [T] and key positions kpos [L].
-torch::Tensor Allowed(const HeadState& s, const torch::Tensor& qpos, const torch::Tensor& kpos) {
-  torch::Tensor q = qpos.unsqueeze(1), k = kpos.unsqueeze(0);
-  torch::Tensor allowed = k <= q;
-  if (s.mode == HeadMode::kStreaming) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
-  if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
-  return allowed;
+// The state a decode step's kernel applies for `s`: a one-token call of a chunk-evicting
+// streaming head sees k >= q - recent (attention.h AllowedKeysAt), per-token eviction's
+// window of recent + 1.
+HeadState DecodeStepState(HeadState s) {
+  if (s.mode == HeadMode::kStreaming && s.chunk > 0) {
+    s.recent += 1;
+    s.chunk = 0;
+  }
+  return s;
 }
 
 // Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
@@ -424,6 +427,7 @@ ChunkForm ChunkFormOf(const HeadState& state, const KvSegment& segment, int64_t 
       f.flash = f.fused = state.window >= 1 && first <= std::max<int64_t>(0, P - state.window + 1);
       return f;
     case HeadMode::kStreaming:
+      if (state.chunk > 0) return {};  // per-chunk eviction: the masked reference
       f.recent = state.recent;
       f.sink = state.sink;
       f.fused = state.recent >= 1 && first <= std::max<int64_t>(0, P - state.recent + 1) &&
@@ -597,7 +601,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
 #if HEADLAB_TORCH_CUDA
   const ModelConfig& c = model_->config();
   std::vector<kernels::HeadSpec> specs;
-  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(s));
+  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(DecodeStepState(s)));
   size_t covered = 0;  // KV heads with a segment: the kernel writes their query heads
   std::vector<kernels::DecodeSegment> segments;  // every segment of the layer, one launch
   for (KvSegment& seg : layers_[size_t(layer)]) {
@@ -743,7 +747,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
         heads.push_back(h);
         const HeadState &a = states[size_t(h)], &b = states[size_t(heads[0])];
         uniform = uniform && a.mode == b.mode && a.window == b.window && a.sink == b.sink &&
-                  a.recent == b.recent;
+                  a.recent == b.recent && a.chunk == b.chunk;
       }
     torch::Tensor q_index;  // the reference path uploads a gather's indices per call
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
@@ -780,10 +784,10 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
       torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
       if (uniform) {
-        allowed = Allowed(states[size_t(heads[0])], qpos, kpos).view({1, 1, 1, T, L});
+        allowed = AllowedKeysAt(states[size_t(heads[0])], qpos, kpos, position_).view({1, 1, 1, T, L});
       } else {
         std::vector<torch::Tensor> masks;
-        for (int64_t h : heads) masks.push_back(Allowed(states[size_t(h)], qpos, kpos));
+        for (int64_t h : heads) masks.push_back(AllowedKeysAt(states[size_t(h)], qpos, kpos, position_));
         allowed = torch::stack(masks).view({1, n, group, T, L});
       }
       if (reuse && !seg.bounded) {

@@ -12,7 +12,10 @@
 //   full      every position (retrieval heads: ordinary)
 //   bounded   positions p < sink or p > next - recent, evicted after every chunk; sink +
 //             recent - 1 entries persist between chunks, at most sink + recent while a
-//             one-token decode step runs (streaming(sink, recent); local(W) = bounded(0, W))
+//             one-token decode step runs (streaming(sink, recent); local(W) = bounded(0, W));
+//             a per-chunk-evicting streaming head (HeadState::chunk, AoH §5) is
+//             bounded(sink, recent + 1): the `recent` newest keys persist, its prefill
+//             chunks take the masked reference and a decode step is a chunk of one token
 // A KV head is bounded only when every non-pruned query head reading it (GQA) has the same
 // bounded policy; otherwise it is kept in full and each query head applies its own mask.
 // KV heads read only by pruned heads are not cached. Fixed (SAF) heads are not supported.

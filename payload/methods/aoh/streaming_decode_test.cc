@@ -320,6 +320,44 @@ TEST_CASE("aoh decode: streaming heads match the hybrid layer and stay within si
   }
 }
 
+TEST_CASE("aoh decode: per-chunk eviction matches the hybrid layer's chunk masks") {
+  for (int64_t chunk : {1, 4, 7}) {
+    torch::manual_seed(26);
+    Gpt model(TinyModelConfig("rope", 4, 2));
+    torch::NoGradGuard no_grad;
+    AohOptions o;
+    o.sink = 2;
+    o.recent = 3;
+    o.eviction_chunk = chunk;  // AoH §5: trim to sink + recent after every chunk of K
+    auto plan = PlanAoh(*model, o);
+    REQUIRE(plan.ok());
+    ApplyPlan(*model, plan.value());
+    for (const HeadState& h : model->attention(0)->head_states())
+      CHECK(h.chunk == (h.mode == HeadMode::kStreaming ? chunk : 0));
+    torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
+    torch::Tensor masked = model->forward(idx);
+    DecoderOptions c;
+    c.prefill_chunk = chunk;
+    auto p = MakeDecoder(model, c);
+    int64_t seen = 0;
+    p->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
+      INFO("chunk " << chunk << " start " << start);
+      CHECK(torch::allclose(logits, masked.narrow(1, start, logits.size(1)), 1e-4, 1e-5));
+      seen += logits.size(1);
+    });
+    CHECK(seen == 24);
+    // Between chunks a streaming KV group holds the sink and the `recent` newest keys.
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t g = 0; g < 2; ++g)
+        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming) CHECK(p->KvEntries(l, g) == o.sink + o.recent);
+    // A decode step at a chunk boundary is that chunk's first query.
+    auto q = MakeDecoder(model, c);
+    q->Prefill(idx.narrow(1, 0, 21 - 21 % chunk));
+    const int64_t at = q->position();
+    CHECK(torch::allclose(q->Step(idx.select(1, at)), masked.select(1, at), 1e-4, 1e-5));
+  }
+}
+
 TEST_CASE("aoh decode: local and pruned heads, mixed GQA groups, fixed heads rejected") {
   torch::manual_seed(23);
   Gpt model(TinyModelConfig("learned", 4, 2));

@@ -33,6 +33,7 @@ StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationSummary& stats,
                                    " needs the Q/K gradient EMA, fed by the training loop");
   switch (o.score) {
     case ScoreKind::kVariance:
+    case ScoreKind::kRandomGlobal:  // random: its report's scores are the variance ones
     case ScoreKind::kRandom:  // random ranks by variance first: its per-layer counts
       r.scores = var;
       break;
@@ -261,6 +262,13 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
     order = shuffled;
     batched.Walk(order, int64_t(reference->heads.size()));
     selection = SelectWithLayerQuota(order, PerLayerCounts(reference->heads, L), fit);
+  } else if (o.score == ScoreKind::kRandomGlobal) {
+    // Random heads over the whole model: k eligible heads in a shuffled order that pass.
+    std::vector<HeadId> shuffled;
+    for (const HeadId& u : ShuffledHeads(L, H, in.selection_seed ^ 0x7A4D1ULL))
+      if (eligible[size_t(u.layer * H + u.head)]) shuffled.push_back(u);
+    order = shuffled;
+    selection = SelectInOrder(order, in.k, fit);
   } else {
     batched.Walk(order, in.k);
     selection = SelectInOrder(order, in.k, fit);
@@ -292,6 +300,36 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   rep.k = int64_t(result.installed.size());
   rep.fits_run = selection->fitted;
   rep.fits_rejected = int64_t(selection->rejected.size());
+
+  // What a control can show (outside the timed phases): its overlap with the variance
+  // selection of this event, and how much variance scores differ inside layers.
+  const std::vector<double> var = stats.VarianceScores();
+  const ScoreSpread spread = WithinLayerSpread(var, H);
+  rep.variance_layer_sd = spread.layer_sd;
+  rep.variance_within_share = spread.within_share;
+  if (in.prescribed.empty()) {
+    std::vector<HeadId> by_variance;
+    for (const HeadId& u : HeadsInOrder(IncreasingOrder(var), H))
+      if (eligible[size_t(u.layer * H + u.head)]) by_variance.push_back(u);
+    batched.Walk(by_variance, in.k);  // the reference's walk, fitted batched as `fit` is
+    auto fit_reference = [&](const HeadId& u) {  // as `fit`, leaving the head map's fits alone
+      if (full && fit_options.path == NormalizerPath::kDense) {
+        CompactFit f = FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options);
+        return FitOutcome{f.kl, f.accepted};
+      }
+      const CompactFit& f = batched.Fit(u);
+      return FitOutcome{f.kl, f.accepted};
+    };
+    std::map<int64_t, FitOutcome> outcomes;  // fits already run, and the reference's own
+    for (const auto& [u, f] : fits) outcomes[u] = {f.kl, f.accepted};
+    FitFn cached = [&](const HeadId& u) {
+      auto it = outcomes.find(u.layer * H + u.head);
+      if (it != outcomes.end()) return it->second;
+      return outcomes[u.layer * H + u.head] = fit_free ? FitOutcome{0.0, true} : fit_reference(u);
+    };
+    auto reference = o.score == ScoreKind::kVariance ? selection : SelectInOrder(by_variance, in.k, cached);
+    if (reference.ok()) rep.overlap_variance = HeadOverlap(result.installed, reference->heads);
+  }
 
   std::map<int64_t, int64_t> rank_of;
   for (size_t i = 0; i < order.size(); ++i) rank_of[order[i].layer * H + order[i].head] = int64_t(i);

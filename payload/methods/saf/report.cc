@@ -33,6 +33,8 @@ Json ToJson(const InterventionReport& r) {
             {"calibration_layers_per_chunk", r.memory.layers_per_chunk},
             {"device_bytes_peak", r.memory.device_bytes_peak < 0 ? Json(nullptr) : Json(r.memory.device_bytes_peak)},
             {"device_peak_raised", r.memory.device_peak_raised}}},
+          {"overlap_variance", r.overlap_variance >= 0 ? Json(r.overlap_variance) : Json()},
+          {"variance_spread", {{"layer_sd", r.variance_layer_sd}, {"within_share", r.variance_within_share}}},
           {"head_map", rows}};
 }
 

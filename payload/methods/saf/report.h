@@ -8,6 +8,8 @@
 //            "fits": {"run": int, "rejected": int},
 //            "memory": {"calibration_statistics_bytes_peak": int, "calibration_layers_per_chunk":
 //                       int, "device_bytes_peak": int|null, "device_peak_raised": bool},
+//            "overlap_variance": int|null,  (selected heads also in the variance selection)
+//            "variance_spread": {"layer_sd": [number], "within_share": number},
 //            "head_map": [{"layer", "head", "role": "fixed"|"ordinary"|"pruned", "score",
 //                          "rank", "fit_kl": number|null, "pattern": str|null}]}
 #pragma once
@@ -51,6 +53,12 @@ struct InterventionReport {
   InterventionCost cost;
   CalibrationMemory memory;
   int64_t fits_run = 0, fits_rejected = 0;
+  // Heads of this event also in the variance selection the same event would make (same
+  // calibration, eligible heads and k); -1 when not computed (prescribed heads).
+  int64_t overlap_variance = -1;
+  // The within-layer spread of the variance scores (eq. 1) of every head (selection.h).
+  std::vector<double> variance_layer_sd;
+  double variance_within_share = 0;
   std::vector<HeadMapRow> head_map;  // every head, layer-major
 };
 

@@ -11,7 +11,7 @@
 namespace headlab::saf {
 namespace {
 
-static_assert(std::size(kScoreNames) == size_t(ScoreKind::kGateTaylor) + 1);
+static_assert(std::size(kScoreNames) == size_t(ScoreKind::kRandomGlobal) + 1);
 
 std::vector<double> PerRow(const std::vector<double>& sums, int64_t rows) {
   std::vector<double> out(sums.size(), 0.0);

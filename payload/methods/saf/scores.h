@@ -26,10 +26,12 @@ enum class ScoreKind {
   kResidualRel,   // eq. 12
   kRandom,        // random heads, per-layer counts matched to the variance selection
   kGateTaylor,    // eq. 19, the pruning criterion (for saf.method prune controls)
+  kRandomGlobal,  // random heads over the whole model, no per-layer matching (a control
+                  // that can disagree with variance where per-layer matching cannot)
 };
 
 // Returns "variance", "forward_kl", "gradient", "rank_sum", "gradient_veto", "magnitude",
-// "redundancy", "residual_cos", "residual_rel", "random", "gate_taylor".
+// "redundancy", "residual_cos", "residual_rel", "random", "gate_taylor", "random_global".
 const char* ScoreKindName(ScoreKind k);
 // Parses a ScoreKindName; InvalidArgument listing the known names otherwise.
 StatusOr<ScoreKind> ParseScoreKind(const std::string& name);

@@ -133,4 +133,35 @@ std::vector<int64_t> PerLayerCounts(const std::vector<HeadId>& heads, int64_t la
   return counts;
 }
 
+int64_t HeadOverlap(const std::vector<HeadId>& a, const std::vector<HeadId>& b) {
+  int64_t n = 0;
+  for (const HeadId& u : a) n += std::find(b.begin(), b.end(), u) != b.end();
+  return n;
+}
+
+ScoreSpread WithinLayerSpread(const std::vector<double>& scores, int64_t heads) {
+  ScoreSpread out;
+  const int64_t layers = heads > 0 ? int64_t(scores.size()) / heads : 0;
+  if (layers == 0) return out;
+  double mean = 0;
+  for (double s : scores) mean += s;
+  mean /= double(layers * heads);
+  double within = 0, total = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    double m = 0;
+    for (int64_t h = 0; h < heads; ++h) m += scores[size_t(l * heads + h)];
+    m /= double(heads);
+    double ss = 0;
+    for (int64_t h = 0; h < heads; ++h) {
+      const double s = scores[size_t(l * heads + h)];
+      ss += (s - m) * (s - m);
+      total += (s - mean) * (s - mean);
+    }
+    within += ss;
+    out.layer_sd.push_back(std::sqrt(ss / double(heads)));
+  }
+  out.within_share = total > 0 ? within / total : 0.0;
+  return out;
+}
+
 }  // namespace headlab::saf

@@ -68,4 +68,19 @@ StatusOr<std::vector<HeadId>> ParseHeadList(const std::string& spec, int64_t lay
 // Returns the number of selected heads per layer.
 std::vector<int64_t> PerLayerCounts(const std::vector<HeadId>& heads, int64_t layers);
 
+// Returns how many heads of `a` are also in `b` (e.g. a control's overlap with the
+// variance selection: a control sharing most heads cannot disagree with it).
+int64_t HeadOverlap(const std::vector<HeadId>& a, const std::vector<HeadId>& b);
+
+// How much per-head scores ([L H], u = l H + h) vary inside layers: each layer's population
+// standard deviation, and the within-layer share of the total sum of squares,
+// sum_l sum_h (s_lh - mean_l)^2 / sum_lh (s_lh - mean)^2 in [0, 1] (0 when every score is
+// equal). A share near 0 means heads differ only between layers, so a per-layer
+// count-matched random control picks heads of the same scores as the selection.
+struct ScoreSpread {
+  std::vector<double> layer_sd;
+  double within_share = 0;
+};
+ScoreSpread WithinLayerSpread(const std::vector<double>& scores, int64_t heads);
+
 }  // namespace headlab::saf

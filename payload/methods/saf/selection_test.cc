@@ -77,6 +77,20 @@ TEST_CASE("random selection matches per-layer counts and still applies the fit c
   CHECK_FALSE(SelectWithLayerQuota(shuffled, impossible, f.Fn()).ok());
 }
 
+TEST_CASE("head overlap and the within-layer spread of scores, by hand") {
+  CHECK(HeadOverlap({{0, 1}, {1, 2}, {2, 0}}, {{1, 2}, {0, 0}, {2, 0}}) == 2);
+  CHECK(HeadOverlap({}, {{0, 0}}) == 0);
+  // 2 layers x 2 heads: layer 0 scores {1, 3} (mean 2, sd 1), layer 1 {5, 5} (sd 0); grand
+  // mean 3.5: total SS = 6.25 + 0.25 + 2.25 + 2.25 = 11, within SS = 1 + 1 + 0 + 0 = 2.
+  ScoreSpread s = WithinLayerSpread({1, 3, 5, 5}, 2);
+  CHECK(s.layer_sd == std::vector<double>{1.0, 0.0});
+  CHECK(s.within_share == Approx(2.0 / 11.0));
+  // Heads that differ only between layers: share 0; only within layers: share 1.
+  CHECK(WithinLayerSpread({1, 1, 4, 4}, 2).within_share == 0.0);
+  CHECK(WithinLayerSpread({1, 3, 1, 3}, 2).within_share == Approx(1.0));
+  CHECK(WithinLayerSpread({2, 2, 2, 2}, 2).within_share == 0.0);  // no spread at all
+}
+
 TEST_CASE("prescribed head lists parse, and bad ones are rejected") {
   auto h = ParseHeadList("0.1,1.3", 2, 4);
   REQUIRE(h.ok());

@@ -46,6 +46,11 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
   // training sampler is neither used nor advanced.
   StatusOr<TokenSpan> split = CalibrationSplit(options_, ctx.data, file_);
   if (!split.ok()) return split.status();
+  if (options_.schedule == ScheduleKind::kValidationBudget &&
+      (ctx.data.calib.size <= ctx.config.model.context || !ctx.controller_loss))
+    return Status::InvalidArgument(file_ + ": $.config.saf.schedule: \"validation_budget\" selects on a "
+                                   "controller split of its own, never the reporting batches: set "
+                                   "data.calib_fraction > 0");
   const uint64_t seed = DrawSeed(ctx.config_json, ctx.config.seed);
   auto driver = SafDriver::Create(options_, ctx.model.get(), split.value(),
                                   ctx.config.train.steps, seed, ctx.device);
@@ -93,11 +98,11 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
 
 Status SafHooks::RunDue(TrainContext& ctx) {
   std::vector<InterventionReport> reports;
-  // The validation-budget controller's paired losses: the loop's eval_loss reaches only
-  // the reporting batches (the paper keeps a separate controller partition).
+  // The validation-budget controller's paired losses on a partition of its own (App. A.3):
+  // the calibration split, never the reporting batches (OnStart requires it).
   const int64_t batches = ctx.config.train.eval_batches;
   HEADLAB_RETURN_IF_ERROR(driver_->BeforeUpdate(
-      ctx.step, [&]() { return ctx.eval_loss(batches); }, &reports));
+      ctx.step, [&]() { return ctx.controller_loss(batches); }, &reports));
   return Publish(ctx, std::move(reports));
 }
 
@@ -223,6 +228,13 @@ Status SafHooks::Summarize(TrainContext& ctx, Json* values) {
   v[metric::kSafCostTotalS] = cost_.total_s();
   v[metric::kSafFitsRun] = double(fits_run_);
   v[metric::kSafFitsRejected] = double(fits_rejected_);
+  if (last_event_.is_object()) {
+    const Json& overlap = last_event_.value("overlap_variance", Json());
+    if (overlap.is_number()) v[metric::kSafOverlapVariance] = overlap.get<double>();
+    const Json& spread = last_event_.value("variance_spread", Json());
+    if (spread.is_object() && spread.contains("within_share"))
+      v[metric::kSafVarianceWithinShare] = spread["within_share"].get<double>();
+  }
   // Fit KLs of the heads installed now (a reverted head's fit no longer counts).
   double kl_max = 0, kl_sum = 0;
   int64_t n = 0;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <map>
 
 #include "common/files.h"
@@ -114,6 +115,50 @@ TEST_CASE("saf hooks: a one-time midpoint event is installed, reported and summa
   CHECK(e.metrics[metric::kSafCostTotalS].count(3) == 1);
   CHECK(e.metrics[metric::kSafHeadsFixed].at(3) == 2);
   CHECK(e.metrics[metric::kSafHeadsFixed].size() == 1);
+  // The variance selection overlaps itself entirely; the spread is a share.
+  CHECK(ev["overlap_variance"] == 2);
+  CHECK(e.summary[metric::kSafOverlapVariance] == 2);
+  CHECK(ev["variance_spread"]["layer_sd"].size() == 2);
+  const double share = e.summary[metric::kSafVarianceWithinShare].get<double>();
+  CHECK((share >= 0 && share <= 1));
+}
+
+TEST_CASE("saf hooks: both random controls report their overlap with the variance selection") {
+  Emitted variance = RunOk("ctl_variance", {});
+  std::vector<std::pair<int64_t, int64_t>> chosen;
+  for (const Json& row : variance.head_maps[0]["head_map"])
+    if (row["role"] == "fixed") chosen.emplace_back(row["layer"], row["head"]);
+  for (const char* score : {"random", "random_global"}) {
+    Emitted e = RunOk(std::string("ctl_") + score, {{"saf", {{"score", score}, {"selection_seed", 3}}}});
+    REQUIRE(e.head_maps.size() == 1);
+    const Json& ev = e.head_maps[0];
+    CHECK(ev["score"] == score);
+    CHECK(CountRole(ev, "fixed") == 2);
+    // Brute force: count this arm's fixed heads among the variance arm's (same parent
+    // state, same calibration draws: the same variance selection).
+    int64_t overlap = 0;
+    for (const Json& row : ev["head_map"])
+      if (row["role"] == "fixed")
+        overlap += std::count(chosen.begin(), chosen.end(),
+                              std::make_pair(row["layer"].get<int64_t>(), row["head"].get<int64_t>()));
+    INFO(score);
+    CHECK(ev["overlap_variance"] == overlap);
+    CHECK(e.summary[metric::kSafOverlapVariance] == overlap);
+    CHECK(ev["variance_spread"] == variance.head_maps[0]["variance_spread"]);
+  }
+}
+
+TEST_CASE("saf hooks: the validation-budget controller needs a split of its own") {
+  const Json budget = {{"schedule", "validation_budget"}, {"groups", 2}, {"check_every", 2}};
+  StatusOr<TrainRequest> r = Request("budget_no_split", {{"saf", budget}});
+  REQUIRE(r.ok());
+  Emitted refused = Run(*r);
+  CHECK_FALSE(refused.status.ok());
+  CHECK(refused.status.message().find("data.calib_fraction") != std::string::npos);
+  headlab::testing::RemoveTree(r->out_dir);
+  Emitted e = RunOk("budget_split", {{"saf", budget}, {"data", {{"calib_fraction", 0.2}}}});
+  CHECK(e.provenance["saf_calib_split"] == "train");
+  CHECK(e.summary.contains(metric::kSafEvents));
 }
 
 TEST_CASE("saf hooks: a resume across the event neither repeats nor loses it") {
