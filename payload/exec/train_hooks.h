@@ -68,6 +68,11 @@ struct TrainContext {
   // evaluation batches of the reporting split; eval mode, no gradients, training mode
   // restored afterwards.
   std::function<double(int64_t batches)> eval_loss;
+  // The same on `batches` fixed batches of the calibration split (data.calib_fraction > 0:
+  // tokens neither the sampler nor the reporting evaluation reads), for controllers that must
+  // select on a split of their own (SAF's validation budget, App. A.3); empty or NaN when the
+  // run holds no calibration split.
+  std::function<double(int64_t batches)> controller_loss;
   // One-off interventions that changed the model (a SAF event, an AoH conversion, a
   // pruning): a hook adds one for each it makes. The loop leaves the update that carried it
   // (and, for one made in AfterUpdate, the next update, whose forward re-plans the changed
@@ -75,11 +80,6 @@ struct TrainContext {
   // and records the layers' attention plans after it in provenance (attention_plans).
   // Work a method does at every update (AAH's controller) is no intervention: it counts.
   int64_t interventions = 0;
-  // The same on `batches` fixed batches of the calibration split (data.calib_fraction > 0:
-  // tokens neither the sampler nor the reporting evaluation reads), for controllers that must
-  // select on a split of their own (SAF's validation budget, App. A.3); empty or NaN when the
-  // run holds no calibration split.
-  std::function<double(int64_t batches)> controller_loss;
 };
 
 using MetricRow = std::vector<std::pair<std::string, double>>;
