@@ -24,15 +24,10 @@ torch::Tensor HeadSlice(const torch::Tensor& y, int64_t i, int64_t d) { return y
 
 std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
-  const ModelConfig& c = model.config();
   const int64_t T = idx.size(1);
   // Mirrors GptImpl::forward's embedding (model.cc): learned positions or RoPE.
   torch::Tensor x = model.Embed(idx);
-  std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (!model.wpe) {
-    const double base = c.rope_base;
-    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
-  }
+  const std::function<torch::Tensor(const torch::Tensor&)> rotate = model.Rotation();
   std::vector<HeadObservation> out;
   for (const auto& module : *model.blocks) {
     auto block = module->as<Block>();
