@@ -2,10 +2,10 @@
 // family's shape. For every layer of the preset (default llama3.1-8b: 32 layers, 32 query /
 // 8 KV heads of 128, width 4096) it draws random bf16 q_proj and k_proj weights (as a bf16
 // checkpoint holds them; not timed), then times what PlanAoh does with them: every query
-// head's effective rank of M_h = W_K^T W_Q from the d_head x d_head triangular factors
-// (kernel_spectrum.h LayerScores: one batched QR per layer's query heads and one per KV
-// group, GQA-aware), the GQA group aggregation and the retrieval/streaming labels (AoH
-// Table 5, §4). Prints seconds with the device and thread count. Runs on the CPU unless
+// head's effective rank of M_h = W_K^T W_Q from d_head x d_head factors of the Gram
+// matrices (kernel_spectrum.h LayerScores: one batched GEMM and eigensolve for a layer's
+// query heads, one for its KV groups: GQA-aware), the GQA group aggregation and the
+// retrieval/streaming labels (AoH Table 5, §4). Prints seconds with the device and thread count. Runs on the CPU unless
 // --device cuda.
 //
 //   aoh_labels_bench [--preset NAME] [--rope-max-distance D] [--device cpu|cuda] [--threads N]

@@ -4,15 +4,17 @@
 // For query head h with query rows W_Q^h and the key rows W_K^g of its KV group (both
 // [d_head, d_model], the rows of q_proj/k_proj), the kernel attention matrix is
 // M_h = W_K^h^T W_Q^h (d_model x d_model, AoH §1). It has rank <= d_head, so M_h is never
-// formed: with the thin QR factorisations W_Q^T = Q_q R_q and W_K^T = Q_k R_k (R upper
-// triangular [d_head, d_head], Q with orthonormal columns), M_h = Q_k (R_k R_q^T) Q_q^T and
-// the singular values of M_h are those of the d_head x d_head matrix R_k R_q^T. AoH §6.4's
-// Gram proxy C_h = (W_Q W_Q^T)(W_K W_K^T) = R_q^T R_q R_k^T R_k has the same nonzero
-// spectrum squared; the triangular route does not square the condition number, so small
-// singular values keep full float64 precision. A KV group's R_k is factored once and shared
-// by its query heads (GQA), and a layer's heads are factored in one batched call. The work
-// runs in float64 on the weights' device: 2 d_model d_head^2 flops per head for the factor,
-// d_head^3 per head and RoPE distance for the spectrum.
+// formed: any d_head x d_head factors with F_q^T F_q = W_Q W_Q^T and F_k^T F_k = W_K W_K^T
+// (then W_Q^T = Q_q F_q, W_K^T = Q_k F_k with orthonormal columns) give
+// M_h = Q_k (F_k F_q^T) Q_q^T, and the singular values of M_h are those of the d_head x
+// d_head matrix F_k F_q^T. The factors come from the Gram matrices (AoH §6.4's proxy
+// C_h = (W_Q W_Q^T)(W_K W_K^T) = F_q^T F_q F_k^T F_k): one batched GEMM and small
+// eigensolves per layer. The Gram route squares the condition number: sigma_i carries a
+// relative error of about 1e-16 (sigma_1 / sigma_i)^2 in float64, below 1e-10 for
+// sigma_i > 1e-3 sigma_1 and far below the zero threshold. A KV group's F_k is computed once
+// and shared by its query heads (GQA), a layer's heads in one batched call, in float64 on
+// the weights' device: 2 d_model d_head^2 flops per head for the Gram matrix, d_head^3 per
+// head and RoPE distance for the spectrum.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +31,15 @@ namespace headlab::aoh {
 // and references only: the scores below never form it.
 torch::Tensor KernelMatrix(const torch::Tensor& wq, const torch::Tensor& wk);
 
-// Returns the triangular factors R [N, d_head, d_head] (float64) of rows [N, d_head, d_model]:
-// rows[n]^T = Q_n R[n] with Q_n's columns orthonormal.
-torch::Tensor TriangularFactors(const torch::Tensor& rows);
+// Returns factors F [N, d_head, d_head] (float64) of rows [N, d_head, d_model] with
+// F[n]^T F[n] = rows[n] rows[n]^T, so that rows[n]^T = Q_n F[n] with Q_n's columns
+// orthonormal: F = diag(sqrt(lambda)) U^T from the Gram matrix's eigendecomposition.
+torch::Tensor GramFactors(const torch::Tensor& rows);
 
 // Returns the singular values [N, d_head] (float64, descending) of the N kernels
-// M = W_K^T R W_Q from their factors rq, rk [N, d_head, d_head] (TriangularFactors of W_Q
-// and W_K): those of R_k R R_q^T, R = `rotation` [d_head, d_head] (AoH §6.4's R_Delta on
-// the queries) or the identity when undefined.
+// M = W_K^T R W_Q from their factors rq, rk [N, d_head, d_head] (GramFactors of W_Q and
+// W_K): those of F_k R F_q^T, R = `rotation` [d_head, d_head] (AoH §6.4's R_Delta on the
+// queries) or the identity when undefined.
 torch::Tensor KernelSpectra(const torch::Tensor& rq, const torch::Tensor& rk,
                             const torch::Tensor& rotation = {});
 
@@ -46,8 +49,8 @@ torch::Tensor KernelSpectrum(const torch::Tensor& wq, const torch::Tensor& wk,
                              const torch::Tensor& rotation = {});
 
 // Singular values below this fraction of the largest count as zero (r_h of App. J.1): the
-// float64 factors carry ~1e-13 relative error on sigma (bf16 weights are exact in float64),
-// so 1e-6 separates true zeros safely.
+// float64 Gram route leaves true zeros at ~1e-8 of sigma_1 (bf16 weights are exact in
+// float64), so 1e-6 separates them safely.
 inline constexpr double kZeroSingularValue = 1e-6;
 
 // The four scores of one head (AoH Table 4): effective rank (App. J.1), ||M||_F,

@@ -12,7 +12,7 @@ double RelErr(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max()).item<double>();
 }
 
-TEST_CASE("aoh spectrum: the triangular factors give the SVD of the explicit M_h") {
+TEST_CASE("aoh spectrum: the Gram factors give the SVD of the explicit M_h") {
   torch::manual_seed(3);
   for (int64_t d : {4, 8}) {
     for (int64_t C : {16, 40}) {
