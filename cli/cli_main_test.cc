@@ -73,6 +73,8 @@ TEST_CASE("A dry run needs no coordinator") {
              "--set", "seed=1,2"}) == 0);
   // The four-GPU gang grid is accepted as it stands.
   CHECK(Run({"submit", kSrc + "/experiments/measure/saf_update_1b_4gpu.jsonc", "--dry-run"}) == 0);
+  // So is the 8B-shape decode grid (the llama3.1-8b preset, 16 streaming heads per layer).
+  CHECK(Run({"submit", kSrc + "/experiments/measure/aoh_decode_8b_gpu.jsonc", "--dry-run"}) == 0);
 }
 
 TEST_CASE("An unreachable coordinator exits 1") {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/method_schemas.h"
+#include "common/model_presets.h"
 #include "common/suggest.h"
 #include "common/utf8.h"
 
@@ -37,7 +38,7 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("model.context", 8, 131072, 128),
         IntKey("model.mlp_ratio", 1, 64, 4),
         IntKey("model.vocab", 2, 1000000, 256),
-        StrKey("model.preset", "", "|tiny|124m|1b"),
+        StrKey("model.preset", "", ModelPresetNames()),  // common/model_presets.h
         IntKey("model.kv_heads", 0, 128, 0),            // GQA key/value heads; 0 = model.heads
         StrKey("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
         NumKey("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
@@ -160,17 +161,6 @@ const std::vector<ConfigKey>& Schema() {
   }();
   return kSchema;
 }
-
-// Model presets: the fields each one fills (defaults <- preset <- config).
-struct Preset {
-  const char* name;
-  int layers, heads, width, context, vocab;
-};
-constexpr Preset kPresets[] = {
-    {"tiny", 2, 4, 128, 128, 256},        // the demo shape
-    {"124m", 12, 12, 768, 4096, 50304},   // GPT-2 small shape, 50304 = 50257 padded to 64
-    {"1b", 32, 16, 1536, 8192, 50304},
-};
 
 const std::map<std::string, const ConfigKey*>& Index() {
   static const std::map<std::string, const ConfigKey*> kIndex = [] {
@@ -481,14 +471,17 @@ StatusOr<Json> BuildRunConfig(const Json& flat, const std::string& file,
   Json out = DefaultRunConfig();
   auto preset = flat.find("model.preset");
   if (preset != flat.end()) {
-    for (const Preset& p : kPresets) {
-      if (preset->get_ref<const std::string&>() != p.name) continue;
+    if (const ModelPreset* p = FindModelPreset(preset->get_ref<const std::string&>())) {
       Json& m = out["model"];
-      m["layers"] = p.layers;
-      m["heads"] = p.heads;
-      m["width"] = p.width;
-      m["context"] = p.context;
-      m["vocab"] = p.vocab;
+      m["layers"] = p->layers;
+      m["heads"] = p->heads;
+      m["width"] = p->width;
+      m["context"] = p->context;
+      m["vocab"] = p->vocab;
+      m["kv_heads"] = p->kv_heads;
+      m["pos"] = p->pos;
+      m["rope_base"] = p->rope_base;
+      m["norm"] = p->norm;
     }
   }
   // Keys are at most "section.leaf" (the schema has two levels): index directly, which is

@@ -52,6 +52,28 @@ TEST_CASE("Presets fill their fields; explicit fields win") {
   r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "tiny"}})"), "f");
   REQUIRE(r.ok());
   CHECK(r.value()["model"]["width"] == 128);
+  // A pretrained family's shape fills its run-config keys too (the rest of its architecture
+  // is exec's: payload/exec/import_test.cc compares it with the published config.json).
+  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "llama3.1-8b", "context": 32768}})"), "f");
+  REQUIRE(r.ok());
+  const Json& m = r.value()["model"];
+  CHECK(m["layers"] == 32);
+  CHECK(m["heads"] == 32);
+  CHECK(m["kv_heads"] == 8);
+  CHECK(m["width"] == 4096);
+  CHECK(m["vocab"] == 128256);
+  CHECK(m["pos"] == "rope");
+  CHECK(m["rope_base"] == 500000.0);
+  CHECK(m["norm"] == "rmsnorm");
+  CHECK(m["context"] == 32768);
+  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "qwen2.5-7b"}})"), "f");
+  REQUIRE(r.ok());
+  CHECK(r.value()["model"]["heads"] == 28);
+  CHECK(r.value()["model"]["kv_heads"] == 4);
+  CHECK(r.value()["model"]["width"] == 3584);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"preset": "llama-8b"}})")).find(
+            "expected one of \"\", \"tiny\", \"124m\", \"1b\", \"llama3.1-8b\", \"qwen2.5-7b\", \"qwen3-8b\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("Errors name the file, the path and the expectation") {

@@ -157,7 +157,7 @@ TEST_CASE("attention fast path: train.attention = fused sends every compact head
 
 TEST_CASE("attention fast path: grouped-query layers, RoPE, removed heads and head gates") {
   torch::manual_seed(4);
-  auto rope = [](const torch::Tensor& t) { return RotaryEmbedding(t, 10000.0); };
+  auto rope = [](const torch::Tensor& t) { return RotaryEmbedding(t, RopeSpec{10000.0}); };
   SECTION("GQA: one kernel segment over every head") {
     HybridAttention layer(256, 4, 2, 32);
     layer->SetHeadState(1, {HeadMode::kStreaming, 0, 2, 5});

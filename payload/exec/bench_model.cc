@@ -2,12 +2,16 @@
 #include "payload/exec/bench_model.h"
 
 #include "payload/exec/attention.h"
+#include "payload/exec/precision.h"
 #include "payload/exec/run_setup.h"
 
 namespace headlab {
 
 Status MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device, Gpt* out) {
-  StatusOr<Gpt> seeded = SeededModel(c, nullptr);  // applies model.head_modes
+  StatusOr<Precision> precision = ResolvePrecision(c.train.precision, device);
+  if (!precision.ok()) return precision.status();
+  // applies model.head_modes; the weights in the compute dtype (a bench never updates them)
+  StatusOr<Gpt> seeded = SeededModel(c, nullptr, ComputeDtype(*precision));
   if (!seeded.ok()) return seeded.status();
   Gpt model = *seeded;
   const int64_t T = c.model.context;

@@ -13,8 +13,10 @@
 
 namespace headlab {
 
-// Builds the model from `c` (seeded by c.seed) into *model, installs the fixed heads, moves
-// it to `device` and configures its execution (ConfigureExecution, whose errors it returns).
+// Builds the model from `c` (seeded by c.seed) into *model with its weights in the compute
+// dtype of train.precision on `device` (bf16 on CUDA by default: no fp32 copy of the
+// parameters, no per-forward casts), installs the fixed heads, moves it to `device` and
+// configures its execution (ConfigureExecution, whose errors it returns).
 //
 // Fixed heads get the uniform causal pattern (alpha = rho = 0, so P(i, j) = 1 / (i + 1);
 // SAF eq. 3) rather than a fitted one: a fixed head's cost does not depend on the values

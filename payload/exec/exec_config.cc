@@ -1,6 +1,7 @@
 // Normalized JSON run config -> ExecConfig.
 #include "payload/exec/exec_config.h"
 
+#include "common/model_presets.h"
 #include "payload/exec/hf_config.h"
 
 namespace headlab {
@@ -51,6 +52,29 @@ class FieldReader {
   Status status_;
 };
 
+// The architecture of model.preset `name` that has no run-config key (the keys it fills
+// came through the normalized config, where explicit ones override them).
+void ApplyPresetArchitecture(const std::string& name, ModelConfig* m) {
+  const ModelPreset* p = FindModelPreset(name);
+  if (p == nullptr) return;
+  m->family = p->family;
+  m->mlp_hidden = p->mlp_hidden;
+  m->mlp_act = p->mlp_act;
+  m->attn_bias = p->attn_bias;
+  m->qk_norm = p->qk_norm;
+  m->tie_head = p->tie_head;
+  m->norm_eps = p->norm_eps;
+  m->rope_scaling = RopeScaling();
+  m->rope_scaling.type = p->rope_scaling;
+  if (!m->rope_scaling.type.empty()) {
+    m->rope_scaling.factor = p->rope_factor;
+    m->rope_scaling.low_freq_factor = p->rope_low_freq_factor;
+    m->rope_scaling.high_freq_factor = p->rope_high_freq_factor;
+    m->rope_scaling.original_context = p->rope_original_context;
+  }
+  if (m->mlp_hidden > 0) m->mlp_ratio = double(m->mlp_hidden) / double(m->width);
+}
+
 }  // namespace
 
 StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& file) {
@@ -69,6 +93,8 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("model.rope_base", &c.model.rope_base);
   r.Read("model.norm", &c.model.norm);
   r.Read("model.init_from", &c.model.init_from);
+  std::string preset;
+  r.Read("model.preset", &preset);
   std::string head_modes;
   r.Read("model.head_modes", &head_modes);
   r.Read("train.steps", &c.train.steps);
@@ -102,6 +128,7 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   r.Read("noop.metrics", &c.noop.metrics);
   if (!r.status().ok()) return r.status();
   if (c.model.kv_heads == 0) c.model.kv_heads = c.model.heads;
+  ApplyPresetArchitecture(preset, &c.model);
   if (!c.model.init_from.empty()) HEADLAB_RETURN_IF_ERROR(ReadHfModelConfig(c.model.init_from, &c.model));
   StatusOr<std::vector<HeadAssignment>> modes =
       ParseHeadModes(head_modes, c.model.layers, c.model.heads, file + ": $.config.model.head_modes");

@@ -1,6 +1,8 @@
 // config.json mapping of the GPT-2 and Llama families.
 #include "payload/exec/hf_config.h"
 
+#include <utility>
+
 #include "common/files.h"
 
 namespace headlab {
@@ -9,7 +11,9 @@ namespace {
 // Reads typed keys of a config.json object; the first failure is kept.
 class HfReader {
  public:
-  HfReader(const Json& j, const std::string& path) : j_(j), path_(path) {}
+  // `prefix` names the object j within the file in errors ("rope_scaling.").
+  HfReader(const Json& j, const std::string& path, std::string prefix = "")
+      : j_(j), path_(path), prefix_(std::move(prefix)) {}
 
   int64_t Int(const char* key, int64_t def, bool required, int64_t min = 1) {
     if (!j_.contains(key) || j_[key].is_null()) {
@@ -47,15 +51,58 @@ class HfReader {
     return j_[key].get<std::string>();
   }
   void Fail(const std::string& key, const std::string& what) {
-    if (status_.ok()) status_ = Status::InvalidArgument(path_ + ": $." + key + ": " + what);
+    if (status_.ok()) status_ = Status::InvalidArgument(path_ + ": $." + prefix_ + key + ": " + what);
   }
   const Status& status() const { return status_; }
 
  private:
   const Json& j_;
   const std::string& path_;
+  std::string prefix_;
   Status status_;
 };
+
+// config.json's rope_scaling (null, or an object whose rope_type, or older type, is
+// "default", "llama3" or "yarn") -> *s. Keys of other variants (linear, dynamic, longrope,
+// DeepSeek's mscale) are refused by name rather than ignored.
+Status ReadRopeScaling(const Json& j, const std::string& path, RopeScaling* s) {
+  *s = RopeScaling();
+  if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return Status::Ok();
+  const Json& rs = j["rope_scaling"];
+  const std::string where = path + ": $.rope_scaling";
+  if (!rs.is_object()) return Status::InvalidArgument(where + ": expected null or an object, got " + rs.dump().substr(0, 80));
+  HfReader r(rs, path, "rope_scaling.");
+  const std::string type = r.Str("rope_type", r.Str("type", ""));
+  HEADLAB_RETURN_IF_ERROR(r.status());
+  if (type == "default") return Status::Ok();
+  if (type != "llama3" && type != "yarn")
+    return Status::InvalidArgument(where + ".rope_type: expected \"default\", \"llama3\" or \"yarn\", got \"" + type + "\"");
+  for (const char* key : {"mscale", "mscale_all_dim"})
+    if (rs.contains(key) && !rs[key].is_null())
+      return Status::InvalidArgument(where + "." + key + ": not supported (YaRN's DeepSeek variant)");
+  s->type = type;
+  s->factor = r.Num("factor", 0);
+  if (!(s->factor >= 1)) r.Fail("factor", "expected a number >= 1, got " + (rs.contains("factor") ? rs["factor"].dump() : "nothing"));
+  // YaRN's L defaults to the model's context, as in the reference implementation.
+  const int64_t model_context = j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer()
+                                    ? j["max_position_embeddings"].get<int64_t>() : 0;
+  s->original_context = r.Int("original_max_position_embeddings", model_context,
+                              /*required=*/type == "llama3" || model_context == 0);
+  if (type == "llama3") {
+    s->low_freq_factor = r.Num("low_freq_factor", 0);
+    s->high_freq_factor = r.Num("high_freq_factor", 0);
+    if (!(s->low_freq_factor > 0)) r.Fail("low_freq_factor", "missing");
+    if (s->high_freq_factor <= s->low_freq_factor)
+      r.Fail("high_freq_factor", "expected a number > low_freq_factor (" + std::to_string(s->low_freq_factor) + ")");
+  } else {
+    s->beta_fast = r.Num("beta_fast", 32);
+    s->beta_slow = r.Num("beta_slow", 1);
+    s->attention_factor = r.Num("attention_factor", 0);
+    if (s->beta_fast <= s->beta_slow)
+      r.Fail("beta_fast", "expected a number > beta_slow (" + std::to_string(s->beta_slow) + ")");
+  }
+  return r.status();
+}
 
 }  // namespace
 
@@ -65,6 +112,7 @@ Status ModelConfigFromHf(const Json& j, const std::string& path, ModelConfig* m)
   const std::string type = r.Str("model_type", "");
   if (type == "gpt2") {
     m->family = "gpt2";
+    m->rope_scaling = RopeScaling();
     m->layers = r.Int("n_layer", 0, true);
     m->heads = r.Int("n_head", 0, true);
     m->width = r.Int("n_embd", 0, true);
@@ -103,9 +151,8 @@ Status ModelConfigFromHf(const Json& j, const std::string& path, ModelConfig* m)
     m->norm_eps = r.Num("rms_norm_eps", 1e-6);
     const std::string act = r.Str("hidden_act", "silu");
     if (act != "silu") r.Fail("hidden_act", "expected \"silu\" (SwiGLU), got \"" + act + "\"");
-    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-      r.Fail("rope_scaling", "only null is supported (no Llama 3.1 / YaRN frequency scaling), got " +
-                                 j["rope_scaling"].dump().substr(0, 80));
+    HEADLAB_RETURN_IF_ERROR(r.status());
+    HEADLAB_RETURN_IF_ERROR(ReadRopeScaling(j, path, &m->rope_scaling));
     const bool sliding = r.Bool("use_sliding_window", false) ||
                          (type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null());
     if (sliding) r.Fail(type == "mistral" ? "sliding_window" : "use_sliding_window", "sliding-window attention is not supported");

@@ -12,9 +12,12 @@
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
+#include "common/run_config.h"
 #include "common/testing/temp_dir.h"
+#include "payload/exec/attention_cuda.h"
 #include "payload/exec/data_check.h"
 #include "payload/exec/hf_config.h"
+#include "payload/exec/run_setup.h"
 #include "payload/exec/safetensors.h"
 #include "payload/methods/aoh/streaming_decode.h"
 #include "payload/methods/saf/calibration.h"
@@ -28,14 +31,20 @@ using torch::Tensor;
 struct Checkpoint {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::string f16_name;  // stored as F16 (its values are rounded to F16 first)
+  bool bf16 = false;     // every other tensor stored as BF16 (values rounded to BF16 first)
+  // The value as stored: rounded to the storage dtype, held in fp32.
+  Tensor Stored(const std::string& name, Tensor t) const {
+    if (name == f16_name) return t.to(torch::kHalf).to(torch::kFloat);
+    if (bf16) return t.to(torch::kBFloat16).to(torch::kFloat);
+    return t;
+  }
   Tensor Add(const std::string& name, std::vector<int64_t> shape, double scale = 0.2) {
-    Tensor t = torch::randn(shape) * scale;
-    if (name == f16_name) t = t.to(torch::kHalf).to(torch::kFloat);
+    Tensor t = Stored(name, torch::randn(shape) * scale);
     tensors.push_back({name, t});
     return t;
   }
   Tensor Ones(const std::string& name, int64_t n) {  // norm gains near 1
-    Tensor t = 1 + 0.1 * torch::randn({n});
+    Tensor t = Stored(name, 1 + 0.1 * torch::randn({n}));
     tensors.push_back({name, t});
     return t;
   }
@@ -46,10 +55,10 @@ struct Checkpoint {
     Json weight_map = Json::object();
     for (size_t i = 0; i < tensors.size(); ++i) {
       const auto& [name, t] = tensors[i];
-      const bool half = name == f16_name;
-      Tensor c = (half ? t.to(torch::kHalf) : t).contiguous();
+      const bool half = name == f16_name, brain = bf16 && !half && t.is_floating_point();
+      Tensor c = (half ? t.to(torch::kHalf) : brain ? t.to(torch::kBFloat16) : t).contiguous();
       out[i % size_t(shards)].push_back(
-          {name, half ? "F16" : "F32", t.sizes().vec(),
+          {name, half ? "F16" : brain ? "BF16" : "F32", t.sizes().vec(),
            std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel() * c.element_size()))});
       weight_map[name] = "model-0000" + std::to_string(i % size_t(shards) + 1) + ".safetensors";
     }
@@ -88,14 +97,37 @@ Tensor CausalAttentionRef(const Tensor& q, const Tensor& k, const Tensor& v) {
   Tensor mask = torch::ones({T, T}).triu(1).to(torch::kBool);
   return torch::matmul(torch::softmax(s.masked_fill(mask, -1e30), -1), v);
 }
-// HF's rotate-half RoPE of x [h, T, d].
-Tensor RopeRef(const Tensor& x, double theta) {
+// HF's rotate-half RoPE of x [h, T, d] with config.json's rope_scaling (null, llama3 or
+// yarn), its frequencies written out here with tensor ops from the published formulas.
+Tensor RopeRef(const Tensor& x, double theta, const Json& scaling = nullptr) {
   const int64_t T = x.size(1), d = x.size(2);
   Tensor inv = torch::pow(theta, -torch::arange(0, d, 2).to(torch::kDouble) / double(d));
+  double mscale = 1;
+  if (!scaling.is_null() && scaling["rope_type"] == "llama3") {
+    // Llama 3.1: wavelengths above L / low_freq_factor divided by the factor, below
+    // L / high_freq_factor kept, in between blended by (L / wavelength - low) / (high - low).
+    const double s = scaling["factor"], lo = scaling["low_freq_factor"], hi = scaling["high_freq_factor"];
+    const double L = scaling["original_max_position_embeddings"];
+    Tensor wavelength = 2 * M_PI / inv;
+    Tensor smooth = (L / wavelength - lo) / (hi - lo);
+    Tensor mid = (1 - smooth) * inv / s + smooth * inv;
+    inv = torch::where(wavelength < L / hi, inv, torch::where(wavelength > L / lo, inv / s, mid));
+  } else if (!scaling.is_null() && scaling["rope_type"] == "yarn") {
+    // YaRN: a linear ramp over the pair index between the indices where the pair turns
+    // 32 and 1 times over L (floor / ceil), interpolating (theta / s) above it; cos and sin
+    // scaled by 0.1 ln s + 1.
+    const double s = scaling["factor"], L = scaling["original_max_position_embeddings"];
+    auto index = [&](double turns) { return double(d) * std::log(L / (turns * 2 * M_PI)) / (2 * std::log(theta)); };
+    const double lo = std::max(std::floor(index(32)), 0.0), hi = std::min(std::ceil(index(1)), double(d - 1));
+    Tensor ramp = ((torch::arange(d / 2).to(torch::kDouble) - lo) / (hi - lo)).clamp(0, 1);
+    inv = inv / s * ramp + inv * (1 - ramp);
+    mscale = 0.1 * std::log(s) + 1;
+  }
   Tensor ang = torch::outer(torch::arange(T).to(torch::kDouble), inv);
-  Tensor emb = torch::cat({ang, ang}, -1).to(torch::kFloat);
+  Tensor emb = torch::cat({ang, ang}, -1);
+  Tensor cos = (emb.cos() * mscale).to(torch::kFloat), sin = (emb.sin() * mscale).to(torch::kFloat);
   Tensor rot = torch::cat({-x.narrow(-1, d / 2, d / 2), x.narrow(-1, 0, d / 2)}, -1);
-  return x * emb.cos() + rot * emb.sin();
+  return x * cos + rot * sin;
 }
 
 // Tiny GPT-2: 2 layers, 2 heads, width 16, 40 learned positions, vocab 50.
@@ -153,17 +185,20 @@ struct LlamaCase {
   std::string type;
   int64_t head_dim;
   bool tied;
+  Json rope_scaling;
   Checkpoint ck;
   Json config;
-  LlamaCase(const std::string& model_type, int64_t hd, bool tie) : type(model_type), head_dim(hd), tied(tie) {
+  LlamaCase(const std::string& model_type, int64_t hd, bool tie, Json scaling = nullptr, bool bf16 = false)
+      : type(model_type), head_dim(hd), tied(tie), rope_scaling(std::move(scaling)) {
     torch::manual_seed(5);
+    ck.bf16 = bf16;
     config = {{"model_type", type}, {"num_hidden_layers", 2}, {"hidden_size", 32},
               {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 40},
               {"vocab_size", 60}, {"rms_norm_eps", 1e-6}, {"rope_theta", 500000.0},
-              {"hidden_act", "silu"}, {"tie_word_embeddings", tied}, {"rope_scaling", nullptr},
+              {"hidden_act", "silu"}, {"tie_word_embeddings", tied}, {"rope_scaling", rope_scaling},
               {"max_position_embeddings", 4096}};
     if (hd != 8) config["head_dim"] = hd;
-    ck.f16_name = "model.layers.0.mlp.up_proj.weight";
+    if (!bf16) ck.f16_name = "model.layers.0.mlp.up_proj.weight";
     ck.Add("model.embed_tokens.weight", {60, 32});
     for (int i = 0; i < 2; ++i) {
       const std::string h = "model.layers." + std::to_string(i) + ".";
@@ -205,8 +240,8 @@ struct LlamaCase {
         q = RmsNormRef(q, ck.Get(h + "self_attn.q_norm.weight"), 1e-6);
         k = RmsNormRef(k, ck.Get(h + "self_attn.k_norm.weight"), 1e-6);
       }
-      q = RopeRef(q, 500000.0);
-      k = RopeRef(k, 500000.0);
+      q = RopeRef(q, 500000.0, rope_scaling);
+      k = RopeRef(k, 500000.0, rope_scaling);
       // GQA: query heads 0, 1 read KV head 0; 2, 3 read KV head 1.
       k = k.repeat_interleave(2, 0);
       v = v.repeat_interleave(2, 0);
@@ -223,7 +258,7 @@ struct LlamaCase {
 };
 
 // Builds the model of `dir` as exec does: config.json -> ModelConfig -> weights.
-StatusOr<Gpt> Import(const std::string& dir, int64_t context) {
+StatusOr<Gpt> Import(const std::string& dir, int64_t context, torch::ScalarType weights = torch::kFloat) {
   ModelConfig c;
   c.context = context;
   c.init_from = dir;
@@ -231,7 +266,7 @@ StatusOr<Gpt> Import(const std::string& dir, int64_t context) {
   c.norm = "layernorm";
   HEADLAB_RETURN_IF_ERROR(ReadHfModelConfig(dir, &c));
   torch::manual_seed(1);
-  Gpt model(c);
+  Gpt model(c, weights);
   Json prov = Json::object();
   HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c, &prov));
   if (prov["init_from_sha256"].get<std::string>().size() != 64) return Status::Internal("no checkpoint hash");
@@ -300,6 +335,169 @@ TEST_CASE("tiny Llama, Qwen 2 and Qwen 3 checkpoints import and match the refere
     REQUIRE(decoder.ok());
     CHECK(MaxDiff(decoder.value()->Prefill(idx.unsqueeze(0)).squeeze(0), ours) < 1e-4);
     CheckSafView(*m.value(), idx, ours);
+  }
+}
+
+// Llama 3.1's and YaRN's rescaled frequencies (original context 256 and 32 make every branch
+// of both formulas matter at head_dim 8 and theta 500000 within 20 positions).
+const Json kLlama3Scaling = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 256}};
+const Json kYarnScaling = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32}};
+
+TEST_CASE("rope_scaling llama3 and yarn checkpoints import and match the reference logits") {
+  for (auto [type, hd, scaling] : {std::tuple<const char*, int64_t, Json>{"llama", 8, kLlama3Scaling},
+                                   {"qwen2", 8, kYarnScaling}, {"qwen3", 16, kYarnScaling}}) {
+    INFO(type << " " << scaling.dump());
+    testing::TempDir dir("headlab-import");
+    LlamaCase l(type, hd, /*tie=*/false, scaling);
+    l.ck.Write(dir.path(), l.config);
+    StatusOr<Gpt> m = Import(dir.path(), 20);
+    INFO(m.status().ToString());
+    REQUIRE(m.ok());
+    CHECK(m.value()->config().rope_scaling.type == scaling["rope_type"].get<std::string>());
+    Tensor idx = torch::randint(0, 60, {20}, torch::kLong);
+    torch::NoGradGuard no_grad;
+    Tensor ours = m.value()->forward(idx.unsqueeze(0)).squeeze(0);
+    CHECK(MaxDiff(ours, l.Forward(idx)) < 1e-4);
+    // The scaling matters here: the same weights without it give other logits.
+    LlamaCase plain(type, hd, false);
+    CHECK(MaxDiff(plain.Forward(idx), l.Forward(idx)) > 1e-3);
+    // The streaming decoder's RoPE tables carry the scaling too.
+    auto decoder = aoh::AohDecoder::Create(m.value().get(), {/*prefill_chunk=*/6});
+    REQUIRE(decoder.ok());
+    CHECK(MaxDiff(decoder.value()->Prefill(idx.unsqueeze(0)).squeeze(0), ours) < 1e-4);
+  }
+}
+
+TEST_CASE("rope_scaling that is not llama3 or yarn is refused by name") {
+  ModelConfig m;
+  LlamaCase l("llama", 8, false);
+  Json config = l.config;
+  config["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  Status st = ModelConfigFromHf(config, "c.json", &m);
+  CHECK(st.message() == "c.json: $.rope_scaling.rope_type: expected \"default\", \"llama3\" or \"yarn\", got \"dynamic\"");
+  config["rope_scaling"] = {{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
+  st = ModelConfigFromHf(config, "c.json", &m);
+  CHECK(st.message() == "c.json: $.rope_scaling.original_max_position_embeddings: missing");
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"mscale", 0.707}};
+  st = ModelConfigFromHf(config, "c.json", &m);
+  CHECK(st.message() == "c.json: $.rope_scaling.mscale: not supported (YaRN's DeepSeek variant)");
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 0.5}};
+  st = ModelConfigFromHf(config, "c.json", &m);
+  CHECK(st.message() == "c.json: $.rope_scaling.factor: expected a number >= 1, got 0.5");
+  config["rope_scaling"] = {{"rope_type", "default"}};
+  CHECK(ModelConfigFromHf(config, "c.json", &m).ok());
+  CHECK(m.rope_scaling.type.empty());
+}
+
+TEST_CASE("a bf16 checkpoint imports into bf16 weights bit for bit, and into fp32 ones exactly") {
+  for (const char* type : {"llama", "qwen2", "qwen3"}) {
+    INFO(type);
+    testing::TempDir dir("headlab-import");
+    LlamaCase l(type, 16, /*tie=*/false, std::string(type) == "llama" ? kLlama3Scaling : Json(nullptr),
+                /*bf16=*/true);
+    l.ck.Write(dir.path(), l.config);
+    StatusOr<Gpt> bf16 = Import(dir.path(), 20, torch::kBFloat16);
+    INFO(bf16.status().ToString());
+    REQUIRE(bf16.ok());
+    StatusOr<Gpt> fp32 = Import(dir.path(), 20);
+    REQUIRE(fp32.ok());
+    // Matrices held in bf16 with the checkpoint's bits; gains and biases in fp32 (exact).
+    auto ours = bf16.value()->named_parameters();
+    for (const auto& p : fp32.value()->named_parameters()) {
+      INFO(p.key());
+      const Tensor& b = ours[p.key()];
+      CHECK(b.scalar_type() == (p.value().dim() >= 2 ? torch::kBFloat16 : torch::kFloat));
+      CHECK(torch::equal(b.to(torch::kFloat), p.value()));
+    }
+    CHECK(bf16.value()->HeadWeight().scalar_type() == torch::kBFloat16);
+    // The fp32 import of the bf16 values is the reference model exactly.
+    Tensor idx = torch::randint(0, 60, {20}, torch::kLong);
+    torch::NoGradGuard no_grad;
+    CHECK(MaxDiff(fp32.value()->forward(idx.unsqueeze(0)).squeeze(0), l.Forward(idx)) < 1e-4);
+  }
+}
+
+// Every layer of the imported families takes the fast path (grouped-query layers: one
+// kernel segment over all heads) with q/k biases, q/k norms, RoPE scaling and streaming
+// heads: no dense fallback; on the CPU the kernels' stand-ins compute it
+// (SetFastPathOnCpuForTesting), equal to the dense reference.
+TEST_CASE("imported GQA layers with biases, q/k norms and streaming heads run the fused path") {
+  for (auto [type, scaling] : {std::tuple<const char*, Json>{"llama", kLlama3Scaling},
+                               {"qwen2", kYarnScaling}, {"qwen3", nullptr}}) {
+    INFO(type);
+    testing::TempDir dir("headlab-import");
+    LlamaCase l(type, 64, /*tie=*/false, scaling);
+    l.ck.Write(dir.path(), l.config);
+    StatusOr<Gpt> m = Import(dir.path(), 20);
+    REQUIRE(m.ok());
+    for (int64_t layer = 0; layer < 2; ++layer)  // the first KV group's heads stream
+      for (int64_t h = 0; h < 2; ++h) m.value()->attention(layer)->SetHeadState(h, {HeadMode::kStreaming, 0, 2, 5});
+    Tensor idx = torch::randint(0, 60, {2, 20}, torch::kLong);
+    torch::NoGradGuard no_grad;
+    Tensor dense = m.value()->forward(idx);
+    CHECK(AttentionPaths(m.value()) == Json{{"dense_reference", {0, 1}}});
+    SetFastPathOnCpuForTesting(true);
+    Tensor fast = m.value()->forward(idx);
+    SetFastPathOnCpuForTesting(false);
+    CHECK(AttentionPaths(m.value()) == Json{{"fused[4] kernel=cpu_stand_in", {0, 1}}});  // one segment, no dense
+    CHECK(MaxDiff(fast, dense) < 1e-4);
+  }
+}
+
+// The published config.json values of the models AoH measures (their Hugging Face
+// repositories' config files), as far as headlab reads them.
+const Json kPublishedConfigs[] = {
+    {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
+     {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"rms_norm_eps", 1e-5},
+     {"rope_theta", 500000.0}, {"vocab_size", 128256}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
+     {"max_position_embeddings", 131072}, {"attention_bias", false}, {"mlp_bias", false},
+     {"rope_scaling", {{"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}, {"rope_type", "llama3"}}}},
+    {{"model_type", "qwen2"}, {"hidden_size", 3584}, {"intermediate_size", 18944}, {"num_hidden_layers", 28},
+     {"num_attention_heads", 28}, {"num_key_value_heads", 4}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+     {"vocab_size", 152064}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
+     {"max_position_embeddings", 32768}, {"use_sliding_window", false}, {"rope_scaling", nullptr}},
+    {{"model_type", "qwen3"}, {"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 36},
+     {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"rms_norm_eps", 1e-6},
+     {"rope_theta", 1000000.0}, {"vocab_size", 151936}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
+     {"max_position_embeddings", 40960}, {"attention_bias", false}, {"use_sliding_window", false},
+     {"rope_scaling", nullptr}}};
+
+TEST_CASE("the pretrained-family presets are the architectures of their published config.json") {
+  const char* presets[] = {"llama3.1-8b", "qwen2.5-7b", "qwen3-8b"};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(presets[i]);
+    StatusOr<Json> run = NormalizeRunConfig(Json{{"model", {{"preset", presets[i]}}}}, "p.json");
+    REQUIRE(run.ok());
+    StatusOr<ExecConfig> exec = ExecConfigFromJson(run.value(), "p.json");
+    INFO(exec.status().ToString());
+    REQUIRE(exec.ok());
+    const ModelConfig& p = exec->model;
+    ModelConfig hf;
+    hf.context = p.context;
+    REQUIRE(ModelConfigFromHf(kPublishedConfigs[i], "config.json", &hf).ok());
+    CHECK(p.context == kPublishedConfigs[i]["max_position_embeddings"].get<int64_t>());
+    CHECK(p.family == hf.family);
+    CHECK(p.layers == hf.layers);
+    CHECK(p.heads == hf.heads);
+    CHECK(p.kv_heads == hf.kv_heads);
+    CHECK(p.width == hf.width);
+    CHECK(p.HeadDim() == hf.HeadDim());
+    CHECK(p.MlpHidden() == hf.MlpHidden());
+    CHECK(p.mlp_ratio == hf.mlp_ratio);
+    CHECK(p.vocab == hf.vocab);
+    CHECK(p.pos == hf.pos);
+    CHECK(p.norm == hf.norm);
+    CHECK(p.NormEps() == hf.NormEps());
+    CHECK(p.rope_base == hf.rope_base);
+    CHECK(p.rope_scaling == hf.rope_scaling);
+    CHECK(p.mlp_act == hf.mlp_act);
+    CHECK(p.attn_bias == hf.attn_bias);
+    CHECK(p.out_bias == hf.out_bias);
+    CHECK(p.mlp_bias == hf.mlp_bias);
+    CHECK(p.qk_norm == hf.qk_norm);
+    CHECK(p.tie_head == hf.tie_head);
   }
 }
 

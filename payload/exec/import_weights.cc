@@ -22,7 +22,10 @@ struct Source {
   bool prefix = false;
 };
 
-StatusOr<torch::Tensor> ToFloat(const SafeTensor& t, const std::string& name) {
+// The checkpoint's tensor in its own dtype, without a copy (a view of the loaded file): the
+// copy into a parameter converts it to the parameter's dtype in one pass, so a bf16
+// checkpoint goes into bf16 weights as is and into fp32 ones without a float copy first.
+StatusOr<torch::Tensor> View(const SafeTensor& t, const std::string& name) {
   c10::ScalarType type;
   if (t.dtype == "F32") type = torch::kFloat;
   else if (t.dtype == "F16") type = torch::kHalf;
@@ -31,8 +34,7 @@ StatusOr<torch::Tensor> ToFloat(const SafeTensor& t, const std::string& name) {
   else
     return Status::InvalidArgument(t.file + ": tensor " + name + " has dtype " + t.dtype +
                                    ", expected F32, F16, BF16 or F64");
-  torch::Tensor view = torch::from_blob(const_cast<uint8_t*>(t.data), t.shape, torch::dtype(type));
-  return view.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
+  return torch::from_blob(const_cast<uint8_t*>(t.data), t.shape, torch::dtype(type));
 }
 
 bool Ignorable(const std::string& name) {
@@ -114,7 +116,7 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
       return Status::InvalidArgument(set->source() + ": tensor " + src.name + " is missing; the " + c.family +
                                      " architecture of " + dir + "/config.json needs it (shape " +
                                      ShapeString(p.value().sizes().vec()) + ", headlab parameter " + name + ")");
-    StatusOr<torch::Tensor> value = ToFloat(t->second, src.name);
+    StatusOr<torch::Tensor> value = View(t->second, src.name);
     if (!value.ok()) return value.status();
     torch::Tensor v = value.value();
     if (src.transpose && v.dim() == 2) v = v.t();
@@ -143,9 +145,10 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
     if (used.count(n) || Ignorable(n)) continue;
     if (n == "lm_head.weight" && c.tie_head) {
       // A tied checkpoint may still store the head: it must be the embedding.
-      StatusOr<torch::Tensor> head = ToFloat(t, n);
+      StatusOr<torch::Tensor> head = View(t, n);
       if (!head.ok()) return head.status();
-      if (head->sizes() != model.wte->weight.sizes() || !torch::equal(head.value(), model.wte->weight))
+      const torch::Tensor& wte = model.wte->weight;
+      if (head->sizes() != wte.sizes() || !torch::equal(head->to(wte.scalar_type()), wte))
         return Status::InvalidArgument(set->source() + ": lm_head.weight differs from the token embedding, but " +
                                        dir + "/config.json ties them (tie_word_embeddings)");
       continue;

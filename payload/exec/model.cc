@@ -62,26 +62,50 @@ torch::Tensor BlockImpl::forward(
   return x + Mlp(ln2(x));
 }
 
-GptImpl::GptImpl(const ModelConfig& c) : config_(c) {
+GptImpl::GptImpl(const ModelConfig& c, torch::ScalarType weights) : config_(c) {
+  torch::NoGradGuard no_grad;
+  // Weight matrices (embeddings, projections, the output head: all but ~0.01% of the
+  // parameters) take `weights` module by module as they are built, so at most one block's
+  // (or the embedding's) fp32 values exist at a time, never a whole fp32 copy. Norm gains and
+  // biases stay fp32, as the residual stream does (Embed), so the add+norm kernels and the
+  // fp32 norms run as with fp32 weights; buffers (fixed heads' patterns) keep their dtype.
+  auto to_weights = [weights](torch::nn::Module& m) {
+    if (weights == torch::kFloat) return;
+    for (torch::Tensor& p : m.parameters())
+      if (p.dim() >= 2) p.set_data(p.to(weights));
+  };
   wte = register_module("wte", torch::nn::Embedding(c.vocab, c.width));
-  if (c.pos == "learned") wpe = register_module("wpe", torch::nn::Embedding(c.context, c.width));
+  to_weights(*wte);
+  if (c.pos == "learned") {
+    wpe = register_module("wpe", torch::nn::Embedding(c.context, c.width));
+    to_weights(*wpe);
+  }
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.layers; ++i) blocks->push_back(Block(c));
+  for (int64_t i = 0; i < c.layers; ++i) {
+    Block b(c);
+    to_weights(*b);
+    blocks->push_back(b);
+  }
   ln_f = register_module("ln_f", Norm(c.width, c.norm == "rmsnorm", c.NormEps()));
-  if (!c.tie_head)
+  to_weights(*ln_f);
+  if (!c.tie_head) {
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.vocab).bias(false)));
+    to_weights(*head);
+  }
 
   // GPT-2 initialisation: N(0, 0.02) for embeddings and projections; the projections that
   // write into the residual stream are scaled by 1/sqrt(2 * layers) so its variance does
-  // not grow with depth.
-  torch::NoGradGuard no_grad;
+  // not grow with depth. Drawn in fp32 whatever the weights' dtype (one tensor at a time),
+  // so a model built in bf16 holds exactly the fp32 model's values rounded.
   const double residual_std = 0.02 / std::sqrt(2.0 * double(c.layers));
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     torch::Tensor& t = p.value();
     if (t.dim() < 2) continue;  // norm gains and biases keep their (1, 0) init
     bool residual = EndsWith(name, ".o_proj.weight") || EndsWith(name, ".proj.weight");
-    t.normal_(0.0, residual ? residual_std : 0.02);
+    const double sd = residual ? residual_std : 0.02;
+    if (t.scalar_type() == torch::kFloat) t.normal_(0.0, sd);
+    else t.copy_(torch::empty(t.sizes(), torch::kFloat).normal_(0.0, sd));
   }
   for (const HeadAssignment& a : c.head_modes) attention(a.layer)->SetHeadState(a.head, a.state);
 }
@@ -90,18 +114,34 @@ HybridAttention& GptImpl::attention(int64_t layer) {
   return blocks->ptr(size_t(layer))->as<Block>()->attn;
 }
 
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base, const torch::Tensor& positions) {
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RopeSpec& rope, const torch::Tensor& positions) {
   const int64_t T = x.size(2), d = x.size(3), half = d / 2;
   auto opts = torch::dtype(torch::kFloat).device(x.device());
+  // theta_i = base^(-2i/d) (rope.h), computed on x's device; a rescaled table comes from
+  // RopeFrequencies on the host (a [d/2] copy).
   torch::Tensor inv_freq =
-      torch::pow(base, -torch::arange(0, half, opts) * 2.0 / double(d));  // [d/2]
+      rope.scaling.type.empty() ? torch::pow(rope.base, -torch::arange(0, half, opts) * 2.0 / double(d))
+                                : torch::tensor(RopeFrequencies(rope, d), torch::kDouble).to(opts);  // [d/2]
   torch::Tensor pos = positions.defined() ? positions.to(torch::kFloat) : torch::arange(T, opts);
   torch::Tensor angles = torch::outer(pos, inv_freq);  // [T, d/2]
   // The angles in fp32; the rotation in x's dtype (bf16 under autocast), so queries and keys
-  // keep the dtype the attention backends take.
-  torch::Tensor cos = angles.cos().to(x.scalar_type()), sin = angles.sin().to(x.scalar_type());
+  // keep the dtype the attention backends take. YaRN scales cos and sin (eq. 22).
+  const double a = RopeAttentionFactor(rope);
+  torch::Tensor cos = angles.cos(), sin = angles.sin();
+  if (a != 1.0) {
+    cos = cos * a;
+    sin = sin * a;
+  }
+  cos = cos.to(x.scalar_type());
+  sin = sin.to(x.scalar_type());
   torch::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+}
+
+std::function<torch::Tensor(const torch::Tensor&)> GptImpl::Rotation() const {
+  if (wpe) return {};
+  const RopeSpec rope = config_.Rope();
+  return [rope](const torch::Tensor& t) { return RotaryEmbedding(t, rope); };
 }
 
 torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {
@@ -109,11 +149,7 @@ torch::Tensor GptImpl::Hidden(const torch::Tensor& idx) {
   TORCH_CHECK(T <= config_.context, "sequence length ", T, " > context ", config_.context);
   AutocastScope autocast(precision_, idx.device());
   torch::Tensor x = Embed(idx);
-  std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (!wpe) {
-    const double base = config_.rope_base;
-    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
-  }
+  const std::function<torch::Tensor(const torch::Tensor&)> rotate = Rotation();
   for (const auto& b : *blocks) x = b->as<Block>()->forward(x, rotate);
   return ln_f(x);
 }
@@ -128,6 +164,8 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
 
 torch::Tensor GptImpl::Embed(const torch::Tensor& idx, const torch::Tensor& positions) {
   torch::Tensor x = wte(idx);
+  // The residual stream is fp32 even where the embeddings are held in bf16 / fp16.
+  if (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf) x = x.to(torch::kFloat);
   if (wpe)
     x = x + wpe(positions.defined() ? positions
                                     : torch::arange(idx.size(1), torch::dtype(torch::kLong).device(idx.device())));

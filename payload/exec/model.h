@@ -53,15 +53,20 @@ class BlockImpl : public torch::nn::Module {
 TORCH_MODULE(Block);
 
 // RoPE in rotate-half form: rotates each (i, i + d/2) pair of the [B, h, T, d] tensor x at
-// position t by the angle t * base^(-2i/d), so q.k depends on positions only through t_q - t_k.
-// Positions are 0..T-1, or `positions` [T] when given (a decoder's later chunks).
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, double base,
+// position t by the angle t * theta_i, theta_i = base^(-2i/d) as rope.scaling rescales it
+// (rope.h), so q.k depends on positions only through t_q - t_k; YaRN also scales both
+// components by RopeAttentionFactor. Positions are 0..T-1, or `positions` [T] when given (a
+// decoder's later chunks).
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RopeSpec& rope,
                               const torch::Tensor& positions = torch::Tensor());
 
 class GptImpl : public torch::nn::Module {
  public:
-  // Initialises parameters from the current default generator (seed it first).
-  explicit GptImpl(const ModelConfig& c);
+  // Initialises parameters from the current default generator (seed it first), the weight
+  // matrices held in `weights` (fp32 master weights for training; the compute dtype for
+  // inference, where they are never updated), norm gains and biases in fp32. The values
+  // drawn do not depend on `weights` beyond rounding.
+  explicit GptImpl(const ModelConfig& c, torch::ScalarType weights = torch::kFloat);
   // idx: [B, T] int64 tokens, T <= context -> fp32 logits [B, T, vocab], computed under
   // autocast in the model's precision (precision.h).
   torch::Tensor forward(const torch::Tensor& idx);
@@ -76,6 +81,9 @@ class GptImpl : public torch::nn::Module {
   // idx's device; 0..T-1 when undefined): token embeddings plus learned positions (RoPE
   // models: embeddings only). No host value in it, so a captured CUDA graph can replay it.
   torch::Tensor Embed(const torch::Tensor& idx, const torch::Tensor& positions = {});
+  // The position encoding blocks apply to queries and keys: RoPE at positions 0..T-1 with
+  // the model's base and scaling, or empty with learned positions.
+  std::function<torch::Tensor(const torch::Tensor&)> Rotation() const;
   // fp32 logits [..., vocab] of the last block's output x: final norm, then the output head
   // (HeadWeight(), or `head_weight` when defined: a copy of it in another dtype, e.g. the
   // streaming decoder's compute-dtype copy for its captured step).
@@ -83,8 +91,8 @@ class GptImpl : public torch::nn::Module {
   // The output head's weight [vocab, width]: `head` when untied, else the token embedding.
   const torch::Tensor& HeadWeight() const;
 
-  // The precision forward computes in (precision.h); fp32 until set. Parameters and
-  // buffers stay fp32 whatever it is.
+  // The precision forward computes in (precision.h); fp32 until set. Parameters keep the
+  // dtype they were built in and buffers fp32, whatever it is.
   void SetPrecision(Precision p) { precision_ = p; }
   Precision precision() const { return precision_; }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "payload/exec/head_state.h"
+#include "payload/exec/rope.h"
 
 namespace headlab {
 
@@ -21,6 +22,7 @@ struct ModelConfig {
   int64_t kv_heads = 0;          // key/value heads (GQA); normalized: 0 -> heads
   std::string pos;               // learned | rope
   double rope_base = 0;
+  RopeScaling rope_scaling;      // config.json's rope_scaling, or a preset's (rope.h)
   std::string norm;              // layernorm | rmsnorm
   std::vector<HeadAssignment> head_modes;  // parsed model.head_modes
   // model.init_from: a Hugging Face checkpoint folder; "" = a fresh model. When set, the
@@ -42,6 +44,7 @@ struct ModelConfig {
   int64_t MlpHidden() const {
     return mlp_hidden > 0 ? mlp_hidden : int64_t(std::llround(mlp_ratio * double(width)));
   }
+  RopeSpec Rope() const { return {rope_base, rope_scaling}; }
   double NormEps() const { return norm_eps > 0 ? norm_eps : (norm == "rmsnorm" ? 1e-6 : 1e-5); }
 };
 

@@ -62,8 +62,8 @@ TEST_CASE("model: RoPE, RMSNorm and GQA variants are causal; head modes are inst
 TEST_CASE("model: RoPE dot products depend only on the relative position") {
   torch::manual_seed(5);
   const int64_t T = 16, d = 8;
-  torch::Tensor q = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), 10000.0)[0][0];
-  torch::Tensor k = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), 10000.0)[0][0];
+  torch::Tensor q = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
+  torch::Tensor k = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
   CHECK(q[5].norm().item<double>() == Approx(q[0].norm().item<double>()));
   CHECK(q[9].dot(k[4]).item<double>() == Approx(q[12].dot(k[7]).item<double>()).epsilon(1e-5));
   CHECK(q[9].dot(k[4]).item<double>() != Approx(q[9].dot(k[7]).item<double>()).epsilon(1e-3));
@@ -77,6 +77,33 @@ TEST_CASE("model: same seed, same initial weights") {
   auto pa = a->parameters(), pb = b->parameters();
   REQUIRE(pa.size() == pb.size());
   for (size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
+}
+
+TEST_CASE("model: weights built in bf16 are the fp32 initialisation rounded, gains and biases fp32") {
+  ModelConfig c = testing::TinyModelConfig(2, 4, 32, 12, 40, "rope", 2);
+  c.norm = "rmsnorm";
+  c.mlp_act = "swiglu";
+  c.mlp_hidden = 24;
+  c.attn_bias = true;
+  c.qk_norm = true;
+  c.tie_head = false;
+  torch::manual_seed(4);
+  Gpt fp32(c);
+  torch::manual_seed(4);
+  Gpt bf16(c, torch::kBFloat16);
+  auto b = bf16->named_parameters();
+  int64_t matrices = 0;
+  for (const auto& p : fp32->named_parameters()) {
+    INFO(p.key());
+    const bool matrix = p.value().dim() >= 2;
+    matrices += matrix;
+    CHECK(b[p.key()].scalar_type() == (matrix ? torch::kBFloat16 : torch::kFloat));
+    CHECK(torch::equal(b[p.key()], matrix ? p.value().to(torch::kBFloat16) : p.value()));
+  }
+  CHECK(matrices == 2 + 2 * 7);  // wte, head; q, k, v, o, gate, fc, proj per layer
+  // The residual stream stays fp32: the embedding of a bf16 model is widened once.
+  CHECK(bf16->Embed(torch::zeros({1, 3}, torch::kLong)).scalar_type() == torch::kFloat);
+  CHECK(bf16->attention(0)->fixed_alpha.scalar_type() == torch::kFloat);  // buffers untouched
 }
 
 TEST_CASE("model: per-token log-probs match the mean loss") {

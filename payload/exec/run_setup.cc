@@ -63,9 +63,9 @@ Json DataProvenance(const Dataset& d, const ExecConfig& c) {
   return prov;
 }
 
-StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov) {
+StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov, torch::ScalarType weights) {
   torch::manual_seed(uint64_t(c.seed));  // model init; data order has its own generator
-  Gpt model(c.model);                    // applies model.head_modes
+  Gpt model(c.model, weights);           // applies model.head_modes
   HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c.model, init_prov));
   return model;
 }
@@ -122,6 +122,7 @@ Status ConfigureExecution(Gpt& model, const TrainConfig& t, const torch::Device&
 Json ExecutionProvenance(const Gpt& model, const torch::Device& device) {
   return {{"precision", PrecisionName(model->precision())},
           {"compute_dtype", c10::toString(ComputeDtype(model->precision()))},
+          {"weights_dtype", c10::toString(model->wte->weight.scalar_type())},
           {"attention", AttentionModeName(GetAttentionMode())},
           {"attention_backend", AttentionBackendName(device)}};
 }

@@ -33,10 +33,10 @@ StatusOr<Dataset> LoadRunData(const ExecConfig& c);
 // Provenance of the data: source, path, SHA-256, split sizes and DatasetProvenance.
 Json DataProvenance(const Dataset& d, const ExecConfig& c);
 
-// The model of `c` on the CPU, its initial weights drawn after torch::manual_seed(c.seed)
-// and then replaced by model.init_from's when set (its provenance into *init_prov, which
-// may be null).
-StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov);
+// The model of `c` on the CPU with its parameters in `weights` (GptImpl), its initial
+// weights drawn after torch::manual_seed(c.seed) and then replaced by model.init_from's
+// when set (its provenance into *init_prov, which may be null).
+StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov, torch::ScalarType weights = torch::kFloat);
 
 // Moves `model` to `device` and configures its execution (ConfigureExecution).
 Status PlaceModel(Gpt& model, const TrainConfig& t, const torch::Device& device);
@@ -61,8 +61,8 @@ Json RunProvenance(const Gpt& model, const torch::Device& device);
 // attention mode from train.attention. InvalidArgument naming the key on bad values.
 Status ConfigureExecution(Gpt& model, const TrainConfig& t, const torch::Device& device);
 
-// Provenance of the execution set up above: precision, attention (mode), attention_backend
-// and the compute dtype.
+// Provenance of the execution set up above: precision, attention (mode), attention_backend,
+// the compute dtype and the dtype the weights are held in.
 Json ExecutionProvenance(const Gpt& model, const torch::Device& device);
 
 // Per-layer attention paths after a forward (attention_cuda.h LayerPathLabel), grouped:

@@ -67,15 +67,10 @@ torch::Tensor AllowedRows(const torch::Tensor& table, int64_t r0, int64_t r1, in
 
 std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
-  const ModelConfig& c = model.config();
   const int64_t B = idx.size(0), T = idx.size(1);
   // Mirrors GptImpl::forward's embedding (model.cc): learned positions or RoPE.
   torch::Tensor x = model.Embed(idx);
-  std::function<torch::Tensor(const torch::Tensor&)> rotate;
-  if (!model.wpe) {
-    const double base = c.rope_base;
-    rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
-  }
+  const std::function<torch::Tensor(const torch::Tensor&)> rotate = model.Rotation();
   // Every statistic stays on the device until one copy at the end: the pass never waits
   // for the device inside a layer.
   const torch::Tensor states = StateTable(model, x.device());

@@ -43,11 +43,12 @@ StatusOr<std::vector<std::vector<SpectralScores>>> ScoreModel(GptImpl& model,
     return Status::InvalidArgument("aoh.rope_max_distance > 0 needs model.pos \"rope\", got \"" +
                                    c.pos + "\"");
   torch::NoGradGuard no_grad;
-  std::vector<std::vector<SpectralScores>> scores(size_t(c.layers));
-  for (int64_t l = 0; l < c.layers; ++l)
-    for (int64_t h = 0; h < c.heads; ++h)
-      scores[size_t(l)].push_back(RopeAwareScores(QueryRows(model, l, h), KeyRows(model, l, h),
-                                                  c.rope_base, rope_max_distance));
+  std::vector<std::vector<SpectralScores>> scores;
+  for (int64_t l = 0; l < c.layers; ++l) {
+    HybridAttention& attn = model.attention(l);
+    scores.push_back(LayerScores(attn->q_proj->weight, attn->k_proj->weight, attn->head_dim(), c.Rope(),
+                                 rope_max_distance));
+  }
   return scores;
 }
 

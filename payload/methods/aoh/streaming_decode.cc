@@ -183,13 +183,13 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
 
 // Makes *rope's tables [T, d] in `dtype` for positions qpos [T] (on qpos's device) unless it
 // has them in that dtype. The tables come from RotaryEmbedding itself: it rotates the basis
-// (1, .., 1, 0, .., 0) to (cos, sin).
-void MakeRope(torch::ScalarType dtype, int64_t d, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+// (1, .., 1, 0, .., 0) to (cos, sin), with the model's RoPE scaling and YaRN's factor in them.
+void MakeRope(torch::ScalarType dtype, int64_t d, const RopeSpec& spec, const torch::Tensor& qpos, ChunkRope* rope) {
   if (rope->cos.defined() && rope->cos.scalar_type() == dtype) return;
   const int64_t T = qpos.size(0), half = d / 2;
   const auto opts = qpos.options().dtype(dtype);
   torch::Tensor basis = torch::cat({torch::ones({half}, opts), torch::zeros({half}, opts)});
-  torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), base, qpos)[0][0];  // [T, d]
+  torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), spec, qpos)[0][0];  // [T, d]
   torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
   rope->cos = torch::cat({cos, cos}, 1);
   rope->sin = torch::cat({-sin, sin}, 1);
@@ -197,9 +197,9 @@ void MakeRope(torch::ScalarType dtype, int64_t d, double base, const torch::Tens
 
 // Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
 // first use.
-torch::Tensor Rotate(const torch::Tensor& x, double base, const torch::Tensor& qpos, ChunkRope* rope) {
+torch::Tensor Rotate(const torch::Tensor& x, const RopeSpec& spec, const torch::Tensor& qpos, ChunkRope* rope) {
   const int64_t half = x.size(3) / 2;
-  MakeRope(x.scalar_type(), x.size(3), base, qpos, rope);
+  MakeRope(x.scalar_type(), x.size(3), spec, qpos, rope);
   torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
   return torch::addcmul(x * rope->cos, swapped, rope->sin);
 }
@@ -677,7 +677,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
     // copies per segment.
     torch::Tensor cos, sin;
     if (c.pos == "rope") {
-      MakeRope(qkv.scalar_type(), qkv.size(3), c.rope_base, qpos, rope);
+      MakeRope(qkv.scalar_type(), qkv.size(3), c.Rope(), qpos, rope);
       cos = rope->cos;
       sin = rope->sin;
     }
@@ -697,7 +697,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   if (!appended) {
     if (qkv.defined()) {  // one GEMM, q and k rotated together
       torch::Tensor qk = qkv.narrow(1, 0, H + KV);
-      if (c.pos == "rope") qk = Rotate(qk, c.rope_base, qpos, rope);
+      if (c.pos == "rope") qk = Rotate(qk, c.Rope(), qpos, rope);
       q = qk.narrow(1, 0, H);
       k = qk.narrow(1, H, KV);
       v = qkv.narrow(1, H + KV, KV);
@@ -705,8 +705,8 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
       q = attn->Queries(xc), k = attn->Keys(xc), v = attn->Values(xc);
       TORCH_CHECK(q.size(1) == H && k.size(1) == KV, "the decoder needs every head (none removed)");
       if (c.pos == "rope") {
-        q = Rotate(q, c.rope_base, qpos, rope);
-        k = Rotate(k, c.rope_base, qpos, rope);
+        q = Rotate(q, c.Rope(), qpos, rope);
+        k = Rotate(k, c.Rope(), qpos, rope);
       }
     }
   }
@@ -930,7 +930,7 @@ void AohDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& d
     return;
   const int64_t rows = std::max(c.context, 2 * (position_ + 1));
   ChunkRope rope;
-  MakeRope(dtype, c.HeadDim(), c.rope_base, torch::arange(rows, torch::dtype(torch::kLong).device(device)), &rope);
+  MakeRope(dtype, c.HeadDim(), c.Rope(), torch::arange(rows, torch::dtype(torch::kLong).device(device)), &rope);
   step_cos_ = rope.cos;
   step_sin_ = rope.sin;
 }

@@ -111,10 +111,7 @@ ModelView ViewOfGpt(GptImpl& gpt) {
   v.module = &gpt;
   GptImpl* g = &gpt;
   v.embed = [g](const torch::Tensor& idx) { return g->Embed(idx); };
-  if (gpt.wpe.is_empty()) {  // the model's own rotary encoding (model.cc: RoPE whenever there is no wpe)
-    const double base = gpt.config().rope_base;
-    v.rotate = [base](const torch::Tensor& t) { return RotaryEmbedding(t, base); };
-  }
+  v.rotate = gpt.Rotation();  // the model's own RoPE, or none with learned positions
   for (const auto& m : *gpt.blocks) {
     BlockImpl* block = m->as<BlockImpl>();
     TORCH_CHECK(block != nullptr, "GptImpl.blocks holds a module that is not a Block");
