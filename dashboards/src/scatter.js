@@ -64,7 +64,9 @@ export function drawScatter(el, points, { xLabel = '', yLabel = '', height = 260
     if (xTicks.length < 2) xTicks = [x0 + (x1 - x0) * 0.25, x0 + (x1 - x0) * 0.75];
     xText = xTicks.map((e) => (10 ** e).toExponential(0));
   } else {
-    xTicks = Array.from({ length: 5 }, (_, i) => x0 + ((i + 0.5) * (x1 - x0)) / 5);
+    // A grid's axis takes a few values: tick exactly those.
+    const distinct = [...new Set(xs)].sort((a, b) => a - b);
+    xTicks = distinct.length <= 8 ? distinct : Array.from({ length: 5 }, (_, i) => x0 + ((i + 0.5) * (x1 - x0)) / 5);
     xText = tickLabels(xTicks);
   }
   xTicks.forEach((t, i) => g.fillText(xText[i], px(t), kPad.top + H + 14));

@@ -3,7 +3,8 @@
 // while loading and while sorting, filtering, scrolling and opening a comparison's pairs,
 // and what an idle experiment tab costs the coordinator. Usage:
 //   node scale_bench.mjs URL EXPERIMENT_ID COORDINATOR_PID [REPEATS] [IDLE_SECONDS]
-// Prints one line per measurement and a JSON summary line ("summary: {...}").
+// Prints one line per measurement and a JSON summary line ("summary: {...}"); SCREENS=DIR
+// also saves screenshots of the experiment page at 1400 and 400 px.
 import fs from 'node:fs';
 import { launch } from './browser.mjs';
 
@@ -60,8 +61,9 @@ const record = (page, m) => {
   results[page].push(m);
   console.log(`${page}: ${JSON.stringify(m)}`);
 };
-const runId = await (await fetch(`${url}/api/v1/experiments/${experiment}/runs?limit=1&offset=5000`)).json()
-  .then((r) => r.runs[0].id);
+const runsUrl = `${url}/api/v1/experiments/${experiment}/runs?limit=1`;
+const total = (await (await fetch(runsUrl)).json()).total;
+const runId = (await (await fetch(`${runsUrl}&offset=${Math.floor(total / 2)}`)).json()).runs[0].id;
 
 for (let i = 0; i < repeats; i++) {
   record('experiments list', await load('#/', [
@@ -106,10 +108,25 @@ await interact('scroll to the middle', () => page.evaluate(() => {
   const rows = [...b.querySelectorAll('.vt-row[data-run-id]')];
   return rows.length > 5 && !b.querySelector('.vt-pending');
 });
-await interact('filter "seed=1234" (typed)', () => page.type('#runs-filter', 'seed=1234', { delay: 40 }),
+const seed = Math.floor(total / 8);  // one run per arm and learning rate
+await interact(`filter "seed=${seed}" (typed)`, () => page.type('#runs-filter', `seed=${seed}`, { delay: 40 }),
   () => document.querySelector('#runs-table .vt-body')?.dataset.total === '4');
 await interact('open a comparison\'s pairs', () => page.click('#comparisons details summary'),
   () => document.querySelectorAll('#comparisons details ul.pairs li').length > 0);
+
+// Screenshots for a person (SCREENS=DIR): the experiment page at 1400 and 400 px.
+if (process.env.SCREENS) {
+  fs.mkdirSync(process.env.SCREENS, { recursive: true });
+  for (const width of [1400, 400]) {
+    await page.setViewportSize({ width, height: 1000 });
+    await page.goto(`${url}/#/experiments/${experiment}`);
+    await waitFor(() => document.querySelector('#comparisons tbody tr') &&
+      Number(document.querySelector('#scatter')?.dataset.points || 0) > 0);
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: `${process.env.SCREENS}/experiment-${width}.png`, fullPage: true });
+  }
+  await page.setViewportSize({ width: 1400, height: 1000 });
+}
 
 // An idle tab on the finished experiment: what it asks and what that costs the coordinator.
 await page.goto(`${url}/#/experiments/${experiment}`);

@@ -10,6 +10,7 @@ import { RunMetrics } from '../metrics.js';
 import { statusBadge, keyMetrics, loading } from './common.js';
 
 const kMaxOverlay = 20;
+const kShownRuns = 200;
 
 // The overlay of ticked runs across experiments: one metric key, a line per run coloured by
 // its experiment. Finished runs are read once; running ones again on each tick.
@@ -89,11 +90,19 @@ export function searchView(el, [queryText], signal) {
     return;
   }
   replace(out, loading('runs'));
-  get(`/runs?${params.toString()}`, signal).then((r) => {
+  // A table element per run: the first kShownRuns unless the URL asks for more (limit=),
+  // so a search matching 10^5 runs does not freeze the page building 1000 rows.
+  const asked = new URLSearchParams(params);
+  if (!asked.has('limit')) asked.set('limit', String(kShownRuns));
+  get(`/runs?${asked.toString()}`, signal).then((r) => {
     const runs = r.runs || [];
     const metrics = keyMetrics(runs, 3);
+    const more = new URLSearchParams(asked);
+    more.set('limit', '1000');
     replace(out, h('p', { class: 'muted', id: 'search-count' },
-      `${runs.length}${r.truncated ? '+' : ''} run${runs.length === 1 ? '' : 's'}`),
+      `${runs.length}${r.truncated ? '+' : ''} run${runs.length === 1 ? '' : 's'}`,
+      r.truncated && Number(asked.get('limit')) < 1000
+        ? h('span', {}, ' · ', h('a', { href: `#/search?${more}` }, 'show up to 1000')) : null),
     runs.length ? h('table', { class: 'grid-table', id: 'search-table' },
       h('thead', {}, h('tr', {}, ['', 'run', 'experiment', 'arm', 'status', 'worker', ...metrics, 'tags']
         .map((c) => h('th', {}, c)))),
