@@ -194,9 +194,10 @@ export function experimentView(el, [idText], signal) {
 
   function toggleRun(runId, on) {
     if (!s.userSelected) {
-      // The first tick replaces the automatic choice: every ticked run overlays.
+      // The first tick replaces the automatic choice, so that every ticked run overlays
+      // (an untick keeps the rest of it).
       s.userSelected = true;
-      s.selected.clear();
+      if (on) s.selected.clear();
     }
     if (on && s.selected.size >= kMaxOverlay) {
       err.textContent = `at most ${kMaxOverlay} runs overlay at once (clear selection to start again)`;
