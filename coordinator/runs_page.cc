@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "common/config_view.h"
 #include "common/run_config.h"
@@ -14,7 +15,7 @@
 namespace headlab::coord {
 namespace {
 
-constexpr int kKeySampleRuns = 20;
+constexpr int kKeySampleRuns = 20;  // runs per arm whose summary keys are listed
 
 std::string Trim(const std::string& s) {
   size_t a = s.find_first_not_of(" \t");
@@ -251,17 +252,24 @@ StatusOr<Json> RunsPageView(Db* db, int64_t experiment, const RunsPageRequest& r
   Json out = {{"runs", runs},     {"total", total},       {"matched", matched},
               {"offset", req.offset}, {"limit", req.limit}, {"varying", varying}};
   if (req.keys) {
-    Json keys = Json::array();
-    // The keys of the first kKeySampleRuns succeeded runs of each arm: every run of an
-    // arm reports the same keys, and reading 10^5 runs' summaries took half a second.
+    // The keys of any kKeySampleRuns succeeded runs of each arm (every run of an arm
+    // reports the same keys): an index range each, where reading 10^5 runs' summaries
+    // took 0.35 s.
+    Stmt a = db->MustPrepare("SELECT arms_json FROM experiments WHERE id = ?");
+    a.Bind(1, experiment);
+    auto arms = a.Step() ? ParseJson(a.Text(0), "arms_json") : StatusOr<Json>(Json::array());
+    std::set<std::string> keys;
     Stmt k = db->MustPrepare(
-        "SELECT DISTINCT s.key FROM summaries s WHERE s.run_id IN (SELECT id FROM (SELECT id, "
-        "row_number() OVER (PARTITION BY arm ORDER BY idx) AS k FROM runs WHERE "
-        "experiment_id = ? AND status = 'succeeded') WHERE k <= " + std::to_string(kKeySampleRuns) +
-        ") ORDER BY 1");
-    k.Bind(1, experiment);
-    while (k.Step()) keys.push_back(k.Text(0));
-    out["summary_keys"] = keys;
+        "SELECT DISTINCT s.key FROM summaries s WHERE s.run_id IN (SELECT id FROM runs WHERE "
+        "experiment_id = ?1 AND status = 'succeeded' AND arm = ?2 LIMIT " +
+        std::to_string(kKeySampleRuns) + ")");
+    for (const Json& arm : arms.ok() && arms->is_array() ? *arms : Json::array()) {
+      if (!arm.is_string()) continue;
+      k.Reset();
+      k.Bind(1, experiment).Bind(2, arm.get<std::string>());
+      while (k.Step()) keys.insert(k.Text(0));
+    }
+    out["summary_keys"] = Json(std::vector<std::string>(keys.begin(), keys.end()));
   }
   return out;
 }

@@ -133,6 +133,17 @@ await page.goto(`${url}/#/experiments/${experiment}`);
 await waitFor(() => document.querySelector('#comparisons tbody tr') &&
   Number(document.querySelector('#scatter')?.dataset.points || 0) > 0);
 await page.waitForTimeout(2000);
+// What the coordinator spends with no tab open (its own timers), over the same time.
+const blank = await context.newPage();
+await page.goto('about:blank');
+const base0 = cpuSeconds();
+await blank.waitForTimeout(idleSeconds * 1000);
+const baseline = cpuSeconds() - base0;
+await blank.close();
+await page.goto(`${url}/#/experiments/${experiment}`);
+await waitFor(() => document.querySelector('#comparisons tbody tr') &&
+  Number(document.querySelector('#scatter')?.dataset.points || 0) > 0);
+await page.waitForTimeout(2000);
 requests = [];
 const cpu0 = cpuSeconds();
 const t0 = Date.now();
@@ -140,7 +151,9 @@ await page.waitForTimeout(idleSeconds * 1000);
 const cpu = cpuSeconds() - cpu0;
 const wall = (Date.now() - t0) / 1000;
 const idle = { seconds: Math.round(wall), coordinator_cpu_s: Number(cpu.toFixed(2)),
-  core_pct: Number((100 * cpu / wall).toFixed(2)), requests: requests.length,
+  core_pct: Number((100 * cpu / wall).toFixed(2)),
+  no_tab_cpu_s: Number(baseline.toFixed(2)), tab_core_pct: Number((100 * (cpu - baseline) / wall).toFixed(2)),
+  requests: requests.length,
   bytes: requests.reduce((a, r) => a + r.bytes, 0),
   paths: [...new Set(requests.map((r) => r.url.replace(/\?.*/, '')))] };
 record('idle experiment tab', idle);

@@ -305,10 +305,13 @@ SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} EL
     showExperiment(exp);
   }
 
+  // The first page is asked for at once, beside the experiment's own answer.
+  const firstPage = loadPage({ offset: 0, limit: 100, sort: 'idx', desc: false });
+  firstPage.catch(() => {});  // awaited below; a page left early must not log a rejection
   async function refreshTable() {
     if (!table) {
       // The first page tells which summary keys the columns show.
-      const first = await loadPage({ offset: 0, limit: 100, sort: 'idx', desc: false });
+      const first = await firstPage;
       s.arms = [...new Set([...s.arms, ...first.rows.map((r) => r.arm)])].sort();
       buildTable();
       table.seed(first);
