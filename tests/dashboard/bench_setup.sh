@@ -1,7 +1,7 @@
 # Shared by the dashboard benchmarks (tests/dashboard/bench.sh, scripts/dashboard-bench.sh),
 # sourced after tests/lib.sh. bench_setup WHAT: builds the dashboard and the browser
-# driver, creates the schema (starts and stops a coordinator), loads the SQL on stdin into
-# its database with the coordinator stopped, prints what was loaded, starts the
+# driver, creates the schema (starts and stops a coordinator), loads the SQL on stdin and
+# then bench_finish.sql into its database with the coordinator stopped, prints what was loaded, starts the
 # coordinator again and sets EXP to the id the SQL printed last.
 bench_setup() {
   local here=$HEADLAB_SOURCE_DIR/tests/dashboard t0
@@ -13,7 +13,8 @@ bench_setup() {
   hl_stop_pid "$HL_COORD_PID"
   HL_COORD_PID=""
   t0=$(date +%s%N)
-  EXP=$(sqlite3 -batch "$HL_DB" | tail -1) || fail "loading the benchmark data failed"
+  EXP=$(cat - "$here/bench_finish.sql" | sqlite3 -batch "$HL_DB" | tail -1) ||
+    fail "loading the benchmark data failed"
   [[ "$EXP" =~ ^[0-9]+$ ]] || fail "the benchmark SQL printed no experiment id: $EXP"
   say "loaded in $(( ($(date +%s%N) - t0) / 1000000 )) ms: experiment $EXP," \
     "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP") runs," \
