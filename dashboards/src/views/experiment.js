@@ -38,6 +38,13 @@ const kFilterDelayMs = 250;
 // Which runs overlay first when the user has ticked none: running, then finished ones.
 const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
 
+// SQL keeping about one in `stride` of the rows numbered by `col`, scattered by a
+// multiplicative hash: every k-th run in grid order would alias with the grid's own period
+// (with 2 arms x 2 learning rates, every 20th run is always the same arm and rate).
+function sampled(col, stride) {
+  return stride <= 1 ? '1' : `((${col} * 2654435761) % 1000003) % ${stride} = 0`;
+}
+
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
@@ -427,7 +434,7 @@ WHERE id IN (${open.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
   }
 
   // Mean and standard deviation across runs of each group (arm x unpaired axes) at each
-  // step, one query. Past kArmSampleRuns runs per arm it reads every k-th run of each arm
+  // step, one query. Past kArmSampleRuns runs per arm it reads a hashed sample of each arm
   // (300 runs' mean ± sd draws as the whole arm's; a scan of 10^6 points takes seconds).
   async function refreshArms() {
     if (!s.key || !stale('arms', s.key + s.by)) return;
@@ -443,7 +450,7 @@ WITH picked AS MATERIALIZED (
   SELECT id, arm, reused_from${gcols} FROM runs WHERE id IN (
     SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY arm ORDER BY idx) - 1 AS k
       FROM runs WHERE experiment_id = ${id})
-    WHERE k % ${stride} = 0))
+    WHERE ${sampled('k', stride)}))
 SELECT p.arm AS arm${gsel}, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
 FROM picked p JOIN runs src ON src.id = coalesce(p.reused_from, p.id)
 JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
@@ -472,7 +479,7 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
       bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
     }
     armNote.textContent = !byGroup.size ? '(no points yet)'
-      : `(${s.key}${keys.length ? ` by arm × ${keys.join(' × ')}` : ''}${stride > 1 ? `; every ${stride}th run of ${total}` : ''})`;
+      : `(${s.key}${keys.length ? ` by arm × ${keys.join(' × ')}` : ''}${stride > 1 ? `; a 1-in-${stride} sample of ${total} runs` : ''})`;
     armChart.set(lines, bands);
     drawRuns();  // the overlay's colours follow the groups
   }
@@ -494,7 +501,7 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
     sel.addEventListener('change', () => { s.done.scatter = ''; guard(refreshScatter)(); });
   }
 
-  // One dot per run (every k-th past kScatterPoints) and, beside it, the metric's mean ± SE
+  // One dot per run (a hashed sample past kScatterPoints) and, beside it, the metric's mean ± SE
   // per group: the arms broken down by the chosen axes, computed from the runs' configs.
   async function refreshScatter() {
     fillScatterSelects();
@@ -514,7 +521,7 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
     const [dots, groups] = await Promise.all([
       query(`SELECT r.arm AS arm, json_extract(r.config_json, ${jsonPathSql(x)}) AS x${gcols}, s.value AS y
 FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
-WHERE r.experiment_id = ${id} AND r.idx % ${stride} = 0 AND s.value IS NOT NULL LIMIT ${kScatterPoints}`, signal),
+WHERE r.experiment_id = ${id} AND ${sampled('r.idx', stride)} AND s.value IS NOT NULL LIMIT ${kScatterPoints}`, signal),
       query(`SELECT r.arm AS arm${gcols}, count(s.value) AS n, avg(s.value) AS mean,
   avg(s.value * s.value) AS sq
 FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
