@@ -248,7 +248,8 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
   const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
-  auto res = ctx.Client().Call("GET", base + "/results");
+  // The pairs too: the CLI prints the first few and --json all of them.
+  auto res = ctx.Client().Call("GET", base + "/results?per_pair=1");
   if (!res.ok()) return Fail(ctx, res.status());
   if (args.Has("--json")) {
     PrintJson(res.value());

@@ -25,6 +25,12 @@ inline constexpr const char* kElapsedS = "time.elapsed_s";       // wall seconds
 inline constexpr const char* kPeakMemBytes = "mem.peak_bytes";          // process peak RSS
 inline constexpr const char* kGpuPeakMemBytes = "mem.gpu_peak_bytes";  // CUDA allocator peak
 
+// System series the worker samples while an attempt runs (worker/attempt.h), at step =
+// whole seconds since the attempt started, every AttemptOptions::system_period.
+inline constexpr const char* kSysHostRssBytes = "sys.host_rss_bytes";  // the child's process group
+inline constexpr const char* kSysGpuUtilPct = "sys.gpu_util_pct";      // NVML, mean over its GPUs
+inline constexpr const char* kSysGpuMemBytes = "sys.gpu_mem_bytes";    // NVML, device memory in use, summed
+
 // Data-parallel runs (train.ranks > 1, payload/exec/dist.h): per logged step and summary,
 // means per update over the attempt.
 inline constexpr const char* kDistRanks = "dist.ranks";

@@ -22,6 +22,7 @@
 #include "coordinator/query.h"
 #include "coordinator/query_string.h"
 #include "coordinator/results_store.h"
+#include "coordinator/runs_page.h"
 #include "coordinator/views.h"
 
 namespace headlab::coord {
@@ -94,6 +95,21 @@ const char* ContentType(const std::string& path) {
   if (ends(".ico")) return "image/x-icon";
   if (ends(".woff2")) return "font/woff2";
   return "application/octet-stream";
+}
+
+// Removes per_pair lists from each comparison (and its control and log-prob parts),
+// leaving n_pairs: how many there were.
+void DropPerPair(Json* results) {
+  if (!results->is_object() || !results->contains("comparisons")) return;
+  for (Json& c : (*results)["comparisons"]) {
+    for (Json* part : {&c, c.contains("control") ? &c["control"] : nullptr,
+                       c.contains("logprob_diff") ? &c["logprob_diff"] : nullptr}) {
+      if (!part || !part->is_object() || !part->contains("per_pair")) continue;
+      const Json& list = (*part)["per_pair"];
+      (*part)["n_pairs"] = list.is_array() ? list.size() : 0;
+      part->erase("per_pair");
+    }
+  }
 }
 
 }  // namespace
@@ -179,7 +195,12 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
     int64_t id = ParseId(p[3]);
     if (!id) return Error(400, "bad experiment id '" + p[3] + "'");
     if (p.size() == 4) return FromResult(ExperimentView(d, id));
-    if (p.size() == 5 && p[4] == "runs") return FromResult(ExperimentRunsView(d, id));
+    if (p.size() == 5 && p[4] == "runs") {
+      if (!WantsRunsPage(query)) return FromResult(ExperimentRunsView(d, id));
+      auto req = ParseRunsPage(query);
+      if (!req.ok()) return FromStatus(req.status());
+      return FromResult(RunsPageView(d, id, *req));
+    }
     if (p.size() == 5 && p[4] == "results") return Results(d, id, query);
   }
   if (p[2] == "runs" && p.size() >= 4) {
@@ -207,8 +228,14 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   if (!r.empty() && r != "0" && r != "1" && r != "true" && r != "false")
     return Error(400, "recompute must be 0, 1, true or false, got '" + r + "'");
   const bool recompute = r == "1" || r == "true";
+  const std::string pairs = QueryParam(query, "per_pair");
+  if (!pairs.empty() && pairs != "0" && pairs != "1")
+    return Error(400, "per_pair must be 0 or 1, got '" + pairs + "'");
   std::optional<ComputedResults> to_store;
   auto answer = AnswerResults(db, experiment, recompute, &to_store);
+  // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
+  // answer, and a page that lists comparisons needs only their counts.
+  if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
   // A finished experiment's answer is worth keeping: the loop stores it unless something
   // it was computed from changed meanwhile (StoreResults).
   if (answer.ok() && to_store && router_)

@@ -22,7 +22,6 @@ std::string UrlDecode(const std::string& s) {
   return out;
 }
 
-
 std::string QueryParam(const std::string& query, const std::string& name) {
   size_t i = 0;
   while (i <= query.size()) {
@@ -35,6 +34,22 @@ std::string QueryParam(const std::string& query, const std::string& name) {
     i = j + 1;
   }
   return "";
+}
+
+std::vector<std::string> SplitParamList(const std::string& list, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(sep, start);
+    if (end == std::string::npos) end = list.size();
+    size_t a = list.find_first_not_of(" \t", start);
+    if (a != std::string::npos && a < end) {
+      size_t b = list.find_last_not_of(" \t", end - 1);
+      out.push_back(list.substr(a, b - a + 1));
+    }
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace headlab::coord

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace headlab::coord {
 
@@ -10,5 +11,8 @@ std::string UrlDecode(const std::string& s);
 
 // Returns the decoded value of `name` in a query string ("a=1&b=2"), "" if absent.
 std::string QueryParam(const std::string& query, const std::string& name);
+
+// Splits a parameter's list ("a, b,,c") on `sep`: parts trimmed of spaces, empty ones dropped.
+std::vector<std::string> SplitParamList(const std::string& list, char sep);
 
 }  // namespace headlab::coord

@@ -14,18 +14,6 @@ namespace {
 
 const char* const kStatuses[] = {"queued", "running", "succeeded", "failed", "lost", "cancelled"};
 
-std::vector<std::string> SplitOn(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 Json ParseValue(const std::string& text) {
   auto j = ParseJson(text, "where");
   if (j.ok() && (j->is_number() || j->is_boolean() || j->is_string())) return *j;
@@ -33,6 +21,19 @@ Json ParseValue(const std::string& text) {
 }
 
 }  // namespace
+
+StatusOr<std::vector<std::string>> ParseStatusList(const std::string& list) {
+  std::vector<std::string> out;
+  for (const std::string& st : SplitParamList(list, ',')) {
+    bool known = false;
+    for (const char* k : kStatuses) known = known || st == k;
+    if (!known)
+      return Status::InvalidArgument("status: expected queued, running, succeeded, failed, lost or "
+                                     "cancelled, got \"" + st + "\"");
+    out.push_back(st);
+  }
+  return out;
+}
 
 StatusOr<ConfigCondition> ParseCondition(const std::string& text) {
   size_t at = text.find_first_of("=!<>");
@@ -61,19 +62,14 @@ StatusOr<RunFilter> ParseRunFilter(const std::string& query) {
     if (*end || v <= 0) return Status::InvalidArgument("experiment: expected an id, got \"" + exp + "\"");
     f.experiment = v;
   }
-  for (const std::string& st : SplitOn(QueryParam(query, "status"), ',')) {
-    bool known = false;
-    for (const char* k : kStatuses) known = known || st == k;
-    if (!known)
-      return Status::InvalidArgument("status: expected queued, running, succeeded, failed, lost or "
-                                     "cancelled, got \"" + st + "\"");
-    f.statuses.push_back(st);
-  }
-  for (const std::string& t : SplitOn(QueryParam(query, "tag"), ',')) {
+  auto statuses = ParseStatusList(QueryParam(query, "status"));
+  if (!statuses.ok()) return statuses.status();
+  f.statuses = *statuses;
+  for (const std::string& t : SplitParamList(QueryParam(query, "tag"), ',')) {
     if (!IsTag(t)) return Status::InvalidArgument("tag: expected [A-Za-z0-9_.:+-]{1,64}, got \"" + t + "\"");
     f.tags.push_back(t);
   }
-  for (const std::string& w : SplitOn(QueryParam(query, "where"), ';')) {
+  for (const std::string& w : SplitParamList(QueryParam(query, "where"), ';')) {
     auto c = ParseCondition(w);
     if (!c.ok()) return c.status();
     f.where.push_back(*c);
@@ -124,13 +120,7 @@ StatusOr<Json> SearchRunsView(Db* db, const RunFilter& f) {
   auto stmt = db->Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   Stmt& s = *stmt;
-  for (size_t i = 0; i < binds.size(); ++i) {
-    const Json& b = binds[i];
-    int at = int(i + 1);
-    if (b.is_string()) s.Bind(at, b.get<std::string>());
-    else if (b.is_number_integer()) s.Bind(at, b.get<int64_t>());
-    else s.Bind(at, b.get<double>());
-  }
+  for (size_t i = 0; i < binds.size(); ++i) BindJson(s, int(i + 1), binds[i]);
   Json runs = Json::array();
   std::map<int64_t, size_t> pos;
   bool truncated = false;

@@ -33,6 +33,9 @@ struct RunFilter {
   int64_t limit = kDefaultSearchLimit;
 };
 
+// Parses a comma list of run statuses; InvalidArgument names the unknown one.
+StatusOr<std::vector<std::string>> ParseStatusList(const std::string& list);
+
 // Parses "train.lr<=1e-3". InvalidArgument names the condition and what is wrong.
 StatusOr<ConfigCondition> ParseCondition(const std::string& text);
 

@@ -17,7 +17,9 @@ Json ParsedOrText(const std::string& text) {
   return j.ok() ? *j : Json(text);
 }
 
-Json Value(const Stmt& s, int col) {
+}  // namespace
+
+Json ColumnJson(const Stmt& s, int col) {
   switch (sqlite3_column_type(s.raw(), col)) {
     case SQLITE_NULL: return nullptr;
     case SQLITE_INTEGER: return s.Int(col);
@@ -26,17 +28,44 @@ Json Value(const Stmt& s, int col) {
   }
 }
 
-// Returns one object per row, keys = column names.
-Json Rows(Stmt& s) {
+Json RowsJson(Stmt& s) {
   Json out = Json::array();
   int n = s.Columns();
   while (s.Step()) {
     Json row = Json::object();
-    for (int i = 0; i < n; ++i) row[sqlite3_column_name(s.raw(), i)] = Value(s, i);
+    for (int i = 0; i < n; ++i) row[sqlite3_column_name(s.raw(), i)] = ColumnJson(s, i);
     out.push_back(std::move(row));
   }
   return out;
 }
+
+void BindJson(Stmt& s, int at, const Json& v) {
+  if (v.is_string()) s.Bind(at, v.get<std::string>());
+  else if (v.is_boolean()) s.Bind(at, int64_t(v.get<bool>() ? 1 : 0));
+  else if (v.is_number_integer()) s.Bind(at, v.get<int64_t>());
+  else if (v.is_number()) s.Bind(at, v.get<double>());
+  else s.BindNull(at);
+}
+
+std::string VaryingValuesSql(size_t n, int first_bind) {
+  if (n == 0) return "NULL";
+  std::string paths;
+  for (size_t i = 0; i < n; ++i) paths += ", ?" + std::to_string(first_bind + int(i));
+  return "json_extract(r.config_json" + paths + ")";
+}
+
+Json VaryingParams(const Json& extracted, const std::vector<std::string>& varying) {
+  // One path gives the value itself, several a JSON array of the values.
+  Json values = extracted.is_string() && varying.size() > 1
+                    ? ParsedOrText(extracted.get<std::string>())
+                    : Json::array({extracted});
+  Json params = Json::object();
+  for (size_t k = 0; k < varying.size() && values.is_array() && k < values.size(); ++k)
+    params[varying[k]] = values[k];
+  return params;
+}
+
+namespace {
 
 Json EmptyCounts() {
   Json c = Json::object();
@@ -89,7 +118,7 @@ Json WorkerRowsView(Db* db) {
   Stmt s = db->MustPrepare(
       "SELECT id, name, host, pid, version, slots, devices_json, state, first_seen_at, "
       "last_seen_at FROM workers ORDER BY id");
-  Json rows = Rows(s);
+  Json rows = RowsJson(s);
   for (Json& r : rows) {
     r["devices"] = ParsedOrText(r["devices_json"].get<std::string>());
     r.erase("devices_json");
@@ -148,37 +177,28 @@ StatusOr<Json> ExperimentRunsView(Db* db, int64_t id) {
   if (!e.Step()) return NotFound("experiment", id);
   // The keys the grid varies; one json_extract with every path parses each config once.
   std::vector<std::string> varying = GridVaryingKeys(ParsedOrText(e.Text(0)));
-  std::string paths;
-  for (size_t i = 0; i < varying.size(); ++i) paths += ", ?" + std::to_string(i + 2);
   Stmt s = db->MustPrepare(
       "SELECT r.id, r.idx, r.arm, r.status, r.attempts, r.max_attempts, r.config_hash, "
       "r.pair_key, r.seed, r.worker_id AS worker, w.name AS worker_name, r.reused_from, "
-      "r.error, r.updated_at" +
-      (varying.empty() ? std::string(", NULL") : ", json_extract(r.config_json" + paths + ")") +
+      "r.error, r.updated_at, " + VaryingValuesSql(varying.size(), 2) +
       " AS params FROM runs r LEFT JOIN workers w ON w.id = r.worker_id "
       "WHERE r.experiment_id=?1 ORDER BY r.idx");
   s.Bind(1, id);
   for (size_t i = 0; i < varying.size(); ++i) s.Bind(int(i + 2), ConfigJsonPath(varying[i]));
-  Json runs = Rows(s);
+  Json runs = RowsJson(s);
   std::map<int64_t, size_t> pos;
   for (size_t i = 0; i < runs.size(); ++i) {
     Json& r = runs[i];
     pos[r["id"].get<int64_t>()] = i;
     r["summary"] = Json::object();
     r["tags"] = Json::array();
-    // One path gives the value itself, several a JSON array of the values.
-    Json values = r["params"].is_string() && varying.size() > 1 ? ParsedOrText(r["params"].get<std::string>())
-                                                                 : Json::array({r["params"]});
-    Json params = Json::object();
-    for (size_t k = 0; k < varying.size() && values.is_array() && k < values.size(); ++k)
-      params[varying[k]] = values[k];
-    r["params"] = params;
+    r["params"] = VaryingParams(r["params"], varying);
   }
   Stmt m = db->MustPrepare(
       "SELECT s.run_id, s.key, s.value FROM summaries s JOIN runs r ON r.id = s.run_id "
       "WHERE r.experiment_id=?");
   m.Bind(1, id);
-  while (m.Step()) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = Value(m, 2);
+  while (m.Step()) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = ColumnJson(m, 2);
   for (auto& [run, tags] : RunTagsOfExperiment(db, id)) runs[pos[run]]["tags"] = tags;
   for (auto& [run, note] : RunNotesOfExperiment(db, id)) runs[pos[run]]["note"] = note;
   return runs;
@@ -192,7 +212,7 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
       "r.config_json FROM runs r JOIN experiments e ON e.id = r.experiment_id "
       "LEFT JOIN workers w ON w.id = r.worker_id WHERE r.id=?");
   s.Bind(1, id);
-  Json rows = Rows(s);
+  Json rows = RowsJson(s);
   if (rows.empty()) return NotFound("run", id);
   Json run = rows[0];
   run["config"] = ParsedOrText(run["config_json"].get<std::string>());
@@ -207,7 +227,7 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
       "a.stderr_tail, a.resume_json FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id "
       "WHERE a.run_id=? ORDER BY a.attempt");
   a.Bind(1, id);
-  Json attempts = Rows(a);
+  Json attempts = RowsJson(a);
   for (Json& at : attempts) {
     at["devices"] = ParsedOrText(at["devices_json"].get<std::string>());
     at["resume"] = ParsedOrText(at["resume_json"].get<std::string>());
@@ -219,7 +239,7 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
   Json summary = Json::object();
   Stmt m = db->MustPrepare("SELECT key, value FROM summaries WHERE run_id=? ORDER BY key");
   m.Bind(1, id);
-  while (m.Step()) summary[m.Text(0)] = Value(m, 1);
+  while (m.Step()) summary[m.Text(0)] = ColumnJson(m, 1);
   run["summary"] = summary;
 
   // Provenance of the latest attempt that reported any (the one behind the summary when
@@ -239,14 +259,14 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
       "SELECT attempt, seq, kind, path, sha256, bytes, step, created_at FROM artifacts "
       "WHERE run_id=? ORDER BY attempt, seq");
   art.Bind(1, id);
-  run["artifacts"] = Rows(art);
+  run["artifacts"] = RowsJson(art);
 
   // The run's audit trail (assign, lost, done, cancel, retry, tag, ...), oldest first.
   Stmt ev = db->MustPrepare(
       "SELECT at, kind, attempt, worker_id AS worker, detail_json FROM events WHERE run_id=? "
       "ORDER BY id");
   ev.Bind(1, id);
-  Json events = Rows(ev);
+  Json events = RowsJson(ev);
   for (Json& x : events) {
     x["detail"] = ParsedOrText(x["detail_json"].get<std::string>());
     x.erase("detail_json");
@@ -257,9 +277,11 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
 
 StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_t after,
                               int attempt, int64_t limit) {
-  Stmt r = db->MustPrepare("SELECT 1 FROM runs WHERE id=?");
+  // A run that reuses an earlier run's result has that run's curves.
+  Stmt r = db->MustPrepare("SELECT coalesce(reused_from, id) FROM runs WHERE id=?");
   r.Bind(1, id);
   if (!r.Step()) return NotFound("run", id);
+  id = r.Int(0);
   Stmt s = db->MustPrepare(
       "SELECT attempt, seq, step, key, value, time_s FROM metrics WHERE run_id=?1 "
       "AND seq > ?2 AND (?3 = '' OR key = ?3) AND (?4 = 0 OR attempt = ?4) "
@@ -267,7 +289,7 @@ StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_
   s.Bind(1, id).Bind(2, after).Bind(3, key).Bind(4, attempt).Bind(5, limit);
   Json points = Json::array();
   while (s.Step())
-    points.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), Value(s, 4), s.Real(5)});
+    points.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), ColumnJson(s, 4), s.Real(5)});
   return Json{{"points", points}};
 }
 

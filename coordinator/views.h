@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "common/status.h"
@@ -14,6 +15,18 @@ namespace headlab::coord {
 // Returns the SQLite JSON path of a dotted config key, each component quoted:
 // "params.my-key" -> $."params"."my-key".
 std::string ConfigJsonPath(const std::string& dotted);
+
+// A column of the current row as JSON (NULL -> null, a non-finite REAL -> null).
+Json ColumnJson(const Stmt& s, int col);
+// Steps `s` to the end; one object per row, keys = column names.
+Json RowsJson(Stmt& s);
+// Binds a JSON string, number or bool (as 0/1) at `at`; anything else as NULL.
+void BindJson(Stmt& s, int at, const Json& v);
+// SQL of the varying config values of run row `r` (json_extract with the paths bound at
+// first_bind, first_bind + 1, ...), or NULL when there are none; VaryingParams turns the
+// column into {key: value}.
+std::string VaryingValuesSql(size_t n, int first_bind);
+Json VaryingParams(const Json& extracted, const std::vector<std::string>& varying);
 
 // {experiments: N, runs_by_status: {status: n}}; the caller adds the live workers.
 Json StatusView(Db* db);
@@ -30,7 +43,8 @@ StatusOr<Json> ExperimentRunsView(Db* db, int64_t id);
 //  attempts:[...{worker_name}],summary,provenance,artifacts,events:[{at,kind,...}]}.
 StatusOr<Json> RunView(Db* db, int64_t id);
 // {points: [[attempt, seq, step, key, value, time_s], ...]} with seq > after (all attempts
-// unless attempt > 0), at most `limit` points, ordered by (attempt, seq).
+// unless attempt > 0), at most `limit` points, ordered by (attempt, seq). A run that
+// reuses another's result (reused_from) answers that run's points.
 StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_t after,
                               int attempt, int64_t limit);
 

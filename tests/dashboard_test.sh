@@ -7,7 +7,14 @@
 # metrics too), numbers keep their digits, no page is wider than the window, panels say
 # they are loading, a live curve grows while its run trains, the head grid has L x H
 # cells, provenance shows the commit, a failed run shows its cause, artifacts download
-# with their hash, tags and notes are edited, and cancel without a token is refused. Screenshots land in $PWD/dashboard-screens/ (the ctest
+# with their hash, tags and notes are edited, and cancel without a token is refused; and
+# the rules that keep it usable at 10^5 runs (scripts/dashboard-bench.sh measures those):
+# paged runs, comparisons without per-pair lists until opened, an idle finished tab that
+# asks only for counts; reused runs' curves, the run page's first curves without a 5 s
+# wait, axis labels and log scale, mean ± SE at one precision, the scatter and breakdown,
+# overlay selection and clearing, 400 px layouts and a 64-character name, cancel asking
+# first and absent on a finished experiment, the worker's RSS series beside the loss, and
+# an overlay of runs of two experiments. Screenshots land in $PWD/dashboard-screens/ (the ctest
 # working directory) for a person to look at.
 #
 # Needs Debian's chromium (make deps installs it) and node >= 20 with npm; installs only
@@ -71,10 +78,18 @@ grep -q "treatment - baseline per token, so > 0 means the treatment gives the to
 grep -q "95% CI \[.*\] (Student t, 1 df)" "$HL_TMP/results.txt" || fail "results give no 95% CI"
 ok "results explain the log-prob difference's sign and give the 95% CI"
 
+say "the finished grid again: every run reuses a finished one (curves are the source's)"
+REUSED=$(submit "$DRIVER/finished_grid.jsonc") || exit 1
+wait_grid "$REUSED" 60
+expect_eq "runs of experiment $REUSED reused from experiment $FIN" 4 \
+  "$(db "SELECT count(*) FROM runs r JOIN runs src ON src.id = r.reused_from
+         WHERE r.experiment_id = $REUSED AND src.experiment_id = $FIN")"
+REUSED_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $REUSED")
+
 say "a command grid: one run that reports known values, one that fails with a cause on stderr"
 CMD_GRID=$HL_TMP/command_grid.json
 cat >"$CMD_GRID" <<JSON
-{"name": "dashboard_command",
+{"name": "dashboard_command_named_with_sixty_four_characters_for_list_rows",
  "base": {"kind": "command",
           "command": {"program": "$DRIVER/report_values.py", "interpreter": "python3"}},
  "arms": {"ok": {}, "fail": {"params.fail": 1}},
@@ -108,7 +123,8 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
   --argjson layers "$LAYERS" --argjson heads "$HEADS" --argjson prov_run "$PROV_RUN" --arg commit "$COMMIT" \
   --argjson cmd "$CMD" --argjson cmd_ok "$CMD_OK" --argjson cmd_fail "$CMD_FAIL" \
   --argjson art_attempt "$ART_ATTEMPT" --argjson art_seq "$ART_SEQ" --arg art_sha "$ART_SHA" \
-  --arg worker_name "$WORKER_NAME" --arg seeds "$SEEDS" --arg token "$(cat "$HL_DATA/token")" '
+  --arg worker_name "$WORKER_NAME" --arg seeds "$SEEDS" --arg token "$(cat "$HL_DATA/token")" \
+  --argjson reused "$REUSED" --argjson reused_run "$REUSED_RUN" '
   {url: $url, screens: $screens, token: $token, worker_name: $worker_name,
    finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber)),
               seeds: ($seeds | split(",") | map(tonumber))},
@@ -117,6 +133,7 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
    live: {experiment: $live, run: $live_run},
    heads: {run: $head_run, layers: $layers, heads: $heads},
    provenance: {run: $prov_run, commit: $commit},
+   reused: {experiment: $reused, run: $reused_run},
    cancel_run: $live_run}' >"$HL_TMP/spec.json"
 
 say "headless Chromium: tests/dashboard/check.mjs"

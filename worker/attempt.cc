@@ -4,6 +4,9 @@
 #include <signal.h>
 
 #include "common/log.h"
+#include "common/metric_names.h"
+#include "worker/nvml.h"
+#include "worker/proc_rss.h"
 
 namespace headlab {
 
@@ -21,6 +24,17 @@ StatusOr<std::unique_ptr<Attempt>> Attempt::Start(Json run, int64_t attempt,
   StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(argv, env);
   if (!child.ok()) return child.status();
   a->child_ = std::move(*child);
+  a->started_ = Clock::now();
+  if (auto cvd = env.find("CUDA_VISIBLE_DEVICES"); cvd != env.end()) {
+    size_t start = 0;
+    const std::string& list = cvd->second;
+    while (start < list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > start) a->gpus_.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
   return a;
 }
 
@@ -70,6 +84,10 @@ void Attempt::HandleLine(const std::string& line) {
     case ExecEvent::Type::kMetric:
       if (points_.empty()) batch_started_ = Clock::now();
       points_.push_back(Json::array({next_metric_seq_++, ev->step, ev->key, ev->value, ev->time_s}));
+      // The child trains (or measures): the system series start one period later, so a
+      // run that reports and exits within a period (a test, a quick command) has none.
+      if (next_sample_ == Clock::time_point::max() && options_.system_period.count() > 0)
+        next_sample_ = Clock::now() + options_.system_period;
       if (points_.size() >= options_.metrics_batch) FlushMetrics();
       break;
     case ExecEvent::Type::kArtifact: {
@@ -105,6 +123,38 @@ void Attempt::FlushMetrics() {
   emit_(wire::kMetrics, std::move(body));
 }
 
+void Attempt::SampleSystem(Clock::time_point now) {
+  next_sample_ = now + options_.system_period;
+  // Whole seconds since the start are the step: one point per key and step, even when
+  // training steps stall (an evaluation, a checkpoint).
+  const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(now - started_).count();
+  if (t == last_sample_s_) return;
+  last_sample_s_ = t;
+  const double wall = std::chrono::duration<double>(
+      std::chrono::system_clock::now().time_since_epoch()).count();
+  auto add = [&](const char* key, double value) {
+    if (points_.empty()) batch_started_ = now;
+    points_.push_back(Json::array({next_metric_seq_++, t, key, value, wall}));
+  };
+  if (auto rss = GroupRssBytes(child_->pid()); rss.ok()) add(metric::kSysHostRssBytes, double(*rss));
+  if (gpus_.empty() || gpu_warned_) return;
+  double util = 0, mem = 0;
+  for (const std::string& d : gpus_) {
+    auto r = ReadGpu(d);
+    if (!r.ok()) {
+      // Once per attempt: a host without NVML still trains; it just has no GPU series.
+      LogWarn("run " + run_.dump() + " attempt " + std::to_string(attempt_) +
+              ": no GPU metrics: " + r.status().message());
+      gpu_warned_ = true;
+      return;
+    }
+    util += r->util_pct;
+    mem += double(r->mem_used_bytes);
+  }
+  add(metric::kSysGpuUtilPct, util / double(gpus_.size()));  // mean over the attempt's GPUs
+  add(metric::kSysGpuMemBytes, mem);                         // summed
+}
+
 void Attempt::Cancel(Clock::time_point now) {
   if (finished_) return;
   cancelled_ = true;
@@ -125,7 +175,7 @@ void Attempt::Terminate(Clock::time_point now) {
 }
 
 Attempt::Clock::time_point Attempt::NextDeadline() const {
-  Clock::time_point t = held_exit_ ? held_until_ : kill_at_;
+  Clock::time_point t = held_exit_ ? held_until_ : std::min(kill_at_, next_sample_);
   if (!points_.empty()) t = std::min(t, batch_started_ + options_.metrics_flush);
   return t;
 }
@@ -149,6 +199,7 @@ bool Attempt::Tick(Clock::time_point now) {
     Finish(*held_exit_);
     return true;
   }
+  if (now >= next_sample_ && !signalled_) SampleSystem(now);
   if (!points_.empty() && now >= batch_started_ + options_.metrics_flush) FlushMetrics();
   if (now >= kill_at_) {
     LogWarn("run " + run_.dump() + " attempt " + std::to_string(attempt_) +

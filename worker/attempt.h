@@ -28,6 +28,11 @@ struct AttemptOptions {
   size_t metrics_batch = 1000;
   std::chrono::milliseconds cancel_grace = wire::kCancelGrace;
   size_t stderr_tail_bytes = 4096;
+  // System metrics (common/metric_names.h "sys."): the child's process-group RSS and, for
+  // an attempt given GPUs, their utilisation and memory in use (NVML), sampled every
+  // `system_period` from one period after the child's first metric, at step = whole
+  // seconds since the attempt started. 0 turns sampling off.
+  std::chrono::milliseconds system_period{10000};
 };
 
 class Attempt {
@@ -79,6 +84,8 @@ class Attempt {
   Json Body() const;
   void HandleLine(const std::string& line);
   void FlushMetrics();
+  // Appends one point of each system metric (AttemptOptions::system_period).
+  void SampleSystem(Clock::time_point now);
   // SIGTERM to the group once; SIGKILL follows after the grace period (Tick).
   void Terminate(Clock::time_point now);
   void Finish(const ExitInfo& exit);
@@ -97,6 +104,11 @@ class Attempt {
   Json points_ = Json::array();       // METRICS points not yet emitted
   Clock::time_point batch_started_;   // when the oldest unemitted point arrived
   int64_t next_metric_seq_ = 0;
+  std::vector<std::string> gpus_;     // CUDA_VISIBLE_DEVICES entries given to the child
+  Clock::time_point started_;
+  Clock::time_point next_sample_ = Clock::time_point::max();  // set by the first metric
+  int64_t last_sample_s_ = -1;
+  bool gpu_warned_ = false;
   int64_t next_artifact_seq_ = 0;
   bool logged_bad_line_ = false;
   bool cancelled_ = false;

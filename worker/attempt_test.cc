@@ -3,6 +3,9 @@
 #include <poll.h>
 
 #include <catch2/catch.hpp>
+#include <set>
+
+#include "common/metric_names.h"
 
 namespace headlab {
 namespace {
@@ -164,6 +167,47 @@ TEST_CASE("Attempt::Start fails cleanly for a missing binary") {
                           [](const std::string&, Json) {});
   REQUIRE(!a.ok());
   CHECK(a.status().message().find("/nonexistent/headlab") != std::string::npos);
+}
+
+}  // namespace headlab
+
+namespace headlab {
+
+TEST_CASE("Attempt samples the child's RSS once it logs metrics, one point per second") {
+  AttemptOptions opt;
+  opt.system_period = std::chrono::milliseconds(50);
+  auto sent = RunScript(R"(
+echo '{"ev":"metric","step":1,"key":"train.loss","value":2.0,"t":1.0}'
+sleep 2.2
+)", opt);
+  std::vector<Json> sys;
+  std::set<int64_t> steps;
+  int64_t last_seq = -1;
+  for (const Sent& m : Only(sent, wire::kMetrics))
+    for (const Json& p : m.body["points"]) {
+      CHECK(p[0].get<int64_t>() > last_seq);  // one seq space with the child's points
+      last_seq = p[0];
+      if (p[2] == metric::kSysHostRssBytes) {
+        sys.push_back(p);
+        CHECK(steps.insert(p[1].get<int64_t>()).second);  // never two at one step
+      }
+      CHECK(p[2] != metric::kSysGpuUtilPct);  // no GPUs given: no GPU series
+    }
+  // Seconds 0, 1 and 2 (a loaded machine may miss one).
+  REQUIRE(sys.size() >= 2);
+  CHECK(sys.size() <= 3);
+  for (const Json& p : sys) {
+    CHECK(p[3].get<double>() > 100 * 1024);  // /bin/sh + sleep hold more than 100 KiB
+    CHECK(p[3].get<double>() < 1024.0 * 1024 * 1024);
+    CHECK(p[4].get<double>() > 1.6e9);  // unix seconds
+  }
+}
+
+TEST_CASE("Attempt takes no system sample before the child's first metric") {
+  AttemptOptions opt;
+  opt.system_period = std::chrono::milliseconds(20);
+  auto sent = RunScript("sleep 0.3", opt);
+  CHECK(Only(sent, wire::kMetrics).empty());
 }
 
 }  // namespace headlab

@@ -45,9 +45,45 @@ export function isBytesKey(key) {
   return /(^|[._])(bytes|[a-z]+_bytes)($|[._])/.test(String(key));
 }
 
+// Throughput keys whose 0 means "not measured" (a run that never trained, MFU where the
+// device's peak is unknown), never a measured zero.
+const kUnmeasuredAtZero = new Set(['train.tokens_per_s', 'train.mfu', 'train.step_s']);
+
+// Returns true iff `v` of `key` is a placeholder for a figure that was not measured.
+export function unmeasured(key, v) {
+  return kUnmeasuredAtZero.has(key) && Number(v) === 0;
+}
+
 // Formats a metric value by its key: bytes with a unit, everything else with num().
 export function metricValue(key, v) {
+  if (unmeasured(key, v)) return '—';
   return isBytesKey(key) ? bytes(v) : num(v);
+}
+
+// Returns "mean ± se" with both to the same decimal place, set by the SE's two leading
+// digits (11148 ± 171, 0.09540 ± 0.00026); the mean alone when there is no SE (n < 2);
+// bytes in one binary unit ("189.0 MiB", "1.50 GiB ± 12.3 MiB" never: both in GiB).
+export function meanSe(key, mean, se, n) {
+  if (mean === null || mean === undefined || unmeasured(key, mean)) return '—';
+  const noSe = se === null || se === undefined || !Number.isFinite(Number(se)) || !(n >= 2);
+  if (isBytesKey(key)) {
+    const text = bytes(mean);
+    if (noSe) return text;
+    const unit = text.split(' ')[1];
+    const scale = 1024 ** Math.max(0, kByteUnits.indexOf(unit));
+    return `${fixedPair(Number(mean) / scale, Number(se) / scale).join(' ± ')} ${unit}`;
+  }
+  if (noSe) return num(mean);
+  return fixedPair(Number(mean), Number(se)).join(' ± ');
+}
+
+// [mean, se] as text at the decimal place of the SE's second significant digit.
+function fixedPair(mean, se) {
+  const a = Math.abs(se);
+  if (a === 0) return [num(mean), '0'];
+  if (Math.abs(mean) >= 1e7 || a < 1e-9) return [mean.toExponential(2), se.toExponential(1)];
+  const d = Math.min(12, Math.max(0, 1 - Math.floor(Math.log10(a))));
+  return [mean.toFixed(d), se.toFixed(d)];
 }
 
 // Returns axis tick labels for `values` with the fewest digits that keep every label
@@ -71,6 +107,40 @@ export function tickLabels(values) {
     if (exact && new Set(labels.filter((l) => l !== '')).size === new Set(finite).size) return labels;
   }
   return values.map((v) => (Number.isFinite(v) ? String(v) : ''));
+}
+
+// Axis tick labels of byte counts in one binary unit chosen by the largest tick
+// ("0 B", "512 KiB", "1.5 MiB" never mixed: "0.0 MiB 0.5 MiB 1.0 MiB 1.5 MiB").
+export function byteTickLabels(values) {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (!finite.length) return values.map(() => '');
+  const maxAbs = Math.max(...finite.map(Math.abs));
+  let u = 0;
+  while (maxAbs >= 1024 ** (u + 1) && u < kByteUnits.length - 1) u++;
+  const labels = tickLabels(values.map((v) => (Number.isFinite(v) ? v / 1024 ** u : v)));
+  return labels.map((l) => (l === '' ? '' : `${l} ${kByteUnits[u]}`));
+}
+
+// The x axis of a metric's curve: the step it was logged at, except where a method logs
+// a point per context length or per layer (common/metric_names.h).
+export function xAxisLabel(key) {
+  const k = String(key);
+  if (k.startsWith('aoh.bench.')) return 'context length (tokens)';
+  if (k === 'aoh.rope_spearman') return 'layer';
+  if (k.startsWith('sys.')) return 'seconds since the attempt started';
+  if (k.startsWith('bench.')) return 'measurement row';
+  return 'step';
+}
+
+// The y axis of a metric: its key with the unit its name implies.
+export function yAxisLabel(key) {
+  const k = String(key);
+  if (isBytesKey(k)) return `${k} (bytes)`;
+  if (/\.loss$/.test(k)) return `${k} (nats/token)`;
+  if (/_ms($|_)/.test(k)) return `${k} (ms)`;
+  if (/_s$/.test(k) && !/per_s$/.test(k)) return `${k} (s)`;
+  if (/_pct$/.test(k)) return `${k} (%)`;
+  return k;
 }
 
 // Returns "2h 03m", "4m 10s", "12s" for a duration in seconds.

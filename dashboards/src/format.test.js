@@ -1,7 +1,8 @@
 // node --test: number, duration and ETA formatting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { num, bytes, isBytesKey, metricValue, tickLabels, duration, eta, parseJson, shortHash } from './format.js';
+import { num, bytes, isBytesKey, metricValue, tickLabels, duration, eta, parseJson, shortHash, meanSe,
+  byteTickLabels, xAxisLabel, yAxisLabel } from './format.js';
 
 test('num', () => {
   assert.equal(num(null), '—');
@@ -94,4 +95,36 @@ test('tickLabels keep every tick distinct with the fewest digits', () => {
     assert.equal(new Set(l).size, l.length, JSON.stringify(l));
     l.forEach((x, i) => assert.ok(Math.abs(Number(x) - ticks[i]) <= 1e-3 * (ticks[1] - ticks[0]), `${x} for ${ticks[i]}`));
   }
+});
+
+// Mean and SE at one precision, set by the SE (the arms table mixed "11148.2 ± 171" with
+// "0.0953984 ± 0.00026", and showed "189.0 MiB ± —" at n = 1 and "0 ± 0" tokens/s).
+test('meanSe rounds mean and SE to the same decimal place', () => {
+  assert.equal(meanSe('train.tokens_per_s', 11148.2, 171, 4), '11148 ± 171');
+  assert.equal(meanSe('eval.loss', 0.0953984, 0.00026, 4), '0.09540 ± 0.00026');
+  assert.equal(meanSe('eval.ppl', 3.14159, 0.0123, 3), '3.142 ± 0.012');
+  assert.equal(meanSe('eval.ppl', 25.3, 1.04, 3), '25.3 ± 1.0');
+  assert.equal(meanSe('mem.peak_bytes', 189 * 2 ** 20, null, 1), '189.0 MiB');
+  assert.equal(meanSe('mem.peak_bytes', 189 * 2 ** 20, 5, 1), '189.0 MiB');
+  assert.equal(meanSe('mem.peak_bytes', 1.5 * 2 ** 30, 12.3 * 2 ** 20, 3), '1.500 ± 0.012 GiB');
+  assert.equal(meanSe('train.tokens_per_s', 0, 0, 2), '—');
+  assert.equal(meanSe('train.mfu', 0, null, 1), '—');
+  assert.equal(metricValue('train.mfu', 0), '—');
+  assert.equal(meanSe('eval.ppl', 7, 0, 3), '7 ± 0');
+  assert.equal(meanSe('eval.ppl', null, 1, 3), '—');
+});
+
+test('byte ticks share one unit; axes say what x and y are', () => {
+  assert.deepEqual(byteTickLabels([0, 2 ** 20, 2 * 2 ** 20]), ['0 MiB', '1 MiB', '2 MiB']);
+  assert.deepEqual(byteTickLabels([0, 512 * 1024, 1024 * 1024, 1536 * 1024]),
+    ['0 MiB', '0.5 MiB', '1.0 MiB', '1.5 MiB']);
+  assert.deepEqual(byteTickLabels([100, 200]), ['100 B', '200 B']);
+  assert.equal(xAxisLabel('aoh.bench.decode_ms_per_token'), 'context length (tokens)');
+  assert.equal(xAxisLabel('aoh.rope_spearman'), 'layer');
+  assert.equal(xAxisLabel('train.loss'), 'step');
+  assert.equal(yAxisLabel('train.loss'), 'train.loss (nats/token)');
+  assert.equal(yAxisLabel('aoh.bench.kv_bytes'), 'aoh.bench.kv_bytes (bytes)');
+  assert.equal(yAxisLabel('aoh.bench.decode_ms_per_token'), 'aoh.bench.decode_ms_per_token (ms)');
+  assert.equal(yAxisLabel('train.tokens_per_s'), 'train.tokens_per_s');
+  assert.equal(yAxisLabel('train.step_s'), 'train.step_s (s)');
 });

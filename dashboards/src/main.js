@@ -66,15 +66,18 @@ function route() {
 window.addEventListener('hashchange', route);
 route();
 
-// Fleet summary in the header, refreshed slowly on every page.
+// Fleet summary in the header, refreshed slowly on every page, and more slowly still while
+// nothing runs or waits (an idle tab must cost the coordinator next to nothing).
+let fleetBusy = true;
 poll(async () => {
   try {
     const s = await get('/status');
     const by = s.runs_by_status || {};
+    fleetBusy = (by.running || 0) + (by.queued || 0) > 0;
     const workers = (s.workers || []).length;
     fleet.textContent = `${workers} worker${workers === 1 ? '' : 's'} · ` +
       `${by.running || 0} running · ${by.queued || 0} queued`;
   } catch (e) {
     fleet.textContent = e.message;
   }
-}, 5000, new AbortController().signal);
+}, () => (fleetBusy ? 5000 : 15000), new AbortController().signal);

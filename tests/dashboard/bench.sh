@@ -7,20 +7,8 @@
 source "$(dirname "$0")/../lib.sh"
 HERE=$HEADLAB_SOURCE_DIR/tests/dashboard
 
-"$HEADLAB_SOURCE_DIR/dashboards/build.sh" || fail "dashboards/build.sh failed"
-(cd "$HERE" && { [[ -d node_modules/playwright-core ]] || npm ci --no-audit --no-fund --loglevel=error; }) ||
-  fail "npm ci in tests/dashboard failed"
-
-say "create the schema (start and stop the coordinator), then load 10^4 runs and 10^6 points"
-start_coordinator
-hl_stop_pid "$HL_COORD_PID"
-HL_COORD_PID=""
-t0=$(date +%s%N)
-EXP=$(sqlite3 -batch "$HL_DB" <"$HERE/bench_populate.sql" | tail -1) || fail "loading the benchmark data failed"
-say "loaded in $(( ($(date +%s%N) - t0) / 1000000 )) ms: experiment $EXP," \
-  "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP") runs," \
-  "$(db "SELECT count(*) FROM metrics") points, $(du -h "$HL_DB" | cut -f1) database"
-start_coordinator
+source "$HERE/bench_setup.sh"
+bench_setup "10^4 runs and 10^6 points" <"$HERE/bench_populate.sql"
 
 for u in "experiments/$EXP" "experiments/$EXP/runs" "runs/$(db "SELECT min(id) FROM runs WHERE experiment_id = $EXP")/metrics?key=train.loss"; do
   curl -s -o /dev/null -w "GET /api/v1/$u: %{time_total} s, %{size_download} bytes\n" "$HL_URL/api/v1/$u"

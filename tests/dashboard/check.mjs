@@ -2,7 +2,8 @@
 // and checks what a researcher would look at. Usage: node check.mjs SPEC.json, where SPEC is
 // {url, screens, token, worker_name, finished: {experiment, runs: [ids], seeds: [per run]},
 //  command: {experiment, ok_run, fail_run}, artifact: {run, attempt, seq, sha256},
-//  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run}
+//  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run,
+//  reused: {experiment, run} (the finished grid submitted again: every run reused)}
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
 import crypto from 'node:crypto';
@@ -170,16 +171,22 @@ await waitFor('points in the by-arm chart', () =>
 ok(`by-arm chart drew ${(await chartState('#arm-chart')).points} points (mean ± sd)`);
 await waitFor('the arms results table', () => document.querySelector('#arms-table tbody tr'));
 ok('results table lists the arms');
-// Sorting by run id descending puts the highest id first.
+// Sorting by run id descending puts the highest id first (sorted by the coordinator).
 await page.click('#runs-table .vt-h:nth-child(2)');
 await page.click('#runs-table .vt-h:nth-child(2)');
-const firstRow = await page.getAttribute('#runs-table .vt-row', 'data-run-id');
+const firstRow = await waitFor('the table sorted by run, descending', (top) =>
+  (document.querySelector('#runs-table .vt-row[data-run-id]')?.dataset.runId === String(top)
+    ? top : 0), want[want.length - 1]);
 if (Number(firstRow) !== want[want.length - 1]) await fail(`sort by run descending put #${firstRow} first`);
 await page.fill('#runs-filter', `#${want[0]}`);
-const filtered = await page.getAttribute('#runs-table .vt-body', 'data-total');
-if (Number(filtered) < 1 || Number(filtered) > want.length) await fail(`filter left ${filtered} rows`);
+const filtered = await waitFor('the filtered table', (n) => {
+  const t = Number(document.querySelector('#runs-table .vt-body')?.dataset.total || 0);
+  return t >= 1 && t < n ? t : 0;
+}, want.length);
 ok(`sort and filter work (filter "#${want[0]}" leaves ${filtered})`);
 await page.fill('#runs-filter', '');
+await waitFor('the unfiltered table', (n) =>
+  Number(document.querySelector('#runs-table .vt-body')?.dataset.total || 0) === n, want.length);
 // Issue 19.9: the table shows the values the grid varies and the worker's name, not a hash.
 const heads = await page.$$eval('#runs-table .vt-h', (hs) => hs.map((x) => x.textContent.replace(/[▲▼]/g, '').trim()));
 for (const col of ['seed', 'aah.regime']) if (!heads.includes(col)) await fail(`runs table has no "${col}" column: ${heads.join(' | ')}`);
@@ -199,7 +206,7 @@ if (!rowsShown.every((r) => r.worker === spec.worker_name)) {
 }
 ok(`runs table shows the grid's seed and aah.regime columns (seeds ${seedsShown.join(', ')}) and worker "${spec.worker_name}"`);
 // Issue 19.5: the comparison's 95% CI is the t interval of the per-pair values.
-const results = await page.evaluate(async (e) => (await fetch(`/api/v1/experiments/${e}/results`)).json(),
+const results = await page.evaluate(async (e) => (await fetch(`/api/v1/experiments/${e}/results?per_pair=1`)).json(),
   spec.finished.experiment);
 const comp = results.comparisons[0];
 const vals = comp.per_pair.map((p) => p.value);
@@ -217,6 +224,138 @@ if (!/no clear difference|treatment (better|worse|higher|lower)/.test(verdict)) 
 ok(`comparison "${comp.name}": 95% CI ${ciText} (t with ${vals.length - 1} df), "${verdict}"`);
 await checkNoOverflow(`experiment #${spec.finished.experiment} (AAH-v3 arm)`);
 await shot('2-experiment-finished');
+
+// 2a. At scale (the scale bench measures 10^5 runs; here the rules that make it hold): the
+// runs table moves pages of at most 1000 rows, comparisons come without their pairs until
+// a comparison is opened, and an idle tab on a finished experiment asks only for its
+// counts. The panels' numbers, axes and overlay.
+{
+  const fin = spec.finished.experiment;
+  const seen = [];
+  const onRequest = (r) => { if (r.url().includes('/api/')) seen.push(r.url().replace(spec.url, '')); };
+  page.on('request', onRequest);
+  await goto('#/workers');
+  await goto(`#/experiments/${fin}`);
+  await waitFor('every panel of the finished experiment', () =>
+    document.querySelector('#runs-table .vt-row[data-run-id]') && document.querySelector('#comparisons tbody tr') &&
+    Number(document.querySelector('#arm-chart')?.dataset.points || 0) > 0 &&
+    Number(document.querySelector('#scatter')?.dataset.points || 0) > 0);
+  const runsReqs = seen.filter((u) => u.includes(`/experiments/${fin}/runs`));
+  for (const u of runsReqs) {
+    const limit = Number(new URL(u, spec.url).searchParams.get('limit'));
+    if (!(limit >= 1 && limit <= 1000)) await fail(`the runs table asked for ${u}: not a page of at most 1000 rows`);
+  }
+  const resultsReqs = seen.filter((u) => u.includes(`/experiments/${fin}/results`));
+  if (!resultsReqs.length || resultsReqs.some((u) => u.includes('per_pair=1'))) {
+    await fail(`the comparisons panel asked for ${JSON.stringify(resultsReqs)} (per-pair lists before any was opened)`);
+  }
+  const plain = await page.evaluate(async (e) => (await fetch(`/api/v1/experiments/${e}/results`)).json(), fin);
+  if (plain.comparisons[0].per_pair !== undefined || plain.comparisons[0].n_pairs !== 2) {
+    await fail(`GET results without per_pair=1 carries ${JSON.stringify(plain.comparisons[0]).slice(0, 200)}`);
+  }
+  ok(`runs table pages (${runsReqs.length} request(s), limit <= 1000); results without per-pair lists (n_pairs 2)`);
+  const idleFrom = seen.length;
+  await page.waitForTimeout(12000);
+  const idle = seen.slice(idleFrom).map((u) => u.replace(/\?.*/, ''));
+  const allowed = new Set([`/api/v1/experiments/${fin}`, '/api/v1/status']);
+  const extra = idle.filter((u) => !allowed.has(u));
+  if (extra.length) await fail(`an idle tab on finished experiment #${fin} still asked for ${JSON.stringify(extra)}`);
+  ok(`an idle tab on the finished experiment asks only for its counts (${idle.length} requests in 12 s: ${[...new Set(idle)].join(', ')})`);
+  page.off('request', onRequest);
+
+  await page.click('#comparisons details.pairs-details summary');
+  const pairsShown = await waitFor('the opened pairs', () => document.querySelectorAll('#comparisons ul.pairs li').length);
+  if (pairsShown !== 2) await fail(`the comparison lists ${pairsShown} pairs, expected 2`);
+  ok('a comparison\'s 2 pairs are built when it is opened');
+
+  if (await page.isVisible('button[data-action="cancel experiment"]')) {
+    await fail('a finished experiment offers "cancel experiment"');
+  }
+  ok('a finished experiment offers no cancel');
+
+  // Mean ± SE to one decimal place, set by the SE; no "± —" (n = 1 shows the mean alone).
+  const cells = await page.$$eval('#arms-table td.num', (tds) => tds.map((t) => t.textContent));
+  for (const c of cells) {
+    const m = c.match(/^(-?[\d.]+)( [KMG]?i?B)? ± ([\d.]+)/);
+    // An SE of exactly 0 (every run equal) is "± 0" beside the mean as num() gives it.
+    if (c.includes('± —') || (m && m[3] !== '0' && (m[1].split('.')[1] || '').length !== (m[3].split('.')[1] || '').length)) {
+      await fail(`arms table cell "${c}": mean and SE at different precision`);
+    }
+  }
+  ok(`arms table: ${cells.length} cells, mean and SE at one precision (${cells.slice(0, 2).join(' | ')})`);
+
+  const axes = await page.evaluate(() => ['#runs-chart', '#arm-chart'].map((sel) => {
+    const d = document.querySelector(sel).dataset;
+    return [d.xlabel, d.ylabel];
+  }));
+  if (!axes.every(([x, y]) => x === 'step' && y === 'train.loss (nats/token)')) {
+    await fail(`experiment charts' axes read ${JSON.stringify(axes)}`);
+  }
+  await page.check('#curve-controls .chart-log');
+  await waitFor('log-scale curves', () => document.querySelector('#runs-chart').dataset.log === 'true' &&
+    Number(document.querySelector('#runs-chart').dataset.points) > 0);
+  await page.uncheck('#curve-controls .chart-log');
+  ok('experiment charts say "step" and "train.loss (nats/token)"; log scale redraws them');
+
+  // The scatter: a dot per run of eval.ppl against the grid's axis; the breakdown beside it.
+  const dots = Number(await page.getAttribute('#scatter', 'data-points'));
+  if (dots !== want.length) await fail(`scatter drew ${dots} dots, expected ${want.length}`);
+  const groups = await page.$$eval('#breakdown-table tbody tr', (rs) => rs.map((r) => r.textContent));
+  if (groups.length !== 2) await fail(`breakdown lists ${JSON.stringify(groups)}, expected one row per arm`);
+  ok(`scatter of ${await page.inputValue('#scatter-x')} vs ${await page.inputValue('#scatter-y')}: ${dots} dots; breakdown ${groups.length} groups`);
+
+  // Overlay: unticking an automatically chosen run leaves the others; "clear selection"
+  // empties it; then every ticked run overlays (the cap is 20).
+  const lines = () => page.evaluate(() => JSON.parse(document.querySelector('#runs-chart').dataset.colors || '[]').length);
+  const auto = await lines();
+  await page.click('#runs-table .vt-row input[type=checkbox] >> nth=0');
+  await waitFor('one run fewer overlaid', (n) => JSON.parse(document.querySelector('#runs-chart').dataset.colors || '[]').length === n - 1, auto);
+  await page.click('#clear-selection');
+  await waitFor('no overlaid run', () => JSON.parse(document.querySelector('#runs-chart').dataset.colors || '[]').length === 0);
+  await page.click('#runs-table .vt-row input[type=checkbox] >> nth=0');
+  await page.click('#runs-table .vt-row input[type=checkbox] >> nth=1');
+  await waitFor('two overlaid runs', () => JSON.parse(document.querySelector('#runs-chart').dataset.colors || '[]').length === 2 &&
+    Number(document.querySelector('#runs-chart').dataset.points) > 0);
+  ok(`overlay: ${auto} runs chosen automatically, one unticked leaves ${auto - 1}; clear selection empties it; 2 ticked overlay 2`);
+}
+
+// 2a'. Runs reused from an earlier experiment have curves (their source's points).
+{
+  await goto(`#/experiments/${spec.reused.experiment}`);
+  await waitFor('the reused runs\' overlay', () => Number(document.querySelector('#runs-chart')?.dataset.points || 0) > 0);
+  await waitFor('the reused experiment\'s arm chart', () => Number(document.querySelector('#arm-chart')?.dataset.points || 0) > 0);
+  ok(`experiment #${spec.reused.experiment} (every run reused) draws its overlay and arm chart`);
+  const t0 = Date.now();
+  await goto(`#/runs/${spec.reused.run}`);
+  await waitFor('the reused run\'s curves', () =>
+    [...document.querySelectorAll('#run-charts .chart')].some((c) => Number(c.dataset.points) > 0));
+  const ms = Date.now() - t0;
+  // The first metrics read follows the run's own answer (it waited for the next 5 s tick).
+  if (ms > 4000) await fail(`the run page drew its curves after ${ms} ms`);
+  ok(`run #${spec.reused.run} (reused) draws its curves, ${ms} ms after navigation`);
+}
+
+// 2a''. 400 px: nothing overflows; a 64-character experiment name keeps its row one line.
+{
+  await page.setViewportSize({ width: 400, height: 900 });
+  await goto('#/');
+  await waitFor('the experiments list', () => document.querySelectorAll('#experiments tr[data-experiment]').length >= 3);
+  const heights = await page.$$eval('#experiments tbody tr[data-experiment]', (rs) => rs.map((r) => r.getBoundingClientRect().height));
+  if (Math.max(...heights) > 1.6 * Math.min(...heights)) await fail(`experiments list rows are ${JSON.stringify(heights)} px tall`);
+  await checkNoOverflow('experiments list at 400 px');
+  await shot('2a-experiments-400');
+  await goto(`#/experiments/${spec.finished.experiment}`);
+  await waitFor('the finished experiment at 400 px', () => Number(document.querySelector('#arm-chart')?.dataset.points || 0) > 0 &&
+    document.querySelector('#comparisons tbody tr'));
+  await checkNoOverflow('experiment page at 400 px');
+  await shot('2a-experiment-400');
+  await goto(`#/runs/${spec.provenance.run}`);
+  await waitFor('the run page at 400 px', () => [...document.querySelectorAll('#run-charts .chart')].some((c) => Number(c.dataset.points) > 0));
+  await checkNoOverflow('run page at 400 px');
+  await shot('2a-run-400');
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  ok(`at 400 px every page fits and list rows stay one line (${Math.round(Math.min(...heights))}-${Math.round(Math.max(...heights))} px)`);
+}
 
 // 2b. Panels say they are loading while their data are on the way (issue 19.6).
 if (!(await seesLoading(`#/experiments/${spec.finished.experiment}`, '**/api/v1/experiments/*/results', '#results'))) {
@@ -295,6 +434,32 @@ const etaLive = await waitFor('an ETA projected from the live run\'s progress', 
 });
 ok(`live experiment ETA ${etaLive}`);
 await shot('4-experiment-live');
+
+// 3c. System series sampled by the worker, beside the loss: the live run's process RSS.
+{
+  await goto(`#/runs/${spec.live.run}`);
+  const sel = '#run-charts .chart[data-group="sys.host_rss_bytes"]';
+  await waitFor('the sys.host_rss_bytes chart', (x) => Number(document.querySelector(x)?.dataset.points || 0) > 0, sel, 90000);
+  const ticks = JSON.parse(await page.getAttribute(sel, 'data-yticks') || '[]').filter((t) => t);
+  if (!ticks.length || !ticks.every((t) => / (B|KiB|MiB|GiB)$/.test(t))) await fail(`RSS axis ticks ${JSON.stringify(ticks)}`);
+  const order = await page.$$eval('#run-charts .chart', (cs) => cs.map((c) => c.dataset.group));
+  if (order[0] !== 'loss' || !order[1].startsWith('sys.')) await fail(`run charts in order ${order.join(', ')}`);
+  ok(`live run's host RSS plotted beside the loss (ticks ${ticks.join(' ')})`);
+  await shot('3c-run-system');
+}
+
+// 3d. Cancelling an experiment asks first; dismissed, nothing is sent.
+{
+  await goto(`#/experiments/${spec.live.experiment}`);
+  await page.waitForSelector('button[data-action="cancel experiment"]:visible');
+  const asked = new Promise((resolve) => page.once('dialog', async (d) => { resolve(d.message()); await d.dismiss(); }));
+  await page.click('button[data-action="cancel experiment"]');
+  const question = await asked;
+  if (!question.includes(`#${spec.live.experiment}`)) await fail(`cancel asked "${question}"`);
+  const said = await waitFor('the dismissed cancel', () => document.querySelector('#exp-msg')?.textContent || '');
+  if (!said.includes('not sent')) await fail(`after a dismissed cancel the page says "${said}"`);
+  ok(`cancel experiment asks "${question.slice(0, 70)}…"; dismissed, nothing is sent`);
+}
 
 // 4. Cancel without a token is refused (and says so).
 await page.evaluate(() => localStorage.removeItem('headlab.token'));
@@ -388,6 +553,28 @@ const found = await waitFor('the tagged run in the search', () =>
 if (found !== String(spec.provenance.run)) await fail(`search for tag good lists runs ${found}`);
 ok(`search across experiments for tag "good" lists run #${found}`);
 await shot('9-search');
+
+// 8. Overlay across experiments from the runs search.
+{
+  await goto('#/search?status=succeeded');
+  await waitFor('the succeeded runs', () => document.querySelector('#search-table tr[data-run-id]'));
+  const pick = await page.$$eval('#search-table tr[data-run-id]', (rows, exps) => {
+    const out = [];
+    for (const e of exps) {
+      const r = rows.find((x) => x.querySelector('td:nth-child(3) a')?.getAttribute('href') === `#/experiments/${e}`);
+      if (r) out.push(r.dataset.runId);
+    }
+    return out;
+  }, [spec.finished.experiment, spec.reused.experiment]);
+  if (pick.length !== 2) await fail(`search lists no run of experiments #${spec.finished.experiment} and #${spec.reused.experiment}`);
+  for (const r of pick) await page.check(`#search-table tr[data-run-id="${r}"] input.overlay-tick`);
+  await waitFor('two runs of two experiments overlaid', () => {
+    const c = document.querySelector('#overlay-chart');
+    return Number(c?.dataset.points || 0) > 0 && new Set(JSON.parse(c.dataset.colors || '[]')).size === 2;
+  });
+  ok(`runs #${pick.join(' and #')} of two experiments overlay in one chart, a colour per experiment`);
+  await shot('10-search-overlay');
+}
 
 if (consoleErrors.length) await fail(`browser console errors: ${consoleErrors.join(' | ')}`);
 await close();

@@ -8,10 +8,18 @@ export function statusBadge(status) {
 }
 
 // A button that POSTs `path` with the write token and reports the outcome in `msg`
-// (e.g. "refused: write token required" when the coordinator answers 401).
-export function actionButton(label, path, msg, onDone = () => {}) {
+// (e.g. "refused: write token required" when the coordinator answers 401). With
+// `confirmText` (a string, or a function returning one) nothing is sent unless the user
+// confirms that question.
+export function actionButton(label, path, msg, onDone = () => {}, confirmText = null) {
   const b = h('button', { class: 'action', dataset: { action: label } }, label);
   b.addEventListener('click', async () => {
+    const question = typeof confirmText === 'function' ? confirmText() : confirmText;
+    if (question && !window.confirm(question)) {
+      msg.className = 'msg';
+      msg.textContent = `${label}: not sent`;
+      return;
+    }
     b.disabled = true;
     msg.className = 'msg';
     msg.textContent = `${label}…`;
@@ -59,6 +67,12 @@ export const kKeyMetrics = ['eval.ppl', 'eval.loss', 'train.loss', 'train.tokens
 export function keyMetrics(runs, max = 4) {
   const present = new Set();
   for (const r of runs) for (const k of Object.keys(r.summary || {})) present.add(k);
+  return preferredKeys(present, max);
+}
+
+// Returns up to `max` of `keys` (an iterable), the preferred ones (kKeyMetrics) first.
+export function preferredKeys(keys, max = 4) {
+  const present = new Set(keys);
   const ordered = kKeyMetrics.filter((k) => present.has(k));
   for (const k of [...present].sort()) if (!ordered.includes(k)) ordered.push(k);
   return ordered.slice(0, max);

@@ -1,46 +1,64 @@
-// One experiment: progress and ETA, live curves of selected runs and of each arm (mean and
-// spread), the runs table (sort, filter, virtualised), paired comparisons with 95% CIs and
-// the window-bucket heatmap per arm (AAH Fig. 4).
+// One experiment: progress and ETA, live curves of selected runs and of each arm broken
+// down by the axes it is not paired on (mean and spread), a config value against a summary
+// metric, the runs table (sorted, filtered and paged by the coordinator), paired
+// comparisons with 95% CIs and the window-bucket heatmap per arm (AAH Fig. 4).
 //
-// Speed (issue 9: 10^4 runs, 10^6 points, usable in < 1 s): the table renders only the rows
-// in view; the first chart reads only the few selected runs' points of one key; the
-// arm chart is one grouped SQL aggregate that arrives after the table and first chart.
+// Speed (10^5 runs, 5 * 10^6 points: every panel usable in < 1 s, no main-thread block
+// over 200 ms, an idle tab < 1% of a coordinator core; docs/BENCHMARKS.md "Dashboard at
+// scale"): the table holds only the pages in view (GET .../runs?limit=&offset=); the
+// overlay reads only the selected runs' points of one key; the arm chart, the breakdown
+// and the scatter are grouped SQL over a sample of at most kArmSampleRuns runs per arm or
+// kScatterPoints dots; comparisons come without their per-pair lists, fetched when opened.
+// A finished experiment is read once: afterwards only its counts are polled, and the
+// panels are read again only when those change (a retry, a cancel).
 import { h, replace, poll } from '../dom.js';
 import { get, query, sqlInt, sqlString } from '../api.js';
-import { num, metricValue, bytes, isBytesKey, parseJson, kStatuses } from '../format.js';
-import { CurveChart, colorFor, withAlpha } from '../charts.js';
+import { metricValue, meanSe, num, isBytesKey, parseJson, kStatuses, xAxisLabel, yAxisLabel } from '../format.js';
+import { CurveChart, colorFor, withAlpha, chartControls } from '../charts.js';
+import { drawScatter } from '../scatter.js';
 import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { VirtualTable } from '../table.js';
+import { configValue, unpairedAxes, groupLabel, jsonPathSql } from '../groups.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
-import { statusBadge, actionButton, ci95, keyMetrics, pairText, deviceLabel, resultColumns,
+import { statusBadge, actionButton, ci95, preferredKeys, pairText, deviceLabel, resultColumns,
   loading, tagEditor, noteEditor } from './common.js';
 import { windowBuckets } from './heads.js';
 
 // Live points of the overlaid runs arrive over server-sent events (live.js); this read
 // over GET is the safety net for a stream that is down or lagging.
 const kLivePollMs = 5000;
-const kMaxOverlay = 12;
-const kArmSampleRuns = 1000;
-const kFirstPage = 50;
+const kMaxOverlay = 20;
+const kArmSampleRuns = 300;
+const kScatterPoints = 5000;
 const kAutoOverlay = 8;
+const kShownPairs = 200;
+const kFilterDelayMs = 250;
 // Which runs overlay first when the user has ticked none: running, then finished ones.
 const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
+
+// SQL keeping about one in `stride` of the rows numbered by `col`, scattered by a
+// multiplicative hash: every k-th run in grid order would alias with the grid's own period
+// (with 2 arms x 2 learning rates, every 20th run is always the same arm and rate).
+function sampled(col, stride) {
+  return stride <= 1 ? '1' : `((${col} * 2654435761) % 1000003) % ${stride} = 0`;
+}
 
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
   const s = {
-    exp: null, runs: [], arms: [], devices: new Map(), timing: null,
-    gridArms: [],
+    exp: null, arms: [], workers: new Map(), timing: null,
     varying: [],  // the config keys the grid varies (experiment.varying): the table's columns
     pairBy: ['seed'],  // the grid's pair_by: names of the values in each pair_key
-    info: new Map(),  // run id -> {id, arm, status, attempts}: from the table or the first query
+    gridArms: {},
+    info: new Map(),  // run id -> {id, arm, status, attempts, reused_from, params}
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
+    summaryKeys: null, by: 'auto', countsSig: '', active: true, done: {},
   };
 
   const err = h('p', { class: 'error' });
-  const title = h('h1', {}, `Experiment #${id}`);
+  const title = h('h1', { class: 'title' }, `Experiment #${id}`);
   const desc = h('p', { class: 'muted' });
   const progress = h('div', { class: 'progress-wide' });
   const counts = h('div', {});
@@ -49,248 +67,306 @@ export function experimentView(el, [idText], signal) {
   const tagsEl = h('span', { id: 'exp-tags' });
   const noteEl = h('div', { id: 'exp-note' });
   const keySelect = h('select', { id: 'metric-key' });
+  const bySelect = h('select', { id: 'arm-by', title: 'runs that differ in these axes are never pooled' });
   const runsChartEl = h('div', { class: 'chart', id: 'runs-chart' });
   const armChartEl = h('div', { class: 'chart', id: 'arm-chart' });
   const armNote = h('span', { class: 'muted' });
-  const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, id, tag, train.lr=…',
+  const clearButton = h('button', { id: 'clear-selection', title: 'untick every run' }, 'clear selection');
+  const selNote = h('span', { class: 'muted', id: 'selection-note' }, 'tick runs in the table to overlay them');
+  const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, #id, tag, train.lr<=1e-3; seed=1',
     id: 'runs-filter' });
   const statusSelect = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'all statuses'),
     kStatuses.map((st) => h('option', { value: st }, st)));
   const tableEl = h('div', { id: 'runs-table' }, loading('runs'));
+  const scatterX = h('select', { id: 'scatter-x' });
+  const scatterY = h('select', { id: 'scatter-y' });
+  const scatterEl = h('div', { class: 'chart', id: 'scatter' });
+  const breakdown = h('div', { id: 'breakdown', class: 'scroll-x' });
   const results = h('div', { id: 'results', class: 'scroll-x' }, loading('results'));
   const buckets = h('div', { id: 'window-buckets', class: 'scroll-x' }, loading());
   const runsChartBox = h('div', {}, h('h3', {}, 'Selected runs (live)'), loading('curves'), runsChartEl);
+  const cancelButton = actionButton('cancel experiment', `/experiments/${id}/cancel`, msg,
+    () => refreshExperiment(), () => {
+      const c = (s.exp && s.exp.counts) || {};
+      return `Cancel experiment #${id} (${s.exp ? s.exp.name : ''})? ` +
+        `${c.queued || 0} queued and ${c.running || 0} running runs stop; finished runs keep their results.`;
+    });
+  cancelButton.hidden = true;
+
+  const runsChart = new CurveChart(runsChartEl);
+  const armChart = new CurveChart(armChartEl);
+  const controls = chartControls(() => [runsChart, armChart], 'curve-controls');
+  signal.addEventListener('abort', () => { runsChart.destroy(); armChart.destroy(); });
 
   replace(el, title, desc, err,
     h('section', { class: 'card' }, progress, h('div', { class: 'row' }, counts,
-      h('span', {}, 'ETA ', etaEl), h('span', { class: 'spacer' }),
-      actionButton('cancel experiment', `/experiments/${id}/cancel`, msg, () => refreshRuns()), msg),
+      h('span', {}, 'ETA ', etaEl), h('span', { class: 'spacer' }), cancelButton, msg),
       h('div', { class: 'row' }, h('span', { class: 'muted' }, 'tags'), tagsEl), noteEl),
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Curves'), h('label', {}, 'metric ', keySelect),
-        h('span', { class: 'muted' }, 'tick runs in the table to overlay them')),
+        h('label', {}, 'arms by ', bySelect), controls),
+      h('div', { class: 'row' }, selNote, clearButton),
       h('div', { class: 'charts' },
         runsChartBox,
         h('div', {}, h('h3', {}, 'By arm: mean ± sd ', armNote), armChartEl))),
+    h('section', { class: 'card' },
+      h('div', { class: 'row' }, h('h2', {}, 'Config value vs metric'), h('label', {}, 'x ', scatterX),
+        h('label', {}, 'y ', scatterY)),
+      h('div', { class: 'charts' }, scatterEl, breakdown)),
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Runs'), filterInput, statusSelect), tableEl),
     h('section', { class: 'card' }, h('h2', {}, 'Comparisons'), results),
     h('section', { class: 'card' }, h('h2', {}, 'Selected windows by arm'), buckets));
 
-  const runsChart = new CurveChart(runsChartEl, { yLabel: '' });
-  const armChart = new CurveChart(armChartEl, { yLabel: '' });
-  signal.addEventListener('abort', () => { runsChart.destroy(); armChart.destroy(); });
+  // The axes arms are broken down by (bySelect): "auto" = every unpaired axis.
+  const byKeys = () => {
+    if (s.by === 'arm') return [];
+    if (s.by === 'auto') return unpairedAxes(s.varying, s.pairBy, s.gridArms);
+    return [s.by];
+  };
+  const groupOf = (run) => {
+    const keys = byKeys();
+    return groupLabel(run.arm, keys, keys.map((k) => (run.params ? run.params[k] : null)));
+  };
+  // Colours: one per group, in a stable order (arm order, then values as they come).
+  const groupColors = new Map();
+  const colorOf = (label, arm) => {
+    if (!byKeys().length) return colorFor(Math.max(0, s.arms.indexOf(arm)));
+    if (!groupColors.has(label)) groupColors.set(label, colorFor(groupColors.size));
+    return groupColors.get(label);
+  };
 
   let table = null;
-  let tableShape = '';
 
-  const isActive = () => s.runs.some((r) => r.status === 'queued' || r.status === 'running');
+  // --- runs table (server pages) -------------------------------------------------------
+  async function loadPage({ offset, limit, sort, desc }) {
+    const q = new URLSearchParams({ offset: String(offset), limit: String(limit), sort, desc: desc ? '1' : '0' });
+    if (statusSelect.value) q.set('status', statusSelect.value);
+    const f = filterInput.value.trim();
+    if (f) q.set('q', f);
+    if (!s.summaryKeys) q.set('keys', '1');
+    const r = await get(`/experiments/${id}/runs?${q}`, signal);
+    if (r.summary_keys) s.summaryKeys = r.summary_keys;
+    if (Array.isArray(r.varying)) s.varying = r.varying;
+    for (const row of r.runs) s.info.set(row.id, row);
+    return { rows: r.runs, matched: r.matched, total: r.total };
+  }
 
-  // --- runs table --------------------------------------------------------------------
-  function buildTable(metricKeys, paramKeys) {
-    const armIndex = (arm) => Math.max(0, s.arms.indexOf(arm));
+  function buildTable() {
+    const metricKeys = preferredKeys(s.summaryKeys || [], 4);
     const cols = [
       { label: '', width: '28px', cell: (r) => h('input', {
         type: 'checkbox', checked: s.selected.has(r.id), title: 'overlay this run',
         onchange: (e) => toggleRun(r.id, e.target.checked) }) },
-      { label: 'run', width: '70px', get: (r) => r.id,
+      { label: 'run', width: '70px', sort: 'id',
         cell: (r) => h('a', { href: `#/runs/${r.id}` }, `#${r.id}`) },
-      { label: 'arm', width: 'minmax(90px,1fr)', get: (r) => r.arm,
-        cell: (r) => h('span', {}, h('span', { class: 'swatch',
-          style: { background: colorFor(armIndex(r.arm)) } }), r.arm) },
-      { label: 'status', width: '100px', get: (r) => r.status, cell: (r) => statusBadge(r.status) },
-      { label: 'attempt', width: '70px', get: (r) => r.attempts, cell: (r) => r.attempts, cls: 'num' },
-      { label: 'worker', width: 'minmax(80px,1fr)', get: (r) => r.worker_name || r.worker || '',
+      { label: 'arm', width: 'minmax(120px,2fr)', sort: 'arm',
+        cell: (r) => h('span', { title: r.arm }, h('span', { class: 'swatch',
+          style: { background: colorFor(Math.max(0, s.arms.indexOf(r.arm))) } }), r.arm) },
+      { label: 'status', width: '100px', sort: 'status', cell: (r) => statusBadge(r.status) },
+      { label: 'attempt', width: '70px', sort: 'attempts', cell: (r) => r.attempts, cls: 'num' },
+      { label: 'worker', width: 'minmax(80px,1fr)', sort: 'worker',
         cell: (r) => h('span', { title: r.worker || '' }, r.worker_name || r.worker || '—') },
-      { label: 'device', width: '90px', get: (r) => s.devices.get(r.id) || '',
-        cell: (r) => s.devices.get(r.id) || '—' },
-      { label: 'pair', width: 'minmax(80px,1fr)', get: (r) => r.pair_key || '',
+      { label: 'device', width: '90px', sort: 'device',
+        cell: (r) => (r.attempts ? deviceLabel(r.devices, s.workers.get(r.worker)) : '—') },
+      { label: 'pair', width: 'minmax(80px,1fr)', sort: 'pair',
         cell: (r) => pairText(r.pair_key, s.pairBy) },
       // The values the grid varies tell the runs apart (not the config hash).
-      ...paramKeys.map((k) => ({
-        label: k, width: 'minmax(70px,110px)', cls: 'param',
-        get: (r) => (r.params ? r.params[k] : null),
+      ...s.varying.map((k) => ({
+        label: k, width: 'minmax(70px,110px)', cls: 'param', sort: `param:${k}`, title: `sort by ${k}`,
         cell: (r) => paramText(r.params ? r.params[k] : undefined),
       })),
       ...metricKeys.map((k) => ({
-        label: k, width: '100px', cls: 'num',
-        get: (r) => (r.summary && r.summary[k] !== undefined ? r.summary[k] : null),
+        label: k, width: '100px', cls: 'num', sort: `summary:${k}`, title: `sort by ${k}`,
         cell: (r) => metricValue(k, r.summary ? r.summary[k] : null),
       })),
-      { label: 'tags', width: 'minmax(60px,1fr)', get: (r) => (r.tags || []).join(' '),
+      { label: 'tags', width: 'minmax(60px,1fr)', sort: 'tags',
         cell: (r) => h('span', { class: 'tags-cell', title: r.note || '' }, (r.tags || []).join(' ') || (r.note ? '✎' : '')) },
     ];
     table = new VirtualTable(tableEl, cols, {
+      load: loadPage,
       rowAttrs: (r) => ({ dataset: { runId: r.id, status: r.status },
         class: `vt-row ${s.selected.has(r.id) ? 'selected' : ''}` }),
     });
-    table.setFilter(rowFilter);
   }
 
-  function rowFilter(r) {
-    const st = statusSelect.value;
-    if (st && r.status !== st) return false;
-    const q = filterInput.value.trim().toLowerCase();
-    if (!q) return true;
-    return [`#${r.id}`, r.arm, r.status, r.worker, r.worker_name, r.pair_key, s.devices.get(r.id),
-      r.config_hash, ...(r.tags || []), r.note,
-      ...Object.entries(r.params || {}).map(([k, v]) => `${k}=${v}`)]
-      .some((v) => v && String(v).toLowerCase().includes(q));
-  }
-  filterInput.addEventListener('input', () => table && table.setFilter(rowFilter));
-  statusSelect.addEventListener('change', () => table && table.setFilter(rowFilter));
+  // Filtering is the coordinator's: a keystroke waits kFilterDelayMs for the next one.
+  let filterTimer = 0;
+  const refilter = () => {
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(() => table && table.reload().catch(showError), kFilterDelayMs);
+  };
+  filterInput.addEventListener('input', refilter);
+  statusSelect.addEventListener('change', () => table && table.reload().catch(showError));
 
   function toggleRun(runId, on) {
-    s.userSelected = true;
+    if (!s.userSelected) {
+      // The first tick replaces the automatic choice, so that every ticked run overlays
+      // (an untick keeps the rest of it).
+      s.userSelected = true;
+      if (on) s.selected.clear();
+    }
     if (on && s.selected.size >= kMaxOverlay) {
-      err.textContent = `at most ${kMaxOverlay} runs overlay at once`;
+      err.textContent = `at most ${kMaxOverlay} runs overlay at once (clear selection to start again)`;
       table.render();
       return;
     }
+    err.textContent = '';
     if (on) s.selected.add(runId); else s.selected.delete(runId);
-    table.render();
-    drawRuns();
+    afterSelection();
+  }
+  clearButton.addEventListener('click', () => {
+    s.userSelected = true;
+    s.selected.clear();
+    err.textContent = '';
+    afterSelection();
+  });
+  function afterSelection() {
+    selNote.textContent = s.userSelected
+      ? `${s.selected.size} of at most ${kMaxOverlay} runs overlaid` : 'tick runs in the table to overlay them';
+    if (table) table.render();
     updateStreams();
+    drawRuns();
+    guard(pollStreams)();
   }
 
-  // Until the user ticks runs, overlay the running ones first, then the finished ones
-  // (kOverlayOrder; firstSelection does the same in SQL).
-  function autoSelect() {
-    if (s.userSelected) return;
-    const pick = [...s.runs].sort((a, b) =>
-      (kOverlayOrder[a.status] ?? 9) - (kOverlayOrder[b.status] ?? 9) || a.id - b.id)
-      .slice(0, kAutoOverlay).map((r) => r.id);
-    s.selected = new Set(pick);
-  }
-
-  // The first chart does not wait for the full runs list (10^4 rows): one small query
-  // picks the runs to overlay and the arms (for colours), another the metric keys.
+  // The first chart does not wait for the table: one small query picks the runs to
+  // overlay and the arms (for colours).
   async function firstSelection() {
     const order = Object.entries(kOverlayOrder).map(([st, i]) => `WHEN ${sqlString(st)} THEN ${i}`).join(' ');
     const [picked, arms] = await Promise.all([
-      query(`SELECT id, arm, status, attempts FROM runs WHERE experiment_id = ${id}
-ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay}`, signal),
+      // The ids first: sorting 10^5 rows with their configs attached took a second.
+      query(`SELECT id, arm, status, attempts, reused_from, config_json FROM runs WHERE id IN (
+SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay})`, signal),
       query(`SELECT DISTINCT arm FROM runs WHERE experiment_id = ${id} ORDER BY arm`, signal),
     ]);
-    if (!s.runs.length) {
-      for (const r of picked) s.info.set(r.id, r);
-      s.arms = arms.map((a) => a.arm);
-      if (!s.userSelected) s.selected = new Set(picked.map((r) => r.id));
-    }
+    s.arms = [...new Set([...s.arms, ...arms.map((a) => a.arm)])].sort();
+    for (const r of picked) rememberRun(r);
+    if (!s.userSelected) s.selected = new Set(picked.map((r) => r.id));
+  }
+
+  // Keeps a run's overlay facts from a query row carrying config_json.
+  function rememberRun(r) {
+    const cfg = parseJson(r.config_json, {}) || {};
+    const params = Object.fromEntries(s.varying.map((k) => [k, configValue(cfg, k)]));
+    const known = s.info.get(r.id);
+    s.info.set(r.id, { ...(known || {}), id: r.id, arm: r.arm, status: r.status, attempts: r.attempts,
+      reused_from: r.reused_from, params: known && known.params ? known.params : params });
   }
 
   function showExperiment(exp) {
     s.exp = exp;
     const grid = parseJson(exp.grid, {}) || {};
     if (Array.isArray(grid.pair_by)) s.pairBy = grid.pair_by;
-    s.gridArms = Object.keys(grid.arms || {});
+    s.gridArms = grid.arms || {};
+    s.arms = [...new Set([...s.arms, ...Object.keys(s.gridArms)])].sort();
     title.textContent = `Experiment #${id} · ${exp.name}`;
+    title.title = exp.name;
     if (Array.isArray(exp.varying)) s.varying = exp.varying;
     if (!tagsEl.firstChild) {
       replace(tagsEl, tagEditor(`/experiments/${id}`, exp.tags || [], msg));
       replace(noteEl, noteEditor(`/experiments/${id}`, exp.note || '', msg));
     }
     desc.textContent = grid.description || '';
-    replace(progress, progressBar(exp.counts || {}, exp.total));
-    replace(counts, countsLine(exp.counts || {}), h('span', { class: 'muted' }, ` of ${exp.total}`));
-    etaEl.textContent = etaText(exp.counts || {}, s.timing);
+    const c = exp.counts || {};
+    replace(progress, progressBar(c, exp.total));
+    replace(counts, countsLine(c), h('span', { class: 'muted' }, ` of ${exp.total}`));
+    s.active = (c.queued || 0) + (c.running || 0) > 0;
+    // Cancel is offered only while something can be cancelled.
+    cancelButton.hidden = !s.active;
+    etaEl.textContent = etaText(c, s.timing);
+    s.countsSig = JSON.stringify([c, exp.total]);
+    fillBySelect();
   }
 
-  // Shows `runs` in the table; `note` says when they are only the first page.
-  function showRuns(runs, note = '') {
-    s.arms = [...new Set([...(s.gridArms || []), ...s.arms, ...runs.map((r) => r.arm)])].sort();
-    const metricKeys = keyMetrics(runs);
-    const paramKeys = varyingParams(runs, s.varying);
-    const shape = JSON.stringify([metricKeys, paramKeys, s.arms]);
-    if (!table || shape !== tableShape) {
-      tableShape = shape;
-      buildTable(metricKeys, paramKeys);
-    }
-    table.setRows(runs, note);
+  function fillBySelect() {
+    const auto = unpairedAxes(s.varying, s.pairBy, s.gridArms);
+    const opts = [['auto', auto.length ? `arm × ${auto.join(' × ')}` : 'arm (no unpaired axis)'],
+      ['arm', 'arm only'], ...s.varying.filter((k) => !auto.includes(k) || auto.length > 1).map((k) => [k, `arm × ${k}`])];
+    const sig = JSON.stringify(opts);
+    if (bySelect.dataset.sig === sig) return;
+    bySelect.dataset.sig = sig;
+    replace(bySelect, opts.map(([v, label]) => h('option', { value: v, selected: v === s.by }, label)));
   }
+  bySelect.addEventListener('change', () => {
+    s.by = bySelect.value;
+    groupColors.clear();
+    s.done = {};
+    drawRuns();
+    guard(refreshArms, armNote)();
+    guard(refreshScatter)();
+  });
 
-  // The full runs list (10^4 runs are a few MB of JSON) feeds sort and filter; the header
-  // shows as soon as the experiment's own small answer is in.
-  let experimentReady;
-  const experimentShown = new Promise((resolve) => { experimentReady = resolve; });
-  async function refreshRuns() {
-    const runsAnswer = get(`/experiments/${id}/runs`, signal);
-    // Awaited below; when the experiment's own answer fails first (e.g. aborted by leaving
-    // the page), this one's rejection must not be left unhandled (a page error).
-    runsAnswer.catch(() => {});
+  // A panel is read again only while the experiment is active or when its counts changed
+  // since that panel's last read (a finished experiment's idle tab asks for nothing else).
+  const stale = (panel, extra = '') => {
+    const sig = s.countsSig + extra;
+    if (!s.active && s.done[panel] === sig) return false;
+    s.done[panel] = sig;
+    return true;
+  };
+  const showError = (e) => { if (e.name !== 'AbortError') err.textContent = e.message; };
+
+  async function refreshExperiment() {
     const exp = await get(`/experiments/${id}`, signal);
     showExperiment(exp);
-    experimentReady(exp);
-    s.runs = (await runsAnswer) || [];
-    s.info = new Map(s.runs.map((r) => [r.id, r]));
-    autoSelect();
-    showRuns(s.runs);
-    updateStreams();
   }
 
-  // The first kFirstPage runs in grid order (what the table shows first) straight from the
-  // database, so the table is drawn before the full list has arrived.
-  async function firstPage() {
-    const exp = await experimentShown;
-    const keys = (exp && Array.isArray(exp.varying)) ? exp.varying : [];
-    const params = keys.length ? `, json_array(${keys.map((k) =>
-      `json_extract(r.config_json, ${sqlString(`$.${k.split('.').map((c) => `"${c}"`).join('.')}`)})`).join(', ')}) AS params` : '';
-    const rows = await query(`SELECT r.id, r.arm, r.status, r.attempts, r.config_hash, r.pair_key,
-  r.worker_id AS worker, w.name AS worker_name, r.reused_from${params}
-FROM runs r LEFT JOIN workers w ON w.id = r.worker_id
-WHERE r.experiment_id = ${id} ORDER BY r.idx LIMIT ${kFirstPage}`, signal);
-    for (const r of rows) {
-      const values = parseJson(r.params, []) || [];
-      r.params = Object.fromEntries(keys.map((k, i) => [k, values[i]]));
+  // The first page is asked for at once, beside the experiment's own answer.
+  const firstPage = loadPage({ offset: 0, limit: 100, sort: 'idx', desc: false });
+  firstPage.catch(() => {});  // awaited below; a page left early must not log a rejection
+  async function refreshTable() {
+    if (!table) {
+      // The first page tells which summary keys the columns show.
+      const first = await firstPage;
+      s.arms = [...new Set([...s.arms, ...first.rows.map((r) => r.arm)])].sort();
+      buildTable();
+      table.seed(first);
+      s.done.table = s.countsSig;
+      return;
     }
-    if (s.runs.length || !rows.length) return;
-    const sums = await query(`SELECT run_id, key, value FROM summaries
-WHERE run_id IN (${rows.map((r) => sqlInt(r.id)).join(',')})`, signal);
-    if (s.runs.length) return;  // the full list won the race
-    const byRun = new Map(rows.map((r) => [r.id, { ...r, summary: {} }]));
-    for (const x of sums) byRun.get(x.run_id).summary[x.key] = x.value;
-    const total = s.exp ? s.exp.total : '…';
-    showRuns([...byRun.values()], rows.length < kFirstPage ? ''
-      : ` · the first ${rows.length} of ${total} runs; the rest are loading`);
+    if (!stale('table')) return;
+    await table.refreshVisible();
   }
 
-  // Device column (attempts.devices_json through the workers' device lists) and ETA
-  // timing: the runs endpoint has neither.
-  async function refreshAttempts() {
-    const [rows, workerList, timing] = await Promise.all([
-      query(`SELECT a.run_id AS run, a.devices_json AS devices, a.worker_id AS worker
-FROM attempts a JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts
-WHERE r.experiment_id = ${id}`, signal),
-      get('/workers', signal),
-      loadTiming(id, signal),
-    ]);
-    const workers = new Map((workerList || []).map((w) => [w.id, w]));
-    s.devices = new Map(rows.map((r) =>
-      [r.run, deviceLabel(parseJson(r.devices, []), workers.get(r.worker))]));
+  // Workers (device names) and ETA timing: only while the experiment runs.
+  async function refreshTiming() {
+    if (!stale('timing')) return;
+    const [workerList, timing] = await Promise.all([get('/workers', signal),
+      s.active ? loadTiming(id, signal) : Promise.resolve(new Map())]);
+    s.workers = new Map((workerList || []).map((w) => [w.id, w]));
     s.timing = timing.get(id) || null;
     if (s.exp) etaEl.textContent = etaText(s.exp.counts || {}, s.timing);
     if (table) table.render();
   }
 
   // --- curves ------------------------------------------------------------------------
-  // The metric keys the overlaid runs have logged (a primary-key range per run).
+  // The metric keys the overlaid runs have logged (a reused run's are its source's).
   async function loadKeys() {
     const ids = [...s.selected].map(sqlInt);
     if (!ids.length) return false;
-    const rows = await query(
-      `SELECT DISTINCT key FROM metrics WHERE run_id IN (${ids.join(',')}) ORDER BY key`, signal);
+    const rows = await query(`SELECT DISTINCT key FROM metrics WHERE run_id IN (
+SELECT coalesce(reused_from, id) FROM runs WHERE id IN (${ids.join(',')})) ORDER BY key`, signal);
     const keys = rows.map((r) => r.key);
     if (!keys.length) return false;
     const preferred = ['train.loss', 'eval.loss', 'eval.ppl'].find((k) => keys.includes(k)) || keys[0];
     replace(keySelect, keys.map((k) => h('option', { value: k, selected: k === preferred }, k)));
-    s.key = preferred;
+    setKey(preferred);
     return true;
   }
+  function setKey(key) {
+    s.key = key;
+    const axes = { xLabel: xAxisLabel(key), yLabel: yAxisLabel(key), bytes: isBytesKey(key) };
+    runsChart.setAxes(axes);
+    armChart.setAxes(axes);
+  }
   keySelect.addEventListener('change', () => {
-    s.key = keySelect.value;
+    setKey(keySelect.value);
     s.streams.clear();
+    s.done = {};
     updateStreams();
-    refreshArms().catch((e) => { armNote.textContent = e.message; });
+    guard(pollStreams)();
+    guard(refreshArms, armNote)();
   });
 
   // Keeps one incremental stream per selected run, for the chosen key.
@@ -305,17 +381,26 @@ WHERE r.experiment_id = ${id}`, signal),
   async function pollStreams() {
     if (!s.key && !(await loadKeys())) {
       const l = runsChartBox.querySelector('.loading');
-      if (l) l.textContent = 'No points yet: the selected runs have not logged a metric.';
+      if (l) l.textContent = s.selected.size ? 'No points yet: the selected runs have not logged a metric.'
+        : 'No run selected: tick runs in the table.';
+      if (!s.selected.size) drawRuns();
       return;
     }
     updateStreams();
-    const byId = s.info;
+    const open = [...s.streams.entries()].filter(([, st]) => !st.done);
+    if (!open.length) return;  // every overlaid run finished and was read: nothing to ask
+    // The overlaid runs' status and attempt (they may be on no page in view).
+    const rows = await query(`SELECT id, arm, status, attempts, reused_from, config_json FROM runs
+WHERE id IN (${open.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
+    for (const r of rows) rememberRun(r);
     let changed = false;
-    await Promise.all([...s.streams.entries()].map(async ([runId, st]) => {
-      const run = byId.get(runId);
-      if (!run || st.done) return;
+    await Promise.all(open.map(async ([runId, st]) => {
+      const run = s.info.get(runId);
+      if (!run) return;
       const finished = run.status !== 'running' && run.status !== 'queued';
-      st.m.expectAttempt(run.attempts);
+      // A reused run's points are its source's (the coordinator answers those), whatever
+      // attempt count the reusing run has.
+      if (!run.reused_from) st.m.expectAttempt(run.attempts);
       if (await st.m.update(signal)) changed = true;
       // One more read after the run finished picks up its last points; then it is frozen.
       if (finished) st.done = true;
@@ -335,41 +420,47 @@ WHERE r.experiment_id = ${id}`, signal),
   }, () => guard(pollStreams)(), signal);  // guard is defined further down
 
   function drawRuns() {
-    const byId = s.info;
     const lines = [];
     for (const [runId, st] of s.streams) {
-      const run = byId.get(runId);
+      const run = s.info.get(runId);
       if (!run) continue;
       const d = st.m.get(s.key);
-      lines.push({ label: `#${runId} ${run.arm}`, color: colorFor(Math.max(0, s.arms.indexOf(run.arm))),
-        xs: d.xs, ys: d.ys });
+      const label = groupOf(run);
+      lines.push({ label: `#${runId} ${label}`, color: colorOf(label, run.arm), xs: d.xs, ys: d.ys });
     }
     lines.sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true }));
     runsChartBox.querySelector('.loading')?.remove();
     runsChart.set(lines);
   }
 
-  // Mean and standard deviation across runs of each arm at each step, one query. Past
-  // kArmSampleRuns runs it reads every k-th run of each arm (a scan of 10^6 points takes
-  // seconds, of 10^5 a fraction of one).
+  // Mean and standard deviation across runs of each group (arm x unpaired axes) at each
+  // step, one query. Past kArmSampleRuns runs per arm it reads a hashed sample of each arm
+  // (300 runs' mean ± sd draws as the whole arm's; a scan of 10^6 points takes seconds).
   async function refreshArms() {
-    if (!s.key) return;
-    const stride = Math.max(1, Math.ceil(s.runs.length / kArmSampleRuns));
+    if (!s.key || !stale('arms', s.key + s.by)) return;
+    const keys = byKeys();
+    const total = s.exp ? s.exp.total : 0;
+    const stride = Math.max(1, Math.ceil(total / Math.max(1, s.arms.length) / kArmSampleRuns));
+    // The config values are read only of the sampled runs (json_extract after the filter).
+    const gcols = keys.map((k, i) => `, json_extract(config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
+    const gsel = keys.map((_, i) => `, p.g${i} AS g${i}`).join('');
+    const ggrp = keys.map((_, i) => `, p.g${i}`).join('');
     const rows = await query(`
-WITH picked AS (
-  SELECT id, arm, reused_from FROM (
-    SELECT id, arm, reused_from, row_number() OVER (PARTITION BY arm ORDER BY idx) - 1 AS k
-    FROM runs WHERE experiment_id = ${id})
-  WHERE k % ${stride} = 0)
-SELECT p.arm AS arm, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
+WITH picked AS MATERIALIZED (
+  SELECT id, arm, reused_from${gcols} FROM runs WHERE id IN (
+    SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY arm ORDER BY idx) - 1 AS k
+      FROM runs WHERE experiment_id = ${id})
+    WHERE ${sampled('k', stride)}))
+SELECT p.arm AS arm${gsel}, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
 FROM picked p JOIN runs src ON src.id = coalesce(p.reused_from, p.id)
 JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
 WHERE m.key = ${sqlString(s.key)} AND m.value IS NOT NULL
-GROUP BY p.arm, m.step ORDER BY p.arm, m.step`, signal);
-    const byArm = new Map();
+GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
+    const byGroup = new Map();
     for (const r of rows) {
-      if (!byArm.has(r.arm)) byArm.set(r.arm, { xs: [], mean: [], lo: [], hi: [], n: 0 });
-      const a = byArm.get(r.arm);
+      const label = groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
+      if (!byGroup.has(label)) byGroup.set(label, { arm: r.arm, xs: [], mean: [], lo: [], hi: [], n: 0 });
+      const a = byGroup.get(label);
       const sd = Math.sqrt(Math.max(0, r.sq - r.mean * r.mean));
       a.xs.push(r.step);
       a.mean.push(r.mean);
@@ -379,23 +470,94 @@ GROUP BY p.arm, m.step ORDER BY p.arm, m.step`, signal);
     }
     const lines = [];
     const bands = [];
-    for (const [arm, a] of byArm) {
-      const c = colorFor(Math.max(0, s.arms.indexOf(arm)));
+    for (const [label, a] of byGroup) {
+      const c = colorOf(label, a.arm);
       const base = lines.length;
-      lines.push({ label: `${arm} (n=${a.n})`, color: c, xs: a.xs, ys: a.mean, width: 2 });
-      lines.push({ label: `${arm} +sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.hi, width: 0.5, legend: false });
-      lines.push({ label: `${arm} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5, legend: false });
+      lines.push({ label: `${label} (n=${a.n})`, color: c, xs: a.xs, ys: a.mean, width: 2 });
+      lines.push({ label: `${label} +sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.hi, width: 0.5, legend: false });
+      lines.push({ label: `${label} -sd`, color: withAlpha(c, 0.35), xs: a.xs, ys: a.lo, width: 0.5, legend: false });
       bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
     }
-    armNote.textContent = !byArm.size ? '(no points yet)'
-      : `(${s.key}${stride > 1 ? `; every ${stride}th run of ${s.runs.length}` : ''})`;
+    armNote.textContent = !byGroup.size ? '(no points yet)'
+      : `(${s.key}${keys.length ? ` by arm × ${keys.join(' × ')}` : ''}${stride > 1 ? `; a 1-in-${stride} sample of ${total} runs` : ''})`;
     armChart.set(lines, bands);
+    drawRuns();  // the overlay's colours follow the groups
+  }
+
+  // --- a config value against a summary metric ---------------------------------------------
+  function fillScatterSelects() {
+    const xs = s.varying.length ? s.varying : [];
+    const ys = s.summaryKeys || [];
+    const sig = JSON.stringify([xs, ys]);
+    if (scatterX.dataset.sig === sig) return;
+    scatterX.dataset.sig = sig;
+    const unpaired = unpairedAxes(s.varying, s.pairBy, s.gridArms);
+    const x0 = scatterX.value || unpaired[0] || xs[0];
+    const y0 = scatterY.value || preferredKeys(ys, 1)[0];
+    replace(scatterX, xs.map((k) => h('option', { value: k, selected: k === x0 }, k)));
+    replace(scatterY, ys.map((k) => h('option', { value: k, selected: k === y0 }, k)));
+  }
+  for (const sel of [scatterX, scatterY]) {
+    sel.addEventListener('change', () => { s.done.scatter = ''; guard(refreshScatter)(); });
+  }
+
+  // One dot per run (a hashed sample past kScatterPoints) and, beside it, the metric's mean ± SE
+  // per group: the arms broken down by the chosen axes, computed from the runs' configs.
+  async function refreshScatter() {
+    fillScatterSelects();
+    const x = scatterX.value;
+    const y = scatterY.value;
+    if (!x || !y) {
+      replace(scatterEl, h('p', { class: 'muted' }, !y ? 'No summary metric yet.' : 'The grid varies no config value.'));
+      replace(breakdown);
+      return;
+    }
+    if (!stale('scatter', x + y + s.by)) return;
+    const keys = byKeys();
+    const total = s.exp ? s.exp.total : 0;
+    const stride = Math.max(1, Math.ceil(total / kScatterPoints));
+    const gcols = keys.map((k, i) => `, json_extract(r.config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
+    const ggrp = keys.map((_, i) => `, g${i}`).join('');
+    const [dots, groups] = await Promise.all([
+      query(`SELECT r.arm AS arm, json_extract(r.config_json, ${jsonPathSql(x)}) AS x${gcols}, s.value AS y
+FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
+WHERE r.experiment_id = ${id} AND ${sampled('r.idx', stride)} AND s.value IS NOT NULL LIMIT ${kScatterPoints}`, signal),
+      query(`SELECT r.arm AS arm${gcols}, count(s.value) AS n, avg(s.value) AS mean,
+  avg(s.value * s.value) AS sq
+FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
+WHERE r.experiment_id = ${id} AND r.status = 'succeeded' AND s.value IS NOT NULL
+GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal),
+    ]);
+    const labelOf = (r) => groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
+    drawScatter(scatterEl, dots.map((r) => {
+      const label = labelOf(r);
+      return { x: r.x, y: r.y, label, color: colorOf(label, r.arm) };
+    }), { xLabel: x, yLabel: yAxisLabel(y) });
+    replace(breakdown, h('table', { class: 'grid-table', id: 'breakdown-table' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'arm'), keys.map((k) => h('th', {}, k)),
+        h('th', { class: 'num' }, 'n'), h('th', { class: 'num' }, `${y} mean ± se`))),
+      h('tbody', {}, groups.map((g) => {
+        const sd = g.n > 1 ? Math.sqrt(Math.max(0, (g.sq - g.mean * g.mean) * g.n / (g.n - 1))) : null;
+        const label = labelOf(g);
+        return h('tr', { dataset: { group: label } },
+          h('td', {}, h('span', { class: 'swatch', style: { background: colorOf(label, g.arm) } }), g.arm),
+          keys.map((_, i) => h('td', {}, paramText(g[`g${i}`]))),
+          h('td', { class: 'num' }, g.n),
+          h('td', { class: 'num' }, meanSe(y, g.mean, sd === null ? null : sd / Math.sqrt(g.n), g.n)));
+      }))));
   }
 
   // --- comparisons and window buckets -------------------------------------------------
+  let pairsAnswer = null;  // GET results?per_pair=1, read when a comparison's pairs open
+  const loadPairs = () => {
+    if (!pairsAnswer) pairsAnswer = get(`/experiments/${id}/results?per_pair=1`, signal);
+    return pairsAnswer;
+  };
   async function refreshResults() {
+    if (!stale('results')) return;
+    pairsAnswer = null;
     const r = await get(`/experiments/${id}/results`, signal);
-    replace(results, resultsTables(r || {}, s.pairBy));
+    replace(results, resultsTables(r || {}, s.pairBy, loadPairs));
     const rows = await query(`
 SELECT r.arm AS arm, hm.window AS window, count(*) AS n
 FROM head_maps hm JOIN runs r ON r.id = hm.run_id
@@ -414,43 +576,38 @@ GROUP BY r.arm, hm.window`, signal);
       if (e.name !== 'AbortError') out.textContent = e.message;
     }
   };
-  // The table and the first chart load side by side; the heavier panels (the arm chart
-  // scans every point of the experiment) start only once both are drawn, so they never
-  // hold either up, even on a coordinator that answers one request at a time.
-  const slow = () => (s.runs.length > 2000 ? 10000 : 2000);
-  let tableReady;
-  const tableShown = new Promise((resolve) => { tableReady = resolve; });
-  guard(firstPage)();
-  poll(guard(async () => {
-    await refreshRuns();
-    err.textContent = '';
-    tableReady();
-  }), () => (isActive() ? slow() : 10000), signal);
-  const chartShown = guard(async () => {
+  // The table and the first chart load side by side; the heavier panels start only once
+  // both are drawn, so they never hold either up.
+  const started = refreshExperiment().catch(showError);
+  const tableShown = started.then(guard(refreshTable));
+  const chartShown = started.then(guard(async () => {
     await firstSelection();
     await pollStreams();
-  })();
+  }));
   Promise.all([tableShown, chartShown]).then(() => {
     if (signal.aborted) return;
+    const slow = (activeMs, idleMs) => () => (s.active ? activeMs : idleMs);
+    // A finished experiment's counts change only by a retry or a resubmit: every 30 s.
+    poll(guard(refreshExperiment), slow(3000, 30000), signal);
+    poll(guard(refreshTable), slow(3000, 10000), signal);
     poll(guard(pollStreams), kLivePollMs, signal);
-    poll(guard(refreshAttempts), () => (isActive() ? 3000 : 30000), signal);
-    poll(guard(refreshArms, armNote), () => (isActive() ? 5000 : 60000), signal);
-    poll(guard(refreshResults, results), () => (isActive() ? 10000 : 60000), signal);
+    poll(guard(refreshTiming), slow(3000, 10000), signal);
+    poll(guard(refreshArms, armNote), slow(5000, 10000), signal);
+    poll(guard(refreshScatter), slow(10000, 10000), signal);
+    poll(guard(refreshResults, results), slow(10000, 10000), signal);
   });
 }
 
 // Arms (mean ± SE per metric, a metric per row so that 40 SAF metrics do not make the page
 // wide) and comparisons (paired statistic with its unit, n, mean ± SE, 95% CI, which side
 // is better and what the interval says).
-function resultsTables(r, pairBy) {
+// loadPairs() -> Promise of the results with per_pair lists (asked for when a comparison's
+// pairs are opened: at 10^5 runs they are most of the answer).
+function resultsTables(r, pairBy, loadPairs) {
   const arms = r.arms || [];
   const comps = r.comparisons || [];
   const columns = resultColumns(arms.flatMap((a) => Object.keys(a.metrics || {})));
-  const cell = (key, m) => {
-    if (!m) return '—';
-    if (isBytesKey(key)) return `${bytes(m.mean)} ± ${bytes(m.se)}`;
-    return m.se === null || m.se === undefined ? num(m.mean) : `${num(m.mean)} ± ${num(m.se)}`;
-  };
+  const cell = (key, m) => (m ? meanSe(key, m.mean, m.se, m.n) : '—');
   const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
     h('thead', {}, h('tr', {}, h('th', {}, 'metric'),
       arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm } }, a.arm,
@@ -465,29 +622,45 @@ function resultsTables(r, pairBy) {
       'mean ± se', '95% CI', 'better', 'reading', 'per pair'].map((c) => h('th', {}, c)))),
     h('tbody', {}, comps.map((c) => {
       const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : ci95(c.mean, c.se, c.n);
-      const pairs = c.per_pair || [];
+      const nPairs = c.n_pairs ?? (c.per_pair || []).length;
       const neutralValue = c.neutral ?? neutral(c.stat);
       const signif = ci && (ci[0] > neutralValue || ci[1] < neutralValue);
       return h('tr', { dataset: { comparison: c.name } },
         h('td', {}, c.name), h('td', {}, `${c.treatment} vs ${c.baseline}`), h('td', {}, c.metric),
         h('td', {}, c.stat + (c.unit ? ` (${c.unit})` : '')), h('td', { class: 'num' }, c.n),
-        h('td', { class: 'num' }, c.n ? `${num(c.mean)}${unit(c)} ± ${num(c.se)}` : '—'),
+        h('td', { class: 'num' }, c.n ? `${meanSe('', c.mean, c.se, c.n)}${unit(c)}` : '—'),
         h('td', { class: `num ci ${signif ? 'signif' : ''}` }, ci ? `[${num(ci[0])}, ${num(ci[1])}]${unit(c)}` : '—'),
         h('td', {}, c.better ? `${c.better}` : '—'),
         h('td', { class: 'verdict' }, c.verdict || c.note || (c.n < 2 ? 'too few pairs' : '—')),
-        h('td', {}, pairs.length ? h('details', {}, h('summary', {}, `${pairs.length} pairs`),
-          h('ul', { class: 'pairs' }, pairs.map((p) => h('li', {},
-            h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`), ' vs ',
-            h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`),
-            `: ${num(p.value)}${unit(c)} `, h('span', { class: 'muted' }, pairText(p.pair_key, pairBy))))))
-          : '—'));
+        h('td', {}, nPairs ? pairsDetails(c, nPairs, unit(c), pairBy, loadPairs, r.experiment) : '—'));
     }))) : h('p', { class: 'muted' }, 'No comparisons in this grid.');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
 }
 
-// The grid's varying keys that take more than one value among `runs`, in grid order.
-function varyingParams(runs, keys) {
-  return (keys || []).filter((k) => new Set(runs.map((r) => JSON.stringify(r.params ? r.params[k] : null))).size > 1);
+// A comparison's pairs, built when opened: the first kShownPairs of them, each with its
+// two runs (10^5 pairs as elements would be most of the page).
+function pairsDetails(c, nPairs, unitText, pairBy, loadPairs, experiment) {
+  const list = h('div', { class: 'pairs-box' }, loading('pairs'));
+  const box = h('details', { class: 'pairs-details' }, h('summary', {}, `${nPairs} pairs`), list);
+  box.addEventListener('toggle', async () => {
+    if (!box.open || box.dataset.loaded) return;
+    box.dataset.loaded = '1';
+    try {
+      const all = await loadPairs();
+      const mine = ((all.comparisons || []).find((x) => x.name === c.name) || {}).per_pair || [];
+      const shown = mine.slice(0, kShownPairs);
+      replace(list, h('ul', { class: 'pairs' }, shown.map((p) => h('li', {},
+        h('a', { href: `#/runs/${p.treatment_run}` }, `#${p.treatment_run}`), ' vs ',
+        h('a', { href: `#/runs/${p.baseline_run}` }, `#${p.baseline_run}`),
+        `: ${num(p.value)}${unitText} `, h('span', { class: 'muted' }, pairText(p.pair_key, pairBy))))),
+      mine.length > shown.length ? h('p', { class: 'muted' },
+        `the first ${shown.length} of ${mine.length} pairs; every one: headlab results ${experiment ?? ''} --json`) : null);
+    } catch (e) {
+      box.dataset.loaded = '';
+      replace(list, h('p', { class: 'error' }, e.message));
+    }
+  });
+  return box;
 }
 
 // A config value in a table cell.

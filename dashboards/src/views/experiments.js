@@ -30,6 +30,7 @@ export function experimentsView(el, _params, signal) {
       table)));
   let timing = new Map();
   let lastTiming = 0;
+  let anyActive = true;
   poll(async () => {
     let list;
     try {
@@ -39,7 +40,9 @@ export function experimentsView(el, _params, signal) {
       err.textContent = e.message;
       return;
     }
-    if (Date.now() - lastTiming > 5000) {
+    anyActive = list.some((x) => (x.counts?.queued || 0) + (x.counts?.running || 0) > 0);
+    // ETAs only move while something runs (a finished experiment's is "done").
+    if (anyActive && Date.now() - lastTiming > 5000) {
       lastTiming = Date.now();
       try {
         timing = await loadTiming(null, signal);
@@ -55,7 +58,7 @@ export function experimentsView(el, _params, signal) {
         const t = timing.get(x.id);
         return h('tr', { dataset: { experiment: x.id } },
           h('td', {}, h('a', { href: `#/experiments/${x.id}` }, `#${x.id}`)),
-          h('td', {}, h('a', { href: `#/experiments/${x.id}` }, x.name)),
+          h('td', { class: 'name', title: x.name }, h('a', { href: `#/experiments/${x.id}` }, x.name)),
           h('td', { class: 'muted' }, (x.created_at || '').replace('T', ' ').replace(/\..*|Z$/, '')),
           h('td', { class: 'wide' }, progressBar(counts, x.total)),
           h('td', {}, countsLine(counts)),
@@ -64,5 +67,5 @@ export function experimentsView(el, _params, signal) {
           h('td', { class: 'exp-tags' }, (x.tags || []).map((tag) =>
             h('a', { class: 'tag', href: `#/search?tag=${encodeURIComponent(tag)}` }, tag))));
       }));
-  }, 2000, signal);
+  }, () => (anyActive ? 2000 : 10000), signal);
 }

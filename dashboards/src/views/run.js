@@ -2,8 +2,9 @@
 // provenance with links to parent and child runs, attempts, summary, artifacts, config.
 import { h, replace, poll } from '../dom.js';
 import { get, getToken, query, sqlInt, sqlString } from '../api.js';
-import { num, bytes, metricValue, shortHash, parseJson, duration } from '../format.js';
-import { CurveChart, colorFor } from '../charts.js';
+import { num, bytes, metricValue, shortHash, parseJson, duration, unmeasured, isBytesKey, xAxisLabel,
+  yAxisLabel } from '../format.js';
+import { CurveChart, colorFor, chartControls } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { statusBadge, actionButton, loading, tagEditor, noteEditor, lastLines } from './common.js';
@@ -49,6 +50,8 @@ export function runView(el, [idText], signal) {
   const chartNote = h('span', { class: 'muted', id: 'charts-note' });
   const moreCharts = h('button', { id: 'charts-more', hidden: true }, 'show all');
   const charts = h('div', { class: 'charts run-charts', id: 'run-charts' }, loading('metrics'));
+  const chartMap = new Map();  // group name -> CurveChart
+  const controls = chartControls(() => chartMap.values(), 'run-chart-controls');
   const modeSelect = h('select', { id: 'head-mode' },
     ['role', 'score', 'window'].map((m) => h('option', { value: m }, m)));
   const grid = h('div', { id: 'head-grid' }, loading('head map'));
@@ -64,7 +67,7 @@ export function runView(el, [idText], signal) {
     h('section', { class: 'card' }, sub, cause, perf,
       h('div', { class: 'row' }, cancelButton, retryButton, h('span', { class: 'muted' }, 'tags'), tagsEl, msg),
       noteEl),
-    h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Curves'), chartNote, moreCharts), charts),
+    h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Curves'), chartNote, moreCharts, controls), charts),
     h('div', { class: 'two' },
       h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Heads'),
         h('label', {}, 'colour by ', modeSelect)), grid),
@@ -78,12 +81,17 @@ export function runView(el, [idText], signal) {
   let run = null;
   let heads = [];
   const stream = new RunMetrics(id, null);
-  const chartMap = new Map();  // group name -> CurveChart
   signal.addEventListener('abort', () => { for (const c of chartMap.values()) c.destroy(); });
   const active = () => run && (run.status === 'running' || run.status === 'queued');
 
+  let metricsStarted = false;
   async function refresh() {
     run = await get(`/runs/${id}`, signal);
+    // The curves are read as soon as the run is known (not on the next metrics tick).
+    if (!metricsStarted) {
+      metricsStarted = true;
+      poll(guard(pollMetrics), kLivePollMs, signal);
+    }
     const attemptList = Array.isArray(run.attempts) ? run.attempts : [];
     const attemptCount = attemptList.length || Number(run.attempts) || 0;
     title.textContent = `Run #${id} · ${run.arm || ''}`;
@@ -203,6 +211,8 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
   function group(key) {
     return key.endsWith('.loss') ? 'loss' : key;
   }
+  // The loss first, then the system series the worker samples (beside it), then the rest.
+  const rank = (g) => (g === 'loss' ? 0 : g.startsWith('sys.') ? 1 : 2);
 
   async function pollMetrics() {
     if (!run) return;
@@ -222,7 +232,7 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
       if (!groups.has(g)) groups.set(g, []);
       groups.get(g).push(k);
     }
-    const all = [...groups.keys()].sort((a, b) => (a === 'loss' ? -1 : b === 'loss' ? 1 : a.localeCompare(b)));
+    const all = [...groups.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
     const names = showAllCharts ? all : all.slice(0, kFirstCharts);
     chartNote.textContent = all.length > names.length
       ? `showing ${names.length} of ${all.length} metrics` : all.length ? `${all.length} metrics` : '';
@@ -240,7 +250,10 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
         if (!chartMap.size) charts.replaceChildren();
         const box = h('div', { class: 'chart', dataset: { group: name } });
         charts.append(h('div', {}, h('h3', {}, name), box));
-        chartMap.set(name, new CurveChart(box, { height: 200 }));
+        const chart = new CurveChart(box, { height: 200, xLabel: xAxisLabel(name),
+          yLabel: name === 'loss' ? 'loss (nats/token)' : yAxisLabel(name), bytes: isBytesKey(name) });
+        chart.setView(controls.view());
+        chartMap.set(name, chart);
       }
       chartMap.get(name).set(groups.get(name).map((k, i) => ({
         label: k, color: colorFor(i), ...stream.get(k) })));
@@ -262,7 +275,6 @@ WHERE run_id = ${id} ORDER BY attempt, layer, head`, signal);
     live.follow(active() ? [id] : []);
     if (!heads.length) await refreshHeads();
   }), () => (active() ? 2000 : 15000), signal);
-  poll(guard(pollMetrics), kLivePollMs, signal);
 }
 
 function kvTable(obj, id) {
@@ -359,7 +371,7 @@ function causeLine(run, attemptList) {
 function perfLine(run) {
   const sum = run.summary || {};
   const cfg = parseJson(run.config, run.config) || {};
-  const items = kPerformance.filter(([k]) => sum[k] !== undefined && sum[k] !== null)
+  const items = kPerformance.filter(([k]) => sum[k] !== undefined && sum[k] !== null && !unmeasured(k, sum[k]))
     .map(([k, label, f]) => h('span', { class: 'perf-item', dataset: { key: k } }, h('span', { class: 'muted' }, `${label} `), f(sum[k])));
   // The precision the run computed in (provenance), else what its config asked for.
   let prov = run.provenance;
