@@ -66,6 +66,14 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
         return true;
       }, "an array of GPU ordinals"));
     }
+    if (b.contains("keep_steps") && !b["keep_steps"].is_null()) {  // optional: pinned steps
+      HEADLAB_RETURN_IF_ERROR(Need(b, "keep_steps", [](const Json& j) {
+        if (!j.is_array()) return false;
+        for (const Json& s : j)
+          if (!IsInt(s) || s.get<int64_t>() < 1) return false;
+        return true;
+      }, "an array of positive steps"));
+    }
     if (b.contains("parent") && !b["parent"].is_null() && !b["parent"].is_object())
       return Status::InvalidArgument("parent: expected null or an object");
     if (b.contains("resume_fallbacks") && !b["resume_fallbacks"].is_null()) {
