@@ -85,8 +85,10 @@ HUGE=$(submit "$CHILD" --set 'model.layers=128' --set 'model.heads=128' --set 'm
 wait_grid "$HUGE" 60
 ERR=$(db "SELECT error FROM runs WHERE experiment_id = $HUGE")
 echo "$ERR"
-grep -q "rejected by w1: not enough disk for the run's checkpoints in .*: needs .* GiB (3 checkpoint(s) at once of .* GiB, train.keep_checkpoints 2, + 10% + 64 MiB), .* GiB free" <<<"$ERR" ||
+grep -q "rejected by [^:]*: not enough disk for the run's checkpoints in .*: needs .* GiB (3 checkpoint(s) at once of .* GiB, train.keep_checkpoints 2, + 10% + 64 MiB), .* GiB free" <<<"$ERR" ||
   fail "the refused run's error does not name the need and the free space: $ERR"
 ok "refused with the need and the free space"
+if grep -n "dropping bad message" "$HL_LOGS/worker-w1.log"; then fail "the worker dropped a coordinator message"; fi
+ok "every ACK (ARTIFACT_DELETED among them) was understood"
 check_daemons
 ok "retention test passed"

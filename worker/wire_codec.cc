@@ -48,9 +48,11 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
   if (cmd == wire::kAck) {
     HEADLAB_RETURN_IF_ERROR(NeedRef(b));
     HEADLAB_RETURN_IF_ERROR(Need(b, "what", [](const Json& j) {
-      return j == wire::kMetrics || j == wire::kArtifact || j == wire::kDone || j == wire::kProvenance;
-    }, "METRICS, ARTIFACT, PROVENANCE or DONE"));
-    if (b["what"] == wire::kMetrics || b["what"] == wire::kArtifact)
+      return j == wire::kMetrics || j == wire::kArtifact || j == wire::kArtifactDeleted ||
+             j == wire::kDone || j == wire::kProvenance;
+    }, "METRICS, ARTIFACT, ARTIFACT_DELETED, PROVENANCE or DONE"));
+    if (b["what"] == wire::kMetrics || b["what"] == wire::kArtifact ||
+        b["what"] == wire::kArtifactDeleted)
       return Need(b, "seq", IsInt, "an integer");
     return Status::Ok();
   }
