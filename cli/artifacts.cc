@@ -36,7 +36,9 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args) {
     for (const Json& a : list.value())
       rows.push_back({Str(a, "attempt") + "/" + Str(a, "seq"), Str(a, "kind"), Str(a, "step"),
                       KeyedCell("bytes", a.value("bytes", Json())), Str(a, "sha256").substr(0, 16),
-                      a.value("download", Json()).is_null() ? "too big for the API" : Str(a, "name"),
+                      !a.value("deleted_at", Json()).is_null() ? "deleted (retention)"
+                      : a.value("download", Json()).is_null() ? "too big for the API"
+                                                              : Str(a, "name"),
                       Str(a, "path")});
     if (rows.empty()) {
       std::printf("run %lld has no artifacts\n", static_cast<long long>(id.value()));
@@ -56,6 +58,9 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args) {
     return Fail(ctx, Status::NotFound("run " + std::to_string(id.value()) + " has no artifact " +
                                       want + " (ids are ATTEMPT/SEQ; see headlab artifacts " +
                                       std::to_string(id.value()) + ")"));
+  if (!found->value("deleted_at", Json()).is_null())
+    return Fail(ctx, Status::NotFound("artifact " + want + " (" + Str(*found, "path") + ") was deleted at " +
+                                      Str(*found, "deleted_at") + " by checkpoint retention"));
   if ((*found)["download"].is_null())
     return Fail(ctx, Status::InvalidArgument("artifact " + want + " is too big for the API; it is " +
                                              Str(*found, "path") + " on the worker's host"));

@@ -321,7 +321,8 @@ int RunShow(const CliContext& ctx, const ParsedArgs& args) {
   }
   PrintKeyValues(prov);
   PrintSection("artifacts");
-  PrintObjects(r.value("artifacts", Json::array()), {"attempt", "seq", "kind", "step", "bytes", "sha256", "path"});
+  PrintObjects(r.value("artifacts", Json::array()),
+               {"attempt", "seq", "kind", "step", "bytes", "sha256", "path", "deleted_at"});
   return kExitOk;
 }
 

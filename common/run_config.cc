@@ -61,6 +61,11 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("train.eval_batches", 1, 1e6, 8),
         IntKey("train.log_every", 1, 1e8, 10),
         IntKey("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
+        // Checkpoint retention (common/checkpoint_retention.h): an attempt keeps its newest
+        // keep_checkpoints checkpoints (0 = every one) and those of the steps in keep_steps
+        // ("1500,2500": the parent.step of continuations submitted later).
+        IntKey("train.keep_checkpoints", 0, 1e6, 2),
+        StrKey("train.keep_steps", "", nullptr),
         NumKey("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
         StrKey("train.device", "auto", "auto|cpu|cuda"),
         IntKey("train.threads", 0, 1024, 0),  // 0 = the library default
@@ -310,6 +315,10 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
     return Invalid(file, prefix + ".parent.step",
                    "a parent checkpoint step needs parent.run or parent.experiment (submit "
                    "with --set parent.run=ID,... or --set parent.experiment=ID)");
+  if (!ParsePositiveIntList(c["train"]["keep_steps"].get_ref<const std::string&>()).ok())
+    return Invalid(file, prefix + ".train.keep_steps",
+                   "expected a comma-separated list of positive steps, got \"" +
+                       c["train"]["keep_steps"].get<std::string>() + "\"");
   if (!c["parent"]["arm"].get_ref<const std::string&>().empty() && parent_experiment == 0)
     return Invalid(file, prefix + ".parent.arm", "parent.arm needs parent.experiment");
   if (c["time_match"]["experiment"].get<int64_t>() == -1 &&

@@ -3,8 +3,8 @@
 //    message  := protocol command auth body      (worker -> coordinator, 4 frames)
 //              | protocol command body           (coordinator -> worker, 3 frames)
 //    protocol := "HLW2"
-//    command  := READY | HEARTBEAT | ACCEPT | REJECT | METRICS | ARTIFACT | PROVENANCE |
-//                DONE | DISCONNECT                               (worker -> coordinator)
+//    command  := READY | HEARTBEAT | ACCEPT | REJECT | METRICS | ARTIFACT |
+//                ARTIFACT_DELETED | PROVENANCE | DONE | DISCONNECT  (worker -> coordinator)
 //              | WELCOME | REFUSE | REREGISTER | HEARTBEAT | ASSIGN | CANCEL | ACK
 //                                                                (coordinator -> worker)
 //    auth     := the shared token (READY) | the session key of the last WELCOME (others)
@@ -25,6 +25,7 @@ inline constexpr const char* kAccept = "ACCEPT";
 inline constexpr const char* kReject = "REJECT";
 inline constexpr const char* kMetrics = "METRICS";
 inline constexpr const char* kArtifact = "ARTIFACT";
+inline constexpr const char* kArtifactDeleted = "ARTIFACT_DELETED";
 inline constexpr const char* kProvenance = "PROVENANCE";
 inline constexpr const char* kDone = "DONE";
 inline constexpr const char* kDisconnect = "DISCONNECT";

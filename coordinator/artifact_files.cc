@@ -21,16 +21,18 @@ StatusOr<Json> ArtifactsView(Db* db, int64_t run) {
   r.Bind(1, run);
   if (!r.Step()) return Status::NotFound("run " + std::to_string(run) + " not found");
   Stmt s = db->MustPrepare(
-      "SELECT attempt, seq, kind, step, bytes, sha256, path, created_at FROM artifacts "
+      "SELECT attempt, seq, kind, step, bytes, sha256, path, created_at, deleted_at FROM artifacts "
       "WHERE run_id=? ORDER BY attempt, seq");
   s.Bind(1, run);
   Json out = Json::array();
   while (s.Step()) {
     const int64_t bytes = s.Int(4);
+    const bool deleted = !s.IsNull(8);
     Json a = {{"attempt", s.Int(0)}, {"seq", s.Int(1)}, {"kind", s.Text(2)}, {"step", s.Int(3)},
               {"bytes", bytes}, {"sha256", s.Text(5)}, {"path", s.Text(6)},
-              {"name", BaseName(s.Text(6))}, {"created_at", s.Text(7)}};
-    a["download"] = bytes <= kMaxArtifactDownloadBytes
+              {"name", BaseName(s.Text(6))}, {"created_at", s.Text(7)},
+              {"deleted_at", deleted ? Json(s.Text(8)) : Json(nullptr)}};
+    a["download"] = !deleted && bytes <= kMaxArtifactDownloadBytes
                         ? Json("/api/v1/runs/" + std::to_string(run) + "/artifacts/" +
                                std::to_string(s.Int(0)) + "/" + std::to_string(s.Int(1)))
                         : Json(nullptr);
@@ -41,11 +43,15 @@ StatusOr<Json> ArtifactsView(Db* db, int64_t run) {
 
 StatusOr<ArtifactFile> ReadArtifactFile(Db* db, int64_t run, int64_t attempt, int64_t seq) {
   Stmt s = db->MustPrepare(
-      "SELECT kind, path, sha256, bytes FROM artifacts WHERE run_id=? AND attempt=? AND seq=?");
+      "SELECT kind, path, sha256, bytes, deleted_at FROM artifacts WHERE run_id=? AND attempt=? "
+      "AND seq=?");
   s.Bind(1, run).Bind(2, attempt).Bind(3, seq);
   const std::string what = "artifact " + std::to_string(seq) + " of run " + std::to_string(run) +
                            " attempt " + std::to_string(attempt);
   if (!s.Step()) return Status::NotFound(what + " not found");
+  if (!s.IsNull(4))
+    return Status::NotFound(what + ": " + s.Text(1) + " was deleted at " + s.Text(4) +
+                            " (checkpoint retention, train.keep_checkpoints)");
   ArtifactFile f;
   f.kind = s.Text(0);
   const std::string path = s.Text(1);

@@ -24,13 +24,14 @@ struct ArtifactFile {
   std::string bytes;   // the content
 };
 
-// Returns [{attempt, seq, kind, step, bytes, sha256, path, name, download}] of the run,
-// where `download` is the API path of the file or null when it is too big to be sent.
-// NotFound for an unknown run.
+// Returns [{attempt, seq, kind, step, bytes, sha256, path, name, created_at, deleted_at,
+// download}] of the run, where `download` is the API path of the file or null when it is
+// too big to be sent or deleted (deleted_at: when checkpoint retention removed it, else
+// null). NotFound for an unknown run.
 StatusOr<Json> ArtifactsView(Db* db, int64_t run);
 
-// Returns the content of artifact (run, attempt, seq). NotFound for an unknown artifact or
-// a file this host cannot read; Unavailable when it is larger than
+// Returns the content of artifact (run, attempt, seq). NotFound for an unknown or deleted
+// artifact or a file this host cannot read; Unavailable when it is larger than
 // kMaxArtifactDownloadBytes; Corruption when its bytes no longer have the recorded SHA-256.
 StatusOr<ArtifactFile> ReadArtifactFile(Db* db, int64_t run, int64_t attempt, int64_t seq);
 

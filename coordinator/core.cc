@@ -75,8 +75,8 @@ namespace {
 
 bool IsWorkerCommand(const std::string& c) {
   for (const char* k : {wire::kReady, wire::kHeartbeat, wire::kAccept, wire::kReject,
-                        wire::kMetrics, wire::kArtifact, wire::kProvenance, wire::kDone,
-                        wire::kDisconnect})
+                        wire::kMetrics, wire::kArtifact, wire::kArtifactDeleted,
+                        wire::kProvenance, wire::kDone, wire::kDisconnect})
     if (c == k) return true;
   return false;
 }
@@ -125,6 +125,7 @@ void Core::HandleMessage(const std::string& route, const std::string& command,
   if (command == wire::kAccept) return OnAccept(w, j, now);
   if (command == wire::kReject) return OnReject(w, j, now);
   if (command == wire::kArtifact) return OnArtifact(w, j, now);
+  if (command == wire::kArtifactDeleted) return OnArtifactDeleted(w, j, now);
   if (command == wire::kProvenance) return OnProvenance(w, j, now);
   if (command == wire::kDone) return OnDone(w, j, now);
   if (command == wire::kDisconnect) return OnDisconnect(w);
@@ -334,6 +335,21 @@ void Core::OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now) {
     Renew(w, m->ref, now);
   }
   if (ack) Ack(*w, m->ref, wire::kArtifact, m->seq);
+}
+
+void Core::OnArtifactDeleted(WorkerInfo* w, const Json& body, Clock::time_point now) {
+  auto m = ParseArtifactDeleted(body);
+  if (!m.ok()) {
+    Drop("bad body", "dropped ARTIFACT_DELETED from " + w->id + ": " + m.status().message(), now);
+    return;
+  }
+  bool ack = false;
+  if (MayWrite(*w, m->ref, wire::kArtifactDeleted, now, &ack)) {
+    Status st = store_->MarkArtifactDeleted(m->ref, m->seq, m->path);
+    if (!st.ok()) Drop("bad artifact", "ARTIFACT_DELETED from " + w->id + " not stored: " + st.message(), now);
+    Renew(w, m->ref, now);
+  }
+  if (ack) Ack(*w, m->ref, wire::kArtifactDeleted, m->seq);
 }
 
 void Core::OnProvenance(WorkerInfo* w, const Json& body, Clock::time_point now) {

@@ -161,6 +161,7 @@ class Core {
   void OnReject(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnMetrics(WorkerInfo* w, const std::string& body, Clock::time_point now);
   void OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now);
+  void OnArtifactDeleted(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnProvenance(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnDone(WorkerInfo* w, const Json& body, Clock::time_point now);
   void OnDisconnect(WorkerInfo* w);

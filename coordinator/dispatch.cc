@@ -138,6 +138,9 @@ void Core::Dispatch(Clock::time_point now) {
                    {"config", config.ok() ? *config : Json::object()}, {"resume", resume},
                    {"resume_fallbacks", fallbacks}, {"devices", p->devices}};
     if (parent.state == ParentResolution::State::kReady) assign["parent"] = parent.checkpoint;
+    // Checkpoint retention keeps the steps that stored continuations start from.
+    Json pinned = PinnedSteps(store_->db(), r->id);
+    if (!pinned.empty()) assign["keep_steps"] = std::move(pinned);
     SendTo(*w, wire::kAssign, assign);
   }
 }

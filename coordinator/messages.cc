@@ -374,6 +374,16 @@ StatusOr<ArtifactMsg> ParseArtifact(const Json& b) {
   return m;
 }
 
+StatusOr<ArtifactDeletedMsg> ParseArtifactDeleted(const Json& b) {
+  const char* c = "ARTIFACT_DELETED";
+  HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));
+  ArtifactDeletedMsg m;
+  HEADLAB_RETURN_IF_ERROR(GetRef(b, c, &m.ref));
+  HEADLAB_RETURN_IF_ERROR(GetInt(b, c, "seq", 0, kMaxId, &m.seq));
+  HEADLAB_RETURN_IF_ERROR(GetString(b, c, "path", &m.path));
+  return m;
+}
+
 StatusOr<AttemptRef> ParseProvenance(const Json& b) {
   const char* c = "PROVENANCE";
   HEADLAB_RETURN_IF_ERROR(CheckObject(b, c));

@@ -52,6 +52,12 @@ struct ArtifactMsg {
   int64_t step = 0;
 };
 
+struct ArtifactDeletedMsg {
+  AttemptRef ref;
+  int64_t seq = 0;  // the ARTIFACT whose file is gone
+  std::string path;
+};
+
 struct DoneMsg {
   AttemptRef ref;
   std::string status;  // succeeded | failed | cancelled
@@ -80,6 +86,7 @@ StatusOr<AttemptRef> ParseRef(const Json& body, const char* command);
 // tree: METRICS is the bulk of the traffic (docs/DESIGN.md, Scale). Bounded like ParseBody.
 StatusOr<MetricsMsg> ParseMetricsText(const std::string& text);
 StatusOr<ArtifactMsg> ParseArtifact(const Json& body);
+StatusOr<ArtifactDeletedMsg> ParseArtifactDeleted(const Json& body);
 // PROVENANCE {run, attempt, fields: {...}}: returns the ref; fields are body["fields"].
 StatusOr<AttemptRef> ParseProvenance(const Json& body);
 StatusOr<DoneMsg> ParseDone(const Json& body);

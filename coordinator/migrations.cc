@@ -19,6 +19,9 @@ const char kMigration003[] =
 const char kMigration004[] =
 #include "schema/004_results.sql.inc"
     ;
+const char kMigration005[] =
+#include "schema/005_checkpoint_retention.sql.inc"
+    ;
 
 }  // namespace
 
@@ -28,6 +31,7 @@ const std::vector<Migration>& Migrations() {
       {2, "schema/002_paired_details.sql", kMigration002},
       {3, "schema/003_annotations.sql", kMigration003},
       {4, "schema/004_results.sql", kMigration004},
+      {5, "schema/005_checkpoint_retention.sql", kMigration005},
   };
   return kAll;
 }

@@ -61,22 +61,45 @@ ParentResolution ResolveParent(Db* db, const Json& config) {
     return out;
   }
   // Prefer the succeeded (latest) attempt's artifact: an earlier lost attempt may have
-  // written a checkpoint of the same step with other bytes.
+  // written a checkpoint of the same step with other bytes. Deleted ones (checkpoint
+  // retention) stay listed but are gone.
   Stmt ck = db->MustPrepare(
-      "SELECT path, sha256, step FROM artifacts WHERE run_id=? AND kind='checkpoint' "
-      "AND (?=0 OR step=?) ORDER BY step DESC, attempt DESC, seq DESC LIMIT 1");
+      "SELECT path, sha256, step, deleted_at IS NOT NULL FROM artifacts WHERE run_id=? "
+      "AND kind='checkpoint' AND (?=0 OR step=?) "
+      "ORDER BY deleted_at IS NULL DESC, step DESC, attempt DESC, seq DESC LIMIT 1");
   ck.Bind(1, source).Bind(2, step).Bind(3, step);
-  if (!ck.Step()) {
+  const bool found = ck.Step();
+  const bool deleted = found && ck.Int(3) != 0;
+  if (!found || deleted) {
     out.state = ParentResolution::State::kFail;
-    out.error = name + " has no checkpoint" +
+    out.error = name + (deleted ? "'s checkpoint" : " has no checkpoint") +
                 (step ? " of step " + std::to_string(step) : std::string()) +
-                " (train.checkpoint_every decides which steps are saved)";
+                (deleted ? " was deleted by checkpoint retention (list the step in the parent's "
+                           "train.keep_steps, or submit continuations before the parent starts)"
+                         : " (train.checkpoint_every decides which steps are saved)");
     return out;
   }
   out.state = ParentResolution::State::kReady;
   out.checkpoint = {{"run", parent}, {"path", ck.Text(0)}, {"sha256", ck.Text(1)},
                     {"step", ck.Int(2)}};
   return out;
+}
+
+Json PinnedSteps(Db* db, int64_t run) {
+  Stmt r = db->MustPrepare("SELECT experiment_id, arm, seed FROM runs WHERE id=?");
+  r.Bind(1, run);
+  Json steps = Json::array();
+  if (!r.Step()) return steps;
+  // Both lookups go through the expression indexes of schema/005_checkpoint_retention.sql.
+  Stmt q = db->MustPrepare(
+      "SELECT DISTINCT json_extract(config_json, '$.parent.step') AS s FROM runs "
+      "WHERE json_extract(config_json, '$.parent.run') = ?1 AND s > 0 "
+      "UNION SELECT json_extract(config_json, '$.parent.step') AS s FROM runs "
+      "WHERE json_extract(config_json, '$.parent.experiment') = ?2 AND seed = ?4 "
+      "AND json_extract(config_json, '$.parent.arm') IN ('', ?3) AND s > 0 ORDER BY s");
+  q.Bind(1, run).Bind(2, r.Int(0)).Bind(3, r.Text(1)).Bind(4, r.Int(2));
+  while (q.Step()) steps.push_back(q.Int(0));
+  return steps;
 }
 
 Status FailQueuedRun(Db* db, int64_t run, const std::string& error) {

@@ -33,6 +33,12 @@ ParentResolution ResolveParent(Db* db, const Json& config);
 int64_t FindRunBySeed(Db* db, int64_t experiment, const std::string& arm, int64_t seed,
                       int64_t parent_run, const std::string& what, std::string* error);
 
+// Returns the steps (ascending, > 0) that continuations stored in this coordinator start
+// from when they name run `run` as their parent (parent.run, or parent.experiment with
+// its arm or "" and its seed): ASSIGN.keep_steps, the checkpoints retention must keep
+// (common/checkpoint_retention.h). parent.step 0, the final checkpoint, is always kept.
+Json PinnedSteps(Db* db, int64_t run);
+
 // Marks queued run `run` failed with `error` (a continuation whose parent cannot provide
 // its checkpoint). The caller records the event.
 Status FailQueuedRun(Db* db, int64_t run, const std::string& error);

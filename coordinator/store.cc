@@ -72,7 +72,7 @@ Status Store::Open(const std::string& path) {
       "WHERE id=?");
   latest_ckpt_ = db_.MustPrepare(
       "SELECT path, sha256, step FROM artifacts WHERE run_id=? AND kind='checkpoint' "
-      "ORDER BY step DESC, attempt DESC, seq DESC LIMIT ?");
+      "AND deleted_at IS NULL ORDER BY step DESC, attempt DESC, seq DESC LIMIT ?");
   is_checkpoint_ = db_.MustPrepare(
       "SELECT 1 FROM artifacts WHERE run_id=? AND kind='checkpoint' AND path=? AND sha256=? "
       "AND step=? LIMIT 1");
@@ -492,6 +492,14 @@ Status Store::InsertArtifact(const AttemptRef& ref, int64_t seq, const std::stri
   insert_artifact_.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, seq).Bind(4, kind)
       .Bind(5, path).Bind(6, sha256).Bind(7, bytes).Bind(8, step).Bind(9, NowIso());
   return insert_artifact_.Exec();
+}
+
+Status Store::MarkArtifactDeleted(const AttemptRef& ref, int64_t seq, const std::string& path) {
+  Stmt s = db_.MustPrepare(
+      "UPDATE artifacts SET deleted_at=? WHERE run_id=? AND attempt=? AND seq=? AND path=? "
+      "AND deleted_at IS NULL");
+  s.Bind(1, NowIso()).Bind(2, ref.run).Bind(3, ref.attempt).Bind(4, seq).Bind(5, path);
+  return s.Exec();
 }
 
 Status Store::UpsertProvenance(const AttemptRef& ref, const Json& fields) {

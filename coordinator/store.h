@@ -170,6 +170,9 @@ class Store {
   Status InsertArtifact(const AttemptRef& ref, int64_t seq, const std::string& kind,
                         const std::string& path, const std::string& sha256, int64_t bytes,
                         int64_t step);
+  // ARTIFACT_DELETED: sets deleted_at of artifact (run, attempt, seq) once, if its path is
+  // `path` (a resend is harmless; a path that does not match changes nothing).
+  Status MarkArtifactDeleted(const AttemptRef& ref, int64_t seq, const std::string& path);
   Status UpsertProvenance(const AttemptRef& ref, const Json& fields);
   // Replaces rows with the same (run, attempt, layer, head).
   Status InsertHeadMaps(const AttemptRef& ref, const std::vector<HeadMapRow>& rows);

@@ -256,7 +256,7 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
   run["provenance_by_attempt"] = by_attempt;
 
   Stmt art = db->MustPrepare(
-      "SELECT attempt, seq, kind, path, sha256, bytes, step, created_at FROM artifacts "
+      "SELECT attempt, seq, kind, path, sha256, bytes, step, created_at, deleted_at FROM artifacts "
       "WHERE run_id=? ORDER BY attempt, seq");
   art.Bind(1, id);
   run["artifacts"] = RowsJson(art);

@@ -24,8 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace headlab::coord;
   if (size == 0) return 0;
   static const char* kCommands[] = {"METRICS", "READY",    "HEARTBEAT",  "REJECT",
-                                    "ACCEPT",  "ARTIFACT", "PROVENANCE", "DONE"};
-  const std::string command = kCommands[data[0] % 8];
+                                    "ACCEPT",  "ARTIFACT", "PROVENANCE", "DONE",
+                                    "ARTIFACT_DELETED"};
+  const std::string command = kCommands[data[0] % 9];
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   if (command == "METRICS") {
     Expect(ParseMetricsText(body));
@@ -42,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else if (command == "ACCEPT") Expect(ParseAccept(*j));
   else if (command == "ARTIFACT") Expect(ParseArtifact(*j));
   else if (command == "PROVENANCE") Expect(ParseProvenance(*j));
+  else if (command == "ARTIFACT_DELETED") Expect(ParseArtifactDeleted(*j));
   else Expect(ParseDone(*j));
   return 0;
 }

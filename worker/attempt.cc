@@ -44,6 +44,10 @@ void Attempt::ReportProvenance() {
   emit_(wire::kProvenance, std::move(body));
 }
 
+void Attempt::RetainCheckpoints(RetentionPolicy policy, const std::string& out_dir) {
+  checkpoints_.emplace(std::move(policy), out_dir);
+}
+
 void Attempt::Kill() {
   child_->SignalGroup(SIGKILL);
   kill_at_ = Clock::time_point::max();
@@ -96,6 +100,15 @@ void Attempt::HandleLine(const std::string& line) {
       body.update(Json{{"seq", next_artifact_seq_++}, {"kind", ev->kind}, {"path", ev->path},
                        {"sha256", ev->sha256}, {"bytes", ev->bytes}, {"step", ev->step}});
       emit_(wire::kArtifact, std::move(body));
+      if (checkpoints_ && ev->kind == "checkpoint") {
+        const int64_t seq = next_artifact_seq_ - 1;
+        for (const CheckpointTracker::Checkpoint& c :
+             checkpoints_->Add({seq, ev->path, ev->step, int64_t(ev->bytes)})) {
+          Json gone = Body();
+          gone.update(Json{{"seq", c.seq}, {"path", c.path}});
+          emit_(wire::kArtifactDeleted, std::move(gone));
+        }
+      }
       break;
     }
     case ExecEvent::Type::kProvenance: {

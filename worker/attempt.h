@@ -1,5 +1,6 @@
 // One running attempt: the `headlab exec` child, its event stream turned into protocol
-// messages (METRICS batches, ARTIFACT, PROVENANCE, DONE), cancel with a grace period.
+// messages (METRICS batches, ARTIFACT, ARTIFACT_DELETED, PROVENANCE, DONE), checkpoint
+// retention, cancel with a grace period.
 // Driven by the worker's main loop thread only.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "common/wire.h"
 #include "worker/child_output.h"
 #include "common/child_process.h"
+#include "worker/checkpoint_tracker.h"
 #include "worker/exec_event_reader.h"
 
 namespace headlab {
@@ -56,6 +58,12 @@ class Attempt {
   Json Ref() const { return Json{{"run", run_}, {"attempt", attempt_}}; }
   // Emits PROVENANCE with the fields known so far (the caller does it once after ACCEPT).
   void ReportProvenance();
+  // Applies checkpoint retention to the checkpoint artifacts the child reports from now
+  // on (those in `out_dir`, the attempt's directory): each deletion is emitted as
+  // ARTIFACT_DELETED {run, attempt, seq, path} after the file is gone.
+  void RetainCheckpoints(RetentionPolicy policy, const std::string& out_dir);
+  // Returns the bytes of this attempt's checkpoints on disk now (0 without retention).
+  int64_t checkpoint_bytes_held() const { return checkpoints_ ? checkpoints_->bytes_held() : 0; }
   // Returns the child's pipe fds that are still open (to poll for POLLIN).
   std::vector<int> Fds() const;
   // Consumes what is readable on `fd`.
@@ -97,6 +105,7 @@ class Attempt {
   const Emit emit_;
 
   std::unique_ptr<ChildProcess> child_;
+  std::optional<CheckpointTracker> checkpoints_;  // set by RetainCheckpoints
   LineSplitter stdout_lines_;
   TailBuffer stderr_tail_;
   Json provenance_;                   // host facts + exec's fields so far

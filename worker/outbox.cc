@@ -18,7 +18,7 @@ void Outbox::Add(const std::string& command, const Json& body) {
   int64_t seq = -1;
   if (command == wire::kMetrics) {
     for (const Json& p : body["points"]) seq = std::max(seq, p[0].get<int64_t>());
-  } else if (command == wire::kArtifact) {
+  } else if (command == wire::kArtifact || command == wire::kArtifactDeleted) {
     seq = body["seq"];
   } else if (command == wire::kProvenance) {
     q.erase(std::remove_if(q.begin(), q.end(),
@@ -67,7 +67,7 @@ size_t Outbox::Ack(const Json& run, int64_t attempt, const std::string& what, in
     if (what == wire::kDone) return true;
     if (e.command != what) return false;
     if (what == wire::kMetrics) return e.seq <= seq;
-    if (what == wire::kArtifact) return e.seq == seq;
+    if (what == wire::kArtifact || what == wire::kArtifactDeleted) return e.seq == seq;
     return what == wire::kProvenance;
   };
   for (const Entry& e : q)

@@ -1,6 +1,7 @@
 // Outbox: the worker's results that the coordinator has not acknowledged yet (METRICS,
-// ARTIFACT, PROVENANCE, DONE), kept for resending after a reconnect. Ingestion is an
-// upsert keyed by (run, attempt, seq), so resending what did arrive is harmless.
+// ARTIFACT, ARTIFACT_DELETED, PROVENANCE, DONE), kept for resending after a reconnect.
+// Ingestion is an upsert keyed by (run, attempt, seq), so resending what did arrive is
+// harmless.
 // Used by the worker's main loop thread only.
 #pragma once
 
@@ -28,7 +29,8 @@ class Outbox {
   // earlier unacked one: each carries all fields known so far.
   void Add(const std::string& command, const Json& body);
   // Applies ACK {run, attempt, what, seq} (schema/protocol.md): METRICS drops batches
-  // whose points all have seq <= `seq`; ARTIFACT drops that artifact; PROVENANCE drops the
+  // whose points all have seq <= `seq`; ARTIFACT and ARTIFACT_DELETED drop that
+  // artifact's message of the same command; PROVENANCE drops the
   // attempt's provenance; DONE drops everything of the attempt. Returns the number of
   // messages dropped.
   size_t Ack(const Json& run, int64_t attempt, const std::string& what, int64_t seq);
@@ -47,7 +49,7 @@ class Outbox {
   struct Entry {
     std::string command;
     Json body;
-    int64_t seq;  // METRICS: highest point seq; ARTIFACT: its seq; else -1
+    int64_t seq;  // METRICS: highest point seq; ARTIFACT(_DELETED): its seq; else -1
   };
   static std::string Key(const Json& run, int64_t attempt);
   // Drops the oldest METRICS batches until at most max_metric_points_ are kept.

@@ -80,4 +80,15 @@ TEST_CASE("Outbox caps unacknowledged metric points, dropping the oldest batches
   CHECK(o.size() == 2);
 }
 
+TEST_CASE("Outbox: ARTIFACT and ARTIFACT_DELETED of one seq are acknowledged apart") {
+  Outbox o;
+  o.Add("ARTIFACT", Json{{"run", 1}, {"attempt", 0}, {"seq", 3}});
+  o.Add("ARTIFACT_DELETED", Json{{"run", 1}, {"attempt", 0}, {"seq", 3}, {"path", "/w/c"}});
+  CHECK(o.Ack(Json(1), 0, "ARTIFACT", 3) == 1);
+  CHECK(Commands(o) == std::vector<std::string>{"ARTIFACT_DELETED"});
+  CHECK(o.Ack(Json(1), 0, "ARTIFACT_DELETED", 2) == 0);
+  CHECK(o.Ack(Json(1), 0, "ARTIFACT_DELETED", 3) == 1);
+  CHECK(o.size() == 0);
+}
+
 }  // namespace headlab

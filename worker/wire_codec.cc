@@ -48,9 +48,11 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
   if (cmd == wire::kAck) {
     HEADLAB_RETURN_IF_ERROR(NeedRef(b));
     HEADLAB_RETURN_IF_ERROR(Need(b, "what", [](const Json& j) {
-      return j == wire::kMetrics || j == wire::kArtifact || j == wire::kDone || j == wire::kProvenance;
-    }, "METRICS, ARTIFACT, PROVENANCE or DONE"));
-    if (b["what"] == wire::kMetrics || b["what"] == wire::kArtifact)
+      return j == wire::kMetrics || j == wire::kArtifact || j == wire::kArtifactDeleted ||
+             j == wire::kDone || j == wire::kProvenance;
+    }, "METRICS, ARTIFACT, ARTIFACT_DELETED, PROVENANCE or DONE"));
+    if (b["what"] == wire::kMetrics || b["what"] == wire::kArtifact ||
+        b["what"] == wire::kArtifactDeleted)
       return Need(b, "seq", IsInt, "an integer");
     return Status::Ok();
   }
@@ -65,6 +67,14 @@ Status ValidateBody(const std::string& cmd, const Json& b) {
           if (!IsInt(d) || d.get<int64_t>() < 0 || d.get<int64_t>() > 65535) return false;
         return true;
       }, "an array of GPU ordinals"));
+    }
+    if (b.contains("keep_steps") && !b["keep_steps"].is_null()) {  // optional: pinned steps
+      HEADLAB_RETURN_IF_ERROR(Need(b, "keep_steps", [](const Json& j) {
+        if (!j.is_array()) return false;
+        for (const Json& s : j)
+          if (!IsInt(s) || s.get<int64_t>() < 1) return false;
+        return true;
+      }, "an array of positive steps"));
     }
     if (b.contains("parent") && !b["parent"].is_null() && !b["parent"].is_object())
       return Status::InvalidArgument("parent: expected null or an object");

@@ -37,6 +37,10 @@ TEST_CASE("DecodeCoordinatorMessage accepts valid messages") {
       R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":null,"devices":[0,1]})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "ACK", R"({"run":3,"attempt":1,"what":"DONE"})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "ACK", R"({"run":3,"attempt":1,"what":"METRICS","seq":9})"})).ok());
+  CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "ACK",
+      R"({"run":3,"attempt":1,"what":"ARTIFACT_DELETED","seq":2})"})).ok());
+  CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "ASSIGN",
+      R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":null,"keep_steps":[20,40]})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "REFUSE", R"({"reason":"bad token"})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "CANCEL", R"({"run":3,"attempt":1})"})).ok());
   CHECK(DecodeCoordinatorMessage(Frames({"HLW2", "WELCOME",
@@ -75,6 +79,9 @@ TEST_CASE("DecodeCoordinatorMessage rejects malformed messages") {
       {"HLW2", "CANCEL", R"({"run":[],"attempt":1})"},
       {"HLW2", "ACK", R"({"run":3,"attempt":1,"what":"EVERYTHING","seq":1})"},
       {"HLW2", "ACK", R"({"run":3,"attempt":1,"what":"METRICS"})"},
+      {"HLW2", "ACK", R"({"run":3,"attempt":1,"what":"ARTIFACT_DELETED"})"},
+      {"HLW2", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"keep_steps":[0]})"},
+      {"HLW2", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"keep_steps":"20"})"},
       {"HLW2", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1})"},
       {"HLW2", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":[]})"},
       {"HLW2", "ASSIGN", R"({"run":3,"attempt":1,"experiment":1,"config":{},"resume":{"path":"/c"}})"},

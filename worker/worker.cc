@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/run_config.h"
 #include "worker/attempt_manifest.h"
 #include "worker/host_provenance.h"
 
@@ -155,6 +156,8 @@ void Worker::HandleAssign(const Json& b) {
   }
   StatusOr<std::vector<int>> slots = PickSlots(b.value("devices", Json::array()));
   if (!slots.ok()) return reject(slots.status());
+  StatusOr<CheckpointPlan> plan = PlanCheckpoints(b);
+  if (!plan.ok()) return reject(plan.status());
   Json written;
   StatusOr<std::string> manifest = WriteManifest(options_.work_dir, b, &written);
   if (!manifest.ok()) return reject(manifest.status());
@@ -186,12 +189,42 @@ void Worker::HandleAssign(const Json& b) {
       run, attempt, argv, {{"CUDA_VISIBLE_DEVICES", cvd}}, provenance, options_.attempt,
       [this](const std::string& c, Json body) { Emit(c, std::move(body)); });
   if (!a.ok()) return reject(a.status());
+  if (plan->retention) (*a)->RetainCheckpoints(*plan->retention, written["out_dir"].get<std::string>());
   accept(written["resume"]);
   (*a)->ReportProvenance();
   LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started (pid " +
           std::to_string((*a)->pid()) + ", CUDA_VISIBLE_DEVICES=\"" + cvd + "\")");
   for (int s : *slots) slot_busy_[s] = true;
-  running_[key] = Running{std::move(*a), *slots, written["resume"]};
+  running_[key] = Running{std::move(*a), *slots, written["resume"], plan->disk_need};
+}
+
+StatusOr<Worker::CheckpointPlan> Worker::PlanCheckpoints(const Json& b) const {
+  CheckpointPlan plan;
+  const std::string what = "run " + b["run"].dump() + " attempt " + b["attempt"].dump();
+  // Normalized here too: a run queued before a key existed gets its default.
+  StatusOr<Json> config = NormalizeRunConfig(b["config"], "ASSIGN.config");
+  StatusOr<RetentionPolicy> policy =
+      config.ok() ? RetentionOf(*config, b.value("keep_steps", Json())) : config.status();
+  if (!policy.ok()) {
+    LogWarn(what + ": no checkpoint retention or disk check: " + policy.status().message());
+    return plan;
+  }
+  plan.retention = *policy;
+  const CheckpointDiskNeed need = DiskNeedOf(*config, *policy);
+  if (need.bytes == 0) return plan;
+  const std::string dir = AbsoluteWorkDir(options_.work_dir);
+  StatusOr<int64_t> free = FreeDiskBytes(dir);
+  if (!free.ok()) {
+    LogWarn(what + ": no disk check: " + free.status().message());
+    return plan;
+  }
+  // Running attempts still need what they have not written yet.
+  int64_t reserved = 0;
+  for (const auto& [key, r] : running_)
+    reserved += std::max<int64_t>(0, r.disk_need - r.attempt->checkpoint_bytes_held());
+  HEADLAB_RETURN_IF_ERROR(CheckDiskRoom(need, policy->keep_last, dir, *free, reserved));
+  plan.disk_need = need.bytes;
+  return plan;
 }
 
 void Worker::HandleCancel(const Json& b, Clock::time_point now) {

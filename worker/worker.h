@@ -17,6 +17,7 @@
 #include "worker/attempt.h"
 #include "worker/connection.h"
 #include "worker/devices.h"
+#include "worker/disk_check.h"
 #include "worker/outbox.h"
 
 namespace headlab {
@@ -62,10 +63,20 @@ class Worker {
     std::unique_ptr<Attempt> attempt;
     std::vector<int> slots;
     Json resume;  // the checkpoint it resumes from (ACCEPT.resume), or null
+    int64_t disk_need = 0;  // bytes its checkpoints need at once (disk_check.h)
+  };
+  // What an ASSIGN's checkpoints need: the retention policy (none when the config cannot
+  // be read here: exec reports that) and the disk need, checked against the free space.
+  struct CheckpointPlan {
+    std::optional<RetentionPolicy> retention;
+    int64_t disk_need = 0;
   };
 
   void Dispatch(const WireMessage& m, Clock::time_point now);
   void HandleAssign(const Json& body);
+  // Returns the plan of ASSIGN `body`, or the IoError naming the need and the free space
+  // when the work directory's disk cannot hold the run's checkpoints.
+  StatusOr<CheckpointPlan> PlanCheckpoints(const Json& body) const;
   void HandleCancel(const Json& body, Clock::time_point now);
   void RunTimers(Clock::time_point now);
   void OnStopRequest(Clock::time_point now);

@@ -32,6 +32,14 @@ case "$mode" in
   sleep)
     echo '{"ev":"metric","step":0,"key":"train.loss","value":1,"t":1}'
     sleep 30 ;;
+  ckpt)
+    # Checkpoints of steps 1-5 in the attempt's directory, each reported once complete.
+    d=$(dirname "$1")
+    for s in 1 2 3 4 5; do
+      echo "step $s" > "$d/ckpt-$s.pt"
+      echo "{\"ev\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"$d/ckpt-$s.pt\",\"sha256\":\"00\",\"bytes\":7,\"step\":$s}"
+    done
+    exit 0 ;;
   stubborn)
     trap '' TERM
     echo '{"ev":"metric","step":0,"key":"train.loss","value":1,"t":1}'
@@ -485,4 +493,58 @@ TEST_CASE("Worker runs each attempt on the GPU the coordinator picked") {
   CHECK(provenance_of(2)["cvd"] == "0");
 }
 
+}  // namespace headlab
+
+namespace headlab {
+namespace {
+
+TEST_CASE("Worker deletes checkpoints retention does not keep and reports each deletion") {
+  FakeCoordinator c;
+  WorkerUnderTest w(c.endpoint());
+  c.Register();
+  // Keep the newest 2, and step 2, which a continuation starts from (ASSIGN.keep_steps).
+  Json config = Json::parse(R"({"kind": "train", "train": {"steps": 5, "checkpoint_every": 1,
+      "keep_checkpoints": 2}, "params": {"mode": "ckpt"}})");
+  c.Send(wire::kAssign, Json{{"run", 8}, {"attempt", 0}, {"experiment", 1}, {"config", config},
+                             {"resume", nullptr}, {"keep_steps", {2}}});
+  c.Expect(wire::kAccept);
+  std::vector<Msg> got = UntilDone(c);
+  std::vector<int64_t> artifacts, deleted;
+  for (const Msg& m : got) {
+    if (m.command == wire::kArtifact) artifacts.push_back(m.body["step"].get<int64_t>());
+    if (m.command == wire::kArtifactDeleted) {
+      deleted.push_back(m.body["seq"].get<int64_t>());
+      CHECK(!PathExists(m.body["path"].get<std::string>()));  // gone before it is reported
+    }
+  }
+  CHECK(artifacts == std::vector<int64_t>{1, 2, 3, 4, 5});
+  CHECK(deleted == std::vector<int64_t>{0, 2});  // the seqs of steps 1 and 3
+  const std::string dir = w.dir + "/work/runs/8-0/";
+  for (int s : {2, 4, 5}) CHECK(PathExists(dir + "ckpt-" + std::to_string(s) + ".pt"));
+  for (int s : {1, 3}) CHECK_FALSE(PathExists(dir + "ckpt-" + std::to_string(s) + ".pt"));
+  CHECK(got.back().body["status"] == "succeeded");
+}
+
+TEST_CASE("Worker refuses a run whose checkpoints its disk cannot hold, naming need and room") {
+  FakeCoordinator c;
+  WorkerUnderTest w(c.endpoint());
+  c.Register();
+  // 128 layers of width 65536: about 6.6e12 parameters, 79 TB a checkpoint.
+  Json config = Json::parse(R"({"kind": "train", "model": {"layers": 128, "heads": 128,
+      "width": 65536}, "train": {"steps": 300, "checkpoint_every": 100},
+      "params": {"mode": "ok"}})");
+  c.Send(wire::kAssign, Json{{"run", 9}, {"attempt", 0}, {"experiment", 1}, {"config", config},
+                             {"resume", nullptr}});
+  Json reject = c.Expect(wire::kReject);
+  const std::string reason = reject["reason"];
+  INFO(reason);
+  CHECK(reason.find("not enough disk for the run's checkpoints in " + w.dir + "/work: needs ") == 0);
+  CHECK(reason.find("3 checkpoint(s) at once of ") != std::string::npos);
+  CHECK(reason.find("train.keep_checkpoints 2, + 10% + 64 MiB), ") != std::string::npos);
+  CHECK(reason.find(" GiB free") != std::string::npos);
+  CHECK(reject["busy"] == false);  // charged: another worker may have the room
+  CHECK_FALSE(PathExists(w.dir + "/work/runs/9-0"));  // nothing was started
+}
+
+}  // namespace
 }  // namespace headlab

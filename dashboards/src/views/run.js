@@ -326,11 +326,17 @@ function artifactsTable(runId, list) {
         h('td', { class: 'num' }, a.attempt), h('td', {}, a.kind), h('td', { class: 'num' }, a.step),
         h('td', { class: 'num', title: `${a.bytes} bytes` }, bytes(a.bytes)),
         h('td', {}, h('code', { title: a.sha256 }, shortHash(a.sha256))),
-        h('td', { class: 'path', title: `${a.path} on the worker's host` }, Number(a.bytes) <= kMaxDownloadBytes
-          ? h('a', { href: url, download: name, class: 'artifact-download',
-            onclick: (e) => { e.preventDefault(); download(url, name, e.target); } }, name)
-          : h('span', { class: 'muted' }, `${name} (too big for the API; on its worker)`)));
+        h('td', { class: 'path', title: `${a.path} on the worker's host` }, artifactFile(a, url, name)));
     })));
+}
+
+// The file cell: a download link, or why there is none (deleted by checkpoint retention,
+// or too big for the API).
+function artifactFile(a, url, name) {
+  if (a.deleted_at) return h('span', { class: 'muted' }, `${name} (deleted by checkpoint retention ${a.deleted_at})`);
+  if (Number(a.bytes) > kMaxDownloadBytes) return h('span', { class: 'muted' }, `${name} (too big for the API; on its worker)`);
+  return h('a', { href: url, download: name, class: 'artifact-download',
+    onclick: (e) => { e.preventDefault(); download(url, name, e.target); } }, name);
 }
 
 // Downloads `url` with the token (a coordinator beyond loopback answers reads only with
