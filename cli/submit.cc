@@ -77,8 +77,7 @@ void WarnAboutPasses(const std::string& file, const std::string& text, const Par
   std::vector<Json> configs;
   for (const auto& r : grid->runs) configs.push_back(r.config);
   for (const std::string& w : EpochWarnings(configs))
-    std::fprintf(stderr, "headlab submit: warning: %s: %s
-", file.c_str(), w.c_str());
+    std::fprintf(stderr, "headlab submit: warning: %s: %s\n", file.c_str(), w.c_str());
 }
 
 }  // namespace
