@@ -44,7 +44,7 @@ const FlagsSpec& CoordinatorSpec() {
                                       "loopback address; on; off"},
        {"--allow-host", "", "NAME", "a host name browsers may reach the HTTP API by, besides IP\n"
                                     "addresses, localhost and this machine's name (e.g. the name\n"
-                                    "of a reverse proxy); repeatable", true}}};
+                                    "of a reverse proxy)", true}}};
   return kSpec;
 }
 
@@ -53,7 +53,8 @@ void PrintHelp(FILE* out) {
                       "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
                       "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n",
                       "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
-                      "use) or the database cannot be written; exit 2: bad arguments.\n")
+                      "use, another coordinator on DIR, a damaged database: the message says what to do)\n"
+                      "or the database cannot be written; exit 2: bad arguments.\n")
                  .c_str(),
              out);
 }
