@@ -87,15 +87,7 @@ expect_eq "a query body with byte 0xff" "HTTP/1.1 400 Bad Request" \
   "$(raw_status 'POST /api/v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 19\r\n\r\n{"sql": "SELECT \xff"}')"
 
 say "thousands of idle connections against a coordinator with 1024 file descriptors"
-D2=$HL_TMP/data2
-mkdir -p "$D2"
-P2=$(hl_free_port)
-(ulimit -n 1024 && exec "$HEADLAB_BIN" coordinator --data-dir "$D2" --http "127.0.0.1:$P2" \
-  --workers "tcp://127.0.0.1:$(hl_free_port)") >>"$HL_LOGS/coordinator2.log" 2>&1 &
-C2=$!
-HL_EXTRA_PIDS+=($C2)
-up2() { curl -sf --max-time 2 "http://127.0.0.1:$P2/api/v1/health" >/dev/null; }
-wait_until 30 "the second coordinator" up2
+start_coordinator_1024
 # A subshell opens 3,000 connections that never send a byte and holds them.
 (
   for ((i = 0; i < 3000; i++)); do exec {fd}<>"/dev/tcp/127.0.0.1/$P2" || break; done

@@ -177,16 +177,8 @@ MS=$(( ($(date +%s%N) - START) / 1000000 ))
 ok "both refused in $MS ms"
 
 say "bodies trickled a byte at a time do not keep new clients out"
-D2=$HL_TMP/data2
-mkdir -p "$D2"
-P2=$(hl_free_port)
 # 1,024 descriptors: the coordinator admits 512 connections; 600 trickle.
-(ulimit -n 1024 && exec "$HEADLAB_BIN" coordinator --data-dir "$D2" --http "127.0.0.1:$P2" \
-  --workers "tcp://127.0.0.1:$(hl_free_port)") >>"$HL_LOGS/coordinator2.log" 2>&1 &
-C2=$!
-HL_EXTRA_PIDS+=($C2)
-up2() { curl -sf --max-time 2 "http://127.0.0.1:$P2/api/v1/health" >/dev/null; }
-wait_until 30 "the second coordinator" up2
+start_coordinator_1024
 (
   fds=()
   for ((i = 0; i < 600; i++)); do

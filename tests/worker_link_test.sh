@@ -12,16 +12,7 @@ source "$(dirname "$0")/lib.sh"
 GRID=$HEADLAB_SOURCE_DIR/tests/data/noop_runs.jsonc
 UP=$HL_TMP/up
 P1=$(hl_free_port) && P2=$(hl_free_port) || exit 1
-"$HEADLAB_BIN" up --detach --data-dir "$UP" --http "127.0.0.1:$P1" --workers "tcp://0.0.0.0:$P2" \
-  >"$HL_TMP/up.out" 2>&1 || { cat "$HL_TMP/up.out" "$UP"/*.log; fail "headlab up failed"; }
-HL_EXTRA_PIDS+=($(jq -r '.coordinator_pid, .worker_pid' "$UP/up.json"))
-trap 'hl_cleanup_up' EXIT
-hl_cleanup_up() {  # stop what `up` started, then the harness's cleanup with our status
-  local rc=$?
-  "$HEADLAB_BIN" down --data-dir "$UP" >/dev/null 2>&1
-  (exit "$rc")
-  hl_cleanup
-}
+up_detached "$UP" --http "127.0.0.1:$P1" --workers "tcp://0.0.0.0:$P2"
 U=http://127.0.0.1:$P1
 
 say "up beyond loopback: an encrypted worker port, its worker set up by up"
