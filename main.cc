@@ -9,6 +9,7 @@
 
 #include "bench/bench_main.h"
 #include "cli/cli_main.h"
+#include "coordinator/backup.h"
 #include "coordinator/coordinator_main.h"
 #include "data/data_main.h"
 #include "worker/command_run.h"
@@ -26,6 +27,7 @@ void PrintUsage(FILE* out) {
       "  exec          execute one attempt of one run from a manifest (spawned by worker)\n"
       "  up            start an embedded coordinator + local worker and keep them running\n"
       "  down          stop what `headlab up --detach` started\n"
+      "  backup        copy the database while the coordinator runs; --restore puts one back\n"
       "  slurm submit-workers   one worker per node of a Slurm allocation (sbatch)\n"
       "\n"
       "experiments (EXP: an id or a grid name; TARGET: run ID or experiment EXP):\n"
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   // Each entry point receives argv starting at its own command name.
   if (cmd == "coordinator") return headlab::CoordinatorMain(argc - 1, argv + 1);
   if (cmd == "worker") return headlab::WorkerMain(argc - 1, argv + 1);
+  if (cmd == "backup") return headlab::BackupMain(argc - 1, argv + 1);
   if (cmd == "exec") {
     // The command run kind needs no LibTorch: it runs without loading the plugin.
     if (auto rc = headlab::MaybeRunCommandExec(argc - 1, argv + 1)) return *rc;

@@ -143,7 +143,7 @@ const Command* FindCommand(const std::string& name) {
 bool IsCliCommand(const std::string& command) { return FindCommand(command) != nullptr; }
 
 std::string SuggestCommand(const std::string& command) {
-  std::vector<std::string> names = {"coordinator", "worker", "exec", "bench", "data", "help"};
+  std::vector<std::string> names = {"coordinator", "worker", "exec", "bench", "data", "backup", "help"};
   for (const auto& c : Commands()) names.push_back(c.spec.name);
   return ClosestName(command, names);
 }

@@ -52,6 +52,8 @@ Status CheckSlurmWorkerJob(const SlurmWorkerJob& job) {
   }
   if (!job.token_file.empty() && job.token_file[0] != '/')
     return Bad("--token-file", "an absolute path", job.token_file);
+  if (!job.coordinator_key.empty() && job.coordinator_key[0] != '/')
+    return Bad("coordinator.json: worker_key", "an absolute path", job.coordinator_key);
   return Status::Ok();
 }
 
@@ -80,12 +82,14 @@ std::string SbatchScript(const SlurmWorkerJob& job) {
        "$SLURM_JOB_NODELIST at $(date -u +%FT%TZ)\"\n";
   std::string worker = "exec \"$0\" worker --coordinator \"$1\" --data-dir \"$2\"";
   if (!job.token_file.empty()) worker += " --token-file \"$3\"";
+  if (!job.coordinator_key.empty()) worker += " --coordinator-key \"$4\"";
   worker += " --name \"slurm-${SLURM_JOB_ID}-${SLURMD_NODENAME}\"";
   if (job.gpus_per_node == 0) worker += " --cpu-only --slots " + std::to_string(job.cpu_slots);
   // One task per node; a worker that exits does not take the other nodes' workers down.
   s += "exec srun --kill-on-bad-exit=0 --ntasks-per-node=1 bash -c " + ShellQuote(worker) + " " +
        ShellQuote(job.headlab) + " " + ShellQuote(job.coordinator) + " " +
-       ShellQuote(job.data_dir) + " " + ShellQuote(job.token_file) + "\n";
+       ShellQuote(job.data_dir) + " " + ShellQuote(job.token_file) +
+       (job.coordinator_key.empty() ? "" : " " + ShellQuote(job.coordinator_key)) + "\n";
   return s;
 }
 

@@ -193,12 +193,11 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   std::vector<std::string> worker_argv = {exe, "worker", "--coordinator",
                                           "tcp://" + LocalHost(wk->first) + ":" + wk->second,
                                           "--data-dir", dir + "/worker"};
-  if (args.Has("--token-file")) {
+  if (args.Has("--token-file"))
     coord_argv.insert(coord_argv.end(), {"--token-file", args.Get("--token-file")});
-    worker_argv.insert(worker_argv.end(), {"--token-file", args.Get("--token-file")});
-  } else if (!std::getenv("HEADLAB_TOKEN")) {
-    worker_argv.insert(worker_argv.end(), {"--token-file", dir + "/token"});
-  }
+  // The worker gets the workers' own token (the coordinator creates it before it answers
+  // health, and the worker starts after that): it cannot act as a user over HTTP.
+  worker_argv.insert(worker_argv.end(), {"--token-file", dir + "/worker_token"});
   if (!slots.empty()) worker_argv.insert(worker_argv.end(), {"--slots", slots});
 
   // Foreground: block the signals we wait for before any child exists (no lost signal).
@@ -216,6 +215,11 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
     Stop(coord.value(), true);
     return Fail(ctx, st);
   }
+  // Beyond loopback the coordinator encrypts the worker port (--worker-curve auto) with
+  // the key pair it keeps in DIR, created before it answers health.
+  const std::string& wh = wk->first;
+  if (!(wh == "localhost" || wh.rfind("127.", 0) == 0 || wh == "[::1]"))
+    worker_argv.insert(worker_argv.end(), {"--coordinator-key", dir + "/curve_server.pub"});
   auto worker = Spawn(worker_argv, worker_log, detach);
   if (!worker.ok()) {
     Stop(coord.value(), true);

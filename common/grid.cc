@@ -20,6 +20,8 @@ namespace {
 // A grid may not expand to more runs than this: a typo such as a 1000-value axis times
 // another must fail fast rather than allocate millions of configs.
 constexpr size_t kMaxRuns = 100000;
+// The most config text a grid may expand to (CheckExpandedBytes).
+constexpr size_t kMaxExpandedBytes = size_t(256) << 20;
 constexpr int kMinAttempts = 1;
 constexpr int kMaxAttempts = 20;
 
@@ -265,6 +267,30 @@ std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>&
   return s + ")";
 }
 
+// Refuses, before expanding, a grid whose runs' configs would together exceed
+// kMaxExpandedBytes: each run holds the base plus, at most, the longest value of every
+// axis and the largest arm's overrides, so their sum bounds what expansion builds (every
+// key is within its own limits, yet 100 keys of 4,000 bytes over 2,000 seeds are 800 MB).
+Status CheckExpandedBytes(const Json& base, const std::vector<Axis>& axes,
+                          const std::map<std::string, Json>& arms,
+                          size_t runs, const std::string& file) {
+  size_t per_run = base.dump().size();
+  for (const Axis& a : axes) {
+    size_t longest = 0;
+    for (const Json& v : a.values) longest = std::max(longest, v.dump().size());
+    per_run += a.key.size() + longest + 4;
+  }
+  size_t largest_arm = 0;
+  for (const auto& [arm, overrides] : arms) largest_arm = std::max(largest_arm, overrides.dump().size());
+  per_run += largest_arm;
+  if (per_run > kMaxExpandedBytes / std::max<size_t>(runs, 1))
+    return Invalid(file, "$", "the grid's " + std::to_string(runs) + " runs of up to " +
+                                  std::to_string(per_run) + " bytes each would expand to more than " +
+                                  std::to_string(kMaxExpandedBytes >> 20) +
+                                  " MiB of configs; use fewer runs or shorter values");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateGridEncoding(const std::string& text, const std::string& file,
@@ -352,6 +378,8 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
       return Invalid(file, "$.axes", "the grid expands to more than " +
                                          std::to_string(kMaxRuns) + " runs");
   }
+  HEADLAB_RETURN_IF_ERROR(CheckExpandedBytes(base.value(), axes.value(), arms.value(),
+                                             per_arm * grid.arms.size(), file));
 
   // Expansion: arms in lexicographic order, then the cartesian product of the axes in
   // lexicographic key order with the last axis varying fastest (an odometer).

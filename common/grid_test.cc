@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 
 #include "common/files.h"
@@ -175,6 +176,25 @@ TEST_CASE("A 10,000-run grid expands") {
   CHECK(g->runs[9999].config["seed"] == 999);
   CHECK(g->runs[9999].config["noop"]["duration_ms"] == 9);
   CHECK(g->runs[9999].index == 9999);
+}
+
+TEST_CASE("A grid whose configs would exceed the byte bound is refused before expansion") {
+  // 100 keys of 4,000 bytes over 2,000 seeds: each key within its limits, 800 MB in all.
+  std::string params;
+  for (int i = 0; i < 100; ++i)
+    params += (i ? ", \"p" : "\"p") + std::to_string(i) + "\": \"" + std::string(4000, 'x') + "\"";
+  std::string seeds;
+  for (int i = 1; i <= 2000; ++i) seeds += (i > 1 ? "," : "") + std::to_string(i);
+  const std::string text = R"({"name": "wide", "base": {"kind": "command",
+    "command": {"program": "x.py"}, "params": {)" + params + R"(}}, "axes": {"seed": [)" + seeds + "]}}";
+  auto start = std::chrono::steady_clock::now();
+  std::string err = ErrorOf(text);
+  CHECK(err.find("g.jsonc: $: the grid's 2000 runs of up to") == 0);
+  CHECK(err.find("MiB of configs") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // The same keys over 20 seeds (8 MB) expand.
+  std::string few = text.substr(0, text.find("\"seed\": [")) + R"("seed": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}})";
+  CHECK(ErrorOf(few) == "");
 }
 
 TEST_CASE("The repository's grid files expand or fail as documented") {

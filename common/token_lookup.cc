@@ -2,6 +2,7 @@
 #include "common/token_lookup.h"
 
 #include "common/files.h"
+#include "common/json.h"
 
 namespace headlab {
 namespace {
@@ -37,6 +38,15 @@ StatusOr<FoundToken> LookUpToken(const std::string& token_file, const char* env_
   auto t = ReadTokenFile(path);
   if (!t.ok()) return Status::InvalidArgument(t.status().message());
   return FoundToken{*t, TokenSource::kDataDir, path};
+}
+
+std::string WorkerKeyFile(const std::string& data_dir) {
+  auto text = ReadFile(data_dir + "/coordinator.json");
+  if (!text.ok()) return "";
+  auto j = ParseJson(*text, "coordinator.json");
+  if (!j.ok() || !j->is_object()) return "";
+  auto key = j->find("worker_key");
+  return key != j->end() && key->is_string() ? key->get<std::string>() : "";
 }
 
 }  // namespace headlab

@@ -33,4 +33,10 @@ StatusOr<FoundToken> LookUpToken(const std::string& token_file, const char* env_
 // is empty, the read error otherwise.
 StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// Returns the file holding the CURVE public key a worker needs for the coordinator of
+// `data_dir` (its coordinator.json names it as "worker_key" while the worker port is
+// encrypted), or "" when the port is not encrypted or no coordinator.json is readable.
+// `headlab up` and `headlab slurm submit-workers` pass it on as --coordinator-key.
+std::string WorkerKeyFile(const std::string& data_dir);
+
 }  // namespace headlab

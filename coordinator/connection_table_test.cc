@@ -54,4 +54,29 @@ TEST_CASE("streams are counted, capped and never evicted") {
   CHECK(t.size() == 1);
 }
 
+TEST_CASE("a named peer holds at most its share; unnamed (loopback) peers are not counted") {
+  ConnectionTable t(10, 1, 2);
+  auto admit = [&](const std::string& peer) { return t.Admit([] {}, peer); };
+  uint64_t a = admit("10.0.0.1"), b = admit("10.0.0.1");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(admit("10.0.0.1") == 0);
+  CHECK(admit("10.0.0.2") != 0);
+  for (int i = 0; i < 5; ++i) CHECK(admit("") != 0);
+  t.Remove(a);
+  uint64_t c = admit("10.0.0.1");
+  CHECK(c != 0);
+  // An evicted connection gives its peer's share back too.
+  ConnectionTable u(2, 1, 1);
+  uint64_t x = u.Admit([] {}, "p");
+  REQUIRE(x);
+  u.SetIdle(x, true);
+  REQUIRE(u.Admit([] {}, ""));
+  uint64_t q = u.Admit([] {}, "q");  // evicts x
+  REQUIRE(q);
+  u.SetIdle(q, true);
+  CHECK(u.Admit([] {}, "p") != 0);  // evicts q; p's share came back with x
+  CHECK(u.evicted() == 2);
+}
+
 }  // namespace headlab::coord

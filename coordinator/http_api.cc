@@ -1,9 +1,12 @@
 // Routing and handlers of the HTTP/JSON API.
 #include "coordinator/http_api.h"
 
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <cctype>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -207,20 +210,43 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
     int64_t id = ParseId(p[3]);
     if (!id) return Error(400, "bad run id '" + p[3] + "'");
     if (p.size() == 4) return FromResult(RunView(d, id));
-    if (p.size() == 5 && p[4] == "metrics") {
-      std::string after = QueryParam(query, "after"), attempt = QueryParam(query, "attempt"),
-                  limit = QueryParam(query, "limit");
-      auto num = [](const std::string& s, int64_t def) {
-        char* end = nullptr;
-        long long v = std::strtoll(s.c_str(), &end, 10);
-        return s.empty() || *end ? def : int64_t(v);
-      };
-      return FromResult(RunMetricsView(d, id, QueryParam(query, "key"), num(after, -1),
-                                       int(num(attempt, 0)), num(limit, 1000000)));
-    }
+    if (p.size() == 5 && p[4] == "metrics") return Metrics(d, id, query);
   }
   if (auto r = ResearchGet(d, p, query)) return *r;
   return Error(404, "no route GET " + path);
+}
+
+HttpResponse HttpApi::Metrics(Db* db, int64_t run, const std::string& query) {
+  MetricsPage page;
+  page.key = QueryParam(query, "key");
+  // Every number must parse whole; the page size is bounded (http_policy.h).
+  auto num = [&](const char* name, int64_t def, int64_t lo, int64_t hi, int64_t* v) {
+    const std::string s = QueryParam(query, name);
+    char* end = nullptr;
+    long long x = s.empty() ? def : std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && (*end || x < lo || x > hi)) return false;
+    *v = x;
+    return true;
+  };
+  int64_t attempt = 0;
+  if (!num("after", -1, -1, INT64_MAX, &page.after) || !num("attempt", 0, 0, INT32_MAX, &attempt))
+    return Error(400, "after and attempt must be integers (after >= -1, attempt >= 0)");
+  page.attempt = int(attempt);
+  if (!num("limit", kMaxMetricsPage, 1, kMaxMetricsPage, &page.limit))
+    return Error(400, "limit must be an integer from 1 to " + std::to_string(kMaxMetricsPage) +
+                          " (read longer series in pages: the answer's next is the cursor)");
+  if (const std::string c = QueryParam(query, "cursor"); !c.empty()) {
+    int used = 0;
+    if (std::sscanf(c.c_str(), "%" SCNd64 ":%" SCNd64 "%n", &page.cursor_attempt, &page.cursor_seq,
+                    &used) != 2 ||
+        size_t(used) != c.size())
+      return Error(400, "cursor must be ATTEMPT:SEQ (the previous answer's next), got '" + c + "'");
+  }
+  auto text = RunMetricsView(db, run, page);
+  if (!text.ok()) return FromStatus(text.status());
+  HttpResponse r;
+  r.body = std::move(*text);
+  return r;
 }
 
 HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& query) {
@@ -231,15 +257,44 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   const std::string pairs = QueryParam(query, "per_pair");
   if (!pairs.empty() && pairs != "0" && pairs != "1")
     return Error(400, "per_pair must be 0 or 1, got '" + pairs + "'");
-  std::optional<ComputedResults> to_store;
-  auto answer = AnswerResults(db, experiment, recompute, &to_store);
-  // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
-  // answer, and a page that lists comparisons needs only their counts.
-  if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
-  // A finished experiment's answer is worth keeping: the loop stores it unless something
-  // it was computed from changed meanwhile (StoreResults).
-  if (answer.ok() && to_store && router_)
-    router_->Post([res = std::move(*to_store)](Core& core) { core.StoreResultsOf(res); });
+  auto compute = [&] {
+    std::optional<ComputedResults> to_store;
+    auto answer = AnswerResults(db, experiment, recompute, &to_store);
+    // A finished experiment's answer is worth keeping: the loop stores it unless something
+    // it was computed from changed meanwhile (StoreResults).
+    if (answer.ok() && to_store && router_)
+      router_->Post([res = std::move(*to_store)](Core& core) { core.StoreResultsOf(res); });
+    // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
+    // answer, and a page that lists comparisons needs only their counts.
+    if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
+    return answer;
+  };
+  if (!recompute) return FromResult(compute());
+  // Recomputes are coalesced: a request for an experiment already being recomputed takes
+  // that answer, and at most kMaxRecomputes experiments are recomputed at once.
+  std::promise<StatusOr<Json>> mine;
+  std::shared_future<StatusOr<Json>> theirs;
+  {
+    std::lock_guard<std::mutex> l(recompute_mu_);
+    if (auto it = recomputing_.find(experiment); it != recomputing_.end()) {
+      theirs = it->second;
+    } else if (recomputing_.size() >= kMaxRecomputes) {
+      return Error(503, "too many experiments being recomputed (" +
+                            std::to_string(kMaxRecomputes) + "); retry later");
+    } else {
+      recomputing_.emplace(experiment, mine.get_future().share());
+    }
+  }
+  if (theirs.valid()) return FromResult(theirs.get());
+  StatusOr<Json> answer = Status::Internal("recompute failed");
+  try {
+    answer = compute();
+  } catch (const std::exception& e) {
+    answer = Status::Internal(std::string("recompute failed: ") + e.what());
+  }
+  mine.set_value(answer);
+  std::lock_guard<std::mutex> l(recompute_mu_);
+  recomputing_.erase(experiment);
   return FromResult(answer);
 }
 
@@ -298,11 +353,20 @@ HttpResponse HttpApi::Submit(const std::string& body) {
   auto grid = ExpandGrid(text->get<std::string>(), file, sets);
   if (!grid.ok()) return Error(400, grid.status().message());
   if (dry_run) {
-    Json configs = Json::array();
-    for (const ExpandedRun& run : grid->runs)
-      configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
-                         {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
-    return JsonResponse(200, {{"runs", grid->runs.size()}, {"configs", configs}});
+    HttpResponse answer;
+    {
+      Json configs = Json::array();
+      for (const ExpandedRun& run : grid->runs)
+        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
+                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
+      const size_t n = grid->runs.size();
+      grid->runs = {};
+      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)}});
+    }
+    // A large dry run's trees are freed by now; hand the pages back to the system rather
+    // than keep them in malloc's free lists for the coordinator's lifetime.
+    malloc_trim(0);
+    return answer;
   }
   if (!router_) return Error(503, "this server is read-only");
   // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.

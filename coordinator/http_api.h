@@ -3,6 +3,9 @@
 // writes go to the loop thread through Router::Call. Thread-safe.
 #pragma once
 
+#include <future>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "coordinator/db.h"
@@ -49,6 +52,8 @@ class HttpApi {
   HttpResponse Submit(const std::string& body);
   HttpResponse Query(const std::string& body);
   HttpResponse Static(const std::string& path);
+  // GET /runs/ID/metrics?key=K&after=SEQ&attempt=A&limit=N&cursor=A:S, one bounded page.
+  HttpResponse Metrics(Db* db, int64_t run, const std::string& query);
   // GET /experiments/ID/results[?recompute=1] (results_store.h AnswerResults).
   HttpResponse Results(Db* db, int64_t experiment, const std::string& query);
   // Runs a write on the loop thread and renders its result.
@@ -56,6 +61,10 @@ class HttpApi {
 
   const Options options_;
   Router* const router_;
+  std::mutex recompute_mu_;
+  // Experiments being recomputed -> the answer their requests wait for. Guarded by
+  // recompute_mu_.
+  std::map<int64_t, std::shared_future<StatusOr<Json>>> recomputing_;
 };
 
 // Returns the HTTP status for a Status code: InvalidArgument 400, NotFound 404,

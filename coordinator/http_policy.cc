@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "common/utf8.h"
@@ -33,6 +34,25 @@ bool Matches(const std::string& given, const std::string& token) {
   return !given.empty() && !token.empty() && TokenEquals(given, token);
 }
 
+std::string Lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// An IP literal cannot be rebound: a page reaches it only under that address.
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// Returns the media type of a Content-Type header ("Application/JSON; charset=utf-8" ->
+// "application/json").
+std::string MediaType(const std::string& content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : Lower(t.substr(b, e - b + 1));
+}
+
 }  // namespace
 
 Access RequiredAccess(const std::string& method, const std::string& target) {
@@ -49,6 +69,10 @@ size_t BodyLimitFor(Access access) {
 
 bool IsQueryRequest(const std::string& method, const std::string& target) {
   return method == "POST" && PathOf(target) == kQueryPath;
+}
+
+bool IsPooledRead(const std::string& method, const std::string& target) {
+  return (method == "GET" || method == "HEAD") && RequiredAccess(method, target) == Access::kRead;
 }
 
 std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::string& method,
@@ -70,6 +94,46 @@ std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::stri
     if (Matches(given, policy.write_token) || Matches(given, policy.read_token)) return std::nullopt;
   return Refusal{401, "reads need a token on this coordinator (it listens beyond loopback): "
                       "Authorization: Bearer <token>, or the dashboard's token box"};
+}
+
+std::string HostOfAuthority(const std::string& authority) {
+  std::string a = Lower(authority);
+  if (!a.empty() && a.front() == '[') {
+    size_t close = a.find(']');
+    return close == std::string::npos ? a : a.substr(1, close - 1);
+  }
+  size_t colon = a.find(':');
+  // More than one colon without brackets: a bare IPv6 address, no port.
+  if (colon != std::string::npos && a.find(':', colon + 1) == std::string::npos) a.resize(colon);
+  return a;
+}
+
+std::optional<Refusal> ScreenBrowser(const AccessPolicy& policy, const std::string& method,
+                                     const std::string& target, const std::string& host,
+                                     const std::string& origin, const std::string& content_type) {
+  if (!host.empty()) {
+    const std::string name = HostOfAuthority(host);
+    bool known = name == "localhost" || IsIpLiteral(name);
+    for (const std::string& n : policy.host_names) known = known || Lower(n) == name;
+    if (!known)
+      return Refusal{421, "Host '" + name + "' is not a name this coordinator serves "
+                          "(IP addresses, localhost and its host names; add more with "
+                          "headlab coordinator --allow-host NAME)"};
+  }
+  const Access access = RequiredAccess(method, target);
+  if (access == Access::kPublic) return std::nullopt;
+  if (!origin.empty()) {
+    // The origin of the page that sent it: "http://HOST[:PORT]", or "null" (sandboxed
+    // frames, file: pages), which is never this coordinator's own.
+    size_t scheme = origin.find("://");
+    std::string authority = scheme == std::string::npos ? "" : Lower(origin.substr(scheme + 3));
+    if (authority.empty() || authority != Lower(host))
+      return Refusal{403, "cross-origin request from '" + origin + "' refused (only pages "
+                          "this coordinator serves may use its API)"};
+  }
+  if (method != "GET" && method != "HEAD" && MediaType(content_type) != "application/json")
+    return Refusal{415, "Content-Type must be application/json, got '" + content_type + "'"};
+  return std::nullopt;
 }
 
 std::string CookieValue(const std::string& header, const std::string& name) {

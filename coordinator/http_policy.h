@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headlab::coord {
 
@@ -21,6 +22,9 @@ constexpr size_t kMaxHeaderBytes = size_t(16) << 10;
 // (ZeroMQ's worker connections and SQLite need the rest). When full, the connection that
 // has waited longest for a request is closed to admit the new one.
 constexpr size_t kMaxHttpConnections = 4096;
+// Connections from any one address beyond loopback (local clients all share one address,
+// and are bounded by the cap above with eviction instead).
+constexpr size_t kMaxConnectionsPerPeer = 256;
 // Live streams (GET /api/v1/stream) among them; more are refused with 503.
 constexpr size_t kMaxStreams = 256;
 // A connection waiting for the next request (keep-alive or a fresh one) is closed after
@@ -40,6 +44,18 @@ constexpr std::chrono::milliseconds kAcceptRetry{100};
 constexpr int kQueryThreads = 2;
 constexpr size_t kMaxQueuedQueries = 32;
 constexpr std::chrono::seconds kQueryMaxWait{10};
+// Every other data read (GET under /api/ but health) runs on a pool of its own as well:
+// however many clients read long series or recompute results, the I/O threads stay free
+// for health, writes and the dashboard's files, and at most kReadThreads answers are
+// being built at once (what bounds the memory reads can hold, with the page limits).
+constexpr int kReadThreads = 4;
+constexpr size_t kMaxQueuedReads = 64;
+// GET /runs/ID/metrics: at most this many points per answer (the default); a longer
+// series is read in pages through the answer's `next` cursor.
+constexpr int64_t kMaxMetricsPage = 100000;
+// GET /experiments/ID/results?recompute=1: at most this many experiments are recomputed
+// at once; a request for one already being recomputed waits for that answer.
+constexpr size_t kMaxRecomputes = 2;
 
 // Which credential a request needs.
 enum class Access {
@@ -56,6 +72,8 @@ size_t BodyLimitFor(Access access);
 
 // Returns true iff the request is an SQL query (runs on the query pool).
 bool IsQueryRequest(const std::string& method, const std::string& target);
+// Returns true iff the request reads data other than by SQL (runs on the read pool).
+bool IsPooledRead(const std::string& method, const std::string& target);
 
 // Who may do what. Writes need `write_token` as "Authorization: Bearer <token>". Reads are
 // open when `open_reads`; otherwise they need the write token or `read_token` (when not
@@ -66,6 +84,9 @@ struct AccessPolicy {
   std::string write_token;
   std::string read_token;
   bool open_reads = true;
+  // Names a request's Host header may carry besides IP literals and "localhost"
+  // (ScreenBrowser): the machine's own names and those given with --allow-host.
+  std::vector<std::string> host_names;
 };
 constexpr const char* kTokenCookie = "headlab_token";
 
@@ -81,6 +102,25 @@ struct Refusal {
 std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::string& method,
                                      const std::string& target, const std::string& authorization,
                                      const std::string& cookie);
+
+// What a web page in a browser must not be able to do (schema/http_api.md, "Browsers"):
+// reach the API under another name (DNS rebinding: Host is then the attacker's name),
+// read data or change state from another origin, or send a "simple" cross-origin POST
+// that needs no CORS preflight (text/plain, form encodings). Returns why the request must
+// be refused, or nullopt:
+// - 421 unless `host` (the Host header; "" when absent, as HTTP/1.0 allows) is an IP
+//   literal, "localhost" or one of policy.host_names, with or without a port;
+// - 403 when `origin` (the Origin header, "" if absent) is present on a request that
+//   needs more than kPublic access and is not the origin of `host` itself;
+// - 415 when a request other than GET/HEAD under /api/ does not declare
+//   `content_type` application/json.
+std::optional<Refusal> ScreenBrowser(const AccessPolicy& policy, const std::string& method,
+                                     const std::string& target, const std::string& host,
+                                     const std::string& origin, const std::string& content_type);
+
+// Returns the host of a Host header or URL authority ("h:8321" -> "h", "[::1]:80" ->
+// "::1"), lowercased.
+std::string HostOfAuthority(const std::string& authority);
 
 // Returns the value of cookie `name` in a Cookie header ("a=1; b=2"), "" if absent.
 std::string CookieValue(const std::string& header, const std::string& name);

@@ -70,6 +70,49 @@ TEST_CASE("a request target that is not UTF-8 is 400 before anything else") {
   CHECK_FALSE(ScreenRequest({"w", "", true}, "GET", "/api/v1/runs/%FF", "", ""));
 }
 
+TEST_CASE("browsers reach the API only under its own names and origin, with JSON bodies") {
+  AccessPolicy p{"w", "", true, {"Lab.Example"}};
+  auto status = [&](const std::string& method, const std::string& target, const std::string& host,
+                    const std::string& origin = "", const std::string& type = "application/json") {
+    auto r = ScreenBrowser(p, method, target, host, origin, type);
+    return r ? r->status : 200;
+  };
+  // Hosts: IP literals, localhost and the configured names (any case, any port).
+  for (const char* host : {"127.0.0.1:8321", "127.0.0.1", "[::1]:8321", "10.1.2.3:80",
+                           "localhost:8321", "LOCALHOST", "lab.example:8321", "lab.EXAMPLE", ""})
+    CHECK(status("GET", "/api/v1/experiments", host) == 200);
+  CHECK(status("GET", "/api/v1/experiments", "rebind.evil.example:8321") == 421);
+  CHECK(status("GET", "/api/v1/health", "rebind.evil.example") == 421);
+  CHECK(status("GET", "/index.html", "127.0.0.1.evil.example") == 421);
+  // Origins: absent, or the Host's own, for everything that reads data or writes.
+  CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1:8321", "http://127.0.0.1:8321") == 200);
+  CHECK(status("GET", "/api/v1/runs/1", "lab.example", "https://lab.example") == 200);
+  CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1:8321", "http://127.0.0.1:8322") == 403);
+  CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1:8321", "http://evil.example") == 403);
+  CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1:8321", "null") == 403);
+  CHECK(status("GET", "/api/v1/stream?runs=1", "127.0.0.1:8321", "http://evil.example") == 403);
+  CHECK(status("POST", "/api/v1/query", "127.0.0.1:8321", "http://evil.example") == 403);
+  CHECK(status("GET", "/api/v1/health", "127.0.0.1:8321", "http://evil.example") == 200);
+  // Bodies: JSON only, so that no cross-origin POST goes without a CORS preflight.
+  CHECK(status("POST", "/api/v1/query", "127.0.0.1") == 200);
+  CHECK(status("POST", "/api/v1/query", "127.0.0.1", "", "Application/JSON; charset=utf-8") == 200);
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""})
+    CHECK(status("POST", "/api/v1/runs/1/cancel", "127.0.0.1", "", type) == 415);
+  CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1", "", "") == 200);
+  CHECK(HostOfAuthority("[::1]:80") == "::1");
+  CHECK(HostOfAuthority("::1") == "::1");
+  CHECK(HostOfAuthority("Host.Example:1") == "host.example");
+}
+
+TEST_CASE("data reads other than SQL run on the read pool") {
+  CHECK(IsPooledRead("GET", "/api/v1/runs/1/metrics?limit=5"));
+  CHECK(IsPooledRead("GET", "/api/v1/experiments/1/results?recompute=1"));
+  CHECK_FALSE(IsPooledRead("GET", "/api/v1/health"));
+  CHECK_FALSE(IsPooledRead("GET", "/index.html"));
+  CHECK_FALSE(IsPooledRead("POST", "/api/v1/query"));
+  CHECK_FALSE(IsPooledRead("POST", "/api/v1/runs/1/cancel"));
+}
+
 TEST_CASE("cookies and listen addresses") {
   CHECK(CookieValue("headlab_token=abc", "headlab_token") == "abc");
   CHECK(CookieValue("a=1; headlab_token=abc; b=2", "headlab_token") == "abc");

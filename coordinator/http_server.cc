@@ -128,13 +128,15 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 // table and the pool, which are thread-safe.
 struct ServerState {
   ServerState(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
-      : api(a), feed(f), policy(std::move(p)), table(max_connections, kMaxStreams),
-        queries(kQueryThreads, kMaxQueuedQueries) {}
+      : api(a), feed(f), policy(std::move(p)),
+        table(max_connections, kMaxStreams, kMaxConnectionsPerPeer),
+        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads) {}
   HttpApi* api;
   MetricFeed* feed;
   const AccessPolicy policy;
   ConnectionTable table;
   WorkPool queries;
+  WorkPool reads;
 };
 
 HttpResponse JsonError(int status, const std::string& message) {
@@ -195,6 +197,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return;  // timeout, reset, eviction: drop the connection
     const auto& req = parser_->get();
     const std::string method(req.method_string()), target(req.target());
+    // What a web page could abuse (DNS rebinding, cross-origin reads and simple POSTs) is
+    // refused first, before credentials (which a browser may hold in its cookie).
+    if (auto refusal = ScreenBrowser(state_->policy, method, target, std::string(req[http::field::host]),
+                                     std::string(req[http::field::origin]),
+                                     std::string(req[http::field::content_type])))
+      return Refuse(refusal->status, refusal->message);
     // Credentials are checked here, on the head: a body is never read for a request that
     // would be refused.
     if (auto refusal = ScreenRequest(state_->policy, method, target,
@@ -206,7 +214,12 @@ class Session : public std::enable_shared_from_this<Session> {
       return Refuse(413, "request body too large (limit " + std::to_string(limit) + " bytes)");
     parser_->body_limit(limit);
     if (parser_->is_done()) return OnRead({}, 0);
+    // The whole body must arrive within kBodyTimeout (one deadline for every read of it),
+    // and while it trickles in the connection can be evicted like an idle one: bodies sent
+    // a byte at a time cannot hold the table full.
     stream_.expires_after(kBodyTimeout);
+    reading_ = true;
+    state_->table.SetIdle(id_, true);
     if (beast::iequals(req[http::field::expect], "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       return net::async_write(stream_, net::buffer(kContinue),
@@ -223,6 +236,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
+    if (reading_) {
+      reading_ = false;
+      state_->table.SetIdle(id_, false);
+    }
     if (ec == http::error::body_limit) return Refuse(413, "request body too large");
     if (ec) return;
     http::request<http::string_body> req = parser_->release();
@@ -237,23 +254,25 @@ class Session : public std::enable_shared_from_this<Session> {
     r.authorization = std::string(req[http::field::authorization]);
     r.cookie = std::string(req[http::field::cookie]);
     r.body = std::move(req.body());
-    if (IsQueryRequest(r.method, r.target)) return RunOnQueryPool(std::move(r));
+    if (IsQueryRequest(r.method, r.target)) return RunOnPool(&state_->queries, "queries", std::move(r));
+    if (IsPooledRead(r.method, r.target)) return RunOnPool(&state_->reads, "reads", std::move(r));
     Respond(state_->api->Handle(r));
   }
 
-  // Runs a query on the query pool and answers it from this session's strand.
-  void RunOnQueryPool(HttpRequest r) {
+  // Runs a request on `pool` and answers it from this session's strand.
+  void RunOnPool(WorkPool* pool, const char* what, HttpRequest r) {
     auto enqueued = std::chrono::steady_clock::now();
-    bool queued = state_->queries.TryPost([self = shared_from_this(), r = std::move(r), enqueued] {
+    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what] {
       HttpResponse out =
           std::chrono::steady_clock::now() - enqueued > kQueryMaxWait
-              ? JsonError(503, "the query waited too long for a free query thread; retry later")
+              ? JsonError(503, std::string("waited too long for a free thread (") + what +
+                                   "); retry later")
               : self->state_->api->Handle(r);
       net::post(self->executor(), [self, out = std::move(out)]() mutable {
         self->Respond(std::move(out));
       });
     });
-    if (!queued) Respond(JsonError(503, "too many queries waiting; retry later"));
+    if (!queued) Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
   }
 
   static bool IsStream(beast::string_view target) {
@@ -342,7 +361,7 @@ class Session : public std::enable_shared_from_this<Session> {
   unsigned version_ = 11;
   bool keep_alive_ = false;
   bool head_only_ = false;
-  bool reading_ = false;               // waiting for a request's head
+  bool reading_ = false;               // waiting for a request's head or body (evictable)
   bool close_after_response_ = false;  // evicted while handling a request
   bool linger_ = false;
   std::string discard_;
@@ -359,13 +378,17 @@ struct HttpServer::Impl {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (ec) return RetryAccept(ec);  // e.g. EMFILE: retrying at once would spin
+      beast::error_code peer_ec;
+      const auto peer = s.remote_endpoint(peer_ec).address();
+      // Loopback peers are not counted apart: every local client shares their address.
+      const std::string peer_key = peer_ec || peer.is_loopback() ? "" : peer.to_string();
       auto session = std::make_shared<Session>(std::move(s), &state);
       std::weak_ptr<Session> weak = session;
       uint64_t id = state.table.Admit([weak, executor = session->executor()] {
         net::post(executor, [weak] {
           if (auto s = weak.lock()) s->Evict();
         });
-      });
+      }, peer_key);
       if (id) session->Start(id);  // else: every connection is busy; this one closes now
       Accept();
     });
@@ -454,6 +477,7 @@ void HttpServer::Stop() {
   // After the I/O threads: a query still running posts its answer to the stopped
   // io_context, which drops it; the pool must be joined before the io_context goes.
   impl_->state.queries.Stop();
+  impl_->state.reads.Stop();
 }
 
 size_t HttpServer::connections() const { return impl_->state.table.size(); }

@@ -23,6 +23,9 @@
 namespace headlab::coord {
 namespace {
 
+// The headers every request here carries: a Host the server answers to, a JSON body.
+const std::string kHostJson = "Host: 127.0.0.1\r\nContent-Type: application/json\r\n";
+
 using Clock = std::chrono::steady_clock;
 constexpr const char* kRunaway =
     R"({"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"})";
@@ -84,8 +87,9 @@ int StatusOf(const std::string& raw) {
 int Request(const std::string& addr, const std::string& method, const std::string& target,
             const std::string& body = "", const std::string& headers = "", int timeout_ms = 5000) {
   Conn c(addr, timeout_ms);
-  c.Send(method + " " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  c.Send(method + " " + target +
+         " HTTP/1.1\r\n" + kHostJson + "Connection: close\r\n" +
+         headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   return StatusOf(c.ReadUntil("\r\n\r\n"));
 }
 
@@ -118,7 +122,7 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   {
     Conn c(f.addr, 3000);
     auto start = Clock::now();
-    c.Send("POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n");
+    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson + "Content-Length: 50000000\r\n\r\n");
     std::string r = c.ReadUntil("\r\n\r\n");
     CHECK(StatusOf(r) == 401);
     CHECK(SecondsSince(start) < 1.0);
@@ -127,20 +131,20 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   // Over the limit for what it is: 413 at once, whatever the token.
   {
     Conn c(f.addr, 3000);
-    c.Send("POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n"
+    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson + "Authorization: Bearer tok\r\n"
            "Content-Length: 70000000\r\n\r\n");
     CHECK(StatusOf(c.ReadUntil("\r\n\r\n")) == 413);  // a write is at most 64 MiB
   }
   {
     Conn c(f.addr, 3000);
-    c.Send("POST /api/v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
+    c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Content-Length: 2000000\r\n\r\n");
     CHECK(StatusOf(c.ReadUntil("\r\n\r\n")) == 413);  // a query is at most 1 MiB
   }
   // With the token and Expect: 100-continue the client is told to send the body.
   {
     Conn c(f.addr, 3000);
     std::string body = R"({"sql": "SELECT 41 + 1"})";
-    c.Send("POST /api/v1/query HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+    c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Expect: 100-continue\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\n\r\n");
     CHECK(c.ReadUntil("\r\n\r\n").rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
     c.Send(body);
@@ -149,7 +153,7 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   // A refused request with Expect: 100-continue never gets the go-ahead.
   {
     Conn c(f.addr, 3000);
-    c.Send("POST /api/v1/runs/1/cancel HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+    c.Send("POST /api/v1/runs/1/cancel HTTP/1.1\r\n" + kHostJson + "Expect: 100-continue\r\n"
            "Content-Length: 1000\r\n\r\n");
     CHECK(StatusOf(c.ReadUntil("\r\n\r\n")) == 401);
   }
@@ -165,7 +169,7 @@ TEST_CASE("runaway queries wait on their own pool; the rest of the API stays res
   for (int i = 0; i < 8; ++i)
     clients.emplace_back([&] {
       Conn c(f.addr, 20000);
-      c.Send("POST /api/v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+      c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Connection: close\r\nContent-Length: " +
              std::to_string(std::strlen(kRunaway)) + "\r\n\r\n" + kRunaway);
       std::string r = c.ReadUntil("limit\"}");
       answered += StatusOf(r) != 0;
@@ -203,7 +207,7 @@ TEST_CASE("idle connections beyond the cap are closed, longest idle first; a new
   CHECK(f.server->evicted_connections() >= 13);
   // A connection in the middle of a request is never the one evicted.
   Conn busy(f.addr, 5000);
-  busy.Send("POST /api/v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+  busy.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Connection: close\r\nContent-Length: " +
             std::to_string(std::strlen(kRunaway)) + "\r\n\r\n" + kRunaway);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (int i = 0; i < 10; ++i) CHECK(Request(f.addr, "GET", "/api/v1/health") == 200);

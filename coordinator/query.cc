@@ -175,8 +175,11 @@ StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& s
   sqlite3_db_config(db.raw(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   AuthState auth;
   sqlite3_set_authorizer(db.raw(), Authorize, &auth);
-  // No single value (printf('%.*c', 1e9, 'x'), zeroblob(1e9), ...) larger than the answer.
-  sqlite3_limit(db.raw(), SQLITE_LIMIT_LENGTH, int(std::min<size_t>(limits.max_bytes, INT32_MAX)));
+  // No single value (printf('%.*c', 1e9, 'x'), zeroblob(1e9), ...) larger than the answer,
+  // nor so long that one function call runs past the time limit (query.h).
+  sqlite3_limit(db.raw(), SQLITE_LIMIT_LENGTH,
+                int(std::min<size_t>({limits.max_bytes, size_t(kMaxQueryValueBytes)})));
+  sqlite3_limit(db.raw(), SQLITE_LIMIT_LIKE_PATTERN_LENGTH, kMaxQueryPatternBytes);
   Deadline deadline{std::chrono::steady_clock::now() + limits.time};
   sqlite3_progress_handler(db.raw(), 1000, Progress, &deadline);
 

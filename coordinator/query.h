@@ -3,8 +3,11 @@
 // authorizer allows only reads (SELECT, reading columns, read-only PRAGMAs and the
 // functions of an allow-list), and SQLITE_DBCONFIG_DEFENSIVE is on. Bounded: a progress
 // handler and the row loop stop a query after the time limit, which covers building the
-// answer; the answer stops at a row and a byte cap, and no single value may exceed the
-// byte cap (SQLITE_LIMIT_LENGTH). Functions outside the allow-list (those that expose
+// answer; the answer stops at a row and a byte cap. The progress handler runs between VM
+// steps, never inside one function call, so what a single call can cost is bounded by its
+// inputs: no string or blob longer than kMaxQueryValueBytes (SQLITE_LIMIT_LENGTH; the
+// quadratic functions, instr(X, Y) and replace(X, Y, Z), then stay near a second on any
+// input) and no LIKE or GLOB pattern longer than kMaxQueryPatternBytes. Functions outside the allow-list (those that expose
 // SQLite's internals, e.g. fts3_tokenizer, which returns a pointer into the library, or
 // sqlite_compileoption_get, load_extension) are refused as "read-only: function F".
 #pragma once
@@ -16,6 +19,11 @@
 #include "common/status.h"
 
 namespace headlab::coord {
+
+// The longest string or blob a query may make or read (a longer stored value is an error
+// naming the limit), and the longest LIKE/GLOB pattern.
+constexpr int kMaxQueryValueBytes = 256 << 10;
+constexpr int kMaxQueryPatternBytes = 1000;
 
 struct QueryLimits {
   std::chrono::milliseconds time{5000};

@@ -56,9 +56,13 @@ Router::~Router() {
   if (wake_[1] >= 0) ::close(wake_[1]);
 }
 
-Status Router::Bind(const std::string& endpoint) {
+Status Router::Bind(const std::string& endpoint, const std::string& curve_secret_key) {
   if (wake_[0] < 0) return Status::Internal("cannot create the wake-up pipe");
   try {
+    if (!curve_secret_key.empty()) {
+      sock_.set(zmq::sockopt::curve_server, true);
+      sock_.set(zmq::sockopt::curve_secretkey, curve_secret_key);
+    }
     sock_.bind(endpoint);
   } catch (const zmq::error_t& e) {
     return Status::Unavailable("cannot bind the worker socket to " + endpoint + ": " + e.what());

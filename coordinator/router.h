@@ -49,8 +49,9 @@ class Router {
   Router& operator=(const Router&) = delete;
 
   // Binds the ROUTER socket ("tcp://ADDR:PORT"; port 0 picks a free one). Unavailable
-  // with a clear message if the address is in use.
-  Status Bind(const std::string& endpoint);
+  // with a clear message if the address is in use. With `curve_secret_key` (Z85) the
+  // socket is a CURVE server: only encrypted connections to that key are accepted.
+  Status Bind(const std::string& endpoint, const std::string& curve_secret_key = "");
   // Returns the bound endpoint with the actual port.
   const std::string& endpoint() const { return endpoint_; }
 

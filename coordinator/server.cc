@@ -5,10 +5,13 @@
 #include <atomic>
 #include <mutex>
 
+#include <unistd.h>
+
 #include "common/files.h"
 #include "common/log.h"
 #include "common/source_dir.h"
 #include "coordinator/core.h"
+#include "coordinator/data_dir_guard.h"
 #include "coordinator/http_api.h"
 #include "coordinator/http_policy.h"
 #include "coordinator/http_server.h"
@@ -21,6 +24,7 @@ namespace headlab::coord {
 
 struct Server::Impl {
   ServerOptions options;
+  std::unique_ptr<DataDirLock> lock;  // held from Start to destruction
   MetricFeed feed;  // outlives the store that publishes and the HTTP sessions that follow
   Store store;
   std::unique_ptr<Core> core;
@@ -45,14 +49,20 @@ Status Server::Start(const ServerOptions& options) {
   m.options = options;
   if (options.token.empty()) return Status::InvalidArgument("no token");
   HEADLAB_RETURN_IF_ERROR(MakeDirs(options.data_dir));
+  // One coordinator per data directory: a second one would rewrite coordinator.json and
+  // declare the first one's attempts lost. Then no start on a damaged database.
+  auto lock = DataDirLock::Acquire(options.data_dir);
+  if (!lock.ok()) return lock.status();
+  m.lock = std::move(lock.value());
+  if (PathExists(db_path())) HEADLAB_RETURN_IF_ERROR(CheckDatabaseIntegrity(db_path()));
   HEADLAB_RETURN_IF_ERROR(m.store.Open(db_path()));
   HEADLAB_RETURN_IF_ERROR(m.store.db()->Exec("PRAGMA wal_autocheckpoint=0"));
   m.checkpointer = std::make_unique<WalCheckpointer>(db_path());
   m.store.SetMetricFeed(&m.feed);
-  m.core = std::make_unique<Core>(&m.store, options.token);
+  m.core = std::make_unique<Core>(&m.store, options.token, options.worker_token);
   m.core->Recover(Clock::now());
   m.router = std::make_unique<Router>(m.core.get());
-  HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers));
+  HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers, options.curve_secret_key));
   Router* router = m.router.get();
   m.stats = std::make_unique<PairedStatsWorker>(db_path(), [router](ComputedResults res) {
     router->Post([res = std::move(res)](Core& core) { core.StoreResultsOf(res); });
@@ -65,8 +75,12 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.read_token = options.read_token;
   api_opts.open_reads = !reads_need_token();
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
-  m.http = std::make_unique<HttpServer>(
-      m.api.get(), &m.feed, AccessPolicy{options.token, options.read_token, api_opts.open_reads});
+  AccessPolicy policy{options.token, options.read_token, api_opts.open_reads,
+                      options.allow_hosts};
+  // The machine's own name is one a browser may rightly use (http://HOST:8321/).
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0 && host[0]) policy.host_names.push_back(host);
+  m.http = std::make_unique<HttpServer>(m.api.get(), &m.feed, std::move(policy));
   HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
   m.loop = std::thread([this] {
     Status st = impl_->router->Run();

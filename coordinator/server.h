@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 
@@ -16,6 +17,9 @@ struct ServerOptions {
   std::string workers = "tcp://127.0.0.1:8322";
   std::string http = "127.0.0.1:8321";
   std::string token;        // required
+  std::string worker_token; // also accepted from workers (never over HTTP); "" = none
+  // The worker port's CURVE secret key (Z85, curve_keys.h); "" = unencrypted.
+  std::string curve_secret_key;
   std::string static_root;  // dashboard directory ("" = none)
   int http_threads = 4;
   // Reads over HTTP (GET endpoints, SQL, the live stream): kAuto leaves them open when
@@ -23,13 +27,18 @@ struct ServerOptions {
   enum class Reads { kAuto, kOpen, kToken };
   Reads reads = Reads::kAuto;
   std::string read_token;   // optional: a token that grants reads only
+  // Host names HTTP requests may use besides IP addresses, localhost and this machine's
+  // name (http_policy.h ScreenBrowser).
+  std::vector<std::string> allow_hosts;
 };
 
 class Server {
  public:
   Server();
   ~Server();
-  // Opens DATA_DIR/headlab.db (creating and migrating it), recovers, binds both sockets
+  // Locks DATA_DIR (Unavailable while another coordinator holds it), checks
+  // DATA_DIR/headlab.db's integrity (Corruption when damaged), opens it (creating and
+  // migrating it), recovers, binds both sockets
   // and starts the loop and HTTP threads. Bind errors are Unavailable.
   Status Start(const ServerOptions& options);
   // Stops HTTP, then the loop (finishing and committing the current batch), then closes

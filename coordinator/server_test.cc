@@ -44,7 +44,7 @@ int ConnectTo(const std::string& addr) {
 Reply Http(const std::string& addr, const std::string& method, const std::string& path,
            const std::string& body = "", const std::string& token = "") {
   int fd = ConnectTo(addr);
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
   req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
@@ -284,7 +284,7 @@ TEST_CASE("a live stream delivers a run's metric points as server-sent events") 
   int fd = ConnectTo(http);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  const std::string req = "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string req = "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   REQUIRE(::write(fd, req.data(), req.size()) == ssize_t(req.size()));
   std::string got;
   auto read_until = [&](const std::string& needle) {

@@ -23,6 +23,15 @@ StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
   return t;
 }
 
+StatusOr<std::string> LoadOrCreateWorkerToken(const std::string& data_dir) {
+  const std::string path = data_dir + "/" + kWorkerTokenFile;
+  if (PathExists(path)) return ReadTokenFile(path);
+  auto t = RandomHex(32);
+  if (!t.ok()) return t.status();
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, *t + "\n", 0600));
+  return t;
+}
+
 StatusOr<std::string> RandomHex(size_t bytes) {
   std::vector<unsigned char> buf(bytes);
   size_t got = 0;

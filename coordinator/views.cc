@@ -275,8 +275,7 @@ StatusOr<Json> RunView(Db* db, int64_t id) {
   return run;
 }
 
-StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_t after,
-                              int attempt, int64_t limit) {
+StatusOr<std::string> RunMetricsView(Db* db, int64_t id, const MetricsPage& page) {
   // A run that reuses an earlier run's result has that run's curves.
   Stmt r = db->MustPrepare("SELECT coalesce(reused_from, id) FROM runs WHERE id=?");
   r.Bind(1, id);
@@ -285,12 +284,22 @@ StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_
   Stmt s = db->MustPrepare(
       "SELECT attempt, seq, step, key, value, time_s FROM metrics WHERE run_id=?1 "
       "AND seq > ?2 AND (?3 = '' OR key = ?3) AND (?4 = 0 OR attempt = ?4) "
-      "ORDER BY attempt, seq LIMIT ?5");
-  s.Bind(1, id).Bind(2, after).Bind(3, key).Bind(4, attempt).Bind(5, limit);
-  Json points = Json::array();
-  while (s.Step())
-    points.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), ColumnJson(s, 4), s.Real(5)});
-  return Json{{"points", points}};
+      "AND (attempt, seq) > (?6, ?7) ORDER BY attempt, seq LIMIT ?5");
+  s.Bind(1, id).Bind(2, page.after).Bind(3, page.key).Bind(4, page.attempt).Bind(5, page.limit)
+      .Bind(6, page.cursor_attempt).Bind(7, page.cursor_seq);
+  std::string out = "{\"points\":[";
+  int64_t n = 0, last_attempt = 0, last_seq = 0;
+  for (; s.Step(); ++n) {
+    if (n) out += ',';
+    last_attempt = s.Int(0);
+    last_seq = s.Int(1);
+    out += JsonText(Json{last_attempt, last_seq, s.Int(2), s.Text(3), ColumnJson(s, 4), s.Real(5)});
+  }
+  out += "],\"next\":";
+  out += n == page.limit && n > 0
+             ? "\"" + std::to_string(last_attempt) + ":" + std::to_string(last_seq) + "\""
+             : std::string("null");
+  return out + "}";
 }
 
 }  // namespace headlab::coord

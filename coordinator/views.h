@@ -42,10 +42,20 @@ StatusOr<Json> ExperimentRunsView(Db* db, int64_t id);
 // {id,experiment_id,experiment_name,...,worker_name,config,config_notable,tags,note,
 //  attempts:[...{worker_name}],summary,provenance,artifacts,events:[{at,kind,...}]}.
 StatusOr<Json> RunView(Db* db, int64_t id);
-// {points: [[attempt, seq, step, key, value, time_s], ...]} with seq > after (all attempts
-// unless attempt > 0), at most `limit` points, ordered by (attempt, seq). A run that
-// reuses another's result (reused_from) answers that run's points.
-StatusOr<Json> RunMetricsView(Db* db, int64_t id, const std::string& key, int64_t after,
-                              int attempt, int64_t limit);
+// Which points of a run GET /runs/ID/metrics returns: seq > after (all attempts unless
+// attempt > 0), (attempt, seq) > (cursor_attempt, cursor_seq), at most `limit` of them,
+// ordered by (attempt, seq). A run that reuses another's result (reused_from) answers that
+// run's points.
+struct MetricsPage {
+  std::string key;  // "" = every key
+  int64_t after = -1;
+  int attempt = 0;
+  int64_t cursor_attempt = 0, cursor_seq = -1;
+  int64_t limit = 0;
+};
+// Returns the JSON text {points: [[attempt, seq, step, key, value, time_s], ...], next:
+// "ATTEMPT:SEQ" | null}, written point by point (never a whole tree in memory); `next`
+// is the cursor of the following page when this one is full.
+StatusOr<std::string> RunMetricsView(Db* db, int64_t id, const MetricsPage& page);
 
 }  // namespace headlab::coord

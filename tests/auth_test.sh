@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System test (docs/DESIGN.md, "Tokens"): workers must present the shared token, HTTP writes need the
-# bearer token, and the SQL query endpoint cannot write.
+# System test (docs/DESIGN.md, "Tokens"): workers must present the shared token or their
+# own (DIR/worker_token, which grants nothing over HTTP), HTTP writes need the bearer
+# token, and the SQL query endpoint cannot write.
 source "$(dirname "$0")/lib.sh"
 
 GRID=$HEADLAB_SOURCE_DIR/tests/data/noop_runs.jsonc
@@ -108,6 +109,22 @@ wait_grid "$EXP" 60
 expect_eq "runs succeeded with the right token" 2 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'succeeded'")"
 
+say "the workers' own token: accepted on the worker port, worthless over HTTP"
+[[ -s "$HL_DATA/worker_token" ]] || fail "the coordinator did not create $HL_DATA/worker_token"
+expect_eq "mode of $HL_DATA/worker_token" 600 "$(stat -c %a "$HL_DATA/worker_token")"
+WTOKEN=$(cat "$HL_DATA/worker_token")
+[[ "$WTOKEN" != "$TOKEN" ]] || fail "the worker token is the user's token"
+expect_eq "POST /api/v1/experiments with the worker token" 401 \
+  "$(post /api/v1/experiments "$BODY" -H "Authorization: Bearer $WTOKEN")"
+expect_eq "POST /api/v1/runs/$RUN/retry with the worker token" 401 \
+  "$(post "/api/v1/runs/$RUN/retry" '{}' -H "Authorization: Bearer $WTOKEN")"
+start_worker w2 --token-file "$HL_DATA/worker_token"
+wait_workers 2
+EXP2=$(submit "$GRID" --rerun)
+wait_grid "$EXP2" 60
+expect_eq "runs succeeded with both workers" 2 \
+  "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP2 AND status = 'succeeded'")"
+
 say "request bodies are not read before the token is checked"
 # 20 MB offered without a token, with Expect: 100-continue: refused from the head, and the
 # client is never told to send the body.
@@ -122,7 +139,7 @@ ok "bytes of the refused body sent: $UPLOADED"
 # A head announcing 50 MB and no body at all: the refusal comes at once (before the fix the
 # server waited for the body).
 exec 3<>"/dev/tcp/127.0.0.1/$HL_HTTP_PORT"
-printf 'POST /api/v1/experiments HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n' >&3
+printf 'POST /api/v1/experiments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n' >&3
 STATUS=$(timeout 5 head -n 1 <&3 | tr -d '\r')
 exec 3<&-
 expect_eq "answer to a head announcing 50 MB, body never sent" "HTTP/1.1 401 Unauthorized" "$STATUS"
@@ -151,14 +168,14 @@ for path in /api/v1/experiments /api/v1/status /api/v1/workers /api/v1/runs/1; d
 done
 jq -e '.error | test("token")' "$HL_TMP/read.out" >/dev/null || fail "the 401 does not mention the token"
 expect_eq "POST /api/v1/query without a token" 401 \
-  "$(code -X POST --data-binary '{"sql": "SELECT 1"}' "$U2/api/v1/query")"
+  "$(code -X POST -H 'Content-Type: application/json' --data-binary '{"sql": "SELECT 1"}' "$U2/api/v1/query")"
 expect_eq "GET /api/v1/stream without a token" 401 "$(code "$U2/api/v1/stream?runs=1")"
 expect_eq "GET /api/v1/experiments with the token" 200 \
   "$(code -H "Authorization: Bearer $T2" "$U2/api/v1/experiments")"
 expect_eq "the live stream with the dashboard's cookie" 200 \
   "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -b "headlab_token=$T2" "$U2/api/v1/stream?runs=1")"
 expect_eq "a write with only the cookie" 401 \
-  "$(code -X POST -b "headlab_token=$T2" --data-binary '{}' "$U2/api/v1/runs/1/cancel")"
+  "$(code -X POST -H 'Content-Type: application/json' -b "headlab_token=$T2" --data-binary '{}' "$U2/api/v1/runs/1/cancel")"
 # The CLI sends the token it finds (DIR/token) with reads; without one it is refused.
 OUT=$("$HEADLAB_BIN" status --url "$U2" --data-dir "$D2" --json) || fail "headlab status with the token failed: $OUT"
 jq -e '.experiments' <<<"$OUT" >/dev/null || fail "headlab status --json: $OUT"

@@ -12,16 +12,7 @@ source "$(dirname "$0")/lib.sh"
 say "up on free ports: an export line; status --data-dir finds it"
 UP=$HL_TMP/up
 P1=$(hl_free_port) && P2=$(hl_free_port) || exit 1
-"$HEADLAB_BIN" up --detach --data-dir "$UP" --http "127.0.0.1:$P1" --workers "tcp://127.0.0.1:$P2" \
-  --worker-slots 2 >"$HL_TMP/up.out" 2>&1 || { cat "$HL_TMP/up.out"; fail "headlab up failed"; }
-HL_EXTRA_PIDS+=($(jq -r '.coordinator_pid, .worker_pid' "$UP/up.json"))
-trap 'hl_cleanup_up' EXIT
-hl_cleanup_up() {  # stop what `up` started, then the harness's cleanup with our status
-  local rc=$?
-  "$HEADLAB_BIN" down --data-dir "$UP" >/dev/null 2>&1
-  (exit "$rc")
-  hl_cleanup
-}
+up_detached "$UP" --http "127.0.0.1:$P1" --workers "tcp://127.0.0.1:$P2" --worker-slots 2
 grep -qx "  for other shells: export HEADLAB_URL=http://127.0.0.1:$P1" "$HL_TMP/up.out" ||
   fail "up printed no export line: $(cat "$HL_TMP/up.out")"
 ok "up printed: export HEADLAB_URL=http://127.0.0.1:$P1"

@@ -12,7 +12,7 @@ start_coordinator
 # $HL_TMP/query.out.
 query() {
   curl -s -o "$HL_TMP/query.out" -w '%{http_code}' --max-time 60 -X POST \
-    --data-binary "$(jq -n --arg s "$1" '{sql: $s}')" "$HL_URL/api/v1/query"
+    -H 'Content-Type: application/json' --data-binary "$(jq -n --arg s "$1" '{sql: $s}')" "$HL_URL/api/v1/query"
 }
 # Prints the seconds a GET of $1 took; fails unless it answered 200.
 timed_get() {
@@ -27,7 +27,7 @@ RUNAWAY='WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT 
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
   curl -s -o "$HL_TMP/runaway.$i" -w '%{http_code}' --max-time 60 -X POST \
-    --data-binary "$(jq -n --arg s "$RUNAWAY" '{sql: $s}')" "$HL_URL/api/v1/query" \
+    -H 'Content-Type: application/json' --data-binary "$(jq -n --arg s "$RUNAWAY" '{sql: $s}')" "$HL_URL/api/v1/query" \
     >"$HL_TMP/runaway.$i.code" &
   pids+=($!)
 done
@@ -82,20 +82,12 @@ raw_status() {
   exec 3<&-
 }
 expect_eq "GET /api/v1/runs/<0xff>" "HTTP/1.1 400 Bad Request" \
-  "$(raw_status 'GET /api/v1/runs/\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')"
+  "$(raw_status 'GET /api/v1/runs/\xff HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')"
 expect_eq "a query body with byte 0xff" "HTTP/1.1 400 Bad Request" \
-  "$(raw_status 'POST /api/v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 19\r\n\r\n{"sql": "SELECT \xff"}')"
+  "$(raw_status 'POST /api/v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 19\r\n\r\n{"sql": "SELECT \xff"}')"
 
 say "thousands of idle connections against a coordinator with 1024 file descriptors"
-D2=$HL_TMP/data2
-mkdir -p "$D2"
-P2=$(hl_free_port)
-(ulimit -n 1024 && exec "$HEADLAB_BIN" coordinator --data-dir "$D2" --http "127.0.0.1:$P2" \
-  --workers "tcp://127.0.0.1:$(hl_free_port)") >>"$HL_LOGS/coordinator2.log" 2>&1 &
-C2=$!
-HL_EXTRA_PIDS+=($C2)
-up2() { curl -sf --max-time 2 "http://127.0.0.1:$P2/api/v1/health" >/dev/null; }
-wait_until 30 "the second coordinator" up2
+start_coordinator_1024
 # A subshell opens 3,000 connections that never send a byte and holds them.
 (
   for ((i = 0; i < 3000; i++)); do exec {fd}<>"/dev/tcp/127.0.0.1/$P2" || break; done

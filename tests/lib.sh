@@ -200,6 +200,37 @@ start_coordinator() {
   fail "coordinator did not start (see coordinator.log)"
 }
 
+# start_coordinator_1024: a second coordinator (data dir $D2, HTTP port $P2, pid $C2) whose
+# process may hold only 1,024 file descriptors; waits for its health.
+start_coordinator_1024() {
+  D2=$HL_TMP/data2
+  mkdir -p "$D2"
+  P2=$(hl_free_port)
+  (ulimit -n 1024 && exec "$HEADLAB_BIN" coordinator --data-dir "$D2" --http "127.0.0.1:$P2" \
+    --workers "tcp://127.0.0.1:$(hl_free_port)") >>"$HL_LOGS/coordinator2.log" 2>&1 &
+  C2=$!
+  HL_EXTRA_PIDS+=($C2)
+  up2() { curl -sf --max-time 2 "http://127.0.0.1:$P2/api/v1/health" >/dev/null; }
+  wait_until 30 "the second coordinator" up2
+}
+
+# up_detached DIR ARGS...: `headlab up --detach --data-dir DIR ARGS...` (its output in
+# $HL_TMP/up.out); what it started is stopped with `headlab down` on exit.
+up_detached() {
+  HL_UP_DIR=$1
+  shift
+  "$HEADLAB_BIN" up --detach --data-dir "$HL_UP_DIR" "$@" >"$HL_TMP/up.out" 2>&1 ||
+    { cat "$HL_TMP/up.out"; fail "headlab up failed"; }
+  HL_EXTRA_PIDS+=($(jq -r '.coordinator_pid, .worker_pid' "$HL_UP_DIR/up.json"))
+  trap 'hl_cleanup_up' EXIT
+}
+hl_cleanup_up() {  # stop what `up` started, then the harness's cleanup with our status
+  local rc=$?
+  "$HEADLAB_BIN" down --data-dir "$HL_UP_DIR" >/dev/null 2>&1
+  (exit "$rc")
+  hl_cleanup
+}
+
 # kill -9 the coordinator (fault injection).
 kill9_coordinator() {
   [[ -n "$HL_COORD_PID" ]] || fail "no coordinator to kill"

@@ -2,7 +2,9 @@
 # System test (README, "More hosts"): many hosts. Three "hosts" are network namespaces
 # joined by veth links (iproute2): the coordinator's host C, and worker hosts A and B,
 # each on its own point-to-point link to C (10.201.1.0/30 and 10.201.2.0/30). The workers
-# join with --coordinator tcp://10.201.x.1:8322 over those links only. Checks:
+# join with --coordinator tcp://10.201.x.1:8322 over those links only, with the workers'
+# own token and the coordinator's CURVE key (the port is encrypted beyond loopback; a
+# worker without the key never registers). Checks:
 #   1. a grid completes across the two worker hosts;
 #   2. cutting host A off (its link set down) makes the coordinator declare A's attempt
 #      lost and requeue its run within the lease time (kLiveness = 3 s, plus slack), and
@@ -108,14 +110,29 @@ start_ns_worker() {
   local name=$1 ns=$2 addr=$3 dir=$HL_TMP/workers/$1
   mkdir -p "$dir"
   ip netns exec "$ns" "$HEADLAB_BIN" worker --coordinator "tcp://$addr:$WORKER_PORT" \
-    --data-dir "$dir" --name "$name" --token-file "$HL_DATA/token" --cpu-only --slots 1 \
+    --data-dir "$dir" --name "$name" --token-file "$HL_DATA/worker_token" --cpu-only --slots 1 \
+    --coordinator-key "$HL_DATA/curve_server.pub" \
     >>"$HL_LOGS/worker-$name.log" 2>&1 &
   HL_WORKER_PIDS[$name]=$!
   say "started worker $name in $ns (pid $!) -> tcp://$addr:$WORKER_PORT"
 }
+grep -q "worker port encrypted (CURVE)" "$HL_LOGS/coordinator.log" ||
+  fail "the coordinator on tcp://0.0.0.0 does not encrypt its worker port"
 start_ns_worker a "$NS_A" 10.201.1.1
 start_ns_worker b "$NS_B" 10.201.2.1
 wait_workers 2
+# Beyond loopback the worker port speaks only CURVE: a worker with the right token but
+# without the coordinator's key never registers.
+dir=$HL_TMP/workers/plain
+mkdir -p "$dir"
+ip netns exec "$NS_A" "$HEADLAB_BIN" worker --coordinator "tcp://10.201.1.1:$WORKER_PORT" \
+  --data-dir "$dir" --name plain --token-file "$HL_DATA/token" --cpu-only --slots 1 \
+  >>"$HL_LOGS/worker-plain.log" 2>&1 &
+PLAIN=$!
+HL_EXTRA_PIDS+=($PLAIN)
+sleep 5
+expect_eq "state of a worker without the coordinator's key after 5 s" "" "$(worker_state plain)"
+kill "$PLAIN" 2>/dev/null
 
 # --- 1. A grid completes across hosts --------------------------------------------------
 GRID=$HL_TMP/grid.jsonc

@@ -23,6 +23,15 @@ Status Connection::Open(Clock::time_point now) {
     // A closed socket drops what it still queues: the outbox resends what matters, and a
     // reconnect must not wait on a dead peer.
     socket_->set(zmq::sockopt::linger, 0);
+    if (!options_.curve_server_key.empty()) {
+      // A fresh key pair per connection: the coordinator knows workers by their token, not
+      // by a key, so this one only encrypts.
+      char pub[41], sec[41];
+      if (zmq_curve_keypair(pub, sec) != 0) throw zmq::error_t();
+      socket_->set(zmq::sockopt::curve_serverkey, options_.curve_server_key);
+      socket_->set(zmq::sockopt::curve_publickey, std::string(pub));
+      socket_->set(zmq::sockopt::curve_secretkey, std::string(sec));
+    }
     socket_->connect(options_.endpoint);
   } catch (const zmq::error_t& e) {
     socket_.reset();

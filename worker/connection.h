@@ -24,6 +24,7 @@ struct ConnectionOptions {
   std::string endpoint = "tcp://127.0.0.1:8322";
   std::string identity;  // READY.id: worker-<host>-<pid> (ZeroMQ names the connection itself)
   std::string token;     // READY's auth frame
+  std::string curve_server_key;  // Z85: connect as a CURVE client of this key ("" = plain)
   std::chrono::milliseconds heartbeat_interval = wire::kHeartbeatInterval;
   std::chrono::milliseconds liveness = wire::kLiveness;
   std::chrono::milliseconds reconnect_initial = wire::kReconnectInitial;

@@ -55,7 +55,11 @@ const FlagsSpec& WorkerSpec() {
       {{"--coordinator", "", "URL", "the coordinator's worker socket (default tcp://127.0.0.1:8322)"},
        {"--data-dir", "", "DIR", "data directory (default .headlab); the token is read from\n"
                                  "DIR/token unless HEADLAB_TOKEN or --token-file gives it"},
-       {"--token-file", "", "FILE", "file holding the shared worker token"},
+       {"--token-file", "", "FILE", "file holding the worker token (the coordinator's\n"
+                                    "DIR/worker_token, or the shared DIR/token)"},
+       {"--coordinator-key", "", "FILE", "the coordinator's CURVE public key (its\n"
+                                         "DIR/curve_server.pub): encrypts the link; needed when\n"
+                                         "the coordinator's worker port is beyond loopback"},
        {"--name", "", "NAME", "worker name (default: the host name; in a Slurm job\n"
                               "slurm-<job id>-<node>)"},
        {"--slots", "", "N", "concurrent attempts when CPU-only (default 1); with GPUs one\n"
@@ -83,6 +87,7 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
   f.cpu_only = args->Has("--cpu-only");
   for (const auto& [name, out] : {std::pair<const char*, std::string*>{"--coordinator", &f.coordinator},
                                   {"--data-dir", &f.data_dir}, {"--token-file", &f.token_file},
+                                  {"--coordinator-key", &f.coordinator_key},
                                   {"--name", &f.name}, {"--work-dir", &f.work_dir}}) {
     if (!args->Has(name)) continue;
     *out = args->Get(name);
@@ -105,6 +110,18 @@ StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_tok
         "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
         "the coordinator's data directory (" + flags.data_dir + "/token does not exist)");
   return Status::InvalidArgument("no worker token: " + found.status().message());
+}
+
+StatusOr<std::string> ResolveCoordinatorKey(const WorkerFlags& flags) {
+  if (flags.coordinator_key.empty()) return std::string();
+  auto key = ReadTokenFile(flags.coordinator_key);
+  if (!key.ok()) return Status::InvalidArgument("--coordinator-key: " + key.status().message());
+  if (key->size() != 40)
+    return Status::InvalidArgument("--coordinator-key " + flags.coordinator_key +
+                                   ": expected a 40-character Z85 key (the coordinator's "
+                                   "curve_server.pub), got " + std::to_string(key->size()) +
+                                   " characters");
+  return key;
 }
 
 WorkerOptions MakeWorkerOptions(const WorkerFlags& flags, const std::string& token,

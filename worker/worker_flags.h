@@ -14,6 +14,8 @@ struct WorkerFlags {
   std::string coordinator = "tcp://127.0.0.1:8322";
   std::string data_dir = ".headlab";
   std::string token_file;  // "" = HEADLAB_TOKEN, else <data_dir>/token
+  // The coordinator's CURVE public key file (DIR/curve_server.pub); "" = unencrypted.
+  std::string coordinator_key;
   std::string name;        // "" = the host name
   int slots = 0;           // 0 = one per GPU, or 1 CPU-only
   bool cpu_only = false;
@@ -32,6 +34,10 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv);
 // else $HEADLAB_TOKEN, else <data_dir>/token written by the coordinator). InvalidArgument
 // with a message saying where it looked when there is none.
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token);
+
+// Returns the coordinator's CURVE public key from --coordinator-key ("" without one), or
+// InvalidArgument naming the file when it cannot be read or is not a 40-character Z85 key.
+StatusOr<std::string> ResolveCoordinatorKey(const WorkerFlags& flags);
 
 // Returns the options for these flags and devices: identity worker-<host>-<pid>, slots
 // (one per GPU, at most --slots of them; CPU-only: --slots, default 1), each slot's

@@ -67,6 +67,11 @@ int WorkerMain(int argc, char** argv) {
     std::fprintf(stderr, "headlab worker: %s\n", token.status().message().c_str());
     return 2;
   }
+  StatusOr<std::string> coordinator_key = ResolveCoordinatorKey(*flags);
+  if (!coordinator_key.ok()) {
+    std::fprintf(stderr, "headlab worker: %s\n", coordinator_key.status().message().c_str());
+    return 2;
+  }
   // A coordinator that goes away mid-write must not kill us; errors come back as EPIPE.
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -80,6 +85,7 @@ int WorkerMain(int argc, char** argv) {
   }
   const std::string self = SelfPath();
   WorkerOptions options = MakeWorkerOptions(*flags, *token, inventory, {self, "exec"});
+  options.connection.curve_server_key = *coordinator_key;
   Status made = MakeDirs(options.work_dir);
   if (!made.ok()) {
     std::fprintf(stderr, "headlab worker: --work-dir: %s\n", made.message().c_str());
