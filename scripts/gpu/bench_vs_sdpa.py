@@ -300,7 +300,7 @@ def main():
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
     # path 0: the dispatched kernels (on sm_90 the warp-specialised forward and backward);
-    # 2: the mma.sync kernels (kernels/dev/NOTES.md runs 2-12), validated against flash.
+    # 2: the mma.sync kernels, validated against flash.
     def ours(path, bwd):
         def run():
             kern.forward(q, k, v, o, lse, states, path)

@@ -7,7 +7,7 @@
 #                            [-R REGEX] [--target T]...
 #     --cpu      also run `ctest -L cpu` (after the gpu label)
 #     --bench    then the kernels' dev bench, the SDPA / FlexAttention comparison and the
-#                measured-choice layer bench (kernels/dev/NOTES.md, docs/BENCHMARKS.md)
+#                measured-choice layer bench (docs/BENCHMARKS.md, kernels)
 #     --train-bench  then training throughput against PyTorch eager and torch.compile
 #                (scripts/gpu/bench_train.py; bench_train.{json,log} in $OUT)
 #     --quick    shorter bench (with --bench)

@@ -3,9 +3,8 @@
 # top stall locations by source line, memory, occupancy) for the warp-specialised kernels at
 # the dev bench size (bf16, B=8, H=12, T=4096, d=64): the all-ordinary forward, an all-local
 # (W = 512) forward and the all-ordinary backward, from `hybrid_attention_bench --profile`
-# (kernels/dev). What the forward's time per work tile is spent on (kernels/dev/NOTES.md runs
-# 23-24) and what bounds the backward at ~20 % of the tensor cores' peak (runs 25-27) are the
-# questions it was written for.
+# (kernels/dev). What the forward's time per work tile is spent on and what bounds the
+# backward at ~20 % of the tensor cores' peak are the questions it was written for.
 #
 #   scripts/gpu/profile-kernels.sh [BUILD_DIR]     # default: build-gpu/kernels, else /tmp/kb
 #

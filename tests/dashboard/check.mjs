@@ -81,7 +81,7 @@ const tableRunIds = () => page.evaluate(async () => {
   return [...seen].sort((a, b) => a - b);
 });
 
-// Fails unless the page is no wider than the window (issue 19.6: 2,600 px in 1,400).
+// Fails unless the page is no wider than the window (once 2,600 px in 1,400).
 async function checkNoOverflow(where) {
   const w = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: window.innerWidth }));
   if (w.doc > w.win + 1) await fail(`${where} is ${w.doc} px wide in a ${w.win} px window`);
@@ -115,7 +115,7 @@ const summaryCell = (key) => page.evaluate((k) => {
 }, key);
 
 // Opens `hash` with the API answers matching `pattern` held back for `ms`, and returns
-// whether `selector` showed a loading state meanwhile (issue 19.6: no loading state).
+// whether `selector` showed a loading state meanwhile (once none was shown).
 async function seesLoading(hash, pattern, selector, ms = 2500) {
   // A held request may be gone by the time it is released (the page moved on).
   const hold = async (route) => {
@@ -180,7 +180,7 @@ const filtered = await page.getAttribute('#runs-table .vt-body', 'data-total');
 if (Number(filtered) < 1 || Number(filtered) > want.length) await fail(`filter left ${filtered} rows`);
 ok(`sort and filter work (filter "#${want[0]}" leaves ${filtered})`);
 await page.fill('#runs-filter', '');
-// Issue 19.9: the table shows the values the grid varies and the worker's name, not a hash.
+// The table shows the values the grid varies and the worker's name, not a hash.
 const heads = await page.$$eval('#runs-table .vt-h', (hs) => hs.map((x) => x.textContent.replace(/[▲▼]/g, '').trim()));
 for (const col of ['seed', 'aah.regime']) if (!heads.includes(col)) await fail(`runs table has no "${col}" column: ${heads.join(' | ')}`);
 if (heads.includes('config')) await fail('runs table still shows the config hash column');
@@ -198,7 +198,7 @@ if (!rowsShown.every((r) => r.worker === spec.worker_name)) {
   await fail(`worker column shows ${JSON.stringify(rowsShown.map((r) => r.worker))}, the worker is named ${spec.worker_name}`);
 }
 ok(`runs table shows the grid's seed and aah.regime columns (seeds ${seedsShown.join(', ')}) and worker "${spec.worker_name}"`);
-// Issue 19.5: the comparison's 95% CI is the t interval of the per-pair values.
+// The comparison's 95% CI is the t interval of the per-pair values.
 const results = await page.evaluate(async (e) => (await fetch(`/api/v1/experiments/${e}/results`)).json(),
   spec.finished.experiment);
 const comp = results.comparisons[0];
@@ -218,7 +218,7 @@ ok(`comparison "${comp.name}": 95% CI ${ciText} (t with ${vals.length - 1} df), 
 await checkNoOverflow(`experiment #${spec.finished.experiment} (AAH-v3 arm)`);
 await shot('2-experiment-finished');
 
-// 2b. Panels say they are loading while their data are on the way (issue 19.6).
+// 2b. Panels say they are loading while their data are on the way.
 if (!(await seesLoading(`#/experiments/${spec.finished.experiment}`, '**/api/v1/experiments/*/results', '#results'))) {
   await fail('the comparisons panel showed no loading state while its data were held back');
 }
@@ -227,7 +227,7 @@ if (!(await seesLoading(`#/runs/${spec.provenance.run}`, `**/api/v1/runs/${spec.
 }
 ok('the experiment and run pages say "loading…" while their data are on the way');
 
-// 2c. The command run's known values, as a researcher reads them (issues 19.1, 19.6, 19.9).
+// 2c. The command run's known values, as a researcher reads them.
 await goto(`#/runs/${spec.command.ok_run}`);
 await waitFor('the command run summary', () => document.querySelectorAll('#summary-table tr').length >= 3);
 for (const [key, text] of [['test.value', '9110'], ['test.big', '12001'], ['mem.peak_bytes', '229.5 MiB']]) {
