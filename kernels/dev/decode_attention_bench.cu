@@ -14,8 +14,8 @@
 // resident CTAs an SM). The numerics are
 // kernels_decode_gpu_test's job (run it first).
 //
-//   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
-//   /tmp/kb/decode_attention_bench
+//   cmake -S . -B /tmp/kb -DHEADLAB_ONLY=kernels && cmake --build /tmp/kb -j
+//   /tmp/kb/kernels/decode_attention_bench
 #include <algorithm>
 #include <cstdio>
 #include <vector>
