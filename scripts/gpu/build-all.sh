@@ -21,8 +21,8 @@
 # Run it from the repository root through the device tool with the Debian packages carried:
 #   here, once:  scripts/gpu/fetch-debs.sh          (fills the git-ignored .debs/)
 #   device:      run(command="scripts/gpu/build-all.sh", carry=[".debs"], timeout_s=300)
-# The .debs (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2; docs/DESIGN.md "Seen working on
-# the device machine") are unpacked with `dpkg -x` into a prefix (never into /). cmake and
+# The .debs (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2; docs/DESIGN.md, "Machines")
+# are unpacked with `dpkg -x` into a prefix (never into /). cmake and
 # ninja come from /opt/torch/.venv/bin, LibTorch from the python3 there (CMakeLists.txt). The build
 # directory is build-gpu/ (git-ignored), so a second call on a still-warm machine rebuilds
 # incrementally. Exit 0 iff the build and every test run passed, 1 otherwise, 2 bad usage.
