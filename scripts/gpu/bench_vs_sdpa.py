@@ -266,7 +266,7 @@ def rows(kern, B, H, T, d, dt, fwd_only=False):
 def allow_flex_recompiles(limit=64):
     """Every FlexAttention runner compiles the same function (each mask, head dim and grad
     mode is a new graph); past dynamo's default limit of 8 it silently ran unfused, and the
-    d = 128 rows then compared against a 50-130 ms eager fallback (run 21)."""
+    d = 128 rows then compared against a 50-130 ms eager fallback)."""
     import torch._dynamo
     for name in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, name):
