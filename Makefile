@@ -13,9 +13,13 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
+# ccache where it is installed (the device machine has none).
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+
+# CMakeLists.txt chooses the path: the GPU path where a CUDA toolkit and a CUDA PyTorch (the
+# python3 on PATH) are found, the CPU path otherwise. The configure summary names the choice.
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS)
 
 configure: $(BUILD)/CMakeCache.txt
 
@@ -28,7 +32,8 @@ build: deps configure
 test: build
 	cd $(BUILD) && ctest -L cpu --output-on-failure -j$(JOBS) --timeout 1200
 
-# GPU checks, run on the device machine (scripts/gpu/build-and-test.sh).
+# The GPU tests (kernels against their CPU references, the fused layers, CUPTI counters,
+# the decoder on CUDA): built only on the GPU path, run where a GPU is.
 test-gpu: build
 	cd $(BUILD) && ctest -L gpu --output-on-failure --timeout 1200
 

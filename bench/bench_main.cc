@@ -41,7 +41,7 @@ std::string BenchUsage() {
   return HelpText(
       BenchSpec(),
       "Starts a real coordinator (this binary, `coordinator`, temp data dir, free loopback\n"
-      "ports) and measures, against the targets of issues 2 and 9:\n"
+      "ports) and measures, against its targets (docs/BENCHMARKS.md):\n"
       "  grid accept        POST of a grid of --runs no-op runs            target < 2 s\n"
       "  dispatch           --runs runs through --workers simulated worker\n"
       "                     connections (HLW1, ACCEPT+METRICS+DONE at once) target >= 500 runs/s\n"

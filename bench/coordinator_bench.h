@@ -1,5 +1,5 @@
 // `headlab bench coordinator`: the coordinator's throughput and liveness figures against
-// its targets (docs/BENCHMARKS.md, "Coordinator"), measured on a real coordinator child
+// its targets (docs/BENCHMARKS.md, "Service"), measured on a real coordinator child
 // process.
 #pragma once
 

@@ -2,7 +2,7 @@
 // browser's EventSource would) and measures how long after being sent each metric point
 // arrives: the arrival wall time minus the point's time_s (the simulated worker stamps
 // each point with its send time). The target (docs/BENCHMARKS.md,
-// "Dashboard"): live updates within 1 s of ingestion.
+// "Service"): live updates within 1 s of ingestion.
 #pragma once
 
 #include <atomic>

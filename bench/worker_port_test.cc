@@ -1,10 +1,10 @@
-// The worker port attacked from outside (docs/BENCHMARKS.md, "Worker port and loop under
-// attack and load"): a real coordinator (in-process Server on
+// The worker port attacked from outside (docs/BENCHMARKS.md, "Service"):
+// a real coordinator (in-process Server on
 // loopback ports) whose live simulated workers hold runs, while attackers forge
 // identities, write to foreign attempts, forge DONE/METRICS/PROVENANCE/ARTIFACT and flood
 // the port. Asserts that nothing is stored, that the live workers keep their leases and
 // registrations, and how late the coordinator's heartbeats were. The figures are printed
-// (docs/BENCHMARKS.md, "Worker port under attack").
+// (docs/BENCHMARKS.md, "Service").
 //
 // The short form runs in `make test`; "[stress]" cases (100,000-run submit and cancel,
 // longer floods) are hidden and run under the ctest label `stress`.

@@ -1,4 +1,4 @@
-// The worker port under attack (docs/BENCHMARKS.md, "Worker port and loop under attack"): sessions, attempt ownership, bounded parsing,
+// The worker port under attack (docs/BENCHMARKS.md, "Service"): sessions, attempt ownership, bounded parsing,
 // protocol versions, worker ids, REJECT accounting, truthful resumes and throttled logs.
 // Each case failed before its fix (the finding it covers is named).
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // Tokenizer tests. Expected ids come from an independent implementation: the npm package
 // gpt-3-encoder's JavaScript encoder (node, JS regex with /u), run once with the commands in
-// docs/BENCHMARKS.md ("Tokenizer"); for the tokenizer.json case the same JS BPE with the
+// docs/BENCHMARKS.md ("Data"); for the tokenizer.json case the same JS BPE with the
 // Llama 3 Split pattern, NFC by String.prototype.normalize and ignore_merges. The GPT-2
 // files are the ones `make` fetches into BUILD/data/gpt2 (scripts/fetch-data.sh);
 // HEADLAB_GPT2_DIR overrides the folder.

@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
 // vectors, when there are enough of them: kWarpRowMinRows rows make 128 CTAs of 4 warps, about
 // one per SM of an H200. A decode step's few rows (one per sequence) spread each row over a
 // CTA of 8 warps instead: the bench's B = 16 step took ~45-70 us longer (12 layers, 25
-// launches) with a warp per row (docs/BENCHMARKS.md, n1).
+// launches) with a warp per row (docs/BENCHMARKS.md, "Decode").
 constexpr int kWarpRowMinRows = 512;
 
 bool WarpRows(const AddNormArgs& a) {

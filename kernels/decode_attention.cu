@@ -55,8 +55,8 @@ constexpr int kTargetCtas = 528;
 // Version 2 has no barrier until its end, so longer splits cost it nothing and each split
 // adds a combine row; what matters is where a wave ends. At 89 registers (ptxas; 96
 // allocated) x 128 threads five of its CTAs are resident per SM (660 on an H200), and the
-// split count is the most that still fits in that one wave (floor, not ceiling; run 32's
-// forced splits showed the wave edge for the earlier version at 3 CTAs per SM: at B = 16,
+// split count is the most that still fits in that one wave (floor, not ceiling; forced
+// splits showed the wave edge for the earlier version at 3 CTAs per SM: at B = 16,
 // 16K, 384 CTAs 0.246 ms, 576 0.312). Update the count with the kernel's registers.
 constexpr int kResidentCtasV2 = 5 * 132;
 constexpr int kMaxSplits = 256;
@@ -104,7 +104,7 @@ static_assert(sizeof(DecodeParams) <= 4096, "decode launch parameters exceed 4 K
 
 // The segment holding the launch's KV head y, copied into registers: the kernels keep it by
 // value, since a field read through a register-indexed reference into the parameters stays
-// an indexed constant load inside the slot loop (measured 12-15% slower on the H200, run 35).
+// an indexed constant load inside the slot loop (measured 12-15% slower on the H200).
 __device__ __forceinline__ DecodeSegmentParams SegmentOf(const DecodeParams& p, int y) {
   int s = 0;
   while (s + 1 < p.segments && y >= p.seg[s + 1].first) ++s;

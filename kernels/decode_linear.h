@@ -1,7 +1,7 @@
 // decode_linear.h: a linear layer for a decode step's few rows, y = x W^T (+ bias), as one
 // kernel that reads the weight once at memory speed. A decode step multiplies M <= 16 rows
 // (one token per sequence) by each weight; cuBLAS's kernels for such shapes read the 124M
-// shape's 1.2-4.7 MB weights at ~1 TB/s (docs/BENCHMARKS.md, n2's decode profile), so the
+// shape's 1.2-4.7 MB weights at ~1 TB/s (a decode step's profile, docs/BENCHMARKS.md), so the
 // step's 48 GEMMs cost ~250 us of a ~2-3 ms step in both arms of the decode comparison.
 //
 // mma.sync m16n8k16 has M = 16: the rows are one A tile (rows past M read as zero), a weight

@@ -96,7 +96,7 @@ struct WarpRows {
 
 // Sets the elements of s whose key the head does not let its row see to `fill`. Called
 // under one uniform branch (boundary tiles only): inside the element loop the test cost a
-// branch per element on every tile (run 15's SASS, NOTES.md run 16). Each of the thread's
+// branch per element on every tile (seen in the SASS). Each of the thread's
 // two rows is a RowVisibility over key offsets from k0 + 2 tq (head_mask.h), so an element
 // costs three compares and a select.
 template <int kNb>
@@ -120,7 +120,7 @@ __device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const D
 // The row max and sum run as kChains independent chains, combined at the end: with two or
 // three warps per scheduler a single chain of 2 kNb dependent FMNMX / FADD per row left the
 // warp stalled on each result (ncu: fixed-latency dependency, the top stall of the
-// warp-specialised forward, kernels/dev/NOTES.md run 23).
+// warp-specialised forward).
 template <int kNb>
 __device__ __forceinline__ void SoftmaxTile(float (&s)[kNb][4], float (&m)[2], float (&l)[2],
                                             float (&corr)[2], bool need_mask, const DeviceHead& hd,

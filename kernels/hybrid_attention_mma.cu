@@ -20,7 +20,7 @@ namespace {
 constexpr int kBk = kFwdBk, kBq = kCtaRows, kThreads = kCtaThreads;
 
 // Query rows per CTA: 64, one m-tile of 16 rows per warp. Two m-tiles per warp (128-row
-// blocks) reuse each K/V fragment twice, but measured on H200 (kernels/dev/NOTES.md run 3) it
+// blocks) reuse each K/V fragment twice, but measured on H200 it
 // gained only 3.5% for all-ordinary d=64 while local heads lost 25% to coarser window blocks.
 
 // Shared memory: Q [64][D+8]; K, V [2][64][D+8]; two buffers of fixed-head factors.
@@ -29,10 +29,10 @@ constexpr size_t MmaForwardSmemBytes() {
   return 2 * (kBq * (D + 8) + 4 * kBk * (D + 8)) + 4 * 2 * FixedTileFloats<kBq>();
 }
 
-// CTAs per SM the register allocation must allow. Left free (NOTES.md run 4), 167 registers
+// CTAs per SM the register allocation must allow. Left free, 167 registers
 // at d=64 gave 3 CTAs (12 warps) per SM, and the kernel is latency bound, so d=64 asks for 4
 // (16 warps; <= 128 registers, 12 bytes of spill; shared memory 48 KB per CTA allows 4): 6.5%
-// faster (run 11). d=96/128 keep their registers (their accumulators need them).
+// faster. d=96/128 keep their registers (their accumulators need them).
 template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 4 : 1; }
 
 // The mma.sync Core of the forward skeleton (forward_cta.cuh): Q, K, V rows padded to D + 8

@@ -28,9 +28,9 @@ constexpr size_t MmaBackwardSmemBytes() {
   return 2 * (2 * kBk * (D + 8) + 4 * kBq * (D + 8) + kBk * (kBq + 8)) + 4 * BwdStatsFloats();
 }
 
-// CTAs per SM the register allocation must allow. Run 4 left it free: 209 registers at d=64
+// CTAs per SM the register allocation must allow. Left free: 209 registers at d=64
 // gave 2 CTAs (8 warps) per SM while shared memory (~69 KB) allows 3; d=64 asks for 3
-// (<= 168 registers, ~100 bytes of spill): 12.6% faster fwd+bwd (NOTES.md run 11).
+// (<= 168 registers, ~100 bytes of spill): 12.6% faster fwd+bwd.
 template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 3 : 0; }  // 0: no bound
 
 // The mma.sync Core of the backward skeleton (backward_cta.cuh): rows padded to D + 8

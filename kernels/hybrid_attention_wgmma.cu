@@ -8,7 +8,7 @@
 // memory (no ldmatrix, no per-warp operand traffic); the online softmax (forward_tile.cuh)
 // runs on the accumulators; O += P V is 4 wgmma with P from registers, one tile behind S so
 // that it overlaps the next tile's softmax (measured neutral against the unpipelined order,
-// NOTES.md run 16).
+// on the H200).
 #include "kernels/forward_cta.cuh"
 #include "kernels/wgmma_primitives.cuh"
 

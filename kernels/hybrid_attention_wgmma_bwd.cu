@@ -30,7 +30,7 @@ constexpr int kRowBytes = 128;       // one swizzled row
 constexpr size_t WgmmaBackwardSmemBytes() { return kSwizzleAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats(); }
 
 // 2 CTAs (8 warps) per SM: 236 registers. At 3 (<= 168 registers) ptxas serializes the wgmma
-// for want of registers (C7512); kernels/dev/NOTES.md run 15 times both.
+// for want of registers (C7512).
 constexpr int kMinBlocks = 2;
 
 // The wgmma Core of the backward skeleton (backward_cta.cuh): tiles in the 128-byte swizzle.

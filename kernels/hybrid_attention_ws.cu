@@ -41,7 +41,7 @@ namespace {
 
 constexpr int kWsBq = 128;  // query rows per CTA (64 per consumer warpgroup)
 constexpr int kWsBk = 128;  // keys per tile
-constexpr int kWsStages = 2;  // K/V slots (3 measured no faster, NOTES.md run 22)
+constexpr int kWsStages = 2;  // K/V slots (3 measured no faster)
 constexpr int kWsQSlots = 2;  // Q of this work tile and the next
 constexpr int kWsThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64K

@@ -20,7 +20,7 @@
 //   per-element atomic instructions. The buffer is in the 128-byte swizzle (boxes of 32
 //   floats x 64 rows, DqAt): a warp's accumulator rows, 8 of them 256 bytes apart in a
 //   row-major buffer, all fell on the same banks (8-way conflicts on every store and load of
-//   the sum; ncu run 30: 56 % of the kernel's shared-store wavefronts were conflicts); in the
+//   the sum; ncu: 56 % of the kernel's shared-store wavefronts were conflicts); in the
 //   swizzle they spread over all 32 banks. Two buffers, so consumer 0 writes tile n + 1 while
 //   the reduction of tile n still reads.
 //   Each consumer stages the tile's lse and delta (one value per thread, loaded before the

@@ -39,7 +39,7 @@ constexpr int kSwizzleAlign = 1024;
 // The first kSwizzleAlign-aligned byte of dynamic shared memory `raw`, reached by adding an
 // offset to `raw` itself: the compiler then still knows that the pointers made from it are
 // in shared memory and accesses them with LDS/STS. Rounding through an integer (uintptr_t)
-// loses that, and every access through the result becomes a generic LD/ST (ncu run 34: the
+// loses that, and every access through the result becomes a generic LD/ST (ncu: the
 // warp-specialised backward's row statistics and dS^T were all generic).
 __device__ __forceinline__ unsigned char* AlignedSharedBase(unsigned char* raw) {
   const uint32_t addr = SmemAddr(raw);

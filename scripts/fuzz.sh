@@ -49,8 +49,14 @@ fi
 
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 mkdir -p "$BUILD"
+# A folder configured from fuzz/ alone (before the fuzz part joined the main build) starts over.
+if [[ -f "$BUILD/CMakeCache.txt" ]] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD/CMakeCache.txt"; then
+  rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+fi
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
-  cmake -S "$ROOT/fuzz" -B "$BUILD" -DCMAKE_C_COMPILER="$CLANG" -DCMAKE_CXX_COMPILER="$CLANGXX" \
+  cmake -S "$ROOT" -B "$BUILD" -DHEADLAB_ONLY=fuzz \
+    -DCMAKE_C_COMPILER="$CLANG" -DCMAKE_CXX_COMPILER="$CLANGXX" \
     >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
 names=()
@@ -67,7 +73,7 @@ for t in "${TARGETS[@]}"; do
         -artifact_prefix="$crashes/" "$work" "$ROOT/fuzz/corpus/$t")
   ((MAX_SECONDS > 0)) && args+=(-max_total_time="$MAX_SECONDS")
   start=$(date +%s)
-  ASAN_OPTIONS=detect_leaks=1 "$BUILD/${t}_fuzz" "${args[@]}" >"$log" 2>&1
+  ASAN_OPTIONS=detect_leaks=1 "$BUILD/fuzz/${t}_fuzz" "${args[@]}" >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   tried=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

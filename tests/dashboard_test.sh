@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issues 9 and 19): the web dashboard, in headless Chromium, against a real
+# System test: the web dashboard, in headless Chromium, against a real
 # coordinator and worker. A finished grid (tests/dashboard/finished_grid.jsonc), a command
 # grid whose script reports known values (report_values.py) and a running grid
 # (live_grid.jsonc) are in the database; tests/dashboard/check.mjs then checks that the

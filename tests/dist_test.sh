@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (issues 10 and 22, data-parallel runs, on the CPU with Gloo; the same code uses
+# System test (data-parallel runs, on the CPU with Gloo; the same code uses
 # NCCL on GPUs): (1) a 2-rank run, its gradients all-reduced in buckets during backward,
 # follows the 1-rank run of the same global batch step for step and (1b) resumes bitwise
 # from rank 0's checkpoint; (1c) gradient accumulation and a bf16 all-reduce; (1d) each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz targets (docs/BENCHMARKS.md, "Fuzzing"): builds fuzz/ with clang and runs each parser's libFuzzer target
+# Fuzz targets (docs/BENCHMARKS.md, "Service"): builds fuzz/ with clang and runs each parser's libFuzzer target
 # (grid files, JSON, HTTP requests, worker messages) for a bounded number of inputs from
 # its seed corpus; any crash, sanitizer report or broken invariant fails the test. Skipped
 # (exit 77) where clang/libFuzzer is missing. The long run (10^6 inputs per target) is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System test (docs/BENCHMARKS.md, "HTTP API under hostile use"): the HTTP API's work stays bounded under hostile
+# System test (docs/BENCHMARKS.md, "Service"): the HTTP API's work stays bounded under hostile
 # use. Eight runaway SQL queries leave /health and the other reads answering at once; an
 # answer stops at its byte cap; functions that expose SQLite's internals are refused;
 # thousands of idle connections against a coordinator with few file descriptors neither

@@ -14,7 +14,7 @@ test('num', () => {
   assert.equal(num('x'), 'x');
 });
 
-// Issue 19.1: whole numbers kept their digits only by accident; 9110.08 showed as "911".
+// Whole numbers once kept their digits only by accident; 9110.08 showed as "911".
 test('num keeps every digit of the magnitude', () => {
   assert.equal(num(9110.08), '9110');
   assert.equal(num(5599.95), '5600');
@@ -80,7 +80,7 @@ test('parseJson and shortHash', () => {
   assert.equal(shortHash(''), '—');
 });
 
-// Issue 19.6: axis labels collapsed ("0 0 0") on small-valued metrics.
+// Axis labels once collapsed ("0 0 0") on small-valued metrics.
 test('tickLabels keep every tick distinct with the fewest digits', () => {
   assert.deepEqual(tickLabels([0.001, 0.002, 0.003]), ['0.001', '0.002', '0.003']);
   assert.deepEqual(tickLabels([0, 0.5, 1, 1.5]), ['0', '0.5', '1.0', '1.5']);

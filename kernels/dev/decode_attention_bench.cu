@@ -14,8 +14,8 @@
 // resident CTAs an SM). The numerics are
 // kernels_decode_gpu_test's job (run it first).
 //
-//   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
-//   /tmp/kb/decode_attention_bench
+//   cmake -S . -B /tmp/kb -DHEADLAB_ONLY=kernels && cmake --build /tmp/kb -j
+//   /tmp/kb/kernels/decode_attention_bench
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -218,7 +218,7 @@ int main() {
     for (int splits : {11, 22, 33, 44, 88, 176})
       Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits);
   }
-  // The decode target's shape (issue 21 item 5: B = 16, 16K): the time to read the cache
+  // The decode target's shape (B = 16, 16K; docs/BENCHMARKS.md): the time to read the cache
   // once at the H200's 4.8 TB/s is bytes / 4.8e12.
   std::printf("the same at B = 16\n");
   for (int L : {4096, 16384}) {

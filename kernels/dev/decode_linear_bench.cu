@@ -14,8 +14,8 @@
 // needs a second kernel, which the decoder's cuBLAS path runs; not timed here). Ours is
 // launched with PDL as the decoder launches it; the last rows without.
 //
-//   cmake -S kernels -B /tmp/kb -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/kb -j
-//   /tmp/kb/decode_linear_bench
+//   cmake -S . -B /tmp/kb -DHEADLAB_ONLY=kernels && cmake --build /tmp/kb -j
+//   /tmp/kb/kernels/decode_linear_bench
 // or alone: nvcc -std=c++17 -O3 -arch=sm_90a -I. kernels/decode_linear.cu
 //   kernels/dev/decode_linear_bench.cu -lcublas -o /tmp/decode_linear_bench
 #include <algorithm>

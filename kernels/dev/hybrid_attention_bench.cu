@@ -15,8 +15,8 @@
 // scripts/gpu/bench_vs_sdpa.py, which loads these kernels through kernels/dev/c_api.cu.
 //
 // Build and run (device machine; scripts/gpu/build-and-test.sh does both):
-//   cmake -S kernels -B /tmp/kb -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/kb
-//   /tmp/kb/hybrid_attention_bench [--quick | --profile]
+//   cmake -S . -B /tmp/kb -G Ninja -DHEADLAB_ONLY=kernels && ninja -C /tmp/kb
+//   /tmp/kb/kernels/hybrid_attention_bench [--quick | --profile]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

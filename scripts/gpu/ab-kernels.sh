@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ab-kernels.sh: an A/B of kernel revisions in ONE device call. For each revision named, its
-# kernels/, scripts/ and common/testing/ get a kernels-only build (the standalone CMake
-# project, ~15 s on 16 cores; all builds in parallel); then, one revision at a time on the
-# GPU: kernels_gpu_test --quick and kernels_decode_gpu_test --quick (the numerics against fp64
+# CMakeLists.txt, cmake/, kernels/, scripts/ and common/testing/ get a kernels-only build (the
+# main build with -DHEADLAB_ONLY=kernels, ~15 s on 16 cores; all builds in parallel); then,
+# one revision at a time on the GPU: kernels_gpu_test --quick and kernels_decode_gpu_test --quick (the numerics against fp64
 # references; each stopped after HEADLAB_AB_TEST_TIMEOUT seconds, default 120, so a kernel
 # that hangs costs minutes, not the call, and line-buffered so its log shows where), then
 # that revision's own bench. One log per revision, $OUT/<name>.log (revision, build errors,
@@ -59,18 +59,18 @@ for s in "${specs[@]}"; do
   n=$(name_of "$s"); r=$(rev_of "$s"); src="$work/$n/src"
   rm -rf "$work/$n"; mkdir -p "$src"
   if [ -d "$r" ]; then  # this work tree (.), or one prepared by ab-prepare.sh
-    cp -r "$r"/kernels "$r"/scripts "$r"/common "$src"/ || { note "$n: copy of $r failed"; exit 1; }
+    cp -r "$r"/CMakeLists.txt "$r"/cmake "$r"/kernels "$r"/scripts "$r"/common "$src"/ || { note "$n: copy of $r failed"; exit 1; }
     if [ -f "$r/REVISION" ]; then
       cp "$r/REVISION" "$out/$n.log"
     else
       echo "work tree $r: $("$root/scripts/gpu/tree-id.sh" "$r" 2>&1)" > "$out/$n.log"
     fi
-  elif git -C "$root" archive "$r" kernels scripts common/testing | tar -x -C "$src"; then
+  elif git -C "$root" archive "$r" CMakeLists.txt cmake kernels scripts common/testing | tar -x -C "$src"; then
     git -C "$root" log -1 --oneline "$r" > "$out/$n.log"
   else
     note "$n: git archive $r failed"; exit 1
   fi
-  ( cmake -S "$src/kernels" -B "$work/$n/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+  ( cmake -S "$src" -B "$work/$n/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADLAB_ONLY=kernels &&
     cmake --build "$work/$n/build" -j "$jobs_per" ) > "$work/$n/build.log" 2>&1 &
   pids+=($!)
 done
@@ -87,7 +87,7 @@ done
 
 # 2. Numerics, then the bench, one revision at a time.
 for s in "${specs[@]}"; do
-  n=$(name_of "$s"); b="$work/$n/build"
+  n=$(name_of "$s"); b="$work/$n/build/kernels"
   [ -x "$b/kernels_gpu_test" ] || continue
   passed=1
   for t in kernels_gpu_test kernels_decode_gpu_test; do

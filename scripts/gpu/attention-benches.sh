@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# attention-benches.sh: the attention figures of docs/BENCHMARKS.md ("Kernels, round two")
+# attention-benches.sh: the attention figures of docs/BENCHMARKS.md ("Kernels", "Decode")
 # from a build that scripts/gpu/build-all.sh left in build-gpu/, in order of what they
 # answer first:
 #   1. the split-K decode kernel alone (kernels/dev/decode_attention_bench.cu): a decode

@@ -266,7 +266,7 @@ def rows(kern, B, H, T, d, dt, fwd_only=False):
 def allow_flex_recompiles(limit=64):
     """Every FlexAttention runner compiles the same function (each mask, head dim and grad
     mode is a new graph); past dynamo's default limit of 8 it silently ran unfused, and the
-    d = 128 rows then compared against a 50-130 ms eager fallback (run 21)."""
+    d = 128 rows then compared against a 50-130 ms eager fallback)."""
     import torch._dynamo
     for name in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, name):
@@ -300,7 +300,7 @@ def main():
     qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
 
     # path 0: the dispatched kernels (on sm_90 the warp-specialised forward and backward);
-    # 2: the mma.sync kernels (kernels/dev/NOTES.md runs 2-12), validated against flash.
+    # 2: the mma.sync kernels, validated against flash.
     def ours(path, bwd):
         def run():
             kern.forward(q, k, v, o, lse, states, path)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# build-all.sh: builds the WHOLE headlab repository on the device machine against its bundled
-# LibTorch 2.11 (CUDA) and runs the `gpu` ctest label — the one command every GPU test runs
-# under. Logs and a summary go to $OUT (or /tmp/headlab-gpu-out).
+# build-all.sh: the main build (`make`'s CMake configuration) on the device machine, where it
+# finds the CUDA toolkit and the bundled PyTorch 2.11's LibTorch and so builds the GPU path,
+# then the `gpu` ctest label — the one command every GPU test runs under. All it adds is the
+# prefix of Debian packages the device lacks. Logs and a summary go to $OUT (or
+# /tmp/headlab-gpu-out).
 #
 #   scripts/gpu/build-all.sh [--cpu] [--bench] [--train-bench] [--quick] [--no-test] [-j N]
 #                            [-R REGEX] [--target T]...
 #     --cpu      also run `ctest -L cpu` (after the gpu label)
 #     --bench    then the kernels' dev bench, the SDPA / FlexAttention comparison and the
-#                measured-choice layer bench (kernels/dev/NOTES.md, docs/BENCHMARKS.md)
+#                measured-choice layer bench (docs/BENCHMARKS.md, kernels)
 #     --train-bench  then training throughput against PyTorch eager and torch.compile
 #                (scripts/gpu/bench_train.py; bench_train.{json,log} in $OUT)
 #     --quick    shorter bench (with --bench)
@@ -19,14 +21,14 @@
 # Run it from the repository root through the device tool with the Debian packages carried:
 #   here, once:  scripts/gpu/fetch-debs.sh          (fills the git-ignored .debs/)
 #   device:      run(command="scripts/gpu/build-all.sh", carry=[".debs"], timeout_s=300)
-# The .debs (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2; docs/DESIGN.md "Seen working on
-# the device machine") are unpacked with `dpkg -x` into a prefix (never into /). cmake and
-# ninja come from /opt/torch/.venv/bin, LibTorch from the python3 that holds torch. The build
+# The .debs (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2; docs/DESIGN.md, "Machines")
+# are unpacked with `dpkg -x` into a prefix (never into /). cmake and
+# ninja come from /opt/torch/.venv/bin, LibTorch from the python3 there (CMakeLists.txt). The build
 # directory is build-gpu/ (git-ignored), so a second call on a still-warm machine rebuilds
 # incrementally. Exit 0 iff the build and every test run passed, 1 otherwise, 2 bad usage.
 set -uo pipefail
 
-usage() { sed -n '2,26p' "$0"; }
+usage() { sed -n '2,28p' "$0"; }
 run_cpu=0 bench=0 train_bench=0 quick="" run_tests=1 jobs="" regex="" targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -88,17 +90,15 @@ export PKG_CONFIG_LIBDIR="$PKG_CONFIG_PATH"
 export PKG_CONFIG_SYSROOT_DIR="$deps"  # the .pc files say prefix=/usr
 pkg_config="$(command -v pkg-config || echo "$deps/usr/bin/pkgconf")"
 
-# 2. Configure the whole repository against the bundled LibTorch (CUDA).
-torch_cmake="${HEADLAB_TORCH_CMAKE:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}" ||
-  { note "python3 cannot import torch (set HEADLAB_TORCH_CMAKE to LibTorch's cmake dir)"; exit 1; }
-# NCCL's header for the data-parallel process group (payload/exec/dist.h): the CUDA toolkit's,
-# or the one of the nvidia-nccl wheel that torch loads.
-nccl_hint="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)"
+# 2. The main build's own configuration (CMakeLists.txt: CUDA toolkit + the CUDA PyTorch of
+# the python3 on PATH -> the GPU path, LibTorch and NCCL's header from that PyTorch), with only
+# the prefix of step 1 added. HEADLAB_TORCH_CMAKE names another LibTorch CMake prefix.
+torch_opts=()
+[ -n "${HEADLAB_TORCH_CMAKE:-}" ] && torch_opts=(-DHEADLAB_TORCH_PREFIX="$HEADLAB_TORCH_CMAKE")
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
-if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-      -DHEADLAB_NCCL_HINT="$nccl_hint" \
-      -DCMAKE_PREFIX_PATH="$torch_cmake;$deps/usr" \
+if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${torch_opts[@]}" \
+      -DCMAKE_PREFIX_PATH="$deps/usr" \
       -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
       -DBoost_DIR="$lib/cmake/Boost-1.74.0" \
       -DSQLite3_INCLUDE_DIR="$deps/usr/include" -DSQLite3_LIBRARY="$lib/libsqlite3.so" \
@@ -111,6 +111,11 @@ if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$lib" > "$out/build.log" 2>&1; then
   tail -30 "$out/build.log"
   phase configure FAILED
+  exit 1
+fi
+grep -E "headlab: LibTorch" "$out/build.log" | tee -a "$summary"
+if ! grep -q "CUDA LibTorch ON" "$out/build.log"; then
+  note "the configuration did not find a CUDA toolkit and a CUDA LibTorch (see build.log)"
   exit 1
 fi
 phase configure ok

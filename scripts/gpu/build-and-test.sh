@@ -6,8 +6,8 @@
 #
 # Run it from the repository root on the device machine (through the `run` tool). Needs
 # cmake/ninja (/opt/torch/.venv/bin there), nvcc, python3 with torch for the SDPA baseline.
-# Only kernels/ is built (standalone CMake project): the rest of headlab needs the carried
-# Debian packages (docs/DESIGN.md "Seen working on the device machine") and is not built here.
+# Only kernels/ is built (the main build with -DHEADLAB_ONLY=kernels: nvcc alone); the whole
+# repository is scripts/gpu/build-all.sh (which --torch-only runs for the LibTorch op's test).
 set -uo pipefail
 quick=""
 bench=1
@@ -35,19 +35,10 @@ generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 
 if [ "$torch_only" = 1 ]; then
-  # The LibTorch op (kernels/torch/) against the machine's LibTorch with CUDA, and its test.
-  prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-  if ! { cmake -S kernels -B "$build-torch" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-           -DHEADLAB_KERNELS_WITH_TORCH=ON -DCMAKE_PREFIX_PATH="$prefix" &&
-         cmake --build "$build-torch" -j "$(nproc)" --target kernels_torch_test; } > "$out/build-torch.log" 2>&1; then
-    tail -40 "$out/build-torch.log"
-    echo "TORCH BUILD FAILED"
-    exit 1
-  fi
-  "$build-torch/kernels_torch_test" 2>&1 | tee "$out/torch-test.log"
-  exit "${PIPESTATUS[0]}"
+  # The LibTorch op (kernels/torch/) against the machine's CUDA LibTorch, and its test (carry .debs).
+  exec "$(dirname "$0")/build-all.sh" --target kernels_torch_test -R '^kernels_torch_test$'
 fi
-if ! { cmake -S kernels -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release &&
+if ! { cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DHEADLAB_ONLY=kernels &&
        cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   echo "BUILD FAILED"
@@ -59,9 +50,9 @@ echo "build ok"
 grep -E "FAIL|PASSED|FAILED|tests passed|tests failed|launch failed" "$out/gpu-test.log" | tail -15
 
 if [ "$bench" = 1 ]; then
-  "$build/hybrid_attention_bench" $quick > "$out/bench.log" 2>&1 || status=1
+  "$build/kernels/hybrid_attention_bench" $quick > "$out/bench.log" 2>&1 || status=1
   cat "$out/bench.log"
-  PYTHONUNBUFFERED=1 python3 scripts/gpu/bench_vs_sdpa.py --lib "$build/libheadlab_kernels_capi.so" \
+  PYTHONUNBUFFERED=1 python3 scripts/gpu/bench_vs_sdpa.py --lib "$build/kernels/libheadlab_kernels_capi.so" \
     $quick > "$out/sdpa.log" 2>&1 || status=1
   cat "$out/sdpa.log"
 fi
@@ -69,7 +60,7 @@ if [ "$ncu_profile" = 1 ]; then
   # Hardware counters of the tensor-core kernels at the bench size (clocks left alone).
   ncu --clock-control none -k regex:'Mma(Forward|Backward)Kernel' --launch-count 3 \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
-    "$build/hybrid_attention_bench" --profile > "$out/ncu.txt" 2>&1 || status=1
+    "$build/kernels/hybrid_attention_bench" --profile > "$out/ncu.txt" 2>&1 || status=1
   grep -E "MmaForward|MmaBackward|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall|ERROR" "$out/ncu.txt" | head -40
 fi
 exit $status

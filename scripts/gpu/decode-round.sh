@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# decode-round.sh: issue 21's decode and prefill figures in one device call, on a fresh
+# decode-round.sh: the decode and prefill figures (docs/BENCHMARKS.md) in one call, on a fresh
 # machine (~400 s): the whole repository built (build-all.sh --no-test), the GPU tests of what
 # the decode step and prefill chunks run (decoder, decode kernel, RoPE+append, add+norm,
 # decode_linear), the decode kernel bench (with a plain read of its bytes) and full vs 50 %

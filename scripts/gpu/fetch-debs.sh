@@ -2,8 +2,8 @@
 # fetch-debs.sh: downloads (here, on a Debian 12 machine with network) the .debs that the
 # whole-project GPU build needs on the device machine into the git-ignored .debs/ of the
 # repository root; the device call then carries them (`run` with carry [".debs"]) and
-# scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is docs/DESIGN.md's "Seen working
-# on the device machine" (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf
+# scripts/gpu/build-all.sh unpacks them with `dpkg -x`. The list is docs/DESIGN.md's "Machines"
+# (ZeroMQ, SQLite, nlohmann-json, Boost headers, Catch2) plus pkgconf
 # and OpenSSL's libcrypto (common/sha256.h).
 #
 #   scripts/gpu/fetch-debs.sh [--help]

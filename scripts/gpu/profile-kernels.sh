@@ -3,14 +3,13 @@
 # top stall locations by source line, memory, occupancy) for the warp-specialised kernels at
 # the dev bench size (bf16, B=8, H=12, T=4096, d=64): the all-ordinary forward, an all-local
 # (W = 512) forward and the all-ordinary backward, from `hybrid_attention_bench --profile`
-# (kernels/dev). What the forward's time per work tile is spent on (kernels/dev/NOTES.md runs
-# 23-24) and what bounds the backward at ~20 % of the tensor cores' peak (runs 25-27) are the
-# questions it was written for.
+# (kernels/dev). What the forward's time per work tile is spent on and what bounds the
+# backward at ~20 % of the tensor cores' peak are the questions it was written for.
 #
-#   scripts/gpu/profile-kernels.sh [BUILD_DIR]     # default: build-gpu/kernels, else /tmp/kb
+#   scripts/gpu/profile-kernels.sh [BUILD_DIR]     # default: build-gpu/kernels, else /tmp/kb/kernels
 #
 # On the device machine after scripts/gpu/build-all.sh (or a kernels-only build,
-# `cmake -S kernels -B /tmp/kb -G Ninja && cmake --build /tmp/kb`). Clocks are left alone
+# `cmake -S . -B /tmp/kb -G Ninja -DHEADLAB_ONLY=kernels && cmake --build /tmp/kb`). Clocks are left alone
 # (--clock-control none), as in the earlier profiles. Text reports go to $OUT (or
 # /tmp/headlab-profile): ncu-ordinary.txt, ncu-local.txt, ncu-backward.txt (the details
 # page), and ncu-*-hot.txt: the 40 SASS instructions with the most warp-stall samples, their
@@ -23,7 +22,7 @@ mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
 dir=${1:-}
 if [[ -z $dir ]]; then
-  for d in build-gpu/kernels /tmp/kb; do [[ -x $d/hybrid_attention_bench ]] && { dir=$d; break; }; done
+  for d in build-gpu/kernels /tmp/kb/kernels; do [[ -x $d/hybrid_attention_bench ]] && { dir=$d; break; }; done
 fi
 bench=${dir:-build-gpu/kernels}/hybrid_attention_bench
 [[ -x $bench ]] || { echo "profile-kernels.sh: no hybrid_attention_bench in '${dir:-build-gpu/kernels}'" >&2; exit 2; }

@@ -1,4 +1,4 @@
-// Dashboard speed (issue 9): how long the experiment page takes until its runs table and
+// Dashboard speed: how long the experiment page takes until its runs table and
 // first chart are drawn, in headless Chromium on loopback. Usage:
 //   node bench.mjs URL EXPERIMENT_ID [REPEATS]
 // Prints one line per load and the median; each load is a fresh navigation (no cache of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dashboard speed benchmark (docs/BENCHMARKS.md, "Dashboard"): a real coordinator
+# Dashboard speed benchmark (docs/BENCHMARKS.md, "Service"): a real coordinator
 # over a database holding one experiment of 10,000 runs and 1,000,000 metric points
 # (bench_populate.sql), and headless Chromium timing the experiment page until its runs
 # table and first chart are drawn (bench.mjs). Not part of `make test` (it takes a minute).

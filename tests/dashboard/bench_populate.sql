@@ -1,4 +1,4 @@
--- Benchmark data for the dashboard (docs/BENCHMARKS.md, "Dashboard"): one experiment of
+-- Benchmark data for the dashboard (docs/BENCHMARKS.md, "Service"): one experiment of
 -- 10,000 finished runs in 2 arms with 100 train.loss points each (1,000,000 metric points),
 -- a succeeded attempt, summaries and provenance per run. Run against a database the
 -- coordinator created (schema 001), with the coordinator stopped.

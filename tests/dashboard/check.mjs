@@ -82,7 +82,7 @@ const tableRunIds = () => page.evaluate(async () => {
   return [...seen].sort((a, b) => a - b);
 });
 
-// Fails unless the page is no wider than the window (issue 19.6: 2,600 px in 1,400).
+// Fails unless the page is no wider than the window (once 2,600 px in 1,400).
 async function checkNoOverflow(where) {
   const w = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: window.innerWidth }));
   if (w.doc > w.win + 1) await fail(`${where} is ${w.doc} px wide in a ${w.win} px window`);
@@ -116,7 +116,7 @@ const summaryCell = (key) => page.evaluate((k) => {
 }, key);
 
 // Opens `hash` with the API answers matching `pattern` held back for `ms`, and returns
-// whether `selector` showed a loading state meanwhile (issue 19.6: no loading state).
+// whether `selector` showed a loading state meanwhile (once none was shown).
 async function seesLoading(hash, pattern, selector, ms = 2500) {
   // A held request may be gone by the time it is released (the page moved on).
   const hold = async (route) => {
@@ -187,7 +187,7 @@ ok(`sort and filter work (filter "#${want[0]}" leaves ${filtered})`);
 await page.fill('#runs-filter', '');
 await waitFor('the unfiltered table', (n) =>
   Number(document.querySelector('#runs-table .vt-body')?.dataset.total || 0) === n, want.length);
-// Issue 19.9: the table shows the values the grid varies and the worker's name, not a hash.
+// The table shows the values the grid varies and the worker's name, not a hash.
 const heads = await page.$$eval('#runs-table .vt-h', (hs) => hs.map((x) => x.textContent.replace(/[▲▼]/g, '').trim()));
 for (const col of ['seed', 'aah.regime']) if (!heads.includes(col)) await fail(`runs table has no "${col}" column: ${heads.join(' | ')}`);
 if (heads.includes('config')) await fail('runs table still shows the config hash column');
@@ -366,7 +366,7 @@ if (!(await seesLoading(`#/runs/${spec.provenance.run}`, `**/api/v1/runs/${spec.
 }
 ok('the experiment and run pages say "loading…" while their data are on the way');
 
-// 2c. The command run's known values, as a researcher reads them (issues 19.1, 19.6, 19.9).
+// 2c. The command run's known values, as a researcher reads them.
 await goto(`#/runs/${spec.command.ok_run}`);
 await waitFor('the command run summary', () => document.querySelectorAll('#summary-table tr').length >= 3);
 for (const [key, text] of [['test.value', '9110'], ['test.big', '12001'], ['mem.peak_bytes', '229.5 MiB']]) {
