@@ -207,8 +207,10 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   if (!r.empty() && r != "0" && r != "1" && r != "true" && r != "false")
     return Error(400, "recompute must be 0, 1, true or false, got '" + r + "'");
   const bool recompute = r == "1" || r == "true";
+  auto options = ParseResultsOptions(QueryParam(query, "by"), QueryParam(query, "level"));
+  if (!options.ok()) return FromResult(options.status());
   std::optional<ComputedResults> to_store;
-  auto answer = AnswerResults(db, experiment, recompute, &to_store);
+  auto answer = AnswerResults(db, experiment, recompute, &to_store, *options);
   // A finished experiment's answer is worth keeping: the loop stores it unless something
   // it was computed from changed meanwhile (StoreResults).
   if (answer.ok() && to_store && router_)

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/run_config.h"
+#include "common/suggest.h"
 #include "coordinator/annotations.h"
 #include "coordinator/query_string.h"
 #include "coordinator/views.h"
@@ -26,6 +27,13 @@ std::vector<std::string> SplitOn(const std::string& s, char sep) {
   return out;
 }
 
+// `s` without leading and trailing spaces and tabs.
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 Json ParseValue(const std::string& text) {
   auto j = ParseJson(text, "where");
   if (j.ok() && (j->is_number() || j->is_boolean() || j->is_string())) return *j;
@@ -34,12 +42,15 @@ Json ParseValue(const std::string& text) {
 
 }  // namespace
 
-StatusOr<ConfigCondition> ParseCondition(const std::string& text) {
+StatusOr<ConfigCondition> ParseCondition(const std::string& raw) {
+  // Spaces around the key, the operator and the value are for the reader
+  // ("train.lr <= 1e-3"); a string value keeps its inner spaces.
+  const std::string text = Trim(raw);
   size_t at = text.find_first_of("=!<>");
   if (at == std::string::npos || at == 0)
     return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   ConfigCondition c;
-  c.key = text.substr(0, at);
+  c.key = Trim(text.substr(0, at));
   size_t len = (at + 1 < text.size() && text[at + 1] == '=') ? 2 : 1;
   c.op = text.substr(at, len);
   if (c.op == "!" || c.op == "==") c.op = c.op == "==" ? "=" : "";
@@ -47,8 +58,9 @@ StatusOr<ConfigCondition> ParseCondition(const std::string& text) {
                        c.op != ">" && c.op != ">="))
     return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   if (!IsRunConfigKey(c.key))
-    return Status::InvalidArgument("where \"" + text + "\": unknown config key \"" + c.key + "\"");
-  c.value = ParseValue(text.substr(at + len));
+    return Status::InvalidArgument("where \"" + text + "\": unknown config key \"" + c.key + "\"" +
+                                   DidYouMean(c.key, RunConfigKeys()));
+  c.value = ParseValue(Trim(text.substr(at + len)));
   return c;
 }
 
@@ -74,6 +86,7 @@ StatusOr<RunFilter> ParseRunFilter(const std::string& query) {
     f.tags.push_back(t);
   }
   for (const std::string& w : SplitOn(QueryParam(query, "where"), ';')) {
+    if (Trim(w).empty()) continue;  // "seed=1; " or a stray ';'
     auto c = ParseCondition(w);
     if (!c.ok()) return c.status();
     f.where.push_back(*c);

@@ -119,6 +119,27 @@ for tool in curl jq sqlite3 sha256sum pgrep; do
 done
 
 # ---------------------------------------------------------------------------------------
+# `headlab up --detach` as a user runs it.
+
+# Starts `headlab up --detach --data-dir $1` on free ports with 2 worker slots (its output
+# in $HL_TMP/up.out, the HTTP port in HL_UP_PORT) and stops it with `down` at exit.
+hl_up_detached() {
+  HL_UP_DIR=$1
+  HL_UP_PORT=$(hl_free_port) && local workers_port && workers_port=$(hl_free_port) || exit 1
+  "$HEADLAB_BIN" up --detach --data-dir "$HL_UP_DIR" --http "127.0.0.1:$HL_UP_PORT" \
+    --workers "tcp://127.0.0.1:$workers_port" --worker-slots 2 >"$HL_TMP/up.out" 2>&1 ||
+    { cat "$HL_TMP/up.out"; fail "headlab up failed"; }
+  HL_EXTRA_PIDS+=($(jq -r '.coordinator_pid, .worker_pid' "$HL_UP_DIR/up.json"))
+  trap 'hl_cleanup_up' EXIT
+}
+hl_cleanup_up() {  # stop what `up` started, then the harness's cleanup with our status
+  local rc=$?
+  "$HEADLAB_BIN" down --data-dir "$HL_UP_DIR" >/dev/null 2>&1
+  (exit "$rc")
+  hl_cleanup
+}
+
+# ---------------------------------------------------------------------------------------
 # Ports.
 
 # Returns 0 iff nothing accepts connections on 127.0.0.1:$1 (and, where `ss` exists, no
