@@ -329,6 +329,26 @@ std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>&
 
 }  // namespace
 
+std::vector<std::string> StrataKeys(const Json& source, const std::vector<std::string>& pair_by) {
+  std::vector<std::string> keys;
+  auto add = [&](const std::string& key) {
+    if (std::find(pair_by.begin(), pair_by.end(), key) == pair_by.end() &&
+        std::find(keys.begin(), keys.end(), key) == keys.end())
+      keys.push_back(key);
+  };
+  if (!source.is_object()) return keys;
+  const Json axes = source.value("axes", Json::object());
+  if (axes.is_object())
+    for (const auto& [key, values] : axes.items())  // one level pools nothing
+      if (values.is_array() && values.size() >= 2) add(key);
+  // A random search's keys take a value per sample: each sample is a stratum of its own.
+  const Json search = source.value("search", Json::object());
+  const Json space = search.is_object() ? search.value("space", Json::object()) : Json::object();
+  if (space.is_object() && search.value("samples", 0) >= 2)
+    for (const auto& [key, dist] : space.items()) add(key);
+  return keys;
+}
+
 Status ValidateGridEncoding(const std::string& text, const std::string& file,
                             const std::vector<std::string>& sets) {
   size_t bad = FirstInvalidUtf8(text);

@@ -177,6 +177,18 @@ TEST_CASE("A search section expands its samples like an axis of points") {
   CHECK(with(R"({"search": {"samples": 0}})").find("$.search.samples") != std::string::npos);
 }
 
+TEST_CASE("Strata: axes of two or more values outside pair_by, then searched keys") {
+  auto g = ExpandGrid(kGrid, "g.jsonc", {"model.layers=1"});  // one value: no stratum
+  REQUIRE(g.ok());
+  CHECK(headlab::StrataKeys(g->source, g->pair_by) == std::vector<std::string>{"train.lr"});
+  CHECK(headlab::StrataKeys(g->source, {"seed", "train.lr"}).empty());
+  Json search = Json::parse(R"({"axes": {"seed": [1, 2]}, "search": {"samples": 2,
+      "space": {"train.lr": {"uniform": [0.1, 0.2]}}}})");
+  CHECK(headlab::StrataKeys(search, {}) == std::vector<std::string>{"seed", "train.lr"});
+  search["search"]["samples"] = 1;
+  CHECK(headlab::StrataKeys(search, {"seed"}).empty());
+}
+
 // One submit names every bad field, not the first of them.
 TEST_CASE("A grid with several bad fields reports all of them") {
   const std::string text = R"({"name": "x", "bogus": 1,

@@ -277,12 +277,17 @@ HttpResponse HttpApi::Submit(const std::string& body) {
     for (const ExpandedRun& run : grid->runs)
       configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
                          {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
-    return JsonResponse(200, {{"runs", grid->runs.size()}, {"configs", configs}});
+    return JsonResponse(200, {{"runs", grid->runs.size()}, {"configs", configs},
+                              {"strata", StrataKeys(grid->source, grid->pair_by)}});
   }
   if (!router_) return Error(503, "this server is read-only");
+  // What the comparisons will be broken down by: said at submit, not found in results.
+  const std::vector<std::string> strata = StrataKeys(grid->source, grid->pair_by);
   // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.
-  return FromResult(router_->CallInSteps(
-      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun)));
+  auto submitted = router_->CallInSteps(
+      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun));
+  if (submitted.ok() && submitted->is_object()) (*submitted)["strata"] = strata;
+  return FromResult(submitted);
 }
 
 HttpResponse HttpApi::Query(const std::string& body) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/grid.h"
 #include "common/metric_catalog.h"
 #include "common/metric_names.h"
 #include "common/run_config.h"
@@ -339,25 +340,16 @@ std::string NoPairsNote(const RunSet& runs, const std::vector<Pair>& pairs,
 }
 
 // The keys arms and comparisons are broken down by: `requested` (in order), then the
-// grid's axes of two or more values that pair_by leaves out, lexicographic (a one-value
-// axis, such as --set model.width=32, pools nothing), then a random search's keys.
-std::vector<std::string> StrataKeys(const Json& grid, const Json& pair_by,
-                                    const std::vector<std::string>& requested) {
+// grid's strata keys (common/grid.h StrataKeys).
+std::vector<std::string> ResultStrata(const Json& grid, const Json& pair_by,
+                                      const std::vector<std::string>& requested) {
+  std::vector<std::string> paired;
+  if (pair_by.is_array())
+    for (const Json& k : pair_by)
+      if (k.is_string()) paired.push_back(k.get<std::string>());
   std::vector<std::string> keys = requested;
-  const Json axes = grid.is_object() ? grid.value("axes", Json::object()) : Json::object();
-  if (axes.is_object())
-    for (const auto& [key, values] : axes.items()) {
-      if (!values.is_array() || values.size() < 2) continue;  // one level pools nothing
-      bool paired = false;
-      for (const Json& k : pair_by) paired = paired || k == key;
-      if (!paired && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-    }
-  // A random search's keys take a value per sample: each sample is a stratum of its own.
-  const Json search = grid.is_object() ? grid.value("search", Json::object()) : Json::object();
-  const Json space = search.is_object() ? search.value("space", Json::object()) : Json::object();
-  if (space.is_object() && search.value("samples", 0) >= 2)
-    for (const auto& [key, dist] : space.items())
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  for (const std::string& k : StrataKeys(grid, paired))
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   return keys;
 }
 
@@ -476,7 +468,7 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment, const ResultsOptions& 
   if (!pair_by_j.ok()) return pair_by_j.status();
   for (const std::string& k : options.by)
     if (!IsRunConfigKey(k)) return UnknownRunConfigKey("results", "by", k);
-  const std::vector<std::string> keys = StrataKeys(*grid_j, *pair_by_j, options.by);
+  const std::vector<std::string> keys = ResultStrata(*grid_j, *pair_by_j, options.by);
 
   // Runs in grid order, with their summaries.
   std::vector<RunSummary> runs;

@@ -43,6 +43,8 @@ cat >"$HL_TMP/lr.json" <<JSON
                   "stat": "delta_pct"}],
  "max_attempts": 1}
 JSON
+H submit "$HL_TMP/lr.json" --dry-run | grep -q "note: comparisons (and arm means) are made within each level of params.lrate" ||
+  fail "submit --dry-run of axes outside pair_by said nothing of it"
 EXP=$(H submit "$HL_TMP/lr.json" --json | jq -r .experiment)
 [[ "$EXP" =~ ^[0-9]+$ ]] || fail "submit printed no experiment id"
 H wait lr_strata >"$HL_TMP/wait.out" 2>&1 || { cat "$HL_TMP/wait.out"; fail "wait lr_strata failed"; }
