@@ -47,6 +47,7 @@ struct FastPathState {
   // Measured choices: the candidates' labels + shape -> index into plans (CandidatePlans
   // lists the same labels in the same order), and what was measured.
   std::map<std::string, size_t> chosen;
+  std::string candidates_key;  // the plans' labels, set with `plans`
   std::map<std::string, PlanChoice> choices;
   std::string pattern_key;
   torch::Tensor patterns;  // [fixed_gemm heads, T, T] in the activations' dtype
@@ -448,6 +449,10 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
       for (AttentionPlan& p : plans) st.plans.push_back(Upload(std::move(p), x.device()));
       st.active = 0;
       st.plan_key = key;
+      // Choices are keyed by the candidates' labels, not the exact head states: a change of
+      // windows that leaves the same forms competing (AAH) is not re-timed.
+      st.candidates_key.clear();
+      for (const DevicePlan& dp : st.plans) st.candidates_key += dp.plan.Label() + ";";
       st.label = st.plans[0].plan.Label();
     }
     why = st.plans[0].plan.dense_reason;
@@ -619,12 +624,7 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
       backward = x.requires_grad();
       for (const torch::Tensor& p : layer.parameters()) backward = backward || p.requires_grad();
     }
-    // Keyed by the candidates' labels, not the exact head states: a method that moves
-    // windows at every control step (AAH) changes states without changing which forms
-    // compete, and is not re-timed for each new set of windows.
-    std::string candidates;
-    for (const DevicePlan& dp : st.plans) candidates += dp.plan.Label() + ";";
-    const std::string key = candidates + "|" + ShapeKey(x, backward) + "|" +
+    const std::string key = st.candidates_key + "|" + ShapeKey(x, backward) + "|" +
                             std::to_string(timer_generation.load());
     auto it = st.chosen.find(key);
     st.active = it != st.chosen.end() ? it->second
