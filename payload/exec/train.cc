@@ -395,13 +395,17 @@ double Trainer::TokensPerS() const {
 
 StatusOr<bool> Trainer::TimeHooks(const std::function<Status()>& call) {
   const bool was_open = timer_->open();
-  if (was_open) timer_->Pause(progress_.step);  // waits for the device: the hooks' work is not counted yet
+  if (was_open) timer_->Pause(progress_.step);  // waits for the device: the hooks' work is timed apart
+  const Clock::time_point h0 = Clock::now();
   HEADLAB_RETURN_IF_ERROR(call());
   const bool intervened = ctx_->interventions != interventions_seen_;
   interventions_seen_ = ctx_->interventions;
   if (intervened) {
     timer_held_ = timer_held_ || was_open;
   } else if (was_open) {
+    // A method's recurring work (AAH's control updates, a schedule's checks) is training
+    // time: counted. Device work the hooks left queued runs in the reopened window.
+    timer_->Credit(SecondsSince(h0));
     timer_->Resume(progress_.step);
   }
   return intervened;

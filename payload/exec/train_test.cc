@@ -507,5 +507,38 @@ TEST_CASE("train: an intervention's update is left out of the throughput, and th
   testing::RemoveTree(plain.out_dir);
 }
 
+// A method's recurring work that changes nothing (as AAH's control updates): `work_s`
+// seconds of real matrix products in every BeforeUpdate.
+class RecurringHooks : public TrainHooks {
+ public:
+  explicit RecurringHooks(double work_s) : work_s_(work_s) {}
+  const char* name() const override { return "recurring"; }
+  Status BeforeUpdate(TrainContext&, const torch::Tensor&) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    torch::Tensor a = torch::randn({128, 128});
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < work_s_)
+      a = torch::tanh(torch::mm(a, a));
+    return Status::Ok();
+  }
+
+ private:
+  const double work_s_;
+};
+
+TEST_CASE("train: a method's recurring work is counted in the throughput") {
+  TrainRequest req = TinyRun("recurring", {{"train", {{"steps", 4}, {"log_every", 1}, {"eval_every", 0},
+                                                       {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+  constexpr double kWorkS = 0.25;
+  req.hooks = {std::make_shared<RecurringHooks>(kWorkS)};
+  Status st;
+  Events ev = Run(req, &st);
+  REQUIRE(st.ok());
+  // Updates 2-4 are counted, each after 0.25 s of the hook's work: >= 0.25 s per update
+  // (the tiny model's own update takes milliseconds).
+  CHECK(ev.summary[metric::kTrainStepS].get<double>() >= kWorkS);
+  CHECK_FALSE(ev.summary.contains(metric::kTrainTokensPerSAfterEvent));
+  testing::RemoveTree(req.out_dir);
+}
+
 }  // namespace
 }  // namespace headlab

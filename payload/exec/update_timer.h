@@ -2,7 +2,8 @@
 // the device has finished them (Mark and Pause wait for it), so work the host queued on a
 // GPU is counted where it runs; callers pause around evaluation and checkpoints, which are
 // not training time, and the first update of an attempt (allocator growth, library
-// heuristics) is left out by opening the first window after it. Included only by LibTorch
+// heuristics) is left out by opening the first window after it. Work the callers time
+// while paused and do count (Credit) is added to the total. Included only by LibTorch
 // translation units. Single-threaded.
 #pragma once
 
@@ -23,6 +24,9 @@ class UpdateTimer {
   void Pause(int64_t step);
   // Opens a window at `step` (the device is idle: right after Pause).
   void Resume(int64_t step);
+  // Counts `seconds` of training work done while no window was open (a method's recurring
+  // work, timed between a Pause and the next Resume) into the total.
+  void Credit(double seconds) { seconds_ += seconds; }
 
   // Returns true iff a window is open (between Resume and the next Pause).
   bool open() const { return open_; }
