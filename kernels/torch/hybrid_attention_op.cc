@@ -88,38 +88,47 @@ void* CurrentStream(const torch::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
 
+// Checks the inputs and launches the forward into fresh *o (contiguous, q's shape) and
+// *lse (fp32 (B, H, T)); `paths`, when given, receives the kernels' implementations.
+void LaunchForward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                   const HybridHeads& heads, double scale, KernelPaths* paths, torch::Tensor* o,
+                   torch::Tensor* lse) {
+  CheckInputs(q, k, v, heads);
+  c10::cuda::CUDAGuard guard(q.device());
+  const std::vector<HeadSpec> specs = DeviceSpecs(heads);
+  *o = torch::empty_like(q, torch::MemoryFormat::Contiguous);
+  *lse = torch::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(torch::kFloat));
+  ForwardArgs a;
+  a.shape = Shape(q, k, scale);
+  a.heads = specs.data();
+  a.q = View(q);
+  a.k = View(k);
+  a.v = View(v);
+  a.o = View(*o);
+  a.lse = lse->data_ptr<float>();
+  if (paths) {
+    paths->forward = ForwardPathName(a);
+    BackwardArgs b;  // the backward's choice depends on the shape and the views' alignment
+    b.shape = a.shape;
+    b.heads = a.heads;
+    b.q = a.q;
+    b.k = a.k;
+    b.v = a.v;
+    b.o = b.d_o = b.dq = a.o;  // contiguous (B, T, H, d), as dO (made so) and dQ are
+    b.dk = a.k;                // dK, dV are contiguous; K, V's alignment is checked anyway
+    b.dv = a.v;
+    paths->backward = BackwardPathName(b);
+  }
+  Check(HybridAttentionForward(a, CurrentStream(q)));
+}
+
 class HybridAttentionFunction : public torch::autograd::Function<HybridAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
                                torch::Tensor v, const HybridHeads& heads, double scale,
                                KernelPaths* paths) {
-    CheckInputs(q, k, v, heads);
-    c10::cuda::CUDAGuard guard(q.device());
-    const std::vector<HeadSpec> specs = DeviceSpecs(heads);
-    torch::Tensor o = torch::empty_like(q, torch::MemoryFormat::Contiguous);
-    torch::Tensor lse = torch::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(torch::kFloat));
-    ForwardArgs a;
-    a.shape = Shape(q, k, scale);
-    a.heads = specs.data();
-    a.q = View(q);
-    a.k = View(k);
-    a.v = View(v);
-    a.o = View(o);
-    a.lse = lse.data_ptr<float>();
-    if (paths) {
-      paths->forward = ForwardPathName(a);
-      BackwardArgs b;  // the backward's choice depends on the shape and the views' alignment
-      b.shape = a.shape;
-      b.heads = a.heads;
-      b.q = a.q;
-      b.k = a.k;
-      b.v = a.v;
-      b.o = b.d_o = b.dq = a.o;  // contiguous (B, T, H, d), as dO (made so) and dQ are
-      b.dk = a.k;                // dK, dV are contiguous; K, V's alignment is checked anyway
-      b.dv = a.v;
-      paths->backward = BackwardPathName(b);
-    }
-    Check(HybridAttentionForward(a, CurrentStream(q)));
+    torch::Tensor o, lse;
+    LaunchForward(q, k, v, heads, scale, paths, &o, &lse);
     ctx->save_for_backward({q, k, v, o, lse});
     // The specs travel as plain integers; the prior tensors by reference (no copy).
     std::vector<int64_t> flat;
@@ -202,6 +211,22 @@ torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
   CheckInputs(q, k, v, heads);  // a CPU tensor fails here with "CUDA tensors only"
   TORCH_CHECK(false, "hybrid attention: this build has no CUDA LibTorch; use the dense reference");
   return torch::Tensor();
+#endif
+}
+
+std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q, const torch::Tensor& k,
+                                                               const torch::Tensor& v,
+                                                               const HybridHeads& heads, double scale) {
+#if HEADLAB_TORCH_CUDA
+  torch::NoGradGuard no_grad;
+  torch::Tensor o, lse;
+  LaunchForward(q, k, v, heads, scale, nullptr, &o, &lse);
+  return {o, lse};
+#else
+  (void)scale;
+  CheckInputs(q, k, v, heads);
+  TORCH_CHECK(false, "hybrid attention: this build has no CUDA LibTorch; use the dense reference");
+  return {};
 #endif
 }
 

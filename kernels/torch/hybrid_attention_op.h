@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <utility>
 #include <vector>
 
 #include "kernels/hybrid_attention.h"
@@ -45,6 +46,15 @@ bool HybridAttentionAvailable();
 torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, const HybridHeads& heads, double scale,
                               KernelPaths* paths = nullptr);
+
+// The forward alone, outside autograd: O (B, T, H, d) and lse (B, H, T) fp32, the natural
+// log of each row's softmax normaliser with the scale applied (kernels/hybrid_attention.h),
+// -inf for pruned heads. For statistics of the attention a layer executes (AAH-v3's
+// entropy and output norm, payload/methods/aah/head_diagnostics.h). Same inputs and
+// errors as HybridAttention.
+std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q, const torch::Tensor& k,
+                                                               const torch::Tensor& v,
+                                                               const HybridHeads& heads, double scale);
 
 }  // namespace kernels
 }  // namespace headlab

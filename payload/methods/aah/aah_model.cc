@@ -3,16 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
+#include "kernels/torch/hybrid_attention_op.h"
 #include "payload/exec/attention_cuda.h"
+#include "payload/methods/aah/head_diagnostics.h"
 
 namespace headlab::aah {
 namespace {
-
-// Bytes of one chunk of [B, H, rows, T] attention probabilities in float32: the observation
-// pass takes its queries in chunks of this size, so its memory does not grow with T^2.
-constexpr int64_t kObserveChunkBytes = int64_t(256) << 20;
 
 // Per head of t ([B, T, H, d]): mean absolute value and (population) standard deviation
 // over batch, sequence and head-feature axes (AAH §5.3: mu(|q_h|), not |mu(q_h)|); [H, 2].
@@ -50,17 +47,35 @@ torch::Tensor StateTable(GptImpl& model, const torch::Device& device) {
   return torch::tensor(v, torch::kLong).view({L, 6, -1}).to(device);
 }
 
-// The keys each head may read from queries [r0, r1) of a length-T sequence ([H, r1 - r0, T]
-// booleans): AllowedKeys (attention.h) of every head at once, from a layer's StateTable.
-torch::Tensor AllowedRows(const torch::Tensor& table, int64_t r0, int64_t r1, int64_t T) {
-  auto opts = torch::dtype(torch::kLong).device(table.device());
-  auto col = [&](int field) { return table[field].view({-1, 1, 1}); };
-  torch::Tensor q = torch::arange(r0, r1, opts).view({1, -1, 1});
-  torch::Tensor k = torch::arange(T, opts).view({1, 1, -1});
-  torch::Tensor causal = k <= q;
-  torch::Tensor in_window = (k > q - col(0)) | (col(3) == 0);
-  torch::Tensor in_stream = (k < col(1)) | (q - k < col(2)) | (col(4) == 0);
-  return causal & in_window & in_stream;
+// The fused kernels' forward with log-normalisers as the diagnostics' attention, for a
+// layer whose heads they all take (kernels/hybrid_attention.h); an empty function when
+// the dense pass must run instead: no CUDA kernels in this build, train.attention = dense,
+// a head size or count the kernels refuse, or chunk-evicting streaming heads.
+AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor& q) {
+#if !HEADLAB_TORCH_CUDA  // the kernels' op is linked into CUDA builds only
+  (void)attn;
+  (void)q;
+  return AttendWithLse();
+#else
+  const int64_t d = attn.head_dim();
+  const auto dt = q.scalar_type();
+  if (!q.is_cuda() || GetAttentionMode() == AttentionMode::kDense ||
+      (d != 64 && d != 96 && d != 128) || attn.heads() > kernels::kMaxHeads ||
+      (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf))
+    return AttendWithLse();
+  kernels::HybridHeads heads;
+  for (const HeadState& s : attn.head_states()) {
+    if (s.mode == HeadMode::kStreaming && s.chunk > 0) return AttendWithLse();
+    kernels::HeadSpec spec = KernelHeadSpec(s);
+    // Heads without scores report zero diagnostics: the kernels skip them.
+    if (s.mode == HeadMode::kFixed || s.mode == HeadMode::kPruned) spec.state = kernels::HeadState::kPruned;
+    heads.specs.push_back(spec);
+  }
+  const double scale = 1.0 / std::sqrt(double(d));
+  return [heads, scale](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values) {
+    return kernels::HybridAttentionWithLse(q, k, values, heads, scale);
+  };
+#endif
 }
 
 }  // namespace
@@ -83,33 +98,18 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
     const int64_t kv = attn.k_proj->weight.size(0) / d, group = H / kv;
     torch::Tensor h = block->ln1(x);
     torch::Tensor q = attn.q_proj(h).view({B, T, H, d});
-    // Each query head's key/value head under GQA (head i reads group i / (H / kv)).
-    torch::Tensor k = attn.k_proj(h).view({B, T, kv, d}).repeat_interleave(group, 2);
-    torch::Tensor v = attn.v_proj(h).view({B, T, kv, d}).repeat_interleave(group, 2);
-    torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k), MeanAbsStd(v)}, 1);  // [H, 6]
-
-    // The attention each head executes now, in chunks of queries: entropy (nats) and
-    // output norm summed over batch and queries, usage as the most keys a query reads.
-    torch::Tensor qr = q.transpose(1, 2), kr = k.transpose(1, 2), vr = v.transpose(1, 2);  // [B, H, T, d]
-    if (rotate) qr = rotate(qr), kr = rotate(kr);
-    auto fopts = torch::dtype(torch::kFloat).device(x.device());
-    torch::Tensor entropy = torch::zeros({H}, fopts), norm = torch::zeros({H}, fopts);
-    torch::Tensor usage = torch::zeros({H}, torch::dtype(torch::kLong).device(x.device()));
-    const int64_t rows = std::max<int64_t>(1, kObserveChunkBytes / (B * H * T * 4));
-    for (int64_t r0 = 0; r0 < T; r0 += rows) {
-      const int64_t r1 = std::min(T, r0 + rows);
-      torch::Tensor allowed = AllowedRows(table, r0, r1, T);
-      torch::Tensor scores = torch::matmul(qr.narrow(2, r0, r1 - r0), kr.transpose(-2, -1)).to(torch::kFloat) /
-                             std::sqrt(double(d));
-      scores = scores.masked_fill(allowed.logical_not().unsqueeze(0), -std::numeric_limits<float>::infinity());
-      torch::Tensor p = torch::softmax(scores, -1);  // [B, H, rows, T]
-      torch::Tensor plogp = p * torch::log(p.clamp_min(1e-30));  // 0 where p = 0
-      entropy -= plogp.sum(std::vector<int64_t>{0, 2, 3});
-      norm += torch::matmul(p.to(vr.scalar_type()), vr).to(torch::kFloat).pow(2).sum(-1).sqrt().sum(std::vector<int64_t>{0, 2});
-      usage = torch::maximum(usage, allowed.sum(-1).amax(-1));
+    torch::Tensor k = attn.k_proj(h).view({B, T, kv, d});
+    torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
+    // Each query head's statistics of its key/value head under GQA (head i reads i / (H / kv)).
+    torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k).repeat_interleave(group, 0),
+                                    MeanAbsStd(v).repeat_interleave(group, 0)}, 1);  // [H, 6]
+    // The attention each head executes now (head_diagnostics.h).
+    if (rotate) {
+      q = rotate(q.transpose(1, 2)).transpose(1, 2);
+      k = rotate(k.transpose(1, 2)).transpose(1, 2);
     }
-    torch::Tensor diag = torch::stack({entropy / double(B * T), norm / double(B * T), usage.to(torch::kFloat) / float(T)}, 1);
-    diag = diag * table[5].to(torch::kFloat).view({H, 1});  // zero for heads without scores
+    const AttendWithLse attend = KernelAttend(attn, q);
+    torch::Tensor diag = attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
     layers.push_back(torch::cat({qkv, diag}, 1));
     x = block->forward(x, rotate);
   }

@@ -2,6 +2,7 @@
 // each head's window before an update (AAH §5.3-5.8), the rows and summary carry ACR, exact
 // coverage, levels used and the window buckets (§5.10, §7.4, §7.6), the execution backend
 // is labelled (§7.7), and the final windows become the aah_head_maps artifact.
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -42,13 +43,20 @@ class AahHooks : public TrainHooks {
   }
 
   Status BeforeUpdate(TrainContext& ctx, const torch::Tensor& x) override {
-    return aah::ControlStep(*controller_, *ctx.model, ctx.step, x);
+    const auto t0 = std::chrono::steady_clock::now();
+    bool updated = false;
+    HEADLAB_RETURN_IF_ERROR(aah::ControlStep(*controller_, *ctx.model, ctx.step, x, &updated));
+    // The observation pass ends with its one wait for the device, so the wall time of an
+    // update is the controller's whole cost (§5.3's features, scoring and hierarchy).
+    if (updated) controller_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return Status::Ok();
   }
 
   int64_t ControlPeriod() const override { return std::max<int64_t>(1, options_.control_every); }
 
   void LogRow(TrainContext& ctx, MetricRow* row) override {
     for (auto& kv : aah::TrainRowMetrics(*controller_)) row->push_back(std::move(kv));
+    row->emplace_back(metric::kAahControllerS, controller_s_);
   }
 
   // The loop's evaluation ran train.eval_batches forwards with the installed windows
@@ -66,6 +74,7 @@ class AahHooks : public TrainHooks {
 
   Status Summarize(TrainContext& ctx, Json* values) override {
     values->update(aah::SummaryValues(*controller_, eval_usage_));
+    (*values)[metric::kAahControllerS] = controller_s_;
     values->update(aah::BackendSummary(
         backend_, eval_windows_.empty() ? controller_->windows() : eval_windows_, options_.context));
     // aah_head_maps := {"head_maps": [{layer, head, role, score = c_tilde, window}]}.
@@ -84,6 +93,7 @@ class AahHooks : public TrainHooks {
   aah::ExecutionBackend backend_;
   aah::BranchUsage eval_usage_;     // of the latest evaluation
   aah::WindowMap eval_windows_;     // executed in the latest evaluation
+  double controller_s_ = 0;         // in control updates, this attempt
 };
 
 }  // namespace

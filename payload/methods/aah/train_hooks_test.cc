@@ -75,6 +75,10 @@ TEST_CASE("aah hooks: the loop runs the controller and reports ACR, coverage, bu
   CHECK(acr == Approx(MeanWindowOverT(rows, 32)));
   CHECK(adaptive.summary[metric::kAahAttnRatio].get<double>() == Approx(acr));
   CHECK(adaptive.summary[metric::kAahControlUpdates] == 3.0);  // before steps 0, 2, 4
+  // The controller's time: none without control updates, some with them, cumulative in rows.
+  CHECK(full.summary[metric::kAahControllerS] == 0.0);
+  CHECK(adaptive.summary[metric::kAahControllerS].get<double>() > 0.0);
+  CHECK(adaptive.metrics[metric::kAahControllerS].at(1) <= adaptive.metrics[metric::kAahControllerS].at(6));
   CHECK(adaptive.metrics[metric::kAahControlUpdates].at(1) == 1.0);
   CHECK(adaptive.metrics[metric::kAahAcr].at(6) == Approx(acr));  // the final evaluation row
   double buckets = 0;

@@ -1,0 +1,87 @@
+// AAH-v3 on CUDA (label gpu; built only against a CUDA LibTorch): the diagnostics from the
+// fused kernels' log-normalisers equal the dense ones, and the whole observation pass on
+// the device equals the CPU's.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kernels/torch/hybrid_attention_op.h"
+#include "payload/exec/attention_cuda.h"
+#include "payload/methods/aah/aah_model.h"
+#include "payload/methods/aah/aah_testing.h"
+#include "payload/methods/aah/head_diagnostics.h"
+
+namespace headlab::aah {
+namespace {
+
+// ordinary, local(48), local(1), pruned: the kernels' specs and the [6, H] table.
+std::vector<HeadState> States() {
+  std::vector<HeadState> s(4);
+  s[1].mode = HeadMode::kLocal;
+  s[1].window = 48;
+  s[2].mode = HeadMode::kLocal;
+  s[2].window = 1;
+  s[3].mode = HeadMode::kPruned;
+  return s;
+}
+
+torch::Tensor Table(const std::vector<HeadState>& states, const torch::Device& device) {
+  std::vector<int64_t> v;
+  for (int field = 0; field < 6; ++field)
+    for (const HeadState& s : states) {
+      const bool scores = s.mode != HeadMode::kPruned && s.mode != HeadMode::kFixed;
+      const int64_t values[6] = {s.window, s.sink, s.recent, s.mode == HeadMode::kLocal,
+                                 s.mode == HeadMode::kStreaming, scores};
+      v.push_back(values[field]);
+    }
+  return torch::tensor(v, torch::kLong).view({6, -1}).to(device);
+}
+
+TEST_CASE("aah on CUDA: diagnostics from the kernels' log-normalisers equal the dense ones") {
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(11);
+  const int64_t B = 2, T = 192, H = 4, kv = 2, d = 64;
+  const torch::Device cuda(torch::kCUDA);
+  const std::vector<HeadState> states = States();
+  kernels::HybridHeads heads;
+  for (const HeadState& s : states) heads.specs.push_back(KernelHeadSpec(s));
+  const double scale = 1.0 / std::sqrt(double(d));
+  AttendWithLse attend = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values) {
+    return kernels::HybridAttentionWithLse(q, k, values, heads, scale);
+  };
+  torch::Tensor q = torch::randn({B, T, H, d}, cuda) * 2, k = torch::randn({B, T, kv, d}, cuda) * 2;
+  torch::Tensor v = torch::randn({B, T, kv, d}, cuda);
+  const torch::Tensor table = Table(states, cuda);
+  const torch::Tensor want = DenseDiagnostics(q, k, v, table).cpu();
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    INFO("dtype " << c10::toString(dtype));
+    const double tol = dtype == torch::kFloat ? 1e-4 : 2e-2;
+    const torch::Tensor got =
+        LseDiagnostics(q.to(dtype), k.to(dtype), v.to(dtype), table, attend).cpu();
+    CHECK(torch::allclose(got, want, tol, tol));
+  }
+  CHECK(want[3].abs().sum().item<float>() == 0.0f);  // pruned: zeros
+}
+
+TEST_CASE("aah on CUDA: the observation pass equals the CPU's") {
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(12);
+  Gpt model(testing::SmallModel(2, 4, 256, 128, 64, "rope", 2));  // d = 64, GQA 2
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) model->attention(l)->SetHeadState(h, States()[size_t(h)]);
+  torch::Tensor idx = torch::randint(0, 64, {2, 128}, torch::kLong);
+  const std::vector<HeadObservation> cpu = ObserveHeads(*model, idx);
+  model->to(torch::kCUDA);
+  const std::vector<HeadObservation> gpu = ObserveHeads(*model, idx.to(torch::kCUDA));
+  REQUIRE(gpu.size() == cpu.size());
+  for (size_t l = 0; l < cpu.size(); ++l)
+    for (size_t h = 0; h < 4; ++h) {
+      INFO("layer " << l << " head " << h);
+      for (size_t i = 0; i < 6; ++i) CHECK(gpu[l].qkv[h][i] == Approx(cpu[l].qkv[h][i]).epsilon(1e-3).margin(1e-5));
+      for (size_t i = 0; i < 3; ++i)
+        CHECK(gpu[l].attention[h][i] == Approx(cpu[l].attention[h][i]).epsilon(1e-3).margin(1e-5));
+    }
+}
+
+}  // namespace
+}  // namespace headlab::aah
