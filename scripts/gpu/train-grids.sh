@@ -61,8 +61,30 @@ runs_table() {
   cat "$RESULTS/$name-runs.txt"
 }
 
-# clean_runs: deletes the workers' run folders (checkpoints included) of finished grids.
-clean_runs() { rm -rf "$HL_TMP"/workers/*/runs; df -h "$HL_TMP" | tail -1; }
+# clean_runs: deletes the workers' run folders (<worker data>/worker-<name>/runs/<run>-<attempt>,
+# checkpoints included) of finished grids.
+clean_runs() { rm -rf "$HL_TMP"/workers/*/*/runs; df -h "$HL_TMP" | tail -1; }
+
+# prune_finished EXP: in the background while grid EXP runs, deletes each of its runs'
+# folders once the run has ended (a 1b checkpoint is 11 GiB: six of them fill the device's
+# disk); the results are in the coordinator's database by then. Only for grids no
+# continuation reads checkpoints from. Ends with the harness's folder, or by kill.
+prune_finished() {
+  while sleep 10 && [[ -d $HL_TMP ]]; do
+    for id in $(db "SELECT id FROM runs WHERE experiment_id = $1 AND
+                    status IN ('succeeded', 'failed', 'cancelled')" 2>/dev/null); do
+      rm -rf "$HL_TMP"/workers/*/*/runs/"$id"-*
+    done
+  done
+}
+
+# collect_pruned NAME EXP TIMEOUT: collect_grid with prune_finished running.
+collect_pruned() {
+  prune_finished "$2" &
+  local pruner=$!
+  collect_grid "$@"
+  kill "$pruner" 2>/dev/null
+}
 
 start_cluster 1
 status=0
@@ -76,11 +98,11 @@ for protocol in "${protocols[@]}"; do
       runs_table saf_midpoint "$E" ;;
     aah-1b)
       E=$(submit "$ROOT/experiments/measure/aah_train_1b_gpu.jsonc" "${sets[@]}") || exit 1
-      collect_grid aah_train_1b "$E" 1800
+      collect_pruned aah_train_1b "$E" 1800
       runs_table aah_train_1b "$E" ;;
     saf-1b)
       E=$(submit "$ROOT/experiments/measure/saf_1b_8k_gpu.jsonc" "${sets[@]}") || exit 1
-      collect_grid saf_1b_8k "$E" 1800
+      collect_pruned saf_1b_8k "$E" 1800
       runs_table saf_1b_8k "$E" ;;
   esac
   clean_runs

@@ -83,7 +83,10 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
 std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
   const int64_t B = idx.size(0), T = idx.size(1);
-  // Mirrors GptImpl::forward's embedding (model.cc): learned positions or RoPE.
+  // Mirrors GptImpl::Hidden (model.cc): the model's precision (bf16 / fp16 autocast; the
+  // observation ran in fp32 without it, the kernels on their fp32 path), its embedding
+  // (learned positions or RoPE) and blocks.
+  AutocastScope autocast(model.precision(), idx.device());
   torch::Tensor x = model.Embed(idx);
   const std::function<torch::Tensor(const torch::Tensor&)> rotate = model.Rotation();
   // Every statistic stays on the device until one copy at the end: the pass never waits

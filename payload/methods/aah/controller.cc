@@ -97,7 +97,9 @@ LayerController::LayerController(const AahOptions& o, int heads, uint64_t seed)
   joint_ = JointSiblingScorer(K, int(o.scorer_hidden), &init);
   topology_.head_group.resize(size_t(heads));
   std::iota(topology_.head_group.begin(), topology_.head_group.end(), 0);
-  if (o.windows.empty())  // regime off: no candidates, every head ordinary
+  // Regime off (no candidates) and Full attention (§7.1: ordinary heads, ACR 1 by
+  // definition, even where the largest candidate is below the context): every head ordinary.
+  if (o.windows.empty() || o.regime == Regime::kFull)
     windows_.assign(size_t(heads), o.context);
   else if (o.control == Control::kFixedWindow)
     windows_.assign(size_t(heads), std::min(o.fixed_window, o.context));

@@ -203,6 +203,22 @@ TEST_CASE("aah topology cache: shallow freeze and deep reuse cache once the feat
   CHECK(no_ema.MayCache(5));  // alpha = 0: x_bar = x holds observed diagnostics from u = 1
 }
 
+// Full attention is ordinary heads at any context, also where the candidates stop below it
+// (the paper's [512, 1024, 2048, 4096] at T = 8192); the adaptive regimes start at the
+// largest candidate (§5.8's full-window index).
+TEST_CASE("aah full regime: every head at the context when the candidates stop short") {
+  AahOptions o = Options(Regime::kFull);
+  o.context = 128;  // candidates 8 .. 64
+  REQUIRE(ValidateOptions(o).ok());
+  AahController full(o, 2, 4, 1);
+  for (const auto& layer : full.windows()) CHECK(layer == std::vector<int64_t>(4, 128));
+  AahOptions a = Options(Regime::kFullAdaptive);
+  a.context = 128;
+  REQUIRE(ValidateOptions(a).ok());
+  AahController adaptive(a, 2, 4, 1);
+  for (const auto& layer : adaptive.windows()) CHECK(layer == std::vector<int64_t>(4, 64));
+}
+
 // The five regimes of AAH §7.1 on the role observations: Full never updates; Grouping off
 // has one item per head; Full adaptive follows the features; Shallow freeze freezes a
 // feature-derived [2] topology and Deep practical reuse a feature-derived level 0 of four
