@@ -6,6 +6,11 @@
 // the fast path's error against the fp32 reference stays within a small multiple of the
 // dense bf16 reference's own; a bf16 training step runs the wgmma kernels on sm_90; a
 // resumed bf16 run continues the uninterrupted one. Needs a GPU (ctest label gpu).
+// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
+// included last is the one the tests use (Catch's, which reports and counts).
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/torch.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,9 +19,6 @@
 #include <functional>
 #include <map>
 #include <string>
-
-#include <ATen/cuda/CUDAContext.h>
-#include <torch/torch.h>
 
 #include "common/run_config.h"
 #include "payload/exec/attention_cuda.h"
