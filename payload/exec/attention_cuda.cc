@@ -195,6 +195,14 @@ torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg
 // Fixed heads as a GEMM with their cached causal patterns: O = P V and dV = P^T dO (SAF
 // §3.3), per head and over the batch at once (V of a head laid out [T, B * d]). The rows are
 // split in two halves so that the zero upper-right quarter of P is never multiplied.
+// Row (and key) blocks of the fixed heads' GEMMs: P is lower triangular, so row block k of
+// K reads keys [0, (k + 1) T / K) only, (K + 1) / 2K of the square (5/8 at K = 4, where
+// two blocks did 3/4), in K batched GEMMs each way.
+constexpr int64_t kFixedGemmBlocks = 4;
+
+// Returns the k-th of kFixedGemmBlocks + 1 block boundaries of [0, T].
+int64_t FixedBlockEdge(int64_t k, int64_t T) { return k * T / kFixedGemmBlocks; }
+
 class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
  public:
   // v: [B, T, n, d]; p: [n, >= T, >= T] in v's dtype, no gradient. Returns [B, T, n, d].
@@ -204,10 +212,12 @@ class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
     torch::Tensor pt = p.narrow(1, 0, T).narrow(2, 0, T);
     torch::Tensor u = v.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
     torch::Tensor o = torch::empty_like(u);
-    const int64_t h = T / 2;
-    torch::Tensor top = o.narrow(1, 0, h), bottom = o.narrow(1, h, T - h);
-    if (h > 0) at::bmm_out(top, pt.narrow(1, 0, h).narrow(2, 0, h), u.narrow(1, 0, h));
-    at::bmm_out(bottom, pt.narrow(1, h, T - h), u);
+    for (int64_t k = 0; k < kFixedGemmBlocks; ++k) {
+      const int64_t r0 = FixedBlockEdge(k, T), r1 = FixedBlockEdge(k + 1, T);
+      if (r1 == r0) continue;
+      torch::Tensor rows = o.narrow(1, r0, r1 - r0);
+      at::bmm_out(rows, pt.narrow(1, r0, r1 - r0).narrow(2, 0, r1), u.narrow(1, 0, r1));
+    }
     ctx->save_for_backward({pt});
     return o.view({n, T, B, d}).permute({2, 1, 0, 3});
   }
@@ -219,11 +229,13 @@ class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
     const int64_t B = g_o.size(0), T = g_o.size(1), n = g_o.size(2), d = g_o.size(3);
     torch::Tensor g = g_o.permute({2, 1, 0, 3}).contiguous().view({n, T, B * d});
     torch::Tensor du = torch::empty_like(g);
-    const int64_t h = T / 2;
-    // Keys j < h are seen by every row; keys j >= h only by rows i >= h.
-    torch::Tensor early = du.narrow(1, 0, h), late = du.narrow(1, h, T - h);
-    if (h > 0) at::bmm_out(early, pt.narrow(2, 0, h).transpose(1, 2), g);
-    at::bmm_out(late, pt.narrow(1, h, T - h).narrow(2, h, T - h).transpose(1, 2), g.narrow(1, h, T - h));
+    // Keys of block k are seen by the rows from the block's start on only.
+    for (int64_t k = 0; k < kFixedGemmBlocks; ++k) {
+      const int64_t c0 = FixedBlockEdge(k, T), c1 = FixedBlockEdge(k + 1, T);
+      if (c1 == c0) continue;
+      torch::Tensor keys = du.narrow(1, c0, c1 - c0);
+      at::bmm_out(keys, pt.narrow(1, c0, T - c0).narrow(2, c0, c1 - c0).transpose(1, 2), g.narrow(1, c0, T - c0));
+    }
     return {du.view({n, T, B, d}).permute({2, 1, 0, 3}), torch::Tensor()};
   }
 };
