@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "cli/cli_context.h"
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "common/paired_estimators.h"
 
 namespace headlab {
 
@@ -93,6 +95,15 @@ std::string MetricCell(const std::string& metric, const Json& v) {
   return FormatMeanSe(mean, se);
 }
 
+// "arm" or, for an arm entry of one stratum, "arm train.lr=0.001".
+std::string ArmLabel(const Json& a) {
+  std::string label = Cell(a.value("arm", Json()));
+  const Json by = a.value("by", Json::object());
+  if (by.is_object())
+    for (auto& [k, v] : by.items()) label += " " + k + "=" + v.dump();
+  return label;
+}
+
 // One table of `arms` x `metrics`: an arm per row, or a metric per row when that is too
 // wide for the terminal.
 void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
@@ -100,7 +111,7 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
   for (const auto& m : metrics) header.push_back(m);
   std::vector<TableRow> rows;
   for (const Json& a : arms) {
-    TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
+    TableRow row = {ArmLabel(a), Cell(a.value("n", Json())),
                     Cell(a.value("succeeded", Json()))};
     Json ms = a.value("metrics", Json::object());
     for (const auto& m : metrics)
@@ -138,7 +149,7 @@ void PrintExecution(const Json& arms) {
   for (const Json& a : arms) {
     const Json precision = a.value("precision", Json::array()), paths = a.value("attention_paths", Json::array());
     any = any || !precision.empty() || !paths.empty();
-    rows.push_back({Cell(a.value("arm", Json())), joined(precision), joined(paths)});
+    rows.push_back({ArmLabel(a), joined(precision), joined(paths)});
   }
   if (!any) return;
   std::printf("\nexecution (precision; attention paths of the layers: sdpa, fused kernels, "
@@ -153,6 +164,30 @@ std::string WithUnit(const Json& v, const std::string& unit) {
   if (unit == "%") return s + " %";
   if (unit == "x") return s + "x";
   return s;
+}
+
+// What the runs' statuses say about the answer: "" when every run finished; else a line
+// saying how many are still queued or running.
+std::string InFlightLine(const Json& counts) {
+  int64_t live = 0, all = 0;
+  if (counts.is_object())
+    for (auto& [status, n] : counts.items()) {
+      if (!n.is_number_integer()) continue;
+      all += n.get<int64_t>();
+      if (status == "queued" || status == "running") live += n.get<int64_t>();
+    }
+  if (live == 0) return "";
+  return "partial: " + std::to_string(live) + " of " + std::to_string(all) +
+         " runs still queued or running (`headlab wait` waits for them)";
+}
+
+// "3 cancelled, 1 failed": the counts of every status.
+std::string StatusList(const Json& counts) {
+  std::string out;
+  if (counts.is_object())
+    for (auto& [status, n] : counts.items())
+      out += (out.empty() ? "" : ", ") + Cell(n) + " " + status;
+  return out.empty() ? "no runs" : out;
 }
 
 // The formula of a statistic, per pair.
@@ -206,12 +241,13 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
                 WithUnit(spread.value("lo", Json()), unit).c_str(),
                 WithUnit(spread.value("hi", Json()), unit).c_str());
   } else {
-    const Json ci = c.value("ci95", Json());
+    const Json ci = c.contains("ci") ? c.value("ci", Json()) : c.value("ci95", Json());
+    const std::string level = paired::LevelLabel(ci.is_object() ? ci.value("level", 0.95) : 0.95);
     std::string se = c.value("se", Json()).is_number() ? " ± " + FormatNumber(c["se"].get<double>()) + " (SE)" : "";
-    std::string cis = ci.is_object() ? "   95% CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
+    std::string cis = ci.is_object() ? "   " + level + " CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
                                            WithUnit(ci.value("hi", Json()), unit) + "] (Student t, " +
                                            Cell(ci.value("df", Json())) + " df)"
-                                     : "   95% CI needs 2 pairs or more";
+                                     : "   a CI needs 2 pairs or more";
     std::printf("  n pairs %s   mean %s%s%s\n", n.c_str(),
                 WithUnit(c.value("mean", Json()), unit).c_str(), se.c_str(), cis.c_str());
   }
@@ -249,7 +285,11 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   if (!id.ok()) return Fail(ctx, id.status());
   const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
   // The pairs too: the CLI prints the first few and --json all of them.
-  auto res = ctx.Client().Call("GET", base + "/results?per_pair=1");
+  std::string query = "per_pair=1", by_keys;
+  for (const std::string& k : args.All("--by")) by_keys += (by_keys.empty() ? "" : ",") + k;
+  if (!by_keys.empty()) query += "&by=" + UrlQueryEscape(by_keys);
+  if (args.Has("--level")) query += "&level=" + UrlQueryEscape(args.Get("--level"));
+  auto res = ctx.Client().Call("GET", base + "/results?" + query);
   if (!res.ok()) return Fail(ctx, res.status());
   if (args.Has("--json")) {
     PrintJson(res.value());
@@ -268,17 +308,33 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   Json comparisons = r.value("comparisons", Json::array());
   if (!arms.is_array() || !comparisons.is_array())
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
+  const Json counts = r.value("status_counts", Json::object());
+  const bool any_ok = counts.is_object() && counts.value("succeeded", 0) > 0;
+  const std::string in_flight = InFlightLine(counts);
+  if (!any_ok && counts.is_object()) {  // nothing to show: say why instead of empty tables
+    const std::string label = std::to_string(id.value()) + (name.empty() ? "" : " (" + name + ")");
+    std::fprintf(stderr, "headlab results: experiment %s has no succeeded run %s(%s)\n",
+                 label.c_str(), in_flight.empty() ? "" : "yet ", StatusList(counts).c_str());
+    if (!in_flight.empty())
+      std::fprintf(stderr, "  `headlab wait %s` waits for them\n", args.positional()[0].c_str());
+    return kExitFailed;
+  }
   std::printf("experiment %lld%s: arms (summary metrics: mean ± SE over each arm's succeeded runs)\n",
               static_cast<long long>(id.value()), name.empty() ? "" : (" (" + name + ")").c_str());
+  if (!in_flight.empty()) std::printf("%s\n", in_flight.c_str());
+  std::string strata;
+  for (const Json& k : r.value("by", Json::array())) strata += (strata.empty() ? "" : ", ") + Cell(k);
+  if (!strata.empty())
+    std::printf("broken down by %s (axes outside pair_by never pool; --by adds keys)\n", strata.c_str());
   for (const auto& [title, columns] : GroupColumns(arms)) {
     std::printf("\n%s\n", title.c_str());
     PrintArmTable(arms, columns);
   }
   PrintExecution(arms);
-  std::string by;
-  for (const auto& k : pair_by) by += (by.empty() ? "" : ", ") + k;
+  std::string paired_by;
+  for (const auto& k : pair_by) paired_by += (paired_by.empty() ? "" : ", ") + k;
   std::printf("\ncomparisons (treatment vs baseline, runs paired by %s)\n",
-              by.empty() ? "the grid's pair_by" : by.c_str());
+              paired_by.empty() ? "the grid's pair_by" : paired_by.c_str());
   if (comparisons.empty()) {
     std::printf("  (none)\n");
     return kExitOk;

@@ -84,6 +84,30 @@ TEST_CASE("wait: progress from counts, finished and exit semantics") {
   CHECK(all.AllSucceeded());
 }
 
+// `wait` shows an ETA as the dashboard computes it (dashboards/src/format.js eta()).
+TEST_CASE("wait's ETA: queued runs take the mean, running ones what is left of it") {
+  headlab::Progress p;
+  p.total = 10;
+  p.succeeded = 4;
+  p.queued = 4;
+  p.running = 2;
+  headlab::Timing t;
+  CHECK(headlab::EstimateRemainingS(p, t) == -1);  // nothing succeeded yet: no rate
+  t.mean_s = 60;
+  t.running_elapsed_s = {30, 90};
+  // (4 * 60 + (60 - 30) + max(0, 60 - 90)) / 2 running = 135 s.
+  CHECK(headlab::EstimateRemainingS(p, t) == Approx(135.0));
+  t.running_elapsed_s = {30};  // one running run unseen: a full mean
+  CHECK(headlab::EstimateRemainingS(p, t) == Approx((240.0 + 30 + 60) / 2));
+  CHECK(headlab::ProgressLine(p, 12.7, 10, 135).find("  12s  ETA ≈ 2m15s") != std::string::npos);
+  CHECK(headlab::ProgressLine(p, 12.7, 10, -1).find("ETA") == std::string::npos);
+  CHECK(headlab::FormatDuration(7265) == "2h01m");
+  CHECK(headlab::FormatDuration(44.6) == "45s");
+  p.queued = p.running = 0;
+  p.succeeded = 10;
+  CHECK(headlab::EstimateRemainingS(p, t) == 0);
+}
+
 namespace headlab {
 
 // Bytes used to be shown raw ("2.40652e+08").

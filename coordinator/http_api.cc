@@ -257,9 +257,11 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   const std::string pairs = QueryParam(query, "per_pair");
   if (!pairs.empty() && pairs != "0" && pairs != "1")
     return Error(400, "per_pair must be 0 or 1, got '" + pairs + "'");
+  auto options = ParseResultsOptions(QueryParam(query, "by"), QueryParam(query, "level"));
+  if (!options.ok()) return FromResult(options.status());
   auto compute = [&] {
     std::optional<ComputedResults> to_store;
-    auto answer = AnswerResults(db, experiment, recompute, &to_store);
+    auto answer = AnswerResults(db, experiment, recompute, &to_store, *options);
     // A finished experiment's answer is worth keeping: the loop stores it unless something
     // it was computed from changed meanwhile (StoreResults).
     if (answer.ok() && to_store && router_)
@@ -269,20 +271,24 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
     return answer;
   };
-  if (!recompute) return FromResult(compute());
-  // Recomputes are coalesced: a request for an experiment already being recomputed takes
-  // that answer, and at most kMaxRecomputes experiments are recomputed at once.
+  // Only the default answer is stored; any other is computed each time, like a recompute.
+  if (!recompute && options->IsDefault()) return FromResult(compute());
+  // Recomputes are coalesced: a request for an answer already being recomputed (the same
+  // experiment and options) takes that answer, and at most kMaxRecomputes are computed at
+  // once.
+  std::string key = std::to_string(experiment) + "?level=" + std::to_string(options->level);
+  for (const std::string& k : options->by) key += "&by=" + k;
   std::promise<StatusOr<Json>> mine;
   std::shared_future<StatusOr<Json>> theirs;
   {
     std::lock_guard<std::mutex> l(recompute_mu_);
-    if (auto it = recomputing_.find(experiment); it != recomputing_.end()) {
+    if (auto it = recomputing_.find(key); it != recomputing_.end()) {
       theirs = it->second;
     } else if (recomputing_.size() >= kMaxRecomputes) {
       return Error(503, "too many experiments being recomputed (" +
                             std::to_string(kMaxRecomputes) + "); retry later");
     } else {
-      recomputing_.emplace(experiment, mine.get_future().share());
+      recomputing_.emplace(key, mine.get_future().share());
     }
   }
   if (theirs.valid()) return FromResult(theirs.get());
@@ -294,7 +300,7 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   }
   mine.set_value(answer);
   std::lock_guard<std::mutex> l(recompute_mu_);
-  recomputing_.erase(experiment);
+  recomputing_.erase(key);
   return FromResult(answer);
 }
 
@@ -361,7 +367,8 @@ HttpResponse HttpApi::Submit(const std::string& body) {
                            {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
       const size_t n = grid->runs.size();
       grid->runs = {};
-      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)}});
+      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)},
+                                  {"strata", StrataKeys(grid->source, grid->pair_by)}});
     }
     // A large dry run's trees are freed by now; hand the pages back to the system rather
     // than keep them in malloc's free lists for the coordinator's lifetime.
@@ -369,9 +376,13 @@ HttpResponse HttpApi::Submit(const std::string& body) {
     return answer;
   }
   if (!router_) return Error(503, "this server is read-only");
+  // What the comparisons will be broken down by: said at submit, not found in results.
+  const std::vector<std::string> strata = StrataKeys(grid->source, grid->pair_by);
   // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.
-  return FromResult(router_->CallInSteps(
-      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun)));
+  auto submitted = router_->CallInSteps(
+      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun));
+  if (submitted.ok() && submitted->is_object()) (*submitted)["strata"] = strata;
+  return FromResult(submitted);
 }
 
 HttpResponse HttpApi::Query(const std::string& body) {
