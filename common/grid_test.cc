@@ -197,7 +197,7 @@ TEST_CASE("A grid with several bad fields reports all of them") {
     "axes": {"seed": [1, 1]}, "max_attempts": 0})";
   const std::string m = ErrorOf(text);
   INFO(m);
-  CHECK(m.rfind("6 problems:\n  g.jsonc: $.bogus: unknown key", 0) == 0);
+  CHECK(m.rfind("g.jsonc: 6 problems:\n  g.jsonc: $.bogus: unknown key", 0) == 0);
   for (const char* part :
        {"\n  g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"?",
         "\n  g.jsonc: $.base.train.device: expected one of \"auto\", \"cpu\", \"cuda\", got \"gpu\" (did you "

@@ -53,7 +53,7 @@ TEST_CASE("search: the space parses; bad parts are named") {
                    "early_stop": {"rule": "asha", "metric": "train.loss"}})") ==
         "g.jsonc: $.search.early_stop.rule: expected \"median\" (the median stopping rule), got \"asha\"");
   // Every problem at once.
-  CHECK(ErrorOf(R"({"samples": -1, "bogus": 1, "space": {}})").rfind("3 problems:", 0) == 0);
+  CHECK(ErrorOf(R"({"samples": -1, "bogus": 1, "space": {}})").rfind("g.jsonc: 3 problems:", 0) == 0);
 }
 
 TEST_CASE("search: draws are deterministic, in range and distributed as asked") {
