@@ -22,9 +22,10 @@ import { VirtualTable } from '../table.js';
 import { configValue, unpairedAxes, groupLabel, jsonPathSql } from '../groups.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
-import { statusBadge, actionButton, ci95, preferredKeys, pairText, deviceLabel, resultColumns,
+import { statusBadge, actionButton, preferredKeys, pairText, deviceLabel, resultColumns,
   loading, tagEditor, noteEditor } from './common.js';
 import { windowBuckets } from './heads.js';
+import { tickedDiffLink } from './diff.js';
 
 // Live points of the overlaid runs arrive over server-sent events (live.js); this read
 // over GET is the safety net for a stream that is down or lagging.
@@ -73,6 +74,7 @@ export function experimentView(el, [idText], signal) {
   const armNote = h('span', { class: 'muted' });
   const clearButton = h('button', { id: 'clear-selection', title: 'untick every run' }, 'clear selection');
   const selNote = h('span', { class: 'muted', id: 'selection-note' }, 'tick runs in the table to overlay them');
+  const selDiff = h('span', { id: 'selection-diff' });  // two ticked runs: their config diff
   const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, #id, tag, train.lr<=1e-3; seed=1',
     id: 'runs-filter' });
   const statusSelect = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'all statuses'),
@@ -105,7 +107,7 @@ export function experimentView(el, [idText], signal) {
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Curves'), h('label', {}, 'metric ', keySelect),
         h('label', {}, 'arms by ', bySelect), controls),
-      h('div', { class: 'row' }, selNote, clearButton),
+      h('div', { class: 'row' }, selNote, clearButton, selDiff),
       h('div', { class: 'charts' },
         runsChartBox,
         h('div', {}, h('h3', {}, 'By arm: mean ± sd ', armNote), armChartEl))),
@@ -224,6 +226,7 @@ export function experimentView(el, [idText], signal) {
   function afterSelection() {
     selNote.textContent = s.userSelected
       ? `${s.selected.size} of at most ${kMaxOverlay} runs overlaid` : 'tick runs in the table to overlay them';
+    replace(selDiff, s.userSelected ? tickedDiffLink([...s.selected]) : null);
     if (table) table.render();
     updateStreams();
     drawRuns();
@@ -610,7 +613,8 @@ function resultsTables(r, pairBy, loadPairs) {
   const cell = (key, m) => (m ? meanSe(key, m.mean, m.se, m.n) : '—');
   const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
     h('thead', {}, h('tr', {}, h('th', {}, 'metric'),
-      arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm } }, a.arm,
+      arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm, stratum: stratumText(a.by) } }, a.arm,
+        stratumText(a.by) ? h('div', { class: 'stratum' }, stratumText(a.by)) : null,
         h('div', { class: 'muted' }, `n ${a.n}, ${a.succeeded} ok`))))),
     h('tbody', {}, columns.map((c) => h('tr', { dataset: { metric: c.key } }, h('th', {}, c.key),
       arms.map((a) => (c.unmeasured
@@ -621,7 +625,8 @@ function resultsTables(r, pairBy, loadPairs) {
     h('thead', {}, h('tr', {}, ['comparison', 'treatment vs baseline', 'metric', 'stat', 'pairs',
       'mean ± se', '95% CI', 'better', 'reading', 'per pair'].map((c) => h('th', {}, c)))),
     h('tbody', {}, comps.map((c) => {
-      const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : ci95(c.mean, c.se, c.n);
+      // The coordinator's interval (exact t quantile; none for a median or under 2 pairs).
+      const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : null;
       const nPairs = c.n_pairs ?? (c.per_pair || []).length;
       const neutralValue = c.neutral ?? neutral(c.stat);
       const signif = ci && (ci[0] > neutralValue || ci[1] < neutralValue);
@@ -635,6 +640,11 @@ function resultsTables(r, pairBy, loadPairs) {
         h('td', {}, nPairs ? pairsDetails(c, nPairs, unit(c), pairBy, loadPairs, r.experiment) : '—'));
     }))) : h('p', { class: 'muted' }, 'No comparisons in this grid.');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
+}
+
+// "train.lr=0.001 · seed=1": the stratum an arm or comparison entry stands for ("" for none).
+function stratumText(by) {
+  return Object.entries(by || {}).map(([k, v]) => `${k}=${paramText(v)}`).join(' · ');
 }
 
 // A comparison's pairs, built when opened: the first kShownPairs of them, each with its
