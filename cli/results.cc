@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "common/metric_names.h"
 #include "common/paired_estimators.h"
 
 namespace headlab {
@@ -85,14 +86,20 @@ std::vector<std::pair<std::string, std::vector<std::string>>> GroupColumns(const
   return out;
 }
 
-// "mean ± SE", in bytes with a unit for byte metrics.
+// Throughput figures whose 0 means "not measured" (an arm that never trained), never a
+// measured zero; shown as "-" (the dashboard's format.js says the same).
+bool UnmeasuredAtZero(const std::string& metric, const Json& mean) {
+  return (metric == metric::kTrainTokensPerS || metric == metric::kTrainMfu ||
+          metric == metric::kTrainStepS) &&
+         mean.is_number() && mean.get<double>() == 0;
+}
+
+// "mean ± SE" at one precision, in one binary unit for byte metrics.
 std::string MetricCell(const std::string& metric, const Json& v) {
   if (!v.is_object()) return Cell(v);
   Json mean = v.value("mean", Json()), se = v.value("se", Json());
-  if (IsBytesKey(metric) && mean.is_number())
-    return FormatBytes(mean.get<double>()) +
-           (se.is_number() ? " ± " + FormatBytes(se.get<double>()) : "");
-  return FormatMeanSe(mean, se);
+  if (UnmeasuredAtZero(metric, mean)) return "-";
+  return IsBytesKey(metric) ? FormatBytesMeanSe(mean, se) : FormatMeanSe(mean, se);
 }
 
 // "arm" or, for an arm entry of one stratum, "arm train.lr=0.001".

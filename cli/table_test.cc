@@ -29,7 +29,16 @@ TEST_CASE("CSV quotes only where RFC 4180 needs it") {
 TEST_CASE("Numbers, cells and mean ± SE") {
   CHECK(headlab::FormatNumber(0.00123456789) == "0.00123457");
   CHECK(headlab::FormatNumber(42) == "42");
-  CHECK(headlab::FormatMeanSe(Json(12.5), Json(0.25)) == "12.5 ± 0.25");
+  // Mean and SE at one precision, set by the SE's second significant digit.
+  CHECK(headlab::FormatMeanSe(Json(12.5), Json(0.25)) == "12.50 ± 0.25");
+  CHECK(headlab::FormatMeanSe(Json(11148.2), Json(171)) == "11148 ± 171");
+  CHECK(headlab::FormatMeanSe(Json(0.0953984), Json(0.00026)) == "0.09540 ± 0.00026");
+  CHECK(headlab::FormatMeanSe(Json(-3.5), Json(1.5)) == "-3.5 ± 1.5");
+  CHECK(headlab::FormatMeanSe(Json(100), Json(0)) == "100 ± 0");
+  CHECK(headlab::FormatMeanSe(Json(2.5e9), Json(1e6)) == "2.50e+09 ± 1.0e+06");
+  CHECK(headlab::FormatBytesMeanSe(Json(189.0 * 1048576), Json()) == "189.0 MiB");
+  CHECK(headlab::FormatBytesMeanSe(Json(1.5 * 1073741824), Json(12.3 * 1048576)) == "1.500 ± 0.012 GiB");
+  CHECK(headlab::FormatBytesMeanSe(Json(512), Json(3)) == "512.0 ± 3.0 B");
   CHECK(headlab::FormatMeanSe(Json(12.5), Json()) == "12.5");
   CHECK(headlab::FormatMeanSe(Json(), Json(1)) == "-");
   CHECK(headlab::Cell(Json("s")) == "s");
