@@ -15,8 +15,8 @@
 # overlay selection and clearing, 400 px layouts and a 64-character name, cancel asking
 # first and absent on a finished experiment, the worker's RSS series beside the loss, an
 # overlay of runs of two experiments, the config diff of two runs (keys as `headlab diff`
-# gives them), arms and comparisons per level of an axis the grid does not pair on, and a
-# finished comparison whose treatment failed saying so. Screenshots land in $PWD/dashboard-screens/ (the ctest
+# gives them), arms and comparisons per level of an axis the grid does not pair on, a
+# finished comparison whose treatment failed saying so, and a cancelled run's reason. Screenshots land in $PWD/dashboard-screens/ (the ctest
 # working directory) for a person to look at.
 #
 # Needs Debian's chromium (make deps installs it) and node >= 20 with npm; installs only
@@ -123,6 +123,22 @@ wait_grid "$STRATA" 120
 expect_eq "strata grid's runs that succeeded" 8 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $STRATA AND status = 'succeeded'")"
 
+say "a run cancelled by its user (its page must say why it stopped)"
+HOLD_GRID=$HL_TMP/hold_grid.json
+jq -n --arg program "$DRIVER/report_values.py" '{name: "dashboard_hold",
+  base: {kind: "command", command: {program: $program, interpreter: "python3"}, params: {hold: 1}},
+  max_attempts: 1}' >"$HOLD_GRID"
+HOLD=$(submit "$HOLD_GRID") || exit 1
+HOLD_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $HOLD")
+curl -sf --max-time 10 -X POST -H "Authorization: Bearer $(cat "$HL_DATA/token")" \
+  -H 'Content-Type: application/json' -d '{}' "$HL_URL/api/v1/runs/$HOLD_RUN/cancel" >/dev/null ||
+  fail "POST /runs/$HOLD_RUN/cancel with the token failed"
+hold_cancelled() { [[ "$(db "SELECT status FROM runs WHERE id = $HOLD_RUN")" == cancelled ]]; }
+wait_until 30 "run $HOLD_RUN to be cancelled" hold_cancelled
+HOLD_REASON=$(db "SELECT error FROM runs WHERE id = $HOLD_RUN")
+[[ -n "$HOLD_REASON" ]] || fail "cancelled run $HOLD_RUN has no reason in the database"
+ok "run $HOLD_RUN cancelled: $HOLD_REASON"
+
 say "the CLI's config diff of two finished runs (the dashboard's diff page must agree)"
 DIFF_A=$(db "SELECT min(id) FROM runs WHERE experiment_id = $FIN AND arm = 'ordinary'")
 DIFF_B=$(db "SELECT max(id) FROM runs WHERE experiment_id = $FIN AND arm = 'aah'")
@@ -154,7 +170,8 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
   --argjson art_attempt "$ART_ATTEMPT" --argjson art_seq "$ART_SEQ" --arg art_sha "$ART_SHA" \
   --arg worker_name "$WORKER_NAME" --arg seeds "$SEEDS" --arg token "$(cat "$HL_DATA/token")" \
   --argjson reused "$REUSED" --argjson reused_run "$REUSED_RUN" --argjson strata "$STRATA" \
-  --argjson diff_a "$DIFF_A" --argjson diff_b "$DIFF_B" --argjson diff_keys "$DIFF_KEYS" '
+  --argjson diff_a "$DIFF_A" --argjson diff_b "$DIFF_B" --argjson diff_keys "$DIFF_KEYS" \
+  --argjson hold_run "$HOLD_RUN" --arg hold_reason "$HOLD_REASON" '
   {url: $url, screens: $screens, token: $token, worker_name: $worker_name,
    finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber)),
               seeds: ($seeds | split(",") | map(tonumber))},
@@ -166,6 +183,7 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
    reused: {experiment: $reused, run: $reused_run},
    strata: {experiment: $strata},
    diff: {a: $diff_a, b: $diff_b, keys: $diff_keys},
+   cancelled: {run: $hold_run, reason: $hold_reason},
    cancel_run: $live_run}' >"$HL_TMP/spec.json"
 
 say "headless Chromium: tests/dashboard/check.mjs"

@@ -5,7 +5,8 @@
 //  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run,
 //  reused: {experiment, run} (the finished grid submitted again: every run reused),
 //  strata: {experiment} (axes params.rep x params.lrate paired by params.rep),
-//  diff: {a, b, keys} (two finished runs and the config keys `headlab diff` names)}
+//  diff: {a, b, keys} (two finished runs and the config keys `headlab diff` names),
+//  cancelled: {run, reason} (a run its user cancelled, and the reason stored)}
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
 import crypto from 'node:crypto';
@@ -640,6 +641,14 @@ await shot('9-search');
   const reading = await waitFor('the failed comparison\'s reading', () => document.querySelector('#comparisons td.verdict')?.textContent);
   if (!/no run of arm "fail" succeeded \(1 failed\)/.test(reading)) await fail(`the failed arm's comparison reads "${reading}"`);
   ok(`a comparison whose treatment failed reads "${reading}"`);
+}
+
+// 12. A cancelled run says why it stopped (a user, or an early stop's rule), not "failed".
+{
+  await goto(`#/runs/${spec.cancelled.run}`);
+  const cause = await waitFor('the cancelled run\'s reason', () => document.querySelector('#run-cause')?.textContent);
+  if (!cause.startsWith(`stopped: ${spec.cancelled.reason}`)) await fail(`cancelled run #${spec.cancelled.run} says "${cause}"`);
+  ok(`cancelled run #${spec.cancelled.run} says "${cause.slice(0, 80)}"`);
 }
 
 if (consoleErrors.length) await fail(`browser console errors: ${consoleErrors.join(' | ')}`);

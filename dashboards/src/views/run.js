@@ -372,7 +372,7 @@ function causeLine(run, attemptList) {
   const last = [...attemptList].reverse().find((a) => lastLines(a.stderr_tail).length);
   // A cancelled run's error is its reason (a user's cancel, or an early stop's rule).
   return h('div', { class: run.status === 'cancelled' ? 'muted' : 'error' },
-    h('strong', {}, `${run.status === 'cancelled' ? 'cancelled' : 'failed'}: `), run.error,
+    h('strong', {}, run.status === 'cancelled' ? 'stopped: ' : 'failed: '), run.error,
     last ? h('pre', { class: 'stderr-cause' }, lastLines(last.stderr_tail).join('\n')) : null,
     last ? h('span', { class: 'muted' }, `attempt ${last.attempt}'s stderr; the whole tail is in Attempts below`) : null);
 }
