@@ -21,6 +21,9 @@ namespace headlab {
 
 namespace {
 
+// Pairs listed per comparison; `--json` gives every one.
+constexpr size_t kShownPairs = 8;
+
 // Arm metrics are shown in groups, one table each: the training figures every run has,
 // then each method's and measurement's own (by name prefix, common/metric_names.h), so a
 // method's figures appear without this file knowing their names.
@@ -206,13 +209,16 @@ std::string StatFormula(const std::string& stat) {
   return stat;
 }
 
-std::string PairList(const Json& per_pair, const std::string& unit,
-                     const std::vector<std::string>& pair_by) {
+// The first kShownPairs pairs of a comparison `c` ("seed=1: -2 %, ..."), then how many
+// there are (n_pairs where the coordinator sent only the first few).
+std::string PairList(const Json& c, const std::string& unit, const std::vector<std::string>& pair_by) {
+  const Json per_pair = c.value("per_pair", Json::array());
+  const size_t total = c.value("n_pairs", per_pair.is_array() ? per_pair.size() : 0);
   std::string s;
   size_t shown = 0;
   for (const Json& p : per_pair) {
-    if (++shown > 8) {
-      s += ", ... (" + std::to_string(per_pair.size()) + " pairs; --json for all)";
+    if (++shown > kShownPairs) {
+      s += ", ... (" + std::to_string(total) + " pairs; --json for all)";
       break;
     }
     std::string key = Cell(p.value("pair_key", Json()));
@@ -263,7 +269,7 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
   if (better.is_string() || verdict.is_string())
     std::printf("  %s%s\n", better.is_string() ? (Cell(better) + " is better: ").c_str() : "",
                 verdict.is_string() ? Cell(verdict).c_str() : "too few pairs to say");
-  std::printf("  pairs: %s\n", PairList(c.value("per_pair", Json::array()), unit, pair_by).c_str());
+  std::printf("  pairs: %s\n", PairList(c, unit, pair_by).c_str());
   const Json lp = c.value("logprob_diff", Json());
   if (lp.is_object() && !lp.contains("unavailable"))
     std::printf("  log-prob diff %s [%s, %s] nats/token over %s held-out rows (bootstrap 95%% CI):\n"
@@ -291,8 +297,10 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
   const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
-  // The pairs too: the CLI prints the first few and --json all of them.
-  std::string query = "per_pair=1", by_keys;
+  // The pairs too: --json all of them, the text the first few (kShownPairs + 1 says there
+  // are more; n_pairs how many).
+  std::string query = args.Has("--json") ? "per_pair=1" : "per_pair=1&pair_limit=" + std::to_string(kShownPairs + 1);
+  std::string by_keys;
   for (const std::string& k : args.All("--by")) by_keys += (by_keys.empty() ? "" : ",") + k;
   if (!by_keys.empty()) query += "&by=" + UrlQueryEscape(by_keys);
   if (args.Has("--level")) query += "&level=" + UrlQueryEscape(args.Get("--level"));

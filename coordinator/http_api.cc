@@ -100,17 +100,20 @@ const char* ContentType(const std::string& path) {
   return "application/octet-stream";
 }
 
-// Removes per_pair lists from each comparison (and its control and log-prob parts),
-// leaving n_pairs: how many there were.
-void DropPerPair(Json* results) {
+// Keeps the first `keep` entries of each comparison's per_pair list (and its control's and
+// log-prob part's), none when keep is 0, and says how many there were in n_pairs.
+void LimitPerPair(Json* results, size_t keep) {
   if (!results->is_object() || !results->contains("comparisons")) return;
   for (Json& c : (*results)["comparisons"]) {
     for (Json* part : {&c, c.contains("control") ? &c["control"] : nullptr,
                        c.contains("logprob_diff") ? &c["logprob_diff"] : nullptr}) {
       if (!part || !part->is_object() || !part->contains("per_pair")) continue;
-      const Json& list = (*part)["per_pair"];
-      (*part)["n_pairs"] = list.is_array() ? list.size() : 0;
-      part->erase("per_pair");
+      Json& list = (*part)["per_pair"];
+      const size_t n = list.is_array() ? list.size() : 0;
+      if (keep > 0 && n <= keep) continue;
+      (*part)["n_pairs"] = n;
+      if (keep == 0) part->erase("per_pair");
+      else list.erase(list.begin() + std::ptrdiff_t(keep), list.end());
     }
   }
 }
@@ -257,6 +260,17 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   const std::string pairs = QueryParam(query, "per_pair");
   if (!pairs.empty() && pairs != "0" && pairs != "1")
     return Error(400, "per_pair must be 0 or 1, got '" + pairs + "'");
+  // pair_limit=N: with per_pair=1, the first N pairs of each comparison (a reader that
+  // shows a few need not move 10^5 of them).
+  const std::string limit_text = QueryParam(query, "pair_limit");
+  size_t pair_limit = 0;
+  if (!limit_text.empty()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(limit_text.c_str(), &end, 10);
+    if (*end || v < 1 || v > 1000000)
+      return Error(400, "pair_limit must be an integer in [1, 1000000], got '" + limit_text + "'");
+    pair_limit = size_t(v);
+  }
   auto options = ParseResultsOptions(QueryParam(query, "by"), QueryParam(query, "level"));
   if (!options.ok()) return FromResult(options.status());
   auto compute = [&] {
@@ -266,13 +280,18 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     // it was computed from changed meanwhile (StoreResults).
     if (answer.ok() && to_store && router_)
       router_->Post([res = std::move(*to_store)](Core& core) { core.StoreResultsOf(res); });
-    // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
-    // answer, and a page that lists comparisons needs only their counts.
-    if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
     return answer;
   };
+  // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
+  // answer, and a page that lists comparisons needs only their counts. Per request: a
+  // coalesced answer serves requests that asked for different lists.
+  auto reply = [&](StatusOr<Json> answer) {
+    if (answer.ok() && (pairs != "1" || pair_limit > 0))
+      LimitPerPair(&answer.value(), pairs == "1" ? pair_limit : 0);
+    return FromResult(answer);
+  };
   // Only the default answer is stored; any other is computed each time, like a recompute.
-  if (!recompute && options->IsDefault()) return FromResult(compute());
+  if (!recompute && options->IsDefault()) return reply(compute());
   // Recomputes are coalesced: a request for an answer already being recomputed (the same
   // experiment and options) takes that answer, and at most kMaxRecomputes are computed at
   // once.
@@ -291,7 +310,7 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
       recomputing_.emplace(key, mine.get_future().share());
     }
   }
-  if (theirs.valid()) return FromResult(theirs.get());
+  if (theirs.valid()) return reply(theirs.get());
   StatusOr<Json> answer = Status::Internal("recompute failed");
   try {
     answer = compute();
@@ -299,9 +318,11 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     answer = Status::Internal(std::string("recompute failed: ") + e.what());
   }
   mine.set_value(answer);
-  std::lock_guard<std::mutex> l(recompute_mu_);
-  recomputing_.erase(key);
-  return FromResult(answer);
+  {
+    std::lock_guard<std::mutex> l(recompute_mu_);
+    recomputing_.erase(key);
+  }
+  return reply(std::move(answer));
 }
 
 HttpResponse HttpApi::Write(std::function<StatusOr<Json>(Core&)> fn) {

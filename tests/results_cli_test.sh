@@ -76,6 +76,19 @@ OUT=$(H results lr_strata --level 95 2>&1); rc=$?
 expect_eq "exit of --level 95" 2 "$rc"
 ok "--by seed gives 4 comparisons; --level 0.99 the 99% interval; bad ones exit 2"
 
+say "pair lists on demand: all with per_pair=1, the first N with pair_limit=N"
+API=http://127.0.0.1:$HL_UP_PORT/api/v1
+LR_ID=$(curl -sf "$API/experiments" | jq -er '[.[] | select(.name == "lr_strata")][0].id') || fail "no lr_strata in $API/experiments"
+ALL=$(curl -sf "$API/experiments/$LR_ID/results?per_pair=1") || fail "results?per_pair=1 failed"
+expect_eq "pairs per comparison with per_pair=1" "2 2" "$(jq -r '[.comparisons[].per_pair | length] | join(" ")' <<<"$ALL")"
+FEW=$(curl -sf "$API/experiments/$LR_ID/results?per_pair=1&pair_limit=1") || fail "results?pair_limit=1 failed"
+expect_eq "pairs per comparison with pair_limit=1 (and n_pairs)" "1/2 1/2" \
+  "$(jq -r '[.comparisons[] | "\(.per_pair | length)/\(.n_pairs)"] | join(" ")' <<<"$FEW")"
+expect_eq "the first pair kept" "$(jq -c '.comparisons[0].per_pair[0]' <<<"$ALL")" "$(jq -c '.comparisons[0].per_pair[0]' <<<"$FEW")"
+expect_eq "HTTP status of pair_limit=0" 400 \
+  "$(curl -s -o /dev/null -w '%{http_code}' "$API/experiments/$LR_ID/results?per_pair=1&pair_limit=0")"
+ok "per_pair=1 sends 2 pairs a comparison; pair_limit=1 the first and n_pairs 2"
+
 say "runs --where with spaces; diff"
 expect_eq "runs with params.lrate <= 1" 4 "$(H runs --where 'params.lrate <= 1' --json | jq '.runs | length')"
 expect_eq "runs of 'params.lrate<=1; seed=1'" 2 "$(H runs --where 'params.lrate<=1; seed=1' --json | jq '.runs | length')"
