@@ -632,6 +632,19 @@ await shot('9-search');
     await fail(`breakdown groups ${JSON.stringify(groups)}, expected means 100, 100, 101.5, 103 over 2 runs each`);
   }
   ok(`breakdown by arm x params.lrate: ${groups.map((g) => g.join(' ')).join(' | ')}`);
+  // A run's colour in the runs table is its group's, as in the breakdown and the charts
+  // (not one colour per arm across learning rates).
+  const colours = await page.evaluate(() => {
+    const byGroup = Object.fromEntries([...document.querySelectorAll('#breakdown-table tbody tr')]
+      .map((r) => [r.dataset.group, r.querySelector('.swatch').style.background]));
+    return [...document.querySelectorAll('#runs-table .vt-row[data-run-id] .swatch')]
+      .map((sw) => [sw.parentElement.title, sw.style.background, byGroup[sw.parentElement.title]]);
+  });
+  const mismatched = colours.filter(([, mine, group]) => !group || mine !== group);
+  if (colours.length !== 8 || mismatched.length || new Set(colours.map((c) => c[1])).size !== 4) {
+    await fail(`runs table colours ${JSON.stringify(colours)}: not one per arm x params.lrate group as in the breakdown`);
+  }
+  ok(`runs table: 8 runs in their groups' 4 colours (${[...new Set(colours.map((c) => c[0]))].join(', ')})`);
   await shot('12-strata');
 }
 

@@ -163,8 +163,9 @@ export function experimentView(el, [idText], signal) {
       { label: 'run', width: '70px', sort: 'id',
         cell: (r) => h('a', { href: `#/runs/${r.id}` }, `#${r.id}`) },
       { label: 'arm', width: 'minmax(120px,2fr)', sort: 'arm',
-        cell: (r) => h('span', { title: r.arm }, h('span', { class: 'swatch',
-          style: { background: colorFor(Math.max(0, s.arms.indexOf(r.arm))) } }), r.arm) },
+        // The colour of the run's group (arm x the axes it is broken down by), as in the charts.
+        cell: (r) => h('span', { title: groupOf(r) }, h('span', { class: 'swatch',
+          style: { background: colorOf(groupOf(r), r.arm) } }), r.arm) },
       { label: 'status', width: '100px', sort: 'status', cell: (r) => statusBadge(r.status) },
       { label: 'attempt', width: '70px', sort: 'attempts', cell: (r) => r.attempts, cls: 'num' },
       { label: 'worker', width: 'minmax(80px,1fr)', sort: 'worker',
@@ -295,6 +296,7 @@ SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} EL
     s.by = bySelect.value;
     groupColors.clear();
     s.done = {};
+    if (table) table.render();
     drawRuns();
     guard(refreshArms, armNote)();
     guard(refreshScatter)();
