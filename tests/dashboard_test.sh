@@ -15,7 +15,8 @@
 # overlay selection and clearing, 400 px layouts and a 64-character name, cancel asking
 # first and absent on a finished experiment, the worker's RSS series beside the loss, an
 # overlay of runs of two experiments, the config diff of two runs (keys as `headlab diff`
-# gives them), arms and comparisons per level of an axis the grid does not pair on, a
+# gives them), arms, comparisons and run colours per level of an axis the grid does not
+# pair on (with a 28-character arm name whole in the runs table at 1400 px), a
 # finished comparison whose treatment failed saying so, and a cancelled run's reason. Screenshots land in $PWD/dashboard-screens/ (the ctest
 # working directory) for a person to look at.
 #
@@ -112,9 +113,9 @@ cat >"$STRATA_GRID" <<JSON
  "base": {"kind": "command",
           "command": {"program": "$DRIVER/report_values.py", "interpreter": "python3"}},
  "axes": {"params.rep": [1, 2], "params.lrate": [1, 2]},
- "arms": {"a": {}, "b": {"params.b": 1}},
+ "arms": {"a": {}, "prune_gate_taylor_r25_tokens": {"params.b": 1}},
  "pair_by": ["params.rep"],
- "comparisons": [{"name": "b vs a", "baseline": "a", "treatment": "b",
+ "comparisons": [{"name": "b vs a", "baseline": "a", "treatment": "prune_gate_taylor_r25_tokens",
                   "metric": "test.value", "stat": "diff"}],
  "max_attempts": 1}
 JSON

@@ -612,7 +612,8 @@ await shot('9-search');
   await goto(`#/experiments/${spec.strata.experiment}`);
   await waitFor('the strata comparisons', () => document.querySelectorAll('#comparisons tbody tr').length >= 2);
   const heads = await page.$$eval('#arms-table thead th[data-arm]', (ths) => ths.map((t) => `${t.dataset.arm} ${t.dataset.stratum}`));
-  const wantHeads = ['a params.lrate=1', 'a params.lrate=2', 'b params.lrate=1', 'b params.lrate=2'];
+  const b = 'prune_gate_taylor_r25_tokens';  // arm b: as long a name as the grids in experiments/ use
+  const wantHeads = ['a params.lrate=1', 'a params.lrate=2', `${b} params.lrate=1`, `${b} params.lrate=2`];
   if (JSON.stringify([...heads].sort()) !== JSON.stringify(wantHeads)) await fail(`arms table columns ${JSON.stringify(heads)}, expected ${JSON.stringify(wantHeads)}`);
   const rows = await page.$$eval('#comparisons tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
   const got = rows.map((r) => [r[0], Number(r[4]), parseFloat(r[5])]).sort((x, y) => x[2] - y[2]);
@@ -645,6 +646,12 @@ await shot('9-search');
     await fail(`runs table colours ${JSON.stringify(colours)}: not one per arm x params.lrate group as in the breakdown`);
   }
   ok(`runs table: 8 runs in their groups' 4 colours (${[...new Set(colours.map((c) => c[0]))].join(', ')})`);
+  // At 1400 px the arm names are whole, not cut to an ellipsis.
+  const cut = await page.$$eval('#runs-table .vt-row[data-run-id]', (rows) => rows
+    .map((r) => [...r.children].find((c) => c.querySelector('.swatch')))
+    .filter((c) => c && c.scrollWidth > c.clientWidth).map((c) => `${c.textContent} (${c.scrollWidth} > ${c.clientWidth} px)`));
+  if (cut.length) await fail(`arm names cut at 1400 px: ${cut.join(', ')}`);
+  ok('arm names in the runs table are whole at 1400 px');
   await shot('12-strata');
 }
 

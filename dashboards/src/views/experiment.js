@@ -162,7 +162,7 @@ export function experimentView(el, [idText], signal) {
         onchange: (e) => toggleRun(r.id, e.target.checked) }) },
       { label: 'run', width: '70px', sort: 'id',
         cell: (r) => h('a', { href: `#/runs/${r.id}` }, `#${r.id}`) },
-      { label: 'arm', width: 'minmax(120px,2fr)', sort: 'arm',
+      { label: 'arm', width: `minmax(${armColumnWidth(s.arms, tableEl)}px,2fr)`, sort: 'arm',
         // The colour of the run's group (arm x the axes it is broken down by), as in the charts.
         cell: (r) => h('span', { title: groupOf(r) }, h('span', { class: 'swatch',
           style: { background: colorOf(groupOf(r), r.arm) } }), r.arm) },
@@ -642,6 +642,16 @@ function resultsTables(r, pairBy, loadPairs) {
         h('td', {}, nPairs ? pairsDetails(c, nPairs, unit(c), pairBy, loadPairs, r.experiment) : '—'));
     }))) : h('p', { class: 'muted' }, 'No comparisons in this grid.');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
+}
+
+// The arm column's least width in px: the longest arm name whole beside its swatch (cell
+// padding 16 px, swatch 15 px), within [120, 360]; at 1400 px a 2fr share alone cut
+// 28-character names.
+function armColumnWidth(arms, el) {
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = getComputedStyle(el).font;
+  const text = Math.max(0, ...arms.map((a) => ctx.measureText(a).width));
+  return Math.round(Math.min(360, Math.max(120, text + 16 + 15 + 4)));
 }
 
 // "train.lr=0.001 · seed=1": the stratum an arm or comparison entry stands for ("" for none).
