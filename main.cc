@@ -35,9 +35,10 @@ void PrintUsage(FILE* out) {
       "  runs [EXP]      list or search runs       show RUN        one run in full\n"
       "  wait EXP        wait with a progress bar  results EXP     arms + comparisons\n"
       "  logs RUN        events and stderr         artifacts RUN   list / download files\n"
-      "  cancel TARGET   cancel a run/experiment   retry RUN       requeue a finished run\n"
+      "  cancel TARGET   cancel a run/experiment   retry RUN       requeue a failed run\n"
       "  tag TARGET T    tag a run/experiment      note TARGET X   note on a run/experiment\n"
       "  query SQL       read-only SQL             export EXP      JSON/CSV/history export\n"
+      "  diff RUN RUN    config keys that differ\n"
       "\n"
       "  bench WHAT    benchmarks (bench coordinator)\n"
       "  data prepare  text files -> token shards   data inspect DIR   check shards\n");

@@ -1,9 +1,11 @@
 // Global option resolution and exit-code mapping.
 #include "cli/cli_context.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/offline_reads.h"
 #include "common/files.h"
 #include "common/token_lookup.h"
 
@@ -47,17 +49,35 @@ StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs
   } else if (std::string from_file = UrlFromCoordinatorJson(endpoints); !from_file.empty()) {
     ctx.url = from_file;
     ctx.url_source = endpoints;
+  } else if (args.Has("--data-dir")) {
+    ctx.url_source = "none";  // no coordinator was started there; never dial the default
   } else {
     ctx.url = kDefaultUrl;
     ctx.url_source = "default";
   }
   while (ctx.url.size() > 7 && ctx.url.back() == '/') ctx.url.pop_back();
-  auto url = ParseHttpUrl(ctx.url);
-  if (!url.ok()) return url.status();
+  if (!ctx.url.empty()) {
+    auto url = ParseHttpUrl(ctx.url);
+    if (!url.ok()) return url.status();
+  }
   auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), ctx.data_dir);
-  if (token.ok()) ctx.token = token->token;
-  else if (token.status().code() != Status::Code::kNotFound) return token.status();
+  if (token.ok()) {
+    ctx.token = token->token;
+    ctx.token_source = token->source;
+  } else if (token.status().code() != Status::Code::kNotFound) {
+    return token.status();
+  }
   return ctx;
+}
+
+HttpClient CliContext::Client() const {
+  HttpClient client(url, token);
+  const std::string db = data_dir + "/headlab.db";
+  // Only the data directory's own coordinator stands for its database: not one named by
+  // --url or HEADLAB_URL.
+  if (url_source != "--url" && url_source != "HEADLAB_URL" && PathExists(db))
+    client.set_unreachable_fallback(OfflineReads(db, data_dir, url));
+  return client;
 }
 
 int ExitCodeFor(const Status& s) {
@@ -69,13 +89,31 @@ int ExitCodeFor(const Status& s) {
 
 int Fail(const CliContext& ctx, const Status& s) {
   std::string where;
-  if (s.code() == Status::Code::kUnavailable && !ctx.url_source.empty())
+  if (s.code() == Status::Code::kUnavailable && ctx.url_source == "none")
+    where = ": " + ctx.data_dir + "/coordinator.json does not exist, so no coordinator was started "
+            "with --data-dir " + ctx.data_dir + " (`headlab up --data-dir " + ctx.data_dir +
+            "` starts one; --url names another)";
+  else if (s.code() == Status::Code::kUnavailable && !ctx.url_source.empty())
     where = ctx.url_source == "default"
                 ? " (the default URL; give --url, HEADLAB_URL or --data-dir of a running coordinator)"
                 : " (URL from " + ctx.url_source + ")";
+  else if (s.code() == Status::Code::kPermissionDenied)
+    where = ctx.token_source.empty()
+                ? " (no token sent: none in --token-file, $HEADLAB_TOKEN or " + ctx.data_dir + "/token)"
+                : " (token from " + ctx.token_source + ")";
   std::fprintf(stderr, "headlab %s: %s%s\n", ctx.command.c_str(), s.message().c_str(),
                where.c_str());
   return ExitCodeFor(s);
+}
+
+std::string UrlQueryEscape(const std::string& s) {
+  std::string out;
+  const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ',') out += char(c);
+    else out += std::string("%") + hex[c >> 4] + hex[c & 15];
+  }
+  return out;
 }
 
 StatusOr<int64_t> ParseId(const std::string& text, const std::string& what) {

@@ -19,12 +19,18 @@ constexpr const char* kDefaultDataDir = ".headlab";
 
 struct CliContext {
   std::string command;   // "submit", ...
-  std::string url;       // --url, else $HEADLAB_URL, else DIR/coordinator.json, else kDefaultUrl
-  std::string url_source;  // where `url` came from: "--url", "HEADLAB_URL", a file, "default"
+  // --url, else $HEADLAB_URL, else DIR/coordinator.json, else kDefaultUrl when --data-dir
+  // was not given; "" when --data-dir DIR was given and DIR holds no coordinator.json (a
+  // coordinator of another directory must not answer for DIR).
+  std::string url;
+  std::string url_source;  // where `url` came from: "--url", "HEADLAB_URL", a file, "default", "none"
   std::string data_dir;  // --data-dir, else kDefaultDataDir
   std::string token;     // LookUpToken (common/token_lookup.h), else ""
-  // Returns a client for `url` with `token`.
-  HttpClient Client() const { return HttpClient(url, token); }
+  std::string token_source;  // where `token` came from ("--token-file F", ...), "" if none
+  // Returns a client for `url` with `token`. When the URL is the data directory's (or the
+  // default) and DIR/headlab.db exists, reads that find no coordinator answer from the
+  // database (cli/offline_reads.h).
+  HttpClient Client() const;
 };
 
 // Resolves the global options and environment. The URL: --url, else $HEADLAB_URL, else
@@ -45,8 +51,12 @@ int ExitCodeFor(const Status& s);
 std::string UrlForBind(const std::string& http_address);
 
 // Prints "headlab COMMAND: message" to stderr (for an unreachable coordinator also where
-// its URL came from) and returns ExitCodeFor(s).
+// its URL came from; for a refused token where it was looked for) and returns
+// ExitCodeFor(s).
 int Fail(const CliContext& ctx, const Status& s);
+
+// Returns `s` percent-encoded for a URL query value (letters, digits and ._-, kept).
+std::string UrlQueryEscape(const std::string& s);
 
 // Parses a positive integer id ("12") for `what` ("experiment", "run").
 StatusOr<int64_t> ParseId(const std::string& text, const std::string& what);

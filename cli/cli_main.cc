@@ -45,6 +45,11 @@ const std::vector<Command>& Commands() {
         "attempts, summary, provenance, artifacts.",
         {{"--all", "", "", "print every config key, defaults of unused methods included"}, kJson}, 1, 1},
        RunShow},
+      {{"diff", "RUN RUN",
+        "Show the config keys whose values differ between two runs (of any experiments),\n"
+        "then the summary metrics that differ.",
+        {{"--json", "", "", "print {a, b, config: [{key, a, b}], summary: [...]}"}}, 2, 2},
+       RunDiff},
       {{"logs", "RUN",
         "Show why a run did what it did: its events (assigned, lost, done, cancelled, ...)\n"
         "and the end and stderr tail of each attempt.",
@@ -84,8 +89,14 @@ const std::vector<Command>& Commands() {
         1, 1},
        RunWait},
       {{"results", "EXP",
-        "Show one row per arm (n, succeeded, summary metrics as mean ± SE) and the grid's comparisons.",
-        {kJson}, 1, 1},
+        "Show one row per arm (n, succeeded, summary metrics as mean ± SE) and the grid's\n"
+        "comparisons with their confidence intervals. Arms and comparisons are broken down by\n"
+        "every axis the grid does not pair on (a comparison never pools its levels), and by\n"
+        "--by keys. Exit 1 when no run has succeeded (yet).",
+        {{"--by", "", "KEY", "also break arms and comparisons down by config KEY (e.g. train.lr)", true},
+         {"--level", "", "L", "confidence level of the intervals (default 0.95; e.g. 0.99)"},
+         kJson},
+        1, 1},
        RunResults},
       {{"query", "SQL", "Run read-only SQL on the coordinator's database.",
         {{"--csv", "", "", "print CSV"}, {"--json", "", "", "print {columns, rows} JSON"}}, 1, 1},
@@ -104,7 +115,8 @@ const std::vector<Command>& Commands() {
         "dashboard URL. Foreground until SIGINT/SIGTERM, or --detach (stop with `headlab down`).",
         {{"--http", "", "ADDR:PORT", "HTTP API and dashboard address (default 127.0.0.1:8321)"},
          {"--workers", "", "tcp://ADDR:PORT", "worker socket (default tcp://127.0.0.1:8322)"},
-         {"--worker-slots", "", "N", "runs the local worker executes at once"},
+         {"--worker-slots", "", "N", "runs the local worker executes at once on the CPU (default: the\n"
+                                      "number of CPU cores; with GPUs it runs one per GPU)"},
          {"--detach", "", "", "leave both running; pids in DIR/up.json, logs in DIR/*.log"}},
         0, 0},
        RunUp},

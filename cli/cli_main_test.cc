@@ -123,7 +123,11 @@ TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the
   ::setenv("HEADLAB_URL", "http://10.0.0.2:9", 1);
   CHECK(parse({"status", "--data-dir", dir}).url == "http://10.0.0.2:9");
   ::unsetenv("HEADLAB_URL");
-  CHECK(parse({"status", "--data-dir", dir + "/none"}).url == "http://127.0.0.1:8321");
+  // A --data-dir with no coordinator.json is no coordinator: never the default URL, which
+  // may be another service's.
+  auto none = parse({"status", "--data-dir", dir + "/none"});
+  CHECK(none.url.empty());
+  CHECK(none.url_source == "none");
   CHECK(headlab::UrlForBind("10.1.2.3:8321") == "http://10.1.2.3:8321");
 }
 

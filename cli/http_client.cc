@@ -61,6 +61,10 @@ HttpClient::HttpClient(std::string base_url, std::string token, std::chrono::mil
 
 StatusOr<HttpResponse> HttpClient::Request(const std::string& method, const std::string& target,
                                            const std::string& body) {
+  if (base_url_.empty()) {
+    if (fallback_) return fallback_(method, target, body);
+    return Status::Unavailable("no coordinator address");
+  }
   auto url = ParseHttpUrl(base_url_);
   if (!url.ok()) return url.status();
   auto unreachable = [&](const std::string& what, const beast::error_code& ec) {
@@ -112,6 +116,8 @@ StatusOr<HttpResponse> HttpClient::Request(const std::string& method, const std:
   });
   ioc.run_for(timeout_ + std::chrono::seconds(1));  // the resolve step has no expiry of its own
   if (!done) return unreachable("request", beast::error::timeout);
+  if (error && fallback_ && (failed_step == std::string("resolve") || failed_step == std::string("connect")))
+    return fallback_(method, target, body);  // nothing was sent: no request is answered twice
   if (error) return unreachable(failed_step, error);
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);

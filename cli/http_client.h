@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "common/json.h"
@@ -25,6 +26,11 @@ struct HttpResponse {
   std::string body;
 };
 
+// Answers a request without the network, as the coordinator would: the CLI's reads of a
+// stopped coordinator's database (cli/offline_reads.h).
+using LocalHandler = std::function<HttpResponse(const std::string& method, const std::string& target,
+                                                const std::string& body)>;
+
 // One connection per request; not thread-safe (one client per thread).
 class HttpClient {
  public:
@@ -43,6 +49,10 @@ class HttpClient {
   StatusOr<Json> Call(const std::string& method, const std::string& target,
                       const Json* body = nullptr);
 
+  // Requests that cannot reach the coordinator (an empty base URL, a refused connection or
+  // an unresolvable host; not a timeout of a request under way) go to `h` instead.
+  void set_unreachable_fallback(LocalHandler h) { fallback_ = std::move(h); }
+
   const std::string& base_url() const { return base_url_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
@@ -50,6 +60,7 @@ class HttpClient {
   std::string base_url_;
   std::string token_;
   std::chrono::milliseconds timeout_;
+  LocalHandler fallback_;
 };
 
 }  // namespace headlab

@@ -145,18 +145,9 @@ int PrintRunsTable(const Json& runs, bool across_experiments) {
 
 // "status=failed,lost&tag=x&where=train.lr%3D0.001" from the filter options.
 std::string SearchQuery(const ParsedArgs& args, int64_t experiment) {
-  auto enc = [](const std::string& s) {
-    std::string out;
-    const char* hex = "0123456789ABCDEF";
-    for (unsigned char c : s) {
-      if (std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ',') out += char(c);
-      else out += std::string("%") + hex[c >> 4] + hex[c & 15];
-    }
-    return out;
-  };
   std::string q;
   auto add = [&](const std::string& k, const std::string& v) {
-    if (!v.empty()) q += (q.empty() ? "" : "&") + k + "=" + enc(v);
+    if (!v.empty()) q += (q.empty() ? "" : "&") + k + "=" + UrlQueryEscape(v);
   };
   if (experiment) add("experiment", std::to_string(experiment));
   std::string statuses, tags, where;
@@ -175,7 +166,8 @@ std::string SearchQuery(const ParsedArgs& args, int64_t experiment) {
 void PrintJson(const Json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
 int RunStatus(const CliContext& ctx, const ParsedArgs& args) {
-  HttpClient client = ctx.Client();
+  // Whether the coordinator is up is the question here: no offline reads of its database.
+  HttpClient client(ctx.url, ctx.token);
   auto status = client.Call("GET", "/api/v1/status");
   if (!status.ok()) return Fail(ctx, status.status());
   if (args.Has("--json")) {

@@ -10,13 +10,19 @@
 #include <utility>
 #include <vector>
 
+#include "cli/cli_context.h"
 #include "cli/commands.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "common/metric_names.h"
+#include "common/paired_estimators.h"
 
 namespace headlab {
 
 namespace {
+
+// Pairs listed per comparison; `--json` gives every one.
+constexpr size_t kShownPairs = 8;
 
 // Arm metrics are shown in groups, one table each: the training figures every run has,
 // then each method's and measurement's own (by name prefix, common/metric_names.h), so a
@@ -83,14 +89,29 @@ std::vector<std::pair<std::string, std::vector<std::string>>> GroupColumns(const
   return out;
 }
 
-// "mean ± SE", in bytes with a unit for byte metrics.
+// Throughput figures whose 0 means "not measured" (an arm that never trained), never a
+// measured zero; shown as "-" (the dashboard's format.js says the same).
+bool UnmeasuredAtZero(const std::string& metric, const Json& mean) {
+  return (metric == metric::kTrainTokensPerS || metric == metric::kTrainMfu ||
+          metric == metric::kTrainStepS) &&
+         mean.is_number() && mean.get<double>() == 0;
+}
+
+// "mean ± SE" at one precision, in one binary unit for byte metrics.
 std::string MetricCell(const std::string& metric, const Json& v) {
   if (!v.is_object()) return Cell(v);
   Json mean = v.value("mean", Json()), se = v.value("se", Json());
-  if (IsBytesKey(metric) && mean.is_number())
-    return FormatBytes(mean.get<double>()) +
-           (se.is_number() ? " ± " + FormatBytes(se.get<double>()) : "");
-  return FormatMeanSe(mean, se);
+  if (UnmeasuredAtZero(metric, mean)) return "-";
+  return IsBytesKey(metric) ? FormatBytesMeanSe(mean, se) : FormatMeanSe(mean, se);
+}
+
+// "arm" or, for an arm entry of one stratum, "arm train.lr=0.001".
+std::string ArmLabel(const Json& a) {
+  std::string label = Cell(a.value("arm", Json()));
+  const Json by = a.value("by", Json::object());
+  if (by.is_object())
+    for (auto& [k, v] : by.items()) label += " " + k + "=" + v.dump();
+  return label;
 }
 
 // One table of `arms` x `metrics`: an arm per row, or a metric per row when that is too
@@ -100,7 +121,7 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
   for (const auto& m : metrics) header.push_back(m);
   std::vector<TableRow> rows;
   for (const Json& a : arms) {
-    TableRow row = {Cell(a.value("arm", Json())), Cell(a.value("n", Json())),
+    TableRow row = {ArmLabel(a), Cell(a.value("n", Json())),
                     Cell(a.value("succeeded", Json()))};
     Json ms = a.value("metrics", Json::object());
     for (const auto& m : metrics)
@@ -138,7 +159,7 @@ void PrintExecution(const Json& arms) {
   for (const Json& a : arms) {
     const Json precision = a.value("precision", Json::array()), paths = a.value("attention_paths", Json::array());
     any = any || !precision.empty() || !paths.empty();
-    rows.push_back({Cell(a.value("arm", Json())), joined(precision), joined(paths)});
+    rows.push_back({ArmLabel(a), joined(precision), joined(paths)});
   }
   if (!any) return;
   std::printf("\nexecution (precision; attention paths of the layers: sdpa, fused kernels, "
@@ -155,6 +176,30 @@ std::string WithUnit(const Json& v, const std::string& unit) {
   return s;
 }
 
+// What the runs' statuses say about the answer: "" when every run finished; else a line
+// saying how many are still queued or running.
+std::string InFlightLine(const Json& counts) {
+  int64_t live = 0, all = 0;
+  if (counts.is_object())
+    for (auto& [status, n] : counts.items()) {
+      if (!n.is_number_integer()) continue;
+      all += n.get<int64_t>();
+      if (status == "queued" || status == "running") live += n.get<int64_t>();
+    }
+  if (live == 0) return "";
+  return "partial: " + std::to_string(live) + " of " + std::to_string(all) +
+         " runs still queued or running (`headlab wait` waits for them)";
+}
+
+// "3 cancelled, 1 failed": the counts of every status.
+std::string StatusList(const Json& counts) {
+  std::string out;
+  if (counts.is_object())
+    for (auto& [status, n] : counts.items())
+      out += (out.empty() ? "" : ", ") + Cell(n) + " " + status;
+  return out.empty() ? "no runs" : out;
+}
+
 // The formula of a statistic, per pair.
 std::string StatFormula(const std::string& stat) {
   if (stat == "delta_pct") return "100 (t/b - 1) per pair, in %";
@@ -164,13 +209,16 @@ std::string StatFormula(const std::string& stat) {
   return stat;
 }
 
-std::string PairList(const Json& per_pair, const std::string& unit,
-                     const std::vector<std::string>& pair_by) {
+// The first kShownPairs pairs of a comparison `c` ("seed=1: -2 %, ..."), then how many
+// there are (n_pairs where the coordinator sent only the first few).
+std::string PairList(const Json& c, const std::string& unit, const std::vector<std::string>& pair_by) {
+  const Json per_pair = c.value("per_pair", Json::array());
+  const size_t total = c.value("n_pairs", per_pair.is_array() ? per_pair.size() : 0);
   std::string s;
   size_t shown = 0;
   for (const Json& p : per_pair) {
-    if (++shown > 8) {
-      s += ", ... (" + std::to_string(per_pair.size()) + " pairs; --json for all)";
+    if (++shown > kShownPairs) {
+      s += ", ... (" + std::to_string(total) + " pairs; --json for all)";
       break;
     }
     std::string key = Cell(p.value("pair_key", Json()));
@@ -206,12 +254,13 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
                 WithUnit(spread.value("lo", Json()), unit).c_str(),
                 WithUnit(spread.value("hi", Json()), unit).c_str());
   } else {
-    const Json ci = c.value("ci95", Json());
+    const Json ci = c.contains("ci") ? c.value("ci", Json()) : c.value("ci95", Json());
+    const std::string level = paired::LevelLabel(ci.is_object() ? ci.value("level", 0.95) : 0.95);
     std::string se = c.value("se", Json()).is_number() ? " ± " + FormatNumber(c["se"].get<double>()) + " (SE)" : "";
-    std::string cis = ci.is_object() ? "   95% CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
+    std::string cis = ci.is_object() ? "   " + level + " CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
                                            WithUnit(ci.value("hi", Json()), unit) + "] (Student t, " +
                                            Cell(ci.value("df", Json())) + " df)"
-                                     : "   95% CI needs 2 pairs or more";
+                                     : "   a CI needs 2 pairs or more";
     std::printf("  n pairs %s   mean %s%s%s\n", n.c_str(),
                 WithUnit(c.value("mean", Json()), unit).c_str(), se.c_str(), cis.c_str());
   }
@@ -220,7 +269,7 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
   if (better.is_string() || verdict.is_string())
     std::printf("  %s%s\n", better.is_string() ? (Cell(better) + " is better: ").c_str() : "",
                 verdict.is_string() ? Cell(verdict).c_str() : "too few pairs to say");
-  std::printf("  pairs: %s\n", PairList(c.value("per_pair", Json::array()), unit, pair_by).c_str());
+  std::printf("  pairs: %s\n", PairList(c, unit, pair_by).c_str());
   const Json lp = c.value("logprob_diff", Json());
   if (lp.is_object() && !lp.contains("unavailable"))
     std::printf("  log-prob diff %s [%s, %s] nats/token over %s held-out rows (bootstrap 95%% CI):\n"
@@ -248,8 +297,14 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
   const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
-  // The pairs too: the CLI prints the first few and --json all of them.
-  auto res = ctx.Client().Call("GET", base + "/results?per_pair=1");
+  // The pairs too: --json all of them, the text the first few (kShownPairs + 1 says there
+  // are more; n_pairs how many).
+  std::string query = args.Has("--json") ? "per_pair=1" : "per_pair=1&pair_limit=" + std::to_string(kShownPairs + 1);
+  std::string by_keys;
+  for (const std::string& k : args.All("--by")) by_keys += (by_keys.empty() ? "" : ",") + k;
+  if (!by_keys.empty()) query += "&by=" + UrlQueryEscape(by_keys);
+  if (args.Has("--level")) query += "&level=" + UrlQueryEscape(args.Get("--level"));
+  auto res = ctx.Client().Call("GET", base + "/results?" + query);
   if (!res.ok()) return Fail(ctx, res.status());
   if (args.Has("--json")) {
     PrintJson(res.value());
@@ -268,17 +323,33 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   Json comparisons = r.value("comparisons", Json::array());
   if (!arms.is_array() || !comparisons.is_array())
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
+  const Json counts = r.value("status_counts", Json::object());
+  const bool any_ok = counts.is_object() && counts.value("succeeded", 0) > 0;
+  const std::string in_flight = InFlightLine(counts);
+  if (!any_ok && counts.is_object()) {  // nothing to show: say why instead of empty tables
+    const std::string label = std::to_string(id.value()) + (name.empty() ? "" : " (" + name + ")");
+    std::fprintf(stderr, "headlab results: experiment %s has no succeeded run %s(%s)\n",
+                 label.c_str(), in_flight.empty() ? "" : "yet ", StatusList(counts).c_str());
+    if (!in_flight.empty())
+      std::fprintf(stderr, "  `headlab wait %s` waits for them\n", args.positional()[0].c_str());
+    return kExitFailed;
+  }
   std::printf("experiment %lld%s: arms (summary metrics: mean ± SE over each arm's succeeded runs)\n",
               static_cast<long long>(id.value()), name.empty() ? "" : (" (" + name + ")").c_str());
+  if (!in_flight.empty()) std::printf("%s\n", in_flight.c_str());
+  std::string strata;
+  for (const Json& k : r.value("by", Json::array())) strata += (strata.empty() ? "" : ", ") + Cell(k);
+  if (!strata.empty())
+    std::printf("broken down by %s (axes outside pair_by never pool; --by adds keys)\n", strata.c_str());
   for (const auto& [title, columns] : GroupColumns(arms)) {
     std::printf("\n%s\n", title.c_str());
     PrintArmTable(arms, columns);
   }
   PrintExecution(arms);
-  std::string by;
-  for (const auto& k : pair_by) by += (by.empty() ? "" : ", ") + k;
+  std::string paired_by;
+  for (const auto& k : pair_by) paired_by += (paired_by.empty() ? "" : ", ") + k;
   std::printf("\ncomparisons (treatment vs baseline, runs paired by %s)\n",
-              by.empty() ? "the grid's pair_by" : by.c_str());
+              paired_by.empty() ? "the grid's pair_by" : paired_by.c_str());
   if (comparisons.empty()) {
     std::printf("  (none)\n");
     return kExitOk;

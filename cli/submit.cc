@@ -26,6 +26,17 @@ StatusOr<std::string> ReadGridFile(const std::string& path) {
   return text;
 }
 
+// "comparisons ... within each level of train.lr" for a grid with strata keys (common/
+// grid.h StrataKeys): a grid that varies an axis pair_by leaves out is not accepted
+// without a word.
+void PrintStrataNote(const Json& strata) {
+  if (!strata.is_array() || strata.empty()) return;
+  std::string keys;
+  for (const Json& k : strata) keys += (keys.empty() ? "" : ", ") + Cell(k);
+  std::printf("note: comparisons (and arm means) are made within each level of %s, which "
+              "pair_by does not pair on: never pooled across them\n", keys.c_str());
+}
+
 // The config keys whose values differ between runs: what tells the runs apart.
 std::vector<std::string> VaryingKeys(const std::vector<Json>& flat) {
   std::vector<std::string> keys;
@@ -66,6 +77,7 @@ int DryRun(const CliContext& ctx, const ParsedArgs& args, const std::string& fil
                     summary});
   }
   std::printf("%s", FormatTable({"#", "arm", "config_hash", "pair", "config"}, rows).c_str());
+  PrintStrataNote(Json(StrataKeys(grid->source, grid->pair_by)));
   return kExitOk;
 }
 
@@ -108,7 +120,9 @@ int RunSubmit(const CliContext& ctx, const ParsedArgs& args) {
   std::printf("experiment %s: %s runs", exp.c_str(), Cell(r["runs"]).c_str());
   if (r.value("reused", Json(0)) != Json(0))
     std::printf(" (%s reused from earlier experiments)", Cell(r["reused"]).c_str());
-  std::printf("\nnext: headlab wait %s && headlab results %s\n", exp.c_str(), exp.c_str());
+  std::printf("\n");
+  PrintStrataNote(r.value("strata", Json::array()));
+  std::printf("next: headlab wait %s && headlab results %s\n", exp.c_str(), exp.c_str());
   return kExitOk;
 }
 

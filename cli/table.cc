@@ -1,6 +1,7 @@
 // Table, CSV and number formatting for the CLI.
 #include "cli/table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -122,16 +123,49 @@ std::string KeyedCell(const std::string& key, const Json& v) {
   return Cell(v);
 }
 
+namespace {
+
+// Decimal places that show `se` to its second significant digit (171 -> 0, 0.00026 -> 5);
+// -1 where fixed notation does not fit (|mean| >= 1e7, se < 1e-9: exponents instead).
+int SeDecimals(double mean, double se) {
+  const double a = std::fabs(se);
+  if (std::fabs(mean) >= 1e7 || a < 1e-9) return -1;
+  return std::min(12, std::max(0, 1 - int(std::floor(std::log10(a)))));
+}
+
+// "mean ± se" with both at SeDecimals; an SE of 0 as "± 0".
+std::string MeanSePair(double mean, double se) {
+  if (se == 0) return FormatNumber(mean) + " ± 0";
+  char buf[80];
+  const int d = SeDecimals(mean, se);
+  if (d < 0) std::snprintf(buf, sizeof buf, "%.2e ± %.1e", mean, se);
+  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", d, mean, d, se);
+  return buf;
+}
+
+}  // namespace
+
 std::string FormatMeanSe(const Json& mean, const Json& se) {
   if (!mean.is_number()) return "-";
-  std::string s = FormatNumber(mean.get<double>());
-  if (se.is_number()) {
-    // Two or three significant digits are all a standard error carries.
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.3g", se.get<double>());
-    s += std::string(" ± ") + buf;
+  const double m = mean.get<double>();
+  if (!se.is_number() || !std::isfinite(se.get<double>()) || !std::isfinite(m)) return FormatNumber(m);
+  return MeanSePair(m, se.get<double>());
+}
+
+std::string FormatBytesMeanSe(const Json& mean, const Json& se) {
+  if (!mean.is_number()) return "-";
+  const double m = mean.get<double>();
+  const std::string text = FormatBytes(m);
+  if (!se.is_number() || !std::isfinite(se.get<double>()) || !std::isfinite(m)) return text;
+  // The mean's unit for both ("1.50 GiB ± 12.3 MiB" never).
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  const std::string unit = text.substr(text.rfind(' ') + 1);
+  double scale = 1;
+  for (const char* u : kUnits) {
+    if (unit == u) break;
+    scale *= 1024;
   }
-  return s;
+  return MeanSePair(m / scale, se.get<double>() / scale) + " " + unit;
 }
 
 std::string Cell(const Json& v) {

@@ -27,8 +27,12 @@ std::string FormatBytes(double bytes);
 bool IsBytesKey(const std::string& key);
 // Returns a value under `key` as a table cell: bytes with a unit, else Cell(v).
 std::string KeyedCell(const std::string& key, const Json& v);
-// Returns "mean ± se" ("mean" alone when se is null/absent, "-" when mean is).
+// Returns "mean ± se" with both to the decimal place of the SE's second significant digit
+// (11148 ± 171, 0.09540 ± 0.00026): a mean is worth no more digits than its SE gives it.
+// "mean" alone when se is null/absent, "-" when mean is.
 std::string FormatMeanSe(const Json& mean, const Json& se);
+// The same for byte counts, both in the mean's binary unit: "189.0 MiB", "1.50 ± 0.01 GiB".
+std::string FormatBytesMeanSe(const Json& mean, const Json& se);
 // Returns a JSON value as a table cell: strings unquoted, numbers via FormatNumber,
 // null as "", arrays/objects as compact JSON.
 std::string Cell(const Json& v);

@@ -29,7 +29,16 @@ TEST_CASE("CSV quotes only where RFC 4180 needs it") {
 TEST_CASE("Numbers, cells and mean ± SE") {
   CHECK(headlab::FormatNumber(0.00123456789) == "0.00123457");
   CHECK(headlab::FormatNumber(42) == "42");
-  CHECK(headlab::FormatMeanSe(Json(12.5), Json(0.25)) == "12.5 ± 0.25");
+  // Mean and SE at one precision, set by the SE's second significant digit.
+  CHECK(headlab::FormatMeanSe(Json(12.5), Json(0.25)) == "12.50 ± 0.25");
+  CHECK(headlab::FormatMeanSe(Json(11148.2), Json(171)) == "11148 ± 171");
+  CHECK(headlab::FormatMeanSe(Json(0.0953984), Json(0.00026)) == "0.09540 ± 0.00026");
+  CHECK(headlab::FormatMeanSe(Json(-3.5), Json(1.5)) == "-3.5 ± 1.5");
+  CHECK(headlab::FormatMeanSe(Json(100), Json(0)) == "100 ± 0");
+  CHECK(headlab::FormatMeanSe(Json(2.5e9), Json(1e6)) == "2.50e+09 ± 1.0e+06");
+  CHECK(headlab::FormatBytesMeanSe(Json(189.0 * 1048576), Json()) == "189.0 MiB");
+  CHECK(headlab::FormatBytesMeanSe(Json(1.5 * 1073741824), Json(12.3 * 1048576)) == "1.500 ± 0.012 GiB");
+  CHECK(headlab::FormatBytesMeanSe(Json(512), Json(3)) == "512.0 ± 3.0 B");
   CHECK(headlab::FormatMeanSe(Json(12.5), Json()) == "12.5");
   CHECK(headlab::FormatMeanSe(Json(), Json(1)) == "-");
   CHECK(headlab::Cell(Json("s")) == "s");
@@ -82,6 +91,30 @@ TEST_CASE("wait: progress from counts, finished and exit semantics") {
   CHECK(all.total == 2);
   CHECK(all.Finished());
   CHECK(all.AllSucceeded());
+}
+
+// `wait` shows an ETA as the dashboard computes it (dashboards/src/format.js eta()).
+TEST_CASE("wait's ETA: queued runs take the mean, running ones what is left of it") {
+  headlab::Progress p;
+  p.total = 10;
+  p.succeeded = 4;
+  p.queued = 4;
+  p.running = 2;
+  headlab::Timing t;
+  CHECK(headlab::EstimateRemainingS(p, t) == -1);  // nothing succeeded yet: no rate
+  t.mean_s = 60;
+  t.running_elapsed_s = {30, 90};
+  // (4 * 60 + (60 - 30) + max(0, 60 - 90)) / 2 running = 135 s.
+  CHECK(headlab::EstimateRemainingS(p, t) == Approx(135.0));
+  t.running_elapsed_s = {30};  // one running run unseen: a full mean
+  CHECK(headlab::EstimateRemainingS(p, t) == Approx((240.0 + 30 + 60) / 2));
+  CHECK(headlab::ProgressLine(p, 12.7, 10, 135).find("  12s  ETA ≈ 2m15s") != std::string::npos);
+  CHECK(headlab::ProgressLine(p, 12.7, 10, -1).find("ETA") == std::string::npos);
+  CHECK(headlab::FormatDuration(7265) == "2h01m");
+  CHECK(headlab::FormatDuration(44.6) == "45s");
+  p.queued = p.running = 0;
+  p.succeeded = 10;
+  CHECK(headlab::EstimateRemainingS(p, t) == 0);
 }
 
 namespace headlab {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -159,8 +160,10 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
     return Fail(ctx, Status::InvalidArgument("--workers: expected tcp://ADDR:PORT, got \"" + workers + "\""));
   auto wk = SplitHostPort(workers.substr(6), "--workers");
   if (!wk.ok()) return Fail(ctx, wk.status());
-  std::string slots = args.Get("--worker-slots");
-  if (args.Has("--worker-slots") && std::atoi(slots.c_str()) <= 0)
+  // A CPU-only local worker runs one run per core unless told otherwise (as `make demo`
+  // does); with GPUs the worker runs one per GPU whatever this says.
+  std::string slots = args.Get("--worker-slots", std::to_string(std::max(1u, std::thread::hardware_concurrency())));
+  if (std::atoi(slots.c_str()) <= 0)
     return Fail(ctx, Status::InvalidArgument("--worker-slots: expected a positive integer, got \"" + slots + "\""));
   const bool detach = args.Has("--detach");
   Status st = MakeDirs(dir + "/worker");
@@ -198,7 +201,7 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   // The worker gets the workers' own token (the coordinator creates it before it answers
   // health, and the worker starts after that): it cannot act as a user over HTTP.
   worker_argv.insert(worker_argv.end(), {"--token-file", dir + "/worker_token"});
-  if (!slots.empty()) worker_argv.insert(worker_argv.end(), {"--slots", slots});
+  worker_argv.insert(worker_argv.end(), {"--slots", slots});
 
   // Foreground: block the signals we wait for before any child exists (no lost signal).
   sigset_t waitset;
@@ -242,6 +245,11 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   // Commands run elsewhere find it through HEADLAB_URL (or --data-dir DIR, which reads
   // DIR/coordinator.json and DIR/token).
   std::printf("  for other shells: export HEADLAB_URL=%s\n", url.c_str());
+  if (ctx.token_source.empty() || ctx.token_source == dir + "/token")
+    std::printf("  and its token (writes; reads beyond loopback): export HEADLAB_TOKEN=$(cat %s/token)\n",
+                dir.c_str());
+  std::printf("  the local worker runs %s run(s) at once on the CPU (--worker-slots), one per GPU\n",
+              slots.c_str());
   std::fflush(stdout);
 
   if (detach) {

@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 
+#include "common/error_list.h"
 #include "common/metric_catalog.h"
 #include "common/run_config.h"
+#include "common/search.h"
 #include "common/sha256.h"
 #include "common/suggest.h"
 #include "common/utf8.h"
@@ -42,8 +44,10 @@ bool IsName(const std::string& s) {
   return true;
 }
 
+// Every key of `obj` that is not `known`, each with the closest known one.
 Status CheckKnownKeys(const Json& obj, const std::string& file, const std::string& path,
                       const std::vector<std::string>& known) {
+  ErrorList errors;
   for (auto& [key, value] : obj.items()) {
     bool found = false;
     for (const auto& k : known) found = found || k == key;
@@ -51,11 +55,11 @@ Status CheckKnownKeys(const Json& obj, const std::string& file, const std::strin
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     std::string guess = ClosestName(key, known);
-    return Invalid(file, path + "." + key,
-                   "unknown key" + (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
-                       " (known: " + list + ")");
+    errors.Add(Invalid(file, path + "." + key,
+                       "unknown key" + (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+                           " (known: " + list + ")"));
   }
-  return Status::Ok();
+  return errors.ToStatus();
 }
 
 StatusOr<std::string> RequiredString(const Json& obj, const std::string& key,
@@ -75,29 +79,74 @@ Json ParseSetValue(const std::string& text) {
   return Json(text);
 }
 
-// Applies "key=v1,v2" to root["axes"]; values are validated against the schema here so
-// the error names the --set argument rather than a path the user never wrote.
-Status ApplySet(const std::string& set, const std::string& file, Json* root) {
-  std::string where = "--set \"" + set + "\"";
-  size_t eq = set.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Invalid(file, where, "expected KEY=V1,V2,...");
-  std::string key = set.substr(0, eq);
-  if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where, key);
-  std::string rest = set.substr(eq + 1);
-  if (rest.empty()) return Invalid(file, where, "empty axis");
+// The values of "KEY=V1,V2" (split at commas, each item also kept as written) or
+// "KEY=[V1, V2]" (a JSON list: a value may then hold commas, as head lists do).
+struct SetItems {
   Json values = Json::array();
+  std::vector<std::string> written;  // the comma form's items as typed; empty for a list
+};
+StatusOr<SetItems> SetValues(const std::string& rest, const std::string& file,
+                             const std::string& where) {
+  SetItems out;
+  if (!rest.empty() && rest.front() == '[') {
+    auto list = ParseJson(rest, where);
+    if (!list.ok() || !list->is_array() || list->empty())
+      return Invalid(file, where, "expected a non-empty JSON list of values after '=', such as "
+                                  "[\"0.0=local:16,1.*=pruned\", \"*.*=streaming:4:16\"]" +
+                                      (list.ok() ? std::string() : ": " + list.status().message()));
+    for (const Json& v : *list) out.values.push_back(v);
+    return out;
+  }
   size_t start = 0;
   while (true) {
     size_t comma = rest.find(',', start);
-    std::string item = rest.substr(start, comma == std::string::npos ? comma : comma - start);
-    Json v = ParseSetValue(item);
-    auto checked = ValidateRunConfigValue(key, v, file, where);
-    if (!checked.ok()) return checked.status();
-    values.push_back(std::move(v));
+    out.written.push_back(rest.substr(start, comma == std::string::npos ? comma : comma - start));
+    out.values.push_back(ParseSetValue(out.written.back()));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  return out;
+}
+
+// Applies "key=v1,v2" or "key=[v1, v2]" to root["axes"]; values are validated against the
+// schema here so the error names the --set argument rather than a path the user never
+// wrote. `earlier` holds the --set arguments applied before, by key: a key given twice is
+// refused rather than the first silently dropped.
+Status ApplySet(const std::string& set, const std::string& file,
+                std::map<std::string, std::string>* earlier, Json* root) {
+  std::string where = "--set \"" + set + "\"";
+  size_t eq = set.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Invalid(file, where, "expected KEY=V1,V2,... or KEY=[V1, V2, ...]");
+  std::string key = set.substr(0, eq);
+  if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where, key);
+  auto [prev, fresh] = earlier->emplace(key, set);
+  if (!fresh)
+    return Invalid(file, where, key + " is already set by --set \"" + prev->second +
+                                    "\"; give every value in one: --set " + key + "=V1,V2");
+  std::string rest = set.substr(eq + 1);
+  if (rest.empty()) return Invalid(file, where, "empty axis");
+  auto items = SetValues(rest, file, where);
+  if (!items.ok()) return items.status();
+  Json& values = items->values;
+  ErrorList errors;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto checked = ValidateRunConfigValue(key, values[i], file, where);
+    // A string key takes what was typed as text: saf.heads=0.2 is the head "0.2", not
+    // the number 0.2.
+    if (!checked.ok() && !values[i].is_string() && i < items->written.size()) {
+      auto text = ValidateRunConfigValue(key, Json(items->written[i]), file, where);
+      if (text.ok()) {
+        values[i] = Json(items->written[i]);
+        checked = text;
+      }
+    }
+    if (!errors.Add(checked.status())) continue;
+    if (!seen.insert(checked->dump()).second)
+      errors.Add(Invalid(file, where, "duplicate value " + Got(values[i]) + " (runs would repeat)"));
+  }
+  HEADLAB_RETURN_IF_ERROR(errors.ToStatus());
   if (!root->contains("axes")) (*root)["axes"] = Json::object();
   if ((*root)["axes"].is_object()) (*root)["axes"][key] = std::move(values);
   return Status::Ok();
@@ -115,24 +164,36 @@ StatusOr<std::vector<Axis>> ParseAxes(const Json& root, const std::string& file)
   if (!it->is_object())
     return Invalid(file, "$.axes", "expected an object of config key -> list of values, got " +
                                        Got(*it));
+  ErrorList errors;
   for (auto& [key, list] : it->items()) {  // std::map order: lexicographic keys
     std::string path = "$.axes." + key;
-    if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, path, key);
-    if (!list.is_array())
-      return Invalid(file, path, "expected a non-empty list of values, got " + Got(list));
-    if (list.empty()) return Invalid(file, path, "empty axis");
+    if (!IsRunConfigKey(key)) {
+      errors.Add(UnknownRunConfigKey(file, path, key));
+      continue;
+    }
+    if (!list.is_array()) {
+      errors.Add(Invalid(file, path, "expected a non-empty list of values, got " + Got(list)));
+      continue;
+    }
+    if (list.empty()) {
+      errors.Add(Invalid(file, path, "empty axis"));
+      continue;
+    }
     Axis axis{key, {}};
     std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
       std::string vpath = path + "[" + std::to_string(i) + "]";
       auto v = ValidateRunConfigValue(key, list[i], file, vpath);
-      if (!v.ok()) return v.status();
-      if (!seen.insert(v->dump()).second)
-        return Invalid(file, vpath, "duplicate value " + Got(list[i]) + " (runs would repeat)");
+      if (!errors.Add(v.status())) continue;
+      if (!seen.insert(v->dump()).second) {
+        errors.Add(Invalid(file, vpath, "duplicate value " + Got(list[i]) + " (runs would repeat)"));
+        continue;
+      }
       axis.values.push_back(std::move(v.value()));
     }
     axes.push_back(std::move(axis));
   }
+  HEADLAB_RETURN_IF_ERROR(errors.ToStatus());
   return axes;
 }
 
@@ -148,14 +209,15 @@ StatusOr<std::map<std::string, Json>> ParseArms(const Json& root, const std::str
     return Invalid(file, "$.arms", "expected an object of arm name -> overrides, got " +
                                        Got(*it));
   if (it->empty()) return Invalid(file, "$.arms", "expected at least one arm, got {}");
+  ErrorList errors;
   for (auto& [name, overrides] : it->items()) {
     std::string path = "$.arms." + name;
     if (!IsName(name))
-      return Invalid(file, path, "expected an arm name matching [A-Za-z0-9_.-]{1,64}");
+      errors.Add(Invalid(file, path, "expected an arm name matching [A-Za-z0-9_.-]{1,64}"));
     auto flat = FlattenRunConfig(overrides, file, path);
-    if (!flat.ok()) return flat.status();
-    arms[name] = std::move(flat.value());
+    if (errors.Add(flat.status())) arms[name] = std::move(flat.value());
   }
+  HEADLAB_RETURN_IF_ERROR(errors.ToStatus());
   return arms;
 }
 
@@ -293,6 +355,26 @@ Status CheckExpandedBytes(const Json& base, const std::vector<Axis>& axes,
 
 }  // namespace
 
+std::vector<std::string> StrataKeys(const Json& source, const std::vector<std::string>& pair_by) {
+  std::vector<std::string> keys;
+  auto add = [&](const std::string& key) {
+    if (std::find(pair_by.begin(), pair_by.end(), key) == pair_by.end() &&
+        std::find(keys.begin(), keys.end(), key) == keys.end())
+      keys.push_back(key);
+  };
+  if (!source.is_object()) return keys;
+  const Json axes = source.value("axes", Json::object());
+  if (axes.is_object())
+    for (const auto& [key, values] : axes.items())  // one level pools nothing
+      if (values.is_array() && values.size() >= 2) add(key);
+  // A random search's keys take a value per sample: each sample is a stratum of its own.
+  const Json search = source.value("search", Json::object());
+  const Json space = search.is_object() ? search.value("space", Json::object()) : Json::object();
+  if (space.is_object() && search.value("samples", 0) >= 2)
+    for (const auto& [key, dist] : space.items()) add(key);
+  return keys;
+}
+
 Status ValidateGridEncoding(const std::string& text, const std::string& file,
                             const std::vector<std::string>& sets) {
   size_t bad = FirstInvalidUtf8(text);
@@ -316,46 +398,54 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
   if (!parsed.ok()) return parsed.status();
   Json root = std::move(parsed.value());
   if (!root.is_object()) return Invalid(file, "$", "expected an object (a grid), got " + Got(root));
-  HEADLAB_RETURN_IF_ERROR(CheckKnownKeys(root, file, "$",
-                                         {"name", "description", "base", "axes", "arms",
-                                          "pair_by", "comparisons", "max_attempts"}));
-  for (const auto& set : sets) HEADLAB_RETURN_IF_ERROR(ApplySet(set, file, &root));
+  // Each part is checked even when another is bad, so that one submit names every problem.
+  ErrorList errors;
+  errors.Add(CheckKnownKeys(root, file, "$",
+                            {"name", "description", "base", "axes", "arms", "pair_by",
+                             "comparisons", "max_attempts", "search"}));
   std::map<std::string, std::string> set_axes;  // axis key -> the --set argument that made it
-  for (const auto& set : sets) set_axes[set.substr(0, set.find('='))] = set;
+  for (const auto& set : sets) errors.Add(ApplySet(set, file, &set_axes, &root));
 
   Grid grid;
   grid.file = file;
   auto name = RequiredString(root, "name", file, "$", "a name matching [A-Za-z0-9_.-]{1,64}");
-  if (!name.ok()) return name.status();
-  if (!IsName(name.value()))
-    return Invalid(file, "$.name", "expected a name matching [A-Za-z0-9_.-]{1,64}, got " +
-                                       Got(name.value()));
-  grid.name = name.value();
+  if (!name.ok())
+    errors.Add(name.status());
+  else if (!IsName(name.value()))
+    errors.Add(Invalid(file, "$.name", "expected a name matching [A-Za-z0-9_.-]{1,64}, got " +
+                                           Got(name.value())));
+  else
+    grid.name = name.value();
   if (root.contains("description")) {
     if (!root["description"].is_string())
-      return Invalid(file, "$.description", "expected a string, got " + Got(root["description"]));
-    grid.description = root["description"].get<std::string>();
+      errors.Add(Invalid(file, "$.description", "expected a string, got " + Got(root["description"])));
+    else
+      grid.description = root["description"].get<std::string>();
   }
-  if (!root.contains("base")) return Invalid(file, "$.base", "required: a run config object");
-  auto base = FlattenRunConfig(root["base"], file, "$.base");
-  if (!base.ok()) return base.status();
+  StatusOr<Json> base = Invalid(file, "$.base", "required: a run config object");
+  if (root.contains("base")) base = FlattenRunConfig(root["base"], file, "$.base");
+  errors.Add(base.status());
   auto axes = ParseAxes(root, file);
-  if (!axes.ok()) return axes.status();
+  errors.Add(axes.status());
   auto arms = ParseArms(root, file);
-  if (!arms.ok()) return arms.status();
+  errors.Add(arms.status());
   auto pair_by = ParsePairBy(root, file);
-  if (!pair_by.ok()) return pair_by.status();
-  grid.pair_by = pair_by.value();
-  auto comparisons = ParseComparisons(root, file, arms.value());
-  if (!comparisons.ok()) return comparisons.status();
-  grid.comparisons = comparisons.value();
+  if (errors.Add(pair_by.status())) grid.pair_by = pair_by.value();
+  auto search = ParseSearch(root, file);
+  errors.Add(search.status());
+  if (arms.ok()) {  // comparisons name arms
+    auto comparisons = ParseComparisons(root, file, arms.value());
+    if (errors.Add(comparisons.status())) grid.comparisons = comparisons.value();
+  }
   if (root.contains("max_attempts")) {
     const Json& m = root["max_attempts"];
     if (!m.is_number_integer() || m.get<int64_t>() < kMinAttempts ||
         m.get<int64_t>() > kMaxAttempts)
-      return Invalid(file, "$.max_attempts", "expected an integer in [1, 20], got " + Got(m));
-    grid.max_attempts = m.get<int>();
+      errors.Add(Invalid(file, "$.max_attempts", "expected an integer in [1, 20], got " + Got(m)));
+    else
+      grid.max_attempts = m.get<int>();
   }
+  HEADLAB_RETURN_IF_ERROR(errors.ToStatus());
   for (const auto& [arm, overrides] : arms.value()) {
     grid.arms.push_back(arm);
     for (const Axis& a : axes.value()) {
@@ -371,7 +461,27 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
     }
   }
 
-  size_t per_arm = 1;
+  // A searched key is drawn per sample: neither an axis nor an arm may set it too.
+  for (const SearchDim& d : search->dims) {
+    for (const Axis& a : axes.value())
+      if (a.key == d.key)
+        return Invalid(file, "$.search.space." + d.key, "also an axis: search or sweep a key, not both");
+    for (const auto& [arm, overrides] : arms.value())
+      if (overrides.contains(d.key))
+        return Invalid(file, "$.arms." + arm + "." + d.key,
+                       "also searched ($.search.space): the arm would override every draw");
+    for (const std::string& k : grid.pair_by)
+      if (k == d.key)
+        return Invalid(file, "$.search.space." + d.key,
+                       "also in pair_by: runs of different draws would be paired");
+  }
+  const std::vector<Json> samples =
+      search->samples > 0 ? DrawSamples(*search) : std::vector<Json>{Json::object()};
+
+  size_t per_arm = samples.size();
+  if (per_arm * grid.arms.size() > kMaxRuns)
+    return Invalid(file, "$.search.samples", "the grid expands to more than " +
+                                                 std::to_string(kMaxRuns) + " runs");
   for (const Axis& a : axes.value()) {
     per_arm *= a.values.size();
     if (per_arm * grid.arms.size() > kMaxRuns)
@@ -381,20 +491,26 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
   HEADLAB_RETURN_IF_ERROR(CheckExpandedBytes(base.value(), axes.value(), arms.value(),
                                              per_arm * grid.arms.size(), file));
 
-  // Expansion: arms in lexicographic order, then the cartesian product of the axes in
-  // lexicographic key order with the last axis varying fastest (an odometer).
+  // Expansion: arms in lexicographic order, then the search's samples in draw order, then
+  // the cartesian product of the axes in lexicographic key order with the last axis
+  // varying fastest (an odometer).
   grid.runs.reserve(per_arm * grid.arms.size());
   const std::vector<Axis>& ax = axes.value();
+  const size_t per_sample = per_arm / samples.size();
   for (const auto& [arm, overrides] : arms.value()) {
     std::vector<size_t> pos(ax.size(), 0);
     for (size_t n = 0; n < per_arm; ++n) {
+      const Json& sample = samples[n / per_sample];
       Json flat = base.value();
+      for (auto& [k, v] : sample.items()) flat[k] = v;
       for (size_t a = 0; a < ax.size(); ++a) flat[ax[a].key] = ax[a].values[pos[a]];
       for (auto& [k, v] : overrides.items()) flat[k] = v;
       ExpandedRun run;
       run.index = int(grid.runs.size());
       run.arm = arm;
-      auto config = BuildRunConfig(flat, file + ": " + RunLabel(run.index, arm, ax, pos), "$");
+      std::string label = RunLabel(run.index, arm, ax, pos);
+      if (!sample.empty()) label.insert(label.size() - 1, ", sample " + std::to_string(n / per_sample) + " " + sample.dump());
+      auto config = BuildRunConfig(flat, file + ": " + label, "$");
       if (!config.ok()) return config.status();
       run.config = std::move(config.value());
       run.config_hash = Sha256Hex(CanonicalJson(run.config));

@@ -47,6 +47,12 @@ struct Grid {
 Status ValidateGridEncoding(const std::string& text, const std::string& file,
                             const std::vector<std::string>& sets);
 
+// Returns the keys a grid's comparisons (and arm means) are broken down by, never pooled
+// across: its axes of two or more values that `pair_by` leaves out (lexicographic), then
+// a random search's keys when it draws two or more samples. `source` is the grid after
+// --set (Grid::source, experiments.grid_json).
+std::vector<std::string> StrataKeys(const Json& source, const std::vector<std::string>& pair_by);
+
 // Parses `text` (JSON with comments), applies `sets` ("key=v1,v2" axis overrides),
 // validates every field and expands the runs. On bad input returns InvalidArgument whose
 // message names `file`, the JSON path and what was expected; nothing else happens.

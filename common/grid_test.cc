@@ -93,9 +93,119 @@ TEST_CASE("--set adds and overrides axes") {
   CHECK(ErrorOf(kGrid, {"train.lrr=1"}).rfind(
             "g.jsonc: --set \"train.lrr=1\": unknown config key \"train.lrr\"; did you mean \"train.lr\"?", 0) == 0);
   CHECK(ErrorOf(kGrid, {"seed="}) == "g.jsonc: --set \"seed=\": empty axis");
-  CHECK(ErrorOf(kGrid, {"noequals"}) == "g.jsonc: --set \"noequals\": expected KEY=V1,V2,...");
+  CHECK(ErrorOf(kGrid, {"noequals"}) ==
+        "g.jsonc: --set \"noequals\": expected KEY=V1,V2,... or KEY=[V1, V2, ...]");
   CHECK(ErrorOf(kGrid, {"model.layers=two"}) ==
         "g.jsonc: --set \"model.layers=two\": expected an integer in [1, 128], got \"two\"");
+}
+
+// A value with commas (a head list) needs the JSON-list form; a key given twice was
+// silently the last one.
+TEST_CASE("--set takes a JSON list of values and refuses a key given twice") {
+  auto g = ExpandGrid(kGrid, "g.jsonc", {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=local:8"])"});
+  REQUIRE(g.ok());
+  CHECK(g->source["axes"]["model.head_modes"] ==
+        Json::array({"0.0=local:16,0.1=pruned", "*.*=local:8"}));
+  CHECK(g->runs.size() == 2 * 2 * 3 * 2);
+  g = ExpandGrid(kGrid, "g.jsonc", {"seed=[3, 4, 5]"});
+  REQUIRE(g.ok());
+  CHECK(g->source["axes"]["seed"] == Json::parse("[3,4,5]"));
+  CHECK(ErrorOf(kGrid, {"seed=1", "seed=2"}) ==
+        "g.jsonc: --set \"seed=2\": seed is already set by --set \"seed=1\"; give every value "
+        "in one: --set seed=V1,V2");
+  CHECK(ErrorOf(kGrid, {"seed=[]"}).rfind(
+            "g.jsonc: --set \"seed=[]\": expected a non-empty JSON list of values", 0) == 0);
+  CHECK(ErrorOf(kGrid, {"seed=[1, 1]"}) ==
+        "g.jsonc: --set \"seed=[1, 1]\": duplicate value 1 (runs would repeat)");
+}
+
+// Head lists fail at submit, at the run that names a head the model lacks, not on a worker.
+TEST_CASE("Head lists are checked against the model's layers and heads at submit") {
+  // kGrid's model: 1 layer x 2 heads.
+  CHECK(ErrorOf(kGrid, {"model.head_modes=9.9=local:16"}) ==
+        "g.jsonc: run 0 (arm \"narrow\", model.head_modes=\"9.9=local:16\", seed=1, "
+        "train.lr=0.001): $.model.head_modes: head 9.9 is outside the model's 1 x 2");
+  CHECK(ErrorOf(kGrid, {"model.head_modes=garbage"}).find(
+            "$.model.head_modes: expected LAYER.HEAD=MODE, got \"garbage\"") != std::string::npos);
+  CHECK(ErrorOf(kGrid, {"saf.heads=0.2"}).find("$.saf.heads: head 0.2 is outside the model's 1 x 2") !=
+        std::string::npos);
+  CHECK(ErrorOf(kGrid, {R"(prune.heads=["0.1,0.1"])"}).find("$.prune.heads: head 0.1 listed twice") !=
+        std::string::npos);
+  // A string key takes a value typed as a number as its text.
+  auto saf = ExpandGrid(kGrid, "g.jsonc", {"saf.heads=0.1,0.0"});
+  REQUIRE(saf.ok());
+  CHECK(saf->source["axes"]["saf.heads"] == Json::array({"0.1", "0.0"}));
+  CHECK(ErrorOf(kGrid, {"bench.fixed_heads=1.*"}).find("$.bench.fixed_heads: head 1.* is outside") !=
+        std::string::npos);
+  CHECK(ExpandGrid(kGrid, "g.jsonc", {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=streaming:1:4"])"}).ok());
+}
+
+// Random search: samples x axes x arms, the sampled keys in every run; a key searched and
+// swept or set by an arm is refused.
+TEST_CASE("A search section expands its samples like an axis of points") {
+  const std::string grid = R"({"name": "rs", "base": {"kind": "noop"},
+    "axes": {"seed": [1, 2]}, "arms": {"a": {}, "b": {"noop.metrics": 1}},
+    "search": {"samples": 3, "seed": 11, "space": {"train.lr": {"log_uniform": [1e-4, 1e-2]},
+                                                   "train.warmup_steps": {"uniform": [0, 9]}}}})";
+  auto g = ExpandGrid(grid, "g.jsonc", {});
+  REQUIRE(g.ok());
+  REQUIRE(g->runs.size() == 2 * 3 * 2);
+  // Arm a: sample 0 seed 1, sample 0 seed 2, sample 1 seed 1, ...; arm b repeats the samples.
+  for (int i = 0; i < 6; ++i) {
+    const Json& ca = g->runs[size_t(i)].config;
+    const Json& cb = g->runs[size_t(6 + i)].config;
+    CHECK(ca["seed"] == 1 + i % 2);
+    CHECK(ca["train"]["lr"] == cb["train"]["lr"]);
+    CHECK(ca["train"]["warmup_steps"] == cb["train"]["warmup_steps"]);
+    const double lr = ca["train"]["lr"].get<double>();
+    CHECK((lr >= 1e-4 && lr <= 1e-2));
+  }
+  CHECK(g->runs[0].config["train"]["lr"] == g->runs[1].config["train"]["lr"]);
+  CHECK(g->runs[0].config["train"]["lr"] != g->runs[2].config["train"]["lr"]);
+  CHECK(g->runs[0].pair_key == g->runs[6].pair_key);
+  auto again = ExpandGrid(grid, "g.jsonc", {});
+  CHECK(again->runs[4].config_hash == g->runs[4].config_hash);
+  auto with = [&](const std::string& patch) {
+    Json j = Json::parse(grid);
+    j.merge_patch(Json::parse(patch));
+    return ErrorOf(j.dump());
+  };
+  CHECK(with(R"({"axes": {"train.lr": [0.001, 0.01]}})") ==
+        "g.jsonc: $.search.space.train.lr: also an axis: search or sweep a key, not both");
+  CHECK(with(R"({"arms": {"b": {"train.warmup_steps": 3}}})") ==
+        "g.jsonc: $.arms.b.train.warmup_steps: also searched ($.search.space): the arm would "
+        "override every draw");
+  CHECK(with(R"({"search": {"samples": 0}})").find("$.search.samples") != std::string::npos);
+}
+
+TEST_CASE("Strata: axes of two or more values outside pair_by, then searched keys") {
+  auto g = ExpandGrid(kGrid, "g.jsonc", {"model.layers=1"});  // one value: no stratum
+  REQUIRE(g.ok());
+  CHECK(headlab::StrataKeys(g->source, g->pair_by) == std::vector<std::string>{"train.lr"});
+  CHECK(headlab::StrataKeys(g->source, {"seed", "train.lr"}).empty());
+  Json search = Json::parse(R"({"axes": {"seed": [1, 2]}, "search": {"samples": 2,
+      "space": {"train.lr": {"uniform": [0.1, 0.2]}}}})");
+  CHECK(headlab::StrataKeys(search, {}) == std::vector<std::string>{"seed", "train.lr"});
+  search["search"]["samples"] = 1;
+  CHECK(headlab::StrataKeys(search, {"seed"}).empty());
+}
+
+// One submit names every bad field, not the first of them.
+TEST_CASE("A grid with several bad fields reports all of them") {
+  const std::string text = R"({"name": "x", "bogus": 1,
+    "base": {"train": {"lr": 2, "device": "gpu"}, "model": {"heds": 2}},
+    "axes": {"seed": [1, 1]}, "max_attempts": 0})";
+  const std::string m = ErrorOf(text);
+  INFO(m);
+  CHECK(m.rfind("g.jsonc: 6 problems:\n  g.jsonc: $.bogus: unknown key", 0) == 0);
+  for (const char* part :
+       {"\n  g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"?",
+        "\n  g.jsonc: $.base.train.device: expected one of \"auto\", \"cpu\", \"cuda\", got \"gpu\" (did you "
+        "mean \"cuda\"?)",
+        "\n  g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2",
+        "\n  g.jsonc: $.axes.seed[1]: duplicate value 1 (runs would repeat)",
+        "\n  g.jsonc: $.max_attempts: expected an integer in [1, 20], got 0"})
+    CHECK(m.find(part) != std::string::npos);
 }
 
 TEST_CASE("Bad grids: every error names the file, the JSON path and the expectation") {
@@ -153,7 +263,7 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
         "g.jsonc: $.arms: expected an object of arm name -> overrides, got []");
   CHECK(with(R"({"extra": 1})") ==
         "g.jsonc: $.extra: unknown key (known: name, description, base, axes, arms, pair_by, "
-        "comparisons, max_attempts)");
+        "comparisons, max_attempts, search)");
   CHECK(ErrorOf(R"({"base": {}})") ==
         "g.jsonc: $.name: required: a name matching [A-Za-z0-9_.-]{1,64}");
   CHECK(ErrorOf(R"({"name": "x"})") == "g.jsonc: $.base: required: a run config object");

@@ -124,4 +124,24 @@ TEST_CASE("JsonText serialises strings that are not UTF-8 instead of throwing") 
   CHECK(JsonText(Json{{"a", 1}}) == CanonicalJson(Json{{"a", 1}}));
 }
 
+// A trailing comma is the commonest mistake in hand-written JSON with comments: say so,
+// where it is, in words rather than as the parser's exception tag.
+TEST_CASE("a trailing comma is named with its line and column") {
+  auto r = ParseJson("{\n  \"name\": \"x\",\n  \"axes\": {\"seed\": [1, 2],}  // why\n}", "g.jsonc");
+  REQUIRE_FALSE(r.ok());
+  const std::string m = r.status().message();
+  INFO(m);
+  CHECK(m.rfind("g.jsonc: invalid JSON at byte 44 (line 3, column 27): a trailing comma before '}'", 0) == 0);
+  CHECK(m.find("remove the ',' at line 3, column 26") != std::string::npos);
+  CHECK(m.find("json.exception") == std::string::npos);
+  auto list = ParseJson("[1,\n // c\n]", "l.json");
+  REQUIRE_FALSE(list.ok());
+  CHECK(list.status().message().find("a trailing comma before ']' (JSON allows none: remove the "
+                                     "',' at line 1, column 3)") != std::string::npos);
+  auto other = ParseJson("{\"a\" 1}", "o.json");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message().find("json.exception") == std::string::npos);
+  CHECK(other.status().message().find("line 1, column") != std::string::npos);
+}
+
 }  // namespace headlab

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
+
+#include <boost/math/distributions/students_t.hpp>
 
 namespace headlab::paired {
 namespace {
@@ -23,18 +26,22 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
-double StudentT975(int64_t df) {
-  static const double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-                              2.228,  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
-                              2.093,  2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
-                              2.048,  2.045, 2.042};
-  if (df < 1) return kNaN;
-  return df <= 30 ? kT[df - 1] : 1.960;
+double StudentTQuantile(double p, int64_t df) {
+  if (df < 1 || !(p > 0 && p < 1)) return kNaN;
+  return boost::math::quantile(boost::math::students_t(double(df)), p);
 }
 
-Interval MeanCi95(const MeanSe& m) {
-  if (m.n < 2 || !std::isfinite(m.se)) return {kNaN, kNaN};
-  const double half = StudentT975(m.n - 1) * m.se;
+bool IsConfidenceLevel(double level) { return level > 0 && level < 1; }
+
+std::string LevelLabel(double level) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g%%", 100 * level);
+  return buf;
+}
+
+Interval MeanCi(const MeanSe& m, double level) {
+  if (m.n < 2 || !std::isfinite(m.se) || !IsConfidenceLevel(level)) return {kNaN, kNaN};
+  const double half = StudentTQuantile(1 - (1 - level) / 2, m.n - 1) * m.se;
   return {m.mean - half, m.mean + half};
 }
 

@@ -27,16 +27,23 @@ struct MeanSe {
 // SE = sd / sqrt(n). Empty input gives n = 0 and NaN mean.
 MeanSe MeanAndSe(const std::vector<double>& xs);
 
-// Returns the two-sided 97.5% quantile of Student's t with `df` >= 1 degrees of freedom
-// (a table to df 30, accurate to 3 decimals; the normal 1.960 beyond, within 2%).
-double StudentT975(int64_t df);
+// Returns the `p` quantile of Student's t with `df` >= 1 degrees of freedom, exact to
+// double precision (Boost.Math); NaN for df < 1 or p outside (0, 1).
+double StudentTQuantile(double p, int64_t df);
 
-// The 95% confidence interval of a mean from n paired values: mean +- t(n-1) * SE.
+// Returns true iff `level` is a usable two-sided confidence level: 0 < level < 1.
+bool IsConfidenceLevel(double level);
+
+// Returns a level as people write it: "95%", "99%", "97.5%".
+std::string LevelLabel(double level);
+
+// The two-sided confidence interval of a mean from n paired values at `level` (0.95 for
+// the 95% CI): mean +- t(1 - (1 - level) / 2; n - 1) * SE.
 struct Interval {
   double lo, hi;
 };
-// Returns it, or NaNs when n < 2.
-Interval MeanCi95(const MeanSe& m);
+// Returns it, or NaNs when n < 2 or `level` is not a confidence level.
+Interval MeanCi(const MeanSe& m, double level);
 
 // Returns the median (mean of the middle two for even n); NaN for empty input.
 double Median(std::vector<double> xs);

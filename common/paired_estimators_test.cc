@@ -124,17 +124,47 @@ TEST_CASE("control tolerance") {
 namespace headlab::paired {
 
 // At n = 2 a mean +- SE alone misleads; the 95% CI is mean +- t(1) * SE.
-TEST_CASE("MeanCi95 uses Student's t with n - 1 degrees of freedom") {
+TEST_CASE("MeanCi uses Student's t with n - 1 degrees of freedom") {
   MeanSe m = MeanAndSe({-0.344, -0.058});  // mean -0.201, SE 0.143
   CHECK(m.mean == Approx(-0.201));
   CHECK(m.se == Approx(0.143));
-  Interval ci = MeanCi95(m);
-  CHECK(ci.lo == Approx(-0.201 - 12.706 * 0.143));
-  CHECK(ci.hi == Approx(-0.201 + 12.706 * 0.143));
+  Interval ci = MeanCi(m, 0.95);
+  CHECK(ci.lo == Approx(-0.201 - 12.706 * 0.143).epsilon(1e-4));
+  CHECK(ci.hi == Approx(-0.201 + 12.706 * 0.143).epsilon(1e-4));
   CHECK(ci.lo == Approx(-2.018).margin(0.001));
-  CHECK(StudentT975(10) == Approx(2.228));
-  CHECK(StudentT975(1000) == Approx(1.96));
-  CHECK(std::isnan(MeanCi95(MeanAndSe({1.0})).lo));
+  Interval ci99 = MeanCi(m, 0.99);  // t(0.995; 1) = 63.657
+  CHECK(ci99.hi == Approx(-0.201 + 63.657 * 0.143).epsilon(1e-4));
+  CHECK(std::isnan(MeanCi(MeanAndSe({1.0}), 0.95).lo));
+  CHECK(std::isnan(MeanCi(m, 1.0).lo));
+  CHECK(std::isnan(MeanCi(m, 0.0).lo));
+  CHECK(std::isnan(MeanCi(m, -0.5).hi));
+}
+
+// Published two-sided critical values of Student's t (e.g. NIST/SEMATECH e-Handbook of
+// Statistical Methods, Table 1.3.6.7.2; any textbook table), three decimals: the one-sided
+// upper quantiles 0.95, 0.975 and 0.995 (90%, 95% and 99% two-sided intervals).
+TEST_CASE("StudentTQuantile matches the published t table at df 1, 2, 30, 40, 60, 120") {
+  struct Row {
+    int64_t df;
+    double q95, q975, q995;
+  };
+  const Row table[] = {{1, 6.314, 12.706, 63.657}, {2, 2.920, 4.303, 9.925},
+                       {30, 1.697, 2.042, 2.750},  {40, 1.684, 2.021, 2.704},
+                       {60, 1.671, 2.000, 2.660},  {120, 1.658, 1.980, 2.617}};
+  for (const Row& r : table) {
+    INFO("df " << r.df);
+    CHECK(StudentTQuantile(0.95, r.df) == Approx(r.q95).margin(0.0005));
+    CHECK(StudentTQuantile(0.975, r.df) == Approx(r.q975).margin(0.0005));
+    CHECK(StudentTQuantile(0.995, r.df) == Approx(r.q995).margin(0.0005));
+    // The distribution is symmetric: the lower quantile is the negated upper one.
+    CHECK(StudentTQuantile(0.025, r.df) == Approx(-StudentTQuantile(0.975, r.df)));
+  }
+  // df 1 is the Cauchy distribution: t(p) = tan(pi (p - 1/2)), a closed form.
+  CHECK(StudentTQuantile(0.9, 1) == Approx(std::tan(M_PI * 0.4)).epsilon(1e-12));
+  // Far out it tends to the normal quantile 1.959964.
+  CHECK(StudentTQuantile(0.975, 1000000) == Approx(1.959964).margin(1e-5));
+  CHECK(std::isnan(StudentTQuantile(0.975, 0)));
+  CHECK(std::isnan(StudentTQuantile(1.0, 5)));
 }
 
 }  // namespace headlab::paired

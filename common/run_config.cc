@@ -12,6 +12,8 @@
 #include <map>
 #include <set>
 
+#include "common/error_list.h"
+#include "common/head_list.h"
 #include "common/method_schemas.h"
 #include "common/model_presets.h"
 #include "common/suggest.h"
@@ -280,6 +282,26 @@ bool IsSection(const std::string& name) {
   return kSections.count(name) > 0;
 }
 
+// Head lists (common/head_list.h) name heads of this model: checked at submit, so that a
+// typo or a head beyond the model fails here rather than on a worker. An imported model's
+// shape comes from its checkpoint: only the syntax is checked then.
+Status CheckHeadLists(const Json& c, const std::string& file, const std::string& prefix) {
+  const bool imported = !c["model"]["init_from"].get_ref<const std::string&>().empty();
+  const int64_t layers = imported ? -1 : c["model"]["layers"].get<int64_t>();
+  const int64_t heads = imported ? -1 : c["model"]["heads"].get<int64_t>();
+  auto where = [&](const char* key) { return file + ": " + prefix + "." + key; };
+  const std::string& modes = c["model"]["head_modes"].get_ref<const std::string&>();
+  auto m = ParseHeadModeList(modes, layers, heads, where("model.head_modes"));
+  if (!m.ok()) return m.status();
+  for (const char* key : {"saf.heads", "prune.heads", "bench.fixed_heads"}) {
+    const Json& v = c[RunConfigPointer(key)];
+    if (!v.is_string()) continue;
+    auto list = ParseHeadList(v.get<std::string>(), layers, heads, where(key));
+    if (!list.ok()) return list.status();
+  }
+  return Status::Ok();
+}
+
 // Cross-field rules: checked on the merged config, reported at the field that must change.
 Status CheckCrossField(const Json& c, const std::string& file, const std::string& prefix) {
   int64_t heads = c["model"]["heads"].get<int64_t>();
@@ -328,6 +350,7 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   if (!c["time_match"]["arm"].get_ref<const std::string&>().empty() &&
       c["time_match"]["experiment"].get<int64_t>() == 0)
     return Invalid(file, prefix + ".time_match.arm", "time_match.arm needs time_match.experiment");
+  HEADLAB_RETURN_IF_ERROR(CheckHeadLists(c, file, prefix));
   HEADLAB_RETURN_IF_ERROR(saf::CheckSafConfig(c, file, prefix));
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
@@ -417,7 +440,7 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
         if (bar == std::string::npos) break;
         rest = rest.substr(bar + 1);
       }
-      guess = ClosestName(value.get<std::string>(), allowed);
+      guess = ClosestValue(value.get<std::string>(), allowed);
     }
     return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value) +
                                    (guess.empty() ? "" : " (did you mean \"" + guess + "\"?)"));
@@ -444,34 +467,37 @@ StatusOr<Json> FlattenRunConfig(const Json& config, const std::string& file,
   if (!config.is_object())
     return Invalid(file, path_prefix, "expected an object (a run config), got " + Got(config));
   Json flat = Json::object();
+  ErrorList errors;  // every bad field, not only the first
   auto add = [&](const std::string& key, const Json& value, const std::string& path) {
     auto v = ValidateRunConfigValue(key, value, file, path);
-    if (!v.ok()) return v.status();
-    flat[key] = std::move(v.value());
-    return Status::Ok();
+    if (errors.Add(v.status())) flat[key] = std::move(v.value());
   };
   for (auto& [name, value] : config.items()) {
     std::string path = path_prefix + "." + name;
     if (IsSection(name)) {
-      if (!value.is_object())
-        return Invalid(file, path, "expected an object, got " + Got(value));
+      if (!value.is_object()) {
+        errors.Add(Invalid(file, path, "expected an object, got " + Got(value)));
+        continue;
+      }
       for (auto& [leaf, leaf_value] : value.items()) {
         std::string key = name + "." + leaf;
         if (!IsRunConfigKey(key))
-          return Invalid(file, path + "." + leaf,
-                         name == kParamsSection
-                             ? "expected a parameter name matching [A-Za-z0-9_-]{1,64}"
-                             : UnknownAt(name, leaf));
-        HEADLAB_RETURN_IF_ERROR(add(key, leaf_value, path + "." + leaf));
+          errors.Add(Invalid(file, path + "." + leaf,
+                             name == kParamsSection
+                                 ? "expected a parameter name matching [A-Za-z0-9_-]{1,64}"
+                                 : UnknownAt(name, leaf)));
+        else
+          add(key, leaf_value, path + "." + leaf);
       }
     } else if (IsRunConfigKey(name)) {
-      HEADLAB_RETURN_IF_ERROR(add(name, value, path));
+      add(name, value, path);
     } else if (name.find('.') != std::string::npos) {
-      return UnknownRunConfigKey(file, path, name);
+      errors.Add(UnknownRunConfigKey(file, path, name));
     } else {
-      return Invalid(file, path, UnknownAt("", name));
+      errors.Add(Invalid(file, path, UnknownAt("", name)));
     }
   }
+  if (!errors.empty()) return errors.ToStatus();
   return flat;
 }
 

@@ -2,6 +2,7 @@
 #include "common/suggest.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace headlab {
 
@@ -42,6 +43,20 @@ std::string ClosestName(const std::string& word, const std::vector<std::string>&
     if (shorter.size() >= 3 && longer.compare(0, shorter.size(), shorter) == 0) return c;
   }
   return "";
+}
+
+std::string ClosestValue(const std::string& word, const std::vector<std::string>& allowed) {
+  // Other names people give config values; checked before spelling, since a short word's
+  // nearest spelling can mean its opposite.
+  static const std::pair<const char*, const char*> kOtherNames[] = {
+      {"gpu", "cuda"},   {"nvidia", "cuda"}, {"cuda:0", "cuda"},   {"host", "cpu"},
+      {"float16", "fp16"}, {"half", "fp16"}, {"bfloat16", "bf16"}, {"float32", "fp32"},
+      {"float", "fp32"}, {"rotary", "rope"}, {"none", "off"},     {"off", "none"}};
+  for (const auto& [other, name] : kOtherNames)
+    if (word == other)
+      for (const std::string& a : allowed)
+        if (a == name) return a;
+  return ClosestName(word, allowed);
 }
 
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {

@@ -16,6 +16,11 @@ size_t EditDistance(const std::string& a, const std::string& b);
 // with at least 3 characters in common), else "". Ties go to the earlier candidate.
 std::string ClosestName(const std::string& word, const std::vector<std::string>& candidates);
 
+// Returns the allowed value that `word` most likely meant: the one it is a common other
+// name of ("gpu" for "cuda", where "cpu" is one letter away and the opposite), else
+// ClosestName's.
+std::string ClosestValue(const std::string& word, const std::vector<std::string>& allowed);
+
 // Returns " (did you mean \"X\"?)" for ClosestName's X, or "" when there is none.
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 

@@ -302,6 +302,15 @@ void Core::OnMetrics(WorkerInfo* w, const std::string& body, Clock::time_point n
     Status st = store_->InsertMetrics(m->ref, m->points);
     if (!st.ok()) LogWarn("METRICS from " + w->id + " not stored: " + st.message());
     Renew(w, m->ref, now);
+    // A random search's stopping rule: the run and its pair are cancelled with the reason.
+    bool stopped = false;
+    for (const auto& [run, why] : early_stop_.Check(store_->db(), m->ref, m->points)) {
+      auto c = store_->CancelRun(run, why);
+      if (!c.ok()) continue;
+      ApplyCancel(*c);
+      stopped = true;
+    }
+    if (stopped) UnparkAll();
   }
   if (ack) Ack(*w, m->ref, wire::kMetrics, m->max_seq);
 }

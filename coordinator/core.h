@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/log_throttle.h"
 #include "common/status.h"
+#include "coordinator/early_stop.h"
 #include "coordinator/lease_table.h"
 #include "coordinator/rate_limiter.h"
 #include "coordinator/results_store.h"
@@ -198,6 +199,7 @@ class Core {
   Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
   Clock::time_point backlog_since_{};       // input pending at every tick since (or {})
   LogThrottle throttle_;                    // warnings about peers' input
+  EarlyStopper early_stop_;                 // random search's stopping rule (early_stop.h)
   RateLimiter unauthenticated_replies_{/*per_second=*/50, /*burst=*/100};
 };
 

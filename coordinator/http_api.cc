@@ -100,17 +100,20 @@ const char* ContentType(const std::string& path) {
   return "application/octet-stream";
 }
 
-// Removes per_pair lists from each comparison (and its control and log-prob parts),
-// leaving n_pairs: how many there were.
-void DropPerPair(Json* results) {
+// Keeps the first `keep` entries of each comparison's per_pair list (and its control's and
+// log-prob part's), none when keep is 0, and says how many there were in n_pairs.
+void LimitPerPair(Json* results, size_t keep) {
   if (!results->is_object() || !results->contains("comparisons")) return;
   for (Json& c : (*results)["comparisons"]) {
     for (Json* part : {&c, c.contains("control") ? &c["control"] : nullptr,
                        c.contains("logprob_diff") ? &c["logprob_diff"] : nullptr}) {
       if (!part || !part->is_object() || !part->contains("per_pair")) continue;
-      const Json& list = (*part)["per_pair"];
-      (*part)["n_pairs"] = list.is_array() ? list.size() : 0;
-      part->erase("per_pair");
+      Json& list = (*part)["per_pair"];
+      const size_t n = list.is_array() ? list.size() : 0;
+      if (keep > 0 && n <= keep) continue;
+      (*part)["n_pairs"] = n;
+      if (keep == 0) part->erase("per_pair");
+      else list.erase(list.begin() + std::ptrdiff_t(keep), list.end());
     }
   }
 }
@@ -257,35 +260,57 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   const std::string pairs = QueryParam(query, "per_pair");
   if (!pairs.empty() && pairs != "0" && pairs != "1")
     return Error(400, "per_pair must be 0 or 1, got '" + pairs + "'");
+  // pair_limit=N: with per_pair=1, the first N pairs of each comparison (a reader that
+  // shows a few need not move 10^5 of them).
+  const std::string limit_text = QueryParam(query, "pair_limit");
+  size_t pair_limit = 0;
+  if (!limit_text.empty()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(limit_text.c_str(), &end, 10);
+    if (*end || v < 1 || v > 1000000)
+      return Error(400, "pair_limit must be an integer in [1, 1000000], got '" + limit_text + "'");
+    pair_limit = size_t(v);
+  }
+  auto options = ParseResultsOptions(QueryParam(query, "by"), QueryParam(query, "level"));
+  if (!options.ok()) return FromResult(options.status());
   auto compute = [&] {
     std::optional<ComputedResults> to_store;
-    auto answer = AnswerResults(db, experiment, recompute, &to_store);
+    auto answer = AnswerResults(db, experiment, recompute, &to_store, *options);
     // A finished experiment's answer is worth keeping: the loop stores it unless something
     // it was computed from changed meanwhile (StoreResults).
     if (answer.ok() && to_store && router_)
       router_->Post([res = std::move(*to_store)](Core& core) { core.StoreResultsOf(res); });
-    // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
-    // answer, and a page that lists comparisons needs only their counts.
-    if (answer.ok() && pairs != "1") DropPerPair(&answer.value());
     return answer;
   };
-  if (!recompute) return FromResult(compute());
-  // Recomputes are coalesced: a request for an experiment already being recomputed takes
-  // that answer, and at most kMaxRecomputes experiments are recomputed at once.
+  // Each pair's values only when asked (per_pair=1): at 10^5 runs they are most of the
+  // answer, and a page that lists comparisons needs only their counts. Per request: a
+  // coalesced answer serves requests that asked for different lists.
+  auto reply = [&](StatusOr<Json> answer) {
+    if (answer.ok() && (pairs != "1" || pair_limit > 0))
+      LimitPerPair(&answer.value(), pairs == "1" ? pair_limit : 0);
+    return FromResult(answer);
+  };
+  // Only the default answer is stored; any other is computed each time, like a recompute.
+  if (!recompute && options->IsDefault()) return reply(compute());
+  // Recomputes are coalesced: a request for an answer already being recomputed (the same
+  // experiment and options) takes that answer, and at most kMaxRecomputes are computed at
+  // once.
+  std::string key = std::to_string(experiment) + "?level=" + std::to_string(options->level);
+  for (const std::string& k : options->by) key += "&by=" + k;
   std::promise<StatusOr<Json>> mine;
   std::shared_future<StatusOr<Json>> theirs;
   {
     std::lock_guard<std::mutex> l(recompute_mu_);
-    if (auto it = recomputing_.find(experiment); it != recomputing_.end()) {
+    if (auto it = recomputing_.find(key); it != recomputing_.end()) {
       theirs = it->second;
     } else if (recomputing_.size() >= kMaxRecomputes) {
       return Error(503, "too many experiments being recomputed (" +
                             std::to_string(kMaxRecomputes) + "); retry later");
     } else {
-      recomputing_.emplace(experiment, mine.get_future().share());
+      recomputing_.emplace(key, mine.get_future().share());
     }
   }
-  if (theirs.valid()) return FromResult(theirs.get());
+  if (theirs.valid()) return reply(theirs.get());
   StatusOr<Json> answer = Status::Internal("recompute failed");
   try {
     answer = compute();
@@ -293,9 +318,11 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     answer = Status::Internal(std::string("recompute failed: ") + e.what());
   }
   mine.set_value(answer);
-  std::lock_guard<std::mutex> l(recompute_mu_);
-  recomputing_.erase(experiment);
-  return FromResult(answer);
+  {
+    std::lock_guard<std::mutex> l(recompute_mu_);
+    recomputing_.erase(key);
+  }
+  return reply(std::move(answer));
 }
 
 HttpResponse HttpApi::Write(std::function<StatusOr<Json>(Core&)> fn) {
@@ -361,7 +388,8 @@ HttpResponse HttpApi::Submit(const std::string& body) {
                            {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
       const size_t n = grid->runs.size();
       grid->runs = {};
-      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)}});
+      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)},
+                                  {"strata", StrataKeys(grid->source, grid->pair_by)}});
     }
     // A large dry run's trees are freed by now; hand the pages back to the system rather
     // than keep them in malloc's free lists for the coordinator's lifetime.
@@ -369,9 +397,13 @@ HttpResponse HttpApi::Submit(const std::string& body) {
     return answer;
   }
   if (!router_) return Error(503, "this server is read-only");
+  // What the comparisons will be broken down by: said at submit, not found in results.
+  const std::vector<std::string> strata = StrataKeys(grid->source, grid->pair_by);
   // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.
-  return FromResult(router_->CallInSteps(
-      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun)));
+  auto submitted = router_->CallInSteps(
+      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun));
+  if (submitted.ok() && submitted->is_object()) (*submitted)["strata"] = strata;
+  return FromResult(submitted);
 }
 
 HttpResponse HttpApi::Query(const std::string& body) {

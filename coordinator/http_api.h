@@ -62,9 +62,9 @@ class HttpApi {
   const Options options_;
   Router* const router_;
   std::mutex recompute_mu_;
-  // Experiments being recomputed -> the answer their requests wait for. Guarded by
-  // recompute_mu_.
-  std::map<int64_t, std::shared_future<StatusOr<Json>>> recomputing_;
+  // Answers being recomputed (experiment and options) -> the answer their requests wait
+  // for. Guarded by recompute_mu_.
+  std::map<std::string, std::shared_future<StatusOr<Json>>> recomputing_;
 };
 
 // Returns the HTTP status for a Status code: InvalidArgument 400, NotFound 404,

@@ -42,14 +42,17 @@ std::vector<std::string> SplitParamList(const std::string& list, char sep) {
   while (start <= list.size()) {
     size_t end = list.find(sep, start);
     if (end == std::string::npos) end = list.size();
-    size_t a = list.find_first_not_of(" \t", start);
-    if (a != std::string::npos && a < end) {
-      size_t b = list.find_last_not_of(" \t", end - 1);
-      out.push_back(list.substr(a, b - a + 1));
-    }
+    std::string part = TrimParam(list.substr(start, end - start));
+    if (!part.empty()) out.push_back(std::move(part));
     start = end + 1;
   }
   return out;
+}
+
+std::string TrimParam(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
 }
 
 }  // namespace headlab::coord

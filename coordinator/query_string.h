@@ -15,4 +15,7 @@ std::string QueryParam(const std::string& query, const std::string& name);
 // Splits a parameter's list ("a, b,,c") on `sep`: parts trimmed of spaces, empty ones dropped.
 std::vector<std::string> SplitParamList(const std::string& list, char sep);
 
+// Returns `s` without leading and trailing spaces and tabs.
+std::string TrimParam(const std::string& s);
+
 }  // namespace headlab::coord

@@ -29,7 +29,8 @@ Json Answer(ComputedResults&& r, bool stored) {
 
 }  // namespace
 
-StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment) {
+StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment,
+                                           const ResultsOptions& options) {
   ComputedResults r;
   r.experiment = experiment;
   r.computed_at = NowIso();
@@ -38,7 +39,7 @@ StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment) {
       "SELECT count(*) FROM runs WHERE experiment_id=? AND status IN ('queued','running')");
   u.Bind(1, experiment);
   r.finished = u.Step() && u.Int(0) == 0;
-  StatusOr<Json> res = ComputeResults(db, experiment);
+  StatusOr<Json> res = ComputeResults(db, experiment, options);
   if (!res.ok()) return res.status();
   r.results = std::move(*res);
   return r;
@@ -82,14 +83,16 @@ StatusOr<bool> StoreResults(Db* db, const ComputedResults& r) {
 }
 
 StatusOr<Json> AnswerResults(Db* db, int64_t experiment, bool recompute,
-                             std::optional<ComputedResults>* to_store) {
+                             std::optional<ComputedResults>* to_store,
+                             const ResultsOptions& options) {
   ReadSnapshot snapshot(db);
   if (!snapshot.status().ok()) return snapshot.status();
-  if (!recompute)
+  const bool stock = options.IsDefault();  // only the default answer is stored
+  if (!recompute && stock)
     if (auto stored = CurrentStoredResults(db, experiment)) return Answer(std::move(*stored), true);
-  auto computed = ComputeResultsAt(db, experiment);
+  auto computed = ComputeResultsAt(db, experiment, options);
   if (!computed.ok()) return computed.status();
-  if (to_store && computed->finished && !HasCurrentResults(db, experiment)) {
+  if (to_store && stock && computed->finished && !HasCurrentResults(db, experiment)) {
     *to_store = *computed;
     (*to_store)->text = JsonText(computed->results);
   }

@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "coordinator/db.h"
+#include "coordinator/results.h"
 
 namespace headlab::coord {
 
@@ -36,7 +37,8 @@ struct ComputedResults {
 // Computes `experiment`'s results and what they were computed from. `db` must be inside
 // one transaction (a ReadSnapshot, or the loop's batch) so that both come from the same
 // state. NotFound for an unknown experiment.
-StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment);
+StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment,
+                                           const ResultsOptions& options = {});
 
 // Returns the experiment's stored results if they are current (computed at its present
 // results_inputs.changes by code of format kResultsFormat), else nullopt.
@@ -52,11 +54,12 @@ StatusOr<bool> StoreResults(Db* db, const ComputedResults& r);
 
 // The answer of GET /api/v1/experiments/ID/results (schema/http_api.md): ComputeResults'
 // answer with `computed_at` and `stored` (true: served from the store). The stored answer
-// when it is current and `recompute` is false; else computed from one snapshot of the
-// read-only connection `db`, and then *to_store is set when the loop should store it
-// (finished, and no current answer stored).
+// when it is current, `recompute` is false and `options` are the default; else computed
+// from one snapshot of the read-only connection `db`, and then *to_store is set when the
+// loop should store it (default options, finished, and no current answer stored).
 StatusOr<Json> AnswerResults(Db* db, int64_t experiment, bool recompute,
-                             std::optional<ComputedResults>* to_store);
+                             std::optional<ComputedResults>* to_store,
+                             const ResultsOptions& options = {});
 
 // A read snapshot of a read-only connection: BEGIN on construction, COMMIT on destruction
 // (whatever happened in between: a connection left in a transaction would read the same

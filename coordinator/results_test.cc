@@ -220,8 +220,9 @@ TEST_CASE("comparisons carry unit, direction, 95% CI, verdict and a note") {
   CHECK(c["better"] == "lower");
   CHECK(c["mean"].get<double>() == Approx(-7.5));
   CHECK(c["se"].get<double>() == Approx(2.5));  // sd sqrt(12.5), / sqrt(2)
-  CHECK(c["ci95"]["lo"].get<double>() == Approx(-7.5 - 12.706 * 2.5));
-  CHECK(c["ci95"]["hi"].get<double>() == Approx(-7.5 + 12.706 * 2.5));
+  // t(0.975; 1) = tan(0.475 pi) = 12.7062047 (df 1 is the Cauchy distribution).
+  CHECK(c["ci95"]["lo"].get<double>() == Approx(-7.5 - 12.7062047 * 2.5));
+  CHECK(c["ci95"]["hi"].get<double>() == Approx(-7.5 + 12.7062047 * 2.5));
   CHECK(c["ci95"]["df"] == 1);
   CHECK(c["verdict"] == "no clear difference (95% CI includes 0)");
   const Json& typo = (*r)["comparisons"][1];
@@ -259,6 +260,147 @@ TEST_CASE("a verdict reads the direction of the metric and of the stat") {
   CHECK(cs[1]["verdict"].get<std::string>().rfind("treatment better", 0) == 0);
   CHECK(cs[2]["better"] == "higher");
   CHECK(cs[2]["verdict"] == "treatment worse (95% CI excludes 0)");
+}
+
+}  // namespace headlab::coord
+
+namespace headlab::coord {
+namespace {
+
+// Axes seed x train.lr, paired by seed only: train.lr is a stratum, never pooled.
+constexpr const char* kLrGrid = R"({
+  "name": "lr", "base": {"kind": "noop"},
+  "axes": {"seed": [1, 2], "train.lr": [0.001, 0.01]},
+  "arms": {"base": {}, "treat": {"noop.metrics": 1}},
+  "comparisons": [{"name": "dppl", "baseline": "base", "treatment": "treat",
+                   "metric": "eval.ppl", "stat": "delta_pct"}]})";
+
+// Runs in expansion order (arm, seed, train.lr): base 100 200 100 200, treat 98 230 96 146:
+// ΔPPL% at lr 0.001: -2, -4 (mean -3, SE 1); at lr 0.01: +15, -27 (mean -6, SE 21).
+// Pooling the four would give -4.5.
+struct LrFixture {
+  TempDir dir;
+  Store s;
+  int64_t exp = 0;
+  LrFixture() {
+    REQUIRE(s.Open(dir.path() + "/h.db").ok());
+    auto grid = ExpandGrid(kLrGrid, "lr.jsonc", {});
+    REQUIRE(grid.ok());
+    auto e = s.InsertExperiment(*grid, {}, false);
+    REQUIRE(e.ok());
+    exp = e->experiment_id;
+    const double ppl[] = {100, 200, 100, 200, 98, 230, 96, 146};
+    for (int i = 0; i < 8; ++i) {
+      REQUIRE(s.StartAttempt({e->queued[i], 1}, "w", {}, nullptr).ok());
+      s.FinishAttempt({e->queued[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", ppl[i]}});
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a comparison never pools levels of an axis it does not pair on") {
+  LrFixture f;
+  auto r = ComputeResults(f.s.db(), f.exp);
+  REQUIRE(r.ok());
+  CHECK((*r)["by"] == Json::array({"train.lr"}));
+  const Json& cs = (*r)["comparisons"];
+  REQUIRE(cs.size() == 2);
+  CHECK(cs[0]["name"] == "dppl [train.lr=0.001]");
+  CHECK(cs[0]["comparison"] == "dppl");
+  CHECK(cs[0]["by"]["train.lr"].get<double>() == 0.001);
+  CHECK(cs[0]["n"] == 2);
+  CHECK(cs[0]["mean"].get<double>() == Approx(-3.0));
+  CHECK(cs[0]["se"].get<double>() == Approx(1.0));
+  CHECK(cs[1]["name"] == "dppl [train.lr=0.01]");
+  CHECK(cs[1]["n"] == 2);
+  CHECK(cs[1]["mean"].get<double>() == Approx(-6.0));
+  CHECK(cs[1]["se"].get<double>() == Approx(21.0));
+  // Arm means, too, stay within one learning rate.
+  const Json& arms = (*r)["arms"];
+  REQUIRE(arms.size() == 4);
+  CHECK(arms[0]["arm"] == "base");
+  CHECK(arms[0]["by"]["train.lr"].get<double>() == 0.001);
+  CHECK(arms[0]["n"] == 2);
+  CHECK(arms[0]["metrics"]["eval.ppl"]["mean"].get<double>() == Approx(100.0));
+  CHECK(arms[1]["metrics"]["eval.ppl"]["mean"].get<double>() == Approx(200.0));
+  CHECK(arms[2]["arm"] == "treat");
+  CHECK(arms[2]["metrics"]["eval.ppl"]["mean"].get<double>() == Approx(97.0));
+  CHECK(arms[3]["metrics"]["eval.ppl"]["mean"].get<double>() == Approx(188.0));
+  // Each stratum is a paired_stats row of its own.
+  REQUIRE(SavePairedStats(f.s.db(), f.exp, *r).ok());
+  Stmt q = f.s.db()->MustPrepare("SELECT count(*) FROM paired_stats");
+  REQUIRE(q.Step());
+  CHECK(q.Int(0) == 2);
+}
+
+TEST_CASE("a one-value axis outside pair_by is no stratum") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  auto grid = ExpandGrid(kLrGrid, "lr.jsonc", {"train.lr=0.001", "train.steps=5"});
+  REQUIRE(grid.ok());
+  auto e = s.InsertExperiment(*grid, {}, false);
+  REQUIRE(e.ok());
+  auto r = ComputeResults(s.db(), e->experiment_id);
+  REQUIRE(r.ok());
+  CHECK((*r)["by"] == Json::array());
+  REQUIRE((*r)["comparisons"].size() == 1);
+  CHECK((*r)["comparisons"][0]["name"] == "dppl");
+}
+
+TEST_CASE("results --by breaks down further; --level sets the CI's confidence") {
+  LrFixture f;
+  auto opts = ParseResultsOptions("seed", "0.99");
+  REQUIRE(opts.ok());
+  auto r = ComputeResults(f.s.db(), f.exp, *opts);
+  REQUIRE(r.ok());
+  CHECK((*r)["by"] == Json::array({"seed", "train.lr"}));
+  const Json& cs = (*r)["comparisons"];
+  REQUIRE(cs.size() == 4);
+  CHECK(cs[0]["name"] == "dppl [seed=1 train.lr=0.001]");
+  CHECK(cs[0]["n"] == 1);
+  CHECK(cs[0]["mean"].get<double>() == Approx(-2.0));
+  CHECK(cs[3]["name"] == "dppl [seed=2 train.lr=0.01]");
+  CHECK(cs[3]["mean"].get<double>() == Approx(-27.0));
+  CHECK((*r)["arms"].size() == 8);
+
+  auto lr = ComputeResults(f.s.db(), f.exp, *ParseResultsOptions("", "0.99"));
+  REQUIRE(lr.ok());
+  const Json& c = (*lr)["comparisons"][0];  // -2, -4: mean -3, SE 1, t(0.995; 1) = 63.657
+  CHECK(c["ci"]["level"].get<double>() == 0.99);
+  CHECK(c["ci"]["hi"].get<double>() == Approx(-3.0 + 63.657).epsilon(1e-4));
+  CHECK(c["ci95"]["hi"].get<double>() == Approx(-3.0 + 12.706).epsilon(1e-4));
+  CHECK(c["verdict"] == "no clear difference (99% CI includes 0)");
+
+  auto typo = ParseResultsOptions("trian.lr", "");
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.status().message().find("did you mean \"train.lr\"") != std::string::npos);
+  for (const char* bad : {"1", "0", "95", "x", "0.9x"})
+    CHECK_FALSE(ParseResultsOptions("", bad).ok());
+}
+
+TEST_CASE("a finished experiment whose treatment failed says so, not 'no pair yet'") {
+  TempDir dir;
+  Store s;
+  REQUIRE(s.Open(dir.path() + "/h.db").ok());
+  Grid g = TestGrid({"base", "treat"}, 2, "t", /*max_attempts=*/1);
+  auto e = s.InsertExperiment(g, {}, false);
+  REQUIRE(e.ok());
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(s.StartAttempt({e->queued[i], 1}, "w", {}, nullptr).ok());
+    if (i < 2)
+      s.FinishAttempt({e->queued[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", 10.0}});
+    else
+      s.FinishAttempt({e->queued[i], 1}, "failed", 1, "boom", "", {});
+  }
+  auto r = ComputeResults(s.db(), e->experiment_id);
+  REQUIRE(r.ok());
+  INFO((*r)["comparisons"].dump());
+  const std::string note = (*r)["comparisons"][0]["note"];
+  CHECK(note.rfind("no pair: no run of arm \"treat\" succeeded", 0) == 0);
+  CHECK(note.find("yet") == std::string::npos);
+  CHECK((*r)["status_counts"]["succeeded"] == 2);
 }
 
 }  // namespace headlab::coord

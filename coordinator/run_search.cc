@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/run_config.h"
+#include "common/suggest.h"
 #include "coordinator/annotations.h"
 #include "coordinator/query_string.h"
 #include "coordinator/views.h"
@@ -35,12 +36,15 @@ StatusOr<std::vector<std::string>> ParseStatusList(const std::string& list) {
   return out;
 }
 
-StatusOr<ConfigCondition> ParseCondition(const std::string& text) {
+StatusOr<ConfigCondition> ParseCondition(const std::string& raw) {
+  // Spaces around the key, the operator and the value are for the reader
+  // ("train.lr <= 1e-3"); a string value keeps its inner spaces.
+  const std::string text = TrimParam(raw);
   size_t at = text.find_first_of("=!<>");
   if (at == std::string::npos || at == 0)
     return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   ConfigCondition c;
-  c.key = text.substr(0, at);
+  c.key = TrimParam(text.substr(0, at));
   size_t len = (at + 1 < text.size() && text[at + 1] == '=') ? 2 : 1;
   c.op = text.substr(at, len);
   if (c.op == "!" || c.op == "==") c.op = c.op == "==" ? "=" : "";
@@ -48,8 +52,9 @@ StatusOr<ConfigCondition> ParseCondition(const std::string& text) {
                        c.op != ">" && c.op != ">="))
     return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   if (!IsRunConfigKey(c.key))
-    return Status::InvalidArgument("where \"" + text + "\": unknown config key \"" + c.key + "\"");
-  c.value = ParseValue(text.substr(at + len));
+    return Status::InvalidArgument("where \"" + text + "\": unknown config key \"" + c.key + "\"" +
+                                   DidYouMean(c.key, RunConfigKeys()));
+  c.value = ParseValue(TrimParam(text.substr(at + len)));
   return c;
 }
 

@@ -17,8 +17,20 @@ TEST_CASE("conditions and filters parse; bad ones name what is wrong") {
   CHECK(ParseCondition("seed!=2")->op == "!=");
   CHECK(ParseCondition("seed==2")->op == "=");
   CHECK(ParseCondition("train.lrr=1").status().message() ==
-        "where \"train.lrr=1\": unknown config key \"train.lrr\"");
+        "where \"train.lrr=1\": unknown config key \"train.lrr\" (did you mean \"train.lr\"?)");
   CHECK(!ParseCondition("seed").ok());
+  // Spaces around the parts, as the dashboard's own placeholder has them.
+  auto spaced = ParseCondition(" train.lr <= 1e-3 ");
+  REQUIRE(spaced.ok());
+  CHECK(spaced->key == "train.lr");
+  CHECK(spaced->op == "<=");
+  CHECK(spaced->value == 1e-3);
+  CHECK(ParseCondition("params.act = \"a b\"")->value == "a b");
+  auto placeholder = ParseRunFilter("where=train.lr%3C%3D1e-3%3B%20seed%3D1");  // "train.lr<=1e-3; seed=1"
+  REQUIRE(placeholder.ok());
+  REQUIRE(placeholder->where.size() == 2);
+  CHECK(placeholder->where[1].key == "seed");
+  CHECK(placeholder->where[1].value == 1);
   auto f = ParseRunFilter("experiment=3&status=failed,lost&tag=good&where=seed%3D1;train.lr%3E0&limit=5");
   REQUIRE(f.ok());
   CHECK(f->experiment == 3);

@@ -665,7 +665,7 @@ Status Store::SetRunStatus(int64_t run, const std::string& status, const std::st
   return set_run_status_.Exec();
 }
 
-StatusOr<RunChange> Store::CancelRun(int64_t run) {
+StatusOr<RunChange> Store::CancelRun(int64_t run, const std::string& reason) {
   Stmt s = db_.MustPrepare(
       "SELECT status, attempts, coalesce(worker_id, ''), experiment_id FROM runs WHERE id=?");
   s.Bind(1, run);
@@ -682,9 +682,9 @@ StatusOr<RunChange> Store::CancelRun(int64_t run) {
   }
   int64_t exp = s.Int(3);
   c.experiment_id = exp;
-  HEADLAB_RETURN_IF_ERROR(SetRunStatus(run, "cancelled", "cancelled by user"));
+  HEADLAB_RETURN_IF_ERROR(SetRunStatus(run, "cancelled", reason));
   HEADLAB_RETURN_IF_ERROR(AddEvent("cancel", exp, run, c.running ? c.running->attempt : 0,
-                                   c.worker_id, {{"was", c.old_status}}));
+                                   c.worker_id, {{"was", c.old_status}, {"reason", reason}}));
   return c;
 }
 
@@ -737,8 +737,11 @@ StatusOr<RunChange> Store::RetryRun(int64_t run) {
   c.run = run;
   c.old_status = s.Text(0);
   if (c.old_status != "failed" && c.old_status != "cancelled" && c.old_status != "lost")
-    return Status::Unavailable("run " + std::to_string(run) + " is " + c.old_status +
-                               "; only failed, cancelled or lost runs can be retried");
+    return Status::Unavailable(
+        "run " + std::to_string(run) + " is " + c.old_status +
+        "; only failed, cancelled or lost runs can be retried" +
+        (c.old_status == "succeeded" ? " (to run a succeeded config again, resubmit its grid with --rerun)"
+                                     : ""));
   int attempts = int(s.Int(1));
   int64_t exp = s.Int(2);
   c.experiment_id = exp;

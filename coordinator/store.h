@@ -195,7 +195,8 @@ class Store {
   // --- User requests ---
   // Cancels a queued or running run; NotFound / FailedPrecondition-as-Unavailable if the
   // run is already finished (the HTTP layer maps Unavailable to 409).
-  StatusOr<RunChange> CancelRun(int64_t run);
+  // `reason` becomes the run's error ("cancelled by user", or why a rule stopped it).
+  StatusOr<RunChange> CancelRun(int64_t run, const std::string& reason = "cancelled by user");
   // Cancels every queued/running run of the experiment.
   StatusOr<std::vector<RunChange>> CancelExperiment(int64_t experiment);
   // Where a cancel of an experiment in steps has got to.

@@ -11,8 +11,8 @@ source "$(dirname "$0")/lib.sh"
 
 say "up on free ports: an export line; status --data-dir finds it"
 UP=$HL_TMP/up
-P1=$(hl_free_port) && P2=$(hl_free_port) || exit 1
-up_detached "$UP" --http "127.0.0.1:$P1" --workers "tcp://127.0.0.1:$P2" --worker-slots 2
+hl_up_detached "$UP"
+P1=$HL_UP_PORT
 grep -qx "  for other shells: export HEADLAB_URL=http://127.0.0.1:$P1" "$HL_TMP/up.out" ||
   fail "up printed no export line: $(cat "$HL_TMP/up.out")"
 ok "up printed: export HEADLAB_URL=http://127.0.0.1:$P1"
@@ -63,13 +63,14 @@ ok "experiment $EXP is reachable as \"known_values\""
 say "results: unit, SE, 95% CI, reading; one FLOPs footnote; no split tables"
 RES=$(COLUMNS=100 H results known_values) || fail "results known_values failed"
 echo "$RES" | sed 's/^/    /'
-grep -q "mean -3.5 % ± 1.5 (SE)   95% CI \[-22.559 %, 15.559 %\] (Student t, 1 df)" <<<"$RES" ||
-  fail "results do not give b vs a as mean -3.5 % ± 1.5 with the t interval [-22.559, 15.559]"
+# t(0.975; 1) = tan(0.475 pi) = 12.7062: -3.5 ± 19.0593.
+grep -q "mean -3.5 % ± 1.5 (SE)   95% CI \[-22.5593 %, 15.5593 %\] (Student t, 1 df)" <<<"$RES" ||
+  fail "results do not give b vs a as mean -3.5 % ± 1.5 with the t interval [-22.5593, 15.5593]"
 grep -q "lower is better: no clear difference (95% CI includes 0)" <<<"$RES" || fail "no reading of b vs a"
 expect_eq "FLOPs footnotes" 1 "$(grep -c 'FLOPs' <<<"$RES")"
 expect_eq "split ('continued') tables" 0 "$(grep -c 'continued' <<<"$RES")"
 grep -q "extra.m12" <<<"$RES" || fail "results lost the 12th extra metric"
-ok "b vs a: -3.5 % ± 1.5, 95% CI [-22.559, 15.559] %, read as no clear difference"
+ok "b vs a: -3.5 % ± 1.5, 95% CI [-22.5593, 15.5593] %, read as no clear difference"
 
 say "why a run failed"
 BROKEN=$(H query "SELECT min(id) FROM runs WHERE experiment_id = $EXP AND arm = 'broken'" --csv | tail -1)

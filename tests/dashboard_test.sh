@@ -13,8 +13,11 @@
 # asks only for counts; reused runs' curves, the run page's first curves without a 5 s
 # wait, axis labels and log scale, mean ± SE at one precision, the scatter and breakdown,
 # overlay selection and clearing, 400 px layouts and a 64-character name, cancel asking
-# first and absent on a finished experiment, the worker's RSS series beside the loss, and
-# an overlay of runs of two experiments. Screenshots land in $PWD/dashboard-screens/ (the ctest
+# first and absent on a finished experiment, the worker's RSS series beside the loss, an
+# overlay of runs of two experiments, the config diff of two runs (keys as `headlab diff`
+# gives them), arms, comparisons and run colours per level of an axis the grid does not
+# pair on (with a 28-character arm name whole in the runs table at 1400 px), a
+# finished comparison whose treatment failed saying so, and a cancelled run's reason. Screenshots land in $PWD/dashboard-screens/ (the ctest
 # working directory) for a person to look at.
 #
 # Needs Debian's chromium (make deps installs it) and node >= 20 with npm; installs only
@@ -93,6 +96,8 @@ cat >"$CMD_GRID" <<JSON
  "base": {"kind": "command",
           "command": {"program": "$DRIVER/report_values.py", "interpreter": "python3"}},
  "arms": {"ok": {}, "fail": {"params.fail": 1}},
+ "comparisons": [{"name": "fail vs ok", "baseline": "ok", "treatment": "fail",
+                  "metric": "test.value", "stat": "diff"}],
  "max_attempts": 1}
 JSON
 CMD=$(submit "$CMD_GRID") || exit 1
@@ -101,6 +106,47 @@ CMD_OK=$(db "SELECT id FROM runs WHERE experiment_id = $CMD AND arm = 'ok'")
 CMD_FAIL=$(db "SELECT id FROM runs WHERE experiment_id = $CMD AND arm = 'fail'")
 expect_eq "status of the reporting command run $CMD_OK" succeeded "$(db "SELECT status FROM runs WHERE id = $CMD_OK")"
 expect_eq "status of the failing command run $CMD_FAIL" failed "$(db "SELECT status FROM runs WHERE id = $CMD_FAIL")"
+say "a command grid with an axis it does not pair on (params.lrate): never pooled"
+STRATA_GRID=$HL_TMP/strata_grid.json
+cat >"$STRATA_GRID" <<JSON
+{"name": "dashboard_strata",
+ "base": {"kind": "command",
+          "command": {"program": "$DRIVER/report_values.py", "interpreter": "python3"}},
+ "axes": {"params.rep": [1, 2], "params.lrate": [1, 2]},
+ "arms": {"a": {}, "prune_gate_taylor_r25_tokens": {"params.b": 1}},
+ "pair_by": ["params.rep"],
+ "comparisons": [{"name": "b vs a", "baseline": "a", "treatment": "prune_gate_taylor_r25_tokens",
+                  "metric": "test.value", "stat": "diff"}],
+ "max_attempts": 1}
+JSON
+STRATA=$(submit "$STRATA_GRID") || exit 1
+wait_grid "$STRATA" 120
+expect_eq "strata grid's runs that succeeded" 8 \
+  "$(db "SELECT count(*) FROM runs WHERE experiment_id = $STRATA AND status = 'succeeded'")"
+
+say "a run cancelled by its user (its page must say why it stopped)"
+HOLD_GRID=$HL_TMP/hold_grid.json
+jq -n --arg program "$DRIVER/report_values.py" '{name: "dashboard_hold",
+  base: {kind: "command", command: {program: $program, interpreter: "python3"}, params: {hold: 1}},
+  max_attempts: 1}' >"$HOLD_GRID"
+HOLD=$(submit "$HOLD_GRID") || exit 1
+HOLD_RUN=$(db "SELECT min(id) FROM runs WHERE experiment_id = $HOLD")
+curl -sf --max-time 10 -X POST -H "Authorization: Bearer $(cat "$HL_DATA/token")" \
+  -H 'Content-Type: application/json' -d '{}' "$HL_URL/api/v1/runs/$HOLD_RUN/cancel" >/dev/null ||
+  fail "POST /runs/$HOLD_RUN/cancel with the token failed"
+hold_cancelled() { [[ "$(db "SELECT status FROM runs WHERE id = $HOLD_RUN")" == cancelled ]]; }
+wait_until 30 "run $HOLD_RUN to be cancelled" hold_cancelled
+HOLD_REASON=$(db "SELECT error FROM runs WHERE id = $HOLD_RUN")
+[[ -n "$HOLD_REASON" ]] || fail "cancelled run $HOLD_RUN has no reason in the database"
+ok "run $HOLD_RUN cancelled: $HOLD_REASON"
+
+say "the CLI's config diff of two finished runs (the dashboard's diff page must agree)"
+DIFF_A=$(db "SELECT min(id) FROM runs WHERE experiment_id = $FIN AND arm = 'ordinary'")
+DIFF_B=$(db "SELECT max(id) FROM runs WHERE experiment_id = $FIN AND arm = 'aah'")
+DIFF_KEYS=$(hl diff "$DIFF_A" "$DIFF_B" --json | jq -c '[.config[].key]') || fail "headlab diff $DIFF_A $DIFF_B failed"
+[[ "$DIFF_KEYS" == *seed* && "$DIFF_KEYS" == *aah.* ]] || fail "diff of runs $DIFF_A and $DIFF_B: $DIFF_KEYS"
+ok "runs $DIFF_A and $DIFF_B differ in $DIFF_KEYS"
+
 read -r ART_ATTEMPT ART_SEQ ART_SHA <<<"$(db "SELECT attempt, seq, sha256 FROM artifacts
   WHERE run_id = $PROV_RUN AND kind = 'checkpoint' ORDER BY attempt DESC, seq DESC LIMIT 1" | tr '|' ' ')"
 [[ -n "$ART_SHA" ]] || fail "run $PROV_RUN has no checkpoint artifact"
@@ -124,7 +170,9 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
   --argjson cmd "$CMD" --argjson cmd_ok "$CMD_OK" --argjson cmd_fail "$CMD_FAIL" \
   --argjson art_attempt "$ART_ATTEMPT" --argjson art_seq "$ART_SEQ" --arg art_sha "$ART_SHA" \
   --arg worker_name "$WORKER_NAME" --arg seeds "$SEEDS" --arg token "$(cat "$HL_DATA/token")" \
-  --argjson reused "$REUSED" --argjson reused_run "$REUSED_RUN" '
+  --argjson reused "$REUSED" --argjson reused_run "$REUSED_RUN" --argjson strata "$STRATA" \
+  --argjson diff_a "$DIFF_A" --argjson diff_b "$DIFF_B" --argjson diff_keys "$DIFF_KEYS" \
+  --argjson hold_run "$HOLD_RUN" --arg hold_reason "$HOLD_REASON" '
   {url: $url, screens: $screens, token: $token, worker_name: $worker_name,
    finished: {experiment: $fin, runs: ($fin_runs | split(",") | map(tonumber)),
               seeds: ($seeds | split(",") | map(tonumber))},
@@ -134,6 +182,9 @@ jq -n --arg url "$HL_URL" --arg screens "$SCREENS" --argjson fin "$FIN" --arg fi
    heads: {run: $head_run, layers: $layers, heads: $heads},
    provenance: {run: $prov_run, commit: $commit},
    reused: {experiment: $reused, run: $reused_run},
+   strata: {experiment: $strata},
+   diff: {a: $diff_a, b: $diff_b, keys: $diff_keys},
+   cancelled: {run: $hold_run, reason: $hold_reason},
    cancel_run: $live_run}' >"$HL_TMP/spec.json"
 
 say "headless Chromium: tests/dashboard/check.mjs"

@@ -119,6 +119,17 @@ for tool in curl jq sqlite3 sha256sum pgrep; do
 done
 
 # ---------------------------------------------------------------------------------------
+# `headlab up --detach` as a user runs it.
+
+# Starts `headlab up --detach --data-dir $1` on free ports with 2 worker slots (its output
+# in $HL_TMP/up.out, the HTTP port in HL_UP_PORT) and stops it with `down` at exit.
+hl_up_detached() {
+  HL_UP_PORT=$(hl_free_port) && local workers_port && workers_port=$(hl_free_port) || exit 1
+  up_detached "$1" --http "127.0.0.1:$HL_UP_PORT" --workers "tcp://127.0.0.1:$workers_port" \
+    --worker-slots 2
+}
+
+# ---------------------------------------------------------------------------------------
 # Ports.
 
 # Returns 0 iff nothing accepts connections on 127.0.0.1:$1 (and, where `ss` exists, no

@@ -9,6 +9,7 @@ import { experimentView } from './views/experiment.js';
 import { runView } from './views/run.js';
 import { workersView } from './views/workers.js';
 import { searchView } from './views/search.js';
+import { diffView } from './views/diff.js';
 
 const kRoutes = [
   [/^#?\/?(experiments)?$/, experimentsView, 'experiments'],
@@ -16,6 +17,7 @@ const kRoutes = [
   [/^#\/runs\/(\d+)$/, runView, 'experiments'],
   [/^#\/workers$/, workersView, 'workers'],
   [/^#\/search\??(.*)$/, searchView, 'search'],
+  [/^#\/diff(?:\/(\d+)\/(\d+))?$/, diffView, 'search'],
 ];
 
 function tokenBox() {

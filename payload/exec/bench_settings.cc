@@ -2,6 +2,7 @@
 #include "payload/exec/bench_settings.h"
 
 #include "common/config_key.h"
+#include "common/head_list.h"
 
 namespace headlab {
 
@@ -33,22 +34,12 @@ StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConf
                                 file + ": $.config.bench.batch_sizes");
     if (!batches.ok()) return batches.status();
     s.decode_batch_sizes = *batches;
-    // bench.fixed_heads := "" | LAYER.HEAD ("," LAYER.HEAD)*, wildcards as in head_modes:
-    // parsed by ParseHeadModes as "LAYER.HEAD=ordinary" items for the expansion only.
-    std::string list = b.at("fixed_heads").get<std::string>(), spec;
-    size_t start = 0;
-    while (!list.empty()) {
-      const size_t comma = list.find(',', start);
-      spec += (spec.empty() ? "" : ",") +
-              list.substr(start, comma == std::string::npos ? std::string::npos : comma - start) +
-              "=ordinary";
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    auto heads = ParseHeadModes(spec, exec.model.layers, exec.model.heads,
-                                file + ": $.config.bench.fixed_heads");
+    // bench.fixed_heads: a head list (common/head_list.h), each head's state left ordinary
+    // here (the bench installs fixed patterns on them).
+    auto heads = ParseHeadList(b.at("fixed_heads").get<std::string>(), exec.model.layers,
+                               exec.model.heads, file + ": $.config.bench.fixed_heads");
     if (!heads.ok()) return heads.status();
-    s.fixed_heads = *heads;
+    for (const HeadAt& h : *heads) s.fixed_heads.push_back({h.layer, h.head, HeadState{}});
   } catch (const Json::exception& e) {
     return Status::InvalidArgument(file + ": $.config.bench: " + e.what());
   }

@@ -3,7 +3,10 @@
 // {url, screens, token, worker_name, finished: {experiment, runs: [ids], seeds: [per run]},
 //  command: {experiment, ok_run, fail_run}, artifact: {run, attempt, seq, sha256},
 //  live: {experiment, run}, heads: {run, layers, heads}, provenance: {run, commit}, cancel_run,
-//  reused: {experiment, run} (the finished grid submitted again: every run reused)}
+//  reused: {experiment, run} (the finished grid submitted again: every run reused),
+//  strata: {experiment} (axes params.rep x params.lrate paired by params.rep),
+//  diff: {a, b, keys} (two finished runs and the config keys `headlab diff` names),
+//  cancelled: {run, reason} (a run its user cancelled, and the reason stored)}
 // (written by tests/dashboard_test.sh from the real coordinator's database).
 // Prints one "ok: ..." line per check; exits 1 on the first failure (with a screenshot).
 import crypto from 'node:crypto';
@@ -573,7 +576,99 @@ await shot('9-search');
     return Number(c?.dataset.points || 0) > 0 && new Set(JSON.parse(c.dataset.colors || '[]')).size === 2;
   });
   ok(`runs #${pick.join(' and #')} of two experiments overlay in one chart, a colour per experiment`);
+  // Two ticked runs offer their config diff.
+  const [lo, hi] = pick.map(Number).sort((x, y) => x - y);
+  const href = await waitFor('the ticked runs\' diff link', () => document.querySelector('#overlay-diff a')?.getAttribute('href'));
+  if (href !== `#/diff/${lo}/${hi}`) await fail(`the two ticked runs' diff link is "${href}", expected #/diff/${lo}/${hi}`);
+  ok(`two ticked runs link to their diff (${href})`);
   await shot('10-search-overlay');
+}
+
+// 9. The config diff of two runs, from the run page's form: the keys `headlab diff` names.
+{
+  await goto(`#/runs/${spec.diff.a}`);
+  await page.fill('#diff-b', String(spec.diff.b));
+  await page.click('#diff-go');
+  await waitFor('the config diff', () => document.querySelector('#diff-config tbody tr'));
+  const keys = await page.$$eval('#diff-config tbody tr', (rs) => rs.map((r) => r.dataset.key));
+  if (JSON.stringify(keys) !== JSON.stringify(spec.diff.keys)) {
+    await fail(`diff of runs #${spec.diff.a} and #${spec.diff.b} lists ${JSON.stringify(keys)}; headlab diff: ${JSON.stringify(spec.diff.keys)}`);
+  }
+  const seedRow = await page.$$eval('#diff-config tr[data-key="seed"] td', (tds) => tds.map((t) => t.textContent));
+  const seeds = await page.evaluate(async (ids) => Promise.all(ids.map(async (i) => {
+    const c = (await (await fetch(`/api/v1/runs/${i}`)).json()).config;
+    return String((typeof c === 'string' ? JSON.parse(c) : c).seed);
+  })), [spec.diff.a, spec.diff.b]);
+  if (JSON.stringify(seedRow) !== JSON.stringify(seeds)) await fail(`diff's seed row ${JSON.stringify(seedRow)}, the runs' seeds ${JSON.stringify(seeds)}`);
+  await checkNoOverflow('the diff page');
+  ok(`diff of runs #${spec.diff.a} and #${spec.diff.b}: ${keys.join(', ')} (as headlab diff); seeds ${seeds.join(' vs ')}`);
+  await shot('11-diff');
+}
+
+// 10. An axis the grid does not pair on is never pooled: arms and comparisons per level.
+// b - a = params.rep * params.lrate: mean 1.5 over 2 pairs at lrate 1, 3 at lrate 2 (pooled:
+// 2.25 over 4).
+{
+  await goto(`#/experiments/${spec.strata.experiment}`);
+  await waitFor('the strata comparisons', () => document.querySelectorAll('#comparisons tbody tr').length >= 2);
+  const heads = await page.$$eval('#arms-table thead th[data-arm]', (ths) => ths.map((t) => `${t.dataset.arm} ${t.dataset.stratum}`));
+  const b = 'prune_gate_taylor_r25_tokens';  // arm b: as long a name as the grids in experiments/ use
+  const wantHeads = ['a params.lrate=1', 'a params.lrate=2', `${b} params.lrate=1`, `${b} params.lrate=2`];
+  if (JSON.stringify([...heads].sort()) !== JSON.stringify(wantHeads)) await fail(`arms table columns ${JSON.stringify(heads)}, expected ${JSON.stringify(wantHeads)}`);
+  const rows = await page.$$eval('#comparisons tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+  const got = rows.map((r) => [r[0], Number(r[4]), parseFloat(r[5])]).sort((x, y) => x[2] - y[2]);
+  const want = [[1, 2, 1.5], [2, 2, 3]];
+  for (let i = 0; i < 2; ++i) {
+    if (!got[i] || !got[i][0].includes(`params.lrate=${want[i][0]}`) || got[i][1] !== want[i][1] || Math.abs(got[i][2] - want[i][2]) > 1e-9) {
+      await fail(`strata comparisons ${JSON.stringify(got)}, expected params.lrate 1: n 2, mean 1.5; params.lrate 2: n 2, mean 3`);
+    }
+  }
+  ok(`arms ${heads.join(', ')}; comparisons ${got.map((g) => `"${g[0]}" n ${g[1]} mean ${g[2]}`).join(', ')}`);
+  // The breakdown beside the scatter groups by arm x params.lrate too: a 100, 100;
+  // b 101.5 (lrate 1: 101, 102), 103 (lrate 2: 102, 104).
+  await waitFor('the breakdown by arm x params.lrate', () => document.querySelectorAll('#breakdown-table tbody tr').length === 4);
+  const groups = await page.$$eval('#breakdown-table tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+  const means = groups.map((g) => parseFloat(g[g.length - 1])).sort((x, y) => x - y);
+  if (JSON.stringify(means) !== JSON.stringify([100, 100, 101.5, 103]) || groups.some((g) => g[g.length - 2] !== '2')) {
+    await fail(`breakdown groups ${JSON.stringify(groups)}, expected means 100, 100, 101.5, 103 over 2 runs each`);
+  }
+  ok(`breakdown by arm x params.lrate: ${groups.map((g) => g.join(' ')).join(' | ')}`);
+  // A run's colour in the runs table is its group's, as in the breakdown and the charts
+  // (not one colour per arm across learning rates).
+  const colours = await page.evaluate(() => {
+    const byGroup = Object.fromEntries([...document.querySelectorAll('#breakdown-table tbody tr')]
+      .map((r) => [r.dataset.group, r.querySelector('.swatch').style.background]));
+    return [...document.querySelectorAll('#runs-table .vt-row[data-run-id] .swatch')]
+      .map((sw) => [sw.parentElement.title, sw.style.background, byGroup[sw.parentElement.title]]);
+  });
+  const mismatched = colours.filter(([, mine, group]) => !group || mine !== group);
+  if (colours.length !== 8 || mismatched.length || new Set(colours.map((c) => c[1])).size !== 4) {
+    await fail(`runs table colours ${JSON.stringify(colours)}: not one per arm x params.lrate group as in the breakdown`);
+  }
+  ok(`runs table: 8 runs in their groups' 4 colours (${[...new Set(colours.map((c) => c[0]))].join(', ')})`);
+  // At 1400 px the arm names are whole, not cut to an ellipsis.
+  const cut = await page.$$eval('#runs-table .vt-row[data-run-id]', (rows) => rows
+    .map((r) => [...r.children].find((c) => c.querySelector('.swatch')))
+    .filter((c) => c && c.scrollWidth > c.clientWidth).map((c) => `${c.textContent} (${c.scrollWidth} > ${c.clientWidth} px)`));
+  if (cut.length) await fail(`arm names cut at 1400 px: ${cut.join(', ')}`);
+  ok('arm names in the runs table are whole at 1400 px');
+  await shot('12-strata');
+}
+
+// 11. A finished comparison whose treatment failed says so (not "no complete pair yet").
+{
+  await goto(`#/experiments/${spec.command.experiment}`);
+  const reading = await waitFor('the failed comparison\'s reading', () => document.querySelector('#comparisons td.verdict')?.textContent);
+  if (!/no run of arm "fail" succeeded \(1 failed\)/.test(reading)) await fail(`the failed arm's comparison reads "${reading}"`);
+  ok(`a comparison whose treatment failed reads "${reading}"`);
+}
+
+// 12. A cancelled run says why it stopped (a user, or an early stop's rule), not "failed".
+{
+  await goto(`#/runs/${spec.cancelled.run}`);
+  const cause = await waitFor('the cancelled run\'s reason', () => document.querySelector('#run-cause')?.textContent);
+  if (!cause.startsWith(`stopped: ${spec.cancelled.reason}`)) await fail(`cancelled run #${spec.cancelled.run} says "${cause}"`);
+  ok(`cancelled run #${spec.cancelled.run} says "${cause.slice(0, 80)}"`);
 }
 
 if (consoleErrors.length) await fail(`browser console errors: ${consoleErrors.join(' | ')}`);

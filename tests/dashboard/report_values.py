@@ -7,13 +7,25 @@ browser check can read them back exactly as a researcher would.
 - tiny.lr 0.001, 0.002, 0.003 at steps 1..3 (axis ticks must stay distinct);
 - once.value and 14 more metrics logged at one step only (one-point charts must show,
   and more than the 12 charts drawn at first, 19.6);
-- with params.fail = 1 it prints a cause on stderr and exits 1 (19.4).
+- with params.fail = 1 it prints a cause on stderr and exits 1 (19.4);
+- with params.hold it sleeps (up to 5 minutes) until it is cancelled;
+- with params.rep (the strata grid) only test.value = 100 + b * lrate * rep, so that arm b
+  minus arm a is rep * lrate: 1.5 at params.lrate 1 and 3 at 2, 2.25 if pooled.
 """
 import sys
+import time
 
 import headlab_run as hl
 
-if hl.params().get("fail"):
+params = hl.params()
+if params.get("hold"):
+    time.sleep(300)
+    sys.exit(1)
+if "rep" in params:
+    hl.summary({"test.value": 100.0 + params.get("b", 0) * params["lrate"] * params["rep"]})
+    sys.exit(0)
+
+if params.get("fail"):
     print("loading data", flush=True)
     print("train.bin: cannot open (No such file or directory)", file=sys.stderr, flush=True)
     sys.exit(1)

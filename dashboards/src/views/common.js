@@ -43,22 +43,6 @@ function summarize(obj) {
   return parts.length ? `(${parts.join(', ')})` : '';
 }
 
-// Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom; beyond that the
-// normal 1.96 is within 2%.
-const kT975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-  2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-  2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042];
-
-// Returns the 95% confidence interval [lo, hi] of a mean from its standard error and the
-// number of pairs (t with n-1 df), or null when it is undefined (n < 2 or no SE).
-export function ci95(mean, se, n) {
-  if (mean === null || mean === undefined || se === null || se === undefined || !(n >= 2)) {
-    return null;
-  }
-  const t = n - 1 <= kT975.length ? kT975[n - 2] : 1.96;
-  return [mean - t * se, mean + t * se];
-}
-
 // Metric keys shown first in tables, when the runs have them.
 export const kKeyMetrics = ['eval.ppl', 'eval.loss', 'train.loss', 'train.tokens_per_s',
   'time.elapsed_s'];

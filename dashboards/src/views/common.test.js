@@ -1,16 +1,7 @@
 // node --test: statistics and labels shared by the views.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ci95, keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
-
-test('ci95 uses t with n-1 degrees of freedom', () => {
-  assert.equal(ci95(1, 0.5, 1), null);
-  assert.equal(ci95(1, null, 5), null);
-  const [lo, hi] = ci95(2, 1, 3);  // t(0.975, 2) = 4.303
-  assert.ok(Math.abs(lo - (2 - 4.303)) < 1e-9 && Math.abs(hi - (2 + 4.303)) < 1e-9);
-  const [lo2] = ci95(0, 1, 1000);
-  assert.equal(lo2, -1.96);
-});
+import { keyMetrics, pairText, deviceLabel, resultColumns } from './common.js';
 
 test('keyMetrics puts the preferred keys first', () => {
   const runs = [{ summary: { 'z.other': 1, 'eval.loss': 2 } }, { summary: { 'eval.ppl': 3 } }, {}];

@@ -22,9 +22,10 @@ import { VirtualTable } from '../table.js';
 import { configValue, unpairedAxes, groupLabel, jsonPathSql } from '../groups.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
-import { statusBadge, actionButton, ci95, preferredKeys, pairText, deviceLabel, resultColumns,
+import { statusBadge, actionButton, preferredKeys, pairText, deviceLabel, resultColumns,
   loading, tagEditor, noteEditor } from './common.js';
 import { windowBuckets } from './heads.js';
+import { tickedDiffLink } from './diff.js';
 
 // Live points of the overlaid runs arrive over server-sent events (live.js); this read
 // over GET is the safety net for a stream that is down or lagging.
@@ -73,6 +74,7 @@ export function experimentView(el, [idText], signal) {
   const armNote = h('span', { class: 'muted' });
   const clearButton = h('button', { id: 'clear-selection', title: 'untick every run' }, 'clear selection');
   const selNote = h('span', { class: 'muted', id: 'selection-note' }, 'tick runs in the table to overlay them');
+  const selDiff = h('span', { id: 'selection-diff' });  // two ticked runs: their config diff
   const filterInput = h('input', { type: 'search', placeholder: 'filter: arm, worker, #id, tag, train.lr<=1e-3; seed=1',
     id: 'runs-filter' });
   const statusSelect = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'all statuses'),
@@ -105,7 +107,7 @@ export function experimentView(el, [idText], signal) {
     h('section', { class: 'card' },
       h('div', { class: 'row' }, h('h2', {}, 'Curves'), h('label', {}, 'metric ', keySelect),
         h('label', {}, 'arms by ', bySelect), controls),
-      h('div', { class: 'row' }, selNote, clearButton),
+      h('div', { class: 'row' }, selNote, clearButton, selDiff),
       h('div', { class: 'charts' },
         runsChartBox,
         h('div', {}, h('h3', {}, 'By arm: mean ± sd ', armNote), armChartEl))),
@@ -160,9 +162,10 @@ export function experimentView(el, [idText], signal) {
         onchange: (e) => toggleRun(r.id, e.target.checked) }) },
       { label: 'run', width: '70px', sort: 'id',
         cell: (r) => h('a', { href: `#/runs/${r.id}` }, `#${r.id}`) },
-      { label: 'arm', width: 'minmax(120px,2fr)', sort: 'arm',
-        cell: (r) => h('span', { title: r.arm }, h('span', { class: 'swatch',
-          style: { background: colorFor(Math.max(0, s.arms.indexOf(r.arm))) } }), r.arm) },
+      { label: 'arm', width: `minmax(${armColumnWidth(s.arms, tableEl)}px,2fr)`, sort: 'arm',
+        // The colour of the run's group (arm x the axes it is broken down by), as in the charts.
+        cell: (r) => h('span', { title: groupOf(r) }, h('span', { class: 'swatch',
+          style: { background: colorOf(groupOf(r), r.arm) } }), r.arm) },
       { label: 'status', width: '100px', sort: 'status', cell: (r) => statusBadge(r.status) },
       { label: 'attempt', width: '70px', sort: 'attempts', cell: (r) => r.attempts, cls: 'num' },
       { label: 'worker', width: 'minmax(80px,1fr)', sort: 'worker',
@@ -224,6 +227,7 @@ export function experimentView(el, [idText], signal) {
   function afterSelection() {
     selNote.textContent = s.userSelected
       ? `${s.selected.size} of at most ${kMaxOverlay} runs overlaid` : 'tick runs in the table to overlay them';
+    replace(selDiff, s.userSelected ? tickedDiffLink([...s.selected]) : null);
     if (table) table.render();
     updateStreams();
     drawRuns();
@@ -292,6 +296,7 @@ SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} EL
     s.by = bySelect.value;
     groupColors.clear();
     s.done = {};
+    if (table) table.render();
     drawRuns();
     guard(refreshArms, armNote)();
     guard(refreshScatter)();
@@ -610,7 +615,8 @@ function resultsTables(r, pairBy, loadPairs) {
   const cell = (key, m) => (m ? meanSe(key, m.mean, m.se, m.n) : '—');
   const armTable = h('table', { class: 'grid-table', id: 'arms-table' },
     h('thead', {}, h('tr', {}, h('th', {}, 'metric'),
-      arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm } }, a.arm,
+      arms.map((a) => h('th', { class: 'num', dataset: { arm: a.arm, stratum: stratumText(a.by) } }, a.arm,
+        stratumText(a.by) ? h('div', { class: 'stratum' }, stratumText(a.by)) : null,
         h('div', { class: 'muted' }, `n ${a.n}, ${a.succeeded} ok`))))),
     h('tbody', {}, columns.map((c) => h('tr', { dataset: { metric: c.key } }, h('th', {}, c.key),
       arms.map((a) => (c.unmeasured
@@ -621,7 +627,8 @@ function resultsTables(r, pairBy, loadPairs) {
     h('thead', {}, h('tr', {}, ['comparison', 'treatment vs baseline', 'metric', 'stat', 'pairs',
       'mean ± se', '95% CI', 'better', 'reading', 'per pair'].map((c) => h('th', {}, c)))),
     h('tbody', {}, comps.map((c) => {
-      const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : ci95(c.mean, c.se, c.n);
+      // The coordinator's interval (exact t quantile; none for a median or under 2 pairs).
+      const ci = c.ci95 ? [c.ci95.lo, c.ci95.hi] : null;
       const nPairs = c.n_pairs ?? (c.per_pair || []).length;
       const neutralValue = c.neutral ?? neutral(c.stat);
       const signif = ci && (ci[0] > neutralValue || ci[1] < neutralValue);
@@ -635,6 +642,21 @@ function resultsTables(r, pairBy, loadPairs) {
         h('td', {}, nPairs ? pairsDetails(c, nPairs, unit(c), pairBy, loadPairs, r.experiment) : '—'));
     }))) : h('p', { class: 'muted' }, 'No comparisons in this grid.');
   return [arms.length ? armTable : h('p', { class: 'muted' }, 'No results yet.'), compTable];
+}
+
+// The arm column's least width in px: the longest arm name whole beside its swatch (cell
+// padding 16 px, swatch 15 px), within [120, 360]; at 1400 px a 2fr share alone cut
+// 28-character names.
+function armColumnWidth(arms, el) {
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = getComputedStyle(el).font;
+  const text = Math.max(0, ...arms.map((a) => ctx.measureText(a).width));
+  return Math.round(Math.min(360, Math.max(120, text + 16 + 15 + 4)));
+}
+
+// "train.lr=0.001 · seed=1": the stratum an arm or comparison entry stands for ("" for none).
+function stratumText(by) {
+  return Object.entries(by || {}).map(([k, v]) => `${k}=${paramText(v)}`).join(' · ');
 }
 
 // A comparison's pairs, built when opened: the first kShownPairs of them, each with its

@@ -9,6 +9,8 @@ import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { statusBadge, actionButton, loading, tagEditor, noteEditor, lastLines } from './common.js';
 import { headGrid } from './heads.js';
+import { diffForm } from './diff.js';
+import { flatten } from '../configdiff.js';
 
 // Live points arrive over server-sent events (live.js); this read over GET is the safety
 // net for a stream that is down or lagging.
@@ -66,7 +68,7 @@ export function runView(el, [idText], signal) {
   replace(el, title, err,
     h('section', { class: 'card' }, sub, cause, perf,
       h('div', { class: 'row' }, cancelButton, retryButton, h('span', { class: 'muted' }, 'tags'), tagsEl, msg),
-      noteEl),
+      noteEl, h('div', { class: 'row' }, diffForm(String(id), ''))),
     h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Curves'), chartNote, moreCharts, controls), charts),
     h('div', { class: 'two' },
       h('section', { class: 'card' }, h('div', { class: 'row' }, h('h2', {}, 'Heads'),
@@ -368,7 +370,9 @@ async function download(url, name, link) {
 function causeLine(run, attemptList) {
   if (!run.error) return null;
   const last = [...attemptList].reverse().find((a) => lastLines(a.stderr_tail).length);
-  return h('div', { class: 'error' }, h('strong', {}, 'failed: '), run.error,
+  // A cancelled run's error is its reason (a user's cancel, or an early stop's rule).
+  return h('div', { class: run.status === 'cancelled' ? 'muted' : 'error' },
+    h('strong', {}, run.status === 'cancelled' ? 'stopped: ' : 'failed: '), run.error,
     last ? h('pre', { class: 'stderr-cause' }, lastLines(last.stderr_tail).join('\n')) : null,
     last ? h('span', { class: 'muted' }, `attempt ${last.attempt}'s stderr; the whole tail is in Attempts below`) : null);
 }
@@ -393,14 +397,7 @@ function perfLine(run) {
 // table; every key in a <details>.
 function configView(run) {
   const cfg = parseJson(run.config, run.config) ?? {};
-  const flat = {};
-  const walk = (o, p) => {
-    for (const [k, v] of Object.entries(o || {})) {
-      if (v && typeof v === 'object' && !Array.isArray(v)) walk(v, p ? `${p}.${k}` : k);
-      else flat[p ? `${p}.${k}` : k] = v;
-    }
-  };
-  walk(cfg, '');
+  const flat = flatten(cfg);
   const notable = run.config_notable || flat;
   const keys = Object.keys(notable).sort();
   const row = ([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, typeof v === 'object' ? JSON.stringify(v) : String(v)));

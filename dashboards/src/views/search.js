@@ -8,6 +8,7 @@ import { metricValue, kStatuses, xAxisLabel, yAxisLabel, isBytesKey } from '../f
 import { CurveChart, colorFor, chartControls } from '../charts.js';
 import { RunMetrics } from '../metrics.js';
 import { statusBadge, keyMetrics, loading } from './common.js';
+import { tickedDiffLink } from './diff.js';
 
 const kMaxOverlay = 20;
 const kShownRuns = 200;
@@ -17,18 +18,20 @@ const kShownRuns = 200;
 function crossOverlay(signal) {
   const keySelect = h('select', { id: 'overlay-key' });
   const note = h('span', { class: 'muted', id: 'overlay-note' }, 'tick runs (from any experiment) to overlay them');
+  const diffEl = h('span', { id: 'overlay-diff' });  // two ticked runs: their config diff
   const chartEl = h('div', { class: 'chart', id: 'overlay-chart' });
   const chart = new CurveChart(chartEl);
   signal.addEventListener('abort', () => chart.destroy());
   const controls = chartControls(() => [chart]);
   const runs = new Map();  // run id -> {run, m: RunMetrics}
   const el = h('section', { class: 'card', id: 'overlay' },
-    h('div', { class: 'row' }, h('h2', {}, 'Overlay'), h('label', {}, 'metric ', keySelect), controls, note), chartEl);
+    h('div', { class: 'row' }, h('h2', {}, 'Overlay'), h('label', {}, 'metric ', keySelect), controls, note, diffEl), chartEl);
   el.hidden = true;
   const experiments = [];
   const draw = async () => {
     el.hidden = runs.size === 0;
     note.textContent = `${runs.size} of at most ${kMaxOverlay} runs`;
+    replace(diffEl, tickedDiffLink([...runs.keys()]));
     if (!runs.size) return;
     const ids = [...runs.keys()].map(sqlInt).join(',');
     const keys = (await query(`SELECT DISTINCT key FROM metrics WHERE run_id IN (

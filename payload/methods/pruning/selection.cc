@@ -4,45 +4,21 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
+
+#include "common/head_list.h"
 
 namespace headlab {
-namespace {
-
-bool ParseIndex(const std::string& s, int64_t* out) {
-  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  *out = std::stoll(s);
-  return true;
-}
-
-}  // namespace
 
 StatusOr<std::vector<HeadRef>> ParseHeadSet(const std::string& spec, int64_t layers,
                                             int64_t heads, const std::string& where) {
+  auto list = ParseHeadList(spec, layers, heads, where);  // the grammar: common/head_list.h
+  if (!list.ok()) return list.status();
   std::vector<HeadRef> out;
-  size_t start = 0;
-  while (!spec.empty()) {  // every comma-separated item, an empty trailing one included
-    size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start);
-    size_t dot = item.find('.');
-    HeadRef r;
-    if (dot == std::string::npos || !ParseIndex(item.substr(0, dot), &r.layer) ||
-        !ParseIndex(item.substr(dot + 1), &r.head))
-      return Status::InvalidArgument(where + ": expected LAYER.HEAD, got \"" + item + "\"");
-    if (r.layer >= layers || r.head >= heads)
-      return Status::InvalidArgument(where + ": head " + item + " is outside the model's " +
-                                     std::to_string(layers) + " x " + std::to_string(heads));
-    out.push_back(r);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  auto key = [](const HeadRef& h) { return std::make_pair(h.layer, h.head); };
-  std::sort(out.begin(), out.end(), [&](const HeadRef& a, const HeadRef& b) { return key(a) < key(b); });
-  for (size_t i = 1; i < out.size(); ++i)
-    if (out[i] == out[i - 1])
-      return Status::InvalidArgument(where + ": head " + std::to_string(out[i].layer) + "." +
-                                     std::to_string(out[i].head) + " listed twice");
+  for (const HeadAt& h : *list) out.push_back({h.layer, h.head});
+  std::sort(out.begin(), out.end(), [](const HeadRef& a, const HeadRef& b) {
+    return std::make_pair(a.layer, a.head) < std::make_pair(b.layer, b.head);
+  });
   return out;
 }
 

@@ -165,8 +165,11 @@ TEST_CASE("prune hooks: bad prune sections are refused naming the field") {
     REQUIRE(c.ok());
     return MakeMethodHooks(c.value(), normalized.value(), "g.json");
   };
-  CHECK(make({{"prune", {{"method", "heads"}, {"heads", "2.0"}}}}).status().message() ==
-        "g.json: $.config.prune.heads: head 2.0 is outside the model's 2 x 4");
+  // A head outside the model is refused with the config, at submit (common/head_list.h).
+  Json outside = {{"model", {{"layers", 2}, {"heads", 4}, {"width", 32}}},
+                  {"prune", {{"method", "heads"}, {"heads", "2.0"}}}};
+  CHECK(NormalizeRunConfig(outside, "g.json").status().message() ==
+        "g.json: $.prune.heads: head 2.0 is outside the model's 2 x 4");
   CHECK(make({{"prune", {{"method", "heads"}}}}).status().code() == Status::Code::kInvalidArgument);
   CHECK(make({{"prune", {{"method", "gate_taylor"}, {"heads", "0.1"}}}}).status().code() ==
         Status::Code::kInvalidArgument);

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/head_list.h"
+
 namespace headlab::saf {
 namespace {
 
@@ -98,31 +100,10 @@ std::vector<HeadId> ShuffledHeads(int64_t layers, int64_t heads, uint64_t seed) 
 
 StatusOr<std::vector<HeadId>> ParseHeadList(const std::string& spec, int64_t layers,
                                             int64_t heads) {
+  auto list = headlab::ParseHeadList(spec, layers, heads, "saf.heads");  // common/head_list.h
+  if (!list.ok()) return list.status();
   std::vector<HeadId> out;
-  size_t start = 0;
-  while (start <= spec.size() && !spec.empty()) {
-    size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t dot = item.find('.');
-    HeadId h;
-    try {
-      size_t used_l = 0, used_h = 0;
-      if (dot == std::string::npos) throw std::invalid_argument("no dot");
-      h.layer = std::stoll(item.substr(0, dot), &used_l);
-      h.head = std::stoll(item.substr(dot + 1), &used_h);
-      if (used_l != dot || used_h != item.size() - dot - 1) throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("saf.heads: expected LAYER.HEAD, got \"" + item + "\"");
-    }
-    if (h.layer < 0 || h.layer >= layers || h.head < 0 || h.head >= heads)
-      return Status::InvalidArgument("saf.heads: head " + item + " outside the " +
-                                     std::to_string(layers) + " x " + std::to_string(heads) + " model");
-    if (std::find(out.begin(), out.end(), h) != out.end())
-      return Status::InvalidArgument("saf.heads: head " + item + " listed twice");
-    out.push_back(h);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const HeadAt& h : *list) out.push_back({h.layer, h.head});
   return out;
 }
 
