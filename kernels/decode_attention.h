@@ -18,7 +18,7 @@
 // segment's KV heads are distinct.
 //
 // Cache layout (one segment of a layer's KV heads with one retention policy, as
-// payload/methods/aoh/streaming_decode.h keeps them): K and V are (B, n, capacity, d) device
+// payload/decode/decoder.h keeps them): K and V are (B, n, capacity, d) device
 // buffers with element strides (b, h, slot) and a contiguous last dimension; slots
 // [0, entries) are live. Slot s holds position
 //   pos(s) = s                          for s < lead       (a full segment: lead = entries)

@@ -1,5 +1,5 @@
 // add_norm_op.h: the add + norm kernel (kernels/add_norm.h) on LibTorch tensors, for the
-// streaming decoder's captured step (payload/methods/aoh/streaming_decode.h). Builds against
+// streaming decoder's captured step (payload/decode/decoder.h). Builds against
 // Debian's LibTorch 1.13 (CPU: AddNormAvailable() is false and the call throws) and LibTorch
 // 2.11 with CUDA; inference only (no autograd).
 #pragma once

@@ -1,5 +1,5 @@
 // decode_attention_op.h: the decode kernel (kernels/decode_attention.h) on LibTorch tensors,
-// for the KV-cache decoder (payload/methods/aoh/streaming_decode.h). Builds against Debian's
+// for the KV-cache decoder (payload/decode/decoder.h). Builds against Debian's
 // LibTorch 1.13 (CPU: DecodeAttentionAvailable() is false and the call throws) and LibTorch
 // 2.11 with CUDA; inference only (no autograd).
 #pragma once

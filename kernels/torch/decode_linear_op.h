@@ -1,5 +1,5 @@
 // decode_linear_op.h: the decode step's linear layer (kernels/decode_linear.h) on LibTorch
-// tensors, for the streaming decoder's captured step (payload/methods/aoh/streaming_decode.h).
+// tensors, for the streaming decoder's captured step (payload/decode/decoder.h).
 // Builds against Debian's LibTorch 1.13 (CPU: DecodeLinearFits is false and the call throws)
 // and LibTorch 2.11 with CUDA; inference only.
 #pragma once

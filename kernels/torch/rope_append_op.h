@@ -1,6 +1,6 @@
 // rope_append_op.h: the RoPE + K/V append kernel (kernels/rope_append.h) on LibTorch tensors,
 // for the streaming decoder's captured step and prefill chunks
-// (payload/methods/aoh/streaming_decode.h). Builds against Debian's LibTorch 1.13 (CPU:
+// (payload/decode/decoder.h). Builds against Debian's LibTorch 1.13 (CPU:
 // RopeAppendAvailable() is false and the calls throw) and LibTorch 2.11 with CUDA; inference
 // only.
 #pragma once

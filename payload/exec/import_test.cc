@@ -19,7 +19,7 @@
 #include "payload/exec/hf_config.h"
 #include "payload/exec/run_setup.h"
 #include "payload/exec/safetensors.h"
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 #include "payload/methods/saf/calibration.h"
 
 namespace headlab {
@@ -307,7 +307,7 @@ TEST_CASE("a tiny GPT-2 checkpoint imports and matches the reference logits") {
   Tensor ours = m.value()->forward(idx.unsqueeze(0)).squeeze(0);
   CHECK(MaxDiff(ours, g.Forward(idx)) < 1e-4);
   // The streaming decoder (AoH §5) and SAF's calibration view compute the same function.
-  auto decoder = aoh::AohDecoder::Create(m.value().get(), {/*prefill_chunk=*/7});
+  auto decoder = decode::KvDecoder::Create(m.value().get(), {/*prefill_chunk=*/7});
   REQUIRE(decoder.ok());
   CHECK(MaxDiff(decoder.value()->Prefill(idx.unsqueeze(0)).squeeze(0), ours) < 1e-4);
   CheckSafView(*m.value(), idx, ours);
@@ -331,7 +331,7 @@ TEST_CASE("tiny Llama, Qwen 2 and Qwen 3 checkpoints import and match the refere
     torch::NoGradGuard no_grad;
     Tensor ours = m.value()->forward(idx.unsqueeze(0)).squeeze(0);
     CHECK(MaxDiff(ours, l.Forward(idx)) < 1e-4);
-    auto decoder = aoh::AohDecoder::Create(m.value().get(), {/*prefill_chunk=*/6});
+    auto decoder = decode::KvDecoder::Create(m.value().get(), {/*prefill_chunk=*/6});
     REQUIRE(decoder.ok());
     CHECK(MaxDiff(decoder.value()->Prefill(idx.unsqueeze(0)).squeeze(0), ours) < 1e-4);
     CheckSafView(*m.value(), idx, ours);
@@ -363,7 +363,7 @@ TEST_CASE("rope_scaling llama3 and yarn checkpoints import and match the referen
     LlamaCase plain(type, hd, false);
     CHECK(MaxDiff(plain.Forward(idx), l.Forward(idx)) > 1e-3);
     // The streaming decoder's RoPE tables carry the scaling too.
-    auto decoder = aoh::AohDecoder::Create(m.value().get(), {/*prefill_chunk=*/6});
+    auto decoder = decode::KvDecoder::Create(m.value().get(), {/*prefill_chunk=*/6});
     REQUIRE(decoder.ok());
     CHECK(MaxDiff(decoder.value()->Prefill(idx.unsqueeze(0)).squeeze(0), ours) < 1e-4);
   }

@@ -26,4 +26,15 @@ inline ModelConfig TinyModelConfig(int64_t layers, int64_t heads, int64_t width,
   return c;
 }
 
+// The decoder tests' tiny shape (payload/decode, payload/methods/aoh): width 8 per head,
+// vocab 32, RoPE base 100 with RMSNorm or learned positions with LayerNorm; GQA when
+// kv_heads < heads.
+inline ModelConfig TinyDecoderConfig(const std::string& pos, int64_t heads = 4, int64_t kv_heads = 4,
+                                     int64_t context = 24, int64_t layers = 2) {
+  ModelConfig c = TinyModelConfig(layers, heads, heads * 8, context, 32, pos, kv_heads);
+  c.rope_base = 100;
+  c.norm = pos == "rope" ? "rmsnorm" : "layernorm";
+  return c;
+}
+
 }  // namespace headlab::testing

@@ -1,4 +1,4 @@
-// Passkey retrieval, perplexity and latency/KV-memory measurement through AohDecoder.
+// Passkey retrieval, perplexity and latency/KV-memory measurement through decode::KvDecoder.
 #include "payload/methods/aoh/aoh_eval.h"
 
 #include <algorithm>
@@ -37,7 +37,7 @@ std::string DeviceLabel(const torch::Device& device) {
   return "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
 }
 
-StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode::DecoderOptions& decoder,
                                                    const PasskeyOptions& options) {
   const ModelConfig& c = model.config();
   const PasskeyCodec* codec = &options.codec;
@@ -46,9 +46,9 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const Decoder
                                    std::to_string(c.vocab));
   if (options.samples < 1) return Status::InvalidArgument("passkey samples: expected >= 1");
   const torch::Device dev = ModelDevice(model);
-  auto made = AohDecoder::Create(&model, decoder);
+  auto made = decode::KvDecoder::Create(&model, decoder);
   if (!made.ok()) return made.status();
-  AohDecoder& d = *made.value();
+  decode::KvDecoder& d = *made.value();
   std::vector<PasskeyCell> cells;
   for (int64_t length : options.lengths) {
     for (double depth : options.depths) {
@@ -104,7 +104,7 @@ Json PasskeyJson(const std::vector<PasskeyCell>& cells) {
   return out;
 }
 
-StatusOr<PerplexityResult> Perplexity(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<PerplexityResult> Perplexity(GptImpl& model, const decode::DecoderOptions& decoder,
                                       const torch::Tensor& windows, int64_t batch) {
   if (windows.dim() != 2 || windows.size(1) < 2 || batch < 1)
     return Status::InvalidArgument("perplexity: expected windows [N, T + 1] with T >= 1 and batch >= 1");
@@ -113,9 +113,9 @@ StatusOr<PerplexityResult> Perplexity(GptImpl& model, const DecoderOptions& deco
   if (c.pos == "learned" && T > c.context)
     return Status::InvalidArgument("perplexity: window of " + std::to_string(T) +
                                    " tokens exceeds model.context " + std::to_string(c.context));
-  auto made = AohDecoder::Create(&model, decoder);
+  auto made = decode::KvDecoder::Create(&model, decoder);
   if (!made.ok()) return made.status();
-  AohDecoder& d = *made.value();
+  decode::KvDecoder& d = *made.value();
   const torch::Device dev = ModelDevice(model);
   double nll = 0;
   PerplexityResult r;
@@ -141,7 +141,7 @@ torch::Tensor EvalWindows(const TokenSpan& split, int64_t context, int64_t batch
   return torch::tensor(tokens, torch::kLong).view({batch * count, context + 1});
 }
 
-StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::DecoderOptions& decoder,
                                                  const BenchOptions& options) {
   const ModelConfig& c = model.config();
   if (options.repeats < 1 || options.warmup < 0 || options.decode_tokens < 0)
@@ -152,9 +152,9 @@ StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const DecoderOp
                                      std::to_string(options.decode_tokens) +
                                      " decode tokens does not fit model.context " +
                                      std::to_string(c.context));
-  auto made = AohDecoder::Create(&model, decoder);
+  auto made = decode::KvDecoder::Create(&model, decoder);
   if (!made.ok()) return made.status();
-  AohDecoder& d = *made.value();
+  decode::KvDecoder& d = *made.value();
   const torch::Device dev = ModelDevice(model);
   torch::manual_seed(options.seed);
   std::vector<BenchRow> rows;

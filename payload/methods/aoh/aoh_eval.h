@@ -1,7 +1,7 @@
 // AoH evaluation helpers: passkey retrieval over context lengths x insertion depths (AoH
 // Fig. 9, §3 Observation 2), perplexity through the cached inference path, and prefill /
 // per-token decode latency with KV-cache bytes across context lengths (AoH Table 11's
-// columns). All run the model with its current head states through AohDecoder, so the
+// columns). All run the model with its current head states through decode::KvDecoder, so the
 // same calls measure full attention (all heads ordinary) and any AoH plan.
 // Included only by LibTorch translation units.
 #pragma once
@@ -17,7 +17,7 @@
 #include "payload/exec/data.h"
 #include "payload/exec/model.h"
 #include "payload/exec/passkey_prompts.h"
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 
 namespace headlab::aoh {
 
@@ -43,7 +43,7 @@ struct PasskeyCell {
 // Greedy exact-match passkey accuracy of every (length, depth) cell, lengths outer.
 // InvalidArgument when the model's vocabulary is not byte-level (>= 256) or, with learned
 // positions, a prompt plus its answer does not fit the context.
-StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode::DecoderOptions& decoder,
                                                    const PasskeyOptions& options);
 // Returns the mean accuracy over cells (each cell weighted by its samples).
 double MeanPasskeyAccuracy(const std::vector<PasskeyCell>& cells);
@@ -59,7 +59,7 @@ struct PerplexityResult {
 
 // Returns the perplexity of windows [N, T + 1] (inputs = first T, targets = last T),
 // `batch` windows at a time, each window prefilled from position 0 in chunks.
-StatusOr<PerplexityResult> Perplexity(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<PerplexityResult> Perplexity(GptImpl& model, const decode::DecoderOptions& decoder,
                                       const torch::Tensor& windows, int64_t batch);
 // Returns the fixed held-out windows [batch * count, context + 1] of EvalBatch (data.h):
 // the same tokens for every seed and arm.
@@ -89,7 +89,7 @@ struct BenchRow {
 // Times prefill and decode at every context length; CUDA work is synchronised before each
 // clock read. InvalidArgument when, with learned positions, context + decode_tokens
 // exceeds the model's context.
-StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const DecoderOptions& decoder,
+StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::DecoderOptions& decoder,
                                                  const BenchOptions& options);
 // [{"context":C,"prefill_s":..,"decode_ms_per_token":..,"kv_bytes_prefill":..,
 //   "kv_bytes_decode":..,"device":".."}, ...]

@@ -27,7 +27,7 @@ TEST_CASE("aoh eval: passkey cells agree with greedy decoding by full forwards")
   p.depths = {0.25, 0.75};
   p.samples = 2;
   p.seed = 5;
-  auto cells = PasskeyAccuracy(*model, DecoderOptions{}, p);
+  auto cells = PasskeyAccuracy(*model, decode::DecoderOptions{}, p);
   REQUIRE(cells.ok());
   REQUIRE(cells->size() == 2);
   for (size_t c = 0; c < 2; ++c) {
@@ -56,7 +56,7 @@ TEST_CASE("aoh eval: passkey cells agree with greedy decoding by full forwards")
   CHECK(PasskeyJson(cells.value())[1]["depth"] == 0.75);
 
   Gpt small(TinyModelConfig("rope"));  // vocab 32: not byte-level
-  CHECK_FALSE(PasskeyAccuracy(*small, DecoderOptions{}, p).ok());
+  CHECK_FALSE(PasskeyAccuracy(*small, decode::DecoderOptions{}, p).ok());
 }
 
 TEST_CASE("aoh eval: perplexity through the cache equals exp(model loss), with and without AoH") {
@@ -65,7 +65,7 @@ TEST_CASE("aoh eval: perplexity through the cache equals exp(model loss), with a
   torch::NoGradGuard no_grad;
   torch::Tensor windows = torch::randint(0, 32, {5, 25}, torch::kLong);
   torch::Tensor x = windows.narrow(1, 0, 24), y = windows.narrow(1, 1, 24);
-  DecoderOptions d;
+  decode::DecoderOptions d;
   d.prefill_chunk = 7;
   auto full = Perplexity(*model, d, windows, 2);
   REQUIRE(full.ok());
@@ -93,7 +93,7 @@ TEST_CASE("aoh eval: latency rows carry KV bytes and the device label") {
   b.decode_tokens = 4;
   b.repeats = 1;
   b.warmup = 0;
-  auto full = BenchmarkLatency(*model, DecoderOptions{}, b);
+  auto full = BenchmarkLatency(*model, decode::DecoderOptions{}, b);
   REQUIRE(full.ok());
   REQUIRE(full->size() == 2);
   const BenchRow& r = (*full)[1];
@@ -107,7 +107,7 @@ TEST_CASE("aoh eval: latency rows carry KV bytes and the device label") {
   o.sink = 2;
   o.recent = 6;
   ApplyPlan(*model, PlanAoh(*model, o).value());
-  auto aoh = BenchmarkLatency(*model, DecoderOptions{}, b);
+  auto aoh = BenchmarkLatency(*model, decode::DecoderOptions{}, b);
   REQUIRE(aoh.ok());
   // Half the KV heads keep 2 + 6 - 1 entries instead of 44.
   CHECK((*aoh)[1].kv_bytes_decode == 2 * 2 * (2 * 44 + 2 * 7) * 8 * 4);
@@ -115,14 +115,14 @@ TEST_CASE("aoh eval: latency rows carry KV bytes and the device label") {
   // Batch sizes: a row per (context, batch), the cache B times the bytes.
   b.contexts = {40};
   b.batch_sizes = {1, 3};
-  auto batched = BenchmarkLatency(*model, DecoderOptions{}, b);
+  auto batched = BenchmarkLatency(*model, decode::DecoderOptions{}, b);
   REQUIRE(batched.ok());
   REQUIRE(batched->size() == 2);
   CHECK((*batched)[1].batch == 3);
   CHECK((*batched)[1].kv_bytes_decode == 3 * (*batched)[0].kv_bytes_decode);
   CHECK(BenchJson(batched.value())[1]["batch"] == 3);
   b.repeats = 0;
-  CHECK_FALSE(BenchmarkLatency(*model, DecoderOptions{}, b).ok());
+  CHECK_FALSE(BenchmarkLatency(*model, decode::DecoderOptions{}, b).ok());
 }
 
 }  // namespace

@@ -9,15 +9,14 @@
 #include "common/config_key.h"
 #include "common/json.h"
 #include "common/status.h"
+#include "payload/decode/decode_path.h"
 #include "payload/methods/aoh/head_labels.h"
 
 namespace headlab::aoh {
 
-// How the KV-cache decoder (streaming_decode.h) runs decode steps on CUDA; names in
-// kDecodePathNames. kGraph: the split-K decode kernel with each step replayed from one
-// captured CUDA graph; kFused: the same kernel, every operation launched from the host;
-// kReference: matmul + softmax over the cache (also every path's prefill and the CPU).
-enum class DecodePath { kGraph, kFused, kReference };
+// How the KV-cache decoder runs decode steps (payload/decode/decode_path.h); names in
+// kDecodePathNames.
+using decode::DecodePath;
 
 // How heads are labelled. The defaults are the paper's main setting (AoH §6.1): effective
 // rank, GQA mean, sink 128, recent 256, sparsity 0.5.

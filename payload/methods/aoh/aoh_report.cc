@@ -65,8 +65,8 @@ StatusOr<std::vector<std::vector<Role>>> RolesFromJson(const Json& j, const char
 
 }  // namespace
 
-DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan) {
-  DecoderOptions d;
+decode::DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan) {
+  decode::DecoderOptions d;
   d.prefill_chunk = cfg.prefill_chunk;
   d.path = cfg.decode_path;
   if (plan && cfg.anchor_block > 1) {
@@ -169,7 +169,7 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
                                  int64_t step, const std::string& out_dir, EventSink* events,
                                  const PasskeyCodec* passkey) {
   torch::NoGradGuard no_grad;
-  const DecoderOptions d = DecoderFor(model, cfg, plan);
+  const decode::DecoderOptions d = DecoderFor(model, cfg, plan);
   Json summary = Json::object();
   const ModelConfig& c = model.config();
   summary[kAohRetrievalHeads] = plan ? RetrievalHeads(*plan) : c.layers * c.heads;

@@ -16,7 +16,7 @@
 #include "payload/exec/passkey_prompts.h"
 #include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_model.h"
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 
 namespace headlab::aoh {
 
@@ -41,7 +41,7 @@ StatusOr<AohPlan> PlanFromJson(const Json& j, const AohOptions& options, const G
 // The KV-cache decoder's options from the run's aoh.* keys (prefill chunk, decode path;
 // anchor-reuse when `plan` is given and aoh.anchor_block > 1). The one reading of those
 // keys for every decoder a run makes (evaluation and bench-decode).
-DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan);
+decode::DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const AohPlan* plan);
 
 // Evaluates the model with its current head states (`plan` null = full attention):
 // perplexity of `windows` ([N, T + 1], e.g. EvalWindows) `batch` at a time, passkey cells

@@ -16,7 +16,7 @@ const std::vector<ConfigKey>& AohConfigKeys() {
       IntKey("aoh.apply_step", -1, 1e8, -1),  // -1: after training; s: convert at step s
       IntKey("aoh.prefill_chunk", 1, 1048576, 512),
       StrKey("aoh.eviction", "chunk", JoinNames(kEvictionNames)),  // streaming eviction (§5)
-      StrKey("aoh.decode_path", "graph", JoinNames(kDecodePathNames)),  // streaming_decode.h
+      StrKey("aoh.decode_path", "graph", JoinNames(kDecodePathNames)),  // decoder.h
       IntKey("aoh.anchor_block", 0, 128, 0),  // > 1: anchor-reuse blocks (App. J.2)
       IntKey("aoh.anchor_topk", 1, 1048576, 64),
       StrKey("aoh.passkey_lengths", "", nullptr),  // comma-separated; "" = no passkey eval

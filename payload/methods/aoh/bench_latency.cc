@@ -125,15 +125,15 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
   Json prov = LegProvenance("bench-decode", *leg, clock);
   prov["timer"] = "steady_clock_synchronized";  // aoh::BenchmarkLatency's clock
   // Prefill chunks and decode steps run the KV-cache decoder (every layer): its reference
-  // attention, or the decode kernel for decode steps (DecoderPathLabel).
+  // attention, or the decode kernel for decode steps (decode::DecoderPathLabel).
   std::vector<int64_t> layers(size_t(req.config.model.layers));
   for (size_t l = 0; l < layers.size(); ++l) layers[l] = int64_t(l);
   const BenchSettings& s = leg->settings;
   auto aoh_config = aoh::AohRunConfigFromJson(req.config_json, req.file);
   if (!aoh_config.ok()) return aoh_config.status();
-  const aoh::DecoderOptions decoder = aoh::DecoderFor(*leg->model.get(), *aoh_config, /*plan=*/nullptr);
+  const decode::DecoderOptions decoder = aoh::DecoderFor(*leg->model.get(), *aoh_config, /*plan=*/nullptr);
   prov["attention_paths"] =
-      Json::object({{aoh::DecoderPathLabel(*leg->model.get(), leg->device, decoder), layers}});
+      Json::object({{decode::DecoderPathLabel(*leg->model.get(), leg->device, decoder), layers}});
   events->Provenance(prov);
   aoh::BenchOptions options;
   options.contexts = s.lengths;

@@ -3,15 +3,17 @@
 // and the Table 11 columns (prefill latency, decode ms/token, KV bytes) across context
 // lengths on a randomly initialised 12-layer RoPE/GQA model (latency and memory do not
 // depend on the weights), printed as JSON labelled with the device. fp32; decode steps run
-// the fused decode kernel (DecoderPathLabel), prefill chunks PyTorch's fused attention (in
+// the fused decode kernel (decode::DecoderPathLabel), prefill chunks PyTorch's fused attention (in
 // fp32 the memory-efficient kernel with the heads' masks).
+// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
+// included last is the one the tests use (Catch's, which reports and counts).
+#include <torch/torch.h>
+#include <torch/version.h>
+
 #include <catch2/catch.hpp>
 
 #include <iostream>
 #include <map>
-
-#include <torch/torch.h>
-#include <torch/version.h>
 
 #include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_model.h"
@@ -51,9 +53,9 @@ TEST_CASE("aoh gpu: decode equals the forward on CUDA; KV memory falls as Table 
     o.recent = 64;
     ApplyPlan(*model, PlanAoh(*model, o).value());
     torch::Tensor full = model->forward(idx);
-    DecoderOptions d;
+    decode::DecoderOptions d;
     d.prefill_chunk = 37;  // not a divisor: evictions fall inside the window
-    auto dec = AohDecoder::Create(model.get(), d);
+    auto dec = decode::KvDecoder::Create(model.get(), d);
     REQUIRE(dec.ok());
     torch::Tensor pre = dec.value()->Prefill(idx.narrow(1, 0, 250));
     std::vector<torch::Tensor> steps;
@@ -74,7 +76,7 @@ TEST_CASE("aoh gpu: decode equals the forward on CUDA; KV memory falls as Table 
     AohOptions o;  // paper defaults: sink 128, recent 256
     o.sparsity = s;
     ApplyPlan(*model, PlanAoh(*model, o).value());
-    auto rows = BenchmarkLatency(*model, DecoderOptions{}, b);  // prefill chunk 512
+    auto rows = BenchmarkLatency(*model, decode::DecoderOptions{}, b);  // prefill chunk 512
     REQUIRE(rows.ok());
     report[s == 0 ? "full" : "aoh_sparsity_" + std::to_string(s)] = BenchJson(rows.value());
     kv[s] = rows->back().kv_bytes_decode;

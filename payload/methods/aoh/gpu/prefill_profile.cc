@@ -29,7 +29,7 @@
 #include "payload/exec/exec_config.h"
 #include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_report.h"
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 
 namespace headlab::aoh {
 namespace {
@@ -39,7 +39,7 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
-double PrefillMs(AohDecoder& d, const torch::Tensor& prompt) {
+double PrefillMs(decode::KvDecoder& d, const torch::Tensor& prompt) {
   d.Reset();
   torch::cuda::synchronize();
   const auto t0 = std::chrono::steady_clock::now();
@@ -50,7 +50,7 @@ double PrefillMs(AohDecoder& d, const torch::Tensor& prompt) {
 
 // Runs `steps` greedy decode steps from *next (the bench leg's), leaving the last token in
 // *next; returns the ms per step.
-double StepsMs(AohDecoder& d, torch::Tensor* next, int steps) {
+double StepsMs(decode::KvDecoder& d, torch::Tensor* next, int steps) {
   torch::cuda::synchronize();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) *next = d.Step(*next).argmax(-1);
@@ -98,9 +98,9 @@ int Main(int argc, char** argv) {
     Gpt model(nullptr);
     if (!Ok(MakeBenchModel(*exec, *settings, torch::Device(torch::kCUDA), &model))) return 1;
     model->eval();
-    auto made = AohDecoder::Create(model.get(), DecoderFor(*model.get(), *aoh, /*plan=*/nullptr));
+    auto made = decode::KvDecoder::Create(model.get(), DecoderFor(*model.get(), *aoh, /*plan=*/nullptr));
     if (!Ok(made.status())) return 1;
-    AohDecoder& d = *made.value();
+    decode::KvDecoder& d = *made.value();
     torch::manual_seed(1);
     const torch::Tensor prompt =
         torch::randint(0, exec->model.vocab, {batch, length}, torch::kLong).to(torch::kCUDA);

@@ -1,4 +1,4 @@
-// The decoder's fused decode path on CUDA (ctest label gpu, in headlab_aoh_gpu_test):
+// The decoder's fused decode path on CUDA (ctest label gpu, headlab_decode_gpu_test):
 // decode steps through the split-K kernel (kernels/decode_attention.h) against the
 // reference decoder (DecodePath::kReference) on small random RoPE/GQA models
 // with every head state a decoder takes (ordinary, streaming and local, bounded and full
@@ -9,13 +9,15 @@
 // (flash-attention's rule); fp32: the paths agree to 1e-3. KV bytes and entries agree after
 // every step. Prefill chunks (the fused hybrid kernel, PyTorch's fused attention) against the
 // model's forward.
-#include <catch2/catch.hpp>
-
+// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
+// included last is the one the tests use (Catch's, which reports and counts).
 #include <torch/torch.h>
 
-#include "payload/methods/aoh/streaming_decode.h"
+#include <catch2/catch.hpp>
 
-namespace headlab::aoh {
+#include "payload/decode/decoder.h"
+
+namespace headlab::decode {
 namespace {
 
 HeadState Streaming(int64_t sink, int64_t recent) {
@@ -84,9 +86,9 @@ Decoded Decode(Gpt& model, DecodePath path, const torch::Tensor& tokens, int64_t
   DecoderOptions o;
   o.prefill_chunk = 61;  // not a divisor: evictions fall inside the windows
   o.path = path;
-  auto dec = AohDecoder::Create(model.get(), o);
+  auto dec = KvDecoder::Create(model.get(), o);
   REQUIRE(dec.ok());
-  AohDecoder& d = *dec.value();
+  KvDecoder& d = *dec.value();
   Decoded out;
   std::vector<torch::Tensor> steps;
   for (int run = 0; run < runs; ++run) {
@@ -116,7 +118,7 @@ Decoded Decode(Gpt& model, DecodePath path, const torch::Tensor& tokens, int64_t
 
 double MaxAbs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 
-TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
+TEST_CASE("decode gpu: fused and graph decode steps equal the reference decoder") {
   REQUIRE(torch::cuda::is_available());
   torch::Device dev(torch::kCUDA);
   torch::NoGradGuard no_grad;
@@ -183,7 +185,7 @@ TEST_CASE("aoh gpu: fused and graph decode steps equal the reference decoder") {
 // whose windows reach the sink, masked). A mask aligned to the wrong corner (the upper
 // left, as plain SDPA is_causal does when T < L) would cost every chunk after the first its
 // earlier keys.
-TEST_CASE("aoh gpu: prefill chunks equal the model's forward") {
+TEST_CASE("decode gpu: prefill chunks equal the model's forward") {
   REQUIRE(torch::cuda::is_available());
   torch::Device dev(torch::kCUDA);
   torch::NoGradGuard no_grad;
@@ -197,12 +199,12 @@ TEST_CASE("aoh gpu: prefill chunks equal the model's forward") {
       model->SetPrecision(Precision::kFp32);
       const torch::Tensor exact = model->forward(tokens).to(torch::kFloat);
       const double scale = MaxAbs(exact);
-      auto dec = AohDecoder::Create(model.get(), o);
+      auto dec = KvDecoder::Create(model.get(), o);
       REQUIRE(dec.ok());
       const double diff32 = MaxAbs(dec.value()->Prefill(tokens).to(torch::kFloat) - exact);
       model->SetPrecision(Precision::kBf16);
       const double err_forward = MaxAbs(model->forward(tokens).to(torch::kFloat) - exact);
-      auto dec16 = AohDecoder::Create(model.get(), o);
+      auto dec16 = KvDecoder::Create(model.get(), o);
       REQUIRE(dec16.ok());
       const double err_prefill = MaxAbs(dec16.value()->Prefill(tokens).to(torch::kFloat) - exact);
       INFO("d " << head_dim << ", chunks of " << chunk << ": logits up to " << scale
@@ -215,4 +217,4 @@ TEST_CASE("aoh gpu: prefill chunks equal the model's forward") {
 }
 
 }  // namespace
-}  // namespace headlab::aoh
+}  // namespace headlab::decode

@@ -1,31 +1,17 @@
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 
 #include <catch2/catch.hpp>
 
-#include "payload/methods/aoh/aoh_model.h"
-#include "payload/methods/aoh/aoh_testing.h"
+#include "payload/decode/decode_testing.h"
 
-namespace headlab::aoh {
+namespace headlab::decode {
 namespace {
 
-std::unique_ptr<AohDecoder> MakeDecoder(Gpt& model, DecoderOptions o = {}) {
-  auto d = AohDecoder::Create(model.get(), o);
-  REQUIRE(d.ok());
-  return std::move(d.value());
-}
-
-// Logits of every position, one Step at a time: [B, T, vocab].
-torch::Tensor DecodeAll(AohDecoder& d, const torch::Tensor& idx) {
-  std::vector<torch::Tensor> out;
-  for (int64_t t = 0; t < idx.size(1); ++t) out.push_back(d.Step(idx.select(1, t)));
-  return torch::stack(out, 1);
-}
-
-TEST_CASE("aoh decode: ordinary heads, step-by-step logits equal the full forward") {
+TEST_CASE("decode: ordinary heads, step-by-step logits equal the full forward") {
   for (const char* pos : {"learned", "rope"}) {
     for (int64_t kv : {4, 2}) {
       torch::manual_seed(21);
-      Gpt model(TinyModelConfig(pos, 4, kv));
+      Gpt model(TinyDecoderConfig(pos, 4, kv));
       torch::NoGradGuard no_grad;
       torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
       torch::Tensor full = model->forward(idx);
@@ -87,7 +73,7 @@ struct FormCase {
   bool ok;
 };
 
-TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the heads' masks allow") {
+TEST_CASE("decode: a prefill chunk's flash form sees exactly the keys the heads' masks allow") {
   const std::vector<FormCase> cases = {
       {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
       {"ordinary, third chunk", ordinary, FullSegment(24), 16, 8, true},
@@ -127,7 +113,7 @@ TEST_CASE("aoh decode: a prefill chunk's flash form sees exactly the keys the he
 // The fused kernels apply a head's own rule at virtual positions (slot s at s, the chunk's
 // queries at the last T of `length`); that must see, slot by slot, exactly what the head
 // sees at the real positions.
-TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the heads' masks allow") {
+TEST_CASE("decode: a prefill chunk's fused form sees exactly the keys the heads' masks allow") {
   const std::vector<FormCase> cases = {
       {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
       {"ordinary, third chunk (padding rows: every earlier key)", ordinary, FullSegment(24), 16, 8, true},
@@ -162,8 +148,8 @@ TEST_CASE("aoh decode: a prefill chunk's fused form sees exactly the keys the he
   }
 }
 
-TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts' numbers") {
-  ModelConfig c = TinyModelConfig("learned");
+TEST_CASE("decode: the captured step's compute-dtype weights give the casts' numbers") {
+  ModelConfig c = TinyDecoderConfig("learned");
   c.attn_bias = c.out_bias = c.mlp_bias = true;
   torch::manual_seed(23);
   Gpt model(c);
@@ -222,7 +208,7 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
   CHECK_FALSE(again.Current(*model));
 
   // Per-head q/k norms (Qwen 3) are applied by Queries / Keys: no concatenated copy.
-  ModelConfig normed = TinyModelConfig("rope", 4, 2);
+  ModelConfig normed = TinyDecoderConfig("rope", 4, 2);
   normed.qk_norm = true;
   Gpt qwen(normed);
   qwen->SetPrecision(Precision::kBf16);
@@ -231,7 +217,7 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
   CHECK_FALSE(nq.qkv_weight[0].defined());
   CHECK_FALSE(nq.Qkv(0, torch::zeros({1, 1, normed.width})).defined());
   // GQA without norms: [q; k; v] has H + 2 KV = 8 heads of 8 rows each.
-  ModelConfig gqa = TinyModelConfig("rope", 4, 2);
+  ModelConfig gqa = TinyDecoderConfig("rope", 4, 2);
   Gpt llama(gqa);
   llama->SetPrecision(Precision::kBf16);
   ComputeWeights g = ComputeWeights::Make(*llama);
@@ -240,9 +226,9 @@ TEST_CASE("aoh decode: the captured step's compute-dtype weights give the casts'
   CHECK_FALSE(g.qkv_bias[1].defined());
 }
 
-TEST_CASE("aoh decode: learned positions stop at the model's context, before any work") {
+TEST_CASE("decode: learned positions stop at the model's context, before any work") {
   torch::manual_seed(20);
-  Gpt model(TinyModelConfig("learned"));  // context 24
+  Gpt model(TinyDecoderConfig("learned"));  // context 24
   torch::NoGradGuard no_grad;
   torch::Tensor idx = torch::randint(0, 32, {1, 24}, torch::kLong);
   auto d = MakeDecoder(model);
@@ -256,111 +242,9 @@ TEST_CASE("aoh decode: learned positions stop at the model's context, before any
   CHECK(d->KvBytes() == bytes);
 }
 
-TEST_CASE("aoh decode: streaming heads match the hybrid layer and stay within sink + recent") {
-  torch::manual_seed(22);
-  Gpt model(TinyModelConfig("rope", 4, 2));
-  torch::NoGradGuard no_grad;
-  AohOptions o;
-  o.sink = 2;
-  o.recent = 3;
-  auto plan = PlanAoh(*model, o);
-  REQUIRE(plan.ok());
-  ApplyPlan(*model, plan.value());
-  torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
-  torch::Tensor masked = model->forward(idx);  // the hybrid layer's streaming masks
-
-  auto d = MakeDecoder(model);
-  std::vector<torch::Tensor> out;
-  for (int64_t t = 0; t < 24; ++t) {
-    out.push_back(d->Step(idx.select(1, t)));
-    for (int64_t l = 0; l < 2; ++l)
-      for (int64_t g = 0; g < 2; ++g) {
-        const int64_t entries = d->KvEntries(l, g);
-        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming)
-          CHECK(entries <= o.sink + o.recent);
-        else
-          CHECK(entries == t + 1);
-      }
-  }
-  CHECK(torch::allclose(torch::stack(out, 1), masked, 1e-4, 1e-5));
-  // Half the KV groups keep 2 + 3 - 1 entries between steps instead of 24.
-  CHECK(d->KvBytes() == 2 * 2 * 2 * (24 + 4) * 8 * 4);
-  CHECK(d->KvCapacityBytes() >= d->KvBytes());
-
-  // In the contiguous layout of AoH §5 (retrieval KV heads first) the segments are slices
-  // and the function is unchanged.
-  std::vector<HeadOrder> orders = PlanOrders(plan.value(), 4);
-  for (int64_t l = 0; l < 2; ++l) ReorderLayer(*model, l, orders[size_t(l)]);
-  auto r = MakeDecoder(model);
-  CHECK(r->segments(0)[0].kv_heads == std::vector<int64_t>{0});
-  CHECK(torch::allclose(DecodeAll(*r, idx), masked, 1e-4, 1e-5));
-  for (int64_t l = 0; l < 2; ++l) ReorderLayer(*model, l, InverseOrder(orders[size_t(l)]));
-
-  // Chunked prefill evicts after every chunk and still computes the same function.
-  for (int64_t chunk : {1, 4, 7, 24}) {
-    DecoderOptions c;
-    c.prefill_chunk = chunk;
-    auto p = MakeDecoder(model, c);
-    int64_t seen = 0;
-    p->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
-      CHECK(start == seen);
-      CHECK(torch::allclose(logits, masked.narrow(1, start, logits.size(1)), 1e-4, 1e-5));
-      seen += logits.size(1);
-      for (int64_t l = 0; l < 2; ++l)
-        for (const KvSegment& s : p->segments(l))
-          if (s.bounded) CHECK(s.entries <= o.sink + o.recent);
-    });
-    CHECK(seen == 24);
-    // Last-position-only prefill hands over one [B, 1, vocab] slice.
-    auto q = MakeDecoder(model, c);
-    q->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
-      CHECK(start == 23);
-      CHECK(torch::allclose(logits.squeeze(1), masked.select(1, 23), 1e-4, 1e-5));
-    }, /*last_only=*/true);
-  }
-}
-
-TEST_CASE("aoh decode: per-chunk eviction matches the hybrid layer's chunk masks") {
-  for (int64_t chunk : {1, 4, 7}) {
-    torch::manual_seed(26);
-    Gpt model(TinyModelConfig("rope", 4, 2));
-    torch::NoGradGuard no_grad;
-    AohOptions o;
-    o.sink = 2;
-    o.recent = 3;
-    o.eviction_chunk = chunk;  // AoH §5: trim to sink + recent after every chunk of K
-    auto plan = PlanAoh(*model, o);
-    REQUIRE(plan.ok());
-    ApplyPlan(*model, plan.value());
-    for (const HeadState& h : model->attention(0)->head_states())
-      CHECK(h.chunk == (h.mode == HeadMode::kStreaming ? chunk : 0));
-    torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
-    torch::Tensor masked = model->forward(idx);
-    DecoderOptions c;
-    c.prefill_chunk = chunk;
-    auto p = MakeDecoder(model, c);
-    int64_t seen = 0;
-    p->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
-      INFO("chunk " << chunk << " start " << start);
-      CHECK(torch::allclose(logits, masked.narrow(1, start, logits.size(1)), 1e-4, 1e-5));
-      seen += logits.size(1);
-    });
-    CHECK(seen == 24);
-    // Between chunks a streaming KV group holds the sink and the `recent` newest keys.
-    for (int64_t l = 0; l < 2; ++l)
-      for (int64_t g = 0; g < 2; ++g)
-        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming) CHECK(p->KvEntries(l, g) == o.sink + o.recent);
-    // A decode step at a chunk boundary is that chunk's first query.
-    auto q = MakeDecoder(model, c);
-    q->Prefill(idx.narrow(1, 0, 21 - 21 % chunk));
-    const int64_t at = q->position();
-    CHECK(torch::allclose(q->Step(idx.select(1, at)), masked.select(1, at), 1e-4, 1e-5));
-  }
-}
-
-TEST_CASE("aoh decode: local and pruned heads, mixed GQA groups, fixed heads rejected") {
+TEST_CASE("decode: local and pruned heads, mixed GQA groups, fixed heads rejected") {
   torch::manual_seed(23);
-  Gpt model(TinyModelConfig("learned", 4, 2));
+  Gpt model(TinyDecoderConfig("learned", 4, 2));
   torch::NoGradGuard no_grad;
   HeadState local{HeadMode::kLocal};
   local.window = 4;
@@ -382,15 +266,15 @@ TEST_CASE("aoh decode: local and pruned heads, mixed GQA groups, fixed heads rej
   CHECK(d->KvEntries(1, 1) == 24);
 
   model->attention(1)->SetFixedCompact(3, torch::zeros({24}), torch::zeros({24}), torch::zeros({24}));
-  CHECK_FALSE(AohDecoder::Create(model.get(), DecoderOptions{}).ok());
+  CHECK_FALSE(KvDecoder::Create(model.get(), DecoderOptions{}).ok());
 }
 
-TEST_CASE("aoh decode: segments of non-adjacent heads write each head to its place") {
+TEST_CASE("decode: segments of non-adjacent heads write each head to its place") {
   // Heads 0 and 2 streaming, 1 and 3 ordinary (one KV head each): each layer's two segments
   // hold heads {0, 2} and {1, 3}, two runs apiece, and o_proj must see every head's output
   // in its own slot, step by step and in prefill chunks.
   torch::manual_seed(29);
-  Gpt model(TinyModelConfig("rope", 4, 4));
+  Gpt model(TinyDecoderConfig("rope", 4, 4));
   torch::NoGradGuard no_grad;
   HeadState streaming{HeadMode::kStreaming};
   streaming.sink = 1;
@@ -408,29 +292,5 @@ TEST_CASE("aoh decode: segments of non-adjacent heads write each head to its pla
   CHECK(torch::allclose(p->Prefill(idx), masked, 1e-4, 1e-5));
 }
 
-TEST_CASE("aoh decode: anchor-reuse attends to the anchor head's top-k positions") {
-  torch::manual_seed(24);
-  Gpt model(TinyModelConfig("rope", 4, 4, 24, 4));
-  torch::NoGradGuard no_grad;
-  torch::Tensor idx = torch::randint(0, 32, {2, 24}, torch::kLong);
-  torch::Tensor full = model->forward(idx);
-  std::vector<std::vector<Role>> roles(4, std::vector<Role>(4, Role::kRetrieval));
-  DecoderOptions o;
-  o.anchor_block = 2;
-  o.anchor_map = AnchorHeadMap(*model, roles, 2);
-  o.anchor_topk = 24;  // every key selected: the same as full attention
-  CHECK(torch::allclose(MakeDecoder(model, o)->Prefill(idx), full, 1e-4, 1e-5));
-  o.anchor_topk = 3;
-  torch::Tensor sparse = MakeDecoder(model, o)->Prefill(idx);
-  CHECK_FALSE(torch::allclose(sparse, full, 1e-3, 1e-3));
-  // Up to 3 positions every query sees all its keys.
-  CHECK(torch::allclose(sparse.narrow(1, 0, 3), full.narrow(1, 0, 3), 1e-4, 1e-5));
-  // Decode and prefill select the same indices.
-  auto d = MakeDecoder(model, o);
-  CHECK(torch::allclose(DecodeAll(*d, idx), sparse, 1e-4, 1e-5));
-  o.anchor_map.pop_back();
-  CHECK_FALSE(AohDecoder::Create(model.get(), o).ok());
-}
-
 }  // namespace
-}  // namespace headlab::aoh
+}  // namespace headlab::decode

@@ -1,5 +1,5 @@
 // Chunked prefill and incremental decode with bounded streaming-head caches (AoH §5, J.3).
-#include "payload/methods/aoh/streaming_decode.h"
+#include "payload/decode/decoder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,7 @@
 #include "kernels/torch/rope_append_op.h"
 #endif
 
-namespace headlab::aoh {
+namespace headlab::decode {
 namespace F = torch::nn::functional;
 using kernels::DecodeActivation;
 
@@ -74,7 +74,7 @@ struct StepGraph {
   // Every segment's k_buf and v_buf and the decode kernel's counters at capture, held so
   // that their memory cannot come back under another shape while the graph exists.
   std::vector<torch::Tensor> buffers;
-  // What the graph reads in place of the fp32 parameters (AohDecoder::Weights at capture).
+  // What the graph reads in place of the fp32 parameters (KvDecoder::Weights at capture).
   std::shared_ptr<const ComputeWeights> weights;
 };
 
@@ -216,7 +216,7 @@ class WeightsScope {
   const ComputeWeights** slot_;
 };
 
-// Evicted entries a bounded segment may keep before it is compacted (AohDecoder::Evict).
+// Evicted entries a bounded segment may keep before it is compacted (KvDecoder::Evict).
 constexpr int64_t kEvictSlack = 64;
 
 // The entries of a bounded segment that AoH §5 retains before `next`: a leading run
@@ -457,12 +457,12 @@ const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
   return options.path == DecodePath::kGraph ? kDecoderGraphLabel : kDecoderFusedLabel;
 }
 
-AohDecoder::AohDecoder(GptImpl* model, const DecoderOptions& options)
+KvDecoder::KvDecoder(GptImpl* model, const DecoderOptions& options)
     : model_(model), options_(options) {}
 
-AohDecoder::~AohDecoder() = default;
+KvDecoder::~KvDecoder() = default;
 
-StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
+StatusOr<std::unique_ptr<KvDecoder>> KvDecoder::Create(GptImpl* model,
                                                          const DecoderOptions& options) {
   const ModelConfig& c = model->config();
   if (options.prefill_chunk < 1) return Status::InvalidArgument("prefill_chunk: expected >= 1");
@@ -472,7 +472,7 @@ StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
     for (const auto& row : options.anchor_map) shaped = shaped && int64_t(row.size()) == c.heads;
     if (!shaped) return Status::InvalidArgument("anchor_map: expected [layers][heads]");
   }
-  std::unique_ptr<AohDecoder> d(new AohDecoder(model, options));
+  std::unique_ptr<KvDecoder> d(new KvDecoder(model, options));
   const std::string label = DecoderPathLabel(*model, model->wte->weight.device(), options);
   d->fused_ = label != kDecoderReferenceLabel;
   d->graph_ = label == kDecoderGraphLabel;
@@ -513,7 +513,7 @@ StatusOr<std::unique_ptr<AohDecoder>> AohDecoder::Create(GptImpl* model,
   return d;
 }
 
-void AohDecoder::Reset() {
+void KvDecoder::Reset() {
   for (auto& layer : layers_)
     for (KvSegment& s : layer) {  // the buffers stay allocated (and a captured step valid)
       s.entries = 0;
@@ -525,7 +525,7 @@ void AohDecoder::Reset() {
   position_ = 0;
 }
 
-int64_t AohDecoder::KvBytes() const {
+int64_t KvDecoder::KvBytes() const {
   int64_t bytes = 0;
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
@@ -534,7 +534,7 @@ int64_t AohDecoder::KvBytes() const {
   return bytes;
 }
 
-int64_t AohDecoder::KvCapacityBytes() const {
+int64_t KvDecoder::KvCapacityBytes() const {
   int64_t bytes = 0;
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
@@ -542,14 +542,14 @@ int64_t AohDecoder::KvCapacityBytes() const {
   return bytes;
 }
 
-int64_t AohDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
+int64_t KvDecoder::KvEntries(int64_t layer, int64_t kv_head) const {
   for (const KvSegment& s : layers_[size_t(layer)])
     for (int64_t j : s.kv_heads)
       if (j == kv_head) return LiveEntries(s, position_);
   return 0;
 }
 
-void AohDecoder::Evict(int64_t next) {
+void KvDecoder::Evict(int64_t next) {
   for (auto& layer : layers_) {
     for (KvSegment& s : layer) {
       if (!s.bounded) continue;
@@ -573,7 +573,7 @@ void AohDecoder::Evict(int64_t next) {
   }
 }
 
-void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+void KvDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
   const int64_t first = position_, T = k.size(2);
   for (KvSegment& seg : layers_[size_t(layer)]) {
     AppendTo(&seg.k_buf, seg.entries, SelectHeads(k, seg.kv_heads, &seg.kv_index));
@@ -582,7 +582,7 @@ void AohDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tens
   }
 }
 
-void AohDecoder::AppendAt(int64_t layer, const torch::Tensor& k, const torch::Tensor& v,
+void KvDecoder::AppendAt(int64_t layer, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& qpos) {
   for (KvSegment& seg : layers_[size_t(layer)]) {
     torch::Tensor slot = qpos;  // a full segment: slot = position
@@ -597,7 +597,7 @@ void AohDecoder::AppendAt(int64_t layer, const torch::Tensor& k, const torch::Te
   }
 }
 
-torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos) {
+torch::Tensor KvDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos) {
 #if HEADLAB_TORCH_CUDA
   const ModelConfig& c = model_->config();
   std::vector<kernels::HeadSpec> specs;
@@ -639,7 +639,7 @@ torch::Tensor AohDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, con
 #endif
 }
 
-const torch::Tensor& AohDecoder::DecodeCounts(int64_t batch, const torch::Device& device) {
+const torch::Tensor& KvDecoder::DecodeCounts(int64_t batch, const torch::Device& device) {
   const int64_t ints = batch * model_->config().kv_heads;
   if (!decode_counts_.defined() || decode_counts_.device() != device || decode_counts_.numel() < ints) {
     TORCH_CHECK(!capturing_, "decoder: the decode counters must exist before a step is captured");
@@ -648,7 +648,7 @@ const torch::Tensor& AohDecoder::DecodeCounts(int64_t batch, const torch::Device
   return decode_counts_;
 }
 
-torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
+torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
                                     const torch::Tensor& qpos, ChunkRope* rope) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
@@ -854,7 +854,7 @@ torch::Tensor AohDecoder::Attention(int64_t layer, const torch::Tensor& x,
   return attn->o_proj(merged.reshape({B, T, H * d}));
 }
 
-torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tensor& qpos) {
+torch::Tensor KvDecoder::Blocks(const torch::Tensor& tokens, const torch::Tensor& qpos) {
   const ModelConfig& c = model_->config();
   torch::Tensor x = model_->Embed(tokens, qpos);
   ChunkRope rope;
@@ -892,7 +892,7 @@ torch::Tensor AohDecoder::Blocks(const torch::Tensor& tokens, const torch::Tenso
   return x;
 }
 
-torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
+torch::Tensor KvDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   const int64_t T = tokens.size(1);
   CheckFits(T);
   LeaveRings();
@@ -916,13 +916,13 @@ torch::Tensor AohDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   return model_->Logits(x, w ? w->head : torch::Tensor());  // as GptImpl::forward: fp32 logits
 }
 
-const std::shared_ptr<const ComputeWeights>& AohDecoder::Weights() {
+const std::shared_ptr<const ComputeWeights>& KvDecoder::Weights() {
   if (!weights_ || !weights_->Current(*model_))
     weights_ = std::make_shared<const ComputeWeights>(ComputeWeights::Make(*model_));
   return weights_;
 }
 
-void AohDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& device) {
+void KvDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& device) {
   const ModelConfig& c = model_->config();
   if (c.pos != "rope") return;
   if (step_cos_.defined() && step_cos_.scalar_type() == dtype && step_cos_.device() == device &&
@@ -935,7 +935,7 @@ void AohDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& d
   step_sin_ = rope.sin;
 }
 
-bool AohDecoder::PrepareGraphCaches(int64_t batch) {
+bool KvDecoder::PrepareGraphCaches(int64_t batch) {
   for (auto& layer : layers_)
     for (KvSegment& s : layer)
       if (!s.k_buf.defined() || s.k_buf.size(0) != batch) return false;
@@ -975,7 +975,7 @@ bool AohDecoder::PrepareGraphCaches(int64_t batch) {
   return true;
 }
 
-void AohDecoder::LeaveRings() {
+void KvDecoder::LeaveRings() {
   for (auto& layer : layers_)
     for (KvSegment& s : layer) {
       if (s.ring == 0) continue;
@@ -989,12 +989,12 @@ void AohDecoder::LeaveRings() {
     }
 }
 
-void AohDecoder::CheckFits(int64_t T) const {
+void KvDecoder::CheckFits(int64_t T) const {
   const int64_t context = model_->config().context;
   if (model_->wpe) TORCH_CHECK(position_ + T <= context, "position ", position_ + T, " > context ", context);
 }
 
-torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
+torch::Tensor KvDecoder::GraphStep(const torch::Tensor& token) {
 #if HEADLAB_TORCH_CUDA
   CheckFits(1);  // on the host: a learned position past the table would fail on the device
   const int64_t B = token.size(0);
@@ -1034,9 +1034,9 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
       // outside it, where a later clear would free what the graph reads; both restored
       // however it ends.
       struct CaptureScope {
-        AohDecoder* d;
+        KvDecoder* d;
         bool cast_cache = at::autocast::is_autocast_cache_enabled();
-        explicit CaptureScope(AohDecoder* decoder) : d(decoder) {
+        explicit CaptureScope(KvDecoder* decoder) : d(decoder) {
           d->capturing_ = true;
           at::autocast::set_autocast_cache_enabled(false);
         }
@@ -1072,7 +1072,7 @@ torch::Tensor AohDecoder::GraphStep(const torch::Tensor& token) {
 #endif
 }
 
-void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {
+void KvDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, bool last_only) {
   torch::NoGradGuard no_grad;
   const int64_t T = tokens.size(1);
   for (int64_t start = 0; start < T; start += options_.prefill_chunk) {
@@ -1085,13 +1085,13 @@ void AohDecoder::Prefill(const torch::Tensor& tokens, const ChunkFn& on_chunk, b
   }
 }
 
-torch::Tensor AohDecoder::Prefill(const torch::Tensor& tokens) {
+torch::Tensor KvDecoder::Prefill(const torch::Tensor& tokens) {
   std::vector<torch::Tensor> parts;
   Prefill(tokens, [&](int64_t, const torch::Tensor& logits) { parts.push_back(logits); });
   return torch::cat(parts, 1);
 }
 
-torch::Tensor AohDecoder::Step(const torch::Tensor& token) {
+torch::Tensor KvDecoder::Step(const torch::Tensor& token) {
   torch::NoGradGuard no_grad;
   if (graph_ && token.is_cuda()) {
     torch::Tensor logits = GraphStep(token.view({-1}));
@@ -1100,4 +1100,4 @@ torch::Tensor AohDecoder::Step(const torch::Tensor& token) {
   return Chunk(token.view({-1, 1}), /*last_only=*/false).squeeze(1);
 }
 
-}  // namespace headlab::aoh
+}  // namespace headlab::decode

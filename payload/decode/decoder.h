@@ -31,9 +31,9 @@
 
 #include "common/status.h"
 #include "payload/exec/model.h"
-#include "payload/methods/aoh/aoh_options.h"
+#include "payload/decode/decode_path.h"
 
-namespace headlab::aoh {
+namespace headlab::decode {
 
 // The attention paths of the decoder, as run provenance names them (attention_paths).
 inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
@@ -78,7 +78,7 @@ struct KvSegment {
   // Slots not written by this sequence hold finite values (zeros, or an earlier sequence's).
   torch::Tensor k_buf, v_buf;
   // Cached positions: k_buf[:, :, :entries]. On the fused path a bounded segment may also
-  // hold up to 64 evicted entries awaiting compaction (AohDecoder::Evict): they lead the
+  // hold up to 64 evicted entries awaiting compaction (KvDecoder::Evict): they lead the
   // recent run, no head sees them, and KvBytes / KvEntries do not count them.
   int64_t entries = 0;
   // Bounded: the cached positions, ascending (host-side, so eviction needs no device
@@ -186,14 +186,14 @@ class ComputeWeightsIn {
   std::vector<torch::Tensor> originals_;
 };
 
-struct ChunkRope;  // RoPE's tables for one chunk (streaming_decode.cc)
-struct StepGraph;  // a captured decode step (streaming_decode.cc)
+struct ChunkRope;  // RoPE's tables for one chunk (decoder.cc)
+struct StepGraph;  // a captured decode step (decoder.cc)
 
-class AohDecoder {
+class KvDecoder {
  public:
   // Builds a decoder for `model` (which must outlive it) from the model's current head
   // states. InvalidArgument for fixed heads or a bad option.
-  static StatusOr<std::unique_ptr<AohDecoder>> Create(GptImpl* model, const DecoderOptions& options);
+  static StatusOr<std::unique_ptr<KvDecoder>> Create(GptImpl* model, const DecoderOptions& options);
 
   // Runs tokens [B, T] at the next T positions in chunks of prefill_chunk and returns their
   // logits [B, T, vocab]. With learned positions, position + T must stay within the
@@ -225,10 +225,10 @@ class AohDecoder {
   int64_t graph_replays() const { return graph_replays_; }
   int64_t graph_captures() const { return graph_captures_; }
 
-  ~AohDecoder();
+  ~KvDecoder();
 
  private:
-  AohDecoder(GptImpl* model, const DecoderOptions& options);
+  KvDecoder(GptImpl* model, const DecoderOptions& options);
   // Runs one chunk [B, T] at positions [position_, position_ + T) and returns its logits
   // (only the last position's with `last_only`).
   torch::Tensor Chunk(const torch::Tensor& tokens, bool last_only);
@@ -304,4 +304,4 @@ class AohDecoder {
   int64_t position_ = 0;
 };
 
-}  // namespace headlab::aoh
+}  // namespace headlab::decode
