@@ -12,7 +12,7 @@ inline constexpr const char* kTrainTokens = "train.tokens";      // cumulative t
 // attempt's first update excluded as warm-up, and so is each update that carries a
 // one-off intervention — a SAF event, an AoH conversion, a pruning — together with the
 // first update after it, which re-plans the changed layers: the intervention's cost is its
-// method's to report, e.g. saf.cost_total_s; payload/exec/train_hooks.h "interventions").
+// method's to report, e.g. saf.cost.total_s; payload/exec/train_hooks.h "interventions").
 inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";
 inline constexpr const char* kTrainStepS = "train.step_s";       // seconds per update
 // The same throughput over the updates after the latest intervention only (runs with one).
