@@ -1,6 +1,7 @@
 // The run-config schema as one table: each leaf key's type, range, default and allowed
 // strings. DefaultRunConfig, validation and the CLI's export columns all read this table,
-// so adding a key is one line here (and one line in schema/grid.md).
+// so adding a core key is one line here; a method's keys are its registered section
+// (common/method_schema.h).
 #include "common/run_config.h"
 
 #include <cctype>
@@ -12,7 +13,7 @@
 #include <map>
 #include <set>
 
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 #include "common/model_presets.h"
 #include "common/suggest.h"
 #include "common/utf8.h"
@@ -24,9 +25,32 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kMaxParamNameBytes = 64;
 
+// Inserts each method's keys (MethodSchemas) after the last key of the section it names in
+// `after`, in turn, so that a section may follow another method's; sections whose anchor
+// never appears go at the end, by name.
+void AddMethodSections(std::vector<ConfigKey>* keys) {
+  auto section_of = [](const std::string& key) { return key.substr(0, key.find('.')); };
+  std::vector<const MethodSchema*> pending;
+  for (const MethodSchema& m : MethodSchemas()) pending.push_back(&m);
+  for (bool placed = true; placed && !pending.empty();) {
+    placed = false;
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
+      auto last = std::find_if(keys->rbegin(), keys->rend(), [&](const ConfigKey& k) {
+        return section_of(k.key) == (*it)->after;
+      });
+      if (last == keys->rend()) continue;
+      keys->insert(last.base(), (*it)->keys.begin(), (*it)->keys.end());
+      pending.erase(it);
+      placed = true;
+      break;
+    }
+  }
+  for (const MethodSchema* m : pending) keys->insert(keys->end(), m->keys.begin(), m->keys.end());
+}
+
 // The schema (schema/grid.md, "Run config"): the core sections here, each method's keys from
-// its own schema file (payload/methods/<m>/<m>_schema.cc). Order = documentation and export
-// order.
+// its registered section (payload/methods/<m>/<m>_schema.cc). Order = documentation and
+// export order.
 const std::vector<ConfigKey>& Schema() {
   static const std::vector<ConfigKey> kSchema = [] {
     std::vector<ConfigKey> keys = {
@@ -128,12 +152,6 @@ const std::vector<ConfigKey>& Schema() {
         StrKey("command.args", "", nullptr),         // extra arguments, split at blanks
         IntKey("noop.duration_ms", 0, 86400000, 0),
         IntKey("noop.metrics", 0, 10000000, 0),
-    };
-    auto append = [&keys](const std::vector<ConfigKey>& more) {
-      keys.insert(keys.end(), more.begin(), more.end());
-    };
-    append(PruneConfigKeys());  // SAF App. C.3.4's pruning controls
-    keys.insert(keys.end(), {
         // Synthetic task kinds mqar / passkey (payload/exec/task_eval.h).
         IntKey("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
         IntKey("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
@@ -144,11 +162,6 @@ const std::vector<ConfigKey>& Schema() {
         StrKey("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
         StrKey("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
         IntKey("passkey.samples", 1, 100000, 8),
-    });
-    append(aoh::AohConfigKeys());
-    append(saf::SafConfigKeys());
-    append(aah::AahConfigKeys());
-    keys.insert(keys.end(), {
         // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
         IntKey("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
         NumKey("resources.min_memory_gb", 0, 1e6, 0),          // per device, GB = 1e9 bytes
@@ -160,8 +173,8 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
         IntKey("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>
         StrKey("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma"),
-
-    });
+    };
+    AddMethodSections(&keys);
     return keys;
   }();
   return kSchema;
@@ -328,7 +341,8 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   if (!c["time_match"]["arm"].get_ref<const std::string&>().empty() &&
       c["time_match"]["experiment"].get<int64_t>() == 0)
     return Invalid(file, prefix + ".time_match.arm", "time_match.arm needs time_match.experiment");
-  HEADLAB_RETURN_IF_ERROR(saf::CheckSafConfig(c, file, prefix));
+  for (const MethodSchema& m : MethodSchemas())
+    if (m.check) HEADLAB_RETURN_IF_ERROR(m.check(c, file, prefix));
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
   // checks it against the data.

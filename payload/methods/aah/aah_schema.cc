@@ -5,9 +5,10 @@
 #include <limits>
 
 namespace headlab::aah {
+namespace {
 
-const std::vector<ConfigKey>& AahConfigKeys() {
-  static const std::vector<ConfigKey> kKeys = {
+std::vector<ConfigKey> Keys() {
+  return {
       StrKey("aah.regime", "off", JoinNames(kRegimeNames)),    // §7.1
       StrKey("aah.control", "none", JoinNames(kControlNames)),  // §7.1, §7.3, App. A.2
       StrKey("aah.hierarchy", "", nullptr),  // "2,2,2,2"; "" = the regime's default shape
@@ -26,7 +27,10 @@ const std::vector<ConfigKey>& AahConfigKeys() {
       IntKey("aah.cache_step", -1, 1e8, -1),  // topology cache of shallow_freeze / deep_reuse
       IntKey("aah.observe_rows", 0, 65536, 1),       // observation-pass rows; 0 = all
   };
-  return kKeys;
 }
 
+[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
+    {"aah", /*after=*/"saf", Keys(), nullptr, "payload/methods/aah/README.md"});
+
+}  // namespace
 }  // namespace headlab::aah

@@ -2,9 +2,10 @@
 #include "payload/methods/aoh/aoh_schema.h"
 
 namespace headlab::aoh {
+namespace {
 
-const std::vector<ConfigKey>& AohConfigKeys() {
-  static const std::vector<ConfigKey> kKeys = {
+std::vector<ConfigKey> Keys() {
+  return {
       StrKey("aoh.method", "none", JoinNames(kMethodNames)),
       NumKey("aoh.sparsity", 0, 1, 0.5),  // s: k = ceil((1 - s) G) retrieval groups per layer
       StrKey("aoh.metric", "effective_rank", JoinNames(kMetricNames)),  // Table 4
@@ -26,7 +27,10 @@ const std::vector<ConfigKey>& AohConfigKeys() {
       IntKey("aoh.bench_decode_tokens", 0, 1e6, 32),
       IntKey("aoh.bench_repeats", 1, 1000, 3),
   };
-  return kKeys;
 }
 
+[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
+    {"aoh", /*after=*/"passkey", Keys(), nullptr, "payload/methods/aoh/README.md"});
+
+}  // namespace
 }  // namespace headlab::aoh

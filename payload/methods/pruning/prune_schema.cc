@@ -2,9 +2,10 @@
 #include "payload/methods/pruning/prune_schema.h"
 
 namespace headlab {
+namespace {
 
-const std::vector<ConfigKey>& PruneConfigKeys() {
-  static const std::vector<ConfigKey> kKeys = {
+std::vector<ConfigKey> Keys() {
+  return {
       StrKey("prune.method", "none", JoinNames(kPruneMethodNames)),
       StrKey("prune.heads", "", nullptr),  // heads: "LAYER.HEAD,..." (the same heads as another arm)
       NumKey("prune.rate", 0, 1, 0.25),    // gate_taylor: round(rate * layers * heads) heads
@@ -13,7 +14,10 @@ const std::vector<ConfigKey>& PruneConfigKeys() {
       IntKey("prune.calib_batch", 1, 65536, 4),
       StrKey("prune.calib_split", "train", "train|calib"),  // gate_taylor's calibration tokens
   };
-  return kKeys;
 }
 
+[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
+    {"prune", /*after=*/"noop", Keys(), nullptr, "payload/methods/pruning/README.md"});
+
+}  // namespace
 }  // namespace headlab

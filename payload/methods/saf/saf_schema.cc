@@ -2,9 +2,10 @@
 #include "payload/methods/saf/saf_schema.h"
 
 namespace headlab::saf {
+namespace {
 
-const std::vector<ConfigKey>& SafConfigKeys() {
-  static const std::vector<ConfigKey> kKeys = {
+std::vector<ConfigKey> Keys() {
+  return {
       StrKey("saf.method", "none", "none|replace|prune"),  // prune: the same heads, pruned
       NumKey("saf.rate", 0, 1, 0.25),                       // r: k = round(r L H)
       StrKey("saf.score", "variance", JoinNames(kScoreNames)),  // §3.1, App. A.3
@@ -38,10 +39,9 @@ const std::vector<ConfigKey>& SafConfigKeys() {
       IntKey("saf.pattern_seed", 0, 9007199254740992.0, 0),     // sampled patterns
       IntKey("saf.selection_seed", -1, 9007199254740992.0, -1),  // random heads; -1 = per run
   };
-  return kKeys;
 }
 
-Status CheckSafConfig(const Json& c, const std::string& file, const std::string& prefix) {
+Status Check(const Json& c, const std::string& file, const std::string& prefix) {
   const Json& s = c["saf"];
   if (s["storage"] == "dense" && s["pattern"] == "structured_random")
     return Status::InvalidArgument(file + ": " + prefix +
@@ -53,4 +53,8 @@ Status CheckSafConfig(const Json& c, const std::string& file, const std::string&
   return Status::Ok();
 }
 
+[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
+    {"saf", /*after=*/"aoh", Keys(), Check, "payload/methods/saf/README.md"});
+
+}  // namespace
 }  // namespace headlab::saf
