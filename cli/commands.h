@@ -24,6 +24,7 @@ int RunLogs(const CliContext& ctx, const ParsedArgs& args);     // logs.cc
 int RunArtifacts(const CliContext& ctx, const ParsedArgs& args);  // artifacts.cc
 int RunTag(const CliContext& ctx, const ParsedArgs& args);      // annotate.cc
 int RunNote(const CliContext& ctx, const ParsedArgs& args);     // annotate.cc
+int RunSchema(const CliContext& ctx, const ParsedArgs& args);   // schema.cc
 
 // Prints `j` as indented JSON plus a newline to stdout (the --json output of every read).
 void PrintJson(const Json& j);
