@@ -19,6 +19,11 @@ struct MethodSchema {
   // Documentation and export order: the section's keys follow those of section `after` (a
   // core section or another method's); the schema appends sections with no such anchor.
   std::string after;
+  // The leaf of the section whose value turns the method on, and the value that leaves it
+  // off ("method", "none"): a run that turns it on shows the whole section
+  // (common/config_view.h ActiveSections).
+  std::string on_key;
+  std::string off_value;
   std::vector<ConfigKey> keys;  // documentation order; each key starts with section + "."
   // The rules between the section's keys on a merged run config `c` (every key present),
   // or nullptr; errors name "<file>: <prefix>.<section>.<key>".

@@ -42,7 +42,8 @@ std::vector<ConfigKey> Keys() {
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"aah", /*after=*/"saf", Keys(), nullptr, "payload/methods/aah/README.md"});
+    {"aah", /*after=*/"saf", /*on_key=*/"regime", /*off_value=*/"off",
+     Keys(), nullptr, "payload/methods/aah/README.md"});
 
 }  // namespace
 }  // namespace headlab::aah

@@ -44,7 +44,8 @@ std::vector<ConfigKey> Keys() {
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"aoh", /*after=*/"passkey", Keys(), nullptr, "payload/methods/aoh/README.md"});
+    {"aoh", /*after=*/"passkey", /*on_key=*/"method", /*off_value=*/"none",
+     Keys(), nullptr, "payload/methods/aoh/README.md"});
 
 }  // namespace
 }  // namespace headlab::aoh

@@ -27,7 +27,8 @@ std::vector<ConfigKey> Keys() {
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"prune", /*after=*/"noop", Keys(), nullptr, "payload/methods/pruning/README.md"});
+    {"prune", /*after=*/"noop", /*on_key=*/"method", /*off_value=*/"none",
+     Keys(), nullptr, "payload/methods/pruning/README.md"});
 
 }  // namespace
 }  // namespace headlab

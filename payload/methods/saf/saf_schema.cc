@@ -65,7 +65,8 @@ Status Check(const Json& c, const std::string& file, const std::string& prefix) 
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"saf", /*after=*/"aoh", Keys(), Check, "payload/methods/saf/README.md"});
+    {"saf", /*after=*/"aoh", /*on_key=*/"method", /*off_value=*/"none",
+     Keys(), Check, "payload/methods/saf/README.md"});
 
 }  // namespace
 }  // namespace headlab::saf
