@@ -32,6 +32,8 @@ constexpr std::chrono::milliseconds kDispatchBudget{25};
 // One placement on its way through Dispatch's checks: the scheduler's choice, the run as
 // stored, its config and what its parent resolved to.
 struct Core::Candidate {
+  explicit Candidate(const Placement& placement) : p(placement) {}
+
   Placement p;
   RunForAssign r;
   StatusOr<Json> config = Json::object();
@@ -54,7 +56,7 @@ void Core::Dispatch(Clock::time_point now) {
   while (Clock::now() < deadline) {
     auto p = queue_.Next();
     if (!p) break;
-    Candidate c{*p};
+    Candidate c(*p);
     // The checks in order; each returns false when it has dealt with the placement itself
     // (handed it back, parked the run, failed it or re-pinned it).
     if (!StillQueued(&c) || !ParentReady(&c) || !TimeBudgetReady(&c) ||
