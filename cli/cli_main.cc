@@ -140,6 +140,16 @@ const std::vector<Command>& Commands() {
          {"--json", "", "", "print {script, submitted, job, coordinator, ...}"}},
         1, 1},
        RunSlurm},
+      {{"schema", "",
+        "Print the run-config reference (every key's type, default, range and meaning, from\n"
+        "the schema) as the Markdown tables of schema/grid.md, or write or check the generated\n"
+        "tables of schema/grid.md and each method README in the source tree.",
+        {{"--json", "", "", "print every key as JSON (key, type, default, bounds, allowed, doc)"},
+         {"--write", "", "", "rewrite the generated blocks of the docs under --root"},
+         {"--check", "", "", "exit 1 naming each doc whose generated block differs (ctest)"},
+         {"--root", "", "DIR", "the source tree (default: the one this binary was built from)"}},
+        0, 0},
+       RunSchema},
   };
   return kCommands;
 }

@@ -25,6 +25,7 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args);  // artifacts.c
 int RunTag(const CliContext& ctx, const ParsedArgs& args);      // annotate.cc
 int RunNote(const CliContext& ctx, const ParsedArgs& args);     // annotate.cc
 int RunDiff(const CliContext& ctx, const ParsedArgs& args);     // diff.cc
+int RunSchema(const CliContext& ctx, const ParsedArgs& args);   // schema.cc
 
 // Prints `j` as indented JSON plus a newline to stdout (the --json output of every read).
 void PrintJson(const Json& j);

@@ -6,36 +6,39 @@
 
 namespace headlab {
 
-ConfigKey IntKey(const char* key, double lo, double hi, double def) {
+ConfigKey IntKey(const char* key, double lo, double hi, double def, const char* doc) {
   ConfigKey k;
   k.key = key;
   k.type = ConfigKeyType::kInt;
   k.min = lo;
   k.max = hi;
   k.num_default = def;
+  k.doc = doc;
   return k;
 }
 
-ConfigKey NumKey(const char* key, double lo, double hi, double def, bool lo_open, bool hi_open) {
-  ConfigKey k = IntKey(key, lo, hi, def);
+ConfigKey NumKey(const char* key, double lo, double hi, double def, const char* doc,
+                 bool lo_open, bool hi_open) {
+  ConfigKey k = IntKey(key, lo, hi, def, doc);
   k.type = ConfigKeyType::kNumber;
   k.min_open = lo_open;
   k.max_open = hi_open;
   return k;
 }
 
-ConfigKey StrKey(const char* key, const char* def, const char* allowed) {
+ConfigKey StrKey(const char* key, const char* def, const char* allowed, const char* doc) {
   ConfigKey k;
   k.key = key;
   k.type = ConfigKeyType::kString;
   k.str_default = def;
   k.any_string = allowed == nullptr;
   if (allowed) k.allowed = allowed;
+  k.doc = doc;
   return k;
 }
 
-ConfigKey StrKey(const char* key, const char* def, const std::string& allowed) {
-  return StrKey(key, def, allowed.c_str());
+ConfigKey StrKey(const char* key, const char* def, const std::string& allowed, const char* doc) {
+  return StrKey(key, def, allowed.c_str(), doc);
 }
 
 std::string JoinNames(const char* const* names, size_t n) {

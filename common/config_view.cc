@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/method_schema.h"
 #include "common/run_config.h"
 
 namespace headlab {
@@ -50,10 +51,10 @@ std::vector<std::string> ActiveSections(const Json& config) {
     if (kind.rfind("bench-", 0) == 0) Add(&out, "bench");
     if (kind == "mqar" || kind == "passkey" || kind == "flops") Add(&out, kind);
   }
-  if (Str(config, "saf", "method") != "none" && !Str(config, "saf", "method").empty()) Add(&out, "saf");
-  if (Str(config, "aoh", "method") != "none" && !Str(config, "aoh", "method").empty()) Add(&out, "aoh");
-  if (Str(config, "aah", "regime") != "off" && !Str(config, "aah", "regime").empty()) Add(&out, "aah");
-  if (Str(config, "prune", "method") != "none" && !Str(config, "prune", "method").empty()) Add(&out, "prune");
+  for (const MethodSchema& m : MethodSchemas()) {
+    const std::string on = Str(config, m.section.c_str(), m.on_key.c_str());
+    if (!on.empty() && on != m.off_value) Add(&out, m.section);
+  }
   if (Int(config, "parent", "run") != 0) Add(&out, "parent");
   if (!Str(config, "pair", "group").empty()) Add(&out, "pair");
   return out;

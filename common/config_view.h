@@ -12,9 +12,9 @@ namespace headlab {
 
 // Returns the sections (first key component) that describe how the run works: the ones
 // its kind reads ("train" and "model" for training kinds, "command" and "params" for a
-// command run, "bench" for bench-*, ...) and those of the methods it enables (saf.* when
-// saf.method is not "none", aah.* when aah.regime is not "off", parent.* for a
-// continuation, pair.* for a paired leg, ...).
+// command run, "bench" for bench-*, ...), those of the methods it turns on (saf.* when
+// saf.method is not "none", aah.* when aah.regime is not "off": MethodSchema::on_key),
+// parent.* for a continuation and pair.* for a paired leg.
 std::vector<std::string> ActiveSections(const Json& config);
 
 // Returns the flattened {"dotted.key": value} of `config` (a complete run config) that is

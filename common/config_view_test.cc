@@ -1,6 +1,9 @@
 #include "common/config_view.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "common/run_config.h"
 
@@ -28,6 +31,26 @@ TEST_CASE("NotableConfig: kind, seed, the run's own sections and what differs") 
   // About 140 keys before; a run that uses no method now shows a few dozen.
   Json plain = NotableConfig(*NormalizeRunConfig(Json::object(), "f"));
   CHECK(plain.size() < RunConfigKeys().size() / 2);
+}
+
+TEST_CASE("ActiveSections: a method's section is on iff its switch key leaves the off value") {
+  auto sections = [](const Json& partial) {
+    auto c = NormalizeRunConfig(partial, "f");
+    REQUIRE(c.ok());
+    return ActiveSections(*c);
+  };
+  using V = std::vector<std::string>;
+  CHECK(sections(Json::object()) == V{"model", "train"});
+  // saf.method, aoh.method, prune.method != "none"; aah.regime != "off".
+  auto on = sections(Json{{"saf", {{"method", "replace"}}},
+                          {"aoh", {{"method", "aoh"}}},
+                          {"aah", {{"regime", "full"}}},
+                          {"prune", {{"method", "heads"}, {"heads", "0.1"}}}});
+  std::sort(on.begin(), on.end());
+  CHECK(on == V{"aah", "aoh", "model", "prune", "saf", "train"});
+  // Other keys of a method's section do not turn it on.
+  CHECK(sections(Json{{"aoh", {{"sink", 64}}}, {"aah", {{"control_every", 7}}}}) ==
+        V{"model", "train"});
 }
 
 TEST_CASE("NotableConfig of a command run shows its program and params, not the LM's") {

@@ -1,6 +1,7 @@
 // The run-config schema as one table: each leaf key's type, range, default and allowed
 // strings. DefaultRunConfig, validation and the CLI's export columns all read this table,
-// so adding a key is one line here (and one line in schema/grid.md).
+// so adding a core key is one line here; a method's keys are its registered section
+// (common/method_schema.h).
 #include "common/run_config.h"
 
 #include <cctype>
@@ -14,8 +15,9 @@
 
 #include "common/error_list.h"
 #include "common/head_list.h"
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 #include "common/model_presets.h"
+#include "common/run_config_schema.h"
 #include "common/suggest.h"
 #include "common/utf8.h"
 
@@ -26,144 +28,213 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kMaxParamNameBytes = 64;
 
+// Inserts each method's keys (MethodSchemas) after the last key of the section it names in
+// `after`, in turn, so that a section may follow another method's; sections whose anchor
+// never appears go at the end, by name.
+void AddMethodSections(std::vector<ConfigKey>* keys) {
+  auto section_of = [](const std::string& key) { return key.substr(0, key.find('.')); };
+  std::vector<const MethodSchema*> pending;
+  for (const MethodSchema& m : MethodSchemas()) pending.push_back(&m);
+  for (bool placed = true; placed && !pending.empty();) {
+    placed = false;
+    for (auto it = pending.begin(); it != pending.end(); ++it) {
+      auto last = std::find_if(keys->rbegin(), keys->rend(), [&](const ConfigKey& k) {
+        return section_of(k.key) == (*it)->after;
+      });
+      if (last == keys->rend()) continue;
+      keys->insert(last.base(), (*it)->keys.begin(), (*it)->keys.end());
+      pending.erase(it);
+      placed = true;
+      break;
+    }
+  }
+  for (const MethodSchema* m : pending) keys->insert(keys->end(), m->keys.begin(), m->keys.end());
+}
+
 // The schema (schema/grid.md, "Run config"): the core sections here, each method's keys from
-// its own schema file (payload/methods/<m>/<m>_schema.cc). Order = documentation and export
-// order.
+// its registered section (payload/methods/<m>/<m>_schema.cc). Order = documentation and
+// export order.
 const std::vector<ConfigKey>& Schema() {
   static const std::vector<ConfigKey> kSchema = [] {
     std::vector<ConfigKey> keys = {
-        StrKey("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command"),
-        IntKey("seed", 0, 9007199254740992.0, 0),  // 2^53: exact in every JSON reader
-        IntKey("model.layers", 1, 128, 2),
-        IntKey("model.heads", 1, 128, 4),
-        IntKey("model.width", 8, 65536, 128),
-        IntKey("model.context", 8, 131072, 128),
-        IntKey("model.mlp_ratio", 1, 64, 4),
-        IntKey("model.vocab", 2, 1000000, 256),
-        StrKey("model.preset", "", ModelPresetNames()),  // common/model_presets.h
-        IntKey("model.kv_heads", 0, 128, 0),            // GQA key/value heads; 0 = model.heads
-        StrKey("model.pos", "learned", "learned|rope"),  // absolute positions or RoPE
-        NumKey("model.rope_base", 0, kInf, 10000, /*lo_open=*/true),
-        StrKey("model.norm", "layernorm", "layernorm|rmsnorm"),
-        StrKey("model.head_modes", "", nullptr),  // per-head attention states (payload/exec/head_state.h)
-        // A Hugging Face checkpoint folder (config.json + *.safetensors; payload/exec/hf_config.h):
-        // the model's shape comes from config.json and its weights from the checkpoint.
-        StrKey("model.init_from", "", nullptr),
-        IntKey("train.steps", 0, 1e8, 200),
-        IntKey("train.batch_size", 1, 65536, 8),  // sequences per micro-batch
-        IntKey("train.grad_accum", 1, 65536, 1),  // micro-batches per update (gradient accumulation)
-        NumKey("train.lr", 0, 1, 3e-3, /*lo_open=*/true),
-        NumKey("train.min_lr_ratio", 0, 1, 0.1),
-        IntKey("train.warmup_steps", 0, 1e8, 20),
-        NumKey("train.weight_decay", 0, 10, 0.1),
-        NumKey("train.beta1", 0, 1, 0.9, false, /*hi_open=*/true),
-        NumKey("train.beta2", 0, 1, 0.95, false, /*hi_open=*/true),
-        NumKey("train.grad_clip", 0, kInf, 1.0),  // 0 = no clipping
-        IntKey("train.eval_every", 0, 1e8, 50),   // 0 = only at the end
-        IntKey("train.eval_batches", 1, 1e6, 8),
-        IntKey("train.log_every", 1, 1e8, 10),
-        IntKey("train.checkpoint_every", 0, 1e8, 100),  // 0 = only at the end
-        // Checkpoint retention (common/checkpoint_retention.h): an attempt keeps its newest
-        // keep_checkpoints checkpoints (0 = every one) and those of the steps in keep_steps
-        // ("1500,2500": the parent.step of continuations submitted later).
-        IntKey("train.keep_checkpoints", 0, 1e6, 2),
-        StrKey("train.keep_steps", "", nullptr),
-        NumKey("train.time_budget_s", 0, kInf, 0),  // > 0: matched-time run, stop within the allowance
-        StrKey("train.device", "auto", "auto|cpu|cuda"),
-        IntKey("train.threads", 0, 1024, 0),  // 0 = the library default
-        // Data-parallel ranks (payload/exec/dist.h): processes, one GPU each on CUDA (ask for
-        // resources.gpus = ranks); every rank takes batch_size rows of each global batch.
-        IntKey("train.ranks", 1, 64, 1),
-        // The dtype data-parallel gradients travel in (payload/exec/grad_reducer.h): fp32, or
-        // bf16 (half the bytes; each update's mean gradient rounded to bf16 once).
-        StrKey("train.allreduce_dtype", "fp32", JoinNames(kAllreduceDtypeNames)),
-        // Precision of the model's matmuls and attention (payload/exec/precision.h): auto is bf16
-        // on CUDA and fp32 on the CPU; master weights, AdamW state and the loss stay fp32.
-        StrKey("train.precision", "auto", "auto|" + JoinNames(kPrecisionNames)),
-        // The attention implementation (payload/exec/attention_cuda.h): auto = per layer and
-        // shape, the exact plan measured fastest on CUDA (all-fused, or SDPA + fused kernels
-        // with fixed heads as GEMM, convolution or fused), fused = the fused hybrid-head
-        // kernels for every head, dense = the masked reference even on CUDA.
-        StrKey("train.attention", "auto", JoinNames(kAttentionModeNames)),
-        StrKey("data.source", "builtin", "builtin|shards|corpus"),  // corpus: the default prepared one
-        StrKey("data.path", "", nullptr),
-        NumKey("data.val_fraction", 0, 0.5, 0.1, /*lo_open=*/true),
-        // > 0: the last calib_fraction of the training tokens become a calibration split that
-        // training and reporting never read (SAF App. A.1; saf/prune calib_split "calib").
-        NumKey("data.calib_fraction", 0, 0.5, 0),
-        // > 0: that fraction of the training rows are synthetic retrieval sequences
-        // (payload/exec/retrieval_mix.h: passkey prompts, copies, associative recall), so a
-        // small model learns the retrieval AoH's passkey test measures.
-        NumKey("data.retrieval_fraction", 0, 0.9, 0),
-        StrKey("data.retrieval_tasks", "passkey,copy,recall", nullptr),  // comma list
-        // Shared-parent continuation: the run starts from run `parent.run`'s checkpoint of
-        // step `parent.step` (0 = its final one) instead of a fresh init; 0 = no parent.
-        IntKey("parent.run", 0, 9007199254740992.0, 0),
-        IntKey("parent.step", 0, 1e8, 0),
-        // ... or from the run of experiment `parent.experiment` with arm `parent.arm` ("" = any
-        // arm) and this run's seed: one parent per seed of an earlier grid, without ids.
-        IntKey("parent.experiment", 0, 9007199254740992.0, 0),
-        StrKey("parent.arm", "", nullptr),
-        // Matched time from a measurement (SAF App. C.3.3-C.3.4): at dispatch
-        // train.time_budget_s becomes the training time of the run of experiment
-        // `time_match.experiment` (-1 = this run's own) with arm `time_match.arm` ("" = any)
-        // and this run's seed (coordinator/time_match.h); the run waits for it.
-        IntKey("time_match.experiment", -1, 9007199254740992.0, 0),
-        StrKey("time_match.arm", "", nullptr),
-        // Paired timing (schema/grid.md, "Paired timing"): runs of one experiment with the same
-        // pair.group run one at a time on one worker, in ABBA order over pair.rep.
-        StrKey("pair.group", "", nullptr),
-        IntKey("pair.rep", 0, 1e6, 0),
-        IntKey("pair.control", 0, 1, 0),          // 1 = a zero-replacement control leg
-        NumKey("pair.tolerance", 0, 10, 0.05),    // the control's ratio must stay within 1 +- this
+        StrKey("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command",
+               "what the worker runs: training, a no-op, a timing leg, a synthetic task, a FLOP "
+               "count or the user's program (schema/exec.md, schema/command.md)"),
+        IntKey("seed", 0, 9007199254740992.0, 0,
+               "model init and data order (2^53: exact in every JSON reader)"),
+        IntKey("model.layers", 1, 128, 2, "transformer blocks"),
+        IntKey("model.heads", 1, 128, 4, "attention (query) heads per layer"),
+        IntKey("model.width", 8, 65536, 128, "residual width, a multiple of model.heads"),
+        IntKey("model.context", 8, 131072, 128, "sequence length T in tokens"),
+        IntKey("model.mlp_ratio", 1, 64, 4, "MLP hidden width over model.width"),
+        IntKey("model.vocab", 2, 1000000, 256,
+               "vocabulary; at least 256 with the byte-level builtin corpus, 50257 with the GPT-2 "
+               "BPE corpus"),
+        StrKey("model.preset", "", ModelPresetNames(),
+               "a named shape (common/model_presets.h) that fills the fields it names; \"\" = none"),
+        IntKey("model.kv_heads", 0, 128, 0,
+               "GQA key/value heads, a divisor of model.heads; 0 = model.heads"),
+        StrKey("model.pos", "learned", "learned|rope",
+               "learned absolute positions or RoPE (an even head dimension)"),
+        NumKey("model.rope_base", 0, kInf, 10000, "RoPE base", /*lo_open=*/true),
+        StrKey("model.norm", "layernorm", "layernorm|rmsnorm", "the blocks' normalisation"),
+        StrKey("model.head_modes", "", nullptr,
+               "per-head attention states (payload/exec/head_state.h), e.g. "
+               "`0.1=local:32,1.*=streaming:4:16,1.3=pruned`: (LAYER or *).(HEAD or *)=ordinary, "
+               "pruned, local:W or streaming:SINK:RECENT; unlisted heads ordinary"),
+        StrKey("model.init_from", "", nullptr,
+               "a Hugging Face checkpoint folder (config.json + safetensors; schema/exec.md, "
+               "\"Imported checkpoints\"): shape and weights come from it, the other model keys "
+               "but context and head_modes are ignored; \"\" = a fresh model"),
+        IntKey("train.steps", 0, 1e8, 200, "updates"),
+        IntKey("train.batch_size", 1, 65536, 8, "sequences per micro-batch"),
+        IntKey("train.grad_accum", 1, 65536, 1,
+               "micro-batches per update; the loss is their mean, so an update sees batch_size x "
+               "grad_accum sequences"),
+        NumKey("train.lr", 0, 1, 3e-3, "peak learning rate (AdamW)", /*lo_open=*/true),
+        NumKey("train.min_lr_ratio", 0, 1, 0.1,
+               "the cosine schedule's final learning rate over the peak"),
+        IntKey("train.warmup_steps", 0, 1e8, 20, "linear warm-up updates"),
+        NumKey("train.weight_decay", 0, 10, 0.1, "AdamW weight decay"),
+        NumKey("train.beta1", 0, 1, 0.9, "AdamW beta1", false, /*hi_open=*/true),
+        NumKey("train.beta2", 0, 1, 0.95, "AdamW beta2", false, /*hi_open=*/true),
+        NumKey("train.grad_clip", 0, kInf, 1.0, "global gradient-norm clip; 0 = no clipping"),
+        IntKey("train.eval_every", 0, 1e8, 50,
+               "updates between held-out evaluations; 0 = only at the end"),
+        IntKey("train.eval_batches", 1, 1e6, 8, "batches per held-out evaluation"),
+        IntKey("train.log_every", 1, 1e8, 10, "updates between training rows"),
+        IntKey("train.checkpoint_every", 0, 1e8, 100,
+               "updates between checkpoints; 0 = only at the end"),
+        IntKey("train.keep_checkpoints", 0, 1e6, 2,
+               "retention (docs/DESIGN.md, \"Checkpoint retention\"): an attempt keeps its newest N "
+               "checkpoints (0 = every one), the steps of train.keep_steps and each "
+               "continuation's parent.step; the worker refuses a run whose disk cannot hold them"),
+        StrKey("train.keep_steps", "", nullptr,
+               "steps whose checkpoints are kept, e.g. `1500,2500`: the parent.step of "
+               "continuations submitted after the run starts"),
+        NumKey("train.time_budget_s", 0, kInf, 0,
+               "> 0: matched time (SAF App. C.3.3): stop before an update would exceed the "
+               "allowance (from process start); lr follows elapsed time over the steps' schedule"),
+        StrKey("train.device", "auto", "auto|cpu|cuda",
+               "where the model runs; auto = CUDA when present"),
+        IntKey("train.threads", 0, 1024, 0, "CPU threads; 0 = the library default"),
+        IntKey("train.ranks", 1, 64, 1,
+               "data-parallel processes (payload/exec/dist.h): NCCL on CUDA (one GPU each: "
+               "resources.gpus = ranks), Gloo on the CPU; each update sees ranks x batch_size x "
+               "grad_accum sequences; kinds train and bench-update"),
+        StrKey("train.allreduce_dtype", "fp32", JoinNames(kAllreduceDtypeNames),
+               "the dtype gradients are all-reduced in (payload/exec/grad_reducer.h: 25 MB buckets "
+               "started during the last micro-batch's backward); bf16 halves the bytes and rounds "
+               "each update's mean gradient to bf16 once"),
+        StrKey("train.precision", "auto", "auto|" + JoinNames(kPrecisionNames),
+               "matmuls and attention in this dtype (payload/exec/precision.h); auto = bf16 on "
+               "CUDA, fp32 on the CPU; master weights, AdamW state, norms' statistics and the "
+               "loss stay fp32; fp16 adds dynamic loss scaling and needs CUDA"),
+        StrKey("train.attention", "auto", JoinNames(kAttentionModeNames),
+               "the attention implementation (payload/exec/attention_cuda.h): auto = per layer and "
+               "shape, the plan measured fastest on CUDA (all-fused, or SDPA + fused kernels with "
+               "fixed heads as GEMM, convolution or fused); fused = the fused kernels for every "
+               "head; dense = the masked reference even on CUDA"),
+        StrKey("data.source", "builtin", "builtin|shards|corpus",
+               "builtin: a byte-level corpus from Debian's text files; shards: train.bin/val.bin in "
+               "data.path (`headlab data prepare`, or nanoGPT's uint16 shards; schema/exec.md, "
+               "\"Token shards\"); corpus: the default corpus `make` prepares (GPT-2 BPE)"),
+        StrKey("data.path", "", nullptr,
+               "the shards' directory; with corpus, \"\" = BUILD/data/english-gpt2"),
+        NumKey("data.val_fraction", 0, 0.5, 0.1,
+               "the held-out reporting split's share of the tokens", /*lo_open=*/true),
+        NumKey("data.calib_fraction", 0, 0.5, 0,
+               "> 0: the last part of the training tokens is a calibration split that training and "
+               "reporting never read (SAF App. A.1; saf/prune calib_split calib)"),
+        NumKey("data.retrieval_fraction", 0, 0.9, 0,
+               "f > 0: row n of the training stream is a synthetic retrieval sequence iff "
+               "floor((n+1) f) > floor(n f), the tasks in turn (payload/exec/retrieval_mix.h), by "
+               "seed alone"),
+        StrKey("data.retrieval_tasks", "passkey,copy,recall", nullptr,
+               "comma list of passkey, copy, recall"),
+        IntKey("parent.run", 0, 9007199254740992.0, 0,
+               "shared-parent continuation: start from this run's checkpoint of parent.step "
+               "(weights, AdamW state, RNG, sampler position); the run waits for the parent to "
+               "succeed and fails when it failed or lacks that checkpoint; 0 = no parent"),
+        IntKey("parent.step", 0, 1e8, 0,
+               "the parent's checkpoint step; 0 = its final one; > 0 needs a parent"),
+        IntKey("parent.experiment", 0, 9007199254740992.0, 0,
+               "or: the parent is the run of this experiment with arm parent.arm and this run's "
+               "seed (exactly one; coordinator/parent.h), so a continuation grid pairs by seed; "
+               "not with parent.run"),
+        StrKey("parent.arm", "", nullptr, "the parent's arm in parent.experiment; \"\" = any"),
+        IntKey("time_match.experiment", -1, 9007199254740992.0, 0,
+               "matched time from a measurement (SAF App. C.3.3): the run waits for the run of this "
+               "experiment (-1 = its own) with arm time_match.arm and this run's seed (and "
+               "parent.run), and starts with train.time_budget_s = that run's time.elapsed_s at "
+               "its last update (coordinator/time_match.h); 0 = off"),
+        StrKey("time_match.arm", "", nullptr, "the reference run's arm; \"\" = any"),
+        StrKey("pair.group", "", nullptr,
+               "paired timing (\"Paired timing\" below): the runs of one experiment with the same "
+               "group run one at a time on one worker"),
+        IntKey("pair.rep", 0, 1e6, 0, "the repetition, in ABBA order"),
+        IntKey("pair.control", 0, 1, 0, "1 = a zero-replacement control leg"),
+        NumKey("pair.tolerance", 0, 10, 0.05,
+               "the control's ratio to the baseline must stay within 1 +- this"),
         // Timing run kinds bench-update (payload/exec/bench_update.h), bench-prefill and
         // bench-decode (payload/methods/aoh/bench_latency.h).
-        IntKey("bench.warmup", 0, 1e6, 3),        // untimed repetitions first (discarded)
-        IntKey("bench.repeats", 1, 1e6, 10),      // timed repetitions; the median is reported
-        StrKey("bench.lengths", "", nullptr),     // prefill/decode prompt lengths; "" = model.context
-        StrKey("bench.batch_sizes", "", nullptr), // prefill batch sizes; "" = train.batch_size
-        IntKey("bench.decode_tokens", 1, 1e6, 32),
-        StrKey("bench.fixed_heads", "", nullptr),  // "L.H,..." (* wildcards): fixed (SAF) heads to time
+        IntKey("bench.warmup", 0, 1e6, 3, "bench-* kinds: untimed repetitions first (discarded)"),
+        IntKey("bench.repeats", 1, 1e6, 10, "timed repetitions; the median is reported"),
+        StrKey("bench.lengths", "", nullptr,
+               "prefill/decode prompt lengths, a comma list; \"\" = model.context"),
+        StrKey("bench.batch_sizes", "", nullptr,
+               "prefill batch sizes, a comma list; \"\" = train.batch_size (bench-decode: 1)"),
+        IntKey("bench.decode_tokens", 1, 1e6, 32, "bench-decode: tokens timed after each prefill"),
+        StrKey("bench.fixed_heads", "", nullptr,
+               "`L.H,...` (* wildcards) made fixed (SAF) heads with the uniform pattern (the cost "
+               "does not depend on values); precision and attention from train.*"),
         // Run kind command (worker/command_run.h, schema/command.md): the user's program.
-        StrKey("command.program", "", nullptr),      // path; relative to the worker's directory
-        StrKey("command.interpreter", "", nullptr),  // e.g. "python3" (PATH); "" = run the program
-        StrKey("command.args", "", nullptr),         // extra arguments, split at blanks
-        IntKey("noop.duration_ms", 0, 86400000, 0),
-        IntKey("noop.metrics", 0, 10000000, 0),
-    };
-    auto append = [&keys](const std::vector<ConfigKey>& more) {
-      keys.insert(keys.end(), more.begin(), more.end());
-    };
-    append(PruneConfigKeys());  // SAF App. C.3.4's pruning controls
-    keys.insert(keys.end(), {
+        StrKey("command.program", "", nullptr,
+               "kind command (schema/command.md): the user's program; relative paths from the "
+               "worker's directory"),
+        StrKey("command.interpreter", "", nullptr,
+               "its interpreter in PATH, e.g. python3; \"\" = run the program"),
+        StrKey("command.args", "", nullptr, "extra arguments, split at blanks"),
+        IntKey("noop.duration_ms", 0, 86400000, 0,
+               "the no-op kind (benchmarks, tests of the service): how long it runs"),
+        IntKey("noop.metrics", 0, 10000000, 0, "metric rows it reports"),
         // Synthetic task kinds mqar / passkey (payload/exec/task_eval.h).
-        IntKey("mqar.vocab", 0, 1000000, 0),      // 0 = model.vocab
-        IntKey("mqar.seq_len", 0, 131072, 0),     // 0 = model.context
-        IntKey("mqar.pairs", 1, 65536, 8),
-        NumKey("mqar.power_a", 0, 1, 0.01, /*lo_open=*/true),
-        IntKey("mqar.eval_examples", 1, 1e6, 256),
-        IntKey("mqar.updates", 0, 1e8, 0),  // > 0: updates past the start checkpoint (not train.steps)
-        StrKey("passkey.lengths", "", nullptr),   // comma-separated prompt bytes; "" = model.context
-        StrKey("passkey.depths", "0.2,0.4,0.6,0.8", nullptr),
-        IntKey("passkey.samples", 1, 100000, 8),
-    });
-    append(aoh::AohConfigKeys());
-    append(saf::SafConfigKeys());
-    append(aah::AahConfigKeys());
-    keys.insert(keys.end(), {
+        IntKey("mqar.vocab", 0, 1000000, 0,
+               "kind mqar (SAF App. C.3.6): the task's vocabulary; 0 = model.vocab"),
+        IntKey("mqar.seq_len", 0, 131072, 0, "sequence length; 0 = model.context"),
+        IntKey("mqar.pairs", 1, 65536, 8, "key-value pairs per sequence"),
+        NumKey("mqar.power_a", 0, 1, 0.01,
+               "the query-gap distribution's power-law exponent a", /*lo_open=*/true),
+        IntKey("mqar.eval_examples", 1, 1e6, 256,
+               "held-out sequences for loss and accuracy at query positions"),
+        IntKey("mqar.updates", 0, 1e8, 0,
+               "> 0: train that many updates past the start checkpoint instead of up to train.steps"),
+        StrKey("passkey.lengths", "", nullptr,
+               "kind passkey (AoH §3): prompt lengths in tokens, a comma list; \"\" = model.context "
+               "- 6"),
+        StrKey("passkey.depths", "0.2,0.4,0.6,0.8", nullptr,
+               "insertion depths, a comma list of fractions of the filler"),
+        IntKey("passkey.samples", 1, 100000, 8, "prompts per cell; greedy exact match"),
         // Scheduling (coordinator/scheduler.h): what the run needs from a worker, and its rank.
-        IntKey("resources.gpus", 0, 64, 0),  // 0: one slot of any kind; N: N GPUs on one worker
-        NumKey("resources.min_memory_gb", 0, 1e6, 0),          // per device, GB = 1e9 bytes
-        NumKey("resources.min_compute_capability", 0, 100, 0),  // e.g. 8.0; > 0 needs CUDA
-        IntKey("resources.exclusive", 0, 1, 0),  // 1: the worker runs nothing else meanwhile
-        IntKey("priority", -1000, 1000, 0),      // higher first; fair share within a priority
+        IntKey("resources.gpus", 0, 64, 0,
+               "0: one slot of any kind; N: N GPUs on one worker (gang)"),
+        NumKey("resources.min_memory_gb", 0, 1e6, 0,
+               "per device, GB = 1e9 bytes (CPU: host memory)"),
+        NumKey("resources.min_compute_capability", 0, 100, 0, "e.g. 8.0; > 0 needs a CUDA device"),
+        IntKey("resources.exclusive", 0, 1, 0,
+               "1: the worker runs nothing else meanwhile (timing)"),
+        IntKey("priority", -1000, 1000, 0,
+               "higher first; equal priorities share workers fairly across experiments "
+               "(coordinator/scheduler.h)"),
         // Run kind flops (payload/exec/flops.h): CUPTI-counted FLOPs of one forward + one step.
-        IntKey("flops.warmup", 0, 1000, 2),     // untimed forward + step pairs first
-        IntKey("flops.repeats", 1, 1000, 5),    // event-timed pairs; the median is reported
-        IntKey("flops.per_layer", 0, 1, 0),     // 1: per-layer ranges attention/L<k>
-        StrKey("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma"),
-
-    });
+        IntKey("flops.warmup", 0, 1000, 2,
+               "kind flops (payload/exec/flops.h): untimed forward + step pairs first"),
+        IntKey("flops.repeats", 1, 1000, 5, "event-timed pairs; the median is reported"),
+        IntKey("flops.per_layer", 0, 1, 0, "1: per-layer ranges attention/L<k>"),
+        StrKey("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma",
+               "the tensor-core counter set (payload/measure/flop_formula.h)"),
+    };
+    AddMethodSections(&keys);
     return keys;
   }();
   return kSchema;
@@ -351,7 +422,8 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
       c["time_match"]["experiment"].get<int64_t>() == 0)
     return Invalid(file, prefix + ".time_match.arm", "time_match.arm needs time_match.experiment");
   HEADLAB_RETURN_IF_ERROR(CheckHeadLists(c, file, prefix));
-  HEADLAB_RETURN_IF_ERROR(saf::CheckSafConfig(c, file, prefix));
+  for (const MethodSchema& m : MethodSchemas())
+    if (m.check) HEADLAB_RETURN_IF_ERROR(m.check(c, file, prefix));
   // The builtin corpus is byte-level: token ids go up to 255; the default corpus is GPT-2
   // BPE. An imported model (model.init_from) takes its vocabulary from its checkpoint: exec
   // checks it against the data.
@@ -385,6 +457,8 @@ Json DefaultRunConfig() {
   }();
   return kDefaults;
 }
+
+const std::vector<ConfigKey>& RunConfigSchema() { return Schema(); }
 
 const std::vector<std::string>& RunConfigKeys() {
   static const std::vector<std::string> kKeys = [] {

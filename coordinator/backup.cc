@@ -22,7 +22,10 @@ const FlagsSpec& BackupSpec() {
       {{"--data-dir", "", "DIR", "the coordinator's data directory (default .headlab)"},
        {"--output", "-o", "FILE", "where the copy goes (default DIR/backups/headlab-<UTC time>.db)"},
        {"--restore", "", "FILE", "put the backup FILE back as DIR/headlab.db (the coordinator\n"
-                                 "must be stopped); the replaced file is kept beside it"}}};
+                                 "must be stopped); the replaced file is kept beside it"}},
+      /*args=*/"",
+      /*min_positional=*/0,
+      /*max_positional=*/0};
   return kSpec;
 }
 

@@ -44,7 +44,10 @@ const FlagsSpec& CoordinatorSpec() {
                                       "loopback address; on; off"},
        {"--allow-host", "", "NAME", "a host name browsers may reach the HTTP API by, besides IP\n"
                                     "addresses, localhost and this machine's name (e.g. the name\n"
-                                    "of a reverse proxy)", true}}};
+                                    "of a reverse proxy)", true}},
+      /*args=*/"",
+      /*min_positional=*/0,
+      /*max_positional=*/0};
   return kSpec;
 }
 

@@ -181,6 +181,17 @@ class Core {
   void FinishExperiments();
   // Puts runs parked waiting for a parent back into the queue (dispatch.cc).
   void UnparkAll();
+  // Dispatch's checks of one placement (dispatch.cc), in order. Each returns true to go
+  // on, or false once it has dealt with the placement itself: handed it back to the
+  // queue, parked the run, failed it or re-pinned it.
+  struct Candidate;
+  bool StillQueued(Candidate* c);      // loads the run; false if no longer queued
+  bool ParentReady(Candidate* c);      // parent.run / parent.experiment (parent.h)
+  bool TimeBudgetReady(Candidate* c);  // time_match.* (time_match.h)
+  bool PairLegReady(Candidate* c, std::set<int64_t>* repinned);  // pair.* (pair_legs.h)
+  // Writes the attempt and queues its ASSIGN; false when the store refused (the run is
+  // requeued and the pass should stop).
+  bool StartAttempt(const Candidate& c, Clock::time_point now);
   void ApplyCancel(const RunChange& c);
 
   // Constant after construction.

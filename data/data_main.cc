@@ -1,4 +1,4 @@
-// `headlab data prepare` and `headlab data inspect`: argument parsing, progress, reports.
+// `headlab data prepare`, `inspect` and `bench`: options (common/flags.h), progress, reports.
 #include "data/data_main.h"
 
 #include <unistd.h>
@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/flags.h"
 #include "common/json.h"
 #include "data/epoch_guard.h"
 #include "data/prepare.h"
@@ -20,34 +22,65 @@
 namespace headlab {
 namespace {
 
-const char* kUsage =
-    "usage: headlab data prepare INPUT... --out DIR [--tokenizer SPEC] [--format F]\n"
-    "                            [--jsonl-field NAME] [--val-fraction F] [--dedup] [--sources FILE]\n"
-    "                            [--force] [--json] [--quiet]\n"
-    "       headlab data inspect DIR [--json]\n"
-    "       headlab data bench INPUT... [--tokenizer SPEC] [--repeats N] [--json]\n"
-    "\n"
-    "prepare: encodes text into token shards (DIR/train.bin, DIR/val.bin, DIR/meta.json;\n"
-    "schema/exec.md) that a run reads with data.source \"shards\" and data.path DIR.\n"
-    "  INPUT               a folder (every file under it), a quoted glob pattern, a file, or -\n"
-    "                      for stdin; FORMAT:INPUT (e.g. brown:DIR) reads that input in FORMAT\n"
-    "  --out DIR           the shard folder; written as DIR.partial-PID and renamed when done\n"
-    "  --tokenizer SPEC    byte (default); a folder with encoder.json + vocab.bpe (GPT-2) or\n"
-    "                      vocab.json + merges.txt; a tokenizer.json (or a folder holding one)\n"
-    "  --format F          text (default: a file is a document), jsonl (a line's field is a\n"
-    "                      document), brown (Brown Corpus tagged files: tags stripped)\n"
-    "  --jsonl-field NAME  the jsonl field holding the text (default text)\n"
-    "  --val-fraction F    held-out share of documents, in (0, 0.5] (default 0.05)\n"
-    "  --dedup             drop documents whose bytes repeat an earlier one's (meta: duplicates)\n"
-    "  --sources FILE      a JSON array of {\"name\", \"licence\", ...}, copied into meta.json\n"
-    "  --force             replace DIR when it already holds shards\n"
-    "  --json              print meta.json when done\n"
-    "  --quiet             no progress output\n"
-    "inspect: checks DIR's shards against meta.json and prints their size and tokenizer.\n"
-    "bench: tokenizer throughput in MB/s over the INPUT files (each a document): the first\n"
-    "  pass with a fresh tokenizer (cold piece cache), the median of the other --repeats\n"
-    "  (default 5) passes, and decoding; checks decode(encode(x)) == x.\n"
-    "exit: 0 ok, 1 failed (I/O, a damaged shard), 2 bad input\n";
+// The subcommands' option tables (common/flags.h): the parser and each --help text read them.
+FlagsSpec PrepareSpec() {
+  return {"headlab data prepare",
+          {{"--out", "", "DIR", "the shard folder; written as DIR.partial-PID and renamed when done"},
+           {"--tokenizer", "", "SPEC",
+            "byte (default); a folder with encoder.json + vocab.bpe (GPT-2) or\n"
+            "vocab.json + merges.txt; a tokenizer.json (or a folder holding one)"},
+           {"--format", "", "F",
+            "text (default: a file is a document), jsonl (a line's field is a\n"
+            "document), brown (Brown Corpus tagged files: tags stripped)"},
+           {"--jsonl-field", "", "NAME", "the jsonl field holding the text (default text)"},
+           {"--val-fraction", "", "F", "held-out share of documents, in (0, 0.5] (default 0.05)"},
+           {"--dedup", "", "", "drop documents whose bytes repeat an earlier one's (meta: duplicates)"},
+           {"--sources", "", "FILE", "a JSON array of {\"name\", \"licence\", ...}, copied into meta.json"},
+           {"--force", "", "", "replace DIR when it already holds shards"},
+           {"--json", "", "", "print meta.json when done"},
+           {"--quiet", "", "", "no progress output"}},
+          "INPUT...",
+          1,
+          SIZE_MAX};
+}
+
+FlagsSpec InspectSpec() {
+  return {"headlab data inspect", {{"--json", "", "", "print meta.json"}}, "DIR", 1, 1};
+}
+
+FlagsSpec BenchSpec() {
+  return {"headlab data bench",
+          {{"--tokenizer", "", "SPEC", "as for prepare (default byte)"},
+           {"--repeats", "", "N", "passes, in [2, 1000] (default 5)"},
+           {"--json", "", "", "print the result as JSON"}},
+          "INPUT...",
+          1,
+          SIZE_MAX};
+}
+
+const char* kExitCodes = "exit: 0 ok, 1 failed (I/O, a damaged shard), 2 bad input\n";
+
+const char* kPrepareDescription =
+    "Encodes text into token shards (DIR/train.bin, DIR/val.bin, DIR/meta.json; schema/exec.md)\n"
+    "that a run reads with data.source \"shards\" and data.path DIR. An INPUT is a folder (every\n"
+    "file under it), a quoted glob pattern, a file, or - for stdin; FORMAT:INPUT (e.g. brown:DIR)\n"
+    "reads that input in FORMAT.\n";
+const char* kInspectDescription =
+    "Checks DIR's shards against meta.json and prints their size and tokenizer.\n";
+const char* kBenchDescription =
+    "Tokenizer throughput in MB/s over the INPUT files (each a document): the first pass with a\n"
+    "fresh tokenizer (cold piece cache), the median of the other --repeats passes, and\n"
+    "decoding; checks decode(encode(x)) == x.\n";
+
+// The usage of `headlab data` as a whole: each subcommand's usage line.
+std::string Usage() {
+  std::string out;
+  for (const FlagsSpec& spec : {PrepareSpec(), InspectSpec(), BenchSpec()}) {
+    std::string help = HelpText(spec, "", "");
+    out += help.substr(0, help.find("\n\n")) + "\n";
+  }
+  return out + "\n`headlab data SUBCOMMAND --help` describes each.\n" + kExitCodes;
+}
 
 int Fail(const Status& st) {
   std::fprintf(stderr, "headlab data: %s\n", st.message().c_str());
@@ -107,84 +140,41 @@ class ProgressBar {
   int last_decile_ = -1;
 };
 
-// Parses `args` (after the subcommand): flags in `flags`, options with a value in `valued`.
-struct Parsed {
-  std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> options;
-  bool Has(const std::string& k) const {
-    for (const auto& [n, v] : options)
-      if (n == k) return true;
-    return false;
+// Parses `args` (the subcommand first) against `spec`; prints the --help text and returns
+// 0 for --help, Fail's code for bad input, or -1 to go on.
+int Parse(const FlagsSpec& spec, const char* description, const std::vector<std::string>& args,
+          ParsedArgs* out) {
+  StatusOr<ParsedArgs> p = ParseFlags(spec, args);
+  if (!p.ok()) {  // the message starts with spec.program already
+    std::fprintf(stderr, "%s\n", p.status().message().c_str());
+    return 2;
   }
-  std::string Get(const std::string& k, const std::string& def) const {
-    std::string out = def;
-    for (const auto& [n, v] : options)
-      if (n == k) out = v;
-    return out;
+  if (p->help()) {
+    std::fputs(HelpText(spec, description, kExitCodes).c_str(), stdout);
+    return 0;
   }
-};
-
-StatusOr<Parsed> ParseOptions(const std::vector<std::string>& args, const std::vector<std::string>& flags,
-                              const std::vector<std::string>& valued) {
-  Parsed p;
-  auto in = [](const std::vector<std::string>& v, const std::string& s) {
-    for (const std::string& x : v)
-      if (x == s) return true;
-    return false;
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a == "-" || a.rfind("--", 0) != 0) {
-      p.positional.push_back(a);
-      continue;
-    }
-    std::string value;
-    size_t eq = a.find('=');
-    bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    if (in(flags, a) && !has_value) {
-      p.options.push_back({a, ""});
-    } else if (in(valued, a)) {
-      if (!has_value) {
-        if (i + 1 >= args.size()) return Status::InvalidArgument(a + ": expected a value");
-        value = args[++i];
-      }
-      p.options.push_back({a, value});
-    } else {
-      return Status::InvalidArgument("unknown option " + a + " (see --help)");
-    }
-  }
-  return p;
+  *out = std::move(p.value());
+  return -1;
 }
 
 int RunPrepare(const std::vector<std::string>& args) {
-  StatusOr<Parsed> p = ParseOptions(args, {"--force", "--dedup", "--json", "--quiet", "--help"},
-                                    {"--out", "--tokenizer", "--format", "--jsonl-field", "--val-fraction",
-                                     "--sources"});
-  if (!p.ok()) return Fail(p.status());
-  if (p->Has("--help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+  ParsedArgs p;
+  if (int rc = Parse(PrepareSpec(), kPrepareDescription, args, &p); rc >= 0) return rc;
   PrepareOptions o;
-  o.inputs = p->positional;
-  if (o.inputs.empty()) return Fail(Status::InvalidArgument("prepare: expected at least one INPUT (see --help)"));
-  o.out_dir = p->Get("--out", "");
-  o.tokenizer = p->Get("--tokenizer", "byte");
-  o.format.format = p->Get("--format", "text");
-  o.format.jsonl_field = p->Get("--jsonl-field", "text");
-  o.force = p->Has("--force");
-  o.dedup = p->Has("--dedup");
-  o.sources_file = p->Get("--sources", "");
-  const std::string vf = p->Get("--val-fraction", "0.05");
+  o.inputs = p.positional();
+  o.out_dir = p.Get("--out", "");
+  o.tokenizer = p.Get("--tokenizer", "byte");
+  o.format.format = p.Get("--format", "text");
+  o.format.jsonl_field = p.Get("--jsonl-field", "text");
+  o.force = p.Has("--force");
+  o.dedup = p.Has("--dedup");
+  o.sources_file = p.Get("--sources", "");
+  const std::string vf = p.Get("--val-fraction", "0.05");
   char* end = nullptr;
   o.val_fraction = std::strtod(vf.c_str(), &end);
   if (vf.empty() || *end != '\0')
     return Fail(Status::InvalidArgument("--val-fraction: expected a number, got \"" + vf + "\""));
-  const bool quiet = p->Has("--quiet");
+  const bool quiet = p.Has("--quiet");
   ProgressBar bar;
   PrepareProgress last;
   StatusOr<ShardMeta> m = PrepareShards(o, [&](const PrepareProgress& pr) {
@@ -196,7 +186,7 @@ int RunPrepare(const std::vector<std::string>& args) {
     return Fail(m.status());
   }
   if (!quiet) bar.Update(last, true);
-  if (p->Has("--json")) {
+  if (p.Has("--json")) {
     std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
   } else {
     std::printf("%s: %s train + %s val tokens (%s), %s + %s documents, tokenizer %s (%s, vocab %lld)\n",
@@ -209,21 +199,16 @@ int RunPrepare(const std::vector<std::string>& args) {
 }
 
 int RunInspect(const std::vector<std::string>& args) {
-  StatusOr<Parsed> p = ParseOptions(args, {"--json", "--help"}, {});
-  if (!p.ok()) return Fail(p.status());
-  if (p->Has("--help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (p->positional.size() != 1) return Fail(Status::InvalidArgument("inspect: expected one DIR (see --help)"));
-  const std::string dir = p->positional[0];
+  ParsedArgs p;
+  if (int rc = Parse(InspectSpec(), kInspectDescription, args, &p); rc >= 0) return rc;
+  const std::string dir = p.positional()[0];
   StatusOr<ShardMeta> m = ReadShardMeta(dir);
   if (!m.ok()) return Fail(m.status());
   for (const char* split : {"train", "val"}) {
     Status st = CheckShardSize(dir, split, m.value());
     if (!st.ok()) return Fail(st);
   }
-  if (p->Has("--json")) {
+  if (p.Has("--json")) {
     std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
     return 0;
   }
@@ -244,21 +229,13 @@ int RunInspect(const std::vector<std::string>& args) {
 }
 
 int RunBench(const std::vector<std::string>& args) {
-  StatusOr<Parsed> p = ParseOptions(args, {"--json", "--help"}, {"--tokenizer", "--repeats"});
-  if (!p.ok()) return Fail(p.status());
-  if (p->Has("--help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (p->positional.empty()) return Fail(Status::InvalidArgument("bench: expected at least one INPUT (see --help)"));
-  const std::string rep = p->Get("--repeats", "5");
-  char* end = nullptr;
-  const long repeats = std::strtol(rep.c_str(), &end, 10);
-  if (rep.empty() || *end != '\0' || repeats < 2 || repeats > 1000)
-    return Fail(Status::InvalidArgument("--repeats: expected an integer in [2, 1000], got \"" + rep + "\""));
-  StatusOr<TokenizerBenchResult> r = BenchTokenizer(p->Get("--tokenizer", "byte"), p->positional, int(repeats));
+  ParsedArgs p;
+  if (int rc = Parse(BenchSpec(), kBenchDescription, args, &p); rc >= 0) return rc;
+  StatusOr<long> repeats = ParseIntFlag("--repeats", p.Get("--repeats", "5"), 2, 1000);
+  if (!repeats.ok()) return Fail(repeats.status());
+  StatusOr<TokenizerBenchResult> r = BenchTokenizer(p.Get("--tokenizer", "byte"), p.positional(), int(*repeats));
   if (!r.ok()) return Fail(r.status());
-  if (p->Has("--json")) {
+  if (p.Has("--json")) {
     std::printf("%s\n", TokenizerBenchJson(r.value()).dump(2).c_str());
   } else {
     std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
@@ -273,17 +250,17 @@ int RunBench(const std::vector<std::string>& args) {
 }  // namespace
 
 int DataMain(int argc, char** argv) {
+  // args[0] is the subcommand, as ParseFlags expects the program's name there.
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(Usage().c_str(), args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
-  const std::string sub = args[0];
-  args.erase(args.begin());
+  const std::string& sub = args[0];
   if (sub == "prepare") return RunPrepare(args);
   if (sub == "inspect") return RunInspect(args);
   if (sub == "bench") return RunBench(args);
-  std::fprintf(stderr, "headlab data: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
+  std::fprintf(stderr, "headlab data: unknown subcommand '%s'\n\n%s", sub.c_str(), Usage().c_str());
   return 2;
 }
 

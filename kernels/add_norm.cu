@@ -204,8 +204,7 @@ KernelStatus AddNorm(const AddNormArgs& a, void* stream) {
     case DType::kBF16: e = LaunchY<__nv_bfloat16>(a, s); break;
     default: e = LaunchY<__half>(a, s); break;
   }
-  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
-  return {};
+  return internal::FromCuda(e);
 }
 
 }  // namespace kernels

@@ -101,8 +101,7 @@ KernelStatus CrossEntropyRows(void* logits, DType dtype, int64_t rows, int64_t v
     default: return {KernelCode::kInvalidArgument, "cross entropy: unknown dtype"};
   }
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
-  return {};
+  return internal::FromCuda(e);
 }
 
 }  // namespace kernels

@@ -633,8 +633,7 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
     case DType::kBF16: e = LaunchD<__nv_bfloat16>(p, a.head_dim, a.overlap_previous, s); break;
     default: e = LaunchD<__half>(p, a.head_dim, a.overlap_previous, s); break;
   }
-  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
-  return {};
+  return internal::FromCuda(e);
 }
 
 }  // namespace kernels

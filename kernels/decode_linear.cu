@@ -127,8 +127,7 @@ KernelStatus DecodeLinear(const DecodeLinearArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e = a.dtype == DType::kBF16 ? Launch<__nv_bfloat16>(a, s) : Launch<__half>(a, s);
   if (e == cudaSuccess) e = cudaGetLastError();
-  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
-  return {};
+  return internal::FromCuda(e);
 }
 
 }  // namespace kernels

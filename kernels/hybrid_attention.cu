@@ -8,6 +8,7 @@ namespace headlab {
 namespace kernels {
 namespace {
 
+using internal::FromCuda;
 using internal::Params;
 
 KernelStatus ValidateShapeAndHeads(const AttentionShape& s, const HeadSpec* heads) {
@@ -87,11 +88,6 @@ Params MakeParams(const AttentionShape& s, const HeadSpec* heads) {
                   heads[h].recent, heads[h].alpha, heads[h].rho, heads[h].log_z};
   }
   return p;
-}
-
-KernelStatus FromCuda(cudaError_t e) {
-  if (e == cudaSuccess) return {};
-  return {KernelCode::kCudaError, cudaGetErrorString(e)};
 }
 
 template <typename Fn>

@@ -19,6 +19,13 @@ namespace headlab {
 namespace kernels {
 namespace internal {
 
+// Returns OK for cudaSuccess, else kCudaError with CUDA's message: the one conversion of a
+// launch's cudaError_t to the kernels' status.
+inline KernelStatus FromCuda(cudaError_t e) {
+  if (e == cudaSuccess) return {};
+  return {KernelCode::kCudaError, cudaGetErrorString(e)};
+}
+
 // A device copy of HeadSpec (40 bytes); all heads travel in the kernel parameters.
 struct DeviceHead {
   int32_t state, window, sink, recent;

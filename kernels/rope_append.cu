@@ -212,8 +212,7 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
     default: e = Launch<__half>(a, p, s); break;
   }
   if (e == cudaSuccess) e = cudaGetLastError();
-  if (e != cudaSuccess) return {KernelCode::kCudaError, cudaGetErrorString(e)};
-  return {};
+  return internal::FromCuda(e);
 }
 
 }  // namespace kernels

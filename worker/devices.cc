@@ -14,10 +14,12 @@
 namespace headlab {
 namespace {
 
+#ifdef HEADLAB_HAVE_CUDA
 // Returns "13.0" for the CUDA integer version 13000.
 std::string CudaVersionString(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
+#endif
 
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t");

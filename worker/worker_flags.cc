@@ -65,7 +65,10 @@ const FlagsSpec& WorkerSpec() {
        {"--slots", "", "N", "concurrent attempts when CPU-only (default 1); with GPUs one\n"
                             "slot per GPU, at most N when given"},
        {"--cpu-only", "", "", "ignore GPUs"},
-       {"--work-dir", "", "DIR", "manifests and run outputs (default DIR/worker-NAME)"}}};
+       {"--work-dir", "", "DIR", "manifests and run outputs (default DIR/worker-NAME)"}},
+      /*args=*/"",
+      /*min_positional=*/0,
+      /*max_positional=*/0};
   return kSpec;
 }
 

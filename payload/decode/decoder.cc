@@ -330,7 +330,7 @@ bool FlashKernelRuns(const torch::Device& device) {
 // = lerp(o_s, o_w, sigmoid(lse_w - lse_s)), the weight rounded to the outputs' dtype (one
 // kernel: 128 us per chunk and layer at B = 16, 6 heads, where the fp32 form took 166 us and
 // the masked memory-efficient call over sink + recent + chunk 218; the same max difference
-// from the masked call, 0.0039; scripts/gpu/prefill_breakdown.py's shapes, run 43).
+// from the masked call, 0.0039; scripts/gpu/prefill_breakdown.py's shapes).
 torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const ChunkForm& f, double scale) {
   const torch::Tensor qt = q.transpose(1, 2);

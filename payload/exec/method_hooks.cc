@@ -1,17 +1,16 @@
-// The method registry: one factory per method, called in loop order.
+// The methods' hooks of a run, from the method table (method_spec.h), in loop order.
 #include "payload/exec/method_hooks.h"
+
+#include "payload/exec/method_spec.h"
 
 namespace headlab {
 
 StatusOr<HookList> MakeMethodHooks(const ExecConfig& config, const Json& config_json,
                                    const std::string& file) {
-  using Factory = StatusOr<std::shared_ptr<TrainHooks>> (*)(const ExecConfig&, const Json&,
-                                                            const std::string&);
-  // Pruning first: it changes which heads exist before any method looks at them.
-  const Factory kFactories[] = {MakePruneHooks, MakeSafHooks, MakeAohHooks, MakeAahHooks};
   HookList hooks;
-  for (Factory make : kFactories) {
-    StatusOr<std::shared_ptr<TrainHooks>> h = make(config, config_json, file);
+  for (const MethodSpec& m : Methods()) {
+    if (!m.make_hooks) continue;
+    StatusOr<std::shared_ptr<TrainHooks>> h = m.make_hooks(config, config_json, file);
     if (!h.ok()) return h.status();
     if (h.value()) hooks.push_back(h.value());
   }

@@ -1,7 +1,8 @@
-// The run-kind table: exec's own kinds, then the methods' (AddAohRunKinds).
+// The run-kind table: exec's own kinds, then the methods' (MethodSpec::run_kinds).
 #include "payload/exec/run_kinds.h"
 
 #include "payload/exec/flops.h"
+#include "payload/exec/method_spec.h"
 #include "payload/exec/noop.h"
 #include "payload/exec/task_eval.h"
 
@@ -25,7 +26,8 @@ RunKindTable MakeTable() {
       {"passkey", false, "",
        [](const LoadedRun& r, EventSink* e) { return RunPasskey(TrainRequestOf(r), e); }},
   };
-  AddAohRunKinds(&table);
+  for (const MethodSpec& m : Methods())
+    table.insert(table.end(), m.run_kinds.begin(), m.run_kinds.end());
   return table;
 }
 

@@ -1,6 +1,7 @@
 // The table of run kinds `headlab exec` can run (schema/exec.md): each kind's name, what it
 // allows, and the function that runs it. exec_main.cc looks the configured kind up here
-// instead of testing names one by one. Torch-free header.
+// instead of testing names one by one; a method adds its kinds through its MethodSpec
+// (method_spec.h). Torch-free header.
 #pragma once
 
 #include <optional>
@@ -57,8 +58,5 @@ BenchRequest BenchRequestOf(const LoadedRun& run);
 inline constexpr const char* kBenchRefusesMethods =
     "times model.head_modes only and cannot run a method's hooks (saf/aoh/aah); set the heads "
     "with model.head_modes";
-
-// The kinds a method contributes, each in payload/methods/<method>/run_kinds.cc.
-void AddAohRunKinds(RunKindTable* table);
 
 }  // namespace headlab

@@ -1,11 +1,11 @@
 // The aah.* run-config keys (payload/methods/aah/README.md): their types, ranges, defaults
-// and allowed names, defined here once. The run-config schema (common/run_config.cc)
-// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// and allowed names, defined here once. aah_schema.cc registers them as a section of the
+// run-config schema (common/method_schema.h), so the coordinator validates them at submit
 // without LibTorch; aah_options.cc reads the validated values and restates none of them.
 // Torch-free.
 #pragma once
 
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 
 namespace headlab::aah {
 
@@ -19,6 +19,5 @@ inline constexpr const char* kControlNames[] = {
     "random_window", "shuffle_post_select"};                                      // Control
 inline constexpr const char* kResolutionStateNames[] = {"rounded", "running"};  // ResolutionState
 
-// AahConfigKeys is declared in common/method_schemas.h.
 
 }  // namespace headlab::aah

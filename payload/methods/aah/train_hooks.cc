@@ -8,8 +8,8 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
-#include "payload/exec/method_hooks.h"
 #include "payload/exec/train_hooks.h"
+#include "payload/methods/aah/aah_method.h"
 #include "payload/methods/aah/aah_options.h"
 #include "payload/methods/aah/aah_model.h"
 #include "payload/methods/aah/aah_report.h"

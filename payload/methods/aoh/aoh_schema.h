@@ -1,11 +1,11 @@
 // The aoh.* run-config keys (payload/methods/aoh/README.md): their types, ranges, defaults
-// and allowed names, defined here once. The run-config schema (common/run_config.cc)
-// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// and allowed names, defined here once. aoh_schema.cc registers them as a section of the
+// run-config schema (common/method_schema.h), so the coordinator validates them at submit
 // without LibTorch; aoh_options.cc reads the validated values and restates none of them.
 // Torch-free.
 #pragma once
 
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 
 namespace headlab::aoh {
 
@@ -22,6 +22,5 @@ inline constexpr const char* kDecodePathNames[] = {"graph", "fused", "reference"
 // after each prefill chunk of aoh.prefill_chunk tokens (AoH §5), or after every token.
 inline constexpr const char* kEvictionNames[] = {"chunk", "token"};
 
-// AohConfigKeys is declared in common/method_schemas.h.
 
 }  // namespace headlab::aoh

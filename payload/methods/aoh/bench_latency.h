@@ -6,7 +6,7 @@
 //                  per length: ms per token and KV-cache bytes (AoH, aoh::BenchmarkLatency)
 // Summaries: the first cell under the plain key (bench.prefill_ms, ...), every cell under
 // key.l<LENGTH>[.b<BATCH>]; the whole table is a bench_table JSON artifact. Torch-free header.
-// Registered in the run-kind table by run_kinds.cc here (AddAohRunKinds).
+// Registered in the run-kind table through AoH's MethodSpec (aoh_method.cc).
 #pragma once
 
 #include "common/status.h"

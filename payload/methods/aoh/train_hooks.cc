@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "common/log.h"
-#include "payload/exec/method_hooks.h"
 #include "payload/exec/train_hooks.h"
+#include "payload/methods/aoh/aoh_method.h"
 #include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_report.h"

@@ -9,6 +9,7 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+#include "payload/methods/aoh/aoh_method.h"
 
 namespace headlab {
 namespace {

@@ -1,11 +1,11 @@
 // The prune.* run-config keys (payload/methods/pruning/README.md): their types, ranges,
 // defaults and allowed names, defined here once. The run-config schema
-// (common/run_config.cc) composes them (common/method_schemas.h), so the coordinator
-// validates them at submit without LibTorch; prune_options.cc reads the validated values
-// and restates none of them. Torch-free.
+// (common/run_config.cc) composes them (registered in prune_schema.cc,
+// common/method_schema.h), so the coordinator validates them at submit without LibTorch;
+// prune_options.cc reads the validated values and restates none of them. Torch-free.
 #pragma once
 
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 
 namespace headlab {
 
@@ -13,6 +13,5 @@ namespace headlab {
 // Gate-Taylor importance (SAF eq. 19), or SAF's own selection (saf.*).
 inline constexpr const char* kPruneMethodNames[] = {"none", "heads", "gate_taylor", "saf"};
 
-// PruneConfigKeys is declared in common/method_schemas.h.
 
 }  // namespace headlab

@@ -1,11 +1,11 @@
 // The saf.* run-config keys (payload/methods/saf/README.md): their types, ranges, defaults
-// and allowed names, defined here once. The run-config schema (common/run_config.cc)
-// composes them (common/method_schemas.h), so the coordinator validates them at submit
+// and allowed names, defined here once. saf_schema.cc registers them as a section of the
+// run-config schema (common/method_schema.h), so the coordinator validates them at submit
 // without LibTorch; saf_options.cc reads the validated values and restates none of them.
 // Torch-free.
 #pragma once
 
-#include "common/method_schemas.h"
+#include "common/method_schema.h"
 
 namespace headlab::saf {
 
@@ -19,6 +19,5 @@ inline constexpr const char* kPatternNames[] = {"mean", "sharp_mean", "gaussian"
 inline constexpr const char* kScheduleNames[] = {"one_time", "gradual", "validation_budget",
                                                  "train_loss"};
 
-// SafConfigKeys and CheckSafConfig are declared in common/method_schemas.h.
 
 }  // namespace headlab::saf

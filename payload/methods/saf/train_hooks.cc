@@ -8,8 +8,8 @@
 #include "common/log.h"
 #include "common/metric_names.h"
 #include "common/sha256.h"
-#include "payload/exec/method_hooks.h"
 #include "payload/exec/model.h"
+#include "payload/methods/saf/saf_method.h"
 
 namespace headlab {
 namespace saf {

@@ -1,0 +1,20 @@
+// The pruning controls (SAF App. C.3.4) as a method of the payload: the factory of its
+// training hooks, which prune_method.cc registers in exec's method table
+// (payload/exec/method_spec.h). Torch-free.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "payload/exec/method_hooks.h"
+
+namespace headlab {
+
+// Returns the method's hooks for a run (defined in train_hooks.cc), or nullptr when the
+// run's prune section leaves the method off; errors are InvalidArgument naming `file` and
+// the field.
+StatusOr<std::shared_ptr<TrainHooks>> MakePruneHooks(const ExecConfig& config,
+                                                     const Json& config_json,
+                                                     const std::string& file);
+
+}  // namespace headlab
