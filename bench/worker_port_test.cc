@@ -34,6 +34,7 @@ using std::chrono::milliseconds;
 using Seconds = std::chrono::duration<double>;
 
 const char kToken[] = "worker-port-test-token";
+const char kWorkerToken[] = "worker-port-test-worker-token";
 
 // A coordinator on ephemeral loopback ports in a temp dir.
 struct Coordinator {
@@ -45,6 +46,7 @@ struct Coordinator {
     o.workers = "tcp://127.0.0.1:0";
     o.http = "127.0.0.1:0";
     o.token = kToken;
+    o.worker_token = kWorkerToken;
     REQUIRE(server.Start(o).ok());
   }
   std::string url() const { return "http://" + server.http_address(); }
@@ -79,7 +81,7 @@ struct Fleet {
     for (int i = 0; i < n; ++i) {
       SimWorker::Options o;
       o.endpoint = c.server.workers_endpoint();
-      o.token = kToken;
+      o.token = kWorkerToken;
       o.identity = "worker-live-" + std::to_string(i);
       o.name = o.identity;
       o.mode = SimWorker::Mode::kHold;
@@ -229,23 +231,23 @@ TEST_CASE("worker port: forgeries store nothing and live runs keep their leases"
                    {"version", "HLW2"}, {"slots", 1}, {"devices", Json::array()},
                    {"running", Json::array()}, {"work_dir", "/"}};
   other.Send({"HLW2", "READY", "bad token", Frame(takeover)});
-  other.Send({"HLW2", "READY", kToken, Frame(takeover)});
+  other.Send({"HLW2", "READY", kWorkerToken, Frame(takeover)});
   takeover["session"] = std::string(32, 'a');
-  other.Send({"HLW2", "READY", kToken, Frame(takeover)});
+  other.Send({"HLW2", "READY", kWorkerToken, Frame(takeover)});
   sent += 3;
 
   // 2. Foreign attempts: a worker with the token registers properly, then writes to the
   //    live workers' attempts with its own valid session.
   SimWorker::Options o;
   o.endpoint = ep;
-  o.token = kToken;
+  o.token = kWorkerToken;
   o.identity = "worker-intruder";
   o.mode = SimWorker::Mode::kHold;
   Attacker intruder(&ctx, ep);
   Json ready = takeover;
   ready.erase("session");
   ready["id"] = "worker-intruder";
-  intruder.Send({"HLW2", "READY", kToken, Frame(ready)});
+  intruder.Send({"HLW2", "READY", kWorkerToken, Frame(ready)});
   std::string key;
   REQUIRE(Eventually(5, [&] {
     zmq::pollitem_t item{intruder.sock.handle(), 0, ZMQ_POLLIN, 0};
