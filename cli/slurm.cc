@@ -27,12 +27,6 @@ std::string Absolute(const std::string& path) {
   return std::string(buf) + "/" + path;
 }
 
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, size_t(n)) : "";
-}
-
 std::string HostName() {
   char buf[256] = {0};
   return ::gethostname(buf, sizeof buf - 1) == 0 && buf[0] ? buf : "localhost";

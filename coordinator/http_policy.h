@@ -39,9 +39,11 @@ constexpr std::chrono::seconds kLingerTimeout{2};
 // that retries at once spins a core and starves every other connection.
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 // SQL queries (POST /api/v1/query) run on their own pool so that runaway queries (each
-// stopped after its time limit) cannot hold the threads that serve everything else. A
-// query that waits longer than kQueryMaxWait for a thread is answered 503 unrun.
-constexpr int kQueryThreads = 2;
+// killed at its time limit, coordinator/query_child.h) cannot hold the threads that serve
+// everything else. A pool thread only waits for its query's child process, so there are
+// enough for slow queries not to hold up quick ones. A query that waits longer than
+// kQueryMaxWait for a thread is answered 503 unrun.
+constexpr int kQueryThreads = 4;
 constexpr size_t kMaxQueuedQueries = 32;
 constexpr std::chrono::seconds kQueryMaxWait{10};
 // Every other data read (GET under /api/ but health) runs on a pool of its own as well:

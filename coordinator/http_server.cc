@@ -7,6 +7,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/version.hpp>
 
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -254,9 +258,38 @@ class Session : public std::enable_shared_from_this<Session> {
     r.authorization = std::string(req[http::field::authorization]);
     r.cookie = std::string(req[http::field::cookie]);
     r.body = std::move(req.body());
-    if (IsQueryRequest(r.method, r.target)) return RunOnPool(&state_->queries, "queries", std::move(r));
+    if (IsQueryRequest(r.method, r.target)) {
+      // A query the client no longer waits for is stopped (query_child.h).
+      auto gone = std::make_shared<std::atomic<bool>>(false);
+      r.client_gone = gone;
+      WatchForHangUp(std::move(gone));
+      return RunOnPool(&state_->queries, "queries", std::move(r));
+    }
     if (IsPooledRead(r.method, r.target)) return RunOnPool(&state_->reads, "reads", std::move(r));
     Respond(state_->api->Handle(r));
+  }
+
+  // Sets `*gone` when the client closes the connection before the answer is written: a
+  // readable socket with nothing to read is one the peer has shut. A pipelined request
+  // (bytes to read) ends the watch: the client is still there.
+  void WatchForHangUp(std::shared_ptr<std::atomic<bool>> gone) {
+    watching_ = true;
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this(), gone](beast::error_code ec) {
+          self->watching_ = false;
+          if (ec) return;  // cancelled: the answer is ready
+          char c;
+          ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            gone->store(true);
+        });
+  }
+
+  // Cancels WatchForHangUp's wait before an answer is written.
+  void EndHangUpWatch() {
+    if (!watching_) return;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
   }
 
   // Runs a request on `pool` and answers it from this session's strand.
@@ -269,10 +302,14 @@ class Session : public std::enable_shared_from_this<Session> {
                                    "); retry later")
               : self->state_->api->Handle(r);
       net::post(self->executor(), [self, out = std::move(out)]() mutable {
+        self->EndHangUpWatch();
         self->Respond(std::move(out));
       });
     });
-    if (!queued) Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
+    if (!queued) {
+      EndHangUpWatch();
+      Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
+    }
   }
 
   static bool IsStream(beast::string_view target) {
@@ -364,6 +401,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool reading_ = false;               // waiting for a request's head or body (evictable)
   bool close_after_response_ = false;  // evicted while handling a request
   bool linger_ = false;
+  bool watching_ = false;  // WatchForHangUp's wait is pending
   std::string discard_;
   size_t lingered_ = 0;
 };

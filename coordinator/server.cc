@@ -78,6 +78,7 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.token = options.token;
   api_opts.static_root = options.static_root;
   api_opts.read_token = options.read_token;
+  api_opts.query_binary = options.query_binary;
   api_opts.open_reads = !reads_need_token();
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
   AccessPolicy policy{options.token, options.read_token, api_opts.open_reads,

@@ -7,7 +7,10 @@
 #   and the coordinator's RSS under its ceiling.
 # - SQL stops: no string over the value cap (an instr() over 4 MB strings used to run for
 #   minutes inside one call), no LIKE pattern over its cap, and the costliest instr() the
-#   cap allows stops near the time limit.
+#   cap allows stops near the time limit. A row of 100 GLOB calls, each about a second
+#   inside one VM step where SQLite never checks the time, is killed at the limit (it ran
+#   for minutes and held a query thread); `select 1` is answered meanwhile, and a query
+#   whose client leaves is stopped (no process is left running it).
 # - Browsers: a rebound Host, a foreign Origin and a text/plain POST are refused; the
 #   coordinator's own origin, localhost and --allow-host names are served.
 # - Bodies trickled a byte at a time cannot keep new clients out.
@@ -132,6 +135,48 @@ jq -e '.error | test("exceeded the 5000 ms limit")' "$HL_TMP/out" >/dev/null || 
 (( MS < 12000 )) || fail "the query stopped after $MS ms (limit 5000)"
 ok "stopped after $MS ms"
 expect_eq "a LIKE pattern over 1,000 bytes" 400 "$(query "SELECT 'a' LIKE printf('%.*c', 1001, '%')")"
+
+say "SQL is stopped at its deadline even inside one VM step, and when its client leaves"
+# One row, 100 GLOB calls over 256 KiB strings (each about a second: 330 character classes
+# tried at every position): no jump between them, so SQLite's progress handler never runs.
+GLOBS=$(for i in $(seq 10 109); do
+  printf "%sprintf('%%.*c', 262000, 'a') GLOB '*%s%db'" "$([[ $i == 10 ]] || echo ', ')" \
+    "$(printf '[a]%.0s' $(seq 330))" "$i"
+done)
+jq -n --arg s "SELECT $GLOBS" '{sql: $s}' >"$HL_TMP/globs.json"
+# glob_query N: POSTs the GLOB row; writes "status seconds" to $HL_TMP/glob.N.
+glob_query() {
+  curl -s -o "$HL_TMP/glob.$1.out" -w '%{http_code} %{time_total}\n' --max-time 40 -X POST \
+    -H 'Content-Type: application/json' --data-binary @"$HL_TMP/globs.json" \
+    "$HL_URL/api/v1/query" >"$HL_TMP/glob.$1"
+}
+glob_query 1 &
+G1=$!
+glob_query 2 &
+G2=$!
+sleep 1
+SELECT1=$(curl -s -o "$HL_TMP/select1.out" -w '%{http_code} %{time_total}' --max-time 30 -X POST \
+  -H 'Content-Type: application/json' --data-binary '{"sql": "SELECT 1"}' "$HL_URL/api/v1/query")
+read -r CODE SECS <<<"$SELECT1"
+expect_eq "select 1 while two GLOB rows run" 200 "$CODE"
+awk -v s="$SECS" 'BEGIN { exit !(s < 3) }' || fail "select 1 took $SECS s while two GLOB rows ran"
+ok "select 1 answered in $SECS s"
+wait "$G1" "$G2"
+for i in 1 2; do
+  read -r CODE SECS <"$HL_TMP/glob.$i"
+  expect_eq "GLOB row $i" 400 "$CODE"
+  jq -e '.error | test("exceeded the 5000 ms limit")' "$HL_TMP/glob.$i.out" >/dev/null ||
+    fail "GLOB row $i: $(head -c 300 "$HL_TMP/glob.$i.out")"
+  # The limit, the kill grace (1 s) and a loaded machine's delays.
+  awk -v s="$SECS" 'BEGIN { exit !(s < 9) }' || fail "GLOB row $i stopped after $SECS s (limit 5 s)"
+  ok "GLOB row $i stopped after $SECS s"
+done
+# A client that leaves after 1 s: its query's process is gone soon after, not at the limit.
+curl -s -o /dev/null --max-time 1 -X POST -H 'Content-Type: application/json' \
+  --data-binary @"$HL_TMP/globs.json" "$HL_URL/api/v1/query"
+no_query_child() { [[ -z "$(pgrep -P "$HL_COORD_PID" -f query-child)" ]]; }
+wait_until 3 "the query of the client that left to be stopped" no_query_child
+ok "the query stopped when its client left"
 
 say "web pages cannot reach the API"
 PORT=$HL_HTTP_PORT
