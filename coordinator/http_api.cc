@@ -356,13 +356,17 @@ HttpResponse HttpApi::Submit(const std::string& body) {
   if (dry_run) {
     HttpResponse answer;
     {
+      // The first kMaxDryRunConfigs runs (http_policy.h): the answer stays small.
       Json configs = Json::array();
-      for (const ExpandedRun& run : grid->runs)
-        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
-                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
       const size_t n = grid->runs.size();
+      for (size_t i = 0; i < std::min(n, kMaxDryRunConfigs); ++i) {
+        ExpandedRun& run = grid->runs[i];
+        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", std::move(run.config)},
+                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
+      }
       grid->runs = {};
-      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)}});
+      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)},
+                                  {"configs_truncated", n > kMaxDryRunConfigs}});
     }
     // A large dry run's trees are freed by now; hand the pages back to the system rather
     // than keep them in malloc's free lists for the coordinator's lifetime.

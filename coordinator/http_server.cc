@@ -134,13 +134,15 @@ struct ServerState {
   ServerState(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
       : api(a), feed(f), policy(std::move(p)),
         table(max_connections, kMaxStreams, kMaxConnectionsPerPeer),
-        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads) {}
+        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads, kPoolNice),
+        grids(kGridThreads, kMaxQueuedGrids, kPoolNice) {}
   HttpApi* api;
   MetricFeed* feed;
   const AccessPolicy policy;
   ConnectionTable table;
-  WorkPool queries;
+  WorkPool queries;  // threads that wait for SQL children (nice themselves)
   WorkPool reads;
+  WorkPool grids;
 };
 
 HttpResponse JsonError(int status, const std::string& message) {
@@ -266,6 +268,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return RunOnPool(&state_->queries, "queries", std::move(r));
     }
     if (IsPooledRead(r.method, r.target)) return RunOnPool(&state_->reads, "reads", std::move(r));
+    if (IsGridRequest(r.method, r.target)) return RunOnPool(&state_->grids, "grids", std::move(r));
     Respond(state_->api->Handle(r));
   }
 
@@ -516,6 +519,7 @@ void HttpServer::Stop() {
   // io_context, which drops it; the pool must be joined before the io_context goes.
   impl_->state.queries.Stop();
   impl_->state.reads.Stop();
+  impl_->state.grids.Stop();
 }
 
 size_t HttpServer::connections() const { return impl_->state.table.size(); }

@@ -23,7 +23,7 @@ namespace headlab::coord {
 // progress handler usually stops it first, with the same message.
 constexpr std::chrono::milliseconds kQueryKillGrace{1000};
 // The child's nice value and address-space limit (RLIMIT_AS).
-constexpr int kQueryChildNice = 10;
+constexpr int kQueryChildNice = 10;  // http_policy.h kPoolNice
 constexpr size_t kQueryChildMaxMemory = size_t(1) << 30;
 
 // Runs RunReadOnlyQuery(db_path, sql, limits) in `binary query-child` (binary: the
