@@ -135,7 +135,7 @@ struct ServerState {
       : api(a), feed(f), policy(std::move(p)),
         table(max_connections, kMaxStreams, kMaxConnectionsPerPeer),
         queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads, kPoolNice),
-        grids(kGridThreads, kMaxQueuedGrids, kPoolNice) {}
+        grids(kGridThreads, kMaxQueuedGrids) {}
   HttpApi* api;
   MetricFeed* feed;
   const AccessPolicy policy;
