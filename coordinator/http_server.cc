@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "coordinator/connection_table.h"
 #include "coordinator/metric_feed.h"
+#include "coordinator/read_gate.h"
 #include "coordinator/work_pool.h"
 
 namespace headlab::coord {
@@ -143,6 +144,7 @@ struct ServerState {
   WorkPool queries;  // threads that wait for SQL children (nice themselves)
   WorkPool reads;
   WorkPool grids;
+  ReadGate* read_gate = nullptr;  // set before the threads start
 };
 
 HttpResponse JsonError(int status, const std::string& message) {
@@ -265,9 +267,10 @@ class Session : public std::enable_shared_from_this<Session> {
       auto gone = std::make_shared<std::atomic<bool>>(false);
       r.client_gone = gone;
       WatchForHangUp(std::move(gone));
-      return RunOnPool(&state_->queries, "queries", std::move(r));
+      return RunOnPool(&state_->queries, "queries", std::move(r), state_->read_gate);
     }
-    if (IsPooledRead(r.method, r.target)) return RunOnPool(&state_->reads, "reads", std::move(r));
+    if (IsPooledRead(r.method, r.target))
+      return RunOnPool(&state_->reads, "reads", std::move(r), state_->read_gate);
     if (IsGridRequest(r.method, r.target)) return RunOnPool(&state_->grids, "grids", std::move(r));
     Respond(state_->api->Handle(r));
   }
@@ -295,15 +298,19 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.socket().cancel(ec);
   }
 
-  // Runs a request on `pool` and answers it from this session's strand.
-  void RunOnPool(WorkPool* pool, const char* what, HttpRequest r) {
+  // Runs a request on `pool`, through `gate` when not null, and answers it from this
+  // session's strand.
+  void RunOnPool(WorkPool* pool, const char* what, HttpRequest r, ReadGate* gate = nullptr) {
     auto enqueued = std::chrono::steady_clock::now();
-    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what] {
-      HttpResponse out =
-          std::chrono::steady_clock::now() - enqueued > kQueryMaxWait
-              ? JsonError(503, std::string("waited too long for a free thread (") + what +
-                                   "); retry later")
-              : self->state_->api->Handle(r);
+    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what, gate] {
+      HttpResponse out;
+      if (std::chrono::steady_clock::now() - enqueued > kQueryMaxWait) {
+        out = JsonError(503, std::string("waited too long for a free thread (") + what +
+                                 "); retry later");
+      } else {
+        ReadGatePass pass(gate);
+        out = self->state_->api->Handle(r);
+      }
       net::post(self->executor(), [self, out = std::move(out)]() mutable {
         self->EndHangUpWatch();
         self->Respond(std::move(out));
@@ -499,6 +506,8 @@ std::string HttpServer::address() const {
   if (ec) return "";
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
+
+void HttpServer::SetReadGate(ReadGate* gate) { impl_->state.read_gate = gate; }
 
 void HttpServer::Start(int threads) {
   impl_->Accept();

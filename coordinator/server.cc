@@ -87,6 +87,7 @@ Status Server::Start(const ServerOptions& options) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0 && host[0]) policy.host_names.push_back(host);
   m.http = std::make_unique<HttpServer>(m.api.get(), &m.feed, std::move(policy));
+  m.http->SetReadGate(m.checkpointer->gate());
   HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
   m.loop = std::thread([this] {
     Status st = impl_->router->Run();
