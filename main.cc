@@ -11,6 +11,7 @@
 #include "cli/cli_main.h"
 #include "coordinator/backup.h"
 #include "coordinator/coordinator_main.h"
+#include "coordinator/query_child.h"
 #include "data/data_main.h"
 #include "worker/command_run.h"
 #include "worker/worker_main.h"
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
   if (cmd == "coordinator") return headlab::CoordinatorMain(argc - 1, argv + 1);
   if (cmd == "worker") return headlab::WorkerMain(argc - 1, argv + 1);
   if (cmd == "backup") return headlab::BackupMain(argc - 1, argv + 1);
+  if (cmd == "query-child") return headlab::coord::QueryChildMain(argc - 1, argv + 1);
   if (cmd == "exec") {
     // The command run kind needs no LibTorch: it runs without loading the plugin.
     if (auto rc = headlab::MaybeRunCommandExec(argc - 1, argv + 1)) return *rc;

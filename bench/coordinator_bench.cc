@@ -176,7 +176,7 @@ class Bench {
   std::unique_ptr<SimWorker> NewSim(const std::string& name, SimWorker::Mode mode) {
     SimWorker::Options o;
     o.endpoint = c_->worker_endpoint();
-    o.token = c_->token();
+    o.token = c_->worker_token();
     o.identity = "worker-bench-" + std::to_string(::getpid()) + "-" + name;
     o.name = name;
     o.mode = mode;

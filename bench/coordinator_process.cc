@@ -77,6 +77,11 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   c->token_ = token.value();
   std::string token_file = data_dir + "/token";
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(token_file, c->token_, 0600));
+  // The workers' own token: the coordinator reads DATA_DIR/worker_token when it exists.
+  auto worker_token = RandomToken();
+  if (!worker_token.ok()) return worker_token.status();
+  c->worker_token_ = worker_token.value();
+  HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(data_dir + "/worker_token", c->worker_token_, 0600));
   auto hp = FreeLoopbackPort();
   auto wp = FreeLoopbackPort();
   if (!hp.ok()) return hp.status();

@@ -16,8 +16,8 @@ StatusOr<int> FreeLoopbackPort();
 
 class CoordinatorProcess {
  public:
-  // Starts `binary coordinator` on `data_dir` with a fresh token (written to
-  // data_dir/token, mode 0600), stdout and stderr appended to data_dir/coordinator.log,
+  // Starts `binary coordinator` on `data_dir` with fresh tokens (the user's written to
+  // data_dir/token, the workers' to data_dir/worker_token, mode 0600), stdout and stderr appended to data_dir/coordinator.log,
   // and waits up to `timeout_s` for GET /api/v1/health.
   static StatusOr<std::unique_ptr<CoordinatorProcess>> Start(const std::string& binary,
                                                              const std::string& data_dir,
@@ -39,6 +39,8 @@ class CoordinatorProcess {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
   int http_port() const { return http_port_; }
   const std::string& token() const { return token_; }
+  // The workers' token (READY); the user's token is refused on the worker port.
+  const std::string& worker_token() const { return worker_token_; }
   // "tcp://127.0.0.1:PORT", where workers connect.
   std::string worker_endpoint() const { return "tcp://127.0.0.1:" + std::to_string(worker_port_); }
   std::string db_path() const { return data_dir_ + "/headlab.db"; }
@@ -50,6 +52,7 @@ class CoordinatorProcess {
   // Constant after Start.
   std::string data_dir_;
   std::string token_;
+  std::string worker_token_;
   int http_port_ = 0;
   int worker_port_ = 0;
   pid_t pid_ = -1;

@@ -27,12 +27,6 @@ std::string Absolute(const std::string& path) {
   return std::string(buf) + "/" + path;
 }
 
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, size_t(n)) : "";
-}
-
 std::string HostName() {
   char buf[256] = {0};
   return ::gethostname(buf, sizeof buf - 1) == 0 && buf[0] ? buf : "localhost";
@@ -131,24 +125,20 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   }
   job.headlab = Absolute(args.Get("--headlab", SelfExe()));
   job.data_dir = data_dir;
-  // The job's workers use the workers' own token when the coordinator's data directory
-  // holds one (it grants nothing over HTTP: a compute node cannot act as the user). Else
-  // they look the token up as every program does (common/token_lookup.h): pass on the
-  // file that LookUpToken chose here, or nothing when $HEADLAB_TOKEN gives it (sbatch
-  // passes the environment on).
-  if (!args.Has("--token-file") && PathExists(data_dir + "/worker_token")) {
-    job.token_file = data_dir + "/worker_token";
-  } else {
-    auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), data_dir);
-    if (!token.ok() && token.status().code() == Status::Code::kNotFound)
-      return Fail(ctx, Status::InvalidArgument(
-                           "no worker token for the job: pass --token-file FILE, set "
-                           "HEADLAB_TOKEN (sbatch passes the environment on), or point "
-                           "--data-dir at the coordinator's data directory"));
-    if (!token.ok()) return Fail(ctx, token.status());
-    if (token->from == TokenSource::kFlag) job.token_file = Absolute(args.Get("--token-file"));
-    if (token->from == TokenSource::kDataDir) job.token_file = data_dir + "/token";
-  }
+  // The job's workers use the workers' own token (it grants nothing over HTTP: a compute
+  // node cannot act as the user), looked up as the worker does (common/token_lookup.h,
+  // kWorkerToken): pass on the file that LookUpToken chose here, or nothing when
+  // $HEADLAB_WORKER_TOKEN gives it (sbatch passes the environment on).
+  auto token = LookUpToken(args.Get("--token-file"), std::getenv(kWorkerToken.env), data_dir,
+                           kWorkerToken);
+  if (!token.ok() && token.status().code() == Status::Code::kNotFound)
+    return Fail(ctx, Status::InvalidArgument(
+                         "no worker token for the job: pass --token-file FILE, set "
+                         "HEADLAB_WORKER_TOKEN (sbatch passes the environment on), or point "
+                         "--data-dir at the coordinator's data directory (its worker_token)"));
+  if (!token.ok()) return Fail(ctx, token.status());
+  if (token->from == TokenSource::kFlag) job.token_file = Absolute(args.Get("--token-file"));
+  if (token->from == TokenSource::kDataDir) job.token_file = data_dir + "/" + kWorkerToken.file;
   // An encrypted worker port: the job's workers need the coordinator's key (shared file
   // system, as for the token).
   job.coordinator_key = WorkerKeyFile(data_dir);

@@ -19,7 +19,7 @@ struct SlurmWorkerJob {
   std::string coordinator;   // tcp://HOST:PORT the workers connect to
   std::string headlab;       // absolute path of the headlab binary on the nodes
   std::string data_dir;      // absolute; workers' --data-dir (work dirs worker-<name>)
-  std::string token_file;    // absolute, or "" (then $HEADLAB_TOKEN must reach the job)
+  std::string token_file;    // absolute, or "" (then $HEADLAB_WORKER_TOKEN must reach the job)
   std::string coordinator_key;  // absolute: the worker port's CURVE key, or "" (unencrypted)
   std::string output;        // sbatch --output pattern, e.g. DIR/slurm-%j.out
 };

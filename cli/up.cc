@@ -48,13 +48,6 @@ StatusOr<std::pair<std::string, std::string>> SplitHostPort(const std::string& s
   return std::make_pair(s.substr(0, colon), port);
 }
 
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "/proc/self/exe";
-  return std::string(buf, size_t(n));
-}
-
 // Starts `argv` (argv[0] = the headlab binary) with stdout/stderr appended to `log` and
 // stdin from /dev/null; in a new session when `detach`, else in its own process group (so
 // a terminal's Ctrl-C reaches only `up`, which then stops the children in order).

@@ -56,19 +56,20 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
 
   // The exec-error pipe is close-on-exec: a successful execve closes it (EOF, no bytes);
   // a failed one writes errno into it. That turns "binary missing" into a Spawn error.
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1}, rep[2] = {-1, -1};
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, ex[2] = {-1, -1}, rep[2] = {-1, -1}, in[2] = {-1, -1};
   const bool report = options.report_fd >= 0;
   const bool pipe_out = options.stdout_to == Output::kPipe;
   const bool pipe_err = options.stderr_to == Output::kPipe;
   // What the child's fd 1 and 2 become when not a pipe (-1: left as the caller's).
   int file_fd = -1, null_fd = -1;
   auto close_all = [&] {
-    ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep);
+    ClosePair(out), ClosePair(err), ClosePair(ex), ClosePair(rep), ClosePair(in);
     if (file_fd >= 0) ::close(file_fd);
     if (null_fd >= 0) ::close(null_fd);
   };
   if ((pipe_out && ::pipe2(out, O_CLOEXEC) != 0) || (pipe_err && ::pipe2(err, O_CLOEXEC) != 0) ||
-      ::pipe2(ex, O_CLOEXEC) != 0 || (report && ::pipe2(rep, O_CLOEXEC) != 0)) {
+      ::pipe2(ex, O_CLOEXEC) != 0 || (report && ::pipe2(rep, O_CLOEXEC) != 0) ||
+      (options.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
     int e = errno;
     close_all();
     return Status::IoError(std::string("spawn: pipe: ") + std::strerror(e));
@@ -116,7 +117,8 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    if (in[0] >= 0) ::dup2(in[0], 0);
+    else if (devnull >= 0) ::dup2(devnull, 0);
     if (child_out >= 0) ::dup2(child_out, 1);
     if (child_err >= 0) ::dup2(child_err, 2);
     int e = 0;
@@ -137,7 +139,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   // after Spawn returns always reaches the group. (A new session's leader sets its own.)
   const bool own_group = options.own_group || options.new_session;
   if (options.own_group && !options.new_session) ::setpgid(pid, pid);
-  for (int* fd : {&out[1], &err[1], &ex[1], &rep[1], &file_fd, &null_fd, &devnull}) {
+  for (int* fd : {&out[1], &err[1], &ex[1], &rep[1], &in[0], &file_fd, &null_fd, &devnull}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
@@ -147,6 +149,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   c->out_fd_ = out[0];
   c->err_fd_ = err[0];
   c->report_fd_ = rep[0];
+  c->in_fd_ = in[1];
   c->own_group_ = own_group;
   int exec_errno = 0;
   ssize_t n;
@@ -160,7 +163,7 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
                            (options.cwd.empty() ? "" : " in " + options.cwd) + ": " +
                            std::strerror(exec_errno));
   }
-  for (int fd : {c->out_fd_, c->err_fd_, c->report_fd_})
+  for (int fd : {c->out_fd_, c->err_fd_, c->report_fd_, c->in_fd_})
     if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return c;
 }
@@ -182,6 +185,7 @@ void ChildProcess::CloseFd(int* fd) {
 }
 
 void ChildProcess::ClosePipes() {
+  CloseFd(&in_fd_);
   CloseFd(&out_fd_);
   CloseFd(&err_fd_);
   CloseFd(&report_fd_);
@@ -204,6 +208,25 @@ bool ChildProcess::Read(int fd, std::string* out) {
     return false;
   }
 }
+
+bool ChildProcess::Write(const std::string& data, size_t* offset) {
+  if (in_fd_ < 0) return false;
+  while (*offset < data.size()) {
+    ssize_t n = ::write(in_fd_, data.data() + *offset, data.size() - *offset);
+    if (n > 0) {
+      *offset += size_t(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    CloseFd(&in_fd_);  // EPIPE: the child is gone or closed its stdin
+    return false;
+  }
+  CloseFd(&in_fd_);
+  return true;
+}
+
+void ChildProcess::CloseStdin() { CloseFd(&in_fd_); }
 
 bool ChildProcess::SignalGroup(int sig) {
   if (pid_ <= 0 || exit_) return false;

@@ -32,6 +32,8 @@ struct SpawnOptions {
   enum class Output { kPipe, kNull, kInherit, kFile };
 
   std::string cwd;      // the child's working directory ("" = the caller's)
+  // true: the child's stdin is a pipe written through stdin_fd(); else /dev/null.
+  bool stdin_pipe = false;
   int report_fd = -1;   // >= 0: a third pipe whose write end is this fd in the child
   // false: the child stays in the caller's process group, so a signal to the caller's
   // group reaches both (SignalGroup then signals the child alone).
@@ -51,7 +53,7 @@ struct SpawnOptions {
 class ChildProcess {
  public:
   // Starts argv[0] (a path, not searched in PATH) with the current environment plus
-  // `env_overrides`, stdin from /dev/null, default signal dispositions and an empty signal
+  // `env_overrides`, stdin from /dev/null (SpawnOptions::stdin_pipe: a pipe), default signal dispositions and an empty signal
   // mask, in a new process group; the child gets SIGKILL if the calling thread dies. The
   // error of a failed exec (e.g. a missing binary) is returned here, not discovered later.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
@@ -73,6 +75,16 @@ class ChildProcess {
   int stderr_fd() const { return err_fd_; }
   // Read end of the report pipe (SpawnOptions::report_fd); -1 without one or once closed.
   int report_fd() const { return report_fd_; }
+  // Write end of the child's stdin (SpawnOptions::stdin_pipe), non-blocking; -1 without
+  // one or once closed.
+  int stdin_fd() const { return in_fd_; }
+  // Writes what it can of `data` from `*offset` on without blocking and advances
+  // `*offset`; closes stdin (EOF for the child) once all is written. Returns false iff the
+  // pipe failed (the child closed it or exited); it is then closed. The caller must ignore
+  // SIGPIPE (the coordinator and the worker do).
+  bool Write(const std::string& data, size_t* offset);
+  // Closes the child's stdin.
+  void CloseStdin();
   // Reads what is available on `fd` (one of the three above) into *out without blocking.
   // Returns false iff the pipe reached EOF or failed; it is then closed.
   bool Read(int fd, std::string* out);
@@ -101,6 +113,7 @@ class ChildProcess {
   int out_fd_ = -1;
   int err_fd_ = -1;
   int report_fd_ = -1;
+  int in_fd_ = -1;
   bool own_group_ = true;
   std::optional<ExitInfo> exit_;
 };

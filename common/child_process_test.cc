@@ -72,6 +72,33 @@ TEST_CASE("ChildProcess: environment, pipes and exit status") {
   CHECK(::getpgid((*c)->pid()) < 0);  // reaped: no zombie left behind
 }
 
+TEST_CASE("ChildProcess: a stdin pipe carries more than the pipe buffer") {
+  ::signal(SIGPIPE, SIG_IGN);  // as the coordinator and the worker do
+  SpawnOptions opt;
+  opt.stdin_pipe = true;
+  auto c = ChildProcess::Spawn({"/usr/bin/wc", "-c"}, {}, opt);
+  REQUIRE(c.ok());
+  const std::string data(1 << 20, 'x');  // 16 times a default pipe buffer
+  size_t offset = 0;
+  std::string out;
+  for (int i = 0; i < 5000 && (*c)->stdout_fd() >= 0; ++i) {
+    if ((*c)->stdin_fd() >= 0) REQUIRE((*c)->Write(data, &offset));
+    (*c)->Read((*c)->stdout_fd(), &out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(offset == data.size());
+  CHECK((*c)->stdin_fd() < 0);  // closed once written: wc saw EOF
+  CHECK(out == std::to_string(data.size()) + "\n");
+  CHECK((*c)->Wait().exit_code == 0);
+  // A child that exits without reading: the write fails instead of blocking.
+  auto gone = ChildProcess::Spawn({"/bin/true"}, {}, opt);
+  REQUIRE(gone.ok());
+  (*gone)->Wait();
+  size_t off = 0;
+  CHECK_FALSE((*gone)->Write(data, &off));
+  CHECK((*gone)->stdin_fd() < 0);
+}
+
 TEST_CASE("ChildProcess dies with the process that spawned it") {
   int p[2];
   REQUIRE(::pipe(p) == 0);

@@ -55,4 +55,11 @@ bool PathExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "/proc/self/exe";
+  return std::string(buf, size_t(n));
+}
+
 }  // namespace headlab

@@ -16,5 +16,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, int mod
 Status MakeDirs(const std::string& path);
 // Returns true iff `path` exists.
 bool PathExists(const std::string& path);
+// Returns the running executable's path (/proc/self/exe resolved), or "/proc/self/exe"
+// when it cannot be resolved.
+std::string SelfExe();
 
 }  // namespace headlab

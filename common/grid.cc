@@ -22,8 +22,12 @@ namespace {
 // A grid may not expand to more runs than this: a typo such as a 1000-value axis times
 // another must fail fast rather than allocate millions of configs.
 constexpr size_t kMaxRuns = 100000;
-// The most config text a grid may expand to (CheckExpandedBytes).
-constexpr size_t kMaxExpandedBytes = size_t(256) << 20;
+// The most config text a grid may expand to (CheckExpandedBytes). Expanded configs are
+// JSON trees, about 7 times their text in memory (25,000 no-op runs, 2,752 bytes of
+// config text each, peaked at 509 MB of coordinator RSS; 100,000 at 2 GB): at this bound
+// one expansion (the coordinator runs one at a time) stays under 500 MB, below its RSS
+// ceiling (docs/BENCHMARKS.md, "Service under attack"); about 24,000 no-op runs.
+constexpr size_t kMaxExpandedBytes = size_t(64) << 20;
 constexpr int kMinAttempts = 1;
 constexpr int kMaxAttempts = 20;
 
@@ -330,13 +334,20 @@ std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>&
 }
 
 // Refuses, before expanding, a grid whose runs' configs would together exceed
-// kMaxExpandedBytes: each run holds the base plus, at most, the longest value of every
+// kMaxExpandedBytes: each run holds the base with every default filled in (a complete
+// config is about 2.7 KB even for a no-op run) plus, at most, the longest value of every
 // axis and the largest arm's overrides, so their sum bounds what expansion builds (every
 // key is within its own limits, yet 100 keys of 4,000 bytes over 2,000 seeds are 800 MB).
 Status CheckExpandedBytes(const Json& base, const std::vector<Axis>& axes,
                           const std::map<std::string, Json>& arms,
                           size_t runs, const std::string& file) {
-  size_t per_run = base.dump().size();
+  // The defaults' share: the first run's complete config (an invalid one is reported by
+  // the expansion, which builds it again).
+  Json first = base;
+  for (const Axis& a : axes)
+    if (!a.values.empty()) first[a.key] = a.values.front();
+  auto built = BuildRunConfig(first, file, "$");
+  size_t per_run = std::max(base.dump().size(), built.ok() ? built->dump().size() : 0);
   for (const Axis& a : axes) {
     size_t longest = 0;
     for (const Json& v : a.values) longest = std::max(longest, v.dump().size());

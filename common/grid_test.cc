@@ -307,6 +307,20 @@ TEST_CASE("A grid whose configs would exceed the byte bound is refused before ex
   CHECK(ErrorOf(few) == "");
 }
 
+TEST_CASE("The byte bound counts each run's defaults, not only the grid's text") {
+  // A no-op run's complete config is about 2.7 KB though its grid says only its kind:
+  // 100,000 of them (a 2 GB expansion) are refused, 10,000 expand.
+  auto noop = [](int runs) {
+    std::string seeds;
+    for (int i = 1; i <= runs; ++i) seeds += (i > 1 ? "," : "") + std::to_string(i);
+    return R"({"name": "n", "base": {"kind": "noop"}, "axes": {"seed": [)" + seeds + "]}}";
+  };
+  std::string err = ErrorOf(noop(100000));
+  CHECK(err.find("g.jsonc: $: the grid's 100000 runs of up to") == 0);
+  CHECK(err.find("MiB of configs") != std::string::npos);
+  CHECK(ErrorOf(noop(10000)) == "");
+}
+
 TEST_CASE("The repository's grid files expand or fail as documented") {
   auto load = [](const std::string& rel) {
     std::string path = std::string(headlab::SourceDir()) + "/experiments/" + rel;

@@ -1,4 +1,4 @@
-// LookUpToken: --token-file, then $HEADLAB_TOKEN, then DIR/token.
+// LookUpToken: --token-file, then the environment, then the file in DIR.
 #include "common/token_lookup.h"
 
 #include "common/files.h"
@@ -25,15 +25,15 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 StatusOr<FoundToken> LookUpToken(const std::string& token_file, const char* env_token,
-                                 const std::string& data_dir) {
+                                 const std::string& data_dir, TokenKind kind) {
   if (!token_file.empty()) {
     auto t = ReadTokenFile(token_file);
     if (!t.ok()) return Status::InvalidArgument("--token-file: " + t.status().message());
     return FoundToken{*t, TokenSource::kFlag, "--token-file " + token_file};
   }
   if (env_token != nullptr && !Trim(env_token).empty())
-    return FoundToken{Trim(env_token), TokenSource::kEnv, "HEADLAB_TOKEN"};
-  const std::string path = data_dir + "/token";
+    return FoundToken{Trim(env_token), TokenSource::kEnv, kind.env};
+  const std::string path = data_dir + "/" + kind.file;
   if (!PathExists(path)) return Status::NotFound(path + " does not exist");
   auto t = ReadTokenFile(path);
   if (!t.ok()) return Status::InvalidArgument(t.status().message());

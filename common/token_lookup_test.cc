@@ -57,4 +57,21 @@ TEST_CASE("LookUpToken: a chosen file that is missing or empty is an error, not 
   CHECK(empty_dir.status().message().find("token file is empty") != std::string::npos);
 }
 
+TEST_CASE("LookUpToken: the workers' token has its own variable and file") {
+  const testing::TempDir tmp("headlab-token-lookup");
+  REQUIRE(!tmp.path().empty());
+  const std::string dir = tmp.path();
+  REQUIRE(WriteFileAtomic(dir + "/token", "user\n").ok());
+  // The user's token is never a worker's fallback.
+  CHECK(LookUpToken("", nullptr, dir, kWorkerToken).status().code() == Status::Code::kNotFound);
+  REQUIRE(WriteFileAtomic(dir + "/worker_token", "worker\n").ok());
+  auto file = LookUpToken("", nullptr, dir, kWorkerToken);
+  CHECK(file->token == "worker");
+  CHECK(file->source == dir + "/worker_token");
+  auto env = LookUpToken("", "from-env", dir, kWorkerToken);
+  CHECK(env->token == "from-env");
+  CHECK(env->source == "HEADLAB_WORKER_TOKEN");
+  CHECK(LookUpToken("", nullptr, dir)->token == "user");
+}
+
 }  // namespace headlab

@@ -97,6 +97,7 @@ int CoordinatorMain(int argc, char** argv) {
   const std::string reads = args->Get("--reads", "auto");
   const std::string read_token_file = args->Get("--read-token-file");
   opts.static_root = args->Has("--dashboard") ? args->Get("--dashboard") : coord::DefaultStaticRoot();
+  opts.query_binary = SelfExe();  // SQL runs in `headlab query-child` (query_child.h)
   if (reads == "auto") opts.reads = coord::ServerOptions::Reads::kAuto;
   else if (reads == "open") opts.reads = coord::ServerOptions::Reads::kOpen;
   else if (reads == "token") opts.reads = coord::ServerOptions::Reads::kToken;

@@ -20,8 +20,8 @@ constexpr std::chrono::milliseconds kTimerPeriod{50};
 
 }  // namespace
 
-Core::Core(Store* store, std::string token, std::string worker_token)
-    : store_(store), token_(std::move(token)), worker_token_(std::move(worker_token)) {}
+Core::Core(Store* store, std::string worker_token)
+    : store_(store), worker_token_(std::move(worker_token)) {}
 
 void Core::Recover(Clock::time_point now) {
   queue_.Clear();
@@ -164,7 +164,7 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
                    Clock::time_point now) {
   // The token comes first and costs one comparison: a flood of READYs with a bad token is
   // never parsed, and is answered only within the rate limit.
-  if (!TokenEquals(auth, token_) && !(!worker_token_.empty() && TokenEquals(auth, worker_token_))) {
+  if (worker_token_.empty() || !TokenEquals(auth, worker_token_)) {
     Drop("bad token", "refused READY from " + PrintableBytes(route) + ": bad token", now);
     ReplyUnauthenticated(route, wire::kRefuse, {{"reason", "bad token"}}, now);
     return;

@@ -63,9 +63,9 @@ struct OutMessage {
 
 class Core {
  public:
-  // `store` must be open and outlive the Core; `token` (the user's) and `worker_token`
-  // (the workers' own, when not empty) authenticate READY.
-  Core(Store* store, std::string token, std::string worker_token = "");
+  // `store` must be open and outlive the Core; `worker_token` (the workers' own, never the
+  // user's: a worker host must not hold what writes as a user) authenticates READY.
+  Core(Store* store, std::string worker_token);
 
   // Loads the queue and gives every running attempt a fresh lease (restart recovery).
   void Recover(Clock::time_point now);
@@ -196,7 +196,6 @@ class Core {
 
   // Constant after construction.
   Store* const store_;
-  const std::string token_;
   const std::string worker_token_;
 
   WorkerRegistry workers_;

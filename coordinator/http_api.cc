@@ -23,6 +23,7 @@
 #include "coordinator/http_api_research.h"
 #include "coordinator/http_policy.h"
 #include "coordinator/query.h"
+#include "coordinator/query_child.h"
 #include "coordinator/query_string.h"
 #include "coordinator/results_store.h"
 #include "coordinator/runs_page.h"
@@ -151,6 +152,7 @@ HttpResponse HttpApi::Handle(const HttpRequest& req) {
     if (req.method == "GET" || req.method == "HEAD") {
       return api ? Get(path, query) : Static(path);
     }
+    if (req.method == "POST" && path == "/api/v1/query") return Query(req);
     if (req.method == "POST" && api) return Post(path, req.body);
     if (api) return Error(405, "method " + req.method + " not allowed on " + path);
     return Error(405, "method not allowed");
@@ -333,7 +335,6 @@ HttpResponse HttpApi::Write(std::function<StatusOr<Json>(Core&)> fn) {
 HttpResponse HttpApi::Post(const std::string& path, const std::string& body) {
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[1] != "v1") return Error(404, "no route " + path);
-  if (p.size() == 3 && p[2] == "query") return Query(body);
   if (p.size() == 3 && p[2] == "experiments") return Submit(body);
   if (p.size() == 5 && p[2] == "experiments" && p[4] == "cancel") {
     int64_t id = ParseId(p[3]);
@@ -382,13 +383,17 @@ HttpResponse HttpApi::Submit(const std::string& body) {
   if (dry_run) {
     HttpResponse answer;
     {
+      // The first kMaxDryRunConfigs runs (http_policy.h): the answer stays small.
       Json configs = Json::array();
-      for (const ExpandedRun& run : grid->runs)
-        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", run.config},
-                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
       const size_t n = grid->runs.size();
+      for (size_t i = 0; i < std::min(n, kMaxDryRunConfigs); ++i) {
+        ExpandedRun& run = grid->runs[i];
+        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", std::move(run.config)},
+                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
+      }
       grid->runs = {};
       answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)},
+                                  {"configs_truncated", n > kMaxDryRunConfigs},
                                   {"strata", StrataKeys(grid->source, grid->pair_by)}});
     }
     // A large dry run's trees are freed by now; hand the pages back to the system rather
@@ -406,13 +411,20 @@ HttpResponse HttpApi::Submit(const std::string& body) {
   return FromResult(submitted);
 }
 
-HttpResponse HttpApi::Query(const std::string& body) {
-  auto req = ParseJson(body, "request body");
+HttpResponse HttpApi::Query(const HttpRequest& http) {
+  auto req = ParseJson(http.body, "request body");
   if (!req.ok()) return FromStatus(req.status());
   if (!req->is_object() || !req->contains("sql") || !(*req)["sql"].is_string())
     return Error(400, "request body: expected {\"sql\": \"SELECT ...\"}");
-  return FromResult(RunReadOnlyQuery(options_.db_path, (*req)["sql"].get<std::string>(),
-                                    options_.query_limits));
+  const std::string& sql = (*req)["sql"].get_ref<const std::string&>();
+  if (options_.query_binary.empty())
+    return FromResult(RunReadOnlyQuery(options_.db_path, sql, options_.query_limits));
+  auto text = RunQueryInChild(options_.query_binary, options_.db_path, sql,
+                              options_.query_limits, http.client_gone.get());
+  if (!text.ok()) return FromStatus(text.status());
+  HttpResponse r;
+  r.body = std::move(*text);
+  return r;
 }
 
 HttpResponse HttpApi::Static(const std::string& raw_path) {

@@ -3,8 +3,10 @@
 // writes go to the loop thread through Router::Call. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -20,6 +22,9 @@ struct HttpRequest {
   std::string authorization;  // the Authorization header, "" if absent
   std::string body;
   std::string cookie;         // the Cookie header, "" if absent
+  // Becomes true when the client leaves while the request runs (set for SQL queries,
+  // which are then stopped); null: never.
+  std::shared_ptr<const std::atomic<bool>> client_gone;
 };
 
 struct HttpResponse {
@@ -40,6 +45,9 @@ class HttpApi {
     std::string read_token;
     bool open_reads = true;
     QueryLimits query_limits;  // POST /api/v1/query
+    // The headlab executable that runs queries in a child process (query_child.h); ""
+    // runs them on the calling thread, where a deadline holds only between VM steps.
+    std::string query_binary;
   };
   // `router` may be null for read-only use (tests); writes then answer 503.
   HttpApi(Options options, Router* router);
@@ -50,7 +58,7 @@ class HttpApi {
   HttpResponse Get(const std::string& path, const std::string& query);
   HttpResponse Post(const std::string& path, const std::string& body);
   HttpResponse Submit(const std::string& body);
-  HttpResponse Query(const std::string& body);
+  HttpResponse Query(const HttpRequest& req);
   HttpResponse Static(const std::string& path);
   // GET /runs/ID/metrics?key=K&after=SEQ&attempt=A&limit=N&cursor=A:S, one bounded page.
   HttpResponse Metrics(Db* db, int64_t run, const std::string& query);

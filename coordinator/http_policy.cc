@@ -75,6 +75,10 @@ bool IsPooledRead(const std::string& method, const std::string& target) {
   return (method == "GET" || method == "HEAD") && RequiredAccess(method, target) == Access::kRead;
 }
 
+bool IsGridRequest(const std::string& method, const std::string& target) {
+  return method == "POST" && PathOf(target) == "/api/v1/experiments";
+}
+
 std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::string& method,
                                      const std::string& target, const std::string& authorization,
                                      const std::string& cookie) {

@@ -39,9 +39,11 @@ constexpr std::chrono::seconds kLingerTimeout{2};
 // that retries at once spins a core and starves every other connection.
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 // SQL queries (POST /api/v1/query) run on their own pool so that runaway queries (each
-// stopped after its time limit) cannot hold the threads that serve everything else. A
-// query that waits longer than kQueryMaxWait for a thread is answered 503 unrun.
-constexpr int kQueryThreads = 2;
+// killed at its time limit, coordinator/query_child.h) cannot hold the threads that serve
+// everything else. A pool thread only waits for its query's child process, so there are
+// enough for slow queries not to hold up quick ones. A query that waits longer than
+// kQueryMaxWait for a thread is answered 503 unrun.
+constexpr int kQueryThreads = 4;
 constexpr size_t kMaxQueuedQueries = 32;
 constexpr std::chrono::seconds kQueryMaxWait{10};
 // Every other data read (GET under /api/ but health) runs on a pool of its own as well:
@@ -50,6 +52,20 @@ constexpr std::chrono::seconds kQueryMaxWait{10};
 // being built at once (what bounds the memory reads can hold, with the page limits).
 constexpr int kReadThreads = 4;
 constexpr size_t kMaxQueuedReads = 64;
+// Grids (POST /api/v1/experiments, dry runs too) are expanded and stored one at a time on
+// a thread of their own: an expansion holds up to a few hundred MB (common/grid.cc,
+// kMaxExpandedBytes) and seconds of CPU, which must neither occupy the I/O threads nor
+// add up across clients.
+constexpr int kGridThreads = 1;
+constexpr size_t kMaxQueuedGrids = 8;
+// The read pool's threads and the SQL children run at this nice value: what clients read
+// yields the CPU to health, writes and the worker loop. The grid thread does not: a
+// submit is a write the user waits for (at nice 10 a 10,000-run submit took 1.5 times as
+// long on a loaded machine).
+constexpr int kPoolNice = 10;
+// A dry run over HTTP lists at most this many runs' configs (`configs_truncated` says so);
+// `headlab submit --dry-run` expands locally and prints them all.
+constexpr size_t kMaxDryRunConfigs = 1000;
 // GET /runs/ID/metrics: at most this many points per answer (the default); a longer
 // series is read in pages through the answer's `next` cursor.
 constexpr int64_t kMaxMetricsPage = 100000;
@@ -74,6 +90,8 @@ size_t BodyLimitFor(Access access);
 bool IsQueryRequest(const std::string& method, const std::string& target);
 // Returns true iff the request reads data other than by SQL (runs on the read pool).
 bool IsPooledRead(const std::string& method, const std::string& target);
+// Returns true iff the request submits a grid (runs on the grid pool).
+bool IsGridRequest(const std::string& method, const std::string& target);
 
 // Who may do what. Writes need `write_token` as "Authorization: Bearer <token>". Reads are
 // open when `open_reads`; otherwise they need the write token or `read_token` (when not

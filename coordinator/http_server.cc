@@ -7,6 +7,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/version.hpp>
 
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "common/log.h"
 #include "coordinator/connection_table.h"
 #include "coordinator/metric_feed.h"
+#include "coordinator/read_gate.h"
 #include "coordinator/work_pool.h"
 
 namespace headlab::coord {
@@ -130,13 +135,16 @@ struct ServerState {
   ServerState(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
       : api(a), feed(f), policy(std::move(p)),
         table(max_connections, kMaxStreams, kMaxConnectionsPerPeer),
-        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads) {}
+        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads, kPoolNice),
+        grids(kGridThreads, kMaxQueuedGrids) {}
   HttpApi* api;
   MetricFeed* feed;
   const AccessPolicy policy;
   ConnectionTable table;
-  WorkPool queries;
+  WorkPool queries;  // threads that wait for SQL children (nice themselves)
   WorkPool reads;
+  WorkPool grids;
+  ReadGate* read_gate = nullptr;  // set before the threads start
 };
 
 HttpResponse JsonError(int status, const std::string& message) {
@@ -254,25 +262,64 @@ class Session : public std::enable_shared_from_this<Session> {
     r.authorization = std::string(req[http::field::authorization]);
     r.cookie = std::string(req[http::field::cookie]);
     r.body = std::move(req.body());
-    if (IsQueryRequest(r.method, r.target)) return RunOnPool(&state_->queries, "queries", std::move(r));
-    if (IsPooledRead(r.method, r.target)) return RunOnPool(&state_->reads, "reads", std::move(r));
+    if (IsQueryRequest(r.method, r.target)) {
+      // A query the client no longer waits for is stopped (query_child.h).
+      auto gone = std::make_shared<std::atomic<bool>>(false);
+      r.client_gone = gone;
+      WatchForHangUp(std::move(gone));
+      return RunOnPool(&state_->queries, "queries", std::move(r), state_->read_gate);
+    }
+    if (IsPooledRead(r.method, r.target))
+      return RunOnPool(&state_->reads, "reads", std::move(r), state_->read_gate);
+    if (IsGridRequest(r.method, r.target)) return RunOnPool(&state_->grids, "grids", std::move(r));
     Respond(state_->api->Handle(r));
   }
 
-  // Runs a request on `pool` and answers it from this session's strand.
-  void RunOnPool(WorkPool* pool, const char* what, HttpRequest r) {
+  // Sets `*gone` when the client closes the connection before the answer is written: a
+  // readable socket with nothing to read is one the peer has shut. A pipelined request
+  // (bytes to read) ends the watch: the client is still there.
+  void WatchForHangUp(std::shared_ptr<std::atomic<bool>> gone) {
+    watching_ = true;
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this(), gone](beast::error_code ec) {
+          self->watching_ = false;
+          if (ec) return;  // cancelled: the answer is ready
+          char c;
+          ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            gone->store(true);
+        });
+  }
+
+  // Cancels WatchForHangUp's wait before an answer is written.
+  void EndHangUpWatch() {
+    if (!watching_) return;
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
+  }
+
+  // Runs a request on `pool`, through `gate` when not null, and answers it from this
+  // session's strand.
+  void RunOnPool(WorkPool* pool, const char* what, HttpRequest r, ReadGate* gate = nullptr) {
     auto enqueued = std::chrono::steady_clock::now();
-    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what] {
-      HttpResponse out =
-          std::chrono::steady_clock::now() - enqueued > kQueryMaxWait
-              ? JsonError(503, std::string("waited too long for a free thread (") + what +
-                                   "); retry later")
-              : self->state_->api->Handle(r);
+    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what, gate] {
+      HttpResponse out;
+      if (std::chrono::steady_clock::now() - enqueued > kQueryMaxWait) {
+        out = JsonError(503, std::string("waited too long for a free thread (") + what +
+                                 "); retry later");
+      } else {
+        ReadGatePass pass(gate);
+        out = self->state_->api->Handle(r);
+      }
       net::post(self->executor(), [self, out = std::move(out)]() mutable {
+        self->EndHangUpWatch();
         self->Respond(std::move(out));
       });
     });
-    if (!queued) Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
+    if (!queued) {
+      EndHangUpWatch();
+      Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
+    }
   }
 
   static bool IsStream(beast::string_view target) {
@@ -364,6 +411,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool reading_ = false;               // waiting for a request's head or body (evictable)
   bool close_after_response_ = false;  // evicted while handling a request
   bool linger_ = false;
+  bool watching_ = false;  // WatchForHangUp's wait is pending
   std::string discard_;
   size_t lingered_ = 0;
 };
@@ -459,6 +507,8 @@ std::string HttpServer::address() const {
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
+void HttpServer::SetReadGate(ReadGate* gate) { impl_->state.read_gate = gate; }
+
 void HttpServer::Start(int threads) {
   impl_->Accept();
   for (int i = 0; i < threads; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
@@ -478,6 +528,7 @@ void HttpServer::Stop() {
   // io_context, which drops it; the pool must be joined before the io_context goes.
   impl_->state.queries.Stop();
   impl_->state.reads.Stop();
+  impl_->state.grids.Stop();
 }
 
 size_t HttpServer::connections() const { return impl_->state.table.size(); }

@@ -16,6 +16,7 @@
 namespace headlab::coord {
 
 class MetricFeed;
+class ReadGate;
 
 class HttpServer {
  public:
@@ -33,6 +34,9 @@ class HttpServer {
   Status Listen(const std::string& address);
   // Returns "ADDR:PORT" with the actual port.
   std::string address() const;
+  // Data reads and SQL queries pass through `gate` (read_gate.h: the WAL checkpointer can
+  // hold them back); call before Start. `gate` must outlive the server.
+  void SetReadGate(ReadGate* gate);
   // Starts `threads` threads serving requests; returns at once.
   void Start(int threads);
   // Stops accepting, closes connections and joins the threads (a running query finishes

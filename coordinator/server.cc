@@ -18,6 +18,7 @@
 #include "coordinator/paired_stats_worker.h"
 #include "coordinator/router.h"
 #include "coordinator/store.h"
+#include "coordinator/token.h"
 #include "coordinator/wal_checkpointer.h"
 
 namespace headlab::coord {
@@ -48,6 +49,10 @@ Status Server::Start(const ServerOptions& options) {
   Impl& m = *impl_;
   m.options = options;
   if (options.token.empty()) return Status::InvalidArgument("no token");
+  if (options.worker_token.empty()) return Status::InvalidArgument("no worker token");
+  // The two credentials must differ, or a worker host could write as the user.
+  if (TokenEquals(options.token, options.worker_token))
+    return Status::InvalidArgument("the worker token is the user's token: give workers their own");
   HEADLAB_RETURN_IF_ERROR(MakeDirs(options.data_dir));
   // One coordinator per data directory: a second one would rewrite coordinator.json and
   // declare the first one's attempts lost. Then no start on a damaged database.
@@ -59,7 +64,7 @@ Status Server::Start(const ServerOptions& options) {
   HEADLAB_RETURN_IF_ERROR(m.store.db()->Exec("PRAGMA wal_autocheckpoint=0"));
   m.checkpointer = std::make_unique<WalCheckpointer>(db_path());
   m.store.SetMetricFeed(&m.feed);
-  m.core = std::make_unique<Core>(&m.store, options.token, options.worker_token);
+  m.core = std::make_unique<Core>(&m.store, options.worker_token);
   m.core->Recover(Clock::now());
   m.router = std::make_unique<Router>(m.core.get());
   HEADLAB_RETURN_IF_ERROR(m.router->Bind(options.workers, options.curve_secret_key));
@@ -73,6 +78,7 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.token = options.token;
   api_opts.static_root = options.static_root;
   api_opts.read_token = options.read_token;
+  api_opts.query_binary = options.query_binary;
   api_opts.open_reads = !reads_need_token();
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
   AccessPolicy policy{options.token, options.read_token, api_opts.open_reads,
@@ -81,6 +87,7 @@ Status Server::Start(const ServerOptions& options) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0 && host[0]) policy.host_names.push_back(host);
   m.http = std::make_unique<HttpServer>(m.api.get(), &m.feed, std::move(policy));
+  m.http->SetReadGate(m.checkpointer->gate());
   HEADLAB_RETURN_IF_ERROR(m.http->Listen(options.http));
   m.loop = std::thread([this] {
     Status st = impl_->router->Run();

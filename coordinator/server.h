@@ -17,10 +17,14 @@ struct ServerOptions {
   std::string workers = "tcp://127.0.0.1:8322";
   std::string http = "127.0.0.1:8321";
   std::string token;        // required
-  std::string worker_token; // also accepted from workers (never over HTTP); "" = none
+  // required, and not `token`: the only one READY accepts (never accepted over HTTP)
+  std::string worker_token;
   // The worker port's CURVE secret key (Z85, curve_keys.h); "" = unencrypted.
   std::string curve_secret_key;
   std::string static_root;  // dashboard directory ("" = none)
+  // The headlab executable that runs SQL queries in child processes (query_child.h);
+  // "" runs them in-process (tests built without the headlab binary).
+  std::string query_binary;
   int http_threads = 4;
   // Reads over HTTP (GET endpoints, SQL, the live stream): kAuto leaves them open when
   // `http` is a loopback address and requires a token otherwise (schema/http_api.md).

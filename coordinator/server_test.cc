@@ -21,6 +21,7 @@ namespace headlab::coord {
 namespace {
 
 const char kToken[] = "test-token";
+const char kWorkerToken[] = "test-worker-token";
 
 struct Reply {
   int status = 0;
@@ -68,7 +69,7 @@ struct Dealer {
   zmq::context_t ctx;
   zmq::socket_t sock{ctx, zmq::socket_type::dealer};
   std::string id;
-  std::string token = kToken;
+  std::string token = kWorkerToken;
   std::string session;
   Dealer(const std::string& endpoint, const std::string& worker_id) : id(worker_id) {
     sock.set(zmq::sockopt::linger, 0);
@@ -135,6 +136,7 @@ struct Running {
     o.workers = "tcp://127.0.0.1:0";
     o.http = "127.0.0.1:0";
     o.token = kToken;
+    o.worker_token = kWorkerToken;
     o.http_threads = 2;
     REQUIRE(server.Start(o).ok());
   }
@@ -333,11 +335,11 @@ TEST_CASE("garbage at the ROUTER is logged and dropped; the coordinator keeps se
   send({"x"});
   send({"HLW2"});
   send({"HLW2", "READY"});
-  send({"HLW2", "READY", kToken, "{}", "extra"});
-  send({"HLW3", "READY", kToken, ReadyBody(1).dump()});
-  send({"HLW2", "READY", kToken, "{not json"});
-  send({"HLW2", "READY", kToken, "[1,2,3]"});
-  send({"HLW2", "READY", kToken, std::string(100000, '[')});
+  send({"HLW2", "READY", kWorkerToken, "{}", "extra"});
+  send({"HLW3", "READY", kWorkerToken, ReadyBody(1).dump()});
+  send({"HLW2", "READY", kWorkerToken, "{not json"});
+  send({"HLW2", "READY", kWorkerToken, "[1,2,3]"});
+  send({"HLW2", "READY", kWorkerToken, std::string(100000, '[')});
   send({"HLW2", "METRICS", "", "{\"run\": 1}"});
   send({"HLW2", "DONE", "", std::string(100000, 'x')});
   send({"HLW2", "\x01\x02", "", "{}"});
@@ -349,8 +351,12 @@ TEST_CASE("garbage at the ROUTER is logged and dropped; the coordinator keeps se
   g.token = "wrong";
   g.Send("READY", ReadyBody(1));
   CHECK(g.Expect("REFUSE")["reason"] == "bad token");
+  // So is one with the user's token: it writes over HTTP, the worker port wants its own.
+  g.token = kToken;
+  g.Send("READY", ReadyBody(1));
+  CHECK(g.Expect("REFUSE")["reason"] == "bad token");
   // A worker of the previous protocol is refused in its own framing, so it exits with why.
-  send({"HLW1", "READY", Json{{"token", kToken}}.dump()});
+  send({"HLW1", "READY", Json{{"token", kWorkerToken}}.dump()});
   {
     std::vector<zmq::message_t> frames;
     REQUIRE(zmq::recv_multipart(g.sock, std::back_inserter(frames)));
@@ -377,6 +383,7 @@ TEST_CASE("a port in use is a clear error") {
   o.workers = "tcp://127.0.0.1:0";
   o.http = first.server.http_address();
   o.token = kToken;
+  o.worker_token = kWorkerToken;
   Status st = second.Start(o);
   CHECK(st.code() == Status::Code::kUnavailable);
   CHECK(st.message().find(o.http) != std::string::npos);

@@ -1,10 +1,18 @@
 // Bounded thread pool.
 #include "coordinator/work_pool.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace headlab::coord {
 
-WorkPool::WorkPool(int threads, size_t max_queued) : max_queued_(max_queued) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+WorkPool::WorkPool(int threads, size_t max_queued, int nice) : max_queued_(max_queued) {
+  for (int i = 0; i < threads; ++i)
+    threads_.emplace_back([this, nice] {
+      // On Linux a nice value belongs to the thread: PRIO_PROCESS with its own id.
+      if (nice != 0) ::setpriority(PRIO_PROCESS, ::gettid(), nice);
+      Run();
+    });
 }
 
 WorkPool::~WorkPool() { Stop(); }

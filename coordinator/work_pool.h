@@ -14,8 +14,11 @@ namespace headlab::coord {
 
 class WorkPool {
  public:
-  // Starts `threads` threads; at most `max_queued` jobs wait for one.
-  WorkPool(int threads, size_t max_queued);
+  // Starts `threads` threads; at most `max_queued` jobs wait for one. The threads run at
+  // nice value `nice` (Linux: per thread), so that work they do for clients yields the
+  // CPU to the caller's threads at nice 0 (the HTTP I/O threads answering health, the
+  // loop serving workers).
+  WorkPool(int threads, size_t max_queued, int nice = 0);
   // Stop().
   ~WorkPool();
   WorkPool(const WorkPool&) = delete;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System test (docs/DESIGN.md, "Tokens"): workers must present the shared token or their
-# own (DIR/worker_token, which grants nothing over HTTP), HTTP writes need the bearer
+# System test (docs/DESIGN.md, "Tokens"): workers must present their own token
+# (DIR/worker_token, which grants nothing over HTTP; the user's token is refused on the
+# worker port, so a worker host cannot act as the user), HTTP writes need the user's bearer
 # token, and the SQL query endpoint cannot write.
 source "$(dirname "$0")/lib.sh"
 
@@ -57,6 +58,14 @@ run_bad_worker bad_token "$HL_TMP/wrong_token"
 REFUSAL=$(tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -iE 'refus' | head -1)
 [[ -n "$REFUSAL" ]] || fail "the coordinator log does not mention refusing the worker with a wrong token"
 ok "coordinator logged: $REFUSAL"
+# The user's token writes over HTTP: the worker port refuses it (a worker host holding it
+# could submit `command` runs to every worker).
+LINES=$(wc -l <"$HL_LOGS/coordinator.log")
+run_bad_worker user_token "$HL_DATA/token"
+tail -n +"$((LINES + 1))" "$HL_LOGS/coordinator.log" | grep -q 'refused READY.*bad token' ||
+  fail "the coordinator log does not mention refusing the worker with the user's token"
+grep -q "bad token" "$HL_LOGS/worker-user_token.log" ||
+  fail "the worker with the user's token did not say why it stopped: $(tail -n 2 "$HL_LOGS/worker-user_token.log")"
 # An empty token may be refused by the worker itself (bad input) or by the coordinator.
 run_bad_worker empty_token "$HL_TMP/empty_token"
 grep -qi token "$HL_LOGS/worker-empty_token.log" ||
@@ -109,7 +118,7 @@ wait_grid "$EXP" 60
 expect_eq "runs succeeded with the right token" 2 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP AND status = 'succeeded'")"
 
-say "the workers' own token: accepted on the worker port, worthless over HTTP"
+say "the workers' own token: worthless over HTTP"
 [[ -s "$HL_DATA/worker_token" ]] || fail "the coordinator did not create $HL_DATA/worker_token"
 expect_eq "mode of $HL_DATA/worker_token" 600 "$(stat -c %a "$HL_DATA/worker_token")"
 WTOKEN=$(cat "$HL_DATA/worker_token")
@@ -172,6 +181,8 @@ expect_eq "POST /api/v1/query without a token" 401 \
 expect_eq "GET /api/v1/stream without a token" 401 "$(code "$U2/api/v1/stream?runs=1")"
 expect_eq "GET /api/v1/experiments with the token" 200 \
   "$(code -H "Authorization: Bearer $T2" "$U2/api/v1/experiments")"
+expect_eq "GET /api/v1/experiments with the workers' token" 401 \
+  "$(code -H "Authorization: Bearer $(cat "$D2/worker_token")" "$U2/api/v1/experiments")"
 expect_eq "the live stream with the dashboard's cookie" 200 \
   "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -b "headlab_token=$T2" "$U2/api/v1/stream?runs=1")"
 expect_eq "a write with only the cookie" 401 \

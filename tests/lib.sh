@@ -256,14 +256,14 @@ kill9_coordinator() {
 # Workers.
 
 # start_worker NAME [EXTRA ARGS...]: starts a worker connected to the coordinator; its
-# token comes from the coordinator's DATA/token (--token-file) unless EXTRA ARGS say else.
+# token is the workers' own, DATA/worker_token (--token-file), unless EXTRA ARGS say else.
 start_worker() {
   local name=$1
   shift
   local dir=$HL_TMP/workers/$name
   mkdir -p "$dir"
   local args=(--coordinator "tcp://127.0.0.1:$HL_WORKER_PORT" --data-dir "$dir" --name "$name")
-  if [[ " $* " != *" --token-file "* ]]; then args+=(--token-file "$HL_DATA/token"); fi
+  if [[ " $* " != *" --token-file "* ]]; then args+=(--token-file "$HL_DATA/worker_token"); fi
   "$HEADLAB_BIN" worker "${args[@]}" "$@" >>"$HL_LOGS/worker-$name.log" 2>&1 &
   HL_WORKER_PIDS[$name]=$!
   say "started worker $name (pid $!)"

@@ -126,7 +126,7 @@ wait_workers 2
 dir=$HL_TMP/workers/plain
 mkdir -p "$dir"
 ip netns exec "$NS_A" "$HEADLAB_BIN" worker --coordinator "tcp://10.201.1.1:$WORKER_PORT" \
-  --data-dir "$dir" --name plain --token-file "$HL_DATA/token" --cpu-only --slots 1 \
+  --data-dir "$dir" --name plain --token-file "$HL_DATA/worker_token" --cpu-only --slots 1 \
   >>"$HL_LOGS/worker-plain.log" 2>&1 &
 PLAIN=$!
 HL_EXTRA_PIDS+=($PLAIN)

@@ -7,12 +7,16 @@
 #   and the coordinator's RSS under its ceiling.
 # - SQL stops: no string over the value cap (an instr() over 4 MB strings used to run for
 #   minutes inside one call), no LIKE pattern over its cap, and the costliest instr() the
-#   cap allows stops near the time limit.
+#   cap allows stops near the time limit. A row of 100 GLOB calls, each about a second
+#   inside one VM step where SQLite never checks the time, is killed at the limit (it ran
+#   for minutes and held a query thread); `select 1` is answered meanwhile, and a query
+#   whose client leaves is stopped (no process is left running it).
 # - Browsers: a rebound Host, a foreign Origin and a text/plain POST are refused; the
 #   coordinator's own origin, localhost and --allow-host names are served.
 # - Bodies trickled a byte at a time cannot keep new clients out.
 # - A grid that would expand to too many bytes is refused at once (exit 2).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/flood_lib.sh"
 
 # Limits this test checks (coordinator/http_policy.h, coordinator/query.h).
 PAGE=100000
@@ -25,43 +29,6 @@ status() { curl -s -o "$HL_TMP/out" -w '%{http_code}' --max-time 30 "$@"; }
 query() {
   status -X POST -H 'Content-Type: application/json' \
     --data-binary "$(jq -n --arg s "$1" '{sql: $s}')" "$HL_URL/api/v1/query"
-}
-# health_times N: N health reads 50 ms apart; prints their 50th, 90th and 99th
-# percentiles in ms.
-health_times() {
-  local i
-  for ((i = 0; i < $1; i++)); do
-    curl -s -o /dev/null -w '%{time_total}\n' --max-time 10 "$HL_URL/api/v1/health" || echo 10
-    sleep 0.05
-  done | sort -g | awk '
-    function at(q) { i = int(NR * q); if (i < 1) i = 1; return t[i] * 1000 }
-    { t[NR] = $1 } END { printf "%.0f %.0f %.0f\n", at(0.5), at(0.9), at(0.99) }'
-}
-# rss_watch FILE: writes the coordinator's largest RSS (MB) seen to FILE until killed.
-rss_watch() {
-  local max=0 kb
-  while :; do
-    kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$HL_COORD_PID/status" 2>/dev/null) || break
-    (( kb / 1024 > max )) && max=$(( kb / 1024 )) && echo "$max" >"$1"
-    sleep 0.1
-  done
-}
-# flood SECONDS CLIENTS URL: CLIENTS loops GETting URL for SECONDS while health is timed;
-# prints "p50_ms p90_ms p99_ms rss_mb load_average".
-flood() {
-  local end=$(( $(date +%s) + $1 )) pids=() i times
-  for ((i = 0; i < $2; i++)); do
-    ( while (( $(date +%s) < end )); do curl -s -o /dev/null --max-time 60 "$3"; done ) &
-    pids+=($!)
-  done
-  echo 0 >"$HL_TMP/rss"
-  rss_watch "$HL_TMP/rss" &
-  local watch=$!
-  sleep 1
-  times=$(health_times $(( ($1 - 2) * 10 )))
-  wait "${pids[@]}"
-  kill "$watch" 2>/dev/null
-  echo "$times $(cat "$HL_TMP/rss") $(cut -d' ' -f1 /proc/loadavg)"
 }
 # check_flood WHAT: reads flood's line from stdin, records it, and fails when health was
 # slow or the coordinator large. The machine running the tests may be loaded (other
@@ -104,7 +71,7 @@ expect_eq "last point's loss" "$(jq -n '1 / 300000')" \
   "$(curl -s "$M?cursor=1:299998" | jq '.points[0][4]')"
 
 say "12 clients reading the 300,000-point series"
-flood 10 12 "$M" | check_flood "series flood" || exit 1
+flood 10 12 get "$M" | check_flood "series flood" || exit 1
 
 say "16 clients recomputing a 10,000-run experiment's results"
 sqlite3 -batch -cmd '.timeout 10000' "$HL_DB" "UPDATE runs SET status = 'succeeded' WHERE experiment_id = $EXP;
@@ -113,7 +80,7 @@ sqlite3 -batch -cmd '.timeout 10000' "$HL_DB" "UPDATE runs SET status = 'succeed
 R=$HL_URL/api/v1/experiments/$EXP/results?recompute=1
 expect_eq "one recompute" 200 "$(status "$R")"
 jq -e '.comparisons[0].n == 5000' "$HL_TMP/out" >/dev/null || fail "results: $(head -c 400 "$HL_TMP/out")"
-flood 10 16 "$R" | check_flood "recompute flood" || exit 1
+flood 10 16 get "$R" | check_flood "recompute flood" || exit 1
 
 say "SQL cannot run long inside one function call"
 expect_eq "instr() over 4 MB strings" 400 \
@@ -132,6 +99,44 @@ jq -e '.error | test("exceeded the 5000 ms limit")' "$HL_TMP/out" >/dev/null || 
 (( MS < 12000 )) || fail "the query stopped after $MS ms (limit 5000)"
 ok "stopped after $MS ms"
 expect_eq "a LIKE pattern over 1,000 bytes" 400 "$(query "SELECT 'a' LIKE printf('%.*c', 1001, '%')")"
+
+say "SQL is stopped at its deadline even inside one VM step, and when its client leaves"
+# One row, 100 GLOB calls over 256 KiB strings (each about a second: 330 character classes
+# tried at every position): no jump between them, so SQLite's progress handler never runs.
+glob_row_json "$HL_TMP/globs.json"
+# glob_query N: POSTs the GLOB row; writes "status seconds" to $HL_TMP/glob.N.
+glob_query() {
+  curl -s -o "$HL_TMP/glob.$1.out" -w '%{http_code} %{time_total}\n' --max-time 40 -X POST \
+    -H 'Content-Type: application/json' --data-binary @"$HL_TMP/globs.json" \
+    "$HL_URL/api/v1/query" >"$HL_TMP/glob.$1"
+}
+glob_query 1 &
+G1=$!
+glob_query 2 &
+G2=$!
+sleep 1
+SELECT1=$(curl -s -o "$HL_TMP/select1.out" -w '%{http_code} %{time_total}' --max-time 30 -X POST \
+  -H 'Content-Type: application/json' --data-binary '{"sql": "SELECT 1"}' "$HL_URL/api/v1/query")
+read -r CODE SECS <<<"$SELECT1"
+expect_eq "select 1 while two GLOB rows run" 200 "$CODE"
+awk -v s="$SECS" 'BEGIN { exit !(s < 3) }' || fail "select 1 took $SECS s while two GLOB rows ran"
+ok "select 1 answered in $SECS s"
+wait "$G1" "$G2"
+for i in 1 2; do
+  read -r CODE SECS <"$HL_TMP/glob.$i"
+  expect_eq "GLOB row $i" 400 "$CODE"
+  jq -e '.error | test("exceeded the 5000 ms limit")' "$HL_TMP/glob.$i.out" >/dev/null ||
+    fail "GLOB row $i: $(head -c 300 "$HL_TMP/glob.$i.out")"
+  # The limit, the kill grace (1 s) and a loaded machine's delays.
+  awk -v s="$SECS" 'BEGIN { exit !(s < 9) }' || fail "GLOB row $i stopped after $SECS s (limit 5 s)"
+  ok "GLOB row $i stopped after $SECS s"
+done
+# A client that leaves after 1 s: its query's process is gone soon after, not at the limit.
+curl -s -o /dev/null --max-time 1 -X POST -H 'Content-Type: application/json' \
+  --data-binary @"$HL_TMP/globs.json" "$HL_URL/api/v1/query"
+no_query_child() { [[ -z "$(pgrep -P "$HL_COORD_PID" -f query-child)" ]]; }
+wait_until 3 "the query of the client that left to be stopped" no_query_child
+ok "the query stopped when its client left"
 
 say "web pages cannot reach the API"
 PORT=$HL_HTTP_PORT
@@ -175,23 +180,24 @@ expect_eq "the same grid over HTTP" 400 "$(status -X POST -H 'Content-Type: appl
 MS=$(( ($(date +%s%N) - START) / 1000000 ))
 (( MS < 5000 )) || fail "refusing the grid took $MS ms"
 ok "both refused in $MS ms"
+# A grid that names only a run kind still expands to complete configs (2.7 KB each for a
+# no-op run): 100,000 of them are refused too (they took 18 s and 2 GB of the coordinator).
+jq -n '{name: "many", base: {kind: "noop"}, axes: {seed: [range(1; 100001)]}}' >"$HL_TMP/many.jsonc"
+jq -n --rawfile t "$HL_TMP/many.jsonc" '{text: $t, dry_run: true}' >"$HL_TMP/many.body"
+START=$(date +%s%N)
+hl submit "$HL_TMP/many.jsonc" --dry-run >"$HL_TMP/many.out" 2>&1
+expect_eq "exit of a dry run of 100,000 no-op runs" 2 "$?"
+grep -q 'MiB of configs' "$HL_TMP/many.out" || fail "the refusal: $(head -c 400 "$HL_TMP/many.out")"
+expect_eq "the same grid over HTTP" 400 "$(status -X POST -H 'Content-Type: application/json' \
+  -H "Authorization: Bearer $(cat "$HL_DATA/token")" --data-binary @"$HL_TMP/many.body" "$HL_URL/api/v1/experiments")"
+MS=$(( ($(date +%s%N) - START) / 1000000 ))
+(( MS < 5000 )) || fail "refusing 100,000 no-op runs took $MS ms"
+ok "both refused in $MS ms"
 
 say "bodies trickled a byte at a time do not keep new clients out"
 # 1,024 descriptors: the coordinator admits 512 connections; 600 trickle.
 start_coordinator_1024
-(
-  fds=()
-  for ((i = 0; i < 600; i++)); do
-    exec {fd}<>"/dev/tcp/127.0.0.1/$P2" || break
-    printf 'POST /api/v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{' >&$fd
-    fds+=($fd)
-  done
-  echo "$i" >"$HL_TMP/trickle.opened"
-  for ((s = 0; s < 60; s++)); do
-    for fd in "${fds[@]}"; do printf ' ' >&$fd 2>/dev/null; done
-    sleep 1
-  done
-) 2>/dev/null &
+trickle 600 60 "$P2" 2>/dev/null &
 TRICKLE=$!
 HL_EXTRA_PIDS+=($TRICKLE)
 opened() { [[ -s "$HL_TMP/trickle.opened" ]]; }

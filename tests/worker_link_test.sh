@@ -43,7 +43,7 @@ worker() {
   HL_WORKER_PIDS[$1]=$!
 }
 state() { curl -sf --max-time 2 "$U/api/v1/workers" | jq -r --arg n "$1" '[.[] | select(.name == $n)] | map(.state) | join(",")'; }
-worker plain --token-file "$UP/token"
+worker plain --token-file "$UP/worker_token"
 worker keyed --token-file "$UP/worker_token" --coordinator-key "$UP/curve_server.pub"
 is_alive() { [[ "$(state "$1")" == alive ]]; }
 wait_until 30 "the worker with the key to register" is_alive keyed

@@ -53,10 +53,11 @@ const FlagsSpec& WorkerSpec() {
   static const FlagsSpec kSpec{
       "headlab worker",
       {{"--coordinator", "", "URL", "the coordinator's worker socket (default tcp://127.0.0.1:8322)"},
-       {"--data-dir", "", "DIR", "data directory (default .headlab); the token is read from\n"
-                                 "DIR/token unless HEADLAB_TOKEN or --token-file gives it"},
-       {"--token-file", "", "FILE", "file holding the worker token (the coordinator's\n"
-                                    "DIR/worker_token, or the shared DIR/token)"},
+       {"--data-dir", "", "DIR", "data directory (default .headlab); the workers' token is\n"
+                                 "read from DIR/worker_token unless HEADLAB_WORKER_TOKEN\n"
+                                 "or --token-file gives it"},
+       {"--token-file", "", "FILE", "file holding the workers' token (the coordinator's\n"
+                                    "DIR/worker_token; its user token DIR/token is refused)"},
        {"--coordinator-key", "", "FILE", "the coordinator's CURVE public key (its\n"
                                          "DIR/curve_server.pub): encrypts the link; needed when\n"
                                          "the coordinator's worker port is beyond loopback"},
@@ -106,12 +107,13 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
 }
 
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token) {
-  auto found = LookUpToken(flags.token_file, env_token, flags.data_dir);
+  auto found = LookUpToken(flags.token_file, env_token, flags.data_dir, kWorkerToken);
   if (found.ok()) return found->token;
   if (found.status().code() == Status::Code::kNotFound)
     return Status::InvalidArgument(
-        "no worker token: set HEADLAB_TOKEN, pass --token-file FILE, or point --data-dir at "
-        "the coordinator's data directory (" + flags.data_dir + "/token does not exist)");
+        "no worker token: pass --token-file FILE (the coordinator's DIR/worker_token), set "
+        "HEADLAB_WORKER_TOKEN, or point --data-dir at the coordinator's data directory (" +
+        flags.data_dir + "/worker_token does not exist)");
   return Status::InvalidArgument("no worker token: " + found.status().message());
 }
 

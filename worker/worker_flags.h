@@ -13,7 +13,7 @@ namespace headlab {
 struct WorkerFlags {
   std::string coordinator = "tcp://127.0.0.1:8322";
   std::string data_dir = ".headlab";
-  std::string token_file;  // "" = HEADLAB_TOKEN, else <data_dir>/token
+  std::string token_file;  // "" = HEADLAB_WORKER_TOKEN, else <data_dir>/worker_token
   // The coordinator's CURVE public key file (DIR/curve_server.pub); "" = unencrypted.
   std::string coordinator_key;
   std::string name;        // "" = the host name
@@ -30,9 +30,10 @@ std::string WorkerUsage();
 // Errors are InvalidArgument "headlab worker: ..." naming the flag.
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv);
 
-// Returns the worker token found by LookUpToken (common/token_lookup.h: --token-file,
-// else $HEADLAB_TOKEN, else <data_dir>/token written by the coordinator). InvalidArgument
-// with a message saying where it looked when there is none.
+// Returns the workers' token found by LookUpToken (common/token_lookup.h, kWorkerToken:
+// --token-file, else $HEADLAB_WORKER_TOKEN, else <data_dir>/worker_token written by the
+// coordinator). InvalidArgument with a message saying where it looked when there is none.
+// The user's token (DIR/token, $HEADLAB_TOKEN) is never used: the worker port refuses it.
 StatusOr<std::string> ResolveToken(const WorkerFlags& flags, const char* env_token);
 
 // Returns the coordinator's CURVE public key from --coordinator-key ("" without one), or

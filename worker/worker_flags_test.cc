@@ -66,7 +66,7 @@ TEST_CASE("ParseWorkerFlags rejects bad input") {
   }
 }
 
-TEST_CASE("ResolveToken: --token-file, then HEADLAB_TOKEN, then <data-dir>/token") {
+TEST_CASE("ResolveToken: --token-file, then HEADLAB_WORKER_TOKEN, then <data-dir>/worker_token") {
   const testing::TempDir tmp("headlab-token");
   REQUIRE(!tmp.path().empty());
   const std::string dir = tmp.path();
@@ -74,8 +74,11 @@ TEST_CASE("ResolveToken: --token-file, then HEADLAB_TOKEN, then <data-dir>/token
   f.data_dir = dir;
   auto t = ResolveToken(f, nullptr);
   REQUIRE(!t.ok());
-  CHECK(t.status().message().find("HEADLAB_TOKEN") != std::string::npos);
-  REQUIRE(WriteFileAtomic(dir + "/token", "from-dir\n").ok());
+  CHECK(t.status().message().find("HEADLAB_WORKER_TOKEN") != std::string::npos);
+  // The user's token is not the workers': the worker port refuses it.
+  REQUIRE(WriteFileAtomic(dir + "/token", "user\n").ok());
+  CHECK(!ResolveToken(f, nullptr).ok());
+  REQUIRE(WriteFileAtomic(dir + "/worker_token", "from-dir\n").ok());
   CHECK(*ResolveToken(f, nullptr) == "from-dir");
   CHECK(*ResolveToken(f, "from-env") == "from-env");
   REQUIRE(WriteFileAtomic(dir + "/other", "  from-file \n").ok());

@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/source_dir.h"
+#include "common/token_lookup.h"
 #include "worker/devices.h"
 #include "worker/host_provenance.h"
 #include "worker/worker.h"
@@ -62,7 +63,7 @@ int WorkerMain(int argc, char** argv) {
     std::fputs(WorkerUsage().c_str(), stdout);
     return 0;
   }
-  StatusOr<std::string> token = ResolveToken(*flags, std::getenv("HEADLAB_TOKEN"));
+  StatusOr<std::string> token = ResolveToken(*flags, std::getenv(kWorkerToken.env));
   if (!token.ok()) {
     std::fprintf(stderr, "headlab worker: %s\n", token.status().message().c_str());
     return 2;
