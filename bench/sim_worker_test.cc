@@ -2,11 +2,14 @@
 // sequences of schema/protocol.md for each mode.
 #include "bench/sim_worker.h"
 
-#include <catch2/catch.hpp>
 #include <optional>
 #include <zmq_addon.hpp>
 
 #include "common/json.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::bench {
 namespace {

@@ -10,8 +10,6 @@
 // longer floods) are hidden and run under the ctest label `stress`.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -26,6 +24,10 @@
 #include "common/wire.h"
 #include "coordinator/db.h"
 #include "coordinator/server.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::bench {
 namespace {

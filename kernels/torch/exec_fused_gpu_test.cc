@@ -6,12 +6,8 @@
 // the fast path's error against the fp32 reference stays within a small multiple of the
 // dense bf16 reference's own; a bf16 training step runs the wgmma kernels on sm_90; a
 // resumed bf16 run continues the uninterrupted one. Needs a GPU (ctest label gpu).
-// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
-// included last is the one the tests use (Catch's, which reports and counts).
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
-
-#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +23,10 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -2,14 +2,15 @@
 // shape (payload/exec/model_testing.h) and a decoder that must build.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "payload/decode/decoder.h"
 #include "payload/exec/model_testing.h"
+
+// Catch after everything that includes LibTorch (c10 defines CHECK too).
+#include <catch2/catch.hpp>
 
 namespace headlab::decode {
 

@@ -1,12 +1,14 @@
 #include "payload/exec/attention_cuda.h"
 
-#include <catch2/catch.hpp>
-
 #include <map>
 #include <string>
 
 #include "payload/exec/attention.h"
 #include "payload/exec/model.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 // The fast path's own code (plan, packed projection with only the rows the heads use,
 // fixed-pattern GEMM, output assembly, gradients) on the CPU, with dense stand-ins for SDPA

@@ -2,8 +2,6 @@
 // leg's request and the events it emitted. Shared by exec's and AoH's unit tests.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +12,9 @@
 #include "payload/exec/bench_update.h"
 #include "payload/exec/event_capture.h"
 #include "payload/exec/test_util.h"
+
+// Catch after everything that includes LibTorch (c10 defines CHECK too).
+#include <catch2/catch.hpp>
 
 namespace headlab::testing {
 

@@ -1,10 +1,12 @@
 #include "payload/exec/bench_update.h"
 
-#include <catch2/catch.hpp>
-
 #include "common/metric_names.h"
 #include "payload/exec/bench_model.h"
 #include "payload/exec/bench_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 TEST_CASE("bench-update: warm-ups discarded, median of the timed updates, device labelled") {

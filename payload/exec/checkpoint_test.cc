@@ -2,12 +2,14 @@
 // serialized checkpoints: the worker's disk check sizes runs by them.
 #include "payload/exec/checkpoint.h"
 
-#include <catch2/catch.hpp>
-
 #include "common/checkpoint_size.h"
 #include "common/run_config.h"
 #include "payload/exec/exec_config.h"
 #include "payload/exec/optimizer.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 

@@ -1,11 +1,13 @@
 #include "payload/exec/data.h"
 
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 
 #include "common/files.h"
 #include "payload/exec/test_util.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -1,10 +1,12 @@
 #include "payload/exec/events.h"
 
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -1,8 +1,10 @@
 #include "payload/exec/fixed_conv.h"
 
-#include <catch2/catch.hpp>
-
 #include "payload/exec/attention.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 // The convolution form of SAF eq. 3 against the dense pattern (attention.cc's
 // CompactPattern, in fp64): outputs and dV, short and long T, and extreme alpha/rho.

@@ -1,7 +1,4 @@
 #include "payload/exec/flops.h"
-#include "payload/exec/flops_test_run.h"
-
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 
@@ -12,10 +9,15 @@
 #include "common/run_config.h"
 #include "payload/exec/flops_ranges.h"
 #include "payload/exec/model.h"
+#include "payload/exec/flops_test_run.h"  // after LibTorch: it includes Catch
 #include "payload/exec/model_testing.h"
 #include "payload/exec/test_util.h"
 #include "payload/measure/gpu_presence.h"
 #include "payload/measure/range_marker.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -2,8 +2,6 @@
 // flops_exec_gpu_test.cc (gpu): runs kind flops on a config and returns its events.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -12,6 +10,9 @@
 #include "payload/exec/event_capture.h"
 #include "payload/exec/flops.h"
 #include "payload/exec/test_util.h"
+
+// Catch after everything that includes LibTorch (c10 defines CHECK too).
+#include <catch2/catch.hpp>
 
 namespace headlab::testing {
 

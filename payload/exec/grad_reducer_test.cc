@@ -1,13 +1,15 @@
 #include "payload/exec/grad_reducer.h"
 
-#include <catch2/catch.hpp>
-
 #include <functional>
 #include <vector>
 
 #include "payload/exec/attention.h"
 #include "payload/exec/model_testing.h"
 #include "payload/exec/replica_sync.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

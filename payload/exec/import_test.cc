@@ -9,8 +9,6 @@
 
 #include <cmath>
 
-#include <catch2/catch.hpp>
-
 #include "common/files.h"
 #include "common/run_config.h"
 #include "common/testing/temp_dir.h"
@@ -21,6 +19,10 @@
 #include "payload/exec/safetensors.h"
 #include "payload/decode/decoder.h"
 #include "payload/methods/saf/calibration.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

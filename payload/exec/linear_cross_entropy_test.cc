@@ -1,5 +1,7 @@
 #include "payload/exec/linear_cross_entropy.h"
 
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
 #include <catch2/catch.hpp>
 
 namespace headlab {

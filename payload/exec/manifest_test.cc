@@ -1,7 +1,5 @@
 #include "payload/exec/manifest.h"
 
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <string>
 
@@ -11,6 +9,10 @@
 #include "common/run_config.h"
 #include "payload/exec/exec_config.h"
 #include "payload/exec/exec_main.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

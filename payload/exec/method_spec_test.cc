@@ -1,12 +1,15 @@
 #include "payload/exec/method_spec.h"
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "common/method_schema.h"
 #include "common/run_config.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

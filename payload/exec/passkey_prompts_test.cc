@@ -1,9 +1,11 @@
 #include "payload/exec/passkey_prompts.h"
 
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdlib>
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

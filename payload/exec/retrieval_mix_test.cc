@@ -1,13 +1,15 @@
 #include "payload/exec/retrieval_mix.h"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <map>
 #include <sstream>
 
 #include "common/metric_names.h"
 #include "payload/exec/train_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

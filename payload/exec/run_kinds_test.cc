@@ -1,6 +1,5 @@
 #include "payload/exec/run_kinds.h"
 
-#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +7,10 @@
 #include "common/run_config.h"
 #include "payload/exec/event_capture.h"
 #include "payload/exec/train_hooks.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -1,7 +1,5 @@
 #include "payload/exec/run_setup.h"
 
-#include <catch2/catch.hpp>
-
 #include <string>
 
 #include "common/files.h"
@@ -14,6 +12,10 @@
 #include "payload/exec/optimizer.h"
 #include "payload/exec/train.h"
 #include "payload/exec/test_util.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

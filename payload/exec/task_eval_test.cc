@@ -1,12 +1,13 @@
 #include "payload/exec/task_eval.h"
 
-#include <catch2/catch.hpp>
-
-
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "payload/exec/test_util.h"
 #include "payload/exec/event_capture.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -1,7 +1,5 @@
 #include "payload/exec/train.h"
 
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +18,10 @@
 #include "payload/exec/stop_flag.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/exec/train_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {
@@ -385,7 +387,6 @@ TEST_CASE("train: method hooks are called in loop order and their state survives
   CHECK(st.message() == "recorder: fails at 2");
   for (const TrainRequest* r : {&full, &cont, &bad}) testing::RemoveTree(r->out_dir);
 }
-
 
 TEST_CASE("train: precision is a run setting, named in provenance; bf16 on the CPU tracks fp32") {
   const Json train = {{"train", {{"steps", 8}, {"log_every", 1}, {"eval_every", 0},

@@ -2,8 +2,6 @@
 // shared by exec's and the methods' unit tests. LibTorch test translation units only.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -19,6 +17,9 @@
 #include "payload/exec/method_hooks.h"
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
+
+// Catch after everything that includes LibTorch (c10 defines CHECK too).
+#include <catch2/catch.hpp>
 
 namespace headlab::testing {
 

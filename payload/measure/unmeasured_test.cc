@@ -1,10 +1,13 @@
 // On a machine without a GPU (CI, the CPU workers) every measurement must say so.
-#include <catch2/catch.hpp>
 
 #include "payload/measure/flop_counter.h"
 #include "payload/measure/gpu_presence.h"
 #include "payload/measure/kernel_trace.h"
 #include "payload/measure/region_timer.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::measure {
 namespace {

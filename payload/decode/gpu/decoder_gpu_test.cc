@@ -9,13 +9,13 @@
 // (flash-attention's rule); fp32: the paths agree to 1e-3. KV bytes and entries agree after
 // every step. Prefill chunks (the fused hybrid kernel, PyTorch's fused attention) against the
 // model's forward.
-// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
-// included last is the one the tests use (Catch's, which reports and counts).
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
-
 #include "payload/decode/decoder.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::decode {
 namespace {

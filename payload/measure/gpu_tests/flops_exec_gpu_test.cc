@@ -1,7 +1,6 @@
 // The flops run kind on the device machine (ctest label gpu; built only in a CUDA LibTorch
 // build of the whole repo): a tiny GPT's forward and training step are counted, timed and
 // traced, and the counts agree with the model's shape.
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 
@@ -10,6 +9,10 @@
 #include "common/run_config.h"
 #include "payload/exec/flops.h"
 #include "payload/exec/flops_test_run.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

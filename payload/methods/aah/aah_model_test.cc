@@ -1,10 +1,13 @@
 #include "payload/methods/aah/aah_model.h"
 
-#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "payload/methods/aah/aah_report.h"
 #include "payload/methods/aah/aah_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aah {
 namespace {

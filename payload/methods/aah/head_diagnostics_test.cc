@@ -2,13 +2,15 @@
 // over every (batch, query, head) with the kernels' own visibility rule (head_mask.h).
 #include "payload/methods/aah/head_diagnostics.h"
 
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "kernels/head_mask.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aah {
 namespace {

@@ -1,8 +1,11 @@
 #include "payload/methods/aah/hierarchy.h"
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aah {
 namespace {

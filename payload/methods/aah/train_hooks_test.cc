@@ -1,5 +1,4 @@
 // AAH's training-loop hooks through the real loop (RunTraining) on a tiny CPU model.
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <map>
@@ -14,6 +13,10 @@
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
 #include "payload/methods/aah/aah_report.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

@@ -3,11 +3,13 @@
 // anchor-reuse from AoH's anchor head map (App. J.2).
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
-
 #include "payload/decode/decode_testing.h"
 #include "payload/methods/aoh/aoh_model.h"
 #include "payload/methods/aoh/aoh_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aoh {
 namespace {

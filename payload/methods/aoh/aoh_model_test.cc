@@ -2,9 +2,11 @@
 
 #include <cmath>
 
-#include <catch2/catch.hpp>
-
 #include "payload/methods/aoh/aoh_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aoh {
 namespace {

@@ -6,11 +6,13 @@
 #include <map>
 #include <sstream>
 
-#include <catch2/catch.hpp>
-
 #include "common/files.h"
 #include "common/sha256.h"
 #include "payload/methods/aoh/aoh_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aoh {
 namespace {

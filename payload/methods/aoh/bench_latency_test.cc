@@ -1,9 +1,11 @@
 #include "payload/methods/aoh/bench_latency.h"
 
-#include <catch2/catch.hpp>
-
 #include "common/metric_names.h"
 #include "payload/exec/bench_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 

@@ -1,8 +1,10 @@
 #include "payload/methods/aoh/kernel_spectrum.h"
 
-#include <catch2/catch.hpp>
-
 #include "payload/exec/model.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aoh {
 namespace {
@@ -111,7 +113,6 @@ TEST_CASE("aoh spectrum: RoPE-aware scores average over log-spaced distances") {
   CHECK(rope.spectral == Approx(spectral).epsilon(1e-6));
   CHECK(rope.effective_rank != Approx(vanilla.effective_rank).epsilon(1e-6));
 }
-
 
 // Brute force for one layer: every query head's explicit d_model x d_model kernel with
 // rotated queries, its full SVD, averaged over the RoPE distances.

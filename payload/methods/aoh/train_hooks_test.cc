@@ -1,5 +1,4 @@
 // The AoH hooks inside the real training loop (payload/exec/train.cc) on a tiny model.
-#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <map>
@@ -10,6 +9,10 @@
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
 #include "payload/methods/aoh/aoh_method.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

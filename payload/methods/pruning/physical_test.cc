@@ -1,13 +1,15 @@
 #include "payload/methods/pruning/physical.h"
 
-#include <catch2/catch.hpp>
-
 #include <torch/torch.h>
 
 #include "payload/exec/checkpoint.h"
 #include "payload/methods/pruning/importance.h"
 #include "payload/methods/pruning/pruning_testing.h"
 #include "payload/methods/saf/calibration.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab {
 namespace {

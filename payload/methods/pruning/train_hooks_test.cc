@@ -15,8 +15,11 @@
 #include "payload/exec/train_testing.h"
 #include "payload/methods/pruning/pruning_testing.h"
 
-// After LibTorch: its glog CHECK must not replace Catch's.
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
 #include <catch2/catch.hpp>
+
+// After LibTorch: its glog CHECK must not replace Catch's.
 
 namespace headlab {
 namespace {

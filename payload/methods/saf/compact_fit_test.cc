@@ -1,9 +1,11 @@
 #include "payload/methods/saf/compact_fit.h"
 
-#include <catch2/catch.hpp>
-
 #include "payload/exec/attention.h"
 #include "payload/methods/saf/saf_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::saf {
 namespace {

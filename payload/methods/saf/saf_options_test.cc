@@ -1,8 +1,10 @@
 #include "payload/methods/saf/saf_options.h"
 
-#include <catch2/catch.hpp>
-
 #include "common/run_config.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::saf {
 

@@ -3,8 +3,6 @@
 // alpha/rho, and configurations refused before training.
 #include "payload/methods/saf/train_hooks.h"
 
-#include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <algorithm>
@@ -17,6 +15,10 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::saf {
 namespace {

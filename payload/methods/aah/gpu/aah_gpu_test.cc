@@ -1,11 +1,7 @@
 // AAH-v3 on CUDA (label gpu; built only against a CUDA LibTorch): the diagnostics from the
 // fused kernels' log-normalisers equal the dense ones, and the whole observation pass on
 // the device equals the CPU's.
-// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
-// included last is the one the tests use (Catch's, which reports and counts).
 #include <torch/torch.h>
-
-#include <catch2/catch.hpp>
 
 #include <cmath>
 
@@ -14,6 +10,10 @@
 #include "payload/methods/aah/aah_model.h"
 #include "payload/methods/aah/aah_testing.h"
 #include "payload/methods/aah/head_diagnostics.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aah {
 namespace {

@@ -5,18 +5,18 @@
 // depend on the weights), printed as JSON labelled with the device. fp32; decode steps run
 // the fused decode kernel (decode::DecoderPathLabel), prefill chunks PyTorch's fused attention (in
 // fp32 the memory-efficient kernel with the heads' masks).
-// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
-// included last is the one the tests use (Catch's, which reports and counts).
 #include <torch/torch.h>
 #include <torch/version.h>
-
-#include <catch2/catch.hpp>
 
 #include <iostream>
 #include <map>
 
 #include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_model.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::aoh {
 namespace {

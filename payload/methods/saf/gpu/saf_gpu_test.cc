@@ -1,16 +1,16 @@
 // SAF on CUDA (label gpu; built only against a CUDA LibTorch): the batched compact fit on
 // the device equals the per-head fits on the CPU, and the chunked calibration on the device
 // reproduces the CPU's full pass to fp32 rounding and reports the allocator's peak.
-// LibTorch before Catch: the CUDA LibTorch's c10 logging defines CHECK too, and the macro
-// included last is the one the tests use (Catch's, which reports and counts).
 #include <torch/torch.h>
-
-#include <catch2/catch.hpp>
 
 #include "payload/exec/model.h"
 #include "payload/methods/saf/chunked_calibration.h"
 #include "payload/methods/saf/compact_fit.h"
 #include "payload/methods/saf/saf_testing.h"
+
+// Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
+// the definition included last is the one the tests use.
+#include <catch2/catch.hpp>
 
 namespace headlab::saf {
 namespace {
