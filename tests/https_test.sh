@@ -4,7 +4,7 @@
 # the coordinator's host uses it. A CA and a server certificate for `localhost` are made
 # with `openssl req` here; tests/tls_proxy.py terminates TLS on loopback and relays to the
 # coordinator, which reads with a token only (--reads token, as behind nginx).
-# - submit, runs, status, results and wait work over https with --ca-file (and with
+# - submit, runs, status, results, logs, export --history and wait work over https with --ca-file (and with
 #   HEADLAB_CA_FILE);
 # - a certificate from another CA, the system's store (which does not know the test CA), a
 #   certificate that does not name the URL's host, and a plain HTTP server behind an https
@@ -98,6 +98,20 @@ RESULTS=$(hs results "$EXP" --json 2>"$HL_TMP/err") || fail "results over https:
 expect_eq "results over https = results over plain http" \
   "$(hl results "$EXP" --json --token-file "$HL_DATA/token" | jq -S -c 'del(.computed_at)')" \
   "$(jq -S -c 'del(.computed_at)' <<<"$RESULTS")"
+RUN=$(jq -r '.[0].id' <<<"$RUNS")
+expect_eq "logs $RUN over https = over plain http" \
+  "$(hl logs "$RUN" --json --token-file "$HL_DATA/token" | jq -S -c .)" \
+  "$(hs logs "$RUN" --json | jq -S -c .)"
+hs export "$EXP" --history -o "$HL_TMP/history_https.jsonl" 2>"$HL_TMP/err" ||
+  fail "export --history over https: $(cat "$HL_TMP/err")"
+hl export "$EXP" --history -o "$HL_TMP/history_http.jsonl" --token-file "$HL_DATA/token" ||
+  fail "export --history over plain http failed"
+expect_eq "metric points exported over https" \
+  "$(db "SELECT count(*) FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.experiment_id = $EXP")" \
+  "$(wc -l <"$HL_TMP/history_https.jsonl")"
+cmp -s "$HL_TMP/history_https.jsonl" "$HL_TMP/history_http.jsonl" ||
+  fail "export --history differs between https and plain http"
+ok "export --history over https = over plain http"
 OUT=$(HEADLAB_CA_FILE=$PKI/ca.crt "$HEADLAB_BIN" runs "$EXP" --url "$HTTPS" \
   --token-file "$HL_DATA/token" --json 2>"$HL_TMP/err") || fail "runs with HEADLAB_CA_FILE: $(cat "$HL_TMP/err")"
 expect_eq "runs over https with HEADLAB_CA_FILE" 2 "$(jq length <<<"$OUT")"
