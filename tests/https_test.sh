@@ -41,22 +41,15 @@ openssl verify -CAfile "$PKI/ca.crt" "$PKI/server.crt" >/dev/null ||
 ok "server certificate for DNS:localhost signed by the test CA"
 
 # The coordinator on loopback with reads that need a token, as behind a proxy.
-start_coordinator_reads_token() {
-  HL_HTTP_PORT=$(hl_free_port)
-  HL_WORKER_PORT=$(hl_free_port)
-  HL_URL=http://127.0.0.1:$HL_HTTP_PORT
-  "$HEADLAB_BIN" coordinator --data-dir "$HL_DATA" --http "127.0.0.1:$HL_HTTP_PORT" \
-    --workers "tcp://127.0.0.1:$HL_WORKER_PORT" --reads token >>"$HL_LOGS/coordinator.log" 2>&1 &
-  HL_COORD_PID=$!
-  wait_until 30 "the coordinator's health" hl_health
-}
-start_coordinator_reads_token
+HL_COORD_ARGS=(--reads token)
+start_coordinator
 start_worker w1  # its runs are this test's only wait for it (reads need the token here)
 
 say "a TLS terminator in front of it"
 python3 "$HEADLAB_SOURCE_DIR/tests/tls_proxy.py" --cert "$PKI/server.crt" --key "$PKI/server.key" \
   --backend "$HL_HTTP_PORT" --port-file "$HL_TMP/proxy.port" >>"$HL_LOGS/tls_proxy.log" 2>&1 &
-HL_EXTRA_PIDS+=($!)
+PROXY_PID=$!
+HL_EXTRA_PIDS+=("$PROXY_PID")
 proxy_listening() { [[ -s "$HL_TMP/proxy.port" ]]; }
 wait_until 20 "the TLS proxy to listen" proxy_listening
 PROXY_PORT=$(cat "$HL_TMP/proxy.port")
@@ -160,3 +153,4 @@ EXP2=$(submit "$GRID" --token-file "$HL_DATA/token")
 expect_eq "runs stored by a plain-http submit" 2 \
   "$(db "SELECT count(*) FROM runs WHERE experiment_id = $EXP2")"
 check_daemons
+hl_stop_pid "$PROXY_PID" 2>/dev/null
