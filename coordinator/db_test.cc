@@ -24,12 +24,15 @@ TEST_CASE("Cached statements are compiled once and come back reset") {
     REQUIRE(s.Step());
     CHECK(s.Int(0) == x * x);
   }
-  // Left mid-result: the next user starts from the first row with no binding (NULL).
+  // Left mid-result: reset (no read transaction stays open to hold back checkpoints), and
+  // the next user starts from the first row with no binding (NULL).
   {
     Stmt s = db.Cached(kSquare);
     s.Bind(1, int64_t(5));
     REQUIRE(s.Step());
+    CHECK(sqlite3_stmt_busy(first));
   }
+  CHECK(!sqlite3_stmt_busy(first));
   Stmt again = db.Cached(kSquare);
   REQUIRE(again.Step());
   CHECK(again.IsNull(0));
