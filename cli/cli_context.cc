@@ -60,6 +60,12 @@ StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs
     auto url = ParseHttpUrl(ctx.url);
     if (!url.ok()) return url.status();
   }
+  const char* env_ca = std::getenv("HEADLAB_CA_FILE");
+  ctx.ca_file = args.Has("--ca-file") ? args.Get("--ca-file") : env_ca ? env_ca : "";
+  if (!ctx.ca_file.empty() && !PathExists(ctx.ca_file))
+    return Status::InvalidArgument("CA file " + ctx.ca_file + " (from " +
+                                   (args.Has("--ca-file") ? "--ca-file" : "HEADLAB_CA_FILE") +
+                                   ") does not exist");
   auto token = LookUpToken(args.Get("--token-file"), std::getenv("HEADLAB_TOKEN"), ctx.data_dir);
   if (token.ok()) {
     ctx.token = token->token;
@@ -70,8 +76,14 @@ StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs
   return ctx;
 }
 
-HttpClient CliContext::Client() const {
+HttpClient CliContext::OnlineClient() const {
   HttpClient client(url, token);
+  client.set_ca_file(ca_file);
+  return client;
+}
+
+HttpClient CliContext::Client() const {
+  HttpClient client = OnlineClient();
   const std::string db = data_dir + "/headlab.db";
   // Only the data directory's own coordinator stands for its database: not one named by
   // --url or HEADLAB_URL.

@@ -27,10 +27,13 @@ struct CliContext {
   std::string data_dir;  // --data-dir, else kDefaultDataDir
   std::string token;     // LookUpToken (common/token_lookup.h), else ""
   std::string token_source;  // where `token` came from ("--token-file F", ...), "" if none
-  // Returns a client for `url` with `token`. When the URL is the data directory's (or the
-  // default) and DIR/headlab.db exists, reads that find no coordinator answer from the
-  // database (cli/offline_reads.h).
+  std::string ca_file;   // --ca-file, else $HEADLAB_CA_FILE, else "" (the system's CAs)
+  // Returns a client for `url` with `token` (and `ca_file` for https). When the URL is the
+  // data directory's (or the default) and DIR/headlab.db exists, reads that find no
+  // coordinator answer from the database (cli/offline_reads.h).
   HttpClient Client() const;
+  // Client() without the database: for questions only a running coordinator answers.
+  HttpClient OnlineClient() const;
 };
 
 // Resolves the global options and environment. The URL: --url, else $HEADLAB_URL, else
@@ -39,7 +42,7 @@ struct CliContext {
 // (--token-file, else $HEADLAB_TOKEN, else DIR/token); an unreadable or empty token file
 // is an error, a missing DIR/token is not (reads need no token from a coordinator on
 // loopback; a request that needs one then gets a clear 401). The token goes with every
-// request.
+// request. The CA file for https (--ca-file, else $HEADLAB_CA_FILE) must exist.
 StatusOr<CliContext> ResolveContext(const std::string& command, const ParsedArgs& args);
 
 // Returns the exit code for a failed status: 2 for InvalidArgument/NotFound (bad input),

@@ -40,6 +40,7 @@ class TinyServer {
     ::close(fd_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string https_url() const { return "https://127.0.0.1:" + std::to_string(port_); }
   const std::string& request() const { return request_; }  // valid after the client returns
 
  private:
@@ -156,7 +157,41 @@ TEST_CASE("URLs are parsed strictly") {
   CHECK(u->base_path == "/base");
   CHECK(headlab::ParseHttpUrl("http://localhost")->port == "80");
   CHECK(headlab::ParseHttpUrl("http://[::1]:9")->host == "::1");
-  CHECK(!headlab::ParseHttpUrl("https://x:1").ok());
+  CHECK(!headlab::ParseHttpUrl("http://[::1]:9")->tls);
+  auto s = headlab::ParseHttpUrl("https://lab.example.org/headlab");
+  REQUIRE(s.ok());
+  CHECK(s->tls);
+  CHECK(s->host == "lab.example.org");
+  CHECK(s->port == "443");
+  CHECK(s->base_path == "/headlab");
+  CHECK(headlab::ParseHttpUrl("https://[::1]")->port == "443");
+  CHECK(headlab::ParseHttpUrl("https://h:8443")->port == "8443");
+  CHECK(!headlab::ParseHttpUrl("ftp://x:1").ok());
+  CHECK(!headlab::ParseHttpUrl("https:/x").ok());
   CHECK(!headlab::ParseHttpUrl("http://x:port").ok());
   CHECK(!headlab::ParseHttpUrl("127.0.0.1:8321").ok());
+}
+
+TEST_CASE("An https URL never sends the request in clear") {
+  // A plain server behind an https URL: the client's first bytes are a TLS handshake
+  // record (content type 22), and no HTTP request follows when the handshake fails.
+  TinyServer plain("");
+  auto r = HttpClient(plain.https_url(), "s3cret", std::chrono::milliseconds(300)).Call("GET", "/x");
+  REQUIRE(!r.ok());
+  CHECK(r.status().code() == Status::Code::kUnavailable);
+  CHECK(r.status().message().find(plain.https_url()) != std::string::npos);
+  REQUIRE(!plain.request().empty());
+  CHECK(plain.request()[0] == '\x16');
+  CHECK(plain.request().find("GET /x") == std::string::npos);
+  CHECK(plain.request().find("s3cret") == std::string::npos);
+}
+
+TEST_CASE("An unusable CA file is InvalidArgument naming the file, before any connection") {
+  const std::string missing = "/nonexistent/headlab-ca.pem";
+  HttpClient client(headlab::DeadLoopbackUrl().replace(0, 4, "https"), "");
+  client.set_ca_file(missing);
+  auto r = client.Call("GET", "/api/v1/health");
+  REQUIRE(!r.ok());
+  CHECK(r.status().code() == Status::Code::kInvalidArgument);
+  CHECK(r.status().message().find(missing) != std::string::npos);
 }

@@ -167,7 +167,7 @@ void PrintJson(const Json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
 int RunStatus(const CliContext& ctx, const ParsedArgs& args) {
   // Whether the coordinator is up is the question here: no offline reads of its database.
-  HttpClient client(ctx.url, ctx.token);
+  HttpClient client = ctx.OnlineClient();
   auto status = client.Call("GET", "/api/v1/status");
   if (!status.ok()) return Fail(ctx, status.status());
   if (args.Has("--json")) {

@@ -12,12 +12,25 @@ namespace headlab::coord {
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
-    sqlite3_finalize(s_);
+    Release();
     db_ = o.db_;
     s_ = o.s_;
+    in_use_ = o.in_use_;
     o.s_ = nullptr;
+    o.in_use_ = nullptr;
   }
   return *this;
+}
+
+void Stmt::Release() {
+  if (!in_use_) {
+    sqlite3_finalize(s_);
+  } else if (s_) {
+    Reset();
+    *in_use_ = false;
+  }
+  s_ = nullptr;
+  in_use_ = nullptr;
 }
 
 bool Stmt::Step(Status* st) {
@@ -47,6 +60,8 @@ std::string Stmt::Text(int col) const {
 Db::~Db() { Close(); }
 
 void Db::Close() {
+  for (auto& [sql, c] : cache_) sqlite3_finalize(c.stmt);
+  cache_.clear();
   if (db_) sqlite3_close_v2(db_);
   db_ = nullptr;
 }
@@ -108,6 +123,24 @@ Stmt Db::MustPrepare(const std::string& sql) {
     std::abort();
   }
   return std::move(s.value());
+}
+
+Stmt Db::Cached(const std::string& sql) {
+  CachedStmt& c = cache_[sql];
+  if (c.in_use) return MustPrepare(sql);  // nested use of the same statement
+  if (!c.stmt) {
+    // PERSISTENT: SQLite's hint for a statement kept and reused (lookaside memory is
+    // left to short-lived ones).
+    int rc = sqlite3_prepare_v3(db_, sql.c_str(), int(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                                &c.stmt, nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(c.stmt);
+      c.stmt = nullptr;
+      return MustPrepare(sql);  // aborts with the error
+    }
+  }
+  c.in_use = true;
+  return Stmt(db_, c.stmt, &c.in_use);
 }
 
 Transaction::Transaction(Db* db) : db_(db) { begin_ = db_->Exec("BEGIN IMMEDIATE"); }

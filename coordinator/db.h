@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "common/status.h"
 
@@ -16,8 +17,14 @@ class Stmt {
  public:
   Stmt() = default;
   Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_) { o.s_ = nullptr; }
+  // A statement of Db's cache (Db::Cached): reset and handed back, not finalized, when
+  // this goes; `*in_use` is true meanwhile.
+  Stmt(sqlite3* db, sqlite3_stmt* s, bool* in_use) : db_(db), s_(s), in_use_(in_use) {}
+  ~Stmt() { Release(); }
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), in_use_(o.in_use_) {
+    o.s_ = nullptr;
+    o.in_use_ = nullptr;
+  }
   Stmt& operator=(Stmt&& o) noexcept;
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -47,8 +54,11 @@ class Stmt {
   sqlite3_stmt* raw() const { return s_; }
 
  private:
+  void Release();
+
   sqlite3* db_ = nullptr;
   sqlite3_stmt* s_ = nullptr;
+  bool* in_use_ = nullptr;  // set iff s_ belongs to Db's cache
 };
 
 // One SQLite connection.
@@ -70,6 +80,12 @@ class Db {
   StatusOr<Stmt> Prepare(const std::string& sql);
   // Prepares `sql`; aborts on failure (for the program's own fixed SQL, an invariant).
   Stmt MustPrepare(const std::string& sql);
+  // MustPrepare, compiled once per connection and reused: for the program's statements
+  // that run once per row of a larger read (a result's per-run provenance), where
+  // compiling costs several times what running does. While the returned Stmt lives,
+  // asking for the same SQL compiles a private copy. Cached statements are finalized by
+  // Close().
+  Stmt Cached(const std::string& sql);
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
   std::string ErrorMessage() const { return db_ ? sqlite3_errmsg(db_) : "not open"; }
@@ -77,7 +93,13 @@ class Db {
   bool is_open() const { return db_ != nullptr; }
 
  private:
+  struct CachedStmt {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+
   sqlite3* db_ = nullptr;
+  std::unordered_map<std::string, CachedStmt> cache_;  // by SQL text; nodes never move
 };
 
 // RAII transaction: BEGIN IMMEDIATE on construction, ROLLBACK unless Commit() was called.

@@ -1,5 +1,6 @@
 // Reads devices, logprobs artifacts, FLOPs reasons and execution (precision, attention
-// paths) of runs for results.
+// paths) of runs for results. Each runs once per run of a result (up to 4 times per run), so
+// the statements are the connection's cached ones (Db::Cached).
 #include "coordinator/paired_sources.h"
 
 #include <cstring>
@@ -13,7 +14,7 @@ namespace {
 
 // Returns the provenance fields of run `run`'s latest attempt, or {}.
 Json LatestProvenance(Db* db, int64_t run) {
-  Stmt s = db->MustPrepare(
+  Stmt s = db->Cached(
       "SELECT fields_json FROM provenance WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
   s.Bind(1, run);
   if (!s.Step()) return Json::object();
@@ -28,7 +29,7 @@ RunPlacement LoadRunPlacement(Db* db, int64_t run) {
   Json prov = LatestProvenance(db, run);
   if (prov.contains("device") && prov["device"].is_string())
     p.device = prov["device"].get<std::string>();
-  Stmt a = db->MustPrepare(
+  Stmt a = db->Cached(
       "SELECT devices_json FROM attempts WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
   a.Bind(1, run);
   if (a.Step()) {
@@ -39,7 +40,7 @@ RunPlacement LoadRunPlacement(Db* db, int64_t run) {
 }
 
 StatusOr<std::vector<float>> LoadLogProbs(Db* db, int64_t run) {
-  Stmt s = db->MustPrepare(
+  Stmt s = db->Cached(
       "SELECT path, sha256 FROM artifacts WHERE run_id=? AND kind='logprobs' "
       "ORDER BY attempt DESC, step DESC LIMIT 1");
   s.Bind(1, run);

@@ -33,6 +33,7 @@ HL_URL=""
 HL_COORD_PID=""
 declare -A HL_WORKER_PIDS=()   # name -> pid
 HL_EXTRA_PIDS=()               # processes started indirectly (e.g. orphaned exec children)
+HL_COORD_ARGS=()               # extra arguments of start_coordinator's coordinator
 HL_START=$(date +%s)
 HL_MAIN_PID=$BASHPID
 
@@ -173,7 +174,8 @@ wait_until() {
 hl_health() { curl -sf --max-time 2 "$HL_URL/api/v1/health" | jq -e '.ok == true'; }
 
 # Starts the coordinator on $HL_HTTP_PORT/$HL_WORKER_PORT (picked on first use) and waits
-# for /api/v1/health. A first start that cannot bind retries on other ports.
+# for /api/v1/health. A first start that cannot bind retries on other ports. The array
+# HL_COORD_ARGS, if set, is added to the coordinator's arguments.
 start_coordinator() {
   local attempt log
   for attempt in 1 2 3; do
@@ -187,7 +189,7 @@ start_coordinator() {
     log=$HL_LOGS/coordinator.log
     echo "=== start (attempt $attempt) $(date -u +%FT%TZ) http=$HL_HTTP_PORT workers=$HL_WORKER_PORT" >>"$log"
     "$HEADLAB_BIN" coordinator --data-dir "$HL_DATA" --http "127.0.0.1:$HL_HTTP_PORT" \
-      --workers "tcp://127.0.0.1:$HL_WORKER_PORT" >>"$log" 2>&1 &
+      --workers "tcp://127.0.0.1:$HL_WORKER_PORT" "${HL_COORD_ARGS[@]}" >>"$log" 2>&1 &
     HL_COORD_PID=$!
     local deadline=$(( $(date +%s) + 30 ))
     while (( $(date +%s) < deadline )); do
