@@ -52,10 +52,11 @@ export async function appendInChunks(parent, items, build, signal, chunk = kChun
   }
 }
 
-// Calls `fn` now and then `ms` after each call settles, until `signal` aborts. Calls never
-// overlap, so a slow coordinator slows the polling down instead of piling requests up.
-// `ms` may be a function (re-read after each call).
-export function poll(fn, ms, signal) {
+// Calls `fn` now (or `first` ms from now: a view that has just read what fn reads) and then
+// `ms` after each call settles, until `signal` aborts. Calls never overlap, so a slow
+// coordinator slows the polling down instead of piling requests up. `ms` may be a function
+// (re-read after each call).
+export function poll(fn, ms, signal, { first = 0 } = {}) {
   let timer = null;
   const tick = async () => {
     if (signal.aborted) return;
@@ -70,5 +71,6 @@ export function poll(fn, ms, signal) {
     if (!signal.aborted) timer = setTimeout(tick, hidden ? Math.max(wait, kHiddenPollMs) : wait);
   };
   signal.addEventListener('abort', () => clearTimeout(timer));
-  tick();
+  if (first > 0) timer = setTimeout(tick, first);
+  else tick();
 }

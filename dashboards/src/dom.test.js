@@ -1,7 +1,7 @@
 // node --test: long lists are built a chunk per task.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendInChunks } from './dom.js';
+import { appendInChunks, poll } from './dom.js';
 
 // A parent that records what each task appended (a task ends at each yield).
 function recorder() {
@@ -34,4 +34,16 @@ test('appendInChunks stops when its page is left', async () => {
   const none = recorder();
   await appendInChunks(none.parent, [], (i) => i, null, 50, none.yieldTo);
   assert.deepEqual(none.tasks, [[]]);
+});
+
+test('poll waits `first` ms before its first call when asked', async () => {
+  const abort = new AbortController();
+  let calls = 0;
+  poll(() => { calls++; }, 10000, abort.signal, { first: 30 });
+  assert.equal(calls, 0);
+  await new Promise((r) => setTimeout(r, 80));
+  assert.equal(calls, 1);
+  poll(() => { calls++; }, 10000, abort.signal);
+  assert.equal(calls, 2);  // at once by default
+  abort.abort();
 });

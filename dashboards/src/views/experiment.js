@@ -37,7 +37,9 @@ import { tickedDiffLink } from './diff.js';
 const kLivePollMs = 5000;
 const kMaxOverlay = 20;
 const kArmSampleRuns = 300;
-const kScatterPoints = 5000;
+// Dots of the scatter: config values take few levels, so 2,000 dots show their spread
+// (5,000 made the largest answer of the page, 208 KB, and its slowest query).
+const kScatterPoints = 2000;
 const kAutoOverlay = 8;
 const kShownPairs = 200;
 const kFilterDelayMs = 250;
@@ -543,9 +545,12 @@ WHERE r.experiment_id = ${id} AND r.status = 'succeeded' AND s.value IS NOT NULL
 GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal)).map((g) => ({
       arm: g.arm, values: keys.map((_, i) => g[`g${i}`]), n: g.n, mean: g.mean,
       se: g.n > 1 ? Math.sqrt(Math.max(0, (g.sq - g.mean * g.mean) * g.n / (g.n - 1)) / g.n) : null }));
+    // x is read once when it is also a group key (the usual case: an unpaired axis).
+    const xcol = keys.includes(x) ? `g${keys.indexOf(x)}` : 'x';
+    const xsel = keys.includes(x) ? '' : `, json_extract(r.config_json, ${jsonPathSql(x)}) AS x`;
     const [dots, groups] = await Promise.all([
       query(`WITH ${sampledIdxSql(id, kScatterPoints)}
-SELECT r.arm AS arm, json_extract(r.config_json, ${jsonPathSql(x)}) AS x${gcols}, s.value AS y
+SELECT r.arm AS arm${xsel}${gcols}, s.value AS y
 FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx
 JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS NOT NULL`, signal),
       readResults().then((r) => groupsFromResults(r, keys, y), () => null).then((g) => g || byQuery()),
@@ -553,7 +558,7 @@ JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS
     const labelOf = (r) => groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
     drawScatter(scatterEl, dots.map((r) => {
       const label = labelOf(r);
-      return { x: r.x, y: r.y, label, color: colorOf(label, r.arm) };
+      return { x: r[xcol], y: r.y, label, color: colorOf(label, r.arm) };
     }), { xLabel: x, yLabel: yAxisLabel(y) });
     replace(breakdown, h('table', { class: 'grid-table', id: 'breakdown-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'arm'), keys.map((k) => h('th', {}, k)),
@@ -589,16 +594,17 @@ JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS
   async function refreshResults() {
     if (!stale('results')) return;
     pairsAnswer = null;
-    // Side by side; both awaited at once, so that neither rejects unheard when the page
-    // is left (an aborted read).
+    // The window buckets, at the foot of the page, are read once the charts above them
+    // are drawn (first time) so as not to hold those up. Both awaited at once, so that
+    // neither rejects unheard when the page is left (an aborted read).
     await Promise.all([
       readResults().then((r) => replace(results, resultsTables(r || {}, s.pairBy, loadPairs))),
-      query(`
+      chartsDrawn.then(() => query(`
 SELECT r.arm AS arm, hm.window AS window, count(*) AS n
 FROM head_maps hm JOIN runs r ON r.id = hm.run_id
 WHERE r.experiment_id = ${id} AND hm.window IS NOT NULL
   AND hm.attempt = (SELECT max(attempt) FROM head_maps h2 WHERE h2.run_id = hm.run_id)
-GROUP BY r.arm, hm.window`, signal).then((rows) => replace(buckets, rows.length ? windowBuckets(rows)
+GROUP BY r.arm, hm.window`, signal)).then((rows) => replace(buckets, rows.length ? windowBuckets(rows)
         : h('p', { class: 'muted' }, 'No head windows recorded for this experiment (AAH runs record them).'))),
     ]);
   }
@@ -614,26 +620,37 @@ GROUP BY r.arm, hm.window`, signal).then((rows) => replace(buckets, rows.length 
   // The table and the first chart load side by side. The comparisons and the scatter start
   // once the table is drawn, the arm chart once the overlay's metric is known: each is a
   // few indexed reads (or the coordinator's answer from memory), so they no longer wait
-  // for both.
+  // for both. The window buckets wait for the charts (refreshResults).
   const slow = (activeMs, idleMs) => () => (s.active ? activeMs : idleMs);
   const started = refreshExperiment().catch(showError);
   const tableShown = started.then(guard(refreshTable));
   const keyKnown = started.then(guard(firstSelection));
   const chartShown = keyKnown.then(guard(pollStreams));
+  // A panel's poll tick, and a promise resolved once it has run (or failed) the first time.
+  const ticked = (fn, out) => {
+    let resolve = null;
+    const once = new Promise((r) => { resolve = r; });
+    return [async () => { await guard(fn, out)(); resolve(); }, once];
+  };
+  const [scatterTick, scatterRead] = ticked(refreshScatter, err);
+  const [armsTick, armsRead] = ticked(refreshArms, armNote);
+  const chartsDrawn = Promise.all([scatterRead, armsRead]);
   tableShown.then(() => {
     if (signal.aborted) return;
     poll(guard(refreshResults, results), slow(10000, 10000), signal);
-    poll(guard(refreshScatter), slow(10000, 10000), signal);
+    poll(scatterTick, slow(10000, 10000), signal);
   });
   keyKnown.then(() => {
-    if (!signal.aborted) poll(guard(refreshArms, armNote), slow(5000, 10000), signal);
+    if (!signal.aborted) poll(armsTick, slow(5000, 10000), signal);
   });
   Promise.all([tableShown, chartShown]).then(() => {
     if (signal.aborted) return;
-    // A finished experiment's counts change only by a retry or a resubmit: every 30 s.
-    poll(guard(refreshExperiment), slow(3000, 30000), signal);
-    poll(guard(refreshTable), slow(3000, 10000), signal);
-    poll(guard(pollStreams), kLivePollMs, signal);
+    // A finished experiment's counts change only by a retry or a resubmit: every 30 s. The
+    // experiment, its table and the overlay were read just now: their next reads wait.
+    const after = (f) => ({ first: f() });
+    poll(guard(refreshExperiment), slow(3000, 30000), signal, after(slow(3000, 30000)));
+    poll(guard(refreshTable), slow(3000, 10000), signal, after(slow(3000, 10000)));
+    poll(guard(pollStreams), kLivePollMs, signal, { first: kLivePollMs });
     poll(guard(refreshTiming), slow(3000, 10000), signal);
   });
 }
