@@ -56,7 +56,6 @@ export function experimentView(el, [idText], signal) {
     info: new Map(),  // run id -> {id, arm, status, attempts, reused_from, params}
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
     fresh: new Set(),  // overlaid runs whose status was read by firstSelection just now
-    results: null,  // a Promise of GET .../results (without per-pair lists), per refresh
     summaryKeys: null, by: 'auto', countsSig: '', active: true, done: {},
   };
 
@@ -522,9 +521,9 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
   }
 
   // One dot per run (a sample past kScatterPoints, sample.js) and, beside it, the metric's
-  // mean ± SE per group: the arms broken down by the chosen axes, as the coordinator's
-  // results give them when it breaks them down by the same axes, else computed from the
-  // runs' configs (a grouped scan of every run).
+  // mean ± SE per group: the arms broken down by the chosen axes, as the stored results
+  // give them when they break them down by the same axes, else computed from the runs'
+  // configs (a grouped scan of every run).
   async function refreshScatter() {
     fillScatterSelects();
     const x = scatterX.value;
@@ -553,7 +552,10 @@ GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal)).map((g) => ({
 SELECT r.arm AS arm${xsel}${gcols}, s.value AS y
 FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx
 JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS NOT NULL`, signal),
-      readResults().then((r) => groupsFromResults(r, keys, y), () => null).then((g) => g || byQuery()),
+      // A finished experiment's results are stored (and kept in the coordinator's memory);
+      // an unfinished one's are computed per request, seconds at 10^5 runs.
+      s.active ? byQuery()
+        : readResults().then((r) => groupsFromResults(r, keys, y), () => null).then((g) => g || byQuery()),
     ]);
     const labelOf = (r) => groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
     drawScatter(scatterEl, dots.map((r) => {
@@ -579,15 +581,14 @@ JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS
     if (!pairsAnswer) pairsAnswer = get(`/experiments/${id}/results?per_pair=1`, signal);
     return pairsAnswer;
   };
-  // GET .../results without per-pair lists, read once for the comparisons and the
-  // breakdown: again when the counts change, or every few seconds while runs finish.
-  let resultsRead = null;  // {sig, at, answer: Promise}
+  // GET .../results without per-pair lists: a finished experiment's read once per state of
+  // its counts for the comparisons and the breakdown both; an unfinished one's on each call.
+  let resultsRead = null;  // {sig, answer: Promise}
   function readResults() {
-    const now = Date.now();
-    if (!resultsRead || resultsRead.sig !== s.countsSig || (s.active && now - resultsRead.at > 2000)) {
+    if (!resultsRead || resultsRead.sig !== s.countsSig || s.active) {
       const answer = get(`/experiments/${id}/results`, signal);
       answer.catch(() => { if (resultsRead && resultsRead.answer === answer) resultsRead = null; });
-      resultsRead = { sig: s.countsSig, at: now, answer };
+      resultsRead = { sig: s.countsSig, answer };
     }
     return resultsRead.answer;
   }
