@@ -293,6 +293,10 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     return FromResult(answer);
   };
   // Only the default answer is stored; any other is computed each time, like a recompute.
+  // Without per-pair lists, the stored answer is read from memory while it stays current.
+  if (!recompute && options->IsDefault() && pairs != "1")
+    return FromResult(results_cache_.Answer(db, experiment, compute,
+                                            [](Json* j) { LimitPerPair(j, 0); }));
   if (!recompute && options->IsDefault()) return reply(compute());
   // Recomputes are coalesced: a request for an answer already being recomputed (the same
   // experiment and options) takes that answer, and at most kMaxRecomputes are computed at
@@ -444,6 +448,10 @@ HttpResponse HttpApi::Static(const std::string& raw_path) {
   HttpResponse r;
   r.content_type = ContentType(file);
   r.body = std::move(*data);
+  // Vite names what it writes under assets/ by a hash of the contents: a browser keeps
+  // them (and the code it compiled from them) across visits, and a new build is new names
+  // in index.html, which is never kept.
+  if (path.rfind("/assets/", 0) == 0) r.cache_control = "public, max-age=31536000, immutable";
   return r;
 }
 

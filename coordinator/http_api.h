@@ -12,6 +12,7 @@
 
 #include "coordinator/db.h"
 #include "coordinator/query.h"
+#include "coordinator/results_cache.h"
 #include "coordinator/router.h"
 
 namespace headlab::coord {
@@ -31,6 +32,9 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Answers change from one request to the next; the dashboard's content-hashed files
+  // (Static, assets/) never do.
+  std::string cache_control = "no-store";
 };
 
 class HttpApi {
@@ -73,6 +77,7 @@ class HttpApi {
   // Answers being recomputed (experiment and options) -> the answer their requests wait
   // for. Guarded by recompute_mu_.
   std::map<std::string, std::shared_future<StatusOr<Json>>> recomputing_;
+  ResultsCache results_cache_;  // GET .../results without per-pair lists
 };
 
 // Returns the HTTP status for a Status code: InvalidArgument 400, NotFound 404,

@@ -148,6 +148,8 @@ TEST_CASE("HTTP research routes: run search, artifacts, tags and notes need the 
 TEST_CASE("static files: served from the root, no traversal") {
   TempDir dir;
   REQUIRE(MakeDirs(dir.path() + "/www/js").ok());
+  REQUIRE(MakeDirs(dir.path() + "/www/assets").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/www/assets/index-AbC123.js", "let y = 2;").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/www/index.html", "<html>hi</html>").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/www/js/app.js", "let x = 1;").ok());
   REQUIRE(WriteFileAtomic(dir.path() + "/secret", "no").ok());
@@ -159,6 +161,15 @@ TEST_CASE("static files: served from the root, no traversal") {
   auto js = Do(api, "GET", "/js/app.js?v=3");
   CHECK(js.status == 200);
   CHECK(js.content_type.rfind("text/javascript", 0) == 0);
+  // Only the build's content-hashed assets/ are kept by the browser; index.html and the
+  // API's answers never are.
+  CHECK(index.cache_control == "no-store");
+  CHECK(js.cache_control == "no-store");
+  auto hashed = Do(api, "GET", "/assets/index-AbC123.js");
+  CHECK(hashed.status == 200);
+  CHECK(hashed.cache_control == "public, max-age=31536000, immutable");
+  CHECK(Do(api, "GET", "/assets/missing.js").cache_control == "no-store");
+  CHECK(Do(api, "GET", "/api/v1/health").cache_control == "no-store");
   for (const char* bad : {"/../secret", "/js/../../secret", "/%2e%2e/secret", "/.hidden",
                           "/nope.html", "/js/..%2f..%2fsecret"})
     CHECK(Do(api, "GET", bad).status == 404);

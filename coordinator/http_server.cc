@@ -349,7 +349,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.result(http::int_to_status(unsigned(out.status)));
     res_.set(http::field::server, "headlab-coordinator");
     res_.set(http::field::content_type, out.content_type);
-    res_.set(http::field::cache_control, "no-store");
+    res_.set(http::field::cache_control, out.cache_control);
     if (out.status == 503) res_.set(http::field::retry_after, "1");
     res_.keep_alive(keep_alive_ && !close_after_response_);
     if (!head_only_) res_.body() = std::move(out.body);

@@ -65,9 +65,14 @@ std::optional<ComputedResults> CurrentStoredResults(Db* db, int64_t experiment) 
 }
 
 bool HasCurrentResults(Db* db, int64_t experiment) {
-  Stmt s = db->MustPrepare(std::string("SELECT 1") + kCurrent);
+  return CurrentStoredStamp(db, experiment).has_value();
+}
+
+std::optional<StoredStamp> CurrentStoredStamp(Db* db, int64_t experiment) {
+  Stmt s = db->MustPrepare(std::string("SELECT r.inputs, r.computed_at") + kCurrent);
   s.Bind(1, experiment).Bind(2, kResultsFormat);
-  return s.Step();
+  if (!s.Step()) return std::nullopt;
+  return StoredStamp{s.Int(0), s.Text(1)};
 }
 
 StatusOr<bool> StoreResults(Db* db, const ComputedResults& r) {

@@ -47,6 +47,16 @@ std::optional<ComputedResults> CurrentStoredResults(Db* db, int64_t experiment);
 // Returns true iff a current answer is stored for `experiment` (without reading it).
 bool HasCurrentResults(Db* db, int64_t experiment);
 
+// What names one stored answer: the inputs count it was computed at and its computed_at.
+struct StoredStamp {
+  int64_t inputs = 0;
+  std::string computed_at;
+};
+
+// The stamp of the answer stored for `experiment` if it is current (without reading it),
+// else nullopt.
+std::optional<StoredStamp> CurrentStoredStamp(Db* db, int64_t experiment);
+
 // Writes `r` (its results row and the paired_stats rows) iff the experiment was finished
 // when it was computed and no input has changed since; returns whether it wrote. For the
 // loop's connection, inside its batch.

@@ -6,6 +6,7 @@
 #include "common/files.h"
 #include "common/sha256.h"
 #include "coordinator/results.h"
+#include "coordinator/results_cache.h"
 #include "coordinator/store.h"
 #include "coordinator/test_util.h"
 
@@ -256,6 +257,52 @@ TEST_CASE("an unknown experiment has no results") {
   CHECK(a["stored"] == false);
   REQUIRE(f.s.UpsertProvenance({f.runs[0], 1}, {{"device", "cpu"}}).ok());
   CHECK(f.Get()["comparisons"][0]["device"] == "cpu");
+}
+
+TEST_CASE("the compact answer is read from memory while the stored one is current") {
+  // ResultsCache (results_cache.h) lives here beside the fixture it needs: a stored answer.
+  Finished f;
+  ResultsCache cache;
+  int computed = 0;
+  auto compute = [&]() -> StatusOr<Json> {
+    ++computed;
+    std::optional<ComputedResults> to_store;
+    auto r = AnswerResults(&f.reader, f.exp, false, &to_store);
+    if (to_store) REQUIRE(StoreResults(f.s.db(), *to_store).ok());
+    return r;
+  };
+  auto trim = [](Json* j) { (*j)["comparisons"][0].erase("per_pair"); };
+  auto get = [&] {
+    auto r = cache.Answer(&f.reader, f.exp, compute, trim);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  // Computed, then stored: neither is the stored answer yet when its request began.
+  Json first = get();
+  CHECK(first["stored"] == false);
+  CHECK_FALSE(first["comparisons"][0].contains("per_pair"));
+  Json second = get();
+  CHECK(second["stored"] == true);
+  CHECK(computed == 2);
+  CHECK(cache.hits() == 0);
+  // The stored answer's compact form, from memory, equal to what a read of it gives.
+  Json third = get();
+  CHECK(computed == 2);
+  CHECK(cache.hits() == 1);
+  CHECK(third == second);
+  // A change to its inputs: the kept answer is stale and never served again.
+  REQUIRE(f.s.db()->Exec("INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) "
+                         "VALUES (" + std::to_string(f.runs[0]) + ", 'eval.ppl', 9, 1)").ok());
+  Json fresh = get();
+  CHECK(computed == 3);
+  CHECK(fresh["stored"] == false);
+  CHECK(Mean(fresh) == Approx((1.0 + 1.1) / 2));
+  CHECK(Mean(get()) == Approx((1.0 + 1.1) / 2));  // stored again, read once more
+  CHECK(computed == 4);
+  Json kept = get();
+  CHECK(computed == 4);
+  CHECK(cache.hits() == 2);
+  CHECK(Mean(kept) == Approx((1.0 + 1.1) / 2));
 }
 
 }  // namespace headlab::coord

@@ -1,8 +1,6 @@
 // Line charts over training steps, drawn by uPlot (canvas; handles 10^5+ points). Curves
 // are aligned on a shared step axis and downsampled (align.js) so a run logged every step
 // for 10^6 steps still draws in milliseconds.
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
 import { alignLines } from './align.js';
 import { tickLabels, byteTickLabels } from './format.js';
 
@@ -11,6 +9,20 @@ import { tickLabels, byteTickLabels } from './format.js';
 const kDotsUpTo = 20;
 const kPalette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b',
   '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
+
+// uPlot and its stylesheet, a chunk of their own fetched when a page makes its first chart:
+// the page's first reads go out while the library is fetched and compiled, instead of
+// after (on a loaded machine that was 0.1-0.2 s before a page asked for anything).
+let uPlot = null;
+let uPlotLoading = null;
+function loadUPlot() {
+  if (!uPlotLoading) {
+    uPlotLoading = Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')])
+      .then(([m]) => { uPlot = m.default; });
+    uPlotLoading.catch(() => { uPlotLoading = null; });  // a later chart asks again
+  }
+  return uPlotLoading;
+}
 
 // Returns the i-th palette colour (cycling).
 export function colorFor(i) {
@@ -42,7 +54,8 @@ export function smooth(ys, w) {
 // [[upperIdx, lowerIdx, fill]] (indices into lines) shading the spread between two lines.
 // setAxes({xLabel, yLabel, bytes}) names the axes (bytes: y ticks in one binary unit);
 // setView({log, smooth}) draws y on a log scale and/or smoothed (EMA weight 0..0.99).
-// The element's data-points attribute counts the points drawn (tests read it).
+// The element's data-points attribute counts the points drawn (tests read it); lines set
+// before uPlot has loaded are drawn once it has.
 export class CurveChart {
   constructor(el, { height = 260, xLabel = 'step', yLabel = '', bytes = false } = {}) {
     this.el = el;
@@ -57,6 +70,11 @@ export class CurveChart {
       if (this.plot) this.plot.setSize({ width: this.width(), height: this.height });
     });
     this.resize.observe(el);
+    this.waiting = false;  // set() was called before uPlot loaded
+    this.gone = false;
+    loadUPlot().then(() => {
+      if (this.waiting && !this.gone) this.set(this.lines, this.bands);
+    }, (e) => { el.dataset.error = e.message; });
   }
 
   width() {
@@ -76,6 +94,8 @@ export class CurveChart {
   set(lines, bands = []) {
     this.lines = lines;
     this.bands = bands;
+    this.waiting = !uPlot;
+    if (this.waiting) return;
     const { log, smooth: w } = this.view;
     const shown = lines.map((l) => {
       let ys = smooth(l.ys, w);
@@ -134,6 +154,7 @@ export class CurveChart {
   }
 
   destroy() {
+    this.gone = true;
     this.resize.disconnect();
     if (this.plot) this.plot.destroy();
     this.plot = null;

@@ -49,3 +49,20 @@ export function jsonPathSql(dotted) {
   const path = `$.${String(dotted).split('.').map((c) => `"${c}"`).join('.')}`;
   return `'${path.replaceAll("'", "''")}'`;
 }
+
+// A summary metric's mean ± SE per arm x `keys`, from the coordinator's results (arms per
+// stratum, over every succeeded run, as `results` prints them): [{arm, values (of keys),
+// n, mean, se}], or null when those arms are broken down by other keys or none reports
+// `metric` (the caller then reads the groups by SQL).
+export function groupsFromResults(results, keys, metric) {
+  const by = results && Array.isArray(results.by) ? results.by : null;
+  if (!by || by.length !== keys.length || !keys.every((k) => by.includes(k))) return null;
+  const out = [];
+  for (const a of results.arms || []) {
+    const m = (a.metrics || {})[metric];
+    if (!m || !m.n) continue;
+    out.push({ arm: a.arm, values: keys.map((k) => (a.by && k in a.by ? a.by[k] : null)),
+      n: m.n, mean: m.mean, se: m.se ?? null });
+  }
+  return out.length ? out : null;
+}

@@ -149,6 +149,12 @@ if (!finishedCounts.includes(`${spec.finished.runs.length} succeeded`)) {
   await fail(`finished experiment counts read "${finishedCounts}", expected ${spec.finished.runs.length} succeeded`);
 }
 ok(`experiments list shows #${expIds.join(' and #')} (finished: ${finishedCounts.replace(/\s+/g, ' ').trim()})`);
+// A first visit compiles the frame and the page it opens, not every view and the chart
+// library (one 118 KB bundle blocked a loaded machine's main thread 0.5 s).
+const scriptKb = await page.evaluate(() => performance.getEntriesByType('resource')
+  .filter((e) => /\.js(\?|$)/.test(e.name)).reduce((a, e) => a + e.decodedBodySize, 0) / 1024);
+if (!(scriptKb > 0 && scriptKb < 40)) await fail(`the experiments list loaded ${scriptKb.toFixed(1)} KB of scripts, expected < 40 KB`);
+ok(`the experiments list loads ${scriptKb.toFixed(1)} KB of scripts (each view and the charts are chunks of their own)`);
 await shot('1-experiments');
 
 // 2. The finished experiment: every run in the table, curves drawn.

@@ -6,9 +6,13 @@
 // Speed (10^5 runs, 5 * 10^6 points: every panel usable in < 1 s, no main-thread block
 // over 200 ms, an idle tab < 1% of a coordinator core; docs/BENCHMARKS.md "Dashboard at
 // scale"): the table holds only the pages in view (GET .../runs?limit=&offset=); the
-// overlay reads only the selected runs' points of one key; the arm chart, the breakdown
-// and the scatter are grouped SQL over a sample of at most kArmSampleRuns runs per arm or
-// kScatterPoints dots; comparisons come without their per-pair lists, fetched when opened.
+// overlay reads only the selected runs' points of one key; the arm chart and the scatter
+// are grouped SQL over a sample of at most kArmSampleRuns runs per arm or kScatterPoints
+// dots, found through the (experiment_id, idx) index (sample.js); the breakdown is the
+// coordinator's arms per stratum (kept in its memory) unless the user breaks arms down by
+// other axes; comparisons come without their per-pair lists, fetched when opened. The
+// comparisons and the scatter start once the table is drawn and the arm chart once the
+// overlay's metric is known, all side by side.
 // A finished experiment is read once: afterwards only its counts are polled, and the
 // panels are read again only when those change (a retry, a cancel).
 import { h, replace, poll } from '../dom.js';
@@ -19,7 +23,8 @@ import { drawScatter } from '../scatter.js';
 import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { VirtualTable } from '../table.js';
-import { configValue, unpairedAxes, groupLabel, jsonPathSql } from '../groups.js';
+import { configValue, unpairedAxes, groupLabel, jsonPathSql, groupsFromResults } from '../groups.js';
+import { sampledIdxSql } from '../sample.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
 import { statusBadge, actionButton, preferredKeys, pairText, deviceLabel, resultColumns,
@@ -32,19 +37,14 @@ import { tickedDiffLink } from './diff.js';
 const kLivePollMs = 5000;
 const kMaxOverlay = 20;
 const kArmSampleRuns = 300;
-const kScatterPoints = 5000;
+// Dots of the scatter: config values take few levels, so 2,000 dots show their spread
+// (5,000 made the largest answer of the page, 208 KB, and its slowest query).
+const kScatterPoints = 2000;
 const kAutoOverlay = 8;
 const kShownPairs = 200;
 const kFilterDelayMs = 250;
 // Which runs overlay first when the user has ticked none: running, then finished ones.
 const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
-
-// SQL keeping about one in `stride` of the rows numbered by `col`, scattered by a
-// multiplicative hash: every k-th run in grid order would alias with the grid's own period
-// (with 2 arms x 2 learning rates, every 20th run is always the same arm and rate).
-function sampled(col, stride) {
-  return stride <= 1 ? '1' : `((${col} * 2654435761) % 1000003) % ${stride} = 0`;
-}
 
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
@@ -55,6 +55,7 @@ export function experimentView(el, [idText], signal) {
     gridArms: {},
     info: new Map(),  // run id -> {id, arm, status, attempts, reused_from, params}
     selected: new Set(), userSelected: false, key: null, streams: new Map(),
+    fresh: new Set(),  // overlaid runs whose status was read by firstSelection just now
     summaryKeys: null, by: 'auto', countsSig: '', active: true, done: {},
   };
 
@@ -235,18 +236,22 @@ export function experimentView(el, [idText], signal) {
   }
 
   // The first chart does not wait for the table: one small query picks the runs to
-  // overlay and the arms (for colours).
+  // overlay, with the metric keys they logged (the arms, for colours, are the
+  // experiment's). Each status is an index range of (experiment_id, status) with its own
+  // LIMIT: ordering 10^5 runs by a CASE over their status read every one of them.
   async function firstSelection() {
-    const order = Object.entries(kOverlayOrder).map(([st, i]) => `WHEN ${sqlString(st)} THEN ${i}`).join(' ');
-    const [picked, arms] = await Promise.all([
-      // The ids first: sorting 10^5 rows with their configs attached took a second.
-      query(`SELECT id, arm, status, attempts, reused_from, config_json FROM runs WHERE id IN (
-SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} ELSE 9 END, id LIMIT ${kAutoOverlay})`, signal),
-      query(`SELECT DISTINCT arm FROM runs WHERE experiment_id = ${id} ORDER BY arm`, signal),
-    ]);
-    s.arms = [...new Set([...s.arms, ...arms.map((a) => a.arm)])].sort();
+    const ranges = Object.entries(kOverlayOrder).map(([st, i]) => `SELECT * FROM (SELECT id, ${i} AS o
+FROM runs WHERE experiment_id = ${id} AND status = ${sqlString(st)} ORDER BY id LIMIT ${kAutoOverlay})`);
+    const picked = await query(`WITH o AS (${ranges.join('\nUNION ALL ')})
+SELECT r.id AS id, r.arm AS arm, r.status AS status, r.attempts AS attempts, r.reused_from AS reused_from,
+  r.config_json AS config_json,
+  (SELECT json_group_array(DISTINCT key) FROM metrics WHERE run_id = coalesce(r.reused_from, r.id)) AS keys
+FROM o JOIN runs r ON r.id = o.id ORDER BY o.o, o.id LIMIT ${kAutoOverlay}`, signal);
     for (const r of picked) rememberRun(r);
-    if (!s.userSelected) s.selected = new Set(picked.map((r) => r.id));
+    if (s.userSelected) return;
+    s.selected = new Set(picked.map((r) => r.id));
+    s.fresh = new Set(s.selected);
+    if (!s.key) showKeys([...new Set(picked.flatMap((r) => parseJson(r.keys, []) || []))].sort());
   }
 
   // Keeps a run's overlay facts from a query row carrying config_json.
@@ -263,7 +268,8 @@ SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} EL
     const grid = parseJson(exp.grid, {}) || {};
     if (Array.isArray(grid.pair_by)) s.pairBy = grid.pair_by;
     s.gridArms = grid.arms || {};
-    s.arms = [...new Set([...s.arms, ...Object.keys(s.gridArms)])].sort();
+    s.arms = [...new Set([...s.arms, ...Object.keys(s.gridArms),
+      ...(Array.isArray(exp.arms) ? exp.arms : [])])].sort();
     title.textContent = `Experiment #${id} · ${exp.name}`;
     title.title = exp.name;
     if (Array.isArray(exp.varying)) s.varying = exp.varying;
@@ -352,7 +358,10 @@ SELECT id FROM runs WHERE experiment_id = ${id} ORDER BY CASE status ${order} EL
     if (!ids.length) return false;
     const rows = await query(`SELECT DISTINCT key FROM metrics WHERE run_id IN (
 SELECT coalesce(reused_from, id) FROM runs WHERE id IN (${ids.join(',')})) ORDER BY key`, signal);
-    const keys = rows.map((r) => r.key);
+    return showKeys(rows.map((r) => r.key));
+  }
+  // Offers `keys` (sorted) in the metric select and picks the first curve to draw.
+  function showKeys(keys) {
     if (!keys.length) return false;
     const preferred = ['train.loss', 'eval.loss', 'eval.ppl'].find((k) => keys.includes(k)) || keys[0];
     replace(keySelect, keys.map((k) => h('option', { value: k, selected: k === preferred }, k)));
@@ -394,10 +403,15 @@ SELECT coalesce(reused_from, id) FROM runs WHERE id IN (${ids.join(',')})) ORDER
     updateStreams();
     const open = [...s.streams.entries()].filter(([, st]) => !st.done);
     if (!open.length) return;  // every overlaid run finished and was read: nothing to ask
-    // The overlaid runs' status and attempt (they may be on no page in view).
-    const rows = await query(`SELECT id, arm, status, attempts, reused_from, config_json FROM runs
-WHERE id IN (${open.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
-    for (const r of rows) rememberRun(r);
+    // The overlaid runs' status and attempt (they may be on no page in view), but for those
+    // firstSelection has just read.
+    const unread = open.filter(([runId]) => !s.fresh.has(runId));
+    s.fresh.clear();
+    if (unread.length) {
+      const rows = await query(`SELECT id, arm, status, attempts, reused_from, config_json FROM runs
+WHERE id IN (${unread.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
+      for (const r of rows) rememberRun(r);
+    }
     let changed = false;
     await Promise.all(open.map(async ([runId, st]) => {
       const run = s.info.get(runId);
@@ -439,23 +453,23 @@ WHERE id IN (${open.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
   }
 
   // Mean and standard deviation across runs of each group (arm x unpaired axes) at each
-  // step, one query. Past kArmSampleRuns runs per arm it reads a hashed sample of each arm
-  // (300 runs' mean ± sd draws as the whole arm's; a scan of 10^6 points takes seconds).
+  // step, one query. Past kArmSampleRuns runs per arm it reads a sample of the grid
+  // (sample.js: each arm's share is equal; 300 runs' mean ± sd draws as the whole arm's,
+  // and a scan of 10^6 points takes seconds).
   async function refreshArms() {
     if (!s.key || !stale('arms', s.key + s.by)) return;
     const keys = byKeys();
     const total = s.exp ? s.exp.total : 0;
-    const stride = Math.max(1, Math.ceil(total / Math.max(1, s.arms.length) / kArmSampleRuns));
-    // The config values are read only of the sampled runs (json_extract after the filter).
-    const gcols = keys.map((k, i) => `, json_extract(config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
+    const sample = kArmSampleRuns * Math.max(1, s.arms.length);
+    // The config values are read only of the sampled runs.
+    const gcols = keys.map((k, i) => `, json_extract(r.config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
     const gsel = keys.map((_, i) => `, p.g${i} AS g${i}`).join('');
     const ggrp = keys.map((_, i) => `, p.g${i}`).join('');
     const rows = await query(`
-WITH picked AS MATERIALIZED (
-  SELECT id, arm, reused_from${gcols} FROM runs WHERE id IN (
-    SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY arm ORDER BY idx) - 1 AS k
-      FROM runs WHERE experiment_id = ${id})
-    WHERE ${sampled('k', stride)}))
+WITH ${sampledIdxSql(id, sample)},
+picked AS MATERIALIZED (
+  SELECT r.id AS id, r.arm AS arm, r.reused_from AS reused_from${gcols}
+  FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx)
 SELECT p.arm AS arm${gsel}, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
 FROM picked p JOIN runs src ON src.id = coalesce(p.reused_from, p.id)
 JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
@@ -484,7 +498,7 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
       bands.push([base + 1, base + 2, withAlpha(c, 0.15)]);
     }
     armNote.textContent = !byGroup.size ? '(no points yet)'
-      : `(${s.key}${keys.length ? ` by arm × ${keys.join(' × ')}` : ''}${stride > 1 ? `; a 1-in-${stride} sample of ${total} runs` : ''})`;
+      : `(${s.key}${keys.length ? ` by arm × ${keys.join(' × ')}` : ''}${total > sample ? `; a sample of ${sample} of ${total} runs` : ''})`;
     armChart.set(lines, bands);
     drawRuns();  // the overlay's colours follow the groups
   }
@@ -506,8 +520,10 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
     sel.addEventListener('change', () => { s.done.scatter = ''; guard(refreshScatter)(); });
   }
 
-  // One dot per run (a hashed sample past kScatterPoints) and, beside it, the metric's mean ± SE
-  // per group: the arms broken down by the chosen axes, computed from the runs' configs.
+  // One dot per run (a sample past kScatterPoints, sample.js) and, beside it, the metric's
+  // mean ± SE per group: the arms broken down by the chosen axes, as the stored results
+  // give them when they break them down by the same axes, else computed from the runs'
+  // configs (a grouped scan of every run).
   async function refreshScatter() {
     fillScatterSelects();
     const x = scatterX.value;
@@ -519,36 +535,43 @@ GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
     }
     if (!stale('scatter', x + y + s.by)) return;
     const keys = byKeys();
-    const total = s.exp ? s.exp.total : 0;
-    const stride = Math.max(1, Math.ceil(total / kScatterPoints));
     const gcols = keys.map((k, i) => `, json_extract(r.config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
     const ggrp = keys.map((_, i) => `, g${i}`).join('');
-    const [dots, groups] = await Promise.all([
-      query(`SELECT r.arm AS arm, json_extract(r.config_json, ${jsonPathSql(x)}) AS x${gcols}, s.value AS y
-FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
-WHERE r.experiment_id = ${id} AND ${sampled('r.idx', stride)} AND s.value IS NOT NULL LIMIT ${kScatterPoints}`, signal),
-      query(`SELECT r.arm AS arm${gcols}, count(s.value) AS n, avg(s.value) AS mean,
-  avg(s.value * s.value) AS sq
+    const byQuery = async () => (await query(`SELECT r.arm AS arm${gcols}, count(s.value) AS n,
+  avg(s.value) AS mean, avg(s.value * s.value) AS sq
 FROM runs r JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)}
 WHERE r.experiment_id = ${id} AND r.status = 'succeeded' AND s.value IS NOT NULL
-GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal),
+GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal)).map((g) => ({
+      arm: g.arm, values: keys.map((_, i) => g[`g${i}`]), n: g.n, mean: g.mean,
+      se: g.n > 1 ? Math.sqrt(Math.max(0, (g.sq - g.mean * g.mean) * g.n / (g.n - 1)) / g.n) : null }));
+    // x is read once when it is also a group key (the usual case: an unpaired axis).
+    const xcol = keys.includes(x) ? `g${keys.indexOf(x)}` : 'x';
+    const xsel = keys.includes(x) ? '' : `, json_extract(r.config_json, ${jsonPathSql(x)}) AS x`;
+    const [dots, groups] = await Promise.all([
+      query(`WITH ${sampledIdxSql(id, kScatterPoints)}
+SELECT r.arm AS arm${xsel}${gcols}, s.value AS y
+FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx
+JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS NOT NULL`, signal),
+      // A finished experiment's results are stored (and kept in the coordinator's memory);
+      // an unfinished one's are computed per request, seconds at 10^5 runs.
+      s.active ? byQuery()
+        : readResults().then((r) => groupsFromResults(r, keys, y), () => null).then((g) => g || byQuery()),
     ]);
     const labelOf = (r) => groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
     drawScatter(scatterEl, dots.map((r) => {
       const label = labelOf(r);
-      return { x: r.x, y: r.y, label, color: colorOf(label, r.arm) };
+      return { x: r[xcol], y: r.y, label, color: colorOf(label, r.arm) };
     }), { xLabel: x, yLabel: yAxisLabel(y) });
     replace(breakdown, h('table', { class: 'grid-table', id: 'breakdown-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'arm'), keys.map((k) => h('th', {}, k)),
         h('th', { class: 'num' }, 'n'), h('th', { class: 'num' }, `${y} mean ± se`))),
       h('tbody', {}, groups.map((g) => {
-        const sd = g.n > 1 ? Math.sqrt(Math.max(0, (g.sq - g.mean * g.mean) * g.n / (g.n - 1))) : null;
-        const label = labelOf(g);
+        const label = groupLabel(g.arm, keys, g.values);
         return h('tr', { dataset: { group: label } },
           h('td', {}, h('span', { class: 'swatch', style: { background: colorOf(label, g.arm) } }), g.arm),
-          keys.map((_, i) => h('td', {}, paramText(g[`g${i}`]))),
+          g.values.map((v) => h('td', {}, paramText(v))),
           h('td', { class: 'num' }, g.n),
-          h('td', { class: 'num' }, meanSe(y, g.mean, sd === null ? null : sd / Math.sqrt(g.n), g.n)));
+          h('td', { class: 'num' }, meanSe(y, g.mean, g.se, g.n)));
       }))));
   }
 
@@ -558,19 +581,33 @@ GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal),
     if (!pairsAnswer) pairsAnswer = get(`/experiments/${id}/results?per_pair=1`, signal);
     return pairsAnswer;
   };
+  // GET .../results without per-pair lists: a finished experiment's read once per state of
+  // its counts for the comparisons and the breakdown both; an unfinished one's on each call.
+  let resultsRead = null;  // {sig, answer: Promise}
+  function readResults() {
+    if (!resultsRead || resultsRead.sig !== s.countsSig || s.active) {
+      const answer = get(`/experiments/${id}/results`, signal);
+      answer.catch(() => { if (resultsRead && resultsRead.answer === answer) resultsRead = null; });
+      resultsRead = { sig: s.countsSig, answer };
+    }
+    return resultsRead.answer;
+  }
   async function refreshResults() {
     if (!stale('results')) return;
     pairsAnswer = null;
-    const r = await get(`/experiments/${id}/results`, signal);
-    replace(results, resultsTables(r || {}, s.pairBy, loadPairs));
-    const rows = await query(`
+    // The window buckets, at the foot of the page, are read once the charts above them
+    // are drawn (first time) so as not to hold those up. Both awaited at once, so that
+    // neither rejects unheard when the page is left (an aborted read).
+    await Promise.all([
+      readResults().then((r) => replace(results, resultsTables(r || {}, s.pairBy, loadPairs))),
+      chartsDrawn.then(() => query(`
 SELECT r.arm AS arm, hm.window AS window, count(*) AS n
 FROM head_maps hm JOIN runs r ON r.id = hm.run_id
 WHERE r.experiment_id = ${id} AND hm.window IS NOT NULL
   AND hm.attempt = (SELECT max(attempt) FROM head_maps h2 WHERE h2.run_id = hm.run_id)
-GROUP BY r.arm, hm.window`, signal);
-    replace(buckets, rows.length ? windowBuckets(rows)
-      : h('p', { class: 'muted' }, 'No head windows recorded for this experiment (AAH runs record them).'));
+GROUP BY r.arm, hm.window`, signal)).then((rows) => replace(buckets, rows.length ? windowBuckets(rows)
+        : h('p', { class: 'muted' }, 'No head windows recorded for this experiment (AAH runs record them).'))),
+    ]);
   }
 
   // --- schedule ------------------------------------------------------------------------
@@ -581,25 +618,41 @@ GROUP BY r.arm, hm.window`, signal);
       if (e.name !== 'AbortError') out.textContent = e.message;
     }
   };
-  // The table and the first chart load side by side; the heavier panels start only once
-  // both are drawn, so they never hold either up.
+  // The table and the first chart load side by side. The comparisons and the scatter start
+  // once the table is drawn, the arm chart once the overlay's metric is known: each is a
+  // few indexed reads (or the coordinator's answer from memory), so they no longer wait
+  // for both. The window buckets wait for the charts (refreshResults).
+  const slow = (activeMs, idleMs) => () => (s.active ? activeMs : idleMs);
   const started = refreshExperiment().catch(showError);
   const tableShown = started.then(guard(refreshTable));
-  const chartShown = started.then(guard(async () => {
-    await firstSelection();
-    await pollStreams();
-  }));
+  const keyKnown = started.then(guard(firstSelection));
+  const chartShown = keyKnown.then(guard(pollStreams));
+  // A panel's poll tick, and a promise resolved once it has run (or failed) the first time.
+  const ticked = (fn, out) => {
+    let resolve = null;
+    const once = new Promise((r) => { resolve = r; });
+    return [async () => { await guard(fn, out)(); resolve(); }, once];
+  };
+  const [scatterTick, scatterRead] = ticked(refreshScatter, err);
+  const [armsTick, armsRead] = ticked(refreshArms, armNote);
+  const chartsDrawn = Promise.all([scatterRead, armsRead]);
+  tableShown.then(() => {
+    if (signal.aborted) return;
+    poll(guard(refreshResults, results), slow(10000, 10000), signal);
+    poll(scatterTick, slow(10000, 10000), signal);
+  });
+  keyKnown.then(() => {
+    if (!signal.aborted) poll(armsTick, slow(5000, 10000), signal);
+  });
   Promise.all([tableShown, chartShown]).then(() => {
     if (signal.aborted) return;
-    const slow = (activeMs, idleMs) => () => (s.active ? activeMs : idleMs);
-    // A finished experiment's counts change only by a retry or a resubmit: every 30 s.
-    poll(guard(refreshExperiment), slow(3000, 30000), signal);
-    poll(guard(refreshTable), slow(3000, 10000), signal);
-    poll(guard(pollStreams), kLivePollMs, signal);
+    // A finished experiment's counts change only by a retry or a resubmit: every 30 s. The
+    // experiment, its table and the overlay were read just now: their next reads wait.
+    const after = (f) => ({ first: f() });
+    poll(guard(refreshExperiment), slow(3000, 30000), signal, after(slow(3000, 30000)));
+    poll(guard(refreshTable), slow(3000, 10000), signal, after(slow(3000, 10000)));
+    poll(guard(pollStreams), kLivePollMs, signal, { first: kLivePollMs });
     poll(guard(refreshTiming), slow(3000, 10000), signal);
-    poll(guard(refreshArms, armNote), slow(5000, 10000), signal);
-    poll(guard(refreshScatter), slow(10000, 10000), signal);
-    poll(guard(refreshResults, results), slow(10000, 10000), signal);
   });
 }
 

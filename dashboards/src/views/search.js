@@ -2,7 +2,7 @@
 // config value (GET /api/v1/runs, coordinator/run_search.h). The filter lives in the URL
 // (#/search?status=failed&tag=good&where=train.lr%3D0.001) so a search can be shared.
 // Ticked runs overlay in one chart whatever experiment they belong to.
-import { h, replace } from '../dom.js';
+import { h, replace, appendInChunks } from '../dom.js';
 import { get, query, sqlInt } from '../api.js';
 import { metricValue, kStatuses, xAxisLabel, yAxisLabel, isBytesKey } from '../format.js';
 import { CurveChart, colorFor, chartControls } from '../charts.js';
@@ -100,6 +100,7 @@ export function searchView(el, [queryText], signal) {
   get(`/runs?${asked.toString()}`, signal).then((r) => {
     const runs = r.runs || [];
     const metrics = keyMetrics(runs, 3);
+    const body = h('tbody', {});
     const more = new URLSearchParams(asked);
     more.set('limit', '1000');
     replace(out, h('p', { class: 'muted', id: 'search-count' },
@@ -108,21 +109,22 @@ export function searchView(el, [queryText], signal) {
         ? h('span', {}, ' · ', h('a', { href: `#/search?${more}` }, 'show up to 1000')) : null),
     runs.length ? h('table', { class: 'grid-table', id: 'search-table' },
       h('thead', {}, h('tr', {}, ['', 'run', 'experiment', 'arm', 'status', 'worker', ...metrics, 'tags']
-        .map((c) => h('th', {}, c)))),
-      h('tbody', {}, runs.map((x) => h('tr', { dataset: { runId: x.id } },
-        h('td', {}, h('input', { type: 'checkbox', class: 'overlay-tick', title: 'overlay this run',
-          onchange: (e) => {
-            if (!overlay.toggle(x, e.target.checked)) {
-              e.target.checked = false;
-              err.textContent = `at most ${kMaxOverlay} runs overlay at once`;
-            }
-          } })),
-        h('td', {}, h('a', { href: `#/runs/${x.id}` }, `#${x.id}`)),
-        h('td', {}, h('a', { href: `#/experiments/${x.experiment_id}` }, `#${x.experiment_id} ${x.experiment_name}`)),
-        h('td', {}, x.arm), h('td', {}, statusBadge(x.status)),
-        h('td', { title: x.worker || '' }, x.worker_name || x.worker || '—'),
-        metrics.map((m) => h('td', { class: 'num' }, metricValue(m, (x.summary || {})[m]))),
-        h('td', {}, (x.tags || []).join(' ')))))) : null);
+        .map((c) => h('th', {}, c)))), body) : null);
+    // Rows a chunk per task: the first chunk is drawn with the table.
+    return appendInChunks(body, runs, (x) => h('tr', { dataset: { runId: x.id } },
+      h('td', {}, h('input', { type: 'checkbox', class: 'overlay-tick', title: 'overlay this run',
+        onchange: (e) => {
+          if (!overlay.toggle(x, e.target.checked)) {
+            e.target.checked = false;
+            err.textContent = `at most ${kMaxOverlay} runs overlay at once`;
+          }
+        } })),
+      h('td', {}, h('a', { href: `#/runs/${x.id}` }, `#${x.id}`)),
+      h('td', {}, h('a', { href: `#/experiments/${x.experiment_id}` }, `#${x.experiment_id} ${x.experiment_name}`)),
+      h('td', {}, x.arm), h('td', {}, statusBadge(x.status)),
+      h('td', { title: x.worker || '' }, x.worker_name || x.worker || '—'),
+      metrics.map((m) => h('td', { class: 'num' }, metricValue(m, (x.summary || {})[m]))),
+      h('td', {}, (x.tags || []).join(' '))), signal);
   }).catch((e) => {
     if (e.name !== 'AbortError') {
       replace(out);
