@@ -280,6 +280,11 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
 
 torch::Tensor HybridAttentionImpl::forward(
     const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  if (observe_next_forward) {
+    const ForwardObserver observe = std::move(observe_next_forward);
+    observe_next_forward = nullptr;
+    observe(*this, x, rotate);
+  }
   // Run kind "flops": an "attention" range around this call, forward and backward.
   if (AttentionRangeWanted())
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });

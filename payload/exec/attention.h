@@ -146,6 +146,14 @@ class HybridAttentionImpl : public torch::nn::Module {
   // the layer's first fast forward.
   std::shared_ptr<struct FastPathState> fast_state;
 
+  // A one-shot observer of this layer's next forward: called with the layer's input x and
+  // position encoding before the layer plans its heads, so it may change head states for
+  // that very forward (AAH's controller, which reads the current Q/K/V, AAH §5.3); cleared
+  // before the call. It runs outside the flops kind's "attention" range.
+  using ForwardObserver = std::function<void(HybridAttentionImpl& layer, const torch::Tensor& x,
+                                             const std::function<torch::Tensor(const torch::Tensor&)>& rotate)>;
+  ForwardObserver observe_next_forward;
+
  private:
   // Projects x [B, T, C] with the row blocks `heads` (slots; repeats allowed, e.g. a GQA kv
   // head per query head) of `proj` ([n * head_dim, C] weight, optional bias), then the

@@ -110,6 +110,23 @@ double TotalOf(const measure::FlopReport& r, const std::string& path) {
   return it == r.ranges.end() ? 0.0 : it->second.total;
 }
 
+// The methods' work in a step: their hooks ("step/method") and what they run inside the
+// model's forward ("step/forward/method": AAH's controller observes each layer there).
+constexpr const char* kMethodPaths[] = {"step/method", "step/forward/method"};
+
+double MethodFlops(const measure::FlopReport& r) {
+  double sum = 0;
+  for (const char* path : kMethodPaths) sum += TotalOf(r, path);
+  return sum;
+}
+
+double MethodMs(const std::map<std::string, double>& ms) {
+  double sum = 0;
+  for (const char* path : kMethodPaths)
+    if (auto it = ms.find(path); it != ms.end()) sum += it->second;
+  return sum;
+}
+
 // One flops run as named steps: SetUp (run_setup.h and the fixed batch), Warmup,
 // TimeRepeats, TracePair, CountPair, then Report.
 class FlopsRun {
@@ -163,7 +180,7 @@ class FlopsRun {
   int64_t step0_ = 0;   // the step the measured pairs start from (after the warm-up)
 
   // Measured.
-  std::vector<std::vector<double>> method_ms_by_phase_;  // "step/method" event ms per phase
+  std::vector<std::vector<double>> method_ms_by_phase_;  // kMethodPaths' event ms per phase
   std::vector<double> step_flops_by_phase_, method_flops_by_phase_;
   std::map<std::string, std::vector<double>> event_ms_;
   std::vector<double> wall_ms_;
@@ -290,7 +307,7 @@ Status FlopsRun::TimeRepeats() {
       continue;
     }
     for (const auto& [path, v] : *ms) event_ms_[path].push_back(v);
-    method_ms_by_phase_[size_t(r % period_)].push_back(ms->count("step/method") ? ms->at("step/method") : 0.0);
+    method_ms_by_phase_[size_t(r % period_)].push_back(MethodMs(*ms));
   }
   AtPhase(0);
   if (!device_.is_cuda()) timing_unmeasured_ = "no GPU: run on " + device_.str();
@@ -354,7 +371,7 @@ Status FlopsRun::CountPair() {
     if (p == 0) flops_ = *m;
     if (!m->measured()) break;
     step_flops_by_phase_.push_back(TotalOf(*m, "step"));
-    method_flops_by_phase_.push_back(TotalOf(*m, "step/method"));
+    method_flops_by_phase_.push_back(MethodFlops(*m));
   }
   AtPhase(0);
   return Status::Ok();
@@ -409,7 +426,7 @@ Status FlopsRun::Report() {
     values[metric::kFlopsAttentionProj] = step_attention.projection;
     values[metric::kFlopsAttentionCore] = step_attention.core();
     values[metric::kFlopsForwardTotal] = fw.total;
-    values[metric::kFlopsMethod] = TotalOf(fr, "step/method");
+    values[metric::kFlopsMethod] = MethodFlops(fr);
     values[metric::kFlopsForwardAttention] = measure::SplitAttention(totals, "forward").attention;
     if (int64_t(step_flops_by_phase_.size()) == period_) {  // every phase counted
       double step = 0, method = 0;

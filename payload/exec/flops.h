@@ -6,7 +6,8 @@
 // training, AfterUpdate included, so a controller moves on), `flops.repeats` timed pairs
 // (hooks up to AfterBackward only, so all see one method state) give the CUDA-event
 // medians of the ranges "forward", "step", "step/forward", "step/backward",
-// "step/optimizer", "step/method" (the method hooks) and every "attention" range inside
+// "step/optimizer", "step/method" (the method hooks; with "step/forward/method", the work a
+// method does inside the forward, the methods' figures) and every "attention" range inside
 // them (per layer "attention/L<k>" with flops.per_layer = 1); one traced pair joins CUPTI
 // Activity kernel records to the same ranges; one pair under CUPTI counter replay
 // (payload/measure/flop_counter.h) gives the FLOPs, the model and optimiser state restored

@@ -2,10 +2,13 @@
 #include "payload/methods/aah/aah_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "kernels/torch/hybrid_attention_op.h"
 #include "payload/exec/attention_cuda.h"
+#include "payload/measure/range_marker.h"
 #include "payload/methods/aah/head_diagnostics.h"
 
 namespace headlab::aah {
@@ -21,30 +24,26 @@ torch::Tensor MeanAbsStd(const torch::Tensor& t) {
   return torch::stack({f.abs().mean(kAll), std}, 1);
 }
 
-// Per layer and head, what the observation pass needs of the head states, as one device
-// tensor [L, 6, H] (one copy to the device for the whole pass): window, sink, recent,
-// whether local, whether streaming, whether the head forms scores (ordinary, local,
-// streaming; fixed and pruned heads report zero diagnostics).
-torch::Tensor StateTable(GptImpl& model, const torch::Device& device) {
+// Per head of `attn`, what the observation needs of the head states, as one device tensor
+// [6, H]: window, sink, recent, whether local, whether streaming, whether the head forms
+// scores (ordinary, local, streaming; fixed and pruned heads report zero diagnostics).
+torch::Tensor StateTable(const HybridAttentionImpl& attn, const torch::Device& device) {
+  const std::vector<HeadState>& states = attn.head_states();
   std::vector<int64_t> v;
-  for (int64_t l = 0; l < model.config().layers; ++l) {
-    const std::vector<HeadState>& states = model.attention(l)->head_states();
-    for (int field = 0; field < 6; ++field)
-      for (const HeadState& s : states) {
-        switch (field) {
-          case 0: v.push_back(s.window); break;
-          case 1: v.push_back(s.sink); break;
-          case 2: v.push_back(s.recent); break;
-          case 3: v.push_back(s.mode == HeadMode::kLocal); break;
-          case 4: v.push_back(s.mode == HeadMode::kStreaming); break;
-          default:
-            v.push_back(s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
-                        s.mode == HeadMode::kStreaming);
-        }
+  for (int field = 0; field < 6; ++field)
+    for (const HeadState& s : states) {
+      switch (field) {
+        case 0: v.push_back(s.window); break;
+        case 1: v.push_back(s.sink); break;
+        case 2: v.push_back(s.recent); break;
+        case 3: v.push_back(s.mode == HeadMode::kLocal); break;
+        case 4: v.push_back(s.mode == HeadMode::kStreaming); break;
+        default:
+          v.push_back(s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
+                      s.mode == HeadMode::kStreaming);
       }
-  }
-  const int64_t L = model.config().layers;
-  return torch::tensor(v, torch::kLong).view({L, 6, -1}).to(device);
+    }
+  return torch::tensor(v, torch::kLong).view({6, -1}).to(device);
 }
 
 // The fused kernels' forward with log-normalisers as the diagnostics' attention, for a
@@ -78,68 +77,83 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
 #endif
 }
 
+// One layer's observation (AAH §5.3) from its input h ([B, T, C], after the block's norm):
+// [H, 9] on h's device, the columns ObserveHeads documents. No wait for the device.
+torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+  const int64_t B = h.size(0), T = h.size(1), H = attn.heads(), d = attn.head_dim();
+  const int64_t kv = attn.k_proj->weight.size(0) / d, group = H / kv;
+  torch::Tensor q = attn.q_proj(h).view({B, T, H, d});
+  torch::Tensor k = attn.k_proj(h).view({B, T, kv, d});
+  torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
+  // Each query head's statistics of its key/value head under GQA (head i reads i / (H / kv)).
+  torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k).repeat_interleave(group, 0),
+                                  MeanAbsStd(v).repeat_interleave(group, 0)}, 1);  // [H, 6]
+  // The attention each head executes now (head_diagnostics.h).
+  if (rotate) {
+    q = rotate(q.transpose(1, 2)).transpose(1, 2);
+    k = rotate(k.transpose(1, 2)).transpose(1, 2);
+  }
+  const torch::Tensor table = StateTable(attn, h.device());
+  const AttendWithLse attend = KernelAttend(attn, q);
+  torch::Tensor diag = attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
+  return torch::cat({qkv, diag}, 1);
+}
+
+// ObserveLayer's rows on the host as the controller reads them.
+HeadObservation ToObservation(const torch::Tensor& layer) {
+  const torch::Tensor host = layer.to(torch::kCPU, torch::kFloat).contiguous();
+  auto a = host.accessor<float, 2>();
+  HeadObservation out;
+  for (int64_t i = 0; i < a.size(0); ++i) {
+    out.qkv.push_back({a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5]});
+    out.attention.push_back({a[i][6], a[i][7], a[i][8]});
+  }
+  return out;
+}
+
+// Installs one layer's windows: local(W) for W < context, ordinary otherwise (§5.8).
+void ApplyLayerWindows(HybridAttentionImpl& attn, const std::vector<int64_t>& windows, int64_t context) {
+  for (size_t h = 0; h < windows.size(); ++h) {
+    HeadState s;
+    if (windows[h] < context) {
+      s.mode = HeadMode::kLocal;  // keys q - W < k <= q (AAH §5.8)
+      s.window = windows[h];
+    }
+    attn.SetHeadState(int64_t(h), s);
+  }
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
-  const int64_t B = idx.size(0), T = idx.size(1);
-  // Mirrors GptImpl::Hidden (model.cc): the model's precision (bf16 / fp16 autocast; the
-  // observation ran in fp32 without it, the kernels on their fp32 path), its embedding
-  // (learned positions or RoPE) and blocks.
+  // Mirrors GptImpl::Hidden (model.cc): the model's precision (bf16 / fp16 autocast), its
+  // embedding (learned positions or RoPE) and blocks.
   AutocastScope autocast(model.precision(), idx.device());
   torch::Tensor x = model.Embed(idx);
   const std::function<torch::Tensor(const torch::Tensor&)> rotate = model.Rotation();
   // Every statistic stays on the device until one copy at the end: the pass never waits
   // for the device inside a layer.
-  const torch::Tensor states = StateTable(model, x.device());
-  std::vector<torch::Tensor> layers;  // [H, 9] float32 per layer
+  std::vector<torch::Tensor> layers;  // [H, 9] per layer
   for (const auto& module : *model.blocks) {
-    const torch::Tensor table = states[int64_t(layers.size())];  // [6, H]
     auto block = module->as<Block>();
-    HybridAttentionImpl& attn = *block->attn;
-    const int64_t H = attn.heads(), d = attn.head_dim();
-    const int64_t kv = attn.k_proj->weight.size(0) / d, group = H / kv;
-    torch::Tensor h = block->ln1(x);
-    torch::Tensor q = attn.q_proj(h).view({B, T, H, d});
-    torch::Tensor k = attn.k_proj(h).view({B, T, kv, d});
-    torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
-    // Each query head's statistics of its key/value head under GQA (head i reads i / (H / kv)).
-    torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k).repeat_interleave(group, 0),
-                                    MeanAbsStd(v).repeat_interleave(group, 0)}, 1);  // [H, 6]
-    // The attention each head executes now (head_diagnostics.h).
-    if (rotate) {
-      q = rotate(q.transpose(1, 2)).transpose(1, 2);
-      k = rotate(k.transpose(1, 2)).transpose(1, 2);
-    }
-    const AttendWithLse attend = KernelAttend(attn, q);
-    torch::Tensor diag = attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
-    layers.push_back(torch::cat({qkv, diag}, 1));
+    layers.push_back(ObserveLayer(*block->attn, block->ln1(x), rotate));
     x = block->forward(x, rotate);
   }
-  torch::Tensor all = torch::stack(layers).cpu();  // [L, H, 9]: the one wait for the device
-  std::vector<HeadObservation> out(layers.size());
-  for (size_t l = 0; l < out.size(); ++l) {
-    const torch::Tensor layer = all[int64_t(l)];
-    auto a = layer.accessor<float, 2>();
-    for (int64_t i = 0; i < a.size(0); ++i) {
-      out[l].qkv.push_back({a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5]});
-      out[l].attention.push_back({a[i][6], a[i][7], a[i][8]});
-    }
-  }
+  torch::Tensor all = torch::stack(layers).to(torch::kCPU, torch::kFloat);  // the one wait
+  std::vector<HeadObservation> out;
+  for (int64_t l = 0; l < all.size(0); ++l) out.push_back(ToObservation(all[l]));
   return out;
 }
 
 void ApplyWindows(GptImpl& model, const WindowMap& windows) {
-  const int64_t T = model.config().context;
   for (size_t l = 0; l < windows.size(); ++l)
-    for (size_t h = 0; h < windows[l].size(); ++h) {
-      HeadState s;
-      if (windows[l][h] < T) {
-        s.mode = HeadMode::kLocal;  // keys q - W < k <= q (AAH §5.8)
-        s.window = windows[l][h];
-      }
-      model.attention(int64_t(l))->SetHeadState(int64_t(h), s);
-    }
+    ApplyLayerWindows(*model.attention(int64_t(l)), windows[l], model.config().context);
 }
 
 WindowMap InstalledWindows(GptImpl& model) {
@@ -178,24 +192,66 @@ ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device,
   return b;
 }
 
-Status ControlStep(AahController& controller, GptImpl& model, int64_t step,
-                   const torch::Tensor& x, bool* updated) {
-  if (updated) *updated = false;
+StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, GptImpl& model,
+                                                    int64_t step, const torch::Tensor& x,
+                                                    Observation observation) {
   const ModelConfig& c = model.config();
   const AahOptions& o = controller.options();
-  if (o.regime == Regime::kOff) return Status::Ok();
+  if (o.regime == Regime::kOff) return std::shared_ptr<ControlRound>();
   if (c.context != o.context)
     return Status::InvalidArgument("aah: controller context " + std::to_string(o.context) +
                                    " != model.context " + std::to_string(c.context));
-  if (controller.Due(step)) {
-    const int64_t rows = o.observe_rows > 0 ? std::min<int64_t>(o.observe_rows, x.size(0)) : x.size(0);
-    HEADLAB_RETURN_IF_ERROR(controller.Update(ObserveHeads(model, x.narrow(0, 0, rows)), step));
-    if (updated) *updated = true;
-  }
   // Installing is idempotent; doing it every step also covers a resume and the windows of
   // controls that never update (fixed_window).
   ApplyWindows(model, controller.windows());
-  return Status::Ok();
+  if (!controller.Due(step)) return std::shared_ptr<ControlRound>();
+  auto round = std::make_shared<ControlRound>();
+  round->step = step;
+  const int64_t rows = o.observe_rows > 0 ? o.observe_rows : std::numeric_limits<int64_t>::max();
+  if (observation == Observation::kSeparatePass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    HEADLAB_RETURN_IF_ERROR(
+        controller.Update(ObserveHeads(model, x.narrow(0, 0, std::min(rows, x.size(0)))), step));
+    ApplyWindows(model, controller.windows());
+    round->layers = c.layers;
+    round->seconds = SecondsSince(t0);  // ObserveHeads ends with its wait for the device
+    round->finished = true;
+    return round;
+  }
+  controller.BeginUpdate(step);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    model.attention(l)->observe_next_forward =
+        [&controller, round, l, rows, context = c.context](
+            HybridAttentionImpl& attn, const torch::Tensor& in,
+            const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+          if (!round->status.ok()) return;
+          measure::ScopedRange method("method");  // the flops kind's range of method work
+          const auto t0 = std::chrono::steady_clock::now();
+          torch::NoGradGuard no_grad;
+          const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
+          // The layer's one wait for the device: its controller runs on the host.
+          Status s = controller.UpdateLayer(int(l), ToObservation(ObserveLayer(attn, h, rotate)));
+          if (s.ok()) ApplyLayerWindows(attn, controller.layer(int(l)).windows(), context);
+          else round->status = s;
+          ++round->layers;
+          round->seconds += SecondsSince(t0);
+        };
+  }
+  return round;
+}
+
+Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round) {
+  if (round == nullptr || round->finished) return Status::Ok();
+  round->finished = true;
+  for (int64_t l = 0; l < model.config().layers; ++l) model.attention(l)->observe_next_forward = nullptr;
+  Status end = controller.EndUpdate();
+  if (!round->status.ok()) return round->status;
+  if (round->layers != model.config().layers)
+    return Status::Internal("aah: the control update before step " + std::to_string(round->step) +
+                            " observed " + std::to_string(round->layers) + " of " +
+                            std::to_string(model.config().layers) +
+                            " layers: the update's forward did not run every layer");
+  return end;
 }
 
 }  // namespace headlab::aah

@@ -1,8 +1,10 @@
 // AAH-v3 on the training runtime's model (LibTorch translation units only): the
-// observation pass that measures each head's Q/K/V statistics and attention diagnostics
-// (AAH §5.3), installing the selected windows as local(W) head states (§5.8), and the
-// per-step control hook the training loop calls.
+// observation of each head's Q/K/V statistics and attention diagnostics (AAH §5.3), in the
+// update's forward or as a separate pass, installing the selected windows as local(W) head
+// states (§5.8), and the per-step control hook the training loop calls.
 #pragma once
+
+#include <memory>
 
 #include <torch/torch.h>
 
@@ -36,12 +38,41 @@ WindowMap InstalledWindows(GptImpl& model);
 // layer's fallback reason, attention_cuda.h), dense_masked otherwise.
 ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device, int64_t batch);
 
-// The training-loop hook: before the forward of optimizer step `step` (0-based), runs a
-// control update when one is due, observing the first aah.observe_rows rows of the batch
-// `x` (all when 0), and installs the resulting windows; otherwise the cached windows stay
-// (AAH §5.3). Sets *updated when an update ran. InvalidArgument when the model's shape
-// does not match the controller's.
-Status ControlStep(AahController& controller, GptImpl& model, int64_t step,
-                   const torch::Tensor& x, bool* updated = nullptr);
+// How a control update observes the model (AAH §5.3: "current Q/K/V statistics" and the
+// previous attention diagnostics).
+enum class Observation {
+  // Inside the update's own forward: each attention layer, at the start of its forward on
+  // the first micro-batch, observes its input, and its controller picks the windows that
+  // this same forward executes. No extra pass over the model; one wait for the device per
+  // layer. Each data-parallel rank would observe its own rows, so one rank only.
+  kInForward,
+  // A separate no-grad forward (ObserveHeads) on the batch given to ControlStep, before
+  // the update: what every data-parallel rank computes alike from the global batch.
+  kSeparatePass,
+};
+
+// A control update in flight: ControlStep starts it, FinishControl ends it.
+struct ControlRound {
+  int64_t step = 0;       // the optimizer step it runs before
+  int64_t layers = 0;     // layers observed so far
+  double seconds = 0;     // wall time of the observations and the controller
+  Status status;          // the first error of an observer
+  bool finished = false;
+};
+
+// The training-loop hook, before the forward of optimizer step `step` (0-based): installs
+// the cached windows and, when a control update is due, starts one (nullptr otherwise)
+// that observes the first aah.observe_rows rows (all when 0) of the update's batch: of `x`
+// with kSeparatePass (the windows are installed before returning), of each layer's input
+// in the update's first forward with kInForward (each layer's windows installed as it
+// runs). InvalidArgument when the model's shape does not match the controller's.
+StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, GptImpl& model,
+                                                    int64_t step, const torch::Tensor& x,
+                                                    Observation observation);
+
+// After the update's forward: ends `round` (nothing when null or finished), removing any
+// observer still armed. Returns an observer's error, or Internal when the forward did not
+// run every layer's observer (the update is then not counted).
+Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round);
 
 }  // namespace headlab::aah

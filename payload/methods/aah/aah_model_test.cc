@@ -81,6 +81,23 @@ TEST_CASE("aah observation pass: mean-absolute Q/K/V statistics and diagnostics"
   CHECK(local[0].attention[0][0] <= std::log(8.0) + 1e-4);
 }
 
+namespace {
+
+// One update as the training loop runs it: ControlStep, the forward, FinishControl.
+Status Step(AahController& c, GptImpl& model, int64_t step, const torch::Tensor& x,
+            Observation how = Observation::kInForward, bool* updated = nullptr) {
+  auto round = ControlStep(c, model, step, x, how);
+  if (!round.ok()) return round.status();
+  if (updated) *updated = *round != nullptr;
+  {
+    torch::NoGradGuard no_grad;
+    model.Loss(x, x);
+  }
+  return FinishControl(c, model, round->get());
+}
+
+}  // namespace
+
 TEST_CASE("aah control hook: updates every 5 steps, installs windows, state round trip") {
   torch::manual_seed(3);
   Gpt model(Tiny());
@@ -90,7 +107,7 @@ TEST_CASE("aah control hook: updates every 5 steps, installs windows, state roun
   for (int64_t step = 0; step < 11; ++step) {
     torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
     bool updated = false;
-    REQUIRE(ControlStep(c, *model, step, x, &updated).ok());
+    REQUIRE(Step(c, *model, step, x, Observation::kInForward, &updated).ok());
     updates += updated;
     CHECK(updated == (step % 5 == 0));
     for (int64_t l = 0; l < 2; ++l)
@@ -111,13 +128,69 @@ TEST_CASE("aah control hook: updates every 5 steps, installs windows, state roun
   REQUIRE(restored.LoadState(c.SaveState(), "ckpt").ok());
   torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
   CHECK(restored.windows() == c.windows());
-  REQUIRE(ControlStep(c, *model, 15, x).ok());
-  ApplyWindows(*model, restored.windows());  // observe the same executed model as c did
-  REQUIRE(ControlStep(restored, *model, 15, x).ok());
+  REQUIRE(Step(c, *model, 15, x).ok());
+  // ControlStep installs restored's windows (c's before its update): the same forward.
+  REQUIRE(Step(restored, *model, 15, x).ok());
   CHECK(restored.windows() == c.windows());
 
   AahController wrong(Opts(Regime::kFullAdaptive, 64), 2, 4, 0);
-  CHECK(ControlStep(wrong, *model, 0, x).code() == Status::Code::kInvalidArgument);
+  CHECK(ControlStep(wrong, *model, 0, x, Observation::kInForward).status().code() ==
+        Status::Code::kInvalidArgument);
+}
+
+TEST_CASE("aah in-forward control: each layer observes its own input, as the separate pass") {
+  torch::manual_seed(4);
+  Gpt model(Tiny());
+  AahOptions o = Opts(Regime::kFullAdaptive, 32);
+  o.observe_rows = 0;  // every row
+  torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
+  // The separate pass observes every layer under the windows installed before the update.
+  const std::vector<HeadObservation> before = ObserveHeads(*model, x);
+  AahController separate(o, 2, 4, 7);
+  REQUIRE(separate.Update(before, 0).ok());
+
+  AahController in_forward(o, 2, 4, 7);
+  auto round = ControlStep(in_forward, *model, 0, x, Observation::kInForward);
+  REQUIRE(round.ok());
+  REQUIRE(*round != nullptr);
+  {
+    torch::NoGradGuard no_grad;
+    model->Loss(x, x);
+  }
+  CHECK((*round)->layers == 2);
+  REQUIRE(FinishControl(in_forward, *model, round->get()).ok());
+  CHECK(in_forward.updates() == 1);
+  // Layer 0 reads the embedding in both: the same observation, the same windows.
+  CHECK(in_forward.windows()[0] == separate.windows()[0]);
+  // Layer 1 observed its input under layer 0's new windows, which this forward executed:
+  // the separate pass over a model with those windows in layer 0 observes the same.
+  ApplyWindows(*model, {in_forward.windows()[0], {32, 32, 32, 32}});
+  const std::vector<HeadObservation> after0 = ObserveHeads(*model, x);
+  AahController expect(o, 2, 4, 7);
+  REQUIRE(expect.Update({before[0], after0[1]}, 0).ok());
+  CHECK(in_forward.windows()[1] == expect.windows()[1]);
+  CHECK(in_forward.layer(1).index() == expect.layer(1).index());
+}
+
+TEST_CASE("aah in-forward control: a forward that misses a layer fails the update") {
+  torch::manual_seed(5);
+  Gpt model(Tiny());
+  AahController c(Opts(Regime::kFullAdaptive, 32), 2, 4, 7);
+  torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
+  auto round = ControlStep(c, *model, 0, x, Observation::kInForward);
+  REQUIRE(round.ok());
+  REQUIRE(*round != nullptr);
+  Status s = FinishControl(c, *model, round->get());  // no forward ran
+  CHECK(s.code() == Status::Code::kInternal);
+  CHECK(s.message().find("observed 0 of 2 layers") != std::string::npos);
+  CHECK(c.updates() == 0);
+  // The observers are gone: a later forward changes no window.
+  const WindowMap w = InstalledWindows(*model);
+  {
+    torch::NoGradGuard no_grad;
+    model->Loss(x, x);
+  }
+  CHECK(InstalledWindows(*model) == w);
 }
 
 }  // namespace headlab::aah

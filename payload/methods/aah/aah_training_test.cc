@@ -28,7 +28,7 @@ struct Trace {
 
 // Trains `steps` updates with the AAH hooks and a 2-batch evaluation at the end.
 Trace Train(const std::string& regime, const std::string& control, int steps,
-            double threshold = 0.98) {
+            double threshold = 0.98, Observation how = Observation::kInForward) {
   Json config = {{"aah", {{"regime", regime}, {"control", control}, {"observe_rows", 2},
                           {"cluster_threshold", threshold}}}};
   auto normalised = NormalizeRunConfig(config, "test");
@@ -43,13 +43,15 @@ Trace Train(const std::string& regime, const std::string& control, int steps,
   for (int step = 0; step < steps; ++step) {
     torch::Tensor tokens = torch::randint(0, 32, {4, 33}, torch::kLong);
     torch::Tensor x = tokens.narrow(1, 0, 32), y = tokens.narrow(1, 1, 32);
-    REQUIRE(ControlStep(aah, *model, step, x).ok());  // hook 2: before the forward
+    auto round = ControlStep(aah, *model, step, x, how);  // hook 2: before the forward
+    REQUIRE(round.ok());
     opt.zero_grad();
     torch::Tensor loss = model->Loss(x, y);
     loss.backward();
+    REQUIRE(FinishControl(aah, *model, round->get()).ok());  // hook 3: after the backward
     opt.step();
     t.losses.push_back(loss.item<double>());
-    t.attn_ratio.push_back(TrainRowMetrics(aah)[0].second);  // hook 3: logged rows
+    t.attn_ratio.push_back(TrainRowMetrics(aah)[0].second);  // hook 4: logged rows
   }
   BranchUsage usage;
   {
@@ -57,12 +59,12 @@ Trace Train(const std::string& regime, const std::string& control, int steps,
     for (int b = 0; b < 2; ++b) {
       torch::Tensor tokens = torch::randint(0, 32, {2, 33}, torch::kLong);
       model->Loss(tokens.narrow(1, 0, 32), tokens.narrow(1, 1, 32));
-      usage.Record(aah.windows());  // hook 4: evaluation forwards
+      usage.Record(aah.windows());  // hook 5: evaluation forwards
     }
   }
-  t.summary = SummaryValues(aah, usage);  // hook 6
+  t.summary = SummaryValues(aah, usage);  // hook 7
   t.head_maps = FinalHeadMaps(aah);
-  t.state = aah.SaveState();              // hook 5
+  t.state = aah.SaveState();              // hook 6
   return t;
 }
 
@@ -79,6 +81,8 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
   CHECK(full.summary[kControlUpdates] == 0.0);
   CHECK(off.summary[kControlUpdates] == 3.0);  // steps 0, 5, 10
   CHECK(off.summary[kLevelsUsed] >= 1.0);
+  // The same with the separate observation pass of data-parallel runs.
+  CHECK(Train("full_adaptive", "control_off", 12, 0.98, Observation::kSeparatePass).losses == full.losses);
 
   // Before its cache point (update 7 at alpha 0.9; 3 updates here) Deep practical reuse
   // recomputes its [2,2,2,2] topology exactly like Full adaptive: the same run, bit for bit.

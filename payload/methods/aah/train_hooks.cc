@@ -2,7 +2,6 @@
 // each head's window before an update (AAH §5.3-5.8), the rows and summary carry ACR, exact
 // coverage, levels used and the window buckets (§5.10, §7.4, §7.6), the execution backend
 // is labelled (§7.7), and the final windows become the aah_head_maps artifact.
-#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -43,13 +42,26 @@ class AahHooks : public TrainHooks {
   }
 
   Status BeforeUpdate(TrainContext& ctx, const torch::Tensor& x) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    bool updated = false;
-    HEADLAB_RETURN_IF_ERROR(aah::ControlStep(*controller_, *ctx.model, ctx.step, x, &updated));
-    // The observation pass ends with its one wait for the device, so the wall time of an
-    // update is the controller's whole cost (§5.3's features, scoring and hierarchy).
-    if (updated) controller_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // One rank observes in the update's forward; data-parallel ranks each see their own
+    // rows there, so they observe the global batch in a separate pass and choose alike.
+    const aah::Observation how =
+        ctx.config.train.ranks > 1 ? aah::Observation::kSeparatePass : aah::Observation::kInForward;
+    StatusOr<std::shared_ptr<aah::ControlRound>> round =
+        aah::ControlStep(*controller_, *ctx.model, ctx.step, x, how);
+    if (!round.ok()) return round.status();
+    round_ = std::move(round.value());
     return Status::Ok();
+  }
+
+  // The round's observations and controller ran in the update's forward (each layer waits
+  // for the device once), so their wall time is the controller's whole cost (§5.3's
+  // features, scoring and hierarchy); it is training time, counted in train.tokens_per_s.
+  Status AfterBackward(TrainContext& ctx) override {
+    if (!round_) return Status::Ok();
+    Status s = aah::FinishControl(*controller_, *ctx.model, round_.get());
+    controller_s_ += round_->seconds;
+    round_.reset();
+    return s;
   }
 
   int64_t ControlPeriod() const override { return std::max<int64_t>(1, options_.control_every); }
@@ -94,6 +106,7 @@ class AahHooks : public TrainHooks {
   aah::BranchUsage eval_usage_;     // of the latest evaluation
   aah::WindowMap eval_windows_;     // executed in the latest evaluation
   double controller_s_ = 0;         // in control updates, this attempt
+  std::shared_ptr<aah::ControlRound> round_;  // the update's, BeforeUpdate to AfterBackward
 };
 
 }  // namespace
