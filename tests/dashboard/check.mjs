@@ -260,10 +260,11 @@ await shot('2-experiment-finished');
   }
   const sqlReads = loaded.filter((u) => u.startsWith('/api/v1/query')).length;
   if (sqlReads > 1) await fail(`the experiment page ran ${sqlReads} SQL queries to draw its panels (at most 1 expected)`);
-  const badPanel = await page.evaluate(async (e) => {
-    const r = await fetch(`/api/v1/experiments/${e}/panels/arms?key=train.loss&runs=0`);
+  // From node, not the page: a 400 in the page is a console error, which fails the run.
+  const badPanel = await (async () => {
+    const r = await fetch(`${spec.url}/api/v1/experiments/${fin}/panels/arms?key=train.loss&runs=0`);
     return [r.status, (await r.json()).error];
-  }, fin);
+  })();
   if (badPanel[0] !== 400 || !/^runs: expected 1\.\.5000/.test(badPanel[1])) {
     await fail(`a bad panel request answered ${JSON.stringify(badPanel)}, expected 400 naming runs`);
   }
