@@ -20,6 +20,7 @@
 #include "common/utf8.h"
 #include "coordinator/bulk_requests.h"
 #include "coordinator/db.h"
+#include "coordinator/experiment_panels.h"
 #include "coordinator/http_api_research.h"
 #include "coordinator/http_policy.h"
 #include "coordinator/query.h"
@@ -210,6 +211,7 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
       return FromResult(RunsPageView(d, id, *req));
     }
     if (p.size() == 5 && p[4] == "results") return Results(d, id, query);
+    if (p.size() == 6 && p[4] == "panels") return Panel(d, id, p[5], query);
   }
   if (p[2] == "runs" && p.size() >= 4) {
     int64_t id = ParseId(p[3]);
@@ -219,6 +221,21 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
   }
   if (auto r = ResearchGet(d, p, query)) return *r;
   return Error(404, "no route GET " + path);
+}
+
+HttpResponse HttpApi::Panel(Db* db, int64_t experiment, const std::string& panel,
+                            const std::string& query) {
+  auto req = ParsePanelRequest(panel, query);
+  if (!req.ok()) return FromStatus(req.status());
+  auto text = panel_cache_.Answer(db, experiment, req->CacheKey(), [&]() -> StatusOr<std::string> {
+    auto answer = PanelView(db, experiment, *req);
+    if (!answer.ok()) return answer.status();
+    return JsonText(*answer);
+  });
+  if (!text.ok()) return FromStatus(text.status());
+  HttpResponse r;
+  r.body = std::move(*text);
+  return r;
 }
 
 HttpResponse HttpApi::Metrics(Db* db, int64_t run, const std::string& query) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "coordinator/db.h"
+#include "coordinator/panel_cache.h"
 #include "coordinator/query.h"
 #include "coordinator/results_cache.h"
 #include "coordinator/router.h"
@@ -68,6 +69,7 @@ class HttpApi {
   HttpResponse Metrics(Db* db, int64_t run, const std::string& query);
   // GET /experiments/ID/results[?recompute=1] (results_store.h AnswerResults).
   HttpResponse Results(Db* db, int64_t experiment, const std::string& query);
+  HttpResponse Panel(Db* db, int64_t experiment, const std::string& panel, const std::string& query);
   // Runs a write on the loop thread and renders its result.
   HttpResponse Write(std::function<StatusOr<Json>(Core&)> fn);
 
@@ -78,6 +80,7 @@ class HttpApi {
   // for. Guarded by recompute_mu_.
   std::map<std::string, std::shared_future<StatusOr<Json>>> recomputing_;
   ResultsCache results_cache_;  // GET .../results without per-pair lists
+  PanelCache panel_cache_;      // GET .../panels/NAME of finished experiments
 };
 
 // Returns the HTTP status for a Status code: InvalidArgument 400, NotFound 404,

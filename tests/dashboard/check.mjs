@@ -244,11 +244,31 @@ await shot('2-experiment-finished');
   const onRequest = (r) => { if (r.url().includes('/api/')) seen.push(r.url().replace(spec.url, '')); };
   page.on('request', onRequest);
   await goto('#/workers');
+  const loadFrom = seen.length;
   await goto(`#/experiments/${fin}`);
   await waitFor('every panel of the finished experiment', () =>
     document.querySelector('#runs-table .vt-row[data-run-id]') && document.querySelector('#comparisons tbody tr') &&
     Number(document.querySelector('#arm-chart')?.dataset.points || 0) > 0 &&
     Number(document.querySelector('#scatter')?.dataset.points || 0) > 0);
+  // The overlay's first runs, the arm chart and the scatter are the coordinator's panel
+  // reads (no SQL child process each): of POST /query only the window buckets' remains.
+  const loaded = seen.slice(loadFrom);
+  for (const panel of ['overlay', 'arms', 'scatter']) {
+    if (!loaded.some((u) => u.startsWith(`/api/v1/experiments/${fin}/panels/${panel}`))) {
+      await fail(`the experiment page did not read its ${panel} panel from /panels/${panel}: ${JSON.stringify(loaded)}`);
+    }
+  }
+  const sqlReads = loaded.filter((u) => u.startsWith('/api/v1/query')).length;
+  if (sqlReads > 1) await fail(`the experiment page ran ${sqlReads} SQL queries to draw its panels (at most 1 expected)`);
+  // From node, not the page: a 400 in the page is a console error, which fails the run.
+  const badPanel = await (async () => {
+    const r = await fetch(`${spec.url}/api/v1/experiments/${fin}/panels/arms?key=train.loss&runs=0`);
+    return [r.status, (await r.json()).error];
+  })();
+  if (badPanel[0] !== 400 || !/^runs: expected 1\.\.5000/.test(badPanel[1])) {
+    await fail(`a bad panel request answered ${JSON.stringify(badPanel)}, expected 400 naming runs`);
+  }
+  ok(`panels from /panels/overlay, arms and scatter (${sqlReads} SQL read while loading); a bad one is 400 "${badPanel[1]}"`);
   const runsReqs = seen.filter((u) => u.includes(`/experiments/${fin}/runs`));
   for (const u of runsReqs) {
     const limit = Number(new URL(u, spec.url).searchParams.get('limit'));

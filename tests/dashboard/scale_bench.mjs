@@ -28,6 +28,15 @@ page.on('response', (r) => {
   if (!r.url().includes('/api/')) return;
   requests.push({ url: r.url().replace(url, ''), bytes: Number(r.headers()['content-length'] || 0) });
 });
+// Where a page's time goes: each API request's start and duration (the browser's own
+// timing: request sent to last byte), printed per experiment-page load.
+let timed = [];
+page.on('requestfinished', (r) => {
+  if (!r.url().includes('/api/')) return;
+  const t = r.timing();
+  timed.push({ at: t.startTime, ms: Math.round(t.responseEnd), req: `${r.method()} ${r.url().replace(url, '')} ${
+    (r.postData() || '').replace(/\s+/g, ' ').slice(8, 70)}`.slice(0, 120) });
+});
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const longest = () => page.evaluate(() => Math.max(0, ...window.__longTasks));
@@ -44,6 +53,7 @@ function cpuSeconds() {
 
 async function load(hash, marks) {
   await page.goto('about:blank');
+  timed = [];
   const t0 = Date.now();
   await page.goto(`${url}/${hash}`, { waitUntil: 'domcontentloaded' });
   const out = {};
@@ -52,6 +62,11 @@ async function load(hash, marks) {
     out[name] = Date.now() - t0;
   }
   out.longest_task_ms = Math.round(await longest());
+  if (hash.startsWith('#/experiments/')) {
+    for (const r of timed.sort((a, b) => a.at - b.at)) {
+      console.log(`  request at ${Math.round(r.at - t0)} ms, ${r.ms} ms: ${r.req}`);
+    }
+  }
   return out;
 }
 

@@ -6,9 +6,11 @@
 // Speed (10^5 runs, 5 * 10^6 points: every panel usable in < 1 s, no main-thread block
 // over 200 ms, an idle tab < 1% of a coordinator core; docs/BENCHMARKS.md "Dashboard at
 // scale"): the table holds only the pages in view (GET .../runs?limit=&offset=); the
-// overlay reads only the selected runs' points of one key; the arm chart and the scatter
-// are grouped SQL over a sample of at most kArmSampleRuns runs per arm or kScatterPoints
-// dots, found through the (experiment_id, idx) index (sample.js); the breakdown is the
+// overlay reads only the selected runs' points of one key; the overlay's first runs, the
+// arm chart and the scatter are the coordinator's panel reads (GET .../panels/NAME,
+// coordinator/experiment_panels.h: bounded reads over a sample of at most kArmSampleRuns
+// runs per arm or kScatterPoints dots, answered from memory for a finished experiment,
+// with no SQL child process to start); the breakdown is the
 // coordinator's arms per stratum (kept in its memory) unless the user breaks arms down by
 // other axes; comparisons come without their per-pair lists, fetched when opened. The
 // comparisons and the scatter start once the table is drawn and the arm chart once the
@@ -24,7 +26,6 @@ import { RunMetrics } from '../metrics.js';
 import { LiveFeed } from '../live.js';
 import { VirtualTable } from '../table.js';
 import { configValue, unpairedAxes, groupLabel, jsonPathSql, groupsFromResults } from '../groups.js';
-import { sampledIdxSql } from '../sample.js';
 import { progressBar, countsLine } from './experiments.js';
 import { loadTiming, etaText } from '../timing.js';
 import { statusBadge, actionButton, preferredKeys, pairText, deviceLabel, resultColumns,
@@ -37,14 +38,13 @@ import { tickedDiffLink } from './diff.js';
 const kLivePollMs = 5000;
 const kMaxOverlay = 20;
 const kArmSampleRuns = 300;
+const kMaxPanelSample = 5000;
 // Dots of the scatter: config values take few levels, so 2,000 dots show their spread
 // (5,000 made the largest answer of the page, 208 KB, and its slowest query).
 const kScatterPoints = 2000;
 const kAutoOverlay = 8;
 const kShownPairs = 200;
 const kFilterDelayMs = 250;
-// Which runs overlay first when the user has ticked none: running, then finished ones.
-const kOverlayOrder = { running: 0, succeeded: 1, failed: 2, lost: 3, cancelled: 4, queued: 5 };
 
 export function experimentView(el, [idText], signal) {
   const id = sqlInt(idText);
@@ -235,18 +235,11 @@ export function experimentView(el, [idText], signal) {
     guard(pollStreams)();
   }
 
-  // The first chart does not wait for the table: one small query picks the runs to
-  // overlay, with the metric keys they logged (the arms, for colours, are the
-  // experiment's). Each status is an index range of (experiment_id, status) with its own
-  // LIMIT: ordering 10^5 runs by a CASE over their status read every one of them.
+  // The first chart does not wait for the table: the coordinator's overlay panel picks the
+  // runs to overlay (running, then succeeded, failed, lost, cancelled, queued), with the
+  // metric keys they logged (the arms, for colours, are the experiment's).
   async function firstSelection() {
-    const ranges = Object.entries(kOverlayOrder).map(([st, i]) => `SELECT * FROM (SELECT id, ${i} AS o
-FROM runs WHERE experiment_id = ${id} AND status = ${sqlString(st)} ORDER BY id LIMIT ${kAutoOverlay})`);
-    const picked = await query(`WITH o AS (${ranges.join('\nUNION ALL ')})
-SELECT r.id AS id, r.arm AS arm, r.status AS status, r.attempts AS attempts, r.reused_from AS reused_from,
-  r.config_json AS config_json,
-  (SELECT json_group_array(DISTINCT key) FROM metrics WHERE run_id = coalesce(r.reused_from, r.id)) AS keys
-FROM o JOIN runs r ON r.id = o.id ORDER BY o.o, o.id LIMIT ${kAutoOverlay}`, signal);
+    const picked = (await get(`/experiments/${id}/panels/overlay?n=${kAutoOverlay}`, signal)).rows;
     for (const r of picked) rememberRun(r);
     if (s.userSelected) return;
     s.selected = new Set(picked.map((r) => r.id));
@@ -254,9 +247,9 @@ FROM o JOIN runs r ON r.id = o.id ORDER BY o.o, o.id LIMIT ${kAutoOverlay}`, sig
     if (!s.key) showKeys([...new Set(picked.flatMap((r) => parseJson(r.keys, []) || []))].sort());
   }
 
-  // Keeps a run's overlay facts from a query row carrying config_json.
+  // Keeps a run's overlay facts from a row carrying its config (parsed, or config_json).
   function rememberRun(r) {
-    const cfg = parseJson(r.config_json, {}) || {};
+    const cfg = parseJson(r.config ?? r.config_json, {}) || {};
     const params = Object.fromEntries(s.varying.map((k) => [k, configValue(cfg, k)]));
     const known = s.info.get(r.id);
     s.info.set(r.id, { ...(known || {}), id: r.id, arm: r.arm, status: r.status, attempts: r.attempts,
@@ -453,28 +446,18 @@ WHERE id IN (${unread.map(([runId]) => sqlInt(runId)).join(',')})`, signal);
   }
 
   // Mean and standard deviation across runs of each group (arm x unpaired axes) at each
-  // step, one query. Past kArmSampleRuns runs per arm it reads a sample of the grid
-  // (sample.js: each arm's share is equal; 300 runs' mean ± sd draws as the whole arm's,
-  // and a scan of 10^6 points takes seconds).
+  // step, the coordinator's arms panel. Past kArmSampleRuns runs per arm it reads a sample
+  // of the grid (experiment_panels.h: each arm's share is equal; 300 runs' mean ± sd draws
+  // as the whole arm's, and a scan of 10^6 points takes seconds).
   async function refreshArms() {
     if (!s.key || !stale('arms', s.key + s.by)) return;
     const keys = byKeys();
     const total = s.exp ? s.exp.total : 0;
-    const sample = kArmSampleRuns * Math.max(1, s.arms.length);
-    // The config values are read only of the sampled runs.
-    const gcols = keys.map((k, i) => `, json_extract(r.config_json, ${jsonPathSql(k)}) AS g${i}`).join('');
-    const gsel = keys.map((_, i) => `, p.g${i} AS g${i}`).join('');
-    const ggrp = keys.map((_, i) => `, p.g${i}`).join('');
-    const rows = await query(`
-WITH ${sampledIdxSql(id, sample)},
-picked AS MATERIALIZED (
-  SELECT r.id AS id, r.arm AS arm, r.reused_from AS reused_from${gcols}
-  FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx)
-SELECT p.arm AS arm${gsel}, m.step AS step, avg(m.value) AS mean, avg(m.value * m.value) AS sq, count(*) AS n
-FROM picked p JOIN runs src ON src.id = coalesce(p.reused_from, p.id)
-JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts
-WHERE m.key = ${sqlString(s.key)} AND m.value IS NOT NULL
-GROUP BY p.arm${ggrp}, m.step ORDER BY p.arm${ggrp}, m.step`, signal);
+    // At most kMaxPanelSample runs (experiment_panels.h) however many arms.
+    const sample = Math.min(kMaxPanelSample, kArmSampleRuns * Math.max(1, s.arms.length));
+    const q = new URLSearchParams({ key: s.key, runs: String(sample) });
+    if (keys.length) q.set('by', keys.join(','));
+    const { rows } = await get(`/experiments/${id}/panels/arms?${q}`, signal);
     const byGroup = new Map();
     for (const r of rows) {
       const label = groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
@@ -544,14 +527,10 @@ WHERE r.experiment_id = ${id} AND r.status = 'succeeded' AND s.value IS NOT NULL
 GROUP BY r.arm${ggrp} ORDER BY r.arm${ggrp}`, signal)).map((g) => ({
       arm: g.arm, values: keys.map((_, i) => g[`g${i}`]), n: g.n, mean: g.mean,
       se: g.n > 1 ? Math.sqrt(Math.max(0, (g.sq - g.mean * g.mean) * g.n / (g.n - 1)) / g.n) : null }));
-    // x is read once when it is also a group key (the usual case: an unpaired axis).
-    const xcol = keys.includes(x) ? `g${keys.indexOf(x)}` : 'x';
-    const xsel = keys.includes(x) ? '' : `, json_extract(r.config_json, ${jsonPathSql(x)}) AS x`;
+    const dotsQuery = new URLSearchParams({ x, y, n: String(kScatterPoints) });
+    if (keys.length) dotsQuery.set('by', keys.join(','));
     const [dots, groups] = await Promise.all([
-      query(`WITH ${sampledIdxSql(id, kScatterPoints)}
-SELECT r.arm AS arm${xsel}${gcols}, s.value AS y
-FROM sample_idx JOIN runs r ON r.experiment_id = ${id} AND r.idx = sample_idx.idx
-JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS NOT NULL`, signal),
+      get(`/experiments/${id}/panels/scatter?${dotsQuery}`, signal).then((a) => a.rows),
       // A finished experiment's results are stored (and kept in the coordinator's memory);
       // an unfinished one's are computed per request, seconds at 10^5 runs.
       s.active ? byQuery()
@@ -560,7 +539,7 @@ JOIN summaries s ON s.run_id = r.id AND s.key = ${sqlString(y)} WHERE s.value IS
     const labelOf = (r) => groupLabel(r.arm, keys, keys.map((_, i) => r[`g${i}`]));
     drawScatter(scatterEl, dots.map((r) => {
       const label = labelOf(r);
-      return { x: r[xcol], y: r.y, label, color: colorOf(label, r.arm) };
+      return { x: r.x, y: r.y, label, color: colorOf(label, r.arm) };
     }), { xLabel: x, yLabel: yAxisLabel(y) });
     replace(breakdown, h('table', { class: 'grid-table', id: 'breakdown-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'arm'), keys.map((k) => h('th', {}, k)),
