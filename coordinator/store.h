@@ -1,6 +1,14 @@
 // The write side of the database: every state change the coordinator makes, as SQL on the
 // one read-write connection. Owned and called only by the loop thread (router.h); callers
 // group calls into batches (Begin/Commit) so one transaction covers many messages.
+//
+// One class (one connection, one batch), its definitions split by what they store:
+//   store.cc            the connection: open (migrate, prepare), batches, events
+//   store_runs.cc       experiments and runs: submission, dispatch reads, cancel, retry
+//   store_attempts.cc   attempts: the run/attempt state machine (start, accept, end)
+//   store_metrics.cc    what a running attempt reports: metric points, provenance, head maps
+//   store_artifacts.cc  artifacts: checkpoints offered and resumed from, deletions
+//   store_workers.cc    workers: registration, state, stored ids
 #pragma once
 
 #include <chrono>
@@ -218,6 +226,26 @@ class Store {
                   const std::string& worker, const Json& detail);
 
  private:
+  // The statements used on every message, prepared once by Open (each part's Prepare*,
+  // in its file) and finalised by Close.
+  struct RunStatements {
+    Stmt load, set_status, unfinished_in_exp;
+  };
+  struct AttemptStatements {
+    Stmt insert, run_started, row, set_end, mark_accepted, worker, insert_summary;
+  };
+  struct MetricStatements {
+    Stmt insert_one, insert_chunk, upsert_provenance;
+  };
+  struct ArtifactStatements {
+    Stmt insert, latest_checkpoints, is_checkpoint;
+  };
+  void PrepareRuns();       // store_runs.cc
+  void PrepareAttempts();   // store_attempts.cc
+  void PrepareMetrics();    // store_metrics.cc
+  void PrepareArtifacts();  // store_artifacts.cc
+
+  // Ends a running attempt that did not report DONE (lost, rejected).
   AttemptOutcome EndAttempt(const AttemptRef& ref, const std::string& attempt_status,
                             const std::string& reason, const char* event, bool charged = true);
   // Deletes experiments whose submission never finished (no `submit` event: only the
@@ -227,16 +255,18 @@ class Store {
   // by older versions) as hex, so that every stored name is valid UTF-8.
   Status RepairWorkerIds();
   Status SetRunStatus(int64_t run, const std::string& status, const std::string& error);
+  // Whether (path, sha256, step) is a checkpoint artifact of the run.
+  bool IsCheckpoint(int64_t run, const Json& checkpoint);
 
   Db db_;
   bool in_batch_ = false;
   MetricFeed* feed_ = nullptr;
   std::vector<LivePoint> live_;  // this batch's points, published after Commit
-  // Prepared once (Open); used on every message.
-  Stmt insert_metric_, insert_metrics_chunk_, insert_attempt_, run_started_, load_run_, latest_ckpt_, attempt_row_,
-      set_attempt_end_, set_run_status_, insert_event_, mark_accepted_, insert_artifact_,
-      upsert_provenance_, insert_summary_, attempt_worker_, unfinished_in_exp_,
-      is_checkpoint_;
+  Stmt insert_event_;
+  RunStatements run_sql_;
+  AttemptStatements attempt_sql_;
+  MetricStatements metric_sql_;
+  ArtifactStatements artifact_sql_;
 };
 
 }  // namespace headlab::coord

@@ -14,6 +14,7 @@ using TempDir = testing::TempDir;
 
 #include "common/grid.h"
 #include "common/sha256.h"
+#include "coordinator/store.h"
 
 namespace headlab::coord {
 
@@ -43,6 +44,20 @@ inline Grid TestGrid(const std::vector<std::string>& arms, int per_arm,
     }
   }
   return g;
+}
+
+// The first column of the first row of `sql` on the store's database as an integer (-1:
+// no row), e.g. a count(*).
+inline int64_t Count(Store& s, const std::string& sql) {
+  Stmt q = s.db()->MustPrepare(sql);
+  return q.Step() ? q.Int(0) : -1;
+}
+
+// The stored status of `run` ("" for an unknown run).
+inline std::string RunStatus(Store& s, int64_t run) {
+  Stmt q = s.db()->MustPrepare("SELECT status FROM runs WHERE id=?");
+  q.Bind(1, run);
+  return q.Step() ? q.Text(0) : "";
 }
 
 }  // namespace headlab::coord
