@@ -256,7 +256,7 @@ TEST_CASE("panel reads look up the sample's runs, not every run against the samp
   int64_t ticks = 0;
   sqlite3_progress_handler(s.db()->raw(), 1000, [](void* n) { return ++*static_cast<int64_t*>(n), 0; },
                            &ticks);
-  for (const std::string& q : {"x=seed&y=eval.ppl&n=200", "key=train.loss&runs=200"}) {
+  for (const char* q : {"x=seed&y=eval.ppl&n=200", "key=train.loss&runs=200"}) {
     ticks = 0;
     auto req = ParsePanelRequest(q[0] == 'x' ? "scatter" : "arms", q);
     REQUIRE(req.ok());
