@@ -2,6 +2,9 @@
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# WERROR=ON: C++ warnings are errors (CMake option HEADLAB_WERROR; .ci/run sets it). Given
+# on the command line it is written into an existing build folder's cache too.
+WERROR ?=
 # Paths relative to the checkout, so a fresh clone (CI) hits the same ccache entries.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
@@ -19,9 +22,14 @@ LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 # CMakeLists.txt chooses the path: the GPU path where a CUDA toolkit and a CUDA PyTorch (the
 # python3 on PATH) are found, the CPU path otherwise. The configure summary names the choice.
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS) \
+	  $(if $(WERROR),-DHEADLAB_WERROR=$(WERROR))
 
 configure: $(BUILD)/CMakeCache.txt
+ifneq ($(WERROR),)
+	grep -qx 'HEADLAB_WERROR:BOOL=$(WERROR)' $(BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD) -DHEADLAB_WERROR=$(WERROR)
+endif
 
 build: deps configure
 	cmake --build $(BUILD) -j$(JOBS)

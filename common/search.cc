@@ -31,7 +31,10 @@ StatusOr<SearchDim> ParseDim(const std::string& key, const Json& v, const std::s
   if (!v.is_object() || v.size() != 1) return Invalid(file, path, std::string(expected) + ", got " + Got(v));
   SearchDim d;
   d.key = key;
-  const auto& [kind, arg] = *v.items().begin();
+  // The one member by iterator: a structured binding of *v.items().begin() binds a
+  // temporary proxy, which GCC 12 reports as a dangling pointer (-Wdangling-pointer).
+  const std::string& kind = v.begin().key();
+  const Json& arg = v.begin().value();
   if (kind == "choice") {
     d.kind = SearchDim::Kind::kChoice;
     if (!arg.is_array() || arg.empty())

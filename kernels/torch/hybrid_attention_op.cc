@@ -17,9 +17,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+#if HEADLAB_TORCH_CUDA  // without CUDA the op only checks its inputs (CheckInputs)
 TensorView View(const torch::Tensor& t) {
   return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
 }
+#endif
 
 void CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                  const HybridHeads& heads) {
@@ -53,6 +55,7 @@ void CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
   }
 }
 
+#if HEADLAB_TORCH_CUDA
 // The kernel's per-head specs, fixed heads pointing into rows of the prior tensors.
 std::vector<HeadSpec> DeviceSpecs(const HybridHeads& heads) {
   std::vector<HeadSpec> out = heads.specs;
@@ -83,7 +86,6 @@ AttentionShape Shape(const torch::Tensor& q, const torch::Tensor& k, double scal
 
 void Check(KernelStatus st) { TORCH_CHECK(st.ok(), "hybrid attention kernel: ", st.message); }
 
-#if HEADLAB_TORCH_CUDA
 void* CurrentStream(const torch::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
@@ -208,6 +210,7 @@ torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
   return HybridAttentionFunction::apply(q, k, v, heads, scale, paths);
 #else
   (void)paths;
+  (void)scale;
   CheckInputs(q, k, v, heads);  // a CPU tensor fails here with "CUDA tensors only"
   TORCH_CHECK(false, "hybrid attention: this build has no CUDA LibTorch; use the dense reference");
   return torch::Tensor();

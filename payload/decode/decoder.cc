@@ -751,7 +751,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
       }
     torch::Tensor q_index;  // the reference path uploads a gather's indices per call
     torch::Tensor qs = SelectHeads(q, heads, &q_index).reshape({B, n, group, T, d});
-    const double scale = 1.0 / std::sqrt(double(d));
+    // Read by the fused and SDPA paths only (HEADLAB_TORCH_CUDA, HEADLAB_HAVE_SDPA builds).
+    [[maybe_unused]] const double scale = 1.0 / std::sqrt(double(d));
     torch::Tensor out;  // [B, n, g, T, d]
     // The fused paths' prefill chunks (DecoderPathLabel) run fused kernels instead of the
     // [B, n, g, T, L] scores below, which the reference path keeps as the independent answer

@@ -299,8 +299,8 @@ TEST_CASE("attention fast path: every candidate plan of a mixed layer matches th
   HybridAttention layer = MixedLayer();
   SetRandomCompact(layer, 5, 48);  // all fixed heads compact: every form applies
   torch::Tensor x = torch::randn({2, 45, 384});
-  for (const std::string& want : {"fused[3] fixed_fused[3]", "sdpa[2] fused[1] fixed_gemm[3]",
-                                  "sdpa[2] fused[1] fixed_conv[3]", "sdpa[2] fused[1] fixed_fused[3]"}) {
+  for (const std::string want : {"fused[3] fixed_fused[3]", "sdpa[2] fused[1] fixed_gemm[3]",
+                                 "sdpa[2] fused[1] fixed_conv[3]", "sdpa[2] fused[1] fixed_fused[3]"}) {
     INFO(want);
     FakeTimer timer({{want, 0.0}}, 1.0);
     ExpectSameAsDense(layer, x, AttentionMode::kAuto, want + " kernel=cpu_stand_in");

@@ -92,20 +92,24 @@ class TrainHooks {
 
   // `saved`: the state SaveState wrote into the checkpoint this attempt resumes from, if
   // any. `provenance`: fields to add to the run's provenance record.
-  virtual Status OnStart(TrainContext& ctx, const std::optional<std::string>& saved,
-                         Json* provenance) {
+  // The defaults do nothing: a method overrides the steps it takes part in (the names of
+  // the unused parameters are left in comments).
+  virtual Status OnStart(TrainContext& /*ctx*/, const std::optional<std::string>& /*saved*/,
+                         Json* /*provenance*/) {
     return Status::Ok();
   }
   // `x`: the first micro-batch's inputs [batch, context] of this update, on ctx.device.
-  virtual Status BeforeUpdate(TrainContext& ctx, const torch::Tensor& x) { return Status::Ok(); }
-  virtual Status AfterBackward(TrainContext& ctx) { return Status::Ok(); }
+  virtual Status BeforeUpdate(TrainContext& /*ctx*/, const torch::Tensor& /*x*/) {
+    return Status::Ok();
+  }
+  virtual Status AfterBackward(TrainContext& /*ctx*/) { return Status::Ok(); }
   // `loss`: the update's training loss (mean over micro-batches).
-  virtual Status AfterUpdate(TrainContext& ctx, double loss) { return Status::Ok(); }
-  virtual void LogRow(TrainContext& ctx, MetricRow* metrics) {}
-  virtual Status AfterEvaluate(TrainContext& ctx) { return Status::Ok(); }
-  virtual Status AfterTraining(TrainContext& ctx) { return Status::Ok(); }
-  virtual Status Summarize(TrainContext& ctx, Json* values) { return Status::Ok(); }
-  virtual std::string SaveState(TrainContext& ctx) { return ""; }
+  virtual Status AfterUpdate(TrainContext& /*ctx*/, double /*loss*/) { return Status::Ok(); }
+  virtual void LogRow(TrainContext& /*ctx*/, MetricRow* /*metrics*/) {}
+  virtual Status AfterEvaluate(TrainContext& /*ctx*/) { return Status::Ok(); }
+  virtual Status AfterTraining(TrainContext& /*ctx*/) { return Status::Ok(); }
+  virtual Status Summarize(TrainContext& /*ctx*/, Json* /*values*/) { return Status::Ok(); }
+  virtual std::string SaveState(TrainContext& /*ctx*/) { return ""; }
   // Steps between a controller's actions (AAH's aah.control_every), so that the flops run
   // kind averages the method's cost over control and non-control steps; 1 = every step.
   virtual int64_t ControlPeriod() const { return 1; }

@@ -328,13 +328,13 @@ class RecordingHooks : public TrainHooks {
     return ctx.step == fail_at ? Status::Internal("recorder: fails at " + std::to_string(fail_at))
                                : Status::Ok();
   }
-  void LogRow(TrainContext& ctx, MetricRow* row) override { row->push_back({"recorder.updates", double(updates)}); }
+  void LogRow(TrainContext& /*ctx*/, MetricRow* row) override { row->push_back({"recorder.updates", double(updates)}); }
   Status AfterTraining(TrainContext& ctx) override {
     calls.push_back("end@" + std::to_string(ctx.step));
     held_out = ctx.eval_loss(1);
     return Status::Ok();
   }
-  Status Summarize(TrainContext& ctx, Json* values) override {
+  Status Summarize(TrainContext& /*ctx*/, Json* values) override {
     (*values)["recorder.updates"] = updates;
     return Status::Ok();
   }

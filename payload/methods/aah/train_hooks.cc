@@ -66,7 +66,7 @@ class AahHooks : public TrainHooks {
 
   int64_t ControlPeriod() const override { return std::max<int64_t>(1, options_.control_every); }
 
-  void LogRow(TrainContext& ctx, MetricRow* row) override {
+  void LogRow(TrainContext& /*ctx*/, MetricRow* row) override {
     for (auto& kv : aah::TrainRowMetrics(*controller_)) row->push_back(std::move(kv));
     row->emplace_back(metric::kAahControllerS, controller_s_);
   }
