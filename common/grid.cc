@@ -302,7 +302,7 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
 }
 
 // A comparison's metric must be one some run of its arms can report: for built-in run
-// kinds a name of common/metric_names.h (metric_catalog.h); a command run's program names
+// kinds a name of the metric catalog (metric_catalog.h); a command run's program names
 // its own metrics, so a grid with one accepts any well-formed name.
 Status CheckComparisonMetrics(const Grid& grid, const std::string& file) {
   for (const ExpandedRun& r : grid.runs)
@@ -319,7 +319,8 @@ Status CheckComparisonMetrics(const Grid& grid, const std::string& file) {
                    "no run kind of this grid reports " + Got(m) +
                        (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
                        (same.empty() ? "" : " (" + section + " metrics: " + same + ")") +
-                       "; the names are in common/metric_names.h");
+                       "; the names are in common/metric_names.h and "
+                       "payload/methods/*/*_metrics.h");
   }
   return Status::Ok();
 }

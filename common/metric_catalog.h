@@ -1,6 +1,7 @@
-// Every metric name the built-in run kinds report, read at build time from the one header
-// that defines them (common/metric_names.h; CMakeLists.txt generates the list), so a grid's
-// comparison on a misspelled metric is refused at submit instead of yielding zero pairs.
+// Every metric name the built-in run kinds report, read at build time from the headers that
+// define them (common/metric_names.h and each method's <m>_metrics.h;
+// cmake/metric_names.cmake generates the list), so a grid's comparison on a misspelled
+// metric is refused at submit instead of yielding zero pairs.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace headlab {
 
-// Returns the names of common/metric_names.h in header order; prefixes end with '.'
+// Returns the names of the metric headers in header order; prefixes end with '.'
 // ("aah.bucket.", "passkey.acc.").
 const std::vector<std::string>& BuiltinMetricNames();
 

@@ -67,45 +67,6 @@ inline constexpr const char* kFlopsAttentionRatio = "flops.attention_ratio";  //
 inline constexpr const char* kFlopsStatus = "flops.status";  // provenance: measured | unmeasured
 inline constexpr const char* kFlopsReason = "flops.reason";  // provenance: why unmeasured
 
-// AAH-v3 (payload/methods/aah/README.md). ACR is a routing diagnostic of the selected
-// windows (AAH §5.10: the rectangular T * W proxy), never FLOPs.
-// Training and inference ACR are different quantities (the paper's ACR is the training
-// one, §5.10); their names say which.
-inline constexpr const char* kAahAttnRatio = "aah.acr_train";  // rows + summary: training ACR
-inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";  // sum min(t, W) / full causal
-inline constexpr const char* kAahLevelsUsed = "aah.levels_used";        // mean over layers (Fig. 3)
-inline constexpr const char* kAahControlUpdates = "aah.control_updates";
-// Seconds in the controller's updates (observation pass, scoring, hierarchy; the device
-// waited for): rows (cumulative) + summary. Training time, so inside train.tokens_per_s.
-inline constexpr const char* kAahControllerS = "aah.controller_s";
-inline constexpr const char* kAahAcr = "aah.acr_inference";  // eval rows + summary: sum_W f_W W / T (§7.6)
-inline constexpr const char* kAahBucketPrefix = "aah.bucket.";  // + W: fraction of final heads (Fig. 4)
-// Execution backend of the selected windows (§7.7): aah.backend.<name> = 1 for the one that
-// ran (dense_masked | fused_cuda); of the final local-window (W < T) heads, the fraction the
-// backend executed natively (block skipping; 0 for dense masks) and the fraction it could
-// not and ran on dense masks instead (fallback), overall and per bucket W.
-inline constexpr const char* kAahBackendPrefix = "aah.backend.";
-inline constexpr const char* kAahNativeFrac = "aah.native_frac";
-inline constexpr const char* kAahFallbackFrac = "aah.fallback_frac";
-inline constexpr const char* kAahFallbackPrefix = "aah.fallback.";  // + W
-
-// AoH (payload/methods/aoh/README.md): evaluation of the run's head labels (full attention
-// when aoh.method is none) through the streaming decoder. Summaries, emitted as metrics at
-// the final step unless noted.
-inline constexpr const char* kAohRetrievalHeads = "aoh.retrieval_heads";  // query heads kept global
-inline constexpr const char* kAohLoss = "aoh.loss";          // nats/token, chunked prefill + eviction
-inline constexpr const char* kAohPpl = "aoh.ppl";            // exp(aoh.loss)
-inline constexpr const char* kAohKvBytes = "aoh.kv_bytes";   // KV cache after an eval window
-inline constexpr const char* kAohPasskeyAcc = "aoh.passkey_acc";  // mean over length x depth (Fig. 9)
-inline constexpr const char* kAohRopeSpearman = "aoh.rope_spearman";  // step = layer; summary: mean (Table 6)
-// Latency rows (Table 11's columns), metrics at step = context length; the summary holds
-// the longest context's row. The device label is in provenance (aoh_bench_device) and
-// in the aoh_bench artifact.
-inline constexpr const char* kAohBenchPrefillS = "aoh.bench.prefill_s";
-inline constexpr const char* kAohBenchDecodeMs = "aoh.bench.decode_ms_per_token";
-inline constexpr const char* kAohBenchKvBytes = "aoh.bench.kv_bytes";  // after the decoded tokens
-inline constexpr const char* kAohBenchContext = "aoh.bench.context";   // summary: the row's context
-
 // More of the flops run kind (payload/exec/flops.h): the step's counts by kind, the no-grad
 // forward's, the replay cost, and CUDA-event / Activity API times of the named ranges.
 inline constexpr const char* kFlopsFp32 = "flops.fp32";            // fadd + fmul + 2 ffma
@@ -125,37 +86,6 @@ inline constexpr const char* kTimeMethodMeanMs = "time.method_mean_ms";  // meth
 inline constexpr const char* kKernelStepMs = "kernel.step_ms";        // Activity API kernel time
 inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
 inline constexpr const char* kKernelAttentionCoreMs = "kernel.attention_core_ms";
-
-// SAF (payload/methods/saf/): emitted at each intervention event and summarised at the end
-// (counts: the heads' state after the event; costs: Table 13's split, summed over events).
-inline constexpr const char* kSafHeadsFixed = "saf.heads_fixed";    // heads with a fixed pattern
-inline constexpr const char* kSafHeadsPruned = "saf.heads_pruned";  // pruning control (saf.method prune)
-inline constexpr const char* kSafHeadsTrainable = "saf.heads_trainable";  // fixed with trainable alpha/rho
-inline constexpr const char* kSafEvents = "saf.events";             // interventions run (undo included)
-inline constexpr const char* kSafEventStep = "saf.event_step";      // updates before the last event
-inline constexpr const char* kSafCostCalibrationS = "saf.cost.calibration_s";
-inline constexpr const char* kSafCostRankingS = "saf.cost.ranking_s";
-inline constexpr const char* kSafCostFittingS = "saf.cost.fitting_s";
-inline constexpr const char* kSafCostInstallationS = "saf.cost.installation_s";
-inline constexpr const char* kSafCostTotalS = "saf.cost.total_s";
-inline constexpr const char* kSafFitKlMax = "saf.fit_kl_max";    // nats/row, over installed heads
-inline constexpr const char* kSafFitKlMean = "saf.fit_kl_mean";  // nats/row, over installed heads
-inline constexpr const char* kSafFitsRun = "saf.fits_run";
-inline constexpr const char* kSafFitsRejected = "saf.fits_rejected";  // KL above saf.fit_max_kl
-// Of the last event (report.h): its heads also in the variance selection it would have made,
-// and the within-layer share of the variance scores' sum of squares (selection.h).
-inline constexpr const char* kSafOverlapVariance = "saf.overlap_variance";
-inline constexpr const char* kSafVarianceWithinShare = "saf.variance_within_share";
-
-// Pruning controls (SAF App. C.3.4, payload/methods/pruning/): summary values of a pruned
-// arm, and the step row logged when the heads are removed.
-inline constexpr const char* kPruneHeadsRemoved = "prune.heads_removed";  // query heads
-inline constexpr const char* kPruneKvHeadsRemoved = "prune.kv_heads_removed";  // GQA groups
-inline constexpr const char* kPruneParams = "prune.params";       // parameters after removal
-inline constexpr const char* kPruneParamsBefore = "prune.params_before";
-inline constexpr const char* kPruneStep = "prune.step";           // update it happened after
-inline constexpr const char* kPruneEvalLossBefore = "prune.eval_loss_before";  // held-out, nats
-inline constexpr const char* kPruneEvalLossAfter = "prune.eval_loss_after";
 
 // Synthetic task run kinds (payload/exec/task_eval.h). MQAR (SAF App. C.3.6): loss and
 // accuracy at query positions only; passkey (AoH §3): greedy exact-match accuracy, overall

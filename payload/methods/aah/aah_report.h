@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "common/json.h"
-#include "common/metric_names.h"
+#include "payload/methods/aah/aah_metrics.h"
 #include "payload/methods/aah/controller.h"
 #include "payload/methods/aah/coverage.h"
 
 namespace headlab::aah {
 
-// Metric names (common/metric_names.h's AAH block).
+// Metric names (aah_metrics.h).
 inline constexpr const char* kAttnRatio = metric::kAahAttnRatio;          // training-row ACR (§5.10)
 inline constexpr const char* kExactCoverage = metric::kAahExactCoverage;  // sum min(t, W) / full causal
 inline constexpr const char* kLevelsUsed = metric::kAahLevelsUsed;        // mean over layers (Fig. 3)

@@ -9,6 +9,7 @@
 #include "common/sha256.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/methods/aah/aah_method.h"
+#include "payload/methods/aah/aah_metrics.h"
 #include "payload/methods/aah/aah_options.h"
 #include "payload/methods/aah/aah_model.h"
 #include "payload/methods/aah/aah_report.h"

@@ -12,6 +12,7 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+#include "payload/methods/aah/aah_metrics.h"
 #include "payload/methods/aah/aah_report.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and

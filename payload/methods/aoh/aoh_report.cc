@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "common/files.h"
-#include "common/metric_names.h"
 #include "common/sha256.h"
 #include "payload/methods/aoh/aoh_eval.h"
+#include "payload/methods/aoh/aoh_metrics.h"
 
 namespace headlab::aoh {
 namespace {

@@ -49,7 +49,7 @@ decode::DecoderOptions DecoderFor(GptImpl& model, const AohRunConfig& cfg, const
 // RoPE-aware scores for RoPE models with aoh_rope. Emits metrics at `step` (bench rows at
 // step = context, Spearman at step = layer) and writes artifacts aoh_head_maps.json,
 // aoh_passkey.json, aoh_bench.json into out_dir (Artifact events with SHA-256). Returns the
-// summary values (common/metric_names.h, AoH block): aoh.loss, aoh.ppl (through the
+// summary values (aoh_metrics.h): aoh.loss, aoh.ppl (through the
 // streaming decoder), aoh.kv_bytes, aoh.retrieval_heads, aoh.passkey_acc (when measured),
 // the longest bench context's aoh.bench.* row (when measured), aoh.rope_spearman (mean
 // over layers, when measured). Passkey prompts use `passkey` (the model's tokenizer;

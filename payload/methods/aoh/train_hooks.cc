@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/methods/aoh/aoh_method.h"
+#include "payload/methods/aoh/aoh_metrics.h"
 #include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_report.h"
@@ -74,7 +75,7 @@ class AohHooks : public TrainHooks {
     ctx.model->train(was_training);
     if (!got.ok()) return got.status();
     for (auto it = got->begin(); it != got->end(); ++it) (*values)[it.key()] = it.value();
-    if (converted_at_ >= 0) (*values)["aoh.converted_at"] = converted_at_;
+    if (converted_at_ >= 0) (*values)[metric::kAohConvertedAt] = converted_at_;
     return Status::Ok();
   }
 

@@ -9,12 +9,12 @@
 
 #include "common/files.h"
 #include "common/log.h"
-#include "common/metric_names.h"
 #include "common/sha256.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/methods/pruning/importance.h"
 #include "payload/methods/pruning/physical.h"
 #include "payload/methods/pruning/prune_method.h"
+#include "payload/methods/pruning/prune_metrics.h"
 #include "payload/methods/pruning/prune_options.h"
 #include "payload/methods/saf/driver.h"
 

@@ -13,6 +13,7 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+#include "payload/methods/pruning/prune_metrics.h"
 #include "payload/methods/pruning/pruning_testing.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and

@@ -6,10 +6,10 @@
 
 #include "common/files.h"
 #include "common/log.h"
-#include "common/metric_names.h"
 #include "common/sha256.h"
 #include "payload/exec/model.h"
 #include "payload/methods/saf/saf_method.h"
+#include "payload/methods/saf/saf_metrics.h"
 
 namespace headlab {
 namespace saf {

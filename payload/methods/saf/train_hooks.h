@@ -2,7 +2,7 @@
 // SafDriver (schedules, calibration draws, gradient EMA, controllers) and turns each
 // intervention into a saf_event_<n>.json artifact (kind saf_head_map: head map rows, fit
 // KLs, ranks, Table 13 cost split), per-event metrics and summary values (saf.* names in
-// common/metric_names.h). With saf.trainable = 1 it adds fixed heads' alpha/rho to the
+// saf_metrics.h). With saf.trainable = 1 it adds fixed heads' alpha/rho to the
 // optimiser (App. C.3.2). LibTorch translation units only.
 #pragma once
 

@@ -15,6 +15,7 @@
 #include "payload/exec/test_util.h"
 #include "payload/exec/train.h"
 #include "payload/exec/train_testing.h"
+#include "payload/methods/saf/saf_metrics.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
 // the definition included last is the one the tests use.
