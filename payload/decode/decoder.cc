@@ -157,6 +157,7 @@ std::pair<int64_t, int64_t> Retention(const HeadState& s) {
   return {-1, -1};
 }
 
+#if HEADLAB_TORCH_CUDA  // the fused decode step's helper (FusedDecode)
 // The state a decode step's kernel applies for `s`: a one-token call of a chunk-evicting
 // streaming head sees k >= q - recent (attention.h AllowedKeysAt), per-token eviction's
 // window of recent + 1.
@@ -167,6 +168,7 @@ HeadState DecodeStepState(HeadState s) {
   }
   return s;
 }
+#endif
 
 // Returns x[:, heads] for x [B, h, T, d]: a view when `heads` is a contiguous run (the
 // reordered layout of AoH §5), else a gather with the indices uploaded once into *index
@@ -247,6 +249,7 @@ torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
   return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
 }
 
+#if HEADLAB_TORCH_CUDA  // the fused path only (KvDecoder::Blocks)
 // The fused path's BlockImpl::Mlp: each linear layer through Linear (a decode step's on one
 // kernel, fc's activation in it): proj(act(fc(h))), or SwiGLU proj(silu(gate(h)) * fc(h)).
 // An activation not named here is BlockImpl::Mlp's alone: the block computes it.
@@ -256,6 +259,7 @@ torch::Tensor Mlp(BlockImpl* b, const std::string& act, const torch::Tensor& h) 
   if (act == "gelu_tanh") return Linear(b->proj, Linear(b->fc, h, DecodeActivation::kGeluTanh));
   return b->Mlp(h);
 }
+#endif
 
 BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
   return model->blocks->ptr(size_t(layer))->as<Block>();
@@ -310,6 +314,7 @@ void Relayout(KvSegment* s, const std::vector<int64_t>& src, const std::vector<i
   s->v_buf.index_copy_(2, to, s->v_buf.index_select(2, from));
 }
 
+#if HEADLAB_HAVE_SDPA  // the flash prefill chunks' helpers, here to FlashChunk
 // Whether PyTorch's flash-attention kernel runs on `device`: compute capability 8.0 and
 // later (Ampere, Hopper); elsewhere prefill chunks keep the masked memory-efficient path.
 bool FlashKernelRuns(const torch::Device& device) {
@@ -321,7 +326,6 @@ bool FlashKernelRuns(const torch::Device& device) {
 #endif
 }
 
-#if HEADLAB_HAVE_SDPA
 // The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
 // (nH a multiple of n: the flash kernel's own GQA, query head h reads KV head h / (nH / n))
 // in ChunkForm `f`'s flash form, through PyTorch's flash kernel (its [B, T, heads, d] layout

@@ -30,6 +30,7 @@ typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
   }
 }
 
+#if HEADLAB_HAVE_FUSED_ADAMW  // the fused update's helper (the only caller)
 // Returns p's AdamW state, creating it as torch::optim::AdamW::step does on first use.
 torch::optim::AdamWParamState& StateFor(torch::optim::AdamW& opt, const torch::Tensor& p,
                                         bool amsgrad) {
@@ -46,6 +47,7 @@ torch::optim::AdamWParamState& StateFor(torch::optim::AdamW& opt, const torch::T
   }
   return static_cast<torch::optim::AdamWParamState&>(*it->second);
 }
+#endif
 
 }  // namespace
 
