@@ -132,6 +132,9 @@ class AahController {
   Status LoadState(const std::string& bytes, const std::string& source);
 
  private:
+  // InvalidArgument unless `obs` has one row per head.
+  Status CheckObservation(const HeadObservation& obs) const;
+
   AahOptions o_;
   int heads_;
   std::vector<LayerController> layers_;

@@ -348,6 +348,15 @@ TEST_CASE("aah control schedule and controls") {
   REQUIRE(r2.Update(Observe(4, 16, 0), 0).ok());
   CHECK(r1.windows() != r2.windows());
   CHECK(r1.Update(Observe(3, 16, 0), 0).code() == Status::Code::kInvalidArgument);
+  // A bad observation of the last layer changes no layer and counts no update.
+  std::vector<HeadObservation> bad = Observe(4, 16, 1);
+  bad.back().qkv.pop_back();
+  const WindowMap before = r1.windows();
+  const std::vector<std::vector<int>> index = r1.indices();
+  CHECK(r1.Update(bad, 5).code() == Status::Code::kInvalidArgument);
+  CHECK(r1.windows() == before);
+  CHECK(r1.indices() == index);
+  CHECK(r1.updates() == 1);
 }
 
 TEST_CASE("aah controller state survives a round trip and reproduces the same windows") {
