@@ -240,10 +240,6 @@ TEST_CASE("panel routes: reads under the read policy; bad input is a 4xx") {
   CHECK(get(base + "arms/extra?key=train.loss").status == 404);
 }
 
-}  // namespace headlab::coord
-
-namespace headlab::coord {
-
 // The sample is read first and runs looked up by (experiment_id, idx): with runs outside
 // and the sample inside, a panel read every run against the whole sample (20 s at 10^5
 // runs). Counted in SQLite VM steps (a progress callback every 1000), not in time.
