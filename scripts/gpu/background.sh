@@ -6,8 +6,8 @@
 #
 #   scripts/gpu/background.sh start NAME CMD [ARG...]
 #       starts CMD detached (its own session), stdout+stderr to /tmp/headlab-bg/NAME/log,
-#       with JOB_OUT=/tmp/headlab-bg/NAME/out exported for its results; refuses a NAME
-#       that is still running
+#       with JOB_OUT and OUT both /tmp/headlab-bg/NAME/out for its results (a call's own
+#       $OUT is gone once that call returns); refuses a NAME that is still running
 #   scripts/gpu/background.sh wait NAME SECONDS
 #       waits until the job ends or SECONDS pass, then copies its log and out/ to
 #       $OUT/NAME/ and prints the log's tail. Exit: the job's status when it ended, 3 while
@@ -35,7 +35,7 @@ case "$verb" in
     if running; then echo "background.sh: job $name is still running" >&2; exit 2; fi
     rm -rf "$dir"
     mkdir -p "$dir/out"
-    export JOB_OUT=$dir/out
+    export JOB_OUT=$dir/out OUT=$dir/out
     # The job writes its exit status last, so `wait` can tell "ended" from "killed".
     setsid bash -c '"$@" > "$0/log" 2>&1; echo $? > "$0/rc"' "$dir" "$@" < /dev/null &
     echo $! > "$dir/pid"

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""aah_layer_bench.py: one AAH-v3 layer's attention at the 1b preset's shape (B=1, H=16, d=96,
+bf16, causal, T = 4096 and 8192), forward + backward, every head local with window W (AAH
+§5.8: keys q - W < k <= q), timed on the device in ONE process against the full-attention
+arm's SDPA (cuDNN and flash):
+
+  ours d=96      the headlab kernels at the preset's head size (mma.sync on sm_90)
+  ours d=128     the same heads at d = 128 (the warp-specialised wgmma kernels): what
+                 zero-padding the head size would cost, padding copies not included
+  flash window   PyTorch's FlashAttention-2 with a left window (aten::_flash_attention_forward
+                 with window_size_left = W - 1, window_size_right = 0), validated first
+                 against SDPA with the band mask
+
+Each leg alternates with the cuDNN baseline (ABBA rounds, CUDA events, warm-ups discarded);
+a ratio is baseline ms / leg ms (above 1: the leg is faster), median [min, max] over rounds.
+It tells which kernel a local head should run on for AAH's training to beat full attention.
+
+  python3 scripts/gpu/aah_layer_bench.py --lib BUILD/kernels/libheadlab_kernels_capi.so
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_vs_sdpa import LOCAL, ORDINARY, Kernels, compare, fmt, rel_l2  # noqa: E402
+
+
+def flash_window(q, k, v, window, scale):
+    """FlashAttention-2 over [B, T, H, d] with keys q - window < k <= q; None if unsupported."""
+    T = q.shape[1]
+    out = torch.ops.aten._flash_attention_forward(
+        q, k, v, None, None, T, T, 0.0, True, False, scale=scale,
+        window_size_left=window - 1, window_size_right=0)
+    return out[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="path to libheadlab_kernels_capi.so")
+    ap.add_argument("--contexts", default="4096,8192")
+    args = ap.parse_args()
+    kern = Kernels(args.lib)
+    dev, dt, B, H = "cuda", torch.bfloat16, 1, 16
+    print(f"device {torch.cuda.get_device_name()} torch {torch.__version__}; bf16 B={B} H={H}, fwd+bwd")
+    for T in (int(t) for t in args.contexts.split(",")):
+        tensors = {}
+        for d in (96, 128):
+            torch.manual_seed(d)
+            q, k, v, do = (torch.randn(B, T, H, d, device=dev, dtype=dt) for _ in range(4))
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, T, device=dev, dtype=torch.float32)
+            grads = [torch.empty_like(q) for _ in range(3)]
+            ws = torch.empty(kern.workspace_bytes(q, k), device=dev, dtype=torch.uint8)
+            tensors[d] = (q, k, v, do, o, lse, grads, ws)
+        q, k, v, do = tensors[96][:4]
+        scale = 96 ** -0.5
+        qt, kt, vt, dot = (x.transpose(1, 2) for x in (q, k, v, do))
+
+        def sdpa(backend):
+            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (qt, kt, vt))
+
+            def run():
+                with sdpa_kernel(backend):
+                    out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
+                torch.autograd.grad(out, (qg, kg, vg), dot)
+            return run
+
+        def ours(d, states):
+            q_, k_, v_, do_, o_, lse_, (dq, dk, dv), ws = tensors[d]
+
+            def run():
+                kern.forward(q_, k_, v_, o_, lse_, states, 0)
+                kern.backward(q_, k_, v_, o_, do_, dq, dk, dv, lse_, ws, states, 0)
+            return run
+
+        def flash(window):
+            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+
+            def run():
+                out = flash_window(qg, kg, vg, window, scale)
+                torch.autograd.grad(out, (qg, kg, vg), do)
+            return run
+
+        base = sdpa(SDPBackend.CUDNN_ATTENTION)
+        print(f"\n== T={T} d=96: baseline sdpa-cudnn causal, all heads ordinary ==")
+
+        def leg(label, fn):
+            try:
+                fn()
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - a leg this PyTorch cannot run is reported, not fatal
+                print(f"  {label:28s} unavailable ({type(e).__name__}: {str(e)[:160]})")
+                return
+            ba, la, r, lo, hi = compare(base, fn)
+            print(f"  {label:28s} {la:8.3f} ms | cudnn full {ba:8.3f} ms | speed vs full {fmt((1 / r, 1 / hi, 1 / lo))}")
+
+        leg("sdpa-flash full", sdpa(SDPBackend.FLASH_ATTENTION))
+        leg("ours d=96 full", ours(96, [(ORDINARY, 0, 0, 0)] * H))
+        leg("ours d=128 full", ours(128, [(ORDINARY, 0, 0, 0)] * H))
+        for W in (512, 1024, 2048):
+            c = (W * T - W * (W - 1) / 2) / (T * (T + 1) / 2)
+            print(f"  -- local W={W} (keys visited / causal keys c={c:.3f})")
+            local = [(LOCAL, W, 0, 0)] * H
+            leg(f"ours d=96 W={W}", ours(96, local))
+            leg(f"ours d=128 W={W}", ours(128, local))
+            try:  # validate the window convention before timing it
+                with torch.no_grad():
+                    got = flash_window(q, k, v, W, scale)
+                    i = torch.arange(T, device=dev)
+                    band = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < W)
+                    want = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=band).transpose(1, 2)
+                err = rel_l2(got, want)
+                print(f"  validate flash window W={W} vs sdpa with the band mask: rel L2 {err:.1e} "
+                      f"{'ok' if err < 2e-2 else 'FAIL'}")
+                if err < 2e-2:
+                    leg(f"flash window W={W}", flash(W))
+            except Exception as e:  # noqa: BLE001
+                print(f"  flash window W={W}: unavailable ({type(e).__name__}: {str(e)[:160]})")
+        del tensors
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
