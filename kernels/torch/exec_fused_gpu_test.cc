@@ -8,6 +8,7 @@
 // resumed bf16 run continues the uninterrupted one. Needs a GPU (ctest label gpu).
 #include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -178,6 +179,12 @@ TEST_CASE("fused attention: bf16 under autocast stays within the dense bf16 refe
                   AttentionModeName(mode), pos, error, reference_error,
                   LayerPathLabel(*model->attention(0)).c_str());
       CHECK(error <= 3 * reference_error + 1e-3);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+      // Layer 0's local head (MHA) runs on FlashAttention-2's window under auto, within the
+      // same error (attention_cuda.h).
+      if (mode == AttentionMode::kAuto && c.kv_heads == c.heads)
+        CHECK(LayerPathLabel(*model->attention(0)).find("flash_window[1]") != std::string::npos);
+#endif
       if (mode == AttentionMode::kFused) {
         // A d = 64 layer in bf16 on an sm_90 device runs the warp-specialised kernels, both
         // ways (the label names the forward's and the backward's).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <torch/version.h>
@@ -22,10 +23,16 @@
 
 #if HEADLAB_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/torch/hybrid_attention_op.h"
 #endif
+
+// FlashAttention-2 with a left window (aten::_flash_attention_forward's window_size_left)
+// is part of CUDA LibTorch from 2.5 on.
+#define HEADLAB_HAVE_FLASH_WINDOW \
+  (HEADLAB_TORCH_CUDA && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)))
 
 namespace headlab {
 
@@ -65,6 +72,7 @@ namespace F = torch::nn::functional;
 
 std::atomic<int> attention_mode{int(AttentionMode::kAuto)};
 std::atomic<bool> cpu_testing{false};
+std::atomic<bool> flash_window_cpu_testing{false};
 std::atomic<int64_t> fused_calls{0};
 std::mutex timer_mutex;
 PlanTimer test_timer;  // guarded by timer_mutex; SetPlanTimerForTesting
@@ -86,6 +94,78 @@ bool KernelAvailable(const torch::Tensor& x) {
   if (x.is_cuda()) return true;
 #endif
   return !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
+}
+
+#if HEADLAB_HAVE_FLASH_WINDOW
+// q, k, v [B, T, n, d] in fp16 or bf16 (any strides with a unit last one): causal attention
+// over the keys q - window < k <= q, through FlashAttention-2, differentiable.
+torch::Tensor FlashWindowCuda(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              int64_t window, double scale) {
+  const int64_t T = q.size(1);
+  return std::get<0>(at::_flash_attention_forward(
+      q, k, v, std::nullopt, std::nullopt, T, T, /*dropout_p=*/0.0, /*is_causal=*/true,
+      /*return_debug_mask=*/false, std::optional<double>(scale), std::optional<int64_t>(window - 1),
+      std::optional<int64_t>(0)));
+}
+
+// Whether FlashAttention-2's window works on `device` (this LibTorch built for its
+// architecture, with local attention and its gradient): one small case, forward and
+// backward, against the dense masks, once per device. Deterministic inputs: the run's
+// random streams are left as they were.
+bool FlashWindowWorks(const torch::Device& device) {
+  static std::mutex mu;
+  static std::map<int, bool> works;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = works.find(device.index());
+  if (it != works.end()) return it->second;
+  bool ok = false;
+  std::string why;
+  try {
+    torch::AutoGradMode grad(true);
+    const int64_t T = 96, n = 2, d = 64, W = 17;
+    auto input = [&](double f) {
+      return torch::sin(torch::arange(T * n * d, torch::kFloat) * f)
+          .view({1, T, n, d})
+          .to(device, torch::kBFloat16)
+          .requires_grad_();
+    };
+    torch::Tensor q = input(0.37), k = input(0.91), v = input(0.13);
+    torch::Tensor o = FlashWindowCuda(q, k, v, W, 0.125);
+    auto grads = torch::autograd::grad({o}, {q, k, v}, {torch::ones_like(o)});
+    torch::Tensor i = torch::arange(T, torch::dtype(torch::kLong).device(device));
+    torch::Tensor band = (i.view({-1, 1}) >= i.view({1, -1})) & (i.view({-1, 1}) - i.view({1, -1}) < W);
+    torch::Tensor qf = q.detach().to(torch::kFloat).transpose(1, 2);
+    torch::Tensor kf = k.detach().to(torch::kFloat).transpose(1, 2);
+    torch::Tensor vf = v.detach().to(torch::kFloat).transpose(1, 2);
+    torch::Tensor p = torch::softmax(
+        (torch::matmul(qf, kf.transpose(-2, -1)) * 0.125).masked_fill(band.logical_not(), -INFINITY), -1);
+    torch::Tensor want = torch::matmul(p, vf).transpose(1, 2);
+    const double err = ((o.detach().to(torch::kFloat) - want).norm() / want.norm()).item<double>();
+    ok = err < 2e-2 && grads.size() == 3 && grads[0].defined() && grads[2].defined();
+    if (!ok) why = "rel. L2 error " + std::to_string(err) + " against the dense masks";
+  } catch (const std::exception& e) {
+    why = e.what();
+    why = why.substr(0, why.find('\n'));
+  }
+  LogInfo("attention: FlashAttention-2 window on " + device.str() +
+          (ok ? ": available for local heads" : ": unavailable (" + why + ")"));
+  works[device.index()] = ok;
+  return ok;
+}
+#endif
+
+// Whether local heads of x's layer may take FlashAttention-2 (PlanOptions::flash_window):
+// fp16 or bf16 activations on a device where it works, never inside a CUDA graph capture.
+bool FlashWindowAvailable(const torch::Tensor& x) {
+#if HEADLAB_HAVE_FLASH_WINDOW
+  if (x.is_cuda()) {
+    const auto dt = ActivationDtype(x);
+    if (dt != torch::kBFloat16 && dt != torch::kHalf) return false;
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) return false;
+    return FlashWindowWorks(x.device());
+  }
+#endif
+  return !x.is_cuda() && flash_window_cpu_testing.load(std::memory_order_relaxed);
 }
 
 bool SdpaAvailable(const torch::Tensor& x) {
@@ -112,7 +192,8 @@ std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
   for (int64_t h : layer.kept_heads()) k << h << ',';
   k << '|';
   for (int64_t g : layer.kept_kv_heads()) k << g << ',';
-  k << '|' << o.sdpa << o.kernel << o.fused_only << o.fixed_gemm << o.fixed_conv << o.trainable_fixed;
+  k << '|' << o.sdpa << o.kernel << o.flash_window << o.fused_only << o.fixed_gemm << o.fixed_conv
+    << o.trainable_fixed;
   return k.str();
 }
 
@@ -190,6 +271,21 @@ torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg
 #endif
   *path = "cpu_stand_in";
   return KernelStandIn(layer, seg, q, k, v, grouped, scale);
+}
+
+// A kFlashWindow segment's heads (q, k, v [B, T, n, d]) through FlashAttention-2 in the
+// activations' dtype `dt`; the CPU test stand-in computes the same with the heads' masks.
+torch::Tensor RunFlashWindow(const HybridAttentionImpl& layer, const PlanSegment& seg,
+                             const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             torch::ScalarType dt, double scale) {
+#if HEADLAB_HAVE_FLASH_WINDOW
+  if (q.is_cuda()) {
+    auto in = [&](const torch::Tensor& t) { return t.scalar_type() == dt ? t : t.to(dt); };
+    return FlashWindowCuda(in(q), in(k), in(v), seg.window, scale);
+  }
+#endif
+  (void)dt;
+  return KernelStandIn(layer, seg, q, k, v, false, scale);
 }
 
 // Fixed heads as a GEMM with their cached causal patterns: O = P V and dV = P^T dO (SAF
@@ -438,6 +534,7 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
     PlanOptions o;
     o.sdpa = SdpaAvailable(x);
     o.kernel = KernelAvailable(x);
+    o.flash_window = FlashWindowAvailable(x);
     o.fused_only = mode == AttentionMode::kFused;
     o.trainable_fixed = layer.any_fixed_trainable();
     const int64_t T = x.size(1);
@@ -533,6 +630,11 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
       case SegmentKind::kSdpa:
         outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n), k_all.narrow(2, seg.qk_offset, n),
                                   v_all.narrow(2, seg.v_offset, n), scale));
+        break;
+      case SegmentKind::kFlashWindow:
+        outs.push_back(RunFlashWindow(layer, seg, q_all.narrow(2, seg.qk_offset, n),
+                                      k_all.narrow(2, seg.qk_offset, n), v_all.narrow(2, seg.v_offset, n),
+                                      ActivationDtype(x), scale));
         break;
       case SegmentKind::kKernel:
         if (plan.grouped) {
@@ -674,5 +776,7 @@ const char* AttentionBackendName(const torch::Device& device) {
 }
 
 void SetFastPathOnCpuForTesting(bool enabled) { cpu_testing.store(enabled); }
+
+void SetFlashWindowOnCpuForTesting(bool enabled) { flash_window_cpu_testing.store(enabled); }
 
 }  // namespace headlab

@@ -2,8 +2,10 @@
 // input lives on a CUDA device to FusedAttentionForward, which runs it as its plan says
 // (attention_plan.h): one packed Q/K/V projection with only the rows the heads use
 // (fixed heads have no Q/K rows, pruned heads no rows at all), ordinary heads through
-// PyTorch's scaled_dot_product_attention, local and streaming heads (and, with
-// train.attention = fused, every head) through the fused hybrid-head kernels (kernels/),
+// PyTorch's scaled_dot_product_attention, local heads through PyTorch's FlashAttention-2
+// with a left window where the build and device have it (fp16/bf16), streaming heads (and
+// local ones elsewhere, and with train.attention = fused every head) through the fused
+// hybrid-head kernels (kernels/),
 // fixed heads as a GEMM with their cached causal pattern, and one output projection over
 // the heads that have outputs. The dense masks of attention.cc stay the CPU path and the
 // oracle this path is tested against (kernels/torch/exec_fused_gpu_test.cc, and on the CPU
@@ -97,5 +99,9 @@ const char* AttentionBackendName(const torch::Device& device);
 // fused kernels (the packing, row selection, fixed-pattern GEMM and output assembly are the
 // real code).
 void SetFastPathOnCpuForTesting(bool enabled);
+
+// Tests only: lets local heads of CPU inputs take the FlashAttention-2 segments (with the
+// heads' masks as the stand-in) under SetFastPathOnCpuForTesting.
+void SetFlashWindowOnCpuForTesting(bool enabled);
 
 }  // namespace headlab

@@ -144,6 +144,25 @@ TEST_CASE("attention fast path: every head state in one layer matches the dense 
   CHECK(layer->o_proj->weight.grad().narrow(1, 4 * 64, 64).abs().max().item<float>() == 0.f);
 }
 
+TEST_CASE("attention fast path: AAH's local heads through FlashAttention-2, one call per window") {
+  const int64_t T = 29;
+  torch::manual_seed(4);
+  HybridAttention layer(320, 5, 5, 32);  // head_dim 64
+  // AAH §5.8 windows: heads 0 and 3 at W = 4, head 2 at W = 9, head 4 streaming.
+  layer->SetHeadState(0, {HeadMode::kLocal, 4});
+  layer->SetHeadState(2, {HeadMode::kLocal, 9});
+  layer->SetHeadState(3, {HeadMode::kLocal, 4});
+  layer->SetHeadState(4, {HeadMode::kStreaming, 0, 2, 5});
+  torch::Tensor x = torch::randn({2, T, 320});
+  SetFlashWindowOnCpuForTesting(true);
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto,
+                    "sdpa[1] flash_window[2] flash_window[1] fused[1] kernel=cpu_stand_in");
+  // train.attention = fused: the kernels take every head, FlashAttention none.
+  ExpectSameAsDense(layer, x, AttentionMode::kFused, "fused[5] kernel=cpu_stand_in");
+  SetFlashWindowOnCpuForTesting(false);
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto, "sdpa[1] fused[4] kernel=cpu_stand_in");
+}
+
 TEST_CASE("attention fast path: train.attention = fused sends every compact head to the kernels") {
   torch::manual_seed(2);
   HybridAttention layer(256, 4, 4, 32);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace headlab {
 namespace {
@@ -64,6 +65,7 @@ AttentionPlan PlanGrouped(const std::vector<HeadState>& states, int64_t kv_heads
 const char* SegmentKindName(SegmentKind k) {
   switch (k) {
     case SegmentKind::kSdpa: return "sdpa";
+    case SegmentKind::kFlashWindow: return "flash_window";
     case SegmentKind::kKernel: return "fused";
     case SegmentKind::kFixedGemm: return "fixed_gemm";
     case SegmentKind::kFixedConv: return "fixed_conv";
@@ -103,12 +105,15 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
 
   // Multi-head layers: sort the heads with outputs into the segments.
   std::vector<int64_t> sdpa, kernel, fixed_gemm, fixed_conv, fixed_kernel;
+  std::map<int64_t, std::vector<int64_t>> flash_window;  // window -> its local heads
   for (int64_t h = 0; h < H; ++h) {
     const HeadState& s = states[size_t(h)];
     if (s.mode == HeadMode::kPruned) continue;
     if (SlotOf(kept, h) < 0) continue;  // removed physically (its state is pruned anyway)
     if (s.mode == HeadMode::kOrdinary && o.sdpa && !o.fused_only) {
       sdpa.push_back(h);
+    } else if (s.mode == HeadMode::kLocal && o.flash_window && !o.fused_only) {
+      flash_window[s.window].push_back(h);
     } else if (Scores(s.mode)) {
       if (!o.kernel)
         return Dense(std::string(HeadModeName(s.mode)) + " head " + std::to_string(h) +
@@ -131,13 +136,15 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
 
   AttentionPlan p;
   int64_t qk = 0, v = 0;
-  auto add = [&](SegmentKind kind, const std::vector<int64_t>& heads) {
+  auto add = [&](SegmentKind kind, const std::vector<int64_t>& heads, int64_t window = 0) {
     if (heads.empty()) return;
     PlanSegment seg;
     seg.kind = kind;
     seg.heads = heads;
     seg.v_offset = v;
-    const bool scores = kind == SegmentKind::kSdpa || kind == SegmentKind::kKernel;
+    seg.window = window;
+    const bool scores = kind == SegmentKind::kSdpa || kind == SegmentKind::kFlashWindow ||
+                        kind == SegmentKind::kKernel;
     if (scores) seg.qk_offset = qk;
     for (int64_t h : heads) {
       if (scores) {
@@ -153,6 +160,7 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
     p.segments.push_back(seg);
   };
   add(SegmentKind::kSdpa, sdpa);
+  for (const auto& [window, heads] : flash_window) add(SegmentKind::kFlashWindow, heads, window);
   add(SegmentKind::kKernel, kernel);
   add(SegmentKind::kFixedGemm, fixed_gemm);
   add(SegmentKind::kFixedConv, fixed_conv);

@@ -6,6 +6,9 @@
 //   kSdpa        ordinary heads through PyTorch's scaled_dot_product_attention (its best
 //                backend: FlashAttention or cuDNN), when the build has it and
 //                train.attention = auto;
+//   kFlashWindow local heads of one window W (AAH §5.8: keys q - W < k <= q) through
+//                PyTorch's FlashAttention-2 with a left window, one segment per window,
+//                when the build and device have it (PlanOptions::flash_window);
 //   kKernel      local and streaming heads (and ordinary heads when SDPA is not used)
 //                through the fused hybrid-head kernels (kernels/);
 //   kFixedGemm   fixed heads (SAF eq. 3 compact or dense patterns) as a GEMM with the
@@ -18,15 +21,16 @@
 //                reconstruction), with train.attention = fused or when the cache does not fit.
 //
 // PlanAttention applies the static rules (train.attention = fused forces the kernels;
-// otherwise SDPA for ordinary heads, the GEMM for fixed heads). CandidatePlans lists every
+// otherwise SDPA for ordinary heads, FlashAttention-2 for local heads, the GEMM for fixed
+// heads). CandidatePlans lists every
 // exact plan a layer could take, the static rule's first; train.attention = auto times them
 // on the device and ChoosePlan keeps the static plan unless another is faster beyond the
 // noise of the timings (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
 // Pruned heads have no segment: no Q, K, V rows and no output-projection columns.
 //
 // Projection rows (SAF §3.3: "our multi-head pretraining path omits replaced query and key
-// projections"): Q and K rows only for heads that compute scores (kSdpa, kKernel), V rows for
-// every head with an output. The packed projection is one matmul whose output columns are
+// projections"): Q and K rows only for heads that compute scores (kSdpa, kFlashWindow,
+// kKernel), V rows for every head with an output. The packed projection is one matmul whose output columns are
 //   [Q blocks (q_blocks) | K blocks (k_blocks) | V blocks (v_blocks)]
 // each block head_dim wide; a segment reads its heads' blocks at qk_offset / v_offset.
 //
@@ -43,9 +47,9 @@
 
 namespace headlab {
 
-enum class SegmentKind { kSdpa, kKernel, kFixedGemm, kFixedConv, kFixedKernel };
+enum class SegmentKind { kSdpa, kFlashWindow, kKernel, kFixedGemm, kFixedConv, kFixedKernel };
 
-// Returns "sdpa", "fused", "fixed_gemm", "fixed_conv" or "fixed_fused".
+// Returns "sdpa", "flash_window", "fused", "fixed_gemm", "fixed_conv" or "fixed_fused".
 const char* SegmentKindName(SegmentKind k);
 
 struct PlanSegment {
@@ -53,12 +57,14 @@ struct PlanSegment {
   std::vector<int64_t> heads;  // original query-head numbers, in output order
   int64_t qk_offset = 0;       // first Q (and K) block of these heads; scoring segments only
   int64_t v_offset = 0;        // first V block
+  int64_t window = 0;          // kFlashWindow: the heads' common window W
 };
 
 // What the planner may use; the caller knows the build, device and config.
 struct PlanOptions {
   bool sdpa = false;          // scaled_dot_product_attention exists (LibTorch >= 2) and may be used
   bool kernel = false;        // the fused kernels are linked and may be used
+  bool flash_window = false;  // FlashAttention-2 with a left window exists for these inputs
   bool fused_only = false;    // train.attention = fused: every head through the fused kernels
   bool fixed_gemm = false;    // the layer's fixed patterns fit the pattern cache
   bool fixed_conv = false;    // compact fixed heads as the convolution (their conditioning allows it)

@@ -62,6 +62,35 @@ TEST_CASE("attention plan: an all-ordinary layer is one SDPA call over every row
         "fused[1] fixed_fused[1]");
 }
 
+TEST_CASE("attention plan: AAH's local heads take FlashAttention-2, one segment per window") {
+  using M = HeadMode;
+  // Heads 0 and 3 at W = 512, head 2 at W = 1024, head 4 streaming, head 1 ordinary.
+  auto states = States({M::kLocal, M::kOrdinary, M::kLocal, M::kLocal, M::kStreaming});
+  states[0].window = states[3].window = 512;
+  states[2].window = 1024;
+  PlanOptions o = Cuda();
+  o.flash_window = true;
+  AttentionPlan p = PlanAttention(states, 5, Iota(5), Iota(5), o);
+  REQUIRE(p.dense_reason.empty());
+  CHECK(p.Label() == "sdpa[1] flash_window[2] flash_window[1] fused[1]");
+  REQUIRE(p.segments.size() == 4);
+  CHECK(p.segments[1].heads == std::vector<int64_t>{0, 3});
+  CHECK(p.segments[1].window == 512);
+  CHECK(p.segments[1].qk_offset == 1);
+  CHECK(p.segments[2].heads == std::vector<int64_t>{2});
+  CHECK(p.segments[2].window == 1024);
+  CHECK(p.segments[2].qk_offset == 3);
+  CHECK(p.segments[3].qk_offset == 4);  // the streaming head stays on the kernels
+  CHECK(p.q_blocks == std::vector<int64_t>{1, 0, 3, 2, 4});
+  CHECK(p.o_blocks == std::vector<int64_t>{1, 0, 3, 2, 4});
+  // train.attention = fused keeps every head on the kernels; without FlashAttention the
+  // local heads join the kernels' segment.
+  o.fused_only = true;
+  CHECK(PlanAttention(states, 5, Iota(5), Iota(5), o).Label() == "fused[5]");
+  o.fused_only = o.flash_window = false;
+  CHECK(PlanAttention(states, 5, Iota(5), Iota(5), o).Label() == "sdpa[1] fused[4]");
+}
+
 TEST_CASE("attention plan: pruned and removed heads have no rows and no output columns") {
   using M = HeadMode;
   // Head 1 removed physically (projections hold heads 0, 2, 3), head 3 pruned in place.
