@@ -19,7 +19,7 @@
 // panels are read again only when those change (a retry, a cancel).
 import { h, replace, poll } from '../dom.js';
 import { get, query, sqlInt, sqlString } from '../api.js';
-import { metricValue, meanSe, num, isBytesKey, parseJson, kStatuses, xAxisLabel, yAxisLabel } from '../format.js';
+import { metricValue, meanSe, num, isBytesKey, parseJson, kStatuses, xAxisLabel, yAxisLabel, paramText } from '../format.js';
 import { CurveChart, colorFor, withAlpha, chartControls } from '../charts.js';
 import { drawScatter } from '../scatter.js';
 import { RunMetrics } from '../metrics.js';
@@ -715,12 +715,6 @@ function pairsDetails(c, nPairs, unitText, pairBy, loadPairs, experiment) {
     }
   });
   return box;
-}
-
-// A config value in a table cell.
-function paramText(v) {
-  if (v === undefined || v === null) return '—';
-  return typeof v === 'number' ? num(v) : String(v);
 }
 
 // The value of a statistic meaning "no difference".
