@@ -53,6 +53,8 @@ export function experimentView(el, [idText], signal) {
     }
   };
   const showError = (e) => { if (e.name !== 'AbortError') err.textContent = e.message; };
+  // What every block reads: the experiment, the page's signal and state, guard(fn, out)
+  // (fn with its error shown in `out`, the page's error line by default) and stale(panel).
   const ctx = { id, signal, s, guard, showError, stale: (panel, extra) => stale(s, panel, extra) };
 
   const groups = new RunGroups(s);
