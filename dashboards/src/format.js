@@ -153,6 +153,12 @@ export function duration(s) {
   return `${h}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
+// A config value in a table cell: numbers by num(), "—" when absent.
+export function paramText(v) {
+  if (v === undefined || v === null) return '—';
+  return typeof v === 'number' ? num(v) : String(v);
+}
+
 // Returns the first 12 characters of a hash (the full value goes in a title).
 export function shortHash(s) {
   return s ? String(s).slice(0, 12) : '—';

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { num, bytes, isBytesKey, metricValue, tickLabels, duration, eta, parseJson, shortHash, meanSe,
-  byteTickLabels, xAxisLabel, yAxisLabel } from './format.js';
+  byteTickLabels, xAxisLabel, yAxisLabel, paramText } from './format.js';
 
 test('num', () => {
   assert.equal(num(null), '—');
@@ -127,4 +127,12 @@ test('byte ticks share one unit; axes say what x and y are', () => {
   assert.equal(yAxisLabel('aoh.bench.decode_ms_per_token'), 'aoh.bench.decode_ms_per_token (ms)');
   assert.equal(yAxisLabel('train.tokens_per_s'), 'train.tokens_per_s');
   assert.equal(yAxisLabel('train.step_s'), 'train.step_s (s)');
+});
+
+test('paramText: numbers by num, text as it is, a dash when absent', () => {
+  assert.equal(paramText(0.00123456), '0.001235');
+  assert.equal(paramText('gelu'), 'gelu');
+  assert.equal(paramText(true), 'true');
+  assert.equal(paramText(null), '—');
+  assert.equal(paramText(undefined), '—');
 });

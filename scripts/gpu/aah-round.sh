@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# aah-round.sh: one device round of AAH-v3's training speed, in the order that yields the
+# headline first when device time is short: build the whole repository, the `kind: train`
+# grid through a coordinator and worker (scripts/gpu/train-grids.sh aah-1b with the given
+# --set arguments), then the fused-attention GPU tests (the local heads' FlashAttention-2
+# path against the dense reference among them) and the layer bench at the 1b shape
+# (scripts/gpu/aah_layer_bench.py). Logs and results go to $OUT (or /tmp/headlab-train-out).
+#
+#   scripts/gpu/aah-round.sh [--set KEY=VALUE]...
+#
+# Device (through scripts/gpu/background.sh when it may outlast one call):
+#   run(command="scripts/gpu/background.sh start aah scripts/gpu/aah-round.sh
+#                  --set model.context=4096 && scripts/gpu/background.sh wait aah 560",
+#       carry=[".debs", ".corpus-src"], timeout_s=600)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${OUT:-/tmp/headlab-train-out}"
+mkdir -p "$out"
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,14p' "$0"; exit 0; }
+status=0
+"$root/scripts/gpu/train-round.sh" aah-1b "$@" || status=1
+"$root/scripts/gpu/build-all.sh" -R exec_fused > "$out/ctest-exec-fused.out" 2>&1 || status=1
+grep -E "tests passed|tests failed|bf16 auto|Failed" "$out/ctest-exec-fused.out" | head -8
+PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/aah_layer_bench.py" --contexts 4096 \
+  --lib "$root/build-gpu/kernels/libheadlab_kernels_capi.so" > "$out/aah_layer_bench.log" 2>&1 || status=1
+cat "$out/aah_layer_bench.log"
+exit $status
