@@ -19,7 +19,8 @@
 namespace {
 
 void PrintUsage(FILE* out) {
-  std::fprintf(out,
+  std::fprintf(
+      out,
       "usage: headlab COMMAND [ARGS]   (headlab COMMAND --help for details)\n"
       "\n"
       "daemons:\n"

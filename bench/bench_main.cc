@@ -29,9 +29,11 @@ const FlagsSpec& BenchSpec() {
        {"--batches", "", "N", "ingestion: METRICS messages per worker (default 16)"},
        {"--batch-points", "", "N", "ingestion: points per METRICS message (default 1000)"},
        {"--window", "", "N", "ingestion: METRICS messages in flight per worker (default 4)"},
-       {"--results-runs", "", "N", "runs of the results grid, two arms paired by seed (default 500)"},
-       {"--coordinator-binary", "", "PATH", "run the coordinator from another headlab binary (e.g. an\n"
-                                            "older build, for before/after figures; default: this one)"},
+       {"--results-runs", "", "N",
+        "runs of the results grid, two arms paired by seed (default 500)"},
+       {"--coordinator-binary", "", "PATH",
+        "run the coordinator from another headlab binary (e.g. an\n"
+        "older build, for before/after figures; default: this one)"},
        {"--json", "", "", "print the figures as JSON"},
        {"--keep", "", "", "keep the temp data dir (headlab.db, coordinator.log)"}}};
   return kSpec;
@@ -46,7 +48,8 @@ std::string BenchUsage() {
       "  dispatch           --runs runs through --workers simulated worker\n"
       "                     connections (HLW1, ACCEPT+METRICS+DONE at once) target >= 500 runs/s\n"
       "  metric ingestion   --workers x --batches METRICS of --batch-points\n"
-      "                     points, counted again in headlab.db              target >= 200000 points/s\n"
+      "                     points, counted again in headlab.db              target >= 200000 "
+      "points/s\n"
       "  live latency       a client of GET /api/v1/stream follows 8 runs during\n"
       "                     the ingestion; p99 of send -> arrival          target <= 1 s\n"
       "  heartbeats while   --results-runs runs with logprobs artifacts, then\n"
@@ -100,8 +103,10 @@ int CoordinatorCommand(int argc, char** argv) {
     }
   }
   for (const auto& [name, dst] : {std::pair<const char*, int*>{"--runs", &opt.runs},
-                                  {"--workers", &opt.workers}, {"--batches", &opt.batches},
-                                  {"--batch-points", &opt.batch_points}, {"--window", &opt.window},
+                                  {"--workers", &opt.workers},
+                                  {"--batches", &opt.batches},
+                                  {"--batch-points", &opt.batch_points},
+                                  {"--window", &opt.window},
                                   {"--results-runs", &opt.results_runs}}) {
     if (!args->Has(name)) continue;
     auto n = ParseIntFlag(name, args->Get(name), 1, 10000000);
@@ -128,12 +133,19 @@ int CoordinatorCommand(int argc, char** argv) {
   if (json) {
     Json out = {{"benchmark", "coordinator"},
                 {"date", date},
-                {"host", {{"nproc", cores}, {"cpu", CpuModel()}, {"kernel", u.release},
-                          {"loadavg_1m_after", LoadAverage()}}},
-                {"options", {{"runs", opt.runs}, {"workers", opt.workers},
-                             {"batches", opt.batches}, {"batch_points", opt.batch_points},
-                             {"window", opt.window}, {"results_runs", opt.results_runs},
-                             {"coordinator_binary", opt.binary}}},
+                {"host",
+                 {{"nproc", cores},
+                  {"cpu", CpuModel()},
+                  {"kernel", u.release},
+                  {"loadavg_1m_after", LoadAverage()}}},
+                {"options",
+                 {{"runs", opt.runs},
+                  {"workers", opt.workers},
+                  {"batches", opt.batches},
+                  {"batch_points", opt.batch_points},
+                  {"window", opt.window},
+                  {"results_runs", opt.results_runs},
+                  {"coordinator_binary", opt.binary}}},
                 {"figures", bench::FiguresJson(r->figures)},
                 {"notes", r->notes},
                 {"pass", pass}};
@@ -141,10 +153,11 @@ int CoordinatorCommand(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("headlab bench coordinator  %s  %u cores, %s\n", date, cores, CpuModel().c_str());
-    std::printf("%d no-op runs, %d simulated workers, ingestion %d x %d x %d points, "
-                "%d-run results grid; load average %.2f (1 min, after the run)\n\n",
-                opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points,
-                opt.results_runs, LoadAverage());
+    std::printf(
+        "%d no-op runs, %d simulated workers, ingestion %d x %d x %d points, "
+        "%d-run results grid; load average %.2f (1 min, after the run)\n\n",
+        opt.runs, opt.workers, opt.workers, opt.batches, opt.batch_points, opt.results_runs,
+        LoadAverage());
     std::fputs(bench::FormatTable(r->figures).c_str(), stdout);
     std::printf("\n");
     for (const auto& n : r->notes) std::printf("  %s\n", n.c_str());
@@ -159,13 +172,15 @@ int BenchMain(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "";
   if (what == "coordinator") return CoordinatorCommand(argc - 1, argv + 1);
   if (what == "--help" || what == "-h" || what == "help") {
-    std::printf("usage: headlab bench WHAT [ARGS]\n\nbenchmarks:\n"
-                "  coordinator   grid accept, dispatch, ingestion and requeue figures\n"
-                "                (headlab bench coordinator --help)\n");
+    std::printf(
+        "usage: headlab bench WHAT [ARGS]\n\nbenchmarks:\n"
+        "  coordinator   grid accept, dispatch, ingestion and requeue figures\n"
+        "                (headlab bench coordinator --help)\n");
     return 0;
   }
-  std::fprintf(stderr, "usage: headlab bench coordinator [--help]%s%s\n",
-               what.empty() ? "" : "   (unknown benchmark: ", what.empty() ? "" : (what + ")").c_str());
+  std::fprintf(
+      stderr, "usage: headlab bench coordinator [--help]%s%s\n",
+      what.empty() ? "" : "   (unknown benchmark: ", what.empty() ? "" : (what + ")").c_str());
   return 2;
 }
 

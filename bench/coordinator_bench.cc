@@ -69,8 +69,11 @@ std::string NoopGrid(const std::string& name, int runs, const Json& noop) {
 // POSTs a grid; returns the experiment id and sets *seconds to the request's wall time.
 StatusOr<int64_t> Submit(const CoordinatorProcess& c, const std::string& name,
                          const std::string& text, int expect_runs, double* seconds) {
-  Json body = {{"file", name + ".jsonc"}, {"text", text}, {"sets", Json::array()},
-               {"rerun", true}, {"dry_run", false}};
+  Json body = {{"file", name + ".jsonc"},
+               {"text", text},
+               {"sets", Json::array()},
+               {"rerun", true},
+               {"dry_run", false}};
   HttpClient http(c.url(), c.token(), std::chrono::seconds(120));
   auto t0 = Clock::now();
   auto j = http.Call("POST", "/api/v1/experiments", &body);
@@ -133,7 +136,8 @@ std::string Fmt(const char* fmt, double v) {
 StatusOr<std::string> MakeTempDir() {
   const char* base = getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/headlab-bench-XXXXXX";
-  if (!mkdtemp(tmpl.data())) return Status::IoError("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  if (!mkdtemp(tmpl.data()))
+    return Status::IoError("mkdtemp " + tmpl + ": " + std::strerror(errno));
   return tmpl;
 }
 
@@ -145,7 +149,8 @@ class Bench {
     // A large fleet: past ZeroMQ's default of 1,023 sockets per context, and served by a
     // few driver threads instead of one thread per simulated worker.
     ctx_.set(zmq::ctxopt::max_sockets, std::max(1024, 2 * opt_.workers + 64));
-    if (opt_.workers > 64) driver_ = std::make_unique<SimDriver>(std::min(8, (opt_.workers + 127) / 128));
+    if (opt_.workers > 64)
+      driver_ = std::make_unique<SimDriver>(std::min(8, (opt_.workers + 127) / 128));
   }
 
   void AcceptGrid();
@@ -205,8 +210,10 @@ class Bench {
 
   // Returns the number of succeeded runs of `exp` (-1 on error).
   int64_t Succeeded(int64_t exp) {
-    auto n = Count(*c_, "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
-                        "experiment_id = " + std::to_string(exp));
+    auto n = Count(*c_,
+                   "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
+                   "experiment_id = " +
+                       std::to_string(exp));
     return n.ok() ? n.value() : -1;
   }
   // Notes the coordinator's CPU time since `cpu0` and `n` `what` per CPU-second: a figure
@@ -214,20 +221,22 @@ class Bench {
   void NoteCpu(const std::string& phase, double cpu0, int64_t n, const std::string& what) {
     double cpu = c_->CpuSeconds() - cpu0;
     if (cpu0 < 0 || cpu <= 0) return;
-    Note(phase + ": coordinator CPU " + Fmt("%.2f s", cpu) + " = " +
-         Fmt("%.0f ", double(n) / cpu) + what + " per coordinator CPU-second");
+    Note(phase + ": coordinator CPU " + Fmt("%.2f s", cpu) + " = " + Fmt("%.0f ", double(n) / cpu) +
+         what + " per coordinator CPU-second");
   }
   // Notes attempts of `exp` the coordinator declared lost although every simulated worker
   // kept heartbeating (a sign the coordinator fell behind its own liveness deadlines).
   void NoteLost(const std::string& phase, int64_t exp) {
-    auto n = Count(*c_, "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE "
-                        "a.status = 'lost' AND r.experiment_id = " + std::to_string(exp));
+    auto n = Count(*c_,
+                   "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE "
+                   "a.status = 'lost' AND r.experiment_id = " +
+                       std::to_string(exp));
     int64_t cancels = 0;
     for (auto& s : fleet_) cancels += s->cancels();
     if (!n.ok() || n.value() > 0 || cancels > 0)
       Note(phase + ": attempts of live simulated workers declared lost: " +
-           (n.ok() ? std::to_string(n.value()) : n.status().ToString()) + ", CANCELs received: " +
-           std::to_string(cancels));
+           (n.ok() ? std::to_string(n.value()) : n.status().ToString()) +
+           ", CANCELs received: " + std::to_string(cancels));
   }
 
   const CoordinatorBenchOptions& opt_;
@@ -254,8 +263,11 @@ void Bench::AcceptGrid() {
     f.measured = true;
     f.value = s;
     f.note = "POST /api/v1/experiments wall time, " + std::to_string(text.size()) + " byte grid";
-    Verify("queued runs stored", "SELECT count(*) FROM runs WHERE status = 'queued' AND "
-           "experiment_id = " + std::to_string(dispatch_exp_), opt_.runs);
+    Verify("queued runs stored",
+           "SELECT count(*) FROM runs WHERE status = 'queued' AND "
+           "experiment_id = " +
+               std::to_string(dispatch_exp_),
+           opt_.runs);
   }
   r_->figures.push_back(f);
 }
@@ -270,8 +282,8 @@ void Bench::Dispatch() {
     r_->figures.push_back(f);
     return;
   }
-  Progress("dispatching " + std::to_string(opt_.runs) + " runs to " +
-           std::to_string(opt_.workers) + " simulated workers");
+  Progress("dispatching " + std::to_string(opt_.runs) + " runs to " + std::to_string(opt_.workers) +
+           " simulated workers");
   std::string e = std::to_string(dispatch_exp_);
   double cpu0 = c_->CpuSeconds();
   auto t0 = Clock::now();
@@ -304,10 +316,16 @@ void Bench::Dispatch() {
   CollectHeartbeatGaps();
   r_->figures.push_back(f);
   NoteLost("dispatch", dispatch_exp_);
-  Verify("succeeded runs", "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
-         "experiment_id = " + e, opt_.runs);
-  Verify("succeeded attempt rows (one per run)", "SELECT count(*) FROM attempts a JOIN runs r "
-         "ON r.id = a.run_id WHERE a.status = 'succeeded' AND r.experiment_id = " + e, opt_.runs);
+  Verify("succeeded runs",
+         "SELECT count(*) FROM runs WHERE status = 'succeeded' AND "
+         "experiment_id = " +
+             e,
+         opt_.runs);
+  Verify("succeeded attempt rows (one per run)",
+         "SELECT count(*) FROM attempts a JOIN runs r "
+         "ON r.id = a.run_id WHERE a.status = 'succeeded' AND r.experiment_id = " +
+             e,
+         opt_.runs);
 }
 
 void Bench::Ingest() {
@@ -321,8 +339,8 @@ void Bench::Ingest() {
   Progress("ingesting " + std::to_string(total) + " metric points (" +
            std::to_string(opt_.workers) + " workers x " + std::to_string(opt_.batches) +
            " batches x " + std::to_string(opt_.batch_points) + ")");
-  std::string text = NoopGrid("bench_ingest", opt_.workers,
-                              {{"duration_ms", 0}, {"metrics", per_run}});
+  std::string text =
+      NoopGrid("bench_ingest", opt_.workers, {{"duration_ms", 0}, {"metrics", per_run}});
   double cpu0 = c_->CpuSeconds();
   auto exp = Submit(*c_, "bench_ingest", text, opt_.workers, nullptr);
   if (!exp.ok()) {
@@ -333,8 +351,8 @@ void Bench::Ingest() {
   }
   // The live stream follows the first runs while the whole fleet ingests.
   std::unique_ptr<SseProbe> probe;
-  auto first_runs = Count(*c_, "SELECT min(id) FROM runs WHERE experiment_id = " +
-                                   std::to_string(exp.value()));
+  auto first_runs =
+      Count(*c_, "SELECT min(id) FROM runs WHERE experiment_id = " + std::to_string(exp.value()));
   if (first_runs.ok()) {
     std::vector<int64_t> runs;
     for (int i = 0; i < std::min(opt_.workers, 8); ++i) runs.push_back(first_runs.value() + i);
@@ -356,7 +374,8 @@ void Bench::Ingest() {
   });
   Clock::time_point first = Clock::time_point::max(), last{};
   for (auto& s : fleet_) {
-    if (s->first_metrics_sent() != Clock::time_point{}) first = std::min(first, s->first_metrics_sent());
+    if (s->first_metrics_sent() != Clock::time_point{})
+      first = std::min(first, s->first_metrics_sent());
     last = std::max(last, s->last_metrics_ack());
   }
   std::string err = FirstSimError(fleet_);
@@ -380,7 +399,9 @@ void Bench::Ingest() {
   Verify("metric points of the succeeded attempts in headlab.db",
          "SELECT count(*) FROM metrics m JOIN attempts a ON a.run_id = m.run_id AND "
          "a.attempt = m.attempt JOIN runs r ON r.id = m.run_id WHERE a.status = 'succeeded' "
-         "AND r.experiment_id = " + std::to_string(exp.value()), total);
+         "AND r.experiment_id = " +
+             std::to_string(exp.value()),
+         total);
 }
 
 void Bench::LiveLatency(SseProbe* probe) {
@@ -424,9 +445,11 @@ void Bench::HeartbeatLateness() {
   } else {
     f.measured = true;
     f.value = std::max(0.0, Seconds(max_gap_ - wire::kHeartbeatInterval).count());
-    f.note = std::to_string(heartbeats) + " coordinator HEARTBEATs received during dispatch "
-             "and ingestion (at least 4 s); longest gap " + Fmt("%.3f s", Seconds(max_gap_).count()) +
-             " (one is due every " + Fmt("%.1f s", Seconds(wire::kHeartbeatInterval).count()) +
+    f.note = std::to_string(heartbeats) +
+             " coordinator HEARTBEATs received during dispatch "
+             "and ingestion (at least 4 s); longest gap " +
+             Fmt("%.3f s", Seconds(max_gap_).count()) + " (one is due every " +
+             Fmt("%.1f s", Seconds(wire::kHeartbeatInterval).count()) +
              "; the liveness window is " + Fmt("%.0f s", Seconds(wire::kLiveness).count()) + ")";
   }
   Note("heartbeats: " + f.note);
@@ -459,11 +482,16 @@ std::string ResultsGrid(int runs) {
                {"base", {{"kind", "noop"}}},
                {"axes", {{"seed", seeds}}},
                {"arms", {{"base", Json::object()}, {"treat", {{"noop.metrics", 1}}}}},
-               {"comparisons", Json::array({
-                   {{"name", "ppl"}, {"baseline", "base"}, {"treatment", "treat"},
-                    {"metric", "eval.ppl"}, {"stat", "delta_pct"}},
-                   {{"name", "loss"}, {"baseline", "base"}, {"treatment", "treat"},
-                    {"metric", "eval.loss"}, {"stat", "diff"}}})},
+               {"comparisons", Json::array({{{"name", "ppl"},
+                                             {"baseline", "base"},
+                                             {"treatment", "treat"},
+                                             {"metric", "eval.ppl"},
+                                             {"stat", "delta_pct"}},
+                                            {{"name", "loss"},
+                                             {"baseline", "base"},
+                                             {"treatment", "treat"},
+                                             {"metric", "eval.loss"},
+                                             {"stat", "diff"}}})},
                {"max_attempts", 3}};
   return grid.dump();
 }
@@ -473,8 +501,8 @@ std::string ResultsGrid(int runs) {
 void Bench::Results() {
   const int runs = std::max(2, opt_.results_runs / 2 * 2);
   const std::string n = std::to_string(runs);
-  Figure hb{"results computing: heartbeat lateness p99 (" + n + " runs)", "s",
-            Figure::Cmp::kLessEq, 0.1};
+  Figure hb{"results computing: heartbeat lateness p99 (" + n + " runs)", "s", Figure::Cmp::kLessEq,
+            0.1};
   Figure get{"results answer, stored (" + n + " runs, median)", "s", Figure::Cmp::kLessEq, 0.05};
   auto window = std::chrono::milliseconds(int64_t(opt_.results_window_s * 1000));
   // Quiet: the fleet idles, heartbeating.
@@ -499,10 +527,16 @@ void Bench::Results() {
   });
   for (auto& s : fleet_) s->set_mode(SimWorker::Mode::kNoop);
   std::string err = FirstSimError(fleet_);
-  Verify("succeeded runs of the results grid", "SELECT count(*) FROM runs WHERE status = "
-         "'succeeded' AND experiment_id = " + e, runs);
-  Verify("logprobs artifacts of the results grid", "SELECT count(*) FROM artifacts a JOIN runs r "
-         "ON r.id = a.run_id WHERE a.kind = 'logprobs' AND r.experiment_id = " + e, runs);
+  Verify("succeeded runs of the results grid",
+         "SELECT count(*) FROM runs WHERE status = "
+         "'succeeded' AND experiment_id = " +
+             e,
+         runs);
+  Verify("logprobs artifacts of the results grid",
+         "SELECT count(*) FROM artifacts a JOIN runs r "
+         "ON r.id = a.run_id WHERE a.kind = 'logprobs' AND r.experiment_id = " +
+             e,
+         runs);
   if (!finished || !err.empty()) {
     hb.note = get.note = !err.empty() ? "simulated worker error: " + err
                                       : "the results grid did not finish within " +
@@ -526,7 +560,8 @@ void Bench::Results() {
       auto j = http.Call("GET", target);
       times.push_back(Seconds(Clock::now() - t0).count());
       if (!j.ok() || !j->contains("comparisons")) {
-        if (get_error.empty()) get_error = j.ok() ? j->dump().substr(0, 200) : j.status().ToString();
+        if (get_error.empty())
+          get_error = j.ok() ? j->dump().substr(0, 200) : j.status().ToString();
         break;
       }
       if (j->value("stored", false)) ++*stored;
@@ -563,8 +598,8 @@ void Bench::Results() {
       get.measured = true;
       get.value = Quantile(plain, 0.5);
       get.note = std::to_string(stored_plain) + " of " + std::to_string(plain.size()) +
-                 " answers stored; a computed answer took " + Fmt("%.3f s", Quantile(computes, 0.5)) +
-                 " (median)";
+                 " answers stored; a computed answer took " +
+                 Fmt("%.3f s", Quantile(computes, 0.5)) + " (median)";
     }
   }
   r_->figures.push_back(hb);
@@ -624,8 +659,11 @@ void Bench::Requeue() {
   Note("requeue: " + f.note);
   r_->figures.push_back(f);
   WaitFor(10, [&] { return heir->runs_done() >= 1; });
-  Verify("attempt 1 of the dead worker's run marked lost", "SELECT count(*) FROM attempts WHERE "
-         "status = 'lost' AND attempt = 1 AND run_id = " + std::to_string(run), 1);
+  Verify("attempt 1 of the dead worker's run marked lost",
+         "SELECT count(*) FROM attempts WHERE "
+         "status = 'lost' AND attempt = 1 AND run_id = " +
+             std::to_string(run),
+         1);
   heir->Stop();
   dead->Stop();
 }
@@ -651,8 +689,9 @@ StatusOr<CoordinatorBenchResult> RunCoordinatorBench(const CoordinatorBenchOptio
     b.StopFleet();
   }
   auto rc = c.value()->Stop(10);
-  std::string shutdown = rc.ok() ? "coordinator exited " + std::to_string(rc.value()) + " on SIGTERM"
-                                 : rc.status().ToString();
+  std::string shutdown = rc.ok()
+                             ? "coordinator exited " + std::to_string(rc.value()) + " on SIGTERM"
+                             : rc.status().ToString();
   Progress(shutdown);
   result.notes.push_back(shutdown);
   if (!opt.keep) {

@@ -22,7 +22,6 @@
 #include "common/files.h"
 #include "common/json.h"
 
-
 namespace headlab::bench {
 namespace {
 
@@ -67,8 +66,9 @@ StatusOr<int> FreeLoopbackPort() {
   return int(ntohs(addr.sin_port));
 }
 
-StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
-    const std::string& binary, const std::string& data_dir, double timeout_s) {
+StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(const std::string& binary,
+                                                                        const std::string& data_dir,
+                                                                        double timeout_s) {
   std::unique_ptr<CoordinatorProcess> c(new CoordinatorProcess);
   c->data_dir_ = data_dir;
   HEADLAB_RETURN_IF_ERROR(MakeDirs(data_dir));
@@ -89,9 +89,10 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   c->http_port_ = hp.value();
   c->worker_port_ = wp.value();
 
-  std::vector<std::string> args = {binary, "coordinator", "--data-dir", data_dir,
-                                   "--http", "127.0.0.1:" + std::to_string(c->http_port_),
-                                   "--workers", c->worker_endpoint(),
+  std::vector<std::string> args = {binary,         "coordinator",
+                                   "--data-dir",   data_dir,
+                                   "--http",       "127.0.0.1:" + std::to_string(c->http_port_),
+                                   "--workers",    c->worker_endpoint(),
                                    "--token-file", token_file};
   std::string log = c->log_path();
   SpawnOptions opt;
@@ -103,8 +104,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   if (!child.ok()) return child.status();
   c->pid_ = (*child)->Release();
 
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
   HttpClient http(c->url(), "", std::chrono::seconds(2));
   while (std::chrono::steady_clock::now() < deadline) {
     int wstatus = 0;
@@ -124,8 +125,8 @@ StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 StatusOr<int> CoordinatorProcess::Stop(double timeout_s) {
   if (pid_ < 0) return Status::NotFound("coordinator is not running");
   ::kill(pid_, SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
   int wstatus = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     if (::waitpid(pid_, &wstatus, WNOHANG) == pid_) {

@@ -17,8 +17,8 @@ StatusOr<int> FreeLoopbackPort();
 class CoordinatorProcess {
  public:
   // Starts `binary coordinator` on `data_dir` with fresh tokens (the user's written to
-  // data_dir/token, the workers' to data_dir/worker_token, mode 0600), stdout and stderr appended to data_dir/coordinator.log,
-  // and waits up to `timeout_s` for GET /api/v1/health.
+  // data_dir/token, the workers' to data_dir/worker_token, mode 0600), stdout and stderr appended
+  // to data_dir/coordinator.log, and waits up to `timeout_s` for GET /api/v1/health.
   static StatusOr<std::unique_ptr<CoordinatorProcess>> Start(const std::string& binary,
                                                              const std::string& data_dir,
                                                              double timeout_s = 30);

@@ -8,9 +8,12 @@ namespace {
 
 const char* CmpText(Figure::Cmp c) {
   switch (c) {
-    case Figure::Cmp::kLess: return "<";
-    case Figure::Cmp::kLessEq: return "<=";
-    case Figure::Cmp::kGreaterEq: return ">=";
+    case Figure::Cmp::kLess:
+      return "<";
+    case Figure::Cmp::kLessEq:
+      return "<=";
+    case Figure::Cmp::kGreaterEq:
+      return ">=";
   }
   return "?";
 }
@@ -18,8 +21,10 @@ const char* CmpText(Figure::Cmp c) {
 // Formats a number with 3 significant digits for small values, thousands as integers.
 std::string Num(double v) {
   char buf[64];
-  if (v >= 1000) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.3g", v);
+  if (v >= 1000)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
 }
 
@@ -28,9 +33,12 @@ std::string Num(double v) {
 bool Figure::Pass() const {
   if (!measured) return false;
   switch (cmp) {
-    case Cmp::kLess: return value < target;
-    case Cmp::kLessEq: return value <= target;
-    case Cmp::kGreaterEq: return value >= target;
+    case Cmp::kLess:
+      return value < target;
+    case Cmp::kLessEq:
+      return value <= target;
+    case Cmp::kGreaterEq:
+      return value >= target;
   }
   return false;
 }

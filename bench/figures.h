@@ -11,13 +11,13 @@ namespace headlab::bench {
 
 struct Figure {
   enum class Cmp { kLess, kLessEq, kGreaterEq };  // how value must relate to target
-  std::string name;        // e.g. "dispatch throughput"
-  std::string unit;        // e.g. "runs/s"
+  std::string name;                               // e.g. "dispatch throughput"
+  std::string unit;                               // e.g. "runs/s"
   Cmp cmp = Cmp::kGreaterEq;
   double target = 0;
-  bool measured = false;   // false: the phase failed before producing a number
+  bool measured = false;  // false: the phase failed before producing a number
   double value = 0;
-  std::string note;        // how it was measured, or why it is missing
+  std::string note;  // how it was measured, or why it is missing
 
   // Returns true iff the figure was measured and meets its target.
   bool Pass() const;

@@ -19,8 +19,7 @@ namespace headlab::bench {
 namespace {
 
 double UnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -109,13 +108,22 @@ void SimWorker::Send(const char* command, const std::string& body) {
 
 void SimWorker::SendReady() {
   Json devices = Json::array();
-  devices.push_back({{"index", 0}, {"name", "simulated cpu"}, {"memory_bytes", 0},
-                     {"cc_major", 0}, {"cc_minor", 0}, {"kind", "cpu"}});
+  devices.push_back({{"index", 0},
+                     {"name", "simulated cpu"},
+                     {"memory_bytes", 0},
+                     {"cc_major", 0},
+                     {"cc_minor", 0},
+                     {"kind", "cpu"}});
   Json running = Json::array();
   for (const Job& j : jobs_) running.push_back({{"run", j.run}, {"attempt", j.attempt}});
-  Json ready = {{"id", opt_.identity}, {"name", opt_.name}, {"host", "bench-sim"},
-                {"pid", int64_t(::getpid())}, {"version", wire::kProtocol}, {"slots", 1},
-                {"devices", devices}, {"running", running},
+  Json ready = {{"id", opt_.identity},
+                {"name", opt_.name},
+                {"host", "bench-sim"},
+                {"pid", int64_t(::getpid())},
+                {"version", wire::kProtocol},
+                {"slots", 1},
+                {"devices", devices},
+                {"running", running},
                 {"work_dir", opt_.work_dir.empty() ? "/nonexistent/headlab-sim/" + opt_.identity
                                                    : opt_.work_dir}};
   if (!session_.empty()) ready["session"] = session_;
@@ -132,16 +140,16 @@ void SimWorker::SendHeartbeat() {
 }
 
 void SimWorker::SendDone(int64_t run, int attempt, const char* status) {
-  Json done = {{"run", run}, {"attempt", attempt}, {"status", status}, {"exit_code", 0},
-               {"error", ""}, {"stderr_tail", ""}, {"summary", Json::object()}};
+  Json done = {{"run", run},  {"attempt", attempt}, {"status", status},         {"exit_code", 0},
+               {"error", ""}, {"stderr_tail", ""},  {"summary", Json::object()}};
   Send(wire::kDone, done.dump());
 }
 
 // Points are formatted by hand: at hundreds of thousands of points per second the
 // benchmark's own JSON encoding would otherwise compete with the coordinator for the CPU.
 void SimWorker::SendPoints(int64_t run, int attempt, int64_t first_seq, int count) {
-  std::string body = "{\"run\":" + std::to_string(run) + ",\"attempt\":" +
-                     std::to_string(attempt) + ",\"points\":[";
+  std::string body = "{\"run\":" + std::to_string(run) + ",\"attempt\":" + std::to_string(attempt) +
+                     ",\"points\":[";
   body.reserve(body.size() + size_t(count) * 56);
   char p[128];
   double now = UnixSeconds();
@@ -228,7 +236,8 @@ void SimWorker::SendResults(int64_t run, int attempt, const Json& config) {
   if (config.contains("model") && config["model"].is_object())
     context = config["model"].value("context", int64_t(128));
   const bool treat = config.contains("noop") && config["noop"].value("metrics", 0) > 0;
-  const std::string dir = opt_.work_dir + "/runs/" + std::to_string(run) + "-" + std::to_string(attempt);
+  const std::string dir =
+      opt_.work_dir + "/runs/" + std::to_string(run) + "-" + std::to_string(attempt);
   const std::string path = dir + "/logprobs.f32";
   std::string bytes(size_t(context) * size_t(opt_.logprob_rows) * sizeof(float), '\0');
   double sum = 0;
@@ -246,11 +255,21 @@ void SimWorker::SendResults(int64_t run, int attempt, const Json& config) {
     SetError("results mode: " + st.ToString());
     return;
   }
-  Send(wire::kArtifact, Json{{"run", run}, {"attempt", attempt}, {"seq", 0},
-                             {"kind", "logprobs"}, {"path", path}, {"sha256", Sha256Hex(bytes)},
-                             {"bytes", int64_t(bytes.size())}, {"step", 0}}.dump());
-  Json done = {{"run", run}, {"attempt", attempt}, {"status", "succeeded"}, {"exit_code", 0},
-               {"error", ""}, {"stderr_tail", ""},
+  Send(wire::kArtifact, Json{{"run", run},
+                             {"attempt", attempt},
+                             {"seq", 0},
+                             {"kind", "logprobs"},
+                             {"path", path},
+                             {"sha256", Sha256Hex(bytes)},
+                             {"bytes", int64_t(bytes.size())},
+                             {"step", 0}}
+                            .dump());
+  Json done = {{"run", run},
+               {"attempt", attempt},
+               {"status", "succeeded"},
+               {"exit_code", 0},
+               {"error", ""},
+               {"stderr_tail", ""},
                {"summary", {{"eval.loss", -mean}, {"eval.ppl", std::exp(-mean)}}}};
   Send(wire::kDone, done.dump());
 }
@@ -324,9 +343,10 @@ void SimWorker::OnMessage(const std::string& command, const std::string& body) {
     std::lock_guard<std::mutex> l(mu_);
     if (last_coordinator_heartbeat_ != Clock::time_point{}) {
       max_heartbeat_gap_ = std::max(max_heartbeat_gap_, now - last_coordinator_heartbeat_);
-      heartbeat_lateness_.push_back(
-          std::chrono::duration<double>(now - last_coordinator_heartbeat_ - wire::kHeartbeatInterval)
-              .count());
+      heartbeat_lateness_.push_back(std::chrono::duration<double>(now -
+                                                                  last_coordinator_heartbeat_ -
+                                                                  wire::kHeartbeatInterval)
+                                        .count());
     }
     last_coordinator_heartbeat_ = now;
   } else if (command == wire::kAssign) {
@@ -442,8 +462,10 @@ void SimDriver::Run(Lane* lane) {
     for (SimWorker* s : sims)
       if (s->sock_) items.push_back({s->sock_->handle(), 0, ZMQ_POLLIN, 0});
     try {
-      if (items.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      else zmq::poll(items, std::chrono::milliseconds(20));
+      if (items.empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      else
+        zmq::poll(items, std::chrono::milliseconds(20));
     } catch (const zmq::error_t&) {
     }
     // Every sim is serviced each round (its timers too), not only those with input.

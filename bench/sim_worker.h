@@ -37,16 +37,16 @@ class SimWorker {
                          // work_dir), DONE with eval.ppl and eval.loss summaries
   };
   struct Options {
-    std::string endpoint;   // tcp://127.0.0.1:PORT
+    std::string endpoint;  // tcp://127.0.0.1:PORT
     std::string token;
-    std::string identity;   // READY.id, "worker-<host>-<pid>" style, unique
+    std::string identity;  // READY.id, "worker-<host>-<pid>" style, unique
     std::string name;
     Mode mode = Mode::kNoop;
-    int batches = 16;        // kIngest: METRICS messages per run
-    int batch_points = 1000; // kIngest: points per METRICS message
-    int window = 4;          // kIngest: METRICS messages in flight before waiting for ACKs
-    std::string work_dir;    // READY.work_dir; kResults writes its files under it ("": none)
-    int logprob_rows = 16;   // kResults: rows of model.context log-probabilities per run
+    int batches = 16;         // kIngest: METRICS messages per run
+    int batch_points = 1000;  // kIngest: points per METRICS message
+    int window = 4;           // kIngest: METRICS messages in flight before waiting for ACKs
+    std::string work_dir;     // READY.work_dir; kResults writes its files under it ("": none)
+    int logprob_rows = 16;    // kResults: rows of model.context log-probabilities per run
   };
   // One ASSIGN received.
   struct Assignment {
@@ -107,7 +107,7 @@ class SimWorker {
     int next_batch = 0;      // batches sent
     int64_t acked_seq = -1;  // highest seq the coordinator acknowledged
     bool done_sent = false;
-    bool hold = false;       // kHold: running until cancelled, no points
+    bool hold = false;  // kHold: running until cancelled, no points
   };
 
   friend class SimDriver;
@@ -142,7 +142,7 @@ class SimWorker {
   std::string session_;  // WELCOME.session: the auth frame of every message after READY
 
   std::thread thread_;
-  bool driven_ = false;            // started on a SimDriver (caller's thread only)
+  bool driven_ = false;  // started on a SimDriver (caller's thread only)
   std::atomic<bool> stop_{false};
   std::atomic<bool> closed_{false};
   std::atomic<Mode> mode_;

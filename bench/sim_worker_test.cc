@@ -57,14 +57,19 @@ bool Eventually(F f) {
 }
 
 Json Assign(int64_t run, int metrics) {
-  return {{"run", run}, {"attempt", 1}, {"experiment", 1},
+  return {{"run", run},
+          {"attempt", 1},
+          {"experiment", 1},
           {"config", {{"kind", "noop"}, {"noop", {{"duration_ms", 0}, {"metrics", metrics}}}}},
           {"resume", nullptr}};
 }
 
 // A fake coordinator: a ROUTER bound to an inproc endpoint, and options to reach it.
 struct FakeCoordinator {
-  explicit FakeCoordinator(const std::string& endpoint) { router.bind(endpoint); o.endpoint = endpoint; }
+  explicit FakeCoordinator(const std::string& endpoint) {
+    router.bind(endpoint);
+    o.endpoint = endpoint;
+  }
   zmq::context_t ctx;
   zmq::socket_t router{ctx, zmq::socket_type::router};
   SimWorker::Options o;
@@ -93,8 +98,8 @@ TEST_CASE("sim worker: READY, noop and ingest runs, DISCONNECT") {
   CHECK(ready.body["slots"] == 1);
   CHECK(ready.body["devices"].size() == 1);
   const std::string key(32, 'k');
-  SendTo(router, ready.identity, "WELCOME", {{"worker_id", "worker-sim-1"}, {"heartbeat_ms", 1000},
-                                            {"session", key}});
+  SendTo(router, ready.identity, "WELCOME",
+         {{"worker_id", "worker-sim-1"}, {"heartbeat_ms", 1000}, {"session", key}});
   CHECK(Eventually([&] { return w.welcomed(); }));
 
   // No-op mode: ACCEPT, METRICS with config.noop.metrics points, DONE.
@@ -111,7 +116,8 @@ TEST_CASE("sim worker: READY, noop and ingest runs, DISCONNECT") {
   m = Next(router);
   CHECK(m.command == "DONE");
   CHECK(m.body["status"] == "succeeded");
-  SendTo(router, ready.identity, "ACK", {{"run", 7}, {"attempt", 1}, {"what", "DONE"}, {"seq", -1}});
+  SendTo(router, ready.identity, "ACK",
+         {{"run", 7}, {"attempt", 1}, {"what", "DONE"}, {"seq", -1}});
   CHECK(Eventually([&] { return w.runs_done() == 1; }));
 
   // Ingest mode: at most `window` batches in flight; DONE after the last ACK.
@@ -124,11 +130,13 @@ TEST_CASE("sim worker: READY, noop and ingest runs, DISCONNECT") {
   m = Next(router);
   CHECK(m.body["points"][9][0] == 19);
   CHECK_FALSE(TryNext(router, 100).has_value());  // the window is full
-  SendTo(router, ready.identity, "ACK", {{"run", 8}, {"attempt", 1}, {"what", "METRICS"}, {"seq", 19}});
+  SendTo(router, ready.identity, "ACK",
+         {{"run", 8}, {"attempt", 1}, {"what", "METRICS"}, {"seq", 19}});
   m = Next(router);
   CHECK(m.command == "METRICS");
   CHECK(m.body["points"][0][0] == 20);
-  SendTo(router, ready.identity, "ACK", {{"run", 8}, {"attempt", 1}, {"what", "METRICS"}, {"seq", 29}});
+  SendTo(router, ready.identity, "ACK",
+         {{"run", 8}, {"attempt", 1}, {"what", "METRICS"}, {"seq", 29}});
   m = Next(router);
   CHECK(m.command == "DONE");
   CHECK(m.body["run"] == 8);

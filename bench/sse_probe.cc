@@ -30,17 +30,20 @@ Status SseProbe::Start() {
   sa.sin_port = htons(uint16_t(port_));
   inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
   if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
-    return Status::Unavailable("stream probe: cannot connect to 127.0.0.1:" + std::to_string(port_));
+    return Status::Unavailable("stream probe: cannot connect to 127.0.0.1:" +
+                               std::to_string(port_));
   timeval tv{0, 200000};  // reads wake up to notice Stop
   setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string runs;
   for (int64_t r : runs_) runs += (runs.empty() ? "" : ",") + std::to_string(r);
-  std::string req = "GET /api/v1/stream?runs=" + runs + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+  std::string req = "GET /api/v1/stream?runs=" + runs +
+                    " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     "Accept: text/event-stream\r\n\r\n";
   if (::write(fd_, req.data(), req.size()) != ssize_t(req.size()))
     return Status::Unavailable("stream probe: cannot send the request");
   thread_ = std::thread([this] { Loop(); });
-  for (int i = 0; i < 100 && !hello_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 100 && !hello_; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   if (!hello_) return Status::Unavailable("stream probe: no hello within 10 s: " + error());
   return Status::Ok();
 }

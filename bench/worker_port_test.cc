@@ -173,8 +173,12 @@ struct Forgeries {
     provenance = ref;
     provenance["fields"] = {{"git_commit", "forged"}};
     artifact = ref;
-    artifact.update({{"seq", 0}, {"kind", "checkpoint"}, {"path", "/etc/passwd"},
-                     {"sha256", "x"}, {"bytes", 1}, {"step", 1}});
+    artifact.update({{"seq", 0},
+                     {"kind", "checkpoint"},
+                     {"path", "/etc/passwd"},
+                     {"sha256", "x"},
+                     {"bytes", 1},
+                     {"step", 1}});
   }
 };
 
@@ -186,7 +190,8 @@ int64_t Forged(const Coordinator& c) {
       "(SELECT count(*) FROM provenance WHERE fields_json LIKE '%forged%') + "
       "(SELECT count(*) FROM summaries) + (SELECT count(*) FROM head_maps) + "
       "(SELECT count(*) FROM attempts WHERE status <> 'running') + "
-      "(SELECT count(*) FROM workers WHERE id NOT LIKE 'worker-live-%' AND id <> 'worker-intruder')");
+      "(SELECT count(*) FROM workers WHERE id NOT LIKE 'worker-live-%' AND id <> "
+      "'worker-intruder')");
 }
 
 double RssMb() {
@@ -229,9 +234,15 @@ TEST_CASE("worker port: forgeries store nothing and live runs keep their leases"
       }
     }
   }
-  Json takeover = {{"id", "worker-live-1"}, {"name", "x"}, {"host", "x"}, {"pid", 1},
-                   {"version", "HLW2"}, {"slots", 1}, {"devices", Json::array()},
-                   {"running", Json::array()}, {"work_dir", "/"}};
+  Json takeover = {{"id", "worker-live-1"},
+                   {"name", "x"},
+                   {"host", "x"},
+                   {"pid", 1},
+                   {"version", "HLW2"},
+                   {"slots", 1},
+                   {"devices", Json::array()},
+                   {"running", Json::array()},
+                   {"work_dir", "/"}};
   other.Send({"HLW2", "READY", "bad token", Frame(takeover)});
   other.Send({"HLW2", "READY", kWorkerToken, Frame(takeover)});
   takeover["session"] = std::string(32, 'a');
@@ -278,9 +289,12 @@ TEST_CASE("worker port: forgeries store nothing and live runs keep their leases"
   }
   // Deep bodies under its own valid session (the crash of finding 1).
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  intruder.Send({"HLW2", "PROVENANCE", key, R"({"run":1,"attempt":1,"fields":{"x":)" + deep + "}}"});
+  intruder.Send(
+      {"HLW2", "PROVENANCE", key, R"({"run":1,"attempt":1,"fields":{"x":)" + deep + "}}"});
   intruder.Send({"HLW2", "HEARTBEAT", key, R"({"running":)" + deep + "}"});
-  intruder.Send({"HLW2", "DONE", key, R"({"run":1,"attempt":1,"status":"failed","exit_code":1,"summary":)" + deep + "}"});
+  intruder.Send(
+      {"HLW2", "DONE", key,
+       R"({"run":1,"attempt":1,"status":"failed","exit_code":1,"summary":)" + deep + "}"});
   sent += 3;
 
   // 3. A flood: READYs with a bad token and 60 KiB bodies, unauthenticated messages and
@@ -319,11 +333,12 @@ TEST_CASE("worker port: forgeries store nothing and live runs keep their leases"
   REQUIRE(w.ok());
   CHECK(w->status == 200);
   CHECK_FALSE(c.server.loop_ended());
-  std::printf("worker port under attack: %d forged messages, %lld flood messages (%.0f MB) in "
-              "%.1f s from 20 connections, %zu replies to them; stored 0; %d live runs kept "
-              "their leases; max coordinator heartbeat gap %.3f s\n",
-              sent, static_cast<long long>(flood_msgs), double(flood_bytes) / 1e6, flood_s,
-              replies, kLive, gap);
+  std::printf(
+      "worker port under attack: %d forged messages, %lld flood messages (%.0f MB) in "
+      "%.1f s from 20 connections, %zu replies to them; stored 0; %d live runs kept "
+      "their leases; max coordinator heartbeat gap %.3f s\n",
+      sent, static_cast<long long>(flood_msgs), double(flood_bytes) / 1e6, flood_s, replies, kLive,
+      gap);
 }
 
 TEST_CASE("worker port: a 20,000-run submit and cancel keep heartbeats on time", "[.][stress]") {
@@ -342,9 +357,10 @@ TEST_CASE("worker port: a 20,000-run submit and cancel keep heartbeats on time",
     REQUIRE(r.ok());
     CHECK((*r)["count"] == 20000);
     double cancel_s = Seconds(Clock::now() - t0).count();
-    std::printf("20,000-run grid, cycle %d: submit %.1f s, cancel %.1f s, max heartbeat gap "
-                "%.3f s, RSS %.0f MB\n", cycle + 1, submit_s, cancel_s,
-                fleet.MaxHeartbeatGapS(), RssMb());
+    std::printf(
+        "20,000-run grid, cycle %d: submit %.1f s, cancel %.1f s, max heartbeat gap "
+        "%.3f s, RSS %.0f MB\n",
+        cycle + 1, submit_s, cancel_s, fleet.MaxHeartbeatGapS(), RssMb());
   }
   std::this_thread::sleep_for(milliseconds(1500));
   fleet.CheckUndisturbed();

@@ -18,7 +18,8 @@ int RunTag(const CliContext& ctx, const ParsedArgs& args) {
   if (add.empty() && remove.empty()) {  // list
     auto cur = ctx.Client().Call("GET", target->ApiPath());
     if (!cur.ok()) return Fail(ctx, cur.status());
-    result = {{"target", target->Noun()}, {"id", target->id},
+    result = {{"target", target->Noun()},
+              {"id", target->id},
               {"tags", cur->value("tags", Json::array())}};
   } else {
     Json body = {{"add", add}, {"remove", remove}};
@@ -31,7 +32,8 @@ int RunTag(const CliContext& ctx, const ParsedArgs& args) {
     return kExitOk;
   }
   std::string tags;
-  for (const Json& t : result.value("tags", Json::array())) tags += (tags.empty() ? "" : " ") + Cell(t);
+  for (const Json& t : result.value("tags", Json::array()))
+    tags += (tags.empty() ? "" : " ") + Cell(t);
   std::printf("%s %lld: %s\n", target->Noun().c_str(), static_cast<long long>(target->id),
               tags.empty() ? "(no tags)" : ("tags " + tags).c_str());
   return kExitOk;

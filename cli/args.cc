@@ -5,14 +5,18 @@ namespace headlab {
 
 const std::vector<OptionSpec>& GlobalOptions() {
   static const std::vector<OptionSpec> kGlobal = {
-      {"--url", "", "URL", "coordinator URL, http://HOST:PORT or https://HOST[:PORT] (default "
+      {"--url", "", "URL",
+       "coordinator URL, http://HOST:PORT or https://HOST[:PORT] (default "
        "$HEADLAB_URL, else the address in DIR/coordinator.json, else, without --data-dir, "
        "http://127.0.0.1:8321)"},
-      {"--data-dir", "", "DIR", "the coordinator's data directory: its token (DIR/token), "
+      {"--data-dir", "", "DIR",
+       "the coordinator's data directory: its token (DIR/token), "
        "address (DIR/coordinator.json) and database (read directly when no coordinator "
        "answers); default .headlab"},
-      {"--token-file", "", "FILE", "read the API token from FILE (else $HEADLAB_TOKEN, else DIR/token)"},
-      {"--ca-file", "", "FILE", "for an https URL, trust the CA certificates in FILE (PEM; else "
+      {"--token-file", "", "FILE",
+       "read the API token from FILE (else $HEADLAB_TOKEN, else DIR/token)"},
+      {"--ca-file", "", "FILE",
+       "for an https URL, trust the CA certificates in FILE (PEM; else "
        "$HEADLAB_CA_FILE, else the system's trusted CAs)"},
   };
   return kGlobal;

@@ -12,9 +12,9 @@
 namespace headlab {
 
 struct CommandSpec {
-  std::string name;        // "submit"
-  std::string args;        // "FILE"
-  std::string summary;     // one line
+  std::string name;     // "submit"
+  std::string args;     // "FILE"
+  std::string summary;  // one line
   std::vector<OptionSpec> options;
   size_t min_positional = 0;
   size_t max_positional = 0;

@@ -8,10 +8,14 @@ using headlab::ParseArgs;
 namespace {
 
 CommandSpec Spec() {
-  return {"submit", "FILE", "Submit a grid.",
-          {{"--set", "", "KEY=V", "axis", true}, {"--json", "", "", "json"},
+  return {"submit",
+          "FILE",
+          "Submit a grid.",
+          {{"--set", "", "KEY=V", "axis", true},
+           {"--json", "", "", "json"},
            {"--output", "-o", "FILE", "out"}},
-          1, 1};
+          1,
+          1};
 }
 
 }  // namespace

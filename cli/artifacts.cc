@@ -37,15 +37,17 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args) {
       rows.push_back({Str(a, "attempt") + "/" + Str(a, "seq"), Str(a, "kind"), Str(a, "step"),
                       KeyedCell("bytes", a.value("bytes", Json())), Str(a, "sha256").substr(0, 16),
                       !a.value("deleted_at", Json()).is_null() ? "deleted (retention)"
-                      : a.value("download", Json()).is_null() ? "too big for the API"
-                                                              : Str(a, "name"),
+                      : a.value("download", Json()).is_null()  ? "too big for the API"
+                                                               : Str(a, "name"),
                       Str(a, "path")});
     if (rows.empty()) {
       std::printf("run %lld has no artifacts\n", static_cast<long long>(id.value()));
       return kExitOk;
     }
-    std::printf("%s", FormatTable({"id", "kind", "step", "bytes", "sha256", "download as", "path on its worker"},
-                                  rows).c_str());
+    std::printf("%s", FormatTable({"id", "kind", "step", "bytes", "sha256", "download as",
+                                   "path on its worker"},
+                                  rows)
+                          .c_str());
     std::printf("\ndownload one: headlab artifacts %lld --get ID [-o FILE]\n",
                 static_cast<long long>(id.value()));
     return kExitOk;
@@ -59,11 +61,13 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args) {
                                       want + " (ids are ATTEMPT/SEQ; see headlab artifacts " +
                                       std::to_string(id.value()) + ")"));
   if (!found->value("deleted_at", Json()).is_null())
-    return Fail(ctx, Status::NotFound("artifact " + want + " (" + Str(*found, "path") + ") was deleted at " +
-                                      Str(*found, "deleted_at") + " by checkpoint retention"));
+    return Fail(ctx, Status::NotFound("artifact " + want + " (" + Str(*found, "path") +
+                                      ") was deleted at " + Str(*found, "deleted_at") +
+                                      " by checkpoint retention"));
   if ((*found)["download"].is_null())
-    return Fail(ctx, Status::InvalidArgument("artifact " + want + " is too big for the API; it is " +
-                                             Str(*found, "path") + " on the worker's host"));
+    return Fail(ctx,
+                Status::InvalidArgument("artifact " + want + " is too big for the API; it is " +
+                                        Str(*found, "path") + " on the worker's host"));
   client.set_timeout(std::chrono::minutes(10));
   auto resp = client.Request("GET", (*found)["download"].get<std::string>());
   if (!resp.ok()) return Fail(ctx, resp.status());
@@ -80,8 +84,9 @@ int RunArtifacts(const CliContext& ctx, const ParsedArgs& args) {
   const std::string out = args.Get("--output", Str(*found, "name"));
   Status st = WriteFileAtomic(out, resp->body);
   if (!st.ok()) return Fail(ctx, st);
-  std::printf("wrote %s (%s, %s) to %s; SHA-256 %s verified\n", want.c_str(), Str(*found, "kind").c_str(),
-              FormatBytes(double(resp->body.size())).c_str(), out.c_str(), sha.c_str());
+  std::printf("wrote %s (%s, %s) to %s; SHA-256 %s verified\n", want.c_str(),
+              Str(*found, "kind").c_str(), FormatBytes(double(resp->body.size())).c_str(),
+              out.c_str(), sha.c_str());
   return kExitOk;
 }
 

@@ -102,17 +102,20 @@ int ExitCodeFor(const Status& s) {
 int Fail(const CliContext& ctx, const Status& s) {
   std::string where;
   if (s.code() == Status::Code::kUnavailable && ctx.url_source == "none")
-    where = ": " + ctx.data_dir + "/coordinator.json does not exist, so no coordinator was started "
-            "with --data-dir " + ctx.data_dir + " (`headlab up --data-dir " + ctx.data_dir +
+    where = ": " + ctx.data_dir +
+            "/coordinator.json does not exist, so no coordinator was started "
+            "with --data-dir " +
+            ctx.data_dir + " (`headlab up --data-dir " + ctx.data_dir +
             "` starts one; --url names another)";
   else if (s.code() == Status::Code::kUnavailable && !ctx.url_source.empty())
-    where = ctx.url_source == "default"
-                ? " (the default URL; give --url, HEADLAB_URL or --data-dir of a running coordinator)"
-                : " (URL from " + ctx.url_source + ")";
+    where =
+        ctx.url_source == "default"
+            ? " (the default URL; give --url, HEADLAB_URL or --data-dir of a running coordinator)"
+            : " (URL from " + ctx.url_source + ")";
   else if (s.code() == Status::Code::kPermissionDenied)
-    where = ctx.token_source.empty()
-                ? " (no token sent: none in --token-file, $HEADLAB_TOKEN or " + ctx.data_dir + "/token)"
-                : " (token from " + ctx.token_source + ")";
+    where = ctx.token_source.empty() ? " (no token sent: none in --token-file, $HEADLAB_TOKEN or " +
+                                           ctx.data_dir + "/token)"
+                                     : " (token from " + ctx.token_source + ")";
   std::fprintf(stderr, "headlab %s: %s%s\n", ctx.command.c_str(), s.message().c_str(),
                where.c_str());
   return ExitCodeFor(s);
@@ -122,8 +125,10 @@ std::string UrlQueryEscape(const std::string& s) {
   std::string out;
   const char* hex = "0123456789ABCDEF";
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ',') out += char(c);
-    else out += std::string("%") + hex[c >> 4] + hex[c & 15];
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == ',')
+      out += char(c);
+    else
+      out += std::string("%") + hex[c >> 4] + hex[c & 15];
   }
   return out;
 }

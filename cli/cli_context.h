@@ -18,16 +18,17 @@ constexpr const char* kDefaultUrl = "http://127.0.0.1:8321";
 constexpr const char* kDefaultDataDir = ".headlab";
 
 struct CliContext {
-  std::string command;   // "submit", ...
+  std::string command;  // "submit", ...
   // --url, else $HEADLAB_URL, else DIR/coordinator.json, else kDefaultUrl when --data-dir
   // was not given; "" when --data-dir DIR was given and DIR holds no coordinator.json (a
   // coordinator of another directory must not answer for DIR).
   std::string url;
-  std::string url_source;  // where `url` came from: "--url", "HEADLAB_URL", a file, "default", "none"
+  std::string
+      url_source;        // where `url` came from: "--url", "HEADLAB_URL", a file, "default", "none"
   std::string data_dir;  // --data-dir, else kDefaultDataDir
   std::string token;     // LookUpToken (common/token_lookup.h), else ""
   std::string token_source;  // where `token` came from ("--token-file F", ...), "" if none
-  std::string ca_file;   // --ca-file, else $HEADLAB_CA_FILE, else "" (the system's CAs)
+  std::string ca_file;       // --ca-file, else $HEADLAB_CA_FILE, else "" (the system's CAs)
   // Returns a client for `url` with `token` (and `ca_file` for https). When the URL is the
   // data directory's (or the default) and DIR/headlab.db exists, reads that find no
   // coordinator answer from the database (cli/offline_reads.h).

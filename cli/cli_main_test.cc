@@ -30,8 +30,7 @@ const std::string kSrc = headlab::SourceDir();
 
 TEST_CASE("Every CLI command answers --help with exit 0") {
   for (const char* c : {"submit", "status", "runs", "show", "cancel", "retry", "wait", "results",
-                        "query", "export", "up", "down", "logs", "artifacts", "tag",
-                        "note"}) {
+                        "query", "export", "up", "down", "logs", "artifacts", "tag", "note"}) {
     CHECK(headlab::IsCliCommand(c));
     CHECK(Run({c, "--help"}) == 0);
   }
@@ -39,13 +38,13 @@ TEST_CASE("Every CLI command answers --help with exit 0") {
 }
 
 TEST_CASE("Bad input exits 2") {
-  CHECK(Run({"submit"}) == 2);                                       // missing FILE
-  CHECK(Run({"runs", "1", "--bogus"}) == 2);                         // unknown option
-  CHECK(Run({"runs", "a b"}) == 2);                                  // neither id nor name
-  CHECK(Run({"runs", "0"}) == 2);                                    // not an id
-  CHECK(Run({"cancel", "7"}) == 2);                                  // run or experiment?
-  CHECK(Run({"cancel", "run"}) == 2);                                // which run?
-  CHECK(Run({"tag", "7", "good"}) == 2);                             // run or experiment?
+  CHECK(Run({"submit"}) == 2);                                      // missing FILE
+  CHECK(Run({"runs", "1", "--bogus"}) == 2);                        // unknown option
+  CHECK(Run({"runs", "a b"}) == 2);                                 // neither id nor name
+  CHECK(Run({"runs", "0"}) == 2);                                   // not an id
+  CHECK(Run({"cancel", "7"}) == 2);                                 // run or experiment?
+  CHECK(Run({"cancel", "run"}) == 2);                               // which run?
+  CHECK(Run({"tag", "7", "good"}) == 2);                            // run or experiment?
   CHECK(Run({"submit", "/nonexistent/grid.jsonc"}) == 2);           // unreadable file
   CHECK(Run({"submit", kSrc + "/experiments", "--dry-run"}) == 2);  // a directory
   CHECK(Run({"submit", kSrc + "/experiments/tests/bad_empty_axis.jsonc", "--dry-run"}) == 2);
@@ -68,9 +67,10 @@ TEST_CASE("A mistyped command gets the closest one") {
 }
 
 TEST_CASE("A dry run needs no coordinator") {
-  CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url", headlab::DeadLoopbackUrl()}) == 0);
-  CHECK(Run({"submit", kSrc + "/experiments/tests/six_runs.jsonc", "--dry-run", "--json",
-             "--set", "seed=1,2"}) == 0);
+  CHECK(Run({"submit", kSrc + "/experiments/demo.jsonc", "--dry-run", "--url",
+             headlab::DeadLoopbackUrl()}) == 0);
+  CHECK(Run({"submit", kSrc + "/experiments/tests/six_runs.jsonc", "--dry-run", "--json", "--set",
+             "seed=1,2"}) == 0);
   // The four-GPU gang grid is accepted as it stands.
   CHECK(Run({"submit", kSrc + "/experiments/measure/saf_update_1b_4gpu.jsonc", "--dry-run"}) == 0);
   // So is the 8B-shape decode grid (the llama3.1-8b preset, 16 streaming heads per layer).
@@ -104,8 +104,9 @@ TEST_CASE("down: nothing to stop is fine; a stale up.json is cleared") {
 TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the default") {
   const headlab::testing::TempDir tmp("headlab-cli-url");
   const std::string dir = tmp.path();
-  REQUIRE(headlab::WriteFileAtomic(dir + "/coordinator.json",
-                                   R"({"pid": 1, "http": "0.0.0.0:45678", "workers": "tcp://0.0.0.0:45679"})")
+  REQUIRE(headlab::WriteFileAtomic(
+              dir + "/coordinator.json",
+              R"({"pid": 1, "http": "0.0.0.0:45678", "workers": "tcp://0.0.0.0:45679"})")
               .ok());
   auto parse = [](std::vector<std::string> argv) {
     headlab::CommandSpec spec{"status", "", "", {}, 0, 0};
@@ -119,7 +120,8 @@ TEST_CASE("The URL comes from --url, HEADLAB_URL, DIR/coordinator.json, then the
   auto from_file = parse({"status", "--data-dir", dir});
   CHECK(from_file.url == "http://127.0.0.1:45678");
   CHECK(from_file.url_source == dir + "/coordinator.json");
-  CHECK(parse({"status", "--data-dir", dir, "--url", "http://10.0.0.1:9"}).url == "http://10.0.0.1:9");
+  CHECK(parse({"status", "--data-dir", dir, "--url", "http://10.0.0.1:9"}).url ==
+        "http://10.0.0.1:9");
   ::setenv("HEADLAB_URL", "http://10.0.0.2:9", 1);
   CHECK(parse({"status", "--data-dir", dir}).url == "http://10.0.0.2:9");
   ::unsetenv("HEADLAB_URL");

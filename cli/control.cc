@@ -44,7 +44,8 @@ int RunCancel(const CliContext& ctx, const ParsedArgs& args) {
     auto t = ParseTarget(ctx, args.positional(), &used);
     if (!t.ok()) return Fail(ctx, t.status());
     if (used != args.positional().size())
-      return Fail(ctx, Status::InvalidArgument("unexpected argument \"" + args.positional()[used] + "\""));
+      return Fail(
+          ctx, Status::InvalidArgument("unexpected argument \"" + args.positional()[used] + "\""));
     target = t.value();
   }
   std::string id = std::to_string(target.id);

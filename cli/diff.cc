@@ -58,18 +58,23 @@ int RunDiff(const CliContext& ctx, const ParsedArgs& args) {
     if (!r.ok()) return Fail(ctx, r.status());
     runs[i] = std::move(r.value());
   }
-  auto config = DiffObjects(runs[0].value("config", Json::object()), runs[1].value("config", Json::object()));
-  auto summary = DiffObjects(runs[0].value("summary", Json::object()), runs[1].value("summary", Json::object()));
+  auto config =
+      DiffObjects(runs[0].value("config", Json::object()), runs[1].value("config", Json::object()));
+  auto summary = DiffObjects(runs[0].value("summary", Json::object()),
+                             runs[1].value("summary", Json::object()));
   if (args.Has("--json")) {
-    PrintJson({{"a", runs[0].value("id", Json())}, {"b", runs[1].value("id", Json())},
-               {"config", DiffJson(config)}, {"summary", DiffJson(summary)}});
+    PrintJson({{"a", runs[0].value("id", Json())},
+               {"b", runs[1].value("id", Json())},
+               {"config", DiffJson(config)},
+               {"summary", DiffJson(summary)}});
     return kExitOk;
   }
   for (int i = 0; i < 2; ++i)
     std::printf("run %s: experiment %s (%s), arm %s, %s\n", ids[i].c_str(),
                 Cell(runs[i].value("experiment_id", Json())).c_str(),
                 Cell(runs[i].value("experiment_name", Json())).c_str(),
-                Cell(runs[i].value("arm", Json())).c_str(), Cell(runs[i].value("status", Json())).c_str());
+                Cell(runs[i].value("arm", Json())).c_str(),
+                Cell(runs[i].value("status", Json())).c_str());
   std::printf("\n");
   PrintDiff("config", config, ids[0], ids[1], "identical");
   std::printf("\n");

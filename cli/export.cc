@@ -42,11 +42,14 @@ void ExportTable(const Json& runs, TableRow* header, std::vector<TableRow>* rows
     const Json& r = runs[i];
     TableRow row;
     for (const char* f : kRunFields) row.push_back(r.contains(f) ? Cell(r[f]) : "");
-    for (const auto& k : config_cols) row.push_back(configs[i].contains(k) ? Cell(configs[i][k]) : "");
+    for (const auto& k : config_cols)
+      row.push_back(configs[i].contains(k) ? Cell(configs[i][k]) : "");
     Json s = r.value("summary", Json::object());
     for (const auto& k : summary_keys)
       // Full precision: an export is data, not a display.
-      row.push_back(s.is_object() && s.contains(k) ? (s[k].is_number_float() ? s[k].dump() : Cell(s[k])) : "");
+      row.push_back(s.is_object() && s.contains(k)
+                        ? (s[k].is_number_float() ? s[k].dump() : Cell(s[k]))
+                        : "");
     rows->push_back(std::move(row));
   }
 }
@@ -54,9 +57,14 @@ void ExportTable(const Json& runs, TableRow* header, std::vector<TableRow>* rows
 void AppendHistoryLines(int64_t experiment, const Json& run, const Json& points, std::string* out) {
   for (const Json& p : points) {
     if (!p.is_array() || p.size() < 6) continue;
-    Json line = {{"experiment", experiment}, {"run", run.value("id", Json())},
-                 {"arm", run.value("arm", Json())}, {"attempt", p[0]}, {"step", p[2]},
-                 {"key", p[3]}, {"value", p[4]}, {"time_s", p[5]},
+    Json line = {{"experiment", experiment},
+                 {"run", run.value("id", Json())},
+                 {"arm", run.value("arm", Json())},
+                 {"attempt", p[0]},
+                 {"step", p[2]},
+                 {"key", p[3]},
+                 {"value", p[4]},
+                 {"time_s", p[5]},
                  {"params", run.value("params", Json::object())}};
     *out += line.dump() + "\n";
   }
@@ -78,10 +86,10 @@ Status History(HttpClient& client, int64_t experiment, const Json& runs, bool al
     const int64_t n = int64_t(full->value("attempts", Json::array()).size());
     for (int64_t attempt = all_attempts ? 1 : n; attempt >= 1 && attempt <= n; ++attempt) {
       for (int64_t after = -1;;) {
-        auto page = client.Call("GET", "/api/v1/runs/" + run_id + "/metrics?attempt=" +
-                                           std::to_string(attempt) + "&after=" +
-                                           std::to_string(after) + "&limit=" +
-                                           std::to_string(kHistoryPage));
+        auto page = client.Call("GET", "/api/v1/runs/" + run_id +
+                                           "/metrics?attempt=" + std::to_string(attempt) +
+                                           "&after=" + std::to_string(after) +
+                                           "&limit=" + std::to_string(kHistoryPage));
         if (!page.ok()) return page.status();
         const Json points = page->value("points", Json::array());
         AppendHistoryLines(experiment, r, points, out);
@@ -111,9 +119,11 @@ int WriteExport(const CliContext& ctx, const ParsedArgs& args, const std::string
 int RunExport(const CliContext& ctx, const ParsedArgs& args) {
   std::string format = args.Get("--format", "json");
   if (format != "json" && format != "csv")
-    return Fail(ctx, Status::InvalidArgument("--format: expected json or csv, got \"" + format + "\""));
+    return Fail(ctx,
+                Status::InvalidArgument("--format: expected json or csv, got \"" + format + "\""));
   if (args.Has("--history") && args.Has("--format"))
-    return Fail(ctx, Status::InvalidArgument("--history writes JSON lines; give no --format with it"));
+    return Fail(ctx,
+                Status::InvalidArgument("--history writes JSON lines; give no --format with it"));
   auto id = ResolveExperiment(ctx, args.positional()[0]);
   if (!id.ok()) return Fail(ctx, id.status());
   std::string exp_path = "/api/v1/experiments/" + std::to_string(id.value());

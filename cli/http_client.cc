@@ -93,10 +93,11 @@ Status ConfigureTls(ssl::context& ctx, const std::string& ca_file) {
 // Makes `stream` send SNI for `host` and accept only a certificate that names `host`.
 Status ExpectPeer(ssl::stream<beast::tcp_stream>& stream, const std::string& host) {
   SSL* s = stream.native_handle();
-  bool set = IsIpLiteral(host)
-                 ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host.c_str()) == 1
-                 : SSL_set_tlsext_host_name(s, host.c_str()) == 1 && SSL_set1_host(s, host.c_str()) == 1;
-  return set ? Status::Ok() : Status::InvalidArgument("cannot check TLS certificates for host " + host);
+  bool set = IsIpLiteral(host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host.c_str()) == 1
+                               : SSL_set_tlsext_host_name(s, host.c_str()) == 1 &&
+                                     SSL_set1_host(s, host.c_str()) == 1;
+  return set ? Status::Ok()
+             : Status::InvalidArgument("cannot check TLS certificates for host " + host);
 }
 
 // Why a TLS handshake failed, with what was trusted.
@@ -137,10 +138,12 @@ StatusOr<HttpUrl> ParseHttpUrl(const std::string& url) {
   size_t colon = hostport.rfind(':');
   if (!hostport.empty() && hostport[0] == '[') {  // [::1]:8321
     size_t close = hostport.find(']');
-    if (close == std::string::npos) return Status::InvalidArgument("bad coordinator URL \"" + url + "\"");
+    if (close == std::string::npos)
+      return Status::InvalidArgument("bad coordinator URL \"" + url + "\"");
     out.host = hostport.substr(1, close - 1);
-    out.port = close + 1 < hostport.size() && hostport[close + 1] == ':' ? hostport.substr(close + 2)
-                                                                          : default_port;
+    out.port = close + 1 < hostport.size() && hostport[close + 1] == ':'
+                   ? hostport.substr(close + 2)
+                   : default_port;
   } else if (colon != std::string::npos) {
     out.host = hostport.substr(0, colon);
     out.port = hostport.substr(colon + 1);
@@ -187,8 +190,10 @@ StatusOr<HttpResponse> HttpClient::Request(const std::string& method, const std:
   x.req.method(method == "POST" ? http::verb::post : http::verb::get);
   x.req.target(url->base_path + target);
   x.req.version(11);
-  const std::string host = url->host.find(':') == std::string::npos ? url->host : "[" + url->host + "]";
-  x.req.set(http::field::host, url->port == (url->tls ? "443" : "80") ? host : host + ":" + url->port);
+  const std::string host =
+      url->host.find(':') == std::string::npos ? url->host : "[" + url->host + "]";
+  x.req.set(http::field::host,
+            url->port == (url->tls ? "443" : "80") ? host : host + ":" + url->port);
   x.req.set(http::field::user_agent, "headlab-cli");
   x.req.set(http::field::accept, "application/json");
   if (!token_.empty()) x.req.set(http::field::authorization, "Bearer " + token_);
@@ -202,30 +207,30 @@ StatusOr<HttpResponse> HttpClient::Request(const std::string& method, const std:
 
   // The chain: resolve -> connect -> (https) handshake -> write -> read; each step records
   // the first error.
-  resolver.async_resolve(url->host, url->port, [&](beast::error_code ec,
-                                                   tcp::resolver::results_type results) {
-    if (ec) return x.Fail("resolve", ec);
-    tcp_stream.expires_after(timeout_);
-    tcp_stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
-      if (ec) return x.Fail("connect", ec);
-      if (!tls) return WriteThenRead(*plain, x);
-      tls->async_handshake(ssl::stream_base::client, [&](beast::error_code ec) {
-        if (ec) return x.Fail("TLS handshake", ec);
-        WriteThenRead(*tls, x);
+  resolver.async_resolve(
+      url->host, url->port, [&](beast::error_code ec, tcp::resolver::results_type results) {
+        if (ec) return x.Fail("resolve", ec);
+        tcp_stream.expires_after(timeout_);
+        tcp_stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
+          if (ec) return x.Fail("connect", ec);
+          if (!tls) return WriteThenRead(*plain, x);
+          tls->async_handshake(ssl::stream_base::client, [&](beast::error_code ec) {
+            if (ec) return x.Fail("TLS handshake", ec);
+            WriteThenRead(*tls, x);
+          });
+        });
       });
-    });
-  });
   ioc.run_for(timeout_ + std::chrono::seconds(1));  // the resolve step has no expiry of its own
   auto unreachable = [&](const std::string& what, const beast::error_code& ec) {
-    return Status::Unavailable("cannot reach the coordinator at " + base_url_ + " (" + what +
-                               ": " + ec.message() + ")");
+    return Status::Unavailable("cannot reach the coordinator at " + base_url_ + " (" + what + ": " +
+                               ec.message() + ")");
   };
   if (!x.done) return unreachable("request", beast::error::timeout);
   if (x.error && fallback_ && (x.failed_step == "resolve" || x.failed_step == "connect"))
     return fallback_(method, target, body);  // nothing was sent: no request is answered twice
   if (x.error && x.failed_step == "TLS handshake")
-    return Status::Unavailable("TLS handshake with the coordinator at " + base_url_ + " failed: " +
-                               HandshakeFailure(*tls, x.error, *url, ca_file_));
+    return Status::Unavailable("TLS handshake with the coordinator at " + base_url_ +
+                               " failed: " + HandshakeFailure(*tls, x.error, *url, ca_file_));
   if (x.error) return unreachable(x.failed_step, x.error);
   beast::error_code ignored;
   tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -239,8 +244,8 @@ StatusOr<Json> HttpClient::Call(const std::string& method, const std::string& ta
                                 const Json* body) {
   auto resp = Request(method, target, body ? body->dump() : "");
   if (!resp.ok()) return resp.status();
-  auto parsed = ParseJson(resp->body.empty() ? "null" : resp->body,
-                          "response of " + method + " " + target);
+  auto parsed =
+      ParseJson(resp->body.empty() ? "null" : resp->body, "response of " + method + " " + target);
   if (resp->status >= 200 && resp->status < 300) return parsed;
   std::string msg;
   if (parsed.ok() && parsed->is_object() && parsed->contains("error") &&
@@ -250,13 +255,17 @@ StatusOr<Json> HttpClient::Call(const std::string& method, const std::string& ta
     msg = resp->body.substr(0, 500);
   if (msg.empty()) msg = "HTTP " + std::to_string(resp->status);
   switch (resp->status) {
-    case 400: return Status::InvalidArgument(msg);
-    case 404: return Status::NotFound(msg);
+    case 400:
+      return Status::InvalidArgument(msg);
+    case 404:
+      return Status::NotFound(msg);
     case 401:
-    case 403: return Status::PermissionDenied(msg + " (HTTP " + std::to_string(resp->status) +
-                                              "; is the token right? see --token-file)");
-    default: return Status::Internal(msg + " (HTTP " + std::to_string(resp->status) + " from " +
-                                     method + " " + target + ")");
+    case 403:
+      return Status::PermissionDenied(msg + " (HTTP " + std::to_string(resp->status) +
+                                      "; is the token right? see --token-file)");
+    default:
+      return Status::Internal(msg + " (HTTP " + std::to_string(resp->status) + " from " + method +
+                              " " + target + ")");
   }
 }
 

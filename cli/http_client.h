@@ -29,8 +29,8 @@ struct HttpResponse {
 
 // Answers a request without the network, as the coordinator would: the CLI's reads of a
 // stopped coordinator's database (cli/offline_reads.h).
-using LocalHandler = std::function<HttpResponse(const std::string& method, const std::string& target,
-                                                const std::string& body)>;
+using LocalHandler = std::function<HttpResponse(
+    const std::string& method, const std::string& target, const std::string& body)>;
 
 // One connection per request; not thread-safe (one client per thread). An https URL is
 // dialled with TLS only: the server's certificate must chain to a trusted CA (the system's

@@ -74,8 +74,10 @@ class TinyServer {
 };
 
 std::string Response(int code, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(code) + " X\r\nContent-Type: application/json\r\n"
-         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(code) +
+         " X\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 }  // namespace
@@ -176,7 +178,8 @@ TEST_CASE("An https URL never sends the request in clear") {
   // A plain server behind an https URL: the client's first bytes are a TLS handshake
   // record (content type 22), and no HTTP request follows when the handshake fails.
   TinyServer plain("");
-  auto r = HttpClient(plain.https_url(), "s3cret", std::chrono::milliseconds(300)).Call("GET", "/x");
+  auto r =
+      HttpClient(plain.https_url(), "s3cret", std::chrono::milliseconds(300)).Call("GET", "/x");
   REQUIRE(!r.ok());
   CHECK(r.status().code() == Status::Code::kUnavailable);
   CHECK(r.status().message().find(plain.https_url()) != std::string::npos);

@@ -44,7 +44,8 @@ void PrintObjects(const Json& arr, const std::vector<std::string>& cols,
   std::vector<TableRow> rows;
   for (const Json& o : arr) {
     TableRow row;
-    for (const auto& c : cols) row.push_back(o.is_object() && o.contains(c) ? KeyedCell(c, o[c]) : "");
+    for (const auto& c : cols)
+      row.push_back(o.is_object() && o.contains(c) ? KeyedCell(c, o[c]) : "");
     rows.push_back(row);
   }
   std::printf("%s", FormatTable(headers.empty() ? cols : headers, rows).c_str());
@@ -106,9 +107,12 @@ std::vector<std::string> ParamColumns(const Json& runs) {
     Json first;
     bool seen = false, differs = false;
     for (const Json& r : runs) {
-      Json v = r.contains("params") && r["params"].is_object() ? r["params"].value(k, Json()) : Json();
-      if (!seen) first = v, seen = true;
-      else differs = differs || v != first;
+      Json v =
+          r.contains("params") && r["params"].is_object() ? r["params"].value(k, Json()) : Json();
+      if (!seen)
+        first = v, seen = true;
+      else
+        differs = differs || v != first;
     }
     if (differs) varying.push_back(k);
   }
@@ -119,7 +123,8 @@ int PrintRunsTable(const Json& runs, bool across_experiments) {
   TableRow header = {"id"};
   if (across_experiments) header.push_back("experiment");
   for (const char* c : {"arm", "status", "attempts", "worker"}) header.push_back(c);
-  std::vector<std::string> params = across_experiments ? std::vector<std::string>{} : ParamColumns(runs);
+  std::vector<std::string> params =
+      across_experiments ? std::vector<std::string>{} : ParamColumns(runs);
   for (const auto& p : params) header.push_back(p);
   std::vector<std::string> metrics = MetricColumns(runs);
   for (const auto& m : metrics) header.push_back(m);
@@ -129,8 +134,10 @@ int PrintRunsTable(const Json& runs, bool across_experiments) {
   std::vector<TableRow> rows;
   for (const Json& r : runs) {
     TableRow row = {Str(r, "id")};
-    if (across_experiments) row.push_back(Str(r, "experiment_id") + " " + Str(r, "experiment_name"));
-    for (const std::string& v : {Str(r, "arm"), Str(r, "status"), Str(r, "attempts"), WorkerName(r)})
+    if (across_experiments)
+      row.push_back(Str(r, "experiment_id") + " " + Str(r, "experiment_name"));
+    for (const std::string& v :
+         {Str(r, "arm"), Str(r, "status"), Str(r, "attempts"), WorkerName(r)})
       row.push_back(v);
     for (const auto& p : params) row.push_back(Cell(r["params"].value(p, Json())));
     for (const auto& m : metrics)
@@ -138,8 +145,10 @@ int PrintRunsTable(const Json& runs, bool across_experiments) {
     if (any_tags) row.push_back(Tags(r));
     rows.push_back(row);
   }
-  if (rows.empty()) std::printf("(no runs)\n");
-  else std::printf("%s", FormatTable(header, rows).c_str());
+  if (rows.empty())
+    std::printf("(no runs)\n");
+  else
+    std::printf("%s", FormatTable(header, rows).c_str());
   return kExitOk;
 }
 
@@ -177,7 +186,8 @@ int RunStatus(const CliContext& ctx, const ParsedArgs& args) {
   const Json& s = status.value();
   std::printf("coordinator %s: up%s\n", ctx.url.c_str(),
               ctx.url_source == "default" || ctx.url_source == "--url"
-                  ? "" : (" (address from " + ctx.url_source + ")").c_str());
+                  ? ""
+                  : (" (address from " + ctx.url_source + ")").c_str());
   std::string counts;
   if (s.contains("runs_by_status") && s["runs_by_status"].is_object())
     for (auto& [k, v] : s["runs_by_status"].items()) counts += "  " + k + " " + Cell(v);
@@ -190,12 +200,16 @@ int RunStatus(const CliContext& ctx, const ParsedArgs& args) {
       std::string running = w.contains("running") ? Cell(w["running"]) : "";
       rows.push_back({Str(w, "name"), Str(w, "host"), Str(w, "state"),
                       w.contains("devices") && w["devices"].is_array()
-                          ? std::to_string(w["devices"].size()) : Str(w, "devices"),
+                          ? std::to_string(w["devices"].size())
+                          : Str(w, "devices"),
                       Str(w, "last_heartbeat_age_s"), running});
     }
-  if (rows.empty()) std::printf("  (none)\n");
-  else std::printf("%s", FormatTable({"name", "host", "state", "devices", "heartbeat_age_s",
-                                      "running"}, rows).c_str());
+  if (rows.empty())
+    std::printf("  (none)\n");
+  else
+    std::printf(
+        "%s", FormatTable({"name", "host", "state", "devices", "heartbeat_age_s", "running"}, rows)
+                  .c_str());
   // Recent experiments with their progress.
   auto exps = client.Call("GET", "/api/v1/experiments");
   if (exps.ok() && exps->is_array()) {
@@ -206,12 +220,16 @@ int RunStatus(const CliContext& ctx, const ParsedArgs& args) {
       const Json& e = (*exps)[i];
       Json c = e.value("counts", Json::object());
       erows.push_back({Str(e, "id"), Str(e, "name"), Str(e, "created_at"), Str(e, "total"),
-                       Str(c, "succeeded"), Str(c, "failed"), Str(c, "running"),
-                       Str(c, "queued"), Tags(e)});
+                       Str(c, "succeeded"), Str(c, "failed"), Str(c, "running"), Str(c, "queued"),
+                       Tags(e)});
     }
-    if (erows.empty()) std::printf("  (none)\n");
-    else std::printf("%s", FormatTable({"id", "name", "created_at", "total", "succeeded",
-                                        "failed", "running", "queued", "tags"}, erows).c_str());
+    if (erows.empty())
+      std::printf("  (none)\n");
+    else
+      std::printf("%s", FormatTable({"id", "name", "created_at", "total", "succeeded", "failed",
+                                     "running", "queued", "tags"},
+                                    erows)
+                            .c_str());
   }
   return kExitOk;
 }
@@ -240,7 +258,8 @@ int RunRuns(const CliContext& ctx, const ParsedArgs& args) {
       std::fprintf(stderr, "headlab runs: showing the first %zu matches (--limit N for more)\n",
                    runs.size());
   } else {
-    auto list = ctx.Client().Call("GET", "/api/v1/experiments/" + std::to_string(experiment) + "/runs");
+    auto list =
+        ctx.Client().Call("GET", "/api/v1/experiments/" + std::to_string(experiment) + "/runs");
     if (!list.ok()) return Fail(ctx, list.status());
     if (!list->is_array())
       return Fail(ctx, Status::Internal("unexpected response: " + list->dump().substr(0, 200)));
@@ -264,13 +283,15 @@ int RunShow(const CliContext& ctx, const ParsedArgs& args) {
   }
   const Json& r = run.value();
   const Json attempts = r.value("attempts", Json::array());
-  std::printf("run %s  experiment %s%s  arm %s  status %s  attempt %zu of %s\n",
-              Str(r, "id").c_str(), Str(r, "experiment_id").c_str(),
-              Str(r, "experiment_name").empty() ? "" : (" (" + Str(r, "experiment_name") + ")").c_str(),
-              Str(r, "arm").c_str(), Str(r, "status").c_str(),
-              attempts.is_array() ? attempts.size() : size_t(0), Str(r, "max_attempts").c_str());
-  std::printf("worker %s  config_hash %s  pair %s\n", WorkerName(r).empty() ? "-" : WorkerName(r).c_str(),
-              Str(r, "config_hash").c_str(), Str(r, "pair_key").c_str());
+  std::printf(
+      "run %s  experiment %s%s  arm %s  status %s  attempt %zu of %s\n", Str(r, "id").c_str(),
+      Str(r, "experiment_id").c_str(),
+      Str(r, "experiment_name").empty() ? "" : (" (" + Str(r, "experiment_name") + ")").c_str(),
+      Str(r, "arm").c_str(), Str(r, "status").c_str(),
+      attempts.is_array() ? attempts.size() : size_t(0), Str(r, "max_attempts").c_str());
+  std::printf("worker %s  config_hash %s  pair %s\n",
+              WorkerName(r).empty() ? "-" : WorkerName(r).c_str(), Str(r, "config_hash").c_str(),
+              Str(r, "pair_key").c_str());
   if (!Tags(r).empty()) std::printf("tags: %s\n", Tags(r).c_str());
   if (!Str(r, "note").empty()) std::printf("note: %s\n", Str(r, "note").c_str());
   if (!Str(r, "error").empty()) {
@@ -303,7 +324,8 @@ int RunShow(const CliContext& ctx, const ParsedArgs& args) {
     row["worker"] = WorkerName(a);
     rows.push_back(row);
   }
-  PrintObjects(rows, {"attempt", "worker", "status", "assigned_at", "finished_at", "exit_code", "error"});
+  PrintObjects(rows,
+               {"attempt", "worker", "status", "assigned_at", "finished_at", "exit_code", "error"});
   PrintSection("summary");
   PrintKeyValues(r.value("summary", Json::object()));
   PrintSection("provenance");

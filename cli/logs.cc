@@ -39,7 +39,8 @@ int RunLogs(const CliContext& ctx, const ParsedArgs& args) {
     return Fail(ctx, Status::NotFound("run " + std::to_string(id.value()) + " has no attempt " +
                                       std::to_string(only)));
   if (args.Has("--json")) {
-    Json out = {{"run", id.value()}, {"events", r.value("events", Json::array())},
+    Json out = {{"run", id.value()},
+                {"events", r.value("events", Json::array())},
                 {"attempts", Json::array()}};
     for (const Json& a : attempts)
       if (!only || a.value("attempt", int64_t(0)) == only)
@@ -87,8 +88,8 @@ int RunLogs(const CliContext& ctx, const ParsedArgs& args) {
       std::printf("  (nothing on stderr%s)\n", Str(a, "finished_at").empty() ? " yet" : "");
       continue;
     }
-    std::printf("--- stderr (the last %zu bytes the worker kept) ---\n%s%s", tail.size(), tail.c_str(),
-                tail.back() == '\n' ? "" : "\n");
+    std::printf("--- stderr (the last %zu bytes the worker kept) ---\n%s%s", tail.size(),
+                tail.c_str(), tail.back() == '\n' ? "" : "\n");
   }
   for (const Json& art : r.value("artifacts", Json::array()))
     if (Str(art, "kind") == "log")

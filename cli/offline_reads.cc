@@ -15,13 +15,16 @@ LocalHandler OfflineReads(const std::string& db_path, const std::string& data_di
   o.open_reads = true;  // this process reads its own file: no token to check
   auto api = std::make_shared<coord::HttpApi>(o, /*router=*/nullptr);
   return [api, data_dir, url, db_path](const std::string& method, const std::string& target,
-                                             const std::string& body) {
+                                       const std::string& body) {
     const bool read = method == "GET" || (method == "POST" && target == "/api/v1/query");
     if (!read)
-      return HttpResponse{503, Json{{"error", "no coordinator is running for " + data_dir +
-                                                  (url.empty() ? "" : " (none answers at " + url + ")") +
-                                                  "; reads work without one, this needs one: "
-                                                  "`headlab up --data-dir " + data_dir + "`"}}.dump()};
+      return HttpResponse{503,
+                          Json{{"error", "no coordinator is running for " + data_dir +
+                                             (url.empty() ? "" : " (none answers at " + url + ")") +
+                                             "; reads work without one, this needs one: "
+                                             "`headlab up --data-dir " +
+                                             data_dir + "`"}}
+                              .dump()};
     static bool told = false;  // once per process, however many clients a command makes
     if (!told) {
       std::fprintf(stderr, "headlab: %s; reading %s directly (read-only)\n",

@@ -18,8 +18,8 @@ int RunQuery(const CliContext& ctx, const ParsedArgs& args) {
     PrintJson(r);
     return kExitOk;
   }
-  if (!r.is_object() || !r.contains("columns") || !r["columns"].is_array() ||
-      !r.contains("rows") || !r["rows"].is_array())
+  if (!r.is_object() || !r.contains("columns") || !r["columns"].is_array() || !r.contains("rows") ||
+      !r["rows"].is_array())
     return Fail(ctx, Status::Internal("unexpected response: " + r.dump().substr(0, 200)));
   TableRow header;
   for (const Json& c : r["columns"]) header.push_back(Cell(c));

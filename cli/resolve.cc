@@ -65,24 +65,27 @@ StatusOr<int64_t> FindExperiment(const Json& experiments, const std::string& tex
 StatusOr<int64_t> ResolveExperiment(const CliContext& ctx, const std::string& text) {
   if (AllDigits(text)) return ParseId(text, "experiment");
   if (!IsGridName(text))
-    return Status::InvalidArgument("expected an experiment id or a grid name ([A-Za-z0-9_.-]{1,64}), got \"" +
-                                   text + "\"");
+    return Status::InvalidArgument(
+        "expected an experiment id or a grid name ([A-Za-z0-9_.-]{1,64}), got \"" + text + "\"");
   auto list = ctx.Client().Call("GET", "/api/v1/experiments");
   if (!list.ok()) return list.status();
   std::string note;
   auto id = FindExperiment(list.value(), text, &note);
-  if (id.ok() && !note.empty()) std::fprintf(stderr, "headlab %s: %s\n", ctx.command.c_str(), note.c_str());
+  if (id.ok() && !note.empty())
+    std::fprintf(stderr, "headlab %s: %s\n", ctx.command.c_str(), note.c_str());
   return id;
 }
 
 StatusOr<Target> ParseTarget(const CliContext& ctx, const std::vector<std::string>& args,
                              size_t* used) {
   *used = 0;
-  if (args.empty()) return Status::InvalidArgument("missing what to act on: run ID or experiment EXP");
+  if (args.empty())
+    return Status::InvalidArgument("missing what to act on: run ID or experiment EXP");
   Target t;
   const std::string& first = args[0];
   if (first == "run" || first == "experiment") {
-    if (args.size() < 2) return Status::InvalidArgument("missing the " + first + " after \"" + first + "\"");
+    if (args.size() < 2)
+      return Status::InvalidArgument("missing the " + first + " after \"" + first + "\"");
     *used = 2;
     if (first == "run") {
       auto id = ParseId(args[1], "run");

@@ -34,8 +34,9 @@ struct MetricGroup {
 };
 const MetricGroup kGroups[] = {
     {"training", {"eval.ppl", "eval.loss", "train.loss", "time.elapsed_s"}, {}},
-    {"throughput and memory", {"train.tokens_per_s", "train.step_s", "train.mfu", "mem.gpu_peak_bytes",
-                               "mem.peak_bytes"}, {}},
+    {"throughput and memory",
+     {"train.tokens_per_s", "train.step_s", "train.mfu", "mem.gpu_peak_bytes", "mem.peak_bytes"},
+     {}},
     {"pruning", {}, {"prune."}},
     {"tasks", {}, {"mqar.", "passkey."}},
     {"SAF", {}, {"saf."}},
@@ -121,8 +122,7 @@ void PrintArmTable(const Json& arms, const std::vector<std::string>& metrics) {
   for (const auto& m : metrics) header.push_back(m);
   std::vector<TableRow> rows;
   for (const Json& a : arms) {
-    TableRow row = {ArmLabel(a), Cell(a.value("n", Json())),
-                    Cell(a.value("succeeded", Json()))};
+    TableRow row = {ArmLabel(a), Cell(a.value("n", Json())), Cell(a.value("succeeded", Json()))};
     Json ms = a.value("metrics", Json::object());
     for (const auto& m : metrics)
       row.push_back(MetricCell(m, ms.is_object() ? ms.value(m, Json()) : Json()));
@@ -157,14 +157,16 @@ void PrintExecution(const Json& arms) {
   };
   bool any = false;
   for (const Json& a : arms) {
-    const Json precision = a.value("precision", Json::array()), paths = a.value("attention_paths", Json::array());
+    const Json precision = a.value("precision", Json::array()),
+               paths = a.value("attention_paths", Json::array());
     any = any || !precision.empty() || !paths.empty();
     rows.push_back({ArmLabel(a), joined(precision), joined(paths)});
   }
   if (!any) return;
-  std::printf("\nexecution (precision; attention paths of the layers: sdpa, fused kernels, "
-              "fixed-pattern GEMM, or dense_reference with why)\n%s",
-              FormatTable({"arm", "precision", "attention paths"}, rows).c_str());
+  std::printf(
+      "\nexecution (precision; attention paths of the layers: sdpa, fused kernels, "
+      "fixed-pattern GEMM, or dense_reference with why)\n%s",
+      FormatTable({"arm", "precision", "attention paths"}, rows).c_str());
 }
 
 // A number with the statistic's unit: "-0.201 %", "1.07x", "0.0031".
@@ -211,7 +213,8 @@ std::string StatFormula(const std::string& stat) {
 
 // The first kShownPairs pairs of a comparison `c` ("seed=1: -2 %, ..."), then how many
 // there are (n_pairs where the coordinator sent only the first few).
-std::string PairList(const Json& c, const std::string& unit, const std::vector<std::string>& pair_by) {
+std::string PairList(const Json& c, const std::string& unit,
+                     const std::vector<std::string>& pair_by) {
   const Json per_pair = c.value("per_pair", Json::array());
   const size_t total = c.value("n_pairs", per_pair.is_array() ? per_pair.size() : 0);
   std::string s;
@@ -247,20 +250,23 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
   const std::string estimator = c.value("estimator", "");
   const Json spread = c.value("spread", Json::object());
   if (estimator == "median_paired") {
-    std::printf("  n pairs %s   median %s   range [%s, %s] (median_paired: single-device "
-                "timing legs)\n",
-                n.c_str(),
-                WithUnit(c.value("value", Json()), unit).c_str(),
-                WithUnit(spread.value("lo", Json()), unit).c_str(),
-                WithUnit(spread.value("hi", Json()), unit).c_str());
+    std::printf(
+        "  n pairs %s   median %s   range [%s, %s] (median_paired: single-device "
+        "timing legs)\n",
+        n.c_str(), WithUnit(c.value("value", Json()), unit).c_str(),
+        WithUnit(spread.value("lo", Json()), unit).c_str(),
+        WithUnit(spread.value("hi", Json()), unit).c_str());
   } else {
     const Json ci = c.contains("ci") ? c.value("ci", Json()) : c.value("ci95", Json());
     const std::string level = paired::LevelLabel(ci.is_object() ? ci.value("level", 0.95) : 0.95);
-    std::string se = c.value("se", Json()).is_number() ? " ± " + FormatNumber(c["se"].get<double>()) + " (SE)" : "";
-    std::string cis = ci.is_object() ? "   " + level + " CI [" + WithUnit(ci.value("lo", Json()), unit) + ", " +
-                                           WithUnit(ci.value("hi", Json()), unit) + "] (Student t, " +
-                                           Cell(ci.value("df", Json())) + " df)"
-                                     : "   a CI needs 2 pairs or more";
+    std::string se = c.value("se", Json()).is_number()
+                         ? " ± " + FormatNumber(c["se"].get<double>()) + " (SE)"
+                         : "";
+    std::string cis = ci.is_object()
+                          ? "   " + level + " CI [" + WithUnit(ci.value("lo", Json()), unit) +
+                                ", " + WithUnit(ci.value("hi", Json()), unit) + "] (Student t, " +
+                                Cell(ci.value("df", Json())) + " df)"
+                          : "   a CI needs 2 pairs or more";
     std::printf("  n pairs %s   mean %s%s%s\n", n.c_str(),
                 WithUnit(c.value("mean", Json()), unit).c_str(), se.c_str(), cis.c_str());
   }
@@ -272,21 +278,23 @@ void PrintComparison(const Json& c, const std::vector<std::string>& pair_by) {
   std::printf("  pairs: %s\n", PairList(c, unit, pair_by).c_str());
   const Json lp = c.value("logprob_diff", Json());
   if (lp.is_object() && !lp.contains("unavailable"))
-    std::printf("  log-prob diff %s [%s, %s] nats/token over %s held-out rows (bootstrap 95%% CI):\n"
-                "    treatment - baseline per token, so > 0 means the treatment gives the tokens\n"
-                "    more probability (lower loss); the opposite sign of a loss or ppl change\n",
-                Cell(lp.value("mean", Json())).c_str(), Cell(lp.value("lo", Json())).c_str(),
-                Cell(lp.value("hi", Json())).c_str(), Cell(lp.value("n_rows", Json())).c_str());
+    std::printf(
+        "  log-prob diff %s [%s, %s] nats/token over %s held-out rows (bootstrap 95%% CI):\n"
+        "    treatment - baseline per token, so > 0 means the treatment gives the tokens\n"
+        "    more probability (lower loss); the opposite sign of a loss or ppl change\n",
+        Cell(lp.value("mean", Json())).c_str(), Cell(lp.value("lo", Json())).c_str(),
+        Cell(lp.value("hi", Json())).c_str(), Cell(lp.value("n_rows", Json())).c_str());
   const Json ctl = c.value("control", Json());
   if (ctl.is_object())
-    std::printf("  zero-replacement control %s: %s (%s ±%s)\n", Cell(ctl.value("arm", Json())).c_str(),
-                Cell(ctl.value("value", Json())).c_str(),
+    std::printf("  zero-replacement control %s: %s (%s ±%s)\n",
+                Cell(ctl.value("arm", Json())).c_str(), Cell(ctl.value("value", Json())).c_str(),
                 c.value("contended", false) ? "CONTENDED: beyond" : "within",
                 Cell(ctl.value("tolerance", Json())).c_str());
   const Json f = c.value("flops", Json::object());
   if (f.is_object() && f.value("flops.total_ratio", Json()).is_number())
     std::printf("  measured FLOPs ratio (treatment / baseline): total %s, attention %s\n",
-                Cell(f["flops.total_ratio"]).c_str(), Cell(f.value("flops.attention_ratio", Json())).c_str());
+                Cell(f["flops.total_ratio"]).c_str(),
+                Cell(f.value("flops.attention_ratio", Json())).c_str());
   const std::string device = Cell(c.value("device", Json()));
   if (!device.empty() && device != "unknown") std::printf("  device: %s\n", device.c_str());
 }
@@ -299,7 +307,9 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   const std::string base = "/api/v1/experiments/" + std::to_string(id.value());
   // The pairs too: --json all of them, the text the first few (kShownPairs + 1 says there
   // are more; n_pairs how many).
-  std::string query = args.Has("--json") ? "per_pair=1" : "per_pair=1&pair_limit=" + std::to_string(kShownPairs + 1);
+  std::string query = args.Has("--json")
+                          ? "per_pair=1"
+                          : "per_pair=1&pair_limit=" + std::to_string(kShownPairs + 1);
   std::string by_keys;
   for (const std::string& k : args.All("--by")) by_keys += (by_keys.empty() ? "" : ",") + k;
   if (!by_keys.empty()) query += "&by=" + UrlQueryEscape(by_keys);
@@ -334,13 +344,16 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
       std::fprintf(stderr, "  `headlab wait %s` waits for them\n", args.positional()[0].c_str());
     return kExitFailed;
   }
-  std::printf("experiment %lld%s: arms (summary metrics: mean ± SE over each arm's succeeded runs)\n",
-              static_cast<long long>(id.value()), name.empty() ? "" : (" (" + name + ")").c_str());
+  std::printf(
+      "experiment %lld%s: arms (summary metrics: mean ± SE over each arm's succeeded runs)\n",
+      static_cast<long long>(id.value()), name.empty() ? "" : (" (" + name + ")").c_str());
   if (!in_flight.empty()) std::printf("%s\n", in_flight.c_str());
   std::string strata;
-  for (const Json& k : r.value("by", Json::array())) strata += (strata.empty() ? "" : ", ") + Cell(k);
+  for (const Json& k : r.value("by", Json::array()))
+    strata += (strata.empty() ? "" : ", ") + Cell(k);
   if (!strata.empty())
-    std::printf("broken down by %s (axes outside pair_by never pool; --by adds keys)\n", strata.c_str());
+    std::printf("broken down by %s (axes outside pair_by never pool; --by adds keys)\n",
+                strata.c_str());
   for (const auto& [title, columns] : GroupColumns(arms)) {
     std::printf("\n%s\n", title.c_str());
     PrintArmTable(arms, columns);
@@ -363,8 +376,9 @@ int RunResults(const CliContext& ctx, const ParsedArgs& args) {
   }
   for (const auto& [reason, names] : unmeasured)
     std::printf("\nFLOPs ratios unmeasured for %s: %s\n",
-                names.size() == comparisons.size() ? "every comparison"
-                                                   : (std::to_string(names.size()) + " comparisons").c_str(),
+                names.size() == comparisons.size()
+                    ? "every comparison"
+                    : (std::to_string(names.size()) + " comparisons").c_str(),
                 reason.c_str());
   return kExitOk;
 }

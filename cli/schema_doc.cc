@@ -33,15 +33,19 @@ std::string Number(double v) {
 
 const char* TypeName(ConfigKeyType t) {
   switch (t) {
-    case ConfigKeyType::kInt: return "int";
-    case ConfigKeyType::kNumber: return "number";
-    case ConfigKeyType::kString: return "string";
+    case ConfigKeyType::kInt:
+      return "int";
+    case ConfigKeyType::kNumber:
+      return "number";
+    case ConfigKeyType::kString:
+      return "string";
   }
   return "";
 }
 
 std::string Default(const ConfigKey& k) {
-  if (k.type == ConfigKeyType::kString) return k.str_default.empty() ? "`\"\"`" : "`" + k.str_default + "`";
+  if (k.type == ConfigKeyType::kString)
+    return k.str_default.empty() ? "`\"\"`" : "`" + k.str_default + "`";
   return Number(k.num_default);
 }
 
@@ -52,7 +56,8 @@ std::string Range(const ConfigKey& k) {
     size_t start = 0;
     while (true) {
       size_t bar = k.allowed.find('|', start);
-      std::string v = k.allowed.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+      std::string v =
+          k.allowed.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
       values += (values.empty() ? "" : ", ") + (v.empty() ? std::string("`\"\"`") : "`" + v + "`");
       if (bar == std::string::npos) break;
       start = bar + 1;
@@ -60,7 +65,8 @@ std::string Range(const ConfigKey& k) {
     return values;
   }
   // An integer bound at 2^53 or beyond (ids, seeds) is no bound a reader needs.
-  bool unbounded = std::isinf(k.max) || (k.type == ConfigKeyType::kInt && k.max >= 9007199254740992.0);
+  bool unbounded =
+      std::isinf(k.max) || (k.type == ConfigKeyType::kInt && k.max >= 9007199254740992.0);
   if (unbounded) return (k.min_open ? "> " : ">= ") + Number(k.min);
   if (k.type == ConfigKeyType::kInt && k.max == k.min + 1)
     return Number(k.min) + " or " + Number(k.max);

@@ -34,7 +34,10 @@ TEST_CASE("schema doc: one row per key, with type, default, range and doc") {
       StrKey("a.maybe", "", "|on", "empty or on"),
       StrKey("a.path", "", nullptr, "any"),
   });
-  CHECK(t.rfind("| Key | Type | Default | Range / values | Meaning |\n| --- | --- | --- | --- | --- |\n", 0) == 0);
+  CHECK(
+      t.rfind(
+          "| Key | Type | Default | Range / values | Meaning |\n| --- | --- | --- | --- | --- |\n",
+          0) == 0);
   CHECK(RowOf(t, "a.layers") == "| `a.layers` | int | 2 | [1, 128] | blocks |");
   CHECK(RowOf(t, "a.steps") == "| `a.steps` | int | 200 | [0, 10^8] | updates |");
   CHECK(RowOf(t, "a.seed") == "| `a.seed` | int | 0 | >= 0 | the seed |");

@@ -56,7 +56,8 @@ StatusOr<std::string> CoordinatorFromDataDir(const std::string& dir) {
   const std::string prefix = "tcp://";
   size_t colon = ep.rfind(':');
   if (ep.rfind(prefix, 0) != 0 || colon == std::string::npos)
-    return Status::InvalidArgument(file + ": $.workers: expected tcp://HOST:PORT, got \"" + ep + "\"");
+    return Status::InvalidArgument(file + ": $.workers: expected tcp://HOST:PORT, got \"" + ep +
+                                   "\"");
   std::string host = ep.substr(prefix.size(), colon - prefix.size());
   if (host == "0.0.0.0" || host == "*") host = HostName();
   if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]")
@@ -99,12 +100,11 @@ StatusOr<std::string> Sbatch(const std::string& script) {
 int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   const std::string action = args.positional()[0];
   if (action != "submit-workers")
-    return Fail(ctx, Status::InvalidArgument("unknown action \"" + action +
-                                             "\" (known: submit-workers)"));
+    return Fail(
+        ctx, Status::InvalidArgument("unknown action \"" + action + "\" (known: submit-workers)"));
   SlurmWorkerJob job;
   job.partition = args.Get("--partition");
-  if (!args.Has("--partition"))
-    return Fail(ctx, Status::InvalidArgument("--partition: required"));
+  if (!args.Has("--partition")) return Fail(ctx, Status::InvalidArgument("--partition: required"));
   for (auto [name, field, def] : {std::tuple<const char*, int*, int>{"--nodes", &job.nodes, 1},
                                   {"--gpus-per-node", &job.gpus_per_node, 0},
                                   {"--cpu-slots", &job.cpu_slots, 1},
@@ -129,8 +129,8 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   // node cannot act as the user), looked up as the worker does (common/token_lookup.h,
   // kWorkerToken): pass on the file that LookUpToken chose here, or nothing when
   // $HEADLAB_WORKER_TOKEN gives it (sbatch passes the environment on).
-  auto token = LookUpToken(args.Get("--token-file"), std::getenv(kWorkerToken.env), data_dir,
-                           kWorkerToken);
+  auto token =
+      LookUpToken(args.Get("--token-file"), std::getenv(kWorkerToken.env), data_dir, kWorkerToken);
   if (!token.ok() && token.status().code() == Status::Code::kNotFound)
     return Fail(ctx, Status::InvalidArgument(
                          "no worker token for the job: pass --token-file FILE, set "
@@ -152,8 +152,8 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-  const std::string script = dir + "/" + job.job_name + "-" + stamp + "-" +
-                             std::to_string(::getpid()) + ".sbatch";
+  const std::string script =
+      dir + "/" + job.job_name + "-" + stamp + "-" + std::to_string(::getpid()) + ".sbatch";
   const std::string text = SbatchScript(job);
   st = WriteFileAtomic(script, text, 0755);
   if (!st.ok()) return Fail(ctx, st);
@@ -166,18 +166,22 @@ int RunSlurm(const CliContext& ctx, const ParsedArgs& args) {
     job_id = *id;
   }
   if (args.Has("--json")) {
-    PrintJson({{"script", script}, {"submitted", !dry},
-               {"job", dry ? Json(nullptr) : Json(job_id)}, {"coordinator", job.coordinator},
-               {"nodes", job.nodes}, {"gpus_per_node", job.gpus_per_node},
+    PrintJson({{"script", script},
+               {"submitted", !dry},
+               {"job", dry ? Json(nullptr) : Json(job_id)},
+               {"coordinator", job.coordinator},
+               {"nodes", job.nodes},
+               {"gpus_per_node", job.gpus_per_node},
                {"worker_names", "slurm-" + (dry ? std::string("<job>") : job_id) + "-<node>"}});
   } else if (dry) {
     std::printf("%s", text.c_str());
     std::fprintf(stderr, "headlab slurm: wrote %s (not submitted: --dry-run)\n", script.c_str());
   } else {
-    std::printf("submitted job %s: %d node(s) x %d GPU(s), workers slurm-%s-<node> -> %s\n"
-                "  script %s\n",
-                job_id.c_str(), job.nodes, job.gpus_per_node, job_id.c_str(),
-                job.coordinator.c_str(), script.c_str());
+    std::printf(
+        "submitted job %s: %d node(s) x %d GPU(s), workers slurm-%s-<node> -> %s\n"
+        "  script %s\n",
+        job_id.c_str(), job.nodes, job.gpus_per_node, job_id.c_str(), job.coordinator.c_str(),
+        script.c_str());
   }
   return 0;
 }

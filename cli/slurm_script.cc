@@ -29,7 +29,8 @@ std::string ShellQuote(const std::string& s) {
 }
 
 Status CheckSlurmWorkerJob(const SlurmWorkerJob& job) {
-  if (!PlainToken(job.partition)) return Bad("--partition", "a Slurm partition name", job.partition);
+  if (!PlainToken(job.partition))
+    return Bad("--partition", "a Slurm partition name", job.partition);
   if (job.nodes < 1 || job.nodes > 100000)
     return Bad("--nodes", "an integer in [1, 100000]", std::to_string(job.nodes));
   if (job.gpus_per_node < 0 || job.gpus_per_node > 64)
@@ -44,10 +45,12 @@ Status CheckSlurmWorkerJob(const SlurmWorkerJob& job) {
   const std::string& ep = job.coordinator;
   size_t colon = ep.rfind(':');
   bool ep_ok = ep.rfind("tcp://", 0) == 0 && colon != std::string::npos && colon > 6 &&
-               colon + 1 < ep.size() && ep.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+               colon + 1 < ep.size() &&
+               ep.find_first_not_of("0123456789", colon + 1) == std::string::npos;
   if (!ep_ok) return Bad("--coordinator", "tcp://HOST:PORT", ep);
   for (auto [opt, path] : {std::pair<const char*, const std::string*>{"--headlab", &job.headlab},
-                           {"--data-dir", &job.data_dir}, {"--output", &job.output}}) {
+                           {"--data-dir", &job.data_dir},
+                           {"--output", &job.output}}) {
     if (path->empty() || (*path)[0] != '/') return Bad(opt, "an absolute path", *path);
   }
   if (!job.token_file.empty() && job.token_file[0] != '/')
@@ -63,8 +66,10 @@ std::string SbatchScript(const SlurmWorkerJob& job) {
   s += "#SBATCH --partition=" + job.partition + "\n";
   s += "#SBATCH --nodes=" + std::to_string(job.nodes) + "\n";
   s += "#SBATCH --ntasks-per-node=1\n";
-  if (job.gpus_per_node > 0) s += "#SBATCH --gpus-per-node=" + std::to_string(job.gpus_per_node) + "\n";
-  if (job.cpus_per_node > 0) s += "#SBATCH --cpus-per-task=" + std::to_string(job.cpus_per_node) + "\n";
+  if (job.gpus_per_node > 0)
+    s += "#SBATCH --gpus-per-node=" + std::to_string(job.gpus_per_node) + "\n";
+  if (job.cpus_per_node > 0)
+    s += "#SBATCH --cpus-per-task=" + std::to_string(job.cpus_per_node) + "\n";
   if (!job.time.empty()) s += "#SBATCH --time=" + job.time + "\n";
   // Requeue (not cancel) on node failure or preemption; append so a requeued run's output
   // follows the first one's in the same file.
@@ -73,7 +78,9 @@ std::string SbatchScript(const SlurmWorkerJob& job) {
   s += "#SBATCH --output=" + job.output + "\n";
   s += "#\n"
        "# Written by `headlab slurm submit-workers`: one headlab worker per node, connecting to\n"
-       "# " + job.coordinator + ". Workers are named slurm-<job id>-<node>; when Slurm\n"
+       "# " +
+       job.coordinator +
+       ". Workers are named slurm-<job id>-<node>; when Slurm\n"
        "# requeues or preempts the allocation they get SIGTERM, stop their attempts and\n"
        "# disconnect (the coordinator requeues those runs, resuming from checkpoints), and the\n"
        "# restarted allocation brings back workers of the same names.\n";

@@ -9,19 +9,19 @@
 namespace headlab {
 
 struct SlurmWorkerJob {
-  std::string partition;     // --partition (required)
-  int nodes = 1;             // --nodes
-  int gpus_per_node = 0;     // --gpus-per-node; 0 = CPU-only workers
-  int cpu_slots = 1;         // concurrent runs of a CPU-only worker (gpus_per_node 0)
-  int cpus_per_node = 0;     // --cpus-per-task of the one task per node; 0 = Slurm's default
-  std::string time;          // --time, "" = the partition's limit
+  std::string partition;  // --partition (required)
+  int nodes = 1;          // --nodes
+  int gpus_per_node = 0;  // --gpus-per-node; 0 = CPU-only workers
+  int cpu_slots = 1;      // concurrent runs of a CPU-only worker (gpus_per_node 0)
+  int cpus_per_node = 0;  // --cpus-per-task of the one task per node; 0 = Slurm's default
+  std::string time;       // --time, "" = the partition's limit
   std::string job_name = "headlab-workers";
-  std::string coordinator;   // tcp://HOST:PORT the workers connect to
-  std::string headlab;       // absolute path of the headlab binary on the nodes
-  std::string data_dir;      // absolute; workers' --data-dir (work dirs worker-<name>)
-  std::string token_file;    // absolute, or "" (then $HEADLAB_WORKER_TOKEN must reach the job)
+  std::string coordinator;      // tcp://HOST:PORT the workers connect to
+  std::string headlab;          // absolute path of the headlab binary on the nodes
+  std::string data_dir;         // absolute; workers' --data-dir (work dirs worker-<name>)
+  std::string token_file;       // absolute, or "" (then $HEADLAB_WORKER_TOKEN must reach the job)
   std::string coordinator_key;  // absolute: the worker port's CURVE key, or "" (unencrypted)
-  std::string output;        // sbatch --output pattern, e.g. DIR/slurm-%j.out
+  std::string output;           // sbatch --output pattern, e.g. DIR/slurm-%j.out
 };
 
 // Returns InvalidArgument naming the option when a field is unusable (empty partition,

@@ -19,7 +19,9 @@ SlurmWorkerJob Job() {
   return j;
 }
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -36,7 +38,9 @@ TEST_CASE("slurm script: one worker per node, named after job and node, requeuea
   CHECK(Has(s, "--name \"slurm-${SLURM_JOB_ID}-${SLURMD_NODENAME}\""));
   CHECK(!Has(s, "--cpu-only"));
   // Paths are single-quoted, an embedded quote survives.
-  CHECK(Has(s, "'/opt/headlab/bin/headlab' 'tcp://head.example:8322' '/shared/lab'\\''s data' '/shared/token'"));
+  CHECK(Has(s,
+            "'/opt/headlab/bin/headlab' 'tcp://head.example:8322' '/shared/lab'\\''s data' "
+            "'/shared/token'"));
   CHECK(Has(s, "exec srun "));
 
   SlurmWorkerJob cpu = Job();

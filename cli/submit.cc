@@ -33,8 +33,10 @@ void PrintStrataNote(const Json& strata) {
   if (!strata.is_array() || strata.empty()) return;
   std::string keys;
   for (const Json& k : strata) keys += (keys.empty() ? "" : ", ") + Cell(k);
-  std::printf("note: comparisons (and arm means) are made within each level of %s, which "
-              "pair_by does not pair on: never pooled across them\n", keys.c_str());
+  std::printf(
+      "note: comparisons (and arm means) are made within each level of %s, which "
+      "pair_by does not pair on: never pooled across them\n",
+      keys.c_str());
 }
 
 // The config keys whose values differ between runs: what tells the runs apart.
@@ -58,23 +60,27 @@ int DryRun(const CliContext& ctx, const ParsedArgs& args, const std::string& fil
   if (args.Has("--json")) {
     Json configs = Json::array();
     for (const auto& r : grid->runs)
-      configs.push_back({{"index", r.index}, {"arm", r.arm}, {"config_hash", r.config_hash},
-                         {"pair_key", r.pair_key}, {"config", r.config}});
+      configs.push_back({{"index", r.index},
+                         {"arm", r.arm},
+                         {"config_hash", r.config_hash},
+                         {"pair_key", r.pair_key},
+                         {"config", r.config}});
     PrintJson({{"runs", grid->runs.size()}, {"configs", configs}});
     return kExitOk;
   }
   std::vector<Json> flat;
   for (const auto& r : grid->runs) flat.push_back(FlattenObject(r.config));
   std::vector<std::string> varying = VaryingKeys(flat);
-  std::printf("%s: grid \"%s\" expands to %zu runs (%zu arms; nothing submitted)\n",
-              file.c_str(), grid->name.c_str(), grid->runs.size(), grid->arms.size());
+  std::printf("%s: grid \"%s\" expands to %zu runs (%zu arms; nothing submitted)\n", file.c_str(),
+              grid->name.c_str(), grid->runs.size(), grid->arms.size());
   std::vector<TableRow> rows;
   for (size_t i = 0; i < grid->runs.size(); ++i) {
     const auto& r = grid->runs[i];
     std::string summary;
-    for (const auto& k : varying) summary += (summary.empty() ? "" : " ") + k + "=" + Cell(flat[i][k]);
-    rows.push_back({std::to_string(r.index), r.arm, r.config_hash.substr(0, 12), r.pair_key,
-                    summary});
+    for (const auto& k : varying)
+      summary += (summary.empty() ? "" : " ") + k + "=" + Cell(flat[i][k]);
+    rows.push_back(
+        {std::to_string(r.index), r.arm, r.config_hash.substr(0, 12), r.pair_key, summary});
   }
   std::printf("%s", FormatTable({"#", "arm", "config_hash", "pair", "config"}, rows).c_str());
   PrintStrataNote(Json(StrataKeys(grid->source, grid->pair_by)));
@@ -103,7 +109,9 @@ int RunSubmit(const CliContext& ctx, const ParsedArgs& args) {
   if (!encoding.ok()) return Fail(ctx, encoding);
   WarnAboutPasses(file, text.value(), args);
   if (args.Has("--dry-run")) return DryRun(ctx, args, file, text.value());
-  Json body = {{"file", EscapeForMessage(file)}, {"text", text.value()}, {"sets", args.All("--set")},
+  Json body = {{"file", EscapeForMessage(file)},
+               {"text", text.value()},
+               {"sets", args.All("--set")},
                {"rerun", args.Has("--rerun")}};
   auto resp = ctx.Client().Call("POST", "/api/v1/experiments", &body);
   if (!resp.ok()) return Fail(ctx, resp.status());

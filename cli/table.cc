@@ -26,7 +26,8 @@ size_t Width(const std::string& s) {
 
 void FlattenInto(const Json& v, const std::string& prefix, Json* out) {
   if (v.is_object() && !v.empty()) {
-    for (auto& [k, child] : v.items()) FlattenInto(child, prefix.empty() ? k : prefix + "." + k, out);
+    for (auto& [k, child] : v.items())
+      FlattenInto(child, prefix.empty() ? k : prefix + "." + k, out);
   } else {
     (*out)[prefix] = v;
   }
@@ -62,7 +63,8 @@ std::string FormatTable(const TableRow& header, const std::vector<TableRow>& row
   if (!header.empty()) {
     out += line(header);
     std::string rule;
-    for (size_t c = 0; c < cols; ++c) rule += std::string(width[c], '-') + (c + 1 < cols ? "  " : "");
+    for (size_t c = 0; c < cols; ++c)
+      rule += std::string(width[c], '-') + (c + 1 < cols ? "  " : "");
     out += rule + "\n";
   }
   for (const auto& r : rows) out += line(r);
@@ -104,8 +106,11 @@ std::string FormatBytes(double bytes) {
     ++u;
   }
   char buf[40];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  else std::snprintf(buf, sizeof buf, std::fabs(bytes) >= 100 ? "%.1f %s" : "%.2f %s", bytes, kUnits[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else
+    std::snprintf(buf, sizeof buf, std::fabs(bytes) >= 100 ? "%.1f %s" : "%.2f %s", bytes,
+                  kUnits[u]);
   return buf;
 }
 
@@ -138,8 +143,10 @@ std::string MeanSePair(double mean, double se) {
   if (se == 0) return FormatNumber(mean) + " ± 0";
   char buf[80];
   const int d = SeDecimals(mean, se);
-  if (d < 0) std::snprintf(buf, sizeof buf, "%.2e ± %.1e", mean, se);
-  else std::snprintf(buf, sizeof buf, "%.*f ± %.*f", d, mean, d, se);
+  if (d < 0)
+    std::snprintf(buf, sizeof buf, "%.2e ± %.1e", mean, se);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f ± %.*f", d, mean, d, se);
   return buf;
 }
 
@@ -148,7 +155,8 @@ std::string MeanSePair(double mean, double se) {
 std::string FormatMeanSe(const Json& mean, const Json& se) {
   if (!mean.is_number()) return "-";
   const double m = mean.get<double>();
-  if (!se.is_number() || !std::isfinite(se.get<double>()) || !std::isfinite(m)) return FormatNumber(m);
+  if (!se.is_number() || !std::isfinite(se.get<double>()) || !std::isfinite(m))
+    return FormatNumber(m);
   return MeanSePair(m, se.get<double>());
 }
 

@@ -8,8 +8,8 @@
 using headlab::Json;
 
 TEST_CASE("Tables align columns; numeric columns are right-aligned") {
-  std::string t = headlab::FormatTable({"arm", "n", "ppl"}, {{"ordinary", "3", "12.5 ± 0.1"},
-                                                             {"wide", "10", "9 ± 2"}});
+  std::string t = headlab::FormatTable({"arm", "n", "ppl"},
+                                       {{"ordinary", "3", "12.5 ± 0.1"}, {"wide", "10", "9 ± 2"}});
   CHECK(t ==
         "arm        n  ppl\n"
         "--------  --  ----------\n"
@@ -37,7 +37,8 @@ TEST_CASE("Numbers, cells and mean ± SE") {
   CHECK(headlab::FormatMeanSe(Json(100), Json(0)) == "100 ± 0");
   CHECK(headlab::FormatMeanSe(Json(2.5e9), Json(1e6)) == "2.50e+09 ± 1.0e+06");
   CHECK(headlab::FormatBytesMeanSe(Json(189.0 * 1048576), Json()) == "189.0 MiB");
-  CHECK(headlab::FormatBytesMeanSe(Json(1.5 * 1073741824), Json(12.3 * 1048576)) == "1.500 ± 0.012 GiB");
+  CHECK(headlab::FormatBytesMeanSe(Json(1.5 * 1073741824), Json(12.3 * 1048576)) ==
+        "1.500 ± 0.012 GiB");
   CHECK(headlab::FormatBytesMeanSe(Json(512), Json(3)) == "512.0 ± 3.0 B");
   CHECK(headlab::FormatMeanSe(Json(12.5), Json()) == "12.5");
   CHECK(headlab::FormatMeanSe(Json(), Json(1)) == "-");

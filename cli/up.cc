@@ -113,8 +113,8 @@ Status WaitHealthy(const std::string& url, pid_t coordinator, const std::string&
     auto h = client.Call("GET", "/api/v1/health");
     if (h.ok() && h->is_object() && h->value("ok", false)) return Status::Ok();
     if (Exited(coordinator, true))
-      return Status::Unavailable("the coordinator exited before it was healthy; tail of " +
-                                 log + ":\n" + Tail(log));
+      return Status::Unavailable("the coordinator exited before it was healthy; tail of " + log +
+                                 ":\n" + Tail(log));
     std::this_thread::sleep_for(kPoll * 2);
   }
   return Status::Unavailable("the coordinator did not answer " + url +
@@ -133,8 +133,8 @@ Status WaitWorker(const std::string& url, const std::string& token, pid_t worker
       for (const Json& x : w.value())
         if (x.is_object() && x.value("state", std::string()) == "alive") return Status::Ok();
     if (Exited(worker, true))
-      return Status::Unavailable("the worker exited before it registered; tail of " + log +
-                                 ":\n" + Tail(log));
+      return Status::Unavailable("the worker exited before it registered; tail of " + log + ":\n" +
+                                 Tail(log));
     std::this_thread::sleep_for(kPoll * 2);
   }
   std::fprintf(stderr, "headlab up: warning: no worker registered within %d s (see %s)\n",
@@ -150,14 +150,17 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   if (!http.ok()) return Fail(ctx, http.status());
   std::string workers = args.Get("--workers", "tcp://127.0.0.1:8322");
   if (workers.compare(0, 6, "tcp://") != 0)
-    return Fail(ctx, Status::InvalidArgument("--workers: expected tcp://ADDR:PORT, got \"" + workers + "\""));
+    return Fail(ctx, Status::InvalidArgument("--workers: expected tcp://ADDR:PORT, got \"" +
+                                             workers + "\""));
   auto wk = SplitHostPort(workers.substr(6), "--workers");
   if (!wk.ok()) return Fail(ctx, wk.status());
   // A CPU-only local worker runs one run per core unless told otherwise (as `make demo`
   // does); with GPUs the worker runs one per GPU whatever this says.
-  std::string slots = args.Get("--worker-slots", std::to_string(std::max(1u, std::thread::hardware_concurrency())));
+  std::string slots =
+      args.Get("--worker-slots", std::to_string(std::max(1u, std::thread::hardware_concurrency())));
   if (std::atoi(slots.c_str()) <= 0)
-    return Fail(ctx, Status::InvalidArgument("--worker-slots: expected a positive integer, got \"" + slots + "\""));
+    return Fail(ctx, Status::InvalidArgument("--worker-slots: expected a positive integer, got \"" +
+                                             slots + "\""));
   const bool detach = args.Has("--detach");
   Status st = MakeDirs(dir + "/worker");
   if (!st.ok()) return Fail(ctx, st);
@@ -169,10 +172,10 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
     if (j.ok() && j->is_object()) {
       pid_t pid = pid_t(j->value("coordinator_pid", 0));
       if (Alive(pid) && IsHeadlab(pid))
-        return Fail(ctx, Status::Unavailable("already up in " + dir + " (coordinator pid " +
-                                             std::to_string(pid) + ", " +
-                                             j->value("url", std::string()) +
-                                             "); run `headlab down --data-dir " + dir + "` first"));
+        return Fail(
+            ctx, Status::Unavailable("already up in " + dir + " (coordinator pid " +
+                                     std::to_string(pid) + ", " + j->value("url", std::string()) +
+                                     "); run `headlab down --data-dir " + dir + "` first"));
     }
   }
 
@@ -184,11 +187,15 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
                                          " (another `headlab up`? see --http)"));
   const std::string exe = SelfExe();
   const std::string coord_log = dir + "/coordinator.log", worker_log = dir + "/worker.log";
-  std::vector<std::string> coord_argv = {exe, "coordinator", "--data-dir", dir, "--http",
-                                         http->first + ":" + http->second, "--workers", workers};
-  std::vector<std::string> worker_argv = {exe, "worker", "--coordinator",
+  std::vector<std::string> coord_argv = {
+      exe,         "coordinator", "--data-dir", dir, "--http", http->first + ":" + http->second,
+      "--workers", workers};
+  std::vector<std::string> worker_argv = {exe,
+                                          "worker",
+                                          "--coordinator",
                                           "tcp://" + LocalHost(wk->first) + ":" + wk->second,
-                                          "--data-dir", dir + "/worker"};
+                                          "--data-dir",
+                                          dir + "/worker"};
   if (args.Has("--token-file"))
     coord_argv.insert(coord_argv.end(), {"--token-file", args.Get("--token-file")});
   // The worker gets the workers' own token (the coordinator creates it before it answers
@@ -239,16 +246,21 @@ int RunUp(const CliContext& ctx, const ParsedArgs& args) {
   // DIR/coordinator.json and DIR/token).
   std::printf("  for other shells: export HEADLAB_URL=%s\n", url.c_str());
   if (ctx.token_source.empty() || ctx.token_source == dir + "/token")
-    std::printf("  and its token (writes; reads beyond loopback): export HEADLAB_TOKEN=$(cat %s/token)\n",
-                dir.c_str());
-  std::printf("  the local worker runs %s run(s) at once on the CPU (--worker-slots), one per GPU\n",
-              slots.c_str());
+    std::printf(
+        "  and its token (writes; reads beyond loopback): export HEADLAB_TOKEN=$(cat %s/token)\n",
+        dir.c_str());
+  std::printf(
+      "  the local worker runs %s run(s) at once on the CPU (--worker-slots), one per GPU\n",
+      slots.c_str());
   std::fflush(stdout);
 
   if (detach) {
-    Json state = {{"coordinator_pid", coord.value()}, {"worker_pid", worker.value()},
-                  {"url", url + "/"}, {"http", http->first + ":" + http->second},
-                  {"workers", workers}, {"data_dir", dir}};
+    Json state = {{"coordinator_pid", coord.value()},
+                  {"worker_pid", worker.value()},
+                  {"url", url + "/"},
+                  {"http", http->first + ":" + http->second},
+                  {"workers", workers},
+                  {"data_dir", dir}};
     st = WriteFileAtomic(up_json, state.dump(2) + "\n");
     if (!st.ok()) {
       Stop(worker.value(), true);
@@ -291,14 +303,13 @@ int RunDown(const CliContext& ctx, const ParsedArgs&) {
   if (!text.ok()) return Fail(ctx, text.status());
   auto state = ParseJson(text.value(), up_json);
   if (!state.ok()) return Fail(ctx, state.status());
-  if (!state->is_object())
-    return Fail(ctx, Status::Corruption(up_json + ": expected an object"));
+  if (!state->is_object()) return Fail(ctx, Status::Corruption(up_json + ": expected an object"));
   // The worker first, so it does not see its coordinator vanish mid-run.
   for (const char* role : {"worker", "coordinator"}) {
     pid_t pid = pid_t(state->value(std::string(role) + "_pid", 0));
     if (pid > 0 && Alive(pid) && !IsHeadlab(pid)) {
-      std::fprintf(stderr, "headlab down: pid %d is no longer a headlab %s; left alone\n",
-                   int(pid), role);
+      std::fprintf(stderr, "headlab down: pid %d is no longer a headlab %s; left alone\n", int(pid),
+                   role);
       continue;
     }
     std::printf("%s (pid %d): %s\n", role, int(pid), Stop(pid, false).c_str());

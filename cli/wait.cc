@@ -37,8 +37,10 @@ std::string TimingSql(int64_t experiment) {
   return std::string("SELECT 'mean', avg(") + finished +
          ") FROM attempts a JOIN runs r ON r.id = a.run_id WHERE r.experiment_id = " + e +
          " AND a.status = 'succeeded' AND a.finished_at IS NOT NULL UNION ALL SELECT 'running', " +
-         now + " FROM runs r JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "
-         "WHERE r.experiment_id = " + e + " AND r.status = 'running'";
+         now +
+         " FROM runs r JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "
+         "WHERE r.experiment_id = " +
+         e + " AND r.status = 'running'";
 }
 
 // Returns the timing, or nullopt when the query failed (the ETA is then left out).
@@ -49,8 +51,10 @@ std::optional<Timing> LoadTiming(HttpClient& client, int64_t experiment) {
   Timing t;
   for (const Json& row : (*res)["rows"]) {
     if (!row.is_array() || row.size() != 2 || !row[1].is_number()) continue;
-    if (row[0] == "mean") t.mean_s = row[1].get<double>();
-    else t.running_elapsed_s.push_back(row[1].get<double>());
+    if (row[0] == "mean")
+      t.mean_s = row[1].get<double>();
+    else
+      t.running_elapsed_s.push_back(row[1].get<double>());
   }
   return t;
 }
@@ -61,8 +65,7 @@ constexpr double kTimingIntervalS = 5.0;
 }  // namespace
 
 bool Progress::Finished() const {
-  return queued == 0 && running == 0 &&
-         succeeded + failed + lost + cancelled >= total;
+  return queued == 0 && running == 0 && succeeded + failed + lost + cancelled >= total;
 }
 
 Progress ProgressFromExperiment(const Json& exp) {
@@ -79,7 +82,8 @@ Progress ProgressFromExperiment(const Json& exp) {
   p.cancelled = get("cancelled");
   int64_t sum = p.succeeded + p.failed + p.running + p.queued + p.lost + p.cancelled;
   p.total = exp.is_object() && exp.contains("total") && exp["total"].is_number()
-                ? exp["total"].get<int64_t>() : sum;
+                ? exp["total"].get<int64_t>()
+                : sum;
   return p;
 }
 
@@ -96,16 +100,23 @@ double EstimateRemainingS(const Progress& p, const Timing& t) {
 std::string FormatDuration(double s) {
   const int64_t n = int64_t(std::llround(std::max(0.0, s)));
   char buf[32];
-  if (n < 60) std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(n));
-  else if (n < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(n / 60), static_cast<long long>(n % 60));
-  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(n / 3600), static_cast<long long>(n / 60 % 60));
+  if (n < 60)
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(n));
+  else if (n < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(n / 60),
+                  static_cast<long long>(n % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(n / 3600),
+                  static_cast<long long>(n / 60 % 60));
   return buf;
 }
 
 std::string ProgressLine(const Progress& p, double elapsed_s, int bar_width, double eta_s) {
   std::string bar(bar_width, '.');
   if (p.total > 0) {
-    auto cells = [&](int64_t n) { return int(std::floor(double(n) * bar_width / double(p.total))); };
+    auto cells = [&](int64_t n) {
+      return int(std::floor(double(n) * bar_width / double(p.total)));
+    };
     int ok = cells(p.succeeded);
     int bad = cells(p.succeeded + p.failed + p.lost + p.cancelled) - ok;
     int run = cells(p.succeeded + p.failed + p.lost + p.cancelled + p.running) - ok - bad;
@@ -133,7 +144,8 @@ int RunWait(const CliContext& ctx, const ParsedArgs& args) {
     std::string t = args.Get("--timeout");
     timeout_s = std::strtod(t.c_str(), &end);
     if (t.empty() || *end != '\0' || !(timeout_s > 0))
-      return Fail(ctx, Status::InvalidArgument("--timeout: expected seconds > 0, got \"" + t + "\""));
+      return Fail(ctx,
+                  Status::InvalidArgument("--timeout: expected seconds > 0, got \"" + t + "\""));
   }
   const bool tty = ::isatty(STDERR_FILENO);
   const bool quiet = args.Has("--quiet");
@@ -148,7 +160,8 @@ int RunWait(const CliContext& ctx, const ParsedArgs& args) {
   std::optional<Timing> timing;
   double timing_at = -1e9;
   while (true) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     auto exp = client.Call("GET", target);
     if (exp.ok()) {
       p = ProgressFromExperiment(exp.value());
@@ -157,7 +170,8 @@ int RunWait(const CliContext& ctx, const ParsedArgs& args) {
       // Compare without the elapsed-seconds and ETA suffixes: a line per change, not per second.
       std::string key = ProgressLine(p, 0, 30);
       key = key.substr(0, key.rfind("  "));
-      if (!quiet && !p.Finished() && (key != last_line || elapsed - timing_at >= kTimingIntervalS)) {
+      if (!quiet && !p.Finished() &&
+          (key != last_line || elapsed - timing_at >= kTimingIntervalS)) {
         timing = LoadTiming(client, id.value());
         timing_at = elapsed;
       }
@@ -184,22 +198,27 @@ int RunWait(const CliContext& ctx, const ParsedArgs& args) {
     if (timeout_s > 0 && elapsed >= timeout_s) {
       if (tty && seen) std::fprintf(stderr, "\n");
       return Fail(ctx, Status::Unavailable(
-          "experiment " + std::to_string(id.value()) + " not finished after " +
-          std::to_string(int64_t(timeout_s)) + "s" +
-          (seen ? " (" + ProgressLine(p, elapsed, 0).substr(3) + ")" : "")));
+                           "experiment " + std::to_string(id.value()) + " not finished after " +
+                           std::to_string(int64_t(timeout_s)) + "s" +
+                           (seen ? " (" + ProgressLine(p, elapsed, 0).substr(3) + ")" : "")));
     }
     std::this_thread::sleep_for(kPollInterval);
   }
   if (tty && !quiet) std::fprintf(stderr, "\n");
   if (args.Has("--json")) {
-    PrintJson({{"experiment", id.value()}, {"total", p.total}, {"succeeded", p.succeeded},
-               {"failed", p.failed}, {"lost", p.lost}, {"cancelled", p.cancelled},
+    PrintJson({{"experiment", id.value()},
+               {"total", p.total},
+               {"succeeded", p.succeeded},
+               {"failed", p.failed},
+               {"lost", p.lost},
+               {"cancelled", p.cancelled},
                {"ok", p.AllSucceeded()}});
   } else {
     std::printf("experiment %lld: %s\n", static_cast<long long>(id.value()),
                 p.AllSucceeded() ? "all runs succeeded"
                                  : (std::to_string(p.total - p.succeeded) + " of " +
-                                    std::to_string(p.total) + " runs did not succeed").c_str());
+                                    std::to_string(p.total) + " runs did not succeed")
+                                       .c_str());
   }
   return p.AllSucceeded() ? kExitOk : kExitFailed;
 }

@@ -13,13 +13,16 @@ StatusOr<RetentionPolicy> RetentionOf(const Json& config, const Json& assigned) 
   p.keep_last = train.at("keep_checkpoints").get<int64_t>();
   StatusOr<std::vector<int64_t>> steps =
       ParsePositiveIntList(train.at("keep_steps").get<std::string>());
-  if (!steps.ok()) return Status::InvalidArgument("config: train.keep_steps: " + steps.status().message());
+  if (!steps.ok())
+    return Status::InvalidArgument("config: train.keep_steps: " + steps.status().message());
   p.pinned.insert(steps->begin(), steps->end());
   if (assigned.is_null()) return p;
-  if (!assigned.is_array()) return Status::InvalidArgument("ASSIGN.keep_steps: expected an array of steps");
+  if (!assigned.is_array())
+    return Status::InvalidArgument("ASSIGN.keep_steps: expected an array of steps");
   for (const Json& s : assigned) {
     if (!s.is_number_integer() || s.get<int64_t>() < 1)
-      return Status::InvalidArgument("ASSIGN.keep_steps: expected positive integer steps, got " + s.dump());
+      return Status::InvalidArgument("ASSIGN.keep_steps: expected positive integer steps, got " +
+                                     s.dump());
     p.pinned.insert(s.get<int64_t>());
   }
   return p;
@@ -28,7 +31,8 @@ StatusOr<RetentionPolicy> RetentionOf(const Json& config, const Json& assigned) 
 std::vector<bool> KeptCheckpoints(const std::vector<int64_t>& steps, const RetentionPolicy& p) {
   std::vector<bool> kept(steps.size(), true);
   if (p.keep_last <= 0) return kept;
-  const size_t newest_from = steps.size() > size_t(p.keep_last) ? steps.size() - size_t(p.keep_last) : 0;
+  const size_t newest_from =
+      steps.size() > size_t(p.keep_last) ? steps.size() - size_t(p.keep_last) : 0;
   for (size_t i = 0; i < newest_from; ++i) kept[i] = p.pinned.count(steps[i]) > 0;
   return kept;
 }

@@ -47,7 +47,8 @@ TEST_CASE("KeptCheckpoints keeps the newest N and the pinned steps, every one fo
   RetentionPolicy p;
   p.keep_last = 2;
   p.pinned = {20};
-  CHECK(KeptCheckpoints({10, 20, 30, 40, 50}, p) == std::vector<bool>{false, true, false, true, true});
+  CHECK(KeptCheckpoints({10, 20, 30, 40, 50}, p) ==
+        std::vector<bool>{false, true, false, true, true});
   p.keep_last = 0;
   CHECK(KeptCheckpoints({10, 20, 30}, p) == std::vector<bool>{true, true, true});
   p.keep_last = 5;

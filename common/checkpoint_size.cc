@@ -13,7 +13,8 @@ int64_t ModelParameterCount(const Json& config) {
   const int64_t width = m.at("width").get<int64_t>();
   const int64_t context = m.at("context").get<int64_t>();
   const int64_t vocab = m.at("vocab").get<int64_t>();
-  const int64_t kv_heads = m.at("kv_heads").get<int64_t>() > 0 ? m["kv_heads"].get<int64_t>() : heads;
+  const int64_t kv_heads =
+      m.at("kv_heads").get<int64_t>() > 0 ? m["kv_heads"].get<int64_t>() : heads;
   const int64_t head_dim = width / heads;
   // ModelConfig::MlpHidden: round(mlp_ratio * width).
   const int64_t hidden = int64_t(std::llround(m.at("mlp_ratio").get<double>() * double(width)));
@@ -28,8 +29,8 @@ int64_t CheckpointBytesEstimate(const Json& config) {
   const int64_t params = ModelParameterCount(config);
   if (params == 0) return 0;
   const Json& m = config.at("model");
-  const int64_t buffers =
-      m.at("layers").get<int64_t>() * 3 * m.at("heads").get<int64_t>() * m.at("context").get<int64_t>();
+  const int64_t buffers = m.at("layers").get<int64_t>() * 3 * m.at("heads").get<int64_t>() *
+                          m.at("context").get<int64_t>();
   return 4 * (3 * params + buffers);
 }
 

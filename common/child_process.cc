@@ -86,8 +86,10 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   if (options.stdout_to == Output::kNull || options.stderr_to == Output::kNull)
     null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   auto child_fd = [&](Output o, int pipe_write) {
-    return o == Output::kPipe ? pipe_write : o == Output::kFile ? file_fd
-         : o == Output::kNull ? null_fd : -1;
+    return o == Output::kPipe   ? pipe_write
+           : o == Output::kFile ? file_fd
+           : o == Output::kNull ? null_fd
+                                : -1;
   };
   const int child_out = child_fd(options.stdout_to, out[1]);
   const int child_err = child_fd(options.stderr_to, err[1]);
@@ -101,8 +103,10 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     return Status::IoError(std::string("spawn: fork: ") + std::strerror(e));
   }
   if (pid == 0) {
-    if (options.new_session) ::setsid();
-    else if (options.own_group) ::setpgid(0, 0);
+    if (options.new_session)
+      ::setsid();
+    else if (options.own_group)
+      ::setpgid(0, 0);
     if (options.die_with_parent) {
       // If we die (even by SIGKILL), the child dies with us: the coordinator will have
       // requeued its attempt elsewhere, so an orphan would only burn the host's devices.
@@ -117,18 +121,24 @@ StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (in[0] >= 0) ::dup2(in[0], 0);
-    else if (devnull >= 0) ::dup2(devnull, 0);
+    if (in[0] >= 0)
+      ::dup2(in[0], 0);
+    else if (devnull >= 0)
+      ::dup2(devnull, 0);
     if (child_out >= 0) ::dup2(child_out, 1);
     if (child_err >= 0) ::dup2(child_err, 2);
     int e = 0;
     // dup2 clears close-on-exec on the copy: the program keeps its report fd.
-    if (report && rep[1] == options.report_fd) ::fcntl(rep[1], F_SETFD, 0);
-    else if (report && ::dup2(rep[1], options.report_fd) < 0) e = errno;
+    if (report && rep[1] == options.report_fd)
+      ::fcntl(rep[1], F_SETFD, 0);
+    else if (report && ::dup2(rep[1], options.report_fd) < 0)
+      e = errno;
     if (!e && !options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) e = errno;
     if (!e) {
-      if (options.search_path) ::execvpe(cargv[0], cargv.data(), cenv.data());
-      else ::execve(cargv[0], cargv.data(), cenv.data());
+      if (options.search_path)
+        ::execvpe(cargv[0], cargv.data(), cenv.data());
+      else
+        ::execve(cargv[0], cargv.data(), cenv.data());
       e = errno;
     }
     ssize_t ignored = ::write(ex[1], &e, sizeof e);
@@ -192,8 +202,10 @@ void ChildProcess::ClosePipes() {
 }
 
 bool ChildProcess::Read(int fd, std::string* out) {
-  int* slot = fd == out_fd_ ? &out_fd_ : fd == err_fd_ ? &err_fd_
-            : fd == report_fd_ ? &report_fd_ : nullptr;
+  int* slot = fd == out_fd_      ? &out_fd_
+              : fd == err_fd_    ? &err_fd_
+              : fd == report_fd_ ? &report_fd_
+                                 : nullptr;
   if (slot == nullptr || fd < 0) return false;
   char buf[65536];
   for (;;) {

@@ -31,10 +31,10 @@ struct SpawnOptions {
   // /dev/null, the caller's own, or `output_file` (opened for appending, mode 0644).
   enum class Output { kPipe, kNull, kInherit, kFile };
 
-  std::string cwd;      // the child's working directory ("" = the caller's)
+  std::string cwd;  // the child's working directory ("" = the caller's)
   // true: the child's stdin is a pipe written through stdin_fd(); else /dev/null.
   bool stdin_pipe = false;
-  int report_fd = -1;   // >= 0: a third pipe whose write end is this fd in the child
+  int report_fd = -1;  // >= 0: a third pipe whose write end is this fd in the child
   // false: the child stays in the caller's process group, so a signal to the caller's
   // group reaches both (SignalGroup then signals the child alone).
   bool own_group = true;
@@ -53,11 +53,13 @@ struct SpawnOptions {
 class ChildProcess {
  public:
   // Starts argv[0] (a path, not searched in PATH) with the current environment plus
-  // `env_overrides`, stdin from /dev/null (SpawnOptions::stdin_pipe: a pipe), default signal dispositions and an empty signal
-  // mask, in a new process group; the child gets SIGKILL if the calling thread dies. The
-  // error of a failed exec (e.g. a missing binary) is returned here, not discovered later.
+  // `env_overrides`, stdin from /dev/null (SpawnOptions::stdin_pipe: a pipe), default signal
+  // dispositions and an empty signal mask, in a new process group; the child gets SIGKILL if the
+  // calling thread dies. The error of a failed exec (e.g. a missing binary) is returned here, not
+  // discovered later.
   static StatusOr<std::unique_ptr<ChildProcess>> Spawn(
-      const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_overrides);
+      const std::vector<std::string>& argv,
+      const std::map<std::string, std::string>& env_overrides);
   // As above, changed by `options` (in `options.cwd`, with a report pipe when
   // `options.report_fd` >= 0, ...). A cwd that cannot be entered, or an output file that
   // cannot be opened, is a Spawn error.

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -131,9 +131,7 @@ TEST_CASE("ChildProcess dies with the process that spawned it") {
 
 TEST_CASE("ChildProcess: stdout and stderr appended to a file, Wait") {
   const std::string log = "/tmp/headlab-child-" + std::to_string(::getpid()) + ".log";
-  {
-    std::ofstream(log) << "before\n";
-  }
+  { std::ofstream(log) << "before\n"; }
   SpawnOptions opt;
   opt.stdout_to = opt.stderr_to = SpawnOptions::Output::kFile;
   opt.output_file = log;

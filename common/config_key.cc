@@ -17,8 +17,8 @@ ConfigKey IntKey(const char* key, double lo, double hi, double def, const char* 
   return k;
 }
 
-ConfigKey NumKey(const char* key, double lo, double hi, double def, const char* doc,
-                 bool lo_open, bool hi_open) {
+ConfigKey NumKey(const char* key, double lo, double hi, double def, const char* doc, bool lo_open,
+                 bool hi_open) {
   ConfigKey k = IntKey(key, lo, hi, def, doc);
   k.type = ConfigKeyType::kNumber;
   k.min_open = lo_open;
@@ -63,7 +63,8 @@ StatusOr<std::vector<int64_t>> ParsePositiveIntList(const std::string& s) {
   size_t start = 0;
   while (true) {
     const size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t a = item.find_first_not_of(' '), b = item.find_last_not_of(' ');
     item = a == std::string::npos ? "" : item.substr(a, b - a + 1);
     char* end = nullptr;
@@ -88,11 +89,13 @@ StatusOr<std::vector<double>> ParseFractionList(const std::string& s) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != '\0' || !(v >= 0 && v <= 1))
-      return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
+      return Status::InvalidArgument(
+          "expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
     out.push_back(v);
   }
   if (!s.empty() && s.back() == ',')
-    return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" + s + "\"");
+    return Status::InvalidArgument("expected a comma-separated list of numbers in [0, 1], got \"" +
+                                   s + "\"");
   return out;
 }
 

@@ -29,7 +29,8 @@ void Add(std::vector<std::string>* out, const std::string& s) {
 
 void FlattenInto(const Json& v, const std::string& prefix, Json* out) {
   if (v.is_object()) {
-    for (auto& [k, child] : v.items()) FlattenInto(child, prefix.empty() ? k : prefix + "." + k, out);
+    for (auto& [k, child] : v.items())
+      FlattenInto(child, prefix.empty() ? k : prefix + "." + k, out);
   } else {
     (*out)[prefix] = v;
   }

@@ -10,21 +10,22 @@
 namespace headlab {
 
 TEST_CASE("NotableConfig: kind, seed, the run's own sections and what differs") {
-  auto saf = NormalizeRunConfig(
-      Json{{"seed", 3}, {"saf", {{"method", "replace"}}}, {"train", {{"lr", 1e-3}}},
-           {"aoh", {{"sink", 64}}}},
-      "f");
+  auto saf = NormalizeRunConfig(Json{{"seed", 3},
+                                     {"saf", {{"method", "replace"}}},
+                                     {"train", {{"lr", 1e-3}}},
+                                     {"aoh", {{"sink", 64}}}},
+                                "f");
   REQUIRE(saf.ok());
   Json n = NotableConfig(*saf);
   CHECK(n["kind"] == "train");
   CHECK(n["seed"] == 3);
   CHECK(n["train.lr"] == 1e-3);
-  CHECK(n.contains("train.steps"));           // the training run's own section
+  CHECK(n.contains("train.steps"));  // the training run's own section
   CHECK(n.contains("model.layers"));
   CHECK(n["saf.method"] == "replace");
-  CHECK(n.contains("saf.rate"));              // an enabled method's defaults are its setup
-  CHECK(n["aoh.sink"] == 64);                 // differs from the default
-  CHECK_FALSE(n.contains("aoh.recent"));      // AoH off: its defaults are noise
+  CHECK(n.contains("saf.rate"));          // an enabled method's defaults are its setup
+  CHECK(n["aoh.sink"] == 64);             // differs from the default
+  CHECK_FALSE(n.contains("aoh.recent"));  // AoH off: its defaults are noise
   CHECK_FALSE(n.contains("aah.regime"));
   CHECK_FALSE(n.contains("bench.repeats"));
   CHECK_FALSE(n.contains("resources.gpus"));  // at its default
@@ -54,10 +55,11 @@ TEST_CASE("ActiveSections: a method's section is on iff its switch key leaves th
 }
 
 TEST_CASE("NotableConfig of a command run shows its program and params, not the LM's") {
-  auto c = NormalizeRunConfig(Json{{"kind", "command"},
-                                   {"command", {{"program", "train.py"}, {"interpreter", "python3"}}},
-                                   {"params", {{"hidden", 64}}}},
-                              "f");
+  auto c =
+      NormalizeRunConfig(Json{{"kind", "command"},
+                              {"command", {{"program", "train.py"}, {"interpreter", "python3"}}},
+                              {"params", {{"hidden", 64}}}},
+                         "f");
   REQUIRE(c.ok());
   Json n = NotableConfig(*c);
   CHECK(n["command.program"] == "train.py");

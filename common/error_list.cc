@@ -30,7 +30,8 @@ bool ErrorList::Add(const Status& s) {
       size_t start = head + sizeof kProblems - 1;
       while (start < m.size()) {
         size_t end = m.find("\n  ", start);
-        errors_.push_back(Status::InvalidArgument(m.substr(start, end == std::string::npos ? end : end - start)));
+        errors_.push_back(
+            Status::InvalidArgument(m.substr(start, end == std::string::npos ? end : end - start)));
         if (end == std::string::npos) break;
         start = end + 3;
       }
@@ -47,7 +48,8 @@ Status ErrorList::ToStatus() const {
   std::string source = SourceOf(errors_[0].message());
   for (const Status& e : errors_)
     if (SourceOf(e.message()) != source) source.clear();
-  std::string m = (source.empty() ? "" : source + ": ") + std::to_string(errors_.size()) + " problems:";
+  std::string m =
+      (source.empty() ? "" : source + ": ") + std::to_string(errors_.size()) + " problems:";
   for (size_t i = 0; i < errors_.size() && i < kMaxShown; ++i) m += "\n  " + errors_[i].message();
   if (errors_.size() > kMaxShown)
     m += "\n  ... and " + std::to_string(errors_.size() - kMaxShown) + " more";

@@ -38,7 +38,8 @@ TEST_CASE("an error list reports every problem, led by the file they are about")
 
   // Beyond kMaxShown, a count of the rest.
   ErrorList many;
-  for (int i = 0; i < 25; ++i) many.Add(Status::InvalidArgument("g.jsonc: $.k" + std::to_string(i) + ": bad"));
+  for (int i = 0; i < 25; ++i)
+    many.Add(Status::InvalidArgument("g.jsonc: $.k" + std::to_string(i) + ": bad"));
   const std::string m = many.ToStatus().message();
   CHECK(m.rfind("g.jsonc: 25 problems:", 0) == 0);
   CHECK(m.find("\n  ... and 5 more") != std::string::npos);

@@ -36,8 +36,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, int mod
     }
     off += size_t(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return Status::IoError(tmp + ": fsync/close failed");
+  if (::fsync(fd) != 0 || ::close(fd) != 0) return Status::IoError(tmp + ": fsync/close failed");
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return Status::IoError(path + ": rename failed (" + std::strerror(errno) + ")");
   return Status::Ok();

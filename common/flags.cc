@@ -94,8 +94,10 @@ std::string FormatOptions(const std::vector<OptionSpec>& options) {
   for (const OptionSpec& o : listed) {
     std::string left = "  " + (o.short_name.empty() ? "" : o.short_name + ", ") + o.name +
                        (o.value_name.empty() ? "" : " " + o.value_name);
-    if (left.size() < kColumn) left += std::string(kColumn - left.size(), ' ');
-    else left += "\n" + std::string(kColumn, ' ');
+    if (left.size() < kColumn)
+      left += std::string(kColumn - left.size(), ' ');
+    else
+      left += "\n" + std::string(kColumn, ' ');
     std::string help = o.help + (o.repeated ? " (repeatable)" : "");
     for (size_t nl = help.find('\n'); nl != std::string::npos; nl = help.find('\n', nl + 1))
       help.insert(nl + 1, std::string(kColumn, ' '));
@@ -104,7 +106,8 @@ std::string FormatOptions(const std::vector<OptionSpec>& options) {
   return s;
 }
 
-std::string HelpText(const FlagsSpec& spec, const std::string& description, const std::string& trailer) {
+std::string HelpText(const FlagsSpec& spec, const std::string& description,
+                     const std::string& trailer) {
   const std::string head = "usage: " + spec.program;
   std::string usage = head, line = head;
   auto add = [&](const std::string& word) {
@@ -115,17 +118,19 @@ std::string HelpText(const FlagsSpec& spec, const std::string& description, cons
     usage += " " + word;
     line += " " + word;
   };
-  for (const OptionSpec& o : spec.options) add("[" + o.name + (o.value_name.empty() ? "" : " " + o.value_name) + "]");
+  for (const OptionSpec& o : spec.options)
+    add("[" + o.name + (o.value_name.empty() ? "" : " " + o.value_name) + "]");
   if (!spec.args.empty()) add(spec.args);
-  return usage + "\n\n" + description + "\noptions:\n" + FormatOptions(spec.options) + "\n" + trailer;
+  return usage + "\n\n" + description + "\noptions:\n" + FormatOptions(spec.options) + "\n" +
+         trailer;
 }
 
 StatusOr<long> ParseIntFlag(const std::string& name, const std::string& text, long lo, long hi) {
   char* end = nullptr;
   long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < lo || v > hi)
-    return Status::InvalidArgument(name + ": expected an integer in [" + std::to_string(lo) +
-                                   ", " + std::to_string(hi) + "], got \"" + text + "\"");
+    return Status::InvalidArgument(name + ": expected an integer in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "], got \"" + text + "\"");
   return v;
 }
 

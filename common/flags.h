@@ -17,14 +17,14 @@ struct OptionSpec {
   std::string short_name;  // "-o" or ""
   std::string value_name;  // "KEY=V1,V2"; empty for a flag
   std::string help;
-  bool repeated = false;   // may be given more than once (values accumulate)
+  bool repeated = false;  // may be given more than once (values accumulate)
 };
 
 // What ParseFlags accepts.
 struct FlagsSpec {
-  std::string program;               // "headlab submit": the prefix of every error
+  std::string program;  // "headlab submit": the prefix of every error
   std::vector<OptionSpec> options;
-  std::string args;                  // the positionals' name in errors: "FILE"
+  std::string args;  // the positionals' name in errors: "FILE"
   size_t min_positional = 0;
   size_t max_positional = 0;
 };
@@ -64,7 +64,8 @@ std::string FormatOptions(const std::vector<OptionSpec>& options);
 // Returns a program's --help text from its table: "usage: PROGRAM [--opt VALUE]... ARGS"
 // (wrapped at 90 columns), a blank line, `description`, "options:", FormatOptions of the
 // table, then `trailer` (exit codes and the like).
-std::string HelpText(const FlagsSpec& spec, const std::string& description, const std::string& trailer);
+std::string HelpText(const FlagsSpec& spec, const std::string& description,
+                     const std::string& trailer);
 
 // Returns the integer in `text` if it is one in [lo, hi]; else InvalidArgument
 // "<name>: expected an integer in [lo, hi], got \"text\"".

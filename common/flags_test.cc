@@ -6,19 +6,23 @@ namespace headlab {
 namespace {
 
 FlagsSpec Spec() {
-  return {"headlab tool",
-          {{"--set", "", "KEY=V", "", true}, {"--json", "", "", ""}, {"--output", "-o", "FILE", ""}},
-          "FILE", 1, 1};
+  return {
+      "headlab tool",
+      {{"--set", "", "KEY=V", "", true}, {"--json", "", "", ""}, {"--output", "-o", "FILE", ""}},
+      "FILE",
+      1,
+      1};
 }
 
 }  // namespace
 
 TEST_CASE("ParseFlags: values, flags, repeats, inline values, short names, --") {
-  auto a = ParseFlags(Spec(), {"tool", "--set", "a=1", "f.jsonc", "--set=b=2", "--json", "-o", "x",
-                               "-1"});
+  auto a = ParseFlags(Spec(),
+                      {"tool", "--set", "a=1", "f.jsonc", "--set=b=2", "--json", "-o", "x", "-1"});
   REQUIRE(!a.ok());  // two positionals ("-1" is one)
   CHECK(a.status().message() == "headlab tool: unexpected argument \"-1\"");
-  auto b = ParseFlags(Spec(), {"tool", "--set", "a=1", "f.jsonc", "--set=b=2", "--json", "-o", "x"});
+  auto b =
+      ParseFlags(Spec(), {"tool", "--set", "a=1", "f.jsonc", "--set=b=2", "--json", "-o", "x"});
   REQUIRE(b.ok());
   CHECK(b->All("--set") == std::vector<std::string>{"a=1", "b=2"});
   CHECK(b->Get("--set") == "b=2");
@@ -68,7 +72,6 @@ TEST_CASE("ParseIntFlag: an integer in range, else the flag and the range") {
   }
 }
 
-
 TEST_CASE("HelpText: the usage line and the option list come from the table") {
   FlagsSpec spec{"headlab tool",
                  {{"--alpha", "", "N", "first line\nsecond line"},
@@ -76,24 +79,27 @@ TEST_CASE("HelpText: the usage line and the option list come from the table") {
                   {"--flag", "-f", "", "a flag", true}},
                  "FILE"};
   const std::string h = HelpText(spec, "Does things.\n", "exit: 0 ok\n");
-  CHECK(h.rfind("usage: headlab tool [--alpha N] [--a-rather-long-option-name VALUE] [--flag]", 0) == 0);
+  CHECK(h.rfind("usage: headlab tool [--alpha N] [--a-rather-long-option-name VALUE] [--flag]",
+                0) == 0);
   CHECK(h.find(" FILE\n\nDoes things.\n\noptions:\n") != std::string::npos);
   // Help at column 28; a help's further lines indented to it; long names on their own line.
-  CHECK(h.find("  --alpha N                 first line\n" + std::string(28, ' ') + "second line\n") !=
-        std::string::npos);
-  CHECK(h.find("  --a-rather-long-option-name VALUE\n" + std::string(28, ' ') + "help on its own line\n") !=
-        std::string::npos);
+  CHECK(h.find("  --alpha N                 first line\n" + std::string(28, ' ') +
+               "second line\n") != std::string::npos);
+  CHECK(h.find("  --a-rather-long-option-name VALUE\n" + std::string(28, ' ') +
+               "help on its own line\n") != std::string::npos);
   CHECK(h.find("  -f, --flag                a flag (repeatable)\n") != std::string::npos);
   CHECK(h.find("  -h, --help                show this help\n") != std::string::npos);
   CHECK(h.size() >= 11);
   CHECK(h.compare(h.size() - 11, 11, "exit: 0 ok\n") == 0);
   // The usage line wraps before 90 columns, continuation lines under the program.
   FlagsSpec wide{"headlab wide", {}, ""};
-  for (int i = 0; i < 12; ++i) wide.options.push_back({"--option-" + std::to_string(i), "", "VALUE", "x"});
+  for (int i = 0; i < 12; ++i)
+    wide.options.push_back({"--option-" + std::to_string(i), "", "VALUE", "x"});
   const std::string w = HelpText(wide, "", "");
   const std::string usage = w.substr(0, w.find("\n\n"));
   size_t start = 0, lines = 0;
-  for (size_t nl; (nl = usage.find('\n', start)) != std::string::npos || start < usage.size(); ++lines) {
+  for (size_t nl; (nl = usage.find('\n', start)) != std::string::npos || start < usage.size();
+       ++lines) {
     const size_t end = nl == std::string::npos ? usage.size() : nl;
     CHECK(end - start <= 90);
     if (lines > 0) CHECK(usage.compare(start, 14, "              ") == 0);

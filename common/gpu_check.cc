@@ -8,8 +8,10 @@ namespace headlab {
 
 Status GpuCallFailed(GpuApi api, const char* call, const char* error, const char* file, int line) {
   const char* slash = file ? std::strrchr(file, '/') : nullptr;
-  const std::string where = std::string(slash ? slash + 1 : file ? file : "?") + ":" +
-                            std::to_string(line);
+  const std::string where = std::string(slash  ? slash + 1
+                                        : file ? file
+                                               : "?") +
+                            ":" + std::to_string(line);
   const std::string what = std::string(api == GpuApi::kCuda ? "CUDA " : "CUPTI ") + call +
                            " failed (" + where + "): " + (error ? error : "unknown error");
   if (api == GpuApi::kCuptiNoPermission)

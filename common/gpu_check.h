@@ -34,16 +34,16 @@ Status GpuCallFailed(GpuApi api, const char* call, const char* error, const char
   }())
 
 // Evaluates a CUptiResult expression once; Ok on CUPTI_SUCCESS, else GpuCallFailed.
-#define HEADLAB_CUPTI_STATUS(call)                                                           \
-  ([&]() -> ::headlab::Status {                                                              \
-    const CUptiResult headlab_r_ = (call);                                                   \
-    if (headlab_r_ == CUPTI_SUCCESS) return ::headlab::Status::Ok();                         \
-    const char* headlab_text_ = nullptr;                                                     \
-    cuptiGetResultString(headlab_r_, &headlab_text_);                                        \
-    return ::headlab::GpuCallFailed(headlab_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES        \
-                                        ? ::headlab::GpuApi::kCuptiNoPermission              \
-                                        : ::headlab::GpuApi::kCupti,                         \
-                                    #call, headlab_text_, __FILE__, __LINE__);               \
+#define HEADLAB_CUPTI_STATUS(call)                                                    \
+  ([&]() -> ::headlab::Status {                                                       \
+    const CUptiResult headlab_r_ = (call);                                            \
+    if (headlab_r_ == CUPTI_SUCCESS) return ::headlab::Status::Ok();                  \
+    const char* headlab_text_ = nullptr;                                              \
+    cuptiGetResultString(headlab_r_, &headlab_text_);                                 \
+    return ::headlab::GpuCallFailed(headlab_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES \
+                                        ? ::headlab::GpuApi::kCuptiNoPermission       \
+                                        : ::headlab::GpuApi::kCupti,                  \
+                                    #call, headlab_text_, __FILE__, __LINE__);        \
   }())
 
 // Return the failure from the enclosing function (which returns Status or StatusOr<T>).

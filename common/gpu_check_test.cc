@@ -9,8 +9,11 @@ enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
 const char* cudaGetErrorString(cudaError_t e) {
   return e == cudaErrorInvalidValue ? "invalid argument" : "no error";
 }
-enum CUptiResult { CUPTI_SUCCESS = 0, CUPTI_ERROR_UNKNOWN = 999,
-                   CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35 };
+enum CUptiResult {
+  CUPTI_SUCCESS = 0,
+  CUPTI_ERROR_UNKNOWN = 999,
+  CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35
+};
 int cupti_string_calls = 0;
 CUptiResult cuptiGetResultString(CUptiResult r, const char** text) {
   ++cupti_string_calls;
@@ -26,8 +29,14 @@ namespace headlab {
 namespace {
 
 int calls = 0;
-cudaError_t Fails() { ++calls; return cudaErrorInvalidValue; }
-cudaError_t Works() { ++calls; return cudaSuccess; }
+cudaError_t Fails() {
+  ++calls;
+  return cudaErrorInvalidValue;
+}
+cudaError_t Works() {
+  ++calls;
+  return cudaSuccess;
+}
 
 Status TwoCudaCalls(bool first_fails, int* reached) {
   HEADLAB_CUDA_CHECK(first_fails ? Fails() : Works());
@@ -51,15 +60,16 @@ TEST_CASE("HEADLAB_CUDA_STATUS: Ok on success, else the call, file, line and err
   Status s = HEADLAB_CUDA_STATUS(Fails());
   CHECK(calls == 2);  // each call evaluated once
   CHECK(s.code() == Status::Code::kUnavailable);
-  CHECK(s.message() == "CUDA Fails() failed (gpu_check_test.cc:" + std::to_string(line) +
-                           "): invalid argument");
+  CHECK(s.message() ==
+        "CUDA Fails() failed (gpu_check_test.cc:" + std::to_string(line) + "): invalid argument");
 }
 
 TEST_CASE("HEADLAB_CUDA_CHECK returns the failure from the enclosing function") {
   int reached = 0;
   Status s = TwoCudaCalls(true, &reached);
   CHECK(reached == 0);
-  CHECK(s.message().rfind("CUDA first_fails ? Fails() : Works() failed (gpu_check_test.cc:", 0) == 0);
+  CHECK(s.message().rfind("CUDA first_fails ? Fails() : Works() failed (gpu_check_test.cc:", 0) ==
+        0);
   CHECK(TwoCudaCalls(false, &reached).ok());
   CHECK(reached == 2);
 }

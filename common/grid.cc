@@ -43,8 +43,7 @@ std::string Got(const Json& v) {
 bool IsName(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
-      return false;
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
   return true;
 }
 
@@ -95,9 +94,10 @@ StatusOr<SetItems> SetValues(const std::string& rest, const std::string& file,
   if (!rest.empty() && rest.front() == '[') {
     auto list = ParseJson(rest, where);
     if (!list.ok() || !list->is_array() || list->empty())
-      return Invalid(file, where, "expected a non-empty JSON list of values after '=', such as "
-                                  "[\"0.0=local:16,1.*=pruned\", \"*.*=streaming:4:16\"]" +
-                                      (list.ok() ? std::string() : ": " + list.status().message()));
+      return Invalid(file, where,
+                     "expected a non-empty JSON list of values after '=', such as "
+                     "[\"0.0=local:16,1.*=pruned\", \"*.*=streaming:4:16\"]" +
+                         (list.ok() ? std::string() : ": " + list.status().message()));
     for (const Json& v : *list) out.values.push_back(v);
     return out;
   }
@@ -126,8 +126,9 @@ Status ApplySet(const std::string& set, const std::string& file,
   if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, where, key);
   auto [prev, fresh] = earlier->emplace(key, set);
   if (!fresh)
-    return Invalid(file, where, key + " is already set by --set \"" + prev->second +
-                                    "\"; give every value in one: --set " + key + "=V1,V2");
+    return Invalid(file, where,
+                   key + " is already set by --set \"" + prev->second +
+                       "\"; give every value in one: --set " + key + "=V1,V2");
   std::string rest = set.substr(eq + 1);
   if (rest.empty()) return Invalid(file, where, "empty axis");
   auto items = SetValues(rest, file, where);
@@ -148,7 +149,8 @@ Status ApplySet(const std::string& set, const std::string& file,
     }
     if (!errors.Add(checked.status())) continue;
     if (!seen.insert(checked->dump()).second)
-      errors.Add(Invalid(file, where, "duplicate value " + Got(values[i]) + " (runs would repeat)"));
+      errors.Add(
+          Invalid(file, where, "duplicate value " + Got(values[i]) + " (runs would repeat)"));
   }
   HEADLAB_RETURN_IF_ERROR(errors.ToStatus());
   if (!root->contains("axes")) (*root)["axes"] = Json::object();
@@ -166,8 +168,8 @@ StatusOr<std::vector<Axis>> ParseAxes(const Json& root, const std::string& file)
   auto it = root.find("axes");
   if (it == root.end()) return axes;
   if (!it->is_object())
-    return Invalid(file, "$.axes", "expected an object of config key -> list of values, got " +
-                                       Got(*it));
+    return Invalid(file, "$.axes",
+                   "expected an object of config key -> list of values, got " + Got(*it));
   ErrorList errors;
   for (auto& [key, list] : it->items()) {  // std::map order: lexicographic keys
     std::string path = "$.axes." + key;
@@ -190,7 +192,8 @@ StatusOr<std::vector<Axis>> ParseAxes(const Json& root, const std::string& file)
       auto v = ValidateRunConfigValue(key, list[i], file, vpath);
       if (!errors.Add(v.status())) continue;
       if (!seen.insert(v->dump()).second) {
-        errors.Add(Invalid(file, vpath, "duplicate value " + Got(list[i]) + " (runs would repeat)"));
+        errors.Add(
+            Invalid(file, vpath, "duplicate value " + Got(list[i]) + " (runs would repeat)"));
         continue;
       }
       axis.values.push_back(std::move(v.value()));
@@ -210,8 +213,7 @@ StatusOr<std::map<std::string, Json>> ParseArms(const Json& root, const std::str
     return arms;
   }
   if (!it->is_object())
-    return Invalid(file, "$.arms", "expected an object of arm name -> overrides, got " +
-                                       Got(*it));
+    return Invalid(file, "$.arms", "expected an object of arm name -> overrides, got " + Got(*it));
   if (it->empty()) return Invalid(file, "$.arms", "expected at least one arm, got {}");
   ErrorList errors;
   for (auto& [name, overrides] : it->items()) {
@@ -257,8 +259,10 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
     std::string path = "$.comparisons[" + std::to_string(i) + "]";
     const Json& c = (*it)[i];
     if (!c.is_object())
-      return Invalid(file, path, "expected an object {name, baseline, treatment, metric, "
-                                 "stat}, got " + Got(c));
+      return Invalid(file, path,
+                     "expected an object {name, baseline, treatment, metric, "
+                     "stat}, got " +
+                         Got(c));
     HEADLAB_RETURN_IF_ERROR(
         CheckKnownKeys(c, file, path, {"name", "baseline", "treatment", "metric", "stat"}));
     Comparison cmp;
@@ -281,8 +285,7 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
       if (arms.count(arm)) continue;
       std::string list;
       for (const auto& [a, o] : arms) list += (list.empty() ? "" : ", ") + a;
-      return Invalid(file, path + "." + field,
-                     "unknown arm " + Got(arm) + " (arms: " + list + ")");
+      return Invalid(file, path + "." + field, "unknown arm " + Got(arm) + " (arms: " + list + ")");
     }
     if (cmp.baseline == cmp.treatment)
       return Invalid(file, path + ".treatment",
@@ -293,9 +296,9 @@ StatusOr<std::vector<Comparison>> ParseComparisons(const Json& root, const std::
     // speedup = baseline / treatment per pair (SAF App. C.4: t_ord / t_rep).
     if (cmp.stat != "delta_pct" && cmp.stat != "diff" && cmp.stat != "ratio" &&
         cmp.stat != "speedup")
-      return Invalid(file, path + ".stat",
-                     "expected one of \"delta_pct\", \"diff\", \"ratio\", \"speedup\", got " +
-                         Got(cmp.stat));
+      return Invalid(
+          file, path + ".stat",
+          "expected one of \"delta_pct\", \"diff\", \"ratio\", \"speedup\", got " + Got(cmp.stat));
     out.push_back(std::move(cmp));
   }
   return out;
@@ -340,8 +343,8 @@ std::string RunLabel(int index, const std::string& arm, const std::vector<Axis>&
 // axis and the largest arm's overrides, so their sum bounds what expansion builds (every
 // key is within its own limits, yet 100 keys of 4,000 bytes over 2,000 seeds are 800 MB).
 Status CheckExpandedBytes(const Json& base, const std::vector<Axis>& axes,
-                          const std::map<std::string, Json>& arms,
-                          size_t runs, const std::string& file) {
+                          const std::map<std::string, Json>& arms, size_t runs,
+                          const std::string& file) {
   // The defaults' share: the first run's complete config (an invalid one is reported by
   // the expansion, which builds it again).
   Json first = base;
@@ -355,13 +358,15 @@ Status CheckExpandedBytes(const Json& base, const std::vector<Axis>& axes,
     per_run += a.key.size() + longest + 4;
   }
   size_t largest_arm = 0;
-  for (const auto& [arm, overrides] : arms) largest_arm = std::max(largest_arm, overrides.dump().size());
+  for (const auto& [arm, overrides] : arms)
+    largest_arm = std::max(largest_arm, overrides.dump().size());
   per_run += largest_arm;
   if (per_run > kMaxExpandedBytes / std::max<size_t>(runs, 1))
-    return Invalid(file, "$", "the grid's " + std::to_string(runs) + " runs of up to " +
-                                  std::to_string(per_run) + " bytes each would expand to more than " +
-                                  std::to_string(kMaxExpandedBytes >> 20) +
-                                  " MiB of configs; use fewer runs or shorter values");
+    return Invalid(file, "$",
+                   "the grid's " + std::to_string(runs) + " runs of up to " +
+                       std::to_string(per_run) + " bytes each would expand to more than " +
+                       std::to_string(kMaxExpandedBytes >> 20) +
+                       " MiB of configs; use fewer runs or shorter values");
   return Status::Ok();
 }
 
@@ -424,13 +429,14 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
   if (!name.ok())
     errors.Add(name.status());
   else if (!IsName(name.value()))
-    errors.Add(Invalid(file, "$.name", "expected a name matching [A-Za-z0-9_.-]{1,64}, got " +
-                                           Got(name.value())));
+    errors.Add(Invalid(file, "$.name",
+                       "expected a name matching [A-Za-z0-9_.-]{1,64}, got " + Got(name.value())));
   else
     grid.name = name.value();
   if (root.contains("description")) {
     if (!root["description"].is_string())
-      errors.Add(Invalid(file, "$.description", "expected a string, got " + Got(root["description"])));
+      errors.Add(
+          Invalid(file, "$.description", "expected a string, got " + Got(root["description"])));
     else
       grid.description = root["description"].get<std::string>();
   }
@@ -465,9 +471,10 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
       auto set = set_axes.find(a.key);
       if (set != set_axes.end())
         return Invalid(file, "--set \"" + set->second + "\"",
-                       "arm \"" + arm + "\" sets " + a.key + " itself, so an axis on it would "
-                       "make that axis's runs identical; sweep a key the arms leave alone "
-                       "(e.g. --set seed=1,2,3) or change the arms");
+                       "arm \"" + arm + "\" sets " + a.key +
+                           " itself, so an axis on it would "
+                           "make that axis's runs identical; sweep a key the arms leave alone "
+                           "(e.g. --set seed=1,2,3) or change the arms");
       return Invalid(file, "$.arms." + arm + "." + a.key,
                      "also an axis: the override would make that axis's runs identical");
     }
@@ -477,7 +484,8 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
   for (const SearchDim& d : search->dims) {
     for (const Axis& a : axes.value())
       if (a.key == d.key)
-        return Invalid(file, "$.search.space." + d.key, "also an axis: search or sweep a key, not both");
+        return Invalid(file, "$.search.space." + d.key,
+                       "also an axis: search or sweep a key, not both");
     for (const auto& [arm, overrides] : arms.value())
       if (overrides.contains(d.key))
         return Invalid(file, "$.arms." + arm + "." + d.key,
@@ -492,13 +500,13 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
 
   size_t per_arm = samples.size();
   if (per_arm * grid.arms.size() > kMaxRuns)
-    return Invalid(file, "$.search.samples", "the grid expands to more than " +
-                                                 std::to_string(kMaxRuns) + " runs");
+    return Invalid(file, "$.search.samples",
+                   "the grid expands to more than " + std::to_string(kMaxRuns) + " runs");
   for (const Axis& a : axes.value()) {
     per_arm *= a.values.size();
     if (per_arm * grid.arms.size() > kMaxRuns)
-      return Invalid(file, "$.axes", "the grid expands to more than " +
-                                         std::to_string(kMaxRuns) + " runs");
+      return Invalid(file, "$.axes",
+                     "the grid expands to more than " + std::to_string(kMaxRuns) + " runs");
   }
   HEADLAB_RETURN_IF_ERROR(CheckExpandedBytes(base.value(), axes.value(), arms.value(),
                                              per_arm * grid.arms.size(), file));
@@ -521,7 +529,9 @@ StatusOr<Grid> ExpandGrid(const std::string& text, const std::string& file,
       run.index = int(grid.runs.size());
       run.arm = arm;
       std::string label = RunLabel(run.index, arm, ax, pos);
-      if (!sample.empty()) label.insert(label.size() - 1, ", sample " + std::to_string(n / per_sample) + " " + sample.dump());
+      if (!sample.empty())
+        label.insert(label.size() - 1,
+                     ", sample " + std::to_string(n / per_sample) + " " + sample.dump());
       auto config = BuildRunConfig(flat, file + ": " + label, "$");
       if (!config.ok()) return config.status();
       run.config = std::move(config.value());

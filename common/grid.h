@@ -21,7 +21,7 @@ struct Comparison {
 
 // One run of an expanded grid.
 struct ExpandedRun {
-  int index = 0;            // position in the deterministic expansion order
+  int index = 0;  // position in the deterministic expansion order
   std::string arm;
   Json config;              // complete (defaults applied) and validated run config
   std::string config_hash;  // SHA-256 of CanonicalJson(config)
@@ -29,12 +29,12 @@ struct ExpandedRun {
 };
 
 struct Grid {
-  std::string file;         // source name used in messages
+  std::string file;  // source name used in messages
   std::string name;
   std::string description;
-  Json source;              // the grid JSON after --set overrides (stored with the experiment)
-  std::vector<std::string> arms;      // lexicographic
-  std::vector<std::string> pair_by;   // dotted config keys
+  Json source;  // the grid JSON after --set overrides (stored with the experiment)
+  std::vector<std::string> arms;     // lexicographic
+  std::vector<std::string> pair_by;  // dotted config keys
   std::vector<Comparison> comparisons;
   int max_attempts = 3;
   std::vector<ExpandedRun> runs;

@@ -69,7 +69,8 @@ TEST_CASE("Identical grids expand identically; hashes are stable") {
   auto b = ExpandGrid(kGrid, "b.jsonc", {});
   REQUIRE(a.ok());
   REQUIRE(b.ok());
-  for (size_t i = 0; i < a->runs.size(); ++i) CHECK(a->runs[i].config_hash == b->runs[i].config_hash);
+  for (size_t i = 0; i < a->runs.size(); ++i)
+    CHECK(a->runs[i].config_hash == b->runs[i].config_hash);
   // A default config's hash is pinned: changing a default or the canonical form changes it.
   auto d = ExpandGrid(R"({"name": "d", "base": {}})", "d", {});
   REQUIRE(d.ok());
@@ -90,8 +91,10 @@ TEST_CASE("--set adds and overrides axes") {
   g = ExpandGrid(kGrid, "g.jsonc", {"train.device=cpu"});
   REQUIRE(g.ok());
   CHECK(g->runs[0].config["train"]["device"] == "cpu");
-  CHECK(ErrorOf(kGrid, {"train.lrr=1"}).rfind(
-            "g.jsonc: --set \"train.lrr=1\": unknown config key \"train.lrr\"; did you mean \"train.lr\"?", 0) == 0);
+  CHECK(ErrorOf(kGrid, {"train.lrr=1"})
+            .rfind("g.jsonc: --set \"train.lrr=1\": unknown config key \"train.lrr\"; did you mean "
+                   "\"train.lr\"?",
+                   0) == 0);
   CHECK(ErrorOf(kGrid, {"seed="}) == "g.jsonc: --set \"seed=\": empty axis");
   CHECK(ErrorOf(kGrid, {"noequals"}) ==
         "g.jsonc: --set \"noequals\": expected KEY=V1,V2,... or KEY=[V1, V2, ...]");
@@ -102,7 +105,8 @@ TEST_CASE("--set adds and overrides axes") {
 // A value with commas (a head list) needs the JSON-list form; a key given twice was
 // silently the last one.
 TEST_CASE("--set takes a JSON list of values and refuses a key given twice") {
-  auto g = ExpandGrid(kGrid, "g.jsonc", {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=local:8"])"});
+  auto g = ExpandGrid(kGrid, "g.jsonc",
+                      {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=local:8"])"});
   REQUIRE(g.ok());
   CHECK(g->source["axes"]["model.head_modes"] ==
         Json::array({"0.0=local:16,0.1=pruned", "*.*=local:8"}));
@@ -113,8 +117,8 @@ TEST_CASE("--set takes a JSON list of values and refuses a key given twice") {
   CHECK(ErrorOf(kGrid, {"seed=1", "seed=2"}) ==
         "g.jsonc: --set \"seed=2\": seed is already set by --set \"seed=1\"; give every value "
         "in one: --set seed=V1,V2");
-  CHECK(ErrorOf(kGrid, {"seed=[]"}).rfind(
-            "g.jsonc: --set \"seed=[]\": expected a non-empty JSON list of values", 0) == 0);
+  CHECK(ErrorOf(kGrid, {"seed=[]"})
+            .rfind("g.jsonc: --set \"seed=[]\": expected a non-empty JSON list of values", 0) == 0);
   CHECK(ErrorOf(kGrid, {"seed=[1, 1]"}) ==
         "g.jsonc: --set \"seed=[1, 1]\": duplicate value 1 (runs would repeat)");
 }
@@ -125,19 +129,24 @@ TEST_CASE("Head lists are checked against the model's layers and heads at submit
   CHECK(ErrorOf(kGrid, {"model.head_modes=9.9=local:16"}) ==
         "g.jsonc: run 0 (arm \"narrow\", model.head_modes=\"9.9=local:16\", seed=1, "
         "train.lr=0.001): $.model.head_modes: head 9.9 is outside the model's 1 x 2");
-  CHECK(ErrorOf(kGrid, {"model.head_modes=garbage"}).find(
-            "$.model.head_modes: expected LAYER.HEAD=MODE, got \"garbage\"") != std::string::npos);
-  CHECK(ErrorOf(kGrid, {"saf.heads=0.2"}).find("$.saf.heads: head 0.2 is outside the model's 1 x 2") !=
+  CHECK(ErrorOf(kGrid, {"model.head_modes=garbage"})
+            .find("$.model.head_modes: expected LAYER.HEAD=MODE, got \"garbage\"") !=
         std::string::npos);
-  CHECK(ErrorOf(kGrid, {R"(prune.heads=["0.1,0.1"])"}).find("$.prune.heads: head 0.1 listed twice") !=
-        std::string::npos);
+  CHECK(ErrorOf(kGrid, {"saf.heads=0.2"})
+            .find("$.saf.heads: head 0.2 is outside the model's 1 x 2") != std::string::npos);
+  CHECK(
+      ErrorOf(kGrid, {R"(prune.heads=["0.1,0.1"])"}).find("$.prune.heads: head 0.1 listed twice") !=
+      std::string::npos);
   // A string key takes a value typed as a number as its text.
   auto saf = ExpandGrid(kGrid, "g.jsonc", {"saf.heads=0.1,0.0"});
   REQUIRE(saf.ok());
   CHECK(saf->source["axes"]["saf.heads"] == Json::array({"0.1", "0.0"}));
-  CHECK(ErrorOf(kGrid, {"bench.fixed_heads=1.*"}).find("$.bench.fixed_heads: head 1.* is outside") !=
-        std::string::npos);
-  CHECK(ExpandGrid(kGrid, "g.jsonc", {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=streaming:1:4"])"}).ok());
+  CHECK(
+      ErrorOf(kGrid, {"bench.fixed_heads=1.*"}).find("$.bench.fixed_heads: head 1.* is outside") !=
+      std::string::npos);
+  CHECK(ExpandGrid(kGrid, "g.jsonc",
+                   {R"(model.head_modes=["0.0=local:16,0.1=pruned", "*.*=streaming:1:4"])"})
+            .ok());
 }
 
 // Random search: samples x axes x arms, the sampled keys in every run; a key searched and
@@ -198,13 +207,13 @@ TEST_CASE("A grid with several bad fields reports all of them") {
   const std::string m = ErrorOf(text);
   INFO(m);
   CHECK(m.rfind("g.jsonc: 6 problems:\n  g.jsonc: $.bogus: unknown key", 0) == 0);
-  for (const char* part :
-       {"\n  g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"?",
-        "\n  g.jsonc: $.base.train.device: expected one of \"auto\", \"cpu\", \"cuda\", got \"gpu\" (did you "
-        "mean \"cuda\"?)",
-        "\n  g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2",
-        "\n  g.jsonc: $.axes.seed[1]: duplicate value 1 (runs would repeat)",
-        "\n  g.jsonc: $.max_attempts: expected an integer in [1, 20], got 0"})
+  for (const char* part : {"\n  g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"?",
+                           "\n  g.jsonc: $.base.train.device: expected one of \"auto\", \"cpu\", "
+                           "\"cuda\", got \"gpu\" (did you "
+                           "mean \"cuda\"?)",
+                           "\n  g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2",
+                           "\n  g.jsonc: $.axes.seed[1]: duplicate value 1 (runs would repeat)",
+                           "\n  g.jsonc: $.max_attempts: expected an integer in [1, 20], got 0"})
     CHECK(m.find(part) != std::string::npos);
 }
 
@@ -216,9 +225,11 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
   };
   CHECK(with(R"({"base": {"model": {"layers": "two"}}})") ==
         "g.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\"");
-  CHECK(with(R"({"base": {"model": {"heds": 2}}})").rfind(
-            "g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"? (known in model: layers, heads, width, context, "
-            "mlp_ratio, vocab, preset", 0) == 0);
+  CHECK(with(R"({"base": {"model": {"heds": 2}}})")
+            .rfind("g.jsonc: $.base.model.heds: unknown key; did you mean \"heads\"? (known in "
+                   "model: layers, heads, width, context, "
+                   "mlp_ratio, vocab, preset",
+                   0) == 0);
   CHECK(with(R"({"base": {"train": {"lr": 2}}})") ==
         "g.jsonc: $.base.train.lr: expected a number in (0, 1], got 2");
   CHECK(with(R"({"axes": {"train.lr": []}})") == "g.jsonc: $.axes.train.lr: empty axis");
@@ -228,14 +239,17 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
         "g.jsonc: $.axes.seed[1]: duplicate value 1 (runs would repeat)");
   CHECK(with(R"({"axes": {"train.lr": 0.1}})") ==
         "g.jsonc: $.axes.train.lr: expected a non-empty list of values, got 0.1");
-  CHECK(with(R"({"axes": {"model.heds": [1]}})").rfind(
-            "g.jsonc: $.axes.model.heds: unknown config key \"model.heds\"; did you mean \"model.heads\"? ", 0) == 0);
+  CHECK(with(R"({"axes": {"model.heds": [1]}})")
+            .rfind("g.jsonc: $.axes.model.heds: unknown config key \"model.heds\"; did you mean "
+                   "\"model.heads\"? ",
+                   0) == 0);
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "saf",
                                   "metric": "eval.ppl", "stat": "diff"}]})") ==
         "g.jsonc: $.comparisons[0].treatment: unknown arm \"saf\" (arms: narrow, wide)");
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
                                   "metric": "eval.ppl", "stat": "mean"}]})") ==
-        "g.jsonc: $.comparisons[0].stat: expected one of \"delta_pct\", \"diff\", \"ratio\", \"speedup\", "
+        "g.jsonc: $.comparisons[0].stat: expected one of \"delta_pct\", \"diff\", \"ratio\", "
+        "\"speedup\", "
         "got \"mean\"");
   CHECK(with(R"({"comparisons": [{"name": "x", "baseline": "narrow", "treatment": "wide",
                                   "stat": "diff"}]})") ==
@@ -248,8 +262,9 @@ TEST_CASE("Bad grids: every error names the file, the JSON path and the expectat
         "g.jsonc: $.max_attempts: expected an integer in [1, 20], got 0");
   CHECK(with(R"({"max_attempts": 21})") ==
         "g.jsonc: $.max_attempts: expected an integer in [1, 20], got 21");
-  CHECK(with(R"({"pair_by": ["sed"]})").rfind(
-            "g.jsonc: $.pair_by[0]: unknown config key \"sed\"; did you mean \"seed\"?", 0) == 0);
+  CHECK(with(R"({"pair_by": ["sed"]})")
+            .rfind("g.jsonc: $.pair_by[0]: unknown config key \"sed\"; did you mean \"seed\"?",
+                   0) == 0);
   CHECK(with(R"({"pair_by": "seed"})") ==
         "g.jsonc: $.pair_by: expected a list of config keys, got \"seed\"");
   CHECK(with(R"({"name": "has space"})") ==
@@ -296,14 +311,16 @@ TEST_CASE("A grid whose configs would exceed the byte bound is refused before ex
   std::string seeds;
   for (int i = 1; i <= 2000; ++i) seeds += (i > 1 ? "," : "") + std::to_string(i);
   const std::string text = R"({"name": "wide", "base": {"kind": "command",
-    "command": {"program": "x.py"}, "params": {)" + params + R"(}}, "axes": {"seed": [)" + seeds + "]}}";
+    "command": {"program": "x.py"}, "params": {)" +
+                           params + R"(}}, "axes": {"seed": [)" + seeds + "]}}";
   auto start = std::chrono::steady_clock::now();
   std::string err = ErrorOf(text);
   CHECK(err.find("g.jsonc: $: the grid's 2000 runs of up to") == 0);
   CHECK(err.find("MiB of configs") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   // The same keys over 20 seeds (8 MB) expand.
-  std::string few = text.substr(0, text.find("\"seed\": [")) + R"("seed": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}})";
+  std::string few = text.substr(0, text.find("\"seed\": [")) +
+                    R"("seed": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}})";
   CHECK(ErrorOf(few) == "");
 }
 
@@ -355,9 +372,11 @@ TEST_CASE("The repository's grid files expand or fail as documented") {
     const char* message;
   };
   const Bad bad[] = {
-      {"tests/bad_unknown_key.jsonc", "tests/bad_unknown_key.jsonc: $.base.model.heds: unknown key"},
+      {"tests/bad_unknown_key.jsonc",
+       "tests/bad_unknown_key.jsonc: $.base.model.heds: unknown key"},
       {"tests/bad_wrong_type.jsonc",
-       "tests/bad_wrong_type.jsonc: $.base.model.layers: expected an integer in [1, 128], got \"two\""},
+       "tests/bad_wrong_type.jsonc: $.base.model.layers: expected an integer in [1, 128], got "
+       "\"two\""},
       {"tests/bad_out_of_range.jsonc",
        "tests/bad_out_of_range.jsonc: $.axes.train.lr[1]: expected a number in (0, 1], got 5"},
       {"tests/bad_empty_axis.jsonc", "tests/bad_empty_axis.jsonc: $.axes.seed: empty axis"},
@@ -425,7 +444,8 @@ TEST_CASE("A comparison on a metric no run kind reports is refused") {
                        "metric": "eval.perplexity", "stat": "delta_pct"}]})";
   std::string err = GridError(grid);
   CHECK(err.rfind("g.jsonc: $.comparisons[0].metric: no run kind of this grid reports "
-                  "\"eval.perplexity\"", 0) == 0);
+                  "\"eval.perplexity\"",
+                  0) == 0);
   CHECK(err.find("eval.ppl") != std::string::npos);  // the eval metrics are listed
   std::string typo = grid;
   typo.replace(typo.find("eval.perplexity"), 15, "eval.pll");
@@ -446,7 +466,8 @@ TEST_CASE("--set on a key the arms set says so at the --set argument") {
   const std::string grid = R"({"name": "g", "base": {}, "axes": {"seed": [1, 2]},
       "arms": {"lr_3e-3": {"train.lr": 3e-3}, "lr_1e-3": {"train.lr": 1e-3}}})";
   std::string err = GridError(grid, {"train.lr=1e-3,3e-3"});
-  CHECK(err.rfind("g.jsonc: --set \"train.lr=1e-3,3e-3\": arm \"lr_1e-3\" sets train.lr itself", 0) == 0);
+  CHECK(err.rfind("g.jsonc: --set \"train.lr=1e-3,3e-3\": arm \"lr_1e-3\" sets train.lr itself",
+                  0) == 0);
   CHECK(err.find("--set seed=1,2,3") != std::string::npos);
   auto seeds = headlab::ExpandGrid(grid, "g.jsonc", {"seed=1,2,3"});
   REQUIRE(seeds.ok());
@@ -458,14 +479,17 @@ TEST_CASE("--set on a key the arms set says so at the --set argument") {
 TEST_CASE("Every repository grid file expands") {
   namespace fs = std::filesystem;
   int files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(std::string(headlab::SourceDir()) + "/experiments")) {
+  for (const auto& e :
+       fs::recursive_directory_iterator(std::string(headlab::SourceDir()) + "/experiments")) {
     const std::string path = e.path().string();
     if (e.path().extension() != ".jsonc" || path.find("/tests/bad_") != std::string::npos) continue;
     auto text = headlab::ReadFile(path);
     REQUIRE(text.ok());
     std::vector<std::string> sets;
-    if (text->find("parent.experiment") != std::string::npos) sets.push_back("parent.experiment=1");
-    else if (text->find("\"parent.run\"") != std::string::npos) sets.push_back("parent.run=1,2");
+    if (text->find("parent.experiment") != std::string::npos)
+      sets.push_back("parent.experiment=1");
+    else if (text->find("\"parent.run\"") != std::string::npos)
+      sets.push_back("parent.run=1,2");
     if (text->find("--set time_match.experiment") != std::string::npos)
       sets.push_back("time_match.experiment=2");
     auto g = ExpandGrid(text.value(), path, sets);

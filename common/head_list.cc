@@ -42,14 +42,13 @@ bool ParseIndex(const std::string& s, int64_t count, int64_t* lo, int64_t* hi) {
 }
 
 // Expands `head` ("L.H", wildcards) for a layers x heads model into *out.
-Status ExpandHead(const std::string& head, const std::string& item, int64_t layers,
-                  int64_t heads, const std::string& where, std::vector<HeadAt>* out) {
+Status ExpandHead(const std::string& head, const std::string& item, int64_t layers, int64_t heads,
+                  const std::string& where, std::vector<HeadAt>* out) {
   std::vector<std::string> lh = Split(head, '.');
   int64_t l0, l1, h0, h1;
-  if (lh.size() != 2 || !ParseIndex(lh[0], layers, &l0, &l1) ||
-      !ParseIndex(lh[1], heads, &h0, &h1))
-    return Status::InvalidArgument(where + ": expected LAYER.HEAD (integers or *), got \"" +
-                                   item + "\"");
+  if (lh.size() != 2 || !ParseIndex(lh[0], layers, &l0, &l1) || !ParseIndex(lh[1], heads, &h0, &h1))
+    return Status::InvalidArgument(where + ": expected LAYER.HEAD (integers or *), got \"" + item +
+                                   "\"");
   if (layers < 0 || heads < 0) return Status::Ok();  // shape unknown: the syntax only
   if (l1 > layers || h1 > heads)
     return Status::InvalidArgument(where + ": head " + head + " is outside the model's " +
@@ -72,8 +71,8 @@ bool ParseMode(const std::string& s, HeadModeItem* m) {
 
 }  // namespace
 
-StatusOr<std::vector<HeadAt>> ParseHeadList(const std::string& spec, int64_t layers,
-                                            int64_t heads, const std::string& where) {
+StatusOr<std::vector<HeadAt>> ParseHeadList(const std::string& spec, int64_t layers, int64_t heads,
+                                            const std::string& where) {
   std::vector<HeadAt> out;
   if (spec.empty()) return out;
   std::set<std::pair<int64_t, int64_t>> seen;
@@ -100,9 +99,9 @@ StatusOr<std::vector<HeadModeItem>> ParseHeadModeList(const std::string& spec, i
     HEADLAB_RETURN_IF_ERROR(ExpandHead(item.substr(0, eq), item, layers, heads, where, &at));
     HeadModeItem mode;
     if (!ParseMode(item.substr(eq + 1), &mode))
-      return Status::InvalidArgument(
-          where + ": \"" + item + "\": mode must be ordinary, pruned, local:W (W >= 1) or "
-          "streaming:SINK:RECENT[:CHUNK] (RECENT >= 1, CHUNK >= 1)");
+      return Status::InvalidArgument(where + ": \"" + item +
+                                     "\": mode must be ordinary, pruned, local:W (W >= 1) or "
+                                     "streaming:SINK:RECENT[:CHUNK] (RECENT >= 1, CHUNK >= 1)");
     for (const HeadAt& h : at) {
       mode.at = h;
       out.push_back(mode);

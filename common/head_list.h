@@ -8,8 +8,8 @@
 //   mode       := "ordinary" | "pruned" | "local:" W | "streaming:" SINK ":" RECENT [":" CHUNK]
 //
 // W >= 1 (AAH §5.8), SINK >= 0, RECENT >= 1 (AoH §5); CHUNK >= 1 evicts per chunk of CHUNK
-// positions (AoH §5, chunked prefill; payload/exec/head_state.h), without it per token. In a head list a head named twice is
-// an error; in head modes a later item overrides an earlier one.
+// positions (AoH §5, chunked prefill; payload/exec/head_state.h), without it per token. In a head
+// list a head named twice is an error; in head modes a later item overrides an earlier one.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +39,8 @@ struct HeadModeItem {
 // Parses a head list for a `layers` x `heads` model: the heads in the order named,
 // wildcards expanded. InvalidArgument "<where>: ..." naming the bad item. With layers or
 // heads < 0 (a shape only a checkpoint knows) it checks the syntax and returns no heads.
-StatusOr<std::vector<HeadAt>> ParseHeadList(const std::string& spec, int64_t layers,
-                                            int64_t heads, const std::string& where);
+StatusOr<std::vector<HeadAt>> ParseHeadList(const std::string& spec, int64_t layers, int64_t heads,
+                                            const std::string& where);
 
 // Parses head modes for a `layers` x `heads` model: one item per (layer, head) named, in
 // order, wildcards expanded. InvalidArgument "<where>: ..." naming the bad item. Layers or

@@ -23,7 +23,8 @@ TEST_CASE("a head list keeps its order, expands wildcards and refuses repeats") 
   CHECK(ErrorOf(ParseHeadList("9.9", 2, 4, "p")) == "p: head 9.9 is outside the model's 2 x 4");
   CHECK(ErrorOf(ParseHeadList("0.1,0.*", 2, 4, "p")) == "p: head 0.1 listed twice");
   for (const char* bad : {"0-1", "0.1,", "a.1", "1", "0.1.2", "-1.0", "0. 1", " 0.1"})
-    CHECK(ErrorOf(ParseHeadList(bad, 2, 4, "p")).rfind("p: expected LAYER.HEAD (integers or *), got", 0) == 0);
+    CHECK(ErrorOf(ParseHeadList(bad, 2, 4, "p"))
+              .rfind("p: expected LAYER.HEAD (integers or *), got", 0) == 0);
 }
 
 TEST_CASE("head modes parse every mode and name a bad item") {

@@ -110,9 +110,9 @@ StatusOr<Json> ParseJsonBounded(const std::string& text, const std::string& sour
                        /*ignore_comments=*/limits.comments);
   } catch (const Json::parse_error& e) {
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    return Status::InvalidArgument(EscapeForMessage(
-        source + ": invalid JSON at byte " + std::to_string(e.byte) + " (" +
-        LineColumn(text, at) + "): " + ParseErrorText(text, e.byte, e.what())));
+    return Status::InvalidArgument(
+        EscapeForMessage(source + ": invalid JSON at byte " + std::to_string(e.byte) + " (" +
+                         LineColumn(text, at) + "): " + ParseErrorText(text, e.byte, e.what())));
   } catch (const Json::exception& e) {  // e.g. out_of_range 406: a number beyond double
     return Status::InvalidArgument(EscapeForMessage(source + ": invalid JSON: " + e.what()));
   }

@@ -84,7 +84,8 @@ TEST_CASE("the depth scan skips strings and comments exactly as the parser does"
 TEST_CASE("ParseJsonBounded refuses a text over its size limit and names the source") {
   auto big = ParseJsonBounded("[" + std::string(100, ' ') + "]", "HLW1 METRICS body", {64, 100});
   REQUIRE_FALSE(big.ok());
-  CHECK(big.status().message() == "HLW1 METRICS body: JSON text of 102 bytes exceeds the limit of 100 bytes");
+  CHECK(big.status().message() ==
+        "HLW1 METRICS body: JSON text of 102 bytes exceeds the limit of 100 bytes");
   CHECK(ParseJsonBounded("[1]", "s", {64, 3}).ok());
 }
 
@@ -127,11 +128,13 @@ TEST_CASE("JsonText serialises strings that are not UTF-8 instead of throwing") 
 // A trailing comma is the commonest mistake in hand-written JSON with comments: say so,
 // where it is, in words rather than as the parser's exception tag.
 TEST_CASE("a trailing comma is named with its line and column") {
-  auto r = ParseJson("{\n  \"name\": \"x\",\n  \"axes\": {\"seed\": [1, 2],}  // why\n}", "g.jsonc");
+  auto r =
+      ParseJson("{\n  \"name\": \"x\",\n  \"axes\": {\"seed\": [1, 2],}  // why\n}", "g.jsonc");
   REQUIRE_FALSE(r.ok());
   const std::string m = r.status().message();
   INFO(m);
-  CHECK(m.rfind("g.jsonc: invalid JSON at byte 44 (line 3, column 27): a trailing comma before '}'", 0) == 0);
+  CHECK(m.rfind("g.jsonc: invalid JSON at byte 44 (line 3, column 27): a trailing comma before '}'",
+                0) == 0);
   CHECK(m.find("remove the ',' at line 3, column 26") != std::string::npos);
   CHECK(m.find("json.exception") == std::string::npos);
   auto list = ParseJson("[1,\n // c\n]", "l.json");

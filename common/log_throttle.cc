@@ -7,14 +7,13 @@ namespace headlab {
 
 void LogThrottle::EndWindow(const std::string& name, Category* c) {
   if (c->suppressed)
-    LogWarn(name + ": " + std::to_string(c->suppressed) + " more like this suppressed in the last " +
-            std::to_string(window_.count()) + " ms");
+    LogWarn(name + ": " + std::to_string(c->suppressed) +
+            " more like this suppressed in the last " + std::to_string(window_.count()) + " ms");
   c->lines = 0;
   c->suppressed = 0;
 }
 
-bool LogThrottle::Warn(const std::string& category, const std::string& msg,
-                       Clock::time_point now) {
+bool LogThrottle::Warn(const std::string& category, const std::string& msg, Clock::time_point now) {
   Category& c = categories_[category];
   if (now >= c.window_end) {
     EndWindow(category, &c);

@@ -9,7 +9,8 @@ TEST_CASE("LogThrottle: a burst per category and window, the rest counted") {
   LogThrottle t(milliseconds(1000), 3);
   LogThrottle::Clock::time_point t0{};
   int written = 0;
-  for (int i = 0; i < 10'000; ++i) written += t.Warn("garbage", "bad frame", t0 + milliseconds(i % 900));
+  for (int i = 0; i < 10'000; ++i)
+    written += t.Warn("garbage", "bad frame", t0 + milliseconds(i % 900));
   CHECK(written == 3);
   CHECK(t.suppressed() == 9'997);
   // Another category has its own burst.

@@ -15,8 +15,9 @@ std::vector<MethodSchema>& Table() {
 
 bool RegisterMethodSchema(MethodSchema schema) {
   std::vector<MethodSchema>& t = Table();
-  auto at = std::lower_bound(t.begin(), t.end(), schema.section,
-                             [](const MethodSchema& m, const std::string& s) { return m.section < s; });
+  auto at =
+      std::lower_bound(t.begin(), t.end(), schema.section,
+                       [](const MethodSchema& m, const std::string& s) { return m.section < s; });
   t.insert(at, std::move(schema));
   return true;
 }

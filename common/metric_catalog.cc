@@ -51,8 +51,7 @@ int BetterDirection(const std::string& metric) {
   };
   while (parts.size() > 1 && qualifier(parts.back())) parts.pop_back();
   const std::string leaf = parts.back();
-  if (Has(leaf, "per_s") || Has(leaf, "acc") || Has(leaf, "mfu") || Has(leaf, "speedup"))
-    return +1;
+  if (Has(leaf, "per_s") || Has(leaf, "acc") || Has(leaf, "mfu") || Has(leaf, "speedup")) return +1;
   if (Has(leaf, "loss") || Has(leaf, "ppl") || EndsWith(leaf, "_s") || EndsWith(leaf, "_ms") ||
       Has(leaf, "_ms_") || Has(leaf, "bytes") || Has(leaf, "kl_") || EndsWith(leaf, "_kl") ||
       metric.rfind("flops.", 0) == 0 || metric.rfind("time.", 0) == 0 ||

@@ -24,12 +24,13 @@ std::string Source(const std::string& path) {
 }  // namespace
 
 TEST_CASE("the metric catalog holds every name the metric headers define") {
-  std::regex def(R"re(constexpr const char\* k[A-Za-z0-9]+ = "([^"]*)")re");
+  // A declaration may wrap after its `=` (clang-format does so when a comment follows).
+  std::regex def(R"re(constexpr const char\* k[A-Za-z0-9]+ =\s*"([^"]*)")re");
   size_t n = 0;
-  for (const char* header : {"common/metric_names.h", "payload/exec/noop.h",
-                             "payload/methods/aah/aah_metrics.h", "payload/methods/aoh/aoh_metrics.h",
-                             "payload/methods/pruning/prune_metrics.h",
-                             "payload/methods/saf/saf_metrics.h"}) {
+  for (const char* header :
+       {"common/metric_names.h", "payload/exec/noop.h", "payload/methods/aah/aah_metrics.h",
+        "payload/methods/aoh/aoh_metrics.h", "payload/methods/pruning/prune_metrics.h",
+        "payload/methods/saf/saf_metrics.h"}) {
     const std::string s = Source(header);
     REQUIRE(!s.empty());
     for (std::sregex_iterator it(s.begin(), s.end(), def), end; it != end; ++it, ++n) {
@@ -45,11 +46,11 @@ TEST_CASE("the metric catalog holds every name the metric headers define") {
 TEST_CASE("IsBuiltinMetric: names, prefixes and qualified names") {
   CHECK(IsBuiltinMetric(metric::kEvalPpl));
   CHECK(IsBuiltinMetric("eval.loss"));
-  CHECK(IsBuiltinMetric("aah.bucket.64"));          // prefix + more
+  CHECK(IsBuiltinMetric("aah.bucket.64"));  // prefix + more
   CHECK(IsBuiltinMetric("passkey.acc.L256.D20"));
   CHECK(IsBuiltinMetric("bench.prefill_ms.l16.b1"));  // name + qualifier
-  CHECK_FALSE(IsBuiltinMetric("aah.bucket."));      // a prefix alone
-  CHECK_FALSE(IsBuiltinMetric("eval.perplexity"));  // the perplexity metric is eval.ppl
+  CHECK_FALSE(IsBuiltinMetric("aah.bucket."));        // a prefix alone
+  CHECK_FALSE(IsBuiltinMetric("eval.perplexity"));    // the perplexity metric is eval.ppl
   CHECK_FALSE(IsBuiltinMetric("eval.pplx"));
   CHECK_FALSE(IsBuiltinMetric(""));
 }

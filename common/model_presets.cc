@@ -19,8 +19,9 @@ ModelPreset Shape(const char* name, int64_t layers, int64_t heads, int64_t width
 }
 
 // A Llama-family shape: RoPE, RMSNorm, SwiGLU, GQA, untied head.
-ModelPreset Llama(const char* name, const char* family, int64_t layers, int64_t heads, int64_t kv_heads,
-                  int64_t width, int64_t mlp_hidden, double theta, double eps, int64_t context, int64_t vocab) {
+ModelPreset Llama(const char* name, const char* family, int64_t layers, int64_t heads,
+                  int64_t kv_heads, int64_t width, int64_t mlp_hidden, double theta, double eps,
+                  int64_t context, int64_t vocab) {
   ModelPreset p = Shape(name, layers, heads, width, context, vocab);
   p.kv_heads = kv_heads;
   p.pos = "rope";
@@ -36,11 +37,12 @@ ModelPreset Llama(const char* name, const char* family, int64_t layers, int64_t 
 
 const ModelPreset* Table(size_t* n) {
   static const ModelPreset kPresets[] = {
-      Shape("tiny", 2, 4, 128, 128, 256),        // the demo shape
-      Shape("124m", 12, 12, 768, 4096, 50304),   // GPT-2 small shape, 50304 = 50257 padded to 64
+      Shape("tiny", 2, 4, 128, 128, 256),       // the demo shape
+      Shape("124m", 12, 12, 768, 4096, 50304),  // GPT-2 small shape, 50304 = 50257 padded to 64
       Shape("1b", 32, 16, 1536, 8192, 50304),
       [] {
-        ModelPreset p = Llama("llama3.1-8b", "llama", 32, 32, 8, 4096, 14336, 500000, 1e-5, 131072, 128256);
+        ModelPreset p =
+            Llama("llama3.1-8b", "llama", 32, 32, 8, 4096, 14336, 500000, 1e-5, 131072, 128256);
         p.rope_scaling = "llama3";
         p.rope_factor = 8;
         p.rope_low_freq_factor = 1;
@@ -49,12 +51,14 @@ const ModelPreset* Table(size_t* n) {
         return p;
       }(),
       [] {
-        ModelPreset p = Llama("qwen2.5-7b", "qwen2", 28, 28, 4, 3584, 18944, 1e6, 1e-6, 32768, 152064);
+        ModelPreset p =
+            Llama("qwen2.5-7b", "qwen2", 28, 28, 4, 3584, 18944, 1e6, 1e-6, 32768, 152064);
         p.attn_bias = true;
         return p;
       }(),
       [] {
-        ModelPreset p = Llama("qwen3-8b", "qwen3", 36, 32, 8, 4096, 12288, 1e6, 1e-6, 40960, 151936);
+        ModelPreset p =
+            Llama("qwen3-8b", "qwen3", 36, 32, 8, 4096, 12288, 1e6, 1e-6, 40960, 151936);
         p.qk_norm = true;
         return p;
       }(),

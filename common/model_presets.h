@@ -25,19 +25,19 @@ struct ModelPreset {
   const char* name;
   // Run-config keys (model.*).
   int64_t layers, heads, width, context, vocab;
-  int64_t kv_heads = 0;            // 0 = heads
-  const char* pos = "learned";     // learned | rope
+  int64_t kv_heads = 0;         // 0 = heads
+  const char* pos = "learned";  // learned | rope
   double rope_base = 10000;
   const char* norm = "layernorm";  // layernorm | rmsnorm
   // Architecture without a run-config key (ModelConfig's fields of the same names).
-  const char* family = "";         // "" (headlab's own) | llama | qwen2 | qwen3
-  int64_t mlp_hidden = 0;          // 0 = model.mlp_ratio * width
+  const char* family = "";  // "" (headlab's own) | llama | qwen2 | qwen3
+  int64_t mlp_hidden = 0;   // 0 = model.mlp_ratio * width
   const char* mlp_act = "gelu";
-  bool attn_bias = false;          // q/k/v biases
+  bool attn_bias = false;  // q/k/v biases
   bool qk_norm = false;
   bool tie_head = true;
-  double norm_eps = 0;             // 0 = the norm's default
-  const char* rope_scaling = "";   // "" | llama3 (the fields below)
+  double norm_eps = 0;            // 0 = the norm's default
+  const char* rope_scaling = "";  // "" | llama3 (the fields below)
   double rope_factor = 1, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
   int64_t rope_original_context = 0;
 };

@@ -46,8 +46,8 @@ double BetaFraction(double a, double b, double x) {
 double RegularizedBeta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
-                                b * std::log1p(-x));
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
   if (x < (a + 1) / (a + b + 2)) return front * BetaFraction(a, b, x) / a;
   return 1 - front * BetaFraction(b, a, 1 - x) / b;  // the symmetry I_x(a,b) = 1 - I_{1-x}(b,a)
 }

@@ -122,13 +122,14 @@ std::vector<double> DeltaPct(const std::vector<double>& reference,
   return out;
 }
 
-std::vector<double> RowMeanDifferences(const float* baseline, const float* treatment,
-                                       size_t count, size_t row_len) {
+std::vector<double> RowMeanDifferences(const float* baseline, const float* treatment, size_t count,
+                                       size_t row_len) {
   std::vector<double> rows;
   if (row_len == 0) return rows;
   for (size_t start = 0; start + row_len <= count; start += row_len) {
     double sum = 0;
-    for (size_t i = start; i < start + row_len; ++i) sum += double(treatment[i]) - double(baseline[i]);
+    for (size_t i = start; i < start + row_len; ++i)
+      sum += double(treatment[i]) - double(baseline[i]);
     rows.push_back(sum / double(row_len));
   }
   return rows;
@@ -161,15 +162,12 @@ BootstrapCi BootstrapMeanCi(const std::vector<double>& units, int resamples, uin
   return ci;
 }
 
-int AbbaPosition(int arm, int arms, int64_t rep) {
-  return rep % 2 == 0 ? arm : arms - 1 - arm;
-}
+int AbbaPosition(int arm, int arms, int64_t rep) { return rep % 2 == 0 ? arm : arms - 1 - arm; }
 
 std::vector<int> AbbaOrder(int arms, int reps) {
   std::vector<int> order;
   for (int r = 0; r < reps; ++r)
-    for (int pos = 0; pos < arms; ++pos)
-      order.push_back(r % 2 == 0 ? pos : arms - 1 - pos);
+    for (int pos = 0; pos < arms; ++pos) order.push_back(r % 2 == 0 ? pos : arms - 1 - pos);
   return order;
 }
 

@@ -79,8 +79,8 @@ std::vector<double> DeltaPct(const std::vector<double>& reference,
 // Returns, for each row of `row_len` tokens, the mean of treatment - baseline per-token
 // log-probabilities (the logprobs artifact: rows in EvalBatch order). The arrays must have
 // the same length, a multiple of row_len.
-std::vector<double> RowMeanDifferences(const float* baseline, const float* treatment,
-                                       size_t count, size_t row_len);
+std::vector<double> RowMeanDifferences(const float* baseline, const float* treatment, size_t count,
+                                       size_t row_len);
 
 struct BootstrapCi {
   int n = 0;              // resampled units (rows)

@@ -4,11 +4,11 @@
 // (common/method_schema.h).
 #include "common/run_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -57,7 +57,8 @@ void AddMethodSections(std::vector<ConfigKey>* keys) {
 const std::vector<ConfigKey>& Schema() {
   static const std::vector<ConfigKey> kSchema = [] {
     std::vector<ConfigKey> keys = {
-        StrKey("kind", "train", "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command",
+        StrKey("kind", "train",
+               "train|noop|bench-update|bench-prefill|bench-decode|mqar|passkey|flops|command",
                "what the worker runs: training, a no-op, a timing leg, a synthetic task, a FLOP "
                "count or the user's program (schema/exec.md, schema/command.md)"),
         IntKey("seed", 0, 9007199254740992.0, 0,
@@ -70,8 +71,9 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("model.vocab", 2, 1000000, 256,
                "vocabulary; at least 256 with the byte-level builtin corpus, 50257 with the GPT-2 "
                "BPE corpus"),
-        StrKey("model.preset", "", ModelPresetNames(),
-               "a named shape (common/model_presets.h) that fills the fields it names; \"\" = none"),
+        StrKey(
+            "model.preset", "", ModelPresetNames(),
+            "a named shape (common/model_presets.h) that fills the fields it names; \"\" = none"),
         IntKey("model.kv_heads", 0, 128, 0,
                "GQA key/value heads, a divisor of model.heads; 0 = model.heads"),
         StrKey("model.pos", "learned", "learned|rope",
@@ -105,10 +107,11 @@ const std::vector<ConfigKey>& Schema() {
         IntKey("train.log_every", 1, 1e8, 10, "updates between training rows"),
         IntKey("train.checkpoint_every", 0, 1e8, 100,
                "updates between checkpoints; 0 = only at the end"),
-        IntKey("train.keep_checkpoints", 0, 1e6, 2,
-               "retention (docs/DESIGN.md, \"Checkpoint retention\"): an attempt keeps its newest N "
-               "checkpoints (0 = every one), the steps of train.keep_steps and each "
-               "continuation's parent.step; the worker refuses a run whose disk cannot hold them"),
+        IntKey(
+            "train.keep_checkpoints", 0, 1e6, 2,
+            "retention (docs/DESIGN.md, \"Checkpoint retention\"): an attempt keeps its newest N "
+            "checkpoints (0 = every one), the steps of train.keep_steps and each "
+            "continuation's parent.step; the worker refuses a run whose disk cannot hold them"),
         StrKey("train.keep_steps", "", nullptr,
                "steps whose checkpoints are kept, e.g. `1500,2500`: the parent.step of "
                "continuations submitted after the run starts"),
@@ -135,10 +138,11 @@ const std::vector<ConfigKey>& Schema() {
                "shape, the plan measured fastest on CUDA (all-fused, or SDPA + fused kernels with "
                "fixed heads as GEMM, convolution or fused); fused = the fused kernels for every "
                "head; dense = the masked reference even on CUDA"),
-        StrKey("data.source", "builtin", "builtin|shards|corpus",
-               "builtin: a byte-level corpus from Debian's text files; shards: train.bin/val.bin in "
-               "data.path (`headlab data prepare`, or nanoGPT's uint16 shards; schema/exec.md, "
-               "\"Token shards\"); corpus: the default corpus `make` prepares (GPT-2 BPE)"),
+        StrKey(
+            "data.source", "builtin", "builtin|shards|corpus",
+            "builtin: a byte-level corpus from Debian's text files; shards: train.bin/val.bin in "
+            "data.path (`headlab data prepare`, or nanoGPT's uint16 shards; schema/exec.md, "
+            "\"Token shards\"); corpus: the default corpus `make` prepares (GPT-2 BPE)"),
         StrKey("data.path", "", nullptr,
                "the shards' directory; with corpus, \"\" = BUILD/data/english-gpt2"),
         NumKey("data.val_fraction", 0, 0.5, 0.1,
@@ -163,11 +167,12 @@ const std::vector<ConfigKey>& Schema() {
                "seed (exactly one; coordinator/parent.h), so a continuation grid pairs by seed; "
                "not with parent.run"),
         StrKey("parent.arm", "", nullptr, "the parent's arm in parent.experiment; \"\" = any"),
-        IntKey("time_match.experiment", -1, 9007199254740992.0, 0,
-               "matched time from a measurement (SAF App. C.3.3): the run waits for the run of this "
-               "experiment (-1 = its own) with arm time_match.arm and this run's seed (and "
-               "parent.run), and starts with train.time_budget_s = that run's time.elapsed_s at "
-               "its last update (coordinator/time_match.h); 0 = off"),
+        IntKey(
+            "time_match.experiment", -1, 9007199254740992.0, 0,
+            "matched time from a measurement (SAF App. C.3.3): the run waits for the run of this "
+            "experiment (-1 = its own) with arm time_match.arm and this run's seed (and "
+            "parent.run), and starts with train.time_budget_s = that run's time.elapsed_s at "
+            "its last update (coordinator/time_match.h); 0 = off"),
         StrKey("time_match.arm", "", nullptr, "the reference run's arm; \"\" = any"),
         StrKey("pair.group", "", nullptr,
                "paired timing (\"Paired timing\" below): the runs of one experiment with the same "
@@ -203,15 +208,17 @@ const std::vector<ConfigKey>& Schema() {
                "kind mqar (SAF App. C.3.6): the task's vocabulary; 0 = model.vocab"),
         IntKey("mqar.seq_len", 0, 131072, 0, "sequence length; 0 = model.context"),
         IntKey("mqar.pairs", 1, 65536, 8, "key-value pairs per sequence"),
-        NumKey("mqar.power_a", 0, 1, 0.01,
-               "the query-gap distribution's power-law exponent a", /*lo_open=*/true),
+        NumKey("mqar.power_a", 0, 1, 0.01, "the query-gap distribution's power-law exponent a",
+               /*lo_open=*/true),
         IntKey("mqar.eval_examples", 1, 1e6, 256,
                "held-out sequences for loss and accuracy at query positions"),
-        IntKey("mqar.updates", 0, 1e8, 0,
-               "> 0: train that many updates past the start checkpoint instead of up to train.steps"),
-        StrKey("passkey.lengths", "", nullptr,
-               "kind passkey (AoH §3): prompt lengths in tokens, a comma list; \"\" = model.context "
-               "- 6"),
+        IntKey(
+            "mqar.updates", 0, 1e8, 0,
+            "> 0: train that many updates past the start checkpoint instead of up to train.steps"),
+        StrKey(
+            "passkey.lengths", "", nullptr,
+            "kind passkey (AoH §3): prompt lengths in tokens, a comma list; \"\" = model.context "
+            "- 6"),
         StrKey("passkey.depths", "0.2,0.4,0.6,0.8", nullptr,
                "insertion depths, a comma list of fractions of the filler"),
         IntKey("passkey.samples", 1, 100000, 8, "prompts per cell; greedy exact match"),
@@ -231,7 +238,8 @@ const std::vector<ConfigKey>& Schema() {
                "kind flops (payload/exec/flops.h): untimed forward + step pairs first"),
         IntKey("flops.repeats", 1, 1000, 5, "event-timed pairs; the median is reported"),
         IntKey("flops.per_layer", 0, 1, 0, "1: per-layer ranges attention/L<k>"),
-        StrKey("flops.tensor_metrics", "ops_path_src", "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma",
+        StrKey("flops.tensor_metrics", "ops_path_src",
+               "ops_path_src|ops_path_src_x2|ops_path_op_gmma_hmma",
                "the tensor-core counter set (payload/measure/flop_formula.h)"),
     };
     AddMethodSections(&keys);
@@ -262,7 +270,8 @@ std::string Got(const Json& v) {
 
 std::string Expected(const ConfigKey& s) {
   if (s.type == ConfigKeyType::kString) {
-    if (s.any_string) return "a string of at most " + std::to_string(kMaxConfigStringBytes) + " bytes";
+    if (s.any_string)
+      return "a string of at most " + std::to_string(kMaxConfigStringBytes) + " bytes";
     std::string out = "one of ";
     std::string allowed = s.allowed;
     size_t start = 0;
@@ -290,8 +299,7 @@ bool AllowedString(const ConfigKey& s, const std::string& v) {
   size_t start = 0;
   while (true) {
     size_t bar = allowed.find('|', start);
-    if (allowed.compare(start, bar == std::string::npos ? std::string::npos : bar - start,
-                        v) == 0)
+    if (allowed.compare(start, bar == std::string::npos ? std::string::npos : bar - start, v) == 0)
       return true;
     if (bar == std::string::npos) return false;
     start = bar + 1;
@@ -300,9 +308,12 @@ bool AllowedString(const ConfigKey& s, const std::string& v) {
 
 Json DefaultValue(const ConfigKey& s) {
   switch (s.type) {
-    case ConfigKeyType::kInt: return Json(int64_t(s.num_default));
-    case ConfigKeyType::kNumber: return Json(s.num_default);
-    case ConfigKeyType::kString: return Json(s.str_default);
+    case ConfigKeyType::kInt:
+      return Json(int64_t(s.num_default));
+    case ConfigKeyType::kNumber:
+      return Json(s.num_default);
+    case ConfigKeyType::kString:
+      return Json(s.str_default);
   }
   return Json();
 }
@@ -336,9 +347,8 @@ std::string UnknownAt(const std::string& section, const std::string& name) {
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   std::string guess = ClosestName(name, names);
-  return std::string("unknown key") +
-         (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (known" +
-         (section.empty() ? "" : " in " + section) + ": " + list + ")";
+  return std::string("unknown key") + (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+         " (known" + (section.empty() ? "" : " in " + section) + ": " + list + ")";
 }
 
 // A section is a top-level name with keys under it ("model", "saf", ...) or params.
@@ -379,13 +389,13 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   int64_t width = c["model"]["width"].get<int64_t>();
   if (width % heads != 0)
     return Invalid(file, prefix + ".model.width",
-                   "expected a multiple of model.heads (" + std::to_string(heads) +
-                       "), got " + std::to_string(width));
+                   "expected a multiple of model.heads (" + std::to_string(heads) + "), got " +
+                       std::to_string(width));
   int64_t kv_heads = c["model"]["kv_heads"].get<int64_t>();
   if (kv_heads != 0 && heads % kv_heads != 0)
     return Invalid(file, prefix + ".model.kv_heads",
-                   "expected 0 or a divisor of model.heads (" + std::to_string(heads) +
-                       "), got " + std::to_string(kv_heads));
+                   "expected 0 or a divisor of model.heads (" + std::to_string(heads) + "), got " +
+                       std::to_string(kv_heads));
   if (c["model"]["pos"] == "rope" && (width / heads) % 2 != 0)
     return Invalid(file, prefix + ".model.pos",
                    "\"rope\" needs an even head dimension (model.width / model.heads), got " +
@@ -430,13 +440,15 @@ Status CheckCrossField(const Json& c, const std::string& file, const std::string
   int64_t vocab = c["model"]["vocab"].get<int64_t>();
   const bool imported = !c["model"]["init_from"].get_ref<const std::string&>().empty();
   if (source == "corpus" && vocab < 50257 && !imported)
-    return Invalid(file, prefix + ".model.vocab",
-                   "expected an integer >= 50257 with data.source \"corpus\" (GPT-2 BPE tokens), got " +
-                       std::to_string(vocab));
+    return Invalid(
+        file, prefix + ".model.vocab",
+        "expected an integer >= 50257 with data.source \"corpus\" (GPT-2 BPE tokens), got " +
+            std::to_string(vocab));
   if (source == "builtin" && vocab < 256 && !imported)
     return Invalid(file, prefix + ".model.vocab",
                    "expected an integer >= 256 with data.source \"builtin\" (byte-level "
-                   "tokens), got " + std::to_string(vocab));
+                   "tokens), got " +
+                       std::to_string(vocab));
   return Status::Ok();
 }
 
@@ -486,9 +498,10 @@ bool IsRunConfigKey(const std::string& dotted_key) {
 Status UnknownRunConfigKey(const std::string& file, const std::string& path,
                            const std::string& key) {
   std::string guess = ClosestName(key, RunConfigKeys());
-  return Invalid(file, path, "unknown config key " + Got(Json(key)) +
-                                 (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
-                                 " (every key with its default: schema/grid.md, \"Run config\")");
+  return Invalid(file, path,
+                 "unknown config key " + Got(Json(key)) +
+                     (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
+                     " (every key with its default: schema/grid.md, \"Run config\")");
 }
 
 StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json& value,
@@ -498,8 +511,9 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
     if (value.is_number() || value.is_boolean() ||
         (value.is_string() && value.get_ref<const std::string&>().size() <= kMaxConfigStringBytes))
       return value;
-    return Invalid(file, path, "expected a number, a bool or a string of at most " +
-                                   std::to_string(kMaxConfigStringBytes) + " bytes, got " + Got(value));
+    return Invalid(file, path,
+                   "expected a number, a bool or a string of at most " +
+                       std::to_string(kMaxConfigStringBytes) + " bytes, got " + Got(value));
   }
   auto it = Index().find(dotted_key);
   if (it == Index().end()) return UnknownRunConfigKey(file, path, dotted_key);
@@ -516,12 +530,12 @@ StatusOr<Json> ValidateRunConfigValue(const std::string& dotted_key, const Json&
       }
       guess = ClosestValue(value.get<std::string>(), allowed);
     }
-    return Invalid(file, path, "expected " + Expected(s) + ", got " + Got(value) +
-                                   (guess.empty() ? "" : " (did you mean \"" + guess + "\"?)"));
+    return Invalid(file, path,
+                   "expected " + Expected(s) + ", got " + Got(value) +
+                       (guess.empty() ? "" : " (did you mean \"" + guess + "\"?)"));
   };
   if (s.type == ConfigKeyType::kString) {
-    if (!value.is_string() || !AllowedString(s, value.get_ref<const std::string&>()))
-      return fail();
+    if (!value.is_string() || !AllowedString(s, value.get_ref<const std::string&>())) return fail();
     return value;
   }
   if (!value.is_number()) return fail();
@@ -597,8 +611,10 @@ StatusOr<Json> BuildRunConfig(const Json& flat, const std::string& file,
   // several times cheaper than a JSON pointer on the 10^4-run expansion path.
   for (auto& [key, value] : flat.items()) {
     size_t dot = key.find('.');
-    if (dot == std::string::npos) out[key] = value;
-    else out[key.substr(0, dot)][key.substr(dot + 1)] = value;
+    if (dot == std::string::npos)
+      out[key] = value;
+    else
+      out[key.substr(0, dot)][key.substr(dot + 1)] = value;
   }
   HEADLAB_RETURN_IF_ERROR(CheckCrossField(out, file, path_prefix));
   return out;

@@ -13,10 +13,13 @@ namespace headlab {
 
 // The allowed names of the core keys that the payload parses into enums, in the enums'
 // order: one array each, read by the schema (run_config.cc) and by the parser.
-inline constexpr const char* kAllreduceDtypeNames[] = {"fp32", "bf16"};  // ReduceDtype, grad_reducer.h
-inline constexpr const char* kAttentionModeNames[] = {"auto", "fused", "dense"};  // AttentionMode, attention_cuda.h
+inline constexpr const char* kAllreduceDtypeNames[] = {"fp32",
+                                                       "bf16"};  // ReduceDtype, grad_reducer.h
+inline constexpr const char* kAttentionModeNames[] = {"auto", "fused",
+                                                      "dense"};  // AttentionMode, attention_cuda.h
 // train.precision takes "auto" (bf16 on CUDA, fp32 on the CPU) or one of these.
-inline constexpr const char* kPrecisionNames[] = {"fp32", "bf16", "fp16"};  // Precision, precision.h
+inline constexpr const char* kPrecisionNames[] = {"fp32", "bf16",
+                                                  "fp16"};  // Precision, precision.h
 
 // Returns the complete default run config.
 Json DefaultRunConfig();

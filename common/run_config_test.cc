@@ -54,7 +54,8 @@ TEST_CASE("Presets fill their fields; explicit fields win") {
   CHECK(r.value()["model"]["width"] == 128);
   // A pretrained family's shape fills its run-config keys too (the rest of its architecture
   // is exec's: payload/exec/import_test.cc compares it with the published config.json).
-  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "llama3.1-8b", "context": 32768}})"), "f");
+  r = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "llama3.1-8b", "context": 32768}})"),
+                         "f");
   REQUIRE(r.ok());
   const Json& m = r.value()["model"];
   CHECK(m["layers"] == 32);
@@ -71,19 +72,23 @@ TEST_CASE("Presets fill their fields; explicit fields win") {
   CHECK(r.value()["model"]["heads"] == 28);
   CHECK(r.value()["model"]["kv_heads"] == 4);
   CHECK(r.value()["model"]["width"] == 3584);
-  CHECK(ErrorOf(Json::parse(R"({"model": {"preset": "llama-8b"}})")).find(
-            "expected one of \"\", \"tiny\", \"124m\", \"1b\", \"llama3.1-8b\", \"qwen2.5-7b\", \"qwen3-8b\"") !=
-        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"preset": "llama-8b"}})"))
+            .find("expected one of \"\", \"tiny\", \"124m\", \"1b\", \"llama3.1-8b\", "
+                  "\"qwen2.5-7b\", \"qwen3-8b\"") != std::string::npos);
 }
 
 TEST_CASE("Errors name the file, the path and the expectation") {
   CHECK(ErrorOf(Json::parse(R"({"model": {"layers": "two"}})")) ==
         "f.jsonc: $.model.layers: expected an integer in [1, 128], got \"two\"");
-  CHECK(ErrorOf(Json::parse(R"({"model": {"heds": 4}})")).rfind(
-            "f.jsonc: $.model.heds: unknown key; did you mean \"heads\"? (known in model: layers, heads, width, context, "
-            "mlp_ratio, vocab, preset", 0) == 0);
+  CHECK(ErrorOf(Json::parse(R"({"model": {"heds": 4}})"))
+            .rfind("f.jsonc: $.model.heds: unknown key; did you mean \"heads\"? (known in model: "
+                   "layers, heads, width, context, "
+                   "mlp_ratio, vocab, preset",
+                   0) == 0);
   CHECK(ErrorOf(Json::parse(R"({"modle": {}})")) ==
-        "f.jsonc: $.modle: unknown key; did you mean \"model\"? (known: kind, seed, model, train, data, parent, time_match, pair, bench, command, noop, prune, mqar, passkey, aoh, saf, aah, resources, priority, flops, params)");
+        "f.jsonc: $.modle: unknown key; did you mean \"model\"? (known: kind, seed, model, train, "
+        "data, parent, time_match, pair, bench, command, noop, prune, mqar, passkey, aoh, saf, "
+        "aah, resources, priority, flops, params)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"lr": 0}})")) ==
         "f.jsonc: $.train.lr: expected a number in (0, 1], got 0");
   CHECK(ErrorOf(Json::parse(R"({"train": {"beta2": 1.0}})")) ==
@@ -93,13 +98,13 @@ TEST_CASE("Errors name the file, the path and the expectation") {
   CHECK(ErrorOf(Json::parse(R"({"seed": 1.5})")) ==
         "f.jsonc: $.seed: expected an integer >= 0, got 1.5");
   CHECK(ErrorOf(Json::parse(R"({"kind": "trian"})")) ==
-        "f.jsonc: $.kind: expected one of \"train\", \"noop\", \"bench-update\", \"bench-prefill\", \"bench-decode\", \"mqar\", \"passkey\", \"flops\", \"command\", got \"trian\" (did you mean \"train\"?)");
+        "f.jsonc: $.kind: expected one of \"train\", \"noop\", \"bench-update\", "
+        "\"bench-prefill\", \"bench-decode\", \"mqar\", \"passkey\", \"flops\", \"command\", got "
+        "\"trian\" (did you mean \"train\"?)");
   CHECK(ErrorOf(Json::parse(R"({"train": {"steps": true}})")) ==
         "f.jsonc: $.train.steps: expected an integer in [0, 100000000], got true");
-  CHECK(ErrorOf(Json::parse(R"({"model": 3})")) ==
-        "f.jsonc: $.model: expected an object, got 3");
-  CHECK(ErrorOf(Json::parse(R"([1])")) ==
-        "f.jsonc: $: expected an object (a run config), got [1]");
+  CHECK(ErrorOf(Json::parse(R"({"model": 3})")) == "f.jsonc: $.model: expected an object, got 3");
+  CHECK(ErrorOf(Json::parse(R"([1])")) == "f.jsonc: $: expected an object (a run config), got [1]");
 }
 
 TEST_CASE("Cross-field rules are checked on the merged config") {
@@ -152,10 +157,10 @@ TEST_CASE("An unknown key gets one suggestion, not the whole schema") {
 }
 
 TEST_CASE("params.* are free-form scalars; kind command needs a program") {
-  auto c = headlab::NormalizeRunConfig(
-      Json::parse(R"({"kind": "command", "command": {"program": "t.py"},
+  auto c =
+      headlab::NormalizeRunConfig(Json::parse(R"({"kind": "command", "command": {"program": "t.py"},
                       "params": {"hidden": 64, "act": "gelu", "tied": true, "lr": 0.5}})"),
-      "f");
+                                  "f");
   REQUIRE(c.ok());
   CHECK(c.value()["params"]["hidden"] == 64);
   CHECK(c.value()["params"]["act"] == "gelu");
@@ -165,7 +170,8 @@ TEST_CASE("params.* are free-form scalars; kind command needs a program") {
   CHECK(!headlab::IsRunConfigKey("params."));
   auto nested = headlab::NormalizeRunConfig(Json::parse(R"({"params": {"x": [1, 2]}})"), "f");
   REQUIRE(!nested.ok());
-  CHECK(nested.status().message().rfind("f: $.params.x: expected a number, a bool or a string", 0) == 0);
+  CHECK(nested.status().message().rfind("f: $.params.x: expected a number, a bool or a string",
+                                        0) == 0);
   auto no_program = headlab::NormalizeRunConfig(Json::parse(R"({"kind": "command"})"), "f");
   REQUIRE(!no_program.ok());
   CHECK(no_program.status().message() ==
@@ -188,10 +194,11 @@ TEST_CASE("Parents and matched-time references are named one way, with what they
         "f.jsonc: $.time_match.arm: time_match.experiment -1 (this experiment) needs the "
         "reference's arm");
   CHECK(ErrorOf(Json::parse(R"({"time_match": {"experiment": -1, "arm": "o"}})")).empty());
-  CHECK(ErrorOf(Json::parse(R"({"data": {"calib_fraction": 0.6}})")).find("$.data.calib_fraction") !=
-        std::string::npos);
+  CHECK(
+      ErrorOf(Json::parse(R"({"data": {"calib_fraction": 0.6}})")).find("$.data.calib_fraction") !=
+      std::string::npos);
   CHECK(ErrorOf(Json::parse(R"({"saf": {"selection_seed": -2}})")).find("$.saf.selection_seed") !=
         std::string::npos);
-  CHECK(ErrorOf(Json::parse(R"({"aah": {"resolution_state": "soft"}})")).find("$.aah.resolution_state") !=
-        std::string::npos);
+  CHECK(ErrorOf(Json::parse(R"({"aah": {"resolution_state": "soft"}})"))
+            .find("$.aah.resolution_state") != std::string::npos);
 }

@@ -26,9 +26,11 @@ std::string Got(const Json& v) { return ShortenForMessage(v.dump(), 60); }
 StatusOr<SearchDim> ParseDim(const std::string& key, const Json& v, const std::string& file,
                              const std::string& path) {
   if (!IsRunConfigKey(key)) return UnknownRunConfigKey(file, path, key);
-  const char* expected = "expected {\"uniform\": [LO, HI]}, {\"log_uniform\": [LO, HI]} or "
-                         "{\"choice\": [V, ...]}";
-  if (!v.is_object() || v.size() != 1) return Invalid(file, path, std::string(expected) + ", got " + Got(v));
+  const char* expected =
+      "expected {\"uniform\": [LO, HI]}, {\"log_uniform\": [LO, HI]} or "
+      "{\"choice\": [V, ...]}";
+  if (!v.is_object() || v.size() != 1)
+    return Invalid(file, path, std::string(expected) + ", got " + Got(v));
   SearchDim d;
   d.key = key;
   // The one member by iterator: a structured binding of *v.items().begin() binds a
@@ -38,15 +40,18 @@ StatusOr<SearchDim> ParseDim(const std::string& key, const Json& v, const std::s
   if (kind == "choice") {
     d.kind = SearchDim::Kind::kChoice;
     if (!arg.is_array() || arg.empty())
-      return Invalid(file, path + ".choice", "expected a non-empty list of values, got " + Got(arg));
+      return Invalid(file, path + ".choice",
+                     "expected a non-empty list of values, got " + Got(arg));
     for (size_t i = 0; i < arg.size(); ++i) {
-      auto c = ValidateRunConfigValue(key, arg[i], file, path + ".choice[" + std::to_string(i) + "]");
+      auto c =
+          ValidateRunConfigValue(key, arg[i], file, path + ".choice[" + std::to_string(i) + "]");
       if (!c.ok()) return c.status();
       d.choices.push_back(*c);
     }
     return d;
   }
-  if (kind != "uniform" && kind != "log_uniform") return Invalid(file, path, std::string(expected) + ", got " + Got(v));
+  if (kind != "uniform" && kind != "log_uniform")
+    return Invalid(file, path, std::string(expected) + ", got " + Got(v));
   d.kind = kind == "uniform" ? SearchDim::Kind::kUniform : SearchDim::Kind::kLogUniform;
   if (!arg.is_array() || arg.size() != 2 || !arg[0].is_number() || !arg[1].is_number() ||
       !(arg[0].get<double>() < arg[1].get<double>()))
@@ -58,35 +63,44 @@ StatusOr<SearchDim> ParseDim(const std::string& key, const Json& v, const std::s
   // Both ends must be values of the key (its type and range); an integer key's canonical
   // value is an integer, and its draws are rounded.
   for (int end = 0; end < 2; ++end) {
-    auto c = ValidateRunConfigValue(key, arg[size_t(end)], file, path + "." + kind + "[" + std::to_string(end) + "]");
+    auto c = ValidateRunConfigValue(key, arg[size_t(end)], file,
+                                    path + "." + kind + "[" + std::to_string(end) + "]");
     if (!c.ok()) return c.status();
     d.integer = c->is_number_integer();
   }
   return d;
 }
 
-StatusOr<EarlyStop> ParseEarlyStop(const Json& v, const std::string& file, const std::string& path) {
-  if (!v.is_object()) return Invalid(file, path, "expected an object {rule, metric, min_step, min_completed}, got " + Got(v));
+StatusOr<EarlyStop> ParseEarlyStop(const Json& v, const std::string& file,
+                                   const std::string& path) {
+  if (!v.is_object())
+    return Invalid(file, path,
+                   "expected an object {rule, metric, min_step, min_completed}, got " + Got(v));
   for (auto& [k, x] : v.items())
     if (k != "rule" && k != "metric" && k != "min_step" && k != "min_completed")
-      return Invalid(file, path + "." + k, "unknown key (known: rule, metric, min_step, min_completed)");
+      return Invalid(file, path + "." + k,
+                     "unknown key (known: rule, metric, min_step, min_completed)");
   if (v.value("rule", Json()) != "median")
-    return Invalid(file, path + ".rule", "expected \"median\" (the median stopping rule), got " +
-                                             Got(v.value("rule", Json())));
+    return Invalid(
+        file, path + ".rule",
+        "expected \"median\" (the median stopping rule), got " + Got(v.value("rule", Json())));
   EarlyStop e;
   const Json metric = v.value("metric", Json());
   if (!metric.is_string() || metric.get<std::string>().empty())
-    return Invalid(file, path + ".metric", "expected a per-step metric such as \"train.loss\", got " + Got(metric));
+    return Invalid(file, path + ".metric",
+                   "expected a per-step metric such as \"train.loss\", got " + Got(metric));
   e.metric = metric.get<std::string>();
   if (v.contains("min_step")) {
     if (!v["min_step"].is_number_integer() || v["min_step"].get<int64_t>() < 0)
-      return Invalid(file, path + ".min_step", "expected an integer >= 0, got " + Got(v["min_step"]));
+      return Invalid(file, path + ".min_step",
+                     "expected an integer >= 0, got " + Got(v["min_step"]));
     e.min_step = v["min_step"].get<int64_t>();
   }
   if (v.contains("min_completed")) {
     if (!v["min_completed"].is_number_integer() || v["min_completed"].get<int64_t>() < 1 ||
         v["min_completed"].get<int64_t>() > 1000)
-      return Invalid(file, path + ".min_completed", "expected an integer in [1, 1000], got " + Got(v["min_completed"]));
+      return Invalid(file, path + ".min_completed",
+                     "expected an integer in [1, 1000], got " + Got(v["min_completed"]));
     e.min_completed = v["min_completed"].get<int>();
   }
   return e;
@@ -102,15 +116,20 @@ StatusOr<SearchSpec> ParseSearch(const Json& root, const std::string& file) {
   auto it = root.find("search");
   if (it == root.end()) return spec;
   const Json& s = *it;
-  if (!s.is_object()) return Invalid(file, "$.search", "expected an object {samples, seed, space, early_stop}, got " + Got(s));
+  if (!s.is_object())
+    return Invalid(file, "$.search",
+                   "expected an object {samples, seed, space, early_stop}, got " + Got(s));
   ErrorList errors;
   for (auto& [k, v] : s.items())
     if (k != "samples" && k != "seed" && k != "space" && k != "early_stop")
-      errors.Add(Invalid(file, "$.search." + k, "unknown key (known: samples, seed, space, early_stop)"));
+      errors.Add(
+          Invalid(file, "$.search." + k, "unknown key (known: samples, seed, space, early_stop)"));
   const Json samples = s.value("samples", Json());
-  if (!samples.is_number_integer() || samples.get<int64_t>() < 1 || samples.get<int64_t>() > kMaxSamples)
-    errors.Add(Invalid(file, "$.search.samples", "expected the sample budget, an integer in [1, " +
-                                                      std::to_string(kMaxSamples) + "], got " + Got(samples)));
+  if (!samples.is_number_integer() || samples.get<int64_t>() < 1 ||
+      samples.get<int64_t>() > kMaxSamples)
+    errors.Add(Invalid(file, "$.search.samples",
+                       "expected the sample budget, an integer in [1, " +
+                           std::to_string(kMaxSamples) + "], got " + Got(samples)));
   else
     spec.samples = samples.get<int>();
   if (s.contains("seed")) {
@@ -121,7 +140,8 @@ StatusOr<SearchSpec> ParseSearch(const Json& root, const std::string& file) {
   }
   const Json space = s.value("space", Json());
   if (!space.is_object() || space.empty()) {
-    errors.Add(Invalid(file, "$.search.space", "expected an object of config key -> distribution, got " + Got(space)));
+    errors.Add(Invalid(file, "$.search.space",
+                       "expected an object of config key -> distribution, got " + Got(space)));
   } else {
     for (auto& [key, dist] : space.items()) {  // std::map order: lexicographic keys
       auto d = ParseDim(key, dist, file, "$.search.space." + key);
@@ -145,25 +165,27 @@ std::vector<Json> DrawSamples(const SearchSpec& spec) {
     for (const SearchDim& d : spec.dims) {  // one draw per dim, in key order
       const double u = Unit(rng);
       if (d.kind == SearchDim::Kind::kChoice) {
-        point[d.key] = d.choices[std::min(d.choices.size() - 1, size_t(u * double(d.choices.size())))];
+        point[d.key] =
+            d.choices[std::min(d.choices.size() - 1, size_t(u * double(d.choices.size())))];
         continue;
       }
       double x = d.kind == SearchDim::Kind::kUniform
                      ? d.lo + u * (d.hi - d.lo)
                      : std::exp(std::log(d.lo) + u * (std::log(d.hi) - std::log(d.lo)));
       x = std::clamp(x, d.lo, d.hi);  // exp(log(x)) may step just outside
-      if (d.integer) point[d.key] = int64_t(std::llround(x));
-      else point[d.key] = x;
+      if (d.integer)
+        point[d.key] = int64_t(std::llround(x));
+      else
+        point[d.key] = x;
     }
     out.push_back(std::move(point));
   }
   return out;
 }
 
-std::optional<std::string> MedianStoppingReason(const EarlyStop& rule,
-                                                const std::vector<StepValue>& current,
-                                                const std::vector<std::vector<StepValue>>& completed,
-                                                bool lower_better) {
+std::optional<std::string> MedianStoppingReason(
+    const EarlyStop& rule, const std::vector<StepValue>& current,
+    const std::vector<std::vector<StepValue>>& completed, bool lower_better) {
   if (current.empty() || int(completed.size()) < rule.min_completed) return std::nullopt;
   int64_t step = 0;
   for (const StepValue& p : current) step = std::max(step, p.step);

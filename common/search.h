@@ -36,9 +36,9 @@ struct SearchDim {
 // run stops at step s when its best value of `metric` up to s is worse than the median of
 // the completed runs' running averages of `metric` up to s.
 struct EarlyStop {
-  std::string metric;        // a per-step metric the runs log, e.g. "train.loss"
-  int64_t min_step = 0;      // no run stops before this step (a grace period)
-  int min_completed = 3;     // nor before this many runs of its arm have succeeded
+  std::string metric;     // a per-step metric the runs log, e.g. "train.loss"
+  int64_t min_step = 0;   // no run stops before this step (a grace period)
+  int min_completed = 3;  // nor before this many runs of its arm have succeeded
 };
 
 struct SearchSpec {
@@ -69,9 +69,8 @@ struct StepValue {
 // `completed` a succeeded run's; `lower_better` the metric's direction. Returns why the
 // run should stop at the latest step of `current` ("train.loss best 3.1 by step 60 is
 // worse than the median 2.4 of 3 completed runs' running averages"), or nullopt.
-std::optional<std::string> MedianStoppingReason(const EarlyStop& rule,
-                                                const std::vector<StepValue>& current,
-                                                const std::vector<std::vector<StepValue>>& completed,
-                                                bool lower_better);
+std::optional<std::string> MedianStoppingReason(
+    const EarlyStop& rule, const std::vector<StepValue>& current,
+    const std::vector<std::vector<StepValue>>& completed, bool lower_better);
 
 }  // namespace headlab

@@ -41,19 +41,22 @@ TEST_CASE("search: the space parses; bad parts are named") {
         "g.jsonc: $.search.space.train.lr.log_uniform: expected LO > 0, got 0");
   CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lr": {"uniform": [0.1, 5]}}})") ==
         "g.jsonc: $.search.space.train.lr.uniform[1]: expected a number in (0, 1], got 5");
-  CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lr": {"uniform": [0.1, 0.01]}}})").find(
-            "expected [LO, HI] with LO < HI") != std::string::npos);
-  CHECK(ErrorOf(R"({"samples": 2, "space": {"model.norm": {"choice": ["layernorm", "batchnorm"]}}})")
-            .find("$.search.space.model.norm.choice[1]: expected one of") != std::string::npos);
+  CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lr": {"uniform": [0.1, 0.01]}}})")
+            .find("expected [LO, HI] with LO < HI") != std::string::npos);
+  CHECK(
+      ErrorOf(R"({"samples": 2, "space": {"model.norm": {"choice": ["layernorm", "batchnorm"]}}})")
+          .find("$.search.space.model.norm.choice[1]: expected one of") != std::string::npos);
   CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lrr": {"uniform": [0.1, 0.2]}}})")
             .find("did you mean \"train.lr\"") != std::string::npos);
   CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lr": {"normal": [0.1, 0.2]}}})")
             .find("expected {\"uniform\": [LO, HI]}") != std::string::npos);
   CHECK(ErrorOf(R"({"samples": 2, "space": {"train.lr": {"uniform": [0.1, 0.2]}},
                    "early_stop": {"rule": "asha", "metric": "train.loss"}})") ==
-        "g.jsonc: $.search.early_stop.rule: expected \"median\" (the median stopping rule), got \"asha\"");
+        "g.jsonc: $.search.early_stop.rule: expected \"median\" (the median stopping rule), got "
+        "\"asha\"");
   // Every problem at once.
-  CHECK(ErrorOf(R"({"samples": -1, "bogus": 1, "space": {}})").rfind("g.jsonc: 3 problems:", 0) == 0);
+  CHECK(ErrorOf(R"({"samples": -1, "bogus": 1, "space": {}})").rfind("g.jsonc: 3 problems:", 0) ==
+        0);
 }
 
 TEST_CASE("search: draws are deterministic, in range and distributed as asked") {
@@ -103,11 +106,13 @@ TEST_CASE("median stopping: the best so far against the median of running averag
   // Best 3.6 by step 2 > 3.5: stop.
   auto stop = MedianStoppingReason(rule, {{1, 3.9}, {2, 3.6}}, done, true);
   REQUIRE(stop);
-  CHECK(*stop == "early stop (median rule): train.loss best 3.6 by step 2 is worse than the "
-                 "median 3.5 of 3 completed runs' running averages");
+  CHECK(*stop ==
+        "early stop (median rule): train.loss best 3.6 by step 2 is worse than the "
+        "median 3.5 of 3 completed runs' running averages");
   CHECK_FALSE(MedianStoppingReason(rule, {{1, 3.9}, {2, 3.4}}, done, true));  // 3.4 < 3.5
-  CHECK_FALSE(MedianStoppingReason(rule, {{1, 9}}, done, true));  // before min_step
-  CHECK_FALSE(MedianStoppingReason(rule, {{1, 9}, {2, 9}}, {done[0], done[1]}, true));  // 2 < 3 completed
+  CHECK_FALSE(MedianStoppingReason(rule, {{1, 9}}, done, true));              // before min_step
+  CHECK_FALSE(
+      MedianStoppingReason(rule, {{1, 9}, {2, 9}}, {done[0], done[1]}, true));  // 2 < 3 completed
   // Higher is better (an accuracy): best 3.4 < median 3.5 stops.
   CHECK(MedianStoppingReason(rule, {{1, 3.0}, {2, 3.4}}, done, false));
   CHECK_FALSE(MedianStoppingReason(rule, {{1, 3.0}, {2, 3.6}}, done, false));

@@ -10,17 +10,30 @@ namespace headlab {
 
 class Status {
  public:
-  enum class Code { kOk = 0, kInvalidArgument, kNotFound, kIoError, kCorruption,
-                    kUnavailable, kPermissionDenied, kCancelled, kInternal };
+  enum class Code {
+    kOk = 0,
+    kInvalidArgument,
+    kNotFound,
+    kIoError,
+    kCorruption,
+    kUnavailable,
+    kPermissionDenied,
+    kCancelled,
+    kInternal
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
+  static Status InvalidArgument(std::string m) {
+    return Status(Code::kInvalidArgument, std::move(m));
+  }
   static Status NotFound(std::string m) { return Status(Code::kNotFound, std::move(m)); }
   static Status IoError(std::string m) { return Status(Code::kIoError, std::move(m)); }
   static Status Corruption(std::string m) { return Status(Code::kCorruption, std::move(m)); }
   static Status Unavailable(std::string m) { return Status(Code::kUnavailable, std::move(m)); }
-  static Status PermissionDenied(std::string m) { return Status(Code::kPermissionDenied, std::move(m)); }
+  static Status PermissionDenied(std::string m) {
+    return Status(Code::kPermissionDenied, std::move(m));
+  }
   static Status Cancelled(std::string m) { return Status(Code::kCancelled, std::move(m)); }
   static Status Internal(std::string m) { return Status(Code::kInternal, std::move(m)); }
 
@@ -47,8 +60,10 @@ template <typename T>
 struct IsModuleHolder<T, std::void_t<typename T::ContainedType>> : std::true_type {};
 template <typename T>
 T EmptyValue() {
-  if constexpr (IsModuleHolder<T>::value) return T(nullptr);
-  else return T{};
+  if constexpr (IsModuleHolder<T>::value)
+    return T(nullptr);
+  else
+    return T{};
 }
 }  // namespace internal
 
@@ -73,8 +88,8 @@ class StatusOr {
 
 }  // namespace headlab
 
-#define HEADLAB_RETURN_IF_ERROR(expr)        \
-  do {                                       \
-    ::headlab::Status _st = (expr);          \
-    if (!_st.ok()) return _st;               \
+#define HEADLAB_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::headlab::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)

@@ -49,9 +49,9 @@ std::string ClosestValue(const std::string& word, const std::vector<std::string>
   // Other names people give config values; checked before spelling, since a short word's
   // nearest spelling can mean its opposite.
   static const std::pair<const char*, const char*> kOtherNames[] = {
-      {"gpu", "cuda"},   {"nvidia", "cuda"}, {"cuda:0", "cuda"},   {"host", "cpu"},
-      {"float16", "fp16"}, {"half", "fp16"}, {"bfloat16", "bf16"}, {"float32", "fp32"},
-      {"float", "fp32"}, {"rotary", "rope"}, {"none", "off"},     {"off", "none"}};
+      {"gpu", "cuda"},     {"nvidia", "cuda"}, {"cuda:0", "cuda"},   {"host", "cpu"},
+      {"float16", "fp16"}, {"half", "fp16"},   {"bfloat16", "bf16"}, {"float32", "fp32"},
+      {"float", "fp32"},   {"rotary", "rope"}, {"none", "off"},      {"off", "none"}};
   for (const auto& [other, name] : kOtherNames)
     if (word == other)
       for (const std::string& a : allowed)

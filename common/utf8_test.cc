@@ -23,16 +23,17 @@ TEST_CASE("well-formed UTF-8 passes, each kind of ill-formed sequence is found")
   CHECK(IsValidUtf8("plain ascii"));
   CHECK(IsValidUtf8("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e"));  // été € 𝄞
   CHECK(FirstInvalidUtf8("ab\xff") == 2);
-  CHECK(FirstInvalidUtf8("\x80") == 0);                // lone continuation byte
-  CHECK(FirstInvalidUtf8("x\xc0\x80") == 1);           // overlong NUL
-  CHECK(FirstInvalidUtf8("\xe0\x80\xaf") == 0);        // overlong 3-byte
-  CHECK(FirstInvalidUtf8("ok\xed\xa0\x80") == 2);      // UTF-16 surrogate
-  CHECK(FirstInvalidUtf8("\xf4\x90\x80\x80") == 0);    // above U+10FFFF
-  CHECK(FirstInvalidUtf8("\xe2\x82") == 0);            // truncated
-  CHECK(FirstInvalidUtf8("\xc3\xa9\xe2\x82x") == 2);   // truncated mid-text
+  CHECK(FirstInvalidUtf8("\x80") == 0);               // lone continuation byte
+  CHECK(FirstInvalidUtf8("x\xc0\x80") == 1);          // overlong NUL
+  CHECK(FirstInvalidUtf8("\xe0\x80\xaf") == 0);       // overlong 3-byte
+  CHECK(FirstInvalidUtf8("ok\xed\xa0\x80") == 2);     // UTF-16 surrogate
+  CHECK(FirstInvalidUtf8("\xf4\x90\x80\x80") == 0);   // above U+10FFFF
+  CHECK(FirstInvalidUtf8("\xe2\x82") == 0);           // truncated
+  CHECK(FirstInvalidUtf8("\xc3\xa9\xe2\x82x") == 2);  // truncated mid-text
 }
 
-TEST_CASE("FirstInvalidUtf8 agrees with nlohmann's lexer on every 2-byte and on random longer texts") {
+TEST_CASE(
+    "FirstInvalidUtf8 agrees with nlohmann's lexer on every 2-byte and on random longer texts") {
   std::string s(2, ' ');
   for (int a = 0x20; a < 0x100; ++a) {
     for (int b = 0x20; b < 0x100; ++b) {
@@ -46,7 +47,7 @@ TEST_CASE("FirstInvalidUtf8 agrees with nlohmann's lexer on every 2-byte and on 
   std::mt19937 rng(7);
   // Bytes biased towards lead and continuation bytes so that valid 3- and 4-byte
   // sequences occur often.
-  const unsigned char kBytes[] = {'a', 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc2, 0xdf,
+  const unsigned char kBytes[] = {'a',  0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc2, 0xdf,
                                   0xe0, 0xe1, 0xed, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff};
   int valid = 0;
   for (int n = 0; n < 20000; ++n) {
@@ -61,7 +62,8 @@ TEST_CASE("FirstInvalidUtf8 agrees with nlohmann's lexer on every 2-byte and on 
 
 TEST_CASE("EscapeForMessage writes bad bytes and controls as \\xNN and keeps good text") {
   CHECK(EscapeForMessage("caf\xc3\xa9") == "caf\xc3\xa9");
-  CHECK(EscapeForMessage("a\xff" "b") == "a\\xffb");
+  CHECK(EscapeForMessage("a\xff"
+                         "b") == "a\\xffb");
   CHECK(EscapeForMessage(std::string("a\0b\x1b", 4)) == "a\\x00b\\x1b");
   CHECK(EscapeForMessage("tab\tand\nnewline") == "tab\tand\nnewline");
   std::string garbage;

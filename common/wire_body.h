@@ -15,7 +15,6 @@ namespace headlab {
 // Returns the body of `command` as a JSON object, or InvalidArgument (naming the command)
 // when it is longer than `max_bytes`, nested deeper than wire::kMaxBodyDepth, not strict
 // JSON (invalid UTF-8 included) or not an object.
-StatusOr<Json> ParseWireBody(const std::string& command, const std::string& text,
-                             size_t max_bytes);
+StatusOr<Json> ParseWireBody(const std::string& command, const std::string& text, size_t max_bytes);
 
 }  // namespace headlab

@@ -29,8 +29,10 @@ StatusOr<std::vector<std::string>> TagList(const Json& body, const char* key) {
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& t = (*it)[i];
     if (!t.is_string() || !IsTag(t.get<std::string>()))
-      return Bad(std::string(key) + "[" + std::to_string(i) + "]: expected a tag matching "
-                 "[A-Za-z0-9_.:+-]{1,64}, got " + t.dump().substr(0, 80));
+      return Bad(std::string(key) + "[" + std::to_string(i) +
+                 "]: expected a tag matching "
+                 "[A-Za-z0-9_.:+-]{1,64}, got " +
+                 t.dump().substr(0, 80));
     out.push_back(t.get<std::string>());
   }
   return out;
@@ -88,9 +90,9 @@ StatusOr<Json> UpdateTags(Store* store, const std::string& target, int64_t id, c
     ins.Bind(1, target).Bind(2, id).Bind(3, t).Bind(4, at);
     HEADLAB_RETURN_IF_ERROR(ins.Exec());
   }
-  HEADLAB_RETURN_IF_ERROR(store->AddEvent("tag", ExperimentOf(db, target, id),
-                                          target == "run" ? id : 0, 0, "",
-                                          Json{{"target", target}, {"add", *add}, {"remove", *remove}}));
+  HEADLAB_RETURN_IF_ERROR(
+      store->AddEvent("tag", ExperimentOf(db, target, id), target == "run" ? id : 0, 0, "",
+                      Json{{"target", target}, {"add", *add}, {"remove", *remove}}));
   return Json{{"target", target}, {"id", id}, {"tags", TagsOf(db, target, id)}};
 }
 

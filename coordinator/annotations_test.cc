@@ -24,13 +24,15 @@ TEST_CASE("tags: add, remove, validate, and nothing written on bad input") {
         "request body: add[0]: expected a tag matching [A-Za-z0-9_.:+-]{1,64}, got \"has space\"");
   CHECK(UpdateTags(&s, "run", run, Json{{"add", {"ok"}}, {"bogus", 1}}).status().code() ==
         Status::Code::kInvalidArgument);
-  CHECK(UpdateTags(&s, "run", 9999, Json{{"add", {"x"}}}).status().code() == Status::Code::kNotFound);
+  CHECK(UpdateTags(&s, "run", 9999, Json{{"add", {"x"}}}).status().code() ==
+        Status::Code::kNotFound);
   CHECK(UpdateTags(&s, "workers", run, Json{{"add", {"x"}}}).status().code() ==
         Status::Code::kInvalidArgument);
   CHECK(TagsOf(s.db(), "run", run) == std::vector<std::string>{"seed:1", "zz"});
   Json many = Json::array();
   for (int i = 0; i < 40; ++i) many.push_back("t" + std::to_string(i));
-  CHECK(UpdateTags(&s, "run", run, Json{{"add", many}}).status().code() == Status::Code::kInvalidArgument);
+  CHECK(UpdateTags(&s, "run", run, Json{{"add", many}}).status().code() ==
+        Status::Code::kInvalidArgument);
   CHECK(TagsOf(s.db(), "run", run).size() == 2);
   // Experiment tags, and the bulk read of an experiment's run tags.
   REQUIRE(UpdateTags(&s, "experiment", e->experiment_id, Json{{"add", {"paper"}}}).ok());
@@ -55,7 +57,8 @@ TEST_CASE("notes: set, replace, remove, size limit") {
   REQUIRE(SetNote(&s, "experiment", exp, Json{{"text", "diverged at step 80"}}).ok());
   CHECK(NoteOf(s.db(), "experiment", exp) == "diverged at step 80");
   CHECK(SetNote(&s, "experiment", exp, Json{{"text", std::string(kMaxNoteBytes + 1, 'x')}})
-            .status().code() == Status::Code::kInvalidArgument);
+            .status()
+            .code() == Status::Code::kInvalidArgument);
   CHECK(SetNote(&s, "experiment", exp, Json{{"txt", "x"}}).status().code() ==
         Status::Code::kInvalidArgument);
   CHECK(NoteOf(s.db(), "experiment", exp) == "diverged at step 80");

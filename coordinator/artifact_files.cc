@@ -28,10 +28,11 @@ StatusOr<Json> ArtifactsView(Db* db, int64_t run) {
   while (s.Step()) {
     const int64_t bytes = s.Int(4);
     const bool deleted = !s.IsNull(8);
-    Json a = {{"attempt", s.Int(0)}, {"seq", s.Int(1)}, {"kind", s.Text(2)}, {"step", s.Int(3)},
-              {"bytes", bytes}, {"sha256", s.Text(5)}, {"path", s.Text(6)},
-              {"name", BaseName(s.Text(6))}, {"created_at", s.Text(7)},
-              {"deleted_at", deleted ? Json(s.Text(8)) : Json(nullptr)}};
+    Json a = {{"attempt", s.Int(0)},     {"seq", s.Int(1)},
+              {"kind", s.Text(2)},       {"step", s.Int(3)},
+              {"bytes", bytes},          {"sha256", s.Text(5)},
+              {"path", s.Text(6)},       {"name", BaseName(s.Text(6))},
+              {"created_at", s.Text(7)}, {"deleted_at", deleted ? Json(s.Text(8)) : Json(nullptr)}};
     a["download"] = !deleted && bytes <= kMaxArtifactDownloadBytes
                         ? Json("/api/v1/runs/" + std::to_string(run) + "/artifacts/" +
                                std::to_string(s.Int(0)) + "/" + std::to_string(s.Int(1)))
@@ -59,17 +60,19 @@ StatusOr<ArtifactFile> ReadArtifactFile(Db* db, int64_t run, int64_t attempt, in
   f.name = BaseName(path);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Status::NotFound(what + ": " + path + " is not readable on the coordinator's host "
+    return Status::NotFound(what + ": " + path +
+                            " is not readable on the coordinator's host "
                             "(it stays on the worker that wrote it)");
   if (int64_t(st.st_size) > kMaxArtifactDownloadBytes)
     return Status::Unavailable(what + ": " + std::to_string(st.st_size) + " bytes, more than the " +
                                std::to_string(kMaxArtifactDownloadBytes >> 20) +
-                               " MiB the API sends; the file is " + path + " (SHA-256 " +
-                               f.sha256 + ")");
+                               " MiB the API sends; the file is " + path + " (SHA-256 " + f.sha256 +
+                               ")");
   auto data = ReadFile(path);
   if (!data.ok()) return Status::NotFound(what + ": " + data.status().message());
   if (Sha256Hex(*data) != f.sha256)
-    return Status::Corruption(what + ": " + path + " no longer has the recorded SHA-256 " + f.sha256);
+    return Status::Corruption(what + ": " + path + " no longer has the recorded SHA-256 " +
+                              f.sha256);
   f.bytes = std::move(*data);
   return f;
 }

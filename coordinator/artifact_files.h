@@ -18,10 +18,10 @@ namespace headlab::coord {
 inline constexpr int64_t kMaxArtifactDownloadBytes = int64_t(256) << 20;
 
 struct ArtifactFile {
-  std::string name;    // the file name, for a download
+  std::string name;  // the file name, for a download
   std::string kind;
   std::string sha256;
-  std::string bytes;   // the content
+  std::string bytes;  // the content
 };
 
 // Returns [{attempt, seq, kind, step, bytes, sha256, path, name, created_at, deleted_at,

@@ -17,12 +17,16 @@ TEST_CASE("artifact files: listed with a download path, sent only with their rec
   REQUIRE(e.ok());
   const int64_t run = e->queued[0];
   REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
-  const std::string path = dir.path() + "/logprobs.bin", data = std::string("\x00\x01\xff", 3) + "x";
+  const std::string path = dir.path() + "/logprobs.bin",
+                    data = std::string("\x00\x01\xff", 3) + "x";
   REQUIRE(WriteFileAtomic(path, data).ok());
-  REQUIRE(s.InsertArtifact({run, 1}, 0, "logprobs", path, Sha256Hex(data), int64_t(data.size()), 5).ok());
-  REQUIRE(s.InsertArtifact({run, 1}, 1, "checkpoint", "/nonexistent/ckpt.pt", Sha256Hex("y"), 1, 10).ok());
+  REQUIRE(s.InsertArtifact({run, 1}, 0, "logprobs", path, Sha256Hex(data), int64_t(data.size()), 5)
+              .ok());
+  REQUIRE(s.InsertArtifact({run, 1}, 1, "checkpoint", "/nonexistent/ckpt.pt", Sha256Hex("y"), 1, 10)
+              .ok());
   REQUIRE(s.InsertArtifact({run, 1}, 2, "checkpoint", "/big.pt", Sha256Hex("z"),
-                           kMaxArtifactDownloadBytes + 1, 20).ok());
+                           kMaxArtifactDownloadBytes + 1, 20)
+              .ok());
   auto list = ArtifactsView(s.db(), run);
   REQUIRE(list.ok());
   REQUIRE(list->size() == 3);

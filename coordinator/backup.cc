@@ -20,9 +20,11 @@ const FlagsSpec& BackupSpec() {
   static const FlagsSpec kSpec{
       "headlab backup",
       {{"--data-dir", "", "DIR", "the coordinator's data directory (default .headlab)"},
-       {"--output", "-o", "FILE", "where the copy goes (default DIR/backups/headlab-<UTC time>.db)"},
-       {"--restore", "", "FILE", "put the backup FILE back as DIR/headlab.db (the coordinator\n"
-                                 "must be stopped); the replaced file is kept beside it"}},
+       {"--output", "-o", "FILE",
+        "where the copy goes (default DIR/backups/headlab-<UTC time>.db)"},
+       {"--restore", "", "FILE",
+        "put the backup FILE back as DIR/headlab.db (the coordinator\n"
+        "must be stopped); the replaced file is kept beside it"}},
       /*args=*/"",
       /*min_positional=*/0,
       /*max_positional=*/0};
@@ -128,7 +130,8 @@ int BackupMain(int argc, char** argv) {
       std::fprintf(stderr, "headlab backup: %s\n", st.message().c_str());
       return 1;
     }
-    std::fprintf(stderr, "restored %s as %s/headlab.db (the one it replaced: %s/headlab.db.replaced)\n",
+    std::fprintf(stderr,
+                 "restored %s as %s/headlab.db (the one it replaced: %s/headlab.db.replaced)\n",
                  args->Get("--restore").c_str(), dir.c_str(), dir.c_str());
     return 0;
   }

@@ -8,7 +8,8 @@ std::optional<StatusOr<Json>> SubmitRequest::Step(Core& core, Clock::time_point 
   if (!done) return std::nullopt;
   if (!done->ok()) return StatusOr<Json>(done->status());
   const SubmitResult& r = **done;
-  return StatusOr<Json>(Json{{"experiment", r.experiment_id}, {"runs", r.runs}, {"reused", r.reused}});
+  return StatusOr<Json>(
+      Json{{"experiment", r.experiment_id}, {"runs", r.runs}, {"reused", r.reused}});
 }
 
 }  // namespace headlab::coord

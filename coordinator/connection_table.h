@@ -46,7 +46,7 @@ class ConnectionTable {
     uint64_t idle_key = 0;  // key in idle_ while kIdle
     std::string peer;
   };
-  void ClearIdle(Entry& e);  // requires mu_ held
+  void ClearIdle(Entry& e);                             // requires mu_ held
   void Forget(std::map<uint64_t, Entry>::iterator it);  // requires mu_ held
 
   // Constant after construction.
@@ -57,7 +57,7 @@ class ConnectionTable {
   mutable std::mutex mu_;
   // Guarded by mu_.
   std::map<uint64_t, Entry> entries_;
-  std::map<uint64_t, uint64_t> idle_;  // idle order (increasing: idle longest first) -> id
+  std::map<uint64_t, uint64_t> idle_;       // idle order (increasing: idle longest first) -> id
   std::map<std::string, size_t> per_peer_;  // named peers' open connections (> 0)
   uint64_t next_id_ = 1;
   uint64_t next_idle_key_ = 1;

@@ -29,22 +29,28 @@ const FlagsSpec& CoordinatorSpec() {
       {{"--data-dir", "", "DIR", "database, token and logs (default .headlab)"},
        {"--workers", "", "EP", "worker socket (default tcp://127.0.0.1:8322; port 0 = any free)"},
        {"--http", "", "ADDR:PORT", "HTTP API (default 127.0.0.1:8321; port 0 = any free)"},
-       {"--token-file", "", "FILE", "the user's token (HTTP writes; workers may use it too); default:\n"
-                                    "$HEADLAB_TOKEN, else DIR/token (created with mode 0600 if missing).\n"
-                                    "Workers should use DIR/worker_token (created too): it is\n"
-                                    "accepted on the worker port only, never over HTTP"},
-       {"--dashboard", "", "DIR", "static files served at / (default: the source tree's dashboards/)"},
-       {"--reads", "", "MODE", "who may read over HTTP (GET endpoints, SQL, the live stream):\n"
-                               "auto (default): anyone when --http is a loopback address, else\n"
-                               "only with the token; open: anyone; token: only with the token"},
+       {"--token-file", "", "FILE",
+        "the user's token (HTTP writes; workers may use it too); default:\n"
+        "$HEADLAB_TOKEN, else DIR/token (created with mode 0600 if missing).\n"
+        "Workers should use DIR/worker_token (created too): it is\n"
+        "accepted on the worker port only, never over HTTP"},
+       {"--dashboard", "", "DIR",
+        "static files served at / (default: the source tree's dashboards/)"},
+       {"--reads", "", "MODE",
+        "who may read over HTTP (GET endpoints, SQL, the live stream):\n"
+        "auto (default): anyone when --http is a loopback address, else\n"
+        "only with the token; open: anyone; token: only with the token"},
        {"--read-token-file", "", "FILE", "a second token that grants reads only (for viewers)"},
-       {"--worker-curve", "", "MODE", "encrypt the worker port with ZeroMQ CURVE (key pair in\n"
-                                      "DIR/curve_server.{key,pub}; workers need --coordinator-key\n"
-                                      "DIR/curve_server.pub): auto (default): when --workers is not a\n"
-                                      "loopback address; on; off"},
-       {"--allow-host", "", "NAME", "a host name browsers may reach the HTTP API by, besides IP\n"
-                                    "addresses, localhost and this machine's name (e.g. the name\n"
-                                    "of a reverse proxy)", true}},
+       {"--worker-curve", "", "MODE",
+        "encrypt the worker port with ZeroMQ CURVE (key pair in\n"
+        "DIR/curve_server.{key,pub}; workers need --coordinator-key\n"
+        "DIR/curve_server.pub): auto (default): when --workers is not a\n"
+        "loopback address; on; off"},
+       {"--allow-host", "", "NAME",
+        "a host name browsers may reach the HTTP API by, besides IP\n"
+        "addresses, localhost and this machine's name (e.g. the name\n"
+        "of a reverse proxy)",
+        true}},
       /*args=*/"",
       /*min_positional=*/0,
       /*max_positional=*/0};
@@ -52,14 +58,16 @@ const FlagsSpec& CoordinatorSpec() {
 }
 
 void PrintHelp(FILE* out) {
-  std::fputs(HelpText(CoordinatorSpec(),
-                      "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
-                      "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n",
-                      "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
-                      "use, another coordinator on DIR, a damaged database: the message says what to do)\n"
-                      "or the database cannot be written; exit 2: bad arguments.\n")
-                 .c_str(),
-             out);
+  std::fputs(
+      HelpText(
+          CoordinatorSpec(),
+          "Runs the coordinator: stores experiments in DIR/headlab.db (SQLite, WAL), dispatches\n"
+          "runs to workers over ZeroMQ and serves the HTTP/JSON API and the dashboard.\n",
+          "SIGTERM or SIGINT stops it gracefully (exit 0). Exit 1: cannot start (e.g. a port in\n"
+          "use, another coordinator on DIR, a damaged database: the message says what to do)\n"
+          "or the database cannot be written; exit 2: bad arguments.\n")
+          .c_str(),
+      out);
 }
 
 // Raises the soft file-descriptor limit to the hard one: the HTTP server admits
@@ -96,11 +104,15 @@ int CoordinatorMain(int argc, char** argv) {
   const std::string token_file = args->Get("--token-file");
   const std::string reads = args->Get("--reads", "auto");
   const std::string read_token_file = args->Get("--read-token-file");
-  opts.static_root = args->Has("--dashboard") ? args->Get("--dashboard") : coord::DefaultStaticRoot();
+  opts.static_root =
+      args->Has("--dashboard") ? args->Get("--dashboard") : coord::DefaultStaticRoot();
   opts.query_binary = SelfExe();  // SQL runs in `headlab query-child` (query_child.h)
-  if (reads == "auto") opts.reads = coord::ServerOptions::Reads::kAuto;
-  else if (reads == "open") opts.reads = coord::ServerOptions::Reads::kOpen;
-  else if (reads == "token") opts.reads = coord::ServerOptions::Reads::kToken;
+  if (reads == "auto")
+    opts.reads = coord::ServerOptions::Reads::kAuto;
+  else if (reads == "open")
+    opts.reads = coord::ServerOptions::Reads::kOpen;
+  else if (reads == "token")
+    opts.reads = coord::ServerOptions::Reads::kToken;
   else {
     std::fprintf(stderr, "headlab coordinator: --reads: expected auto, open or token, got '%s'\n",
                  reads.c_str());
@@ -109,7 +121,8 @@ int CoordinatorMain(int argc, char** argv) {
   if (!read_token_file.empty()) {
     auto t = ReadTokenFile(read_token_file);
     if (!t.ok()) {
-      std::fprintf(stderr, "headlab coordinator: --read-token-file: %s\n", t.status().message().c_str());
+      std::fprintf(stderr, "headlab coordinator: --read-token-file: %s\n",
+                   t.status().message().c_str());
       return 2;
     }
     opts.read_token = t.value();
@@ -134,7 +147,8 @@ int CoordinatorMain(int argc, char** argv) {
   opts.worker_token = *worker_token;
   const std::string curve = args->Get("--worker-curve", "auto");
   if (curve != "auto" && curve != "on" && curve != "off") {
-    std::fprintf(stderr, "headlab coordinator: --worker-curve: expected auto, on or off, got '%s'\n",
+    std::fprintf(stderr,
+                 "headlab coordinator: --worker-curve: expected auto, on or off, got '%s'\n",
                  curve.c_str());
     return 2;
   }
@@ -170,7 +184,8 @@ int CoordinatorMain(int argc, char** argv) {
           (opts.static_root.empty() ? "" : "; dashboard " + opts.static_root) +
           (server.reads_need_token() ? "; HTTP reads need the token" : "; HTTP reads are open") +
           (opts.curve_secret_key.empty() ? "" : "; worker port encrypted (CURVE)"));
-  Json endpoints = {{"pid", int64_t(::getpid())}, {"http", server.http_address()},
+  Json endpoints = {{"pid", int64_t(::getpid())},
+                    {"http", server.http_address()},
                     {"workers", server.workers_endpoint()}};
   // Where workers find the key of an encrypted worker port (common/token_lookup.h
   // WorkerKeyFile): an absolute path, for `up` and the Slurm launcher to pass on.

@@ -17,7 +17,6 @@ namespace {
 // Timer work (expiry scans, heartbeats) runs at most this often; dispatch runs every batch.
 constexpr std::chrono::milliseconds kTimerPeriod{50};
 
-
 }  // namespace
 
 Core::Core(Store* store, std::string worker_token)
@@ -32,9 +31,9 @@ void Core::Recover(Clock::time_point now) {
     ++n;
   }
   if (n || !queue_.empty())
-    LogInfo("recovered " + std::to_string(queue_.size()) + " queued runs and " +
-            std::to_string(n) + " running attempts (leased for " +
-            std::to_string(wire::kLiveness.count()) + " ms until their workers re-register)");
+    LogInfo("recovered " + std::to_string(queue_.size()) + " queued runs and " + std::to_string(n) +
+            " running attempts (leased for " + std::to_string(wire::kLiveness.count()) +
+            " ms until their workers re-register)");
 }
 
 Status Core::BeginBatch() { return store_->Begin(); }
@@ -75,9 +74,9 @@ void Core::Ack(const WorkerInfo& w, const AttemptRef& ref, const char* what, int
 namespace {
 
 bool IsWorkerCommand(const std::string& c) {
-  for (const char* k : {wire::kReady, wire::kHeartbeat, wire::kAccept, wire::kReject,
-                        wire::kMetrics, wire::kArtifact, wire::kArtifactDeleted,
-                        wire::kProvenance, wire::kDone, wire::kDisconnect})
+  for (const char* k :
+       {wire::kReady, wire::kHeartbeat, wire::kAccept, wire::kReject, wire::kMetrics,
+        wire::kArtifact, wire::kArtifactDeleted, wire::kProvenance, wire::kDone, wire::kDisconnect})
     if (c == k) return true;
   return false;
 }
@@ -90,11 +89,11 @@ std::string AttemptDir(const WorkerInfo& w, const AttemptRef& ref) {
 }  // namespace
 
 void Core::HandleMessage(const std::string& route, const std::string& command,
-                         const std::string& auth, const std::string& body,
-                         Clock::time_point now) {
+                         const std::string& auth, const std::string& body, Clock::time_point now) {
   if (!IsWorkerCommand(command)) {
-    Drop("unknown command", "dropped unknown command '" + PrintableBytes(command) + "' from " +
-                                PrintableBytes(route), now);
+    Drop("unknown command",
+         "dropped unknown command '" + PrintableBytes(command) + "' from " + PrintableBytes(route),
+         now);
     return;
   }
   if (command == wire::kReady) return OnReady(route, auth, body, now);
@@ -102,8 +101,9 @@ void Core::HandleMessage(const std::string& route, const std::string& command,
   WorkerInfo* w = auth.size() == wire::kSessionKeyChars ? workers_.FindBySession(auth) : nullptr;
   if (!w) {
     // E.g. after a coordinator restart: the worker must READY again (listing its attempts).
-    Drop("unauthenticated", "dropped " + command + " from " + PrintableBytes(route) +
-                                ": no session has that key", now);
+    Drop("unauthenticated",
+         "dropped " + command + " from " + PrintableBytes(route) + ": no session has that key",
+         now);
     if (command != wire::kDisconnect)
       ReplyUnauthenticated(route, wire::kReregister, Json::object(), now);
     return;
@@ -118,7 +118,8 @@ void Core::HandleMessage(const std::string& route, const std::string& command,
   if (command == wire::kMetrics) return OnMetrics(w, body, now);
   auto parsed = ParseBody(command, body);
   if (!parsed.ok()) {
-    Drop("bad body", "dropped " + command + " from " + w->id + ": " + parsed.status().message(), now);
+    Drop("bad body", "dropped " + command + " from " + w->id + ": " + parsed.status().message(),
+         now);
     return;
   }
   const Json& j = *parsed;
@@ -133,7 +134,8 @@ void Core::HandleMessage(const std::string& route, const std::string& command,
 }
 
 Core::Owner Core::OwnerOf(const WorkerInfo& w, const AttemptRef& ref) {
-  if (const Lease* l = leases_.Find(ref)) return l->worker_id == w.id ? Owner::kSelf : Owner::kOther;
+  if (const Lease* l = leases_.Find(ref))
+    return l->worker_id == w.id ? Owner::kSelf : Owner::kOther;
   std::optional<std::string> holder = store_->AttemptWorker(ref);
   if (!holder) return Owner::kNone;
   return *holder == w.id ? Owner::kSelf : Owner::kOther;
@@ -147,15 +149,19 @@ bool Core::MayWrite(const WorkerInfo& w, const AttemptRef& ref, const char* comm
       return true;
     case Owner::kNone:
       // Nothing to store; acknowledged so that the worker stops resending it.
-      Drop("unknown attempt", std::string(command) + " from " + w.id + " for unknown " +
-                                  RefString(ref) + ": not stored", now);
+      Drop("unknown attempt",
+           std::string(command) + " from " + w.id + " for unknown " + RefString(ref) +
+               ": not stored",
+           now);
       *ack = true;
       return false;
     case Owner::kOther:
       break;
   }
-  Drop("foreign attempt", std::string(command) + " from " + w.id + " for " + RefString(ref) +
-                              ", which another worker holds: refused, nothing stored", now);
+  Drop("foreign attempt",
+       std::string(command) + " from " + w.id + " for " + RefString(ref) +
+           ", which another worker holds: refused, nothing stored",
+       now);
   *ack = false;
   return false;
 }
@@ -175,7 +181,8 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
     m = Status::InvalidArgument("READY.version \"" + PrintableBytes(m->version) +
                                 "\": this coordinator speaks " + wire::kProtocol);
   if (!m.ok()) {
-    Drop("bad READY", "refused worker on " + PrintableBytes(route) + ": " + m.status().message(), now);
+    Drop("bad READY", "refused worker on " + PrintableBytes(route) + ": " + m.status().message(),
+         now);
     ReplyUnauthenticated(route, wire::kRefuse, {{"reason", m.status().message()}}, now);
     return;
   }
@@ -185,8 +192,11 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
     // The id is live on another connection: only its owner (who holds the session key)
     // may move it. Unanswered, a real worker retries READY after kLiveness, by when a
     // dead registration has expired.
-    Drop("identity in use", "READY for worker " + m->id + " from another connection without its "
-                            "session key: ignored (the worker is registered and alive)", now);
+    Drop("identity in use",
+         "READY for worker " + m->id +
+             " from another connection without its "
+             "session key: ignored (the worker is registered and alive)",
+         now);
     return;
   }
   // The same connection READYing again (its WELCOME was slow, or lost) keeps its key, so
@@ -201,8 +211,8 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
   bool known = old != nullptr;
   const std::string id = m->id;
   WorkerInfo& w = workers_.Register(route, *session, *m, now);
-  Json row = {{"name", m->name}, {"host", m->host}, {"pid", m->pid}, {"version", m->version},
-              {"slots", m->slots}, {"devices", m->devices}};
+  Json row = {{"name", m->name},       {"host", m->host},   {"pid", m->pid},
+              {"version", m->version}, {"slots", m->slots}, {"devices", m->devices}};
   Status st = store_->UpsertWorker(id, row);
   if (!st.ok()) LogError("worker row for " + id + ": " + st.message());
   int adopted = 0;
@@ -221,10 +231,12 @@ void Core::OnReady(const std::string& route, const std::string& auth, const std:
       if (auto devices = AttemptDevices(store_->db(), ref)) w.running[ref] = *devices;
     }
   }
-  SendTo(w, wire::kWelcome, {{"worker_id", id}, {"heartbeat_ms", wire::kHeartbeatInterval.count()},
-                             {"session", *session}});
-  LogInfo(std::string(known ? "re-registered" : "registered") + " worker " + id + " (" +
-          m->host + ", " + std::to_string(w.Capacity()) + " slots, " +
+  SendTo(w, wire::kWelcome,
+         {{"worker_id", id},
+          {"heartbeat_ms", wire::kHeartbeatInterval.count()},
+          {"session", *session}});
+  LogInfo(std::string(known ? "re-registered" : "registered") + " worker " + id + " (" + m->host +
+          ", " + std::to_string(w.Capacity()) + " slots, " +
           std::to_string(m->cuda_devices.size()) + " GPUs, " + std::to_string(adopted) +
           " running attempts adopted)");
 }
@@ -259,8 +271,9 @@ void Core::OnAccept(WorkerInfo* w, const Json& body, Clock::time_point now) {
     return;
   }
   if (!leases_.Renew(m->ref, w->id, now)) {
-    Drop("foreign attempt", "ACCEPT from " + w->id + " for " + RefString(m->ref) +
-                                " it does not hold; cancelling", now);
+    Drop("foreign attempt",
+         "ACCEPT from " + w->id + " for " + RefString(m->ref) + " it does not hold; cancelling",
+         now);
     SendTo(*w, wire::kCancel, RefJson(m->ref));
     return;
   }
@@ -276,13 +289,13 @@ void Core::OnReject(WorkerInfo* w, const Json& body, Clock::time_point now) {
   }
   Lease* l = leases_.Find(m->ref);
   if (!l || l->worker_id != w->id) {
-    Drop("foreign attempt", "REJECT from " + w->id + " for " + RefString(m->ref) +
-                                " it does not hold; ignored", now);
+    Drop("foreign attempt",
+         "REJECT from " + w->id + " for " + RefString(m->ref) + " it does not hold; ignored", now);
     return;
   }
   std::vector<int> devices = l->devices;
-  AttemptOutcome o = store_->RejectAttempt(m->ref, "rejected by " + w->id + ": " + m->reason,
-                                           m->busy);
+  AttemptOutcome o =
+      store_->RejectAttempt(m->ref, "rejected by " + w->id + ": " + m->reason, m->busy);
   LogInfo("worker " + w->id + " rejected " + RefString(m->ref) + ": " + m->reason +
           (m->busy ? " (busy: requeued, not counted toward max_attempts)" : ""));
   AfterAttemptEnd(m->ref, o);
@@ -326,18 +339,20 @@ void Core::OnArtifact(WorkerInfo* w, const Json& body, Clock::time_point now) {
     const std::string dir = AttemptDir(*w, m->ref);
     Status st;
     if (!PathInside(m->path, dir)) {
-      st = Status::PermissionDenied("path " + m->path + " is outside the attempt's directory " + dir);
+      st = Status::PermissionDenied("path " + m->path + " is outside the attempt's directory " +
+                                    dir);
     } else {
       st = store_->InsertArtifact(m->ref, m->seq, m->kind, m->path, m->sha256, m->bytes, m->step);
     }
-    if (!st.ok()) Drop("bad artifact", "ARTIFACT from " + w->id + " not stored: " + st.message(), now);
+    if (!st.ok())
+      Drop("bad artifact", "ARTIFACT from " + w->id + " not stored: " + st.message(), now);
     if (st.ok() && IsHeadMapKind(m->kind)) {
       // The only file the coordinator reads on a worker's word: it must still be inside
       // the attempt's directory once symbolic links are resolved.
       auto rows = ResolvesInside(m->path, dir)
                       ? LoadHeadMapArtifact(m->path, m->sha256)
-                      : StatusOr<std::vector<HeadMapRow>>(Status::PermissionDenied(
-                            m->path + " resolves outside " + dir));
+                      : StatusOr<std::vector<HeadMapRow>>(
+                            Status::PermissionDenied(m->path + " resolves outside " + dir));
       if (rows.ok()) st = store_->InsertHeadMaps(m->ref, *rows);
       Status hm = rows.ok() ? st : rows.status();
       if (!hm.ok()) LogWarn("head map of " + RefString(m->ref) + " not stored: " + hm.message());
@@ -356,7 +371,8 @@ void Core::OnArtifactDeleted(WorkerInfo* w, const Json& body, Clock::time_point 
   bool ack = false;
   if (MayWrite(*w, m->ref, wire::kArtifactDeleted, now, &ack)) {
     Status st = store_->MarkArtifactDeleted(m->ref, m->seq, m->path);
-    if (!st.ok()) Drop("bad artifact", "ARTIFACT_DELETED from " + w->id + " not stored: " + st.message(), now);
+    if (!st.ok())
+      Drop("bad artifact", "ARTIFACT_DELETED from " + w->id + " not stored: " + st.message(), now);
     Renew(w, m->ref, now);
   }
   if (ack) Ack(*w, m->ref, wire::kArtifactDeleted, m->seq);
@@ -418,15 +434,17 @@ void Core::Tick(Clock::time_point now, bool input_pending) {
   // Messages still waiting in the socket may be the very heartbeats that keep workers and
   // leases alive (a backlog after a slow batch, or a burst): expiries wait until the loop
   // has caught up, but never longer than one more liveness window.
-  if (!input_pending) backlog_since_ = Clock::time_point{};
-  else if (backlog_since_ == Clock::time_point{}) backlog_since_ = now;
+  if (!input_pending)
+    backlog_since_ = Clock::time_point{};
+  else if (backlog_since_ == Clock::time_point{})
+    backlog_since_ = now;
   if (now >= next_timer_) {
     next_timer_ = now + kTimerPeriod;
     if (!input_pending || now - backlog_since_ >= wire::kLiveness) {
       ExpireDeadWorkers(now);  // liveness.cc
       ExpireLeases(now);       // liveness.cc
     }
-    SendHeartbeats(now);     // liveness.cc
+    SendHeartbeats(now);  // liveness.cc
     throttle_.Flush(now);
   }
   Dispatch(now);  // dispatch.cc
@@ -443,8 +461,10 @@ void Core::FinishExperiments() {
     }
     if (HasCurrentResults(store_->db(), exp)) continue;
     auto res = ComputeResultsAt(store_->db(), exp);  // the batch is the snapshot
-    if (res.ok()) StoreResultsOf(*res);
-    else LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
+    if (res.ok())
+      StoreResultsOf(*res);
+    else
+      LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
   }
   finished_experiments_.clear();
 }
@@ -481,8 +501,8 @@ std::optional<StatusOr<SubmitResult>> Core::SubmitStep(SubmitState* s, Clock::ti
       if (!id.ok()) return fail(id.status());
       s->result.experiment_id = *id;
     }
-    auto next = store_->InsertRuns(s->runs, s->next, s->meta.max_attempts, s->rerun, deadline,
-                                   &s->result);
+    auto next =
+        store_->InsertRuns(s->runs, s->next, s->meta.max_attempts, s->rerun, deadline, &s->result);
     if (!next.ok()) return fail(next.status());
     s->next = *next;
     if (s->next < s->runs.size()) return std::nullopt;
@@ -492,8 +512,8 @@ std::optional<StatusOr<SubmitResult>> Core::SubmitStep(SubmitState* s, Clock::ti
     std::vector<PlannedRun>().swap(s->runs);  // the configs are in the database now
     if (s->result.queued.empty()) finished_experiments_.insert(s->result.experiment_id);
     LogInfo("experiment " + std::to_string(s->result.experiment_id) + " (" + s->meta.name +
-            "): " + std::to_string(s->result.runs) + " runs, " +
-            std::to_string(s->result.reused) + " reused");
+            "): " + std::to_string(s->result.runs) + " runs, " + std::to_string(s->result.reused) +
+            " reused");
   }
   // The experiment is complete (a restart would queue its runs from the database): its
   // runs go to the scheduler in slices too, dispatch starting on the first ones.
@@ -514,7 +534,8 @@ StatusOr<SubmitResult> Core::Submit(const Grid& grid, const std::vector<std::str
 void Core::ApplyCancel(const RunChange& c) {
   queue_.Remove(c.run);
   if (c.running)
-    if (const WorkerInfo* w = workers_.Find(c.worker_id)) SendTo(*w, wire::kCancel, RefJson(*c.running));
+    if (const WorkerInfo* w = workers_.Find(c.worker_id))
+      SendTo(*w, wire::kCancel, RefJson(*c.running));
   finished_experiments_.insert(c.experiment_id);
 }
 
@@ -543,8 +564,8 @@ std::optional<StatusOr<Json>> Core::CancelExperimentStep(CancelState* s,
   }
   finished_experiments_.insert(s->experiment);
   size_t count = s->cancelled.size();
-  return StatusOr<Json>(Json{{"experiment", s->experiment}, {"cancelled", std::move(s->cancelled)},
-                             {"count", count}});
+  return StatusOr<Json>(Json{
+      {"experiment", s->experiment}, {"cancelled", std::move(s->cancelled)}, {"count", count}});
 }
 
 StatusOr<Json> Core::CancelExperiment(int64_t experiment) {
@@ -567,10 +588,17 @@ Json Core::WorkersJson(Clock::time_point now) {
     Json running = Json::array();
     for (const auto& [ref, devs] : w.running) running.push_back(RefJson(ref));
     double age = std::chrono::duration<double>(now - w.last_heard).count();
-    out.push_back({{"id", id}, {"name", w.name}, {"host", w.host}, {"pid", w.pid},
-                   {"version", w.version}, {"devices", w.devices}, {"slots", w.Capacity()},
-                   {"free_slots", w.FreeSlots()}, {"last_heartbeat_age_s", age},
-                   {"state", "alive"}, {"running", running}});
+    out.push_back({{"id", id},
+                   {"name", w.name},
+                   {"host", w.host},
+                   {"pid", w.pid},
+                   {"version", w.version},
+                   {"devices", w.devices},
+                   {"slots", w.Capacity()},
+                   {"free_slots", w.FreeSlots()},
+                   {"last_heartbeat_age_s", age},
+                   {"state", "alive"},
+                   {"running", running}});
   }
   return out;
 }

@@ -41,10 +41,10 @@ struct SubmitState {
   std::vector<std::string> sets;
   bool rerun = false;
   std::vector<PlannedRun> runs;
-  size_t next = 0;       // runs[next...] are still to insert
-  size_t queued = 0;     // result.queued[queued...] are still to hand to the scheduler
-  bool stored = false;   // every run is stored and the experiment complete
-  SubmitResult result;   // experiment_id 0 until the experiment row exists
+  size_t next = 0;      // runs[next...] are still to insert
+  size_t queued = 0;    // result.queued[queued...] are still to hand to the scheduler
+  bool stored = false;  // every run is stored and the experiment complete
+  SubmitResult result;  // experiment_id 0 until the experiment row exists
 };
 
 // A cancel of an experiment in progress (Core::CancelExperimentStep).
@@ -78,8 +78,8 @@ class Core {
   // Handles one message from connection `route`: `auth` is the token (READY) or a session
   // key (every other command). Unauthenticated, foreign and bad messages are logged
   // (throttled) and dropped; nothing of them is stored.
-  void HandleMessage(const std::string& route, const std::string& command,
-                     const std::string& auth, const std::string& body, Clock::time_point now);
+  void HandleMessage(const std::string& route, const std::string& command, const std::string& auth,
+                     const std::string& body, Clock::time_point now);
   // Timers: worker and lease expiry, heartbeats, dispatch, finished experiments' stats.
   // `input_pending`: the batch stopped at its bound with messages still waiting; expiries
   // are then held back (at most kLiveness), since those messages may renew what expires.
@@ -97,8 +97,7 @@ class Core {
   // last step (Store::FinishSubmission): one a crash interrupted is deleted on restart.
   std::optional<StatusOr<SubmitResult>> SubmitStep(SubmitState* s, Clock::time_point deadline);
   // The whole submission at once (small grids, tests).
-  StatusOr<SubmitResult> Submit(const Grid& grid, const std::vector<std::string>& sets,
-                                bool rerun);
+  StatusOr<SubmitResult> Submit(const Grid& grid, const std::vector<std::string>& sets, bool rerun);
   StatusOr<Json> CancelRun(int64_t run);
   // Cancels the experiment's queued and running runs in id order until `deadline`;
   // returns the answer once none is left (each step's cancels are final on their own).
@@ -200,16 +199,16 @@ class Core {
 
   WorkerRegistry workers_;
   LeaseTable leases_;
-  Scheduler queue_;  // queued runs and where they go (scheduler.h)
+  Scheduler queue_;              // queued runs and where they go (scheduler.h)
   std::vector<int64_t> parked_;  // queued runs whose parent run has not finished
   std::vector<OutMessage> outbox_;
   std::vector<std::function<void()>> after_commit_;
   std::set<int64_t> finished_experiments_;  // to recompute paired_stats for
   std::function<void(int64_t)> finished_sink_;
-  Clock::time_point next_timer_{};          // next expiry scan / heartbeat round
-  Clock::time_point backlog_since_{};       // input pending at every tick since (or {})
-  LogThrottle throttle_;                    // warnings about peers' input
-  EarlyStopper early_stop_;                 // random search's stopping rule (early_stop.h)
+  Clock::time_point next_timer_{};     // next expiry scan / heartbeat round
+  Clock::time_point backlog_since_{};  // input pending at every tick since (or {})
+  LogThrottle throttle_;               // warnings about peers' input
+  EarlyStopper early_stop_;            // random search's stopping rule (early_stop.h)
   RateLimiter unauthenticated_replies_{/*per_second=*/50, /*burst=*/100};
 };
 

@@ -55,13 +55,17 @@ TEST_CASE("dispatch: FIFO, one slot per GPU with its device index, ACK on ingest
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 2);
 
   int64_t run = e.queued[0];
-  Json metrics = {{"run", run}, {"attempt", 1},
+  Json metrics = {{"run", run},
+                  {"attempt", 1},
                   {"points", {{0, 1, "train.loss", 2.5, 1.0}, {1, 2, "train.loss", 2.4, 2.0}}}};
-  Json done = {{"run", run}, {"attempt", 1}, {"status", "succeeded"}, {"exit_code", 0},
-               {"error", ""}, {"stderr_tail", ""}, {"summary", {{"eval.ppl", 7.5}}}};
+  Json done = {
+      {"run", run},  {"attempt", 1},      {"status", "succeeded"},         {"exit_code", 0},
+      {"error", ""}, {"stderr_tail", ""}, {"summary", {{"eval.ppl", 7.5}}}};
   out = h.Batch({{"g", "ACCEPT", {{"run", run}, {"attempt", 1}}},
-                 {"g", "METRICS", metrics}, {"g", "METRICS", metrics},
-                 {"g", "DONE", done}, {"g", "DONE", done}});
+                 {"g", "METRICS", metrics},
+                 {"g", "METRICS", metrics},
+                 {"g", "DONE", done},
+                 {"g", "DONE", done}});
   auto acks = Of(out, "ACK", "g");
   REQUIRE(acks.size() == 4);
   CHECK(acks[0]["what"] == "METRICS");
@@ -82,9 +86,16 @@ TEST_CASE("a silent worker's attempt is lost and requeued as attempt+1 with resu
   int64_t run = e.queued[0];
   auto out = h.Batch({{"w1", "READY", Ready(1)}});
   REQUIRE(Of(out, "ASSIGN", "w1").size() == 1);
-  h.Batch({{"w1", "ARTIFACT", {{"run", run}, {"attempt", 1}, {"seq", 0}, {"kind", "checkpoint"},
-                               {"path", InAttemptDir(run, 1, "100.pt")}, {"sha256", "abc"},
-                               {"bytes", 10}, {"step", 100}}}});
+  h.Batch({{"w1",
+            "ARTIFACT",
+            {{"run", run},
+             {"attempt", 1},
+             {"seq", 0},
+             {"kind", "checkpoint"},
+             {"path", InAttemptDir(run, 1, "100.pt")},
+             {"sha256", "abc"},
+             {"bytes", 10},
+             {"step", 100}}}});
   // Heartbeats keep it alive past the liveness window.
   for (int i = 0; i < 4; ++i) {
     h.now += milliseconds(1000);
@@ -144,8 +155,13 @@ TEST_CASE("restart: running attempts keep running if their worker re-registers")
   }
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='running'") == 1);
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='lost'") == 1);
-  out = h.Batch({{"w1", "DONE", {{"run", mine}, {"attempt", 1}, {"status", "succeeded"},
-                                 {"exit_code", 0}, {"summary", Json::object()}}}});
+  out = h.Batch({{"w1",
+                  "DONE",
+                  {{"run", mine},
+                   {"attempt", 1},
+                   {"status", "succeeded"},
+                   {"exit_code", 0},
+                   {"summary", Json::object()}}}});
   auto a = Of(out, "ASSIGN", "w1");
   REQUIRE(a.size() == 1);
   CHECK(a[0]["run"] == other);
@@ -164,8 +180,13 @@ TEST_CASE("restart: a worker cannot adopt another worker's attempt") {
   CHECK(Of(out, "CANCEL", "w1").size() == 1);
   out = h.Batch({{"w2", "READY", Ready(1, {{{"run", of_w2}, {"attempt", 1}}})}});
   CHECK(Of(out, "CANCEL", "w2").empty());
-  h.Batch({{"w2", "DONE", {{"run", of_w2}, {"attempt", 1}, {"status", "succeeded"},
-                           {"exit_code", 0}, {"summary", Json::object()}}}});
+  h.Batch({{"w2",
+            "DONE",
+            {{"run", of_w2},
+             {"attempt", 1},
+             {"status", "succeeded"},
+             {"exit_code", 0},
+             {"summary", Json::object()}}}});
   CHECK(h.Count("SELECT count(*) FROM runs WHERE status='succeeded'") == 1);
 }
 
@@ -180,8 +201,13 @@ TEST_CASE("cancel of a running run sends CANCEL; retry requeues") {
   REQUIRE(h.core->CommitBatch().ok());
   auto out = h.core->TakeOutbox();
   REQUIRE(Of(out, "CANCEL", "w1").size() == 1);
-  out = h.Batch({{"w1", "DONE", {{"run", run}, {"attempt", 1}, {"status", "cancelled"},
-                                 {"exit_code", -15}, {"summary", nullptr}}}});
+  out = h.Batch({{"w1",
+                  "DONE",
+                  {{"run", run},
+                   {"attempt", 1},
+                   {"status", "cancelled"},
+                   {"exit_code", -15},
+                   {"summary", nullptr}}}});
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='cancelled'") == 1);
   REQUIRE(h.core->BeginBatch().ok());
   REQUIRE(h.core->RetryRun(run).ok());
@@ -197,12 +223,12 @@ TEST_CASE("malformed bodies are dropped without effect") {
   auto e = h.Submit(TestGrid({"a"}, 1));
   h.Batch({{"w1", "READY", Ready(1)}});
   REQUIRE(h.core->BeginBatch().ok());
-  for (const char* body : {"", "{", "[]", "null", "42", "\"x\"", "{\"run\":\"1\"}",
-                           "{\"run\":1,\"attempt\":0}", "{\"run\":-1,\"attempt\":1}",
-                           "{\"run\":1,\"attempt\":1,\"points\":[[0]]}",
-                           "{\"run\":1,\"attempt\":1,\"points\":\"x\"}",
-                           "{\"run\":1,\"attempt\":1,\"status\":\"weird\",\"exit_code\":0}",
-                           "{\"running\":[{\"run\":\"a\"}]}", "\xff\xfe garbage"}) {
+  for (const char* body :
+       {"", "{", "[]", "null", "42", "\"x\"", "{\"run\":\"1\"}", "{\"run\":1,\"attempt\":0}",
+        "{\"run\":-1,\"attempt\":1}", "{\"run\":1,\"attempt\":1,\"points\":[[0]]}",
+        "{\"run\":1,\"attempt\":1,\"points\":\"x\"}",
+        "{\"run\":1,\"attempt\":1,\"status\":\"weird\",\"exit_code\":0}",
+        "{\"running\":[{\"run\":\"a\"}]}", "\xff\xfe garbage"}) {
     for (const char* cmd : {"METRICS", "DONE", "HEARTBEAT", "ACCEPT", "REJECT", "ARTIFACT",
                             "PROVENANCE", "NOPE", "READY"})
       h.core->HandleMessage("w1", cmd, cmd == std::string("READY") ? kToken : h.sessions["w1"],
@@ -210,15 +236,16 @@ TEST_CASE("malformed bodies are dropped without effect") {
   }
   REQUIRE(h.core->CommitBatch().ok());
   // DONE for an unknown run is acknowledged (the worker may forget it) and stores nothing.
-  auto out = h.Batch({{"w1", "DONE", {{"run", 12345}, {"attempt", 1}, {"status", "succeeded"},
-                                      {"exit_code", 0}}}});
+  auto out =
+      h.Batch({{"w1",
+                "DONE",
+                {{"run", 12345}, {"attempt", 1}, {"status", "succeeded"}, {"exit_code", 0}}}});
   CHECK(Of(out, "ACK", "w1").size() == 1);
   CHECK(h.Count("SELECT count(*) FROM metrics") == 0);
   CHECK(h.Count("SELECT count(*) FROM runs WHERE status='running'") == 1);
   CHECK(h.Count("SELECT count(*) FROM attempts") == 1);
   (void)e;
 }
-
 
 TEST_CASE("dispatch: a continuation waits for its parent, then gets its checkpoint in ASSIGN") {
   Harness h;
@@ -235,19 +262,33 @@ TEST_CASE("dispatch: a continuation waits for its parent, then gets its checkpoi
   CHECK(h.Count("SELECT count(*) FROM runs WHERE status='queued' AND id=" +
                 std::to_string(c.queued[0])) == 1);
 
-  out = h.Batch({{"w1", "ARTIFACT", {{"run", parent}, {"attempt", 1}, {"seq", 0},
-                                     {"kind", "checkpoint"}, {"path", InAttemptDir(parent, 1, "20.pt")},
-                                     {"sha256", "abc"}, {"bytes", 10}, {"step", 20}}},
-                 {"w1", "DONE", {{"run", parent}, {"attempt", 1}, {"status", "succeeded"},
-                                 {"exit_code", 0}, {"error", ""}, {"stderr_tail", ""},
-                                 {"summary", Json::object()}}}});
+  out = h.Batch({{"w1",
+                  "ARTIFACT",
+                  {{"run", parent},
+                   {"attempt", 1},
+                   {"seq", 0},
+                   {"kind", "checkpoint"},
+                   {"path", InAttemptDir(parent, 1, "20.pt")},
+                   {"sha256", "abc"},
+                   {"bytes", 10},
+                   {"step", 20}}},
+                 {"w1",
+                  "DONE",
+                  {{"run", parent},
+                   {"attempt", 1},
+                   {"status", "succeeded"},
+                   {"exit_code", 0},
+                   {"error", ""},
+                   {"stderr_tail", ""},
+                   {"summary", Json::object()}}}});
   assigns = Of(out, "ASSIGN", "w1");
   REQUIRE(assigns.size() == 1);
   CHECK(assigns[0]["run"] == c.queued[0]);
   CHECK(assigns[0]["resume"].is_null());
-  CHECK(assigns[0]["parent"] ==
-        Json({{"run", parent}, {"path", InAttemptDir(parent, 1, "20.pt")}, {"sha256", "abc"},
-              {"step", 20}}));
+  CHECK(assigns[0]["parent"] == Json({{"run", parent},
+                                      {"path", InAttemptDir(parent, 1, "20.pt")},
+                                      {"sha256", "abc"},
+                                      {"step", 20}}));
 }
 
 TEST_CASE("dispatch: a continuation of a missing parent fails without an attempt") {
@@ -282,8 +323,13 @@ TEST_CASE("finished experiments' results: stored once, or handed to the sink aft
     const double ppl[] = {10, 12};
     std::vector<std::tuple<std::string, std::string, Json>> done;
     for (int i = 0; i < 2; ++i)
-      done.push_back({"w", "DONE", {{"run", e.queued[i]}, {"attempt", 1}, {"status", "succeeded"},
-                                    {"exit_code", 0}, {"summary", {{"eval.ppl", ppl[i]}}}}});
+      done.push_back({"w",
+                      "DONE",
+                      {{"run", e.queued[i]},
+                       {"attempt", 1},
+                       {"status", "succeeded"},
+                       {"exit_code", 0},
+                       {"summary", {{"eval.ppl", ppl[i]}}}}});
     h.Batch({done[0]});
     CHECK(handed.empty());
     CHECK(h.Count("SELECT count(*) FROM results") == 0);  // not finished yet

@@ -25,8 +25,9 @@ inline constexpr char kWorkDir[] = "/wd";
 
 // READY; Harness::Batch fills in "id" (the route's name) when it is missing.
 inline Json Ready(int slots, Json running = Json::array(), Json devices = Json::array()) {
-  return {{"name", "w"}, {"host", "h"}, {"pid", 1}, {"version", wire::kProtocol},
-          {"slots", slots}, {"devices", devices}, {"running", running}, {"work_dir", kWorkDir}};
+  return {
+      {"name", "w"},    {"host", "h"},        {"pid", 1},           {"version", wire::kProtocol},
+      {"slots", slots}, {"devices", devices}, {"running", running}, {"work_dir", kWorkDir}};
 }
 
 // The path of a file attempt (run, attempt) of a test worker may report.
@@ -96,7 +97,7 @@ struct Harness {
 };
 
 inline std::vector<Json> Of(const std::vector<OutMessage>& out, const std::string& cmd,
-                     const std::string& to = "") {
+                            const std::string& to = "") {
   std::vector<Json> r;
   for (const OutMessage& m : out)
     if (m.command == cmd && (to.empty() || m.identity == to)) r.push_back(Json::parse(m.body));

@@ -1,6 +1,6 @@
-// The worker port under attack (docs/BENCHMARKS.md, "Service"): sessions, attempt ownership, bounded parsing,
-// protocol versions, worker ids, REJECT accounting, truthful resumes and throttled logs.
-// Each case failed before its fix (the finding it covers is named).
+// The worker port under attack (docs/BENCHMARKS.md, "Service"): sessions, attempt ownership,
+// bounded parsing, protocol versions, worker ids, REJECT accounting, truthful resumes and throttled
+// logs. Each case failed before its fix (the finding it covers is named).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -21,8 +21,13 @@ namespace {
 Json Ref(int64_t run, int attempt) { return {{"run", run}, {"attempt", attempt}}; }
 
 Json Done(int64_t run, int attempt, const char* status = "succeeded") {
-  return {{"run", run}, {"attempt", attempt}, {"status", status}, {"exit_code", 0},
-          {"error", ""}, {"stderr_tail", ""}, {"summary", {{"eval.ppl", 1.0}}}};
+  return {{"run", run},
+          {"attempt", attempt},
+          {"status", status},
+          {"exit_code", 0},
+          {"error", ""},
+          {"stderr_tail", ""},
+          {"summary", {{"eval.ppl", 1.0}}}};
 }
 
 Json Metrics(int64_t run, int attempt) {
@@ -30,8 +35,8 @@ Json Metrics(int64_t run, int attempt) {
 }
 
 Json Artifact(int64_t run, int attempt, const std::string& path) {
-  return {{"run", run}, {"attempt", attempt}, {"seq", 0}, {"kind", "checkpoint"},
-          {"path", path}, {"sha256", "abc"}, {"bytes", 10}, {"step", 100}};
+  return {{"run", run},   {"attempt", attempt}, {"seq", 0},    {"kind", "checkpoint"},
+          {"path", path}, {"sha256", "abc"},    {"bytes", 10}, {"step", 100}};
 }
 
 Json Provenance(int64_t run, int attempt) {
@@ -40,9 +45,10 @@ Json Provenance(int64_t run, int attempt) {
 
 // Nothing of a forgery may reach these tables.
 int64_t Written(Harness& h) {
-  return h.Count("SELECT (SELECT count(*) FROM metrics) + (SELECT count(*) FROM artifacts) + "
-                 "(SELECT count(*) FROM provenance) + (SELECT count(*) FROM summaries) + "
-                 "(SELECT count(*) FROM attempts WHERE status <> 'running')");
+  return h.Count(
+      "SELECT (SELECT count(*) FROM metrics) + (SELECT count(*) FROM artifacts) + "
+      "(SELECT count(*) FROM provenance) + (SELECT count(*) FROM summaries) + "
+      "(SELECT count(*) FROM attempts WHERE status <> 'running')");
 }
 
 // A harness with worker w1 registered and running the one run of a fresh experiment.
@@ -73,8 +79,11 @@ TEST_CASE("finding 1: deeply nested bodies under a live worker's session do not 
   const std::string key = r.h.sessions["w1"];
   const std::string run = std::to_string(r.run);
   auto out = r.h.RawBatch({
-      {"w1", "PROVENANCE", key, R"({"run":)" + run + R"(,"attempt":1,"fields":{"x":)" + deep + "}}"},
-      {"w1", "DONE", key, R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"summary":{"x":)" + deep + "}}"},
+      {"w1", "PROVENANCE", key,
+       R"({"run":)" + run + R"(,"attempt":1,"fields":{"x":)" + deep + "}}"},
+      {"w1", "DONE", key,
+       R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"summary":{"x":)" +
+           deep + "}}"},
       {"w1", "METRICS", key, R"({"run":)" + run + R"(,"attempt":1,"points":[],"x":)" + deep + "}"},
       {"w1", "HEARTBEAT", key, R"({"running":)" + deep + "}"},
       {"w1", "READY", kToken, R"({"id":"w1","devices":)" + deep + "}"},
@@ -89,7 +98,8 @@ TEST_CASE("finding 1: deeply nested bodies under a live worker's session do not 
   CHECK_FALSE(too_deep.ok());
   // Oversize bodies are refused before they are parsed.
   CHECK_FALSE(ParseBody("DONE", "{\"x\":\"" + std::string(wire::kMaxOtherBytes, 'a') + "\"}").ok());
-  CHECK_FALSE(ParseBody("READY", "{\"x\":\"" + std::string(wire::kMaxReadyBytes, 'a') + "\"}").ok());
+  CHECK_FALSE(
+      ParseBody("READY", "{\"x\":\"" + std::string(wire::kMaxReadyBytes, 'a') + "\"}").ok());
   CHECK_FALSE(ParseMetricsText(R"({"run":1,"attempt":1,"points":)" + Nested(100000) + "}").ok());
 }
 
@@ -99,13 +109,14 @@ TEST_CASE("finding 2: messages without the session key are not trusted") {
   // A peer that knows the worker's id and attempt but not its key, on its own connection
   // or (were that possible) on the worker's.
   for (const std::string& route : {std::string("evil"), std::string("w1")}) {
-    for (const std::string& key : {std::string(""), std::string("secret"),
-                                   std::string(wire::kSessionKeyChars, '0')}) {
-      auto out = r.h.RawBatch({{route, "DONE", key, Done(r.run, 1).dump()},
-                               {route, "METRICS", key, Metrics(r.run, 1).dump()},
-                               {route, "PROVENANCE", key, Provenance(r.run, 1).dump()},
-                               {route, "ARTIFACT", key, Artifact(r.run, 1, InAttemptDir(r.run, 1, "c.pt")).dump()},
-                               {route, "DISCONNECT", key, "{}"}});
+    for (const std::string& key :
+         {std::string(""), std::string("secret"), std::string(wire::kSessionKeyChars, '0')}) {
+      auto out = r.h.RawBatch(
+          {{route, "DONE", key, Done(r.run, 1).dump()},
+           {route, "METRICS", key, Metrics(r.run, 1).dump()},
+           {route, "PROVENANCE", key, Provenance(r.run, 1).dump()},
+           {route, "ARTIFACT", key, Artifact(r.run, 1, InAttemptDir(r.run, 1, "c.pt")).dump()},
+           {route, "DISCONNECT", key, "{}"}});
       CHECK(Of(out, "ACK").empty());
     }
   }
@@ -184,8 +195,13 @@ TEST_CASE("finding 3: a head map is read only from inside the attempt's director
   const std::string rows = R"([{"layer":0,"head":1,"role":"streaming"}])";
   REQUIRE(WriteFileAtomic(wd.path() + "/outside.json", rows).ok());
   REQUIRE(::symlink((wd.path() + "/outside.json").c_str(), (dir + "/link.json").c_str()) == 0);
-  Json art = {{"run", run}, {"attempt", 1}, {"seq", 0}, {"kind", "aoh_head_maps"},
-              {"path", dir + "/link.json"}, {"sha256", Sha256Hex(rows)}, {"bytes", rows.size()},
+  Json art = {{"run", run},
+              {"attempt", 1},
+              {"seq", 0},
+              {"kind", "aoh_head_maps"},
+              {"path", dir + "/link.json"},
+              {"sha256", Sha256Hex(rows)},
+              {"bytes", rows.size()},
               {"step", 1}};
   h.Batch({{"w1", "ARTIFACT", art}});
   CHECK(h.Count("SELECT count(*) FROM head_maps") == 0);
@@ -248,10 +264,15 @@ TEST_CASE("finding 6: results with invalid UTF-8 are refused cleanly") {
   const std::string run = std::to_string(r.run);
   const std::string bad = "\xc3\x28";  // an invalid two-byte sequence
   auto out = r.h.RawBatch({
-      {"w1", "METRICS", key, R"({"run":)" + run + R"(,"attempt":1,"points":[[0,1,")" + bad + R"(",1,1]]})"},
-      {"w1", "DONE", key, R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":")" + bad + R"("})"},
-      {"w1", "PROVENANCE", key, R"({"run":)" + run + R"(,"attempt":1,"fields":{"host":")" + bad + R"("}})"},
-      {"w1", "DONE", key, R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":"\udc80"})"},
+      {"w1", "METRICS", key,
+       R"({"run":)" + run + R"(,"attempt":1,"points":[[0,1,")" + bad + R"(",1,1]]})"},
+      {"w1", "DONE", key,
+       R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":")" + bad +
+           R"("})"},
+      {"w1", "PROVENANCE", key,
+       R"({"run":)" + run + R"(,"attempt":1,"fields":{"host":")" + bad + R"("}})"},
+      {"w1", "DONE", key,
+       R"({"run":)" + run + R"(,"attempt":1,"status":"failed","exit_code":1,"error":"\udc80"})"},
   });
   CHECK(Of(out, "ACK").empty());
   CHECK(Written(r.h) == 0);
@@ -264,8 +285,10 @@ TEST_CASE("finding 6: a busy REJECT is requeued without counting toward max_atte
   Harness h;
   const int64_t run = h.Submit(TestGrid({"a"}, 1, "t", /*max_attempts=*/1)).queued[0];
   h.Batch({{"w1", "READY", Ready(1)}});
-  auto out = h.Batch({{"w1", "REJECT", {{"run", run}, {"attempt", 1}, {"reason", "no free slot"},
-                                        {"busy", true}}}});
+  auto out =
+      h.Batch({{"w1",
+                "REJECT",
+                {{"run", run}, {"attempt", 1}, {"reason", "no free slot"}, {"busy", true}}}});
   CHECK(h.Count("SELECT count(*) FROM runs WHERE status='queued' AND max_attempts=2") == 1);
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE status='rejected'") == 1);
   // Not offered straight back: the slot stays taken until the worker's next HEARTBEAT.
@@ -301,10 +324,16 @@ TEST_CASE("finding 6: resume_json records the checkpoint the worker really resum
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json='null'") == 1);
   // The latest was truncated on disk: the worker fell back to step 100 and says so.
   h.Batch({{"w2", "ACCEPT", {{"run", run}, {"attempt", 2}, {"resume", want100}}}});
-  CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json LIKE '%\"step\":100%'") == 1);
+  CHECK(
+      h.Count(
+          "SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json LIKE '%\"step\":100%'") ==
+      1);
   // A resume that is no checkpoint of the run is not recorded as one.
-  h.Batch({{"w2", "ACCEPT", {{"run", run}, {"attempt", 2},
-                             {"resume", {{"path", "/x"}, {"sha256", "f"}, {"step", 7}}}}}});
+  h.Batch({{"w2",
+            "ACCEPT",
+            {{"run", run},
+             {"attempt", 2},
+             {"resume", {{"path", "/x"}, {"sha256", "f"}, {"step", 7}}}}}});
   CHECK(h.Count("SELECT count(*) FROM attempts WHERE attempt=2 AND resume_json='null'") == 1);
 }
 

@@ -11,9 +11,11 @@ namespace headlab::coord {
 
 StatusOr<CurveKeys> LoadOrCreateCurveKeys(const std::string& data_dir) {
   if (!zmq_has("curve"))
-    return Status::Unavailable("this libzmq has no CURVE security; the worker port cannot be "
-                               "encrypted (install a libzmq built with libsodium)");
-  const std::string pub = data_dir + "/" + kCurvePublicFile, sec = data_dir + "/" + kCurveSecretFile;
+    return Status::Unavailable(
+        "this libzmq has no CURVE security; the worker port cannot be "
+        "encrypted (install a libzmq built with libsodium)");
+  const std::string pub = data_dir + "/" + kCurvePublicFile,
+                    sec = data_dir + "/" + kCurveSecretFile;
   if (PathExists(pub) && PathExists(sec)) {
     auto p = ReadTokenFile(pub), s = ReadTokenFile(sec);
     if (!p.ok()) return p.status();

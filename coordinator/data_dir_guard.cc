@@ -41,8 +41,8 @@ Status CheckDatabaseIntegrity(const std::string& db_path) {
   const std::string what_to_do =
       ". The coordinator will not run on a damaged database. Stop here and restore the newest "
       "backup (headlab backup --restore FILE --data-dir DIR), or salvage what is readable "
-      "(sqlite3 " + db_path + " .recover | sqlite3 recovered.db) and move it in place of " +
-      db_path;
+      "(sqlite3 " +
+      db_path + " .recover | sqlite3 recovered.db) and move it in place of " + db_path;
   Db db;
   // Read-write, not read-only: a read-only connection cannot replay a WAL left by a
   // coordinator that was killed, so it would check an older state than the one served.
@@ -54,7 +54,8 @@ Status CheckDatabaseIntegrity(const std::string& db_path) {
   }
   auto check = db.Prepare("PRAGMA quick_check(5)");
   if (!check.ok())
-    return Status::Corruption(db_path + ": damaged (" + check.status().message() + ")" + what_to_do);
+    return Status::Corruption(db_path + ": damaged (" + check.status().message() + ")" +
+                              what_to_do);
   std::string findings;
   Status st;
   while (check->Step(&st)) {
@@ -63,7 +64,8 @@ Status CheckDatabaseIntegrity(const std::string& db_path) {
     findings += (findings.empty() ? "" : "; ") + line;
   }
   if (!st.ok()) findings += (findings.empty() ? "" : "; ") + st.message();
-  return Status::Corruption(db_path + ": fails its integrity check (" + findings + ")" + what_to_do);
+  return Status::Corruption(db_path + ": fails its integrity check (" + findings + ")" +
+                            what_to_do);
 }
 
 }  // namespace headlab::coord

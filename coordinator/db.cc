@@ -45,8 +45,7 @@ Status Stmt::Exec() {
   int rc = sqlite3_step(s_);
   Status st;
   if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-    st = Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_) + " in " +
-                          sqlite3_sql(s_));
+    st = Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_) + " in " + sqlite3_sql(s_));
   Reset();
   return st;
 }
@@ -72,8 +71,8 @@ Status Db::Open(const std::string& path, Mode mode) {
   static const bool kConfigured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
   (void)kConfigured;
   Close();
-  int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                                      : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags =
+      mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   flags |= SQLITE_OPEN_NOMUTEX;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -85,8 +84,9 @@ Status Db::Open(const std::string& path, Mode mode) {
   if (mode == Mode::kReadWrite) {
     // WAL: readers never block the writer; synchronous=NORMAL: commits do not fsync (a
     // power cut may lose the last transactions, never corrupt), checkpoints do.
-    Status st = Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                     "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
+    Status st = Exec(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
     if (!st.ok()) {
       Close();
       return Status::IoError(path + ": " + st.message());
@@ -170,8 +170,7 @@ std::string NowIso() {
 }
 
 double NowUnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace headlab::coord

@@ -29,22 +29,37 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
-  Stmt& Bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); return *this; }
-  Stmt& Bind(int i, int v) { sqlite3_bind_int64(s_, i, v); return *this; }
-  Stmt& Bind(int i, double v) { sqlite3_bind_double(s_, i, v); return *this; }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, int v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
   Stmt& Bind(int i, const std::string& v) {
     sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
   Stmt& Bind(int i, const char* v) { return Bind(i, std::string(v)); }
-  Stmt& BindNull(int i) { sqlite3_bind_null(s_, i); return *this; }
+  Stmt& BindNull(int i) {
+    sqlite3_bind_null(s_, i);
+    return *this;
+  }
 
   // Advances; returns true iff a row is available. Errors are returned through `st`.
   bool Step(Status* st = nullptr);
   // Runs to completion (for writes); returns the error, if any.
   Status Exec();
   // Resets for re-use and clears the bindings.
-  void Reset() { sqlite3_reset(s_); sqlite3_clear_bindings(s_); }
+  void Reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
 
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
   double Real(int col) const { return sqlite3_column_double(s_, col); }

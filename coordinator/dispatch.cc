@@ -118,8 +118,9 @@ bool Core::TimeBudgetReady(Candidate* c) {
   }
   if (budget.state == TimeMatchResolution::State::kReady) {
     (*c->config)["train"]["time_budget_s"] = budget.budget_s;  // what the worker runs under
-    Status st = store_->AddEvent("time_match", c->r.experiment_id, c->r.id, 0, "",
-                                 {{"budget_s", budget.budget_s}, {"reference_run", budget.reference}});
+    Status st =
+        store_->AddEvent("time_match", c->r.experiment_id, c->r.id, 0, "",
+                         {{"budget_s", budget.budget_s}, {"reference_run", budget.reference}});
     if (!st.ok())
       LogError("cannot record the time budget of run " + std::to_string(c->r.id) + ": " +
                st.message());
@@ -132,19 +133,21 @@ bool Core::PairLegReady(Candidate* c, std::set<int64_t>* repinned) {
   // devices that took their group's first leg (pinned when it was placed; re-pinned once
   // here after a coordinator restart forgot the pins).
   const Placement& p = c->p;
-  PairLegDecision leg = ResolvePairLeg(store_->db(), c->r.experiment_id, c->r.id, c->ConfigOrEmpty());
+  PairLegDecision leg =
+      ResolvePairLeg(store_->db(), c->r.experiment_id, c->r.id, c->ConfigOrEmpty());
   using Leg = PairLegDecision::State;
   if (leg.state == Leg::kPinned && !workers_.Find(leg.worker_id)) {
     queue_.Undo(p);
-    Status st = FailQueuedRun(store_->db(), c->r.id, "pair group \"" + leg.group + "\": worker " +
-                              leg.worker_id + " that ran its first leg is gone");
+    Status st = FailQueuedRun(store_->db(), c->r.id,
+                              "pair group \"" + leg.group + "\": worker " + leg.worker_id +
+                                  " that ran its first leg is gone");
     if (!st.ok()) LogError("cannot fail run " + std::to_string(c->r.id) + ": " + st.message());
     finished_experiments_.insert(c->r.experiment_id);
     UnparkAll();  // the group's later legs fail the same way
     return false;
   }
-  if (leg.state == Leg::kWait || (leg.state == Leg::kPinned &&
-                                  (p.worker->id != leg.worker_id || p.devices != leg.devices))) {
+  if (leg.state == Leg::kWait ||
+      (leg.state == Leg::kPinned && (p.worker->id != leg.worker_id || p.devices != leg.devices))) {
     queue_.Undo(p);
     if (leg.state == Leg::kPinned && repinned->insert(p.run).second) {
       queue_.Pin(p.run, leg.worker_id, leg.devices);
@@ -168,8 +171,8 @@ bool Core::StartAttempt(const Candidate& c, Clock::time_point now) {
   // worker that finds the latest missing or damaged (it reports its choice in ACCEPT).
   Json offered = store_->Checkpoints(c.r.id, kResumeCandidates);
   Json resume = offered.empty() ? Json(nullptr) : offered[0];
-  Json fallbacks = offered.empty() ? Json::array()
-                                   : Json(std::vector<Json>(offered.begin() + 1, offered.end()));
+  Json fallbacks =
+      offered.empty() ? Json::array() : Json(std::vector<Json>(offered.begin() + 1, offered.end()));
   Status st = store_->StartAttempt(ref, w->id, p.devices, offered, c.r.experiment_id);
   if (!st.ok()) {
     LogError("cannot start " + RefString(ref) + ": " + st.message());
@@ -179,9 +182,13 @@ bool Core::StartAttempt(const Candidate& c, Clock::time_point now) {
   }
   leases_.Grant(ref, w->id, p.devices, now);
   w->running[ref] = p.devices;
-  Json assign = {{"run", ref.run}, {"attempt", ref.attempt}, {"experiment", c.r.experiment_id},
-                 {"config", c.ConfigOrEmpty()}, {"resume", resume},
-                 {"resume_fallbacks", fallbacks}, {"devices", p.devices}};
+  Json assign = {{"run", ref.run},
+                 {"attempt", ref.attempt},
+                 {"experiment", c.r.experiment_id},
+                 {"config", c.ConfigOrEmpty()},
+                 {"resume", resume},
+                 {"resume_fallbacks", fallbacks},
+                 {"devices", p.devices}};
   if (c.parent.state == ParentResolution::State::kReady) assign["parent"] = c.parent.checkpoint;
   // Checkpoint retention keeps the steps that stored continuations start from.
   Json pinned = PinnedSteps(store_->db(), c.r.id);

@@ -9,7 +9,8 @@ namespace {
 // The points of `key` of one attempt, by step.
 std::vector<StepValue> PointsOf(Db* db, int64_t run, int64_t attempt, const std::string& key) {
   Stmt s = db->MustPrepare(
-      "SELECT step, value FROM metrics WHERE run_id=? AND attempt=? AND key=? AND value IS NOT NULL "
+      "SELECT step, value FROM metrics WHERE run_id=? AND attempt=? AND key=? AND value IS NOT "
+      "NULL "
       "ORDER BY seq");
   s.Bind(1, run).Bind(2, attempt).Bind(3, key);
   std::vector<StepValue> out;
@@ -27,7 +28,8 @@ const std::optional<EarlyStop>& EarlyStopper::RuleOf(Db* db, int64_t experiment)
   s.Bind(1, experiment);
   if (s.Step()) {
     auto grid = ParseJson(s.Text(0), "experiments.grid_json");
-    auto spec = grid.ok() ? ParseSearch(*grid, "experiments.grid_json") : StatusOr<SearchSpec>(grid.status());
+    auto spec = grid.ok() ? ParseSearch(*grid, "experiments.grid_json")
+                          : StatusOr<SearchSpec>(grid.status());
     if (spec.ok()) rule = spec->early_stop;
   }
   return rules_.emplace(experiment, rule).first->second;
@@ -73,10 +75,9 @@ std::vector<std::pair<int64_t, std::string>> EarlyStopper::Check(
       "status IN ('queued','running') ORDER BY idx");
   p.Bind(1, experiment).Bind(2, per_arm).Bind(3, idx);
   while (p.Step())
-    out.emplace_back(p.Int(0), p.Int(0) == ref.run
-                                   ? *reason
-                                   : *reason + " (stopped with its pair: run " +
-                                         std::to_string(ref.run) + ")");
+    out.emplace_back(p.Int(0), p.Int(0) == ref.run ? *reason
+                                                   : *reason + " (stopped with its pair: run " +
+                                                         std::to_string(ref.run) + ")");
   return out;
 }
 

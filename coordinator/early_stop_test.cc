@@ -63,8 +63,9 @@ TEST_CASE("early stop: a run worse than the median stops with its pair, reason s
   auto stop = stopper.Check(s.db(), {run[1], 1}, p3);
   REQUIRE(stop.size() == 2);
   CHECK(stop[0].first == run[1]);
-  CHECK(stop[0].second == "early stop (median rule): train.loss best 2.4 by step 3 is worse "
-                          "than the median 2 of 1 completed runs' running averages");
+  CHECK(stop[0].second ==
+        "early stop (median rule): train.loss best 2.4 by step 3 is worse "
+        "than the median 2 of 1 completed runs' running averages");
   CHECK(stop[1].first == run[5]);
   CHECK(stop[1].second.find("(stopped with its pair: run " + std::to_string(run[1]) + ")") !=
         std::string::npos);

@@ -12,7 +12,8 @@ namespace headlab::coord {
 namespace {
 
 // The statuses in the order an overlay takes its runs: those that move first.
-constexpr const char* kOverlayOrder[] = {"running", "succeeded", "failed", "lost", "cancelled", "queued"};
+constexpr const char* kOverlayOrder[] = {"running", "succeeded", "failed",
+                                         "lost",    "cancelled", "queued"};
 
 // Keys as the panels take them, at most 128 bytes; bound as parameters either way, so
 // these only turn a typo into a clear 400. A config key is dotted names of [A-Za-z0-9_-]
@@ -40,9 +41,10 @@ bool IsMetricKeyText(const std::string& k) {
 Status KeyParam(const std::string& query, const char* name, bool metric, std::string* out) {
   *out = QueryParam(query, name);
   if (!(metric ? IsMetricKeyText(*out) : IsConfigKeyText(*out)))
-    return Status::InvalidArgument(std::string(name) + ": expected a " +
-                                   (metric ? "metric key like train.loss" : "config key like train.lr") +
-                                   ", got \"" + *out + "\"");
+    return Status::InvalidArgument(
+        std::string(name) + ": expected a " +
+        (metric ? "metric key like train.loss" : "config key like train.lr") + ", got \"" + *out +
+        "\"");
   return Status::Ok();
 }
 
@@ -123,13 +125,13 @@ StatusOr<Json> OverlayPanel(Db* db, int64_t experiment, const PanelRequest& req)
     ++order;
   }
   // A run's keys from at most kMaxArmPoints of its points: a bound on a long series.
-  auto s = db->Prepare(
-      "WITH o AS (" + ranges +
-      ") SELECT r.id AS id, r.arm AS arm, r.status AS status, r.attempts AS attempts, "
-      "r.reused_from AS reused_from, r.config_json AS config, "
-      "(SELECT json_group_array(DISTINCT key) FROM (SELECT key FROM metrics "
-      "WHERE run_id = coalesce(r.reused_from, r.id) LIMIT ?3)) AS keys "
-      "FROM o JOIN runs r ON r.id = o.id ORDER BY o.o, o.id LIMIT ?2");
+  auto s =
+      db->Prepare("WITH o AS (" + ranges +
+                  ") SELECT r.id AS id, r.arm AS arm, r.status AS status, r.attempts AS attempts, "
+                  "r.reused_from AS reused_from, r.config_json AS config, "
+                  "(SELECT json_group_array(DISTINCT key) FROM (SELECT key FROM metrics "
+                  "WHERE run_id = coalesce(r.reused_from, r.id) LIMIT ?3)) AS keys "
+                  "FROM o JOIN runs r ON r.id = o.id ORDER BY o.o, o.id LIMIT ?2");
   if (!s.ok()) return s.status();
   s->Bind(1, experiment).Bind(2, req.n).Bind(3, kMaxArmPoints);
   bool more = false;
@@ -157,15 +159,22 @@ StatusOr<Json> ArmsPanel(Db* db, int64_t experiment, const PanelRequest& req,
       "picked AS MATERIALIZED (SELECT r.id AS id, r.arm AS arm, r.reused_from AS reused_from" +
       GroupColumns(k, 6) +
       " FROM sample_idx CROSS JOIN runs r ON r.experiment_id = ?2 AND r.idx = sample_idx.idx), "
-      "pts AS (SELECT p.arm AS arm" + gsel +
+      "pts AS (SELECT p.arm AS arm" +
+      gsel +
       ", m.step AS step, m.value AS value FROM picked p "
       "JOIN runs src ON src.id = coalesce(p.reused_from, p.id) "
       "JOIN metrics m ON m.run_id = src.id AND m.attempt = src.attempts "
       "WHERE m.key = ?3 AND m.value IS NOT NULL LIMIT ?4) "
-      "SELECT arm" + ggrp + ", step, avg(value) AS mean, avg(value * value) AS sq, count(*) AS n "
-      "FROM pts GROUP BY arm" + ggrp + ", step ORDER BY arm" + ggrp + ", step LIMIT ?5");
+      "SELECT arm" +
+      ggrp +
+      ", step, avg(value) AS mean, avg(value * value) AS sq, count(*) AS n "
+      "FROM pts GROUP BY arm" +
+      ggrp + ", step ORDER BY arm" + ggrp + ", step LIMIT ?5");
   if (!s.ok()) return s.status();
-  s->Bind(1, positions).Bind(2, experiment).Bind(3, req.key).Bind(4, kMaxArmPoints + 1)
+  s->Bind(1, positions)
+      .Bind(2, experiment)
+      .Bind(3, req.key)
+      .Bind(4, kMaxArmPoints + 1)
       .Bind(5, kMaxPanelRows + 1);
   for (size_t i = 0; i < k; ++i) s->Bind(int(6 + i), ConfigJsonPath(req.by[i]));
   bool more = false;
@@ -180,8 +189,10 @@ StatusOr<Json> ScatterPanel(Db* db, int64_t experiment, const PanelRequest& req,
                             const std::string& positions) {
   auto s = db->Prepare(
       "WITH sample_idx(idx) AS MATERIALIZED (SELECT value FROM json_each(?1)) "
-      "SELECT r.arm AS arm, json_extract(r.config_json, ?3) AS x" + GroupColumns(req.by.size(), 5) +
-      ", s.value AS y FROM sample_idx CROSS JOIN runs r ON r.experiment_id = ?2 AND r.idx = sample_idx.idx "
+      "SELECT r.arm AS arm, json_extract(r.config_json, ?3) AS x" +
+      GroupColumns(req.by.size(), 5) +
+      ", s.value AS y FROM sample_idx CROSS JOIN runs r ON r.experiment_id = ?2 AND r.idx = "
+      "sample_idx.idx "
       "JOIN summaries s ON s.run_id = r.id AND s.key = ?4 WHERE s.value IS NOT NULL");
   if (!s.ok()) return s.status();
   s->Bind(1, positions).Bind(2, experiment).Bind(3, ConfigJsonPath(req.x)).Bind(4, req.y);
@@ -213,7 +224,8 @@ StatusOr<PanelRequest> ParsePanelRequest(const std::string& panel, const std::st
   PanelRequest r;
   r.panel = panel;
   if (panel != "overlay" && panel != "arms" && panel != "scatter")
-    return Status::InvalidArgument("panel: expected overlay, arms or scatter, got \"" + panel + "\"");
+    return Status::InvalidArgument("panel: expected overlay, arms or scatter, got \"" + panel +
+                                   "\"");
   if (panel == "overlay") {
     Status st = SizeParam(query, "n", 8, kMaxOverlayRuns, &r.n);
     if (!st.ok()) return st;
@@ -225,9 +237,10 @@ StatusOr<PanelRequest> ParsePanelRequest(const std::string& panel, const std::st
     if (std::find(r.by.begin(), r.by.end(), b) == r.by.end()) r.by.push_back(b);
   }
   if (r.by.size() > kMaxPanelByKeys)
-    return Status::InvalidArgument("by: at most " + std::to_string(kMaxPanelByKeys) + " keys, got " +
-                                   std::to_string(r.by.size()));
-  Status st = panel == "arms" ? KeyParam(query, "key", true, &r.key) : KeyParam(query, "x", false, &r.x);
+    return Status::InvalidArgument("by: at most " + std::to_string(kMaxPanelByKeys) +
+                                   " keys, got " + std::to_string(r.by.size()));
+  Status st =
+      panel == "arms" ? KeyParam(query, "key", true, &r.key) : KeyParam(query, "x", false, &r.x);
   if (st.ok() && panel == "scatter") st = KeyParam(query, "y", true, &r.y);
   if (st.ok()) st = SizeParam(query, panel == "arms" ? "runs" : "n", 600, kMaxPanelSample, &r.n);
   if (!st.ok()) return st;

@@ -117,7 +117,8 @@ TEST_CASE("arm panel: mean, mean of squares and n per arm and step, by config va
   };
   for (const Json& r : a["rows"]) {
     const bool in_a = r["arm"] == "a";
-    const std::vector<int> is = in_a ? std::vector<int>{0, 1, 2, 4} : std::vector<int>{5, 6, 7, 8, 9};
+    const std::vector<int> is =
+        in_a ? std::vector<int>{0, 1, 2, 4} : std::vector<int>{5, 6, 7, 8, 9};
     auto [mean, sq] = expect(is, r["step"].get<int>());
     CHECK(r["mean"].get<double>() == Approx(mean));
     CHECK(r["sq"].get<double>() == Approx(sq));
@@ -250,8 +251,8 @@ TEST_CASE("panel reads look up the sample's runs, not every run against the samp
   auto e = s.InsertExperiment(TestGrid({"a", "b"}, 2000), {}, false);
   REQUIRE(e.ok());
   int64_t ticks = 0;
-  sqlite3_progress_handler(s.db()->raw(), 1000, [](void* n) { return ++*static_cast<int64_t*>(n), 0; },
-                           &ticks);
+  sqlite3_progress_handler(
+      s.db()->raw(), 1000, [](void* n) { return ++*static_cast<int64_t*>(n), 0; }, &ticks);
   for (const char* q : {"x=seed&y=eval.ppl&n=200", "key=train.loss&runs=200"}) {
     ticks = 0;
     auto req = ParsePanelRequest(q[0] == 'x' ? "scatter" : "arms", q);

@@ -13,7 +13,8 @@ namespace {
 constexpr off_t kMaxHeadMapBytes = 16 << 20;
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -31,7 +32,8 @@ StatusOr<std::vector<HeadMapRow>> ParseHeadMapRows(const std::string& text) {
       if (j->contains(k)) rows = &(*j)[k];
   }
   if (!rows->is_array())
-    return Status::InvalidArgument("head map: expected an array of rows (or {\"head_map\": [...]})");
+    return Status::InvalidArgument(
+        "head map: expected an array of rows (or {\"head_map\": [...]})");
   std::vector<HeadMapRow> out;
   for (size_t i = 0; i < rows->size(); ++i) {
     const Json& r = (*rows)[i];
@@ -57,7 +59,8 @@ StatusOr<std::vector<HeadMapRow>> LoadHeadMapArtifact(const std::string& path,
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     return Status::NotFound(path + ": not readable here");
-  if (st.st_size > kMaxHeadMapBytes) return Status::InvalidArgument(path + ": too large for a head map");
+  if (st.st_size > kMaxHeadMapBytes)
+    return Status::InvalidArgument(path + ": too large for a head map");
   auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   if (Sha256Hex(*text) != sha256)

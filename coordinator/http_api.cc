@@ -114,8 +114,10 @@ void LimitPerPair(Json* results, size_t keep) {
       const size_t n = list.is_array() ? list.size() : 0;
       if (keep > 0 && n <= keep) continue;
       (*part)["n_pairs"] = n;
-      if (keep == 0) part->erase("per_pair");
-      else list.erase(list.begin() + std::ptrdiff_t(keep), list.end());
+      if (keep == 0)
+        part->erase("per_pair");
+      else
+        list.erase(list.begin() + std::ptrdiff_t(keep), list.end());
     }
   }
 }
@@ -124,11 +126,16 @@ void LimitPerPair(Json* results, size_t keep) {
 
 int HttpStatusFor(const Status& st) {
   switch (st.code()) {
-    case Status::Code::kInvalidArgument: return 400;
-    case Status::Code::kNotFound: return 404;
-    case Status::Code::kPermissionDenied: return 403;
-    case Status::Code::kUnavailable: return 409;
-    default: return 500;
+    case Status::Code::kInvalidArgument:
+      return 400;
+    case Status::Code::kNotFound:
+      return 404;
+    case Status::Code::kPermissionDenied:
+      return 403;
+    case Status::Code::kUnavailable:
+      return 409;
+    default:
+      return 500;
   }
 }
 
@@ -174,19 +181,19 @@ HttpResponse HttpApi::Get(const std::string& path, const std::string& query) {
   Db* d = *db;
   if (p.size() == 3 && p[2] == "status") {
     Json s = StatusView(d);
-    auto live = router_ ? router_->Call([](Core& c) -> StatusOr<Json> {
-                            return c.WorkersJson(Clock::now());
-                          })
-                        : StatusOr<Json>(Json::array());
+    auto live =
+        router_
+            ? router_->Call([](Core& c) -> StatusOr<Json> { return c.WorkersJson(Clock::now()); })
+            : StatusOr<Json>(Json::array());
     s["workers"] = live.ok() ? *live : Json::array();
     return JsonResponse(200, s);
   }
   if (p.size() == 3 && p[2] == "workers") {
     // Live workers from memory (heartbeat ages), then the others the database remembers.
-    auto live = router_ ? router_->Call([](Core& c) -> StatusOr<Json> {
-                            return c.WorkersJson(Clock::now());
-                          })
-                        : StatusOr<Json>(Json::array());
+    auto live =
+        router_
+            ? router_->Call([](Core& c) -> StatusOr<Json> { return c.WorkersJson(Clock::now()); })
+            : StatusOr<Json>(Json::array());
     Json out = live.ok() ? *live : Json::array();
     std::set<std::string> seen;
     for (const Json& w : out) seen.insert(w["id"].get<std::string>());
@@ -312,8 +319,8 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
   // Only the default answer is stored; any other is computed each time, like a recompute.
   // Without per-pair lists, the stored answer is read from memory while it stays current.
   if (!recompute && options->IsDefault() && pairs != "1")
-    return FromResult(results_cache_.Answer(db, experiment, compute,
-                                            [](Json* j) { LimitPerPair(j, 0); }));
+    return FromResult(
+        results_cache_.Answer(db, experiment, compute, [](Json* j) { LimitPerPair(j, 0); }));
   if (!recompute && options->IsDefault()) return reply(compute());
   // Recomputes are coalesced: a request for an answer already being recomputed (the same
   // experiment and options) takes that answer, and at most kMaxRecomputes are computed at
@@ -327,8 +334,8 @@ HttpResponse HttpApi::Results(Db* db, int64_t experiment, const std::string& que
     if (auto it = recomputing_.find(key); it != recomputing_.end()) {
       theirs = it->second;
     } else if (recomputing_.size() >= kMaxRecomputes) {
-      return Error(503, "too many experiments being recomputed (" +
-                            std::to_string(kMaxRecomputes) + "); retry later");
+      return Error(503, "too many experiments being recomputed (" + std::to_string(kMaxRecomputes) +
+                            "); retry later");
     } else {
       recomputing_.emplace(key, mine.get_future().share());
     }
@@ -409,11 +416,15 @@ HttpResponse HttpApi::Submit(const std::string& body) {
       const size_t n = grid->runs.size();
       for (size_t i = 0; i < std::min(n, kMaxDryRunConfigs); ++i) {
         ExpandedRun& run = grid->runs[i];
-        configs.push_back({{"index", run.index}, {"arm", run.arm}, {"config", std::move(run.config)},
-                           {"config_hash", run.config_hash}, {"pair_key", run.pair_key}});
+        configs.push_back({{"index", run.index},
+                           {"arm", run.arm},
+                           {"config", std::move(run.config)},
+                           {"config_hash", run.config_hash},
+                           {"pair_key", run.pair_key}});
       }
       grid->runs = {};
-      answer = JsonResponse(200, {{"runs", n}, {"configs", std::move(configs)},
+      answer = JsonResponse(200, {{"runs", n},
+                                  {"configs", std::move(configs)},
                                   {"configs_truncated", n > kMaxDryRunConfigs},
                                   {"strata", StrataKeys(grid->source, grid->pair_by)}});
     }
@@ -426,8 +437,8 @@ HttpResponse HttpApi::Submit(const std::string& body) {
   // What the comparisons will be broken down by: said at submit, not found in results.
   const std::vector<std::string> strata = StrataKeys(grid->source, grid->pair_by);
   // In steps on the loop (bulk_requests.h): a 100,000-run grid must not stall it.
-  auto submitted = router_->CallInSteps(
-      std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun));
+  auto submitted =
+      router_->CallInSteps(std::make_unique<SubmitRequest>(std::move(grid.value()), sets, rerun));
   if (submitted.ok() && submitted->is_object()) (*submitted)["strata"] = strata;
   return FromResult(submitted);
 }
@@ -440,8 +451,8 @@ HttpResponse HttpApi::Query(const HttpRequest& http) {
   const std::string& sql = (*req)["sql"].get_ref<const std::string&>();
   if (options_.query_binary.empty())
     return FromResult(RunReadOnlyQuery(options_.db_path, sql, options_.query_limits));
-  auto text = RunQueryInChild(options_.query_binary, options_.db_path, sql,
-                              options_.query_limits, http.client_gone.get());
+  auto text = RunQueryInChild(options_.query_binary, options_.db_path, sql, options_.query_limits,
+                              http.client_gone.get());
   if (!text.ok()) return FromStatus(text.status());
   HttpResponse r;
   r.body = std::move(*text);

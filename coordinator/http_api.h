@@ -23,7 +23,7 @@ struct HttpRequest {
   std::string target;         // path and query, e.g. "/api/v1/runs/3/metrics?after=10"
   std::string authorization;  // the Authorization header, "" if absent
   std::string body;
-  std::string cookie;         // the Cookie header, "" if absent
+  std::string cookie;  // the Cookie header, "" if absent
   // Becomes true when the client leaves while the request runs (set for SQL queries,
   // which are then stopped); null: never.
   std::shared_ptr<const std::atomic<bool>> client_gone;
@@ -69,7 +69,8 @@ class HttpApi {
   HttpResponse Metrics(Db* db, int64_t run, const std::string& query);
   // GET /experiments/ID/results[?recompute=1] (results_store.h AnswerResults).
   HttpResponse Results(Db* db, int64_t experiment, const std::string& query);
-  HttpResponse Panel(Db* db, int64_t experiment, const std::string& panel, const std::string& query);
+  HttpResponse Panel(Db* db, int64_t experiment, const std::string& panel,
+                     const std::string& query);
   // Runs a write on the loop thread and renders its result.
   HttpResponse Write(std::function<StatusOr<Json>(Core&)> fn);
 

@@ -70,13 +70,16 @@ std::optional<StatusOr<WriteFn>> ResearchWrite(const std::vector<std::string>& p
     return std::nullopt;
   const std::string target = p[2] == "runs" ? "run" : "experiment";
   int64_t id = ParsePositive(p[3]);
-  if (!id) return StatusOr<WriteFn>(Status::InvalidArgument("bad " + target + " id '" + p[3] + "'"));
+  if (!id)
+    return StatusOr<WriteFn>(Status::InvalidArgument("bad " + target + " id '" + p[3] + "'"));
   auto parsed = ParseJson(body.empty() ? "{}" : body, "request body");
   if (!parsed.ok()) return StatusOr<WriteFn>(parsed.status());
   Json b = *parsed;
   if (p[4] == "tags")
-    return StatusOr<WriteFn>(WriteFn([target, id, b](Core& c) { return UpdateTags(c.store(), target, id, b); }));
-  return StatusOr<WriteFn>(WriteFn([target, id, b](Core& c) { return SetNote(c.store(), target, id, b); }));
+    return StatusOr<WriteFn>(
+        WriteFn([target, id, b](Core& c) { return UpdateTags(c.store(), target, id, b); }));
+  return StatusOr<WriteFn>(
+      WriteFn([target, id, b](Core& c) { return SetNote(c.store(), target, id, b); }));
 }
 
 }  // namespace headlab::coord

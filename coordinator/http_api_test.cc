@@ -58,7 +58,8 @@ TEST_CASE("HTTP routes: auth, ids, 404s and read models without a loop") {
   // Submit validation happens before anything else: bad bodies are 400.
   CHECK(Do(api, "POST", "/api/v1/experiments", "[]", "Bearer tok").status == 400);
   CHECK(Do(api, "POST", "/api/v1/experiments", R"({"text": 5})", "Bearer tok").status == 400);
-  CHECK(Do(api, "POST", "/api/v1/experiments", R"({"text": "{}", "sets": "x"})", "Bearer tok").status == 400);
+  CHECK(Do(api, "POST", "/api/v1/experiments", R"({"text": "{}", "sets": "x"})", "Bearer tok")
+            .status == 400);
 }
 
 TEST_CASE("bytes that are not UTF-8 are 400 in requests and replaced in answers, never 500") {
@@ -76,11 +77,14 @@ TEST_CASE("bytes that are not UTF-8 are 400 in requests and replaced in answers,
   auto body = Do(api, "POST", "/api/v1/query", "{\"sql\": \"SELECT '\xff'\"}");
   CHECK(body.status == 400);
   CHECK(Json::parse(body.body)["error"] == "request body: byte 17 is not valid UTF-8");
-  CHECK(Do(api, "POST", "/api/v1/experiments", "{\"text\": \"{}\"} // \xfe", "Bearer tok").status == 400);
+  CHECK(Do(api, "POST", "/api/v1/experiments", "{\"text\": \"{}\"} // \xfe", "Bearer tok").status ==
+        400);
   // SQL can make such bytes itself: the answer carries U+FFFD instead of failing.
   auto made = Do(api, "POST", "/api/v1/query", R"js({"sql": "SELECT CAST(x'61ff62' AS TEXT)"})js");
   REQUIRE(made.status == 200);
-  CHECK(Json::parse(made.body)["rows"][0][0] == "a\xef\xbf\xbd" "b");
+  CHECK(Json::parse(made.body)["rows"][0][0] ==
+        "a\xef\xbf\xbd"
+        "b");
   // A grid nested 100,000 deep is bad input, not a crash.
   Json deep_req = {{"text", "{\"name\": \"x\", \"base\": " + std::string(100000, '[') +
                                 std::string(100000, ']') + "}"},
@@ -89,7 +93,8 @@ TEST_CASE("bytes that are not UTF-8 are 400 in requests and replaced in answers,
   CHECK(deep.status == 400);
   CHECK(Json::parse(deep.body)["error"].get<std::string>().find("nested deeper than 64") !=
         std::string::npos);
-  auto nested_body = Do(api, "POST", "/api/v1/query", std::string(100000, '[') + std::string(100000, ']'));
+  auto nested_body =
+      Do(api, "POST", "/api/v1/query", std::string(100000, '[') + std::string(100000, ']'));
   CHECK(nested_body.status == 400);
 }
 
@@ -140,7 +145,8 @@ TEST_CASE("HTTP research routes: run search, artifacts, tags and notes need the 
   // Tags and notes are writes: the token, then the loop (none here: 503).
   CHECK(Do(api, "POST", "/api/v1/runs/1/tags", R"({"add": ["x"]})").status == 401);
   CHECK(Do(api, "POST", "/api/v1/runs/1/tags", R"({"add": ["x"]})", "Bearer tok").status == 503);
-  CHECK(Do(api, "POST", "/api/v1/experiments/1/note", R"({"text": "x"})", "Bearer tok").status == 503);
+  CHECK(Do(api, "POST", "/api/v1/experiments/1/note", R"({"text": "x"})", "Bearer tok").status ==
+        503);
   CHECK(Do(api, "POST", "/api/v1/runs/zz/tags", "{}", "Bearer tok").status == 400);
   CHECK(Do(api, "POST", "/api/v1/runs/1/tags", "{bad", "Bearer tok").status == 400);
 }

@@ -58,7 +58,8 @@ std::string MediaType(const std::string& content_type) {
 Access RequiredAccess(const std::string& method, const std::string& target) {
   std::string path = PathOf(target);
   if (!IsApi(path)) return Access::kPublic;  // static files (other methods: 405)
-  if (method == "GET" || method == "HEAD") return path == kHealthPath ? Access::kPublic : Access::kRead;
+  if (method == "GET" || method == "HEAD")
+    return path == kHealthPath ? Access::kPublic : Access::kRead;
   if (method == "POST" && path == kQueryPath) return Access::kRead;
   return Access::kWrite;
 }
@@ -95,9 +96,11 @@ std::optional<Refusal> ScreenRequest(const AccessPolicy& policy, const std::stri
   if (policy.open_reads) return std::nullopt;
   // The dashboard writes the cookie with encodeURIComponent (coordinator/query_string.h).
   for (const std::string& given : {bearer, UrlDecode(CookieValue(cookie, kTokenCookie))})
-    if (Matches(given, policy.write_token) || Matches(given, policy.read_token)) return std::nullopt;
-  return Refusal{401, "reads need a token on this coordinator (it listens beyond loopback): "
-                      "Authorization: Bearer <token>, or the dashboard's token box"};
+    if (Matches(given, policy.write_token) || Matches(given, policy.read_token))
+      return std::nullopt;
+  return Refusal{401,
+                 "reads need a token on this coordinator (it listens beyond loopback): "
+                 "Authorization: Bearer <token>, or the dashboard's token box"};
 }
 
 std::string HostOfAuthority(const std::string& authority) {
@@ -120,9 +123,10 @@ std::optional<Refusal> ScreenBrowser(const AccessPolicy& policy, const std::stri
     bool known = name == "localhost" || IsIpLiteral(name);
     for (const std::string& n : policy.host_names) known = known || Lower(n) == name;
     if (!known)
-      return Refusal{421, "Host '" + name + "' is not a name this coordinator serves "
-                          "(IP addresses, localhost and its host names; add more with "
-                          "headlab coordinator --allow-host NAME)"};
+      return Refusal{421, "Host '" + name +
+                              "' is not a name this coordinator serves "
+                              "(IP addresses, localhost and its host names; add more with "
+                              "headlab coordinator --allow-host NAME)"};
   }
   const Access access = RequiredAccess(method, target);
   if (access == Access::kPublic) return std::nullopt;
@@ -132,8 +136,9 @@ std::optional<Refusal> ScreenBrowser(const AccessPolicy& policy, const std::stri
     size_t scheme = origin.find("://");
     std::string authority = scheme == std::string::npos ? "" : Lower(origin.substr(scheme + 3));
     if (authority.empty() || authority != Lower(host))
-      return Refusal{403, "cross-origin request from '" + origin + "' refused (only pages "
-                          "this coordinator serves may use its API)"};
+      return Refusal{403, "cross-origin request from '" + origin +
+                              "' refused (only pages "
+                              "this coordinator serves may use its API)"};
   }
   if (method != "GET" && method != "HEAD" && MediaType(content_type) != "application/json")
     return Refusal{415, "Content-Type must be application/json, got '" + content_type + "'"};
@@ -159,7 +164,8 @@ std::string CookieValue(const std::string& header, const std::string& name) {
 bool IsLoopbackListenAddress(const std::string& address) {
   size_t colon = address.rfind(':');
   std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host == "localhost") return true;
   unsigned char v4[4], v6[16];
   if (inet_pton(AF_INET, host.c_str(), v4) == 1) return v4[0] == 127;
@@ -174,7 +180,8 @@ bool IsLoopbackListenAddress(const std::string& address) {
 
 size_t MaxHttpConnections() {
   rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return kMaxHttpConnections;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+    return kMaxHttpConnections;
   return std::clamp<size_t>(size_t(lim.rlim_cur) / 2, 16, kMaxHttpConnections);
 }
 

@@ -96,7 +96,8 @@ TEST_CASE("browsers reach the API only under its own names and origin, with JSON
   // Bodies: JSON only, so that no cross-origin POST goes without a CORS preflight.
   CHECK(status("POST", "/api/v1/query", "127.0.0.1") == 200);
   CHECK(status("POST", "/api/v1/query", "127.0.0.1", "", "Application/JSON; charset=utf-8") == 200);
-  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""})
+  for (const char* type :
+       {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""})
     CHECK(status("POST", "/api/v1/runs/1/cancel", "127.0.0.1", "", type) == 415);
   CHECK(status("GET", "/api/v1/runs/1", "127.0.0.1", "", "") == 200);
   CHECK(HostOfAuthority("[::1]:80") == "::1");

@@ -44,8 +44,12 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
   // `table_id` is the connection's entry in `table`, removed when the stream ends.
   StreamSession(beast::tcp_stream stream, MetricFeed* feed, std::set<int64_t> runs,
                 ConnectionTable* table, uint64_t table_id)
-      : stream_(std::move(stream)), feed_(feed), runs_(std::move(runs)),
-        ping_(stream_.get_executor()), table_(table), table_id_(table_id) {}
+      : stream_(std::move(stream)),
+        feed_(feed),
+        runs_(std::move(runs)),
+        ping_(stream_.get_executor()),
+        table_(table),
+        table_id_(table_id) {}
   ~StreamSession() {
     if (id_) feed_->Unsubscribe(id_);
     table_->Remove(table_id_);
@@ -59,10 +63,11 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
         if (auto self = weak.lock()) self->Push(std::move(frame));
       });
     });
-    Push("HTTP/1.1 200 OK\r\nServer: headlab-coordinator\r\n"
-         "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-         "Connection: close\r\n\r\n" +
-         SseFrame("hello", {{"runs", Json(std::vector<int64_t>(runs_.begin(), runs_.end()))}}));
+    Push(
+        "HTTP/1.1 200 OK\r\nServer: headlab-coordinator\r\n"
+        "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n" +
+        SseFrame("hello", {{"runs", Json(std::vector<int64_t>(runs_.begin(), runs_.end()))}}));
     Ping();
   }
 
@@ -133,9 +138,12 @@ class StreamSession : public std::enable_shared_from_this<StreamSession> {
 // table and the pool, which are thread-safe.
 struct ServerState {
   ServerState(HttpApi* a, MetricFeed* f, AccessPolicy p, size_t max_connections)
-      : api(a), feed(f), policy(std::move(p)),
+      : api(a),
+        feed(f),
+        policy(std::move(p)),
         table(max_connections, kMaxStreams, kMaxConnectionsPerPeer),
-        queries(kQueryThreads, kMaxQueuedQueries), reads(kReadThreads, kMaxQueuedReads, kPoolNice),
+        queries(kQueryThreads, kMaxQueuedQueries),
+        reads(kReadThreads, kMaxQueuedReads, kPoolNice),
         grids(kGridThreads, kMaxQueuedGrids) {}
   HttpApi* api;
   MetricFeed* feed;
@@ -198,7 +206,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::end_of_stream) return Shutdown();
     if (ec == http::error::header_limit) return Refuse(431, "request head too large");
     if (ec == http::error::body_limit)  // Content-Length over the largest body of any request
-      return Refuse(413, "request body too large (limit " + std::to_string(kMaxWriteBodyBytes) + " bytes)");
+      return Refuse(
+          413, "request body too large (limit " + std::to_string(kMaxWriteBodyBytes) + " bytes)");
     if (ec == http::error::partial_message) return;  // the client went away mid-head
     if (ec.category() == http::make_error_code(http::error::bad_target).category())
       return Refuse(400, "malformed request: " + ec.message());
@@ -207,9 +216,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::string method(req.method_string()), target(req.target());
     // What a web page could abuse (DNS rebinding, cross-origin reads and simple POSTs) is
     // refused first, before credentials (which a browser may hold in its cookie).
-    if (auto refusal = ScreenBrowser(state_->policy, method, target, std::string(req[http::field::host]),
-                                     std::string(req[http::field::origin]),
-                                     std::string(req[http::field::content_type])))
+    if (auto refusal = ScreenBrowser(
+            state_->policy, method, target, std::string(req[http::field::host]),
+            std::string(req[http::field::origin]), std::string(req[http::field::content_type])))
       return Refuse(refusal->status, refusal->message);
     // Credentials are checked here, on the head: a body is never read for a request that
     // would be refused.
@@ -280,15 +289,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // (bytes to read) ends the watch: the client is still there.
   void WatchForHangUp(std::shared_ptr<std::atomic<bool>> gone) {
     watching_ = true;
-    stream_.socket().async_wait(
-        tcp::socket::wait_read, [self = shared_from_this(), gone](beast::error_code ec) {
-          self->watching_ = false;
-          if (ec) return;  // cancelled: the answer is ready
-          char c;
-          ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            gone->store(true);
-        });
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(),
+                                                         gone](beast::error_code ec) {
+      self->watching_ = false;
+      if (ec) return;  // cancelled: the answer is ready
+      char c;
+      ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        gone->store(true);
+    });
   }
 
   // Cancels WatchForHangUp's wait before an answer is written.
@@ -302,20 +311,21 @@ class Session : public std::enable_shared_from_this<Session> {
   // session's strand.
   void RunOnPool(WorkPool* pool, const char* what, HttpRequest r, ReadGate* gate = nullptr) {
     auto enqueued = std::chrono::steady_clock::now();
-    bool queued = pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what, gate] {
-      HttpResponse out;
-      if (std::chrono::steady_clock::now() - enqueued > kQueryMaxWait) {
-        out = JsonError(503, std::string("waited too long for a free thread (") + what +
-                                 "); retry later");
-      } else {
-        ReadGatePass pass(gate);
-        out = self->state_->api->Handle(r);
-      }
-      net::post(self->executor(), [self, out = std::move(out)]() mutable {
-        self->EndHangUpWatch();
-        self->Respond(std::move(out));
-      });
-    });
+    bool queued =
+        pool->TryPost([self = shared_from_this(), r = std::move(r), enqueued, what, gate] {
+          HttpResponse out;
+          if (std::chrono::steady_clock::now() - enqueued > kQueryMaxWait) {
+            out = JsonError(
+                503, std::string("waited too long for a free thread (") + what + "); retry later");
+          } else {
+            ReadGatePass pass(gate);
+            out = self->state_->api->Handle(r);
+          }
+          net::post(self->executor(), [self, out = std::move(out)]() mutable {
+            self->EndHangUpWatch();
+            self->Respond(std::move(out));
+          });
+        });
     if (!queued) {
       EndHangUpWatch();
       Respond(JsonError(503, std::string("too many ") + what + " waiting; retry later"));
@@ -334,8 +344,8 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = false;
     if (!runs.ok()) return Respond(JsonError(400, runs.status().message()));
     if (!state_->table.SetStream(id_))
-      return Respond(JsonError(503, "too many live streams (" + std::to_string(kMaxStreams) +
-                                        "); re-read over GET"));
+      return Respond(JsonError(
+          503, "too many live streams (" + std::to_string(kMaxStreams) + "); re-read over GET"));
     stream_.expires_never();
     auto session = std::make_shared<StreamSession>(std::move(stream_), state_->feed,
                                                    std::move(runs.value()), &state_->table, id_);
@@ -365,7 +375,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write() {
-    http::async_write(stream_, res_, beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+    http::async_write(stream_, res_,
+                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
   }
 
   void OnWrite(beast::error_code ec, std::size_t) {
@@ -386,11 +397,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void LingerRead() {
-    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec,
-                                                                               std::size_t n) {
-      self->lingered_ += n;
-      if (!ec && self->lingered_ < kLingerBytes) self->LingerRead();
-    });
+    stream_.async_read_some(net::buffer(discard_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->lingered_ += n;
+                              if (!ec && self->lingered_ < kLingerBytes) self->LingerRead();
+                            });
   }
 
   void Shutdown() {
@@ -432,11 +443,13 @@ struct HttpServer::Impl {
       const std::string peer_key = peer_ec || peer.is_loopback() ? "" : peer.to_string();
       auto session = std::make_shared<Session>(std::move(s), &state);
       std::weak_ptr<Session> weak = session;
-      uint64_t id = state.table.Admit([weak, executor = session->executor()] {
-        net::post(executor, [weak] {
-          if (auto s = weak.lock()) s->Evict();
-        });
-      }, peer_key);
+      uint64_t id = state.table.Admit(
+          [weak, executor = session->executor()] {
+            net::post(executor, [weak] {
+              if (auto s = weak.lock()) s->Evict();
+            });
+          },
+          peer_key);
       if (id) session->Start(id);  // else: every connection is busy; this one closes now
       Accept();
     });
@@ -464,8 +477,7 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
 };
 
-HttpServer::HttpServer(HttpApi* api, MetricFeed* feed, AccessPolicy access,
-                       size_t max_connections)
+HttpServer::HttpServer(HttpApi* api, MetricFeed* feed, AccessPolicy access, size_t max_connections)
     : impl_(std::make_unique<Impl>(api, feed, std::move(access), max_connections)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -475,7 +487,8 @@ Status HttpServer::Listen(const std::string& address) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
     return Status::InvalidArgument("--http: expected ADDR:PORT, got '" + address + "'");
   std::string host = address.substr(0, colon), port_s = address.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   char* end = nullptr;
   long port = std::strtol(port_s.c_str(), &end, 10);
   if (*end || port < 0 || port > 65535)

@@ -87,9 +87,8 @@ int StatusOf(const std::string& raw) {
 int Request(const std::string& addr, const std::string& method, const std::string& target,
             const std::string& body = "", const std::string& headers = "", int timeout_ms = 5000) {
   Conn c(addr, timeout_ms);
-  c.Send(method + " " + target +
-         " HTTP/1.1\r\n" + kHostJson + "Connection: close\r\n" +
-         headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  c.Send(method + " " + target + " HTTP/1.1\r\n" + kHostJson + "Connection: close\r\n" + headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   return StatusOf(c.ReadUntil("\r\n\r\n"));
 }
 
@@ -122,7 +121,8 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   {
     Conn c(f.addr, 3000);
     auto start = Clock::now();
-    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson + "Content-Length: 50000000\r\n\r\n");
+    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson +
+           "Content-Length: 50000000\r\n\r\n");
     std::string r = c.ReadUntil("\r\n\r\n");
     CHECK(StatusOf(r) == 401);
     CHECK(SecondsSince(start) < 1.0);
@@ -131,7 +131,8 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   // Over the limit for what it is: 413 at once, whatever the token.
   {
     Conn c(f.addr, 3000);
-    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson + "Authorization: Bearer tok\r\n"
+    c.Send("POST /api/v1/experiments HTTP/1.1\r\n" + kHostJson +
+           "Authorization: Bearer tok\r\n"
            "Content-Length: 70000000\r\n\r\n");
     CHECK(StatusOf(c.ReadUntil("\r\n\r\n")) == 413);  // a write is at most 64 MiB
   }
@@ -144,8 +145,8 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   {
     Conn c(f.addr, 3000);
     std::string body = R"({"sql": "SELECT 41 + 1"})";
-    c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Expect: 100-continue\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n");
+    c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson +
+           "Expect: 100-continue\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
     CHECK(c.ReadUntil("\r\n\r\n").rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
     c.Send(body);
     CHECK(c.ReadUntil("[[42]]").find("[[42]]") != std::string::npos);
@@ -153,7 +154,8 @@ TEST_CASE("a request that would be refused is answered from its head, its body u
   // A refused request with Expect: 100-continue never gets the go-ahead.
   {
     Conn c(f.addr, 3000);
-    c.Send("POST /api/v1/runs/1/cancel HTTP/1.1\r\n" + kHostJson + "Expect: 100-continue\r\n"
+    c.Send("POST /api/v1/runs/1/cancel HTTP/1.1\r\n" + kHostJson +
+           "Expect: 100-continue\r\n"
            "Content-Length: 1000\r\n\r\n");
     CHECK(StatusOf(c.ReadUntil("\r\n\r\n")) == 401);
   }
@@ -169,8 +171,9 @@ TEST_CASE("runaway queries wait on their own pool; the rest of the API stays res
   for (int i = 0; i < 8; ++i)
     clients.emplace_back([&] {
       Conn c(f.addr, 20000);
-      c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Connection: close\r\nContent-Length: " +
-             std::to_string(std::strlen(kRunaway)) + "\r\n\r\n" + kRunaway);
+      c.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson +
+             "Connection: close\r\nContent-Length: " + std::to_string(std::strlen(kRunaway)) +
+             "\r\n\r\n" + kRunaway);
       std::string r = c.ReadUntil("limit\"}");
       answered += StatusOf(r) != 0;
       limited += r.find("query exceeded the 1500 ms limit") != std::string::npos;
@@ -192,7 +195,8 @@ TEST_CASE("runaway queries wait on their own pool; the rest of the API stays res
   CHECK(SecondsSince(start) > 1.5 * (8 / kQueryThreads) - 0.5);
 }
 
-TEST_CASE("idle connections beyond the cap are closed, longest idle first; a new client is served") {
+TEST_CASE(
+    "idle connections beyond the cap are closed, longest idle first; a new client is served") {
   Fixture f({"tok", "", true}, /*max_connections=*/8);
   std::vector<std::unique_ptr<Conn>> idle;
   for (int i = 0; i < 20; ++i) {
@@ -208,8 +212,9 @@ TEST_CASE("idle connections beyond the cap are closed, longest idle first; a new
   CHECK(f.server->evicted_connections() >= 13);
   // A connection in the middle of a request is never the one evicted.
   Conn busy(f.addr, 5000);
-  busy.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson + "Connection: close\r\nContent-Length: " +
-            std::to_string(std::strlen(kRunaway)) + "\r\n\r\n" + kRunaway);
+  busy.Send("POST /api/v1/query HTTP/1.1\r\n" + kHostJson +
+            "Connection: close\r\nContent-Length: " + std::to_string(std::strlen(kRunaway)) +
+            "\r\n\r\n" + kRunaway);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (int i = 0; i < 10; ++i) CHECK(Request(f.addr, "GET", "/api/v1/health") == 200);
   CHECK(busy.ReadUntil("limit\"}").find("1500 ms limit") != std::string::npos);
@@ -220,11 +225,13 @@ TEST_CASE("reads need the token when the policy closes them; the dashboard's coo
   CHECK(Request(f.addr, "GET", "/api/v1/health") == 200);
   CHECK(Request(f.addr, "GET", "/api/v1/experiments") == 401);
   CHECK(Request(f.addr, "POST", "/api/v1/query", R"({"sql": "SELECT 1"})") == 401);
-  CHECK(Request(f.addr, "GET", "/api/v1/experiments", "", "Authorization: Bearer viewer\r\n") == 200);
+  CHECK(Request(f.addr, "GET", "/api/v1/experiments", "", "Authorization: Bearer viewer\r\n") ==
+        200);
   CHECK(Request(f.addr, "GET", "/api/v1/experiments", "", "Cookie: headlab_token=tok\r\n") == 200);
   CHECK(Request(f.addr, "POST", "/api/v1/query", R"({"sql": "SELECT 1"})",
                 "Authorization: Bearer tok\r\n") == 200);
-  CHECK(Request(f.addr, "POST", "/api/v1/runs/1/cancel", "", "Cookie: headlab_token=tok\r\n") == 401);
+  CHECK(Request(f.addr, "POST", "/api/v1/runs/1/cancel", "", "Cookie: headlab_token=tok\r\n") ==
+        401);
 }
 
 }  // namespace headlab::coord

@@ -11,8 +11,8 @@ namespace headlab::coord {
 
 void Core::ExpireDeadWorkers(Clock::time_point now) {
   for (const std::string& id : workers_.Expired(now)) {
-    DropWorker(id, "dead", "worker " + id + " silent for " +
-                               std::to_string(wire::kLiveness.count()) + " ms");
+    DropWorker(id, "dead",
+               "worker " + id + " silent for " + std::to_string(wire::kLiveness.count()) + " ms");
   }
 }
 
@@ -20,8 +20,7 @@ void Core::ExpireLeases(Clock::time_point now) {
   for (const AttemptRef& ref : leases_.Expired(now)) {
     Lease* l = leases_.Find(ref);
     std::string why = "lease expired: worker " + (l ? l->worker_id : std::string("?")) +
-                      " did not report it for " + std::to_string(wire::kLiveness.count()) +
-                      " ms";
+                      " did not report it for " + std::to_string(wire::kLiveness.count()) + " ms";
     AttemptOutcome o = store_->LoseAttempt(ref, why);
     LogWarn(RefString(ref) + " lost: " + why + (o.requeued ? "; requeued" : ""));
     AfterAttemptEnd(ref, o);

@@ -12,7 +12,6 @@
 namespace headlab::coord {
 namespace {
 
-
 Status Bad(const char* cmd, const std::string& field, const char* expected) {
   return Status::InvalidArgument(std::string(cmd) + "." + field + ": expected " + expected);
 }
@@ -265,7 +264,8 @@ class MetricsSax : public nlohmann::json_sax<Json> {
     }
     return Leave();
   }
-  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+  bool parse_error(std::size_t pos, const std::string&,
+                   const nlohmann::detail::exception& e) override {
     // e.what() quotes the offending bytes, which need not be UTF-8.
     return Fail("invalid JSON at byte " + std::to_string(pos) + ": " + EscapeForMessage(e.what()));
   }
@@ -311,14 +311,20 @@ class MetricsSax : public nlohmann::json_sax<Json> {
           if (!is_int) return Fail("points[].step: expected an integer");
           point_.step = i;
           break;
-        case 3: point_.value = d; break;
-        case 4: point_.time_s = d; break;
-        default: return Fail(kPointShape);
+        case 3:
+          point_.value = d;
+          break;
+        case 4:
+          point_.time_s = d;
+          break;
+        default:
+          return Fail(kPointShape);
       }
       return Next();
     }
     if (depth_ == 1 && key_ == "run") {
-      if (!is_int || i < 1 || i > (int64_t(1) << 53)) return Fail("run: expected an integer in range");
+      if (!is_int || i < 1 || i > (int64_t(1) << 53))
+        return Fail("run: expected an integer in range");
       m_->ref.run = i;
       have_run = true;
       return true;

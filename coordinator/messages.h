@@ -16,14 +16,14 @@
 namespace headlab::coord {
 
 struct ReadyMsg {
-  std::string id;                    // printable ASCII: the worker's name on the wire and in SQL
+  std::string id;  // printable ASCII: the worker's name on the wire and in SQL
   std::string name, host, version;
-  std::string work_dir;              // absolute; attempts write under work_dir/runs/<run>-<attempt>
-  std::string session;               // the previous WELCOME's key ("" = none): reconnect proof
+  std::string work_dir;  // absolute; attempts write under work_dir/runs/<run>-<attempt>
+  std::string session;   // the previous WELCOME's key ("" = none): reconnect proof
   int64_t pid = 0;
   int slots = 0;
-  Json devices;                      // the array as sent (stored in workers.devices_json)
-  std::vector<int> cuda_devices;     // indices of devices with kind "cuda"
+  Json devices;                   // the array as sent (stored in workers.devices_json)
+  std::vector<int> cuda_devices;  // indices of devices with kind "cuda"
   std::vector<AttemptRef> running;
 };
 
@@ -63,7 +63,7 @@ struct DoneMsg {
   std::string status;  // succeeded | failed | cancelled
   int exit_code = 0;
   std::string error, stderr_tail;
-  Json summary;        // object of key -> number (null allowed)
+  Json summary;  // object of key -> number (null allowed)
 };
 
 // Returns the body of `command` as a JSON object (common/wire_body.h with the limit of

@@ -28,7 +28,12 @@ TEST_CASE("METRICS parses points and the highest seq") {
 
 TEST_CASE("bad METRICS bodies are refused with the field named") {
   for (const char* bad : {
-           "", "{", "[]", "null", "7", R"({"run": 1, "attempt": 1})",
+           "",
+           "{",
+           "[]",
+           "null",
+           "7",
+           R"({"run": 1, "attempt": 1})",
            R"({"run": "1", "attempt": 1, "points": []})",
            R"({"run": 0, "attempt": 1, "points": []})",
            R"({"run": 1, "attempt": 1.5, "points": []})",
@@ -53,8 +58,13 @@ TEST_CASE("bad METRICS bodies are refused with the field named") {
 }
 
 TEST_CASE("READY, DONE and ARTIFACT validation") {
-  Json ready = {{"id", "worker-h-5"}, {"name", "n"}, {"host", "h"}, {"pid", 5}, {"version", "v"},
-                {"slots", 2}, {"work_dir", "/w"},
+  Json ready = {{"id", "worker-h-5"},
+                {"name", "n"},
+                {"host", "h"},
+                {"pid", 5},
+                {"version", "v"},
+                {"slots", 2},
+                {"work_dir", "/w"},
                 {"devices", {{{"index", 1}, {"kind", "cuda"}}, {{"index", 0}, {"kind", "cpu"}}}},
                 {"running", {{{"run", 4}, {"attempt", 2}}}}};
   auto r = ParseReady(ready);
@@ -79,8 +89,9 @@ TEST_CASE("READY, DONE and ARTIFACT validation") {
   ready["session"] = "k";
   CHECK(ParseReady(ready)->session == "k");
 
-  Json done = {{"run", 1}, {"attempt", 1}, {"status", "failed"}, {"exit_code", 1},
-               {"error", "boom"}, {"stderr_tail", "..."}, {"summary", {{"eval.ppl", 3}}}};
+  Json done = {
+      {"run", 1},        {"attempt", 1},         {"status", "failed"},          {"exit_code", 1},
+      {"error", "boom"}, {"stderr_tail", "..."}, {"summary", {{"eval.ppl", 3}}}};
   REQUIRE(ParseDone(done).ok());
   done["summary"]["x"] = "str";
   CHECK_FALSE(ParseDone(done).ok());
@@ -89,8 +100,8 @@ TEST_CASE("READY, DONE and ARTIFACT validation") {
   done["status"] = "exploded";
   CHECK_FALSE(ParseDone(done).ok());
 
-  Json art = {{"run", 1}, {"attempt", 1}, {"seq", 0}, {"kind", "checkpoint"}, {"path", "/p"},
-              {"sha256", "ab"}, {"bytes", 3}, {"step", 10}};
+  Json art = {{"run", 1},     {"attempt", 1},   {"seq", 0},   {"kind", "checkpoint"},
+              {"path", "/p"}, {"sha256", "ab"}, {"bytes", 3}, {"step", 10}};
   REQUIRE(ParseArtifact(art).ok());
   art.erase("sha256");
   CHECK_FALSE(ParseArtifact(art).ok());

@@ -33,8 +33,10 @@ TEST_CASE("feed: subscribers get only their runs' points; unsubscribed ones noth
   MetricFeed feed;
   CHECK(!feed.active());
   std::vector<LivePoint> a, b;
-  int64_t ia = feed.Subscribe({1}, [&](const std::vector<LivePoint>& p) { a.insert(a.end(), p.begin(), p.end()); });
-  int64_t ib = feed.Subscribe({1, 2}, [&](const std::vector<LivePoint>& p) { b.insert(b.end(), p.begin(), p.end()); });
+  int64_t ia = feed.Subscribe(
+      {1}, [&](const std::vector<LivePoint>& p) { a.insert(a.end(), p.begin(), p.end()); });
+  int64_t ib = feed.Subscribe(
+      {1, 2}, [&](const std::vector<LivePoint>& p) { b.insert(b.end(), p.begin(), p.end()); });
   CHECK(feed.active());
   feed.Publish({{1, 1, 0, 0, "k", 1.0, 0}, {2, 1, 0, 0, "k", 2.0, 0}, {3, 1, 0, 0, "k", 3.0, 0}});
   CHECK(a.size() == 1);
@@ -58,10 +60,14 @@ TEST_CASE("store: metric points reach the feed after commit, never after a rollb
   AttemptRef ref{e->queued[0], 1};
   REQUIRE(s.StartAttempt(ref, "w", {}, nullptr).ok());
   std::vector<LivePoint> got;
-  feed.Subscribe({ref.run}, [&](const std::vector<LivePoint>& p) { got.insert(got.end(), p.begin(), p.end()); });
+  feed.Subscribe({ref.run}, [&](const std::vector<LivePoint>& p) {
+    got.insert(got.end(), p.begin(), p.end());
+  });
 
   REQUIRE(s.Begin().ok());
-  REQUIRE(s.InsertMetrics(ref, {{0, 5, "train.loss", 2.5, 1.0}, {1, 5, "train.lr", std::nullopt, 1.0}}).ok());
+  REQUIRE(
+      s.InsertMetrics(ref, {{0, 5, "train.loss", 2.5, 1.0}, {1, 5, "train.lr", std::nullopt, 1.0}})
+          .ok());
   CHECK(got.empty());  // not durable yet
   REQUIRE(s.Commit().ok());
   REQUIRE(got.size() == 2);

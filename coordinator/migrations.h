@@ -11,8 +11,8 @@
 namespace headlab::coord {
 
 struct Migration {
-  int version;           // user_version after applying it
-  const char* file;      // schema/ file it was copied from
+  int version;       // user_version after applying it
+  const char* file;  // schema/ file it was copied from
   const char* sql;
 };
 

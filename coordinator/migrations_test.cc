@@ -45,7 +45,8 @@ TEST_CASE("migration 4 counts the inputs of experiments stored before it") {
     if (m.version <= 3) REQUIRE(db.Exec(m.sql).ok());
   REQUIRE(db.Exec("PRAGMA user_version = 3").ok());
   REQUIRE(db.Exec("INSERT INTO experiments(name, grid_json, max_attempts, created_at) "
-                  "VALUES ('old', '{}', 1, 'x')").ok());
+                  "VALUES ('old', '{}', 1, 'x')")
+              .ok());
   REQUIRE(Migrate(&db).ok());
   Stmt s = db.MustPrepare("SELECT experiment_id, changes FROM results_inputs");
   REQUIRE(s.Step());

@@ -14,8 +14,8 @@ namespace {
 
 // Returns the provenance fields of run `run`'s latest attempt, or {}.
 Json LatestProvenance(Db* db, int64_t run) {
-  Stmt s = db->Cached(
-      "SELECT fields_json FROM provenance WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
+  Stmt s =
+      db->Cached("SELECT fields_json FROM provenance WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
   s.Bind(1, run);
   if (!s.Step()) return Json::object();
   auto j = ParseJson(s.Text(0), "provenance.fields_json");
@@ -29,8 +29,8 @@ RunPlacement LoadRunPlacement(Db* db, int64_t run) {
   Json prov = LatestProvenance(db, run);
   if (prov.contains("device") && prov["device"].is_string())
     p.device = prov["device"].get<std::string>();
-  Stmt a = db->Cached(
-      "SELECT devices_json FROM attempts WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
+  Stmt a =
+      db->Cached("SELECT devices_json FROM attempts WHERE run_id=? ORDER BY attempt DESC LIMIT 1");
   a.Bind(1, run);
   if (a.Step()) {
     auto d = ParseJson(a.Text(0), "attempts.devices_json");
@@ -44,7 +44,8 @@ StatusOr<std::vector<float>> LoadLogProbs(Db* db, int64_t run) {
       "SELECT path, sha256 FROM artifacts WHERE run_id=? AND kind='logprobs' "
       "ORDER BY attempt DESC, step DESC LIMIT 1");
   s.Bind(1, run);
-  if (!s.Step()) return Status::NotFound("run " + std::to_string(run) + " has no logprobs artifact");
+  if (!s.Step())
+    return Status::NotFound("run " + std::to_string(run) + " has no logprobs artifact");
   const std::string path = s.Text(0), sha = s.Text(1);
   StatusOr<std::string> bytes = ReadFile(path);
   if (!bytes.ok()) return bytes.status();

@@ -31,7 +31,8 @@ std::string LoadFlopsReason(Db* db, int64_t run);
 
 // How a run's model computed (payload/exec/run_setup.h provenance): its precision
 // ("bf16", ...; "" for runs that report none) and the distinct per-layer attention paths
-// of its first update (e.g. "sdpa[12]", "fused[4] kernel=wgmma-ws/wgmma-ws", "dense_reference (why)").
+// of its first update (e.g. "sdpa[12]", "fused[4] kernel=wgmma-ws/wgmma-ws", "dense_reference
+// (why)").
 struct RunExecution {
   std::string precision;
   std::vector<std::string> attention_paths;

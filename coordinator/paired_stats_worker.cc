@@ -6,8 +6,7 @@
 
 namespace headlab::coord {
 
-PairedStatsWorker::PairedStatsWorker(std::string db_path,
-                                     std::function<void(ComputedResults)> save)
+PairedStatsWorker::PairedStatsWorker(std::string db_path, std::function<void(ComputedResults)> save)
     : db_path_(std::move(db_path)), save_(std::move(save)), thread_([this] { Loop(); }) {}
 
 PairedStatsWorker::~PairedStatsWorker() {
@@ -49,15 +48,20 @@ void PairedStatsWorker::Loop() {
     StatusOr<ComputedResults> res = Status::Internal("not computed");
     try {
       ReadSnapshot snapshot(&db);
-      if (!snapshot.status().ok()) res = snapshot.status();
-      else if (HasCurrentResults(&db, exp)) continue;  // e.g. a cancel that changed nothing
-      else res = ComputeResultsAt(&db, exp);
+      if (!snapshot.status().ok())
+        res = snapshot.status();
+      else if (HasCurrentResults(&db, exp))
+        continue;  // e.g. a cancel that changed nothing
+      else
+        res = ComputeResultsAt(&db, exp);
       if (res.ok()) res->text = JsonText(res->results);  // the loop only writes it
     } catch (const std::exception& e) {
       res = Status::Internal(e.what());
     }
-    if (res.ok()) save_(std::move(*res));
-    else LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
+    if (res.ok())
+      save_(std::move(*res));
+    else
+      LogError("paired stats of experiment " + std::to_string(exp) + ": " + res.status().message());
   }
 }
 

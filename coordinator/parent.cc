@@ -11,12 +11,17 @@ int64_t FindRunBySeed(Db* db, int64_t experiment, const std::string& arm, int64_
   Stmt q = db->MustPrepare(
       "SELECT id FROM runs WHERE experiment_id=? AND (?='' OR arm=?) AND seed=? "
       "AND (?=0 OR json_extract(config_json, '$.parent.run')=?) ORDER BY id");
-  q.Bind(1, experiment).Bind(2, arm).Bind(3, arm).Bind(4, seed).Bind(5, parent_run).Bind(6, parent_run);
+  q.Bind(1, experiment)
+      .Bind(2, arm)
+      .Bind(3, arm)
+      .Bind(4, seed)
+      .Bind(5, parent_run)
+      .Bind(6, parent_run);
   std::vector<int64_t> ids;
   while (q.Step()) ids.push_back(q.Int(0));
   if (ids.size() == 1) return ids[0];
-  const std::string which = "experiment " + std::to_string(experiment) +
-                            (arm.empty() ? "" : " arm \"" + arm + "\"");
+  const std::string which =
+      "experiment " + std::to_string(experiment) + (arm.empty() ? "" : " arm \"" + arm + "\"");
   *error = ids.empty() ? what + ": " + which + " has no run of seed " + std::to_string(seed)
                        : what + ": " + which + " has " + std::to_string(ids.size()) +
                              " runs of seed " + std::to_string(seed) + ": set " + what + ".arm";
@@ -41,7 +46,8 @@ ParentResolution ResolveParent(Db* db, const Json& config) {
   const int64_t step = p->value("step", int64_t{0});
   const std::string name = "parent run " + std::to_string(parent);
 
-  Stmt run = db->MustPrepare("SELECT status, COALESCE(reused_from, id), error FROM runs WHERE id=?");
+  Stmt run =
+      db->MustPrepare("SELECT status, COALESCE(reused_from, id), error FROM runs WHERE id=?");
   run.Bind(1, parent);
   if (!run.Step()) {
     out.state = ParentResolution::State::kFail;
@@ -80,8 +86,8 @@ ParentResolution ResolveParent(Db* db, const Json& config) {
     return out;
   }
   out.state = ParentResolution::State::kReady;
-  out.checkpoint = {{"run", parent}, {"path", ck.Text(0)}, {"sha256", ck.Text(1)},
-                    {"step", ck.Int(2)}};
+  out.checkpoint = {
+      {"run", parent}, {"path", ck.Text(0)}, {"sha256", ck.Text(1)}, {"step", ck.Int(2)}};
   return out;
 }
 

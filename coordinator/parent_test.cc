@@ -72,13 +72,17 @@ TEST_CASE("ResolveParent: parent.experiment and parent.arm pick the parent of th
   REQUIRE(e.ok());
   const int64_t a2 = e->queued[1], b1 = e->queued[2];
   auto child = [&](int64_t seed, const std::string& arm) {
-    return Json{{"kind", "noop"}, {"seed", seed},
-                {"parent", {{"run", 0}, {"step", 0}, {"experiment", e->experiment_id}, {"arm", arm}}}};
+    return Json{
+        {"kind", "noop"},
+        {"seed", seed},
+        {"parent", {{"run", 0}, {"step", 0}, {"experiment", e->experiment_id}, {"arm", arm}}}};
   };
   CHECK(ResolveParent(s.db(), child(2, "a")).state == State::kWait);  // a2 still queued
   for (int64_t run : {a2, b1}) {
     REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
-    REQUIRE(s.InsertArtifact({run, 1}, 0, "checkpoint", "/c/" + std::to_string(run), "h" + std::to_string(run), 1, 5).ok());
+    REQUIRE(s.InsertArtifact({run, 1}, 0, "checkpoint", "/c/" + std::to_string(run),
+                             "h" + std::to_string(run), 1, 5)
+                .ok());
     s.FinishAttempt({run, 1}, "succeeded", 0, "", "", Json::object());
   }
   ParentResolution r = ResolveParent(s.db(), child(2, "a"));

@@ -1,8 +1,8 @@
 // Read-only query execution.
 #include "coordinator/query.h"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,14 +16,14 @@ namespace {
 // PRAGMAs that only read (with or without an argument naming a table or index).
 const std::set<std::string>& ReadOnlyPragmas() {
   static const std::set<std::string> k = {
-      "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-      "foreign_key_list", "collation_list", "function_list", "database_list"};
+      "table_info",  "table_xinfo",      "table_list",     "index_list",    "index_info",
+      "index_xinfo", "foreign_key_list", "collation_list", "function_list", "database_list"};
   return k;
 }
 // PRAGMAs that read when given no argument and write when given one.
 const std::set<std::string>& ReadOnlyWithoutArgPragmas() {
   static const std::set<std::string> k = {"user_version", "schema_version", "page_count",
-                                          "page_size", "journal_mode", "encoding"};
+                                          "page_size",    "journal_mode",   "encoding"};
   return k;
 }
 
@@ -33,14 +33,14 @@ const std::set<std::string>& ReadOnlyWithoutArgPragmas() {
 const std::set<std::string>& AllowedFunctions() {
   static const std::set<std::string> k = {
       // core scalar
-      "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull",
-      "iif", "instr", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
-      "nullif", "octet_length", "printf", "quote", "random", "randomblob", "replace", "round",
-      "rtrim", "sign", "substr", "substring", "trim", "typeof", "unhex", "unicode", "unlikely",
-      "upper", "zeroblob",
+      "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "ifnull", "iif",
+      "instr", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif",
+      "octet_length", "printf", "quote", "random", "randomblob", "replace", "round", "rtrim",
+      "sign", "substr", "substring", "trim", "typeof", "unhex", "unicode", "unlikely", "upper",
+      "zeroblob",
       // date and time
-      "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff",
-      "current_date", "current_time", "current_timestamp",
+      "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff", "current_date",
+      "current_time", "current_timestamp",
       // aggregate
       "avg", "count", "group_concat", "string_agg", "sum", "total", "median", "percentile",
       "percentile_cont", "percentile_disc",
@@ -48,15 +48,14 @@ const std::set<std::string>& AllowedFunctions() {
       "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
       "first_value", "last_value", "nth_value",
       // math
-      "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
-      "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
-      "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+      "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh",
+      "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power",
+      "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
       // JSON (the tables json_each and json_tree stay refused: their first use in a
       // connection asks the authorizer to update sqlite_master)
       "json", "json_array", "json_array_length", "json_error_position", "json_extract",
       "json_insert", "json_object", "json_patch", "json_quote", "json_remove", "json_replace",
-      "json_set", "json_type", "json_valid", "json_group_array", "json_group_object", "->",
-      "->>"};
+      "json_set", "json_type", "json_valid", "json_group_array", "json_group_object", "->", "->>"};
   return k;
 }
 
@@ -90,14 +89,39 @@ int Authorize(void* user, int action, const char* a1, const char* a2, const char
       return SQLITE_DENY;
     }
     default: {
-      static const char* kNames[] = {
-          "CREATE INDEX", "CREATE TABLE", "CREATE TEMP INDEX", "CREATE TEMP TABLE",
-          "CREATE TEMP TRIGGER", "CREATE TEMP VIEW", "CREATE TRIGGER", "CREATE VIEW",
-          "DELETE", "DROP INDEX", "DROP TABLE", "DROP TEMP INDEX", "DROP TEMP TABLE",
-          "DROP TEMP TRIGGER", "DROP TEMP VIEW", "DROP TRIGGER", "DROP VIEW", "INSERT",
-          "PRAGMA", "READ", "SELECT", "TRANSACTION", "UPDATE", "ATTACH", "DETACH",
-          "ALTER TABLE", "REINDEX", "ANALYZE", "CREATE VTABLE", "DROP VTABLE", "FUNCTION",
-          "SAVEPOINT", "RECURSIVE"};
+      static const char* kNames[] = {"CREATE INDEX",
+                                     "CREATE TABLE",
+                                     "CREATE TEMP INDEX",
+                                     "CREATE TEMP TABLE",
+                                     "CREATE TEMP TRIGGER",
+                                     "CREATE TEMP VIEW",
+                                     "CREATE TRIGGER",
+                                     "CREATE VIEW",
+                                     "DELETE",
+                                     "DROP INDEX",
+                                     "DROP TABLE",
+                                     "DROP TEMP INDEX",
+                                     "DROP TEMP TABLE",
+                                     "DROP TEMP TRIGGER",
+                                     "DROP TEMP VIEW",
+                                     "DROP TRIGGER",
+                                     "DROP VIEW",
+                                     "INSERT",
+                                     "PRAGMA",
+                                     "READ",
+                                     "SELECT",
+                                     "TRANSACTION",
+                                     "UPDATE",
+                                     "ATTACH",
+                                     "DETACH",
+                                     "ALTER TABLE",
+                                     "REINDEX",
+                                     "ANALYZE",
+                                     "CREATE VTABLE",
+                                     "DROP VTABLE",
+                                     "FUNCTION",
+                                     "SAVEPOINT",
+                                     "RECURSIVE"};
       if (st->denied.empty())
         st->denied = action >= 1 && action <= 33 ? kNames[action - 1] : "this statement";
       return SQLITE_DENY;
@@ -144,16 +168,20 @@ size_t JsonSizeOf(const Json& v) {
 
 Json ColumnValue(sqlite3_stmt* s, int i) {
   switch (sqlite3_column_type(s, i)) {
-    case SQLITE_INTEGER: return Json(sqlite3_column_int64(s, i));
+    case SQLITE_INTEGER:
+      return Json(sqlite3_column_int64(s, i));
     case SQLITE_FLOAT: {
       double v = sqlite3_column_double(s, i);
       return std::isfinite(v) ? Json(v) : Json(nullptr);
     }
-    case SQLITE_NULL: return Json(nullptr);
-    case SQLITE_BLOB: return Json("<blob " + std::to_string(sqlite3_column_bytes(s, i)) + " bytes>");
+    case SQLITE_NULL:
+      return Json(nullptr);
+    case SQLITE_BLOB:
+      return Json("<blob " + std::to_string(sqlite3_column_bytes(s, i)) + " bytes>");
     default: {
       const unsigned char* t = sqlite3_column_text(s, i);
-      return Json(std::string(reinterpret_cast<const char*>(t), size_t(sqlite3_column_bytes(s, i))));
+      return Json(
+          std::string(reinterpret_cast<const char*>(t), size_t(sqlite3_column_bytes(s, i))));
     }
   }
 }
@@ -165,7 +193,9 @@ Status TimeLimitHit(const QueryLimits& limits) {
 
 }  // namespace
 
-bool IsAllowedQueryFunction(const std::string& name) { return AllowedFunctions().count(Lower(name)) > 0; }
+bool IsAllowedQueryFunction(const std::string& name) {
+  return AllowedFunctions().count(Lower(name)) > 0;
+}
 
 StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& sql,
                                 const QueryLimits& limits) {
@@ -232,7 +262,9 @@ StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& s
     bytes += row_bytes;
     rows.push_back(std::move(row));
   }
-  return Json{{"columns", columns}, {"rows", rows}, {"truncated", truncated_by != nullptr},
+  return Json{{"columns", columns},
+              {"rows", rows},
+              {"truncated", truncated_by != nullptr},
               {"truncated_by", truncated_by ? Json(truncated_by) : Json(nullptr)}};
 }
 

@@ -7,9 +7,10 @@
 // steps, never inside one function call, so what a single call can cost is bounded by its
 // inputs: no string or blob longer than kMaxQueryValueBytes (SQLITE_LIMIT_LENGTH; the
 // quadratic functions, instr(X, Y) and replace(X, Y, Z), then stay near a second on any
-// input) and no LIKE or GLOB pattern longer than kMaxQueryPatternBytes. Functions outside the allow-list (those that expose
-// SQLite's internals, e.g. fts3_tokenizer, which returns a pointer into the library, or
-// sqlite_compileoption_get, load_extension) are refused as "read-only: function F".
+// input) and no LIKE or GLOB pattern longer than kMaxQueryPatternBytes. Functions outside the
+// allow-list (those that expose SQLite's internals, e.g. fts3_tokenizer, which returns a pointer
+// into the library, or sqlite_compileoption_get, load_extension) are refused as "read-only:
+// function F".
 #pragma once
 
 #include <chrono>
@@ -35,8 +36,8 @@ struct QueryLimits {
 bool IsAllowedQueryFunction(const std::string& name);
 
 // Runs one SQL statement on `db_path` and returns {columns: [...], rows: [[...]],
-// truncated: bool, truncated_by: "rows" | "bytes" | null}. Writes, ATTACH, write PRAGMAs and multiple statements are
-// InvalidArgument starting "read-only"; a statement over the time limit is
+// truncated: bool, truncated_by: "rows" | "bytes" | null}. Writes, ATTACH, write PRAGMAs and
+// multiple statements are InvalidArgument starting "read-only"; a statement over the time limit is
 // InvalidArgument naming the limit; SQL errors are InvalidArgument with SQLite's message.
 StatusOr<Json> RunReadOnlyQuery(const std::string& db_path, const std::string& sql,
                                 const QueryLimits& limits = QueryLimits());

@@ -34,12 +34,18 @@ Status TimeLimitHit(const QueryLimits& limits) {
 // Rebuilds the child's error; codes it cannot send (out of range) are Internal.
 Status ChildError(int code, std::string message) {
   switch (static_cast<Status::Code>(code)) {
-    case Status::Code::kInvalidArgument: return Status::InvalidArgument(std::move(message));
-    case Status::Code::kNotFound: return Status::NotFound(std::move(message));
-    case Status::Code::kIoError: return Status::IoError(std::move(message));
-    case Status::Code::kCorruption: return Status::Corruption(std::move(message));
-    case Status::Code::kUnavailable: return Status::Unavailable(std::move(message));
-    default: return Status::Internal(std::move(message));
+    case Status::Code::kInvalidArgument:
+      return Status::InvalidArgument(std::move(message));
+    case Status::Code::kNotFound:
+      return Status::NotFound(std::move(message));
+    case Status::Code::kIoError:
+      return Status::IoError(std::move(message));
+    case Status::Code::kCorruption:
+      return Status::Corruption(std::move(message));
+    case Status::Code::kUnavailable:
+      return Status::Unavailable(std::move(message));
+    default:
+      return Status::Internal(std::move(message));
   }
 }
 
@@ -76,9 +82,11 @@ StatusOr<std::string> RunQueryInChild(const std::string& binary, const std::stri
                                       const std::atomic<bool>* client_gone) {
   auto gone = [&] { return client_gone && client_gone->load(); };
   if (gone()) return Status::Cancelled("the client left before the query ran");
-  const std::string request =
-      JsonText(Json{{"db", db_path}, {"sql", sql}, {"time_ms", limits.time.count()},
-                    {"max_rows", limits.max_rows}, {"max_bytes", limits.max_bytes}});
+  const std::string request = JsonText(Json{{"db", db_path},
+                                            {"sql", sql},
+                                            {"time_ms", limits.time.count()},
+                                            {"max_rows", limits.max_rows},
+                                            {"max_bytes", limits.max_bytes}});
   SpawnOptions opt;
   opt.stdin_pipe = true;
   auto spawned = ChildProcess::Spawn({binary, "query-child"}, {}, opt);
@@ -91,10 +99,13 @@ StatusOr<std::string> RunQueryInChild(const std::string& binary, const std::stri
   size_t written = 0;
   Status killed_for;  // why the child was killed; OK while it was not
   while (child.stdout_fd() >= 0 || child.stderr_fd() >= 0) {
-    if (gone()) killed_for = Status::Cancelled("the client left; the query was stopped");
-    else if (SteadyClock::now() >= deadline) killed_for = TimeLimitHit(limits);
+    if (gone())
+      killed_for = Status::Cancelled("the client left; the query was stopped");
+    else if (SteadyClock::now() >= deadline)
+      killed_for = TimeLimitHit(limits);
     else if (out.size() > max_out)
-      killed_for = Status::Internal("the query's answer is over " + std::to_string(max_out) + " bytes");
+      killed_for =
+          Status::Internal("the query's answer is over " + std::to_string(max_out) + " bytes");
     if (!killed_for.ok()) {
       child.SignalGroup(SIGKILL);
       break;
@@ -117,11 +128,12 @@ StatusOr<std::string> RunQueryInChild(const std::string& binary, const std::stri
 
 int QueryChildMain(int argc, char** argv) {
   if (argc > 1 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-    std::printf("usage: headlab query-child\n\n"
-                "Runs one read-only SQL query for the coordinator (POST /api/v1/query): reads\n"
-                "{db, sql, time_ms, max_rows, max_bytes} as JSON from stdin and writes \"ok\"\n"
-                "and the answer's JSON, or \"error CODE\" and the message, to stdout. Started\n"
-                "and killed by the coordinator; not meant to be run by hand.\n");
+    std::printf(
+        "usage: headlab query-child\n\n"
+        "Runs one read-only SQL query for the coordinator (POST /api/v1/query): reads\n"
+        "{db, sql, time_ms, max_rows, max_bytes} as JSON from stdin and writes \"ok\"\n"
+        "and the answer's JSON, or \"error CODE\" and the message, to stdout. Started\n"
+        "and killed by the coordinator; not meant to be run by hand.\n");
     return 0;
   }
   // Behind the coordinator's own threads, and bounded in memory: a query that builds
@@ -139,14 +151,16 @@ int QueryChildMain(int argc, char** argv) {
     if (request.size() > kMaxRequestBytes) break;
   }
   auto answer = [&]() -> StatusOr<std::string> {
-    auto j = ParseJsonBounded(request, "query request", JsonLimits{kMaxJsonDepth, kMaxRequestBytes, false});
+    auto j = ParseJsonBounded(request, "query request",
+                              JsonLimits{kMaxJsonDepth, kMaxRequestBytes, false});
     if (!j.ok()) return j.status();
     const Json& r = *j;
     if (!r.is_object() || !r.contains("db") || !r["db"].is_string() || !r.contains("sql") ||
         !r["sql"].is_string() || !r.value("time_ms", Json()).is_number_unsigned() ||
         !r.value("max_rows", Json()).is_number_unsigned() ||
         !r.value("max_bytes", Json()).is_number_unsigned())
-      return Status::InvalidArgument("query request: expected {db, sql, time_ms, max_rows, max_bytes}");
+      return Status::InvalidArgument(
+          "query request: expected {db, sql, time_ms, max_rows, max_bytes}");
     QueryLimits limits;
     limits.time = std::chrono::milliseconds(r["time_ms"].get<int64_t>());
     limits.max_rows = r["max_rows"].get<size_t>();

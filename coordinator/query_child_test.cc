@@ -42,7 +42,8 @@ bool StillRunning(const std::string& pid_file) {
 // function call; it writes its pid to DIR/pid.
 struct StuckChild {
   testing::TempDir tmp{"headlab-query-child"};
-  std::string binary = Script(tmp.path(), "stuck", "echo $$ >" + tmp.path() + "/pid; exec sleep 60");
+  std::string binary =
+      Script(tmp.path(), "stuck", "echo $$ >" + tmp.path() + "/pid; exec sleep 60");
   bool running() const { return StillRunning(tmp.path() + "/pid"); }
 };
 
@@ -60,7 +61,8 @@ TEST_CASE("RunQueryInChild: the answer passes through, errors keep their kind") 
   limits.time = milliseconds(5000);
   // The child reads the whole request before answering.
   std::string ok = Script(d, "ok", "cat >" + d + "/request; printf 'ok\\n{\"rows\": [[1]]}'");
-  auto text = RunQueryInChild(ok, "/some/db", std::string(300000, ' ') + "SELECT 1", limits, nullptr);
+  auto text =
+      RunQueryInChild(ok, "/some/db", std::string(300000, ' ') + "SELECT 1", limits, nullptr);
   REQUIRE(text.ok());
   CHECK(*text == "{\"rows\": [[1]]}");
   auto request = ReadFile(d + "/request");
@@ -69,7 +71,8 @@ TEST_CASE("RunQueryInChild: the answer passes through, errors keep their kind") 
   CHECK(request->find("SELECT 1") != std::string::npos);
   CHECK(request->size() > 300000);
 
-  std::string bad = Script(d, "bad", "cat >/dev/null; printf 'error 1\\nread-only: DELETE is not allowed'");
+  std::string bad =
+      Script(d, "bad", "cat >/dev/null; printf 'error 1\\nread-only: DELETE is not allowed'");
   auto refused = RunQueryInChild(bad, "/db", "DELETE FROM runs", limits, nullptr);
   REQUIRE(!refused.ok());
   CHECK(refused.status().code() == Status::Code::kInvalidArgument);
@@ -120,8 +123,9 @@ TEST_CASE("RunQueryInChild: the client leaving kills the child") {
   CHECK(s < 1.5);
   CHECK_FALSE(stuck.running());
   // Gone before it starts: nothing is spawned.
-  CHECK(RunQueryInChild(stuck.tmp.path() + "/no-such-binary", "/db", "SELECT 1", limits, &gone).status().code() ==
-        Status::Code::kCancelled);
+  CHECK(RunQueryInChild(stuck.tmp.path() + "/no-such-binary", "/db", "SELECT 1", limits, &gone)
+            .status()
+            .code() == Status::Code::kCancelled);
 }
 
 TEST_CASE("RunQueryInChild: an answer over the byte cap is refused, not kept") {

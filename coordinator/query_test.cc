@@ -32,8 +32,10 @@ TEST_CASE("read-only query answers SELECTs and refuses every write") {
   CHECK((*r)["rows"][1][2] == 2);
   CHECK(RunReadOnlyQuery(path, "PRAGMA table_info(runs)").ok());
   CHECK(RunReadOnlyQuery(path, "PRAGMA user_version").ok());
-  CHECK(RunReadOnlyQuery(path, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c "
-                               "WHERE x < 10) SELECT sum(x) FROM c").ok());
+  CHECK(RunReadOnlyQuery(path,
+                         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c "
+                         "WHERE x < 10) SELECT sum(x) FROM c")
+            .ok());
 
   for (const char* bad : {
            "INSERT INTO events(at, kind) VALUES ('x', 'y')",
@@ -86,11 +88,11 @@ TEST_CASE("only allow-listed functions may be called") {
   REQUIRE(s.InsertExperiment(TestGrid({"a"}, 3), {}, false).ok());
   // fts3_tokenizer('simple') returns a pointer into the SQLite library (an address leak);
   // the others reveal the build or the connection's state, or load code.
-  for (const char* bad : {"SELECT hex(fts3_tokenizer('simple'))",
-                          "SELECT sqlite_compileoption_get(0)", "SELECT sqlite_version()",
-                          "SELECT sqlite_source_id()", "SELECT load_extension('/tmp/x.so')",
-                          "SELECT last_insert_rowid()", "SELECT changes()",
-                          "SELECT total_changes()", "SELECT FTS3_TOKENIZER('simple')"}) {
+  for (const char* bad :
+       {"SELECT hex(fts3_tokenizer('simple'))", "SELECT sqlite_compileoption_get(0)",
+        "SELECT sqlite_version()", "SELECT sqlite_source_id()",
+        "SELECT load_extension('/tmp/x.so')", "SELECT last_insert_rowid()", "SELECT changes()",
+        "SELECT total_changes()", "SELECT FTS3_TOKENIZER('simple')"}) {
     INFO(bad);
     auto r = RunReadOnlyQuery(path, bad);
     REQUIRE_FALSE(r.ok());

@@ -19,7 +19,6 @@
 namespace headlab::coord {
 namespace {
 
-
 // JSON has no NaN: non-finite numbers become null.
 Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
@@ -61,8 +60,7 @@ struct Pair {
 // pair_by is a strata key, so a pair_key names one run per arm; should several share one
 // (arms of unequal size), they appear in the same axis order in every arm (schema/grid.md,
 // expansion) and the k-th of the baseline pairs with the k-th of the treatment.
-std::vector<Pair> PairRuns(const RunSet& runs, const std::string& base,
-                           const std::string& treat) {
+std::vector<Pair> PairRuns(const RunSet& runs, const std::string& base, const std::string& treat) {
   std::map<std::pair<std::string, int>, const RunSummary*> b_runs, t_runs;
   std::map<std::string, int> b_count, t_count;
   for (const RunSummary* rs : runs) {
@@ -110,17 +108,22 @@ std::string DevicesOf(Db* db, const std::vector<Pair>& pairs) {
 }
 
 Json SummaryJson(const paired::PairedSummary& s) {
-  return {{"estimator", s.estimator}, {"n", s.n}, {"value", Num(s.value)}, {"se", Num(s.se)},
-          {"spread", {{"kind", s.estimator == paired::kMedian ? "range" : "mean_pm_se"},
-                      {"lo", Num(s.lo)}, {"hi", Num(s.hi)}}}};
+  return {{"estimator", s.estimator},
+          {"n", s.n},
+          {"value", Num(s.value)},
+          {"se", Num(s.se)},
+          {"spread",
+           {{"kind", s.estimator == paired::kMedian ? "range" : "mean_pm_se"},
+            {"lo", Num(s.lo)},
+            {"hi", Num(s.hi)}}}};
 }
 
 // The zero-replacement control (runs with pair.control = 1 in an arm other than the two
 // compared): its within-pair value against the same baseline must stay within
 // pair.tolerance of 1.00x, else the comparison is contended. Only for ratio and speedup.
-void AddControl(const RunSet& runs, const std::string& base,
-                const std::string& treat, const std::string& metric, const std::string& stat,
-                const std::string& estimator, Json* c) {
+void AddControl(const RunSet& runs, const std::string& base, const std::string& treat,
+                const std::string& metric, const std::string& stat, const std::string& estimator,
+                Json* c) {
   (*c)["control"] = nullptr;
   (*c)["contended"] = nullptr;
   if (stat != "ratio" && stat != "speedup") return;
@@ -137,7 +140,8 @@ void AddControl(const RunSet& runs, const std::string& base,
     PairValues v = ValuesOf(pairs, metric, stat);
     paired::PairedSummary s = paired::Summarise(v.values, estimator);
     double tolerance = 0.05;
-    if (!pairs.empty()) tolerance = ConfigValue<double>(pairs[0].t->config, "/pair/tolerance", 0.05);
+    if (!pairs.empty())
+      tolerance = ConfigValue<double>(pairs[0].t->config, "/pair/tolerance", 0.05);
     const bool within = paired::WithinControlTolerance(s.value, tolerance);
     contended = contended || !within;
     Json j = SummaryJson(s);
@@ -160,8 +164,7 @@ Json LogProbDiff(Db* db, const std::vector<Pair>& pairs) {
   for (const Pair& p : pairs) {
     auto b = LoadLogProbs(db, p.b->id);
     auto t = LoadLogProbs(db, p.t->id);
-    if (!b.ok() || !t.ok())
-      return {{"unavailable", (!b.ok() ? b.status() : t.status()).message()}};
+    if (!b.ok() || !t.ok()) return {{"unavailable", (!b.ok() ? b.status() : t.status()).message()}};
     const int64_t row_len = ConfigValue<int64_t>(p.b->config, "/model/context", 0);
     if (b->size() != t->size() || row_len <= 0 || b->size() % size_t(row_len))
       return {{"unavailable", "logprobs of runs " + std::to_string(p.b->id) + " and " +
@@ -172,14 +175,24 @@ Json LogProbDiff(Db* db, const std::vector<Pair>& pairs) {
         paired::RowMeanDifferences(b->data(), t->data(), b->size(), size_t(row_len));
     const uint64_t seed = uint64_t(ConfigValue<int64_t>(p.b->config, "/seed", 0));
     paired::BootstrapCi ci = paired::BootstrapMeanCi(rows, kBootstrapResamples, seed);
-    per_pair.push_back({{"pair_key", p.b->pair_key}, {"n_rows", ci.n}, {"mean", Num(ci.mean)},
-                        {"lo", Num(ci.lo)}, {"hi", Num(ci.hi)}, {"seed", seed}});
+    per_pair.push_back({{"pair_key", p.b->pair_key},
+                        {"n_rows", ci.n},
+                        {"mean", Num(ci.mean)},
+                        {"lo", Num(ci.lo)},
+                        {"hi", Num(ci.hi)},
+                        {"seed", seed}});
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
   }
   paired::BootstrapCi ci = paired::BootstrapMeanCi(all_rows, kBootstrapResamples, 0);
-  return {{"estimator", paired::kBootstrap}, {"n_pairs", per_pair.size()}, {"n_rows", ci.n},
-          {"mean", Num(ci.mean)}, {"lo", Num(ci.lo)}, {"hi", Num(ci.hi)},
-          {"resamples", ci.resamples}, {"seed", ci.seed}, {"per_pair", per_pair}};
+  return {{"estimator", paired::kBootstrap},
+          {"n_pairs", per_pair.size()},
+          {"n_rows", ci.n},
+          {"mean", Num(ci.mean)},
+          {"lo", Num(ci.lo)},
+          {"hi", Num(ci.hi)},
+          {"resamples", ci.resamples},
+          {"seed", ci.seed},
+          {"per_pair", per_pair}};
 }
 
 // Measured Total and Attention FLOPs Ratios, treatment / baseline (AAH §5.10: method /
@@ -188,8 +201,9 @@ Json LogProbDiff(Db* db, const std::vector<Pair>& pairs) {
 Json FlopsRatios(Db* db, const std::vector<Pair>& pairs) {
   Json out = Json::object();
   std::string reason;
-  for (const auto& [key, metric] : {std::pair{metric::kFlopsTotalRatio, metric::kFlopsTotal},
-                                    std::pair{metric::kFlopsAttentionRatio, metric::kFlopsAttention}}) {
+  for (const auto& [key, metric] :
+       {std::pair{metric::kFlopsTotalRatio, metric::kFlopsTotal},
+        std::pair{metric::kFlopsAttentionRatio, metric::kFlopsAttention}}) {
     std::vector<double> ratios;
     bool all = !pairs.empty();
     for (const Pair& p : pairs) {
@@ -236,16 +250,18 @@ PairValues ValuesOf(const std::vector<Pair>& pairs, const std::string& metric,
     out.values.push_back(*v);
     out.baseline.push_back(bm->second);
     out.treatment.push_back(tm->second);
-    out.per_pair.push_back({{"pair_key", p.b->pair_key}, {"baseline_run", p.b->id},
-                            {"treatment_run", p.t->id}, {"baseline", bm->second},
-                            {"treatment", tm->second}, {"value", *v}});
+    out.per_pair.push_back({{"pair_key", p.b->pair_key},
+                            {"baseline_run", p.b->id},
+                            {"treatment_run", p.t->id},
+                            {"baseline", bm->second},
+                            {"treatment", tm->second},
+                            {"value", *v}});
   }
   return out;
 }
 
 Json CiJson(const paired::Interval& ci, const MeanSe& m, double level) {
-  return {{"lo", ci.lo}, {"hi", ci.hi}, {"level", level}, {"method", "student_t"},
-          {"df", m.n - 1}};
+  return {{"lo", ci.lo}, {"hi", ci.hi}, {"level", level}, {"method", "student_t"}, {"df", m.n - 1}};
 }
 
 // How to read a comparison (schema/http_api.md, "Reading a comparison"): its unit, which
@@ -277,12 +293,14 @@ void AddReading(const std::string& metric, const std::string& stat, const std::s
   const std::string n = neutral == 1.0 ? "1" : "0";
   const bool ranged = estimator == paired::kMedian;
   std::string side = lo > neutral ? "higher" : hi < neutral ? "lower" : "";
-  std::string why = side.empty()
-                        ? (ranged ? "pairs on both sides of " : paired::LevelLabel(level) + " CI includes ") + n
-                        : (ranged ? std::string("every pair ") + (side == "higher" ? "above " : "below ")
-                                  : paired::LevelLabel(level) + " CI excludes ") + n;
-  std::string verdict = side.empty() ? "no clear difference"
-                        : d == 0     ? "treatment " + side
+  std::string why =
+      side.empty()
+          ? (ranged ? "pairs on both sides of " : paired::LevelLabel(level) + " CI includes ") + n
+          : (ranged ? std::string("every pair ") + (side == "higher" ? "above " : "below ")
+                    : paired::LevelLabel(level) + " CI excludes ") +
+                n;
+  std::string verdict = side.empty()                   ? "no clear difference"
+                        : d == 0                       ? "treatment " + side
                         : (side == "lower") == (d < 0) ? "treatment better"
                                                        : "treatment worse";
   (*c)["verdict"] = verdict + " (" + why + ")";
@@ -298,9 +316,8 @@ std::string OtherStatuses(const std::map<std::string, int>& statuses) {
 
 // Why a comparison has no pairs: none complete yet (runs in flight), an arm with no
 // succeeded run (and what became of its runs), or the arms' runs lack the metric.
-std::string NoPairsNote(const RunSet& runs, const std::vector<Pair>& pairs,
-                        const std::string& base, const std::string& treat,
-                        const std::string& metric) {
+std::string NoPairsNote(const RunSet& runs, const std::vector<Pair>& pairs, const std::string& base,
+                        const std::string& treat, const std::string& metric) {
   if (pairs.empty()) {
     std::map<std::string, std::map<std::string, int>> by_arm;  // arm -> status -> count
     int ok = 0, all = 0, live = 0;
@@ -394,8 +411,13 @@ Json ArmJson(Db* db, const std::string& arm, const RunSet& stratum, const Json& 
     MeanSe m = MeanAndSe(vs);
     metrics[k] = {{"mean", Num(m.mean)}, {"se", Num(m.se)}, {"n", m.n}};
   }
-  return {{"arm", arm}, {"by", by}, {"n", n}, {"succeeded", ok}, {"metrics", metrics},
-          {"precision", Json(precisions)}, {"attention_paths", Json(paths)}};
+  return {{"arm", arm},
+          {"by", by},
+          {"n", n},
+          {"succeeded", ok},
+          {"metrics", metrics},
+          {"precision", Json(precisions)},
+          {"attention_paths", Json(paths)}};
 }
 
 // One comparison of the grid within one stratum.
@@ -413,15 +435,21 @@ Json ComparisonJson(Db* db, const Json& c, const RunSet& stratum, const Json& by
   paired::PairedSummary summary = paired::Summarise(v.values, estimator);
   MeanSe m = MeanAndSe(v.values);
   Json out = SummaryJson(summary);
-  out.update({{"name", label.empty() ? name : name + " [" + label + "]"}, {"comparison", name},
-              {"by", by}, {"baseline", base}, {"treatment", treat}, {"metric", metric},
-              {"stat", stat}, {"mean", Num(m.mean)}, {"se", Num(m.se)},
-              {"median", Num(paired::Median(v.values))}, {"device", DevicesOf(db, pairs)},
+  out.update({{"name", label.empty() ? name : name + " [" + label + "]"},
+              {"comparison", name},
+              {"by", by},
+              {"baseline", base},
+              {"treatment", treat},
+              {"metric", metric},
+              {"stat", stat},
+              {"mean", Num(m.mean)},
+              {"se", Num(m.se)},
+              {"median", Num(paired::Median(v.values))},
+              {"device", DevicesOf(db, pairs)},
               {"per_pair", v.per_pair}});
   if (stat == "speedup" || stat == "ratio")
-    out["ratio_of_means"] = Num(stat == "speedup"
-                                    ? paired::RatioOfMeans(v.baseline, v.treatment)
-                                    : paired::RatioOfMeans(v.treatment, v.baseline));
+    out["ratio_of_means"] = Num(stat == "speedup" ? paired::RatioOfMeans(v.baseline, v.treatment)
+                                                  : paired::RatioOfMeans(v.treatment, v.baseline));
   AddReading(metric, stat, estimator, v.values, level, &out);
   if (v.values.empty()) out["note"] = NoPairsNote(stratum, pairs, base, treat, metric);
   AddControl(stratum, base, treat, metric, stat, estimator, &out);
@@ -447,8 +475,10 @@ StatusOr<ResultsOptions> ParseResultsOptions(const std::string& by, const std::s
     char* end = nullptr;
     o.level = std::strtod(level.c_str(), &end);
     if (*end || !paired::IsConfidenceLevel(o.level))
-      return Status::InvalidArgument("results: level: expected a confidence level in (0, 1) "
-                                     "such as 0.95 or 0.99, got \"" + level + "\"");
+      return Status::InvalidArgument(
+          "results: level: expected a confidence level in (0, 1) "
+          "such as 0.95 or 0.99, got \"" +
+          level + "\"");
   }
   return o;
 }
@@ -478,8 +508,8 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment, const ResultsOptions& 
   // 100,000-run experiment.
   std::string paths = "'$.pair', '$.model.context', '$.seed'";
   for (size_t i = 0; i < keys.size(); ++i) paths += ", ?";
-  Stmt r = db->MustPrepare("SELECT id, arm, pair_key, status, json_extract(config_json, " +
-                           paths + ") FROM runs WHERE experiment_id=? ORDER BY idx");
+  Stmt r = db->MustPrepare("SELECT id, arm, pair_key, status, json_extract(config_json, " + paths +
+                           ") FROM runs WHERE experiment_id=? ORDER BY idx");
   for (size_t i = 0; i < keys.size(); ++i) r.Bind(int(i) + 1, ConfigJsonPath(keys[i]));
   r.Bind(int(keys.size()) + 1, experiment);
   std::map<std::string, int> status_counts;
@@ -494,7 +524,8 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment, const ResultsOptions& 
       for (size_t i = 0; i < keys.size(); ++i) by[keys[i]] = (*values)[3 + i];
     }
     ++status_counts[r.Text(3)];
-    runs.push_back({r.Int(0), r.Text(1), r.Text(2), r.Text(3), {}, std::move(config), std::move(by)});
+    runs.push_back(
+        {r.Int(0), r.Text(1), r.Text(2), r.Text(3), {}, std::move(config), std::move(by)});
   }
   Stmt s = db->MustPrepare(
       "SELECT s.run_id, s.key, s.value FROM summaries s JOIN runs r ON r.id = s.run_id "
@@ -541,7 +572,7 @@ StatusOr<Json> ComputeResults(Db* db, int64_t experiment, const ResultsOptions& 
     }
     if (!any) comparisons.push_back(ComparisonJson(db, c, {}, Json::object(), "", options.level));
   }
-  return Json{{"experiment", experiment}, {"by", keys}, {"level", options.level},
+  return Json{{"experiment", experiment},       {"by", keys},   {"level", options.level},
               {"status_counts", status_counts}, {"arms", arms}, {"comparisons", comparisons}};
 }
 
@@ -554,19 +585,32 @@ Status SavePairedStats(Db* db, int64_t experiment, const Json& results) {
       "stat, estimator, n, mean, se, per_pair_json, computed_at, value, device, details_json) "
       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (const Json& c : results.value("comparisons", Json::array())) {
-    ins.Bind(1, experiment).Bind(2, c.value("name", "")).Bind(3, c.value("baseline", ""))
-        .Bind(4, c.value("treatment", "")).Bind(5, c.value("metric", ""))
-        .Bind(6, c.value("stat", "")).Bind(7, c.value("estimator", kPairedEstimator))
+    ins.Bind(1, experiment)
+        .Bind(2, c.value("name", ""))
+        .Bind(3, c.value("baseline", ""))
+        .Bind(4, c.value("treatment", ""))
+        .Bind(5, c.value("metric", ""))
+        .Bind(6, c.value("stat", ""))
+        .Bind(7, c.value("estimator", kPairedEstimator))
         .Bind(8, c.value("n", 0));
-    if (c["mean"].is_number()) ins.Bind(9, c["mean"].get<double>()); else ins.BindNull(9);
-    if (c["se"].is_number()) ins.Bind(10, c["se"].get<double>()); else ins.BindNull(10);
+    if (c["mean"].is_number())
+      ins.Bind(9, c["mean"].get<double>());
+    else
+      ins.BindNull(9);
+    if (c["se"].is_number())
+      ins.Bind(10, c["se"].get<double>());
+    else
+      ins.BindNull(10);
     ins.Bind(11, c["per_pair"].dump()).Bind(12, NowIso());
-    if (c["value"].is_number()) ins.Bind(13, c["value"].get<double>()); else ins.BindNull(13);
+    if (c["value"].is_number())
+      ins.Bind(13, c["value"].get<double>());
+    else
+      ins.BindNull(13);
     ins.Bind(14, c.value("device", ""));
     Json details = Json::object();
-    for (const char* k : {"spread", "ratio_of_means", "control", "contended", "logprob_diff",
-                          "flops", "ci95", "ci", "unit", "better", "verdict", "note", "by",
-                          "comparison"})
+    for (const char* k :
+         {"spread", "ratio_of_means", "control", "contended", "logprob_diff", "flops", "ci95", "ci",
+          "unit", "better", "verdict", "note", "by", "comparison"})
       if (c.contains(k)) details[k] = c[k];
     ins.Bind(15, CanonicalJson(details));
     HEADLAB_RETURN_IF_ERROR(ins.Exec());

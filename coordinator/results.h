@@ -55,12 +55,12 @@ std::optional<double> PairValue(const std::string& stat, double b, double t);
 // `db`, which may be a read-only connection. Arms and comparisons are broken down by the
 // strata keys (`by`: options.by, then the grid's axes outside pair_by): one arm entry per
 // arm and stratum, one comparison entry per comparison and stratum, each with its `by`
-// values; a comparison's name then carries its stratum ("dppl [train.lr=0.001]"). Each comparison carries n, the estimator (median for paired
-// timing legs on single devices, else mean +- SE), the device(s) from provenance, the
-// spread, the zero-replacement control and contention flag (pair.control runs), the
-// bootstrap CI of paired per-token log-probability differences (eval.* metrics, from the
-// runs' logprobs artifacts) and the measured FLOPs ratios or "unmeasured". NotFound for an
-// unknown experiment.
+// values; a comparison's name then carries its stratum ("dppl [train.lr=0.001]"). Each comparison
+// carries n, the estimator (median for paired timing legs on single devices, else mean +- SE), the
+// device(s) from provenance, the spread, the zero-replacement control and contention flag
+// (pair.control runs), the bootstrap CI of paired per-token log-probability differences (eval.*
+// metrics, from the runs' logprobs artifacts) and the measured FLOPs ratios or "unmeasured".
+// NotFound for an unknown experiment.
 StatusOr<Json> ComputeResults(Db* db, int64_t experiment, const ResultsOptions& options = {});
 
 // Replaces the experiment's rows in paired_stats with `results.comparisons`

@@ -46,7 +46,8 @@ StatusOr<ComputedResults> ComputeResultsAt(Db* db, int64_t experiment,
 }
 
 std::optional<ComputedResults> CurrentStoredResults(Db* db, int64_t experiment) {
-  Stmt s = db->MustPrepare(std::string("SELECT r.results_json, r.computed_at, r.inputs") + kCurrent);
+  Stmt s =
+      db->MustPrepare(std::string("SELECT r.results_json, r.computed_at, r.inputs") + kCurrent);
   s.Bind(1, experiment).Bind(2, kResultsFormat);
   if (!s.Step()) return std::nullopt;
   auto j = ParseJson(s.Text(0), "results.results_json");
@@ -81,8 +82,11 @@ StatusOr<bool> StoreResults(Db* db, const ComputedResults& r) {
   Stmt s = db->MustPrepare(
       "INSERT OR REPLACE INTO results(experiment_id, inputs, format, results_json, computed_at) "
       "VALUES (?,?,?,?,?)");
-  s.Bind(1, r.experiment).Bind(2, r.inputs).Bind(3, kResultsFormat)
-      .Bind(4, r.text.empty() ? JsonText(r.results) : r.text).Bind(5, r.computed_at);
+  s.Bind(1, r.experiment)
+      .Bind(2, r.inputs)
+      .Bind(3, kResultsFormat)
+      .Bind(4, r.text.empty() ? JsonText(r.results) : r.text)
+      .Bind(5, r.computed_at);
   HEADLAB_RETURN_IF_ERROR(s.Exec());
   return true;
 }

@@ -32,8 +32,10 @@ struct Finished {
     const double ppl[] = {10, 20, 9, 22};
     for (int i = 0; i < 4; ++i) {
       REQUIRE(s.StartAttempt({runs[i], 1}, "w", {}, nullptr).ok());
-      if (fail_last && i == 3) s.FinishAttempt({runs[i], 1}, "failed", 1, "boom", "", {});
-      else s.FinishAttempt({runs[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", ppl[i]}});
+      if (fail_last && i == 3)
+        s.FinishAttempt({runs[i], 1}, "failed", 1, "boom", "", {});
+      else
+        s.FinishAttempt({runs[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", ppl[i]}});
     }
     REQUIRE(reader.Open(dir.path() + "/h.db", Db::Mode::kReadOnly).ok());
   }
@@ -92,8 +94,11 @@ TEST_CASE("a finished experiment's results are stored once and served while curr
 
   // What changes no result leaves it current: metrics, tags, notes.
   REQUIRE(f.s.InsertMetrics({f.runs[0], 1}, {{0, 0, "train.loss", 1.0, 0.0}}).ok());
-  REQUIRE(f.s.db()->Exec("INSERT INTO tags(target, target_id, tag, created_at) "
-                         "VALUES ('experiment', " + std::to_string(f.exp) + ", 'good', 'x')").ok());
+  REQUIRE(f.s.db()
+              ->Exec("INSERT INTO tags(target, target_id, tag, created_at) "
+                     "VALUES ('experiment', " +
+                     std::to_string(f.exp) + ", 'good', 'x')")
+              .ok());
   CHECK(f.Get()["stored"] == true);
 }
 
@@ -109,14 +114,19 @@ TEST_CASE("stored results go stale with any change to what they were computed fr
   std::vector<Change> changes = {
       {"a summary metric arrives (eval.ppl of base seed 1: 10 -> 9)",
        [](Finished& f) {
-         REQUIRE(f.s.db()->Exec("INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) "
-                                "VALUES (" + std::to_string(f.runs[0]) + ", 'eval.ppl', 9, 1)").ok());
+         REQUIRE(f.s.db()
+                     ->Exec("INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) "
+                            "VALUES (" +
+                            std::to_string(f.runs[0]) + ", 'eval.ppl', 9, 1)")
+                     .ok());
        },
        [](const Json& a) { CHECK(Mean(a) == Approx((1.0 + 1.1) / 2)); }},
       {"a new metric arrives (another summary key)",
        [](Finished& f) {
-         REQUIRE(f.s.db()->Exec("INSERT INTO summaries(run_id, key, value, attempt) VALUES (" +
-                                std::to_string(f.runs[0]) + ", 'eval.loss', 2.3, 1)").ok());
+         REQUIRE(f.s.db()
+                     ->Exec("INSERT INTO summaries(run_id, key, value, attempt) VALUES (" +
+                            std::to_string(f.runs[0]) + ", 'eval.loss', 2.3, 1)")
+                     .ok());
        },
        [](const Json& a) { CHECK(a["arms"][0]["metrics"].contains("eval.loss")); }},
       {"provenance of a run arrives (its device)",
@@ -127,7 +137,8 @@ TEST_CASE("stored results go stale with any change to what they were computed fr
       {"a run's logprobs artifact arrives",
        [](Finished& f) {
          REQUIRE(f.s.InsertArtifact({f.runs[0], 1}, 7, "logprobs", f.dir.path() + "/none.f32",
-                                    Sha256Hex("x"), 1, 0).ok());
+                                    Sha256Hex("x"), 1, 0)
+                     .ok());
        },
        [](const Json& a) {  // an eval.* comparison reads the runs' logprobs artifacts
          CHECK(a["comparisons"][0]["logprob_diff"]["unavailable"].get<std::string>().find(
@@ -135,14 +146,19 @@ TEST_CASE("stored results go stale with any change to what they were computed fr
        }},
       {"a run is deleted by hand",
        [](Finished& f) {
-         REQUIRE(f.s.db()->Exec("DELETE FROM summaries WHERE run_id=" + std::to_string(f.runs[3])).ok());
-         REQUIRE(f.s.db()->Exec("DELETE FROM attempts WHERE run_id=" + std::to_string(f.runs[3])).ok());
+         REQUIRE(f.s.db()
+                     ->Exec("DELETE FROM summaries WHERE run_id=" + std::to_string(f.runs[3]))
+                     .ok());
+         REQUIRE(
+             f.s.db()->Exec("DELETE FROM attempts WHERE run_id=" + std::to_string(f.runs[3])).ok());
          REQUIRE(f.s.db()->Exec("DELETE FROM runs WHERE id=" + std::to_string(f.runs[3])).ok());
        },
        [](const Json& a) { CHECK(a["comparisons"][0]["n"] == 1); }},
       {"a run's status changes by hand",
        [](Finished& f) {
-         REQUIRE(f.s.db()->Exec("UPDATE runs SET status='failed' WHERE id=" + std::to_string(f.runs[3])).ok());
+         REQUIRE(f.s.db()
+                     ->Exec("UPDATE runs SET status='failed' WHERE id=" + std::to_string(f.runs[3]))
+                     .ok());
        },
        [](const Json& a) { CHECK(a["comparisons"][0]["n"] == 1); }},
   };
@@ -242,7 +258,7 @@ TEST_CASE("nothing stored for a deleted experiment passes for a new one with its
   REQUIRE(r.ok());
   CHECK((*r)["stored"] == false);
   CHECK((*r)["arms"][0]["arm"] == "x");
-  CHECK_FALSE(to_store);  // its runs are queued
+  CHECK_FALSE(to_store);                               // its runs are queued
   CHECK(HasCurrentResults(f.s.db(), f.exp) == false);  // the first was never asked
 }
 
@@ -291,8 +307,11 @@ TEST_CASE("the compact answer is read from memory while the stored one is curren
   CHECK(cache.hits() == 1);
   CHECK(third == second);
   // A change to its inputs: the kept answer is stale and never served again.
-  REQUIRE(f.s.db()->Exec("INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) "
-                         "VALUES (" + std::to_string(f.runs[0]) + ", 'eval.ppl', 9, 1)").ok());
+  REQUIRE(f.s.db()
+              ->Exec("INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) "
+                     "VALUES (" +
+                     std::to_string(f.runs[0]) + ", 'eval.ppl', 9, 1)")
+              .ok());
   Json fresh = get();
   CHECK(computed == 3);
   CHECK(fresh["stored"] == false);

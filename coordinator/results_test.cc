@@ -45,7 +45,8 @@ TEST_CASE("results pair runs by pair_key and store paired_stats") {
     int64_t run = e->queued[i];
     REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
     double v = i < 3 ? base[i] : treat[i - 3];
-    s.FinishAttempt({run, 1}, "succeeded", 0, "", "", {{"eval.ppl", v}, {"eval.loss", std::log(v)}});
+    s.FinishAttempt({run, 1}, "succeeded", 0, "", "",
+                    {{"eval.ppl", v}, {"eval.loss", std::log(v)}});
   }
   auto r = ComputeResults(s.db(), e->experiment_id);
   REQUIRE(r.ok());
@@ -89,7 +90,8 @@ void FinishWith(Store& s, int64_t run, int64_t exp, double ms, const std::string
   REQUIRE(s.StartAttempt({run, 1}, "w", {0}, nullptr, exp).ok());
   REQUIRE(s.UpsertProvenance({run, 1}, {{"device", device},
                                         {"flops.status", "unmeasured"},
-                                        {"flops.reason", "no CUDA device"}}).ok());
+                                        {"flops.reason", "no CUDA device"}})
+              .ok());
   s.FinishAttempt({run, 1}, "succeeded", 0, "", "", {{"bench.update_ms", ms}});
 }
 
@@ -147,7 +149,8 @@ TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob di
   auto grid = ExpandGrid(R"({"name": "lp", "base": {"kind": "noop", "model.context": 8},
       "axes": {"seed": [1, 2]}, "arms": {"base": {}, "treat": {"noop.metrics": 1}},
       "comparisons": [{"name": "ppl", "baseline": "base", "treatment": "treat",
-                       "metric": "eval.ppl", "stat": "delta_pct"}]})", "lp.jsonc", {});
+                       "metric": "eval.ppl", "stat": "delta_pct"}]})",
+                         "lp.jsonc", {});
   REQUIRE(grid.ok());
   auto e = s.InsertExperiment(*grid, {}, false);
   REQUIRE(e.ok());
@@ -165,7 +168,9 @@ TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob di
     const std::string path = dir.path() + "/lp" + std::to_string(i) + ".f32";
     REQUIRE(WriteFileAtomic(path, bytes).ok());
     REQUIRE(s.StartAttempt({run, 1}, "w", {}, nullptr).ok());
-    REQUIRE(s.InsertArtifact({run, 1}, 0, "logprobs", path, Sha256Hex(bytes), int64_t(bytes.size()), 5).ok());
+    REQUIRE(
+        s.InsertArtifact({run, 1}, 0, "logprobs", path, Sha256Hex(bytes), int64_t(bytes.size()), 5)
+            .ok());
     s.FinishAttempt({run, 1}, "succeeded", 0, "", "", {{"eval.ppl", 10.0 + i}});
   }
   auto r = ComputeResults(s.db(), e->experiment_id);
@@ -181,15 +186,15 @@ TEST_CASE("eval comparisons carry a bootstrap CI of paired per-token log-prob di
   CHECK(lp["lo"].get<double>() < 0.3);
   CHECK(lp["per_pair"][0]["mean"].get<double>() == Approx(0.3));
   CHECK(lp["per_pair"][1]["lo"].get<double>() == Approx(0.3));  // no spread in seed 2
-  auto again = ComputeResults(s.db(), e->experiment_id);  // deterministic
+  auto again = ComputeResults(s.db(), e->experiment_id);        // deterministic
   CHECK((*again)["comparisons"][0]["logprob_diff"] == lp);
   CHECK((*r)["comparisons"][0]["estimator"] == paired::kMeanSe);  // not timing legs
   CHECK((*r)["comparisons"][0]["device"] == "unknown");
   // A tampered artifact is reported, not used.
   REQUIRE(WriteFileAtomic(dir.path() + "/lp0.f32", std::string(64, '\0')).ok());
   auto bad = ComputeResults(s.db(), e->experiment_id);
-  CHECK((*bad)["comparisons"][0]["logprob_diff"]["unavailable"].get<std::string>().find("SHA-256") !=
-        std::string::npos);
+  CHECK((*bad)["comparisons"][0]["logprob_diff"]["unavailable"].get<std::string>().find(
+            "SHA-256") != std::string::npos);
 }
 
 }  // namespace headlab::coord
@@ -228,8 +233,9 @@ TEST_CASE("comparisons carry unit, direction, 95% CI, verdict and a note") {
   const Json& typo = (*r)["comparisons"][1];
   CHECK(typo["n"] == 0);
   CHECK(typo["verdict"].is_null());
-  CHECK(typo["note"] == "no succeeded run of arm \"base\" reports eval.pplx (did you mean "
-                        "\"eval.ppl\"?) (1 summary metrics reported)");
+  CHECK(typo["note"] ==
+        "no succeeded run of arm \"base\" reports eval.pplx (did you mean "
+        "\"eval.ppl\"?) (1 summary metrics reported)");
 }
 
 TEST_CASE("a verdict reads the direction of the metric and of the stat") {
@@ -248,7 +254,8 @@ TEST_CASE("a verdict reads the direction of the metric and of the stat") {
     REQUIRE(s.StartAttempt({e->queued[i], 1}, "w", {}, nullptr).ok());
     // The treatment: lower loss, faster updates, lower accuracy, in every pair.
     s.FinishAttempt({e->queued[i], 1}, "succeeded", 0, "", "",
-                    {{"eval.loss", (t ? 2.0 : 3.0) * k}, {"bench.update_ms", (t ? 5.0 : 10.0) * k},
+                    {{"eval.loss", (t ? 2.0 : 3.0) * k},
+                     {"bench.update_ms", (t ? 5.0 : 10.0) * k},
                      {"mqar.accuracy", (t ? 0.5 : 0.9) * k}});
   }
   auto r = ComputeResults(s.db(), e->experiment_id);

@@ -137,8 +137,8 @@ void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point
     // 3-frame HLW1 REFUSE) so that it exits with the reason instead of retrying forever.
     if (n == 3 && frames[first].to_string_view() == "HLW1" &&
         frames[first + 1].to_string_view() == wire::kReady && refusals_.Take(now)) {
-      std::string reason = std::string("this coordinator speaks ") + wire::kProtocol +
-                           "; upgrade the worker";
+      std::string reason =
+          std::string("this coordinator speaks ") + wire::kProtocol + "; upgrade the worker";
       try {
         sock_.send(zmq::buffer(route), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         sock_.send(zmq::str_buffer("HLW1"), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -147,15 +147,18 @@ void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point
       } catch (const zmq::error_t&) {
       }
     }
-    throttle_.Warn("unknown protocol", "dropped message from " + Printable(frames[0]) +
-                                           ": unknown protocol '" + Printable(frames[first]) + "'",
+    throttle_.Warn("unknown protocol",
+                   "dropped message from " + Printable(frames[0]) + ": unknown protocol '" +
+                       Printable(frames[first]) + "'",
                    now);
     return;
   }
   if (n != 4) {
-    throttle_.Warn("bad framing", "dropped message from " + Printable(frames[0]) +
-                                      ": expected 4 frames (protocol, command, auth, body), got " +
-                                      std::to_string(n), now);
+    throttle_.Warn("bad framing",
+                   "dropped message from " + Printable(frames[0]) +
+                       ": expected 4 frames (protocol, command, auth, body), got " +
+                       std::to_string(n),
+                   now);
     return;
   }
   const zmq::message_t& command = frames[first + 1];
@@ -164,8 +167,9 @@ void Router::HandleFrames(std::vector<zmq::message_t>& frames, Clock::time_point
   // Sizes before any copy or parse: a frame past its command's limit costs nothing more.
   if (command.size() > 16 || auth.size() > 256 ||
       body.size() > wire::MaxBodyBytes(command.to_string_view())) {
-    throttle_.Warn("oversize", "dropped " + Printable(command) + " from " + Printable(frames[0]) +
-                                   ": " + std::to_string(body.size()) + "-byte body over its limit",
+    throttle_.Warn("oversize",
+                   "dropped " + Printable(command) + " from " + Printable(frames[0]) + ": " +
+                       std::to_string(body.size()) + "-byte body over its limit",
                    now);
     return;
   }
@@ -199,8 +203,8 @@ Status Router::Run() {
   Status result;
   while (!stop_) {
     Clock::time_point now = Clock::now();
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        core_->NextDeadline(now) - now);
+    auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(core_->NextDeadline(now) - now);
     // A stepped request in progress continues at once: between its steps the loop only
     // serves what has arrived.
     long timeout = stepping_.empty() ? std::clamp<long>(long(wait.count()), 0, 50) : 0;
@@ -287,12 +291,12 @@ Status Router::Run() {
       auto ms = [](Clock::duration d) {
         return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
       };
-      throttle_.Warn("slow batch", "slow batch: " + ms(t_end - now) + " ms (messages " +
-                                       ms(t_messages - now) + ", requests " +
-                                       ms(t_requests - t_messages) + ", step " +
-                                       ms(t_step - t_requests) + ", timers and dispatch " +
-                                       ms(t_tick - t_step) + ", commit and send " +
-                                       ms(t_end - t_tick) + ")", t_end);
+      throttle_.Warn("slow batch",
+                     "slow batch: " + ms(t_end - now) + " ms (messages " + ms(t_messages - now) +
+                         ", requests " + ms(t_requests - t_messages) + ", step " +
+                         ms(t_step - t_requests) + ", timers and dispatch " + ms(t_tick - t_step) +
+                         ", commit and send " + ms(t_end - t_tick) + ")",
+                     t_end);
     }
     if (trim_memory_) {
       // A large request leaves hundreds of megabytes freed but kept by malloc; without

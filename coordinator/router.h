@@ -82,7 +82,7 @@ class Router {
   zmq::socket_t sock_;
   std::string endpoint_;
   int wake_[2] = {-1, -1};
-  LogThrottle throttle_;                        // garbage frames (loop thread)
+  LogThrottle throttle_;                                   // garbage frames (loop thread)
   RateLimiter refusals_{/*per_second=*/10, /*burst=*/20};  // REFUSEs to other versions
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -91,9 +91,9 @@ class Router {
     std::unique_ptr<SteppedRequest> request;
     std::shared_ptr<std::promise<StatusOr<Json>>> answer;
   };
-  std::deque<Stepped> stepped_;                     // guarded by mu_ (new ones)
-  std::deque<Stepped> stepping_;                    // loop thread: in progress, FIFO
-  bool trim_memory_ = false;                        // loop thread: a large request ended
+  std::deque<Stepped> stepped_;   // guarded by mu_ (new ones)
+  std::deque<Stepped> stepping_;  // loop thread: in progress, FIFO
+  bool trim_memory_ = false;      // loop thread: a large request ended
 };
 
 }  // namespace headlab::coord

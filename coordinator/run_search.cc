@@ -29,8 +29,10 @@ StatusOr<std::vector<std::string>> ParseStatusList(const std::string& list) {
     bool known = false;
     for (const char* k : kStatuses) known = known || st == k;
     if (!known)
-      return Status::InvalidArgument("status: expected queued, running, succeeded, failed, lost or "
-                                     "cancelled, got \"" + st + "\"");
+      return Status::InvalidArgument(
+          "status: expected queued, running, succeeded, failed, lost or "
+          "cancelled, got \"" +
+          st + "\"");
     out.push_back(st);
   }
   return out;
@@ -42,15 +44,17 @@ StatusOr<ConfigCondition> ParseCondition(const std::string& raw) {
   const std::string text = TrimParam(raw);
   size_t at = text.find_first_of("=!<>");
   if (at == std::string::npos || at == 0)
-    return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
+    return Status::InvalidArgument("where \"" + text +
+                                   "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   ConfigCondition c;
   c.key = TrimParam(text.substr(0, at));
   size_t len = (at + 1 < text.size() && text[at + 1] == '=') ? 2 : 1;
   c.op = text.substr(at, len);
   if (c.op == "!" || c.op == "==") c.op = c.op == "==" ? "=" : "";
-  if (c.op.empty() || (c.op != "=" && c.op != "!=" && c.op != "<" && c.op != "<=" &&
-                       c.op != ">" && c.op != ">="))
-    return Status::InvalidArgument("where \"" + text + "\": expected KEY OP VALUE with OP one of = != < <= > >=");
+  if (c.op.empty() ||
+      (c.op != "=" && c.op != "!=" && c.op != "<" && c.op != "<=" && c.op != ">" && c.op != ">="))
+    return Status::InvalidArgument("where \"" + text +
+                                   "\": expected KEY OP VALUE with OP one of = != < <= > >=");
   if (!IsRunConfigKey(c.key))
     return Status::InvalidArgument("where \"" + text + "\": unknown config key \"" + c.key + "\"" +
                                    DidYouMean(c.key, RunConfigKeys()));
@@ -64,14 +68,16 @@ StatusOr<RunFilter> ParseRunFilter(const std::string& query) {
   if (!exp.empty()) {
     char* end = nullptr;
     long long v = std::strtoll(exp.c_str(), &end, 10);
-    if (*end || v <= 0) return Status::InvalidArgument("experiment: expected an id, got \"" + exp + "\"");
+    if (*end || v <= 0)
+      return Status::InvalidArgument("experiment: expected an id, got \"" + exp + "\"");
     f.experiment = v;
   }
   auto statuses = ParseStatusList(QueryParam(query, "status"));
   if (!statuses.ok()) return statuses.status();
   f.statuses = *statuses;
   for (const std::string& t : SplitParamList(QueryParam(query, "tag"), ',')) {
-    if (!IsTag(t)) return Status::InvalidArgument("tag: expected [A-Za-z0-9_.:+-]{1,64}, got \"" + t + "\"");
+    if (!IsTag(t))
+      return Status::InvalidArgument("tag: expected [A-Za-z0-9_.:+-]{1,64}, got \"" + t + "\"");
     f.tags.push_back(t);
   }
   for (const std::string& w : SplitParamList(QueryParam(query, "where"), ';')) {
@@ -111,8 +117,9 @@ StatusOr<Json> SearchRunsView(Db* db, const RunFilter& f) {
     sql += ")";
   }
   for (const std::string& t : f.tags) {
-    sql += " AND EXISTS (SELECT 1 FROM tags t WHERE t.tag = ? AND ((t.target = 'run' AND "
-           "t.target_id = r.id) OR (t.target = 'experiment' AND t.target_id = r.experiment_id)))";
+    sql +=
+        " AND EXISTS (SELECT 1 FROM tags t WHERE t.tag = ? AND ((t.target = 'run' AND "
+        "t.target_id = r.id) OR (t.target = 'experiment' AND t.target_id = r.experiment_id)))";
     binds.push_back(t);
   }
   for (const ConfigCondition& c : f.where) {
@@ -138,10 +145,17 @@ StatusOr<Json> SearchRunsView(Db* db, const RunFilter& f) {
     Json row = Json::object();
     for (int i = 0; i < n; ++i) {
       switch (sqlite3_column_type(s.raw(), i)) {
-        case SQLITE_NULL: row[sqlite3_column_name(s.raw(), i)] = nullptr; break;
-        case SQLITE_INTEGER: row[sqlite3_column_name(s.raw(), i)] = s.Int(i); break;
-        case SQLITE_FLOAT: row[sqlite3_column_name(s.raw(), i)] = s.Real(i); break;
-        default: row[sqlite3_column_name(s.raw(), i)] = s.Text(i);
+        case SQLITE_NULL:
+          row[sqlite3_column_name(s.raw(), i)] = nullptr;
+          break;
+        case SQLITE_INTEGER:
+          row[sqlite3_column_name(s.raw(), i)] = s.Int(i);
+          break;
+        case SQLITE_FLOAT:
+          row[sqlite3_column_name(s.raw(), i)] = s.Real(i);
+          break;
+        default:
+          row[sqlite3_column_name(s.raw(), i)] = s.Text(i);
       }
     }
     row["summary"] = Json::object();
@@ -152,11 +166,14 @@ StatusOr<Json> SearchRunsView(Db* db, const RunFilter& f) {
   if (!runs.empty()) {
     std::string ids;
     for (const auto& [id, i] : pos) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    Stmt m = db->MustPrepare("SELECT run_id, key, value FROM summaries WHERE run_id IN (" + ids + ")");
+    Stmt m =
+        db->MustPrepare("SELECT run_id, key, value FROM summaries WHERE run_id IN (" + ids + ")");
     while (m.Step())
-      if (!m.IsNull(2) && std::isfinite(m.Real(2))) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = m.Real(2);
-    Stmt t = db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'run' AND target_id IN (" +
-                             ids + ") ORDER BY tag");
+      if (!m.IsNull(2) && std::isfinite(m.Real(2)))
+        runs[pos[m.Int(0)]]["summary"][m.Text(1)] = m.Real(2);
+    Stmt t =
+        db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'run' AND target_id IN (" +
+                        ids + ") ORDER BY tag");
     while (t.Step()) runs[pos[t.Int(0)]]["tags"].push_back(t.Text(1));
   }
   return Json{{"runs", runs}, {"truncated", truncated}};

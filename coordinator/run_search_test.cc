@@ -26,12 +26,14 @@ TEST_CASE("conditions and filters parse; bad ones name what is wrong") {
   CHECK(spaced->op == "<=");
   CHECK(spaced->value == 1e-3);
   CHECK(ParseCondition("params.act = \"a b\"")->value == "a b");
-  auto placeholder = ParseRunFilter("where=train.lr%3C%3D1e-3%3B%20seed%3D1");  // "train.lr<=1e-3; seed=1"
+  auto placeholder =
+      ParseRunFilter("where=train.lr%3C%3D1e-3%3B%20seed%3D1");  // "train.lr<=1e-3; seed=1"
   REQUIRE(placeholder.ok());
   REQUIRE(placeholder->where.size() == 2);
   CHECK(placeholder->where[1].key == "seed");
   CHECK(placeholder->where[1].value == 1);
-  auto f = ParseRunFilter("experiment=3&status=failed,lost&tag=good&where=seed%3D1;train.lr%3E0&limit=5");
+  auto f = ParseRunFilter(
+      "experiment=3&status=failed,lost&tag=good&where=seed%3D1;train.lr%3E0&limit=5");
   REQUIRE(f.ok());
   CHECK(f->experiment == 3);
   CHECK(f->statuses == std::vector<std::string>{"failed", "lost"});

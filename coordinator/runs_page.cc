@@ -129,7 +129,8 @@ StatusOr<RunsPageRequest> ParseRunsPage(const std::string& query) {
   if (SortExpr(r.sort, &probe, &join).empty())
     return Status::InvalidArgument(
         "sort: expected id, idx, arm, status, attempts, worker, pair, device, tags, "
-        "param:CONFIG_KEY or summary:METRIC_KEY, got \"" + r.sort + "\"");
+        "param:CONFIG_KEY or summary:METRIC_KEY, got \"" +
+        r.sort + "\"");
   const std::string desc = QueryParam(query, "desc");
   if (!desc.empty() && desc != "0" && desc != "1")
     return Status::InvalidArgument("desc: expected 0 or 1, got \"" + desc + "\"");
@@ -160,14 +161,16 @@ StatusOr<Json> RunsPageView(Db* db, int64_t experiment, const RunsPageRequest& r
   e.Bind(1, experiment);
   if (!e.Step()) return Status::NotFound("experiment " + std::to_string(experiment) + " not found");
   auto grid = ParseJson(e.Text(0), "grid_json");
-  const std::vector<std::string> varying = grid.ok() ? GridVaryingKeys(*grid) : std::vector<std::string>{};
+  const std::vector<std::string> varying =
+      grid.ok() ? GridVaryingKeys(*grid) : std::vector<std::string>{};
 
   // The filter (shared by the count and the page).
   Sql sql;
   std::string where = "r.experiment_id = " + sql.Add(experiment);
   if (!req.statuses.empty()) {
     where += " AND r.status IN (";
-    for (size_t i = 0; i < req.statuses.size(); ++i) where += (i ? "," : "") + sql.Add(req.statuses[i]);
+    for (size_t i = 0; i < req.statuses.size(); ++i)
+      where += (i ? "," : "") + sql.Add(req.statuses[i]);
     where += ")";
   }
   for (const ConfigCondition& c : req.where)
@@ -205,9 +208,9 @@ StatusOr<Json> RunsPageView(Db* db, int64_t experiment, const RunsPageRequest& r
                           req.sort == "status" || req.sort == "attempts";
   std::string order = (never_null ? "" : "(" + key + ") IS NULL, ") + key + dir;
   if (req.sort != "idx" && req.sort != "id") order += ", r.idx" + dir;
-  auto ids_stmt = db->Prepare("SELECT r.id" + from + join + " WHERE " + where + " ORDER BY " +
-                              order + " LIMIT " + sql.Add(req.limit) + " OFFSET " +
-                              sql.Add(req.offset));
+  auto ids_stmt =
+      db->Prepare("SELECT r.id" + from + join + " WHERE " + where + " ORDER BY " + order +
+                  " LIMIT " + sql.Add(req.limit) + " OFFSET " + sql.Add(req.offset));
   if (!ids_stmt.ok()) return ids_stmt.status();
   sql.BindAll(*ids_stmt);
   std::vector<int64_t> order_ids;
@@ -234,22 +237,25 @@ StatusOr<Json> RunsPageView(Db* db, int64_t experiment, const RunsPageRequest& r
     }
     for (Json& r : runs) {
       r["params"] = VaryingParams(r["params"], varying);
-      auto devices = r["devices"].is_string() ? ParseJson(r["devices"].get<std::string>(), "devices")
-                                              : StatusOr<Json>(Json::array());
+      auto devices = r["devices"].is_string()
+                         ? ParseJson(r["devices"].get<std::string>(), "devices")
+                         : StatusOr<Json>(Json::array());
       r["devices"] = devices.ok() ? *devices : Json::array();
       r["summary"] = Json::object();
       r["tags"] = Json::array();
     }
-    Stmt m = db->MustPrepare("SELECT run_id, key, value FROM summaries WHERE run_id IN (" + ids + ")");
+    Stmt m =
+        db->MustPrepare("SELECT run_id, key, value FROM summaries WHERE run_id IN (" + ids + ")");
     while (m.Step()) runs[pos[m.Int(0)]]["summary"][m.Text(1)] = ColumnJson(m, 2);
-    Stmt t = db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'run' AND target_id IN (" +
-                             ids + ") ORDER BY tag");
+    Stmt t =
+        db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'run' AND target_id IN (" +
+                        ids + ") ORDER BY tag");
     while (t.Step()) runs[pos[t.Int(0)]]["tags"].push_back(t.Text(1));
-    Stmt n = db->MustPrepare("SELECT target_id, text FROM notes WHERE target = 'run' AND target_id IN (" +
-                             ids + ")");
+    Stmt n = db->MustPrepare(
+        "SELECT target_id, text FROM notes WHERE target = 'run' AND target_id IN (" + ids + ")");
     while (n.Step()) runs[pos[n.Int(0)]]["note"] = n.Text(1);
   }
-  Json out = {{"runs", runs},     {"total", total},       {"matched", matched},
+  Json out = {{"runs", runs},         {"total", total},     {"matched", matched},
               {"offset", req.offset}, {"limit", req.limit}, {"varying", varying}};
   if (req.keys) {
     // The keys of any kKeySampleRuns succeeded runs of each arm (every run of an arm

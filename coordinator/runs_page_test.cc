@@ -24,8 +24,9 @@ TEST_CASE("runs page parameters parse; bad ones name the parameter") {
   CHECK(!WantsRunsPage("status=failed"));
   CHECK(WantsRunsPage("limit=5"));
   CHECK(WantsRunsPage("offset=0"));
-  auto r = ParseRunsPage("limit=50&offset=100&sort=summary%3Aeval.ppl&desc=1&status=failed,lost"
-                         "&q=train.lr%20%3C%3D%201e-3%3B%20Good%20&keys=1");
+  auto r = ParseRunsPage(
+      "limit=50&offset=100&sort=summary%3Aeval.ppl&desc=1&status=failed,lost"
+      "&q=train.lr%20%3C%3D%201e-3%3B%20Good%20&keys=1");
   REQUIRE(r.ok());
   CHECK(r->limit == 50);
   CHECK(r->offset == 100);
@@ -64,8 +65,10 @@ TEST_CASE("a runs page is the filtered, sorted slice of the whole list") {
   // have none and sort last either way. Run 2 fails; run 3 is tagged, run 4 has a note.
   for (int i = 0; i < 6; ++i) {
     REQUIRE(s.StartAttempt({runs[i], 1}, "w", {}, nullptr).ok());
-    if (i == 2) s.FinishAttempt({runs[i], 1}, "failed", 1, "exit 1", "", Json::object());
-    else s.FinishAttempt({runs[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", 20.0 - i}});
+    if (i == 2)
+      s.FinishAttempt({runs[i], 1}, "failed", 1, "exit 1", "", Json::object());
+    else
+      s.FinishAttempt({runs[i], 1}, "succeeded", 0, "", "", {{"eval.ppl", 20.0 - i}});
   }
   REQUIRE(UpdateTags(&s, "run", runs[3], Json{{"add", {"Keeper"}}}).ok());
   REQUIRE(SetNote(&s, "run", runs[4], Json{{"text", "odd loss spike"}}).ok());
@@ -92,8 +95,8 @@ TEST_CASE("a runs page is the filtered, sorted slice of the whole list") {
   // Sorted by a summary: ascending eval.ppl is runs 5,4,3,1,0 (run 2 has none), then the
   // runs without one in grid order; descending keeps the missing ones last.
   CHECK(Ids(page("limit=20&sort=summary:eval.ppl")) ==
-        std::vector<int64_t>{runs[5], runs[4], runs[3], runs[1], runs[0], runs[2], runs[6],
-                             runs[7], runs[8], runs[9]});
+        std::vector<int64_t>{runs[5], runs[4], runs[3], runs[1], runs[0], runs[2], runs[6], runs[7],
+                             runs[8], runs[9]});
   CHECK(Ids(page("limit=3&sort=summary:eval.ppl&desc=1")) ==
         std::vector<int64_t>{runs[0], runs[1], runs[3]});
   CHECK(Ids(page("limit=20&sort=id&desc=1")).front() == runs[9]);

@@ -44,7 +44,8 @@ Demand DemandFromConfig(const Json& config) {
 }
 
 std::string DescribeDemand(const Demand& d) {
-  std::string out = d.gpus == 0 ? "1 slot" : std::to_string(d.gpus) + (d.gpus == 1 ? " GPU" : " GPUs");
+  std::string out =
+      d.gpus == 0 ? "1 slot" : std::to_string(d.gpus) + (d.gpus == 1 ? " GPU" : " GPUs");
   std::vector<std::string> parts;
   char buf[64];
   if (d.min_memory_gb > 0) {
@@ -153,7 +154,8 @@ void Scheduler::BeginPass(std::map<std::string, WorkerInfo>& workers, const Dema
   std::vector<int64_t> ask;
   for (int64_t r : running)
     if (!info_.count(r)) ask.push_back(r);
-  for (auto it = unresolved_.begin(); it != unresolved_.end() && ask.size() < kMaxLookupsPerPass; ++it)
+  for (auto it = unresolved_.begin(); it != unresolved_.end() && ask.size() < kMaxLookupsPerPass;
+       ++it)
     ask.push_back(*it);
   if (!ask.empty()) {
     std::map<int64_t, RunDemand> found = lookup(ask);
@@ -236,8 +238,9 @@ std::optional<std::vector<int>> Scheduler::FitOn(const View& v, const Demand& d,
   if (!d.pin_worker.empty()) {
     if (v.w->id != d.pin_worker) return std::nullopt;
     if (d.pin_devices.empty())
-      return !v.gpu && v.cpu_used < v.w->Capacity() ? std::optional<std::vector<int>>(std::vector<int>{})
-                                                    : std::nullopt;
+      return !v.gpu && v.cpu_used < v.w->Capacity()
+                 ? std::optional<std::vector<int>>(std::vector<int>{})
+                 : std::nullopt;
     for (int i : d.pin_devices) {
       bool known = false;
       for (const Device& dev : v.devices) known = known || dev.index == i;
@@ -272,7 +275,10 @@ bool Scheduler::EverFits(const View& v, const Demand& d) const {
 void Scheduler::Take(View& v, const Placement& p, int sign) {
   if (p.devices.empty()) v.cpu_used += sign;
   for (int d : p.devices) {
-    if (sign > 0) v.used.insert(d); else v.used.erase(d);
+    if (sign > 0)
+      v.used.insert(d);
+    else
+      v.used.erase(d);
   }
   if (p.exclusive) v.exclusive_held = sign > 0;
 }

@@ -108,11 +108,11 @@ class Scheduler {
   struct View {
     WorkerInfo* w = nullptr;
     bool gpu = false;
-    std::vector<Device> devices;    // CUDA devices (GPU worker) or the CPU device
-    std::set<int> used;             // CUDA indices held
-    int cpu_used = 0;               // CPU slots held
-    bool exclusive_held = false;    // an exclusive run is on it: nothing else goes there
-    int64_t reserved_by = 0;        // run this worker is kept free for in this pass (0: none)
+    std::vector<Device> devices;  // CUDA devices (GPU worker) or the CPU device
+    std::set<int> used;           // CUDA indices held
+    int cpu_used = 0;             // CPU slots held
+    bool exclusive_held = false;  // an exclusive run is on it: nothing else goes there
+    int64_t reserved_by = 0;      // run this worker is kept free for in this pass (0: none)
     bool Idle() const { return used.empty() && cpu_used == 0; }
   };
 
@@ -130,12 +130,14 @@ class Scheduler {
   void Bump(int64_t experiment, int delta);
   // True iff some worker can take a run in this pass (not full, exclusive or reserved).
   bool AnyFree() const;
-  int Held(const std::vector<int>& devices) const { return devices.empty() ? 1 : int(devices.size()); }
+  int Held(const std::vector<int>& devices) const {
+    return devices.empty() ? 1 : int(devices.size());
+  }
 
-  std::set<int64_t> queued_;                   // every queued run id
-  std::set<int64_t> unresolved_;               // queued, demand not yet looked up
+  std::set<int64_t> queued_;                     // every queued run id
+  std::set<int64_t> unresolved_;                 // queued, demand not yet looked up
   std::unordered_map<int64_t, RunDemand> info_;  // queued and running runs
-  std::vector<Demand> classes_;                // interned demands
+  std::vector<Demand> classes_;                  // interned demands
   // -priority -> experiment -> class -> run ids (resolved queued runs).
   std::map<int, std::map<int64_t, std::map<int, std::set<int64_t>>>> index_;
   std::unordered_map<int64_t, std::string> reservations_;  // run -> worker id (sticky)
@@ -145,11 +147,11 @@ class Scheduler {
 
   // Pass state.
   std::vector<View> views_;
-  std::map<int64_t, int> held_;                 // experiment -> devices held (running + placed)
-  std::set<std::pair<int, int64_t>> fair_;      // (held, experiment) at the current level
-  int level_ = 0;                               // current index_ key (-priority)
+  std::map<int64_t, int> held_;             // experiment -> devices held (running + placed)
+  std::set<std::pair<int, int64_t>> fair_;  // (held, experiment) at the current level
+  int level_ = 0;                           // current index_ key (-priority)
   bool level_started_ = false;
-  std::set<int> failed_;                        // classes that fit nowhere in this pass
+  std::set<int> failed_;  // classes that fit nowhere in this pass
 };
 
 }  // namespace headlab::coord

@@ -22,8 +22,10 @@ DemandLookup DbDemandLookup(Db* db) {
       stmt->Bind(1, id);
       Status st;
       if (!stmt->Step(&st)) {
-        if (st.ok()) out[id] = RunDemand{};  // no such row
-        else LogError("scheduler: run " + std::to_string(id) + ": " + st.message());
+        if (st.ok())
+          out[id] = RunDemand{};  // no such row
+        else
+          LogError("scheduler: run " + std::to_string(id) + ": " + st.message());
         continue;
       }
       Json config = Json::object();

@@ -12,8 +12,9 @@ namespace headlab::coord {
 namespace {
 
 Json Gpu(int index, double memory_gb, int cc_major, int cc_minor) {
-  return {{"index", index}, {"name", "gpu"}, {"memory_bytes", int64_t(memory_gb * 1e9)},
-          {"cc_major", cc_major}, {"cc_minor", cc_minor}, {"kind", "cuda"}};
+  return {
+      {"index", index},       {"name", "gpu"},        {"memory_bytes", int64_t(memory_gb * 1e9)},
+      {"cc_major", cc_major}, {"cc_minor", cc_minor}, {"kind", "cuda"}};
 }
 
 // A worker with `n` identical GPUs (or a CPU worker with `slots` when n == 0).
@@ -29,8 +30,12 @@ WorkerInfo MakeWorker(const std::string& id, int n, double memory_gb = 80, int c
     w.cuda_devices.push_back(i);
   }
   if (n == 0)
-    w.devices.push_back({{"index", 0}, {"name", "cpu"}, {"memory_bytes", int64_t(64e9)},
-                         {"cc_major", 0}, {"cc_minor", 0}, {"kind", "cpu"}});
+    w.devices.push_back({{"index", 0},
+                         {"name", "cpu"},
+                         {"memory_bytes", int64_t(64e9)},
+                         {"cc_major", 0},
+                         {"cc_minor", 0},
+                         {"kind", "cpu"}});
   return w;
 }
 
@@ -254,8 +259,8 @@ TEST_CASE("scheduler: priorities are strict; grid order within an experiment") {
 TEST_CASE("scheduler: fair share across experiments of equal priority") {
   Bench b;
   b.workers["cpu"] = MakeWorker("cpu", 0, 0, 0, 0, 4);
-  for (int r = 1; r <= 10; ++r) b.Add(r, 1);       // an early, large experiment
-  for (int r = 11; r <= 12; ++r) b.Add(r, 2);      // a later, small one
+  for (int r = 1; r <= 10; ++r) b.Add(r, 1);   // an early, large experiment
+  for (int r = 11; r <= 12; ++r) b.Add(r, 2);  // a later, small one
   auto ps = b.Pass();
   REQUIRE(ps.size() == 4);
   std::map<int64_t, int> per_exp;

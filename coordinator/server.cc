@@ -30,7 +30,7 @@ struct Server::Impl {
   Store store;
   std::unique_ptr<Core> core;
   std::unique_ptr<Router> router;
-  std::unique_ptr<PairedStatsWorker> stats;  // computes off the loop, writes through it
+  std::unique_ptr<PairedStatsWorker> stats;       // computes off the loop, writes through it
   std::unique_ptr<WalCheckpointer> checkpointer;  // the loop's commits never checkpoint
   std::unique_ptr<HttpApi> api;
   std::unique_ptr<HttpServer> http;
@@ -81,8 +81,7 @@ Status Server::Start(const ServerOptions& options) {
   api_opts.query_binary = options.query_binary;
   api_opts.open_reads = !reads_need_token();
   m.api = std::make_unique<HttpApi>(api_opts, m.router.get());
-  AccessPolicy policy{options.token, options.read_token, api_opts.open_reads,
-                      options.allow_hosts};
+  AccessPolicy policy{options.token, options.read_token, api_opts.open_reads, options.allow_hosts};
   // The machine's own name is one a browser may rightly use (http://HOST:8321/).
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0 && host[0]) policy.host_names.push_back(host);

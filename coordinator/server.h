@@ -16,7 +16,7 @@ struct ServerOptions {
   std::string data_dir = ".headlab";
   std::string workers = "tcp://127.0.0.1:8322";
   std::string http = "127.0.0.1:8321";
-  std::string token;        // required
+  std::string token;  // required
   // required, and not `token`: the only one READY accepts (never accepted over HTTP)
   std::string worker_token;
   // The worker port's CURVE secret key (Z85, curve_keys.h); "" = unencrypted.
@@ -30,7 +30,7 @@ struct ServerOptions {
   // `http` is a loopback address and requires a token otherwise (schema/http_api.md).
   enum class Reads { kAuto, kOpen, kToken };
   Reads reads = Reads::kAuto;
-  std::string read_token;   // optional: a token that grants reads only
+  std::string read_token;  // optional: a token that grants reads only
   // Host names HTTP requests may use besides IP addresses, localhost and this machine's
   // name (http_policy.h ScreenBrowser).
   std::vector<std::string> allow_hosts;

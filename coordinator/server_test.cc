@@ -81,7 +81,7 @@ struct Dealer {
     std::string text = body.dump();
     const std::string& auth = cmd == "READY" ? token : session;
     std::array<zmq::const_buffer, 4> frames = {zmq::str_buffer("HLW2"), zmq::buffer(cmd),
-                                                zmq::buffer(auth), zmq::buffer(text)};
+                                               zmq::buffer(auth), zmq::buffer(text)};
     REQUIRE(zmq::send_multipart(sock, frames));
   }
   // Receives until a message with `cmd` arrives (skipping HEARTBEATs etc.).
@@ -102,8 +102,13 @@ struct Dealer {
 };
 
 Json ReadyBody(int slots) {
-  return {{"name", "fake"}, {"host", "localhost"}, {"pid", 42}, {"version", "HLW2"},
-          {"slots", slots}, {"devices", Json::array()}, {"running", Json::array()},
+  return {{"name", "fake"},
+          {"host", "localhost"},
+          {"pid", 42},
+          {"version", "HLW2"},
+          {"slots", slots},
+          {"devices", Json::array()},
+          {"running", Json::array()},
           {"work_dir", "/tmp/headlab-fake-worker"}};
 }
 
@@ -188,15 +193,24 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
     CHECK(a["experiment"] == exp);
     CHECK(a["config"]["kind"] == "noop");
     w.Send("ACCEPT", {{"run", run}, {"attempt", 1}});
-    w.Send("METRICS", {{"run", run}, {"attempt", 1},
-                       {"points", {{0, 1, "train.loss", 3.0, 1.5}, {1, 2, "train.loss", 2.0, 1.6}}}});
+    w.Send("METRICS",
+           {{"run", run},
+            {"attempt", 1},
+            {"points", {{0, 1, "train.loss", 3.0, 1.5}, {1, 2, "train.loss", 2.0, 1.6}}}});
     CHECK(w.Expect("ACK")["seq"] == 1);
-    w.Send("PROVENANCE", {{"run", run}, {"attempt", 1},
+    w.Send("PROVENANCE", {{"run", run},
+                          {"attempt", 1},
                           {"fields", {{"git_commit", "deadbeef"}, {"dataset_sha256", "d"}}}});
     w.Expect("ACK");
-    int idx = int(a["config"]["seed"].get<int>() - 1) + (a["config"]["noop"]["duration_ms"] == 1 ? 2 : 0);
-    w.Send("DONE", {{"run", run}, {"attempt", 1}, {"status", "succeeded"}, {"exit_code", 0},
-                    {"error", ""}, {"stderr_tail", ""}, {"summary", {{"eval.ppl", ppl[idx]}}}});
+    int idx =
+        int(a["config"]["seed"].get<int>() - 1) + (a["config"]["noop"]["duration_ms"] == 1 ? 2 : 0);
+    w.Send("DONE", {{"run", run},
+                    {"attempt", 1},
+                    {"status", "succeeded"},
+                    {"exit_code", 0},
+                    {"error", ""},
+                    {"stderr_tail", ""},
+                    {"summary", {{"eval.ppl", ppl[idx]}}}});
     Json ack = w.Expect("ACK");
     CHECK(ack["what"] == "DONE");
     CHECK(ack["run"] == run);
@@ -220,7 +234,8 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   REQUIRE(one.status == 200);
   CHECK(one.json()["provenance"]["git_commit"] == "deadbeef");
   CHECK(one.json()["attempts"].size() == 1);
-  Reply m = Http(http, "GET", "/api/v1/runs/" + std::to_string(run1) + "/metrics?key=train.loss&after=0");
+  Reply m =
+      Http(http, "GET", "/api/v1/runs/" + std::to_string(run1) + "/metrics?key=train.loss&after=0");
   REQUIRE(m.status == 200);
   CHECK(m.json()["points"].size() == 1);
   CHECK(Http(http, "GET", "/api/v1/runs/999").status == 404);
@@ -245,7 +260,8 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   REQUIRE(stored.status == 200);
   CHECK(stored.json()["stored"] == true);
   CHECK(stored.json()["comparisons"] == res.json()["comparisons"]);
-  Reply fresh = Http(http, "GET", "/api/v1/experiments/" + std::to_string(exp) + "/results?recompute=1");
+  Reply fresh =
+      Http(http, "GET", "/api/v1/experiments/" + std::to_string(exp) + "/results?recompute=1");
   REQUIRE(fresh.status == 200);
   CHECK(fresh.json()["stored"] == false);
   CHECK(fresh.json()["arms"] == stored.json()["arms"]);
@@ -258,7 +274,8 @@ TEST_CASE("loopback: submit over HTTP, a fake worker runs the grid, results come
   // Cancel and retry.
   Reply rc = Http(http, "POST", "/api/v1/runs/" + std::to_string(run1) + "/cancel", "", kToken);
   CHECK(rc.status == 409);
-  CHECK(Http(http, "POST", "/api/v1/runs/" + std::to_string(run1) + "/retry", "", kToken).status == 409);
+  CHECK(Http(http, "POST", "/api/v1/runs/" + std::to_string(run1) + "/retry", "", kToken).status ==
+        409);
 
   // Resubmission reuses every run.
   Reply again = Http(http, "POST", "/api/v1/experiments", submit.dump(), kToken);
@@ -286,7 +303,8 @@ TEST_CASE("a live stream delivers a run's metric points as server-sent events") 
   int fd = ConnectTo(http);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  const std::string req = "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string req =
+      "GET /api/v1/stream?runs=" + std::to_string(run) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   REQUIRE(::write(fd, req.data(), req.size()) == ssize_t(req.size()));
   std::string got;
   auto read_until = [&](const std::string& needle) {
@@ -307,7 +325,8 @@ TEST_CASE("a live stream delivers a run's metric points as server-sent events") 
   REQUIRE(read_until("\n\n"));
   const size_t data = got.find("data: ", got.find("event: points"));
   Json ev = Json::parse(got.substr(data + 6, got.find('\n', data) - data - 6));
-  CHECK(ev["points"] == Json::parse("[[" + std::to_string(run) + ",1,0,7,\"train.loss\",3.25,1.5]]"));
+  CHECK(ev["points"] ==
+        Json::parse("[[" + std::to_string(run) + ",1,0,7,\"train.loss\",3.25,1.5]]"));
   ::close(fd);
   // The closed stream does not disturb the coordinator.
   w.Expect("ACK");

@@ -56,10 +56,22 @@ Status Store::AddEvent(const std::string& kind, int64_t experiment, int64_t run,
                        const std::string& worker, const Json& detail) {
   Stmt& s = insert_event_;
   s.Bind(1, NowIso()).Bind(2, kind);
-  if (experiment) s.Bind(3, experiment); else s.BindNull(3);
-  if (run) s.Bind(4, run); else s.BindNull(4);
-  if (attempt) s.Bind(5, attempt); else s.BindNull(5);
-  if (!worker.empty()) s.Bind(6, worker); else s.BindNull(6);
+  if (experiment)
+    s.Bind(3, experiment);
+  else
+    s.BindNull(3);
+  if (run)
+    s.Bind(4, run);
+  else
+    s.BindNull(4);
+  if (attempt)
+    s.Bind(5, attempt);
+  else
+    s.BindNull(5);
+  if (!worker.empty())
+    s.Bind(6, worker);
+  else
+    s.BindNull(6);
   s.Bind(7, CanonicalJson(detail));
   return s.Exec();
 }

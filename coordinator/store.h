@@ -21,8 +21,8 @@
 #include "common/json.h"
 #include "common/status.h"
 #include "coordinator/db.h"
-#include "coordinator/metric_feed.h"
 #include "coordinator/head_maps.h"
+#include "coordinator/metric_feed.h"
 
 namespace headlab::coord {
 
@@ -85,9 +85,9 @@ struct MetricPoint {
 
 // Result of ending an attempt (DONE, loss, cancel).
 struct AttemptOutcome {
-  bool known = false;      // the attempt row exists
-  bool changed = false;    // this call changed its status (false: duplicate or stale)
-  bool requeued = false;   // the run went back to `queued`
+  bool known = false;         // the attempt row exists
+  bool changed = false;       // this call changed its status (false: duplicate or stale)
+  bool requeued = false;      // the run went back to `queued`
   bool run_finished = false;  // the run reached a terminal status
   int64_t experiment_id = 0;
 };
@@ -139,9 +139,9 @@ class Store {
                                         bool rerun);
   // Inserts runs[from...] as above until `deadline` passes (at least one); returns the
   // index of the next run to insert. Counts and queued ids go to *res.
-  StatusOr<size_t> InsertRuns(const std::vector<PlannedRun>& runs, size_t from,
-                              int max_attempts, bool rerun,
-                              std::chrono::steady_clock::time_point deadline, SubmitResult* res);
+  StatusOr<size_t> InsertRuns(const std::vector<PlannedRun>& runs, size_t from, int max_attempts,
+                              bool rerun, std::chrono::steady_clock::time_point deadline,
+                              SubmitResult* res);
   // Writes the `submit` event: the experiment is complete.
   Status FinishSubmission(const Grid& grid, const std::vector<std::string>& sets, bool rerun,
                           const SubmitResult& res);
@@ -197,8 +197,7 @@ class Store {
   // unless `busy` (the worker had no free slot or device: the coordinator's view of it was
   // stale, not the run's fault): then the run is requeued and its max_attempts raised by
   // one, so the attempt is not charged.
-  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason,
-                               bool busy = false);
+  AttemptOutcome RejectAttempt(const AttemptRef& ref, const std::string& reason, bool busy = false);
 
   // --- User requests ---
   // Cancels a queued or running run; NotFound / FailedPrecondition-as-Unavailable if the

@@ -17,11 +17,18 @@ void Store::PrepareArtifacts() {
 }
 
 Status Store::InsertArtifact(const AttemptRef& ref, int64_t seq, const std::string& kind,
-                             const std::string& path, const std::string& sha256,
-                             int64_t bytes, int64_t step) {
+                             const std::string& path, const std::string& sha256, int64_t bytes,
+                             int64_t step) {
   Stmt& s = artifact_sql_.insert;
-  s.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, seq).Bind(4, kind).Bind(5, path)
-      .Bind(6, sha256).Bind(7, bytes).Bind(8, step).Bind(9, NowIso());
+  s.Bind(1, ref.run)
+      .Bind(2, ref.attempt)
+      .Bind(3, seq)
+      .Bind(4, kind)
+      .Bind(5, path)
+      .Bind(6, sha256)
+      .Bind(7, bytes)
+      .Bind(8, step)
+      .Bind(9, NowIso());
   return s.Exec();
 }
 
@@ -37,15 +44,16 @@ Json Store::Checkpoints(int64_t run, int limit) {
   Stmt& s = artifact_sql_.latest_checkpoints;
   s.Bind(1, run).Bind(2, limit);
   Json out = Json::array();
-  while (s.Step())
-    out.push_back({{"path", s.Text(0)}, {"sha256", s.Text(1)}, {"step", s.Int(2)}});
+  while (s.Step()) out.push_back({{"path", s.Text(0)}, {"sha256", s.Text(1)}, {"step", s.Int(2)}});
   s.Reset();
   return out;
 }
 
 bool Store::IsCheckpoint(int64_t run, const Json& checkpoint) {
   Stmt& s = artifact_sql_.is_checkpoint;
-  s.Bind(1, run).Bind(2, checkpoint.value("path", "")).Bind(3, checkpoint.value("sha256", ""))
+  s.Bind(1, run)
+      .Bind(2, checkpoint.value("path", ""))
+      .Bind(3, checkpoint.value("sha256", ""))
       .Bind(4, checkpoint.value("step", int64_t(-1)));
   bool known = s.Step();
   s.Reset();

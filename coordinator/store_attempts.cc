@@ -59,7 +59,8 @@ void Store::PrepareAttempts() {
   attempt_sql_.mark_accepted = db_.MustPrepare(
       "UPDATE attempts SET accepted_at=coalesce(accepted_at, ?), resume_json=? "
       "WHERE run_id=? AND attempt=?");
-  attempt_sql_.worker = db_.MustPrepare("SELECT worker_id FROM attempts WHERE run_id=? AND attempt=?");
+  attempt_sql_.worker =
+      db_.MustPrepare("SELECT worker_id FROM attempts WHERE run_id=? AND attempt=?");
   attempt_sql_.insert_summary = db_.MustPrepare(
       "INSERT OR REPLACE INTO summaries(run_id, key, value, attempt) VALUES (?,?,?,?)");
 }
@@ -87,8 +88,12 @@ Status Store::StartAttempt(const AttemptRef& ref, const std::string& worker_id,
                            int64_t experiment_id) {
   std::string now = NowIso();
   Stmt& insert = attempt_sql_.insert;
-  insert.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, worker_id)
-      .Bind(4, DevicesJson(devices)).Bind(5, now).Bind(6, "null");
+  insert.Bind(1, ref.run)
+      .Bind(2, ref.attempt)
+      .Bind(3, worker_id)
+      .Bind(4, DevicesJson(devices))
+      .Bind(5, now)
+      .Bind(6, "null");
   HEADLAB_RETURN_IF_ERROR(insert.Exec());
   Stmt& run_started = attempt_sql_.run_started;
   run_started.Bind(1, ref.attempt).Bind(2, worker_id).Bind(3, now).Bind(4, ref.run);
@@ -117,19 +122,21 @@ std::optional<std::string> Store::AttemptWorker(const AttemptRef& ref) {
 Status Store::MarkAccepted(const AttemptRef& ref, const Json& resume) {
   Json recorded = nullptr;
   if (resume.is_object()) {
-    if (IsCheckpoint(ref.run, resume)) recorded = resume;
-    else LogWarn("run " + std::to_string(ref.run) + " attempt " + std::to_string(ref.attempt) +
-                 " reports resuming from " + resume.dump() +
-                 ", which is not a checkpoint of the run; recorded as no resume");
+    if (IsCheckpoint(ref.run, resume))
+      recorded = resume;
+    else
+      LogWarn("run " + std::to_string(ref.run) + " attempt " + std::to_string(ref.attempt) +
+              " reports resuming from " + resume.dump() +
+              ", which is not a checkpoint of the run; recorded as no resume");
   }
   Stmt& s = attempt_sql_.mark_accepted;
   s.Bind(1, NowIso()).Bind(2, recorded.dump()).Bind(3, ref.run).Bind(4, ref.attempt);
   return s.Exec();
 }
 
-AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& status,
-                                    int exit_code, const std::string& error,
-                                    const std::string& stderr_tail, const Json& summary) {
+AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& status, int exit_code,
+                                    const std::string& error, const std::string& stderr_tail,
+                                    const Json& summary) {
   AttemptOutcome out;
   std::optional<AttemptRow> row = ReadAttemptRow(attempt_sql_.row, ref);
   if (!row) return out;
@@ -146,8 +153,13 @@ AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& st
     if (row->no_exit_yet) {
       std::string note = error.empty() ? "" : error + "; ";
       note += "DONE(" + status + ") arrived after the attempt was " + a_status + "; ignored";
-      set_end.Bind(1, a_status).Bind(2, now).Bind(3, exit_code).Bind(4, note)
-          .Bind(5, stderr_tail).Bind(6, ref.run).Bind(7, ref.attempt);
+      set_end.Bind(1, a_status)
+          .Bind(2, now)
+          .Bind(3, exit_code)
+          .Bind(4, note)
+          .Bind(5, stderr_tail)
+          .Bind(6, ref.run)
+          .Bind(7, ref.attempt);
       set_end.Exec();
     }
     return out;
@@ -160,8 +172,13 @@ AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& st
     a_new = "cancelled";
     a_error = "succeeded after the run became " + r_status + "; result not used";
   }
-  set_end.Bind(1, a_new).Bind(2, now).Bind(3, exit_code).Bind(4, a_error)
-      .Bind(5, stderr_tail).Bind(6, ref.run).Bind(7, ref.attempt);
+  set_end.Bind(1, a_new)
+      .Bind(2, now)
+      .Bind(3, exit_code)
+      .Bind(4, a_error)
+      .Bind(5, stderr_tail)
+      .Bind(6, ref.run)
+      .Bind(7, ref.attempt);
   set_end.Exec();
   out.changed = true;
   if (current) {
@@ -169,8 +186,10 @@ AttemptOutcome Store::FinishAttempt(const AttemptRef& ref, const std::string& st
       Stmt& ins = attempt_sql_.insert_summary;
       for (auto it = summary.begin(); it != summary.end(); ++it) {
         ins.Bind(1, ref.run).Bind(2, it.key());
-        if (it->is_number()) ins.Bind(3, it->get<double>());
-        else ins.BindNull(3);
+        if (it->is_number())
+          ins.Bind(3, it->get<double>());
+        else
+          ins.BindNull(3);
         ins.Bind(4, ref.attempt);
         ins.Exec();
       }
@@ -187,8 +206,7 @@ AttemptOutcome Store::LoseAttempt(const AttemptRef& ref, const std::string& reas
   return EndAttempt(ref, "lost", reason, "lost");
 }
 
-AttemptOutcome Store::RejectAttempt(const AttemptRef& ref, const std::string& reason,
-                                    bool busy) {
+AttemptOutcome Store::RejectAttempt(const AttemptRef& ref, const std::string& reason, bool busy) {
   return EndAttempt(ref, "rejected", reason, "reject", /*charged=*/!busy);
 }
 
@@ -202,8 +220,13 @@ AttemptOutcome Store::EndAttempt(const AttemptRef& ref, const std::string& attem
   out.experiment_id = row->experiment_id;
   if (IsTerminalAttempt(row->status)) return out;
   Stmt& set_end = attempt_sql_.set_end;
-  set_end.Bind(1, attempt_status).Bind(2, NowIso()).BindNull(3).Bind(4, reason)
-      .Bind(5, "").Bind(6, ref.run).Bind(7, ref.attempt);
+  set_end.Bind(1, attempt_status)
+      .Bind(2, NowIso())
+      .BindNull(3)
+      .Bind(4, reason)
+      .Bind(5, "")
+      .Bind(6, ref.run)
+      .Bind(7, ref.attempt);
   set_end.Exec();
   out.changed = true;
   if (row->run_status == "running" && row->run_attempts == ref.attempt) {
@@ -216,8 +239,8 @@ AttemptOutcome Store::EndAttempt(const AttemptRef& ref, const std::string& attem
       out.requeued = true;
     } else if (row->run_attempts >= r_max) {
       SetRunStatus(ref.run, "failed",
-                   "attempt " + std::to_string(ref.attempt) + " " + attempt_status + " (" +
-                       reason + "); max_attempts " + std::to_string(r_max) + " reached");
+                   "attempt " + std::to_string(ref.attempt) + " " + attempt_status + " (" + reason +
+                       "); max_attempts " + std::to_string(r_max) + " reached");
       out.run_finished = true;
     } else {
       SetRunStatus(ref.run, "queued", "");

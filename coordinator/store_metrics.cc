@@ -38,7 +38,8 @@ void Store::PrepareMetrics() {
   const std::string insert =
       "INSERT OR IGNORE INTO metrics(run_id, attempt, seq, step, key, value, time_s) VALUES ";
   std::string chunk = insert;
-  for (int k = 0; k < kMetricRowsPerInsert; ++k) chunk += k ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
+  for (int k = 0; k < kMetricRowsPerInsert; ++k)
+    chunk += k ? ",(?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?)";
   metric_sql_.insert_chunk = db_.MustPrepare(chunk);
   metric_sql_.insert_one = db_.MustPrepare(insert + "(?,?,?,?,?,?,?)");
   metric_sql_.upsert_provenance = db_.MustPrepare(
@@ -62,8 +63,10 @@ Status Store::InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint
       sqlite3_bind_int64(s.raw(), col++, p.seq);
       sqlite3_bind_int64(s.raw(), col++, p.step);
       sqlite3_bind_text(s.raw(), col++, p.key.data(), int(p.key.size()), SQLITE_STATIC);
-      if (p.value) sqlite3_bind_double(s.raw(), col++, *p.value);
-      else sqlite3_bind_null(s.raw(), col++);
+      if (p.value)
+        sqlite3_bind_double(s.raw(), col++, *p.value);
+      else
+        sqlite3_bind_null(s.raw(), col++);
       sqlite3_bind_double(s.raw(), col++, p.time_s);
     }
     HEADLAB_RETURN_IF_ERROR(s.Exec());
@@ -72,7 +75,10 @@ Status Store::InsertMetrics(const AttemptRef& ref, const std::vector<MetricPoint
     const MetricPoint& p = points[i];
     Stmt& s = metric_sql_.insert_one;
     s.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, p.seq).Bind(4, p.step).Bind(5, p.key);
-    if (p.value) s.Bind(6, *p.value); else s.BindNull(6);
+    if (p.value)
+      s.Bind(6, *p.value);
+    else
+      s.BindNull(6);
     s.Bind(7, p.time_s);
     HEADLAB_RETURN_IF_ERROR(s.Exec());
   }
@@ -102,14 +108,23 @@ Status Store::UpsertProvenance(const AttemptRef& ref, const Json& fields) {
     const Json* v = nullptr;
     for (const char* f : c.fields) {
       auto it = merged.find(f);
-      if (it != merged.end() && !it->is_null()) { v = &*it; break; }
+      if (it != merged.end() && !it->is_null()) {
+        v = &*it;
+        break;
+      }
     }
-    if (!v) s.BindNull(col);
-    else if (v->is_string()) s.Bind(col, v->get<std::string>());
-    else if (v->is_boolean()) s.Bind(col, v->get<bool>() ? 1 : 0);
-    else if (v->is_number_integer()) s.Bind(col, v->get<int64_t>());
-    else if (v->is_number()) s.Bind(col, v->get<double>());
-    else s.Bind(col, CanonicalJson(*v));
+    if (!v)
+      s.BindNull(col);
+    else if (v->is_string())
+      s.Bind(col, v->get<std::string>());
+    else if (v->is_boolean())
+      s.Bind(col, v->get<bool>() ? 1 : 0);
+    else if (v->is_number_integer())
+      s.Bind(col, v->get<int64_t>());
+    else if (v->is_number())
+      s.Bind(col, v->get<double>());
+    else
+      s.Bind(col, CanonicalJson(*v));
     ++col;
   }
   s.Bind(col, CanonicalJson(merged)).Bind(col + 1, NowIso());
@@ -122,8 +137,14 @@ Status Store::InsertHeadMaps(const AttemptRef& ref, const std::vector<HeadMapRow
       "VALUES (?,?,?,?,?,?,?)");
   for (const HeadMapRow& r : rows) {
     s.Bind(1, ref.run).Bind(2, ref.attempt).Bind(3, r.layer).Bind(4, r.head).Bind(5, r.role);
-    if (r.score) s.Bind(6, *r.score); else s.BindNull(6);
-    if (r.window) s.Bind(7, *r.window); else s.BindNull(7);
+    if (r.score)
+      s.Bind(6, *r.score);
+    else
+      s.BindNull(6);
+    if (r.window)
+      s.Bind(7, *r.window);
+    else
+      s.BindNull(7);
     HEADLAB_RETURN_IF_ERROR(s.Exec());
   }
   return Status::Ok();

@@ -43,7 +43,7 @@ TEST_CASE("large metric batches (multi-row inserts) keep every point once") {
   REQUIRE(s.InsertMetrics(ref, pts).ok());
   CHECK(Count(s, "SELECT count(*) FROM metrics") == 225);
   CHECK(Count(s, "SELECT sum(seq) FROM metrics") == 224 * 225 / 2);
-  CHECK(Count(s, "SELECT value FROM metrics WHERE seq = 74") == 74);   // first write kept
+  CHECK(Count(s, "SELECT value FROM metrics WHERE seq = 74") == 74);  // first write kept
   CHECK(Count(s, "SELECT value FROM metrics WHERE seq = 200") == 125);
 }
 
@@ -54,7 +54,8 @@ TEST_CASE("provenance from worker and exec merges into one row") {
   auto e = s.InsertExperiment(TestGrid({"a"}, 1), {}, false);
   AttemptRef ref{e->queued[0], 1};
   REQUIRE(s.StartAttempt(ref, "w", {}, nullptr).ok());
-  REQUIRE(s.UpsertProvenance(ref, {{"git_commit", "abc"}, {"git_dirty", true}, {"host", "h1"}}).ok());
+  REQUIRE(
+      s.UpsertProvenance(ref, {{"git_commit", "abc"}, {"git_dirty", true}, {"host", "h1"}}).ok());
   REQUIRE(s.UpsertProvenance(ref, {{"libtorch_version", "1.13"}, {"dataset_sha256", "dd"}}).ok());
   Stmt q = s.db()->MustPrepare(
       "SELECT git_commit, git_dirty, host, libtorch_version, dataset_sha256, fields_json "

@@ -10,8 +10,11 @@ namespace {
 Json ComparisonsJson(const std::vector<Comparison>& cs) {
   Json out = Json::array();
   for (const Comparison& c : cs)
-    out.push_back({{"name", c.name}, {"baseline", c.baseline}, {"treatment", c.treatment},
-                   {"metric", c.metric}, {"stat", c.stat}});
+    out.push_back({{"name", c.name},
+                   {"baseline", c.baseline},
+                   {"treatment", c.treatment},
+                   {"metric", c.metric},
+                   {"stat", c.stat}});
   return out;
 }
 
@@ -21,16 +24,15 @@ void Store::PrepareRuns() {
   run_sql_.load = db_.MustPrepare(
       "SELECT id, experiment_id, status, attempts, max_attempts, config_json FROM runs "
       "WHERE id=?");
-  run_sql_.set_status = db_.MustPrepare(
-      "UPDATE runs SET status=?, error=?, updated_at=? WHERE id=?");
+  run_sql_.set_status =
+      db_.MustPrepare("UPDATE runs SET status=?, error=?, updated_at=? WHERE id=?");
   run_sql_.unfinished_in_exp = db_.MustPrepare(
       "SELECT count(*) FROM runs WHERE experiment_id=? AND status IN ('queued','running')");
 }
 
 std::vector<int64_t> Store::QueuedRuns() {
   std::vector<int64_t> out;
-  Stmt s = db_.MustPrepare(
-      "SELECT id FROM runs WHERE status='queued' ORDER BY experiment_id, idx");
+  Stmt s = db_.MustPrepare("SELECT id FROM runs WHERE status='queued' ORDER BY experiment_id, idx");
   while (s.Step()) out.push_back(s.Int(0));
   return out;
 }
@@ -54,8 +56,7 @@ std::vector<PlannedRun> PlanRuns(std::vector<ExpandedRun> runs) {
 }
 
 StatusOr<SubmitResult> Store::InsertExperiment(const Grid& grid,
-                                               const std::vector<std::string>& sets,
-                                               bool rerun) {
+                                               const std::vector<std::string>& sets, bool rerun) {
   std::vector<PlannedRun> runs = PlanRuns(grid.runs);
   HEADLAB_RETURN_IF_ERROR(db_.Exec("SAVEPOINT submit"));
   auto fail = [this](const Status& st) {
@@ -75,17 +76,23 @@ StatusOr<SubmitResult> Store::InsertExperiment(const Grid& grid,
   return res;
 }
 
-StatusOr<int64_t> Store::InsertExperimentRow(const Grid& grid,
-                                             const std::vector<std::string>& sets, bool rerun) {
+StatusOr<int64_t> Store::InsertExperimentRow(const Grid& grid, const std::vector<std::string>& sets,
+                                             bool rerun) {
   Stmt ins_exp = db_.MustPrepare(
       "INSERT INTO experiments(name, description, file, grid_json, sets_json, arms_json, "
       "pair_by_json, comparisons_json, max_attempts, rerun, created_at) "
       "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  ins_exp.Bind(1, grid.name).Bind(2, grid.description).Bind(3, grid.file)
-      .Bind(4, CanonicalJson(grid.source)).Bind(5, Json(sets).dump())
-      .Bind(6, Json(grid.arms).dump()).Bind(7, Json(grid.pair_by).dump())
-      .Bind(8, ComparisonsJson(grid.comparisons).dump()).Bind(9, grid.max_attempts)
-      .Bind(10, rerun ? 1 : 0).Bind(11, NowIso());
+  ins_exp.Bind(1, grid.name)
+      .Bind(2, grid.description)
+      .Bind(3, grid.file)
+      .Bind(4, CanonicalJson(grid.source))
+      .Bind(5, Json(sets).dump())
+      .Bind(6, Json(grid.arms).dump())
+      .Bind(7, Json(grid.pair_by).dump())
+      .Bind(8, ComparisonsJson(grid.comparisons).dump())
+      .Bind(9, grid.max_attempts)
+      .Bind(10, rerun ? 1 : 0)
+      .Bind(11, NowIso());
   HEADLAB_RETURN_IF_ERROR(ins_exp.Exec());
   return db_.LastInsertId();
 }
@@ -116,10 +123,19 @@ StatusOr<size_t> Store::InsertRuns(const std::vector<PlannedRun>& runs, size_t f
       if (find_reuse.Step()) reuse = find_reuse.IsNull(1) ? find_reuse.Int(0) : find_reuse.Int(1);
       find_reuse.Reset();
     }
-    ins_run.Bind(1, res->experiment_id).Bind(2, r.index).Bind(3, r.arm).Bind(4, r.config_json)
-        .Bind(5, r.config_hash).Bind(6, r.pair_key).Bind(7, r.seed)
-        .Bind(8, reuse ? "succeeded" : "queued").Bind(9, max_attempts);
-    if (reuse) ins_run.Bind(10, reuse); else ins_run.BindNull(10);
+    ins_run.Bind(1, res->experiment_id)
+        .Bind(2, r.index)
+        .Bind(3, r.arm)
+        .Bind(4, r.config_json)
+        .Bind(5, r.config_hash)
+        .Bind(6, r.pair_key)
+        .Bind(7, r.seed)
+        .Bind(8, reuse ? "succeeded" : "queued")
+        .Bind(9, max_attempts);
+    if (reuse)
+      ins_run.Bind(10, reuse);
+    else
+      ins_run.BindNull(10);
     ins_run.Bind(11, now).Bind(12, now);
     HEADLAB_RETURN_IF_ERROR(ins_run.Exec());
     int64_t id = db_.LastInsertId();
@@ -135,11 +151,15 @@ StatusOr<size_t> Store::InsertRuns(const std::vector<PlannedRun>& runs, size_t f
   return i;
 }
 
-Status Store::FinishSubmission(const Grid& grid, const std::vector<std::string>& sets,
-                               bool rerun, const SubmitResult& res) {
+Status Store::FinishSubmission(const Grid& grid, const std::vector<std::string>& sets, bool rerun,
+                               const SubmitResult& res) {
   return AddEvent("submit", res.experiment_id, 0, 0, "",
-                  {{"name", grid.name}, {"file", grid.file}, {"runs", res.runs},
-                   {"reused", res.reused}, {"rerun", rerun}, {"sets", sets}});
+                  {{"name", grid.name},
+                   {"file", grid.file},
+                   {"runs", res.runs},
+                   {"reused", res.reused},
+                   {"rerun", rerun},
+                   {"sets", sets}});
 }
 
 Status Store::DeleteExperiment(int64_t experiment) {
@@ -156,8 +176,8 @@ Status Store::DeleteExperiment(int64_t experiment) {
 }
 
 Status Store::DeleteUnfinishedSubmissions() {
-  Stmt last = db_.MustPrepare(
-      "SELECT coalesce(max(experiment_id), 0) FROM events WHERE kind='submit'");
+  Stmt last =
+      db_.MustPrepare("SELECT coalesce(max(experiment_id), 0) FROM events WHERE kind='submit'");
   int64_t complete = last.Step() ? last.Int(0) : 0;
   std::vector<int64_t> partial;
   Stmt q = db_.MustPrepare("SELECT id FROM experiments WHERE id > ? ORDER BY id");
@@ -240,7 +260,8 @@ StatusOr<std::vector<RunChange>> Store::CancelExperimentRuns(int64_t experiment,
         "SELECT (SELECT coalesce(max(id), 0) FROM runs WHERE experiment_id=?1) "
         "FROM experiments WHERE id=?1");
     e.Bind(1, experiment);
-    if (!e.Step()) return Status::NotFound("experiment " + std::to_string(experiment) + " not found");
+    if (!e.Step())
+      return Status::NotFound("experiment " + std::to_string(experiment) + " not found");
     cursor->last = e.Int(0);
   }
   // A rowid range (the `+` keeps SQLite off the (experiment_id, status) index, whose
@@ -274,8 +295,9 @@ StatusOr<RunChange> Store::RetryRun(int64_t run) {
     return Status::Unavailable(
         "run " + std::to_string(run) + " is " + c.old_status +
         "; only failed, cancelled or lost runs can be retried" +
-        (c.old_status == "succeeded" ? " (to run a succeeded config again, resubmit its grid with --rerun)"
-                                     : ""));
+        (c.old_status == "succeeded"
+             ? " (to run a succeeded config again, resubmit its grid with --rerun)"
+             : ""));
   int attempts = int(s.Int(1));
   int64_t exp = s.Int(2);
   c.experiment_id = exp;

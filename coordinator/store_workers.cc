@@ -14,10 +14,15 @@ Status Store::UpsertWorker(const std::string& id, const Json& ready) {
       "ON CONFLICT(id) DO UPDATE SET name=excluded.name, host=excluded.host, "
       "pid=excluded.pid, version=excluded.version, slots=excluded.slots, "
       "devices_json=excluded.devices_json, state='alive', last_seen_at=excluded.last_seen_at");
-  s.Bind(1, id).Bind(2, ready.value("name", "")).Bind(3, ready.value("host", ""))
-      .Bind(4, ready.value("pid", int64_t(0))).Bind(5, ready.value("version", ""))
-      .Bind(6, ready.value("slots", 0)).Bind(7, CanonicalJson(ready.value("devices", Json::array())))
-      .Bind(8, now).Bind(9, now);
+  s.Bind(1, id)
+      .Bind(2, ready.value("name", ""))
+      .Bind(3, ready.value("host", ""))
+      .Bind(4, ready.value("pid", int64_t(0)))
+      .Bind(5, ready.value("version", ""))
+      .Bind(6, ready.value("slots", 0))
+      .Bind(7, CanonicalJson(ready.value("devices", Json::array())))
+      .Bind(8, now)
+      .Bind(9, now);
   HEADLAB_RETURN_IF_ERROR(s.Exec());
   return AddEvent("worker_ready", 0, 0, 0, id, {{"slots", ready.value("slots", 0)}});
 }
@@ -63,7 +68,8 @@ Status Store::RepairWorkerIds() {
       t.Bind(1, fixed).Bind(2, id);
       HEADLAB_RETURN_IF_ERROR(t.Exec());
     }
-    LogWarn("worker id " + fixed + " was not printable (a ZeroMQ-generated identity); stored as hex");
+    LogWarn("worker id " + fixed +
+            " was not printable (a ZeroMQ-generated identity); stored as hex");
   }
   return txn.Commit();
 }

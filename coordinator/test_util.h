@@ -29,8 +29,7 @@ inline Grid TestGrid(const std::vector<std::string>& arms, int per_arm,
   g.arms = arms;
   g.pair_by = {"seed"};
   g.max_attempts = max_attempts;
-  if (arms.size() >= 2)
-    g.comparisons.push_back({"cmp", arms[0], arms[1], "eval.ppl", "ratio"});
+  if (arms.size() >= 2) g.comparisons.push_back({"cmp", arms[0], arms[1], "eval.ppl", "ratio"});
   int index = 0;
   for (const std::string& arm : arms) {
     for (int s = 1; s <= per_arm; ++s) {

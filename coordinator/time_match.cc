@@ -10,13 +10,13 @@ TimeMatchResolution ResolveTimeMatch(Db* db, const Json& config, int64_t own_exp
   TimeMatchResolution out;
   const Json* m = config.contains("time_match") ? &config["time_match"] : nullptr;
   if (!m || !m->is_object() || m->value("experiment", int64_t{0}) == 0) return out;
-  const int64_t experiment = m->value("experiment", int64_t{0}) < 0 ? own_experiment
-                                                                     : m->value("experiment", int64_t{0});
+  const int64_t experiment =
+      m->value("experiment", int64_t{0}) < 0 ? own_experiment : m->value("experiment", int64_t{0});
   // A continuation of a --set parent.run list matches the reference of its own parent.
   const Json parent = config.value("parent", Json::object());
-  const int64_t run =
-      FindRunBySeed(db, experiment, m->value("arm", std::string()), config.value("seed", int64_t{0}),
-                    parent.is_object() ? parent.value("run", int64_t{0}) : 0, "time_match", &out.error);
+  const int64_t run = FindRunBySeed(
+      db, experiment, m->value("arm", std::string()), config.value("seed", int64_t{0}),
+      parent.is_object() ? parent.value("run", int64_t{0}) : 0, "time_match", &out.error);
   if (run == 0) {
     out.state = TimeMatchResolution::State::kFail;
     return out;

@@ -24,12 +24,13 @@ struct TimeMatchResolution {
 };
 
 // Resolves `config`'s time_match.experiment / time_match.arm (-1 = the run's own
-// experiment, `own_experiment`): the reference is that experiment's run of `arm` ("" = any) with config's seed, and config's parent.run when it
-// has one (a reused result resolves to the run that produced it); its budget is the time.elapsed_s metric of its last training step
-// in the attempt that succeeded: process start to the end of its last update, loading,
-// periodic evaluations, checkpoints and a method's intervention included, the final
-// evaluation and checkpoint export excluded (SAF App. C.3.3). A reference that resumed from
-// a checkpoint (more than one attempt ran) has no single measurement: kFail.
+// experiment, `own_experiment`): the reference is that experiment's run of `arm` ("" = any) with
+// config's seed, and config's parent.run when it has one (a reused result resolves to the run that
+// produced it); its budget is the time.elapsed_s metric of its last training step in the attempt
+// that succeeded: process start to the end of its last update, loading, periodic evaluations,
+// checkpoints and a method's intervention included, the final evaluation and checkpoint export
+// excluded (SAF App. C.3.3). A reference that resumed from a checkpoint (more than one attempt ran)
+// has no single measurement: kFail.
 TimeMatchResolution ResolveTimeMatch(Db* db, const Json& config, int64_t own_experiment);
 
 }  // namespace headlab::coord

@@ -22,7 +22,8 @@ void LogElapsed(Store& s, const AttemptRef& ref, int64_t steps) {
 
 }  // namespace
 
-TEST_CASE("ResolveTimeMatch: the reference of this seed's measured time, waiting until it is done") {
+TEST_CASE(
+    "ResolveTimeMatch: the reference of this seed's measured time, waiting until it is done") {
   TempDir dir;
   Store s;
   REQUIRE(s.Open(dir.path() + "/h.db").ok());
@@ -30,7 +31,8 @@ TEST_CASE("ResolveTimeMatch: the reference of this seed's measured time, waiting
   REQUIRE(e.ok());
   const int64_t o1 = e->queued[0], o2 = e->queued[1];
   auto run = [&](int64_t seed, const std::string& arm) {
-    return Json{{"kind", "train"}, {"seed", seed},
+    return Json{{"kind", "train"},
+                {"seed", seed},
                 {"time_match", {{"experiment", e->experiment_id}, {"arm", arm}}}};
   };
   CHECK(ResolveTimeMatch(s.db(), Json{{"kind", "train"}}, 0).state == State::kNone);

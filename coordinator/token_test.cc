@@ -10,7 +10,9 @@
 
 namespace headlab::coord {
 
-TEST_CASE("token: created once with mode 0600, then read back; --token-file, then HEADLAB_TOKEN, then DIR/token") {
+TEST_CASE(
+    "token: created once with mode 0600, then read back; --token-file, then HEADLAB_TOKEN, then "
+    "DIR/token") {
   TempDir dir;
   ::unsetenv("HEADLAB_TOKEN");
   auto t = LoadOrCreateToken(dir.path(), "");

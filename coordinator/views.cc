@@ -21,10 +21,14 @@ Json ParsedOrText(const std::string& text) {
 
 Json ColumnJson(const Stmt& s, int col) {
   switch (sqlite3_column_type(s.raw(), col)) {
-    case SQLITE_NULL: return nullptr;
-    case SQLITE_INTEGER: return s.Int(col);
-    case SQLITE_FLOAT: return std::isfinite(s.Real(col)) ? Json(s.Real(col)) : Json(nullptr);
-    default: return s.Text(col);
+    case SQLITE_NULL:
+      return nullptr;
+    case SQLITE_INTEGER:
+      return s.Int(col);
+    case SQLITE_FLOAT:
+      return std::isfinite(s.Real(col)) ? Json(s.Real(col)) : Json(nullptr);
+    default:
+      return s.Text(col);
   }
 }
 
@@ -40,11 +44,16 @@ Json RowsJson(Stmt& s) {
 }
 
 void BindJson(Stmt& s, int at, const Json& v) {
-  if (v.is_string()) s.Bind(at, v.get<std::string>());
-  else if (v.is_boolean()) s.Bind(at, int64_t(v.get<bool>() ? 1 : 0));
-  else if (v.is_number_integer()) s.Bind(at, v.get<int64_t>());
-  else if (v.is_number()) s.Bind(at, v.get<double>());
-  else s.BindNull(at);
+  if (v.is_string())
+    s.Bind(at, v.get<std::string>());
+  else if (v.is_boolean())
+    s.Bind(at, int64_t(v.get<bool>() ? 1 : 0));
+  else if (v.is_number_integer())
+    s.Bind(at, v.get<int64_t>());
+  else if (v.is_number())
+    s.Bind(at, v.get<double>());
+  else
+    s.BindNull(at);
 }
 
 std::string VaryingValuesSql(size_t n, int first_bind) {
@@ -81,7 +90,8 @@ Status NotFound(const char* what, int64_t id) {
 void AddCounts(Db* db, int64_t id, Json* e) {
   Json counts = EmptyCounts();
   int64_t total = 0;
-  Stmt s = db->MustPrepare("SELECT status, count(*) FROM runs WHERE experiment_id=? GROUP BY status");
+  Stmt s =
+      db->MustPrepare("SELECT status, count(*) FROM runs WHERE experiment_id=? GROUP BY status");
   s.Bind(1, id);
   while (s.Step()) {
     counts[s.Text(0)] = s.Int(1);
@@ -132,8 +142,12 @@ Json ExperimentsView(Db* db) {
   Stmt s = db->MustPrepare("SELECT id, name, description, created_at FROM experiments ORDER BY id");
   while (s.Step()) {
     pos[s.Int(0)] = out.size();
-    out.push_back({{"id", s.Int(0)}, {"name", s.Text(1)}, {"description", s.Text(2)},
-                   {"created_at", s.Text(3)}, {"counts", EmptyCounts()}, {"total", 0}});
+    out.push_back({{"id", s.Int(0)},
+                   {"name", s.Text(1)},
+                   {"description", s.Text(2)},
+                   {"created_at", s.Text(3)},
+                   {"counts", EmptyCounts()},
+                   {"total", 0}});
   }
   Stmt c = db->MustPrepare(
       "SELECT experiment_id, status, count(*) FROM runs GROUP BY experiment_id, status");
@@ -145,7 +159,8 @@ Json ExperimentsView(Db* db) {
     e["total"] = e["total"].get<int64_t>() + c.Int(2);
   }
   for (Json& e : out) e["tags"] = Json::array();
-  Stmt t = db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'experiment' ORDER BY tag");
+  Stmt t =
+      db->MustPrepare("SELECT target_id, tag FROM tags WHERE target = 'experiment' ORDER BY tag");
   while (t.Step()) {
     auto it = pos.find(t.Int(0));
     if (it != pos.end()) out[it->second]["tags"].push_back(t.Text(1));
@@ -159,11 +174,18 @@ StatusOr<Json> ExperimentView(Db* db, int64_t id) {
       "comparisons_json, max_attempts, rerun, created_at FROM experiments WHERE id=?");
   s.Bind(1, id);
   if (!s.Step()) return NotFound("experiment", id);
-  Json e = {{"id", s.Int(0)}, {"name", s.Text(1)}, {"description", s.Text(2)},
-            {"file", s.Text(3)}, {"grid", ParsedOrText(s.Text(4))},
-            {"sets", ParsedOrText(s.Text(5))}, {"arms", ParsedOrText(s.Text(6))},
-            {"pair_by", ParsedOrText(s.Text(7))}, {"comparisons", ParsedOrText(s.Text(8))},
-            {"max_attempts", s.Int(9)}, {"rerun", s.Int(10) != 0}, {"created_at", s.Text(11)}};
+  Json e = {{"id", s.Int(0)},
+            {"name", s.Text(1)},
+            {"description", s.Text(2)},
+            {"file", s.Text(3)},
+            {"grid", ParsedOrText(s.Text(4))},
+            {"sets", ParsedOrText(s.Text(5))},
+            {"arms", ParsedOrText(s.Text(6))},
+            {"pair_by", ParsedOrText(s.Text(7))},
+            {"comparisons", ParsedOrText(s.Text(8))},
+            {"max_attempts", s.Int(9)},
+            {"rerun", s.Int(10) != 0},
+            {"created_at", s.Text(11)}};
   AddCounts(db, id, &e);
   e["varying"] = GridVaryingKeys(e["grid"]);
   e["tags"] = TagsOf(db, "experiment", id);
@@ -180,7 +202,8 @@ StatusOr<Json> ExperimentRunsView(Db* db, int64_t id) {
   Stmt s = db->MustPrepare(
       "SELECT r.id, r.idx, r.arm, r.status, r.attempts, r.max_attempts, r.config_hash, "
       "r.pair_key, r.seed, r.worker_id AS worker, w.name AS worker_name, r.reused_from, "
-      "r.error, r.updated_at, " + VaryingValuesSql(varying.size(), 2) +
+      "r.error, r.updated_at, " +
+      VaryingValuesSql(varying.size(), 2) +
       " AS params FROM runs r LEFT JOIN workers w ON w.id = r.worker_id "
       "WHERE r.experiment_id=?1 ORDER BY r.idx");
   s.Bind(1, id);
@@ -285,8 +308,13 @@ StatusOr<std::string> RunMetricsView(Db* db, int64_t id, const MetricsPage& page
       "SELECT attempt, seq, step, key, value, time_s FROM metrics WHERE run_id=?1 "
       "AND seq > ?2 AND (?3 = '' OR key = ?3) AND (?4 = 0 OR attempt = ?4) "
       "AND (attempt, seq) > (?6, ?7) ORDER BY attempt, seq LIMIT ?5");
-  s.Bind(1, id).Bind(2, page.after).Bind(3, page.key).Bind(4, page.attempt).Bind(5, page.limit)
-      .Bind(6, page.cursor_attempt).Bind(7, page.cursor_seq);
+  s.Bind(1, id)
+      .Bind(2, page.after)
+      .Bind(3, page.key)
+      .Bind(4, page.attempt)
+      .Bind(5, page.limit)
+      .Bind(6, page.cursor_attempt)
+      .Bind(7, page.cursor_seq);
   std::string out = "{\"points\":[";
   int64_t n = 0, last_attempt = 0, last_seq = 0;
   for (; s.Step(); ++n) {

@@ -78,8 +78,8 @@ TEST_CASE("WalCheckpointer: overlapping reads are drained when the log grows") {
   };
   auto [ungated, ungated_drains] = run("control", false);
   auto [gated, drains] = run("gated", true);
-  INFO("largest WAL: " << ungated << " bytes around the gate (" << ungated_drains
-                       << " drains), " << gated << " through it (" << drains << " drains)");
+  INFO("largest WAL: " << ungated << " bytes around the gate (" << ungated_drains << " drains), "
+                       << gated << " through it (" << drains << " drains)");
   CHECK(drains >= 1);
   // Around the gate every checkpoint stops at the oldest read and the log only grows.
   CHECK(gated < ungated / 2);

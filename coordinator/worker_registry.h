@@ -20,18 +20,18 @@ namespace headlab::coord {
 using Clock = std::chrono::steady_clock;
 
 struct WorkerInfo {
-  std::string id;            // READY.id: the worker's name in messages and in the database
-  std::string route;         // ZeroMQ routing identity of its current connection
-  std::string session;       // WELCOME.session: proves a message comes from this worker
-  std::string work_dir;      // READY.work_dir: its attempts write under work_dir/runs/
+  std::string id;        // READY.id: the worker's name in messages and in the database
+  std::string route;     // ZeroMQ routing identity of its current connection
+  std::string session;   // WELCOME.session: proves a message comes from this worker
+  std::string work_dir;  // READY.work_dir: its attempts write under work_dir/runs/
   std::string name, host, version;
   int64_t pid = 0;
   int slots = 0;
-  Json devices;              // as READY sent them
+  Json devices;  // as READY sent them
   std::vector<int> cuda_devices;
   std::map<AttemptRef, std::vector<int>> running;  // attempt -> device indices it holds
-  Clock::time_point expiry;        // dead if nothing heard by then
-  Clock::time_point heartbeat_at;  // when we next send HEARTBEAT
+  Clock::time_point expiry;                        // dead if nothing heard by then
+  Clock::time_point heartbeat_at;                  // when we next send HEARTBEAT
   Clock::time_point last_heard;
 
   // GPU workers have one slot per CUDA device; CPU workers have READY.slots.
@@ -44,8 +44,8 @@ class WorkerRegistry {
  public:
   // Adds or refreshes the worker ready.id from READY on connection `route` with a new
   // `session` key; keeps attempts it already held. The previous session key stops working.
-  WorkerInfo& Register(const std::string& route, const std::string& session,
-                       const ReadyMsg& ready, Clock::time_point now);
+  WorkerInfo& Register(const std::string& route, const std::string& session, const ReadyMsg& ready,
+                       Clock::time_point now);
   // Returns the worker or nullptr.
   WorkerInfo* Find(const std::string& id);
   // Returns the worker whose session key is `session`, or nullptr.

@@ -36,8 +36,9 @@ StatusOr<BytePairEncoder> BytePairEncoder::Create(
     if (tokens[id].empty()) continue;
     auto [it, inserted] = b.ids_.emplace(tokens[id], int32_t(id));
     if (!inserted)
-      return Status::InvalidArgument(source + ": token " + Printable(tokens[id]) + " has two ids, " +
-                                     std::to_string(it->second) + " and " + std::to_string(id));
+      return Status::InvalidArgument(source + ": token " + Printable(tokens[id]) +
+                                     " has two ids, " + std::to_string(it->second) + " and " +
+                                     std::to_string(id));
   }
   for (int c = 0; c < 256; ++c) {
     auto it = b.ids_.find(std::string(1, char(c)));
@@ -51,13 +52,15 @@ StatusOr<BytePairEncoder> BytePairEncoder::Create(
     const auto& [l, r] = merges[rank];
     auto li = b.ids_.find(l), ri = b.ids_.find(r), mi = b.ids_.find(l + r);
     if (li == b.ids_.end() || ri == b.ids_.end() || mi == b.ids_.end())
-      return Status::InvalidArgument(source + ": merge " + std::to_string(rank) + " (" + Printable(l) +
-                                     " + " + Printable(r) + ") names a token the vocabulary lacks");
+      return Status::InvalidArgument(source + ": merge " + std::to_string(rank) + " (" +
+                                     Printable(l) + " + " + Printable(r) +
+                                     ") names a token the vocabulary lacks");
     // Vocabulary files never repeat a pair, and readers disagree on which rank a repeat
     // would keep: refuse rather than guess.
     if (!b.merges_.emplace(Key(li->second, ri->second), Merge{int32_t(rank), mi->second}).second)
-      return Status::InvalidArgument(source + ": merge " + std::to_string(rank) + " (" + Printable(l) +
-                                     " + " + Printable(r) + ") repeats an earlier merge");
+      return Status::InvalidArgument(source + ": merge " + std::to_string(rank) + " (" +
+                                     Printable(l) + " + " + Printable(r) +
+                                     ") repeats an earlier merge");
     b.merge_ids_.push_back({li->second, ri->second});
   }
   b.tokens_ = std::move(tokens);

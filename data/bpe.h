@@ -23,9 +23,10 @@ class BytePairEncoder {
   // each pair's concatenation must be a token. `ignore_merges`: a piece that is itself a
   // token is encoded as that token without merging (Llama 3's tokenizer.json).
   // InvalidArgument names `source` and the offending token or merge.
-  static StatusOr<BytePairEncoder> Create(std::vector<std::string> tokens,
-                                          const std::vector<std::pair<std::string, std::string>>& merges,
-                                          bool ignore_merges, const std::string& source);
+  static StatusOr<BytePairEncoder> Create(
+      std::vector<std::string> tokens,
+      const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+      const std::string& source);
   BytePairEncoder() = default;
 
   // Appends the ids of `piece`. Not thread-safe (a cache of recent pieces).

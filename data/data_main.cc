@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -24,24 +24,26 @@ namespace {
 
 // The subcommands' option tables (common/flags.h): the parser and each --help text read them.
 FlagsSpec PrepareSpec() {
-  return {"headlab data prepare",
-          {{"--out", "", "DIR", "the shard folder; written as DIR.partial-PID and renamed when done"},
-           {"--tokenizer", "", "SPEC",
-            "byte (default); a folder with encoder.json + vocab.bpe (GPT-2) or\n"
-            "vocab.json + merges.txt; a tokenizer.json (or a folder holding one)"},
-           {"--format", "", "F",
-            "text (default: a file is a document), jsonl (a line's field is a\n"
-            "document), brown (Brown Corpus tagged files: tags stripped)"},
-           {"--jsonl-field", "", "NAME", "the jsonl field holding the text (default text)"},
-           {"--val-fraction", "", "F", "held-out share of documents, in (0, 0.5] (default 0.05)"},
-           {"--dedup", "", "", "drop documents whose bytes repeat an earlier one's (meta: duplicates)"},
-           {"--sources", "", "FILE", "a JSON array of {\"name\", \"licence\", ...}, copied into meta.json"},
-           {"--force", "", "", "replace DIR when it already holds shards"},
-           {"--json", "", "", "print meta.json when done"},
-           {"--quiet", "", "", "no progress output"}},
-          "INPUT...",
-          1,
-          SIZE_MAX};
+  return {
+      "headlab data prepare",
+      {{"--out", "", "DIR", "the shard folder; written as DIR.partial-PID and renamed when done"},
+       {"--tokenizer", "", "SPEC",
+        "byte (default); a folder with encoder.json + vocab.bpe (GPT-2) or\n"
+        "vocab.json + merges.txt; a tokenizer.json (or a folder holding one)"},
+       {"--format", "", "F",
+        "text (default: a file is a document), jsonl (a line's field is a\n"
+        "document), brown (Brown Corpus tagged files: tags stripped)"},
+       {"--jsonl-field", "", "NAME", "the jsonl field holding the text (default text)"},
+       {"--val-fraction", "", "F", "held-out share of documents, in (0, 0.5] (default 0.05)"},
+       {"--dedup", "", "", "drop documents whose bytes repeat an earlier one's (meta: duplicates)"},
+       {"--sources", "", "FILE",
+        "a JSON array of {\"name\", \"licence\", ...}, copied into meta.json"},
+       {"--force", "", "", "replace DIR when it already holds shards"},
+       {"--json", "", "", "print meta.json when done"},
+       {"--quiet", "", "", "no progress output"}},
+      "INPUT...",
+      1,
+      SIZE_MAX};
 }
 
 FlagsSpec InspectSpec() {
@@ -84,7 +86,8 @@ std::string Usage() {
 
 int Fail(const Status& st) {
   std::fprintf(stderr, "headlab data: %s\n", st.message().c_str());
-  return st.code() == Status::Code::kInvalidArgument || st.code() == Status::Code::kNotFound ? 2 : 1;
+  return st.code() == Status::Code::kInvalidArgument || st.code() == Status::Code::kNotFound ? 2
+                                                                                             : 1;
 }
 
 std::string Megabytes(int64_t bytes) {
@@ -112,7 +115,8 @@ class ProgressBar {
     std::string line = "prepare: ";
     if (frac >= 0) {
       const int width = 24, filled = int(frac * width);
-      line += "[" + std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ') + "] ";
+      line +=
+          "[" + std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ') + "] ";
       char pct[16];
       std::snprintf(pct, sizeof pct, "%3d%%  ", int(frac * 100));
       line += pct;
@@ -121,7 +125,8 @@ class ProgressBar {
       line += Megabytes(p.bytes);
     }
     char rate[64];
-    std::snprintf(rate, sizeof rate, "  %.2f MB/s", elapsed > 0 ? double(p.bytes) / 1e6 / elapsed : 0.0);
+    std::snprintf(rate, sizeof rate, "  %.2f MB/s",
+                  elapsed > 0 ? double(p.bytes) / 1e6 / elapsed : 0.0);
     line += rate;
     line += "  " + GroupedDigits(p.tokens) + " tokens  " + GroupedDigits(p.documents) + " docs";
     if (frac > 0 && frac < 1 && !final) {
@@ -129,8 +134,10 @@ class ProgressBar {
       std::snprintf(eta, sizeof eta, "  ETA %.0f s", elapsed * (1 - frac) / frac);
       line += eta;
     }
-    if (tty_) std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), final ? "\n" : "");
-    else std::fprintf(stderr, "%s\n", line.c_str());
+    if (tty_)
+      std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), final ? "\n" : "");
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
   }
 
  private:
@@ -189,11 +196,13 @@ int RunPrepare(const std::vector<std::string>& args) {
   if (p.Has("--json")) {
     std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
   } else {
-    std::printf("%s: %s train + %s val tokens (%s), %s + %s documents, tokenizer %s (%s, vocab %lld)\n",
-                o.out_dir.c_str(), GroupedDigits(m->train.tokens).c_str(), GroupedDigits(m->val.tokens).c_str(),
-                m->dtype.c_str(), GroupedDigits(m->train.documents).c_str(), GroupedDigits(m->val.documents).c_str(),
-                m->tokenizer_kind.c_str(), m->tokenizer_sha256.substr(0, 12).c_str(),
-                static_cast<long long>(m->vocab));
+    std::printf(
+        "%s: %s train + %s val tokens (%s), %s + %s documents, tokenizer %s (%s, vocab %lld)\n",
+        o.out_dir.c_str(), GroupedDigits(m->train.tokens).c_str(),
+        GroupedDigits(m->val.tokens).c_str(), m->dtype.c_str(),
+        GroupedDigits(m->train.documents).c_str(), GroupedDigits(m->val.documents).c_str(),
+        m->tokenizer_kind.c_str(), m->tokenizer_sha256.substr(0, 12).c_str(),
+        static_cast<long long>(m->vocab));
   }
   return 0;
 }
@@ -212,16 +221,19 @@ int RunInspect(const std::vector<std::string>& args) {
     std::printf("%s\n", ShardMetaToJson(m.value()).dump(2).c_str());
     return 0;
   }
-  std::printf("%s: %s shards, %s train + %s val tokens, %s + %s documents\n", dir.c_str(), m->dtype.c_str(),
-              GroupedDigits(m->train.tokens).c_str(), GroupedDigits(m->val.tokens).c_str(),
-              GroupedDigits(m->train.documents).c_str(), GroupedDigits(m->val.documents).c_str());
+  std::printf("%s: %s shards, %s train + %s val tokens, %s + %s documents\n", dir.c_str(),
+              m->dtype.c_str(), GroupedDigits(m->train.tokens).c_str(),
+              GroupedDigits(m->val.tokens).c_str(), GroupedDigits(m->train.documents).c_str(),
+              GroupedDigits(m->val.documents).c_str());
   std::printf("tokenizer: %s from %s, vocab %lld, eot %d, sha256 %s\n", m->tokenizer_kind.c_str(),
-              m->tokenizer_source.c_str(), static_cast<long long>(m->vocab), m->eot, m->tokenizer_sha256.c_str());
-  std::printf("corpus: %lld files, %s, sha256 %s (%s), split by %s\n", static_cast<long long>(m->corpus_files),
-              Megabytes(m->corpus_bytes).c_str(), m->corpus_sha256.c_str(), m->corpus_format.c_str(),
-              m->split_by.c_str());
+              m->tokenizer_source.c_str(), static_cast<long long>(m->vocab), m->eot,
+              m->tokenizer_sha256.c_str());
+  std::printf("corpus: %lld files, %s, sha256 %s (%s), split by %s\n",
+              static_cast<long long>(m->corpus_files), Megabytes(m->corpus_bytes).c_str(),
+              m->corpus_sha256.c_str(), m->corpus_format.c_str(), m->split_by.c_str());
   if (m->corpus_duplicates > 0)
-    std::printf("duplicates: %s documents dropped (--dedup)\n", GroupedDigits(m->corpus_duplicates).c_str());
+    std::printf("duplicates: %s documents dropped (--dedup)\n",
+                GroupedDigits(m->corpus_duplicates).c_str());
   for (const Json& src : m->sources)
     std::printf("source: %s; licence %s\n", src.value("name", std::string("?")).c_str(),
                 src.value("licence", std::string("?")).c_str());
@@ -233,16 +245,18 @@ int RunBench(const std::vector<std::string>& args) {
   if (int rc = Parse(BenchSpec(), kBenchDescription, args, &p); rc >= 0) return rc;
   StatusOr<long> repeats = ParseIntFlag("--repeats", p.Get("--repeats", "5"), 2, 1000);
   if (!repeats.ok()) return Fail(repeats.status());
-  StatusOr<TokenizerBenchResult> r = BenchTokenizer(p.Get("--tokenizer", "byte"), p.positional(), int(*repeats));
+  StatusOr<TokenizerBenchResult> r =
+      BenchTokenizer(p.Get("--tokenizer", "byte"), p.positional(), int(*repeats));
   if (!r.ok()) return Fail(r.status());
   if (p.Has("--json")) {
     std::printf("%s\n", TokenizerBenchJson(r.value()).dump(2).c_str());
   } else {
-    std::printf("%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
-                "(median of %d; %.2f MB/s of CPU time); decode %.1f MB/s; round trip %s\n",
-                r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), GroupedDigits(r->tokens).c_str(),
-                double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
-                r->repeats - 1, r->warm_cpu_mb_s, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
+    std::printf(
+        "%s: %s in, %s tokens (%.2f bytes/token); encode %.2f MB/s cold, %.2f MB/s warm "
+        "(median of %d; %.2f MB/s of CPU time); decode %.1f MB/s; round trip %s\n",
+        r->tokenizer.c_str(), Megabytes(r->bytes).c_str(), GroupedDigits(r->tokens).c_str(),
+        double(r->bytes) / double(std::max<int64_t>(1, r->tokens)), r->cold_mb_s, r->warm_mb_s,
+        r->repeats - 1, r->warm_cpu_mb_s, r->decode_mb_s, r->roundtrip ? "exact" : "FAILED");
   }
   return r->roundtrip ? 0 : 1;
 }

@@ -41,8 +41,10 @@ Status ListDir(const std::string& dir, std::vector<std::string>* out) {
   std::sort(names.begin(), names.end());
   for (const std::string& n : names) {
     const std::string p = dir + "/" + n;
-    if (IsDirectory(p)) HEADLAB_RETURN_IF_ERROR(ListDir(p, out));
-    else if (IsRegular(p)) out->push_back(p);
+    if (IsDirectory(p))
+      HEADLAB_RETURN_IF_ERROR(ListDir(p, out));
+    else if (IsRegular(p))
+      out->push_back(p);
   }
   return Status::Ok();
 }
@@ -75,8 +77,10 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
         std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);
         std::sort(matches.begin(), matches.end());
         for (const std::string& m : matches) {
-          if (IsDirectory(m)) HEADLAB_RETURN_IF_ERROR(ListDir(m, &out));
-          else if (IsRegular(m)) out.push_back(m);
+          if (IsDirectory(m))
+            HEADLAB_RETURN_IF_ERROR(ListDir(m, &out));
+          else if (IsRegular(m))
+            out.push_back(m);
         }
       }
       globfree(&g);
@@ -86,14 +90,16 @@ StatusOr<std::vector<std::string>> ListInputFiles(const std::vector<std::string>
       return Status::InvalidArgument(in + ": no such file or folder");
     }
     if (out.size() == before)
-      return Status::InvalidArgument(in + ": matches no file (expected a folder, a glob pattern, a file or -)");
+      return Status::InvalidArgument(
+          in + ": matches no file (expected a folder, a glob pattern, a file or -)");
   }
   return out;
 }
 
 Status CheckDocumentFormat(const DocumentFormat& f) {
   if (f.format != "text" && f.format != "jsonl" && f.format != "brown")
-    return Status::InvalidArgument("--format: expected text, jsonl or brown, got \"" + f.format + "\"");
+    return Status::InvalidArgument("--format: expected text, jsonl or brown, got \"" + f.format +
+                                   "\"");
   if (f.format == "jsonl" && f.jsonl_field.empty())
     return Status::InvalidArgument("--jsonl-field: expected a field name, got \"\"");
   return Status::Ok();
@@ -142,7 +148,8 @@ Status ReadDocuments(const std::string& path, const DocumentFormat& f,
       StatusOr<Json> j = ParseJson(line, where);
       if (!j.ok()) return Status::InvalidArgument(j.status().message());
       if (!j->is_object() || !j->contains(f.jsonl_field) || !(*j)[f.jsonl_field].is_string())
-        return Status::InvalidArgument(where + ": expected an object with a string field \"" + f.jsonl_field + "\"");
+        return Status::InvalidArgument(where + ": expected an object with a string field \"" +
+                                       f.jsonl_field + "\"");
       HEADLAB_RETURN_IF_ERROR(on_document((*j)[f.jsonl_field].get_ref<const std::string&>()));
       if (line_no % 1024 == 0) on_bytes(consumed);
     }

@@ -35,7 +35,8 @@ TEST_CASE("epoch guard: passes = steps x batch x grad_accum x ranks x context / 
   CHECK(EpochWarnings({Run(tmp.path(), 1000, 8, 128)}).empty());  // 2.05 <= 4
   // 3000 steps: 6.144 passes; three runs of one grid at the same passes give one line.
   const std::vector<std::string> w =
-      EpochWarnings({Run(tmp.path(), 3000, 8, 128), Run(tmp.path(), 3000, 8, 128), Run(tmp.path(), 3000, 8, 128)});
+      EpochWarnings({Run(tmp.path(), 3000, 8, 128), Run(tmp.path(), 3000, 8, 128),
+                     Run(tmp.path(), 3000, 8, 128)});
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("3 runs would pass over " + tmp.path()) == 0);
   CHECK(w[0].find("(1,000,000 training tokens) 6.1 times") != std::string::npos);

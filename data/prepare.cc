@@ -128,9 +128,10 @@ bool IsEmptyDir(const std::string& p) {
 Status RemoveTree(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return Status::Ok();
-  int rc = ::nftw(path.c_str(),
-                  [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-                  FTW_DEPTH | FTW_PHYS);
+  int rc = ::nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
+      FTW_DEPTH | FTW_PHYS);
   if (rc != 0) return Status::IoError(path + ": cannot remove (" + std::strerror(errno) + ")");
   return Status::Ok();
 }
@@ -146,7 +147,8 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
     if (!o.force)
       return Status::InvalidArgument(o.out_dir + ": already exists (--force replaces it)");
     if (!IsDir(o.out_dir) || (!PathExists(o.out_dir + "/meta.json") && !IsEmptyDir(o.out_dir)))
-      return Status::InvalidArgument(o.out_dir + ": exists and is not a shard folder (no meta.json); "
+      return Status::InvalidArgument(o.out_dir +
+                                     ": exists and is not a shard folder (no meta.json); "
                                      "refusing to replace it");
   }
   // An absolute spec: meta.json's tokenizer.source must resolve wherever the shards are read.
@@ -176,7 +178,8 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
     StatusOr<std::vector<std::string>> listed = ListInputFiles({path});
     if (!listed.ok()) return listed.status();
     for (const std::string& file : listed.value()) files.push_back({file, f});
-    if (formats.find(f.format) == std::string::npos) formats += (formats.empty() ? "" : "+") + f.format;
+    if (formats.find(f.format) == std::string::npos)
+      formats += (formats.empty() ? "" : "+") + f.format;
   }
 
   PrepareProgress progress;
@@ -208,13 +211,15 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
     StatusOr<Json> sources = ParseJson(text.value(), o.sources_file);
     if (!sources.ok()) return Status::InvalidArgument(sources.status().message());
     if (!sources->is_array())
-      return Status::InvalidArgument(o.sources_file + ": $: expected an array of {\"name\", \"licence\"} objects");
+      return Status::InvalidArgument(o.sources_file +
+                                     ": $: expected an array of {\"name\", \"licence\"} objects");
     for (size_t i = 0; i < sources->size(); ++i) {
       const Json& s = (*sources)[i];
       for (const char* field : {"name", "licence"})
-        if (!s.is_object() || !s.contains(field) || !s[field].is_string() || s[field].get<std::string>().empty())
-          return Status::InvalidArgument(o.sources_file + ": $[" + std::to_string(i) + "]." + field +
-                                         ": expected a non-empty string");
+        if (!s.is_object() || !s.contains(field) || !s[field].is_string() ||
+            s[field].get<std::string>().empty())
+          return Status::InvalidArgument(o.sources_file + ": $[" + std::to_string(i) + "]." +
+                                         field + ": expected a non-empty string");
     }
     m.sources = sources.value();
   }
@@ -268,8 +273,9 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
     done_before += file_bytes;
   }
   const int64_t total = train.tokens() + val.tokens();
-  if (total == 0) return Status::InvalidArgument("no text in the inputs (" + std::to_string(m.corpus_skipped) +
-                                                 " empty or binary documents skipped)");
+  if (total == 0)
+    return Status::InvalidArgument("no text in the inputs (" + std::to_string(m.corpus_skipped) +
+                                   " empty or binary documents skipped)");
   if (m.val.documents == 0 || m.train.documents == 0) {
     // Too few documents for a document split: hold out the stream's tail instead.
     m.split_by = "tokens";
@@ -279,7 +285,9 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
       m.val.documents = 0;
     }
     const int64_t n_val = std::max<int64_t>(1, int64_t(double(total) * o.val_fraction));
-    if (n_val >= total) return Status::InvalidArgument("the inputs hold only " + std::to_string(total) + " tokens: too few to split");
+    if (n_val >= total)
+      return Status::InvalidArgument("the inputs hold only " + std::to_string(total) +
+                                     " tokens: too few to split");
     HEADLAB_RETURN_IF_ERROR(train.MoveTail(n_val, &val));
   }
   m.train.tokens = train.tokens();
@@ -289,7 +297,8 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
   HEADLAB_RETURN_IF_ERROR(train.Close());
   HEADLAB_RETURN_IF_ERROR(val.Close());
   if (m.tokenizer_kind != "byte") {
-    StatusOr<std::string> copied = CopyTokenizerFiles(m.tokenizer_source, tmp + "/" + kShardTokenizerDir);
+    StatusOr<std::string> copied =
+        CopyTokenizerFiles(m.tokenizer_source, tmp + "/" + kShardTokenizerDir);
     if (!copied.ok()) return copied.status();
     m.tokenizer_source = std::string(kShardTokenizerDir) + "/" + copied.value();
   }
@@ -303,7 +312,8 @@ StatusOr<ShardMeta> PrepareShards(const PrepareOptions& o,
       return Status::IoError(o.out_dir + ": cannot move aside (" + std::strerror(errno) + ")");
   }
   if (::rename(tmp.c_str(), o.out_dir.c_str()) != 0)
-    return Status::IoError(o.out_dir + ": cannot rename " + tmp + " into place (" + std::strerror(errno) + ")");
+    return Status::IoError(o.out_dir + ": cannot rename " + tmp + " into place (" +
+                           std::strerror(errno) + ")");
   cleanup.Release();
   if (!old.empty()) HEADLAB_RETURN_IF_ERROR(RemoveTree(old));
   return m;

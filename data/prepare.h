@@ -26,8 +26,8 @@ struct PrepareOptions {
   DocumentFormat format;            // the format of the other inputs
   std::string tokenizer = "byte";   // a Tokenizer::Load spec
   std::string out_dir;
-  double val_fraction = 0.05;       // (0, 0.5]
-  bool force = false;               // replace an existing shard folder
+  double val_fraction = 0.05;  // (0, 0.5]
+  bool force = false;          // replace an existing shard folder
   // Drop a document whose bytes equal an earlier one's (FNV-1a-64 and length; meta
   // corpus.duplicates counts them): sources that overlap (e.g. one text in two packages)
   // would otherwise land in both splits.
@@ -38,8 +38,8 @@ struct PrepareOptions {
 };
 
 struct PrepareProgress {
-  int64_t bytes = 0;        // input bytes read
-  int64_t total_bytes = -1; // -1 when unknown (stdin)
+  int64_t bytes = 0;         // input bytes read
+  int64_t total_bytes = -1;  // -1 when unknown (stdin)
   int64_t tokens = 0;
   int64_t documents = 0;
 };

@@ -29,7 +29,8 @@ std::vector<uint16_t> ReadU16(const std::string& path) {
   StatusOr<std::string> b = ReadFile(path);
   REQUIRE(b.ok());
   std::vector<uint16_t> out(b->size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = uint16_t(uint8_t((*b)[2 * i]) | (uint8_t((*b)[2 * i + 1]) << 8));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = uint16_t(uint8_t((*b)[2 * i]) | (uint8_t((*b)[2 * i + 1]) << 8));
   return out;
 }
 
@@ -49,7 +50,9 @@ TEST_CASE("byte-level shards of a folder: document split, counts and corpus hash
   const std::string in = dir.path() + "/in", out = dir.path() + "/shards";
   REQUIRE(MakeDirs(in + "/sub").ok());
   std::vector<std::string> docs;
-  for (int i = 0; i < 40; ++i) docs.push_back("document " + std::to_string(i) + " says " + std::string(size_t(i % 7 + 1), 'x') + "\n");
+  for (int i = 0; i < 40; ++i)
+    docs.push_back("document " + std::to_string(i) + " says " +
+                   std::string(size_t(i % 7 + 1), 'x') + "\n");
   // Sorted path order: in/d00 .. in/d38 (even), then in/sub/d01 .. (odd).
   std::vector<std::string> ordered;
   for (int i = 0; i < 40; i += 2) ordered.push_back(docs[size_t(i)]);
@@ -118,9 +121,10 @@ TEST_CASE("byte-level shards of a folder: document split, counts and corpus hash
     StatusOr<std::string> b = ReadFile(out + "/train.bin");
     REQUIRE(WriteFileAtomic(out + "/train.bin", b->substr(0, b->size() - 2)).ok());
     Status st = CheckShardSize(out, "train", read.value());
-    CHECK(st.message() == out + "/train.bin: " + std::to_string(b->size() - 2) + " bytes, but " + out +
-                              "/meta.json promises " + std::to_string(b->size() / 2) + " uint16 tokens (" +
-                              std::to_string(b->size()) + " bytes): truncated or replaced; run `headlab data "
+    CHECK(st.message() == out + "/train.bin: " + std::to_string(b->size() - 2) + " bytes, but " +
+                              out + "/meta.json promises " + std::to_string(b->size() / 2) +
+                              " uint16 tokens (" + std::to_string(b->size()) +
+                              " bytes): truncated or replaced; run `headlab data "
                               "prepare` again");
   }
 }
@@ -130,12 +134,14 @@ TEST_CASE("--dedup drops repeated documents; --sources lands in meta.json") {
   const std::string in = dir.path() + "/in", out = dir.path() + "/shards";
   REQUIRE(MakeDirs(in).ok());
   // 6 files, 4 distinct texts ("alpha text" three times): 2 duplicates.
-  const std::vector<std::string> texts = {"alpha text\n", "beta text\n", "alpha text\n", "gamma\n",
-                                          "alpha text\n", "delta delta\n"};
+  const std::vector<std::string> texts = {"alpha text\n", "beta text\n",  "alpha text\n",
+                                          "gamma\n",      "alpha text\n", "delta delta\n"};
   for (size_t i = 0; i < texts.size(); ++i)
     REQUIRE(WriteFileAtomic(in + "/f" + std::to_string(i), texts[i]).ok());
   const std::string sources = dir.path() + "/sources.json";
-  REQUIRE(WriteFileAtomic(sources, R"([{"name": "Test texts", "licence": "public domain", "package": "none"}])").ok());
+  REQUIRE(WriteFileAtomic(
+              sources, R"([{"name": "Test texts", "licence": "public domain", "package": "none"}])")
+              .ok());
   PrepareOptions o;
   o.inputs = {in};
   o.out_dir = out;
@@ -149,7 +155,8 @@ TEST_CASE("--dedup drops repeated documents; --sources lands in meta.json") {
   CHECK(m->corpus_duplicates == 2);
   CHECK(m->train.documents + m->val.documents == 4);
   // Tokens: the 4 distinct documents' bytes (no end-of-text token at byte level).
-  CHECK(m->train.tokens + m->val.tokens == int64_t(std::string("alpha text\nbeta text\ngamma\ndelta delta\n").size()));
+  CHECK(m->train.tokens + m->val.tokens ==
+        int64_t(std::string("alpha text\nbeta text\ngamma\ndelta delta\n").size()));
   StatusOr<ShardMeta> back = ReadShardMeta(out);
   REQUIRE(back.ok());
   CHECK(back->corpus_duplicates == 2);
@@ -192,7 +199,8 @@ TEST_CASE("one document is split by tokens; failures leave no output") {
   o.inputs = {"jsonl:" + dir.path() + "/bad.jsonl"};
   bad = PrepareShards(o, {});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == dir.path() + "/bad.jsonl:2: expected an object with a string field \"text\"");
+  CHECK(bad.status().message() ==
+        dir.path() + "/bad.jsonl:2: expected an object with a string field \"text\"");
   CHECK_FALSE(Exists(o.out_dir));
   CHECK_FALSE(Exists(o.out_dir + ".partial-" + std::to_string(::getpid())));
 }
@@ -201,7 +209,9 @@ TEST_CASE("GPT-2 shards start each document with <|endoftext|>") {
   const char* env = std::getenv("HEADLAB_GPT2_DIR");
   const std::string gpt2 = env ? env : "data/gpt2";
   testing::TempDir dir("headlab-prep");
-  REQUIRE(WriteFileAtomic(dir.path() + "/a.jsonl", "{\"text\": \"Hello world\"}\n{\"text\": \"Hello world\"}\n").ok());
+  REQUIRE(WriteFileAtomic(dir.path() + "/a.jsonl",
+                          "{\"text\": \"Hello world\"}\n{\"text\": \"Hello world\"}\n")
+              .ok());
   PrepareOptions o;
   o.inputs = {dir.path() + "/a.jsonl"};
   o.format.format = "jsonl";
@@ -213,7 +223,8 @@ TEST_CASE("GPT-2 shards start each document with <|endoftext|>") {
   CHECK(m->eot == 50256);
   CHECK(m->dtype == "uint16");
   // Equal documents hash alike: both in one split, so the split falls back to tokens.
-  std::vector<uint16_t> all = ReadU16(o.out_dir + "/train.bin"), val = ReadU16(o.out_dir + "/val.bin");
+  std::vector<uint16_t> all = ReadU16(o.out_dir + "/train.bin"),
+                        val = ReadU16(o.out_dir + "/val.bin");
   all.insert(all.end(), val.begin(), val.end());
   CHECK(all == std::vector<uint16_t>{50256, 15496, 995, 50256, 15496, 995});
   // The shards carry their tokenizer: meta.json names the copy relative to the folder, and
@@ -236,9 +247,10 @@ TEST_CASE("GPT-2 shards start each document with <|endoftext|>") {
 }
 
 TEST_CASE("Brown Corpus tags are stripped into running text") {
-  CHECK(StripBrownTags("\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n\n\tIt/pps "
-                       "ended/vbd (/( 1/cd )/) ,/, and/cc 1/2/cd-hl stayed/vbd ./.\n") ==
-        "The jury said \"no evidence\". It ended (1), and 1/2 stayed.");
+  CHECK(
+      StripBrownTags("\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n\n\tIt/pps "
+                     "ended/vbd (/( 1/cd )/) ,/, and/cc 1/2/cd-hl stayed/vbd ./.\n") ==
+      "The jury said \"no evidence\". It ended (1), and 1/2 stayed.");
 }
 
 }  // namespace

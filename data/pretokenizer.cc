@@ -20,10 +20,10 @@ constexpr int kInfinite = std::numeric_limits<int>::max();
 
 struct Node {
   enum Kind { kSetNode, kSeq, kAlt, kRepeat, kLook } kind;
-  int32_t set = 0;                  // kSetNode
+  int32_t set = 0;  // kSetNode
   std::vector<std::unique_ptr<Node>> children;
-  int min = 0, max = 0;             // kRepeat
-  bool negative = false;            // kLook
+  int min = 0, max = 0;   // kRepeat
+  bool negative = false;  // kLook
 };
 using NodePtr = std::unique_ptr<Node>;
 
@@ -36,9 +36,12 @@ NodePtr MakeNode(Node::Kind k) {
 // Returns true iff `n` can match the empty string.
 bool Nullable(const Node& n) {
   switch (n.kind) {
-    case Node::kSetNode: return false;
-    case Node::kLook: return true;
-    case Node::kRepeat: return n.min == 0 || Nullable(*n.children[0]);
+    case Node::kSetNode:
+      return false;
+    case Node::kLook:
+      return true;
+    case Node::kRepeat:
+      return n.min == 0 || Nullable(*n.children[0]);
     case Node::kSeq:
       for (const auto& c : n.children)
         if (!Nullable(*c)) return false;
@@ -71,9 +74,10 @@ class Parser {
 
   Status Fail(const std::string& what) {
     if (error_.ok())
-      error_ = Status::InvalidArgument("pre-tokenizer pattern: at offset " +
-                                       std::to_string(pos_ < text_.offset.size() ? text_.offset[pos_] : p_.size()) +
-                                       ": " + what + " (pattern " + p_ + ")");
+      error_ = Status::InvalidArgument(
+          "pre-tokenizer pattern: at offset " +
+          std::to_string(pos_ < text_.offset.size() ? text_.offset[pos_] : p_.size()) + ": " +
+          what + " (pattern " + p_ + ")");
     return error_;
   }
 
@@ -135,9 +139,12 @@ class Parser {
     if (AtEnd()) return atom;
     int min = -1, max = -1;
     const uint32_t c = Peek();
-    if (c == '?') min = 0, max = 1, ++pos_;
-    else if (c == '*') min = 0, max = kInfinite, ++pos_;
-    else if (c == '+') min = 1, max = kInfinite, ++pos_;
+    if (c == '?')
+      min = 0, max = 1, ++pos_;
+    else if (c == '*')
+      min = 0, max = kInfinite, ++pos_;
+    else if (c == '+')
+      min = 1, max = kInfinite, ++pos_;
     else if (c == '{') {
       ++pos_;
       min = ReadInt();
@@ -239,8 +246,12 @@ class Parser {
     const uint32_t e = Peek();
     ++pos_;
     switch (e) {
-      case 's': s->classes |= kSpace; return kInvalidByte;
-      case 'S': s->not_classes |= kSpace; return kInvalidByte;
+      case 's':
+        s->classes |= kSpace;
+        return kInvalidByte;
+      case 'S':
+        s->not_classes |= kSpace;
+        return kInvalidByte;
       case 'p':
       case 'P': {
         uint8_t cls = 0;
@@ -257,14 +268,20 @@ class Parser {
         (e == 'p' ? s->classes : s->not_classes) |= cls;
         return kInvalidByte;
       }
-      default: break;
+      default:
+        break;
     }
     uint32_t lit = e;
-    if (e == 'r') lit = '\r';
-    else if (e == 'n') lit = '\n';
-    else if (e == 't') lit = '\t';
-    else if (e == 'f') lit = '\f';
-    else if (e == 'v') lit = '\v';
+    if (e == 'r')
+      lit = '\r';
+    else if (e == 'n')
+      lit = '\n';
+    else if (e == 't')
+      lit = '\t';
+    else if (e == 'f')
+      lit = '\f';
+    else if (e == 'v')
+      lit = '\v';
     if (lit != e) {
       if (add_literal) AddLiteral(lit, s);
       return lit;
@@ -357,7 +374,9 @@ void Emit(const Node& n, int32_t prog, std::vector<PreTokenizer::Program>* progr
   };
   auto at = [&](int32_t pc) -> Inst& { return (*programs)[size_t(prog)][size_t(pc)]; };
   switch (n.kind) {
-    case Node::kSetNode: push({PreTokenizer::kSet, n.set, 0}); return;
+    case Node::kSetNode:
+      push({PreTokenizer::kSet, n.set, 0});
+      return;
     case Node::kSeq:
       for (const auto& c : n.children) Emit(*c, prog, programs);
       return;

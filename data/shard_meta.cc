@@ -33,7 +33,8 @@ class MetaReader {
               : std::is_floating_point<T>::value  ? node->is_number()
                                                   : node->is_number_integer();
     if (!ok) {
-      status_ = Status::Corruption(path_ + ": " + where + ": wrong type (" + node->dump().substr(0, 40) + ")");
+      status_ = Status::Corruption(path_ + ": " + where + ": wrong type (" +
+                                   node->dump().substr(0, 40) + ")");
       return;
     }
     *out = node->get<T>();
@@ -63,15 +64,24 @@ Json ShardMetaToJson(const ShardMeta& m) {
   return {{"format", kShardFormat},
           {"dtype", m.dtype},
           {"tokenizer",
-           {{"kind", m.tokenizer_kind}, {"source", m.tokenizer_source}, {"sha256", m.tokenizer_sha256},
-            {"vocab", m.vocab}, {"eot", m.eot}, {"pattern", m.tokenizer_pattern}}},
+           {{"kind", m.tokenizer_kind},
+            {"source", m.tokenizer_source},
+            {"sha256", m.tokenizer_sha256},
+            {"vocab", m.vocab},
+            {"eot", m.eot},
+            {"pattern", m.tokenizer_pattern}}},
           {"train", {{"tokens", m.train.tokens}, {"documents", m.train.documents}}},
           {"val", {{"tokens", m.val.tokens}, {"documents", m.val.documents}}},
           {"split", {{"by", m.split_by}, {"val_fraction", m.val_fraction}}},
           {"corpus",
-           {{"format", m.corpus_format}, {"inputs", m.corpus_inputs}, {"files", m.corpus_files},
-            {"documents", m.corpus_documents}, {"skipped", m.corpus_skipped},
-            {"duplicates", m.corpus_duplicates}, {"bytes", m.corpus_bytes}, {"sha256", m.corpus_sha256}}},
+           {{"format", m.corpus_format},
+            {"inputs", m.corpus_inputs},
+            {"files", m.corpus_files},
+            {"documents", m.corpus_documents},
+            {"skipped", m.corpus_skipped},
+            {"duplicates", m.corpus_duplicates},
+            {"bytes", m.corpus_bytes},
+            {"sha256", m.corpus_sha256}}},
           {"sources", m.sources},
           {"created_by", "headlab data prepare"},
           {"created_at", m.created_at}};
@@ -86,7 +96,8 @@ StatusOr<ShardMeta> ShardMetaFromJson(const std::string& text, const std::string
   MetaReader r(j, path);
   r.Get("format", nullptr, &format);
   if (r.status().ok() && format != kShardFormat)
-    return Status::Corruption(path + ": $.format: expected \"" + kShardFormat + "\", got \"" + format + "\"");
+    return Status::Corruption(path + ": $.format: expected \"" + kShardFormat + "\", got \"" +
+                              format + "\"");
   r.Get("dtype", nullptr, &m.dtype);
   r.Get("tokenizer", "kind", &m.tokenizer_kind);
   r.Get("tokenizer", "source", &m.tokenizer_source);
@@ -109,9 +120,11 @@ StatusOr<ShardMeta> ShardMetaFromJson(const std::string& text, const std::string
   r.Get("created_at", nullptr, &m.created_at);
   if (!r.status().ok()) return r.status();
   if (m.dtype != "uint16" && m.dtype != "uint32")
-    return Status::Corruption(path + ": $.dtype: expected \"uint16\" or \"uint32\", got \"" + m.dtype + "\"");
+    return Status::Corruption(path + ": $.dtype: expected \"uint16\" or \"uint32\", got \"" +
+                              m.dtype + "\"");
   if (m.vocab < 1 || (m.dtype == "uint16" && m.vocab > 65536))
-    return Status::Corruption(path + ": $.tokenizer.vocab: " + std::to_string(m.vocab) + " does not fit " + m.dtype);
+    return Status::Corruption(path + ": $.tokenizer.vocab: " + std::to_string(m.vocab) +
+                              " does not fit " + m.dtype);
   if (m.train.tokens < 0 || m.val.tokens < 0)
     return Status::Corruption(path + ": negative token counts");
   const Json& inputs = j["corpus"].contains("inputs") ? j["corpus"]["inputs"] : Json::array();
@@ -142,11 +155,13 @@ Status CheckShardSize(const std::string& dir, const std::string& split, const Sh
   const int64_t want = info.tokens * m.token_bytes();
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
-    return Status::NotFound(path + ": missing; " + dir + "/meta.json promises " + std::to_string(info.tokens) +
-                            " " + m.dtype + " tokens (" + std::to_string(want) + " bytes)");
+    return Status::NotFound(path + ": missing; " + dir + "/meta.json promises " +
+                            std::to_string(info.tokens) + " " + m.dtype + " tokens (" +
+                            std::to_string(want) + " bytes)");
   if (int64_t(st.st_size) != want)
-    return Status::Corruption(path + ": " + std::to_string(st.st_size) + " bytes, but " + dir + "/meta.json promises " +
-                              std::to_string(info.tokens) + " " + m.dtype + " tokens (" + std::to_string(want) +
+    return Status::Corruption(path + ": " + std::to_string(st.st_size) + " bytes, but " + dir +
+                              "/meta.json promises " + std::to_string(info.tokens) + " " + m.dtype +
+                              " tokens (" + std::to_string(want) +
                               " bytes): truncated or replaced; run `headlab data prepare` again");
   return Status::Ok();
 }

@@ -9,7 +9,8 @@
 //                   "vocab": N, "eot": ID (-1: none), "pattern": REGEX},
 //     "train": {"tokens": N, "documents": N}, "val": {"tokens": N, "documents": N},
 //     "split": {"by": "document"|"tokens", "val_fraction": F},
-//     "corpus": {"format": "text"|"jsonl"|"brown" (several joined by +), "inputs": [STR], "files": N,
+//     "corpus": {"format": "text"|"jsonl"|"brown" (several joined by +), "inputs": [STR], "files":
+//     N,
 //                "documents": N, "skipped": N, "duplicates": N, "bytes": N, "sha256": HEX},
 //     "sources": [{"name": STR, "licence": STR, ...}]   (prepare --sources; may be empty)
 //     "created_by": "headlab data prepare", "created_at": ISO-8601 UTC

@@ -45,7 +45,9 @@ class Tokenizer {
   // Returns the bytes of `ids` (a special token decodes to its text; an id outside the
   // vocabulary to nothing).
   std::string Decode(const int32_t* ids, size_t n) const;
-  std::string Decode(const std::vector<int32_t>& ids) const { return Decode(ids.data(), ids.size()); }
+  std::string Decode(const std::vector<int32_t>& ids) const {
+    return Decode(ids.data(), ids.size());
+  }
 
   // Ids are < vocab_size().
   int64_t vocab_size() const;

@@ -22,14 +22,17 @@ double ThreadCpuSeconds() {
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+  return v.empty()
+             ? 0
+             : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
 }
 
 }  // namespace
 
 StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
                                               const std::vector<std::string>& inputs, int repeats) {
-  if (repeats < 2) return Status::InvalidArgument("--repeats: expected >= 2 (one cold pass, then warm ones)");
+  if (repeats < 2)
+    return Status::InvalidArgument("--repeats: expected >= 2 (one cold pass, then warm ones)");
   StatusOr<std::vector<std::string>> files = ListInputFiles(inputs);
   if (!files.ok()) return files.status();
   std::vector<std::string> docs;
@@ -77,10 +80,15 @@ StatusOr<TokenizerBenchResult> BenchTokenizer(const std::string& spec,
 }
 
 Json TokenizerBenchJson(const TokenizerBenchResult& r) {
-  return {{"tokenizer", r.tokenizer}, {"bytes", r.bytes},         {"tokens", r.tokens},
-          {"repeats", r.repeats},     {"cold_mb_s", r.cold_mb_s}, {"warm_mb_s", r.warm_mb_s},
+  return {{"tokenizer", r.tokenizer},
+          {"bytes", r.bytes},
+          {"tokens", r.tokens},
+          {"repeats", r.repeats},
+          {"cold_mb_s", r.cold_mb_s},
+          {"warm_mb_s", r.warm_mb_s},
           {"warm_cpu_mb_s", r.warm_cpu_mb_s},
-          {"decode_mb_s", r.decode_mb_s}, {"roundtrip", r.roundtrip}};
+          {"decode_mb_s", r.decode_mb_s},
+          {"roundtrip", r.roundtrip}};
 }
 
 }  // namespace headlab

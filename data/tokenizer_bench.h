@@ -21,7 +21,7 @@ struct TokenizerBenchResult {
                              // shared machine's load)
   double decode_mb_s = 0;    // median Decode throughput (output bytes)
   int repeats = 0;
-  bool roundtrip = false;    // Decode(Encode(text)) == text on every input
+  bool roundtrip = false;  // Decode(Encode(text)) == text on every input
 };
 
 // Encodes the documents of `inputs` (ListInputFiles; each file one document) `repeats`

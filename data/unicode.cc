@@ -41,8 +41,9 @@ struct Latin1Table {
   uint8_t bits[256];
   Latin1Table() {
     for (uint32_t c = 0; c < 256; ++c)
-      bits[c] = uint8_t((InRanges(kLetterRanges, c) ? 1 : 0) | (InRanges(kNumberRanges, c) ? 2 : 0) |
-                        (InRanges(kWhiteSpaceRanges, c) ? 4 : 0));
+      bits[c] =
+          uint8_t((InRanges(kLetterRanges, c) ? 1 : 0) | (InRanges(kNumberRanges, c) ? 2 : 0) |
+                  (InRanges(kWhiteSpaceRanges, c) ? 4 : 0));
   }
 };
 const Latin1Table& Latin1() {
@@ -57,9 +58,10 @@ constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount *
 
 uint8_t CombiningClass(uint32_t cp) {
   if (cp < 0x300 || cp == kInvalidByte) return 0;
-  const CombiningRange* end = kCombiningClasses + sizeof(kCombiningClasses) / sizeof(kCombiningClasses[0]);
-  const CombiningRange* it = std::upper_bound(kCombiningClasses, end, cp,
-                                              [](uint32_t v, const CombiningRange& r) { return v < r.first; });
+  const CombiningRange* end =
+      kCombiningClasses + sizeof(kCombiningClasses) / sizeof(kCombiningClasses[0]);
+  const CombiningRange* it = std::upper_bound(
+      kCombiningClasses, end, cp, [](uint32_t v, const CombiningRange& r) { return v < r.first; });
   return it != kCombiningClasses && cp <= (it - 1)->last ? (it - 1)->ccc : 0;
 }
 
@@ -72,9 +74,10 @@ void Decompose(uint32_t cp, std::vector<uint32_t>* out) {
     return;
   }
   if (cp >= 0xC0 && cp != kInvalidByte) {
-    const Decomposition* end = kDecompositions + sizeof(kDecompositions) / sizeof(kDecompositions[0]);
-    const Decomposition* it = std::lower_bound(kDecompositions, end, cp,
-                                               [](const Decomposition& d, uint32_t v) { return d.cp < v; });
+    const Decomposition* end =
+        kDecompositions + sizeof(kDecompositions) / sizeof(kDecompositions[0]);
+    const Decomposition* it = std::lower_bound(
+        kDecompositions, end, cp, [](const Decomposition& d, uint32_t v) { return d.cp < v; });
     if (it != end && it->cp == cp) {
       out->insert(out->end(), it->to, it->to + it->n);
       return;
@@ -91,10 +94,11 @@ uint32_t Compose(uint32_t a, uint32_t b) {
       b < kTBase + kTCount)
     return a + (b - kTBase);
   const Composition* end = kCompositions + sizeof(kCompositions) / sizeof(kCompositions[0]);
-  const Composition* it = std::lower_bound(kCompositions, end, std::make_pair(a, b),
-                                           [](const Composition& c, const std::pair<uint32_t, uint32_t>& v) {
-                                             return std::make_pair(c.first, c.second) < v;
-                                           });
+  const Composition* it =
+      std::lower_bound(kCompositions, end, std::make_pair(a, b),
+                       [](const Composition& c, const std::pair<uint32_t, uint32_t>& v) {
+                         return std::make_pair(c.first, c.second) < v;
+                       });
   return it != end && it->first == a && it->second == b ? it->composite : 0;
 }
 
@@ -196,9 +200,12 @@ void DecodeUtf8(std::string_view s, DecodedText* out) {
     // Lead byte -> sequence length and the smallest value it may encode (no overlongs).
     size_t len = 0;
     uint32_t cp = 0, min = 0;
-    if (b >= 0xC2 && b <= 0xDF) len = 2, cp = b & 0x1F, min = 0x80;
-    else if (b >= 0xE0 && b <= 0xEF) len = 3, cp = b & 0x0F, min = 0x800;
-    else if (b >= 0xF0 && b <= 0xF4) len = 4, cp = b & 0x07, min = 0x10000;
+    if (b >= 0xC2 && b <= 0xDF)
+      len = 2, cp = b & 0x1F, min = 0x80;
+    else if (b >= 0xE0 && b <= 0xEF)
+      len = 3, cp = b & 0x0F, min = 0x800;
+    else if (b >= 0xF0 && b <= 0xF4)
+      len = 4, cp = b & 0x07, min = 0x10000;
     bool valid = len > 0 && i + len <= n;
     for (size_t k = 1; valid && k < len; ++k) {
       valid = (p[i + k] & 0xC0) == 0x80;

@@ -24,9 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto grid = ExpandGrid(text, "fuzz.jsonc", sets);
   if (!grid.ok()) {
-    fuzz::Check(grid.status().code() == Status::Code::kInvalidArgument, "a refusal is not bad input");
+    fuzz::Check(grid.status().code() == Status::Code::kInvalidArgument,
+                "a refusal is not bad input");
     fuzz::CheckMessage(grid.status().message());
-    fuzz::Check(grid.status().message().rfind("fuzz.jsonc: ", 0) == 0, "a refusal does not name the file");
+    fuzz::Check(grid.status().message().rfind("fuzz.jsonc: ", 0) == 0,
+                "a refusal does not name the file");
     (void)Json({{"error", grid.status().message()}}).dump();
     return 0;
   }

@@ -36,7 +36,8 @@ struct Fixture {
     fuzz::Check(store.InsertExperiment(TestGrid({"a", "b"}, 2), {}, false).ok(), "cannot insert");
     store.Close();
     fuzz::Check(MakeDirs(dir.path() + "/www").ok(), "cannot make the static root");
-    fuzz::Check(WriteFileAtomic(dir.path() + "/www/index.html", "<html></html>").ok(), "cannot write");
+    fuzz::Check(WriteFileAtomic(dir.path() + "/www/index.html", "<html></html>").ok(),
+                "cannot write");
     HttpApi::Options o{dir.path() + "/h.db", policy.write_token, dir.path() + "/www", "fuzz"};
     o.read_token = policy.read_token;
     o.query_limits.time = std::chrono::milliseconds(100);

@@ -23,9 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace headlab;
   using namespace headlab::coord;
   if (size == 0) return 0;
-  static const char* kCommands[] = {"METRICS", "READY",    "HEARTBEAT",  "REJECT",
-                                    "ACCEPT",  "ARTIFACT", "PROVENANCE", "DONE",
-                                    "ARTIFACT_DELETED"};
+  static const char* kCommands[] = {"METRICS",    "READY",  "HEARTBEAT",
+                                    "REJECT",     "ACCEPT", "ARTIFACT",
+                                    "PROVENANCE", "DONE",   "ARTIFACT_DELETED"};
   const std::string command = kCommands[data[0] % 9];
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   if (command == "METRICS") {
@@ -37,13 +37,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::CheckMessage(j.status().message());
     return 0;
   }
-  if (command == "READY") Expect(ParseReady(*j));
-  else if (command == "HEARTBEAT") Expect(ParseHeartbeat(*j));
-  else if (command == "REJECT") Expect(ParseReject(*j));
-  else if (command == "ACCEPT") Expect(ParseAccept(*j));
-  else if (command == "ARTIFACT") Expect(ParseArtifact(*j));
-  else if (command == "PROVENANCE") Expect(ParseProvenance(*j));
-  else if (command == "ARTIFACT_DELETED") Expect(ParseArtifactDeleted(*j));
-  else Expect(ParseDone(*j));
+  if (command == "READY")
+    Expect(ParseReady(*j));
+  else if (command == "HEARTBEAT")
+    Expect(ParseHeartbeat(*j));
+  else if (command == "REJECT")
+    Expect(ParseReject(*j));
+  else if (command == "ACCEPT")
+    Expect(ParseAccept(*j));
+  else if (command == "ARTIFACT")
+    Expect(ParseArtifact(*j));
+  else if (command == "PROVENANCE")
+    Expect(ParseProvenance(*j));
+  else if (command == "ARTIFACT_DELETED")
+    Expect(ParseArtifactDeleted(*j));
+  else
+    Expect(ParseDone(*j));
   return 0;
 }

@@ -40,7 +40,8 @@ __global__ void __launch_bounds__(kThreads) AddNormKernel(const AddNormArgs a) {
   __shared__ float red[kThreads / 32];
   const int row = blockIdx.x, tid = threadIdx.x;
   float* x = a.x + int64_t(row) * a.x_stride;
-  const TD* delta = a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
+  const TD* delta =
+      a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
   float v[kPerThread];
   float sum = 0.f;
 #pragma unroll
@@ -101,7 +102,8 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
   const int lane = threadIdx.x % 32, row = blockIdx.x * kRowsPerCta + threadIdx.x / 32;
   if (row >= a.rows) return;  // a whole warp: the shuffles below see all 32 lanes
   float* x = a.x + int64_t(row) * a.x_stride;
-  const TD* delta = a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
+  const TD* delta =
+      a.delta ? static_cast<const TD*>(a.delta) + int64_t(row) * a.delta_stride : nullptr;
   float v[kWarpRowVectors][4];
   float sum = 0.f;
 #pragma unroll
@@ -140,7 +142,8 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
     const Pack4<float> bias = a.bias ? Load4(a.bias + c) : Pack4<float>{};
     Pack4<TY> out;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) out.v[i] = FromFloat<TY>((v[u][i] - mean) * rstd * w.v[i] + bias.v[i]);
+    for (int i = 0; i < 4; ++i)
+      out.v[i] = FromFloat<TY>((v[u][i] - mean) * rstd * w.v[i] + bias.v[i]);
     *reinterpret_cast<Pack4<TY>*>(y + c) = out;
   }
 }
@@ -153,28 +156,38 @@ __global__ void __launch_bounds__(32 * kRowsPerCta) AddNormWarpRowKernel(const A
 constexpr int kWarpRowMinRows = 512;
 
 bool WarpRows(const AddNormArgs& a) {
-  auto aligned = [](const void* p, DType t) { return AlignedTo(p, 4 * DTypeSize(t)); };  // 4-element vectors
-  return a.rows >= kWarpRowMinRows && a.width <= kWarpRowWidth && a.width % 4 == 0 && a.x_stride % 4 == 0 &&
-         a.y_stride % 4 == 0 && (!a.delta || a.delta_stride % 4 == 0) && aligned(a.x, DType::kF32) &&
-         aligned(a.weight, DType::kF32) && aligned(a.bias, DType::kF32) && aligned(a.delta, a.delta_dtype) &&
-         aligned(a.y, a.y_dtype);
+  auto aligned = [](const void* p, DType t) {
+    return AlignedTo(p, 4 * DTypeSize(t));
+  };  // 4-element vectors
+  return a.rows >= kWarpRowMinRows && a.width <= kWarpRowWidth && a.width % 4 == 0 &&
+         a.x_stride % 4 == 0 && a.y_stride % 4 == 0 && (!a.delta || a.delta_stride % 4 == 0) &&
+         aligned(a.x, DType::kF32) && aligned(a.weight, DType::kF32) &&
+         aligned(a.bias, DType::kF32) && aligned(a.delta, a.delta_dtype) && aligned(a.y, a.y_dtype);
 }
 
 template <typename TD, typename TY>
 cudaError_t Launch(const AddNormArgs& a, cudaStream_t s) {
   if (WarpRows(a))
-    return internal::LaunchOverlapping(a.overlap_previous, dim3((a.rows + kRowsPerCta - 1) / kRowsPerCta),
+    return internal::LaunchOverlapping(a.overlap_previous,
+                                       dim3((a.rows + kRowsPerCta - 1) / kRowsPerCta),
                                        dim3(32 * kRowsPerCta), s, AddNormWarpRowKernel<TD, TY>, a);
-  return internal::LaunchOverlapping(a.overlap_previous, dim3(a.rows), dim3(kThreads), s, AddNormKernel<TD, TY>, a);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(a.rows), dim3(kThreads), s,
+                                     AddNormKernel<TD, TY>, a);
 }
 
 template <typename TD>
 cudaError_t LaunchY(const AddNormArgs& a, cudaStream_t s) {
   cudaError_t e;
   switch (a.y_dtype) {
-    case DType::kF32: e = Launch<TD, float>(a, s); break;
-    case DType::kBF16: e = Launch<TD, __nv_bfloat16>(a, s); break;
-    default: e = Launch<TD, __half>(a, s); break;
+    case DType::kF32:
+      e = Launch<TD, float>(a, s);
+      break;
+    case DType::kBF16:
+      e = Launch<TD, __nv_bfloat16>(a, s);
+      break;
+    default:
+      e = Launch<TD, __half>(a, s);
+      break;
   }
   return e == cudaSuccess ? cudaGetLastError() : e;
 }
@@ -183,14 +196,17 @@ cudaError_t LaunchY(const AddNormArgs& a, cudaStream_t s) {
 
 KernelStatus ValidateAddNorm(const AddNormArgs& a) {
   if (a.rows < 1) return Invalid("add_norm: rows must be >= 1");
-  if (a.width < 1 || a.width > kMaxAddNormWidth) return Invalid("add_norm: width must be in [1, kMaxAddNormWidth]");
-  if (a.x == nullptr || a.weight == nullptr || a.y == nullptr) return Invalid("add_norm: x, weight or y is null");
+  if (a.width < 1 || a.width > kMaxAddNormWidth)
+    return Invalid("add_norm: width must be in [1, kMaxAddNormWidth]");
+  if (a.x == nullptr || a.weight == nullptr || a.y == nullptr)
+    return Invalid("add_norm: x, weight or y is null");
   if (a.x_stride < a.width || a.y_stride < a.width || (a.delta && a.delta_stride < a.width))
     return Invalid("add_norm: a row stride is shorter than the width");
   if (a.rms && a.bias) return Invalid("add_norm: RMSNorm has no bias");
   if (!(a.eps > 0.f)) return Invalid("add_norm: eps must be > 0");
   for (DType t : {a.delta_dtype, a.y_dtype})
-    if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) return Invalid("add_norm: unknown dtype");
+    if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16)
+      return Invalid("add_norm: unknown dtype");
   return {};
 }
 
@@ -200,9 +216,15 @@ KernelStatus AddNorm(const AddNormArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e;
   switch (a.delta_dtype) {
-    case DType::kF32: e = LaunchY<float>(a, s); break;
-    case DType::kBF16: e = LaunchY<__nv_bfloat16>(a, s); break;
-    default: e = LaunchY<__half>(a, s); break;
+    case DType::kF32:
+      e = LaunchY<float>(a, s);
+      break;
+    case DType::kBF16:
+      e = LaunchY<__nv_bfloat16>(a, s);
+      break;
+    default:
+      e = LaunchY<__half>(a, s);
+      break;
   }
   return internal::FromCuda(e);
 }

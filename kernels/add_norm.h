@@ -25,16 +25,16 @@ constexpr int kMaxAddNormWidth = 8192;
 
 struct AddNormArgs {
   int rows = 0, width = 0;
-  float* x = nullptr;            // fp32 [rows, width], row stride x_stride (elements)
+  float* x = nullptr;  // fp32 [rows, width], row stride x_stride (elements)
   int64_t x_stride = 0;
-  const void* delta = nullptr;   // [rows, width] in delta_dtype, or null: no add
+  const void* delta = nullptr;  // [rows, width] in delta_dtype, or null: no add
   DType delta_dtype = DType::kBF16;
   int64_t delta_stride = 0;
-  const float* weight = nullptr; // [width]
-  const float* bias = nullptr;   // [width] (LayerNorm only), or null
+  const float* weight = nullptr;  // [width]
+  const float* bias = nullptr;    // [width] (LayerNorm only), or null
   bool rms = false;
   float eps = 1e-5f;
-  void* y = nullptr;             // [rows, width] in y_dtype, row stride y_stride
+  void* y = nullptr;  // [rows, width] in y_dtype, row stride y_stride
   DType y_dtype = DType::kBF16;
   int64_t y_stride = 0;
   // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the

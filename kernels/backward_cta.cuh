@@ -61,7 +61,8 @@ __device__ __forceinline__ void RunBackwardCta(const Params& p, Core& core) {
     const HeadState state = static_cast<HeadState>(hd.state);
     if (state == HeadState::kPruned) continue;  // uniform over the CTA
     const bool fixed = state == HeadState::kFixed;
-    const BlockRanges br = ToBlocks(QuerySpanForKeys(state, hd.window, hd.sink, hd.recent, c.k0, c.k1, p.T), kBwdBq);
+    const BlockRanges br =
+        ToBlocks(QuerySpanForKeys(state, hd.window, hd.sink, hd.recent, c.k0, c.k1, p.T), kBwdBq);
     const int count = br.Count();
     const size_t row_base = (size_t(c.b) * p.H + h) * p.T;
     __syncthreads();  // the previous head's last tile is fully consumed
@@ -80,17 +81,20 @@ __device__ __forceinline__ void RunBackwardCta(const Params& p, Core& core) {
     };
     if (count > 0) issue(0);
     CpAsyncCommit();
-    DoubleBufferedTiles(count, issue, [&] { core.LoadsLanded(); }, [&](int n) {
-      const int q0 = br.Block(n) * kBwdBq, buf = n & 1;
-      const bool need_mask = !TileAllVisible(hd, q0, min(q0 + kBwdBq, p.T) - 1, c.k0, c.k0 + kBwdBk - 1);
-      if (fixed) {
-        float pt[kBwdBq / 8][4];
-        FixedPt(pt, core.st, buf, need_mask, hd, p.T, q0, c.k0, c.w);
-        core.FixedTile(dv, pt, buf);
-      } else {
-        core.ScoredTile(dk, dv, c, hd, q0, buf, row_base, need_mask, scale2);
-      }
-    });
+    DoubleBufferedTiles(
+        count, issue, [&] { core.LoadsLanded(); },
+        [&](int n) {
+          const int q0 = br.Block(n) * kBwdBq, buf = n & 1;
+          const bool need_mask =
+              !TileAllVisible(hd, q0, min(q0 + kBwdBq, p.T) - 1, c.k0, c.k0 + kBwdBk - 1);
+          if (fixed) {
+            float pt[kBwdBq / 8][4];
+            FixedPt(pt, core.st, buf, need_mask, hd, p.T, q0, c.k0, c.w);
+            core.FixedTile(dv, pt, buf);
+          } else {
+            core.ScoredTile(dk, dv, c, hd, q0, buf, row_base, need_mask, scale2);
+          }
+        });
     CpAsyncWait<0>();
   }
   CpAsyncWait<0>();

@@ -33,14 +33,18 @@ struct BwdStats {
   float* alpha_max;  // [2] (A, pad)
   float* band;       // [2][kBandStride]
   __device__ explicit BwdStats(float* base)
-      : lse(base), delta(base + 2 * kBwdBq), alpha_raw(base + 4 * kBwdBq), alpha_exp(alpha_raw + kBwdBk),
-        alpha_max(alpha_exp + kBwdBk), band(alpha_max + 2) {}
+      : lse(base),
+        delta(base + 2 * kBwdBq),
+        alpha_raw(base + 4 * kBwdBq),
+        alpha_exp(alpha_raw + kBwdBk),
+        alpha_max(alpha_exp + kBwdBk),
+        band(alpha_max + 2) {}
 };
 
 // A fixed head's alpha over keys [k0, k0 + 64), by warp 0 of the threads that share st
 // (`warp`: the caller's warp index among them; a barrier must follow).
-__device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0, const BwdStats& st,
-                                           int warp) {
+__device__ __forceinline__ void StageAlpha(const Params& p, const DeviceHead& hd, int k0,
+                                           const BwdStats& st, int warp) {
   const int lane = threadIdx.x % 32;
   if (warp != 0) return;
   float a[kBwdBk / 32];
@@ -61,8 +65,8 @@ struct BandRaw {
 
 // Loads tile q0's band into registers, by warp 1 (plain loads, issued ahead of StageBand: a
 // load stalls a warp only when its register is read).
-__device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd, int k0, int q0, BandRaw* raw,
-                                          int warp) {
+__device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd, int k0, int q0,
+                                          BandRaw* raw, int warp) {
   const int lane = threadIdx.x % 32;
   if (warp != 1) return;
 #pragma unroll
@@ -74,7 +78,8 @@ __device__ __forceinline__ void FetchBand(const Params& p, const DeviceHead& hd,
 
 // Stages FetchBand's registers as rho factors in buffer buf and A + R (A: alpha max, R: band
 // max), by warp 1 (after StageAlpha's barrier; a barrier must follow).
-__device__ __forceinline__ void StageBand(const BandRaw& raw, const BwdStats& st, int buf, int warp) {
+__device__ __forceinline__ void StageBand(const BandRaw& raw, const BwdStats& st, int buf,
+                                          int warp) {
   if (warp != 1) return;
   float* bs = st.band + buf * kBandStride;
   const float mx = StageExpFactors(raw.v, kBwdBand, bs + kRawOff, bs + kExpOff);
@@ -84,8 +89,9 @@ __device__ __forceinline__ void StageBand(const BandRaw& raw, const BwdStats& st
 // Issues the row statistics of query tile q0 into buffer buf by cp.async: lse and delta
 // (ordinary heads) or logZ (fixed heads; delta is unused there). For fixed heads warp 1 also
 // stages the rho band from FetchBand's registers and A + R (A: alpha max, R: band max).
-__device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead& hd, bool fixed, int q0, int buf,
-                                              size_t row_base, const BandRaw& raw, const BwdStats& st) {
+__device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead& hd, bool fixed,
+                                              int q0, int buf, size_t row_base, const BandRaw& raw,
+                                              const BwdStats& st) {
   for (int i = threadIdx.x; i < kBwdBq; i += blockDim.x) {
     // Rows beyond T read 0: their Q and dO rows are zero-filled, so P = 1 there meets dO = 0
     // (dV), dP = 0 and delta = 0 (dS = 0), and dQ rows >= T are never stored; a fixed head's
@@ -99,7 +105,9 @@ __device__ __forceinline__ void IssueRowStats(const Params& p, const DeviceHead&
       CpAsync4(st.lse + buf * kBwdBq + i, in ? hd.log_z + q : hd.log_z, in ? 4 : 0);  // logZ (nats)
     }
   }
-  if (fixed) StageBand(raw, st, buf, threadIdx.x / 32);  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
+  if (fixed)
+    StageBand(raw, st, buf,
+              threadIdx.x / 32);  // rho over offsets q - k in [q0 - k0 - 63, q0 - k0 + 63]
 }
 
 // A warp's 16 keys (key_a = its first row) of one query tile.
@@ -110,7 +118,8 @@ struct WarpKeys {
 
 // Zeroes the elements of pt whose query the head does not let see its key. Called under one
 // uniform branch (boundary tiles only), not tested per element on every tile.
-__device__ __forceinline__ void MaskTileT(float (&pt)[kBwdBq / 8][4], const DeviceHead& hd, int q0, const WarpKeys& w) {
+__device__ __forceinline__ void MaskTileT(float (&pt)[kBwdBq / 8][4], const DeviceHead& hd, int q0,
+                                          const WarpKeys& w) {
   const VisibleBand band = BandOf(hd);
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb)
@@ -120,8 +129,9 @@ __device__ __forceinline__ void MaskTileT(float (&pt)[kBwdBq / 8][4], const Devi
 }
 
 // P^T = exp(S^T * scale - lse) of an ordinary/local/streaming head, masked where needed.
-__device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const float* lse_t, bool need_mask,
-                                           const DeviceHead& hd, int q0, const WarpKeys& w, float scale2) {
+__device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const float* lse_t,
+                                           bool need_mask, const DeviceHead& hd, int q0,
+                                           const WarpKeys& w, float scale2) {
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb) {
     const float2 l2 = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * w.tq);
@@ -137,8 +147,9 @@ __device__ __forceinline__ void ScoresToPt(float (&pt)[kBwdBq / 8][4], const flo
 // (its query columns) and 18 rho factors (band = c + 8 (nb - hf) + e) per tile. Where
 // A + R - logZ_q could overflow the product form, that column uses exact exps.
 // Columns q >= T get P = 0 (their logZ reads 0).
-__device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdStats& st, int buf, bool need_mask,
-                                        const DeviceHead& hd, int T, int q0, int k0, const WarpKeys& w) {
+__device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdStats& st, int buf,
+                                        bool need_mask, const DeviceHead& hd, int T, int q0, int k0,
+                                        const WarpKeys& w) {
   const float* bs = st.band + buf * kBandStride;
   const float* lse_t = st.lse + buf * kBwdBq;  // logZ
   const int band0 = q0 - k0 - (kBwdBk - 1);
@@ -156,7 +167,8 @@ __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdSta
   for (int nb = 0; nb < kBwdBq / 8; ++nb) {
     const float2 lz = *reinterpret_cast<const float2*>(lse_t + nb * 8 + 2 * w.tq);
     const float rl[2] = {ar - lz.x, ar - lz.y};
-    exact |= rl[0] > kBwdProductFormLimit || rl[1] > kBwdProductFormLimit;  // (q >= T: checked below)
+    exact |=
+        rl[0] > kBwdProductFormLimit || rl[1] > kBwdProductFormLimit;  // (q >= T: checked below)
     const int q = q0 + nb * 8 + 2 * w.tq;
     const float rz[2] = {q < T ? __expf(fminf(rl[0], kBwdProductFormLimit)) : 0.f,
                          q + 1 < T ? __expf(fminf(rl[1], kBwdProductFormLimit)) : 0.f};
@@ -178,8 +190,9 @@ __device__ __forceinline__ void FixedPt(float (&pt)[kBwdBq / 8][4], const BwdSta
 }
 
 // dS^T = P^T (dP^T - delta) * scale, in place of pt.
-__device__ __forceinline__ void DsFromDp(float (&pt)[kBwdBq / 8][4], const float (&dpt)[kBwdBq / 8][4],
-                                         const float* delta_t, float scale, int tq) {
+__device__ __forceinline__ void DsFromDp(float (&pt)[kBwdBq / 8][4],
+                                         const float (&dpt)[kBwdBq / 8][4], const float* delta_t,
+                                         float scale, int tq) {
 #pragma unroll
   for (int nb = 0; nb < kBwdBq / 8; ++nb) {
     const int ql = nb * 8 + 2 * tq;
@@ -192,8 +205,9 @@ __device__ __forceinline__ void DsFromDp(float (&pt)[kBwdBq / 8][4], const float
 
 // Writes a warp's rows of dK and dV (keys key_a, key_a + 8 of KV head g).
 template <typename T, int D>
-__device__ __forceinline__ void StoreDkDv(const Params& p, const float (&dk)[D / 8][4], const float (&dv)[D / 8][4],
-                                          int b, int g, const WarpKeys& w) {
+__device__ __forceinline__ void StoreDkDv(const Params& p, const float (&dk)[D / 8][4],
+                                          const float (&dv)[D / 8][4], int b, int g,
+                                          const WarpKeys& w) {
 #pragma unroll
   for (int nd = 0; nd < D / 8; ++nd) {
     const int c = nd * 8 + 2 * w.tq;
@@ -201,15 +215,19 @@ __device__ __forceinline__ void StoreDkDv(const Params& p, const float (&dk)[D /
     for (int hf = 0; hf < 2; ++hf) {
       const int key = w.key_a + 8 * hf;
       if (key >= p.T) continue;
-      *reinterpret_cast<uint32_t*>(At<T>(p.dk, b, key, g) + c) = Mma<T>::Pack(dk[nd][2 * hf], dk[nd][2 * hf + 1]);
-      *reinterpret_cast<uint32_t*>(At<T>(p.dv, b, key, g) + c) = Mma<T>::Pack(dv[nd][2 * hf], dv[nd][2 * hf + 1]);
+      *reinterpret_cast<uint32_t*>(At<T>(p.dk, b, key, g) + c) =
+          Mma<T>::Pack(dk[nd][2 * hf], dk[nd][2 * hf + 1]);
+      *reinterpret_cast<uint32_t*>(At<T>(p.dv, b, key, g) + c) =
+          Mma<T>::Pack(dv[nd][2 * hf], dv[nd][2 * hf + 1]);
     }
   }
 }
 
 // dQ rows (query q, columns c, c + 1) += (x, y): fp32 atomics into the workspace.
-__device__ __forceinline__ void AtomicAddDq(const Params& p, size_t row_base, int q, int c, int D, float x, float y) {
-  if (q < p.T) atomicAdd(reinterpret_cast<float2*>(p.dq_acc + (row_base + q) * D + c), make_float2(x, y));
+__device__ __forceinline__ void AtomicAddDq(const Params& p, size_t row_base, int q, int c, int D,
+                                            float x, float y) {
+  if (q < p.T)
+    atomicAdd(reinterpret_cast<float2*>(p.dq_acc + (row_base + q) * D + c), make_float2(x, y));
 }
 
 }  // namespace internal

@@ -28,8 +28,9 @@ __device__ __forceinline__ void Merge(float& m, float& s, float m2, float s2) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) CrossEntropyRowsKernel(T* logits, int64_t vocab, int64_t row_stride,
-                                                                   const int64_t* targets, float* loss) {
+__global__ void __launch_bounds__(kThreads)
+    CrossEntropyRowsKernel(T* logits, int64_t vocab, int64_t row_stride, const int64_t* targets,
+                           float* loss) {
   __shared__ float shared_m[kThreads / 32], shared_s[kThreads / 32];
   __shared__ float row_lse;
   T* row = logits + int64_t(blockIdx.x) * row_stride;
@@ -78,7 +79,8 @@ __global__ void __launch_bounds__(kThreads) CrossEntropyRowsKernel(T* logits, in
 }  // namespace
 
 KernelStatus CrossEntropyRows(void* logits, DType dtype, int64_t rows, int64_t vocab,
-                              int64_t row_stride, const int64_t* targets, float* loss, void* stream) {
+                              int64_t row_stride, const int64_t* targets, float* loss,
+                              void* stream) {
   if (logits == nullptr || targets == nullptr || loss == nullptr)
     return {KernelCode::kInvalidArgument, "cross entropy: null pointer"};
   if (rows < 0 || rows > int64_t(2147483647) || vocab < 1 || row_stride < vocab)
@@ -88,17 +90,19 @@ KernelStatus CrossEntropyRows(void* logits, DType dtype, int64_t rows, int64_t v
   const dim3 grid(static_cast<unsigned>(rows));
   switch (dtype) {
     case DType::kF32:
-      CrossEntropyRowsKernel<float><<<grid, kThreads, 0, s>>>(static_cast<float*>(logits), vocab, row_stride, targets, loss);
+      CrossEntropyRowsKernel<float>
+          <<<grid, kThreads, 0, s>>>(static_cast<float*>(logits), vocab, row_stride, targets, loss);
       break;
     case DType::kBF16:
-      CrossEntropyRowsKernel<__nv_bfloat16><<<grid, kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(logits), vocab,
-                                                                      row_stride, targets, loss);
+      CrossEntropyRowsKernel<__nv_bfloat16><<<grid, kThreads, 0, s>>>(
+          static_cast<__nv_bfloat16*>(logits), vocab, row_stride, targets, loss);
       break;
     case DType::kF16:
-      CrossEntropyRowsKernel<__half><<<grid, kThreads, 0, s>>>(static_cast<__half*>(logits), vocab, row_stride,
-                                                               targets, loss);
+      CrossEntropyRowsKernel<__half><<<grid, kThreads, 0, s>>>(static_cast<__half*>(logits), vocab,
+                                                               row_stride, targets, loss);
       break;
-    default: return {KernelCode::kInvalidArgument, "cross entropy: unknown dtype"};
+    default:
+      return {KernelCode::kInvalidArgument, "cross entropy: unknown dtype"};
   }
   const cudaError_t e = cudaGetLastError();
   return internal::FromCuda(e);

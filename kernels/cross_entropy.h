@@ -20,7 +20,8 @@ namespace kernels {
 
 // Launches on `stream` (a cudaStream_t; nullptr = default). All pointers are device pointers.
 KernelStatus CrossEntropyRows(void* logits, DType dtype, int64_t rows, int64_t vocab,
-                              int64_t row_stride, const int64_t* targets, float* loss, void* stream);
+                              int64_t row_stride, const int64_t* targets, float* loss,
+                              void* stream);
 
 }  // namespace kernels
 }  // namespace headlab

@@ -64,7 +64,9 @@ constexpr int kMaxSplits = 256;
 // Version 2 (DecodeSplitMhaKernel) applies: one query head per KV head, 2-byte elements
 // (bf16/fp16), d = 64 (at d = 128 its per-thread accumulators and a K row need more than 255
 // registers; fp32 rows are twice as wide).
-bool UsesVersion2(int g, int head_dim, size_t elem_bytes) { return g == 1 && head_dim == 64 && elem_bytes == 2; }
+bool UsesVersion2(int g, int head_dim, size_t elem_bytes) {
+  return g == 1 && head_dim == 64 && elem_bytes == 2;
+}
 
 struct DecodeHead {
   int32_t state, window, sink, recent;
@@ -138,7 +140,8 @@ Plan Split(const DecodeArgs& a, const DecodeCache& c, int lo, int hi) {
   const int tiles = (hi - lo + kTile - 1) / kTile;
   const int ctas_per_split = a.batch * c.kv_heads;
   const bool v2 = UsesVersion2(a.heads / a.kv_heads, a.head_dim, DTypeSize(a.dtype));
-  const int automatic = v2 ? kResidentCtasV2 / ctas_per_split : (kTargetCtas + ctas_per_split - 1) / ctas_per_split;
+  const int automatic =
+      v2 ? kResidentCtasV2 / ctas_per_split : (kTargetCtas + ctas_per_split - 1) / ctas_per_split;
   int splits = a.splits > 0 ? a.splits : automatic;
   splits = std::max(1, std::min({splits, tiles, kMaxSplits}));
   const int tiles_per_split = (tiles + splits - 1) / splits;
@@ -163,8 +166,8 @@ Plan MakePlan(const DecodeArgs& a, int segment) {
   for (int i = 0; i < c.kv_heads; ++i)
     for (int r = 0; r < g; ++r) {
       const HeadSpec& s = a.head_specs[c.layer_kv_heads[i] * g + r];
-      const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent,
-                                              a.query_position, a.query_position + 1);
+      const SpanPair span = KeySpanForQueries(s.state, s.window, s.sink, s.recent, a.query_position,
+                                              a.query_position + 1);
       AddPositions(c, span.lo0, span.hi0, &lo, &hi);
       AddPositions(c, span.lo1, span.hi1, &lo, &hi);
     }
@@ -193,7 +196,8 @@ __device__ __forceinline__ int SlotPosition(const DecodeSegmentParams& p, int sl
 // last CTA sets its count back to 0 for the next launch. One kernel per layer, not a split
 // kernel and a combine.
 template <typename T, int D>
-__device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeSegmentParams& sp, int y, int b) {
+__device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeSegmentParams& sp,
+                                            int y, int b) {
   __shared__ bool last_s;
   __shared__ float w_s[kMaxSplits];  // e^{m_s - M} of one query head
   __shared__ float sum_s;
@@ -235,20 +239,24 @@ __device__ __forceinline__ void FinishSplit(const DecodeParams& p, const DecodeS
     const int head = p.kv_of[y] * p.g + r;
     for (int c = tid; c < D; c += kThreads) {
       float out = 0.f;
-      for (int s = 0; s < sp.splits; ++s) out += __ldcg(sp.acc + (row * sp.splits + s) * D + c) * w_s[s];
-      static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] = FromFloat<T>(sum_s > 0.f ? out / sum_s : 0.f);
+      for (int s = 0; s < sp.splits; ++s)
+        out += __ldcg(sp.acc + (row * sp.splits + s) * D + c) * w_s[s];
+      static_cast<T*>(p.o)[b * p.o_sb + head * p.o_sh + c] =
+          FromFloat<T>(sum_s > 0.f ? out / sum_s : 0.f);
     }
     __syncthreads();  // w_s and sum_s are the next head's
   }
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(kThreads)
+    DecodeSplitKernel(const __grid_constant__ DecodeParams p) {
   internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
-  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
-  constexpr int kRowVecs = D / kVec<T>;                  // vectors per cached row
-  constexpr int kLoads = kTile * kRowVecs / kThreads;    // vectors per thread per tile
-  constexpr int kAcc = kMaxDecodeGroup * D / kThreads;   // output cells per thread
+  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous
+                                   // kernel's
+  constexpr int kRowVecs = D / kVec<T>;                 // vectors per cached row
+  constexpr int kLoads = kTile * kRowVecs / kThreads;   // vectors per thread per tile
+  constexpr int kAcc = kMaxDecodeGroup * D / kThreads;  // output cells per thread
   static_assert(kLoads >= 1 && kTile * kRowVecs % kThreads == 0, "tile must split evenly");
   __shared__ float q_s[kMaxDecodeGroup][D];
   __shared__ float k_s[kTile][D + 1];
@@ -367,14 +375,16 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitKernel(const __grid_const
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
-  internal::LetDependentsStart();  // o_proj's weights load while this runs (decode_linear.h)
-  internal::WaitForPrevious();     // launched overlapping: q and the new slot are the previous kernel's
-  constexpr int kLanes = D / kVec<T>;           // lanes per slot: 16 bytes of the row each
-  constexpr int kGroups = 32 / kLanes;          // slots a warp reads at once
+__global__ void __launch_bounds__(kThreads)
+    DecodeSplitMhaKernel(const __grid_constant__ DecodeParams p) {
+  internal::LetDependentsStart();       // o_proj's weights load while this runs (decode_linear.h)
+  internal::WaitForPrevious();          // launched overlapping: q and the new slot are the previous
+                                        // kernel's
+  constexpr int kLanes = D / kVec<T>;   // lanes per slot: 16 bytes of the row each
+  constexpr int kGroups = 32 / kLanes;  // slots a warp reads at once
   constexpr int kWarps = kThreads / 32;
-  constexpr int kStep = kWarps * kGroups;       // consecutive slots the CTA reads at once
-  constexpr int kUnroll = 4;                    // steps whose loads are in flight together
+  constexpr int kStep = kWarps * kGroups;  // consecutive slots the CTA reads at once
+  constexpr int kUnroll = 4;               // steps whose loads are in flight together
   static_assert(kLanes == 8 && kGroups == 4, "version 2: d = 64 of 2-byte elements");
   __shared__ float m_s[kWarps], l_s[kWarps];
   __shared__ float acc_s[kWarps][D];
@@ -394,7 +404,8 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   for (int e = 0; e < kVec<T>; ++e) qf[e] = ToFloat(q[e]) * (p.scale * internal::kLog2e);  // base 2
   const int lo = sp.span_lo + split * sp.split_len;
   int hi = min(sp.span_hi, lo + sp.split_len);
-  if (p.device_query_position && sp.ring == 0) hi = min(hi, qp + 1);  // slots past the query: unwritten
+  if (p.device_query_position && sp.ring == 0)
+    hi = min(hi, qp + 1);  // slots past the query: unwritten
   const T* kb = static_cast<const T*>(sp.k) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
   const T* vb = static_cast<const T*>(sp.v) + b * sp.c_sb + i * sp.c_sh + li * kVec<T>;
 
@@ -422,14 +433,16 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
 #pragma unroll
       for (int e = 0; e < kVec<T>; ++e) s += qf[e] * ToFloat(ke[e]);
 #pragma unroll
-      for (int off = 1; off < kLanes; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);  // the group's 8 lanes
+      for (int off = 1; off < kLanes; off *= 2)
+        s += __shfl_xor_sync(0xffffffffu, s, off);  // the group's 8 lanes
       bool visible = slot < hi;
       if (visible) {
         const int pos = SlotPosition(sp, slot, qp);
-        visible = pos >= 0 && KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos);
+        visible =
+            pos >= 0 && KeyVisible(HeadState(hd.state), hd.window, hd.sink, hd.recent, qp, pos);
       }
       if (!visible) continue;
-      if (s > m) {  // a new maximum: rescale what this group has so far
+      if (s > m) {                        // a new maximum: rescale what this group has so far
         const float corr = exp2f(m - s);  // 0 on the first visible slot (m = -inf)
         l *= corr;
 #pragma unroll
@@ -447,12 +460,15 @@ __global__ void __launch_bounds__(kThreads) DecodeSplitMhaKernel(const __grid_co
   // then the warps through shared memory.
 #pragma unroll
   for (int off = kLanes; off < 32; off *= 2) {
-    const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo_ = __shfl_xor_sync(0xffffffffu, l, off);
+    const float mo = __shfl_xor_sync(0xffffffffu, m, off),
+                lo_ = __shfl_xor_sync(0xffffffffu, l, off);
     const float mm = fmaxf(m, mo);
-    const float cs = mm == -INFINITY ? 0.f : exp2f(m - mm), co = mm == -INFINITY ? 0.f : exp2f(mo - mm);
+    const float cs = mm == -INFINITY ? 0.f : exp2f(m - mm),
+                co = mm == -INFINITY ? 0.f : exp2f(mo - mm);
     l = l * cs + lo_ * co;
 #pragma unroll
-    for (int e = 0; e < kVec<T>; ++e) acc[e] = acc[e] * cs + __shfl_xor_sync(0xffffffffu, acc[e], off) * co;
+    for (int e = 0; e < kVec<T>; ++e)
+      acc[e] = acc[e] * cs + __shfl_xor_sync(0xffffffffu, acc[e], off) * co;
     m = mm;
   }
   if (lane < kLanes) {
@@ -500,7 +516,8 @@ cudaError_t Launch(const DecodeParams& p, bool overlap, cudaStream_t s) {
     }
     return cudaSuccess;  // not reached: UsesVersion2 needs D = 64 and 2-byte elements
   }
-  return internal::LaunchOverlapping(overlap, dim3(splits, n, p.B), dim3(kThreads), s, DecodeSplitKernel<T, D>, p);
+  return internal::LaunchOverlapping(overlap, dim3(splits, n, p.B), dim3(kThreads), s,
+                                     DecodeSplitKernel<T, D>, p);
 }
 
 template <typename T>
@@ -518,11 +535,14 @@ size_t SegmentWorkspaceFloats(const DecodeArgs& a, int segment, int splits) {
   return rows * size_t(splits) * size_t(a.head_dim + 2);
 }
 
-size_t DecodeCountsBytes(const DecodeArgs& a) { return sizeof(int) * size_t(a.batch) * size_t(a.kv_heads); }
+size_t DecodeCountsBytes(const DecodeArgs& a) {
+  return sizeof(int) * size_t(a.batch) * size_t(a.kv_heads);
+}
 
 size_t DecodeWorkspaceBytes(const DecodeArgs& a) {
   size_t floats = 0;
-  for (int s = 0; s < a.segments; ++s) floats += SegmentWorkspaceFloats(a, s, MakePlan(a, s).splits);
+  for (int s = 0; s < a.segments; ++s)
+    floats += SegmentWorkspaceFloats(a, s, MakePlan(a, s).splits);
   return sizeof(float) * floats;
 }
 
@@ -532,15 +552,18 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
   if (a.kv_heads < 1 || a.heads % a.kv_heads != 0) return Invalid("kv_heads must divide heads");
   if (a.heads / a.kv_heads > kMaxDecodeGroup)
     return {KernelCode::kUnsupported, "more than kMaxDecodeGroup query heads per KV head"};
-  if (a.head_dim != 64 && a.head_dim != 128) return {KernelCode::kUnsupported, "head_dim must be 64 or 128"};
+  if (a.head_dim != 64 && a.head_dim != 128)
+    return {KernelCode::kUnsupported, "head_dim must be 64 or 128"};
   if (!(a.scale > 0.f) || !std::isfinite(a.scale)) return Invalid("scale must be finite and > 0");
   if (a.dtype != DType::kF32 && a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return Invalid("unknown dtype");
   if (a.head_specs == nullptr) return Invalid("head_specs is null");
   for (int h = 0; h < a.heads; ++h) {
     const HeadSpec& s = a.head_specs[h];
-    if (s.state == HeadState::kFixed) return {KernelCode::kUnsupported, "fixed heads have no decode kernel"};
-    if (s.state == HeadState::kLocal && s.window < 1) return Invalid("local head needs window >= 1");
+    if (s.state == HeadState::kFixed)
+      return {KernelCode::kUnsupported, "fixed heads have no decode kernel"};
+    if (s.state == HeadState::kLocal && s.window < 1)
+      return Invalid("local head needs window >= 1");
     if (s.state == HeadState::kStreaming && (s.recent < 1 || s.sink < 0))
       return Invalid("streaming head needs recent >= 1, sink >= 0");
     if (s.state != HeadState::kOrdinary && s.state != HeadState::kPruned &&
@@ -551,11 +574,13 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
     return Invalid("query_position must be >= 0");
   if (a.q.data == nullptr || a.o.data == nullptr) return Invalid("q or o is null");
   if (a.splits < 0) return Invalid("splits must be >= 0");
-  if (a.segments < 1 || a.segments > kMaxDecodeSegments) return Invalid("segments must be in [1, kMaxDecodeSegments]");
+  if (a.segments < 1 || a.segments > kMaxDecodeSegments)
+    return Invalid("segments must be in [1, kMaxDecodeSegments]");
   bool taken[kMaxHeads] = {};  // layer KV heads of the segments so far
   for (int s = 0; s < a.segments; ++s) {
     const DecodeCache& c = a.caches[s];
-    if (c.kv_heads < 1 || c.kv_heads > a.kv_heads) return Invalid("cache.kv_heads must be in [1, kv_heads]");
+    if (c.kv_heads < 1 || c.kv_heads > a.kv_heads)
+      return Invalid("cache.kv_heads must be in [1, kv_heads]");
     if (c.layer_kv_heads == nullptr) return Invalid("cache.layer_kv_heads is null");
     for (int i = 0; i < c.kv_heads; ++i) {
       const int j = c.layer_kv_heads[i];
@@ -563,14 +588,17 @@ KernelStatus ValidateDecode(const DecodeArgs& a) {
       if (taken[j]) return Invalid("a layer KV head is in two segments (or twice in one)");
       taken[j] = true;
     }
-    if (c.entries < 0 || c.lead < 0 || c.lead > c.entries) return Invalid("need 0 <= lead <= entries");
+    if (c.entries < 0 || c.lead < 0 || c.lead > c.entries)
+      return Invalid("need 0 <= lead <= entries");
     if (c.ring < 0) return Invalid("cache.ring must be >= 0");
-    if (c.ring > 0 && c.entries != c.lead + c.ring) return Invalid("a ring cache needs entries == lead + ring");
-    if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead) return Invalid("tail_start must be >= lead");
+    if (c.ring > 0 && c.entries != c.lead + c.ring)
+      return Invalid("a ring cache needs entries == lead + ring");
+    if (c.ring == 0 && c.lead < c.entries && c.tail_start < c.lead)
+      return Invalid("tail_start must be >= lead");
     if (c.entries > 0 && (c.k == nullptr || c.v == nullptr)) return Invalid("cache k or v is null");
     const int64_t vec = 16 / int64_t(DTypeSize(a.dtype));
-    if (!AlignedTo(c.k, 16) || !AlignedTo(c.v, 16) ||
-        c.stride_b % vec != 0 || c.stride_h % vec != 0 || c.stride_t % vec != 0)
+    if (!AlignedTo(c.k, 16) || !AlignedTo(c.v, 16) || c.stride_b % vec != 0 ||
+        c.stride_h % vec != 0 || c.stride_t % vec != 0)
       return Invalid("cache rows must start 16-byte aligned");
   }
   if (a.workspace == nullptr) return Invalid("workspace is null");
@@ -629,9 +657,15 @@ KernelStatus DecodeAttention(const DecodeArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e;
   switch (a.dtype) {
-    case DType::kF32: e = LaunchD<float>(p, a.head_dim, a.overlap_previous, s); break;
-    case DType::kBF16: e = LaunchD<__nv_bfloat16>(p, a.head_dim, a.overlap_previous, s); break;
-    default: e = LaunchD<__half>(p, a.head_dim, a.overlap_previous, s); break;
+    case DType::kF32:
+      e = LaunchD<float>(p, a.head_dim, a.overlap_previous, s);
+      break;
+    case DType::kBF16:
+      e = LaunchD<__nv_bfloat16>(p, a.head_dim, a.overlap_previous, s);
+      break;
+    default:
+      e = LaunchD<__half>(p, a.head_dim, a.overlap_previous, s);
+      break;
   }
   return internal::FromCuda(e);
 }

@@ -63,11 +63,11 @@ struct DecodeCache {
   const void* k = nullptr;
   const void* v = nullptr;
   int64_t stride_b = 0, stride_h = 0, stride_t = 0;  // elements; same for k and v
-  int entries = 0;     // live slots
-  int lead = 0;        // slots holding positions 0..lead-1
-  int tail_start = 0;  // position of slot `lead` (ring == 0)
-  int ring = 0;        // > 0: the ring layout above (entries == lead + ring)
-  int kv_heads = 0;    // n, KV heads in this segment (<= kMaxHeads)
+  int entries = 0;                                   // live slots
+  int lead = 0;                                      // slots holding positions 0..lead-1
+  int tail_start = 0;                                // position of slot `lead` (ring == 0)
+  int ring = 0;                         // > 0: the ring layout above (entries == lead + ring)
+  int kv_heads = 0;                     // n, KV heads in this segment (<= kMaxHeads)
   const int* layer_kv_heads = nullptr;  // host array of n: the layer's KV head of each slot head
 };
 
@@ -93,7 +93,7 @@ struct DecodeArgs {
   // the launch leaves them zero (so one zero-filled array serves every launch that runs
   // after the previous one on the same stream, a captured CUDA graph's included).
   int* counts = nullptr;
-  int splits = 0;             // 0: DecodeSplits chooses (for every segment)
+  int splits = 0;  // 0: DecodeSplits chooses (for every segment)
   // Programmatic dependent launch (hybrid_attention_internal.cuh): the launch overlaps the
   // end of the kernel before it (a decode step's RoPE+append), and the kernel waits for
   // that one before it reads or writes anything; it lets the kernel after it (o_proj's

@@ -16,7 +16,7 @@ struct Args {
   std::vector<HeadSpec> specs = std::vector<HeadSpec>(4, HeadSpec{HeadState::kOrdinary});
   std::vector<int> kv = {0, 1};
   alignas(16) float fake_device_memory[4] = {0, 0, 0, 0};  // never dereferenced
-  int fake_counts[1] = {0};                                 // never dereferenced
+  int fake_counts[1] = {0};                                // never dereferenced
   DecodeArgs a;
   Args(int entries) {
     a.batch = 1;
@@ -40,7 +40,9 @@ struct Args {
   }
 };
 
-bool Mentions(const KernelStatus& st, const char* word) { return std::strstr(st.message, word) != nullptr; }
+bool Mentions(const KernelStatus& st, const char* word) {
+  return std::strstr(st.message, word) != nullptr;
+}
 
 TEST_CASE("decode kernel: bad arguments are refused before a launch") {
   Args ok(100);

@@ -21,7 +21,9 @@ using internal::ToFloat;
 constexpr int kWarps = 8;
 constexpr int kBatch = 4;  // 32-wide k blocks a warp loads before it multiplies any
 
-__device__ __forceinline__ uint4 Load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
+__device__ __forceinline__ uint4 Load16(const void* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
 
 // The activation on the fp32 sum (decode_linear.h).
 __device__ __forceinline__ float Activate(float y, DecodeActivation act) {
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
   const T* wr = static_cast<const T*>(a.w) + int64_t(n0 + g) * a.w_stride + 8 * c;
   const int blocks = a.in / 32;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto load_weights = [&](int kb0, uint4 (&wv)[kBatch]) {
+  auto load_weights = [&](int kb0, uint4(&wv)[kBatch]) {
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int kb = kb0 + u * kWarps;
@@ -98,19 +100,23 @@ __global__ void __launch_bounds__(32 * kWarps) DecodeLinearKernel(const DecodeLi
 
 template <typename T>
 cudaError_t Launch(const DecodeLinearArgs& a, cudaStream_t s) {
-  return internal::LaunchOverlapping(a.overlap_previous, dim3(unsigned(a.out / 8)), dim3(32 * kWarps), s,
-                                     DecodeLinearKernel<T>, a);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(unsigned(a.out / 8)),
+                                     dim3(32 * kWarps), s, DecodeLinearKernel<T>, a);
 }
 
 }  // namespace
 
 KernelStatus ValidateDecodeLinear(const DecodeLinearArgs& a) {
-  if (a.rows < 1 || a.rows > kMaxDecodeLinearRows) return Invalid("decode_linear: rows must be in [1, 16]");
-  if (a.in < 32 || a.in % 32 != 0) return Invalid("decode_linear: in (K) must be a positive multiple of 32");
-  if (a.out < 8 || a.out % 8 != 0) return Invalid("decode_linear: out (N) must be a positive multiple of 8");
+  if (a.rows < 1 || a.rows > kMaxDecodeLinearRows)
+    return Invalid("decode_linear: rows must be in [1, 16]");
+  if (a.in < 32 || a.in % 32 != 0)
+    return Invalid("decode_linear: in (K) must be a positive multiple of 32");
+  if (a.out < 8 || a.out % 8 != 0)
+    return Invalid("decode_linear: out (N) must be a positive multiple of 8");
   if (a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return {KernelCode::kUnsupported, "decode_linear: dtype must be bf16 or fp16"};
-  if (a.x == nullptr || a.w == nullptr || a.y == nullptr) return Invalid("decode_linear: x, w or y is null");
+  if (a.x == nullptr || a.w == nullptr || a.y == nullptr)
+    return Invalid("decode_linear: x, w or y is null");
   if (a.activation != DecodeActivation::kNone && a.activation != DecodeActivation::kGelu &&
       a.activation != DecodeActivation::kGeluTanh)
     return Invalid("decode_linear: unknown activation");

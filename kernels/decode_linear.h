@@ -32,13 +32,13 @@ constexpr int kMaxDecodeLinearRows = 16;
 enum class DecodeActivation { kNone, kGelu, kGeluTanh };
 
 struct DecodeLinearArgs {
-  int rows = 0;   // M <= kMaxDecodeLinearRows
-  int in = 0;     // K, a multiple of 32
-  int out = 0;    // N, a multiple of 8
+  int rows = 0;                // M <= kMaxDecodeLinearRows
+  int in = 0;                  // K, a multiple of 32
+  int out = 0;                 // N, a multiple of 8
   DType dtype = DType::kBF16;  // x, w, bias and y: bf16 or fp16
   const void* x = nullptr;     // [M, K], row stride x_stride (elements)
   int64_t x_stride = 0;
-  const void* w = nullptr;     // [N, K] (nn.Linear's weight), row stride w_stride
+  const void* w = nullptr;  // [N, K] (nn.Linear's weight), row stride w_stride
   int64_t w_stride = 0;
   const void* bias = nullptr;  // [N], or null
   void* y = nullptr;           // [M, N], row stride y_stride

@@ -156,7 +156,8 @@ TEST_CASE("decode_linear: bad shapes, dtypes and alignment are refused") {
   b.dtype = DType::kF32;
   CHECK(ValidateDecodeLinear(b).code == KernelCode::kUnsupported);
   b = a;
-  b.w = reinterpret_cast<const char*>(fake_device_memory) + 2;  // a weight row off its 16-byte boundary
+  b.w = reinterpret_cast<const char*>(fake_device_memory) +
+        2;  // a weight row off its 16-byte boundary
   CHECK(Mentions(ValidateDecodeLinear(b), "16-byte"));
   b = a;
   b.x_stride = 772;  // rows after the first off their 16-byte boundaries

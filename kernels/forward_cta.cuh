@@ -60,12 +60,14 @@ __device__ __forceinline__ void RunForwardCta(const Params& p, Core& core) {
   const int count = c.br.Count();
   const int warp = threadIdx.x / 32;
   FixedRaw<kCtaRows> raw;  // fixed heads: the next tile's factors, in flight
-  if (c.fixed && count > 0) FetchFixedTile<kCtaRows>(p, c.hd, c.q0, c.br.Block(0) * kFwdBk, &raw, warp);
+  if (c.fixed && count > 0)
+    FetchFixedTile<kCtaRows>(p, c.hd, c.q0, c.br.Block(0) * kFwdBk, &raw, warp);
   auto issue = [&](int n) {
     const int k0 = c.br.Block(n) * kFwdBk;
     if (c.fixed) {
       StageFixedTile<kCtaRows>(raw, FixedTileAt<kCtaRows>(core.fixed_s, n & 1), warp);
-      if (n + 1 < count) FetchFixedTile<kCtaRows>(p, c.hd, c.q0, c.br.Block(n + 1) * kFwdBk, &raw, warp);
+      if (n + 1 < count)
+        FetchFixedTile<kCtaRows>(p, c.hd, c.q0, c.br.Block(n + 1) * kFwdBk, &raw, warp);
     } else {
       core.LoadK(c, k0, n);
     }
@@ -86,17 +88,20 @@ __device__ __forceinline__ void RunForwardCta(const Params& p, Core& core) {
     lz[hf] = c.fixed && c.w.Row(hf) < p.T ? c.hd.log_z[c.w.Row(hf)] : 0.f;
   }
   const float scale2 = p.scale * kLog2e;
-  DoubleBufferedTiles(count, issue, [&] { core.LoadsLanded(); }, [&](int n) {
-    const int k0 = c.br.Block(n) * kFwdBk;
-    const bool need_mask = !TileAllVisible(c.hd, c.q0, c.q1 - 1, k0, k0 + kFwdBk - 1);
-    if (c.fixed) {  // SAF eq. 3: P without scores or softmax
-      float s[kFwdBk / 8][4];
-      FixedScoresTile<kCtaRows>(s, FixedTileAt<kCtaRows>(core.fixed_s, n & 1), lz, need_mask, c.hd, c.w, c.q0, k0);
-      core.FixedTile(o, s, n);
-    } else {
-      core.ScoredTile(o, m, l, c, n, k0, need_mask, scale2);
-    }
-  });
+  DoubleBufferedTiles(
+      count, issue, [&] { core.LoadsLanded(); },
+      [&](int n) {
+        const int k0 = c.br.Block(n) * kFwdBk;
+        const bool need_mask = !TileAllVisible(c.hd, c.q0, c.q1 - 1, k0, k0 + kFwdBk - 1);
+        if (c.fixed) {  // SAF eq. 3: P without scores or softmax
+          float s[kFwdBk / 8][4];
+          FixedScoresTile<kCtaRows>(s, FixedTileAt<kCtaRows>(core.fixed_s, n & 1), lz, need_mask,
+                                    c.hd, c.w, c.q0, k0);
+          core.FixedTile(o, s, n);
+        } else {
+          core.ScoredTile(o, m, l, c, n, k0, need_mask, scale2);
+        }
+      });
   if (!c.fixed) core.Finish(o, count);
   CpAsyncWait<0>();
   StoreRows<T, D>(p, o, m, l, lz, c.fixed, c.b, c.h, c.w);

@@ -17,7 +17,10 @@ constexpr int kFwdBk = 64;  // keys per tile
 constexpr float kFwdProductFormLimit = 60.f;
 
 // Offsets q - k one (query block of kBq rows, key tile) pair spans.
-template <int kBq> __host__ __device__ constexpr int Band() { return kBq + kFwdBk - 1; }
+template <int kBq>
+__host__ __device__ constexpr int Band() {
+  return kBq + kFwdBk - 1;
+}
 
 // SAF eq. 3 product form of a fixed head's tile: P(i,j) = e^{alpha_j - A} e^{rho_{i-j} - R}
 // e^{A + R - logZ_i} with A, R the tile's maxima, so the tile needs 64 + Band exps instead of
@@ -31,12 +34,16 @@ struct FixedTile {
 };
 
 // Floats of shared memory one buffer of fixed-tile factors takes.
-template <int kBq> __host__ __device__ constexpr int FixedTileFloats() { return 2 * kFwdBk + 2 * Band<kBq>() + 2; }
+template <int kBq>
+__host__ __device__ constexpr int FixedTileFloats() {
+  return 2 * kFwdBk + 2 * Band<kBq>() + 2;
+}
 
 template <int kBq>
 __device__ __forceinline__ FixedTile FixedTileAt(float* base, int buf) {
   float* b = base + buf * FixedTileFloats<kBq>();
-  return {b, b + kFwdBk, b + 2 * kFwdBk, b + 2 * kFwdBk + Band<kBq>(), b + 2 * kFwdBk + 2 * Band<kBq>()};
+  return {b, b + kFwdBk, b + 2 * kFwdBk, b + 2 * kFwdBk + Band<kBq>(),
+          b + 2 * kFwdBk + 2 * Band<kBq>()};
 }
 
 // A fixed tile's raw factors as the warps of roles 0 (alpha) and 1 (rho band) hold them in
@@ -51,8 +58,8 @@ struct FixedRaw {
 // load stalls a warp only when its register is read, so the global latency hides behind a
 // tile of work.
 template <int kBq>
-__device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead& hd, int q0, int k0,
-                                               FixedRaw<kBq>* raw, int role) {
+__device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead& hd, int q0,
+                                               int k0, FixedRaw<kBq>* raw, int role) {
   const int lane = threadIdx.x % 32;
   if (role == 0) {
 #pragma unroll
@@ -72,7 +79,8 @@ __device__ __forceinline__ void FetchFixedTile(const Params& p, const DeviceHead
 // The warp of role 0 stages alpha, that of role 1 the rho band, from FetchFixedTile's
 // registers (ordered by the next barrier).
 template <int kBq>
-__device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft, int role) {
+__device__ __forceinline__ void StageFixedTile(const FixedRaw<kBq>& raw, const FixedTile& ft,
+                                               int role) {
   const int lane = threadIdx.x % 32;
   if (role == 0) {
     float alpha[kFwdBk / 32];  // FetchFixedTile's first entries
@@ -91,7 +99,9 @@ struct WarpRows {
   int row0;  // first row of the warp's 16 (absolute query position)
   int gr, tq;
   __device__ __forceinline__ int Row(int hf) const { return row0 + gr + 8 * hf; }
-  __device__ __forceinline__ int Key(int k0, int nb, int e) const { return k0 + nb * 8 + 2 * tq + e; }
+  __device__ __forceinline__ int Key(int k0, int nb, int e) const {
+    return k0 + nb * 8 + 2 * tq + e;
+  }
 };
 
 // Sets the elements of s whose key the head does not let its row see to `fill`. Called
@@ -100,12 +110,13 @@ struct WarpRows {
 // two rows is a RowVisibility over key offsets from k0 + 2 tq (head_mask.h), so an element
 // costs three compares and a select.
 template <int kNb>
-__device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const DeviceHead& hd, const WarpRows& w,
-                                         int k0) {
+__device__ __forceinline__ void MaskTile(float (&s)[kNb][4], float fill, const DeviceHead& hd,
+                                         const WarpRows& w, int k0) {
   const HeadState state = static_cast<HeadState>(hd.state);
   const int base = w.Key(k0, 0, 0);
-  const RowVisibility rows[2] = {RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(0), base),
-                                 RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(1), base)};
+  const RowVisibility rows[2] = {
+      RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(0), base),
+      RowVisibilityOf(state, hd.window, hd.sink, hd.recent, w.Row(1), base)};
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
@@ -181,8 +192,9 @@ __device__ __forceinline__ void RescaleRows(float (&o)[D / 8][4], const float (&
 // loaded once (band = c + 8 (hf - nb) - e) instead of two shared loads per element.
 template <int kBq>
 __device__ __forceinline__ void FixedScoresTile(float (&s)[kFwdBk / 8][4], const FixedTile& ft,
-                                                const float (&lz)[2], bool need_mask, const DeviceHead& hd,
-                                                const WarpRows& w, int q0, int k0) {
+                                                const float (&lz)[2], bool need_mask,
+                                                const DeviceHead& hd, const WarpRows& w, int q0,
+                                                int k0) {
   const float ar = ft.ar[0] + ft.ar[1];
   const int band0 = q0 - k0 - (kFwdBk - 1);
   float ea[kFwdBk / 8][2];
@@ -206,7 +218,8 @@ __device__ __forceinline__ void FixedScoresTile(float (&s)[kFwdBk / 8][4], const
 #pragma unroll
     for (int nb = 0; nb < kFwdBk / 8; ++nb) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) s[nb][2 * hf + e] = ea[nb][e] * er[hf - nb + kFwdBk / 8 - 1][e] * rz;
+      for (int e = 0; e < 2; ++e)
+        s[nb][2 * hf + e] = ea[nb][e] * er[hf - nb + kFwdBk / 8 - 1][e] * rz;
     }
     if (rz_log > kFwdProductFormLimit) {  // the product form could overflow: exact exps
       const int row = w.Row(hf);
@@ -238,7 +251,8 @@ __device__ __forceinline__ void PackP(const float (&s)[kNb][4], int kk, uint32_t
 // read by transposed ldmatrix — the forward's O += P V and the backward's dV += P^T dO and
 // dK += dS^T Q.
 template <typename T, int D, int kK>
-__device__ __forceinline__ void AddPackedTimesRows(float (&acc)[D / 8][4], const float (&a)[kK / 8][4], const T* rows) {
+__device__ __forceinline__ void AddPackedTimesRows(float (&acc)[D / 8][4],
+                                                   const float (&a)[kK / 8][4], const T* rows) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk) {
@@ -259,9 +273,10 @@ __device__ __forceinline__ void AddPackedTimesRows(float (&acc)[D / 8][4], const
 // Normalises one warp's output rows and writes them with their log-sum-exp (nats). Fixed
 // heads' rows are already normalised (P rows sum to 1) and their lse is logZ.
 template <typename T, int D>
-__device__ __forceinline__ void StoreRows(const Params& p, const float (&o)[D / 8][4], const float (&m)[2],
-                                          const float (&l)[2], const float (&lz)[2], bool fixed, int b,
-                                          int h, const WarpRows& w) {
+__device__ __forceinline__ void StoreRows(const Params& p, const float (&o)[D / 8][4],
+                                          const float (&m)[2], const float (&l)[2],
+                                          const float (&lz)[2], bool fixed, int b, int h,
+                                          const WarpRows& w) {
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const int row = w.Row(hf);

@@ -50,14 +50,19 @@ struct WindowSink {
 HEADLAB_HD WindowSink WindowSinkOf(HeadState state, int window, int sink, int recent) {
   switch (state) {
     case HeadState::kOrdinary:
-    case HeadState::kFixed: return {1 << 30, 0};
-    case HeadState::kLocal: return {window, 0};
-    case HeadState::kStreaming: return {recent, sink};
-    default: return {0, 0};
+    case HeadState::kFixed:
+      return {1 << 30, 0};
+    case HeadState::kLocal:
+      return {window, 0};
+    case HeadState::kStreaming:
+      return {recent, sink};
+    default:
+      return {0, 0};
   }
 }
 
-HEADLAB_HD RowVisibility RowVisibilityOf(HeadState state, int window, int sink, int recent, int q, int base) {
+HEADLAB_HD RowVisibility RowVisibilityOf(HeadState state, int window, int sink, int recent, int q,
+                                         int base) {
   const WindowSink ws = WindowSinkOf(state, window, sink, recent);
   return {q - base, q - ws.w - base, ws.s - base};
 }
@@ -69,8 +74,8 @@ struct SpanPair {
 
 // Returns the key positions a block of queries [q0, q1) (q1 <= T) may see: the forward
 // iteration space. Everything outside is never loaded.
-HEADLAB_HD SpanPair KeySpanForQueries(HeadState state, int window, int sink, int recent,
-                                      int q0, int q1) {
+HEADLAB_HD SpanPair KeySpanForQueries(HeadState state, int window, int sink, int recent, int q0,
+                                      int q1) {
   SpanPair s{0, 0, 0, 0};
   switch (state) {
     case HeadState::kOrdinary:
@@ -101,8 +106,8 @@ HEADLAB_HD SpanPair KeySpanForQueries(HeadState state, int window, int sink, int
 
 // Returns the query positions that may see some key in [k0, k1) for a sequence of length
 // T: the backward iteration space of a key block.
-HEADLAB_HD SpanPair QuerySpanForKeys(HeadState state, int window, int sink, int recent,
-                                     int k0, int k1, int T) {
+HEADLAB_HD SpanPair QuerySpanForKeys(HeadState state, int window, int sink, int recent, int k0,
+                                     int k1, int T) {
   SpanPair s{0, 0, 0, 0};
   switch (state) {
     case HeadState::kOrdinary:

@@ -27,17 +27,20 @@ KernelStatus ValidateShapeAndHeads(const AttentionShape& s, const HeadSpec* head
     const HeadSpec& hs = heads[h];
     switch (hs.state) {
       case HeadState::kOrdinary:
-      case HeadState::kPruned: break;
+      case HeadState::kPruned:
+        break;
       case HeadState::kLocal:
         if (hs.window < 1) return Invalid("local head needs window >= 1");
         break;
       case HeadState::kStreaming:
-        if (hs.recent < 1 || hs.sink < 0) return Invalid("streaming head needs recent >= 1, sink >= 0");
+        if (hs.recent < 1 || hs.sink < 0)
+          return Invalid("streaming head needs recent >= 1, sink >= 0");
         break;
       case HeadState::kFixed:
         if (!hs.alpha || !hs.rho || !hs.log_z) return Invalid("fixed head needs alpha, rho, log_z");
         break;
-      default: return Invalid("unknown head state");
+      default:
+        return Invalid("unknown head state");
     }
   }
   return {};
@@ -52,12 +55,13 @@ KernelStatus ValidateView(const TensorView& v, const char* null_message) {
 // Returns true iff every row of the view starts 16-byte aligned (tensor-core loads).
 bool RowsAligned(const TensorView& v, DType dtype) {
   const int64_t vec = 16 / int64_t(DTypeSize(dtype));
-  return AlignedTo(v.data, 16) && v.stride_b % vec == 0 &&
-         v.stride_t % vec == 0 && v.stride_h % vec == 0;
+  return AlignedTo(v.data, 16) && v.stride_b % vec == 0 && v.stride_t % vec == 0 &&
+         v.stride_h % vec == 0;
 }
 
 bool ForcesTensorCores(KernelPath path) {
-  return path == KernelPath::kTensorCore || path == KernelPath::kWgmma || path == KernelPath::kWgmmaWs;
+  return path == KernelPath::kTensorCore || path == KernelPath::kWgmma ||
+         path == KernelPath::kWgmmaWs;
 }
 
 // True iff this library was built for sm_90a (HEADLAB_KERNELS_SM90A, kernels/CMakeLists.txt)
@@ -66,7 +70,8 @@ bool Sm90a() {
 #if defined(HEADLAB_KERNELS_SM90A)
   int dev = 0, major = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+    return false;
   return major == 9;
 #else
   return false;
@@ -84,8 +89,13 @@ Params MakeParams(const AttentionShape& s, const HeadSpec* heads) {
   p.d = s.head_dim;
   p.scale = s.scale;
   for (int h = 0; h < s.heads; ++h) {
-    p.heads[h] = {static_cast<int32_t>(heads[h].state), heads[h].window, heads[h].sink,
-                  heads[h].recent, heads[h].alpha, heads[h].rho, heads[h].log_z};
+    p.heads[h] = {static_cast<int32_t>(heads[h].state),
+                  heads[h].window,
+                  heads[h].sink,
+                  heads[h].recent,
+                  heads[h].alpha,
+                  heads[h].rho,
+                  heads[h].log_z};
   }
   return p;
 }
@@ -93,9 +103,12 @@ Params MakeParams(const AttentionShape& s, const HeadSpec* heads) {
 template <typename Fn>
 cudaError_t ByDType(DType dtype, Fn fn) {
   switch (dtype) {
-    case DType::kF32: return fn(float{});
-    case DType::kBF16: return fn(__nv_bfloat16{});
-    default: return fn(__half{});
+    case DType::kF32:
+      return fn(float{});
+    case DType::kBF16:
+      return fn(__nv_bfloat16{});
+    default:
+      return fn(__half{});
   }
 }
 
@@ -108,7 +121,9 @@ size_t BackwardWorkspaceBytes(const AttentionShape& s) {
 KernelStatus ValidateForward(const ForwardArgs& a) {
   KernelStatus st = ValidateShapeAndHeads(a.shape, a.heads);
   if (!st.ok()) return st;
-  for (auto [v, m] : {std::pair{&a.q, "q is null"}, {&a.k, "k is null"}, {&a.v, "v is null"},
+  for (auto [v, m] : {std::pair{&a.q, "q is null"},
+                      {&a.k, "k is null"},
+                      {&a.v, "v is null"},
                       {&a.o, "o is null"}}) {
     if (!(st = ValidateView(*v, m)).ok()) return st;
   }
@@ -119,9 +134,14 @@ KernelStatus ValidateForward(const ForwardArgs& a) {
 KernelStatus ValidateBackward(const BackwardArgs& a) {
   KernelStatus st = ValidateShapeAndHeads(a.shape, a.heads);
   if (!st.ok()) return st;
-  for (auto [v, m] : {std::pair{&a.q, "q is null"}, {&a.k, "k is null"}, {&a.v, "v is null"},
-                      {&a.o, "o is null"}, {&a.d_o, "d_o is null"}, {&a.dq, "dq is null"},
-                      {&a.dk, "dk is null"}, {&a.dv, "dv is null"}}) {
+  for (auto [v, m] : {std::pair{&a.q, "q is null"},
+                      {&a.k, "k is null"},
+                      {&a.v, "v is null"},
+                      {&a.o, "o is null"},
+                      {&a.d_o, "d_o is null"},
+                      {&a.dq, "dq is null"},
+                      {&a.dk, "dk is null"},
+                      {&a.dv, "dv is null"}}) {
     if (!(st = ValidateView(*v, m)).ok()) return st;
   }
   if (a.lse == nullptr) return Invalid("lse is null");
@@ -135,22 +155,27 @@ namespace {
 // SIMT, or a refusal when `requested` forces a path the arguments or the build cannot take.
 // `tc_possible`: bf16/fp16 with 16-byte aligned rows.
 enum class Chosen { kSimt, kMma, kWgmma, kWgmmaWs, kRefused };
-Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested, KernelStatus* refusal) {
+Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requested,
+                  KernelStatus* refusal) {
   if (ForcesTensorCores(requested) && !tc_possible) {
-    *refusal = {KernelCode::kUnsupported, "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
+    *refusal = {KernelCode::kUnsupported,
+                "tensor-core path needs bf16/fp16 and 16-byte aligned rows"};
     return Chosen::kRefused;
   }
   const bool tc = tc_possible && requested != KernelPath::kSimt;
   const bool hopper = tc && requested != KernelPath::kTensorCore && Sm90a();
-  const bool ws = hopper && requested != KernelPath::kWgmma && (shape.head_dim == 64 || shape.head_dim == 128);
+  const bool ws =
+      hopper && requested != KernelPath::kWgmma && (shape.head_dim == 64 || shape.head_dim == 128);
   const bool wgmma = hopper && requested != KernelPath::kWgmmaWs && shape.head_dim == 64;
   if (requested == KernelPath::kWgmmaWs && !ws) {
-    *refusal = {KernelCode::kUnsupported,
-                "the warp-specialised kernels need an sm_90a build, an sm_90 device and d = 64 or 128"};
+    *refusal = {
+        KernelCode::kUnsupported,
+        "the warp-specialised kernels need an sm_90a build, an sm_90 device and d = 64 or 128"};
     return Chosen::kRefused;
   }
   if (requested == KernelPath::kWgmma && !wgmma) {
-    *refusal = {KernelCode::kUnsupported, "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
+    *refusal = {KernelCode::kUnsupported,
+                "wgmma kernels need an sm_90a build, an sm_90 device and d = 64"};
     return Chosen::kRefused;
   }
   return ws ? Chosen::kWgmmaWs : wgmma ? Chosen::kWgmma : tc ? Chosen::kMma : Chosen::kSimt;
@@ -158,11 +183,16 @@ Chosen ChoosePath(const AttentionShape& shape, bool tc_possible, KernelPath requ
 
 const char* ChosenName(Chosen c) {
   switch (c) {
-    case Chosen::kWgmmaWs: return "wgmma-ws";
-    case Chosen::kWgmma: return "wgmma";
-    case Chosen::kMma: return "mma.sync";
-    case Chosen::kSimt: return "simt";
-    default: return "refused";
+    case Chosen::kWgmmaWs:
+      return "wgmma-ws";
+    case Chosen::kWgmma:
+      return "wgmma";
+    case Chosen::kMma:
+      return "mma.sync";
+    case Chosen::kSimt:
+      return "simt";
+    default:
+      return "refused";
   }
 }
 
@@ -210,7 +240,8 @@ KernelStatus HybridAttentionForward(const ForwardArgs& a, void* stream) {
     } else {
       if (chosen == Chosen::kWgmmaWs) return internal::LaunchWsForward<T>(p, s);
       if (chosen == Chosen::kWgmma) return internal::LaunchWgmmaForward<T>(p, s);
-      return chosen == Chosen::kMma ? internal::LaunchMmaForward<T>(p, s) : internal::LaunchSimtForward<T>(p, s);
+      return chosen == Chosen::kMma ? internal::LaunchMmaForward<T>(p, s)
+                                    : internal::LaunchSimtForward<T>(p, s);
     }
   }));
 }
@@ -244,7 +275,8 @@ KernelStatus HybridAttentionBackward(const BackwardArgs& a, void* stream) {
     } else if (chosen == Chosen::kWgmma) {
       e = internal::LaunchWgmmaBackward<T>(p, s);
     } else {
-      e = chosen == Chosen::kMma ? internal::LaunchMmaBackward<T>(p, s) : internal::LaunchSimtBackward<T>(p, s);
+      e = chosen == Chosen::kMma ? internal::LaunchMmaBackward<T>(p, s)
+                                 : internal::LaunchSimtBackward<T>(p, s);
     }
     if (e != cudaSuccess) return e;
     return internal::LaunchBackwardFinish<T>(p, s);

@@ -30,7 +30,13 @@
 namespace headlab {
 namespace kernels {
 
-enum class HeadState : int32_t { kOrdinary = 0, kFixed = 1, kStreaming = 2, kLocal = 3, kPruned = 4 };
+enum class HeadState : int32_t {
+  kOrdinary = 0,
+  kFixed = 1,
+  kStreaming = 2,
+  kLocal = 3,
+  kPruned = 4
+};
 
 // Per query head. Unused fields are ignored for states that do not need them.
 struct HeadSpec {
@@ -55,7 +61,9 @@ enum class DType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
 inline size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
 // Returns whether device address `p` is a multiple of `bytes` (null is).
-inline bool AlignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+inline bool AlignedTo(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 // A (B, T, heads, d) device tensor view; the last dimension has stride 1.
 struct TensorView {
@@ -66,12 +74,12 @@ struct TensorView {
 };
 
 struct AttentionShape {
-  int batch = 0;       // B
-  int seq_len = 0;     // T
-  int heads = 0;       // H, query heads (<= kMaxHeads)
-  int kv_heads = 0;    // Hkv, divides H
-  int head_dim = 0;    // d in {64, 96, 128} (any multiple of 16 up to 128 on the SIMT path)
-  float scale = 0.f;   // softmax scale, usually 1/sqrt(d)
+  int batch = 0;      // B
+  int seq_len = 0;    // T
+  int heads = 0;      // H, query heads (<= kMaxHeads)
+  int kv_heads = 0;   // Hkv, divides H
+  int head_dim = 0;   // d in {64, 96, 128} (any multiple of 16 up to 128 on the SIMT path)
+  float scale = 0.f;  // softmax scale, usually 1/sqrt(d)
   DType dtype = DType::kF32;
 };
 
@@ -110,10 +118,10 @@ struct ForwardArgs {
 struct BackwardArgs {
   AttentionShape shape;
   const HeadSpec* heads = nullptr;
-  TensorView q, k, v, o, d_o;       // forward inputs, forward output, output gradient
-  const float* lse = nullptr;       // from the forward pass
-  TensorView dq, dk, dv;            // outputs, fully overwritten
-  void* workspace = nullptr;        // device scratch of BackwardWorkspaceBytes(shape) bytes
+  TensorView q, k, v, o, d_o;  // forward inputs, forward output, output gradient
+  const float* lse = nullptr;  // from the forward pass
+  TensorView dq, dk, dv;       // outputs, fully overwritten
+  void* workspace = nullptr;   // device scratch of BackwardWorkspaceBytes(shape) bytes
   KernelPath path = KernelPath::kAuto;
 };
 
@@ -125,8 +133,8 @@ KernelStatus ValidateForward(const ForwardArgs& args);
 KernelStatus ValidateBackward(const BackwardArgs& args);
 
 // Returns the implementation HybridAttentionForward / HybridAttentionBackward runs for
-// `args`: "wgmma-ws", "wgmma", "mma.sync" or "simt" ("refused" when args.path forces one that cannot
-// run). Launches nothing; runs may record it (which kernels a training run used).
+// `args`: "wgmma-ws", "wgmma", "mma.sync" or "simt" ("refused" when args.path forces one that
+// cannot run). Launches nothing; runs may record it (which kernels a training run used).
 const char* ForwardPathName(const ForwardArgs& args);
 const char* BackwardPathName(const BackwardArgs& args);
 

@@ -44,21 +44,41 @@ struct Params {
   int B, T, H, G, d;
   float scale;
   View q, k, v, o, d_o, dq, dk, dv;
-  float* lse;      // (B, H, T)
-  float* dq_acc;   // (B, H, T, d) fp32, backward only
-  float* delta;    // (B, H, T) rowsum(dO * O), backward only
+  float* lse;     // (B, H, T)
+  float* dq_acc;  // (B, H, T, d) fp32, backward only
+  float* delta;   // (B, H, T) rowsum(dO * O), backward only
   DeviceHead heads[kMaxHeads];
 };
 
-template <typename T> __device__ __forceinline__ float ToFloat(T x);
-template <> __device__ __forceinline__ float ToFloat<float>(float x) { return x; }
-template <> __device__ __forceinline__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <> __device__ __forceinline__ float ToFloat<__half>(__half x) { return __half2float(x); }
+template <typename T>
+__device__ __forceinline__ float ToFloat(T x);
+template <>
+__device__ __forceinline__ float ToFloat<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <>
+__device__ __forceinline__ float ToFloat<__half>(__half x) {
+  return __half2float(x);
+}
 
-template <typename T> __device__ __forceinline__ T FromFloat(float x);
-template <> __device__ __forceinline__ float FromFloat<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
+template <typename T>
+__device__ __forceinline__ T FromFloat(float x);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float x) {
+  return __float2half_rn(x);
+}
 
 // N elements of T read or written as one access of N * sizeof(T) bytes (the address must be
 // aligned to that): Pack<__nv_bfloat16, 8> is a 16-byte load.
@@ -94,7 +114,8 @@ inline bool DeviceTakesPdl() {
   int known = major_plus_one[dev].load(std::memory_order_relaxed);
   if (known == 0) {
     int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+      return false;
     known = major + 1;
     major_plus_one[dev].store(known, std::memory_order_relaxed);
   }
@@ -105,8 +126,8 @@ inline bool DeviceTakesPdl() {
 // serialization (PDL) when `overlap` and the device has it: the kernel must then call
 // WaitForPrevious as above.
 template <typename... Params, typename... Args>
-cudaError_t LaunchOverlapping(bool overlap, dim3 grid, dim3 block, cudaStream_t stream, void (*kernel)(Params...),
-                              Args&&... args) {
+cudaError_t LaunchOverlapping(bool overlap, dim3 grid, dim3 block, cudaStream_t stream,
+                              void (*kernel)(Params...), Args&&... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -132,7 +153,8 @@ __device__ __forceinline__ float WarpSum(float x) {
 // One warp stages factors for a product form (SAF eq. 3): v holds entries lane + 32 i;
 // the first n go to raw[j] and ex[j] = e^{v_j - max}. Returns the max over the warp.
 template <int kPer>
-__device__ __forceinline__ float StageExpFactors(const float (&v)[kPer], int n, float* raw, float* ex) {
+__device__ __forceinline__ float StageExpFactors(const float (&v)[kPer], int n, float* raw,
+                                                 float* ex) {
   const int lane = threadIdx.x % 32;
   float mx = -INFINITY;
 #pragma unroll
@@ -160,12 +182,17 @@ __device__ __forceinline__ T* At(const View& v, int b, int t, int h) {
 struct BlockRanges {
   int a0, a1, b0, b1;
   __device__ __forceinline__ int Count() const { return (a1 - a0) + (b1 - b0); }
-  __device__ __forceinline__ int Block(int n) const { return n < a1 - a0 ? a0 + n : b0 + n - (a1 - a0); }
+  __device__ __forceinline__ int Block(int n) const {
+    return n < a1 - a0 ? a0 + n : b0 + n - (a1 - a0);
+  }
 };
 
 __device__ __forceinline__ BlockRanges ToBlocks(SpanPair s, int blk) {
   BlockRanges r{0, 0, 0, 0};
-  if (s.hi0 > s.lo0) { r.a0 = s.lo0 / blk; r.a1 = (s.hi0 + blk - 1) / blk; }
+  if (s.hi0 > s.lo0) {
+    r.a0 = s.lo0 / blk;
+    r.a1 = (s.hi0 + blk - 1) / blk;
+  }
   if (s.hi1 > s.lo1) {
     r.b0 = s.lo1 / blk;
     r.b1 = (s.hi1 + blk - 1) / blk;
@@ -185,29 +212,40 @@ __device__ __forceinline__ bool Visible(const DeviceHead& h, int q, int k) {
 // backward's key rows, it raised the d = 128 mma.sync backward's spills from 24 to 80 bytes.)
 struct VisibleBand {
   int window, sink;
-  __device__ __forceinline__ bool Visible(int q, int k) const { return k <= q && (k > q - window || k < sink); }
+  __device__ __forceinline__ bool Visible(int q, int k) const {
+    return k <= q && (k > q - window || k < sink);
+  }
 };
 
 __device__ __forceinline__ VisibleBand BandOf(const DeviceHead& h) {
   switch (static_cast<HeadState>(h.state)) {
     case HeadState::kOrdinary:
-    case HeadState::kFixed: return {1 << 30, 0};
-    case HeadState::kLocal: return {h.window, 0};
-    case HeadState::kStreaming: return {h.recent, h.sink};
-    default: return {0, 0};  // pruned: nothing
+    case HeadState::kFixed:
+      return {1 << 30, 0};
+    case HeadState::kLocal:
+      return {h.window, 0};
+    case HeadState::kStreaming:
+      return {h.recent, h.sink};
+    default:
+      return {0, 0};  // pruned: nothing
   }
 }
 
 // Returns true iff every (q, k) in [q0, q1] x [k0, k1] (inclusive) is visible to `h`: then
 // a tile needs no per-element mask.
-__device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int q1, int k0, int k1) {
+__device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int q1, int k0,
+                                               int k1) {
   if (k1 > q0) return false;  // causal
   switch (static_cast<HeadState>(h.state)) {
     case HeadState::kOrdinary:
-    case HeadState::kFixed: return true;
-    case HeadState::kLocal: return k0 > q1 - h.window;
-    case HeadState::kStreaming: return k1 < h.sink || k0 > q1 - h.recent;
-    default: return false;
+    case HeadState::kFixed:
+      return true;
+    case HeadState::kLocal:
+      return k0 > q1 - h.window;
+    case HeadState::kStreaming:
+      return k1 < h.sink || k0 > q1 - h.recent;
+    default:
+      return false;
   }
 }
 
@@ -215,28 +253,40 @@ __device__ __forceinline__ bool TileAllVisible(const DeviceHead& h, int q0, int 
 // attribute lifts the 48 KB default); returns the first CUDA error. P is Params or a kernel's
 // own parameter struct around it.
 template <typename Kernel, typename P>
-cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem, cudaStream_t s, const P& p) {
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+cudaError_t LaunchWithSmem(Kernel kernel, dim3 grid, int threads, size_t smem, cudaStream_t s,
+                           const P& p) {
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return e;
   kernel<<<grid, threads, smem, s>>>(p);
   return cudaGetLastError();
 }
 
 // Forward / backward launchers of each implementation (return a CUDA error code).
-template <typename T> cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s);
-template <typename T> cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
-template <typename T> cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
-template <typename T> cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 (Sm90a in hybrid_attention.cu).
-template <typename T> cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchWgmmaForward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 or 128, every head state (hybrid_attention_ws.cu).
-template <typename T> cudaError_t LaunchWsForward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchWsForward(const Params& p, cudaStream_t s);
 // sm_90a only, d = 64 or 128, every head state (hybrid_attention_ws_bwd.cu).
-template <typename T> cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s);
-template <typename T> cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchWgmmaBackward(const Params& p, cudaStream_t s);
 // Shared by both backward implementations.
-template <typename T> cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
-template <typename T> cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchBackwardPreprocess(const Params& p, cudaStream_t s);
+template <typename T>
+cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s);
 
 }  // namespace internal
 }  // namespace kernels

@@ -33,7 +33,10 @@ constexpr size_t MmaForwardSmemBytes() {
 // at d=64 gave 3 CTAs (12 warps) per SM, and the kernel is latency bound, so d=64 asks for 4
 // (16 warps; <= 128 registers, 12 bytes of spill; shared memory 48 KB per CTA allows 4): 6.5%
 // faster. d=96/128 keep their registers (their accumulators need them).
-template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 4 : 1; }
+template <int D>
+constexpr int MinBlocksPerSm() {
+  return D == 64 ? 4 : 1;
+}
 
 // The mma.sync Core of the forward skeleton (forward_cta.cuh): Q, K, V rows padded to D + 8
 // (ldmatrix's eight row addresses in distinct banks), Q fragments loaded once, S and O by
@@ -48,10 +51,15 @@ struct MmaForwardCore {
   uint32_t qf[D / 16][4];  // Q fragments (loaded on the first scored tile)
 
   __device__ MmaForwardCore(const Params& params, unsigned char* smem)
-      : p(params), qs(reinterpret_cast<T*>(smem)), ks(qs + kBq * (D + 8)), vs(ks + 2 * kBk * (D + 8)),
+      : p(params),
+        qs(reinterpret_cast<T*>(smem)),
+        ks(qs + kBq * (D + 8)),
+        vs(ks + 2 * kBk * (D + 8)),
         fixed_s(reinterpret_cast<float*>(vs + 2 * kBk * (D + 8))) {}
 
-  __device__ void LoadQ(const ForwardCta& c) { LoadRows<T, D, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs); }
+  __device__ void LoadQ(const ForwardCta& c) {
+    LoadRows<T, D, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs);
+  }
   __device__ void LoadK(const ForwardCta& c, int k0, int n) {
     LoadRows<T, D, kBk, kThreads>(p, p.k, c.b, c.g, k0, ks + (n & 1) * kBk * (D + 8));
   }
@@ -65,14 +73,15 @@ struct MmaForwardCore {
     AddPackedTimesRows<T, D, kBk>(o, s, vs + (n & 1) * kBk * (D + 8));
   }
 
-  __device__ void ScoredTile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const ForwardCta& c, int n, int k0,
-                             bool need_mask, float scale2) {
+  __device__ void ScoredTile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                             const ForwardCta& c, int n, int k0, bool need_mask, float scale2) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const T* kt = ks + (n & 1) * kBk * (D + 8);
     if (n == 0) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, col = kk * 16 + (lane / 16) * 8;
+        const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
+                  col = kk * 16 + (lane / 16) * 8;
         LdMatrixX4(qf[kk], qs + r * (D + 8) + col);
       }
     }
@@ -96,7 +105,9 @@ struct MmaForwardCore {
     RescaleRows<D>(o, corr);
     Pv(o, s, n);
   }
-  __device__ void FixedTile(float (&o)[D / 8][4], const float (&s)[kBk / 8][4], int n) { Pv(o, s, n); }
+  __device__ void FixedTile(float (&o)[D / 8][4], const float (&s)[kBk / 8][4], int n) {
+    Pv(o, s, n);
+  }
   __device__ void Finish(float (&)[D / 8][4], int) {}
 };
 
@@ -118,10 +129,14 @@ cudaError_t MmaForwardLaunch(const Params& p, cudaStream_t s) {
 template <typename T>
 cudaError_t LaunchMmaForward(const Params& p, cudaStream_t s) {
   switch (p.d) {
-    case 64: return MmaForwardLaunch<T, 64>(p, s);
-    case 96: return MmaForwardLaunch<T, 96>(p, s);
-    case 128: return MmaForwardLaunch<T, 128>(p, s);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return MmaForwardLaunch<T, 64>(p, s);
+    case 96:
+      return MmaForwardLaunch<T, 96>(p, s);
+    case 128:
+      return MmaForwardLaunch<T, 128>(p, s);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

@@ -31,7 +31,10 @@ constexpr size_t MmaBackwardSmemBytes() {
 // CTAs per SM the register allocation must allow. Left free: 209 registers at d=64
 // gave 2 CTAs (8 warps) per SM while shared memory (~69 KB) allows 3; d=64 asks for 3
 // (<= 168 registers, ~100 bytes of spill): 12.6% faster fwd+bwd.
-template <int D> constexpr int MinBlocksPerSm() { return D == 64 ? 3 : 0; }  // 0: no bound
+template <int D>
+constexpr int MinBlocksPerSm() {
+  return D == 64 ? 3 : 0;
+}  // 0: no bound
 
 // The mma.sync Core of the backward skeleton (backward_cta.cuh): rows padded to D + 8
 // (ldmatrix's eight row addresses in distinct banks), every matmul by mma.sync.m16n8k16 with
@@ -47,8 +50,12 @@ struct MmaBackwardCore {
   BwdStats st;
 
   __device__ MmaBackwardCore(const Params& params, unsigned char* smem)
-      : p(params), ks(reinterpret_cast<T*>(smem)), vs(ks + kBk * (D + 8)), qs(vs + kBk * (D + 8)),
-        dos(qs + 2 * kBq * (D + 8)), dst_s(dos + 2 * kBq * (D + 8)),
+      : p(params),
+        ks(reinterpret_cast<T*>(smem)),
+        vs(ks + kBk * (D + 8)),
+        qs(vs + kBk * (D + 8)),
+        dos(qs + 2 * kBq * (D + 8)),
+        dst_s(dos + 2 * kBq * (D + 8)),
         st(reinterpret_cast<float*>(dst_s + kBk * (kBq + 8))) {}
 
   __device__ void LoadKV(const BackwardCta& c) {
@@ -88,7 +95,8 @@ struct MmaBackwardCore {
   }
   // acc (16 keys x D) += a^T-tile (P^T or dS^T, repacked accumulators) x rows (dO or Q),
   // B by transposed ldmatrix.
-  __device__ void AddTileTimesRows(float (&acc)[D / 8][4], const float (&a)[kBq / 8][4], const T* rows) {
+  __device__ void AddTileTimesRows(float (&acc)[D / 8][4], const float (&a)[kBq / 8][4],
+                                   const T* rows) {
     AddPackedTimesRows<T, D, kBq>(acc, a, rows);
   }
 
@@ -97,7 +105,8 @@ struct MmaBackwardCore {
   }
 
   __device__ void ScoredTile(float (&dk)[D / 8][4], float (&dv)[D / 8][4], const BackwardCta& cta,
-                             const DeviceHead& hd, int q0, int buf, size_t row_base, bool need_mask, float scale2) {
+                             const DeviceHead& hd, int q0, int buf, size_t row_base, bool need_mask,
+                             float scale2) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int gr = lane / 4, tq = lane % 4;
     const T* qt = qs + buf * kBq * (D + 8);
@@ -114,8 +123,10 @@ struct MmaBackwardCore {
 #pragma unroll
     for (int nb = 0; nb < kBq / 8; ++nb) {
       const int ql = nb * 8 + 2 * tq, ra = warp * 16 + gr;
-      *reinterpret_cast<uint32_t*>(dst_s + ra * (kBq + 8) + ql) = Mma<T>::Pack(pt[nb][0], pt[nb][1]);
-      *reinterpret_cast<uint32_t*>(dst_s + (ra + 8) * (kBq + 8) + ql) = Mma<T>::Pack(pt[nb][2], pt[nb][3]);
+      *reinterpret_cast<uint32_t*>(dst_s + ra * (kBq + 8) + ql) =
+          Mma<T>::Pack(pt[nb][0], pt[nb][1]);
+      *reinterpret_cast<uint32_t*>(dst_s + (ra + 8) * (kBq + 8) + ql) =
+          Mma<T>::Pack(pt[nb][2], pt[nb][3]);
     }
     AddTileTimesRows(dk, pt, qt);  // dK += dS^T Q
     __syncthreads();               // dS^T complete
@@ -160,7 +171,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) MmaBackwardKernel(const 
 template <typename T, int D, int kMinBlocks>
 cudaError_t MmaBackwardLaunch(const Params& p, cudaStream_t s) {
   const dim3 grid((p.T + kBk - 1) / kBk, p.G, p.B);
-  return LaunchWithSmem(MmaBackwardKernel<T, D, kMinBlocks>, grid, kThreads, MmaBackwardSmemBytes<D>(), s, p);
+  return LaunchWithSmem(MmaBackwardKernel<T, D, kMinBlocks>, grid, kThreads,
+                        MmaBackwardSmemBytes<D>(), s, p);
 }
 
 }  // namespace
@@ -168,10 +180,14 @@ cudaError_t MmaBackwardLaunch(const Params& p, cudaStream_t s) {
 template <typename T>
 cudaError_t LaunchMmaBackward(const Params& p, cudaStream_t s) {
   switch (p.d) {
-    case 64: return MmaBackwardLaunch<T, 64, MinBlocksPerSm<64>()>(p, s);
-    case 96: return MmaBackwardLaunch<T, 96, MinBlocksPerSm<96>()>(p, s);
-    case 128: return MmaBackwardLaunch<T, 128, MinBlocksPerSm<128>()>(p, s);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return MmaBackwardLaunch<T, 64, MinBlocksPerSm<64>()>(p, s);
+    case 96:
+      return MmaBackwardLaunch<T, 96, MinBlocksPerSm<96>()>(p, s);
+    case 128:
+      return MmaBackwardLaunch<T, 128, MinBlocksPerSm<128>()>(p, s);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

@@ -20,7 +20,6 @@ constexpr int kTile = 32;
 constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = kTile / kWarps;
 
-
 // Stages rows [t0, t0 + kTile) of head h of a view into smem[kTile][D + 1] as fp32, zero
 // beyond T.
 template <typename T, int D>
@@ -33,7 +32,9 @@ __device__ __forceinline__ void StageTile(const Params& p, const View& v, int b,
 }
 
 template <int D>
-constexpr size_t ForwardSmemBytes() { return sizeof(float) * (3 * kTile * (D + 1) + 3 * kTile); }
+constexpr size_t ForwardSmemBytes() {
+  return sizeof(float) * (3 * kTile * (D + 1) + 3 * kTile);
+}
 template <int D>
 constexpr size_t BackwardSmemBytes() {
   return sizeof(float) * (4 * kTile * (D + 1) + kTile * (kTile + 1) + 2 * kTile);
@@ -65,13 +66,15 @@ __global__ void __launch_bounds__(kWarps * 32) SimtForwardKernel(const Params p)
   }
   if (state != HeadState::kPruned) {
     if (state != HeadState::kFixed) StageTile<T, D>(p, p.q, b, h, q0, qs);
-    BlockRanges br = ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kTile);
+    BlockRanges br =
+        ToBlocks(KeySpanForQueries(state, hd.window, hd.sink, hd.recent, q0, q1), kTile);
     for (int n = 0; n < br.Count(); ++n) {
       const int k0 = br.Block(n) * kTile;
       __syncthreads();  // previous tile fully consumed
       if (state == HeadState::kFixed) {
         // SAF eq. 3 needs alpha[k0..k0+31] and rho over offsets q - k in (q0-k0-32, q0-k0+32).
-        if (threadIdx.x < kTile) fixed_alpha[threadIdx.x] = k0 + threadIdx.x < p.T ? hd.alpha[k0 + threadIdx.x] : 0.f;
+        if (threadIdx.x < kTile)
+          fixed_alpha[threadIdx.x] = k0 + threadIdx.x < p.T ? hd.alpha[k0 + threadIdx.x] : 0.f;
         if (threadIdx.x < 2 * kTile) {
           int off = q0 - k0 - kTile + 1 + int(threadIdx.x);
           fixed_rho[threadIdx.x] = (off >= 0 && off < p.T) ? hd.rho[off] : 0.f;
@@ -88,7 +91,9 @@ __global__ void __launch_bounds__(kWarps * 32) SimtForwardKernel(const Params p)
         const bool vis = Visible(hd, q, k);
         float pj;
         if (state == HeadState::kFixed) {
-          pj = vis ? __expf(fixed_alpha[lane] + fixed_rho[q - k - (q0 - k0 - kTile + 1)] - hd.log_z[q]) : 0.f;
+          pj = vis ? __expf(fixed_alpha[lane] + fixed_rho[q - k - (q0 - k0 - kTile + 1)] -
+                            hd.log_z[q])
+                   : 0.f;
         } else {
           float s = 0.f;
 #pragma unroll 8
@@ -159,7 +164,8 @@ __global__ void __launch_bounds__(kWarps * 32) SimtBackwardKernel(const Params p
     const HeadState state = static_cast<HeadState>(hd.state);
     if (state == HeadState::kPruned) continue;  // uniform over the CTA
     const bool fixed = state == HeadState::kFixed;
-    BlockRanges br = ToBlocks(QuerySpanForKeys(state, hd.window, hd.sink, hd.recent, k0, k1, p.T), kTile);
+    BlockRanges br =
+        ToBlocks(QuerySpanForKeys(state, hd.window, hd.sink, hd.recent, k0, k1, p.T), kTile);
     for (int n = 0; n < br.Count(); ++n) {
       const int q0 = br.Block(n) * kTile;
       __syncthreads();
@@ -266,7 +272,8 @@ __global__ void BackwardFinishKernel(const Params p) {
   const int q = row % p.T, h = (row / p.T) % p.H, b = row / (p.T * p.H);
   T* dq = At<T>(p.dq, b, q, h);
   const bool zero = HasNoDq(p, h);
-  for (int c = lane; c < p.d; c += 32) dq[c] = FromFloat<T>(zero ? 0.f : p.dq_acc[size_t(row) * p.d + c]);
+  for (int c = lane; c < p.d; c += 32)
+    dq[c] = FromFloat<T>(zero ? 0.f : p.dq_acc[size_t(row) * p.d + c]);
 }
 
 template <typename T, int D>
@@ -286,20 +293,28 @@ cudaError_t SimtBackwardD(const Params& p, cudaStream_t s) {
 template <typename T>
 cudaError_t LaunchSimtForward(const Params& p, cudaStream_t s) {
   switch (p.d) {
-    case 64: return SimtForwardD<T, 64>(p, s);
-    case 96: return SimtForwardD<T, 96>(p, s);
-    case 128: return SimtForwardD<T, 128>(p, s);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return SimtForwardD<T, 64>(p, s);
+    case 96:
+      return SimtForwardD<T, 96>(p, s);
+    case 128:
+      return SimtForwardD<T, 128>(p, s);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
 template <typename T>
 cudaError_t LaunchSimtBackward(const Params& p, cudaStream_t s) {
   switch (p.d) {
-    case 64: return SimtBackwardD<T, 64>(p, s);
-    case 96: return SimtBackwardD<T, 96>(p, s);
-    case 128: return SimtBackwardD<T, 128>(p, s);
-    default: return cudaErrorInvalidValue;
+    case 64:
+      return SimtBackwardD<T, 64>(p, s);
+    case 96:
+      return SimtBackwardD<T, 96>(p, s);
+    case 128:
+      return SimtBackwardD<T, 128>(p, s);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
@@ -317,9 +332,9 @@ cudaError_t LaunchBackwardFinish(const Params& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                  \
-  template cudaError_t LaunchSimtForward<T>(const Params&, cudaStream_t);       \
-  template cudaError_t LaunchSimtBackward<T>(const Params&, cudaStream_t);      \
+#define HEADLAB_INSTANTIATE(T)                                                   \
+  template cudaError_t LaunchSimtForward<T>(const Params&, cudaStream_t);        \
+  template cudaError_t LaunchSimtBackward<T>(const Params&, cudaStream_t);       \
   template cudaError_t LaunchBackwardPreprocess<T>(const Params&, cudaStream_t); \
   template cudaError_t LaunchBackwardFinish<T>(const Params&, cudaStream_t);
 HEADLAB_INSTANTIATE(float)

@@ -56,7 +56,9 @@ struct WgmmaForwardCore {
     for (int kk = 0; kk < kBk / 16; ++kk) pf[kk][0] = pf[kk][1] = pf[kk][2] = pf[kk][3] = 0u;
   }
 
-  __device__ void LoadQ(const ForwardCta& c) { LoadRowsSw128<T, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs); }
+  __device__ void LoadQ(const ForwardCta& c) {
+    LoadRowsSw128<T, kBq, kThreads>(p, p.q, c.b, c.h, c.q0, qs);
+  }
   __device__ void LoadK(const ForwardCta& c, int k0, int n) {
     LoadRowsSw128<T, kBk, kThreads>(p, p.k, c.b, c.g, k0, ks + (n & 1) * kTileElems);
   }
@@ -65,20 +67,23 @@ struct WgmmaForwardCore {
   }
   __device__ void LoadsLanded() { FenceProxyAsyncShared(); }
 
-  __device__ void IssuePv(float (&o)[kD / 8][4], const uint32_t (&a)[kBk / 16][4], int n) {  // one commit group
+  __device__ void IssuePv(float (&o)[kD / 8][4], const uint32_t (&a)[kBk / 16][4],
+                          int n) {  // one commit group
     const uint64_t v_desc = SmemDescSw128(vs + (n % kVBufs) * kTileElems);
 #pragma unroll
-    for (int kk = 0; kk < kBk / 16; ++kk) Wgmma<T>::RS(o, a[kk], DescPlus(v_desc, 16 * 128 * kk), 1);
+    for (int kk = 0; kk < kBk / 16; ++kk)
+      Wgmma<T>::RS(o, a[kk], DescPlus(v_desc, 16 * 128 * kk), 1);
     WgmmaCommit();
   }
 
-  __device__ void ScoredTile(float (&o)[kD / 8][4], float (&m)[2], float (&l)[2], const ForwardCta& c, int n,
-                             int k0, bool need_mask, float scale2) {
+  __device__ void ScoredTile(float (&o)[kD / 8][4], float (&m)[2], float (&l)[2],
+                             const ForwardCta& c, int n, int k0, bool need_mask, float scale2) {
     const uint64_t q_desc = SmemDescSw128(qs), k_desc = SmemDescSw128(ks + (n & 1) * kTileElems);
     float s[kBk / 8][4];
     WgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk) Wgmma<T>::SS(s, DescPlus(q_desc, 32 * kk), DescPlus(k_desc, 32 * kk), kk);
+    for (int kk = 0; kk < kD / 16; ++kk)
+      Wgmma<T>::SS(s, DescPlus(q_desc, 32 * kk), DescPlus(k_desc, 32 * kk), kk);
     WgmmaCommit();
     IssuePv(o, pf, n > 0 ? n - 1 : 0);
     WgmmaWait<1>();  // S_n (P_{n-1} V_{n-1} may still run)

@@ -27,7 +27,9 @@ constexpr int kTileElems = 64 * kD;  // one swizzled 64 x 64 tile
 constexpr int kRowBytes = 128;       // one swizzled row
 
 // K, V; Q, dO [2]; dS^T: seven swizzled tiles (56 KB), the row statistics, alignment slack.
-constexpr size_t WgmmaBackwardSmemBytes() { return kSwizzleAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats(); }
+constexpr size_t WgmmaBackwardSmemBytes() {
+  return kSwizzleAlign + 2 * 7 * kTileElems + 4 * BwdStatsFloats();
+}
 
 // 2 CTAs (8 warps) per SM: 236 registers. At 3 (<= 168 registers) ptxas serializes the wgmma
 // for want of registers (C7512).
@@ -47,8 +49,13 @@ struct WgmmaBackwardCore {
   BwdStats st;
 
   __device__ WgmmaBackwardCore(const Params& params, unsigned char* base)
-      : p(params), ks(reinterpret_cast<T*>(base)), vs(ks + kTileElems), qs(vs + kTileElems),
-        dos(qs + 2 * kTileElems), dss(dos + 2 * kTileElems), st(reinterpret_cast<float*>(dss + kTileElems)) {}
+      : p(params),
+        ks(reinterpret_cast<T*>(base)),
+        vs(ks + kTileElems),
+        qs(vs + kTileElems),
+        dos(qs + 2 * kTileElems),
+        dss(dos + 2 * kTileElems),
+        st(reinterpret_cast<float*>(dss + kTileElems)) {}
 
   __device__ void LoadKV(const BackwardCta& c) {
     LoadRowsSw128<T, kBk, kThreads>(p, p.k, c.b, c.g, c.k0, ks);
@@ -70,7 +77,8 @@ struct WgmmaBackwardCore {
     FenceOperands(dv);
     WgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) Wgmma<T>::RS(dv, pa[kk], DescPlus(do_desc, 16 * kRowBytes * kk), 1);
+    for (int kk = 0; kk < kBq / 16; ++kk)
+      Wgmma<T>::RS(dv, pa[kk], DescPlus(do_desc, 16 * kRowBytes * kk), 1);
     WgmmaCommit();
   }
 
@@ -81,10 +89,12 @@ struct WgmmaBackwardCore {
   }
 
   __device__ void ScoredTile(float (&dk)[kD / 8][4], float (&dv)[kD / 8][4], const BackwardCta& c,
-                             const DeviceHead& hd, int q0, int buf, size_t row_base, bool need_mask, float scale2) {
+                             const DeviceHead& hd, int q0, int buf, size_t row_base, bool need_mask,
+                             float scale2) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int gr = lane / 4, tq = lane % 4;
-    const uint64_t k_desc = SmemDescSw128(ks), v_desc = SmemDescSw128(vs), ds_desc = SmemDescSw128(dss);
+    const uint64_t k_desc = SmemDescSw128(ks), v_desc = SmemDescSw128(vs),
+                   ds_desc = SmemDescSw128(dss);
     const uint64_t q_desc = SmemDescSw128(qs + buf * kTileElems);
     const uint64_t do_desc = SmemDescSw128(dos + buf * kTileElems);
     float pt[kBq / 8][4], dpt[kBq / 8][4];
@@ -112,7 +122,8 @@ struct WgmmaBackwardCore {
     FenceOperands(dk);
     WgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < kBq / 16; ++kk) Wgmma<T>::RS(dk, da[kk], DescPlus(q_desc, 16 * kRowBytes * kk), 1);
+    for (int kk = 0; kk < kBq / 16; ++kk)
+      Wgmma<T>::RS(dk, da[kk], DescPlus(q_desc, 16 * kRowBytes * kk), 1);
     WgmmaCommit();
     FenceProxyAsyncShared();
     __syncthreads();  // dS^T staged by all four warps
@@ -121,7 +132,8 @@ struct WgmmaBackwardCore {
     WgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < kBk / 16; ++kk)
-      Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk), DescPlus(k_desc, 16 * kRowBytes * kk), kk);
+      Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk),
+                                  DescPlus(k_desc, 16 * kRowBytes * kk), kk);
     WgmmaCommit();
     WgmmaWait<0>();
     FenceOperands(dq);

@@ -39,8 +39,8 @@ namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kWsBq = 128;  // query rows per CTA (64 per consumer warpgroup)
-constexpr int kWsBk = 128;  // keys per tile
+constexpr int kWsBq = 128;    // query rows per CTA (64 per consumer warpgroup)
+constexpr int kWsBk = 128;    // keys per tile
 constexpr int kWsStages = 2;  // K/V slots (3 measured no faster)
 constexpr int kWsQSlots = 2;  // Q of this work tile and the next
 constexpr int kWsThreads = 384;
@@ -74,7 +74,9 @@ struct WsLayout {
 };
 
 // The work tiles of a launch: kWsBq query rows of each batch and head.
-__host__ __device__ __forceinline__ int WorkTiles(const Params& p) { return (p.T + kWsBq - 1) / kWsBq * p.H * p.B; }
+__host__ __device__ __forceinline__ int WorkTiles(const Params& p) {
+  return (p.T + kWsBq - 1) / kWsBq * p.H * p.B;
+}
 
 // Work tile t of a launch (128 query rows of one batch and head), in the order CTAs take
 // them: head by head, so that the CTAs running at one time share a few heads' K and V in L2;
@@ -93,14 +95,17 @@ struct WorkTile {
 // The 128-key tiles of a work tile: those its head's mask lets any of its rows see.
 __device__ __forceinline__ BlockRanges KeyTiles(const Params& p, const DeviceHead& hd, int q0) {
   const int q1 = min(q0 + kWsBq, p.T);
-  return ToBlocks(KeySpanForQueries(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, q0, q1), kWsBk);
+  return ToBlocks(
+      KeySpanForQueries(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, q0, q1),
+      kWsBk);
 }
 
 // The CTA is persistent: it takes work tiles blockIdx.x, blockIdx.x + gridDim.x, ... (one
 // CTA per SM), so the producer loads the next tile's Q, K and V while the consumers finish
 // the last one's tiles and write its output, instead of every CTA starting cold.
 template <typename T, int D>
-__global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_constant__ WsParams wp) {
+__global__ void __launch_bounds__(kWsThreads, 1)
+    WsForwardKernel(const __grid_constant__ WsParams wp) {
   using L = WsLayout<T, D>;
   constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
@@ -165,7 +170,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
         }
         MbarWait(bar.empty_v + st, free_parity);
         MbarArriveExpectTx(bar.full_v + st, kTileTx);
-        for (int c = 0; c < kHalves; ++c) TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
+        for (int c = 0; c < kHalves; ++c)
+          TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
       }
     }
     return;
@@ -176,39 +182,45 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
   const int cw = wg - 1;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int my_turn = 1 + cw, other_turn = 2 - cw;  // named barrier ids
-  const int my_fixed_bar = 3 + cw;                    // this warpgroup's 128 threads
+  const int my_fixed_bar = 3 + cw;                  // this warpgroup's 128 threads
   const float scale2 = p.scale * kLog2e;
 
   // S = Q K^T of slot st (both 64-key halves, d in k-steps of 16), one commit group.
-  auto issue_s = [&](float (&s)[kWsBk / 8][4], const T* qst, int st) {
+  auto issue_s = [&](float(&s)[kWsBk / 8][4], const T* qst, int st) {
     const T* kst = ks + st * kHalves * kHalfElems;
 #pragma unroll
     for (int kh = 0; kh < 2; ++kh) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const uint64_t qd = DescPlus(SmemDescSw128(qst + (kk / 4) * kHalfElems + cw * 64 * 64), 32 * (kk % 4));
-        const uint64_t kd = DescPlus(SmemDescSw128(kst + (kk / 4) * kHalfElems + kh * 64 * 64), 32 * (kk % 4));
+        const uint64_t qd =
+            DescPlus(SmemDescSw128(qst + (kk / 4) * kHalfElems + cw * 64 * 64), 32 * (kk % 4));
+        const uint64_t kd =
+            DescPlus(SmemDescSw128(kst + (kk / 4) * kHalfElems + kh * 64 * 64), 32 * (kk % 4));
         Wgmma<T>::SS(Cols64(s, kh), qd, kd, kk > 0);
       }
     }
     WgmmaCommit();
   };
   // O += P V of slot st (16 keys per k-step, d in 64-column halves), one commit group.
-  auto issue_pv = [&](float (&o)[D / 8][4], const uint32_t (&pf)[kWsBk / 16][4], int st) {
+  auto issue_pv = [&](float(&o)[D / 8][4], const uint32_t(&pf)[kWsBk / 16][4], int st) {
     const T* vst = vs + st * kHalves * kHalfElems;
 #pragma unroll
     for (int kk = 0; kk < kWsBk / 16; ++kk) {
 #pragma unroll
       for (int c = 0; c < kHalves; ++c)
-        Wgmma<T>::RS(Cols64(o, c), pf[kk], DescPlus(SmemDescSw128(vst + c * kHalfElems), 16 * 128 * kk), 1);
+        Wgmma<T>::RS(Cols64(o, c), pf[kk],
+                     DescPlus(SmemDescSw128(vst + c * kHalfElems), 16 * 128 * kk), 1);
     }
     WgmmaCommit();
   };
 
   // A fixed head's factors for 64-key half kh in buffer buf (key tile index & 1).
   float* fixed_w = fixed_s + cw * kWsFixedFloats;
-  auto factors = [&](int kh, int buf) { return FixedTileAt<64>(fixed_w + kh * 2 * FixedTileFloats<64>(), buf); };
-  const int half = warp / 2, role = warp % 2;  // staging: warps 0-1 keys [k0, k0 + 64), 2-3 the rest
+  auto factors = [&](int kh, int buf) {
+    return FixedTileAt<64>(fixed_w + kh * 2 * FixedTileFloats<64>(), buf);
+  };
+  const int half = warp / 2,
+            role = warp % 2;  // staging: warps 0-1 keys [k0, k0 + 64), 2-3 the rest
 
   int it = 0, j = 0;  // key tiles and Q slots (work tiles of heads with a Q) consumed so far
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -240,7 +252,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) WsForwardKernel(const __grid_co
       for (int n = 0; n < count; ++n) {
         const int i = it + n, st = i % kWsStages, k0 = br.Block(n) * kWsBk;
         StageFixedTile<64>(raw, factors(half, i & 1), role);
-        if (n + 1 < count) FetchFixedTile<64>(p, hd, r0, br.Block(n + 1) * kWsBk + 64 * half, &raw, role);
+        if (n + 1 < count)
+          FetchFixedTile<64>(p, hd, r0, br.Block(n + 1) * kWsBk + 64 * half, &raw, role);
         NamedBarrierSync(my_fixed_bar, 128);  // tile i's factors are staged (and tile i - 2's read)
         float s[kWsBk / 8][4];
 #pragma unroll
@@ -327,8 +340,8 @@ cudaError_t Launch(const WsParams& wp, cudaStream_t s) {
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
-  return LaunchWithSmem(WsForwardKernel<T, D>, std::min(WorkTiles(wp.p), sms), kWsThreads, WsLayout<T, D>::kBytes,
-                        s, wp);
+  return LaunchWithSmem(WsForwardKernel<T, D>, std::min(WorkTiles(wp.p), sms), kWsThreads,
+                        WsLayout<T, D>::kBytes, s, wp);
 }
 
 }  // namespace
@@ -338,7 +351,8 @@ cudaError_t LaunchWsForward(const Params& p, cudaStream_t s) {
   if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
   WsParams wp{};
   wp.p = p;
-  if (!EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kWsBq) || !EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kWsBk) ||
+  if (!EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kWsBq) ||
+      !EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kWsBk) ||
       !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kWsBk))
     return cudaErrorNotSupported;
   return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);

@@ -40,19 +40,19 @@ namespace kernels {
 namespace internal {
 namespace {
 
-constexpr int kKeys = 128;     // keys per CTA (64 per consumer warpgroup)
-constexpr int kBq = kBwdBq;    // queries per tile (64)
+constexpr int kKeys = 128;   // keys per CTA (64 per consumer warpgroup)
+constexpr int kBq = kBwdBq;  // queries per tile (64)
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-constexpr int kRowBytes = 128;  // one swizzled row of 64 elements
+constexpr int kRowBytes = 128;    // one swizzled row of 64 elements
 constexpr int kTile64 = 64 * 64;  // elements of a [64][64] swizzled tile
 
 struct WsBwdParams {
   Params p;
-  CUtensorMap k, v;     // boxes of 64 x 128 rows
-  CUtensorMap q, d_o;   // boxes of 64 x 64 rows
-  CUtensorMap dq_acc;   // the fp32 workspace, boxes of 32 x 64 rows
+  CUtensorMap k, v;    // boxes of 64 x 128 rows
+  CUtensorMap q, d_o;  // boxes of 64 x 64 rows
+  CUtensorMap dq_acc;  // the fp32 workspace, boxes of 32 x 64 rows
 };
 
 struct WsBwdBarriers {
@@ -70,18 +70,19 @@ struct WsBwdLayout {
   static constexpr size_t kTileBytes = size_t(kTile64) * sizeof(T);
   static constexpr size_t kDqBytes = 2 * size_t(kBq) * D * sizeof(float);
   static constexpr size_t kStatsBytes = 2 * size_t(BwdStatsFloats()) * sizeof(float);
-  static constexpr size_t kBytes = kSwizzleAlign + (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes + kDqBytes +
-                                   kStatsBytes + sizeof(WsBwdBarriers);
+  static constexpr size_t kBytes = kSwizzleAlign +
+                                   (2 * 2 * kHalves + 2 * kStages * kHalves + 2) * kTileBytes +
+                                   kDqBytes + kStatsBytes + sizeof(WsBwdBarriers);
 };
 
 // Named barriers: 1 + c, consumer c's own 128 threads; kDqReady + buf, consumer 0's dQ of the
 // tile is in buffer buf (consumer 0 arrives, consumer 1 syncs; one barrier per buffer, since
 // consumer 0 may arrive for the next tile before consumer 1 has synced for this one, and a
-// second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction of
-// the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer
-// 0 syncs). Consumer 1 signals a tile's buffer free one tile late, when it issues the next
-// reduction (or after the last): the bulk reduction's read of shared memory then overlaps the
-// next tile instead of holding consumer 1 on it.
+// second arrival on one barrier would complete it without consumer 1); kDqFree + buf, the reduction
+// of the tile that last used buffer buf has read it (consumer 1's first warp arrives, consumer 0
+// syncs). Consumer 1 signals a tile's buffer free one tile late, when it issues the next reduction
+// (or after the last): the bulk reduction's read of shared memory then overlaps the next tile
+// instead of holding consumer 1 on it.
 constexpr int kDqReady = 3, kDqFree = 5;
 
 // Float index of dQ element (row r, column c) in a staged [D/32][64][32] buffer: box c / 32,
@@ -95,24 +96,28 @@ __device__ __forceinline__ int DqAt(int r, int c) {
 
 // The 64-query tiles of head hd that see any of keys [k0, k1): what the producer loads and
 // the consumers work through, in the same order.
-__device__ __forceinline__ BlockRanges QueryTiles(const Params& p, const DeviceHead& hd, int k0, int k1) {
-  return ToBlocks(QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent, k0, k1, p.T), kBq);
+__device__ __forceinline__ BlockRanges QueryTiles(const Params& p, const DeviceHead& hd, int k0,
+                                                  int k1) {
+  return ToBlocks(QuerySpanForKeys(static_cast<HeadState>(hd.state), hd.window, hd.sink, hd.recent,
+                                   k0, k1, p.T),
+                  kBq);
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
+__global__ void __launch_bounds__(kThreads, 1)
+    WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
   using L = WsBwdLayout<T, D>;
   constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* base = AlignedSharedBase(smem_raw);
-  T* ks = reinterpret_cast<T*>(base);          // [half][128][64]
-  T* vs = ks + 2 * kHalves * kTile64;          // [half][128][64]
-  T* qs = vs + 2 * kHalves * kTile64;          // [stage][half][64][64]
-  T* dos = qs + kStages * kHalves * kTile64;   // [stage][half][64][64]
-  T* dss = dos + kStages * kHalves * kTile64;  // [consumer][64][64]
-  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);    // [buf][D/32][64][32], DqAt
-  float* stats = dqs + 2 * kBq * D;                             // [consumer] BwdStats
+  T* ks = reinterpret_cast<T*>(base);                        // [half][128][64]
+  T* vs = ks + 2 * kHalves * kTile64;                        // [half][128][64]
+  T* qs = vs + 2 * kHalves * kTile64;                        // [stage][half][64][64]
+  T* dos = qs + kStages * kHalves * kTile64;                 // [stage][half][64][64]
+  T* dss = dos + kStages * kHalves * kTile64;                // [consumer][64][64]
+  float* dqs = reinterpret_cast<float*>(dss + 2 * kTile64);  // [buf][D/32][64][32], DqAt
+  float* stats = dqs + 2 * kBq * D;                          // [consumer] BwdStats
   WsBwdBarriers& bar = *reinterpret_cast<WsBwdBarriers*>(stats + 2 * BwdStatsFloats());
 
   const int kb = gridDim.x - 1 - blockIdx.x;  // early keys see the most queries: first
@@ -150,7 +155,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
         MbarArriveExpectTx(bar.full + st, uint32_t((fixed ? 1 : 2) * kHalves * L::kTileBytes));
         for (int c = 0; c < kHalves; ++c) {
-          if (!fixed) TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
+          if (!fixed)
+            TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
           TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
         }
       }
@@ -202,7 +208,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       auto do_desc = [&](int c) { return SmemDescSw128(dos + (st * kHalves + c) * kTile64); };
       // acc += A rows (keys) x B (queries x d, N-major: dO or Q), A from registers (P^T or
       // dS^T as register fragments), 16 queries per k-step; one commit group.
-      auto add_frags_times = [&](float (&acc)[D / 8][4], const uint32_t (&a)[kBq / 16][4], auto b_desc) {
+      auto add_frags_times = [&](float(&acc)[D / 8][4], const uint32_t(&a)[kBq / 16][4],
+                                 auto b_desc) {
         FenceOperands(acc);
         WgmmaFence();
 #pragma unroll
@@ -212,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
             Wgmma<T>::RS(Cols64(acc, c), a[kk], DescPlus(b_desc(c), 16 * kRowBytes * kk), 1);
         WgmmaCommit();
       };
-      auto add_pt_do = [&](float (&pt)[kBq / 8][4]) {  // dV += P^T dO
+      auto add_pt_do = [&](float(&pt)[kBq / 8][4]) {  // dV += P^T dO
         uint32_t pa[kBq / 16][4];
 #pragma unroll
         for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, pa[kk]);
@@ -245,11 +252,13 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
       WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)  // S^T = K Q^T, d in k-steps of 16
-        Wgmma<T>::SS(pt, DescPlus(k_desc(kk / 4), 32 * (kk % 4)), DescPlus(q_desc(kk / 4), 32 * (kk % 4)), kk);
+        Wgmma<T>::SS(pt, DescPlus(k_desc(kk / 4), 32 * (kk % 4)),
+                     DescPlus(q_desc(kk / 4), 32 * (kk % 4)), kk);
       WgmmaCommit();
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)  // dP^T = V dO^T
-        Wgmma<T>::SS(dpt, DescPlus(v_desc(kk / 4), 32 * (kk % 4)), DescPlus(do_desc(kk / 4), 32 * (kk % 4)), kk);
+        Wgmma<T>::SS(dpt, DescPlus(v_desc(kk / 4), 32 * (kk % 4)),
+                     DescPlus(do_desc(kk / 4), 32 * (kk % 4)), kk);
       WgmmaCommit();
       (tid < kBq ? stats_w.lse : stats_w.delta)[buf * kBq + tid % kBq] = stat;
       NamedBarrierSync(my_bar, 128);
@@ -264,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
 #pragma unroll
       for (int kk = 0; kk < kBq / 16; ++kk) PackP<T>(pt, kk, da[kk]);
       StoreFragmentsSw128(da, ds_w, warp, gr, tq);  // dS^T [key][query], for dQ
-      add_frags_times(dk, da, q_desc);  // dK += dS^T Q
+      add_frags_times(dk, da, q_desc);              // dK += dS^T Q
       FenceProxyAsyncShared();
       NamedBarrierSync(my_bar, 128);  // dS^T staged by the warpgroup's four warps
       // dQ = dS K: A = dS (queries x keys) read M-major from dS^T, B = K (keys x d) N-major,
@@ -282,8 +291,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         WgmmaFence();
 #pragma unroll
         for (int kk = 0; kk < 64 / 16; ++kk)
-          Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk), DescPlus(k_desc(c), 16 * kRowBytes * kk),
-                                      kk);
+          Wgmma<T>::template SS<1, 1>(dq, DescPlus(ds_desc, 16 * kRowBytes * kk),
+                                      DescPlus(k_desc(c), 16 * kRowBytes * kk), kk);
         WgmmaCommit();
         WgmmaWait<0>();
         FenceOperands(dq);
@@ -297,7 +306,8 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
           for (int nb = 0; nb < 8; ++nb) {
             const int col = 64 * c + nb * 8 + 2 * tq;
             *reinterpret_cast<float2*>(dq_buf + DqAt(r, col)) = make_float2(dq[nb][0], dq[nb][1]);
-            *reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, col)) = make_float2(dq[nb][2], dq[nb][3]);
+            *reinterpret_cast<float2*>(dq_buf + DqAt(r + 8, col)) =
+                make_float2(dq[nb][2], dq[nb][3]);
           }
         } else {
           if (c == 0) NamedBarrierSync(kDqReady + (dq_it & 1), 256);
@@ -320,9 +330,11 @@ __global__ void __launch_bounds__(kThreads, 1) WsBackwardKernel(const __grid_con
         if (warp == 0) {
           if (lane == 0) {
 #pragma unroll
-            for (int c = 0; c < D / 32; ++c) TmaReduceAdd4d(&wp.dq_acc, dq_buf + c * (64 * 32), 32 * c, q0, h, b);
+            for (int c = 0; c < D / 32; ++c)
+              TmaReduceAdd4d(&wp.dq_acc, dq_buf + c * (64 * 32), 32 * c, q0, h, b);
             BulkCommit();
-            BulkWaitRead<1>();  // the previous tile's reduction has read its buffer (this one runs on)
+            BulkWaitRead<1>();  // the previous tile's reduction has read its buffer (this one runs
+                                // on)
           }
           __syncwarp();
           if (dq_it > 0) NamedBarrierArrive(kDqFree + ((dq_it - 1) & 1), 128 + 32);
@@ -357,8 +369,10 @@ cudaError_t LaunchWsBackward(const Params& p, cudaStream_t s) {
   if (p.d != 64 && p.d != 128) return cudaErrorInvalidValue;
   WsBwdParams wp{};
   wp.p = p;
-  if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kKeys) || !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kKeys) ||
-      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) || !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq) ||
+  if (!EncodeView<T>(&wp.k, p.k, p.B, p.T, p.G, p.d, kKeys) ||
+      !EncodeView<T>(&wp.v, p.v, p.B, p.T, p.G, p.d, kKeys) ||
+      !EncodeView<T>(&wp.q, p.q, p.B, p.T, p.H, p.d, kBq) ||
+      !EncodeView<T>(&wp.d_o, p.d_o, p.B, p.T, p.H, p.d, kBq) ||
       !EncodeDqWorkspace(&wp.dq_acc, p.dq_acc, p.B, p.T, p.H, p.d, kBq))
     return cudaErrorNotSupported;
   return p.d == 64 ? Launch<T, 64>(wp, s) : Launch<T, 128>(wp, s);

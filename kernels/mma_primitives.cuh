@@ -22,9 +22,12 @@ __device__ __forceinline__ float Ex2(float x) {
   return y;
 }
 
-template <typename T> struct Mma;
-template <> struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+template <typename T>
+struct Mma;
+template <>
+struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0,
+                                             uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -36,8 +39,10 @@ template <> struct Mma<__nv_bfloat16> {
     return *reinterpret_cast<uint32_t*>(&v);
   }
 };
-template <> struct Mma<__half> {
-  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+template <>
+struct Mma<__half> {
+  static __device__ __forceinline__ void Run(float c[4], const uint32_t a[4], uint32_t b0,
+                                             uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"
@@ -56,26 +61,30 @@ __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
 
 __device__ __forceinline__ void LdMatrixX4(uint32_t r[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(SmemAddr(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
 }
 __device__ __forceinline__ void LdMatrixX4Trans(uint32_t r[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(SmemAddr(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
 }
 
 // 16-byte async copy; src_bytes = 0 zero-fills the destination (rows beyond T).
 __device__ __forceinline__ void CpAsync16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-               :: "r"(SmemAddr(dst)), "l"(src), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(dst)), "l"(src),
+               "r"(src_bytes));
 }
 // 4-byte async copy (through L1); src_bytes = 0 writes a zero.
 __device__ __forceinline__ void CpAsync4(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-               :: "r"(SmemAddr(dst)), "l"(src), "r"(src_bytes));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(SmemAddr(dst)), "l"(src),
+               "r"(src_bytes));
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
 template <int N>
-__device__ __forceinline__ void CpAsyncWait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 // The cp.async double-buffered tile loop the synchronous kernels share (forward_cta.cuh,
 // backward_cta.cuh), once the caller has issued tile 0's copies (issue(0)) and committed
@@ -84,7 +93,8 @@ __device__ __forceinline__ void CpAsyncWait() { asm volatile("cp.async.wait_grou
 // to the async proxy) and a barrier; a barrier after each tile, before its buffers are
 // refilled. The last (empty) group is left to the caller's CpAsyncWait<0>.
 template <class Issue, class Landed, class Body>
-__device__ __forceinline__ void DoubleBufferedTiles(int count, Issue&& issue, Landed&& landed, Body&& body) {
+__device__ __forceinline__ void DoubleBufferedTiles(int count, Issue&& issue, Landed&& landed,
+                                                    Body&& body) {
   for (int n = 0; n < count; ++n) {
     if (n + 1 < count) issue(n + 1);
     CpAsyncCommit();
@@ -99,7 +109,8 @@ __device__ __forceinline__ void DoubleBufferedTiles(int count, Issue&& issue, La
 // Issues the async copy of rows [t0, t0 + kRows) of head h into dst[kRows][D + 8] (rows
 // padded by 16 bytes so ldmatrix's eight row addresses fall in distinct banks).
 template <typename T, int D, int kRows, int kThreads>
-__device__ __forceinline__ void LoadRows(const Params& p, const View& v, int b, int h, int t0, T* dst) {
+__device__ __forceinline__ void LoadRows(const Params& p, const View& v, int b, int h, int t0,
+                                         T* dst) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
     const int r = idx / kChunks, c = (idx % kChunks) * 8, t = t0 + r;

@@ -40,7 +40,7 @@ float RoundF16(float x) {
   float ax = std::fabs(x);
   if (ax >= 65520.f) return std::copysign(std::numeric_limits<float>::infinity(), x);
   int e;
-  std::frexp(ax, &e);             // ax = m * 2^e, m in [0.5, 1)
+  std::frexp(ax, &e);                    // ax = m * 2^e, m in [0.5, 1)
   int exp_unit = std::max(e - 11, -24);  // 11 significant bits; subnormals step 2^-24
   float unit = std::ldexp(1.f, exp_unit);
   float q = std::nearbyint(ax / unit) * unit;  // default rounding mode: to nearest even
@@ -72,8 +72,8 @@ double ProbabilityRow(const ReferenceProblem& p, Rounding r, int b, int h, int i
   if (hs.state == HeadState::kPruned) return -std::numeric_limits<double>::infinity();
   if (hs.state == HeadState::kFixed) {  // SAF eq. 3
     for (int j = 0; j <= i; ++j) {
-      (*prob)[j] = RoundTo(static_cast<float>(std::exp(double(hs.alpha[j]) + hs.rho[i - j] -
-                                                       hs.log_z[i])), r);
+      (*prob)[j] = RoundTo(
+          static_cast<float>(std::exp(double(hs.alpha[j]) + hs.rho[i - j] - hs.log_z[i])), r);
     }
     return hs.log_z[i];
   }
@@ -84,8 +84,7 @@ double ProbabilityRow(const ReferenceProblem& p, Rounding r, int b, int h, int i
     const float* kj = p.k + ((size_t(b) * T + j) * G + g) * d;
     double dot = 0;
     for (int c = 0; c < d; ++c) dot += double(qi[c]) * kj[c];
-    double sc = r == Rounding::kNone ? dot * s.scale
-                                     : RoundTo(RoundTo(float(dot), r) * s.scale, r);
+    double sc = r == Rounding::kNone ? dot * s.scale : RoundTo(RoundTo(float(dot), r) * s.scale, r);
     (*prob)[j] = sc;
     mx = std::max(mx, sc);
   }
@@ -105,9 +104,12 @@ double ProbabilityRow(const ReferenceProblem& p, Rounding r, int b, int h, int i
 
 float RoundTo(float x, Rounding r) {
   switch (r) {
-    case Rounding::kBF16: return RoundBF16(x);
-    case Rounding::kF16: return RoundF16(x);
-    default: return x;
+    case Rounding::kBF16:
+      return RoundBF16(x);
+    case Rounding::kF16:
+      return RoundF16(x);
+    default:
+      return x;
   }
 }
 
@@ -156,7 +158,7 @@ void ReferenceBackward(const ReferenceProblem& p, const float* d_o, Rounding r,
           for (int c = 0; c < d; ++c) dv_acc[size_t(j) * d + c] += prob[j] * doi[c];
         }
         if (state == HeadState::kFixed) continue;  // no Q/K work for fixed heads
-        double rowsum = 0;  // D_i = sum_j P_ij dP_ij
+        double rowsum = 0;                         // D_i = sum_j P_ij dP_ij
         for (int j = 0; j <= i; ++j) {
           dprob[j] = 0;
           if (prob[j] == 0.0) continue;

@@ -31,7 +31,8 @@ Problem MakeProblem(int B, int T, int H, int G, int d, uint32_t seed) {
   std::normal_distribution<float> n01(0.f, 1.f);
   for (auto* t : {&p.q}) t->resize(size_t(B) * T * H * d);
   for (auto* t : {&p.k, &p.v}) t->resize(size_t(B) * T * G * d);
-  for (auto* t : {&p.q, &p.k, &p.v}) for (float& x : *t) x = n01(rng);
+  for (auto* t : {&p.q, &p.k, &p.v})
+    for (float& x : *t) x = n01(rng);
   p.alpha.resize(T);
   p.rho.resize(T);
   p.log_z.resize(T);
@@ -125,7 +126,10 @@ TEST_CASE("streaming heads see exactly the sink and the recent window") {
     for (int j = 0; j < T; ++j) {
       bool visible = j <= i && (j < 3 || j > i - 4);
       float pij = o[size_t(i) * d + j];
-      if (visible) REQUIRE(pij > 0.f); else REQUIRE(pij == 0.f);
+      if (visible)
+        REQUIRE(pij > 0.f);
+      else
+        REQUIRE(pij == 0.f);
       row += pij;
     }
     REQUIRE(row == Approx(1.0).margin(1e-5));
@@ -206,10 +210,13 @@ TEST_CASE("bf16 and fp16 rounding") {
 }
 
 TEST_CASE("the forward tile masks' row form agrees with KeyVisible") {
-  struct Case { HeadState s; int w, sink, recent; };
-  const Case cases[] = {{HeadState::kOrdinary, 0, 0, 0}, {HeadState::kFixed, 0, 0, 0},
-                        {HeadState::kLocal, 1, 0, 0},    {HeadState::kLocal, 7, 0, 0},
-                        {HeadState::kStreaming, 0, 0, 1}, {HeadState::kStreaming, 0, 5, 3},
+  struct Case {
+    HeadState s;
+    int w, sink, recent;
+  };
+  const Case cases[] = {{HeadState::kOrdinary, 0, 0, 0},   {HeadState::kFixed, 0, 0, 0},
+                        {HeadState::kLocal, 1, 0, 0},      {HeadState::kLocal, 7, 0, 0},
+                        {HeadState::kStreaming, 0, 0, 1},  {HeadState::kStreaming, 0, 5, 3},
                         {HeadState::kStreaming, 0, 40, 9}, {HeadState::kPruned, 0, 0, 0}};
   int visible = 0, hidden = 0;
   for (const Case& c : cases) {
@@ -230,7 +237,10 @@ TEST_CASE("the forward tile masks' row form agrees with KeyVisible") {
 
 TEST_CASE("block iteration spaces cover every visible key and skip whole blocks") {
   const int T = 70;
-  struct Case { HeadState s; int w, sink, recent; };
+  struct Case {
+    HeadState s;
+    int w, sink, recent;
+  };
   for (Case c : {Case{HeadState::kOrdinary, 0, 0, 0}, Case{HeadState::kFixed, 0, 0, 0},
                  Case{HeadState::kLocal, 5, 0, 0}, Case{HeadState::kLocal, 17, 0, 0},
                  Case{HeadState::kStreaming, 0, 4, 9}, Case{HeadState::kStreaming, 0, 20, 3},

@@ -34,8 +34,8 @@ struct Params {
   int64_t q_stride_b, q_stride_t;
   const int64_t* position;
   SegmentParams seg[kMaxDecodeSegments];
-  int8_t seg_of[kMaxHeads];   // layer KV head -> its segment, -1: none (not cached)
-  int16_t slot_of[kMaxHeads]; // layer KV head -> its index in that segment
+  int8_t seg_of[kMaxHeads];    // layer KV head -> its segment, -1: none (not cached)
+  int16_t slot_of[kMaxHeads];  // layer KV head -> its index in that segment
 };
 
 // Rounds x to T and back, as a kernel writing T would.
@@ -74,7 +74,8 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
     if (table_row < 0 || table_row >= p.table_rows) return;  // a position past the tables
     const T* cos = static_cast<const T*>(p.cos) + table_row * p.d;
     const T* sin = static_cast<const T*>(p.sin) + table_row * p.d;
-    const Vec c0 = load(cos + lo), c1 = load(cos + half + lo), s0 = load(sin + lo), s1 = load(sin + half + lo);
+    const Vec c0 = load(cos + lo), c1 = load(cos + half + lo), s0 = load(sin + lo),
+              s1 = load(sin + half + lo);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const float a = ToFloat(x0.v[e]), z = ToFloat(x1.v[e]);
@@ -114,11 +115,13 @@ __global__ void __launch_bounds__(kThreads) RopeAppendKernel(const __grid_consta
 bool Aligned(const RopeAppendArgs& a, int vector_bytes, int element_bytes) {
   const int64_t v = vector_bytes / element_bytes;
   auto at = [&](const void* ptr) { return AlignedTo(ptr, size_t(vector_bytes)); };
-  bool ok = at(a.qkv) && at(a.q) && (a.cos == nullptr || (at(a.cos) && at(a.sin))) && a.qkv_stride_b % v == 0 &&
-            a.qkv_stride_t % v == 0 && a.q_stride_b % v == 0 && a.q_stride_t % v == 0;
+  bool ok = at(a.qkv) && at(a.q) && (a.cos == nullptr || (at(a.cos) && at(a.sin))) &&
+            a.qkv_stride_b % v == 0 && a.qkv_stride_t % v == 0 && a.q_stride_b % v == 0 &&
+            a.q_stride_t % v == 0;
   for (int s = 0; s < a.segments; ++s) {
     const AppendSegment& sg = a.seg[s];
-    ok = ok && at(sg.k) && at(sg.v) && sg.stride_b % v == 0 && sg.stride_h % v == 0 && sg.stride_t % v == 0;
+    ok = ok && at(sg.k) && at(sg.v) && sg.stride_b % v == 0 && sg.stride_h % v == 0 &&
+         sg.stride_t % v == 0;
   }
   return ok;
 }
@@ -131,8 +134,10 @@ cudaError_t Launch(const RopeAppendArgs& a, const Params& p, cudaStream_t s) {
   const int64_t threads = int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * n;
   const unsigned blocks = unsigned((threads + kThreads - 1) / kThreads);
   if (wide)
-    return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s, RopeAppendKernel<T, kV>, p);
-  return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s, RopeAppendKernel<T, 1>, p);
+    return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s,
+                                       RopeAppendKernel<T, kV>, p);
+  return internal::LaunchOverlapping(a.overlap_previous, dim3(blocks), dim3(kThreads), s,
+                                     RopeAppendKernel<T, 1>, p);
 }
 
 }  // namespace
@@ -141,18 +146,23 @@ KernelStatus ValidateRopeAppend(const RopeAppendArgs& a) {
   if (a.batch < 1) return Invalid("rope_append: batch must be >= 1");
   if (a.heads < 1 || a.heads > kMaxHeads || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
     return Invalid("rope_append: need 1 <= kv_heads, kv_heads dividing heads <= kMaxHeads");
-  if (a.head_dim != 64 && a.head_dim != 128) return {KernelCode::kUnsupported, "rope_append: head_dim must be 64 or 128"};
+  if (a.head_dim != 64 && a.head_dim != 128)
+    return {KernelCode::kUnsupported, "rope_append: head_dim must be 64 or 128"};
   if (a.dtype != DType::kF32 && a.dtype != DType::kBF16 && a.dtype != DType::kF16)
     return Invalid("rope_append: unknown dtype");
   if (a.tokens < 1) return Invalid("rope_append: tokens must be >= 1");
   if (a.qkv == nullptr || a.q == nullptr) return Invalid("rope_append: qkv or q is null");
-  if (a.position != nullptr && a.tokens != 1) return Invalid("rope_append: a device position takes one token");
+  if (a.position != nullptr && a.tokens != 1)
+    return Invalid("rope_append: a device position takes one token");
   // One thread per element pair at most (rope_append.cu), in blocks of 256 counted in 32 bits.
-  if (int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * (a.head_dim / 2) / 256 >= int64_t(INT32_MAX))
+  if (int64_t(a.batch) * a.tokens * (a.heads + a.kv_heads) * (a.head_dim / 2) / 256 >=
+      int64_t(INT32_MAX))
     return Invalid("rope_append: batch x tokens too large");
-  if ((a.cos == nullptr) != (a.sin == nullptr)) return Invalid("rope_append: cos and sin go together");
+  if ((a.cos == nullptr) != (a.sin == nullptr))
+    return Invalid("rope_append: cos and sin go together");
   if (a.cos != nullptr && (a.table_rows < 1 || (a.position == nullptr && a.table_rows < a.tokens)))
-    return Invalid("rope_append: the tables need a row per token (a chunk) or at least one (a step)");
+    return Invalid(
+        "rope_append: the tables need a row per token (a chunk) or at least one (a step)");
   if (a.segments < 0 || a.segments > kMaxDecodeSegments)
     return Invalid("rope_append: segments must be in [0, kMaxDecodeSegments]");
   bool taken[kMaxHeads] = {};
@@ -160,14 +170,18 @@ KernelStatus ValidateRopeAppend(const RopeAppendArgs& a) {
     const AppendSegment& sg = a.seg[s];
     if (sg.k == nullptr || sg.v == nullptr || sg.layer_kv_heads == nullptr || sg.kv_heads < 1)
       return Invalid("rope_append: a segment without k, v or KV heads");
-    if (sg.capacity < 1 || sg.sink < 0 || sg.ring < 0 || (sg.ring > 0 && sg.sink + sg.ring > sg.capacity))
+    if (sg.capacity < 1 || sg.sink < 0 || sg.ring < 0 ||
+        (sg.ring > 0 && sg.sink + sg.ring > sg.capacity))
       return Invalid("rope_append: a segment's capacity, sink or ring is unusable");
     if (a.position == nullptr &&
         (sg.first_slot < 0 || sg.ring != 0 || int64_t(sg.first_slot) + a.tokens > sg.capacity))
-      return Invalid("rope_append: a chunk needs each segment linear with slots first_slot + [0, tokens) in it");
+      return Invalid(
+          "rope_append: a chunk needs each segment linear with slots first_slot + [0, tokens) in "
+          "it");
     for (int i = 0; i < sg.kv_heads; ++i) {
       const int j = sg.layer_kv_heads[i];
-      if (j < 0 || j >= a.kv_heads) return Invalid("rope_append: a segment's KV head is out of range");
+      if (j < 0 || j >= a.kv_heads)
+        return Invalid("rope_append: a segment's KV head is out of range");
       if (taken[j]) return Invalid("rope_append: a layer KV head is in two segments");
       taken[j] = true;
     }
@@ -197,8 +211,9 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
   for (int j = 0; j < kMaxHeads; ++j) p.seg_of[j] = -1;
   for (int s = 0; s < a.segments; ++s) {
     const AppendSegment& sg = a.seg[s];
-    p.seg[s] = {sg.k, sg.v, sg.stride_b, sg.stride_h, sg.stride_t, sg.capacity, sg.sink, sg.ring,
-                a.position == nullptr ? sg.first_slot : -1};
+    p.seg[s] = {sg.k,        sg.v,        sg.stride_b,
+                sg.stride_h, sg.stride_t, sg.capacity,
+                sg.sink,     sg.ring,     a.position == nullptr ? sg.first_slot : -1};
     for (int i = 0; i < sg.kv_heads; ++i) {
       p.seg_of[sg.layer_kv_heads[i]] = int8_t(s);
       p.slot_of[sg.layer_kv_heads[i]] = int16_t(i);
@@ -207,9 +222,15 @@ KernelStatus RopeAppend(const RopeAppendArgs& a, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e;
   switch (a.dtype) {
-    case DType::kF32: e = Launch<float>(a, p, s); break;
-    case DType::kBF16: e = Launch<__nv_bfloat16>(a, p, s); break;
-    default: e = Launch<__half>(a, p, s); break;
+    case DType::kF32:
+      e = Launch<float>(a, p, s);
+      break;
+    case DType::kBF16:
+      e = Launch<__nv_bfloat16>(a, p, s);
+      break;
+    default:
+      e = Launch<__half>(a, p, s);
+      break;
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   return internal::FromCuda(e);

@@ -27,7 +27,8 @@ namespace headlab {
 namespace kernels {
 
 struct AppendSegment {
-  void* k = nullptr;  // [B, n, capacity, d], element strides (b, h, slot), last dimension contiguous
+  void* k =
+      nullptr;  // [B, n, capacity, d], element strides (b, h, slot), last dimension contiguous
   void* v = nullptr;  // the same strides as k
   int64_t stride_b = 0, stride_h = 0, stride_t = 0;
   int capacity = 0;                     // slots
@@ -39,9 +40,10 @@ struct AppendSegment {
 
 struct RopeAppendArgs {
   int batch = 0, heads = 0, kv_heads = 0, head_dim = 0;  // B, H, KV, d (d = 64 or 128)
-  DType dtype = DType::kBF16;                             // qkv, tables, q and the caches
-  int tokens = 1;                                         // T (1 with a device position)
-  const void* qkv = nullptr;  // rows of d, head stride d, token stride qkv_stride_t, sequence qkv_stride_b
+  DType dtype = DType::kBF16;                            // qkv, tables, q and the caches
+  int tokens = 1;                                        // T (1 with a device position)
+  const void* qkv =
+      nullptr;  // rows of d, head stride d, token stride qkv_stride_t, sequence qkv_stride_b
   int64_t qkv_stride_b = 0, qkv_stride_t = 0;
   const void* cos = nullptr;  // [table_rows, d] cos' and sin' in dtype, or both null: no
   const void* sin = nullptr;  // rotation. A chunk's row t is token t's (table_rows >= T); a

@@ -18,7 +18,8 @@ namespace internal {
 // complete a phase; waiters name the phase by its parity (0, 1, 0, ...).
 __device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
 #if HEADLAB_WGMMA_DEVICE
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count)
+               : "memory");
 #endif
 }
 // Makes barrier initialisation visible to the async proxy (TMA) before the CTA barrier that
@@ -31,7 +32,8 @@ __device__ __forceinline__ void FenceBarrierInit() {
 // One arrival that also announces `bytes` the TMA loads of this phase will deliver.
 __device__ __forceinline__ void MbarArriveExpectTx(uint64_t* bar, uint32_t bytes) {
 #if HEADLAB_WGMMA_DEVICE
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
                : "memory");
 #endif
 }
@@ -47,7 +49,8 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
   uint32_t done = 0;
   do {
     asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, "
+        "0, p;\n}\n"
         : "=r"(done)
         : "r"(SmemAddr(bar)), "r"(parity)
         : "memory");
@@ -58,13 +61,14 @@ __device__ __forceinline__ void MbarWait(uint64_t* bar, uint32_t parity) {
 // TMA load of one box of a 4-D tensor map at element coordinates (c0, c1, c2, c3) (innermost
 // first) into shared memory at dst; completes `bytes` of `bar`'s transaction count. The map
 // must live in kernel parameters (__grid_constant__) or global memory.
-__device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uint64_t* bar, int c0, int c1, int c2,
-                                          int c3) {
+__device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uint64_t* bar, int c0,
+                                          int c1, int c2, int c3) {
 #if HEADLAB_WGMMA_DEVICE
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(SmemAddr(dst)),
-      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(SmemAddr(bar)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3)
       : "memory");
 #endif
 }
@@ -73,12 +77,12 @@ __device__ __forceinline__ void TmaLoad4d(void* dst, const void* tensor_map, uin
 // swizzle) into a 4-D tensor map at element coordinates (c0, c1, c2, c3): dst += src elementwise,
 // done by the TMA unit in L2; rows past the tensor's bounds are left out. Completes in the
 // issuing thread's bulk group.
-__device__ __forceinline__ void TmaReduceAdd4d(const void* tensor_map, const void* src, int c0, int c1, int c2,
-                                               int c3) {
+__device__ __forceinline__ void TmaReduceAdd4d(const void* tensor_map, const void* src, int c0,
+                                               int c1, int c2, int c3) {
 #if HEADLAB_WGMMA_DEVICE
   asm volatile(
-      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
-          reinterpret_cast<uint64_t>(tensor_map)),
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, "
+      "%5}], [%1];\n" ::"l"(reinterpret_cast<uint64_t>(tensor_map)),
       "r"(SmemAddr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 #endif
@@ -89,9 +93,10 @@ __device__ __forceinline__ void TmaReduceAdd4d(const void* tensor_map, const voi
 // instead of one atomic per element. Completes in the issuing thread's bulk group.
 __device__ __forceinline__ void BulkReduceAddF32(float* dst, const float* src, uint32_t bytes) {
 #if HEADLAB_WGMMA_DEVICE
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-               "r"(SmemAddr(src)), "r"(bytes)
-               : "memory");
+  asm volatile(
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+      "r"(SmemAddr(src)), "r"(bytes)
+      : "memory");
 #endif
 }
 __device__ __forceinline__ void BulkCommit() {

@@ -51,10 +51,13 @@ __device__ __forceinline__ unsigned char* AlignedSharedBase(unsigned char* raw) 
 // 32-45 stride byte offset >> 4 (1024 bytes between 8-row groups), 62-63 swizzle (1 = 128 B).
 __device__ __forceinline__ uint64_t SmemDescSw128(const void* p) {
   const uint64_t addr = SmemAddr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
 }
 // The descriptor of the same tile `bytes` further on (bytes a multiple of 16).
-__device__ __forceinline__ uint64_t DescPlus(uint64_t desc, int bytes) { return desc + uint64_t(bytes >> 4); }
+__device__ __forceinline__ uint64_t DescPlus(uint64_t desc, int bytes) {
+  return desc + uint64_t(bytes >> 4);
+}
 
 __device__ __forceinline__ void WgmmaFence() {
 #if HEADLAB_WGMMA_DEVICE
@@ -89,48 +92,53 @@ __device__ __forceinline__ void FenceOperands(float (&d)[N][4]) {
     for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[i][e])::"memory");
 }
 
-#define HEADLAB_WGMMA_D32                                                                        \
+#define HEADLAB_WGMMA_D32                                                                       \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
   "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define HEADLAB_WGMMA_D32_OPERANDS(d)                                                                   \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),         \
-      "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),     \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),     \
-      "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),     \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),     \
+#define HEADLAB_WGMMA_D32_OPERANDS(d)                                                           \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),     \
+      "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+      "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
       "+f"(d[7][2]), "+f"(d[7][3])
 
 // m64n64k16, fp32 accumulators d[n8 block][4]. SS: A and B from shared memory, K-major
 // unless kTransA / kTransB (then M-major / N-major); RS: A from registers (mma.sync A
 // layout), B from shared memory N-major.
 // accumulate = 0 overwrites d (scale-d = 0), 1 adds to it.
-template <typename T> struct Wgmma;
-#define HEADLAB_DEFINE_WGMMA(TYPE, PTX_TYPES)                                                        \
-  template <> struct Wgmma<TYPE> {                                                                   \
-    template <int kTransA = 0, int kTransB = 0>                                                     \
-    static __device__ __forceinline__ void SS(float (&d)[8][4], uint64_t a, uint64_t b, int accumulate) { \
-      if constexpr (HEADLAB_WGMMA_DEVICE) {                                                          \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                    \
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" PTX_TYPES " " HEADLAB_WGMMA_D32    \
-                     ", %32, %33, p, 1, 1, %35, %36;\n}\n"                                           \
-                     : HEADLAB_WGMMA_D32_OPERANDS(d)                                                 \
-                     : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB));                 \
-      } else {                                                                                       \
-        __trap();                                                                                    \
-      }                                                                                              \
-    }                                                                                                \
-    static __device__ __forceinline__ void RS(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b,  \
-                                              int accumulate) {                                      \
-      if constexpr (HEADLAB_WGMMA_DEVICE) {                                                          \
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                    \
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32" PTX_TYPES " " HEADLAB_WGMMA_D32    \
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                 \
-                     : HEADLAB_WGMMA_D32_OPERANDS(d)                                                 \
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));         \
-      } else {                                                                                       \
-        __trap();                                                                                    \
-      }                                                                                              \
-    }                                                                                                \
+template <typename T>
+struct Wgmma;
+#define HEADLAB_DEFINE_WGMMA(TYPE, PTX_TYPES)                                            \
+  template <>                                                                            \
+  struct Wgmma<TYPE> {                                                                   \
+    template <int kTransA = 0, int kTransB = 0>                                          \
+    static __device__ __forceinline__ void SS(float (&d)[8][4], uint64_t a, uint64_t b,  \
+                                              int accumulate) {                          \
+      if constexpr (HEADLAB_WGMMA_DEVICE) {                                              \
+        asm volatile(                                                                    \
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                 \
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32" PTX_TYPES " " HEADLAB_WGMMA_D32 \
+            ", %32, %33, p, 1, 1, %35, %36;\n}\n"                                        \
+            : HEADLAB_WGMMA_D32_OPERANDS(d)                                              \
+            : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB));              \
+      } else {                                                                           \
+        __trap();                                                                        \
+      }                                                                                  \
+    }                                                                                    \
+    static __device__ __forceinline__ void RS(float (&d)[8][4], const uint32_t (&a)[4],  \
+                                              uint64_t b, int accumulate) {              \
+      if constexpr (HEADLAB_WGMMA_DEVICE) {                                              \
+        asm volatile(                                                                    \
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                 \
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32" PTX_TYPES " " HEADLAB_WGMMA_D32 \
+            ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                              \
+            : HEADLAB_WGMMA_D32_OPERANDS(d)                                              \
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));      \
+      } else {                                                                           \
+        __trap();                                                                        \
+      }                                                                                  \
+    }                                                                                    \
   };
 HEADLAB_DEFINE_WGMMA(__nv_bfloat16, ".bf16.bf16")
 HEADLAB_DEFINE_WGMMA(__half, ".f16.f16")
@@ -148,7 +156,8 @@ __device__ __forceinline__ float (&Cols64(float (&acc)[N][4], int j))[8][4] {
 // r + 8 and 16-byte chunks 2 kk, 2 kk, 2 kk + 1, 2 kk + 1, bytes 4 tq within) into dst[64][64]
 // in the 128-byte swizzle, where wgmma can read it back (the backwards' dS^T).
 template <typename T>
-__device__ __forceinline__ void StoreFragmentsSw128(const uint32_t (&a)[4][4], T* dst, int warp, int gr, int tq) {
+__device__ __forceinline__ void StoreFragmentsSw128(const uint32_t (&a)[4][4], T* dst, int warp,
+                                                    int gr, int tq) {
   unsigned char* bytes = reinterpret_cast<unsigned char*>(dst);
   const int r = warp * 16 + gr;
 #pragma unroll
@@ -156,14 +165,16 @@ __device__ __forceinline__ void StoreFragmentsSw128(const uint32_t (&a)[4][4], T
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int row = r + 8 * (i & 1), chunk = 2 * kk + (i >> 1);
-      *reinterpret_cast<uint32_t*>(bytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * tq) = a[kk][i];
+      *reinterpret_cast<uint32_t*>(bytes + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * tq) =
+          a[kk][i];
     }
 }
 
 // Issues the async copy of rows [t0, t0 + kRows) of head h (d = 64) into dst[kRows][64] in
 // the 128-byte swizzle; rows beyond T are zero-filled.
 template <typename T, int kRows, int kThreads>
-__device__ __forceinline__ void LoadRowsSw128(const Params& p, const View& v, int b, int h, int t0, T* dst) {
+__device__ __forceinline__ void LoadRowsSw128(const Params& p, const View& v, int b, int h, int t0,
+                                              T* dst) {
   static_assert(kRows * 8 % kThreads == 0, "whole chunks per thread");
 #pragma unroll
   for (int i = 0; i < kRows * 8 / kThreads; ++i) {  // a fixed trip count: no bounds tests

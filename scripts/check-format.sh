@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # check-format.sh: checks C++ and CUDA sources (.cc .h .cu .cuh) against .clang-format.
 # By default only the files that differ from a base revision (committed since the merge-base,
-# staged, unstaged or untracked), so that it can guard changes before the tree is reformatted;
-# --all checks every tracked source (the switch for after the reformat).
+# staged, unstaged or untracked); --all checks every tracked source (the ctest source_format,
+# so `make test` and CI fail on a formatting regression).
 #
 #   scripts/check-format.sh [--base REV] [--all] [--lines] [--fix]
 #     --base REV  compare with the merge-base of REV and HEAD (default: main)

@@ -7,6 +7,8 @@ PKGS=(build-essential cmake ccache pkg-config git
       catch2 libtorch-dev jq curl procps psmisc chromium
       # SHA-256 of artifacts, checkpoints and configs (common/sha256.h): OpenSSL's libcrypto.
       libssl-dev
+      # The source format check (scripts/check-format.sh, ctest source_format).
+      clang-format
       # Debian's LibTorch calls the generic libblas.so.3; without this it gets the netlib
       # reference BLAS and `headlab exec` trains ~4x slower (serial: no thread oversubscription
       # on shared CPUs, deterministic results).

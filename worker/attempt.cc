@@ -11,16 +11,20 @@
 namespace headlab {
 
 Attempt::Attempt(Json run, int64_t attempt, Json provenance, AttemptOptions options, Emit emit)
-    : run_(std::move(run)), attempt_(attempt), options_(options), emit_(std::move(emit)),
-      stderr_tail_(options.stderr_tail_bytes), provenance_(std::move(provenance)) {}
+    : run_(std::move(run)),
+      attempt_(attempt),
+      options_(options),
+      emit_(std::move(emit)),
+      stderr_tail_(options.stderr_tail_bytes),
+      provenance_(std::move(provenance)) {}
 
 StatusOr<std::unique_ptr<Attempt>> Attempt::Start(Json run, int64_t attempt,
                                                   const std::vector<std::string>& argv,
                                                   const std::map<std::string, std::string>& env,
                                                   Json provenance, AttemptOptions options,
                                                   Emit emit) {
-  std::unique_ptr<Attempt> a(new Attempt(std::move(run), attempt, std::move(provenance),
-                                         options, std::move(emit)));
+  std::unique_ptr<Attempt> a(
+      new Attempt(std::move(run), attempt, std::move(provenance), options, std::move(emit)));
   StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(argv, env);
   if (!child.ok()) return child.status();
   a->child_ = std::move(*child);
@@ -87,7 +91,8 @@ void Attempt::HandleLine(const std::string& line) {
   switch (ev->type) {
     case ExecEvent::Type::kMetric:
       if (points_.empty()) batch_started_ = Clock::now();
-      points_.push_back(Json::array({next_metric_seq_++, ev->step, ev->key, ev->value, ev->time_s}));
+      points_.push_back(
+          Json::array({next_metric_seq_++, ev->step, ev->key, ev->value, ev->time_s}));
       // The child trains (or measures): the system series start one period later, so a
       // run that reports and exits within a period (a test, a quick command) has none.
       if (next_sample_ == Clock::time_point::max() && options_.system_period.count() > 0)
@@ -97,8 +102,12 @@ void Attempt::HandleLine(const std::string& line) {
     case ExecEvent::Type::kArtifact: {
       FlushMetrics();  // keep the stream in the order exec wrote it
       Json body = Body();
-      body.update(Json{{"seq", next_artifact_seq_++}, {"kind", ev->kind}, {"path", ev->path},
-                       {"sha256", ev->sha256}, {"bytes", ev->bytes}, {"step", ev->step}});
+      body.update(Json{{"seq", next_artifact_seq_++},
+                       {"kind", ev->kind},
+                       {"path", ev->path},
+                       {"sha256", ev->sha256},
+                       {"bytes", ev->bytes},
+                       {"step", ev->step}});
       emit_(wire::kArtifact, std::move(body));
       if (checkpoints_ && ev->kind == "checkpoint") {
         const int64_t seq = next_artifact_seq_ - 1;
@@ -143,13 +152,14 @@ void Attempt::SampleSystem(Clock::time_point now) {
   const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(now - started_).count();
   if (t == last_sample_s_) return;
   last_sample_s_ = t;
-  const double wall = std::chrono::duration<double>(
-      std::chrono::system_clock::now().time_since_epoch()).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto add = [&](const char* key, double value) {
     if (points_.empty()) batch_started_ = now;
     points_.push_back(Json::array({next_metric_seq_++, t, key, value, wall}));
   };
-  if (auto rss = GroupRssBytes(child_->pid()); rss.ok()) add(metric::kSysHostRssBytes, double(*rss));
+  if (auto rss = GroupRssBytes(child_->pid()); rss.ok())
+    add(metric::kSysHostRssBytes, double(*rss));
   if (gpus_.empty() || gpu_warned_) return;
   double util = 0, mem = 0;
   for (const std::string& d : gpus_) {
@@ -258,8 +268,11 @@ void Attempt::Finish(const ExitInfo& exit) {
   } else {
     status = exit.exit_code == 0 && exit.signal == 0 ? "succeeded" : "failed";
   }
-  body.update(Json{{"status", status}, {"exit_code", exit.exit_code}, {"error", error},
-                   {"stderr_tail", stderr_tail_.str()}, {"summary", summary_}});
+  body.update(Json{{"status", status},
+                   {"exit_code", exit.exit_code},
+                   {"error", error},
+                   {"stderr_tail", stderr_tail_.str()},
+                   {"summary", summary_}});
   LogInfo("run " + run_.dump() + " attempt " + std::to_string(attempt_) + ": " + status + " (" +
           (exit.Describe().empty() ? "exit 0" : exit.Describe()) + ")");
   emit_(wire::kDone, std::move(body));

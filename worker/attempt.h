@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "common/child_process.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "common/wire.h"
-#include "worker/child_output.h"
-#include "common/child_process.h"
 #include "worker/checkpoint_tracker.h"
+#include "worker/child_output.h"
 #include "worker/exec_event_reader.h"
 
 namespace headlab {
@@ -108,12 +108,12 @@ class Attempt {
   std::optional<CheckpointTracker> checkpoints_;  // set by RetainCheckpoints
   LineSplitter stdout_lines_;
   TailBuffer stderr_tail_;
-  Json provenance_;                   // host facts + exec's fields so far
-  Json summary_ = Json::object();     // the last summary event
-  Json points_ = Json::array();       // METRICS points not yet emitted
-  Clock::time_point batch_started_;   // when the oldest unemitted point arrived
+  Json provenance_;                  // host facts + exec's fields so far
+  Json summary_ = Json::object();    // the last summary event
+  Json points_ = Json::array();      // METRICS points not yet emitted
+  Clock::time_point batch_started_;  // when the oldest unemitted point arrived
   int64_t next_metric_seq_ = 0;
-  std::vector<std::string> gpus_;     // CUDA_VISIBLE_DEVICES entries given to the child
+  std::vector<std::string> gpus_;  // CUDA_VISIBLE_DEVICES entries given to the child
   Clock::time_point started_;
   Clock::time_point next_sample_ = Clock::time_point::max();  // set by the first metric
   int64_t last_sample_s_ = -1;
@@ -122,7 +122,7 @@ class Attempt {
   bool logged_bad_line_ = false;
   bool cancelled_ = false;
   bool abandoned_ = false;
-  bool signalled_ = false;            // SIGTERM sent (by Cancel or Abandon)
+  bool signalled_ = false;  // SIGTERM sent (by Cancel or Abandon)
   Clock::time_point kill_at_ = Clock::time_point::max();
   std::optional<ExitInfo> held_exit_;  // reaped after an outside stop signal (Tick)
   Clock::time_point held_until_;

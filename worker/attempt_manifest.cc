@@ -59,8 +59,8 @@ std::string AttemptOutDir(const std::string& work_dir, const Json& run, int64_t 
   std::string id = run.is_string() ? run.get<std::string>() : run.dump();
   for (char& c : id)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  std::filesystem::path p =
-      std::filesystem::path(AbsoluteWorkDir(work_dir)) / "runs" / (id + "-" + std::to_string(attempt));
+  std::filesystem::path p = std::filesystem::path(AbsoluteWorkDir(work_dir)) / "runs" /
+                            (id + "-" + std::to_string(attempt));
   return p.lexically_normal().string();
 }
 
@@ -68,8 +68,10 @@ StatusOr<std::string> WriteManifest(const std::string& work_dir, const Json& ass
                                     Json* manifest) {
   std::string out_dir = AttemptOutDir(work_dir, assign["run"], assign["attempt"].get<int64_t>());
   HEADLAB_RETURN_IF_ERROR(MakeDirs(out_dir));
-  Json m{{"run", assign["run"]}, {"attempt", assign["attempt"]},
-         {"experiment", assign["experiment"]}, {"config", assign["config"]},
+  Json m{{"run", assign["run"]},
+         {"attempt", assign["attempt"]},
+         {"experiment", assign["experiment"]},
+         {"config", assign["config"]},
          {"out_dir", out_dir},
          {"resume", ChooseResume(assign)},
          // A shared parent checkpoint is passed as given: without it the run cannot start,

@@ -1,7 +1,5 @@
 #include "worker/attempt_manifest.h"
 
-
-
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
@@ -14,8 +12,11 @@ TEST_CASE("WriteManifest writes the manifest into <work>/runs/<run>-<attempt>") 
   const testing::TempDir tmp("headlab-manifest");
   REQUIRE(!tmp.path().empty());
   const std::string work = tmp.path();
-  Json assign{{"run", 12}, {"attempt", 1}, {"experiment", 3},
-              {"config", {{"kind", "noop"}}}, {"resume", nullptr}};
+  Json assign{{"run", 12},
+              {"attempt", 1},
+              {"experiment", 3},
+              {"config", {{"kind", "noop"}}},
+              {"resume", nullptr}};
   auto path = WriteManifest(work, assign);
   REQUIRE(path.ok());
   CHECK(*path == work + "/runs/12-1/manifest.json");
@@ -48,8 +49,8 @@ TEST_CASE("VerifiedResume passes a matching checkpoint and drops a missing or ch
   CHECK(VerifiedResume(missing).is_null());
   CHECK(VerifiedResume(nullptr).is_null());
 
-  Json assign{{"run", 1}, {"attempt", 2}, {"experiment", 1}, {"config", Json::object()},
-              {"resume", good}};
+  Json assign{
+      {"run", 1}, {"attempt", 2}, {"experiment", 1}, {"config", Json::object()}, {"resume", good}};
   Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
   CHECK(m["resume"] == good);
   CHECK(m["parent"].is_null());
@@ -65,8 +66,9 @@ TEST_CASE("a truncated latest checkpoint resumes from the previous good one, not
   Json c100{{"path", work + "/100.pt"}, {"sha256", Sha256Hex("weights at 100")}, {"step", 100}};
   Json c200{{"path", work + "/200.pt"}, {"sha256", Sha256Hex("weights at 200")}, {"step", 200}};
   REQUIRE(WriteFileAtomic(work + "/200.pt", "weights a").ok());  // truncated
-  Json assign{{"run", 4}, {"attempt", 3}, {"experiment", 1}, {"config", Json::object()},
-              {"resume", c200}, {"resume_fallbacks", {c100}}};
+  Json assign{{"run", 4},        {"attempt", 3},
+              {"experiment", 1}, {"config", Json::object()},
+              {"resume", c200},  {"resume_fallbacks", {c100}}};
   CHECK(ChooseResume(assign) == c100);
   Json written;
   REQUIRE(WriteManifest(work, assign, &written).ok());
@@ -87,7 +89,7 @@ TEST_CASE("WriteManifest passes a shared parent checkpoint through beside resume
   REQUIRE(!tmp.path().empty());
   const std::string work = tmp.path();
   Json parent{{"run", 7}, {"path", "/elsewhere/ckpt.pt"}, {"sha256", Sha256Hex("w")}, {"step", 20}};
-  Json assign{{"run", 9}, {"attempt", 1}, {"experiment", 2}, {"config", Json::object()},
+  Json assign{{"run", 9},          {"attempt", 1},    {"experiment", 2}, {"config", Json::object()},
               {"resume", nullptr}, {"parent", parent}};
   Json m = Json::parse(*ReadFile(*WriteManifest(work, assign)));
   CHECK(m["parent"] == parent);

@@ -22,8 +22,9 @@ std::vector<Sent> RunScript(const std::string& script, AttemptOptions opt = {},
                             bool abandon = false) {
   std::vector<Sent> sent;
   auto a = Attempt::Start(Json(7), 2, {"/bin/sh", "-c", script}, {{"HEADLAB_TEST_VAR", "x"}},
-                          Json{{"host", "h"}}, opt,
-                          [&](const std::string& c, Json b) { sent.push_back({c, std::move(b)}); });
+                          Json{{"host", "h"}}, opt, [&](const std::string& c, Json b) {
+                            sent.push_back({c, std::move(b)});
+                          });
   REQUIRE(a.ok());
   Attempt& at = **a;
   at.ReportProvenance();
@@ -141,9 +142,9 @@ TEST_CASE("Attempt cancel: SIGKILL after the grace period when SIGTERM is ignore
 }
 
 TEST_CASE("Attempt abandoned by a stopping worker flushes its results but sends no DONE") {
-  std::vector<Sent> sent = RunScript(
-      "echo '{\"ev\":\"metric\",\"step\":1,\"key\":\"k\",\"value\":1,\"t\":0}'; sleep 30",
-      {}, std::chrono::milliseconds(200), /*abandon=*/true);
+  std::vector<Sent> sent =
+      RunScript("echo '{\"ev\":\"metric\",\"step\":1,\"key\":\"k\",\"value\":1,\"t\":0}'; sleep 30",
+                {}, std::chrono::milliseconds(200), /*abandon=*/true);
   CHECK(Only(sent, "DONE").empty());
   CHECK(Only(sent, "METRICS").size() == 1);
 }
@@ -179,7 +180,8 @@ TEST_CASE("Attempt samples the child's RSS once it logs metrics, one point per s
   auto sent = RunScript(R"(
 echo '{"ev":"metric","step":1,"key":"train.loss","value":2.0,"t":1.0}'
 sleep 2.2
-)", opt);
+)",
+                        opt);
   std::vector<Json> sys;
   std::set<int64_t> steps;
   int64_t last_seq = -1;

@@ -24,17 +24,20 @@ std::vector<CheckpointTracker::Checkpoint> CheckpointTracker::Add(Checkpoint c) 
     it = held_.erase(it);
   }
   const int64_t newest_seq = c.seq;
-  held_.insert(std::upper_bound(held_.begin(), held_.end(), c,
-                                [](const Checkpoint& a, const Checkpoint& b) { return a.step < b.step; }),
-               c);
+  held_.insert(
+      std::upper_bound(held_.begin(), held_.end(), c,
+                       [](const Checkpoint& a, const Checkpoint& b) { return a.step < b.step; }),
+      c);
   std::vector<int64_t> steps;
   for (const Checkpoint& h : held_) steps.push_back(h.step);
   const std::vector<bool> kept = KeptCheckpoints(steps, policy_);
   std::vector<Checkpoint> keep;
   for (size_t i = 0; i < held_.size(); ++i) {
     // The one just written stays whatever its step: it is the newest complete checkpoint.
-    if (kept[i] || held_[i].seq == newest_seq) keep.push_back(held_[i]);
-    else if (Remove(held_[i].path)) gone.push_back(held_[i]);
+    if (kept[i] || held_[i].seq == newest_seq)
+      keep.push_back(held_[i]);
+    else if (Remove(held_[i].path))
+      gone.push_back(held_[i]);
     // else: not ours to delete, or undeletable (logged): no longer tracked, not reported.
   }
   held_ = std::move(keep);
@@ -56,7 +59,8 @@ bool CheckpointTracker::Remove(const std::string& path) const {
   const bool inside = !ec && parent == dir;
   if (inside && ::lstat(path.c_str(), &st) != 0) return errno == ENOENT;  // already gone
   if (!inside || !S_ISREG(st.st_mode)) {
-    LogWarn("checkpoint retention: not deleting " + path + ": not a regular file directly in " + out_dir_);
+    LogWarn("checkpoint retention: not deleting " + path + ": not a regular file directly in " +
+            out_dir_);
     return false;
   }
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {

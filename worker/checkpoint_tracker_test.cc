@@ -63,10 +63,10 @@ TEST_CASE("CheckpointTracker never unlinks outside the attempt's directory or a 
   CheckpointTracker t(RetentionPolicy{1, {}}, out);
   CHECK(t.Add({0, other, 1, 7}).empty());
   CHECK(t.Add({1, out + "/sub/deep.pt", 2, 6}).empty());  // `other` is outside: refused
-  CHECK(t.bytes_held() == 6);                              // and no longer tracked
-  CHECK(t.Add({2, out + "/link.pt", 3, 7}).empty());       // deep.pt is not directly inside
+  CHECK(t.bytes_held() == 6);                             // and no longer tracked
+  CHECK(t.Add({2, out + "/link.pt", 3, 7}).empty());      // deep.pt is not directly inside
   REQUIRE(WriteFileAtomic(out + "/ckpt-4.pt", "4").ok());
-  CHECK(t.Add({3, out + "/ckpt-4.pt", 4, 1}).empty());     // the link is not a regular file
+  CHECK(t.Add({3, out + "/ckpt-4.pt", 4, 1}).empty());  // the link is not a regular file
   CHECK(*ReadFile(other) == "keep me");
   CHECK(PathExists(out + "/sub/deep.pt"));
   CHECK(PathExists(out + "/link.pt"));

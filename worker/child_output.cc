@@ -10,7 +10,10 @@ void LineSplitter::Append(const char* data, size_t n,
     if (data[i] != '\n') continue;
     if (!skipping_) {
       partial_.append(data + start, i - start);
-      if (partial_.size() <= max_line_) on_line(partial_); else ++discarded_;
+      if (partial_.size() <= max_line_)
+        on_line(partial_);
+      else
+        ++discarded_;
     }
     partial_.clear();
     skipping_ = false;

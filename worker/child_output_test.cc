@@ -23,7 +23,7 @@ TEST_CASE("LineSplitter discards over-long lines and resumes after them") {
   std::vector<std::string> lines;
   auto add = [&](const std::string& l) { lines.push_back(l); };
   s.Append("ok\n12", 5, add);
-  s.Append("345678", 6, add);   // now over-long: dropped
+  s.Append("345678", 6, add);  // now over-long: dropped
   s.Append("9\nyes\n", 6, add);
   CHECK(lines == std::vector<std::string>{"ok", "yes"});
   CHECK(s.discarded() == 1);

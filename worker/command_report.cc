@@ -46,7 +46,8 @@ StatusOr<std::vector<Json>> ReportTranslator::Translate(const std::string& line)
   }
   if (!j.is_object()) return Bad("not a JSON object");
   auto ev_it = j.find("ev");
-  if (ev_it == j.end() || !ev_it->is_string()) return Bad("missing \"ev\" (metric, metrics, summary, artifact, provenance or log)");
+  if (ev_it == j.end() || !ev_it->is_string())
+    return Bad("missing \"ev\" (metric, metrics, summary, artifact, provenance or log)");
   const std::string ev = *ev_it;
   if (ev == "metric") {
     auto step = Step(j, ev);
@@ -61,14 +62,17 @@ StatusOr<std::vector<Json>> ReportTranslator::Translate(const std::string& line)
     auto step = Step(j, ev);
     if (!step.ok()) return step.status();
     auto values = j.find("values");
-    if (values == j.end() || !values->is_object()) return Bad("metrics.values: expected an object of name -> number");
+    if (values == j.end() || !values->is_object())
+      return Bad("metrics.values: expected an object of name -> number");
     return Metrics(j, *step, *values);
   }
   if (ev == "summary") {
     auto values = j.find("values");
-    if (values == j.end() || !values->is_object()) return Bad("summary.values: expected an object of name -> number");
+    if (values == j.end() || !values->is_object())
+      return Bad("summary.values: expected an object of name -> number");
     for (auto& [k, v] : values->items()) {
-      if (!IsReportKey(k)) return Bad("summary.values." + k + ": expected a name matching [A-Za-z0-9_.-]{1,128}");
+      if (!IsReportKey(k))
+        return Bad("summary.values." + k + ": expected a name matching [A-Za-z0-9_.-]{1,128}");
       if (!v.is_number() || !std::isfinite(v.get<double>()))
         return Bad("summary.values." + k + ": expected a finite number");
     }
@@ -82,7 +86,8 @@ StatusOr<std::vector<Json>> ReportTranslator::Translate(const std::string& line)
   }
   if (ev == "provenance") {
     auto fields = j.find("fields");
-    if (fields == j.end() || !fields->is_object()) return Bad("provenance.fields: expected an object");
+    if (fields == j.end() || !fields->is_object())
+      return Bad("provenance.fields: expected an object");
     return std::vector<Json>{Json{{"ev", "provenance"}, {"fields", *fields}}};
   }
   if (ev == "log") {
@@ -102,14 +107,17 @@ StatusOr<std::vector<Json>> ReportTranslator::Metrics(const Json& j, int64_t ste
   }
   std::vector<Json> out;
   for (auto& [k, v] : values.items()) {
-    if (!IsReportKey(k)) return Bad("metric key \"" + k + "\": expected a name matching [A-Za-z0-9_.-]{1,128}");
-    if (!v.is_number() && !v.is_null()) return Bad("metric " + k + ": expected a number, got " + v.dump());
+    if (!IsReportKey(k))
+      return Bad("metric key \"" + k + "\": expected a name matching [A-Za-z0-9_.-]{1,128}");
+    if (!v.is_number() && !v.is_null())
+      return Bad("metric " + k + ": expected a number, got " + v.dump());
   }
   for (auto& [k, v] : values.items()) {
     if (v.is_null() || !std::isfinite(v.get<double>())) {
       // JSON has no NaN: a diverged value arrives as null. It is said, not stored.
-      out.push_back(Json{{"ev", "log"}, {"msg", "metric " + k + " at step " + std::to_string(step) +
-                                                    " is not a finite number"}});
+      out.push_back(Json{
+          {"ev", "log"},
+          {"msg", "metric " + k + " at step " + std::to_string(step) + " is not a finite number"}});
       continue;
     }
     last_metric_[k] = v.get<double>();
@@ -143,8 +151,8 @@ StatusOr<Json> ReportTranslator::Artifact(const Json& j) {
   if (ec) return Bad("artifact.path: " + r + ": " + ec.message());
   auto sha = Sha256File(r);
   if (!sha.ok()) return Bad("artifact.path: " + sha.status().message());
-  return Json{{"ev", "artifact"}, {"kind", *kind}, {"path", r}, {"sha256", *sha},
-              {"bytes", uint64_t(size)}, {"step", *step}};
+  return Json{{"ev", "artifact"}, {"kind", *kind},           {"path", r},
+              {"sha256", *sha},   {"bytes", uint64_t(size)}, {"step", *step}};
 }
 
 Json ReportTranslator::FinalSummary() const {

@@ -11,10 +11,12 @@ namespace headlab {
 TEST_CASE("report lines become exec events; bad lines name what is wrong") {
   testing::TempDir dir;
   ReportTranslator t(dir.path(), [] { return 1000.0; });
-  auto m = t.Translate(R"({"ev":"metrics","step":3,"values":{"train.loss":2.5,"eval.loss":null},"t":7})");
+  auto m = t.Translate(
+      R"({"ev":"metrics","step":3,"values":{"train.loss":2.5,"eval.loss":null},"t":7})");
   REQUIRE(m.ok());
   REQUIRE(m->size() == 2);
-  CHECK((*m)[0] == Json::parse(R"({"ev":"log","msg":"metric eval.loss at step 3 is not a finite number"})"));
+  CHECK((*m)[0] ==
+        Json::parse(R"({"ev":"log","msg":"metric eval.loss at step 3 is not a finite number"})"));
   CHECK((*m)[1] == Json::parse(R"({"ev":"metric","step":3,"key":"train.loss","value":2.5,"t":7})"));
   auto one = t.Translate(R"({"ev":"metric","step":4,"key":"train.loss","value":2.0})");
   REQUIRE(one.ok());

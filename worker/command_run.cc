@@ -14,11 +14,11 @@
 #include <fstream>
 #include <map>
 
+#include "common/child_process.h"
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/source_dir.h"
 #include "worker/child_output.h"
-#include "common/child_process.h"
 #include "worker/command_report.h"
 #include "worker/host_provenance.h"
 
@@ -59,7 +59,8 @@ std::vector<std::string> SplitBlanks(const std::string& s) {
 // The first line `argv` prints (stdout, else nothing), e.g. "Python 3.11.2".
 std::string FirstLine(const std::vector<std::string>& argv) {
   std::string out;
-  auto rc = RunAndCapture(argv, [&](const std::string& s) { out += s; }, 10000);
+  auto rc = RunAndCapture(
+      argv, [&](const std::string& s) { out += s; }, 10000);
   if (!rc.ok() || *rc != 0) return "";
   return out.substr(0, out.find('\n'));
 }
@@ -83,8 +84,9 @@ Json CommandProvenance(const std::vector<std::string>& argv, const std::string& 
   if (!commit.empty()) {
     p["command_git_commit"] = commit;
     std::string changes;
-    auto rc = RunAndCapture({"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"},
-                            [&](const std::string& s) { changes += s; }, 10000);
+    auto rc = RunAndCapture(
+        {"git", "-C", dir, "status", "--porcelain", "--untracked-files=no"},
+        [&](const std::string& s) { changes += s; }, 10000);
     if (rc.ok() && *rc == 0) p["command_git_dirty"] = changes.empty() ? 0 : 1;
   }
   return p;
@@ -124,7 +126,8 @@ std::map<std::string, std::string> ProgramEnv(const Json& manifest, const std::s
 class Relay {
  public:
   Relay(const std::string& run_dir, ChildProcess* child)
-      : child_(child), translator_(run_dir, UnixNow),
+      : child_(child),
+        translator_(run_dir, UnixNow),
         log_(run_dir + "/" + kOutputLog, std::ios::app | std::ios::binary) {}
 
   void Read(int fd) {
@@ -208,8 +211,9 @@ StatusOr<std::vector<std::string>> CommandArgv(const Json& config, const std::st
                                      "\" is not an executable in PATH");
     argv.push_back(found);
   } else if (::access(p.c_str(), X_OK) != 0) {
-    return Status::InvalidArgument("command.program: " + p.string() +
-                                   " is not executable; set command.interpreter (e.g. \"python3\")");
+    return Status::InvalidArgument(
+        "command.program: " + p.string() +
+        " is not executable; set command.interpreter (e.g. \"python3\")");
   }
   argv.push_back(p.string());
   for (std::string& a : SplitBlanks(cmd.value("args", ""))) argv.push_back(std::move(a));
@@ -288,12 +292,17 @@ int RunCommandExec(const std::string& manifest_path) {
     std::error_code ec;
     auto bytes = std::filesystem::file_size(log, ec);
     if (sha.ok() && !ec)
-      EmitEvent(Json{{"ev", "artifact"}, {"kind", "log"}, {"path", log}, {"sha256", *sha},
-                     {"bytes", uint64_t(bytes)}, {"step", 0}});
+      EmitEvent(Json{{"ev", "artifact"},
+                     {"kind", "log"},
+                     {"path", log},
+                     {"sha256", *sha},
+                     {"bytes", uint64_t(bytes)},
+                     {"step", 0}});
   }
   if (exit->exit_code == 0) return 0;
   return Fail(exit->exit_code > 0 ? exit->exit_code : 1,
-              "the program " + (argv->size() > 1 && !interpreter.empty() ? (*argv)[1] : (*argv)[0]) +
+              "the program " +
+                  (argv->size() > 1 && !interpreter.empty() ? (*argv)[1] : (*argv)[0]) +
                   " ended with " + exit->Describe() + (g_stop ? " after a stop request" : ""));
 }
 

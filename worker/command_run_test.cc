@@ -47,23 +47,25 @@ std::vector<Json> Lines(const std::string& path) {
 TEST_CASE("CommandArgv: interpreter from PATH, relative programs, arguments, errors") {
   testing::TempDir dir;
   REQUIRE(WriteFileAtomic(dir.path() + "/t.sh", "#!/bin/sh\n").ok());
-  auto argv = CommandArgv(Json{{"command", {{"program", "t.sh"}, {"interpreter", "sh"},
-                                             {"args", " --a 1  b "}}}},
-                          dir.path());
+  auto argv = CommandArgv(
+      Json{{"command", {{"program", "t.sh"}, {"interpreter", "sh"}, {"args", " --a 1  b "}}}},
+      dir.path());
   REQUIRE(argv.ok());
   CHECK((*argv)[0].rfind("/", 0) == 0);  // found in PATH
   CHECK((*argv)[1] == dir.path() + "/t.sh");
   CHECK(std::vector<std::string>(argv->begin() + 2, argv->end()) ==
         std::vector<std::string>{"--a", "1", "b"});
   CHECK(CommandArgv(Json{{"command", {{"program", "t.sh"}}}}, dir.path()).status().message() ==
-        "command.program: " + dir.path() + "/t.sh is not executable; set command.interpreter "
-        "(e.g. \"python3\")");
+        "command.program: " + dir.path() +
+            "/t.sh is not executable; set command.interpreter "
+            "(e.g. \"python3\")");
   ::chmod((dir.path() + "/t.sh").c_str(), 0755);
   CHECK(CommandArgv(Json{{"command", {{"program", "t.sh"}}}}, dir.path()).ok());
   CHECK(CommandArgv(Json{{"command", {{"program", "nope.py"}}}}, dir.path()).status().message() ==
         "command.program: " + dir.path() + "/nope.py: no such file");
   CHECK(!CommandArgv(Json{{"command", {{"program", "t.sh"}, {"interpreter", "no-such-interp"}}}},
-                     dir.path()).ok());
+                     dir.path())
+             .ok());
 }
 
 TEST_CASE("a command attempt: config, environment, reports, output log, exit status") {
@@ -72,20 +74,27 @@ TEST_CASE("a command attempt: config, environment, reports, output log, exit sta
   REQUIRE(MakeDirs(run_dir).ok());
   // The program checks what it was given and reports on fd 3.
   const std::string script = dir.path() + "/prog.sh";
-  REQUIRE(WriteFileAtomic(script,
-      "test \"$(pwd)\" = \"$HEADLAB_RUN_DIR\" || exit 7\n"
-      "grep -q '\"lr\": 0.5' \"$HEADLAB_CONFIG\" || exit 8\n"
-      "echo \"attempt $HEADLAB_ATTEMPT resume $HEADLAB_RESUME_STEP $HEADLAB_RESUME_KIND\"\n"
-      "echo '{\"ev\":\"metric\",\"step\":1,\"key\":\"train.loss\",\"value\":3}' >&$HEADLAB_FD\n"
-      "echo 'garbage' >&$HEADLAB_FD\n"
-      "printf w > w.bin\n"
-      "echo '{\"ev\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"w.bin\",\"step\":1}' >&3\n"
-      "echo '{\"ev\":\"summary\",\"values\":{\"eval.loss\":1.25}}' >&3\n"
-      "echo oops >&2\n"
-      "exit ${EXIT_WITH:-0}\n").ok());
-  Json manifest = {{"run", 5}, {"attempt", 2}, {"experiment", 1},
-                   {"config", {{"kind", "command"}, {"train", {{"lr", 0.5}}},
-                               {"command", {{"program", script}, {"interpreter", "sh"}}}}},
+  REQUIRE(
+      WriteFileAtomic(
+          script,
+          "test \"$(pwd)\" = \"$HEADLAB_RUN_DIR\" || exit 7\n"
+          "grep -q '\"lr\": 0.5' \"$HEADLAB_CONFIG\" || exit 8\n"
+          "echo \"attempt $HEADLAB_ATTEMPT resume $HEADLAB_RESUME_STEP $HEADLAB_RESUME_KIND\"\n"
+          "echo '{\"ev\":\"metric\",\"step\":1,\"key\":\"train.loss\",\"value\":3}' >&$HEADLAB_FD\n"
+          "echo 'garbage' >&$HEADLAB_FD\n"
+          "printf w > w.bin\n"
+          "echo '{\"ev\":\"artifact\",\"kind\":\"checkpoint\",\"path\":\"w.bin\",\"step\":1}' >&3\n"
+          "echo '{\"ev\":\"summary\",\"values\":{\"eval.loss\":1.25}}' >&3\n"
+          "echo oops >&2\n"
+          "exit ${EXIT_WITH:-0}\n")
+          .ok());
+  Json manifest = {{"run", 5},
+                   {"attempt", 2},
+                   {"experiment", 1},
+                   {"config",
+                    {{"kind", "command"},
+                     {"train", {{"lr", 0.5}}},
+                     {"command", {{"program", script}, {"interpreter", "sh"}}}}},
                    {"out_dir", run_dir},
                    {"resume", {{"path", "/ck"}, {"sha256", "x"}, {"step", 40}}},
                    {"parent", nullptr}};

@@ -8,7 +8,8 @@
 namespace headlab {
 
 Connection::Connection(zmq::context_t* ctx, ConnectionOptions options)
-    : ctx_(ctx), options_(std::move(options)),
+    : ctx_(ctx),
+      options_(std::move(options)),
       backoff_(options_.reconnect_initial, options_.reconnect_max) {}
 
 Status Connection::Open(Clock::time_point now) {
@@ -77,8 +78,8 @@ std::optional<WireMessage> Connection::Receive(Clock::time_point now) {
     peer_expiry_ = now + options_.liveness;
     StatusOr<WireMessage> m = DecodeCoordinatorMessage(frames);
     if (m.ok()) return std::move(*m);
-    throttle_.Warn("bad message", "dropping bad message from the coordinator: " + m.status().message(),
-                   now);
+    throttle_.Warn("bad message",
+                   "dropping bad message from the coordinator: " + m.status().message(), now);
   }
   return std::nullopt;
 }

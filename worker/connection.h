@@ -79,7 +79,7 @@ class Connection {
 
   std::unique_ptr<zmq::socket_t> socket_;  // null while waiting to reconnect
   bool registered_ = false;
-  std::string session_;             // WELCOME.session (kept across reconnects)
+  std::string session_;  // WELCOME.session (kept across reconnects)
   Backoff backoff_;
   Clock::time_point peer_expiry_;   // the coordinator is dead if silent until then
   Clock::time_point heartbeat_at_;  // our next HEARTBEAT (registered) or READY (not yet)

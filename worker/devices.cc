@@ -98,7 +98,7 @@ DeviceInventory DiscoverDevices() {
 }
 
 Json DeviceToJson(const Device& d) {
-  return Json{{"index", d.index}, {"name", d.name}, {"memory_bytes", d.memory_bytes},
+  return Json{{"index", d.index},       {"name", d.name},         {"memory_bytes", d.memory_bytes},
               {"cc_major", d.cc_major}, {"cc_minor", d.cc_minor}, {"kind", d.kind}};
 }
 

@@ -11,12 +11,12 @@ namespace headlab {
 
 // One device as READY reports it (schema/protocol.md, `device`).
 struct Device {
-  int index = 0;               // CUDA ordinal (the CUDA_VISIBLE_DEVICES value); 0 for the CPU
+  int index = 0;  // CUDA ordinal (the CUDA_VISIBLE_DEVICES value); 0 for the CPU
   std::string name;
   uint64_t memory_bytes = 0;
-  int cc_major = 0;            // compute capability; 0.0 for the CPU
+  int cc_major = 0;  // compute capability; 0.0 for the CPU
   int cc_minor = 0;
-  std::string kind = "cpu";    // "cuda" | "cpu"
+  std::string kind = "cpu";  // "cuda" | "cpu"
 };
 
 // What discovery found. `cuda_driver` / `cuda_runtime` are "13.0"-style versions, or
@@ -26,7 +26,7 @@ struct DeviceInventory {
   bool has_gpu = false;
   std::string cuda_driver = "none";
   std::string cuda_runtime = "none";
-  std::string note;             // why there is no GPU (the CUDA error), for the log
+  std::string note;  // why there is no GPU (the CUDA error), for the log
 };
 
 // Returns the host's devices. Never fails: any CUDA error (no driver, "CUDA driver version

@@ -42,10 +42,10 @@ Status CheckDiskRoom(const CheckpointDiskNeed& need, int64_t keep_last, const st
       std::to_string(need.checkpoints) + " checkpoint(s) at once of " + GiB(need.checkpoint_bytes) +
       ", train.keep_checkpoints " + std::to_string(keep_last) + ", + " +
       std::to_string(std::lround((kCheckpointDiskMargin - 1) * 100)) + "% + " +
-      std::to_string(kAttemptFilesBytes >> 20) + " MiB), " +
-      GiB(free_bytes) + " free" +
-      (reserved_bytes > 0 ? ", of which " + GiB(reserved_bytes) + " is held for the attempts running here"
-                          : std::string()));
+      std::to_string(kAttemptFilesBytes >> 20) + " MiB), " + GiB(free_bytes) + " free" +
+      (reserved_bytes > 0
+           ? ", of which " + GiB(reserved_bytes) + " is held for the attempts running here"
+           : std::string()));
 }
 
 StatusOr<int64_t> FreeDiskBytes(const std::string& dir) {

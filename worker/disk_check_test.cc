@@ -8,7 +8,8 @@ namespace headlab {
 
 TEST_CASE("DiskNeedOf: SAF's 124M parent holds 5 checkpoints at once, 8.26 GB with margin") {
   auto c = NormalizeRunConfig(Json::parse(R"({"model": {"preset": "124m", "pos": "rope"},
-      "train": {"steps": 5000, "checkpoint_every": 500, "keep_steps": "1500,2500"}})"), "f");
+      "train": {"steps": 5000, "checkpoint_every": 500, "keep_steps": "1500,2500"}})"),
+                              "f");
   REQUIRE(c.ok());
   auto policy = RetentionOf(*c, nullptr);
   REQUIRE(policy.ok());

@@ -27,11 +27,14 @@ StatusOr<ExecEvent> ParseExecEvent(const std::string& line) {
   ExecEvent e;
   if (ev == "metric") {
     e.type = ExecEvent::Type::kMetric;
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("step") && IsInteger(j["step"]) &&
-                                   j["step"].get<int64_t>() >= 0, "metric.step: expected an integer >= 0"));
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("key") && j["key"].is_string() &&
-                                   !j["key"].get<std::string>().empty(), "metric.key: expected a non-empty string"));
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("value") && j["value"].is_number(), "metric.value: expected a number"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("step") && IsInteger(j["step"]) && j["step"].get<int64_t>() >= 0,
+               "metric.step: expected an integer >= 0"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("key") && j["key"].is_string() && !j["key"].get<std::string>().empty(),
+               "metric.key: expected a non-empty string"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("value") && j["value"].is_number(), "metric.value: expected a number"));
     e.step = j["step"];
     e.key = j["key"];
     e.value = j["value"];
@@ -40,19 +43,21 @@ StatusOr<ExecEvent> ParseExecEvent(const std::string& line) {
       e.time_s = j["t"];
     } else {
       // Tolerated: stamp it on arrival (pipe latency is milliseconds).
-      e.time_s = std::chrono::duration<double>(
-          std::chrono::system_clock::now().time_since_epoch()).count();
+      e.time_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                     .count();
     }
   } else if (ev == "artifact") {
     e.type = ExecEvent::Type::kArtifact;
     for (const char* k : {"kind", "path", "sha256"})
-      HEADLAB_RETURN_IF_ERROR(Expect(j.contains(k) && j[k].is_string() &&
-                                     !j[k].get<std::string>().empty(),
-                                     std::string("artifact.") + k + ": expected a non-empty string"));
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("bytes") && IsInteger(j["bytes"]) &&
-                                   j["bytes"].get<int64_t>() >= 0, "artifact.bytes: expected an integer >= 0"));
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("step") && IsInteger(j["step"]) &&
-                                   j["step"].get<int64_t>() >= 0, "artifact.step: expected an integer >= 0"));
+      HEADLAB_RETURN_IF_ERROR(
+          Expect(j.contains(k) && j[k].is_string() && !j[k].get<std::string>().empty(),
+                 std::string("artifact.") + k + ": expected a non-empty string"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("bytes") && IsInteger(j["bytes"]) && j["bytes"].get<int64_t>() >= 0,
+               "artifact.bytes: expected an integer >= 0"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("step") && IsInteger(j["step"]) && j["step"].get<int64_t>() >= 0,
+               "artifact.step: expected an integer >= 0"));
     e.kind = j["kind"];
     e.path = j["path"];
     e.sha256 = j["sha256"];
@@ -68,12 +73,13 @@ StatusOr<ExecEvent> ParseExecEvent(const std::string& line) {
     HEADLAB_RETURN_IF_ERROR(Expect(j.contains("values") && j["values"].is_object(),
                                    "summary.values: expected an object"));
     for (auto it = j["values"].begin(); it != j["values"].end(); ++it)
-      HEADLAB_RETURN_IF_ERROR(Expect(it.value().is_number(),
-                                     "summary.values." + it.key() + ": expected a number"));
+      HEADLAB_RETURN_IF_ERROR(
+          Expect(it.value().is_number(), "summary.values." + it.key() + ": expected a number"));
     e.object = j["values"];
   } else if (ev == "log") {
     e.type = ExecEvent::Type::kLog;
-    HEADLAB_RETURN_IF_ERROR(Expect(j.contains("msg") && j["msg"].is_string(), "log.msg: expected a string"));
+    HEADLAB_RETURN_IF_ERROR(
+        Expect(j.contains("msg") && j["msg"].is_string(), "log.msg: expected a string"));
     e.key = j["msg"];
   } else {
     return Status::InvalidArgument("event: unknown ev \"" + ev + "\"");

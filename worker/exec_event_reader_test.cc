@@ -5,7 +5,8 @@
 namespace headlab {
 
 TEST_CASE("ParseExecEvent accepts each well-formed event") {
-  auto m = ParseExecEvent(R"({"ev":"metric","step":10,"key":"train.loss","value":2.5,"t":1700000000.5})");
+  auto m = ParseExecEvent(
+      R"({"ev":"metric","step":10,"key":"train.loss","value":2.5,"t":1700000000.5})");
   REQUIRE(m.ok());
   CHECK(m->type == ExecEvent::Type::kMetric);
   CHECK(m->step == 10);
@@ -13,7 +14,8 @@ TEST_CASE("ParseExecEvent accepts each well-formed event") {
   CHECK(m->value == 2.5);
   CHECK(m->time_s == 1700000000.5);
 
-  auto a = ParseExecEvent(R"({"ev":"artifact","kind":"checkpoint","path":"/o/c.pt","sha256":"ab","bytes":12,"step":100})");
+  auto a = ParseExecEvent(
+      R"({"ev":"artifact","kind":"checkpoint","path":"/o/c.pt","sha256":"ab","bytes":12,"step":100})");
   REQUIRE(a.ok());
   CHECK(a->type == ExecEvent::Type::kArtifact);
   CHECK(a->kind == "checkpoint");
@@ -46,8 +48,8 @@ TEST_CASE("ParseExecEvent rejects malformed lines") {
       "",
       "loss=2.5",
       "[1,2,3]",
-      "{\"ev\":\"metric\",\"step\":1,\"key\":\"k\"",                      // truncated
-      R"({"step":1,"key":"k","value":1})",                               // no ev
+      "{\"ev\":\"metric\",\"step\":1,\"key\":\"k\"",  // truncated
+      R"({"step":1,"key":"k","value":1})",            // no ev
       R"({"ev":42})",
       R"({"ev":"teleport"})",
       R"({"ev":"metric","step":-1,"key":"k","value":1})",

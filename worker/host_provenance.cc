@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <chrono>
 
+#include "common/child_process.h"
 #include "common/log.h"
 #include "common/sha256.h"
-#include "common/child_process.h"
 
 namespace headlab {
 namespace {
@@ -52,7 +52,8 @@ StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (c.stdout_fd() >= 0 || c.stderr_fd() >= 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now()).count();
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     if (left <= 0) return Status::Unavailable(argv[0] + ": timed out");  // dtor kills it
     pollfd fds[2] = {{c.stdout_fd(), POLLIN, 0}, {c.stderr_fd(), POLLIN, 0}};
     if (::poll(fds, 2, int(left)) < 0 && errno != EINTR) break;
@@ -63,7 +64,8 @@ StatusOr<int> RunAndCapture(const std::vector<std::string>& argv,
   }
   for (;;) {
     if (std::optional<ExitInfo> e = c.TryReap()) return e->exit_code;
-    if (std::chrono::steady_clock::now() > deadline) return Status::Unavailable(argv[0] + ": timed out");
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::Unavailable(argv[0] + ": timed out");
     ::usleep(1000);  // the pipes are closed, so exit is imminent
   }
 }
@@ -94,19 +96,21 @@ Json ComputeHostProvenance(const std::string& source_dir, const std::string& bin
     return argv;
   };
   std::string head;
-  StatusOr<int> rc = RunAndCapture(git_cmd({"rev-parse", "HEAD"}),
-                                   [&](const std::string& s) { head += s; });
+  StatusOr<int> rc =
+      RunAndCapture(git_cmd({"rev-parse", "HEAD"}), [&](const std::string& s) { head += s; });
   while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
   if (rc.ok() && *rc == 0 && head.size() == 40) {
     p["git_commit"] = head;
     std::string status;
-    rc = RunAndCapture(git_cmd({"status", "--porcelain"}), [&](const std::string& s) { status += s; });
+    rc = RunAndCapture(git_cmd({"status", "--porcelain"}),
+                       [&](const std::string& s) { status += s; });
     p["git_dirty"] = rc.ok() && *rc == 0 ? Json(!status.empty()) : Json(kUnknown);
     Sha256 diff;
     rc = RunAndCapture(git_cmd({"diff", "HEAD"}), [&](const std::string& s) { diff.Update(s); });
     p["git_diff_sha256"] = rc.ok() && *rc == 0 ? diff.HexDigest() : std::string(kUnknown);
   } else {
-    LogWarn("provenance: no git commit for " + source_dir + " (git unavailable or not a repository)");
+    LogWarn("provenance: no git commit for " + source_dir +
+            " (git unavailable or not a repository)");
     p["git_commit"] = kUnknown;
     p["git_dirty"] = kUnknown;
     p["git_diff_sha256"] = kUnknown;

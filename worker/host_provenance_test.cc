@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "common/files.h"
 #include "common/sha256.h"
@@ -23,7 +23,8 @@ TEST_CASE("RunAndCapture returns stdout and the exit status") {
 }
 
 TEST_CASE("RunAndCapture times out a hung command") {
-  auto rc = RunAndCapture({"sleep", "10"}, [](const std::string&) {}, 100);
+  auto rc = RunAndCapture(
+      {"sleep", "10"}, [](const std::string&) {}, 100);
   CHECK(!rc.ok());
 }
 
@@ -75,7 +76,9 @@ namespace headlab {
 
 // A CPU-only run used to show "CUDA 13.0" (the host's runtime) in its provenance.
 TEST_CASE("MarkCpuOnlyAttempt: a CPU run names the CPU and no CUDA") {
-  Json p = {{"devices", "cuda:0 NVIDIA H200"}, {"cuda_version", "13.0"}, {"driver_version", "13.0"},
+  Json p = {{"devices", "cuda:0 NVIDIA H200"},
+            {"cuda_version", "13.0"},
+            {"driver_version", "13.0"},
             {"host", "h"}};
   MarkCpuOnlyAttempt(&p);
   CHECK(p["devices"].get<std::string>().rfind("cpu: ", 0) == 0);

@@ -79,13 +79,16 @@ StatusOr<GpuReading> ReadGpu(const std::string& device) {
   } else {
     char* end = nullptr;
     unsigned long index = std::strtoul(device.c_str(), &end, 10);
-    if (device.empty() || *end) return Status::InvalidArgument("not a GPU index or UUID: \"" + device + "\"");
-    if (Status st = Check(lib, lib.by_index(unsigned(index), &d), "NVML device " + device); !st.ok())
+    if (device.empty() || *end)
+      return Status::InvalidArgument("not a GPU index or UUID: \"" + device + "\"");
+    if (Status st = Check(lib, lib.by_index(unsigned(index), &d), "NVML device " + device);
+        !st.ok())
       return st;
   }
   NvmlUtilization u{};
   NvmlMemory m{};
-  if (Status st = Check(lib, lib.utilization(d, &u), "NVML utilisation of " + device); !st.ok()) return st;
+  if (Status st = Check(lib, lib.utilization(d, &u), "NVML utilisation of " + device); !st.ok())
+    return st;
   if (Status st = Check(lib, lib.memory(d, &m), "NVML memory of " + device); !st.ok()) return st;
   return GpuReading{double(u.gpu), uint64_t(m.used)};
 }

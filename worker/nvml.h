@@ -11,7 +11,7 @@
 namespace headlab {
 
 struct GpuReading {
-  double util_pct = 0;         // share of the last sample period a kernel ran (0..100)
+  double util_pct = 0;          // share of the last sample period a kernel ran (0..100)
   uint64_t mem_used_bytes = 0;  // device memory in use, by every process on the device
 };
 

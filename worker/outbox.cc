@@ -40,7 +40,8 @@ void Outbox::EnforceCap() {
   if (metric_points_ <= max_metric_points_) return;
   size_t dropped = 0;
   // Oldest first within each attempt; attempts in key order (the cap is a last resort).
-  for (auto it = by_attempt_.begin(); it != by_attempt_.end() && metric_points_ > max_metric_points_;) {
+  for (auto it = by_attempt_.begin();
+       it != by_attempt_.end() && metric_points_ > max_metric_points_;) {
     std::deque<Entry>& q = it->second;
     for (auto e = q.begin(); e != q.end() && metric_points_ > max_metric_points_;) {
       if (e->command != wire::kMetrics) {

@@ -24,9 +24,9 @@ std::vector<std::string> Commands(const Outbox& o) {
 TEST_CASE("Outbox keeps everything until acknowledged, in order") {
   Outbox o;
   o.Add("PROVENANCE", Json{{"run", 1}, {"attempt", 0}, {"fields", {{"a", 1}}}});
-  o.Add("METRICS", Metrics(1, 0, 0, 3));    // seq 0..2
+  o.Add("METRICS", Metrics(1, 0, 0, 3));  // seq 0..2
   o.Add("ARTIFACT", Json{{"run", 1}, {"attempt", 0}, {"seq", 0}});
-  o.Add("METRICS", Metrics(1, 0, 3, 3));    // seq 3..5
+  o.Add("METRICS", Metrics(1, 0, 3, 3));  // seq 3..5
   o.Add("PROVENANCE", Json{{"run", 1}, {"attempt", 0}, {"fields", {{"a", 1}, {"b", 2}}}});
   o.Add("DONE", Json{{"run", 1}, {"attempt", 0}, {"status", "succeeded"}});
   o.Add("METRICS", Metrics(2, 1, 0, 2));
@@ -42,8 +42,8 @@ TEST_CASE("Outbox keeps everything until acknowledged, in order") {
   CHECK(o.Ack(Json(1), 0, "METRICS", 4) == 0);  // a duplicate ACK is harmless
   CHECK(o.Ack(Json(1), 0, "ARTIFACT", 7) == 0);
   CHECK(o.Ack(Json(1), 0, "ARTIFACT", 0) == 1);
-  CHECK(o.Ack(Json(9), 0, "DONE", 0) == 0);     // unknown attempt
-  CHECK(o.Ack(Json(2), 0, "METRICS", 10) == 0); // same run, other attempt
+  CHECK(o.Ack(Json(9), 0, "DONE", 0) == 0);      // unknown attempt
+  CHECK(o.Ack(Json(2), 0, "METRICS", 10) == 0);  // same run, other attempt
   CHECK(o.size() == 4);
 
   // Resend after a reconnect sends what is left, in order.
@@ -66,11 +66,11 @@ TEST_CASE("Outbox keys string and integer run ids apart") {
 
 TEST_CASE("Outbox caps unacknowledged metric points, dropping the oldest batches") {
   Outbox o(/*max_metric_points=*/10);
-  o.Add("METRICS", Metrics(1, 0, 0, 4));   // seq 0..3
+  o.Add("METRICS", Metrics(1, 0, 0, 4));  // seq 0..3
   o.Add("ARTIFACT", Json{{"run", 1}, {"attempt", 0}, {"seq", 0}});
-  o.Add("METRICS", Metrics(1, 0, 4, 4));   // seq 4..7
+  o.Add("METRICS", Metrics(1, 0, 4, 4));  // seq 4..7
   CHECK(o.dropped_points() == 0);
-  o.Add("METRICS", Metrics(1, 0, 8, 4));   // 12 > 10: the oldest batch goes
+  o.Add("METRICS", Metrics(1, 0, 8, 4));  // 12 > 10: the oldest batch goes
   CHECK(o.dropped_points() == 4);
   CHECK(Commands(o) == std::vector<std::string>{"ARTIFACT", "METRICS", "METRICS"});
   // ACKs release room.

@@ -24,7 +24,7 @@ bool ParseStat(const std::string& line, long long* pgrp, long long* rss_pages) {
   while (in >> tok && f.size() < 22) f.push_back(tok);
   if (f.size() < 22) return false;
   char* end = nullptr;
-  *pgrp = std::strtoll(f[2].c_str(), &end, 10);   // field 5
+  *pgrp = std::strtoll(f[2].c_str(), &end, 10);  // field 5
   if (*end) return false;
   *rss_pages = std::strtoll(f[21].c_str(), &end, 10);  // field 24
   return !*end;

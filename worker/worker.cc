@@ -20,7 +20,9 @@ namespace headlab {
 constexpr std::chrono::milliseconds kMaxPollWait{100};
 
 Worker::Worker(WorkerOptions options)
-    : options_(std::move(options)), ctx_(1), conn_(&ctx_, options_.connection),
+    : options_(std::move(options)),
+      ctx_(1),
+      conn_(&ctx_, options_.connection),
       slot_busy_(options_.slots, false) {
   if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) stop_pipe_[0] = stop_pipe_[1] = -1;
 }
@@ -178,8 +180,10 @@ void Worker::HandleAssign(const Json& b) {
   Json provenance = options_.host_provenance;
   provenance["worker"] = options_.name;
   provenance["cuda_visible_devices"] = cvd;
-  if (!used.empty()) provenance["devices"] = DescribeDevices(used);
-  else MarkCpuOnlyAttempt(&provenance);
+  if (!used.empty())
+    provenance["devices"] = DescribeDevices(used);
+  else
+    MarkCpuOnlyAttempt(&provenance);
   if (!written["resume"].is_null()) {  // the checkpoint this attempt continues from
     provenance["resume_path"] = written["resume"]["path"];
     provenance["resume_sha256"] = written["resume"]["sha256"];
@@ -189,7 +193,8 @@ void Worker::HandleAssign(const Json& b) {
       run, attempt, argv, {{"CUDA_VISIBLE_DEVICES", cvd}}, provenance, options_.attempt,
       [this](const std::string& c, Json body) { Emit(c, std::move(body)); });
   if (!a.ok()) return reject(a.status());
-  if (plan->retention) (*a)->RetainCheckpoints(*plan->retention, written["out_dir"].get<std::string>());
+  if (plan->retention)
+    (*a)->RetainCheckpoints(*plan->retention, written["out_dir"].get<std::string>());
   accept(written["resume"]);
   (*a)->ReportProvenance();
   LogInfo("run " + run.dump() + " attempt " + std::to_string(attempt) + " started (pid " +
@@ -258,10 +263,15 @@ void Worker::OnStopRequest(Clock::time_point now) {
 void Worker::RunTimers(Clock::time_point now) {
   switch (conn_.Tick(now)) {
     case Connection::Event::kOpened:
-    case Connection::Event::kReadyDue: SendReady(); break;
-    case Connection::Event::kHeartbeatDue: Send(wire::kHeartbeat, Json{{"running", RunningRefs()}}); break;
+    case Connection::Event::kReadyDue:
+      SendReady();
+      break;
+    case Connection::Event::kHeartbeatDue:
+      Send(wire::kHeartbeat, Json{{"running", RunningRefs()}});
+      break;
     case Connection::Event::kLost:
-    case Connection::Event::kNone: break;
+    case Connection::Event::kNone:
+      break;
   }
   for (auto it = running_.begin(); it != running_.end();) {
     if (it->second.attempt->Tick(now)) {
@@ -291,9 +301,14 @@ void Worker::SendReady() {
   for (const Device& d : options_.inventory.devices) devices.push_back(DeviceToJson(d));
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
-  Json ready{{"id", options_.connection.identity}, {"name", options_.name}, {"host", host},
-             {"pid", int64_t(::getpid())}, {"version", wire::kProtocol},
-             {"slots", options_.slots}, {"devices", devices}, {"running", ReadyRefs()},
+  Json ready{{"id", options_.connection.identity},
+             {"name", options_.name},
+             {"host", host},
+             {"pid", int64_t(::getpid())},
+             {"version", wire::kProtocol},
+             {"slots", options_.slots},
+             {"devices", devices},
+             {"running", ReadyRefs()},
              {"work_dir", AbsoluteWorkDir(options_.work_dir)}};
   // After a reconnect: the last WELCOME's key proves this worker owns its id.
   if (!conn_.session().empty()) ready["session"] = conn_.session();

@@ -23,12 +23,12 @@
 namespace headlab {
 
 struct WorkerOptions {
-  ConnectionOptions connection;   // endpoint, identity, token, timing
-  AttemptOptions attempt;         // batching, cancel grace
+  ConnectionOptions connection;  // endpoint, identity, token, timing
+  AttemptOptions attempt;        // batching, cancel grace
   std::string name;
-  std::string work_dir;           // manifests and out dirs: <work_dir>/runs/<run>-<attempt>/
-  DeviceInventory inventory;      // what READY reports
-  int slots = 1;                  // concurrent attempts
+  std::string work_dir;       // manifests and out dirs: <work_dir>/runs/<run>-<attempt>/
+  DeviceInventory inventory;  // what READY reports
+  int slots = 1;              // concurrent attempts
   // CUDA_VISIBLE_DEVICES of each slot ("" for CPU slots); size == slots.
   std::vector<std::string> slot_devices;
   // The command an attempt runs; the manifest path is appended. Normally
@@ -62,7 +62,7 @@ class Worker {
   struct Running {
     std::unique_ptr<Attempt> attempt;
     std::vector<int> slots;
-    Json resume;  // the checkpoint it resumes from (ACCEPT.resume), or null
+    Json resume;            // the checkpoint it resumes from (ACCEPT.resume), or null
     int64_t disk_need = 0;  // bytes its checkpoints need at once (disk_check.h)
   };
   // What an ASSIGN's checkpoints need: the retention policy (none when the config cannot
@@ -105,10 +105,10 @@ class Worker {
   Outbox outbox_;
   std::map<std::string, Running> running_;  // by Key(run, attempt)
   std::vector<bool> slot_busy_;
-  int stop_requests_ = 0;                   // SIGTERM/SIGINT/RequestStop seen so far
+  int stop_requests_ = 0;  // SIGTERM/SIGINT/RequestStop seen so far
   // Stopping with no attempts left: wait for the outbox to drain (ACKs) until then.
   Clock::time_point drain_deadline_ = Clock::time_point::max();
-  std::optional<int> exit_code_;            // set when Run should return
+  std::optional<int> exit_code_;  // set when Run should return
 };
 
 }  // namespace headlab

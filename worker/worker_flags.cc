@@ -52,19 +52,25 @@ Status Named(const Status& s) {
 const FlagsSpec& WorkerSpec() {
   static const FlagsSpec kSpec{
       "headlab worker",
-      {{"--coordinator", "", "URL", "the coordinator's worker socket (default tcp://127.0.0.1:8322)"},
-       {"--data-dir", "", "DIR", "data directory (default .headlab); the workers' token is\n"
-                                 "read from DIR/worker_token unless HEADLAB_WORKER_TOKEN\n"
-                                 "or --token-file gives it"},
-       {"--token-file", "", "FILE", "file holding the workers' token (the coordinator's\n"
-                                    "DIR/worker_token; its user token DIR/token is refused)"},
-       {"--coordinator-key", "", "FILE", "the coordinator's CURVE public key (its\n"
-                                         "DIR/curve_server.pub): encrypts the link; needed when\n"
-                                         "the coordinator's worker port is beyond loopback"},
-       {"--name", "", "NAME", "worker name (default: the host name; in a Slurm job\n"
-                              "slurm-<job id>-<node>)"},
-       {"--slots", "", "N", "concurrent attempts when CPU-only (default 1); with GPUs one\n"
-                            "slot per GPU, at most N when given"},
+      {{"--coordinator", "", "URL",
+        "the coordinator's worker socket (default tcp://127.0.0.1:8322)"},
+       {"--data-dir", "", "DIR",
+        "data directory (default .headlab); the workers' token is\n"
+        "read from DIR/worker_token unless HEADLAB_WORKER_TOKEN\n"
+        "or --token-file gives it"},
+       {"--token-file", "", "FILE",
+        "file holding the workers' token (the coordinator's\n"
+        "DIR/worker_token; its user token DIR/token is refused)"},
+       {"--coordinator-key", "", "FILE",
+        "the coordinator's CURVE public key (its\n"
+        "DIR/curve_server.pub): encrypts the link; needed when\n"
+        "the coordinator's worker port is beyond loopback"},
+       {"--name", "", "NAME",
+        "worker name (default: the host name; in a Slurm job\n"
+        "slurm-<job id>-<node>)"},
+       {"--slots", "", "N",
+        "concurrent attempts when CPU-only (default 1); with GPUs one\n"
+        "slot per GPU, at most N when given"},
        {"--cpu-only", "", "", "ignore GPUs"},
        {"--work-dir", "", "DIR", "manifests and run outputs (default DIR/worker-NAME)"}},
       /*args=*/"",
@@ -76,11 +82,12 @@ const FlagsSpec& WorkerSpec() {
 }  // namespace
 
 std::string WorkerUsage() {
-  return HelpText(WorkerSpec(),
-                  "Runs a worker: registers this host's devices with the coordinator, runs each\n"
-                  "assigned attempt as a `headlab exec` child, relays its results, cancels on request.\n",
-                  "Stops on SIGTERM/SIGINT: cancels running attempts, reports them, exits 0.\n"
-                  "Exit codes: 0 stopped, 1 refused by the coordinator or failed, 2 bad input.\n");
+  return HelpText(
+      WorkerSpec(),
+      "Runs a worker: registers this host's devices with the coordinator, runs each\n"
+      "assigned attempt as a `headlab exec` child, relays its results, cancels on request.\n",
+      "Stops on SIGTERM/SIGINT: cancels running attempts, reports them, exits 0.\n"
+      "Exit codes: 0 stopped, 1 refused by the coordinator or failed, 2 bad input.\n");
 }
 
 StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
@@ -89,10 +96,13 @@ StatusOr<WorkerFlags> ParseWorkerFlags(int argc, char** argv) {
   WorkerFlags f;
   f.help = args->help();
   f.cpu_only = args->Has("--cpu-only");
-  for (const auto& [name, out] : {std::pair<const char*, std::string*>{"--coordinator", &f.coordinator},
-                                  {"--data-dir", &f.data_dir}, {"--token-file", &f.token_file},
-                                  {"--coordinator-key", &f.coordinator_key},
-                                  {"--name", &f.name}, {"--work-dir", &f.work_dir}}) {
+  for (const auto& [name, out] :
+       {std::pair<const char*, std::string*>{"--coordinator", &f.coordinator},
+        {"--data-dir", &f.data_dir},
+        {"--token-file", &f.token_file},
+        {"--coordinator-key", &f.coordinator_key},
+        {"--name", &f.name},
+        {"--work-dir", &f.work_dir}}) {
     if (!args->Has(name)) continue;
     *out = args->Get(name);
     if (out->empty()) return Named(Status::InvalidArgument(std::string(name) + ": empty value"));
@@ -124,8 +134,8 @@ StatusOr<std::string> ResolveCoordinatorKey(const WorkerFlags& flags) {
   if (key->size() != 40)
     return Status::InvalidArgument("--coordinator-key " + flags.coordinator_key +
                                    ": expected a 40-character Z85 key (the coordinator's "
-                                   "curve_server.pub), got " + std::to_string(key->size()) +
-                                   " characters");
+                                   "curve_server.pub), got " +
+                                   std::to_string(key->size()) + " characters");
   return key;
 }
 

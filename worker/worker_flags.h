@@ -16,10 +16,10 @@ struct WorkerFlags {
   std::string token_file;  // "" = HEADLAB_WORKER_TOKEN, else <data_dir>/worker_token
   // The coordinator's CURVE public key file (DIR/curve_server.pub); "" = unencrypted.
   std::string coordinator_key;
-  std::string name;        // "" = the host name
-  int slots = 0;           // 0 = one per GPU, or 1 CPU-only
+  std::string name;  // "" = the host name
+  int slots = 0;     // 0 = one per GPU, or 1 CPU-only
   bool cpu_only = false;
-  std::string work_dir;    // "" = <data_dir>/worker-<name>
+  std::string work_dir;  // "" = <data_dir>/worker-<name>
   bool help = false;
 };
 

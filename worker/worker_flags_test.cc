@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-
 #include <catch2/catch.hpp>
 
 #include "common/files.h"
@@ -54,13 +53,20 @@ TEST_CASE("ParseWorkerFlags: defaults and every flag") {
 }
 
 TEST_CASE("ParseWorkerFlags rejects bad input") {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"worker", "--slots", "0"}, {"worker", "--slots", "two"}, {"worker", "--slots"},
-           {"worker", "--coordinator", "localhost:1"}, {"worker", "--bogus"},
-           {"worker", "--coordinator", "tcp://foo"}, {"worker", "--coordinator", "tcp://h:x"},
-           {"worker", "--coordinator", "tcp://h:0"}, {"worker", "--coordinator", "tcp://h:70000"},
-           {"worker", "--coordinator", "tcp://:5"},
-           {"worker", "extra"}, {"worker", "--name="}, {"worker", "--cpu-only=yes"}}) {
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"worker", "--slots", "0"},
+                                             {"worker", "--slots", "two"},
+                                             {"worker", "--slots"},
+                                             {"worker", "--coordinator", "localhost:1"},
+                                             {"worker", "--bogus"},
+                                             {"worker", "--coordinator", "tcp://foo"},
+                                             {"worker", "--coordinator", "tcp://h:x"},
+                                             {"worker", "--coordinator", "tcp://h:0"},
+                                             {"worker", "--coordinator", "tcp://h:70000"},
+                                             {"worker", "--coordinator", "tcp://:5"},
+                                             {"worker", "extra"},
+                                             {"worker", "--name="},
+                                             {"worker", "--cpu-only=yes"}}) {
     INFO(Json(args).dump());
     CHECK(!Parse(args).ok());
   }
@@ -132,7 +138,9 @@ TEST_CASE("Under Slurm the default worker name carries the job and node") {
   ::unsetenv("SLURM_JOB_ID");
   ::unsetenv("SLURMD_NODENAME");
   f.name = "";
-  CHECK(MakeWorkerOptions(f, "tok", DeviceInventory{{CpuDevice()}}, {"x"}).name.rfind("slurm-", 0) != 0);
+  CHECK(
+      MakeWorkerOptions(f, "tok", DeviceInventory{{CpuDevice()}}, {"x"}).name.rfind("slurm-", 0) !=
+      0);
 }
 
 }  // namespace headlab

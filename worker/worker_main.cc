@@ -55,8 +55,7 @@ int WorkerMain(int argc, char** argv) {
   SetLogRole("worker");
   StatusOr<WorkerFlags> flags = ParseWorkerFlags(argc, argv);
   if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n\n%s", flags.status().message().c_str(),
-                 WorkerUsage().c_str());
+    std::fprintf(stderr, "%s\n\n%s", flags.status().message().c_str(), WorkerUsage().c_str());
     return 2;
   }
   if (flags->help) {
@@ -78,8 +77,8 @@ int WorkerMain(int argc, char** argv) {
 
   DeviceInventory inventory = DiscoverDevices();
   if (inventory.has_gpu) {
-    LogInfo(std::to_string(inventory.devices.size()) + " GPU(s): " +
-            DescribeDevices(inventory.devices) + "; driver " + inventory.cuda_driver +
+    LogInfo(std::to_string(inventory.devices.size()) +
+            " GPU(s): " + DescribeDevices(inventory.devices) + "; driver " + inventory.cuda_driver +
             ", runtime " + inventory.cuda_runtime);
   } else {
     LogInfo("no GPU (" + inventory.note + "); running CPU-only on " + inventory.devices[0].name);
@@ -112,7 +111,8 @@ int WorkerMain(int argc, char** argv) {
   SetHandler(SIGTERM, SIG_DFL);
   SetHandler(SIGINT, SIG_DFL);
   g_stop_fd = -1;
-  if (rc == 1) std::fprintf(stderr, "headlab worker: refused by the coordinator (see the log above)\n");
+  if (rc == 1)
+    std::fprintf(stderr, "headlab worker: refused by the coordinator (see the log above)\n");
   return rc;
 }
 

@@ -71,8 +71,7 @@ class FakeCoordinator {
   std::optional<Msg> Next(milliseconds timeout = milliseconds(5000)) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (keepalive && !identity_.empty() &&
-          std::chrono::steady_clock::now() >= next_beat_) {
+      if (keepalive && !identity_.empty() && std::chrono::steady_clock::now() >= next_beat_) {
         Send(wire::kHeartbeat, Json::object());
         next_beat_ = std::chrono::steady_clock::now() + milliseconds(50);
       }
@@ -125,7 +124,10 @@ class FakeCoordinator {
     REQUIRE(zmq::send_multipart(router_, f));
   }
   void Assign(int64_t run, const std::string& mode, Json devices = nullptr) {
-    Json body{{"run", run}, {"attempt", 0}, {"experiment", 1}, {"config", {{"mode", mode}}},
+    Json body{{"run", run},
+              {"attempt", 0},
+              {"experiment", 1},
+              {"config", {{"mode", mode}}},
               {"resume", nullptr}};
     if (!devices.is_null()) body["devices"] = devices;
     Send(wire::kAssign, body);
@@ -258,7 +260,7 @@ TEST_CASE("Worker registers, runs an assignment, relays its results and stops cl
   for (int i = 0; i < 3; ++i) CHECK(points[i][0] == i);
   CHECK(provenance["host"] == "test-host");
   CHECK(provenance["worker"] == "tester");
-  CHECK(provenance["cvd"] == "");          // CPU-only: CUDA_VISIBLE_DEVICES set and empty
+  CHECK(provenance["cvd"] == "");  // CPU-only: CUDA_VISIBLE_DEVICES set and empty
   CHECK(provenance["cvd_set"] == "yes");
   const Json& done = got.back().body;
   CHECK(done["status"] == "succeeded");
@@ -305,7 +307,7 @@ TEST_CASE("Worker cancels on CANCEL, re-accepts a redelivered ASSIGN, rejects wi
   c.Register();
   c.Assign(6, "sleep");
   c.Expect(wire::kAccept);
-  c.Assign(6, "sleep");             // at-least-once delivery: same attempt again
+  c.Assign(6, "sleep");  // at-least-once delivery: same attempt again
   c.Expect(wire::kAccept);
   c.Assign(7, "sleep");
   Json reject = c.Expect(wire::kReject);
@@ -325,7 +327,7 @@ TEST_CASE("Worker cancels on CANCEL, re-accepts a redelivered ASSIGN, rejects wi
   CHECK(done["run"] == 6);
   c.Send(wire::kCancel, Json{{"run", 6}, {"attempt", 0}});  // late duplicate: harmless
   c.Send(wire::kAck, Json{{"run", 6}, {"attempt", 0}, {"what", "DONE"}});
-  c.Assign(7, "ok");                // the slot is free again
+  c.Assign(7, "ok");  // the slot is free again
   c.Expect(wire::kAccept);
   CHECK(UntilDone(c).back().body["status"] == "succeeded");
 }
@@ -340,8 +342,9 @@ TEST_CASE("Worker drops malformed messages and keeps working") {
   c.SendRaw({id, "HLW1", "ASSIGN", R"({"run":1,"attempt":0,"experiment":1,"config":{}})"});
   c.SendRaw({id, "HLW2", "ASSIGN", "not json"});
   c.SendRaw({id, "HLW2", "ASSIGN", R"({"run":1,"attempt":0,"experiment":1})"});
-  c.SendRaw({id, "HLW2", "ASSIGN", R"({"run":1,"attempt":0,"experiment":1,"config":)" +
-                                       std::string(100000, '[') + std::string(100000, ']') + "}"});
+  c.SendRaw({id, "HLW2", "ASSIGN",
+             R"({"run":1,"attempt":0,"experiment":1,"config":)" + std::string(100000, '[') +
+                 std::string(100000, ']') + "}"});
   c.SendRaw({id, "HLW2", "ACK", R"({"run":1})"});
   c.SendRaw({id, "HLW2", "READY", "{}"});
   c.Assign(8, "ok");
@@ -428,7 +431,9 @@ TEST_CASE("Worker reports running attempts in READY after a reconnect; stop requ
     REQUIRE(m->command != wire::kDone);
     if (m->command == wire::kMetrics) {
       metrics = true;
-      c.Send(wire::kAck, Json{{"run", 10}, {"attempt", 0}, {"what", "METRICS"},
+      c.Send(wire::kAck, Json{{"run", 10},
+                              {"attempt", 0},
+                              {"what", "METRICS"},
                               {"seq", m->body["points"].back()[0]}});
     }
     if (m->command == wire::kProvenance)
@@ -445,7 +450,7 @@ TEST_CASE("Worker: a second stop request kills attempts that ignore SIGTERM") {
   c.Register();
   c.Assign(11, "stubborn");
   c.Expect(wire::kAccept);
-  c.Expect(wire::kMetrics);         // the payload is up and ignoring SIGTERM
+  c.Expect(wire::kMetrics);  // the payload is up and ignoring SIGTERM
   auto t0 = std::chrono::steady_clock::now();
   w.worker->RequestStop();
   c.Next(milliseconds(200));
@@ -488,7 +493,7 @@ TEST_CASE("Worker runs each attempt on the GPU the coordinator picked") {
   Json absent = c.Expect(wire::kReject);
   CHECK(absent["reason"] == "no GPU 7 on this worker");
   CHECK(absent["busy"] == false);  // counts toward max_attempts: it will never fit here
-  c.Assign(2, "sleep");  // no devices named: the first free GPU
+  c.Assign(2, "sleep");            // no devices named: the first free GPU
   c.Expect(wire::kAccept);
   CHECK(provenance_of(2)["cvd"] == "0");
 }
@@ -505,8 +510,12 @@ TEST_CASE("Worker deletes checkpoints retention does not keep and reports each d
   // Keep the newest 2, and step 2, which a continuation starts from (ASSIGN.keep_steps).
   Json config = Json::parse(R"({"kind": "train", "train": {"steps": 5, "checkpoint_every": 1,
       "keep_checkpoints": 2}, "params": {"mode": "ckpt"}})");
-  c.Send(wire::kAssign, Json{{"run", 8}, {"attempt", 0}, {"experiment", 1}, {"config", config},
-                             {"resume", nullptr}, {"keep_steps", {2}}});
+  c.Send(wire::kAssign, Json{{"run", 8},
+                             {"attempt", 0},
+                             {"experiment", 1},
+                             {"config", config},
+                             {"resume", nullptr},
+                             {"keep_steps", {2}}});
   c.Expect(wire::kAccept);
   std::vector<Msg> got = UntilDone(c);
   std::vector<int64_t> artifacts, deleted;
@@ -533,16 +542,18 @@ TEST_CASE("Worker refuses a run whose checkpoints its disk cannot hold, naming n
   Json config = Json::parse(R"({"kind": "train", "model": {"layers": 128, "heads": 128,
       "width": 65536}, "train": {"steps": 300, "checkpoint_every": 100},
       "params": {"mode": "ok"}})");
-  c.Send(wire::kAssign, Json{{"run", 9}, {"attempt", 0}, {"experiment", 1}, {"config", config},
-                             {"resume", nullptr}});
+  c.Send(
+      wire::kAssign,
+      Json{{"run", 9}, {"attempt", 0}, {"experiment", 1}, {"config", config}, {"resume", nullptr}});
   Json reject = c.Expect(wire::kReject);
   const std::string reason = reject["reason"];
   INFO(reason);
-  CHECK(reason.find("not enough disk for the run's checkpoints in " + w.dir + "/work: needs ") == 0);
+  CHECK(reason.find("not enough disk for the run's checkpoints in " + w.dir + "/work: needs ") ==
+        0);
   CHECK(reason.find("3 checkpoint(s) at once of ") != std::string::npos);
   CHECK(reason.find("train.keep_checkpoints 2, + 10% + 64 MiB), ") != std::string::npos);
   CHECK(reason.find(" GiB free") != std::string::npos);
-  CHECK(reject["busy"] == false);  // charged: another worker may have the room
+  CHECK(reject["busy"] == false);                     // charged: another worker may have the room
   CHECK_FALSE(PathExists(w.dir + "/work/runs/9-0"));  // nothing was started
 }
 

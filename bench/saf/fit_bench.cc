@@ -7,10 +7,10 @@
 //
 //   saf_fit_bench [--heads N] [--context T] [--steps J] [--device cpu|cuda] [--per-head M]
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include <torch/torch.h>
@@ -25,7 +25,8 @@ using headlab::saf::CompactFitOptions;
 using headlab::saf::Marginals;
 
 const char kUsage[] =
-    "usage: saf_fit_bench [--heads N] [--context T] [--steps J] [--device cpu|cuda] [--per-head M]\n"
+    "usage: saf_fit_bench [--heads N] [--context T] [--steps J] [--device cpu|cuda] [--per-head "
+    "M]\n"
     "  Times SAF's batched compact fit of N heads (default 144) at context T (4096) with J Adam\n"
     "  steps (400) on the device (cuda when available), and the per-head fit of M of them\n"
     "  (default 0). Prints JSON: wall and process-CPU seconds for the batch (after one\n"
@@ -76,12 +77,18 @@ int main(int argc, char** argv) {
     }
     const char* v = argv[++i];
     bool ok = true;
-    if (a == "--heads") ok = ParseInt(v, &heads) && heads > 0;
-    else if (a == "--context") ok = ParseInt(v, &T) && T > 1;
-    else if (a == "--steps") ok = ParseInt(v, &steps);
-    else if (a == "--per-head") ok = ParseInt(v, &per_head);
-    else if (a == "--device") ok = (device_name = v) == "cpu" || device_name == "cuda";
-    else ok = false;
+    if (a == "--heads")
+      ok = ParseInt(v, &heads) && heads > 0;
+    else if (a == "--context")
+      ok = ParseInt(v, &T) && T > 1;
+    else if (a == "--steps")
+      ok = ParseInt(v, &steps);
+    else if (a == "--per-head")
+      ok = ParseInt(v, &per_head);
+    else if (a == "--device")
+      ok = (device_name = v) == "cpu" || device_name == "cuda";
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "saf_fit_bench: bad argument %s %s\n%s", a.c_str(), v, kUsage);
       return 2;
@@ -105,7 +112,8 @@ int main(int argc, char** argv) {
   headlab::SynchronizeDevice(device);
   Clock::time_point t0 = Clock::now();
   const std::clock_t c0 = std::clock();
-  std::vector<headlab::saf::CompactFit> fits = headlab::saf::FitCompactBatched(eta, entropy, options);
+  std::vector<headlab::saf::CompactFit> fits =
+      headlab::saf::FitCompactBatched(eta, entropy, options);
   headlab::SynchronizeDevice(device);  // the fits come back on the CPU: already waited for
   const double batched_s = SecondsSince(t0);
   // Process CPU seconds: on a shared machine the wall time also counts other processes'.
@@ -120,10 +128,12 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "{\"heads\": %lld, \"context\": %lld, \"steps\": %lld, \"device\": \"%s\", "
-      "\"batched_s\": %.4f, \"batched_cpu_s\": %.4f, \"per_head_fits\": %lld, \"per_head_mean_s\": %.4f, "
+      "\"batched_s\": %.4f, \"batched_cpu_s\": %.4f, \"per_head_fits\": %lld, \"per_head_mean_s\": "
+      "%.4f, "
       "\"first_alpha0\": %.6g}\n",
       (long long)heads, (long long)T, (long long)steps, headlab::DeviceLabel(device).c_str(),
-      batched_s, batched_cpu_s, (long long)per_head, per_head > 0 ? per_head_s / double(per_head) : 0.0,
+      batched_s, batched_cpu_s, (long long)per_head,
+      per_head > 0 ? per_head_s / double(per_head) : 0.0,
       fits.empty() ? 0.0 : fits[0].alpha[0].item<double>());
   return 0;
 }

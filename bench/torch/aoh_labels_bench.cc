@@ -5,7 +5,8 @@
 // head's effective rank of M_h = W_K^T W_Q from d_head x d_head factors of the Gram
 // matrices (kernel_spectrum.h LayerScores: one batched GEMM and eigensolve for a layer's
 // query heads, one for its KV groups: GQA-aware), the GQA group aggregation and the
-// retrieval/streaming labels (AoH Table 5, §4). Prints seconds with the device and thread count. Runs on the CPU unless
+// retrieval/streaming labels (AoH Table 5, §4). Prints seconds with the device and thread count.
+// Runs on the CPU unless
 // --device cuda.
 //
 //   aoh_labels_bench [--preset NAME] [--rope-max-distance D] [--device cpu|cuda] [--threads N]
@@ -30,8 +31,10 @@ int Main(int argc, char** argv) {
   spec.program = "aoh_labels_bench";
   spec.options = {
       {"--preset", "", "NAME", "model.preset whose shape is labelled (default llama3.1-8b)"},
-      {"--rope-max-distance", "", "D", "0: vanilla scores (default); D: RoPE-aware up to D (AoH §6.4)"},
-      {"--device", "", "DEV", "cpu (default) or cuda: where the weights and the factorisations live"},
+      {"--rope-max-distance", "", "D",
+       "0: vanilla scores (default); D: RoPE-aware up to D (AoH §6.4)"},
+      {"--device", "", "DEV",
+       "cpu (default) or cuda: where the weights and the factorisations live"},
       {"--threads", "", "N", "intra-op threads (default: the library's)"},
   };
   std::vector<std::string> args(argv, argv + argc);
@@ -41,9 +44,10 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (flags->help()) {
-    std::printf("usage: aoh_labels_bench [options]\nTimes AoH's effective-rank labelling of every KV "
-                "group at a preset's shape on random bf16 weights.\n\n%s",
-                FormatOptions(spec.options).c_str());
+    std::printf(
+        "usage: aoh_labels_bench [options]\nTimes AoH's effective-rank labelling of every KV "
+        "group at a preset's shape on random bf16 weights.\n\n%s",
+        FormatOptions(spec.options).c_str());
     return 0;
   }
   const std::string preset = flags->Get("--preset", "llama3.1-8b");
@@ -74,7 +78,8 @@ int Main(int argc, char** argv) {
     if (device.is_cuda()) torch::cuda::synchronize();
     const auto start = std::chrono::steady_clock::now();
     std::vector<double> layer;
-    for (const SpectralScores& s : LayerScores(wq, wk, d, c.Rope(), max_distance)) layer.push_back(s.effective_rank);
+    for (const SpectralScores& s : LayerScores(wq, wk, d, c.Rope(), max_distance))
+      layer.push_back(s.effective_rank);
     ranks.push_back(std::move(layer));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -89,14 +94,16 @@ int Main(int argc, char** argv) {
       streaming += roles[l][g] == Role::kStreaming;
       mean_rank += groups[l][g] / double(c.layers * c.kv_heads);
     }
-  std::printf("aoh_labels_bench: %s, %lld layers x %lld KV groups (%lld query heads of %lld, width %lld), "
-              "rope_max_distance %lld, bf16 weights on %s, %d threads\n",
-              preset.c_str(), (long long)c.layers, (long long)c.kv_heads, (long long)c.heads, (long long)d,
-              (long long)c.width, (long long)max_distance, device.str().c_str(), torch::get_num_threads());
-  std::printf("labelling: %.2f s (%.3f s per layer); %lld of %lld groups streaming at sparsity 0.5; "
-              "mean group effective rank %.2f\n",
-              seconds, seconds / double(c.layers), (long long)streaming, (long long)(c.layers * c.kv_heads),
-              mean_rank);
+  std::printf(
+      "aoh_labels_bench: %s, %lld layers x %lld KV groups (%lld query heads of %lld, width %lld), "
+      "rope_max_distance %lld, bf16 weights on %s, %d threads\n",
+      preset.c_str(), (long long)c.layers, (long long)c.kv_heads, (long long)c.heads, (long long)d,
+      (long long)c.width, (long long)max_distance, device.str().c_str(), torch::get_num_threads());
+  std::printf(
+      "labelling: %.2f s (%.3f s per layer); %lld of %lld groups streaming at sparsity 0.5; "
+      "mean group effective rank %.2f\n",
+      seconds, seconds / double(c.layers), (long long)streaming, (long long)(c.layers * c.kv_heads),
+      mean_rank);
   return 0;
 }
 

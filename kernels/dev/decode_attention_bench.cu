@@ -30,9 +30,9 @@ namespace {
 using testing::DeviceBuffer;
 
 struct Segment {
-  int kv_heads;            // KV heads in the segment
+  int kv_heads;  // KV heads in the segment
   int entries, lead, tail_start;
-  HeadSpec spec;           // the state of all its query heads
+  HeadSpec spec;  // the state of all its query heads
 };
 
 // Median ms of `launch()` (one step's launches): CUDA events around it, 20 warm-ups, 200 timed.
@@ -60,8 +60,8 @@ double MedianMs(Launch&& launch) {
 // Median ms of the launches of one decode step over `segments` (one launch for all of them,
 // or with `per_segment` one launch each, as before segments shared a launch); *bytes
 // receives the K/V bytes of the slots the kernel loads.
-double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments, int splits,
-                double* bytes, int* used_splits, bool per_segment = false) {
+double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segment>& segments,
+                int splits, double* bytes, int* used_splits, bool per_segment = false) {
   const int g = H / KV;
   std::vector<HeadSpec> specs(static_cast<size_t>(H), HeadSpec{});
   std::vector<std::vector<int>> kv(segments.size());
@@ -144,8 +144,9 @@ double TimeStep(int B, int H, int KV, int d, int query, const std::vector<Segmen
 // lays them out) as the version-2 kernel does, 8 lanes a slot and four steps of 16 slots in
 // flight, and folds them into a word it writes only if it equals a value it cannot take.
 // `work` 0 skips the loads: a launch of the grid alone.
-__global__ void __launch_bounds__(128) PlainReadKernel(const uint4* k, const uint4* v, int heads, int entries,
-                                                       int split_len, int work, unsigned* sink) {
+__global__ void __launch_bounds__(128)
+    PlainReadKernel(const uint4* k, const uint4* v, int heads, int entries, int split_len, int work,
+                    unsigned* sink) {
   const int split = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, grp = lane / 8, li = lane % 8;
   const int64_t head = (int64_t(b) * heads + h) * entries;  // rows of 8 vectors
@@ -179,7 +180,7 @@ double TimePlainRead(int B, int heads, int entries, int splits, bool work) {
   const int split_len = (entries + splits - 1) / splits;
   return MedianMs([&] {
     PlainReadKernel<<<dim3(splits, heads, B), 128>>>(k, v, heads, entries, split_len, work ? 1 : 0,
-                                                      static_cast<unsigned*>(sink.ptr));
+                                                     static_cast<unsigned*>(sink.ptr));
     HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetLastError());
   });
 }
@@ -190,8 +191,9 @@ void Report(const char* name, int H, int KV, int d, int L, const std::vector<Seg
   double bytes = 0;
   int used = 0;
   const double ms = TimeStep(B, H, KV, d, L - 1, segs, splits, &bytes, &used, per_segment);
-  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L, used,
-              splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20), bytes / (ms * 1e-3) / 1e9);
+  std::printf("%-28s B=%2d L=%6d  splits %3d%s  %8.4f ms  %8.2f MiB  %7.1f GB/s\n", name, B, L,
+              used, splits > 0 ? " (forced)" : "         ", ms, bytes / (1 << 20),
+              bytes / (ms * 1e-3) / 1e9);
 }
 
 }  // namespace
@@ -223,7 +225,8 @@ int main() {
   std::printf("the same at B = 16\n");
   for (int L : {4096, 16384}) {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 0, 16);
-    Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16);
+    Report("124M 50% streaming", 12, 12, 64, L,
+           {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16);
     Report("  ... a launch per segment", 12, 12, 64, L,
            {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, 0, 16, true);
     Report("GQA 32/8, d 128, full", 32, 8, 128, L, {{8, L, L, L, ordinary}}, 0, 16);
@@ -235,8 +238,8 @@ int main() {
   for (int splits : {1, 2, 3, 4, 6, 8, 12, 16, 24}) {
     const int L = 16384;
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, splits, 16);
-    Report("124M 50% streaming", 12, 12, 64, L, {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits,
-           16);
+    Report("124M 50% streaming", 12, 12, 64, L,
+           {{6, L, L, L, ordinary}, {6, 384, 128, L - 256, streaming}}, splits, 16);
   }
   // What a launch costs beyond its bytes: the full 124M layer at B = 16 over lengths (the
   // intercept of time against bytes), beside a plain read of the same bytes by the same grid
@@ -245,10 +248,13 @@ int main() {
   for (int L : {1024, 2048, 4096, 8192, 16384}) {
     Report("124M full (12/12, d 64)", 12, 12, 64, L, {{12, L, L, L, ordinary}}, 3, 16);
     const double bytes = 2.0 * 2 * 16 * 12 * double(L) * 64;
-    const double read = TimePlainRead(16, 12, L, 3, true), empty = TimePlainRead(16, 12, L, 3, false);
-    std::printf("  plain read, same grid      B=16 L=%6d  splits   3 (forced)  %8.4f ms  %8.2f MiB  %7.1f GB/s"
-                "   (the grid alone %.4f ms)\n",
-                L, read, bytes / (1 << 20), bytes / (read * 1e-3) / 1e9, empty);
+    const double read = TimePlainRead(16, 12, L, 3, true),
+                 empty = TimePlainRead(16, 12, L, 3, false);
+    std::printf(
+        "  plain read, same grid      B=16 L=%6d  splits   3 (forced)  %8.4f ms  %8.2f MiB  %7.1f "
+        "GB/s"
+        "   (the grid alone %.4f ms)\n",
+        L, read, bytes / (1 << 20), bytes / (read * 1e-3) / 1e9, empty);
   }
   return 0;
 }

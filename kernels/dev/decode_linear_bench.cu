@@ -37,13 +37,13 @@ namespace {
 
 using testing::DeviceBuffer;
 
-#define CUBLAS_OK(expr)                                                             \
-  do {                                                                              \
-    cublasStatus_t _s = (expr);                                                     \
-    if (_s != CUBLAS_STATUS_SUCCESS) {                                              \
+#define CUBLAS_OK(expr)                                                                           \
+  do {                                                                                            \
+    cublasStatus_t _s = (expr);                                                                   \
+    if (_s != CUBLAS_STATUS_SUCCESS) {                                                            \
       std::fprintf(stderr, "cuBLAS error %d at %s:%d: %s\n", int(_s), __FILE__, __LINE__, #expr); \
-      std::exit(1);                                                                 \
-    }                                                                               \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 float Bf16Round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
@@ -55,7 +55,8 @@ std::vector<__nv_bfloat16> ToBf16(const std::vector<float>& v) {
 }
 
 void Upload(DeviceBuffer& dst, const std::vector<__nv_bfloat16>& src) {
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dst.ptr, src.data(), src.size() * 2, cudaMemcpyHostToDevice));
+  HEADLAB_CUDA_CHECK_OR_EXIT(
+      cudaMemcpy(dst.ptr, src.data(), src.size() * 2, cudaMemcpyHostToDevice));
 }
 
 std::vector<float> Download(const DeviceBuffer& src, size_t n) {
@@ -78,11 +79,13 @@ double RelL2(const std::vector<float>& got, const std::vector<double>& want) {
 // y [M, N] = x [M, K] W [N, K]^T through cuBLAS (column-major: y^T = W x^T).
 void CublasLinear(cublasHandle_t h, int M, int N, int K, const void* x, const void* w, void* y) {
   const float one = 1.f, zero = 0.f;
-  CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, CUDA_R_16BF, K, x, CUDA_R_16BF, K, &zero, y,
-                         CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, CUDA_R_16BF, K, x,
+                         CUDA_R_16BF, K, &zero, y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT));
 }
 
-DecodeLinearArgs Args(int M, int N, int K, const void* x, const void* w, const void* bias, void* y) {
+DecodeLinearArgs Args(int M, int N, int K, const void* x, const void* w, const void* bias,
+                      void* y) {
   DecodeLinearArgs a;
   a.rows = M;
   a.in = K;
@@ -109,7 +112,8 @@ double Gelu(double y) { return 0.5 * y * (1.0 + std::erf(y / std::sqrt(2.0))); }
 
 // Ours and cuBLAS against float64 on the host; returns false on a miss. gelu: ours applies
 // GELU (erf) in its epilogue, against GELU of the float64 product.
-bool Check(cublasHandle_t h, const char* name, int M, int N, int K, bool with_bias, bool gelu = false) {
+bool Check(cublasHandle_t h, const char* name, int M, int N, int K, bool with_bias,
+           bool gelu = false) {
   std::mt19937 rng(N * 31 + K + M);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> x(size_t(M) * K), w(size_t(N) * K), bias(static_cast<size_t>(N));
@@ -123,7 +127,8 @@ bool Check(cublasHandle_t h, const char* name, int M, int N, int K, bool with_bi
       for (int k = 0; k < K; ++k) s += double(x[size_t(m) * K + k]) * w[size_t(n) * K + k];
       want[size_t(m) * N + n] = gelu ? Gelu(s) : s;
     }
-  DeviceBuffer dx(x.size() * 2), dw(w.size() * 2), db(bias.size() * 2), dy(want.size() * 2), dc(want.size() * 2);
+  DeviceBuffer dx(x.size() * 2), dw(w.size() * 2), db(bias.size() * 2), dy(want.size() * 2),
+      dc(want.size() * 2);
   Upload(dx, ToBf16(x));
   Upload(dw, ToBf16(w));
   Upload(db, ToBf16(bias));
@@ -140,8 +145,8 @@ bool Check(cublasHandle_t h, const char* name, int M, int N, int K, bool with_bi
     std::printf("%-22s M=%2d %-7s rel L2 vs float64: ours %.2e                    %s\n", name, M,
                 gelu ? "+ GELU" : "+ bias", ours, ok ? "ok" : "MISSED");
   else
-    std::printf("%-22s M=%2d         rel L2 vs float64: ours %.2e, cuBLAS %.2e  %s\n", name, M, ours, theirs,
-                ok ? "ok" : "MISSED");
+    std::printf("%-22s M=%2d         rel L2 vs float64: ours %.2e, cuBLAS %.2e  %s\n", name, M,
+                ours, theirs, ok ? "ok" : "MISSED");
   return ok;
 }
 
@@ -178,14 +183,16 @@ double TimeGraph(cudaStream_t s, Launch&& launch) {
 // gelu: ours with GELU in its epilogue (the row says so); cuBLAS's product alone. overlap:
 // ours launched with PDL (each launch's first weights load while the one before runs, as in
 // the decode step), else as an ordinary launch ("no PDL").
-void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K, bool gelu = false,
-          bool overlap = true) {
+void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int K,
+          bool gelu = false, bool overlap = true) {
   const size_t weight_bytes = size_t(N) * K * 2;
   const int copies = int(std::max<size_t>(2, (160u << 20) / weight_bytes));  // > 3x the L2
   DeviceBuffer x(size_t(M) * K * 2), y(size_t(M) * N * 2), w(weight_bytes * copies);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(x.ptr, 0x3c, x.bytes));  // bf16 ~0.011
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemset(w.ptr, 0x3c, w.bytes));
-  auto weight = [&](int i) { return static_cast<char*>(w.ptr) + weight_bytes * size_t(i % copies); };
+  auto weight = [&](int i) {
+    return static_cast<char*>(w.ptr) + weight_bytes * size_t(i % copies);
+  };
   const double ours = TimeGraph(s, [&](int i) {
     DecodeLinearArgs a = Args(M, N, K, x.ptr, weight(i), nullptr, y.ptr);
     if (gelu) a.activation = DecodeActivation::kGelu;
@@ -193,13 +200,20 @@ void Time(cublasHandle_t h, cudaStream_t s, const char* name, int M, int N, int 
     Ours(a, s);
   });
   CUBLAS_OK(cublasSetStream(h, s));
-  CublasLinear(h, M, N, K, x.ptr, weight(0), y.ptr);  // its first call allocates, outside the capture
+  CublasLinear(h, M, N, K, x.ptr, weight(0),
+               y.ptr);  // its first call allocates, outside the capture
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaStreamSynchronize(s));
-  const double theirs = TimeGraph(s, [&](int i) { CublasLinear(h, M, N, K, x.ptr, weight(i), y.ptr); });
+  const double theirs =
+      TimeGraph(s, [&](int i) { CublasLinear(h, M, N, K, x.ptr, weight(i), y.ptr); });
   auto gbs = [&](double us) { return weight_bytes / (us * 1e-6) / 1e9; };
-  std::printf("%-22s M=%2d %s  %5.2f MB  ours %6.2f us (%6.0f GB/s)  cuBLAS %6.2f us (%6.0f GB/s)  ours/cuBLAS %.3f\n",
-              name, M, gelu ? "+ GELU  " : overlap ? "        " : "no PDL  ", weight_bytes / 1e6, ours,
-              gbs(ours), theirs, gbs(theirs), ours / theirs);
+  std::printf(
+      "%-22s M=%2d %s  %5.2f MB  ours %6.2f us (%6.0f GB/s)  cuBLAS %6.2f us (%6.0f GB/s)  "
+      "ours/cuBLAS %.3f\n",
+      name, M,
+      gelu      ? "+ GELU  "
+      : overlap ? "        "
+                : "no PDL  ",
+      weight_bytes / 1e6, ours, gbs(ours), theirs, gbs(theirs), ours / theirs);
 }
 
 }  // namespace
@@ -225,12 +239,15 @@ int main() {
   for (const Shape& sh : shapes)
     for (int M : {16, 5, 1})
       for (bool bias : {false, true}) ok = Check(h, sh.name, M, sh.N, sh.K, bias) && ok;
-  for (int M : {16, 1}) ok = Check(h, shapes[2].name, M, shapes[2].N, shapes[2].K, true, /*gelu=*/true) && ok;
-  std::printf("time per launch, one graph of 96 launches over weights past the L2 (median of 11)\n");
+  for (int M : {16, 1})
+    ok = Check(h, shapes[2].name, M, shapes[2].N, shapes[2].K, true, /*gelu=*/true) && ok;
+  std::printf(
+      "time per launch, one graph of 96 launches over weights past the L2 (median of 11)\n");
   for (int M : {16, 1})
     for (const Shape& sh : shapes) Time(h, s, sh.name, M, sh.N, sh.K);
   Time(h, s, shapes[2].name, 16, shapes[2].N, shapes[2].K, /*gelu=*/true);
-  for (const Shape& sh : shapes) Time(h, s, sh.name, 16, sh.N, sh.K, /*gelu=*/false, /*overlap=*/false);
+  for (const Shape& sh : shapes)
+    Time(h, s, sh.name, 16, sh.N, sh.K, /*gelu=*/false, /*overlap=*/false);
   cublasDestroy(h);
   std::printf(ok ? "numerics: all within bounds\n" : "numerics: MISSED (above)\n");
   return ok ? 0 : 1;

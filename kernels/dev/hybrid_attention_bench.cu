@@ -35,7 +35,9 @@ bool quick = false;
 int validation_failures = 0;
 
 // Causal attention FLOPs of one head-set at full coverage: 2 matmuls x 2 flops x pairs x d.
-double CausalFlops(int B, int H, int T, int d) { return 4.0 * B * H * d * (double(T) * (T + 1) / 2); }
+double CausalFlops(int B, int H, int T, int d) {
+  return 4.0 * B * H * d * (double(T) * (T + 1) / 2);
+}
 
 // Median milliseconds of `reps` launches of fn after `warm` warm-ups.
 float TimeMs(const std::function<void()>& fn, int reps = 10, int warm = 3) {
@@ -95,8 +97,15 @@ void ValidateSmall(ProblemConfig c, const char* name) {
   ReferenceForward(p.Reference(), Rounding::kBF16, &o_lp, &lse_lp);
   ReferenceBackward(p.Reference(), p.d_o().data(), Rounding::kNone, &dq, &dk, &dv);
   ReferenceBackward(p.Reference(), p.d_o().data(), Rounding::kBF16, &dq_lp, &dk_lp, &dv_lp);
-  struct Item { const char* n; std::vector<float> got; const std::vector<float>* ref; const std::vector<float>* lp; };
-  Item items[] = {{"o", p.O(), &o, &o_lp}, {"dq", p.DQ(), &dq, &dq_lp}, {"dk", p.DK(), &dk, &dk_lp},
+  struct Item {
+    const char* n;
+    std::vector<float> got;
+    const std::vector<float>* ref;
+    const std::vector<float>* lp;
+  };
+  Item items[] = {{"o", p.O(), &o, &o_lp},
+                  {"dq", p.DQ(), &dq, &dq_lp},
+                  {"dk", p.DK(), &dk, &dk_lp},
                   {"dv", p.DV(), &dv, &dv_lp}};
   std::printf("validate %-28s (B=1 T=%d):", name, c.T);
   for (Item& it : items) {
@@ -121,7 +130,8 @@ void ValidateFull(Problem& p, const char* name, KernelPath path = KernelPath::kA
   double err = RelativeL2(mma.data(), simt.data(), mma.size());
   bool ok = err < 1e-2;
   validation_failures += !ok;
-  std::printf("validate %-28s full size: tensor cores vs simt forward rel L2 %.1e%s\n", name, err, ok ? "" : " FAIL");
+  std::printf("validate %-28s full size: tensor cores vs simt forward rel L2 %.1e%s\n", name, err,
+              ok ? "" : " FAIL");
 }
 
 struct Ratio {
@@ -133,13 +143,23 @@ Ratio Compare(const std::function<void()>& a, const std::function<void()>& b, in
   std::vector<float> ta, tb, r;
   for (int i = 0; i < rounds; ++i) {
     float x, y;
-    if (i % 2 == 0) { x = TimeMs(a); y = TimeMs(b); } else { y = TimeMs(b); x = TimeMs(a); }
+    if (i % 2 == 0) {
+      x = TimeMs(a);
+      y = TimeMs(b);
+    } else {
+      y = TimeMs(b);
+      x = TimeMs(a);
+    }
     ta.push_back(x);
     tb.push_back(y);
     r.push_back(y / x);
   }
-  auto med = [](std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
-  return {med(ta), med(tb), med(r), *std::min_element(r.begin(), r.end()), *std::max_element(r.begin(), r.end())};
+  auto med = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {med(ta), med(tb), med(r), *std::min_element(r.begin(), r.end()),
+          *std::max_element(r.begin(), r.end())};
 }
 
 ProblemConfig Base(int T) {
@@ -169,10 +189,16 @@ double Coverage(const ProblemConfig& c) {
   for (const HeadSpec& h : c.heads) {
     for (int q = 0; q < c.T; ++q) {
       switch (h.state) {
-        case HeadState::kLocal: kept += std::min(q + 1, h.window); break;
-        case HeadState::kStreaming: kept += std::min(q + 1, h.sink + h.recent); break;
-        case HeadState::kPruned: break;
-        default: kept += q + 1;
+        case HeadState::kLocal:
+          kept += std::min(q + 1, h.window);
+          break;
+        case HeadState::kStreaming:
+          kept += std::min(q + 1, h.sink + h.recent);
+          break;
+        case HeadState::kPruned:
+          break;
+        default:
+          kept += q + 1;
       }
     }
   }
@@ -188,21 +214,28 @@ void Run() {
   ValidateFull(p_ord, "all ordinary");
   const double flops = CausalFlops(ord.B, ord.H, ord.T, ord.d);
   Ratio fwd = Compare(Fwd(p_ord, KernelPath::kSimt), Fwd(p_ord, KernelPath::kAuto), 3);
-  std::printf("all-ordinary fwd      simt %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/simt time %.3f [%.3f, %.3f]\n",
-              fwd.a_ms, flops / fwd.a_ms * 1e-9, fwd.b_ms, flops / fwd.b_ms * 1e-9, fwd.median, fwd.lo, fwd.hi);
+  std::printf(
+      "all-ordinary fwd      simt %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/simt "
+      "time %.3f [%.3f, %.3f]\n",
+      fwd.a_ms, flops / fwd.a_ms * 1e-9, fwd.b_ms, flops / fwd.b_ms * 1e-9, fwd.median, fwd.lo,
+      fwd.hi);
   const float ord_fb = TimeMs(FwdBwd(p_ord, KernelPath::kAuto));
-  std::printf("all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
-              ord_fb, 3.5 * flops / ord_fb * 1e-9);
+  std::printf(
+      "all-ordinary fwd+bwd  auto %8.3f ms %6.1f TFLOP/s (fwd+bwd counted as 3.5x fwd FLOPs)\n",
+      ord_fb, 3.5 * flops / ord_fb * 1e-9);
   // The mma.sync kernels against the dispatched ones (wgmma on sm_90), same process,
   // ABBA rounds.
   ValidateFull(p_ord, "all ordinary, mma.sync", KernelPath::kTensorCore);
   const KernelPath mma = KernelPath::kTensorCore, now = KernelPath::kAuto;
   Ratio tf = Compare(Fwd(p_ord, mma), Fwd(p_ord, now));
   Ratio tb = Compare(FwdBwd(p_ord, mma), FwdBwd(p_ord, now));
-  std::printf("versions fwd      mma.sync %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/mma time %.3f [%.3f, %.3f]\n",
-              tf.a_ms, flops / tf.a_ms * 1e-9, tf.b_ms, flops / tf.b_ms * 1e-9, tf.median, tf.lo, tf.hi);
-  std::printf("versions fwd+bwd  mma.sync %8.3f ms | auto %8.3f ms | auto/mma time %.3f [%.3f, %.3f]\n",
-              tb.a_ms, tb.b_ms, tb.median, tb.lo, tb.hi);
+  std::printf(
+      "versions fwd      mma.sync %8.3f ms %6.1f TFLOP/s | auto %8.3f ms %6.1f TFLOP/s | auto/mma "
+      "time %.3f [%.3f, %.3f]\n",
+      tf.a_ms, flops / tf.a_ms * 1e-9, tf.b_ms, flops / tf.b_ms * 1e-9, tf.median, tf.lo, tf.hi);
+  std::printf(
+      "versions fwd+bwd  mma.sync %8.3f ms | auto %8.3f ms | auto/mma time %.3f [%.3f, %.3f]\n",
+      tb.a_ms, tb.b_ms, tb.median, tb.lo, tb.hi);
 
   // 2. Fixed heads at 25% / 50%: forward+backward time over the all-ordinary time.
   for (int pct : {25, 50}) {
@@ -215,8 +248,11 @@ void Run() {
     ValidateFull(p, name);
     Ratio r = Compare(FwdBwd(p_ord, KernelPath::kAuto), FwdBwd(p, KernelPath::kAuto));
     Ratio rf = Compare(Fwd(p_ord, KernelPath::kAuto), Fwd(p, KernelPath::kAuto));
-    std::printf("%-12s fwd+bwd %8.3f ms vs ordinary %8.3f ms: ratio %.3f [%.3f, %.3f] (target <= %.2f) | fwd ratio %.3f [%.3f, %.3f]\n",
-                name, r.b_ms, r.a_ms, r.median, r.lo, r.hi, pct == 25 ? 0.85 : 0.70, rf.median, rf.lo, rf.hi);
+    std::printf(
+        "%-12s fwd+bwd %8.3f ms vs ordinary %8.3f ms: ratio %.3f [%.3f, %.3f] (target <= %.2f) | "
+        "fwd ratio %.3f [%.3f, %.3f]\n",
+        name, r.b_ms, r.a_ms, r.median, r.lo, r.hi, pct == 25 ? 0.85 : 0.70, rf.median, rf.lo,
+        rf.hi);
   }
 
   // 3. Local windows at exact coverage c: time over full causal (target 1.15 c + 0.05).
@@ -225,12 +261,18 @@ void Run() {
       ProblemConfig c = Base(T);
       if (variant == 0) {  // every head local with the same window
         const int w = WindowForCoverage(T, cov);
-        for (HeadSpec& h : c.heads) { h.state = HeadState::kLocal; h.window = w; }
+        for (HeadSpec& h : c.heads) {
+          h.state = HeadState::kLocal;
+          h.window = w;
+        }
       } else {  // an AAH-like assignment: a quarter of heads full, the rest local
         const int n_full = c.H / 4;
         const double rest = (cov * c.H - n_full) / (c.H - n_full);
         const int w = WindowForCoverage(T, std::max(rest, 0.01));
-        for (int h = n_full; h < c.H; ++h) { c.heads[h].state = HeadState::kLocal; c.heads[h].window = w; }
+        for (int h = n_full; h < c.H; ++h) {
+          c.heads[h].state = HeadState::kLocal;
+          c.heads[h].window = w;
+        }
       }
       const double exact = Coverage(c);
       char name[64];
@@ -240,8 +282,9 @@ void Run() {
       ValidateFull(p, name);
       Ratio rf = Compare(Fwd(p_ord, KernelPath::kAuto), Fwd(p, KernelPath::kAuto));
       Ratio rb = Compare(FwdBwd(p_ord, KernelPath::kAuto), FwdBwd(p, KernelPath::kAuto));
-      std::printf("%-28s fwd ratio %.3f [%.3f, %.3f] fwd+bwd ratio %.3f [%.3f, %.3f] (target <= %.3f)\n",
-                  name, rf.median, rf.lo, rf.hi, rb.median, rb.lo, rb.hi, 1.15 * exact + 0.05);
+      std::printf(
+          "%-28s fwd ratio %.3f [%.3f, %.3f] fwd+bwd ratio %.3f [%.3f, %.3f] (target <= %.3f)\n",
+          name, rf.median, rf.lo, rf.hi, rb.median, rb.lo, rb.hi, 1.15 * exact + 0.05);
     }
   }
 
@@ -258,8 +301,10 @@ void Run() {
     Problem pf(full), ps(st);
     ValidateFull(ps, "streaming 50%");
     Ratio r = Compare(Fwd(pf, KernelPath::kAuto), Fwd(ps, KernelPath::kAuto));
-    std::printf("streaming 50%% T=%d fwd %8.3f ms vs full %8.3f ms: ratio %.3f [%.3f, %.3f] (target <= 0.55)\n",
-                Ts, r.b_ms, r.a_ms, r.median, r.lo, r.hi);
+    std::printf(
+        "streaming 50%% T=%d fwd %8.3f ms vs full %8.3f ms: ratio %.3f [%.3f, %.3f] (target <= "
+        "0.55)\n",
+        Ts, r.b_ms, r.a_ms, r.median, r.lo, r.hi);
   }
 }
 

@@ -7,9 +7,9 @@
 // the query's position far beyond the slots) and local heads; a segment holding
 // non-adjacent KV heads of the layer; a cache with spare capacity; 1, 7 and automatic
 // splits; two and three segments in one launch (full + bounded, full + streaming ring +
-// local ring at a device position). fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the error of the fp64
-// reference rounded to the dtype (flash-attention's rule; the kernel accumulates in fp32).
-// Outputs start as NaN: heads outside the segment must stay NaN, pruned heads become 0.
+// local ring at a device position). fp32: relative L2 <= 1e-5. bf16/fp16: error <= 2x (+1e-6) the
+// error of the fp64 reference rounded to the dtype (flash-attention's rule; the kernel accumulates
+// in fp32). Outputs start as NaN: heads outside the segment must stay NaN, pruned heads become 0.
 // Every launch must leave its arrival counters zero and a second launch give the same bits.
 //
 //   build-kernels/kernels/kernels_decode_gpu_test [--quick]
@@ -35,10 +35,14 @@ int failures = 0;
 bool Sees(const HeadSpec& s, int q, int k) {
   if (k > q) return false;
   switch (s.state) {
-    case HeadState::kOrdinary: return true;
-    case HeadState::kLocal: return q - k < s.window;
-    case HeadState::kStreaming: return k < s.sink || q - k < s.recent;
-    default: return false;
+    case HeadState::kOrdinary:
+      return true;
+    case HeadState::kLocal:
+      return q - k < s.window;
+    case HeadState::kStreaming:
+      return k < s.sink || q - k < s.recent;
+    default:
+      return false;
   }
 }
 
@@ -82,13 +86,13 @@ struct Case {
   const char* name;
   int B = 1, H = 12, KV = 4, d = 64, capacity_extra = 0, splits = 0;
   DType dt = DType::kBF16;
-  std::vector<HeadSpec> specs;       // per layer query head
-  std::vector<int> seg_kv;           // the segment's layer KV heads
-  std::vector<int> positions;        // position of each slot (ascending; -1: an empty ring slot)
-  int lead = 0, tail_start = 0;      // the kernel's slot -> position map of `positions`
-  int ring = 0;                      // > 0: the ring layout (decode_attention.h)
+  std::vector<HeadSpec> specs;   // per layer query head
+  std::vector<int> seg_kv;       // the segment's layer KV heads
+  std::vector<int> positions;    // position of each slot (ascending; -1: an empty ring slot)
+  int lead = 0, tail_start = 0;  // the kernel's slot -> position map of `positions`
+  int ring = 0;                  // > 0: the ring layout (decode_attention.h)
   int query = 0;
-  bool device_position = false;      // the kernel reads the query position from the device
+  bool device_position = false;  // the kernel reads the query position from the device
   // More segments launched with this one (decode_attention.h "Segments"): each its own
   // seg_kv, positions, lead, tail_start, ring and capacity_extra; the rest is this case's.
   std::vector<Case> more;
@@ -137,17 +141,22 @@ void Run(const Case& c, std::mt19937* rng) {
   std::vector<HostTensor> ks, vs;
   std::vector<DeviceBuffer> dks, dvs;
   for (const Case* sc : segs) {
-    const size_t cells = size_t(B) * sc->seg_kv.size() * (sc->positions.size() + sc->capacity_extra) * d;
+    const size_t cells =
+        size_t(B) * sc->seg_kv.size() * (sc->positions.size() + sc->capacity_extra) * d;
     ks.emplace_back(cells, c.dt, rng);
     vs.emplace_back(cells, c.dt, rng);
     dks.emplace_back(ks.back().bytes.size());
     dvs.emplace_back(vs.back().bytes.size());
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dks.back().ptr, ks.back().bytes.data(), ks.back().bytes.size(), cudaMemcpyHostToDevice));
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dvs.back().ptr, vs.back().bytes.data(), vs.back().bytes.size(), cudaMemcpyHostToDevice));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dks.back().ptr, ks.back().bytes.data(),
+                                          ks.back().bytes.size(), cudaMemcpyHostToDevice));
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dvs.back().ptr, vs.back().bytes.data(),
+                                          vs.back().bytes.size(), cudaMemcpyHostToDevice));
   }
   DeviceBuffer dq(q.bytes.size()), dout(o.bytes.size());
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dq.ptr, q.bytes.data(), q.bytes.size(), cudaMemcpyHostToDevice));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(dout.ptr, o.bytes.data(), o.bytes.size(), cudaMemcpyHostToDevice));
+  HEADLAB_CUDA_CHECK_OR_EXIT(
+      cudaMemcpy(dq.ptr, q.bytes.data(), q.bytes.size(), cudaMemcpyHostToDevice));
+  HEADLAB_CUDA_CHECK_OR_EXIT(
+      cudaMemcpy(dout.ptr, o.bytes.data(), o.bytes.size(), cudaMemcpyHostToDevice));
 
   DecodeArgs a;
   a.batch = B;
@@ -181,7 +190,8 @@ void Run(const Case& c, std::mt19937* rng) {
     cc.lead = sc.lead;
     cc.tail_start = sc.tail_start;
     cc.ring = sc.ring;
-    if (c.device_position && sc.ring == 0) cc.entries = cc.lead = cap;  // every slot; the kernel stops at the query
+    if (c.device_position && sc.ring == 0)
+      cc.entries = cc.lead = cap;  // every slot; the kernel stops at the query
     cc.kv_heads = n;
     cc.layer_kv_heads = sc.seg_kv.data();
   }
@@ -203,17 +213,20 @@ void Run(const Case& c, std::mt19937* rng) {
   // The launch leaves its arrival counters zero, so that a second launch on the same
   // counters (a replayed graph) combines exactly as the first: the same bits.
   std::vector<int> left(DecodeCountsBytes(a) / sizeof(int));
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(left.data(), counts.ptr, DecodeCountsBytes(a), cudaMemcpyDeviceToHost));
+  HEADLAB_CUDA_CHECK_OR_EXIT(
+      cudaMemcpy(left.data(), counts.ptr, DecodeCountsBytes(a), cudaMemcpyDeviceToHost));
   const bool counts_ok = std::all_of(left.begin(), left.end(), [](int x) { return x == 0; });
   st = DecodeAttention(a, nullptr);
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   std::vector<uint8_t> again(o.bytes.size());
-  HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(again.data(), dout.ptr, again.size(), cudaMemcpyDeviceToHost));
+  HEADLAB_CUDA_CHECK_OR_EXIT(
+      cudaMemcpy(again.data(), dout.ptr, again.size(), cudaMemcpyDeviceToHost));
   const bool repeat_ok = st.ok() && again == got;
 
   double err = 0, ref_err = 0, norm = 0;
   bool untouched_ok = true, pruned_ok = true;
-  std::vector<int> seg_of(size_t(H), -1), slot_of(size_t(H), -1);  // a head's segment, its KV head there
+  std::vector<int> seg_of(size_t(H), -1),
+      slot_of(size_t(H), -1);  // a head's segment, its KV head there
   for (int s = 0; s < S; ++s)
     for (size_t i = 0; i < segs[size_t(s)]->seg_kv.size(); ++i)
       for (int r = 0; r < g; ++r) {
@@ -230,14 +243,18 @@ void Run(const Case& c, std::mt19937* rng) {
       const Case& sc = *segs[size_t(seg_of[size_t(h)])];
       const HostTensor& k = ks[size_t(seg_of[size_t(h)])];
       const HostTensor& v = vs[size_t(seg_of[size_t(h)])];
-      const int n = int(sc.seg_kv.size()), L = int(sc.positions.size()), cap = L + sc.capacity_extra;
+      const int n = int(sc.seg_kv.size()), L = int(sc.positions.size()),
+                cap = L + sc.capacity_extra;
       const size_t kbase = (size_t(b) * n + slot_of[size_t(h)]) * cap * d;
       std::vector<double> s(size_t(L), -INFINITY);
       double mx = -INFINITY;
       for (int j = 0; j < L; ++j) {
-        if (sc.positions[size_t(j)] < 0 || !Sees(c.specs[size_t(h)], c.query, sc.positions[size_t(j)])) continue;
+        if (sc.positions[size_t(j)] < 0 ||
+            !Sees(c.specs[size_t(h)], c.query, sc.positions[size_t(j)]))
+          continue;
         double dot = 0;
-        for (int x = 0; x < d; ++x) dot += double(q.value[orow + x]) * k.value[kbase + size_t(j) * d + x];
+        for (int x = 0; x < d; ++x)
+          dot += double(q.value[orow + x]) * k.value[kbase + size_t(j) * d + x];
         s[size_t(j)] = dot * scale;
         mx = std::max(mx, s[size_t(j)]);
       }
@@ -262,13 +279,16 @@ void Run(const Case& c, std::mt19937* rng) {
   err = std::sqrt(err) / std::max(std::sqrt(norm), 1e-30);
   ref_err = std::sqrt(ref_err) / std::max(std::sqrt(norm), 1e-30);
   const double bound = c.dt == DType::kF32 ? 1e-5 : 2 * ref_err + 1e-6;
-  const bool ok = err <= bound && untouched_ok && pruned_ok && counts_ok && repeat_ok;  // err NaN fails too
+  const bool ok =
+      err <= bound && untouched_ok && pruned_ok && counts_ok && repeat_ok;  // err NaN fails too
   if (!ok) ++failures;
-  std::printf("  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound %.3g)%s%s%s%s\n",
-              ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), int(c.positions.size()), c.query, S,
-              DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segments]",
-              pruned_ok ? "" : " [pruned head not zero]", counts_ok ? "" : " [arrival counts not reset]",
-              repeat_ok ? "" : " [a second launch differs]");
+  std::printf(
+      "  %s %s: B=%d H=%d KV=%d d=%d %s L=%d q=%d segments=%d splits=%d: rel L2 %.3g (bound "
+      "%.3g)%s%s%s%s\n",
+      ok ? "ok  " : "FAIL", c.name, B, H, KV, d, DTypeName(c.dt), int(c.positions.size()), c.query,
+      S, DecodeSplits(a), err, bound, untouched_ok ? "" : " [wrote outside the segments]",
+      pruned_ok ? "" : " [pruned head not zero]", counts_ok ? "" : " [arrival counts not reset]",
+      repeat_ok ? "" : " [a second launch differs]");
 }
 
 }  // namespace
@@ -311,7 +331,8 @@ int main(int argc, char** argv) {
           Case c;
           c.name = "full/mixed";
           c.B = 2, c.d = d, c.dt = dt;
-          c.specs = {ord, stream, local, pruned, ord, ord, stream, stream, stream, local, ord, pruned};
+          c.specs = {ord,    stream, local,  pruned, ord, ord,
+                     stream, stream, stream, local,  ord, pruned};
           c.seg_kv = {0, 1, 2, 3};
           FullCache(&c, L);
           Run(c, &rng), ++runs;
@@ -349,7 +370,8 @@ int main(int argc, char** argv) {
           Case c;
           c.name = "full/device-position";
           c.B = 2, c.d = d, c.dt = dt, c.capacity_extra = 100;
-          c.specs = {ord, stream, local, pruned, ord, ord, stream, stream, stream, local, ord, pruned};
+          c.specs = {ord,    stream, local,  pruned, ord, ord,
+                     stream, stream, stream, local,  ord, pruned};
           c.seg_kv = {0, 1, 2, 3};
           c.device_position = true;
           FullCache(&c, L);
@@ -371,7 +393,8 @@ int main(int argc, char** argv) {
           Case c;
           c.name = "two/full+bounded";
           c.B = 2, c.d = d, c.dt = dt, c.capacity_extra = 8;
-          c.specs = {ord, ord, ord, stream, stream, stream, ord, local, pruned, stream, stream, stream};
+          c.specs = {ord, ord,   ord,    stream, stream, stream,
+                     ord, local, pruned, stream, stream, stream};
           c.seg_kv = {0, 2};
           FullCache(&c, L);
           Case bounded;

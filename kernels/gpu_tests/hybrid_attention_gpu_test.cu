@@ -54,11 +54,16 @@ void Check(bool ok, const std::string& what) {
 
 const char* PathName(KernelPath path) {
   switch (path) {
-    case KernelPath::kSimt: return "simt";
-    case KernelPath::kTensorCore: return "mma";
-    case KernelPath::kWgmma: return "wgmma";
-    case KernelPath::kWgmmaWs: return "wgmma-ws";
-    default: return "auto";
+    case KernelPath::kSimt:
+      return "simt";
+    case KernelPath::kTensorCore:
+      return "mma";
+    case KernelPath::kWgmma:
+      return "wgmma";
+    case KernelPath::kWgmmaWs:
+      return "wgmma-ws";
+    default:
+      return "auto";
   }
 }
 
@@ -68,7 +73,9 @@ void RunConfig(const ProblemConfig& c, const char* mix, KernelPath path, bool ba
   const size_t nq = size_t(c.B) * c.T * c.H * c.d;
   std::vector<float> o_ref, lse_ref, dq_ref, dk_ref, dv_ref;
   ReferenceForward(prob.Reference(), Rounding::kNone, &o_ref, &lse_ref);
-  if (backward) ReferenceBackward(prob.Reference(), prob.d_o().data(), Rounding::kNone, &dq_ref, &dk_ref, &dv_ref);
+  if (backward)
+    ReferenceBackward(prob.Reference(), prob.d_o().data(), Rounding::kNone, &dq_ref, &dk_ref,
+                      &dv_ref);
 
   prob.PoisonOutputs();
   KernelStatus st = HybridAttentionForward(prob.Forward(path), nullptr);
@@ -76,8 +83,8 @@ void RunConfig(const ProblemConfig& c, const char* mix, KernelPath path, bool ba
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaDeviceSynchronize());
   char name[256];
   std::snprintf(name, sizeof(name), "%-8s %-4s %-9s %-4s B=%d T=%-4d H=%d G=%d d=%-3d", mix,
-                testing::DTypeName(c.dtype), testing::LayoutName(c.layout),
-                PathName(path), c.B, c.T, c.H, c.G, c.d);
+                testing::DTypeName(c.dtype), testing::LayoutName(c.layout), PathName(path), c.B,
+                c.T, c.H, c.G, c.d);
   if (!st.ok()) {
     std::printf("%s launch failed: %s\n", name, st.message);
     ++failures;
@@ -113,7 +120,9 @@ void RunConfig(const ProblemConfig& c, const char* mix, KernelPath path, bool ba
     }
   }
   std::printf("%s  o %.2e/%.1e lse %.2e", name, e.o, tol.o, e.lse);
-  if (backward) std::printf("  dq %.2e/%.1e dk %.2e/%.1e dv %.2e/%.1e", e.dq, tol.dq, e.dk, tol.dk, e.dv, tol.dv);
+  if (backward)
+    std::printf("  dq %.2e/%.1e dk %.2e/%.1e dv %.2e/%.1e", e.dq, tol.dq, e.dk, tol.dk, e.dv,
+                tol.dv);
   std::printf("\n");
   Check(e.o <= tol.o, "o");
   Check(e.lse <= tol.lse, "lse");

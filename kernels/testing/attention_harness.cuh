@@ -22,14 +22,14 @@
 // The one CUDA-check macro of the kernel tools: prints file:line and exits (dev tools
 // only; library code returns a KernelStatus instead, and host code outside kernels/ uses
 // common/gpu_check.h, which returns a Status).
-#define HEADLAB_CUDA_CHECK_OR_EXIT(expr)                                                           \
-  do {                                                                                     \
-    cudaError_t _e = (expr);                                                               \
-    if (_e != cudaSuccess) {                                                               \
+#define HEADLAB_CUDA_CHECK_OR_EXIT(expr)                                                     \
+  do {                                                                                       \
+    cudaError_t _e = (expr);                                                                 \
+    if (_e != cudaSuccess) {                                                                 \
       std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(_e), __FILE__, \
-                   __LINE__, #expr);                                                       \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+                   __LINE__, #expr);                                                         \
+      std::exit(1);                                                                          \
+    }                                                                                        \
   } while (0)
 
 namespace headlab {
@@ -55,7 +55,9 @@ struct DeviceBuffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t n) : bytes(n) { HEADLAB_CUDA_CHECK_OR_EXIT(cudaMalloc(&ptr, n ? n : 1)); }
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMalloc(&ptr, n ? n : 1));
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; }
@@ -64,7 +66,9 @@ struct DeviceBuffer {
     std::swap(bytes, o.bytes);
     return *this;
   }
-  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
 };
 
 inline uint16_t ToHalfBits(float x, DType d) {
@@ -173,7 +177,8 @@ class Problem {
       Scatter(q_, qv_, c.H, qkv_.ptr, &image);
       Scatter(k_, kv_, c.G, qkv_.ptr, &image);
       Scatter(v_, vv_, c.G, qkv_.ptr, &image);
-      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(qkv_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
+      HEADLAB_CUDA_CHECK_OR_EXIT(
+          cudaMemcpy(qkv_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
     }
     o_ = DeviceBuffer(nq * es);
     d_o_buf_ = DeviceBuffer(nq * es);
@@ -189,7 +194,8 @@ class Problem {
     {
       std::vector<char> image(d_o_buf_.bytes, 0);
       Scatter(d_o_, dov_, c.H, d_o_buf_.ptr, &image);
-      HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(d_o_buf_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
+      HEADLAB_CUDA_CHECK_OR_EXIT(
+          cudaMemcpy(d_o_buf_.ptr, image.data(), image.size(), cudaMemcpyHostToDevice));
     }
     AttentionShape s;
     s.batch = c.B;
@@ -243,7 +249,8 @@ class Problem {
   std::vector<float> DV() const { return Gather(dvv_, c_.G); }
   std::vector<float> Lse() const {
     std::vector<float> out(size_t(c_.B) * c_.H * c_.T);
-    HEADLAB_CUDA_CHECK_OR_EXIT(cudaMemcpy(out.data(), lse_.ptr, out.size() * 4, cudaMemcpyDeviceToHost));
+    HEADLAB_CUDA_CHECK_OR_EXIT(
+        cudaMemcpy(out.data(), lse_.ptr, out.size() * 4, cudaMemcpyDeviceToHost));
     return out;
   }
   ReferenceProblem Reference() const {
@@ -256,7 +263,8 @@ class Problem {
  private:
   TensorView Dense(char* base, int heads) const {
     const int64_t d = c_.d;
-    if (c_.layout == Layout::kHeadMajor) return {base, int64_t(heads) * c_.T * d, d, int64_t(c_.T) * d};
+    if (c_.layout == Layout::kHeadMajor)
+      return {base, int64_t(heads) * c_.T * d, d, int64_t(c_.T) * d};
     return {base, int64_t(c_.T) * heads * d, int64_t(heads) * d, d};
   }
   static DeviceBuffer Upload(const std::vector<float>& v) {
@@ -274,7 +282,8 @@ class Problem {
       for (int t = 0; t < c_.T; ++t)
         for (int h = 0; h < heads; ++h) {
           const float* src = &host[((size_t(b) * c_.T + t) * heads + h) * c_.d];
-          char* dst = image->data() + offset + (b * v.stride_b + t * v.stride_t + h * v.stride_h) * es;
+          char* dst =
+              image->data() + offset + (b * v.stride_b + t * v.stride_t + h * v.stride_h) * es;
           if (c_.dtype == DType::kF32) {
             std::memcpy(dst, src, c_.d * 4);
           } else {
@@ -314,13 +323,28 @@ inline std::vector<HeadSpec> MakeMix(const std::string& mix, int H, int T) {
   for (int h = 0; h < H; ++h) {
     HeadSpec& s = heads[h];
     if (mix == "ordinary") continue;
-    if (mix == "fixed") { s.state = HeadState::kFixed; continue; }
+    if (mix == "fixed") {
+      s.state = HeadState::kFixed;
+      continue;
+    }
     switch (h % 5) {  // "mixed"
-      case 0: break;
-      case 1: s.state = HeadState::kFixed; break;
-      case 2: s.state = HeadState::kLocal; s.window = std::max(1, T / 5 + h); break;
-      case 3: s.state = HeadState::kStreaming; s.sink = 4 + h; s.recent = std::max(1, T / 7); break;
-      case 4: s.state = HeadState::kPruned; break;
+      case 0:
+        break;
+      case 1:
+        s.state = HeadState::kFixed;
+        break;
+      case 2:
+        s.state = HeadState::kLocal;
+        s.window = std::max(1, T / 5 + h);
+        break;
+      case 3:
+        s.state = HeadState::kStreaming;
+        s.sink = 4 + h;
+        s.recent = std::max(1, T / 7);
+        break;
+      case 4:
+        s.state = HeadState::kPruned;
+        break;
     }
   }
   return heads;

@@ -23,21 +23,24 @@ bool AddNormAvailable() {
 }
 
 torch::Tensor AddNormInto(torch::Tensor* x, const torch::Tensor& delta, const torch::Tensor& weight,
-                          const torch::Tensor& bias, bool rms, double eps, torch::ScalarType dtype) {
+                          const torch::Tensor& bias, bool rms, double eps,
+                          torch::ScalarType dtype) {
   TORCH_CHECK(AddNormAvailable(), "add_norm: this build has no CUDA kernels");
 #if HEADLAB_TORCH_CUDA
-  TORCH_CHECK(x->is_cuda() && x->scalar_type() == torch::kFloat && x->is_contiguous() && x->dim() >= 1,
-              "add_norm: x must be a contiguous float32 CUDA tensor");
+  TORCH_CHECK(
+      x->is_cuda() && x->scalar_type() == torch::kFloat && x->is_contiguous() && x->dim() >= 1,
+      "add_norm: x must be a contiguous float32 CUDA tensor");
   const int64_t C = x->size(-1), rows = x->numel() / std::max<int64_t>(C, 1);
   TORCH_CHECK(weight.is_cuda() && weight.scalar_type() == torch::kFloat && weight.dim() == 1 &&
                   weight.size(0) == C && weight.is_contiguous(),
               "add_norm: weight must be a contiguous float32 CUDA tensor of the last dimension");
-  TORCH_CHECK(!bias.defined() || (bias.is_cuda() && bias.scalar_type() == torch::kFloat && bias.dim() == 1 &&
-                                  bias.size(0) == C && bias.is_contiguous()),
+  TORCH_CHECK(!bias.defined() || (bias.is_cuda() && bias.scalar_type() == torch::kFloat &&
+                                  bias.dim() == 1 && bias.size(0) == C && bias.is_contiguous()),
               "add_norm: bias must be undefined or like weight");
   torch::Tensor d;
   if (delta.defined()) {
-    TORCH_CHECK(delta.is_cuda() && delta.sizes() == x->sizes(), "add_norm: delta must be a CUDA tensor shaped as x");
+    TORCH_CHECK(delta.is_cuda() && delta.sizes() == x->sizes(),
+                "add_norm: delta must be a CUDA tensor shaped as x");
     d = delta.contiguous();
   }
   torch::Tensor y = torch::empty(x->sizes(), x->options().dtype(dtype));

@@ -21,13 +21,15 @@ namespace {
 using plain_test::Expect;
 
 double RelL2(const torch::Tensor& got, const torch::Tensor& want) {
-  return (got.to(torch::kDouble) - want).norm().item<double>() / std::max(want.norm().item<double>(), 1e-30);
+  return (got.to(torch::kDouble) - want).norm().item<double>() /
+         std::max(want.norm().item<double>(), 1e-30);
 }
 
 void Case(int64_t rows, int64_t width, bool rms, bool add, torch::ScalarType dtype) {
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   torch::Tensor x0 = torch::randn({rows, 1, width}, cuda.dtype(torch::kFloat)) * 3 + 0.5;
-  torch::Tensor delta = add ? torch::randn({rows, 1, width}, cuda.dtype(torch::kBFloat16)) : torch::Tensor();
+  torch::Tensor delta =
+      add ? torch::randn({rows, 1, width}, cuda.dtype(torch::kBFloat16)) : torch::Tensor();
   torch::Tensor weight = torch::rand({width}, cuda.dtype(torch::kFloat)) + 0.5;
   torch::Tensor bias = rms ? torch::Tensor() : torch::randn({width}, cuda.dtype(torch::kFloat));
   const double eps = rms ? 1e-6 : 1e-5;
@@ -42,15 +44,18 @@ void Case(int64_t rows, int64_t width, bool rms, bool add, torch::ScalarType dty
   } else {
     torch::Tensor mean = r.mean(-1, true);
     torch::Tensor var = (r - mean).pow(2).mean(-1, true);
-    want = (r - mean) * torch::rsqrt(var + eps) * weight.to(torch::kDouble) + bias.to(torch::kDouble);
+    want =
+        (r - mean) * torch::rsqrt(var + eps) * weight.to(torch::kDouble) + bias.to(torch::kDouble);
   }
   const double err = RelL2(y, want);
   const double ref_err = RelL2(want.to(dtype), want);
   const double bound = dtype == torch::kFloat ? 1e-5 : 2 * ref_err + 1e-6;
   char what[200];
-  std::snprintf(what, sizeof(what), "%s%s rows %lld width %lld -> %s: x exact %s, y rel L2 %.3g (bound %.3g)",
-                rms ? "rmsnorm" : "layernorm", add ? " + add" : "", (long long)rows, (long long)width,
-                std::string(c10::toString(dtype)).c_str(), torch::equal(x, want_x) ? "yes" : "NO", err, bound);
+  std::snprintf(what, sizeof(what),
+                "%s%s rows %lld width %lld -> %s: x exact %s, y rel L2 %.3g (bound %.3g)",
+                rms ? "rmsnorm" : "layernorm", add ? " + add" : "", (long long)rows,
+                (long long)width, std::string(c10::toString(dtype)).c_str(),
+                torch::equal(x, want_x) ? "yes" : "NO", err, bound);
   Expect(torch::equal(x, want_x) && y.scalar_type() == dtype && err <= bound, what);
 }
 
@@ -70,7 +75,8 @@ int main() {
     for (int64_t width : {768, 1000, 1022, 8192})
       for (bool rms : {false, true})
         for (bool add : {true, false})
-          for (torch::ScalarType dt : {torch::kBFloat16, torch::kHalf, torch::kFloat}) Case(rows, width, rms, add, dt);
+          for (torch::ScalarType dt : {torch::kBFloat16, torch::kHalf, torch::kFloat})
+            Case(rows, width, rms, add, dt);
   Case(517, 768, false, true, torch::kBFloat16);   // a last CTA of warp rows part-filled
   Case(8192, 768, false, true, torch::kBFloat16);  // a prefill chunk's rows (B 16 x 512 tokens)
   {  // bad input: a width past the kernel's rows, a non-contiguous x, a CPU tensor
@@ -83,11 +89,13 @@ int main() {
       }
       return false;
     };
-    torch::Tensor wide = torch::zeros({2, kMaxAddNormWidth + 1}, cuda), w = torch::ones({kMaxAddNormWidth + 1}, cuda);
+    torch::Tensor wide = torch::zeros({2, kMaxAddNormWidth + 1}, cuda),
+                  w = torch::ones({kMaxAddNormWidth + 1}, cuda);
     Expect(refused([&] { AddNormInto(&wide, {}, w, {}, true, 1e-6, torch::kBFloat16); }, "width"),
            "a row wider than kMaxAddNormWidth is refused");
     torch::Tensor strided = torch::zeros({8, 16}, cuda).t(), w8 = torch::ones({8}, cuda);
-    Expect(refused([&] { AddNormInto(&strided, {}, w8, {}, true, 1e-6, torch::kBFloat16); }, "contiguous"),
+    Expect(refused([&] { AddNormInto(&strided, {}, w8, {}, true, 1e-6, torch::kBFloat16); },
+                   "contiguous"),
            "a non-contiguous x is refused");
     torch::Tensor host = torch::zeros({2, 8});
     Expect(refused([&] { AddNormInto(&host, {}, w8, {}, true, 1e-6, torch::kBFloat16); }, "CUDA"),

@@ -33,9 +33,10 @@ torch::Tensor CrossEntropyRowsInPlace(torch::Tensor& logits, const torch::Tensor
   const DType dtype = KernelDType(logits.scalar_type(), "cross entropy logits");
   torch::Tensor t = targets.contiguous();
   torch::Tensor loss = torch::empty({logits.size(0)}, logits.options().dtype(torch::kFloat));
-  KernelStatus st = CrossEntropyRows(logits.data_ptr(), dtype, logits.size(0), logits.size(1), logits.stride(0),
-                                     t.data_ptr<int64_t>(), loss.data_ptr<float>(),
-                                     c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
+  KernelStatus st =
+      CrossEntropyRows(logits.data_ptr(), dtype, logits.size(0), logits.size(1), logits.stride(0),
+                       t.data_ptr<int64_t>(), loss.data_ptr<float>(),
+                       c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
   TORCH_CHECK(st.ok(), "cross entropy kernel: ", st.message);
   return loss;
 #else

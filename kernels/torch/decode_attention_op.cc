@@ -32,7 +32,8 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
               "decode attention: q and o must be [B, H, d]");
   TORCH_CHECK(q.is_cuda() && o->is_cuda(), "decode attention: CUDA tensors only");
   TORCH_CHECK(o->scalar_type() == q.scalar_type(), "decode attention: q and o dtypes differ");
-  TORCH_CHECK(q.stride(2) == 1 && o->stride(2) == 1, "decode attention: the last dimension must be contiguous");
+  TORCH_CHECK(q.stride(2) == 1 && o->stride(2) == 1,
+              "decode attention: the last dimension must be contiguous");
   TORCH_CHECK(int64_t(specs.size()) == q.size(1), "decode attention: one HeadSpec per query head");
   TORCH_CHECK(!segments.empty(), "decode attention: no segment");
   DecodeArgs a;
@@ -54,10 +55,13 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
   a.o = {o->data_ptr(), o->stride(0), 0, o->stride(1)};
   c10::cuda::CUDAGuard guard(q.device());
   const int64_t count_ints = int64_t(DecodeCountsBytes(a) / sizeof(int));
-  torch::Tensor arrivals = counts.defined() ? counts : torch::zeros({count_ints}, q.options().dtype(torch::kInt));
-  TORCH_CHECK(arrivals.is_cuda() && arrivals.device() == q.device() && arrivals.scalar_type() == torch::kInt &&
-                  arrivals.is_contiguous() && arrivals.numel() >= count_ints,
-              "decode attention: counts must be a contiguous CUDA int32 tensor of >= B x kv_heads zeros on q's device");
+  torch::Tensor arrivals =
+      counts.defined() ? counts : torch::zeros({count_ints}, q.options().dtype(torch::kInt));
+  TORCH_CHECK(arrivals.is_cuda() && arrivals.device() == q.device() &&
+                  arrivals.scalar_type() == torch::kInt && arrivals.is_contiguous() &&
+                  arrivals.numel() >= count_ints,
+              "decode attention: counts must be a contiguous CUDA int32 tensor of >= B x kv_heads "
+              "zeros on q's device");
   a.counts = arrivals.data_ptr<int>();
   // Up to kMaxDecodeSegments segments per launch (one kernel each).
   for (size_t first = 0; first < segments.size(); first += kMaxDecodeSegments) {
@@ -69,10 +73,12 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
       TORCH_CHECK(k.dim() == 4 && k.sizes() == v.sizes() && k.strides() == v.strides(),
                   "decode attention: k_buf and v_buf must be [B, n, capacity, d] alike");
       TORCH_CHECK(k.is_cuda() && v.is_cuda(), "decode attention: CUDA tensors only");
-      TORCH_CHECK(k.scalar_type() == q.scalar_type(), "decode attention: q, cache and o dtypes differ");
+      TORCH_CHECK(k.scalar_type() == q.scalar_type(),
+                  "decode attention: q, cache and o dtypes differ");
       TORCH_CHECK(k.stride(3) == 1, "decode attention: the last dimension must be contiguous");
       TORCH_CHECK(k.size(0) == q.size(0) && k.size(3) == q.size(2) &&
-                      k.size(1) == int64_t(segment.layer_kv_heads.size()) && segment.entries <= k.size(2),
+                      k.size(1) == int64_t(segment.layer_kv_heads.size()) &&
+                      segment.entries <= k.size(2),
                   "decode attention: the cache disagrees with q on B, d or its heads");
       DecodeCache& c = a.caches[s];
       c.k = k.data_ptr();
@@ -90,11 +96,13 @@ void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment
     const size_t bytes = DecodeWorkspaceBytes(a);
     torch::Tensor work = torch::empty({int64_t((bytes + 3) / 4)}, q.options().dtype(torch::kFloat));
     a.workspace = work.data_ptr();
-    const KernelStatus st = DecodeAttention(a, c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
+    const KernelStatus st =
+        DecodeAttention(a, c10::cuda::getCurrentCUDAStream(q.device().index()).stream());
     TORCH_CHECK(st.ok(), "decode attention: ", st.message);
   }
 #else
-  (void)q, (void)segments, (void)specs, (void)kv_heads, (void)query_position, (void)scale, (void)o, (void)device_position;
+  (void)q, (void)segments, (void)specs, (void)kv_heads, (void)query_position, (void)scale, (void)o,
+      (void)device_position;
   (void)counts;
 #endif
 }

@@ -42,7 +42,8 @@ bool DecodeAttentionAvailable();
 void DecodeAttentionInto(const torch::Tensor& q, const std::vector<DecodeSegment>& segments,
                          const std::vector<HeadSpec>& specs, int64_t kv_heads,
                          int64_t query_position, double scale, torch::Tensor* o,
-                         const torch::Tensor& device_position = {}, const torch::Tensor& counts = {});
+                         const torch::Tensor& device_position = {},
+                         const torch::Tensor& counts = {});
 
 }  // namespace kernels
 }  // namespace headlab

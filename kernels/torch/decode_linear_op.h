@@ -21,7 +21,8 @@ bool DecodeLinearFits(const torch::Tensor& x, const torch::Tensor& weight);
 // kernel: fp32 accumulation, the activation on the fp32 sum, rounded once to x's dtype. bias:
 // [N] in x's dtype, or undefined. No host sync (it can be captured in a CUDA graph). Throws
 // c10::Error unless DecodeLinearFits(x, weight).
-torch::Tensor DecodeLinearOf(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+torch::Tensor DecodeLinearOf(const torch::Tensor& x, const torch::Tensor& weight,
+                             const torch::Tensor& bias,
                              DecodeActivation activation = DecodeActivation::kNone);
 
 }  // namespace kernels

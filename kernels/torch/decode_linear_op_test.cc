@@ -19,7 +19,8 @@ namespace {
 
 using plain_test::Expect;
 
-torch::Tensor Want(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias, DecodeActivation act) {
+torch::Tensor Want(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias,
+                   DecodeActivation act) {
   torch::Tensor y = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
   if (bias.defined()) y = y + bias.to(torch::kDouble);
   if (act == DecodeActivation::kGelu) return 0.5 * y * (1 + torch::erf(y / std::sqrt(2.0)));
@@ -28,15 +29,19 @@ torch::Tensor Want(const torch::Tensor& x, const torch::Tensor& w, const torch::
   return y;
 }
 
-void Case(torch::ScalarType dt, int64_t M, int64_t N, int64_t K, bool with_bias, DecodeActivation act, bool step) {
+void Case(torch::ScalarType dt, int64_t M, int64_t N, int64_t K, bool with_bias,
+          DecodeActivation act, bool step) {
   const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
   torch::Tensor x = step ? torch::randn({M, 1, K}, opts) : torch::randn({M, K}, opts);
   torch::Tensor w = (torch::randn({N, K}, opts.dtype(torch::kFloat)) / std::sqrt(double(K))).to(dt);
   torch::Tensor bias = with_bias ? torch::randn({N}, opts) : torch::Tensor();
   char what[160];
-  std::snprintf(what, sizeof(what), "%s M=%lld %lld -> %lld%s%s%s", std::string(c10::toString(dt)).c_str(),
-                (long long)M, (long long)K, (long long)N, with_bias ? " + bias" : "",
-                act == DecodeActivation::kGelu ? ", GELU" : act == DecodeActivation::kGeluTanh ? ", GELU (tanh)" : "",
+  std::snprintf(what, sizeof(what), "%s M=%lld %lld -> %lld%s%s%s",
+                std::string(c10::toString(dt)).c_str(), (long long)M, (long long)K, (long long)N,
+                with_bias ? " + bias" : "",
+                act == DecodeActivation::kGelu       ? ", GELU"
+                : act == DecodeActivation::kGeluTanh ? ", GELU (tanh)"
+                                                     : "",
                 step ? ", [M, 1, K]" : "");
   Expect(DecodeLinearFits(x, w), std::string(what) + ": fits");
   torch::Tensor y = DecodeLinearOf(x, w, bias, act);
@@ -44,8 +49,10 @@ void Case(torch::ScalarType dt, int64_t M, int64_t N, int64_t K, bool with_bias,
   want_sizes.back() = N;
   const torch::Tensor want = Want(x, w, bias, act);
   const double ulp = dt == torch::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
-  const bool close = ((y.to(torch::kDouble) - want).abs() <= want.abs() * ulp + 1e-3).all().item<bool>();
-  Expect(y.sizes() == torch::IntArrayRef(want_sizes) && y.scalar_type() == dt && close, std::string(what));
+  const bool close =
+      ((y.to(torch::kDouble) - want).abs() <= want.abs() * ulp + 1e-3).all().item<bool>();
+  Expect(y.sizes() == torch::IntArrayRef(want_sizes) && y.scalar_type() == dt && close,
+         std::string(what));
 }
 
 }  // namespace
@@ -71,8 +78,10 @@ int main() {
   Expect(!DecodeLinearFits(torch::randn({17, 768}, bf), w), "17 rows: not taken");
   Expect(!DecodeLinearFits(torch::randn({16, 768}, bf.dtype(torch::kFloat)), w.to(torch::kFloat)),
          "fp32: not taken");
-  Expect(!DecodeLinearFits(torch::randn({16, 760}, bf), torch::randn({2304, 760}, bf)), "K = 760: not taken");
-  Expect(!DecodeLinearFits(torch::randn({16, 768}, bf), torch::randn({2300, 768}, bf)), "N = 2300: not taken");
+  Expect(!DecodeLinearFits(torch::randn({16, 760}, bf), torch::randn({2304, 760}, bf)),
+         "K = 760: not taken");
+  Expect(!DecodeLinearFits(torch::randn({16, 768}, bf), torch::randn({2300, 768}, bf)),
+         "N = 2300: not taken");
   Expect(!DecodeLinearFits(torch::randn({768, 16}, bf).t(), w), "a transposed x: not taken");
   bool refused = false;
   try {

@@ -13,10 +13,14 @@ namespace kernels {
 // (the op and the tensor) for any other.
 inline DType KernelDType(torch::ScalarType t, const char* what) {
   switch (t) {
-    case torch::kFloat: return DType::kF32;
-    case torch::kBFloat16: return DType::kBF16;
-    case torch::kHalf: return DType::kF16;
-    default: TORCH_CHECK(false, what, ": dtype must be float32, bfloat16 or float16");
+    case torch::kFloat:
+      return DType::kF32;
+    case torch::kBFloat16:
+      return DType::kBF16;
+    case torch::kHalf:
+      return DType::kF16;
+    default:
+      TORCH_CHECK(false, what, ": dtype must be float32, bfloat16 or float16");
   }
   return DType::kF32;
 }

@@ -44,7 +44,8 @@ void InstallModes(Gpt& model, int64_t context) {
   torch::manual_seed(11);
   auto fixed = [&](int64_t layer, int64_t h) {
     torch::Tensor alpha = torch::randn({context}) * 0.5;
-    torch::Tensor rho = -0.05 * torch::arange(context, torch::kFloat) + torch::randn({context}) * 0.2;
+    torch::Tensor rho =
+        -0.05 * torch::arange(context, torch::kFloat) + torch::randn({context}) * 0.2;
     torch::Tensor log_z = CompactLogNormalizer(alpha, rho);
     model->attention(layer)->SetFixedCompact(h, alpha.to(torch::kCUDA), rho.to(torch::kCUDA),
                                              log_z.to(torch::kCUDA));
@@ -189,7 +190,8 @@ TEST_CASE("fused attention: bf16 under autocast stays within the dense bf16 refe
         // A d = 64 layer in bf16 on an sm_90 device runs the warp-specialised kernels, both
         // ways (the label names the forward's and the backward's).
         if (ComputeMajor() == 9)
-          CHECK(LayerPathLabel(*model->attention(0)).find("kernel=wgmma-ws/wgmma-ws") != std::string::npos);
+          CHECK(LayerPathLabel(*model->attention(0)).find("kernel=wgmma-ws/wgmma-ws") !=
+                std::string::npos);
       }
     }
     SetAttentionMode(AttentionMode::kAuto);
@@ -205,7 +207,8 @@ TEST_CASE("fused attention: the loss kernel equals cross_entropy(linear(h, w)) o
   torch::Tensor h0 = torch::randn({n, c}, cuda), w0 = torch::randn({vocab, c}, cuda) * 0.2;
   auto reference = [&](torch::ScalarType dtype, torch::Tensor* dh, torch::Tensor* dw) {
     torch::Tensor h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
-    torch::Tensor logits = torch::nn::functional::linear(h.to(dtype), w.to(dtype)).to(torch::kFloat);
+    torch::Tensor logits =
+        torch::nn::functional::linear(h.to(dtype), w.to(dtype)).to(torch::kFloat);
     torch::Tensor loss = torch::nn::functional::cross_entropy(logits, targets);
     loss.backward();
     *dh = h.grad();
@@ -215,13 +218,14 @@ TEST_CASE("fused attention: the loss kernel equals cross_entropy(linear(h, w)) o
   torch::Tensor dh32, dw32, dh16, dw16;
   const double exact = reference(torch::kFloat, &dh32, &dw32);
   const double ref16 = reference(torch::kBFloat16, &dh16, &dw16);
-  const double ref_error = std::max({std::abs(ref16 - exact) / exact, RelL2(dh16, dh32), RelL2(dw16, dw32)});
+  const double ref_error =
+      std::max({std::abs(ref16 - exact) / exact, RelL2(dh16, dh32), RelL2(dw16, dw32)});
   for (torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
     torch::Tensor h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
     torch::Tensor loss = LinearCrossEntropy(h, w, targets, dtype, /*chunk_rows=*/128);
     loss.backward();
-    const double error = std::max({std::abs(loss.item<double>() - exact) / exact, RelL2(h.grad(), dh32),
-                                   RelL2(w.grad(), dw32)});
+    const double error = std::max({std::abs(loss.item<double>() - exact) / exact,
+                                   RelL2(h.grad(), dh32), RelL2(w.grad(), dw32)});
     std::printf("loss kernel %s: worst rel error vs fp32 reference %.3g (bf16 reference: %.3g)\n",
                 c10::toString(dtype), error, ref_error);
     CHECK(error <= (dtype == torch::kFloat ? 1e-5 : 3 * ref_error + 1e-3));
@@ -231,10 +235,20 @@ TEST_CASE("fused attention: the loss kernel equals cross_entropy(linear(h, w)) o
 TEST_CASE("fused attention: a bf16 training run on CUDA runs the wgmma kernels and resumes") {
   REQUIRE(torch::cuda::is_available());
   Json config = {{"seed", 3},
-                 {"model", {{"layers", 2}, {"heads", 2}, {"width", 128}, {"context", 64},
-                            {"head_modes", "0.1=local:9,1.0=streaming:2:7"}}},
-                 {"train", {{"steps", 6}, {"batch_size", 4}, {"warmup_steps", 2}, {"log_every", 1},
-                            {"checkpoint_every", 3}, {"device", "cuda"}, {"attention", "fused"}}}};
+                 {"model",
+                  {{"layers", 2},
+                   {"heads", 2},
+                   {"width", 128},
+                   {"context", 64},
+                   {"head_modes", "0.1=local:9,1.0=streaming:2:7"}}},
+                 {"train",
+                  {{"steps", 6},
+                   {"batch_size", 4},
+                   {"warmup_steps", 2},
+                   {"log_every", 1},
+                   {"checkpoint_every", 3},
+                   {"device", "cuda"},
+                   {"attention", "fused"}}}};
   auto req = testing::MakeTrainRequest(config, "test", "headlab_exec_fused_train");
   REQUIRE(req.ok());
   const int64_t calls0 = FusedAttentionCalls();
@@ -270,18 +284,22 @@ TEST_CASE("fused attention: a bf16 training run on CUDA runs the wgmma kernels a
 // (attention_cuda.h); all must be exact. Each form forced in turn through the test timer
 // (time 0 for the plans `form` matches, 1 for the rest), fp32 against the dense reference
 // and bf16 within the dense bf16 reference's own error, for MHA and GQA layers.
-TEST_CASE("fused attention: every candidate plan of the measured choice matches the dense reference") {
+TEST_CASE(
+    "fused attention: every candidate plan of the measured choice matches the dense reference") {
   REQUIRE(torch::cuda::is_available());
   struct Form {
     const char* name;
     std::function<bool(const std::string&)> matches;
   };
-  auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
+  auto has = [](const std::string& s, const char* part) {
+    return s.find(part) != std::string::npos;
+  };
   const std::vector<Form> forms = {
       {"all fused", [&](const std::string& l) { return !has(l, "sdpa") && has(l, "fixed_fused"); }},
       {"sdpa + fixed gemm", [&](const std::string& l) { return has(l, "fixed_gemm"); }},
       {"sdpa + fixed conv", [&](const std::string& l) { return has(l, "fixed_conv"); }},
-      {"sdpa + fixed fused", [&](const std::string& l) { return has(l, "sdpa") && has(l, "fixed_fused"); }}};
+      {"sdpa + fixed fused",
+       [&](const std::string& l) { return has(l, "sdpa") && has(l, "fixed_fused"); }}};
   for (const char* pos : {"learned", "rope"}) {  // MHA, GQA
     const ModelConfig c = TestModel(pos);
     MixedModel m = MakeMixedModel(c, 9);
@@ -302,8 +320,10 @@ TEST_CASE("fused attention: every candidate plan of the measured choice matches 
       const std::string label = LayerPathLabel(*m.model->attention(0));
       m.model->SetPrecision(Precision::kBf16);
       const double bf16_error = WorstError(LossAndGradients(m.model, m.x, m.y), exact);
-      std::printf("candidates (pos %s, %s): layer 0 ran %s; fp32 worst rel L2 %.3g; bf16 %.3g (dense bf16 %.3g)\n",
-                  pos, form.name, label.c_str(), fp32_error, bf16_error, bf16_reference);
+      std::printf(
+          "candidates (pos %s, %s): layer 0 ran %s; fp32 worst rel L2 %.3g; bf16 %.3g (dense bf16 "
+          "%.3g)\n",
+          pos, form.name, label.c_str(), fp32_error, bf16_error, bf16_reference);
       if (c.kv_heads == c.heads) CHECK(form.matches(label));  // MHA: every form is a candidate
       CHECK(fp32_error <= 1e-5);
       CHECK(bf16_error <= 3 * bf16_reference + 1e-3);
@@ -324,7 +344,8 @@ TEST_CASE("fused attention: every candidate plan of the measured choice matches 
 // first forward + backward times every candidate plan (the measured choice; its summary is
 // printed), then the chosen plan is timed with CUDA events: median [min, max] of 5 rounds of
 // 5 steps, and the ratio to the all-ordinary layer's time.
-TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-target rows", "[.][layer_bench]") {
+TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-target rows",
+          "[.][layer_bench]") {
   REQUIRE(torch::cuda::is_available());
   const int64_t B = 8, H = 12, T = 4096;
   SetAttentionMode(AttentionMode::kAuto);
@@ -348,10 +369,18 @@ TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-targ
         {"all ordinary", [](HybridAttention&) {}},
         {"fixed 25%", [&](HybridAttention& l) { fixed(l, H / 4); }},
         {"fixed 50%", [&](HybridAttention& l) { fixed(l, H / 2); }},
-        {"local W=512", [&](HybridAttention& l) { each(l, H, {HeadMode::kLocal, 512}); }},
-        {"local W=1024", [&](HybridAttention& l) { each(l, H, {HeadMode::kLocal, 1024}); }},
+        {"local W=512",
+         [&](HybridAttention& l) {
+           each(l, H, {HeadMode::kLocal, 512});
+         }},
+        {"local W=1024",
+         [&](HybridAttention& l) {
+           each(l, H, {HeadMode::kLocal, 1024});
+         }},
         {"pruned 50%", [&](HybridAttention& l) { each(l, H / 2, {HeadMode::kPruned}); }},
-        {"streaming 50% (128+256)", [&](HybridAttention& l) { each(l, H / 2, {HeadMode::kStreaming, 0, 128, 256}); }}};
+        {"streaming 50% (128+256)", [&](HybridAttention& l) {
+           each(l, H / 2, {HeadMode::kStreaming, 0, 128, 256});
+         }}};
     double ordinary_ms = 0;
     for (const Row& row : rows) {
       torch::manual_seed(21);
@@ -359,8 +388,9 @@ TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-targ
       layer->to(torch::kCUDA);
       for (torch::Tensor& p : layer->parameters()) p.set_data(p.data().to(torch::kBFloat16));
       row.install(layer);
-      torch::Tensor x = torch::randn({B, T, H * d}, torch::dtype(torch::kBFloat16).device(torch::kCUDA))
-                            .requires_grad_(true);
+      torch::Tensor x =
+          torch::randn({B, T, H * d}, torch::dtype(torch::kBFloat16).device(torch::kCUDA))
+              .requires_grad_(true);
       torch::Tensor dy = torch::randn_like(x);
       std::vector<torch::Tensor> inputs = layer->parameters();  // dW too, as in training
       inputs.push_back(x);
@@ -370,19 +400,24 @@ TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-targ
       };
       step();  // the measured choice
       for (const PlanChoice& c : LayerPlanChoices(*layer))
-        std::printf("d=%ld %-24s measured %s\n", long(d), row.name.c_str(), PlanChoiceSummary(c).c_str());
+        std::printf("d=%ld %-24s measured %s\n", long(d), row.name.c_str(),
+                    PlanChoiceSummary(c).c_str());
       std::vector<double> ms;
       for (int round = 0; round < 5; ++round) {
         torch::cuda::synchronize();
         auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < 5; ++i) step();
         torch::cuda::synchronize();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 5);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count() /
+            5);
       }
       std::sort(ms.begin(), ms.end());
       if (row.name == "all ordinary") ordinary_ms = ms[2];
-      std::printf("d=%ld %-24s layer fwd+bwd %.3f ms [%.3f, %.3f] = %.3f x all-ordinary; ran %s\n", long(d),
-                  row.name.c_str(), ms[2], ms[0], ms[4], ms[2] / ordinary_ms, LayerPathLabel(*layer).c_str());
+      std::printf("d=%ld %-24s layer fwd+bwd %.3f ms [%.3f, %.3f] = %.3f x all-ordinary; ran %s\n",
+                  long(d), row.name.c_str(), ms[2], ms[0], ms[4], ms[2] / ordinary_ms,
+                  LayerPathLabel(*layer).c_str());
       CHECK(LayerPathLabel(*layer).rfind("dense_reference", 0) != 0);
     }
   }
@@ -394,13 +429,27 @@ TEST_CASE("fused attention: whole-layer time of the measured choice, kernel-targ
 // the event (attention_plans), and the throughput after it is reported on its own.
 TEST_CASE("fused attention: after a mid-run SAF event every layer runs its planned fast path") {
   REQUIRE(torch::cuda::is_available());
-  Json config = {{"seed", 5},
-                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 256}, {"context", 256}, {"pos", "rope"}}},
-                 {"train", {{"steps", 8}, {"batch_size", 2}, {"warmup_steps", 2}, {"log_every", 1},
-                            {"eval_every", 0}, {"eval_batches", 1}, {"checkpoint_every", 0},
-                            {"device", "cuda"}, {"attention", "auto"}}},
-                 {"saf", {{"method", "replace"}, {"rate", 0.5}, {"tau", 0.5}, {"calib_sequences", 4},
-                          {"calib_batch", 2}, {"fit_steps", 50}, {"fit_max_kl", 100.0}}}};
+  Json config = {
+      {"seed", 5},
+      {"model", {{"layers", 2}, {"heads", 4}, {"width", 256}, {"context", 256}, {"pos", "rope"}}},
+      {"train",
+       {{"steps", 8},
+        {"batch_size", 2},
+        {"warmup_steps", 2},
+        {"log_every", 1},
+        {"eval_every", 0},
+        {"eval_batches", 1},
+        {"checkpoint_every", 0},
+        {"device", "cuda"},
+        {"attention", "auto"}}},
+      {"saf",
+       {{"method", "replace"},
+        {"rate", 0.5},
+        {"tau", 0.5},
+        {"calib_sequences", 4},
+        {"calib_batch", 2},
+        {"fit_steps", 50},
+        {"fit_max_kl", 100.0}}}};
   auto req = testing::MakeTrainRequest(config, "test", "headlab_exec_fused_saf_event");
   REQUIRE(req.ok());
   testing::TrainEvents run = testing::CollectTrainingEventsOk(*req);

@@ -46,7 +46,8 @@ void CheckInputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Te
     TORCH_CHECK(t->defined() && t->dim() == 2 && t->scalar_type() == torch::kFloat &&
                     t->device() == q.device() && t->stride(1) == 1,
                 "hybrid attention: fixed heads need fp32 [R, L] alpha, rho, log_z on q's device");
-    TORCH_CHECK(t->size(1) >= q.size(1), "hybrid attention: alpha/rho/log_z must be [R, L] with L >= T");
+    TORCH_CHECK(t->size(1) >= q.size(1),
+                "hybrid attention: alpha/rho/log_z must be [R, L] with L >= T");
     for (size_t h = 0; h < heads.specs.size(); ++h) {
       const int64_t row = heads.prior_rows.empty() ? int64_t(h) : heads.prior_rows[h];
       TORCH_CHECK(heads.specs[h].state != HeadState::kFixed || (row >= 0 && row < t->size(0)),
@@ -217,9 +218,11 @@ torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
 #endif
 }
 
-std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q, const torch::Tensor& k,
+std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q,
+                                                               const torch::Tensor& k,
                                                                const torch::Tensor& v,
-                                                               const HybridHeads& heads, double scale) {
+                                                               const HybridHeads& heads,
+                                                               double scale) {
 #if HEADLAB_TORCH_CUDA
   torch::NoGradGuard no_grad;
   torch::Tensor o, lse;

@@ -52,9 +52,11 @@ torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,
 // -inf for pruned heads. For statistics of the attention a layer executes (AAH-v3's
 // entropy and output norm, payload/methods/aah/head_diagnostics.h). Same inputs and
 // errors as HybridAttention.
-std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q, const torch::Tensor& k,
+std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tensor& q,
+                                                               const torch::Tensor& k,
                                                                const torch::Tensor& v,
-                                                               const HybridHeads& heads, double scale);
+                                                               const HybridHeads& heads,
+                                                               double scale);
 
 }  // namespace kernels
 }  // namespace headlab

@@ -49,7 +49,8 @@ torch::Tensor Reference(const torch::Tensor& q, const torch::Tensor& k, const to
 
 double RelL2(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a.to(torch::kDouble) - b.to(torch::kDouble)).norm() /
-          b.to(torch::kDouble).norm().clamp_min(1e-30)).item<double>();
+          b.to(torch::kDouble).norm().clamp_min(1e-30))
+      .item<double>();
 }
 
 void RunCuda(torch::Dtype dtype, double tol) {
@@ -69,13 +70,15 @@ void RunCuda(torch::Dtype dtype, double tol) {
   heads.specs[3].recent = 9;
   heads.specs[4].state = HeadState::kPruned;
   heads.alpha = torch::randn({H, L}, dev.dtype(torch::kFloat));
-  heads.rho = torch::randn({H, L}, dev.dtype(torch::kFloat)) - 0.02 * torch::arange(L, dev.dtype(torch::kFloat));
+  heads.rho = torch::randn({H, L}, dev.dtype(torch::kFloat)) -
+              0.02 * torch::arange(L, dev.dtype(torch::kFloat));
   // log Z(i) = logsumexp_{k<=i} alpha[k] + rho[i-k]
   {
     torch::Tensor i = torch::arange(L, dev.dtype(torch::kLong)).unsqueeze(1);
     torch::Tensor j = torch::arange(L, dev.dtype(torch::kLong)).unsqueeze(0);
-    torch::Tensor e = heads.alpha.to(torch::kDouble).unsqueeze(1) +
-                      heads.rho.to(torch::kDouble).index({torch::indexing::Slice(), (i - j).clamp_min(0)});
+    torch::Tensor e =
+        heads.alpha.to(torch::kDouble).unsqueeze(1) +
+        heads.rho.to(torch::kDouble).index({torch::indexing::Slice(), (i - j).clamp_min(0)});
     e = e.masked_fill(~(j <= i).unsqueeze(0), -INFINITY);
     heads.log_z = torch::logsumexp(e, -1).to(torch::kFloat).contiguous();
   }
@@ -95,12 +98,16 @@ void RunCuda(torch::Dtype dtype, double tol) {
   const double eo = RelL2(o, o_ref), eq = RelL2(grads[0], ref_grads[0]),
                ek = RelL2(grads[1], ref_grads[1]), ev = RelL2(grads[2], ref_grads[2]);
   char line[256];
-  std::snprintf(line, sizeof(line), "%s vs float64 reference: o %.2e dq %.2e dk %.2e dv %.2e (tol %.0e)",
-                name, eo, eq, ek, ev, tol);
+  std::snprintf(line, sizeof(line),
+                "%s vs float64 reference: o %.2e dq %.2e dk %.2e dv %.2e (tol %.0e)", name, eo, eq,
+                ek, ev, tol);
   Expect(eo <= tol && eq <= tol && ek <= tol && ev <= tol, line);
-  Expect(grads[0].select(2, 1).eq(0).all().item<bool>(), std::string(name) + " fixed head dQ exactly zero");
-  Expect(grads[0].select(2, 4).eq(0).all().item<bool>(), std::string(name) + " pruned head dQ exactly zero");
-  Expect(o.select(2, 4).eq(0).all().item<bool>(), std::string(name) + " pruned head output exactly zero");
+  Expect(grads[0].select(2, 1).eq(0).all().item<bool>(),
+         std::string(name) + " fixed head dQ exactly zero");
+  Expect(grads[0].select(2, 4).eq(0).all().item<bool>(),
+         std::string(name) + " pruned head dQ exactly zero");
+  Expect(o.select(2, 4).eq(0).all().item<bool>(),
+         std::string(name) + " pruned head output exactly zero");
 }
 
 }  // namespace

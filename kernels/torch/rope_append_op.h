@@ -31,16 +31,18 @@ bool RopeAppendAvailable();
 // [P, d] in qkv's dtype, row p RoPE's cos' and sin' of position p (rope_append.h), or both
 // undefined (no rotation); a p >= P writes nothing. No host sync (it can be captured in a
 // CUDA graph). Throws c10::Error on bad input.
-torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
-                             const torch::Tensor& sin, const std::vector<AppendTarget>& targets,
+torch::Tensor RopeAppendInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads,
+                             const torch::Tensor& cos, const torch::Tensor& sin,
+                             const std::vector<AppendTarget>& targets,
                              const torch::Tensor& position);
 
 // A prefill chunk's form: from qkv [B, T, H + 2 KV, d] (rows of d contiguous), writes token
 // t's keys (rotated by row t of cos, sin [T, d]) and values to slot first_slot + t of each
 // target (every target linear, ring 0, with capacity for them) and returns the rotated
 // queries [B, T, H, d]. The same rounding as RopeAppendInto. Throws c10::Error on bad input.
-torch::Tensor RopeAppendChunkInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads, const torch::Tensor& cos,
-                                  const torch::Tensor& sin, const std::vector<AppendTarget>& targets);
+torch::Tensor RopeAppendChunkInto(const torch::Tensor& qkv, int64_t heads, int64_t kv_heads,
+                                  const torch::Tensor& cos, const torch::Tensor& sin,
+                                  const std::vector<AppendTarget>& targets);
 
 }  // namespace kernels
 }  // namespace headlab

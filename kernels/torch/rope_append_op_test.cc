@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <string>
 
-#include "kernels/torch/rope_append_op.h"
 #include "kernels/torch/plain_test.h"
+#include "kernels/torch/rope_append_op.h"
 
 namespace headlab {
 namespace kernels {
@@ -40,8 +40,9 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool m
   const int64_t B = 2, H = 6, KV = 3;  // g = 2
   const auto opts = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
   const int64_t n = B * (H + 2 * KV) * d;
-  torch::Tensor qkv = misaligned ? torch::randn({n + 1}, opts).narrow(0, 1, n).view({B, H + 2 * KV, d})
-                                 : torch::randn({B, H + 2 * KV, d}, opts);
+  torch::Tensor qkv = misaligned
+                          ? torch::randn({n + 1}, opts).narrow(0, 1, n).view({B, H + 2 * KV, d})
+                          : torch::randn({B, H + 2 * KV, d}, opts);
   constexpr int64_t kPositions = 40;  // the tables' rows
   torch::Tensor cos, sin;
   if (rotate) {
@@ -66,7 +67,9 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool m
   torch::Tensor pos = torch::full({1}, position, torch::dtype(torch::kLong).device(torch::kCUDA));
   torch::Tensor q = RopeAppendInto(qkv, H, KV, cos, sin, {full, ring}, pos);
 
-  auto rot = [&](const torch::Tensor& x) { return rotate && !past ? Rotate(x, cos[position], sin[position]) : x; };
+  auto rot = [&](const torch::Tensor& x) {
+    return rotate && !past ? Rotate(x, cos[position], sin[position]) : x;
+  };
   const torch::Tensor want_q = rot(qkv.narrow(1, 0, H));
   const torch::Tensor keys = rot(qkv.narrow(1, H, KV)), values = qkv.narrow(1, H + KV, KV);
   const int64_t ring_slot = position < 3 ? position : 3 + (position - 3) % 5;
@@ -79,11 +82,14 @@ void Case(torch::ScalarType dt, int64_t d, bool rotate, int64_t position, bool m
   }
   char what[160];
   std::snprintf(what, sizeof(what), "%s d=%lld %s position %lld (ring slot %lld)%s",
-                std::string(c10::toString(dt)).c_str(), (long long)d, rotate ? "rotated" : "no rotation",
-                (long long)position, (long long)ring_slot, misaligned ? ", qkv misaligned" : "");
+                std::string(c10::toString(dt)).c_str(), (long long)d,
+                rotate ? "rotated" : "no rotation", (long long)position, (long long)ring_slot,
+                misaligned ? ", qkv misaligned" : "");
   if (!past) Expect(Close(q, want_q), std::string(what) + ": queries");
-  Expect(Close(full.k_buf, fk) && Close(ring.k_buf, rk), std::string(what) + ": keys in their slots, the rest untouched");
-  Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv), std::string(what) + ": values copied exactly");
+  Expect(Close(full.k_buf, fk) && Close(ring.k_buf, rk),
+         std::string(what) + ": keys in their slots, the rest untouched");
+  Expect(torch::equal(full.v_buf, fv) && torch::equal(ring.v_buf, rv),
+         std::string(what) + ": values copied exactly");
 }
 
 // A prefill chunk of T = 5 tokens: token t rotated by row t of the tables and written to
@@ -108,11 +114,14 @@ void ChunkCase(torch::ScalarType dt, int64_t d, bool rotate) {
   b.v_buf = torch::randn({B, 1, 10, d}, opts);
   b.layer_kv_heads = {0};
   b.first_slot = 3;
-  torch::Tensor ak = a.k_buf.clone(), av = a.v_buf.clone(), bk = b.k_buf.clone(), bv = b.v_buf.clone();
+  torch::Tensor ak = a.k_buf.clone(), av = a.v_buf.clone(), bk = b.k_buf.clone(),
+                bv = b.v_buf.clone();
   torch::Tensor q = RopeAppendChunkInto(qkv, H, KV, cos, sin, {a, b});
 
   // [B, T, n, d] rotated by each token's row: the tables broadcast over the heads.
-  auto rot = [&](const torch::Tensor& x) { return rotate ? Rotate(x, cos.unsqueeze(1), sin.unsqueeze(1)) : x; };
+  auto rot = [&](const torch::Tensor& x) {
+    return rotate ? Rotate(x, cos.unsqueeze(1), sin.unsqueeze(1)) : x;
+  };
   const torch::Tensor want_q = rot(qkv.narrow(2, 0, H));
   const torch::Tensor keys = rot(qkv.narrow(2, H, KV)), values = qkv.narrow(2, H + KV, KV);
   ak.select(1, 0).narrow(1, 7, T).copy_(keys.select(2, 2));
@@ -120,11 +129,15 @@ void ChunkCase(torch::ScalarType dt, int64_t d, bool rotate) {
   bk.select(1, 0).narrow(1, 3, T).copy_(keys.select(2, 0));
   bv.select(1, 0).narrow(1, 3, T).copy_(values.select(2, 0));
   char what[160];
-  std::snprintf(what, sizeof(what), "chunk of %lld, %s d=%lld %s", (long long)T, std::string(c10::toString(dt)).c_str(),
-                (long long)d, rotate ? "rotated" : "no rotation");
-  Expect(q.sizes() == torch::IntArrayRef({B, T, H, d}) && Close(q, want_q), std::string(what) + ": queries");
-  Expect(Close(a.k_buf, ak) && Close(b.k_buf, bk), std::string(what) + ": keys in their slots, the rest untouched");
-  Expect(torch::equal(a.v_buf, av) && torch::equal(b.v_buf, bv), std::string(what) + ": values copied exactly");
+  std::snprintf(what, sizeof(what), "chunk of %lld, %s d=%lld %s", (long long)T,
+                std::string(c10::toString(dt)).c_str(), (long long)d,
+                rotate ? "rotated" : "no rotation");
+  Expect(q.sizes() == torch::IntArrayRef({B, T, H, d}) && Close(q, want_q),
+         std::string(what) + ": queries");
+  Expect(Close(a.k_buf, ak) && Close(b.k_buf, bk),
+         std::string(what) + ": keys in their slots, the rest untouched");
+  Expect(torch::equal(a.v_buf, av) && torch::equal(b.v_buf, bv),
+         std::string(what) + ": values copied exactly");
 }
 
 }  // namespace

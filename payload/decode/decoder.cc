@@ -41,7 +41,8 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch
 #endif
   torch::Tensor y = F::linear(x, w, bias);
   if (act == DecodeActivation::kGelu) return F::gelu(y);
-  if (act == DecodeActivation::kGeluTanh) return F::gelu(y, F::GELUFuncOptions().approximate("tanh"));
+  if (act == DecodeActivation::kGeluTanh)
+    return F::gelu(y, F::GELUFuncOptions().approximate("tanh"));
   return y;
 }
 
@@ -107,7 +108,8 @@ ComputeWeights ComputeWeights::Make(GptImpl& model) {
       w.qkv_weight[size_t(l)] =
           torch::cat({a->q_proj->weight, a->k_proj->weight, a->v_proj->weight}).detach().to(dtype);
       if (biases == 3)
-        w.qkv_bias[size_t(l)] = torch::cat({a->q_proj->bias, a->k_proj->bias, a->v_proj->bias}).detach().to(dtype);
+        w.qkv_bias[size_t(l)] =
+            torch::cat({a->q_proj->bias, a->k_proj->bias, a->v_proj->bias}).detach().to(dtype);
     }
   }
   for (const torch::Tensor& p : w.params) w.seen.emplace_back(p.data_ptr(), p._version());
@@ -123,7 +125,8 @@ bool ComputeWeights::Current(const GptImpl& model) const {
 }
 
 torch::Tensor ComputeWeights::Qkv(int64_t layer, const torch::Tensor& x) const {
-  if (size_t(layer) >= qkv_weight.size() || !qkv_weight[size_t(layer)].defined()) return torch::Tensor();
+  if (size_t(layer) >= qkv_weight.size() || !qkv_weight[size_t(layer)].defined())
+    return torch::Tensor();
   return Linear(x, qkv_weight[size_t(layer)], qkv_bias[size_t(layer)])
       .view({x.size(0), x.size(1), -1, head_dim})
       .transpose(1, 2);
@@ -186,12 +189,14 @@ torch::Tensor SelectHeads(const torch::Tensor& x, const std::vector<int64_t>& he
 // Makes *rope's tables [T, d] in `dtype` for positions qpos [T] (on qpos's device) unless it
 // has them in that dtype. The tables come from RotaryEmbedding itself: it rotates the basis
 // (1, .., 1, 0, .., 0) to (cos, sin), with the model's RoPE scaling and YaRN's factor in them.
-void MakeRope(torch::ScalarType dtype, int64_t d, const RopeSpec& spec, const torch::Tensor& qpos, ChunkRope* rope) {
+void MakeRope(torch::ScalarType dtype, int64_t d, const RopeSpec& spec, const torch::Tensor& qpos,
+              ChunkRope* rope) {
   if (rope->cos.defined() && rope->cos.scalar_type() == dtype) return;
   const int64_t T = qpos.size(0), half = d / 2;
   const auto opts = qpos.options().dtype(dtype);
   torch::Tensor basis = torch::cat({torch::ones({half}, opts), torch::zeros({half}, opts)});
-  torch::Tensor cs = RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), spec, qpos)[0][0];  // [T, d]
+  torch::Tensor cs =
+      RotaryEmbedding(basis.expand({1, 1, T, 2 * half}), spec, qpos)[0][0];  // [T, d]
   torch::Tensor cos = cs.narrow(1, 0, half), sin = cs.narrow(1, half, half);
   rope->cos = torch::cat({cos, cos}, 1);
   rope->sin = torch::cat({-sin, sin}, 1);
@@ -199,7 +204,8 @@ void MakeRope(torch::ScalarType dtype, int64_t d, const RopeSpec& spec, const to
 
 // Rotates x [B, h, T, d] at positions qpos [T] as RotaryEmbedding does, making *rope on
 // first use.
-torch::Tensor Rotate(const torch::Tensor& x, const RopeSpec& spec, const torch::Tensor& qpos, ChunkRope* rope) {
+torch::Tensor Rotate(const torch::Tensor& x, const RopeSpec& spec, const torch::Tensor& qpos,
+                     ChunkRope* rope) {
   const int64_t half = x.size(3) / 2;
   MakeRope(x.scalar_type(), x.size(3), spec, qpos, rope);
   torch::Tensor swapped = torch::cat({x.narrow(3, half, half), x.narrow(3, 0, half)}, 3);
@@ -209,7 +215,9 @@ torch::Tensor Rotate(const torch::Tensor& x, const RopeSpec& spec, const torch::
 // Points *slot at `weights` for its lifetime (null again at its end, however it ends).
 class WeightsScope {
  public:
-  WeightsScope(const ComputeWeights** slot, const ComputeWeights* weights) : slot_(slot) { *slot_ = weights; }
+  WeightsScope(const ComputeWeights** slot, const ComputeWeights* weights) : slot_(slot) {
+    *slot_ = weights;
+  }
   ~WeightsScope() { *slot_ = nullptr; }
   WeightsScope(const WeightsScope&) = delete;
   WeightsScope& operator=(const WeightsScope&) = delete;
@@ -246,7 +254,8 @@ torch::Tensor SlotPositions(const KvSegment& seg, torch::Device device) {
   auto opts = torch::dtype(torch::kLong).device(device);
   const int64_t lead = seg.lead(), tail = seg.entries - lead;
   if (tail == 0) return torch::arange(lead, opts);
-  return torch::cat({torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
+  return torch::cat(
+      {torch::arange(lead, opts), torch::arange(seg.tail_start(), seg.tail_start() + tail, opts)});
 }
 
 #if HEADLAB_TORCH_CUDA  // the fused path only (KvDecoder::Blocks)
@@ -269,7 +278,8 @@ BlockImpl* BlockAt(GptImpl* model, int64_t layer) {
 // `entries` slots. Zero-filled: graph steps read slots they have not written yet (masked,
 // but they must hold finite values: decode_attention.h).
 void Regrow(torch::Tensor* buf, int64_t entries, int64_t capacity, const torch::Tensor& like) {
-  torch::Tensor grown = torch::zeros({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
+  torch::Tensor grown =
+      torch::zeros({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
   if (entries > 0) grown.narrow(2, 0, entries).copy_(buf->narrow(2, 0, entries));
   *buf = grown;
 }
@@ -280,8 +290,9 @@ void Regrow(torch::Tensor* buf, int64_t entries, int64_t capacity, const torch::
 // kept). Returns the first slot of the room.
 int64_t Reserve(torch::Tensor* buf, int64_t entries, const torch::Tensor& like) {
   const int64_t T = like.size(2);
-  const bool alike = buf->defined() && buf->size(0) == like.size(0) && buf->size(1) == like.size(1) &&
-                     buf->size(3) == like.size(3) && buf->scalar_type() == like.scalar_type();
+  const bool alike = buf->defined() && buf->size(0) == like.size(0) &&
+                     buf->size(1) == like.size(1) && buf->size(3) == like.size(3) &&
+                     buf->scalar_type() == like.scalar_type();
   if (!alike) entries = 0;
   if (!alike || buf->size(2) < entries + T)
     Regrow(buf, entries, std::max<int64_t>({64, entries + T, alike ? 2 * buf->size(2) : 0}), like);
@@ -301,7 +312,9 @@ void NoteAppended(KvSegment* seg, int64_t first, int64_t T) {
 }
 
 // The slot of position p in a ring segment (KvSegment::ring).
-int64_t RingSlot(int64_t p, int64_t sink, int64_t ring) { return p < sink ? p : sink + (p - sink) % ring; }
+int64_t RingSlot(int64_t p, int64_t sink, int64_t ring) {
+  return p < sink ? p : sink + (p - sink) % ring;
+}
 
 // Moves a segment's slots: slot dst[i] gets what slot src[i] held (all read before any is
 // written, so the two lists may overlap).
@@ -340,16 +353,21 @@ torch::Tensor FlashChunk(const torch::Tensor& q, const torch::Tensor& k, const t
   const torch::Tensor qt = q.transpose(1, 2);
   const int64_t T = q.size(2);
   auto call = [&](int64_t s0, int64_t s1, bool causal, std::optional<int64_t> window_left) {
-    const torch::Tensor kt = k.narrow(2, s0, s1 - s0).transpose(1, 2), vt = v.narrow(2, s0, s1 - s0).transpose(1, 2);
-    return at::_flash_attention_forward(qt, kt, vt, std::nullopt, std::nullopt, T, s1 - s0, /*dropout_p=*/0.0, causal,
-                                        /*return_debug_mask=*/false, scale, window_left, std::nullopt);
+    const torch::Tensor kt = k.narrow(2, s0, s1 - s0).transpose(1, 2),
+                        vt = v.narrow(2, s0, s1 - s0).transpose(1, 2);
+    return at::_flash_attention_forward(
+        qt, kt, vt, std::nullopt, std::nullopt, T, s1 - s0, /*dropout_p=*/0.0, causal,
+        /*return_debug_mask=*/false, scale, window_left, std::nullopt);
   };
-  auto window = call(f.w0, f.w1, /*causal=*/true, f.recent > 0 ? std::optional<int64_t>(f.recent - 1) : std::nullopt);
+  auto window = call(f.w0, f.w1, /*causal=*/true,
+                     f.recent > 0 ? std::optional<int64_t>(f.recent - 1) : std::nullopt);
   torch::Tensor o = std::get<0>(window);  // [B, T, nH, d]
   if (f.sink > 0) {
     auto sink = call(0, f.sink, /*causal=*/false, std::nullopt);
-    const torch::Tensor w = torch::sigmoid(std::get<1>(window) - std::get<1>(sink)).transpose(1, 2).unsqueeze(-1);
-    o = torch::lerp(std::get<0>(sink), o, w.to(o.scalar_type()));  // o_s + w (o_w - o_s): one kernel
+    const torch::Tensor w =
+        torch::sigmoid(std::get<1>(window) - std::get<1>(sink)).transpose(1, 2).unsqueeze(-1);
+    o = torch::lerp(std::get<0>(sink), o,
+                    w.to(o.scalar_type()));  // o_s + w (o_w - o_s): one kernel
   }
   return o.transpose(1, 2);
 }
@@ -371,18 +389,20 @@ kernels::AppendTarget AppendTargetOf(const KvSegment& seg) {
 // The attention of queries q [B, nH, T, d] over a segment's keys and values k, v [B, n, L, d]
 // (GQA as the fused kernels have it: query head h reads KV head h / (nH / n)) in ChunkForm's
 // fused frame of `length` (its w1) slots, through the fused hybrid kernels with each query
-// head's `specs`; returns [B, nH, T, d]. The queries go to the last T rows of a zero-filled [B, length, nH,
-// d] buffer; the keys and values are the cache's own slots, read in place through strided
-// views.
+// head's `specs`; returns [B, nH, T, d]. The queries go to the last T rows of a zero-filled [B,
+// length, nH, d] buffer; the keys and values are the cache's own slots, read in place through
+// strided views.
 torch::Tensor FusedChunk(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                         const std::vector<kernels::HeadSpec>& specs, int64_t length, double scale) {
+                         const std::vector<kernels::HeadSpec>& specs, int64_t length,
+                         double scale) {
   const int64_t B = q.size(0), nH = q.size(1), T = q.size(2), d = q.size(3);
   const torch::Tensor qv = torch::zeros({B, length, nH, d}, q.options());
   qv.narrow(1, length - T, T).copy_(q.transpose(1, 2));
   kernels::HybridHeads heads;
   heads.specs = specs;
-  const torch::Tensor o = kernels::HybridAttention(qv, k.narrow(2, 0, length).transpose(1, 2),
-                                                   v.narrow(2, 0, length).transpose(1, 2), heads, scale);
+  const torch::Tensor o =
+      kernels::HybridAttention(qv, k.narrow(2, 0, length).transpose(1, 2),
+                               v.narrow(2, 0, length).transpose(1, 2), heads, scale);
   return o.narrow(1, length - T, T).transpose(1, 2);
 }
 #endif
@@ -467,7 +487,7 @@ KvDecoder::KvDecoder(GptImpl* model, const DecoderOptions& options)
 KvDecoder::~KvDecoder() = default;
 
 StatusOr<std::unique_ptr<KvDecoder>> KvDecoder::Create(GptImpl* model,
-                                                         const DecoderOptions& options) {
+                                                       const DecoderOptions& options) {
   const ModelConfig& c = model->config();
   if (options.prefill_chunk < 1) return Status::InvalidArgument("prefill_chunk: expected >= 1");
   if (options.anchor_block > 1) {
@@ -534,7 +554,8 @@ int64_t KvDecoder::KvBytes() const {
   for (const auto& layer : layers_)
     for (const KvSegment& s : layer)
       if (s.k_buf.defined())
-        bytes += 2 * LiveEntries(s, position_) * (s.k_buf.numel() / s.k_buf.size(2)) * s.k_buf.element_size();
+        bytes += 2 * LiveEntries(s, position_) * (s.k_buf.numel() / s.k_buf.size(2)) *
+                 s.k_buf.element_size();
   return bytes;
 }
 
@@ -587,25 +608,30 @@ void KvDecoder::Append(int64_t layer, const torch::Tensor& k, const torch::Tenso
 }
 
 void KvDecoder::AppendAt(int64_t layer, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& qpos) {
+                         const torch::Tensor& qpos) {
   for (KvSegment& seg : layers_[size_t(layer)]) {
     torch::Tensor slot = qpos;  // a full segment: slot = position
     if (seg.ring > 0) {         // one slot tensor per ring shape and step, shared by the layers
       torch::Tensor& ring_slot = ring_slots_[{seg.sink, seg.ring}];
       if (!ring_slot.defined())
-        ring_slot = torch::where(qpos < seg.sink, qpos, (qpos - seg.sink).remainder(seg.ring) + seg.sink);
+        ring_slot =
+            torch::where(qpos < seg.sink, qpos, (qpos - seg.sink).remainder(seg.ring) + seg.sink);
       slot = ring_slot;
     }
-    seg.k_buf.index_copy_(2, slot, SelectHeads(k, seg.kv_heads, &seg.kv_index).to(seg.k_buf.scalar_type()));
-    seg.v_buf.index_copy_(2, slot, SelectHeads(v, seg.kv_heads, &seg.kv_index).to(seg.v_buf.scalar_type()));
+    seg.k_buf.index_copy_(2, slot,
+                          SelectHeads(k, seg.kv_heads, &seg.kv_index).to(seg.k_buf.scalar_type()));
+    seg.v_buf.index_copy_(2, slot,
+                          SelectHeads(v, seg.kv_heads, &seg.kv_index).to(seg.v_buf.scalar_type()));
   }
 }
 
-torch::Tensor KvDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, const torch::Tensor& qpos) {
+torch::Tensor KvDecoder::FusedDecode(int64_t layer, const torch::Tensor& q,
+                                     const torch::Tensor& qpos) {
 #if HEADLAB_TORCH_CUDA
   const ModelConfig& c = model_->config();
   std::vector<kernels::HeadSpec> specs;
-  for (const HeadState& s : states_[size_t(layer)]) specs.push_back(KernelHeadSpec(DecodeStepState(s)));
+  for (const HeadState& s : states_[size_t(layer)])
+    specs.push_back(KernelHeadSpec(DecodeStepState(s)));
   size_t covered = 0;  // KV heads with a segment: the kernel writes their query heads
   std::vector<kernels::DecodeSegment> segments;  // every segment of the layer, one launch
   for (KvSegment& seg : layers_[size_t(layer)]) {
@@ -629,10 +655,12 @@ torch::Tensor KvDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, cons
   }
   torch::Tensor o;  // heads of no segment (pruned) stay zero
   if (!segments.empty()) {
-    const torch::Tensor qs = q.select(2, 0).to(segments[0].k_buf.scalar_type());  // [B, H, d], strided
+    const torch::Tensor qs =
+        q.select(2, 0).to(segments[0].k_buf.scalar_type());  // [B, H, d], strided
     o = covered == size_t(c.kv_heads) ? torch::empty_like(qs) : torch::zeros_like(qs);
-    kernels::DecodeAttentionInto(qs, segments, specs, c.kv_heads, position_, 1.0 / std::sqrt(double(q.size(3))),
-                                 &o, qpos, DecodeCounts(q.size(0), q.device()));
+    kernels::DecodeAttentionInto(qs, segments, specs, c.kv_heads, position_,
+                                 1.0 / std::sqrt(double(q.size(3))), &o, qpos,
+                                 DecodeCounts(q.size(0), q.device()));
   }
   if (!o.defined()) o = torch::zeros({q.size(0), q.size(1), q.size(3)}, q.options());
   return o;
@@ -645,15 +673,16 @@ torch::Tensor KvDecoder::FusedDecode(int64_t layer, const torch::Tensor& q, cons
 
 const torch::Tensor& KvDecoder::DecodeCounts(int64_t batch, const torch::Device& device) {
   const int64_t ints = batch * model_->config().kv_heads;
-  if (!decode_counts_.defined() || decode_counts_.device() != device || decode_counts_.numel() < ints) {
+  if (!decode_counts_.defined() || decode_counts_.device() != device ||
+      decode_counts_.numel() < ints) {
     TORCH_CHECK(!capturing_, "decoder: the decode counters must exist before a step is captured");
     decode_counts_ = torch::zeros({ints}, torch::dtype(torch::kInt).device(device));
   }
   return decode_counts_;
 }
 
-torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
-                                    const torch::Tensor& qpos, ChunkRope* rope) {
+torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& qpos,
+                                   ChunkRope* rope) {
   const ModelConfig& c = model_->config();
   HybridAttention& attn = model_->attention(layer);
   const int64_t B = x.size(0), T = x.size(1), H = c.heads, KV = c.kv_heads;
@@ -672,7 +701,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
     for (const KvSegment& seg : layers_[size_t(layer)]) targets.push_back(AppendTargetOf(seg));
     // RoPE from the row of the device position in tables of every position (made before
     // the capture), not tables made per step from it.
-    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, step_cos_, step_sin_, targets, qpos).unsqueeze(2);  // [B, H, 1, d]
+    q = kernels::RopeAppendInto(qkv.select(2, 0), H, KV, step_cos_, step_sin_, targets, qpos)
+            .unsqueeze(2);  // [B, H, 1, d]
     return Linear(attn->o_proj, FusedDecode(layer, q, qpos).reshape({B, T, H * d}));
   }
   if (!capturing_ && qkv.defined() && T > 1 && kernels::RopeAppendAvailable()) {
@@ -693,7 +723,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
       targets.push_back(AppendTargetOf(seg));  // the linear layout here (LeaveRings)
       targets.back().first_slot = first_slot;
     }
-    q = kernels::RopeAppendChunkInto(qkv.transpose(1, 2), H, KV, cos, sin, targets).transpose(1, 2);  // [B, H, T, d]
+    q = kernels::RopeAppendChunkInto(qkv.transpose(1, 2), H, KV, cos, sin, targets)
+            .transpose(1, 2);  // [B, H, T, d]
     for (KvSegment& seg : layers_[size_t(layer)]) NoteAppended(&seg, position_, T);
     appended = true;
   }
@@ -745,7 +776,7 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
     const torch::Tensor seg_k = seg.k(), seg_v = seg.v();
 
     std::vector<int64_t> heads;  // query heads reading this segment, [n * group]
-    bool uniform = true;  // every head of the segment in one state: one broadcast mask
+    bool uniform = true;         // every head of the segment in one state: one broadcast mask
     for (int64_t j : seg.kv_heads)
       for (int64_t h = j * group; h < (j + 1) * group; ++h) {
         heads.push_back(h);
@@ -764,13 +795,15 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
     // streaming heads, whose slots are few) through the fused hybrid kernel in ChunkFormOf's
     // fused frame, the sink and the window in one launch; where that frame is not short
     // (at most 4 T slots: its padding rows are computed too) or not available, the flash
-    // kernel with no mask where ChunkFormOf's flash form expresses the keys (ordinary heads over a full
-    // segment: its lower-right causal mask; local and streaming heads: its causal window,
-    // plus the sink slots in a second call); the rest through the memory-efficient kernel
-    // reading a boolean mask.
-    [[maybe_unused]] const bool fused_chunk = HEADLAB_HAVE_SDPA && fused_ && !reuse_on && qs.is_cuda();
+    // kernel with no mask where ChunkFormOf's flash form expresses the keys (ordinary heads over a
+    // full segment: its lower-right causal mask; local and streaming heads: its causal window, plus
+    // the sink slots in a second call); the rest through the memory-efficient kernel reading a
+    // boolean mask.
+    [[maybe_unused]] const bool fused_chunk =
+        HEADLAB_HAVE_SDPA && fused_ && !reuse_on && qs.is_cuda();
     [[maybe_unused]] const ChunkForm form =
-        fused_chunk && uniform ? ChunkFormOf(states[size_t(heads[0])], seg, position_, T) : ChunkForm{};
+        fused_chunk && uniform ? ChunkFormOf(states[size_t(heads[0])], seg, position_, T)
+                               : ChunkForm{};
 #if HEADLAB_TORCH_CUDA
     if (form.fused && seg.bounded && form.w1 <= 4 * T && seg_k.scalar_type() == qs.scalar_type()) {
       std::vector<kernels::HeadSpec> specs;
@@ -783,16 +816,20 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
     if (!out.defined() && form.flash && FlashKernelRuns(qs.device()) && d % 8 == 0 && d <= 256 &&
         seg_k.scalar_type() == qs.scalar_type() &&
         (qs.scalar_type() == torch::kBFloat16 || qs.scalar_type() == torch::kHalf))
-      out = FlashChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, form, scale).reshape({B, n, group, T, d});
+      out = FlashChunk(qs.reshape({B, n * group, T, d}), seg_k, seg_v, form, scale)
+                .reshape({B, n, group, T, d});
 #endif
     if (!out.defined()) {
-      const torch::Tensor kpos = SlotPositions(seg, x.device());  // [L] positions of the cached keys
-      torch::Tensor allowed;  // [1, n | 1, group | 1, T, L]
+      const torch::Tensor kpos =
+          SlotPositions(seg, x.device());  // [L] positions of the cached keys
+      torch::Tensor allowed;               // [1, n | 1, group | 1, T, L]
       if (uniform) {
-        allowed = AllowedKeysAt(states[size_t(heads[0])], qpos, kpos, position_).view({1, 1, 1, T, L});
+        allowed =
+            AllowedKeysAt(states[size_t(heads[0])], qpos, kpos, position_).view({1, 1, 1, T, L});
       } else {
         std::vector<torch::Tensor> masks;
-        for (int64_t h : heads) masks.push_back(AllowedKeysAt(states[size_t(h)], qpos, kpos, position_));
+        for (int64_t h : heads)
+          masks.push_back(AllowedKeysAt(states[size_t(h)], qpos, kpos, position_));
         allowed = torch::stack(masks).view({1, n, group, T, L});
       }
       if (reuse && !seg.bounded) {
@@ -804,7 +841,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
           if (a < 0 || states[size_t(heads[i])].mode != HeadMode::kOrdinary ||
               !selected_.at(size_t(a)).defined())
             continue;
-          torch::Tensor picked = torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
+          torch::Tensor picked =
+              torch::zeros({B, T, L}, torch::dtype(torch::kFloat).device(x.device()));
           picked.scatter_add_(2, selected_[size_t(a)], selected_valid_[size_t(a)]);
           torch::Tensor slot = allowed.select(1, int64_t(i) / group).select(1, int64_t(i) % group);
           slot.copy_(slot & (picked > 0));
@@ -812,24 +850,29 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
       }
 #if HEADLAB_HAVE_SDPA
       if (fused_chunk) {
-        auto heads_of = [&](const torch::Tensor& t, int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
-          return t.expand({t.size(0), n, group, rows, t.size(4)}).reshape({t.size(0), n * group, rows, t.size(4)});
+        auto heads_of = [&](const torch::Tensor& t,
+                            int64_t rows) {  // [b, n | 1, g | 1, rows, w] -> [b, n g, rows, w]
+          return t.expand({t.size(0), n, group, rows, t.size(4)})
+              .reshape({t.size(0), n * group, rows, t.size(4)});
         };
-        out = at::scaled_dot_product_attention(qs.reshape({B, n * group, T, d}), heads_of(seg_k.unsqueeze(2), L),
-                                               heads_of(seg_v.unsqueeze(2), L), heads_of(allowed, T), 0.0,
-                                               /*is_causal=*/false, scale)
+        out = at::scaled_dot_product_attention(
+                  qs.reshape({B, n * group, T, d}), heads_of(seg_k.unsqueeze(2), L),
+                  heads_of(seg_v.unsqueeze(2), L), heads_of(allowed, T), 0.0,
+                  /*is_causal=*/false, scale)
                   .reshape({B, n, group, T, d});
       }
 #endif
       if (!out.defined()) {
-        torch::Tensor scores = torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
+        torch::Tensor scores =
+            torch::matmul(qs, seg_k.unsqueeze(2).transpose(-2, -1)) / std::sqrt(double(d));
         scores = scores.masked_fill(allowed.logical_not(), kNegInf);  // [B, n, group, T, L]
         if (anchor) {
           // App. J.2: anchor retrieval heads pick their top-k keys per query by score.
           const int64_t topk = std::min(options_.anchor_topk, L);
           for (size_t i = 0; i < heads.size(); ++i) {
             if (states[size_t(heads[i])].mode != HeadMode::kOrdinary || seg.bounded) continue;
-            auto top = scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
+            auto top =
+                scores.select(1, int64_t(i) / group).select(1, int64_t(i) % group).topk(topk, -1);
             torch::Tensor values = std::get<0>(top), index = std::get<1>(top);  // [B, T, topk]
             selected_[size_t(heads[i])] = index;  // full segment: index = position
             selected_valid_[size_t(heads[i])] = (values > kNegInf).to(torch::kFloat);
@@ -838,7 +881,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
         out = torch::matmul(torch::softmax(scores, -1), seg_v.unsqueeze(2));
       }
     }
-    const torch::Tensor seg_out = out.reshape({B, n * group, T, d}).transpose(1, 2);  // [B, T, n g, d]
+    const torch::Tensor seg_out =
+        out.reshape({B, n * group, T, d}).transpose(1, 2);  // [B, T, n g, d]
     if (in_order) {
       merged = seg_out;
       continue;
@@ -849,7 +893,8 @@ torch::Tensor KvDecoder::Attention(int64_t layer, const torch::Tensor& x,
     for (size_t i = 0; i < heads.size();) {  // one copy per run of consecutive heads
       size_t e = i + 1;
       while (e < heads.size() && heads[e] == heads[i] + int64_t(e - i)) ++e;
-      merged.narrow(2, heads[i], int64_t(e - i)).copy_(seg_out.narrow(2, int64_t(i), int64_t(e - i)));
+      merged.narrow(2, heads[i], int64_t(e - i))
+          .copy_(seg_out.narrow(2, int64_t(i), int64_t(e - i)));
       i = e;
     }
   }
@@ -865,14 +910,15 @@ torch::Tensor KvDecoder::Blocks(const torch::Tensor& tokens, const torch::Tensor
   ChunkRope rope;
   ring_slots_.clear();
 #if HEADLAB_TORCH_CUDA
-  if (weights_in_ && x.is_cuda() &&
-      x.scalar_type() == torch::kFloat && kernels::AddNormAvailable()) {
+  if (weights_in_ && x.is_cuda() && x.scalar_type() == torch::kFloat &&
+      kernels::AddNormAvailable()) {
     // The captured step and the fused path's prefill chunks: each residual add and the norm
     // after it as one kernel, whose output is already in the dtype the next GEMM reads
     // (add_norm.h), instead of an fp32 add, an fp32 norm and autocast's cast; the same blocks.
     const torch::ScalarType dtype = ActivationDtype(x);
     auto add_norm = [&](const torch::Tensor& delta, const Norm& norm) {
-      return kernels::AddNormInto(&x, delta, norm->weight, norm->bias, norm->rms(), norm->eps(), dtype);
+      return kernels::AddNormInto(&x, delta, norm->weight, norm->bias, norm->rms(), norm->eps(),
+                                  dtype);
     };
     x = x.contiguous();
     torch::Tensor h = add_norm(torch::Tensor(), BlockAt(model_, 0)->ln1);
@@ -902,8 +948,8 @@ torch::Tensor KvDecoder::Chunk(const torch::Tensor& tokens, bool last_only) {
   CheckFits(T);
   LeaveRings();
   AutocastScope autocast(model_->precision(), tokens.device());  // as GptImpl::forward
-  torch::Tensor qpos = torch::arange(position_, position_ + T,
-                                     torch::dtype(torch::kLong).device(tokens.device()));
+  torch::Tensor qpos =
+      torch::arange(position_, position_ + T, torch::dtype(torch::kLong).device(tokens.device()));
   // On the fused path the chunk reads the compute-dtype weights as the captured step does
   // (one q/k/v GEMM, add+norm kernels, no casts); the reference path keeps autocast's.
   std::shared_ptr<const ComputeWeights> w;
@@ -935,7 +981,8 @@ void KvDecoder::PrepareStepRope(torch::ScalarType dtype, const torch::Device& de
     return;
   const int64_t rows = std::max(c.context, 2 * (position_ + 1));
   ChunkRope rope;
-  MakeRope(dtype, c.HeadDim(), c.Rope(), torch::arange(rows, torch::dtype(torch::kLong).device(device)), &rope);
+  MakeRope(dtype, c.HeadDim(), c.Rope(),
+           torch::arange(rows, torch::dtype(torch::kLong).device(device)), &rope);
   step_cos_ = rope.cos;
   step_sin_ = rope.sin;
 }
@@ -996,7 +1043,8 @@ void KvDecoder::LeaveRings() {
 
 void KvDecoder::CheckFits(int64_t T) const {
   const int64_t context = model_->config().context;
-  if (model_->wpe) TORCH_CHECK(position_ + T <= context, "position ", position_ + T, " > context ", context);
+  if (model_->wpe)
+    TORCH_CHECK(position_ + T <= context, "position ", position_ + T, " > context ", context);
 }
 
 torch::Tensor KvDecoder::GraphStep(const torch::Tensor& token) {
@@ -1010,13 +1058,15 @@ torch::Tensor KvDecoder::GraphStep(const torch::Tensor& token) {
       buffers.push_back(s.k_buf);
       buffers.push_back(s.v_buf);
     }
-  if (fused_) buffers.push_back(DecodeCounts(B, token.device()));  // the graph's decode kernels count in it
+  if (fused_)
+    buffers.push_back(DecodeCounts(B, token.device()));  // the graph's decode kernels count in it
   PrepareStepRope(ComputeDtype(model_->precision()), token.device());
   if (step_cos_.defined()) buffers.push_back(step_cos_);  // remade tables: a new capture
   auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return a.is_same(b); };
   const std::shared_ptr<const ComputeWeights> weights = Weights();
-  if (step_graph_ && std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
-                                step_graph_->buffers.end(), same) &&
+  if (step_graph_ &&
+      std::equal(buffers.begin(), buffers.end(), step_graph_->buffers.begin(),
+                 step_graph_->buffers.end(), same) &&
       step_graph_->weights == weights) {
     step_graph_->token.copy_(token.view({B, 1}));
     step_graph_->position.fill_(position_);

@@ -30,15 +30,16 @@
 #include <torch/torch.h>
 
 #include "common/status.h"
-#include "payload/exec/model.h"
 #include "payload/decode/decode_path.h"
+#include "payload/exec/model.h"
 
 namespace headlab::decode {
 
 // The attention paths of the decoder, as run provenance names them (attention_paths).
 inline constexpr const char* kDecoderReferenceLabel = "kv_cache_reference";
 inline constexpr const char* kDecoderFusedLabel =
-    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: bounded heads on the fused hybrid "
+    "kv_cache_fused_decode (split-K decode kernel; prefill chunks: bounded heads on the fused "
+    "hybrid "
     "kernel, ordinary heads on sdpa flash, mixed groups sdpa memory-efficient)";
 inline constexpr const char* kDecoderGraphLabel =
     "kv_cache_fused_decode_graph (split-K decode kernel, each step replayed as one CUDA graph; "
@@ -73,7 +74,7 @@ const char* DecoderPathLabel(const GptImpl& model, const torch::Device& device,
 struct KvSegment {
   std::vector<int64_t> kv_heads;  // KV head indices in the layer
   bool bounded = false;
-  int64_t sink = 0, recent = 0;   // bounded only
+  int64_t sink = 0, recent = 0;  // bounded only
   // [B, len(kv_heads), capacity, d]; undefined before the first append, kept by Reset.
   // Slots not written by this sequence hold finite values (zeros, or an earlier sequence's).
   torch::Tensor k_buf, v_buf;
@@ -276,9 +277,9 @@ class KvDecoder {
 
   GptImpl* model_;
   DecoderOptions options_;
-  std::vector<std::vector<HeadState>> states_;   // [layer][head], copied at creation
-  bool fused_ = false;                           // decode steps take the decode kernel
-  bool graph_ = false;                           // ... replayed from a CUDA graph
+  std::vector<std::vector<HeadState>> states_;  // [layer][head], copied at creation
+  bool fused_ = false;                          // decode steps take the decode kernel
+  bool graph_ = false;                          // ... replayed from a CUDA graph
   // While Blocks runs the graph step's body for capture.
   bool capturing_ = false;
   // While Blocks runs a captured step's body or a fused-path chunk: the compute-dtype
@@ -298,9 +299,9 @@ class KvDecoder {
   // The decode kernel's arrival counters, int32 [B x kv_heads]: zero between launches (each
   // launch leaves them so), shared by every layer, step and captured graph.
   torch::Tensor decode_counts_;
-  std::vector<std::vector<KvSegment>> layers_;   // [layer][segment]
-  std::vector<torch::Tensor> selected_;          // anchor heads' top-k positions [B, T, k]
-  std::vector<torch::Tensor> selected_valid_;    // ... and which of them are real keys
+  std::vector<std::vector<KvSegment>> layers_;  // [layer][segment]
+  std::vector<torch::Tensor> selected_;         // anchor heads' top-k positions [B, T, k]
+  std::vector<torch::Tensor> selected_valid_;   // ... and which of them are real keys
   int64_t position_ = 0;
 };
 

@@ -81,15 +81,21 @@ TEST_CASE("decode: a prefill chunk's flash form sees exactly the keys the heads'
       {"ordinary, third chunk", ordinary, FullSegment(24), 16, 8, true},
       {"local over a full segment", local5, FullSegment(24), 16, 8, true},
       {"local, bounded, oldest needed key kept", local5, BoundedSegment(Run(12, 24)), 16, 8, true},
-      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8, false},
+      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8,
+       false},
       {"streaming, first chunk (windows reach the sink)", stream, FullSegment(8), 0, 8, false},
-      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, true},
-      {"streaming, evicted keys awaiting compaction", stream, BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8, true},
-      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8, true},
+      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8,
+       true},
+      {"streaming, evicted keys awaiting compaction", stream,
+       BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8, true},
+      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8,
+       true},
       {"streaming, nothing evicted yet", stream, BoundedSegment(Run(0, 16)), 8, 8, true},
       {"streaming, sink 0", stream0, BoundedSegment(Run(5, 16)), 8, 8, true},
-      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8, false},
-      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8, false},
+      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8,
+       false},
+      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8,
+       false},
       {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
       {"pruned", pruned, FullSegment(24), 16, 8, false},
   };
@@ -103,7 +109,8 @@ TEST_CASE("decode: a prefill chunk's flash form sees exactly the keys the heads'
         const int64_t pos = c.seg.bounded ? c.seg.positions[size_t(slot)] : slot;
         // The window call: lower-right causal over slots [w0, w1), window_size_left recent - 1.
         const int64_t idx = slot - f.w0, own = i + (f.w1 - f.w0) - c.T;
-        const bool window = slot >= f.w0 && slot < f.w1 && idx <= own && (f.recent == 0 || idx > own - f.recent);
+        const bool window =
+            slot >= f.w0 && slot < f.w1 && idx <= own && (f.recent == 0 || idx > own - f.recent);
         const bool sink = slot < f.sink;  // the sink call: every query sees slots [0, sink)
         INFO("query " << c.P + i << ", slot " << slot << " (position " << pos << ")");
         CHECK(!(window && sink));  // the merge counts a key once
@@ -118,20 +125,28 @@ TEST_CASE("decode: a prefill chunk's flash form sees exactly the keys the heads'
 TEST_CASE("decode: a prefill chunk's fused form sees exactly the keys the heads' masks allow") {
   const std::vector<FormCase> cases = {
       {"ordinary, first chunk", ordinary, FullSegment(8), 0, 8, true},
-      {"ordinary, third chunk (padding rows: every earlier key)", ordinary, FullSegment(24), 16, 8, true},
+      {"ordinary, third chunk (padding rows: every earlier key)", ordinary, FullSegment(24), 16, 8,
+       true},
       {"local over a full segment", local5, FullSegment(24), 16, 8, true},
       {"local, bounded, oldest needed key kept", local5, BoundedSegment(Run(12, 24)), 16, 8, true},
-      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8, false},
-      {"streaming, first chunk (windows reach the sink)", stream, BoundedSegment(Run(0, 8)), 0, 8, true},
-      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, true},
-      {"streaming, evicted keys awaiting compaction", stream, BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8,
+      {"local, bounded, oldest needed key missing", local5, BoundedSegment(Run(13, 24)), 16, 8,
+       false},
+      {"streaming, first chunk (windows reach the sink)", stream, BoundedSegment(Run(0, 8)), 0, 8,
        true},
-      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8, true},
+      {"streaming, after eviction", stream, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8,
+       true},
+      {"streaming, evicted keys awaiting compaction", stream,
+       BoundedSegment(Join(Run(0, 2), Run(3, 16))), 8, 8, true},
+      {"streaming, lead past the sink", stream, BoundedSegment(Join(Run(0, 3), Run(5, 16))), 8, 8,
+       true},
       {"streaming, nothing evicted yet", stream, BoundedSegment(Run(0, 16)), 8, 8, true},
       {"streaming, sink 0", stream0, BoundedSegment(Run(5, 16)), 8, 8, true},
-      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8, false},
-      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8, false},
-      {"ordinary over a run not from 0", ordinary, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8, 8, false},
+      {"streaming, a window key missing", stream, BoundedSegment(Join(Run(0, 2), Run(6, 16))), 8, 8,
+       false},
+      {"streaming, sink not held", stream, BoundedSegment(Join(Run(0, 1), Run(5, 16))), 8, 8,
+       false},
+      {"ordinary over a run not from 0", ordinary, BoundedSegment(Join(Run(0, 2), Run(5, 16))), 8,
+       8, false},
       {"chunk's keys not last", ordinary, FullSegment(25), 16, 8, false},
       {"pruned", pruned, FullSegment(24), 16, 8, false},
   };
@@ -192,9 +207,12 @@ TEST_CASE("decode: the captured step's compute-dtype weights give the casts' num
     HybridAttention& a = model->attention(1);
     const torch::Tensor qkv = w.Qkv(1, x);
     REQUIRE(qkv.sizes() == torch::IntArrayRef({2, 4 + 4 + 4, 5, 8}));
-    CHECK(torch::allclose(qkv.narrow(1, 0, 4).to(torch::kFloat), a->Queries(x).to(torch::kFloat), 1e-2, 1e-2));
-    CHECK(torch::allclose(qkv.narrow(1, 4, 4).to(torch::kFloat), a->Keys(x).to(torch::kFloat), 1e-2, 1e-2));
-    CHECK(torch::allclose(qkv.narrow(1, 8, 4).to(torch::kFloat), a->Values(x).to(torch::kFloat), 1e-2, 1e-2));
+    CHECK(torch::allclose(qkv.narrow(1, 0, 4).to(torch::kFloat), a->Queries(x).to(torch::kFloat),
+                          1e-2, 1e-2));
+    CHECK(torch::allclose(qkv.narrow(1, 4, 4).to(torch::kFloat), a->Keys(x).to(torch::kFloat), 1e-2,
+                          1e-2));
+    CHECK(torch::allclose(qkv.narrow(1, 8, 4).to(torch::kFloat), a->Values(x).to(torch::kFloat),
+                          1e-2, 1e-2));
   }
   // Swapped back: the parameters' own data, unchanged, so the copies are current.
   CHECK(model->attention(0)->q_proj->weight.scalar_type() == torch::kFloat);
@@ -254,8 +272,8 @@ TEST_CASE("decode: local and pruned heads, mixed GQA groups, fixed heads rejecte
   streaming.sink = 1;
   streaming.recent = 4;
   model->attention(0)->SetHeadState(0, local);
-  model->attention(0)->SetHeadState(1, local);       // group 0: bounded(0, 4)
-  model->attention(0)->SetHeadState(2, streaming);   // group 1: mixed -> kept in full
+  model->attention(0)->SetHeadState(1, local);      // group 0: bounded(0, 4)
+  model->attention(0)->SetHeadState(2, streaming);  // group 1: mixed -> kept in full
   model->attention(1)->SetHeadState(0, HeadState{HeadMode::kPruned});
   model->attention(1)->SetHeadState(1, HeadState{HeadMode::kPruned});  // group 0 not cached
   torch::Tensor idx = torch::randint(0, 32, {1, 24}, torch::kLong);
@@ -267,7 +285,8 @@ TEST_CASE("decode: local and pruned heads, mixed GQA groups, fixed heads rejecte
   CHECK(d->KvEntries(1, 0) == 0);
   CHECK(d->KvEntries(1, 1) == 24);
 
-  model->attention(1)->SetFixedCompact(3, torch::zeros({24}), torch::zeros({24}), torch::zeros({24}));
+  model->attention(1)->SetFixedCompact(3, torch::zeros({24}), torch::zeros({24}),
+                                       torch::zeros({24}));
   CHECK_FALSE(KvDecoder::Create(model.get(), DecoderOptions{}).ok());
 }
 

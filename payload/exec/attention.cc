@@ -41,12 +41,13 @@ torch::Tensor CompactPattern(const torch::Tensor& alpha, const torch::Tensor& rh
   return torch::exp(CompactLogits(alpha, rho, T) - log_z.narrow(0, 0, T).unsqueeze(1));
 }
 
-torch::Tensor AllowedKeysAt(const HeadState& s, const torch::Tensor& qpos, const torch::Tensor& kpos,
-                            int64_t call_first) {
+torch::Tensor AllowedKeysAt(const HeadState& s, const torch::Tensor& qpos,
+                            const torch::Tensor& kpos, int64_t call_first) {
   torch::Tensor q = qpos.unsqueeze(1), k = kpos.unsqueeze(0);
   torch::Tensor allowed = k <= q;
   if (s.mode == HeadMode::kLocal) allowed = allowed & (k > q - s.window);
-  if (s.mode == HeadMode::kStreaming && s.chunk == 0) allowed = allowed & ((k < s.sink) | (q - k < s.recent));
+  if (s.mode == HeadMode::kStreaming && s.chunk == 0)
+    allowed = allowed & ((k < s.sink) | (q - k < s.recent));
   if (s.mode == HeadMode::kStreaming && s.chunk > 0) {
     // AoH §5: after each chunk the cache keeps the sink and the `recent` newest keys; the
     // next chunk's queries read those and their own chunk causally.
@@ -79,7 +80,8 @@ HybridAttentionImpl::HybridAttentionImpl(int64_t width, int64_t heads, int64_t k
   kept_kv_.resize(size_t(kv_heads));
   std::iota(kept_kv_.begin(), kept_kv_.end(), 0);
   auto lin = [&](const char* name, int64_t in, int64_t out, bool bias) {
-    torch::nn::Linear l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)));
+    torch::nn::Linear l =
+        register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)));
     if (bias) {
       torch::NoGradGuard no_grad;
       l->bias.zero_();
@@ -105,7 +107,8 @@ void HybridAttentionImpl::SetHeadState(int64_t h, const HeadState& state) {
   TORCH_CHECK(state.mode == HeadMode::kPruned || !removed(h), "head ", h,
               " was removed physically and can only stay pruned");
   TORCH_CHECK(state.mode != HeadMode::kLocal || state.window >= 1, "local window must be >= 1");
-  TORCH_CHECK(state.mode != HeadMode::kStreaming || (state.recent >= 1 && state.sink >= 0 && state.chunk >= 0),
+  TORCH_CHECK(state.mode != HeadMode::kStreaming ||
+                  (state.recent >= 1 && state.sink >= 0 && state.chunk >= 0),
               "streaming needs recent >= 1, sink >= 0 and chunk >= 0");
   EndTrainable(h);
   states_[size_t(h)] = state;
@@ -225,8 +228,10 @@ torch::Tensor HybridAttentionImpl::EmptyLayerOutput(const torch::Tensor& x) cons
   return o_proj->bias.defined() ? y + o_proj->bias : y;
 }
 
-torch::Tensor HybridAttentionImpl::NormalizeHeads(const torch::Tensor& y, const torch::Tensor& gain) const {
-  return (y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + qk_norm_eps_) * gain).to(y.scalar_type());
+torch::Tensor HybridAttentionImpl::NormalizeHeads(const torch::Tensor& y,
+                                                  const torch::Tensor& gain) const {
+  return (y * torch::rsqrt(y.pow(2).mean(-1, /*keepdim=*/true) + qk_norm_eps_) * gain)
+      .to(y.scalar_type());
 }
 
 namespace {
@@ -268,9 +273,11 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
     w = weight.view({n, head_dim_, C}).index_select(0, idx).reshape({-1, C});
     if (b.defined()) b = b.view({n, head_dim_}).index_select(0, idx).reshape({-1});
   }
-  torch::Tensor y = MarkProjection(x, [&](const torch::Tensor& in) { return torch::nn::functional::linear(in, w, b); })
-                        .view({B, T, -1, head_dim_})
-                        .transpose(1, 2);
+  torch::Tensor y =
+      MarkProjection(
+          x, [&](const torch::Tensor& in) { return torch::nn::functional::linear(in, w, b); })
+          .view({B, T, -1, head_dim_})
+          .transpose(1, 2);
   if (norm.defined()) y = NormalizeHeads(y, norm);  // Qwen 3's q_norm / k_norm
   bool identity = slot.size() == unique.size();
   for (size_t i = 0; identity && i < slot.size(); ++i) identity = slot[i] == int64_t(i);
@@ -290,8 +297,7 @@ torch::Tensor HybridAttentionImpl::forward(
     return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
   // CUDA input: the fast path (attention_cuda.h) when the layer's plan allows; the masks
   // below are the reference and the fallback.
-  if (FusedAttentionUnsupported(*this, x).empty())
-    return FusedAttentionForward(*this, x, rotate);
+  if (FusedAttentionUnsupported(*this, x).empty()) return FusedAttentionForward(*this, x, rotate);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 

@@ -113,8 +113,8 @@ class HybridAttentionImpl : public torch::nn::Module {
 
   // Called for each parameter RemoveHeads shrinks, before it shrinks: `kept` lists the
   // indices along dimension `dim` that stay (e.g. to slice optimiser moments alike).
-  using ResizeFn = std::function<void(const torch::Tensor& param, int64_t dim,
-                                      const torch::Tensor& kept)>;
+  using ResizeFn =
+      std::function<void(const torch::Tensor& param, int64_t dim, const torch::Tensor& kept)>;
   // Physically prunes query heads `heads` (original numbering; already removed ones are
   // skipped): marks them pruned, drops their q_proj rows and o_proj columns, and the
   // k_proj/v_proj rows of each kv head whose query heads are all removed (GQA). The
@@ -150,8 +150,9 @@ class HybridAttentionImpl : public torch::nn::Module {
   // position encoding before the layer plans its heads, so it may change head states for
   // that very forward (AAH's controller, which reads the current Q/K/V, AAH §5.3); cleared
   // before the call. It runs outside the flops kind's "attention" range.
-  using ForwardObserver = std::function<void(HybridAttentionImpl& layer, const torch::Tensor& x,
-                                             const std::function<torch::Tensor(const torch::Tensor&)>& rotate)>;
+  using ForwardObserver =
+      std::function<void(HybridAttentionImpl& layer, const torch::Tensor& x,
+                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate)>;
   ForwardObserver observe_next_forward;
 
  private:

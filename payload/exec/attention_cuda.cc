@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,7 +33,8 @@
 // FlashAttention-2 with a left window (aten::_flash_attention_forward's window_size_left)
 // is part of CUDA LibTorch from 2.5 on.
 #define HEADLAB_HAVE_FLASH_WINDOW \
-  (HEADLAB_TORCH_CUDA && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)))
+  (HEADLAB_TORCH_CUDA &&          \
+   (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)))
 
 namespace headlab {
 
@@ -76,7 +77,7 @@ std::atomic<bool> cpu_testing{false};
 std::atomic<bool> flash_window_cpu_testing{false};
 std::atomic<int64_t> fused_calls{0};
 std::mutex timer_mutex;
-PlanTimer test_timer;  // guarded by timer_mutex; SetPlanTimerForTesting
+PlanTimer test_timer;                      // guarded by timer_mutex; SetPlanTimerForTesting
 std::atomic<int64_t> timer_generation{0};  // a new test timer measures afresh
 // Bytes of fixed-pattern caches held by all layers of this process. The cache holds one
 // causal [T, T] pattern per fixed head (2 bytes per entry in bf16: 32 MiB at T = 4096); past
@@ -100,8 +101,8 @@ bool KernelAvailable(const torch::Tensor& x) {
 #if HEADLAB_HAVE_FLASH_WINDOW
 // q, k, v [B, T, n, d] in fp16 or bf16 (any strides with a unit last one): causal attention
 // over the keys q - window < k <= q, through FlashAttention-2, differentiable.
-torch::Tensor FlashWindowCuda(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              int64_t window, double scale) {
+torch::Tensor FlashWindowCuda(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, int64_t window, double scale) {
   const int64_t T = q.size(1);
   return std::get<0>(at::_flash_attention_forward(
       q, k, v, std::nullopt, std::nullopt, T, T, /*dropout_p=*/0.0, /*is_causal=*/true,
@@ -131,7 +132,8 @@ bool FlashWindowWorks(const torch::Device& device) {
           .requires_grad_();
     };
     torch::Tensor q = input(0.37), k = input(0.91), v = input(0.13);
-    torch::Tensor dy = torch::cos(torch::arange(T * n * d, torch::kFloat) * 0.53).view({1, T, n, d});
+    torch::Tensor dy =
+        torch::cos(torch::arange(T * n * d, torch::kFloat) * 0.53).view({1, T, n, d});
     torch::Tensor o = FlashWindowCuda(q, k, v, W, 0.125);
     auto got = torch::autograd::grad({o}, {q, k, v}, {dy.to(device, torch::kBFloat16)});
     // The dense masks in fp32 ([1, n, T, d] views), their gradients through autograd.
@@ -140,9 +142,11 @@ bool FlashWindowWorks(const torch::Device& device) {
     };
     torch::Tensor qf = ref(q), kf = ref(k), vf = ref(v);
     torch::Tensor i = torch::arange(T, torch::dtype(torch::kLong).device(device));
-    torch::Tensor band = (i.view({-1, 1}) >= i.view({1, -1})) & (i.view({-1, 1}) - i.view({1, -1}) < W);
-    torch::Tensor p = torch::softmax(
-        (torch::matmul(qf, kf.transpose(-2, -1)) * 0.125).masked_fill(band.logical_not(), -INFINITY), -1);
+    torch::Tensor band =
+        (i.view({-1, 1}) >= i.view({1, -1})) & (i.view({-1, 1}) - i.view({1, -1}) < W);
+    torch::Tensor p = torch::softmax((torch::matmul(qf, kf.transpose(-2, -1)) * 0.125)
+                                         .masked_fill(band.logical_not(), -INFINITY),
+                                     -1);
     torch::Tensor want = torch::matmul(p, vf).transpose(1, 2);
     auto want_grads = torch::autograd::grad({want}, {qf, kf, vf}, {dy.to(device)});
     auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
@@ -151,7 +155,9 @@ bool FlashWindowWorks(const torch::Device& device) {
     double err = rel(o, want);
     for (size_t g = 0; g < 3; ++g) err = std::max(err, rel(got[g], want_grads[g].transpose(1, 2)));
     ok = err < 3e-2;
-    if (!ok) why = "rel. L2 error " + std::to_string(err) + " against the dense masks (output or gradient)";
+    if (!ok)
+      why =
+          "rel. L2 error " + std::to_string(err) + " against the dense masks (output or gradient)";
   } catch (const std::exception& e) {
     why = e.what();
     why = why.substr(0, why.find('\n'));
@@ -170,7 +176,8 @@ bool FlashWindowAvailable(const torch::Tensor& x) {
   if (x.is_cuda()) {
     const auto dt = ActivationDtype(x);
     if (dt != torch::kBFloat16 && dt != torch::kHalf) return false;
-    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) return false;
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+      return false;
     return FlashWindowWorks(x.device());
   }
 #endif
@@ -196,7 +203,8 @@ int64_t FixedHeadCount(const HybridAttentionImpl& layer) {
 std::string PlanKey(const HybridAttentionImpl& layer, const PlanOptions& o) {
   std::ostringstream k;
   for (const HeadState& s : layer.head_states())
-    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.chunk << ':' << s.dense << ',';
+    k << int(s.mode) << ':' << s.window << ':' << s.sink << ':' << s.recent << ':' << s.chunk << ':'
+      << s.dense << ',';
   k << '|';
   for (int64_t h : layer.kept_heads()) k << h << ',';
   k << '|';
@@ -245,8 +253,10 @@ torch::Tensor KernelStandIn(const HybridAttentionImpl& layer, const PlanSegment&
     if (s.mode == HeadMode::kFixed) {
       p = CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h], layer.fixed_log_z[h], T);
     } else {
-      torch::Tensor scores = torch::matmul(q.select(2, int64_t(i)), k.select(2, kv).transpose(-2, -1)) * scale;
-      p = torch::softmax(scores.masked_fill(AllowedKeys(s, T, q.device()).logical_not(), -INFINITY), -1);
+      torch::Tensor scores =
+          torch::matmul(q.select(2, int64_t(i)), k.select(2, kv).transpose(-2, -1)) * scale;
+      p = torch::softmax(scores.masked_fill(AllowedKeys(s, T, q.device()).logical_not(), -INFINITY),
+                         -1);
     }
     outs.push_back(torch::matmul(p.to(vi.scalar_type()), vi));
   }
@@ -339,7 +349,8 @@ class FixedPatternMix : public torch::autograd::Function<FixedPatternMix> {
       const int64_t c0 = FixedBlockEdge(k, T), c1 = FixedBlockEdge(k + 1, T);
       if (c1 == c0) continue;
       torch::Tensor keys = du.narrow(1, c0, c1 - c0);
-      at::bmm_out(keys, pt.narrow(1, c0, T - c0).narrow(2, c0, c1 - c0).transpose(1, 2), g.narrow(1, c0, T - c0));
+      at::bmm_out(keys, pt.narrow(1, c0, T - c0).narrow(2, c0, c1 - c0).transpose(1, 2),
+                  g.narrow(1, c0, T - c0));
     }
     return {du.view({n, T, B, d}).permute({2, 1, 0, 3}), torch::Tensor()};
   }
@@ -353,7 +364,8 @@ std::string PatternKey(const HybridAttentionImpl& layer, const PlanSegment& seg,
   std::ostringstream k;
   for (int64_t h : seg.heads) k << h << ',';
   k << '|' << T << '|' << int(dtype);
-  for (const torch::Tensor* t : {&layer.fixed_alpha, &layer.fixed_rho, &layer.fixed_log_z, &layer.fixed_dense})
+  for (const torch::Tensor* t :
+       {&layer.fixed_alpha, &layer.fixed_rho, &layer.fixed_log_z, &layer.fixed_dense})
     if (t->defined()) k << '|' << t->data_ptr() << ':' << t->_version();
   return k.str();
 }
@@ -368,9 +380,9 @@ torch::Tensor FixedPatterns(HybridAttentionImpl& layer, FastPathState& st, const
   std::vector<torch::Tensor> ps;
   for (int64_t h : seg.heads) {
     const HeadState& s = layer.head_states()[size_t(h)];
-    torch::Tensor p = s.dense ? layer.fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
-                              : CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h],
-                                               layer.fixed_log_z[h], T);
+    torch::Tensor p =
+        s.dense ? layer.fixed_dense[h].narrow(0, 0, T).narrow(1, 0, T)
+                : CompactPattern(layer.fixed_alpha[h], layer.fixed_rho[h], layer.fixed_log_z[h], T);
     ps.push_back(p.to(dtype));
   }
   pattern_cache_bytes.fetch_sub(st.pattern_bytes);
@@ -395,7 +407,9 @@ torch::Tensor Blocks(const torch::Tensor& w, int64_t dim, const torch::Tensor& i
 
 // Returns the plan with its index lists uploaded to `device`.
 DevicePlan Upload(AttentionPlan plan, const torch::Device& device) {
-  auto up = [&](const std::vector<int64_t>& v) { return torch::tensor(v, torch::kLong).to(device); };
+  auto up = [&](const std::vector<int64_t>& v) {
+    return torch::tensor(v, torch::kLong).to(device);
+  };
   DevicePlan dp;
   dp.q_idx = up(plan.q_blocks);
   dp.k_idx = up(plan.k_blocks);
@@ -420,7 +434,8 @@ PlanSegment CompactFixedHeads(const HybridAttentionImpl& layer) {
 // Returns true iff the layer's compact fixed heads may take the convolution at length T for
 // activations of `dtype` (fixed_conv.h: the FFT reaches the dtype's tolerance), making
 // their factors (cached in st.conv under the patterns' key).
-bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T, torch::ScalarType dtype) {
+bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T,
+                 torch::ScalarType dtype) {
   const PlanSegment seg = CompactFixedHeads(layer);
   if (seg.heads.empty()) return false;
   const std::string key = PatternKey(layer, seg, T, dtype);
@@ -430,8 +445,9 @@ bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T, torch
   const double tolerance = dtype == torch::kFloat ? 1e-6 : 1e-4;
   std::string why;
   st.conv = FixedConvFactors();
-  st.conv_ok = MakeFixedConvFactors(layer.fixed_alpha.index_select(0, idx), layer.fixed_rho.index_select(0, idx),
-                                    layer.fixed_log_z.index_select(0, idx), T, tolerance, &st.conv, &why);
+  st.conv_ok = MakeFixedConvFactors(
+      layer.fixed_alpha.index_select(0, idx), layer.fixed_rho.index_select(0, idx),
+      layer.fixed_log_z.index_select(0, idx), T, tolerance, &st.conv, &why);
   if (!st.conv_ok) LogInfo("attention: fixed heads keep the GEMM or the kernels: " + why);
   st.conv_key = key;
   return st.conv_ok;
@@ -484,11 +500,21 @@ std::string ShapeKey(const torch::Tensor& x, bool backward) {
 kernels::HeadSpec KernelHeadSpec(const HeadState& s) {
   kernels::HeadSpec spec;
   switch (s.mode) {
-    case HeadMode::kOrdinary: spec.state = kernels::HeadState::kOrdinary; break;
-    case HeadMode::kFixed: spec.state = kernels::HeadState::kFixed; break;
-    case HeadMode::kStreaming: spec.state = kernels::HeadState::kStreaming; break;
-    case HeadMode::kLocal: spec.state = kernels::HeadState::kLocal; break;
-    case HeadMode::kPruned: spec.state = kernels::HeadState::kPruned; break;
+    case HeadMode::kOrdinary:
+      spec.state = kernels::HeadState::kOrdinary;
+      break;
+    case HeadMode::kFixed:
+      spec.state = kernels::HeadState::kFixed;
+      break;
+    case HeadMode::kStreaming:
+      spec.state = kernels::HeadState::kStreaming;
+      break;
+    case HeadMode::kLocal:
+      spec.state = kernels::HeadState::kLocal;
+      break;
+    case HeadMode::kPruned:
+      spec.state = kernels::HeadState::kPruned;
+      break;
   }
   spec.window = static_cast<int32_t>(s.window);
   spec.sink = static_cast<int32_t>(s.sink);
@@ -499,8 +525,8 @@ kernels::HeadSpec KernelHeadSpec(const HeadState& s) {
 FastPathState::~FastPathState() { pattern_cache_bytes.fetch_sub(pattern_bytes); }
 
 bool ParseAttentionMode(const std::string& s, AttentionMode* mode) {
-  StatusOr<int> i = ParseNameIndex(kAttentionModeNames, std::size(kAttentionModeNames), s,
-                                   "train.attention");
+  StatusOr<int> i =
+      ParseNameIndex(kAttentionModeNames, std::size(kAttentionModeNames), s, "train.attention");
   if (!i.ok()) return false;
   *mode = AttentionMode(*i);
   return true;
@@ -537,7 +563,8 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
     why = "more than 128 heads";
   } else if (x.size(0) * layer.heads() * x.size(1) * d >= (int64_t(1) << 31)) {
     why = "B*H*T*d >= 2^31";
-  } else if (layer.fixed_alpha.scalar_type() != torch::kFloat || layer.fixed_alpha.device() != x.device()) {
+  } else if (layer.fixed_alpha.scalar_type() != torch::kFloat ||
+             layer.fixed_alpha.device() != x.device()) {
     why = "fixed-pattern buffers are not fp32 on the input's device";
   } else {
     PlanOptions o;
@@ -624,7 +651,8 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
     torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
     if (layer.q_norm.defined())  // Qwen 3: per-head RMSNorm before the position encoding
       qk = torch::cat({layer.NormalizeHeads(qk.narrow(2, 0, nq), layer.q_norm),
-                       layer.NormalizeHeads(qk.narrow(2, nq, nk), layer.k_norm)}, 2);
+                       layer.NormalizeHeads(qk.narrow(2, nq, nk), layer.k_norm)},
+                      2);
     if (rotate) qk = rotate(qk.transpose(1, 2)).transpose(1, 2);
     q_all = qk.narrow(2, 0, nq);
     k_all = qk.narrow(2, nq, nk);
@@ -637,26 +665,28 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
     const int64_t n = int64_t(seg.heads.size());
     switch (seg.kind) {
       case SegmentKind::kSdpa:
-        outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n), k_all.narrow(2, seg.qk_offset, n),
+        outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n),
+                                  k_all.narrow(2, seg.qk_offset, n),
                                   v_all.narrow(2, seg.v_offset, n), scale));
         break;
       case SegmentKind::kFlashWindow:
         outs.push_back(RunFlashWindow(layer, seg, q_all.narrow(2, seg.qk_offset, n),
-                                      k_all.narrow(2, seg.qk_offset, n), v_all.narrow(2, seg.v_offset, n),
-                                      ActivationDtype(x), scale));
+                                      k_all.narrow(2, seg.qk_offset, n),
+                                      v_all.narrow(2, seg.v_offset, n), ActivationDtype(x), scale));
         break;
       case SegmentKind::kKernel:
         if (plan.grouped) {
           outs.push_back(RunKernel(layer, seg, q_all, k_all, v_all, true, scale, &kernel_path));
         } else {
           outs.push_back(RunKernel(layer, seg, q_all.narrow(2, seg.qk_offset, n),
-                                   k_all.narrow(2, seg.qk_offset, n), v_all.narrow(2, seg.v_offset, n),
-                                   false, scale, &kernel_path));
+                                   k_all.narrow(2, seg.qk_offset, n),
+                                   v_all.narrow(2, seg.v_offset, n), false, scale, &kernel_path));
         }
         break;
       case SegmentKind::kFixedGemm: {
         torch::Tensor v = v_all.narrow(2, seg.v_offset, n);
-        outs.push_back(FixedPatternMix::apply(v, FixedPatterns(layer, st, seg, T, v.scalar_type())));
+        outs.push_back(
+            FixedPatternMix::apply(v, FixedPatterns(layer, st, seg, T, v.scalar_type())));
         break;
       }
       case SegmentKind::kFixedConv: {
@@ -682,8 +712,9 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
     o = o * layer.head_gate.index_select(1, dp.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
   const torch::Tensor& wo = layer.o_proj->weight;
   torch::Tensor wo_used = plan.AllColumns(wo.size(1) / d) ? wo : Blocks(wo, 1, dp.o_idx, d);
-  return MarkProjection(o.reshape({B, T, no * d}),
-                        [&](const torch::Tensor& in) { return F::linear(in, wo_used, layer.o_proj->bias); });
+  return MarkProjection(o.reshape({B, T, no * d}), [&](const torch::Tensor& in) {
+    return F::linear(in, wo_used, layer.o_proj->bias);
+  });
 }
 
 // Repetitions of each candidate's timing, taken round-robin so that a slow spell of the
@@ -733,14 +764,16 @@ size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch:
 
 }  // namespace
 
-torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
-                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+torch::Tensor FusedAttentionForward(
+    HybridAttentionImpl& layer, const torch::Tensor& x,
+    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
   TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
                           : cpu_testing.load(std::memory_order_relaxed),
               "attention: this build has no fast path for ", x.device().str(), " inputs");
   FastPathState& st = StateOf(layer);
-  TORCH_CHECK(!st.plans.empty() && st.plans[0].plan.dense_reason.empty(),
-              "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
+  TORCH_CHECK(
+      !st.plans.empty() && st.plans[0].plan.dense_reason.empty(),
+      "attention: FusedAttentionForward without a plan (call FusedAttentionUnsupported first)");
   if (st.plans.size() > 1) {  // train.attention = auto: the measured choice for this shape
     bool backward = false;
     if (torch::GradMode::is_enabled()) {
@@ -750,8 +783,9 @@ torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Ten
     const std::string key = st.candidates_key + "|" + ShapeKey(x, backward) + "|" +
                             std::to_string(timer_generation.load());
     auto it = st.chosen.find(key);
-    st.active = it != st.chosen.end() ? it->second
-                                      : MeasureChoice(layer, st, x, rotate, backward, key, TimerFor(x));
+    st.active = it != st.chosen.end()
+                    ? it->second
+                    : MeasureChoice(layer, st, x, rotate, backward, key, TimerFor(x));
   }
   fused_calls.fetch_add(1, std::memory_order_relaxed);
   std::string label;

@@ -58,8 +58,9 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
 // The layer's forward on the fast path: same contract as HybridAttentionImpl::forward
 // (x [B, T, C] -> [B, T, C], `rotate` applied to queries and keys [B, h, T, d]). Requires
 // FusedAttentionUnsupported(layer, x) == "".
-torch::Tensor FusedAttentionForward(HybridAttentionImpl& layer, const torch::Tensor& x,
-                                    const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
+torch::Tensor FusedAttentionForward(
+    HybridAttentionImpl& layer, const torch::Tensor& x,
+    const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
 
 // Returns the kernels' spec of a head in `state` (its window, sink and recent; the fixed
 // heads' prior pointers left null for the caller to fill).

@@ -126,7 +126,8 @@ TEST_CASE("attention fast path: every head state in one layer matches the dense 
 
   // auto: ordinary heads 0 and 5 through SDPA, the windowed ones through the kernels, the
   // three fixed heads through the pattern GEMM; head 4 has no segment at all.
-  ExpectSameAsDense(layer, x, AttentionMode::kAuto, "sdpa[2] fused[2] fixed_gemm[3] kernel=cpu_stand_in");
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto,
+                    "sdpa[2] fused[2] fixed_gemm[3] kernel=cpu_stand_in");
   // Exact zeros where the fast path computes no rows: fixed heads' Q and K, the pruned
   // head's Q, K, V and output columns.
   {
@@ -134,7 +135,9 @@ TEST_CASE("attention fast path: every head state in one layer matches the dense 
     layer->zero_grad(true);
     layer->forward(x).sum().backward();
   }
-  auto rows = [](const torch::Tensor& g, int64_t h) { return g.narrow(0, h * 64, 64).abs().max().item<float>(); };
+  auto rows = [](const torch::Tensor& g, int64_t h) {
+    return g.narrow(0, h * 64, 64).abs().max().item<float>();
+  };
   for (int64_t h : {3, 4, 6, 7}) {
     CHECK(rows(layer->q_proj->weight.grad(), h) == 0.f);
     CHECK(rows(layer->k_proj->weight.grad(), h) == 0.f);
@@ -171,9 +174,11 @@ TEST_CASE("attention fast path: train.attention = fused sends every compact head
   torch::Tensor x = torch::randn({3, 29, 256});
   ExpectSameAsDense(layer, x, AttentionMode::kFused, "fused[3] fixed_fused[1] kernel=cpu_stand_in");
   // A dense pattern cannot go to the kernels: the layer says so and runs the reference.
-  layer->SetFixedDense(1, CompactPattern(torch::zeros({32}), torch::zeros({32}), torch::zeros({32}), 32));
+  layer->SetFixedDense(
+      1, CompactPattern(torch::zeros({32}), torch::zeros({32}), torch::zeros({32}), 32));
   CpuFastPath on(AttentionMode::kFused);
-  CHECK(FusedAttentionUnsupported(*layer, x).find("dense fixed pattern of head 1") != std::string::npos);
+  CHECK(FusedAttentionUnsupported(*layer, x).find("dense fixed pattern of head 1") !=
+        std::string::npos);
 }
 
 TEST_CASE("attention fast path: grouped-query layers, RoPE, removed heads and head gates") {
@@ -199,7 +204,9 @@ TEST_CASE("attention fast path: grouped-query layers, RoPE, removed heads and he
     layer->head_gate = torch::rand({2, 4}).requires_grad_(true);
     ExpectSameAsDense(layer, torch::randn({2, 17, 256}), AttentionMode::kAuto, "sdpa[3]");
   }
-  SECTION("imported architectures: projection biases and Qwen 3's q/k norms, head_dim != width / heads") {
+  SECTION(
+      "imported architectures: projection biases and Qwen 3's q/k norms, head_dim != width / "
+      "heads") {
     AttentionOptions o;
     o.head_dim = 64;
     o.qkv_bias = o.out_bias = o.qk_norm = true;
@@ -261,12 +268,13 @@ TEST_CASE("attention fast path: the fixed-pattern cache follows the patterns") {
 // not listed.
 struct FakeTimer {
   FakeTimer(std::map<std::string, double> ms, double fallback) {
-    SetPlanTimerForTesting([this, ms, fallback](const std::string& label, const std::function<void()>& run) {
-      run();
-      ++calls;
-      auto it = ms.find(label);
-      return it == ms.end() ? fallback : it->second;
-    });
+    SetPlanTimerForTesting(
+        [this, ms, fallback](const std::string& label, const std::function<void()>& run) {
+          run();
+          ++calls;
+          auto it = ms.find(label);
+          return it == ms.end() ? fallback : it->second;
+        });
   }
   ~FakeTimer() { SetPlanTimerForTesting(PlanTimer()); }
   int calls = 0;
@@ -279,8 +287,8 @@ HybridAttention MixedLayer() {
   layer->SetHeadState(1, {HeadMode::kLocal, 7});
   SetRandomCompact(layer, 2, 48);
   SetRandomCompact(layer, 4, 48);
-  layer->SetFixedDense(5, CompactPattern(torch::randn({48}), torch::randn({48}) * 0.1,
-                                         torch::zeros({48}), 48));
+  layer->SetFixedDense(
+      5, CompactPattern(torch::randn({48}), torch::randn({48}) * 0.1, torch::zeros({48}), 48));
   return layer;
 }
 
@@ -313,13 +321,15 @@ TEST_CASE("attention fast path: auto times every candidate plan, runs the fastes
   CHECK(LayerPlanChoices(*layer).size() == 3);
 }
 
-TEST_CASE("attention fast path: every candidate plan of a mixed layer matches the dense reference") {
+TEST_CASE(
+    "attention fast path: every candidate plan of a mixed layer matches the dense reference") {
   // Each candidate forced in turn (its time 0, the others 1): outputs and all gradients.
   HybridAttention layer = MixedLayer();
   SetRandomCompact(layer, 5, 48);  // all fixed heads compact: every form applies
   torch::Tensor x = torch::randn({2, 45, 384});
-  for (const std::string want : {"fused[3] fixed_fused[3]", "sdpa[2] fused[1] fixed_gemm[3]",
-                                 "sdpa[2] fused[1] fixed_conv[3]", "sdpa[2] fused[1] fixed_fused[3]"}) {
+  for (const std::string want :
+       {"fused[3] fixed_fused[3]", "sdpa[2] fused[1] fixed_gemm[3]",
+        "sdpa[2] fused[1] fixed_conv[3]", "sdpa[2] fused[1] fixed_fused[3]"}) {
     INFO(want);
     FakeTimer timer({{want, 0.0}}, 1.0);
     ExpectSameAsDense(layer, x, AttentionMode::kAuto, want + " kernel=cpu_stand_in");

@@ -36,12 +36,14 @@ AttentionPlan PlanGrouped(const std::vector<HeadState>& states, int64_t kv_heads
                           const std::vector<int64_t>& kept, const std::vector<int64_t>& kept_kv,
                           const PlanOptions& o) {
   const int64_t H = int64_t(states.size());
-  if (!o.kernel) return Dense("grouped-query layer needs the fused kernels, which this build lacks");
+  if (!o.kernel)
+    return Dense("grouped-query layer needs the fused kernels, which this build lacks");
   if (int64_t(kept.size()) != H || int64_t(kept_kv.size()) != kv_heads)
     return Dense("grouped-query layer with physically removed heads");
   for (int64_t h = 0; h < H; ++h)
     if (states[size_t(h)].mode == HeadMode::kFixed && states[size_t(h)].dense)
-      return Dense("grouped-query layer with a dense fixed pattern (head " + std::to_string(h) + ")");
+      return Dense("grouped-query layer with a dense fixed pattern (head " + std::to_string(h) +
+                   ")");
   AttentionPlan p;
   p.grouped = true;
   PlanSegment s;
@@ -64,12 +66,18 @@ AttentionPlan PlanGrouped(const std::vector<HeadState>& states, int64_t kv_heads
 
 const char* SegmentKindName(SegmentKind k) {
   switch (k) {
-    case SegmentKind::kSdpa: return "sdpa";
-    case SegmentKind::kFlashWindow: return "flash_window";
-    case SegmentKind::kKernel: return "fused";
-    case SegmentKind::kFixedGemm: return "fixed_gemm";
-    case SegmentKind::kFixedConv: return "fixed_conv";
-    case SegmentKind::kFixedKernel: return "fixed_fused";
+    case SegmentKind::kSdpa:
+      return "sdpa";
+    case SegmentKind::kFlashWindow:
+      return "flash_window";
+    case SegmentKind::kKernel:
+      return "fused";
+    case SegmentKind::kFixedGemm:
+      return "fixed_gemm";
+    case SegmentKind::kFixedConv:
+      return "fixed_conv";
+    case SegmentKind::kFixedKernel:
+      return "fixed_fused";
   }
   return "?";
 }
@@ -79,7 +87,9 @@ bool AttentionPlan::AllRows(int64_t q_rows, int64_t kv_rows) const {
          IsIota(v_blocks, size_t(kv_rows));
 }
 
-bool AttentionPlan::AllColumns(int64_t o_columns) const { return IsIota(o_blocks, size_t(o_columns)); }
+bool AttentionPlan::AllColumns(int64_t o_columns) const {
+  return IsIota(o_blocks, size_t(o_columns));
+}
 
 std::string AttentionPlan::Label() const {
   if (!dense_reason.empty()) return "dense_reference (" + dense_reason + ")";
@@ -100,7 +110,8 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
   // The fused kernels know token eviction only (kernels/hybrid_attention.h).
   for (int64_t h = 0; h < H; ++h)
     if (states[size_t(h)].mode == HeadMode::kStreaming && states[size_t(h)].chunk > 0)
-      return Dense("per-chunk streaming eviction (head " + std::to_string(h) + ") has no fused kernel");
+      return Dense("per-chunk streaming eviction (head " + std::to_string(h) +
+                   ") has no fused kernel");
   if (kv_heads != H) return PlanGrouped(states, kv_heads, kept, kept_kv, o);
 
   // Multi-head layers: sort the heads with outputs into the segments.
@@ -125,12 +136,14 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
       fixed_gemm.push_back(h);
     } else if (s.dense) {
       return Dense("dense fixed pattern of head " + std::to_string(h) +
-                   (o.fused_only ? " under train.attention = fused (the kernels take compact patterns)"
-                                 : " does not fit the fixed-pattern cache"));
+                   (o.fused_only
+                        ? " under train.attention = fused (the kernels take compact patterns)"
+                        : " does not fit the fixed-pattern cache"));
     } else if (o.kernel) {
       fixed_kernel.push_back(h);
     } else {
-      return Dense("fixed head " + std::to_string(h) + " needs the fused kernels or the pattern cache");
+      return Dense("fixed head " + std::to_string(h) +
+                   " needs the fused kernels or the pattern cache");
     }
   }
 
@@ -223,9 +236,8 @@ size_t ChoosePlan(const std::vector<PlanTiming>& timings) {
   const double incumbent = timings[0].ms;
   for (size_t i = 1; i < timings.size(); ++i) {
     const PlanTiming& t = timings[i];
-    const double slowest = t.samples_ms.empty()
-                               ? t.ms
-                               : *std::max_element(t.samples_ms.begin(), t.samples_ms.end());
+    const double slowest =
+        t.samples_ms.empty() ? t.ms : *std::max_element(t.samples_ms.begin(), t.samples_ms.end());
     const bool beats = t.ms <= incumbent * (1 - kPlanMargin) && slowest < incumbent;
     if (beats && (best == 0 || t.ms < timings[best].ms)) best = i;
   }
@@ -237,7 +249,8 @@ std::string PlanChoiceSummary(const PlanChoice& choice) {
   for (size_t i = 0; i < choice.candidates.size(); ++i) {
     char ms[32];
     std::snprintf(ms, sizeof ms, " %.3f ms", choice.candidates[i].ms);
-    out += (i ? ", " : " ") + choice.candidates[i].label + ms + (i == choice.chosen ? " (chosen)" : "");
+    out += (i ? ", " : " ") + choice.candidates[i].label + ms +
+           (i == choice.chosen ? " (chosen)" : "");
   }
   return out;
 }

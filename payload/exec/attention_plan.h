@@ -30,7 +30,8 @@
 //
 // Projection rows (SAF §3.3: "our multi-head pretraining path omits replaced query and key
 // projections"): Q and K rows only for heads that compute scores (kSdpa, kFlashWindow,
-// kKernel), V rows for every head with an output. The packed projection is one matmul whose output columns are
+// kKernel), V rows for every head with an output. The packed projection is one matmul whose output
+// columns are
 //   [Q blocks (q_blocks) | K blocks (k_blocks) | V blocks (v_blocks)]
 // each block head_dim wide; a segment reads its heads' blocks at qk_offset / v_offset.
 //
@@ -67,7 +68,7 @@ struct PlanOptions {
   bool flash_window = false;  // FlashAttention-2 with a left window exists for these inputs
   bool fused_only = false;    // train.attention = fused: every head through the fused kernels
   bool fixed_gemm = false;    // the layer's fixed patterns fit the pattern cache
-  bool fixed_conv = false;    // compact fixed heads as the convolution (their conditioning allows it)
+  bool fixed_conv = false;  // compact fixed heads as the convolution (their conditioning allows it)
   bool trainable_fixed = false;  // a fixed head has trainable alpha/rho (SAF App. C.3.2)
 };
 
@@ -115,9 +116,9 @@ std::vector<AttentionPlan> CandidatePlans(const std::vector<HeadState>& states, 
 
 // One candidate's measured time (ms per forward, or forward + backward when training).
 struct PlanTiming {
-  std::string label;                // AttentionPlan::Label()
-  double ms = 0;                    // the median of samples_ms
-  std::vector<double> samples_ms;   // one per timed repetition
+  std::string label;               // AttentionPlan::Label()
+  double ms = 0;                   // the median of samples_ms
+  std::vector<double> samples_ms;  // one per timed repetition
 };
 
 // Returns the median of `samples` (the mean of the middle two for an even count); 0 for none.

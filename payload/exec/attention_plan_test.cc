@@ -52,14 +52,15 @@ TEST_CASE("attention plan: SAF's layer computes no Q/K rows for fixed heads") {
 }
 
 TEST_CASE("attention plan: an all-ordinary layer is one SDPA call over every row") {
-  AttentionPlan p = PlanAttention(States({HeadMode::kOrdinary, HeadMode::kOrdinary}), 2, Iota(2), Iota(2), Cuda());
+  AttentionPlan p = PlanAttention(States({HeadMode::kOrdinary, HeadMode::kOrdinary}), 2, Iota(2),
+                                  Iota(2), Cuda());
   CHECK(p.AllRows(2, 2));
   CHECK(p.AllColumns(2));
   CHECK(p.Label() == "sdpa[2]");
   PlanOptions fused = Cuda();
   fused.fused_only = true;
-  CHECK(PlanAttention(States({HeadMode::kOrdinary, HeadMode::kFixed}), 2, Iota(2), Iota(2), fused).Label() ==
-        "fused[1] fixed_fused[1]");
+  CHECK(PlanAttention(States({HeadMode::kOrdinary, HeadMode::kFixed}), 2, Iota(2), Iota(2), fused)
+            .Label() == "fused[1] fixed_fused[1]");
 }
 
 TEST_CASE("attention plan: AAH's local heads take FlashAttention-2, one segment per window") {
@@ -106,7 +107,8 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
   using M = HeadMode;
   PlanOptions o = Cuda();
   o.trainable_fixed = true;
-  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), o).dense_reason.find("trainable") == 0);
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), o).dense_reason.find("trainable") ==
+        0);
   PlanOptions no_kernel = Cuda();
   no_kernel.kernel = false;
   CHECK(PlanAttention(States({M::kLocal}), 1, Iota(1), Iota(1), no_kernel).dense_reason ==
@@ -114,7 +116,8 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
   // Fixed heads beyond the pattern cache's budget take the kernels; dense patterns cannot.
   PlanOptions full_cache = Cuda();
   full_cache.fixed_gemm = false;
-  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), full_cache).Label() == "fixed_fused[1]");
+  CHECK(PlanAttention(States({M::kFixed}), 1, Iota(1), Iota(1), full_cache).Label() ==
+        "fixed_fused[1]");
   auto dense_fixed = States({M::kFixed});
   dense_fixed[0].dense = true;
   CHECK(PlanAttention(dense_fixed, 1, Iota(1), Iota(1), full_cache).dense_reason ==
@@ -128,8 +131,8 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
   chunked[1].chunk = 0;
   CHECK(PlanAttention(chunked, 2, Iota(2), Iota(2), Cuda()).dense_reason.empty());
   // Grouped-query layers run every head through the kernels, or not at all.
-  AttentionPlan g = PlanAttention(States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kPruned}), 2, Iota(4),
-                                  Iota(2), Cuda());
+  AttentionPlan g = PlanAttention(States({M::kOrdinary, M::kFixed, M::kOrdinary, M::kPruned}), 2,
+                                  Iota(4), Iota(2), Cuda());
   CHECK(g.grouped);
   CHECK(g.Label() == "fused[4]");
   CHECK(g.q_blocks == Iota(4));
@@ -138,7 +141,8 @@ TEST_CASE("attention plan: what sends a layer to the dense reference") {
         "grouped-query layer with physically removed heads");
 }
 
-TEST_CASE("attention plan: the convolution form takes compact fixed heads, dense ones keep the GEMM") {
+TEST_CASE(
+    "attention plan: the convolution form takes compact fixed heads, dense ones keep the GEMM") {
   using M = HeadMode;
   auto states = States({M::kOrdinary, M::kFixed, M::kLocal, M::kFixed});
   states[3].dense = true;
@@ -165,7 +169,8 @@ TEST_CASE("attention plan: the candidates of the measured choice") {
   // The static rule's plan first: the incumbent of the measured choice.
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
         std::vector<std::string>{"sdpa[1] fused[1] fixed_gemm[2]", "fused[2] fixed_fused[2]",
-                                 "sdpa[1] fused[1] fixed_conv[2]", "sdpa[1] fused[1] fixed_fused[2]"});
+                                 "sdpa[1] fused[1] fixed_conv[2]",
+                                 "sdpa[1] fused[1] fixed_fused[2]"});
   // Without the cache and the conditioning: the kernels' two forms only.
   o.fixed_conv = o.fixed_gemm = false;
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), o)) ==
@@ -187,7 +192,8 @@ TEST_CASE("attention plan: the candidates of the measured choice") {
   CHECK(labels(CandidatePlans(states, 4, Iota(4), Iota(4), Cuda())) ==
         std::vector<std::string>{"sdpa[1] fused[1] fixed_gemm[2]"});
   // Grouped-query layers and trainable alpha/rho: the one static plan.
-  CHECK(labels(CandidatePlans(plain, 1, Iota(3), Iota(1), Cuda())) == std::vector<std::string>{"fused[3]"});
+  CHECK(labels(CandidatePlans(plain, 1, Iota(3), Iota(1), Cuda())) ==
+        std::vector<std::string>{"fused[3]"});
   PlanOptions t = Cuda();
   t.trainable_fixed = true;
   auto c = CandidatePlans(plain, 3, Iota(3), Iota(3), t);
@@ -213,7 +219,8 @@ TEST_CASE("attention plan: the static plan stays unless a challenger wins beyond
   // Faster median but a sample slower than the incumbent's median: noise, the incumbent stays.
   CHECK(ChoosePlan({timing("static", {1.0, 1.0, 1.0}), timing("b", {0.5, 0.5, 1.2})}) == 0);
   // Of two winners the lower median; the first of equals.
-  CHECK(ChoosePlan({timing("static", {2.0}), timing("b", {1.5}), timing("c", {1.0}), timing("d", {1.0})}) == 2);
+  CHECK(ChoosePlan({timing("static", {2.0}), timing("b", {1.5}), timing("c", {1.0}),
+                    timing("d", {1.0})}) == 2);
   CHECK(ChoosePlan({timing("static", {2.0})}) == 0);
   CHECK(ChoosePlan({}) == 0);
 }

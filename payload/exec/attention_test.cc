@@ -121,7 +121,8 @@ TEST_CASE("attention: the compact pattern is SAF eq. 3 and its rows sum to one")
   HybridAttention a(kWidth, kHeads, kHeads, kContext), b(kWidth, kHeads, kHeads, kContext);
   {
     torch::NoGradGuard g;
-    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+    for (size_t i = 0; i < a->parameters().size(); ++i)
+      b->parameters()[i].copy_(a->parameters()[i]);
   }
   a->SetFixedCompact(1, alpha, rho, log_z);
   b->SetFixedDense(1, p);
@@ -177,7 +178,8 @@ TEST_CASE("attention: streaming and local masks") {
 // The keys a chunk-evicting streaming head reads, by simulating AoH §5's chunked prefill
 // literally: a cache list that each chunk appends to and that is trimmed to the sink and the
 // `recent` newest keys after the chunk. Returns [T][T] visibility.
-std::vector<std::vector<bool>> SimulatedChunkPrefill(int64_t sink, int64_t recent, int64_t chunk, int64_t T) {
+std::vector<std::vector<bool>> SimulatedChunkPrefill(int64_t sink, int64_t recent, int64_t chunk,
+                                                     int64_t T) {
   std::vector<std::vector<bool>> seen(size_t(T), std::vector<bool>(size_t(T), false));
   std::vector<int64_t> cache;
   for (int64_t c0 = 0; c0 < T; c0 += chunk) {
@@ -204,7 +206,8 @@ TEST_CASE("attention: the chunk-eviction mask is the simulated chunked prefill")
         auto want = SimulatedChunkPrefill(sink, recent, chunk, T);
         int64_t mismatches = 0;
         for (int64_t q = 0; q < T; ++q)
-          for (int64_t k = 0; k < T; ++k) mismatches += m[q][k].item<bool>() != want[size_t(q)][size_t(k)];
+          for (int64_t k = 0; k < T; ++k)
+            mismatches += m[q][k].item<bool>() != want[size_t(q)][size_t(k)];
         INFO("sink " << sink << " recent " << recent << " chunk " << chunk);
         CHECK(mismatches == 0);
       }

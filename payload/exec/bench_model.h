@@ -21,6 +21,7 @@ namespace headlab {
 // Fixed heads get the uniform causal pattern (alpha = rho = 0, so P(i, j) = 1 / (i + 1);
 // SAF eq. 3) rather than a fitted one: a fixed head's cost does not depend on the values
 // of alpha and rho, and a timing leg must not need a calibration run first.
-Status MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device, Gpt* model);
+Status MakeBenchModel(const ExecConfig& c, const BenchSettings& s, torch::Device device,
+                      Gpt* model);
 
 }  // namespace headlab

@@ -26,8 +26,8 @@ StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConf
                                      file + ": $.config.bench.lengths");
     if (!lengths.ok()) return lengths.status();
     s.lengths = *lengths;
-    auto batches = ParsePositiveList(b.at("batch_sizes").get<std::string>(),
-                                     exec.train.batch_size, file + ": $.config.bench.batch_sizes");
+    auto batches = ParsePositiveList(b.at("batch_sizes").get<std::string>(), exec.train.batch_size,
+                                     file + ": $.config.bench.batch_sizes");
     if (!batches.ok()) return batches.status();
     s.batch_sizes = *batches;
     batches = ParsePositiveList(b.at("batch_sizes").get<std::string>(), 1,
@@ -48,8 +48,7 @@ StatusOr<BenchSettings> BenchSettingsFromJson(const Json& config, const ExecConf
       if (len > exec.model.context)
         return Status::InvalidArgument(file + ": $.config.bench.lengths: " + std::to_string(len) +
                                        " exceeds model.context " +
-                                       std::to_string(exec.model.context) +
-                                       " (learned positions)");
+                                       std::to_string(exec.model.context) + " (learned positions)");
   return s;
 }
 

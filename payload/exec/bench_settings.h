@@ -14,10 +14,10 @@
 namespace headlab {
 
 struct BenchSettings {
-  int64_t warmup = 0;                // untimed repetitions, discarded
-  int64_t repeats = 1;               // timed repetitions; medians are reported
-  std::vector<int64_t> lengths;      // prompt lengths (bench.lengths, default model.context)
-  std::vector<int64_t> batch_sizes;  // prefill batch sizes (default train.batch_size)
+  int64_t warmup = 0;                       // untimed repetitions, discarded
+  int64_t repeats = 1;                      // timed repetitions; medians are reported
+  std::vector<int64_t> lengths;             // prompt lengths (bench.lengths, default model.context)
+  std::vector<int64_t> batch_sizes;         // prefill batch sizes (default train.batch_size)
   std::vector<int64_t> decode_batch_sizes;  // bench-decode's, from the same key (default 1)
   int64_t decode_tokens = 0;
   std::vector<HeadAssignment> fixed_heads;  // bench.fixed_heads, wildcards expanded

@@ -34,8 +34,8 @@ TEST_CASE("bench settings: defaults come from the model and training config") {
 }
 
 TEST_CASE("bench settings: lists, fixed heads with wildcards, errors name the key") {
-  auto s = Settings({{"bench", {{"lengths", "16,32"}, {"batch_sizes", "1,8"},
-                                {"fixed_heads", "0.1,1.*"}}}});
+  auto s = Settings(
+      {{"bench", {{"lengths", "16,32"}, {"batch_sizes", "1,8"}, {"fixed_heads", "0.1,1.*"}}}});
   REQUIRE(s.ok());
   CHECK(s->lengths == std::vector<int64_t>{16, 32});
   CHECK(s->batch_sizes == std::vector<int64_t>{1, 8});

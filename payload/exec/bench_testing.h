@@ -21,12 +21,12 @@ namespace headlab::testing {
 // A bench leg of kind `kind` on a 2-layer, 4-head model on the CPU, `overrides` merged into
 // its config; its out_dir is a fresh scratch folder.
 inline BenchRequest TinyBench(const std::string& kind, const Json& overrides) {
-  Json config = {{"kind", kind},
-                 {"seed", 2},
-                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32},
-                            {"pos", "rope"}}},
-                 {"train", {{"threads", 1}, {"batch_size", 2}, {"grad_accum", 2}, {"device", "cpu"}}},
-                 {"bench", {{"warmup", 1}, {"repeats", 3}}}};
+  Json config = {
+      {"kind", kind},
+      {"seed", 2},
+      {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}, {"pos", "rope"}}},
+      {"train", {{"threads", 1}, {"batch_size", 2}, {"grad_accum", 2}, {"device", "cpu"}}},
+      {"bench", {{"warmup", 1}, {"repeats", 3}}}};
   config.merge_patch(overrides);
   StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
   REQUIRE(normalized.ok());

@@ -52,14 +52,19 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   // Random tokens, drawn before timing (the seed is the leg's batch-order seed): the cost
   // of an update does not depend on token values, and no host-side data loading is timed.
   const int64_t updates = settings->warmup + settings->repeats;
-  torch::Tensor tokens = torch::randint(0, c.model.vocab,
-                                        {updates * t.grad_accum, t.batch_size, c.model.context + 1},
-                                        torch::kLong).to(device);
+  torch::Tensor tokens =
+      torch::randint(0, c.model.vocab, {updates * t.grad_accum, t.batch_size, c.model.context + 1},
+                     torch::kLong)
+          .to(device);
   BenchClock clock(device);
   Json prov = RunProvenance(model, device);
-  prov.update({{"kind", "bench-update"}, {"device", DeviceLabel(device)}, {"timer", clock.method()},
-               {"memory_kind", clock.memory_kind()}, {"pid", int64_t(::getpid())},
-               {"warmup", settings->warmup}, {"repeats", settings->repeats}});
+  prov.update({{"kind", "bench-update"},
+               {"device", DeviceLabel(device)},
+               {"timer", clock.method()},
+               {"memory_kind", clock.memory_kind()},
+               {"pid", int64_t(::getpid())},
+               {"warmup", settings->warmup},
+               {"repeats", settings->repeats}});
   if (dp->group) {
     prov["ranks"] = world;
     prov["dist_backend"] = dp->group->backend();
@@ -67,9 +72,9 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   }
   events->Provenance(prov);
   LogInfo("bench-update: " + std::to_string(settings->warmup) + " warm-up + " +
-          std::to_string(settings->repeats) + " timed updates of " +
-          std::to_string(t.grad_accum) + " x " + std::to_string(t.batch_size) + " x " +
-          std::to_string(c.model.context) + " tokens on " + DeviceLabel(device));
+          std::to_string(settings->repeats) + " timed updates of " + std::to_string(t.grad_accum) +
+          " x " + std::to_string(t.batch_size) + " x " + std::to_string(c.model.context) +
+          " tokens on " + DeviceLabel(device));
 
   std::vector<double> times;
   std::vector<double> exposed_s;  // per timed update: the communication waited for (rank 0)
@@ -98,12 +103,11 @@ Status RunBenchUpdate(const BenchRequest& req, EventSink* events) {
   }
   const double median = paired::Median(times);
   LogInfo("bench-update: median " + std::to_string(median) + " ms per update");
-  Json summary = {{metric::kBenchUpdateMs, median},
-                  {std::string(metric::kBenchUpdateMs) + ".min",
-                   *std::min_element(times.begin(), times.end())},
-                  {std::string(metric::kBenchUpdateMs) + ".max",
-                   *std::max_element(times.begin(), times.end())},
-                  {metric::kBenchPeakMemBytes, double(clock.PeakMemoryBytes())}};
+  Json summary = {
+      {metric::kBenchUpdateMs, median},
+      {std::string(metric::kBenchUpdateMs) + ".min", *std::min_element(times.begin(), times.end())},
+      {std::string(metric::kBenchUpdateMs) + ".max", *std::max_element(times.begin(), times.end())},
+      {metric::kBenchPeakMemBytes, double(clock.PeakMemoryBytes())}};
   if (reducer) {
     summary[metric::kDistRanks] = world;
     // The median, as bench.update_ms: rank 0 waits inside its own update, so each timed

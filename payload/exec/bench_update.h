@@ -21,7 +21,7 @@ namespace headlab {
 
 struct BenchRequest {
   ExecConfig config;
-  Json config_json;  // the normalized config (bench.* keys)
+  Json config_json;     // the normalized config (bench.* keys)
   std::string file;     // the manifest, for error messages
   std::string out_dir;  // artifacts (bench tables) go here
   int rank = 0;         // data-parallel rank (bench-update with train.ranks > 1)

@@ -51,7 +51,7 @@ std::string HeadStatesJson(Gpt& model, torch::optim::Optimizer& optimizer) {
     for (int64_t h = 0; h < attn->heads(); ++h) {
       const HeadState& s = attn->head_states()[size_t(h)];
       Json head = {{"mode", int(s.mode)}, {"window", s.window}, {"sink", s.sink},
-                   {"recent", s.recent}, {"dense", s.dense}, {"removed", attn->removed(h)}};
+                   {"recent", s.recent},  {"dense", s.dense},   {"removed", attn->removed(h)}};
       if (attn->fixed_trainable(h)) {
         auto [alpha, rho] = attn->MakeFixedTrainable(h);  // the existing tensors
         Json a = OptimizerSlot(optimizer, alpha), r = OptimizerSlot(optimizer, rho);
@@ -88,8 +88,9 @@ Status PlaceTrainable(std::vector<TrainableSlot> slots, const std::string& sourc
     }
     if (s.group < 0 || s.group >= int64_t(groups.size()) || s.index < 0 ||
         s.index > int64_t(groups[size_t(s.group)].params().size()))
-      return Status::Corruption(source + ": head_states: trainable slot [" + std::to_string(s.group) +
-                                ", " + std::to_string(s.index) + "] does not fit the optimiser");
+      return Status::Corruption(source + ": head_states: trainable slot [" +
+                                std::to_string(s.group) + ", " + std::to_string(s.index) +
+                                "] does not fit the optimiser");
     std::vector<torch::Tensor>& params = groups[size_t(s.group)].params();
     params.insert(params.begin() + s.index, s.tensor);
   }
@@ -118,7 +119,8 @@ std::string DenseKey(int64_t l) { return "fixed_dense." + std::to_string(l); }
 // trainable fixed heads get fresh leaf tensors from their (current) buffers, placed in the
 // optimiser at their saved slots.
 Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt& model,
-                         torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive) {
+                         torch::optim::Optimizer& optimizer,
+                         torch::serialize::InputArchive& archive) {
   std::vector<TrainableSlot> slots;
   StatusOr<Json> parsed = ParseJson(text, source + ": head_states");
   if (!parsed.ok()) return Status::Corruption(parsed.status().message());
@@ -143,8 +145,9 @@ Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt
       if (s.mode == HeadMode::kFixed && s.dense) {
         torch::Tensor dense;
         if (!archive.try_read(DenseKey(l), dense))
-          return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
-                                    " is fixed with a dense pattern, which this checkpoint does not hold");
+          return Status::Corruption(
+              source + ": head " + std::to_string(l) + "." + std::to_string(h) +
+              " is fixed with a dense pattern, which this checkpoint does not hold");
         attn->SetFixedDense(h, dense[h]);
       } else if (s.mode == HeadMode::kFixed) {
         attn->SetFixedCompact(h, attn->fixed_alpha[h].clone(), attn->fixed_rho[h].clone(),
@@ -154,11 +157,12 @@ Status RestoreHeadStates(const std::string& text, const std::string& source, Gpt
       }
       if (j.contains("trainable")) {
         if (s.mode != HeadMode::kFixed)
-          return Status::Corruption(source + ": head " + std::to_string(l) + "." + std::to_string(h) +
-                                    " is trainable but not fixed");
+          return Status::Corruption(source + ": head " + std::to_string(l) + "." +
+                                    std::to_string(h) + " is trainable but not fixed");
         auto [alpha, rho] = attn->MakeFixedTrainable(h);
         const Json& t = j.at("trainable");
-        slots.push_back({t.at("alpha").at(0).get<int64_t>(), t.at("alpha").at(1).get<int64_t>(), alpha});
+        slots.push_back(
+            {t.at("alpha").at(0).get<int64_t>(), t.at("alpha").at(1).get<int64_t>(), alpha});
         slots.push_back({t.at("rho").at(0).get<int64_t>(), t.at("rho").at(1).get<int64_t>(), rho});
       }
     }
@@ -179,8 +183,9 @@ std::string SerializeCheckpoint(Gpt& model, torch::optim::Optimizer& optimizer,
   archive.write("sampler", BytesTensor(progress.sampler_state));
   archive.write("cpu_rng", torch::globalContext().defaultGenerator(torch::kCPU).get_state());
   if (progress.loss_scale > 0)
-    archive.write("loss_scale", torch::tensor({progress.loss_scale, double(progress.loss_scale_growth)},
-                                              torch::kDouble));
+    archive.write(
+        "loss_scale",
+        torch::tensor({progress.loss_scale, double(progress.loss_scale_growth)}, torch::kDouble));
   archive.write("config", BytesTensor(config_json));
   archive.write("head_states", BytesTensor(HeadStatesJson(model, optimizer)));
   for (int64_t l = 0; l < model->config().layers; ++l) {  // dense fixed patterns, if any
@@ -227,7 +232,8 @@ Status RestoreCheckpoint(const std::string& bytes, const std::string& source, Gp
       ++i;
     }
     if (has_head_states)
-      HEADLAB_RETURN_IF_ERROR(RestoreHeadStates(TensorBytes(head_states), source, model, optimizer, archive));
+      HEADLAB_RETURN_IF_ERROR(
+          RestoreHeadStates(TensorBytes(head_states), source, model, optimizer, archive));
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
     torch::Tensor step, sampler, rng;

@@ -40,8 +40,8 @@ StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, int width,
   const char* type = width == 4 ? "uint32" : "uint16";
   if (st.st_size % width != 0 || st.st_size == 0) {
     ::close(fd);
-    return Status::InvalidArgument(path + ": expected a non-empty file of " + type + " tokens, got " +
-                                   std::to_string(st.st_size) + " bytes");
+    return Status::InvalidArgument(path + ": expected a non-empty file of " + type +
+                                   " tokens, got " + std::to_string(st.st_size) + " bytes");
   }
   auto map = std::make_shared<Mapping>();
   map->len = size_t(st.st_size);
@@ -50,8 +50,10 @@ StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, int width,
   if (map->addr == MAP_FAILED)
     return Status::IoError(path + ": mmap failed (" + std::strerror(errno) + ")");
   TokenSpan span;
-  if (width == 4) span.data32 = static_cast<const uint32_t*>(map->addr);
-  else span.data = static_cast<const uint16_t*>(map->addr);
+  if (width == 4)
+    span.data32 = static_cast<const uint32_t*>(map->addr);
+  else
+    span.data = static_cast<const uint16_t*>(map->addr);
   span.size = int64_t(map->len) / width;
   span.holder = map;
   // One pass both hashes the bytes and checks the token range (an out-of-range token
@@ -69,7 +71,8 @@ StatusOr<TokenSpan> MapTokens(const std::string& path, int64_t vocab, int width,
   }
   if (bad >= 0)
     return Status::InvalidArgument(path + ": token " + std::to_string(span.At(bad)) + " at index " +
-                                   std::to_string(bad) + " is >= model.vocab " + std::to_string(vocab));
+                                   std::to_string(bad) + " is >= model.vocab " +
+                                   std::to_string(vocab));
   return span;
 }
 
@@ -117,12 +120,13 @@ StatusOr<Dataset> LoadShards(const std::string& dir, int64_t vocab) {
     d.meta = meta.value();
     width = d.meta.token_bytes();
     if (d.meta.vocab > vocab)
-      return Status::InvalidArgument(dir + "/meta.json: the shards' tokenizer (" + d.meta.tokenizer_kind + " from " +
-                                     d.meta.tokenizer_source + ") has " + std::to_string(d.meta.vocab) +
-                                     " tokens; model.vocab is " + std::to_string(vocab) +
-                                     " (a model for these shards needs model.vocab >= " +
-                                     std::to_string(d.meta.vocab) + ")");
-    for (const char* split : {"train", "val"}) HEADLAB_RETURN_IF_ERROR(CheckShardSize(dir, split, d.meta));
+      return Status::InvalidArgument(
+          dir + "/meta.json: the shards' tokenizer (" + d.meta.tokenizer_kind + " from " +
+          d.meta.tokenizer_source + ") has " + std::to_string(d.meta.vocab) +
+          " tokens; model.vocab is " + std::to_string(vocab) +
+          " (a model for these shards needs model.vocab >= " + std::to_string(d.meta.vocab) + ")");
+    for (const char* split : {"train", "val"})
+      HEADLAB_RETURN_IF_ERROR(CheckShardSize(dir, split, d.meta));
   } else if (meta.status().code() != Status::Code::kNotFound) {
     return meta.status();
   }
@@ -143,8 +147,10 @@ StatusOr<Dataset> LoadDataSource(const std::string& source, const std::string& p
   if (source == "corpus") {
     const std::string dir = DefaultCorpusDir(path);
     if (!PathExists(dir + "/meta.json"))
-      return Status::NotFound(dir + "/meta.json: the default corpus is not prepared there; run `make` (it "
-                              "calls scripts/fetch-data.sh BUILD) or point data.path at prepared shards");
+      return Status::NotFound(
+          dir +
+          "/meta.json: the default corpus is not prepared there; run `make` (it "
+          "calls scripts/fetch-data.sh BUILD) or point data.path at prepared shards");
     return LoadShards(dir, vocab);
   }
   return LoadBuiltinCorpus(val_fraction);
@@ -158,8 +164,10 @@ Status HoldOutCalibration(Dataset* d, double fraction, int64_t context) {
         std::to_string(n) + " training tokens leaves a part of at most model.context = " +
         std::to_string(context) + " tokens");
   d->calib = d->train;  // the same storage, uint16 or uint32, from token n - n_calib on
-  if (d->calib.data32) d->calib.data32 += n - n_calib;
-  else d->calib.data += n - n_calib;
+  if (d->calib.data32)
+    d->calib.data32 += n - n_calib;
+  else
+    d->calib.data += n - n_calib;
   d->calib.size = n_calib;
   d->train.size = n - n_calib;
   return Status::Ok();
@@ -177,8 +185,10 @@ std::vector<int64_t> BatchSampler::NextOffsets(int64_t split_size, int64_t batch
 }
 
 void TokenSpan::Append(int64_t begin, int64_t n, std::vector<int64_t>* out) const {
-  if (data32) out->insert(out->end(), data32 + begin, data32 + begin + n);
-  else out->insert(out->end(), data + begin, data + begin + n);
+  if (data32)
+    out->insert(out->end(), data32 + begin, data32 + begin + n);
+  else
+    out->insert(out->end(), data + begin, data + begin + n);
 }
 
 void BatchSampler::Next(const TokenSpan& split, int64_t batch, std::vector<int64_t>* tokens,
@@ -215,8 +225,8 @@ Status BatchSampler::LoadState(const std::string& state) {
   return Status::Ok();
 }
 
-std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t batch,
-                                 int64_t index, int64_t count) {
+std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t batch, int64_t index,
+                                 int64_t count) {
   int64_t starts = split_size - context;
   int64_t total = batch * count;
   std::vector<int64_t> offsets;
@@ -228,9 +238,10 @@ std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t ba
   return offsets;
 }
 
-void EvalBatch(const TokenSpan& split, int64_t context, int64_t batch, int64_t index,
-               int64_t count, std::vector<int64_t>* tokens) {
-  for (int64_t o : EvalOffsets(split.size, context, batch, index, count)) split.Append(o, context + 1, tokens);
+void EvalBatch(const TokenSpan& split, int64_t context, int64_t batch, int64_t index, int64_t count,
+               std::vector<int64_t>* tokens) {
+  for (int64_t o : EvalOffsets(split.size, context, batch, index, count))
+    split.Append(o, context + 1, tokens);
 }
 
 }  // namespace headlab

@@ -56,7 +56,8 @@ struct Dataset {
 };
 
 // Builds the builtin byte-level corpus from the files of `dir`.
-StatusOr<Dataset> LoadBuiltinCorpus(double val_fraction, const std::string& dir = kBuiltinCorpusDir);
+StatusOr<Dataset> LoadBuiltinCorpus(double val_fraction,
+                                    const std::string& dir = kBuiltinCorpusDir);
 // Maps DIR/train.bin and DIR/val.bin; every token must be < vocab. With DIR/meta.json the
 // files must hold exactly its token counts and its tokenizer's vocabulary must fit `vocab`;
 // errors name the file and what was expected.
@@ -101,11 +102,11 @@ class BatchSampler {
 // Appends fixed evaluation batch `index` of `count`: its windows start at offsets evenly
 // spaced over the whole split, the same for every seed, so runs are compared on the same
 // tokens. Requires split.size > context.
-void EvalBatch(const TokenSpan& split, int64_t context, int64_t batch, int64_t index,
-               int64_t count, std::vector<int64_t>* tokens);
+void EvalBatch(const TokenSpan& split, int64_t context, int64_t batch, int64_t index, int64_t count,
+               std::vector<int64_t>* tokens);
 
 // Returns the offsets (first token index) that EvalBatch uses, for tests.
-std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t batch,
-                                 int64_t index, int64_t count);
+std::vector<int64_t> EvalOffsets(int64_t split_size, int64_t context, int64_t batch, int64_t index,
+                                 int64_t count);
 
 }  // namespace headlab

@@ -79,9 +79,9 @@ TEST_CASE("data: the calibration split is the training tail that training never 
   CHECK(d->calib.size == int64_t(double(n) * 0.05));
   CHECK(d->train.size + d->calib.size == n);
   CHECK(d->train.data == start);
-  CHECK(d->calib.data == start + d->train.size);           // after the training tokens
-  CHECK(d->calib.data + d->calib.size == d->val.data);     // before the reporting split
-  BatchSampler s(3, context);                              // training windows stay in train
+  CHECK(d->calib.data == start + d->train.size);        // after the training tokens
+  CHECK(d->calib.data + d->calib.size == d->val.data);  // before the reporting split
+  BatchSampler s(3, context);                           // training windows stay in train
   for (int i = 0; i < 100; ++i)
     for (int64_t o : s.NextOffsets(d->train.size, 8)) REQUIRE(o + context < d->train.size);
   Dataset small = d.value();
@@ -146,14 +146,17 @@ TEST_CASE("data: prepared shards are checked against meta.json (dtype, sizes, to
   // The tokenizer's vocabulary must fit the model's.
   StatusOr<Dataset> small = LoadShards(dir, 50304);
   REQUIRE_FALSE(small.ok());
-  CHECK(small.status().message() == dir + "/meta.json: the shards' tokenizer (hf-bpe from /models/x/tokenizer.json) "
-                                          "has 128256 tokens; model.vocab is 50304 (a model for these shards needs "
-                                          "model.vocab >= 128256)");
+  CHECK(small.status().message() ==
+        dir +
+            "/meta.json: the shards' tokenizer (hf-bpe from /models/x/tokenizer.json) "
+            "has 128256 tokens; model.vocab is 50304 (a model for these shards needs "
+            "model.vocab >= 128256)");
   // A truncated shard is named before anything is mapped.
   REQUIRE(WriteFileAtomic(dir + "/val.bin", val.substr(0, 100)).ok());
   StatusOr<Dataset> cut = LoadShards(dir, 128256);
   REQUIRE_FALSE(cut.ok());
-  CHECK(cut.status().message().find(dir + "/val.bin: 100 bytes, but " + dir + "/meta.json promises 40 uint32 tokens (160 bytes)") == 0);
+  CHECK(cut.status().message().find(dir + "/val.bin: 100 bytes, but " + dir +
+                                    "/meta.json promises 40 uint32 tokens (160 bytes)") == 0);
   std::remove((dir + "/val.bin").c_str());
   StatusOr<Dataset> gone = LoadShards(dir, 128256);
   REQUIRE_FALSE(gone.ok());
@@ -161,7 +164,8 @@ TEST_CASE("data: prepared shards are checked against meta.json (dtype, sizes, to
   testing::RemoveTree(dir);
   StatusOr<Dataset> corpus = LoadDataSource("corpus", dir, 0.1, 50304);
   REQUIRE_FALSE(corpus.ok());
-  CHECK(corpus.status().message().find("the default corpus is not prepared there") != std::string::npos);
+  CHECK(corpus.status().message().find("the default corpus is not prepared there") !=
+        std::string::npos);
 }
 
 }  // namespace

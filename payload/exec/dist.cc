@@ -67,7 +67,10 @@ class C10dGroup : public ProcessGroup {
  public:
   C10dGroup(c10::intrusive_ptr<Backend> backend, int rank, int world, const char* name,
             bool widen_bf16)
-      : backend_(std::move(backend)), rank_(rank), world_(world), name_(name),
+      : backend_(std::move(backend)),
+        rank_(rank),
+        world_(world),
+        name_(name),
         widen_bf16_(widen_bf16) {}
   int rank() const override { return rank_; }
   int world() const override { return world_; }
@@ -185,7 +188,8 @@ StatusOr<std::unique_ptr<RankLauncher>> RankLauncher::Start(const std::string& e
   opt.stdout_to = SpawnOptions::Output::kNull;
   opt.stderr_to = SpawnOptions::Output::kInherit;
   for (int rank = 1; rank < world; ++rank) {
-    auto child = ChildProcess::Spawn({exe, "exec", "--rank", std::to_string(rank), manifest}, {}, opt);
+    auto child =
+        ChildProcess::Spawn({exe, "exec", "--rank", std::to_string(rank), manifest}, {}, opt);
     if (!child.ok())
       return Status::Internal("rank " + std::to_string(rank) + ": " + child.status().message());
     l->pids_.push_back((*child)->Release());

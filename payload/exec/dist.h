@@ -1,7 +1,7 @@
-// Data-parallel runs across ranks (docs/DESIGN.md, "Runs the worker executes"): one process per GPU (or per CPU rank in
-// tests), a c10d process group — NCCL on CUDA, Gloo on CPU — rendezvoused through a
-// FileStore in the attempt's directory; gradients are averaged by grad_reducer.h.
-// Rank 0 is the process the worker spawned: it launches ranks 1..N-1 (`headlab exec
+// Data-parallel runs across ranks (docs/DESIGN.md, "Runs the worker executes"): one process per GPU
+// (or per CPU rank in tests), a c10d process group — NCCL on CUDA, Gloo on CPU — rendezvoused
+// through a FileStore in the attempt's directory; gradients are averaged by grad_reducer.h. Rank 0
+// is the process the worker spawned: it launches ranks 1..N-1 (`headlab exec
 // --rank R MANIFEST`) in its own process group, so the worker's cancel reaches every rank,
 // and watches them: a rank that dies kills the others and fails the attempt (exit 1), so
 // no communicator is left hanging; collectives also time out. Only rank 0 reports events

@@ -15,7 +15,8 @@ namespace headlab::testing {
 
 // Runs fn on an event sink over a temporary file; returns fn's status in *status and every
 // event it emitted, in order.
-inline std::vector<Json> CaptureEvents(const std::function<Status(EventSink*)>& fn, Status* status) {
+inline std::vector<Json> CaptureEvents(const std::function<Status(EventSink*)>& fn,
+                                       Status* status) {
   std::vector<Json> events;
   FILE* f = std::tmpfile();
   if (!f) {

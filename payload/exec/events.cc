@@ -30,8 +30,12 @@ void EventSink::Metric(int64_t step, const std::string& key, double value) {
 
 void EventSink::Artifact(const std::string& kind, const std::string& path,
                          const std::string& sha256, uint64_t bytes, int64_t step) {
-  Emit({{"ev", "artifact"}, {"kind", kind}, {"path", path}, {"sha256", sha256},
-        {"bytes", bytes}, {"step", step}});
+  Emit({{"ev", "artifact"},
+        {"kind", kind},
+        {"path", path},
+        {"sha256", sha256},
+        {"bytes", bytes},
+        {"step", step}});
 }
 
 void EventSink::Provenance(const Json& fields) { Emit({{"ev", "provenance"}, {"fields", fields}}); }

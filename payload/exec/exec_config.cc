@@ -19,8 +19,8 @@ class FieldReader {
     size_t begin = 0;
     while (begin <= path.size()) {
       size_t dot = path.find('.', begin);
-      std::string part = path.substr(begin, dot == std::string::npos ? std::string::npos
-                                                                     : dot - begin);
+      std::string part =
+          path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
       if (!node->is_object() || !node->contains(part)) {
         status_ = Status::InvalidArgument(file_ + ": $.config." + path + ": missing");
         return;
@@ -129,9 +129,10 @@ StatusOr<ExecConfig> ExecConfigFromJson(const Json& config, const std::string& f
   if (!r.status().ok()) return r.status();
   if (c.model.kv_heads == 0) c.model.kv_heads = c.model.heads;
   ApplyPresetArchitecture(preset, &c.model);
-  if (!c.model.init_from.empty()) HEADLAB_RETURN_IF_ERROR(ReadHfModelConfig(c.model.init_from, &c.model));
-  StatusOr<std::vector<HeadAssignment>> modes =
-      ParseHeadModes(head_modes, c.model.layers, c.model.heads, file + ": $.config.model.head_modes");
+  if (!c.model.init_from.empty())
+    HEADLAB_RETURN_IF_ERROR(ReadHfModelConfig(c.model.init_from, &c.model));
+  StatusOr<std::vector<HeadAssignment>> modes = ParseHeadModes(
+      head_modes, c.model.layers, c.model.heads, file + ": $.config.model.head_modes");
   if (!modes.ok()) return modes.status();
   c.model.head_modes = modes.value();
   return c;

@@ -29,19 +29,19 @@ struct TrainConfig {
   int64_t log_every = 0;
   int64_t checkpoint_every = 0;
   double time_budget_s = 0;  // > 0: matched-time run (SAF App. C.3.3); steps shapes the schedule
-  std::string device;  // auto | cpu | cuda
+  std::string device;        // auto | cpu | cuda
   int64_t threads = 0;
-  int64_t ranks = 1;   // data-parallel processes (dist.h)
+  int64_t ranks = 1;            // data-parallel processes (dist.h)
   std::string allreduce_dtype;  // fp32 | bf16: what gradients travel in (grad_reducer.h)
-  std::string precision;  // auto | bf16 | fp16 | fp32 (precision.h)
-  std::string attention;  // auto | fused | dense (attention_cuda.h AttentionMode)
+  std::string precision;        // auto | bf16 | fp16 | fp32 (precision.h)
+  std::string attention;        // auto | fused | dense (attention_cuda.h AttentionMode)
 };
 
 struct DataConfig {
   std::string source;  // builtin | shards | corpus
   std::string path;
   double val_fraction = 0;
-  double calib_fraction = 0;  // > 0: HoldOutCalibration (data.h)
+  double calib_fraction = 0;      // > 0: HoldOutCalibration (data.h)
   double retrieval_fraction = 0;  // > 0: RetrievalMix rows (retrieval_mix.h)
   std::string retrieval_tasks;    // its comma list of tasks
 };

@@ -34,10 +34,14 @@ constexpr const char* kUsage =
 
 int ExitCodeFor(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kOk: return 0;
-    case Status::Code::kCancelled: return kExitStopped;
-    case Status::Code::kInvalidArgument: return 2;
-    default: return 1;
+    case Status::Code::kOk:
+      return 0;
+    case Status::Code::kCancelled:
+      return kExitStopped;
+    case Status::Code::kInvalidArgument:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -73,8 +77,9 @@ int ExecMain(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  StatusOr<long> rank_flag = args.ok() ? ParseIntFlag("--rank", args->Get("--rank", "0"), 0, 1 << 20)
-                                       : StatusOr<long>(args.status());
+  StatusOr<long> rank_flag = args.ok()
+                                 ? ParseIntFlag("--rank", args->Get("--rank", "0"), 0, 1 << 20)
+                                 : StatusOr<long>(args.status());
   if (!rank_flag.ok()) {
     std::fprintf(stderr, "%s\n%s", rank_flag.status().message().c_str(), kUsage);
     return 2;

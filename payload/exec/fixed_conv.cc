@@ -85,7 +85,8 @@ bool MakeFixedConvFactors(const torch::Tensor& alpha, const torch::Tensor& rho,
   } else if (kEps64 * bound <= tolerance) {
     fft = torch::kDouble;
   } else {
-    *why = "fixed pattern too ill-conditioned for the FFT (log kappa " + std::to_string(worst) + ")";
+    *why =
+        "fixed pattern too ill-conditioned for the FFT (log kappa " + std::to_string(worst) + ")";
     return false;
   }
   out->T = T;

@@ -28,7 +28,8 @@ Heads MakeHeads(const std::vector<torch::Tensor>& alphas, const std::vector<torc
   h.alpha = torch::stack(alphas).to(torch::kFloat);
   h.rho = torch::stack(rhos).to(torch::kFloat);
   std::vector<torch::Tensor> zs;
-  for (size_t i = 0; i < alphas.size(); ++i) zs.push_back(CompactLogNormalizer(h.alpha[i], h.rho[i]));
+  for (size_t i = 0; i < alphas.size(); ++i)
+    zs.push_back(CompactLogNormalizer(h.alpha[i], h.rho[i]));
   h.log_z = torch::stack(zs);
   return h;
 }
@@ -87,8 +88,9 @@ TEST_CASE("fixed conv: O = P V and dV = P^T dO of SAF eq. 3, awkward and long T"
     // Head 0: a smooth fitted-like pattern (mild key bias, decaying distance profile);
     // head 1: random alpha and rho.
     torch::Tensor pos = torch::arange(context, torch::kFloat);
-    Heads h = MakeHeads({torch::randn({context}) * 0.3, torch::randn({context})},
-                        {-0.02 * pos + 0.1 * torch::randn({context}), torch::randn({context}) * 0.5});
+    Heads h =
+        MakeHeads({torch::randn({context}) * 0.3, torch::randn({context})},
+                  {-0.02 * pos + 0.1 * torch::randn({context}), torch::randn({context}) * 0.5});
     FixedConvFactors f;
     std::string why;
     REQUIRE(MakeFixedConvFactors(h.alpha, h.rho, h.log_z, T, 1e-6, &f, &why));

@@ -48,8 +48,11 @@ StatusOr<FlopsOptions> ParseOptions(const Json& config) {
   o.warmup = f.at("warmup").get<int64_t>();
   o.repeats = f.at("repeats").get<int64_t>();
   o.per_layer = f.at("per_layer").get<int64_t>() != 0;
-  StatusOr<measure::TensorMetricSet> t = measure::FindTensorMetricSet(f.at("tensor_metrics").get<std::string>());
-  if (!t.ok()) return Status::InvalidArgument("config: $.config.flops.tensor_metrics: " + t.status().message());
+  StatusOr<measure::TensorMetricSet> t =
+      measure::FindTensorMetricSet(f.at("tensor_metrics").get<std::string>());
+  if (!t.ok())
+    return Status::InvalidArgument("config: $.config.flops.tensor_metrics: " +
+                                   t.status().message());
   o.tensor = *t;
   return o;
 }
@@ -78,7 +81,8 @@ class StateSnapshot {
   Status Restore() {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> now = model_->parameters();
-    if (now.size() != params_.size()) return Status::Internal("flops: the parameter list changed during the step");
+    if (now.size() != params_.size())
+      return Status::Internal("flops: the parameter list changed during the step");
     for (size_t i = 0; i < now.size(); ++i) now[i].copy_(params_[i]);
     torch::serialize::InputArchive archive;
     std::istringstream in(opt_bytes_.str());
@@ -131,7 +135,8 @@ double MethodMs(const std::map<std::string, double>& ms) {
 // TimeRepeats, TracePair, CountPair, then Report.
 class FlopsRun {
  public:
-  FlopsRun(const FlopsRequest& req, EventSink* events) : req_(req), c_(req.config), t_(req.config.train), events_(events) {}
+  FlopsRun(const FlopsRequest& req, EventSink* events)
+      : req_(req), c_(req.config), t_(req.config.train), events_(events) {}
 
   // flops.* options, device, data, the seeded model and its optimiser as kind "train" has
   // them, one fixed batch, the provenance so far and the methods' OnStart.
@@ -211,15 +216,16 @@ Status FlopsRun::SetUp() {
 
   BatchSampler sampler(uint64_t(c_.seed), c_.model.context);
   sampler.Next(data_.train, t_.batch_size, &tokens_);
-  torch::Tensor batch = torch::from_blob(tokens_.data(), {t_.batch_size, c_.model.context + 1}, torch::kLong)
-                            .to(device_, false, true);
+  torch::Tensor batch =
+      torch::from_blob(tokens_.data(), {t_.batch_size, c_.model.context + 1}, torch::kLong)
+          .to(device_, false, true);
   x_ = batch.narrow(1, 0, c_.model.context);
   y_ = batch.narrow(1, 1, c_.model.context);
 
   prov_ = RunProvenance(model_, device_);
   prov_["dataset_sha256"] = data_.sha256;
-  ctx_.reset(new TrainContext{c_, req_.config_json, req_.out_dir, model_, opt_, data_, device_, events_, 0,
-                              [](int64_t) { return std::nan(""); }});
+  ctx_.reset(new TrainContext{c_, req_.config_json, req_.out_dir, model_, opt_, data_, device_,
+                              events_, 0, [](int64_t) { return std::nan(""); }});
   for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
     HEADLAB_RETURN_IF_ERROR(h->OnStart(*ctx_, std::nullopt, &prov_));
   SetPerLayerAttentionRanges(o_.per_layer);
@@ -240,7 +246,8 @@ Status FlopsRun::TrainStep(bool advance) {
   updater_->Begin();
   {
     ScopedRange m("method");
-    for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(*ctx_, x_));
+    for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+      HEADLAB_RETURN_IF_ERROR(h->BeforeUpdate(*ctx_, x_));
   }
   torch::Tensor loss;
   {
@@ -253,7 +260,8 @@ Status FlopsRun::TrainStep(bool advance) {
   }
   {
     ScopedRange m("method");
-    for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->AfterBackward(*ctx_));
+    for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+      HEADLAB_RETURN_IF_ERROR(h->AfterBackward(*ctx_));
   }
   {
     ScopedRange u("optimizer");
@@ -279,7 +287,8 @@ Status FlopsRun::Warmup() {
   }
   Sync(device_);
   step0_ = ctx_->step;
-  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) period_ = std::max(period_, h->ControlPeriod());
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+    period_ = std::max(period_, h->ControlPeriod());
   period_ = std::min(period_, kMaxCountedPhases);
   method_ms_by_phase_.assign(size_t(period_), {});
   return Status::Ok();
@@ -313,17 +322,18 @@ Status FlopsRun::TimeRepeats() {
   if (!device_.is_cuda()) timing_unmeasured_ = "no GPU: run on " + device_.str();
 #if HEADLAB_TORCH_CUDA
   if (device_.is_cuda())
-    peak_allocated_ = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index())
-                                 .allocated_bytes[size_t(c10::CachingAllocator::StatType::AGGREGATE)]
-                                 .peak);
+    peak_allocated_ =
+        double(c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index())
+                   .allocated_bytes[size_t(c10::CachingAllocator::StatType::AGGREGATE)]
+                   .peak);
 #endif
   return Status::Ok();
 }
 
 Status FlopsRun::TracePair() {
   if (!device_.is_cuda()) {
-    trace_unmeasured_ = measure::NoGpuReason().empty() ? "no GPU: run on " + device_.str()
-                                                       : measure::NoGpuReason();
+    trace_unmeasured_ =
+        measure::NoGpuReason().empty() ? "no GPU: run on " + device_.str() : measure::NoGpuReason();
     return Status::Ok();
   }
   StatusOr<std::unique_ptr<measure::KernelTrace>> trace = measure::KernelTrace::Start();
@@ -343,8 +353,10 @@ Status FlopsRun::TracePair() {
   }
   join_ = tr->join;
   for (const auto& [path, st] : join_.ranges)
-    kernels_[path] = {{"kernels", st.kernels}, {"kernel_ms", double(st.kernel_ns) / 1e6},
-                      {"busy_ms", double(st.busy_ns) / 1e6}, {"occurrences", st.occurrences}};
+    kernels_[path] = {{"kernels", st.kernels},
+                      {"kernel_ms", double(st.kernel_ns) / 1e6},
+                      {"busy_ms", double(st.busy_ns) / 1e6},
+                      {"occurrences", st.occurrences}};
   return Status::Ok();
 }
 
@@ -363,8 +375,8 @@ Status FlopsRun::CountPair() {
   // reported counts are phase 0's, the *_mean ones the mean over every phase.
   for (int64_t p = 0; p < period_; ++p) {
     AtPhase(p);
-    StatusOr<measure::FlopReport> m =
-        measure::MeasureFlops([this] { return Pair(); }, [&] { return snapshot.Restore(); }, o_.tensor, co);
+    StatusOr<measure::FlopReport> m = measure::MeasureFlops(
+        [this] { return Pair(); }, [&] { return snapshot.Restore(); }, o_.tensor, co);
     Status restored = snapshot.Restore();
     if (!m.ok()) return m.status();
     HEADLAB_RETURN_IF_ERROR(restored);
@@ -414,8 +426,10 @@ Status FlopsRun::Report() {
   }
   values[metric::kBenchPeakMemBytes] = peak_allocated_;
   if (fr.measured()) {
-    const measure::FlopCounts st = fr.ranges.count("step") ? fr.ranges.at("step") : measure::FlopCounts{};
-    const measure::FlopCounts fw = fr.ranges.count("forward") ? fr.ranges.at("forward") : measure::FlopCounts{};
+    const measure::FlopCounts st =
+        fr.ranges.count("step") ? fr.ranges.at("step") : measure::FlopCounts{};
+    const measure::FlopCounts fw =
+        fr.ranges.count("forward") ? fr.ranges.at("forward") : measure::FlopCounts{};
     values[metric::kFlopsFp32] = st.fp32;
     values[metric::kFlopsHalf] = st.half;
     values[metric::kFlopsTensor] = st.tensor;
@@ -453,7 +467,8 @@ Status FlopsRun::Report() {
 
   // The methods' own figures beside the counts (AAH's ACR next to its measured FLOPs: the
   // ratio AAH §5.10 says must never stand in for them).
-  for (const std::shared_ptr<TrainHooks>& h : req_.hooks) HEADLAB_RETURN_IF_ERROR(h->Summarize(*ctx_, &values));
+  for (const std::shared_ptr<TrainHooks>& h : req_.hooks)
+    HEADLAB_RETURN_IF_ERROR(h->Summarize(*ctx_, &values));
   Json report = {{"flops", measure::FlopReportJson(fr)},
                  {"event_ms_median", Json::object()},
                  {"kernels", kernels_},
@@ -470,8 +485,9 @@ Status FlopsRun::Report() {
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
   events_->Artifact("flops", path, Sha256Hex(bytes), bytes.size(), 0);
   events_->Summary(values);
-  LogInfo("flops: " + std::string(fr.measured() ? "measured, " + std::to_string(fr.passes) + " passes"
-                                                : "unmeasured (" + fr.unmeasured + ")") +
+  LogInfo("flops: " +
+          std::string(fr.measured() ? "measured, " + std::to_string(fr.passes) + " passes"
+                                    : "unmeasured (" + fr.unmeasured + ")") +
           "; pair " + std::to_string(Median(wall_ms_)) + " ms wall on " + device_.str());
   return Status::Ok();
 }

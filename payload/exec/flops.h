@@ -16,9 +16,9 @@
 // measured pairs walk a method controller's period (TrainHooks::ControlPeriod, at most 16
 // steps): the timed repeats cycle through its phases and one pair is counted per phase, so
 // flops.total_mean, flops.method_mean and time.method_mean_ms average control and
-// non-control steps (flops.total and flops.method are the first phase's). Without a GPU or counter permission the FLOPs are
-// `unmeasured` with the reason (provenance flops.status / flops.reason, and the flops.json
-// artifact), never a number.
+// non-control steps (flops.total and flops.method are the first phase's). Without a GPU or counter
+// permission the FLOPs are `unmeasured` with the reason (provenance flops.status / flops.reason,
+// and the flops.json artifact), never a number.
 #pragma once
 
 #include <string>

@@ -33,7 +33,8 @@ struct BeginMark : public torch::autograd::Function<BeginMark> {
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    if (measure::RangeMarker* m = measure::ActiveMarker()) PopAll(m, size_t(ctx->saved_data["n"].toInt()));
+    if (measure::RangeMarker* m = measure::ActiveMarker())
+      PopAll(m, size_t(ctx->saved_data["n"].toInt()));
     return {grad[0], torch::Tensor()};
   }
 };

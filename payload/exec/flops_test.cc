@@ -8,8 +8,8 @@
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "payload/exec/flops_ranges.h"
-#include "payload/exec/model.h"
 #include "payload/exec/flops_test_run.h"  // after LibTorch: it includes Catch
+#include "payload/exec/model.h"
 #include "payload/exec/model_testing.h"
 #include "payload/exec/test_util.h"
 #include "payload/measure/gpu_presence.h"
@@ -57,7 +57,10 @@ TEST_CASE("flops: every attention layer of the model opens one range, per layer 
   SetPerLayerAttentionRanges(true);
   ResetAttentionLayers();
   rec.log.push_back("|");
-  { torch::NoGradGuard g; (void)model->Loss(x, x); }
+  {
+    torch::NoGradGuard g;
+    (void)model->Loss(x, x);
+  }
   SetPerLayerAttentionRanges(false);
   measure::SetActiveMarker(nullptr);
   int opened = 0, closed = 0, attention = 0, proj = 0;
@@ -70,7 +73,8 @@ TEST_CASE("flops: every attention layer of the model opens one range, per layer 
     proj += rec.log[i] == "+proj";
   }
   CHECK(attention == 6);  // 3 layers, forward and backward
-  CHECK(proj == 24);      // inside each: the q, k, v and output projections (payload/measure/range_paths.h)
+  CHECK(proj ==
+        24);  // inside each: the q, k, v and output projections (payload/measure/range_paths.h)
   CHECK(opened == 30);
   CHECK(closed == 30);
   std::vector<std::string> per_layer(rec.log.begin() + long(bar) + 1, rec.log.end());

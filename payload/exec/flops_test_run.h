@@ -33,7 +33,8 @@ inline FlopsEvents RunFlopsForTest(const Json& config, const std::string& name) 
   RemoveTree(ev.dir);
   Status s;
   const FlopsRequest req{c.value(), normalized.value(), ev.dir, {}};
-  const std::vector<Json> events = CaptureEvents([&](EventSink* sink) { return RunFlops(req, sink); }, &s);
+  const std::vector<Json> events =
+      CaptureEvents([&](EventSink* sink) { return RunFlops(req, sink); }, &s);
   INFO(s.ToString());
   REQUIRE(s.ok());
   for (const Json& j : events) {

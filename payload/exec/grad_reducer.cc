@@ -148,7 +148,8 @@ void GradientReducer::InstallHooks() {
   // AccumulateGrad, whose input metadata has the new shape.
   for (size_t i = 0; i < params_.size(); ++i) {
     if (bucket_of_[i] == kNotReduced) continue;
-    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    std::shared_ptr<torch::autograd::Node> acc =
+        torch::autograd::impl::grad_accumulator(params_[i]);
     if (!acc) continue;  // not a leaf: its bucket starts in FinishUpdate
     const uintptr_t key = acc->add_post_hook(std::make_unique<ReadyHook>(this, i));
     hooks_.push_back({std::move(acc), key, i});
@@ -208,7 +209,8 @@ void GradientReducer::OnGradientReady(size_t i) {
   if (i >= used_.size()) return;
   used_[i] = 1;
   if (!last_backward_) return;
-  TORCH_CHECK(!ready_[i], "gradient reducer: tensor ", i, " got a gradient in the update's "
+  TORCH_CHECK(!ready_[i], "gradient reducer: tensor ", i,
+              " got a gradient in the update's "
               "last backward after its bucket was counted complete");
   MarkReady(i);
   StartReadyBuckets(/*early=*/true);

@@ -107,8 +107,8 @@ class GradientReducer {
   class ReadyHook;
   struct Bucket {
     std::vector<size_t> params;
-    torch::Tensor flat;  // the gradients of `params`, back to back
-    torch::Tensor comm;  // bf16: what travels; undefined for fp32
+    torch::Tensor flat;   // the gradients of `params`, back to back
+    torch::Tensor comm;   // bf16: what travels; undefined for fp32
     int64_t pending = 0;  // tensors of the last backward not ready yet
     std::unique_ptr<CollectiveWork> work;
   };

@@ -106,21 +106,19 @@ std::vector<torch::Tensor> Inputs(int n, uint64_t seed) {
 }
 
 TEST_CASE("grad_reducer: buckets fill in reverse order up to the byte cap") {
-  std::vector<torch::Tensor> ps = {torch::zeros({10}).requires_grad_(true),
-                                   torch::zeros({20}).requires_grad_(true),
-                                   torch::zeros({30}).requires_grad_(true),
-                                   torch::zeros({40}).requires_grad_(true)};
+  std::vector<torch::Tensor> ps = {
+      torch::zeros({10}).requires_grad_(true), torch::zeros({20}).requires_grad_(true),
+      torch::zeros({30}).requires_grad_(true), torch::zeros({40}).requires_grad_(true)};
   // 200 bytes = 50 floats: 40 alone (30 would make 70), then 30 + 20 = 50, then 10.
   CHECK(AssignGradientBuckets(ps, 200) == std::vector<std::vector<size_t>>{{3}, {2, 1}, {0}});
   // Everything fits: one bucket, last tensor first.
   CHECK(AssignGradientBuckets(ps, 1 << 20) == std::vector<std::vector<size_t>>{{3, 2, 1, 0}});
   // A tensor over the cap gets a bucket of its own; frozen tensors are left out; a dtype
   // change starts a new bucket.
-  std::vector<torch::Tensor> mixed = {torch::zeros({100}).requires_grad_(true),
-                                      torch::zeros({3}),  // requires no gradient
-                                      torch::zeros({2}, torch::kDouble).requires_grad_(true),
-                                      torch::zeros({2}).requires_grad_(true),
-                                      torch::zeros({1}).requires_grad_(true)};
+  std::vector<torch::Tensor> mixed = {
+      torch::zeros({100}).requires_grad_(true), torch::zeros({3}),  // requires no gradient
+      torch::zeros({2}, torch::kDouble).requires_grad_(true),
+      torch::zeros({2}).requires_grad_(true), torch::zeros({1}).requires_grad_(true)};
   CHECK(AssignGradientBuckets(mixed, 64) == std::vector<std::vector<size_t>>{{4, 3}, {2}, {0}});
 }
 
@@ -215,7 +213,7 @@ TEST_CASE("grad_reducer: bf16 travels rounded, and a reshaped tensor rebuilds th
   CHECK(sent == std::vector<torch::ScalarType>{torch::kBFloat16});
   CHECK(reducer.bucket_buffer(0).scalar_type() == torch::kFloat);
   for (size_t i = 0; i < c.params.size(); ++i) {
-    CHECK(!torch::equal(c.params[i].grad(), want[i]));  // rounded on the way...
+    CHECK(!torch::equal(c.params[i].grad(), want[i]));                // rounded on the way...
     CHECK(torch::allclose(c.params[i].grad(), want[i], 1e-2, 1e-4));  // ...to bf16's precision
   }
   // Physical pruning shrinks tensors in place (set_data, gradients dropped): the next

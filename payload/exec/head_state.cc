@@ -7,11 +7,16 @@ namespace headlab {
 
 const char* HeadModeName(HeadMode m) {
   switch (m) {
-    case HeadMode::kOrdinary: return "ordinary";
-    case HeadMode::kFixed: return "fixed";
-    case HeadMode::kStreaming: return "streaming";
-    case HeadMode::kLocal: return "local";
-    case HeadMode::kPruned: return "pruned";
+    case HeadMode::kOrdinary:
+      return "ordinary";
+    case HeadMode::kFixed:
+      return "fixed";
+    case HeadMode::kStreaming:
+      return "streaming";
+    case HeadMode::kLocal:
+      return "local";
+    case HeadMode::kPruned:
+      return "pruned";
   }
   return "?";
 }
@@ -23,7 +28,8 @@ StatusOr<std::vector<HeadAssignment>> ParseHeadModes(const std::string& spec, in
   std::vector<HeadAssignment> out;
   for (const HeadModeItem& m : *items) {
     HeadState state;
-    for (HeadMode mode : {HeadMode::kOrdinary, HeadMode::kPruned, HeadMode::kLocal, HeadMode::kStreaming})
+    for (HeadMode mode :
+         {HeadMode::kOrdinary, HeadMode::kPruned, HeadMode::kLocal, HeadMode::kStreaming})
       if (m.mode == HeadModeName(mode)) state.mode = mode;
     state.window = m.window;
     state.sink = m.sink;

@@ -30,8 +30,8 @@ TEST_CASE("head modes: the config syntax expands wildcards in order") {
 
 TEST_CASE("head modes: bad items are named") {
   for (const char* bad : {"0.1", "2.0=pruned", "0.4=pruned", "0.0=local:0", "0.0=local",
-                          "0.0=streaming:1:0", "0.0=streaming:1:2:0", "0.0=streaming:1:2:3:4", "0.0=fixed", "x.0=pruned", "0.0=pruned,",
-                          "0.-1=pruned"}) {
+                          "0.0=streaming:1:0", "0.0=streaming:1:2:0", "0.0=streaming:1:2:3:4",
+                          "0.0=fixed", "x.0=pruned", "0.0=pruned,", "0.-1=pruned"}) {
     auto r = ParseHeadModes(bad, 2, 4, "f: $.config.model.head_modes");
     INFO(bad);
     REQUIRE(!r.ok());

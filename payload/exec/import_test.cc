@@ -12,12 +12,12 @@
 #include "common/files.h"
 #include "common/run_config.h"
 #include "common/testing/temp_dir.h"
+#include "payload/decode/decoder.h"
 #include "payload/exec/attention_cuda.h"
 #include "payload/exec/data_check.h"
 #include "payload/exec/hf_config.h"
 #include "payload/exec/run_setup.h"
 #include "payload/exec/safetensors.h"
-#include "payload/decode/decoder.h"
 #include "payload/methods/saf/calibration.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
@@ -59,9 +59,13 @@ struct Checkpoint {
       const auto& [name, t] = tensors[i];
       const bool half = name == f16_name, brain = bf16 && !half && t.is_floating_point();
       Tensor c = (half ? t.to(torch::kHalf) : brain ? t.to(torch::kBFloat16) : t).contiguous();
-      out[i % size_t(shards)].push_back(
-          {name, half ? "F16" : brain ? "BF16" : "F32", t.sizes().vec(),
-           std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel() * c.element_size()))});
+      out[i % size_t(shards)].push_back({name,
+                                         half    ? "F16"
+                                         : brain ? "BF16"
+                                                 : "F32",
+                                         t.sizes().vec(),
+                                         std::string(static_cast<const char*>(c.data_ptr()),
+                                                     size_t(c.numel() * c.element_size()))});
       weight_map[name] = "model-0000" + std::to_string(i % size_t(shards) + 1) + ".safetensors";
     }
     if (shards == 1) {
@@ -69,8 +73,11 @@ struct Checkpoint {
     } else {
       for (int k = 0; k < shards; ++k)
         REQUIRE(WriteFileAtomic(dir + "/model-0000" + std::to_string(k + 1) + ".safetensors",
-                                EncodeSafetensors(out[size_t(k)])).ok());
-      REQUIRE(WriteFileAtomic(dir + "/model.safetensors.index.json", Json{{"weight_map", weight_map}}.dump()).ok());
+                                EncodeSafetensors(out[size_t(k)]))
+                    .ok());
+      REQUIRE(WriteFileAtomic(dir + "/model.safetensors.index.json",
+                              Json{{"weight_map", weight_map}}.dump())
+                  .ok());
     }
     REQUIRE(WriteFileAtomic(dir + "/config.json", config.dump(2)).ok());
   }
@@ -108,7 +115,8 @@ Tensor RopeRef(const Tensor& x, double theta, const Json& scaling = nullptr) {
   if (!scaling.is_null() && scaling["rope_type"] == "llama3") {
     // Llama 3.1: wavelengths above L / low_freq_factor divided by the factor, below
     // L / high_freq_factor kept, in between blended by (L / wavelength - low) / (high - low).
-    const double s = scaling["factor"], lo = scaling["low_freq_factor"], hi = scaling["high_freq_factor"];
+    const double s = scaling["factor"], lo = scaling["low_freq_factor"],
+                 hi = scaling["high_freq_factor"];
     const double L = scaling["original_max_position_embeddings"];
     Tensor wavelength = 2 * M_PI / inv;
     Tensor smooth = (L / wavelength - lo) / (hi - lo);
@@ -119,8 +127,11 @@ Tensor RopeRef(const Tensor& x, double theta, const Json& scaling = nullptr) {
     // 32 and 1 times over L (floor / ceil), interpolating (theta / s) above it; cos and sin
     // scaled by 0.1 ln s + 1.
     const double s = scaling["factor"], L = scaling["original_max_position_embeddings"];
-    auto index = [&](double turns) { return double(d) * std::log(L / (turns * 2 * M_PI)) / (2 * std::log(theta)); };
-    const double lo = std::max(std::floor(index(32)), 0.0), hi = std::min(std::ceil(index(1)), double(d - 1));
+    auto index = [&](double turns) {
+      return double(d) * std::log(L / (turns * 2 * M_PI)) / (2 * std::log(theta));
+    };
+    const double lo = std::max(std::floor(index(32)), 0.0),
+                 hi = std::min(std::ceil(index(1)), double(d - 1));
     Tensor ramp = ((torch::arange(d / 2).to(torch::kDouble) - lo) / (hi - lo)).clamp(0, 1);
     inv = inv / s * ramp + inv * (1 - ramp);
     mscale = 0.1 * std::log(s) + 1;
@@ -135,9 +146,15 @@ Tensor RopeRef(const Tensor& x, double theta, const Json& scaling = nullptr) {
 // Tiny GPT-2: 2 layers, 2 heads, width 16, 40 learned positions, vocab 50.
 struct Gpt2Case {
   Checkpoint ck;
-  Json config = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_head", 2}, {"n_embd", 16},
-                 {"n_positions", 40}, {"vocab_size", 50}, {"activation_function", "gelu_new"},
-                 {"layer_norm_epsilon", 1e-5}, {"n_inner", nullptr}};
+  Json config = {{"model_type", "gpt2"},
+                 {"n_layer", 2},
+                 {"n_head", 2},
+                 {"n_embd", 16},
+                 {"n_positions", 40},
+                 {"vocab_size", 50},
+                 {"activation_function", "gelu_new"},
+                 {"layer_norm_epsilon", 1e-5},
+                 {"n_inner", nullptr}};
   Gpt2Case() {
     torch::manual_seed(3);
     ck.f16_name = "h.1.mlp.c_fc.weight";
@@ -157,7 +174,8 @@ struct Gpt2Case {
       ck.Add(h + "mlp.c_fc.bias", {64}, 0.1);
       ck.Add(h + "mlp.c_proj.weight", {64, 16});
       ck.Add(h + "mlp.c_proj.bias", {16}, 0.1);
-      ck.tensors.push_back({h + "attn.bias", torch::ones({1, 1, 40, 40}).tril()});  // HF's mask buffer
+      ck.tensors.push_back(
+          {h + "attn.bias", torch::ones({1, 1, 40, 40}).tril()});  // HF's mask buffer
     }
     ck.Ones("ln_f.weight", 16);
     ck.Add("ln_f.bias", {16}, 0.1);
@@ -169,12 +187,16 @@ struct Gpt2Case {
     for (int i = 0; i < 2; ++i) {
       const std::string h = "h." + std::to_string(i) + ".";
       Tensor a = LayerNormRef(x, ck.Get(h + "ln_1.weight"), ck.Get(h + "ln_1.bias"), 1e-5);
-      Tensor qkv = torch::matmul(a, ck.Get(h + "attn.c_attn.weight")) + ck.Get(h + "attn.c_attn.bias");
-      auto heads = [&](int64_t part) { return qkv.narrow(1, part * 16, 16).view({T, H, d}).transpose(0, 1); };
+      Tensor qkv =
+          torch::matmul(a, ck.Get(h + "attn.c_attn.weight")) + ck.Get(h + "attn.c_attn.bias");
+      auto heads = [&](int64_t part) {
+        return qkv.narrow(1, part * 16, 16).view({T, H, d}).transpose(0, 1);
+      };
       Tensor y = CausalAttentionRef(heads(0), heads(1), heads(2)).transpose(0, 1).reshape({T, 16});
       x = x + torch::matmul(y, ck.Get(h + "attn.c_proj.weight")) + ck.Get(h + "attn.c_proj.bias");
       Tensor m = LayerNormRef(x, ck.Get(h + "ln_2.weight"), ck.Get(h + "ln_2.bias"), 1e-5);
-      m = GeluTanhRef(torch::matmul(m, ck.Get(h + "mlp.c_fc.weight")) + ck.Get(h + "mlp.c_fc.bias"));
+      m = GeluTanhRef(torch::matmul(m, ck.Get(h + "mlp.c_fc.weight")) +
+                      ck.Get(h + "mlp.c_fc.bias"));
       x = x + torch::matmul(m, ck.Get(h + "mlp.c_proj.weight")) + ck.Get(h + "mlp.c_proj.bias");
     }
     return torch::matmul(LayerNormRef(x, ck.Get("ln_f.weight"), ck.Get("ln_f.bias"), 1e-5),
@@ -190,14 +212,23 @@ struct LlamaCase {
   Json rope_scaling;
   Checkpoint ck;
   Json config;
-  LlamaCase(const std::string& model_type, int64_t hd, bool tie, Json scaling = nullptr, bool bf16 = false)
+  LlamaCase(const std::string& model_type, int64_t hd, bool tie, Json scaling = nullptr,
+            bool bf16 = false)
       : type(model_type), head_dim(hd), tied(tie), rope_scaling(std::move(scaling)) {
     torch::manual_seed(5);
     ck.bf16 = bf16;
-    config = {{"model_type", type}, {"num_hidden_layers", 2}, {"hidden_size", 32},
-              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 40},
-              {"vocab_size", 60}, {"rms_norm_eps", 1e-6}, {"rope_theta", 500000.0},
-              {"hidden_act", "silu"}, {"tie_word_embeddings", tied}, {"rope_scaling", rope_scaling},
+    config = {{"model_type", type},
+              {"num_hidden_layers", 2},
+              {"hidden_size", 32},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"intermediate_size", 40},
+              {"vocab_size", 60},
+              {"rms_norm_eps", 1e-6},
+              {"rope_theta", 500000.0},
+              {"hidden_act", "silu"},
+              {"tie_word_embeddings", tied},
+              {"rope_scaling", rope_scaling},
               {"max_position_embeddings", 4096}};
     if (hd != 8) config["head_dim"] = hd;
     if (!bf16) ck.f16_name = "model.layers.0.mlp.up_proj.weight";
@@ -252,7 +283,8 @@ struct LlamaCase {
       Tensor m = RmsNormRef(x, ck.Get(h + "post_attention_layernorm.weight"), 1e-6);
       Tensor gate = torch::matmul(m, ck.Get(h + "mlp.gate_proj.weight").t());
       Tensor up = torch::matmul(m, ck.Get(h + "mlp.up_proj.weight").t());
-      x = x + torch::matmul(gate * torch::sigmoid(gate) * up, ck.Get(h + "mlp.down_proj.weight").t());
+      x = x +
+          torch::matmul(gate * torch::sigmoid(gate) * up, ck.Get(h + "mlp.down_proj.weight").t());
     }
     Tensor out = RmsNormRef(x, ck.Get("model.norm.weight"), 1e-6);
     return torch::matmul(out, ck.Get(tied ? "model.embed_tokens.weight" : "lm_head.weight").t());
@@ -260,7 +292,8 @@ struct LlamaCase {
 };
 
 // Builds the model of `dir` as exec does: config.json -> ModelConfig -> weights.
-StatusOr<Gpt> Import(const std::string& dir, int64_t context, torch::ScalarType weights = torch::kFloat) {
+StatusOr<Gpt> Import(const std::string& dir, int64_t context,
+                     torch::ScalarType weights = torch::kFloat) {
   ModelConfig c;
   c.context = context;
   c.init_from = dir;
@@ -271,7 +304,8 @@ StatusOr<Gpt> Import(const std::string& dir, int64_t context, torch::ScalarType 
   Gpt model(c, weights);
   Json prov = Json::object();
   HEADLAB_RETURN_IF_ERROR(InitFromCheckpoint(*model, c, &prov));
-  if (prov["init_from_sha256"].get<std::string>().size() != 64) return Status::Internal("no checkpoint hash");
+  if (prov["init_from_sha256"].get<std::string>().size() != 64)
+    return Status::Internal("no checkpoint hash");
   return model;
 }
 
@@ -317,7 +351,8 @@ TEST_CASE("a tiny GPT-2 checkpoint imports and matches the reference logits") {
 
 TEST_CASE("tiny Llama, Qwen 2 and Qwen 3 checkpoints import and match the reference logits") {
   for (auto [type, hd, tied] : {std::tuple<const char*, int64_t, bool>{"llama", 8, false},
-                                {"qwen2", 8, true}, {"qwen3", 16, false}}) {
+                                {"qwen2", 8, true},
+                                {"qwen3", 16, false}}) {
     INFO(type);
     testing::TempDir dir("headlab-import");
     LlamaCase l(type, hd, tied);
@@ -342,13 +377,19 @@ TEST_CASE("tiny Llama, Qwen 2 and Qwen 3 checkpoints import and match the refere
 
 // Llama 3.1's and YaRN's rescaled frequencies (original context 256 and 32 make every branch
 // of both formulas matter at head_dim 8 and theta 500000 within 20 positions).
-const Json kLlama3Scaling = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 256}};
-const Json kYarnScaling = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32}};
+const Json kLlama3Scaling = {{"rope_type", "llama3"},
+                             {"factor", 8.0},
+                             {"low_freq_factor", 1.0},
+                             {"high_freq_factor", 4.0},
+                             {"original_max_position_embeddings", 256}};
+const Json kYarnScaling = {
+    {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32}};
 
 TEST_CASE("rope_scaling llama3 and yarn checkpoints import and match the reference logits") {
-  for (auto [type, hd, scaling] : {std::tuple<const char*, int64_t, Json>{"llama", 8, kLlama3Scaling},
-                                   {"qwen2", 8, kYarnScaling}, {"qwen3", 16, kYarnScaling}}) {
+  for (auto [type, hd, scaling] :
+       {std::tuple<const char*, int64_t, Json>{"llama", 8, kLlama3Scaling},
+        {"qwen2", 8, kYarnScaling},
+        {"qwen3", 16, kYarnScaling}}) {
     INFO(type << " " << scaling.dump());
     testing::TempDir dir("headlab-import");
     LlamaCase l(type, hd, /*tie=*/false, scaling);
@@ -377,8 +418,11 @@ TEST_CASE("rope_scaling that is not llama3 or yarn is refused by name") {
   Json config = l.config;
   config["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
   Status st = ModelConfigFromHf(config, "c.json", &m);
-  CHECK(st.message() == "c.json: $.rope_scaling.rope_type: expected \"default\", \"llama3\" or \"yarn\", got \"dynamic\"");
-  config["rope_scaling"] = {{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
+  CHECK(st.message() ==
+        "c.json: $.rope_scaling.rope_type: expected \"default\", \"llama3\" or \"yarn\", got "
+        "\"dynamic\"");
+  config["rope_scaling"] = {
+      {"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}};
   st = ModelConfigFromHf(config, "c.json", &m);
   CHECK(st.message() == "c.json: $.rope_scaling.original_max_position_embeddings: missing");
   config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"mscale", 0.707}};
@@ -396,7 +440,8 @@ TEST_CASE("a bf16 checkpoint imports into bf16 weights bit for bit, and into fp3
   for (const char* type : {"llama", "qwen2", "qwen3"}) {
     INFO(type);
     testing::TempDir dir("headlab-import");
-    LlamaCase l(type, 16, /*tie=*/false, std::string(type) == "llama" ? kLlama3Scaling : Json(nullptr),
+    LlamaCase l(type, 16, /*tie=*/false,
+                std::string(type) == "llama" ? kLlama3Scaling : Json(nullptr),
                 /*bf16=*/true);
     l.ck.Write(dir.path(), l.config);
     StatusOr<Gpt> bf16 = Import(dir.path(), 20, torch::kBFloat16);
@@ -426,7 +471,8 @@ TEST_CASE("a bf16 checkpoint imports into bf16 weights bit for bit, and into fp3
 // (SetFastPathOnCpuForTesting), equal to the dense reference.
 TEST_CASE("imported GQA layers with biases, q/k norms and streaming heads run the fused path") {
   for (auto [type, scaling] : {std::tuple<const char*, Json>{"llama", kLlama3Scaling},
-                               {"qwen2", kYarnScaling}, {"qwen3", nullptr}}) {
+                               {"qwen2", kYarnScaling},
+                               {"qwen3", nullptr}}) {
     INFO(type);
     testing::TempDir dir("headlab-import");
     LlamaCase l(type, 64, /*tie=*/false, scaling);
@@ -434,7 +480,8 @@ TEST_CASE("imported GQA layers with biases, q/k norms and streaming heads run th
     StatusOr<Gpt> m = Import(dir.path(), 20);
     REQUIRE(m.ok());
     for (int64_t layer = 0; layer < 2; ++layer)  // the first KV group's heads stream
-      for (int64_t h = 0; h < 2; ++h) m.value()->attention(layer)->SetHeadState(h, {HeadMode::kStreaming, 0, 2, 5});
+      for (int64_t h = 0; h < 2; ++h)
+        m.value()->attention(layer)->SetHeadState(h, {HeadMode::kStreaming, 0, 2, 5});
     Tensor idx = torch::randint(0, 60, {2, 20}, torch::kLong);
     torch::NoGradGuard no_grad;
     Tensor dense = m.value()->forward(idx);
@@ -442,29 +489,65 @@ TEST_CASE("imported GQA layers with biases, q/k norms and streaming heads run th
     SetFastPathOnCpuForTesting(true);
     Tensor fast = m.value()->forward(idx);
     SetFastPathOnCpuForTesting(false);
-    CHECK(AttentionPaths(m.value()) == Json{{"fused[4] kernel=cpu_stand_in", {0, 1}}});  // one segment, no dense
+    CHECK(AttentionPaths(m.value()) ==
+          Json{{"fused[4] kernel=cpu_stand_in", {0, 1}}});  // one segment, no dense
     CHECK(MaxDiff(fast, dense) < 1e-4);
   }
 }
 
 // The published config.json values of the models AoH measures (their Hugging Face
 // repositories' config files), as far as headlab reads them.
-const Json kPublishedConfigs[] = {
-    {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
-     {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"rms_norm_eps", 1e-5},
-     {"rope_theta", 500000.0}, {"vocab_size", 128256}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
-     {"max_position_embeddings", 131072}, {"attention_bias", false}, {"mlp_bias", false},
-     {"rope_scaling", {{"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                       {"original_max_position_embeddings", 8192}, {"rope_type", "llama3"}}}},
-    {{"model_type", "qwen2"}, {"hidden_size", 3584}, {"intermediate_size", 18944}, {"num_hidden_layers", 28},
-     {"num_attention_heads", 28}, {"num_key_value_heads", 4}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
-     {"vocab_size", 152064}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
-     {"max_position_embeddings", 32768}, {"use_sliding_window", false}, {"rope_scaling", nullptr}},
-    {{"model_type", "qwen3"}, {"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 36},
-     {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"rms_norm_eps", 1e-6},
-     {"rope_theta", 1000000.0}, {"vocab_size", 151936}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
-     {"max_position_embeddings", 40960}, {"attention_bias", false}, {"use_sliding_window", false},
-     {"rope_scaling", nullptr}}};
+const Json kPublishedConfigs[] = {{{"model_type", "llama"},
+                                   {"hidden_size", 4096},
+                                   {"intermediate_size", 14336},
+                                   {"num_hidden_layers", 32},
+                                   {"num_attention_heads", 32},
+                                   {"num_key_value_heads", 8},
+                                   {"head_dim", 128},
+                                   {"rms_norm_eps", 1e-5},
+                                   {"rope_theta", 500000.0},
+                                   {"vocab_size", 128256},
+                                   {"tie_word_embeddings", false},
+                                   {"hidden_act", "silu"},
+                                   {"max_position_embeddings", 131072},
+                                   {"attention_bias", false},
+                                   {"mlp_bias", false},
+                                   {"rope_scaling",
+                                    {{"factor", 8.0},
+                                     {"low_freq_factor", 1.0},
+                                     {"high_freq_factor", 4.0},
+                                     {"original_max_position_embeddings", 8192},
+                                     {"rope_type", "llama3"}}}},
+                                  {{"model_type", "qwen2"},
+                                   {"hidden_size", 3584},
+                                   {"intermediate_size", 18944},
+                                   {"num_hidden_layers", 28},
+                                   {"num_attention_heads", 28},
+                                   {"num_key_value_heads", 4},
+                                   {"rms_norm_eps", 1e-6},
+                                   {"rope_theta", 1000000.0},
+                                   {"vocab_size", 152064},
+                                   {"tie_word_embeddings", false},
+                                   {"hidden_act", "silu"},
+                                   {"max_position_embeddings", 32768},
+                                   {"use_sliding_window", false},
+                                   {"rope_scaling", nullptr}},
+                                  {{"model_type", "qwen3"},
+                                   {"hidden_size", 4096},
+                                   {"intermediate_size", 12288},
+                                   {"num_hidden_layers", 36},
+                                   {"num_attention_heads", 32},
+                                   {"num_key_value_heads", 8},
+                                   {"head_dim", 128},
+                                   {"rms_norm_eps", 1e-6},
+                                   {"rope_theta", 1000000.0},
+                                   {"vocab_size", 151936},
+                                   {"tie_word_embeddings", false},
+                                   {"hidden_act", "silu"},
+                                   {"max_position_embeddings", 40960},
+                                   {"attention_bias", false},
+                                   {"use_sliding_window", false},
+                                   {"rope_scaling", nullptr}}};
 
 TEST_CASE("the pretrained-family presets are the architectures of their published config.json") {
   const char* presets[] = {"llama3.1-8b", "qwen2.5-7b", "qwen3-8b"};
@@ -513,9 +596,13 @@ TEST_CASE("checkpoints that do not fit are refused before any step, naming file 
     g.ck.Write(d, g.config);
     StatusOr<Gpt> m = Import(d, 24);
     REQUIRE_FALSE(m.ok());
-    CHECK(m.status().message() == d + "/model.safetensors: tensor h.1.attn.c_proj.weight has shape [16, 12], expected "
-                                      "[16, 16] from " + d + "/config.json and model.context (headlab parameter "
-                                      "blocks.1.attn.o_proj.weight)");
+    CHECK(m.status().message() ==
+          d +
+              "/model.safetensors: tensor h.1.attn.c_proj.weight has shape [16, 12], expected "
+              "[16, 16] from " +
+              d +
+              "/config.json and model.context (headlab parameter "
+              "blocks.1.attn.o_proj.weight)");
   }
   SECTION("a missing tensor") {
     g.ck.tensors.erase(g.ck.tensors.begin() + 3);  // h.0.ln_1.bias
@@ -529,14 +616,16 @@ TEST_CASE("checkpoints that do not fit are refused before any step, naming file 
     g.ck.Write(d, g.config);
     StatusOr<Gpt> m = Import(d, 24);
     REQUIRE_FALSE(m.ok());
-    CHECK(m.status().message().find("tensor h.0.attn.extra.weight is not part of the gpt2 architecture") !=
+    CHECK(m.status().message().find(
+              "tensor h.0.attn.extra.weight is not part of the gpt2 architecture") !=
           std::string::npos);
   }
   SECTION("a context beyond the learned positions") {
     g.ck.Write(d, g.config);
     StatusOr<Gpt> m = Import(d, 64);
     REQUIRE_FALSE(m.ok());
-    CHECK(m.status().message().find("$.n_positions: the checkpoint has 40 learned positions; model.context 64") !=
+    CHECK(m.status().message().find(
+              "$.n_positions: the checkpoint has 40 learned positions; model.context 64") !=
           std::string::npos);
   }
   SECTION("a truncated safetensors file") {
@@ -555,12 +644,14 @@ TEST_CASE("checkpoints that do not fit are refused before any step, naming file 
     g.ck.Write(d, config);
     StatusOr<Gpt> m = Import(d, 24);
     REQUIRE_FALSE(m.ok());
-    CHECK(m.status().message() == d + "/config.json: $.model_type: expected gpt2, llama, mistral, qwen2 or qwen3, "
-                                      "got \"t5\"");
+    CHECK(m.status().message() ==
+          d + "/config.json: $.model_type: expected gpt2, llama, mistral, qwen2 or qwen3, "
+              "got \"t5\"");
   }
 }
 
-TEST_CASE("byte-level data for an imported model with a larger vocabulary is a tokenizer mismatch") {
+TEST_CASE(
+    "byte-level data for an imported model with a larger vocabulary is a tokenizer mismatch") {
   testing::TempDir dir("headlab-import");
   Gpt2Case g;
   g.ck.Write(dir.path(), g.config);
@@ -572,8 +663,9 @@ TEST_CASE("byte-level data for an imported model with a larger vocabulary is a t
   Dataset d;
   Status st = CheckDataFitsModel(d, c);
   REQUIRE_FALSE(st.ok());
-  CHECK(st.message().find("tokenizer mismatch: the builtin corpus (byte-level, 256 tokens) for the model at " +
-                          dir.path() + ", whose vocabulary has 50 tokens") != std::string::npos);
+  CHECK(st.message().find(
+            "tokenizer mismatch: the builtin corpus (byte-level, 256 tokens) for the model at " +
+            dir.path() + ", whose vocabulary has 50 tokens") != std::string::npos);
 }
 
 }  // namespace

@@ -27,10 +27,14 @@ struct Source {
 // checkpoint goes into bf16 weights as is and into fp32 ones without a float copy first.
 StatusOr<torch::Tensor> View(const SafeTensor& t, const std::string& name) {
   c10::ScalarType type;
-  if (t.dtype == "F32") type = torch::kFloat;
-  else if (t.dtype == "F16") type = torch::kHalf;
-  else if (t.dtype == "BF16") type = torch::kBFloat16;
-  else if (t.dtype == "F64") type = torch::kDouble;
+  if (t.dtype == "F32")
+    type = torch::kFloat;
+  else if (t.dtype == "F16")
+    type = torch::kHalf;
+  else if (t.dtype == "BF16")
+    type = torch::kBFloat16;
+  else if (t.dtype == "F64")
+    type = torch::kDouble;
   else
     return Status::InvalidArgument(t.file + ": tensor " + name + " has dtype " + t.dtype +
                                    ", expected F32, F16, BF16 or F64");
@@ -55,7 +59,8 @@ std::map<std::string, Source> NameMap(const ModelConfig& c, const std::set<std::
     m["ln_f.weight"] = {pre + "ln_f.weight"};
     m["ln_f.bias"] = {pre + "ln_f.bias"};
     for (int64_t i = 0; i < c.layers; ++i) {
-      const std::string h = pre + "h." + std::to_string(i) + ".", b = "blocks." + std::to_string(i) + ".";
+      const std::string h = pre + "h." + std::to_string(i) + ".",
+                        b = "blocks." + std::to_string(i) + ".";
       for (const char* wb : {"weight", "bias"}) {
         const bool t = std::string(wb) == "weight";  // Conv1D weights are [in, out]
         m[b + "ln1." + wb] = {h + "ln_1." + wb};
@@ -76,7 +81,8 @@ std::map<std::string, Source> NameMap(const ModelConfig& c, const std::set<std::
   m["ln_f.weight"] = {"model.norm.weight"};
   if (!c.tie_head) m["head.weight"] = {"lm_head.weight"};
   for (int64_t i = 0; i < c.layers; ++i) {
-    const std::string h = "model.layers." + std::to_string(i) + ".", b = "blocks." + std::to_string(i) + ".";
+    const std::string h = "model.layers." + std::to_string(i) + ".",
+                      b = "blocks." + std::to_string(i) + ".";
     m[b + "ln1.weight"] = {h + "input_layernorm.weight"};
     m[b + "ln2.weight"] = {h + "post_attention_layernorm.weight"};
     for (const char* p : {"q", "k", "v", "o"})
@@ -109,13 +115,15 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
     const std::string& name = p.key();
     auto it = map.find(name);
     if (it == map.end())
-      return Status::Internal("import: no checkpoint name for parameter " + name + " of family " + c.family);
+      return Status::Internal("import: no checkpoint name for parameter " + name + " of family " +
+                              c.family);
     const Source& src = it->second;
     auto t = tensors.find(src.name);
     if (t == tensors.end())
-      return Status::InvalidArgument(set->source() + ": tensor " + src.name + " is missing; the " + c.family +
-                                     " architecture of " + dir + "/config.json needs it (shape " +
-                                     ShapeString(p.value().sizes().vec()) + ", headlab parameter " + name + ")");
+      return Status::InvalidArgument(
+          set->source() + ": tensor " + src.name + " is missing; the " + c.family +
+          " architecture of " + dir + "/config.json needs it (shape " +
+          ShapeString(p.value().sizes().vec()) + ", headlab parameter " + name + ")");
     StatusOr<torch::Tensor> value = View(t->second, src.name);
     if (!value.ok()) return value.status();
     torch::Tensor v = value.value();
@@ -123,8 +131,8 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
     const std::vector<int64_t> want = p.value().sizes().vec();
     // The source's expected rows (dimension 0 after the transpose).
     const int64_t rows = src.rows >= 0 ? src.full_rows : want[0];
-    bool fits = v.dim() == int64_t(want.size()) &&
-                (src.prefix ? v.size(0) >= want[0] : v.size(0) == rows);
+    bool fits =
+        v.dim() == int64_t(want.size()) && (src.prefix ? v.size(0) >= want[0] : v.size(0) == rows);
     for (int64_t d = 1; fits && d < v.dim(); ++d) fits = v.size(d) == want[size_t(d)];
     if (!fits) {
       std::vector<int64_t> expected = want;
@@ -133,11 +141,14 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
       std::string e = ShapeString(expected);
       if (src.prefix) e = "[>= " + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]";
       return Status::InvalidArgument(set->source() + ": tensor " + src.name + " has shape " +
-                                     ShapeString(t->second.shape) + ", expected " + e + " from " + dir +
-                                     "/config.json and model.context (headlab parameter " + name + ")");
+                                     ShapeString(t->second.shape) + ", expected " + e + " from " +
+                                     dir + "/config.json and model.context (headlab parameter " +
+                                     name + ")");
     }
-    if (src.prefix) v = v.narrow(0, 0, want[0]);
-    else if (src.rows >= 0) v = v.narrow(0, src.row0, src.rows);
+    if (src.prefix)
+      v = v.narrow(0, 0, want[0]);
+    else if (src.rows >= 0)
+      v = v.narrow(0, src.row0, src.rows);
     p.value().copy_(v);
     used.insert(src.name);
   }
@@ -149,12 +160,14 @@ Status ImportWeights(GptImpl& model, const std::string& dir, ImportInfo* info) {
       if (!head.ok()) return head.status();
       const torch::Tensor& wte = model.wte->weight;
       if (head->sizes() != wte.sizes() || !torch::equal(head->to(wte.scalar_type()), wte))
-        return Status::InvalidArgument(set->source() + ": lm_head.weight differs from the token embedding, but " +
+        return Status::InvalidArgument(set->source() +
+                                       ": lm_head.weight differs from the token embedding, but " +
                                        dir + "/config.json ties them (tie_word_embeddings)");
       continue;
     }
-    return Status::InvalidArgument(set->source() + ": tensor " + n + " is not part of the " + c.family +
-                                   " architecture that " + dir + "/config.json describes");
+    return Status::InvalidArgument(set->source() + ": tensor " + n + " is not part of the " +
+                                   c.family + " architecture that " + dir +
+                                   "/config.json describes");
   }
   if (info) {
     info->source = set->source();

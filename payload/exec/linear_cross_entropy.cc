@@ -16,7 +16,9 @@ int64_t ChunkRows(int64_t vocab) { return std::max<int64_t>(1, (int64_t(1) << 28
 
 // The dtype row statistics and accumulations use for logits in `dtype`: fp32, or fp64 for
 // fp64 (tests take finite differences in fp64).
-torch::ScalarType Accumulation(torch::ScalarType dtype) { return at::promote_types(dtype, torch::kFloat); }
+torch::ScalarType Accumulation(torch::ScalarType dtype) {
+  return at::promote_types(dtype, torch::kFloat);
+}
 
 // Per-row loss of `logits` [n, V] (dtype) and, over them, the gradient softmax - one-hot.
 torch::Tensor RowsInPlace(torch::Tensor& logits, const torch::Tensor& targets) {
@@ -35,8 +37,9 @@ torch::Tensor RowsInPlace(torch::Tensor& logits, const torch::Tensor& targets) {
 
 class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossEntropyFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h, torch::Tensor w,
-                               torch::Tensor targets, int64_t dtype_code, int64_t chunk_rows) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor h,
+                               torch::Tensor w, torch::Tensor targets, int64_t dtype_code,
+                               int64_t chunk_rows) {
     const auto dtype = static_cast<torch::ScalarType>(dtype_code);
     const int64_t n = h.size(0), vocab = w.size(0);
     const bool grads = h.requires_grad() || w.requires_grad();
@@ -44,7 +47,8 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
     const torch::ScalarType acc = Accumulation(dtype);
     torch::Tensor loss = torch::empty({n}, h.options().dtype(acc));
     torch::Tensor dh = grads ? torch::empty({n, h.size(1)}, hc.options()) : torch::Tensor();
-    torch::Tensor dw = grads ? torch::zeros({vocab, w.size(1)}, w.options().dtype(acc)) : torch::Tensor();
+    torch::Tensor dw =
+        grads ? torch::zeros({vocab, w.size(1)}, w.options().dtype(acc)) : torch::Tensor();
     const int64_t chunk = chunk_rows > 0 ? chunk_rows : ChunkRows(vocab);
     for (int64_t start = 0; start < n; start += chunk) {
       const int64_t rows = std::min(chunk, n - start);
@@ -54,8 +58,8 @@ class LinearCrossEntropyFunction : public torch::autograd::Function<LinearCrossE
       part.copy_(RowsInPlace(logits, targets.narrow(0, start, rows)));
       if (!grads) continue;
       torch::Tensor dh_rows = dh.narrow(0, start, rows);
-      at::mm_out(dh_rows, logits, wc);     // the rows' dh (before the 1 / N of the mean)
-      dw.add_(at::mm(logits.t(), hs));     // their dw, accumulated in fp32 (fp64)
+      at::mm_out(dh_rows, logits, wc);  // the rows' dh (before the 1 / N of the mean)
+      dw.add_(at::mm(logits.t(), hs));  // their dw, accumulated in fp32 (fp64)
     }
     ctx->save_for_backward({dh, dw});
     ctx->saved_data["n"] = n;

@@ -17,9 +17,12 @@ TEST_CASE("linear cross-entropy: loss and gradients equal cross_entropy(linear(h
   torch::Tensor targets = torch::randint(0, vocab, {n}, torch::kLong);
   for (int64_t chunk : {0, 5, 37}) {  // automatic (one chunk here), uneven chunks, exact
     INFO("chunk rows " << chunk);
-    torch::Tensor h1 = torch::randn({n, c}).requires_grad_(true), w1 = torch::randn({vocab, c}).requires_grad_(true);
-    torch::Tensor h2 = h1.detach().clone().requires_grad_(true), w2 = w1.detach().clone().requires_grad_(true);
-    torch::Tensor want = torch::nn::functional::cross_entropy(torch::nn::functional::linear(h1, w1), targets);
+    torch::Tensor h1 = torch::randn({n, c}).requires_grad_(true),
+                  w1 = torch::randn({vocab, c}).requires_grad_(true);
+    torch::Tensor h2 = h1.detach().clone().requires_grad_(true),
+                  w2 = w1.detach().clone().requires_grad_(true);
+    torch::Tensor want =
+        torch::nn::functional::cross_entropy(torch::nn::functional::linear(h1, w1), targets);
     (want * 3.0).backward();  // a non-unit upstream gradient
     torch::Tensor got = LinearCrossEntropy(h2, w2, targets, torch::kFloat, chunk);
     (got * 3.0).backward();

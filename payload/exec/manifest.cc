@@ -23,8 +23,7 @@ Status ParseCheckpointRef(const Json& r, const std::string& file, const std::str
   out->path = r["path"].get<std::string>();
   const Json* sha = r.contains("sha256") ? &r["sha256"] : nullptr;
   bool sha_ok = sha && sha->is_string() && sha->get<std::string>().size() == 64 &&
-                sha->get<std::string>().find_first_not_of("0123456789abcdef") ==
-                    std::string::npos;
+                sha->get<std::string>().find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!sha_ok) return FieldError(file, field + ".sha256", "expected 64 lowercase hex digits", sha);
   out->sha256 = sha->get<std::string>();
   const Json* step = r.contains("step") ? &r["step"] : nullptr;
@@ -41,15 +40,16 @@ StatusOr<Manifest> ParseManifest(const std::string& text, const std::string& fil
   if (!parsed.ok()) return parsed.status();
   const Json& j = parsed.value();
   if (!j.is_object()) return FieldError(file, "", "expected an object", &j);
-  static const char* const kKnown[] = {"run", "attempt", "experiment", "config", "out_dir",
-                                       "resume", "parent"};
+  static const char* const kKnown[] = {"run",     "attempt", "experiment", "config",
+                                       "out_dir", "resume",  "parent"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
     if (!known)
-      return FieldError(file, it.key(),
-                        "unknown key (known: run, attempt, experiment, config, out_dir, resume, parent)",
-                        nullptr);
+      return FieldError(
+          file, it.key(),
+          "unknown key (known: run, attempt, experiment, config, out_dir, resume, parent)",
+          nullptr);
   }
   for (const char* k : {"run", "attempt", "config", "out_dir"})
     if (!j.contains(k)) return FieldError(file, k, "missing", nullptr);

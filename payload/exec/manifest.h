@@ -23,7 +23,7 @@ struct ResumePoint {
 };
 
 struct Manifest {
-  Json run;         // run id as the coordinator gave it
+  Json run;  // run id as the coordinator gave it
   int64_t attempt = 0;
   Json experiment;  // experiment id
   Json config;      // the run config as given (normalized later)

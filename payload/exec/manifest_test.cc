@@ -34,7 +34,8 @@ TEST_CASE("manifest: a shared parent checkpoint parses beside resume") {
   const std::string sha(64, 'a');
   StatusOr<Manifest> m = ParseManifest(
       R"({"run": 9, "attempt": 1, "config": {}, "out_dir": "/tmp/x", "resume": null,
-          "parent": {"run": 4, "path": "/p/ckpt.pt", "sha256": ")" + sha + R"(", "step": 20}})",
+          "parent": {"run": 4, "path": "/p/ckpt.pt", "sha256": ")" +
+          sha + R"(", "step": 20}})",
       "m.json");
   REQUIRE(m.ok());
   CHECK(!m->resume);
@@ -44,7 +45,8 @@ TEST_CASE("manifest: a shared parent checkpoint parses beside resume") {
   CHECK(m->parent_run == 4);
   StatusOr<Manifest> bad = ParseManifest(
       R"({"run": 9, "attempt": 1, "config": {}, "out_dir": "/tmp/x",
-          "parent": {"path": "/p", "sha256": ")" + sha + R"(", "step": 20}})",
+          "parent": {"path": "/p", "sha256": ")" +
+          sha + R"(", "step": 20}})",
       "m.json");
   CHECK(bad.status().message() == "m.json: $.parent.run: expected an integer or string");
   bad = ParseManifest(
@@ -64,9 +66,11 @@ TEST_CASE("manifest: errors name the file and the field") {
       {R"({"run": 1, "attempt": -1, "config": {}, "out_dir": "/a"})", "m.json: $.attempt:"},
       {R"({"run": 1, "attempt": 0, "config": [], "out_dir": "/a"})", "m.json: $.config:"},
       {R"({"run": 1, "attempt": 0, "config": {}, "out_dir": "rel"})", "m.json: $.out_dir:"},
-      {R"({"run": 1, "attempt": 0, "config": {}, "out_dir": "/a", "bogus": 1})", "m.json: $.bogus:"},
+      {R"({"run": 1, "attempt": 0, "config": {}, "out_dir": "/a", "bogus": 1})",
+       "m.json: $.bogus:"},
       {R"({"run": 1, "attempt": 0, "config": {}, "out_dir": "/a",
-           "resume": {"path": "/c", "sha256": "xyz", "step": 1}})", "m.json: $.resume.sha256:"},
+           "resume": {"path": "/c", "sha256": "xyz", "step": 1}})",
+       "m.json: $.resume.sha256:"},
       {R"({"run": 1, "attempt": 0, "config": {}, "out_dir": "/a",
            "resume": {"path": "/c", "sha256": "0000000000000000000000000000000000000000000000000000000000000000"}})",
        "m.json: $.resume.step:"},

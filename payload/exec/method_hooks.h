@@ -19,8 +19,8 @@ using HookList = std::vector<std::shared_ptr<TrainHooks>>;
 // A method's hooks for a run: nullptr when its section leaves the method off. Errors are
 // InvalidArgument naming `file` and the field.
 using HooksFactory = StatusOr<std::shared_ptr<TrainHooks>> (*)(const ExecConfig& config,
-                                                                const Json& config_json,
-                                                                const std::string& file);
+                                                               const Json& config_json,
+                                                               const std::string& file);
 
 // Returns the hooks in the order the loop calls them (MethodSpec::loop_order: pruning
 // controls, SAF, AoH, AAH). `config_json` is the normalized run config; errors are

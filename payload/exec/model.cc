@@ -10,7 +10,8 @@ namespace F = torch::nn::functional;
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -21,7 +22,9 @@ NormImpl::NormImpl(int64_t width, bool rms, double eps) : rms_(rms), eps_(eps) {
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
-  if (!rms_) return F::layer_norm(x, F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(eps_));
+  if (!rms_)
+    return F::layer_norm(x,
+                         F::LayerNormFuncOptions({x.size(-1)}).weight(weight).bias(bias).eps(eps_));
   return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
 }
 
@@ -38,7 +41,8 @@ BlockImpl::BlockImpl(const ModelConfig& c) : act_(c.mlp_act) {
   attn = register_module("attn", HybridAttention(c.width, c.heads, c.kv_heads, c.context, a));
   ln2 = register_module("ln2", Norm(c.width, rms, c.NormEps()));
   auto lin = [&](const char* name, int64_t in, int64_t out) {
-    torch::nn::Linear l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(c.mlp_bias)));
+    torch::nn::Linear l = register_module(
+        name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(c.mlp_bias)));
     if (c.mlp_bias) {
       torch::NoGradGuard no_grad;
       l->bias.zero_();
@@ -56,8 +60,8 @@ torch::Tensor BlockImpl::Mlp(const torch::Tensor& h) {
   return proj(F::gelu(fc(h)));
 }
 
-torch::Tensor BlockImpl::forward(
-    torch::Tensor x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+torch::Tensor BlockImpl::forward(torch::Tensor x,
+                                 const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
   x = x + attn->forward(ln1(x), rotate);
   return x + Mlp(ln2(x));
 }
@@ -89,7 +93,8 @@ GptImpl::GptImpl(const ModelConfig& c, torch::ScalarType weights) : config_(c) {
   ln_f = register_module("ln_f", Norm(c.width, c.norm == "rmsnorm", c.NormEps()));
   to_weights(*ln_f);
   if (!c.tie_head) {
-    head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.vocab).bias(false)));
+    head = register_module(
+        "head", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.vocab).bias(false)));
     to_weights(*head);
   }
 
@@ -104,8 +109,10 @@ GptImpl::GptImpl(const ModelConfig& c, torch::ScalarType weights) : config_(c) {
     if (t.dim() < 2) continue;  // norm gains and biases keep their (1, 0) init
     bool residual = EndsWith(name, ".o_proj.weight") || EndsWith(name, ".proj.weight");
     const double sd = residual ? residual_std : 0.02;
-    if (t.scalar_type() == torch::kFloat) t.normal_(0.0, sd);
-    else t.copy_(torch::empty(t.sizes(), torch::kFloat).normal_(0.0, sd));
+    if (t.scalar_type() == torch::kFloat)
+      t.normal_(0.0, sd);
+    else
+      t.copy_(torch::empty(t.sizes(), torch::kFloat).normal_(0.0, sd));
   }
   for (const HeadAssignment& a : c.head_modes) attention(a.layer)->SetHeadState(a.head, a.state);
 }
@@ -114,14 +121,16 @@ HybridAttention& GptImpl::attention(int64_t layer) {
   return blocks->ptr(size_t(layer))->as<Block>()->attn;
 }
 
-torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RopeSpec& rope, const torch::Tensor& positions) {
+torch::Tensor RotaryEmbedding(const torch::Tensor& x, const RopeSpec& rope,
+                              const torch::Tensor& positions) {
   const int64_t T = x.size(2), d = x.size(3), half = d / 2;
   auto opts = torch::dtype(torch::kFloat).device(x.device());
   // theta_i = base^(-2i/d) (rope.h), computed on x's device; a rescaled table comes from
   // RopeFrequencies on the host (a [d/2] copy).
   torch::Tensor inv_freq =
-      rope.scaling.type.empty() ? torch::pow(rope.base, -torch::arange(0, half, opts) * 2.0 / double(d))
-                                : torch::tensor(RopeFrequencies(rope, d), torch::kDouble).to(opts);  // [d/2]
+      rope.scaling.type.empty()
+          ? torch::pow(rope.base, -torch::arange(0, half, opts) * 2.0 / double(d))
+          : torch::tensor(RopeFrequencies(rope, d), torch::kDouble).to(opts);  // [d/2]
   torch::Tensor pos = positions.defined() ? positions.to(torch::kFloat) : torch::arange(T, opts);
   torch::Tensor angles = torch::outer(pos, inv_freq);  // [T, d/2]
   // The angles in fp32; the rotation in x's dtype (bf16 under autocast), so queries and keys
@@ -165,10 +174,12 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
 torch::Tensor GptImpl::Embed(const torch::Tensor& idx, const torch::Tensor& positions) {
   torch::Tensor x = wte(idx);
   // The residual stream is fp32 even where the embeddings are held in bf16 / fp16.
-  if (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf) x = x.to(torch::kFloat);
+  if (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf)
+    x = x.to(torch::kFloat);
   if (wpe)
-    x = x + wpe(positions.defined() ? positions
-                                    : torch::arange(idx.size(1), torch::dtype(torch::kLong).device(idx.device())));
+    x = x + wpe(positions.defined()
+                    ? positions
+                    : torch::arange(idx.size(1), torch::dtype(torch::kLong).device(idx.device())));
   return x;
 }
 

@@ -19,11 +19,11 @@ struct ModelConfig {
   int64_t context = 0;
   double mlp_ratio = 0;
   int64_t vocab = 0;
-  int64_t kv_heads = 0;          // key/value heads (GQA); normalized: 0 -> heads
-  std::string pos;               // learned | rope
+  int64_t kv_heads = 0;  // key/value heads (GQA); normalized: 0 -> heads
+  std::string pos;       // learned | rope
   double rope_base = 0;
-  RopeScaling rope_scaling;      // config.json's rope_scaling, or a preset's (rope.h)
-  std::string norm;              // layernorm | rmsnorm
+  RopeScaling rope_scaling;                // config.json's rope_scaling, or a preset's (rope.h)
+  std::string norm;                        // layernorm | rmsnorm
   std::vector<HeadAssignment> head_modes;  // parsed model.head_modes
   // model.init_from: a Hugging Face checkpoint folder; "" = a fresh model. When set, the
   // fields below and the shape above come from its config.json (hf_config.h).

@@ -19,7 +19,8 @@ TEST_CASE("model: logits have shape [B, T, vocab] and the head is tied") {
   CHECK(logits.sizes().vec() == std::vector<int64_t>{3, 12, 40});
   // Tied: there is no separate output matrix, the embedding is the only [vocab, width].
   int64_t vocab_matrices = 0;
-  for (const auto& p : model->parameters()) vocab_matrices += p.sizes().vec() == std::vector<int64_t>{40, 16};
+  for (const auto& p : model->parameters())
+    vocab_matrices += p.sizes().vec() == std::vector<int64_t>{40, 16};
   CHECK(vocab_matrices == 1);
 }
 
@@ -64,8 +65,10 @@ TEST_CASE("model: RoPE, RMSNorm and GQA variants are causal; head modes are inst
 TEST_CASE("model: RoPE dot products depend only on the relative position") {
   torch::manual_seed(5);
   const int64_t T = 16, d = 8;
-  torch::Tensor q = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
-  torch::Tensor k = RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
+  torch::Tensor q =
+      RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
+  torch::Tensor k =
+      RotaryEmbedding(torch::randn({d}).expand({1, 1, T, d}), RopeSpec{10000.0})[0][0];
   CHECK(q[5].norm().item<double>() == Approx(q[0].norm().item<double>()));
   CHECK(q[9].dot(k[4]).item<double>() == Approx(q[12].dot(k[7]).item<double>()).epsilon(1e-5));
   CHECK(q[9].dot(k[4]).item<double>() != Approx(q[9].dot(k[7]).item<double>()).epsilon(1e-3));
@@ -81,7 +84,8 @@ TEST_CASE("model: same seed, same initial weights") {
   for (size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
 }
 
-TEST_CASE("model: weights built in bf16 are the fp32 initialisation rounded, gains and biases fp32") {
+TEST_CASE(
+    "model: weights built in bf16 are the fp32 initialisation rounded, gains and biases fp32") {
   ModelConfig c = testing::TinyModelConfig(2, 4, 32, 12, 40, "rope", 2);
   c.norm = "rmsnorm";
   c.mlp_act = "swiglu";

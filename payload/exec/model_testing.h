@@ -29,8 +29,9 @@ inline ModelConfig TinyModelConfig(int64_t layers, int64_t heads, int64_t width,
 // The decoder tests' tiny shape (payload/decode, payload/methods/aoh): width 8 per head,
 // vocab 32, RoPE base 100 with RMSNorm or learned positions with LayerNorm; GQA when
 // kv_heads < heads.
-inline ModelConfig TinyDecoderConfig(const std::string& pos, int64_t heads = 4, int64_t kv_heads = 4,
-                                     int64_t context = 24, int64_t layers = 2) {
+inline ModelConfig TinyDecoderConfig(const std::string& pos, int64_t heads = 4,
+                                     int64_t kv_heads = 4, int64_t context = 24,
+                                     int64_t layers = 2) {
   ModelConfig c = TinyModelConfig(layers, heads, heads * 8, context, 32, pos, kv_heads);
   c.rope_base = 100;
   c.norm = pos == "rope" ? "rmsnorm" : "layernorm";

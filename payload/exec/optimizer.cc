@@ -103,7 +103,8 @@ void AdamWStepper::Step() {
       s.step(s.step() + 1);
       auto& [count, device_step] = device_steps_[p.unsafeGetTensorImpl()];
       if (!device_step.defined() || count != s.step() - 1 || device_step.device() != p.device()) {
-        device_step = torch::full({}, double(s.step() - 1), torch::dtype(torch::kFloat).device(p.device()));
+        device_step =
+            torch::full({}, double(s.step() - 1), torch::dtype(torch::kFloat).device(p.device()));
       }
       count = s.step();
       params.push_back(p);

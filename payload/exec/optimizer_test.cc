@@ -29,7 +29,8 @@ TEST_CASE("optimizer: ClipGradNorm equals LibTorch's clip_grad_norm_, clipping o
     const double want = torch::nn::utils::clip_grad_norm_(theirs, 1.0);
     torch::Tensor got = ClipGradNorm(mine, 1.0);
     CHECK(got.item<double>() == Approx(want).epsilon(1e-6));
-    for (size_t i = 0; i + 1 < mine.size(); ++i) CHECK(torch::allclose(mine[i].grad(), theirs[i].grad(), 1e-6, 1e-7));
+    for (size_t i = 0; i + 1 < mine.size(); ++i)
+      CHECK(torch::allclose(mine[i].grad(), theirs[i].grad(), 1e-6, 1e-7));
   }
   // An infinite limit only measures.
   std::vector<torch::Tensor> ps = Params(4, 10.0);

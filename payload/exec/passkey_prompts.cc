@@ -13,30 +13,38 @@ StatusOr<PasskeyCodec> PasskeyCodec::For(const ModelConfig& m, const ShardMeta* 
     StatusOr<Tokenizer> t = Tokenizer::Load(data_meta->tokenizer_source);
     if (!t.ok()) return t.status();
     if (t->sha256() != data_meta->tokenizer_sha256)
-      return Status::InvalidArgument(t->source() + ": the tokenizer changed since the shards were prepared "
-                                     "(fingerprint " + t->sha256().substr(0, 12) + ", meta.json says " +
+      return Status::InvalidArgument(t->source() +
+                                     ": the tokenizer changed since the shards were prepared "
+                                     "(fingerprint " +
+                                     t->sha256().substr(0, 12) + ", meta.json says " +
                                      data_meta->tokenizer_sha256.substr(0, 12) + ")");
     if (t->vocab_size() > m.vocab)
-      return Status::InvalidArgument(t->source() + ": the data's tokenizer has " + std::to_string(t->vocab_size()) +
+      return Status::InvalidArgument(t->source() + ": the data's tokenizer has " +
+                                     std::to_string(t->vocab_size()) +
                                      " tokens, more than model.vocab " + std::to_string(m.vocab));
     codec.tokenizer_ = t.value();
     return codec;
   }
   if (m.init_from.empty()) {
     if (m.vocab < 256)
-      return Status::InvalidArgument("passkey prompts are byte-level and need model.vocab >= 256, got " +
-                                     std::to_string(m.vocab));
+      return Status::InvalidArgument(
+          "passkey prompts are byte-level and need model.vocab >= 256, got " +
+          std::to_string(m.vocab));
     return codec;
   }
   const std::string& dir = m.init_from;
-  if (!PathExists(dir + "/tokenizer.json") && !PathExists(dir + "/vocab.json") && !PathExists(dir + "/encoder.json"))
-    return Status::InvalidArgument(dir + ": passkey prompts for an imported model need its tokenizer there "
-                                   "(tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe)");
+  if (!PathExists(dir + "/tokenizer.json") && !PathExists(dir + "/vocab.json") &&
+      !PathExists(dir + "/encoder.json"))
+    return Status::InvalidArgument(
+        dir +
+        ": passkey prompts for an imported model need its tokenizer there "
+        "(tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe)");
   StatusOr<Tokenizer> t = Tokenizer::Load(dir);
   if (!t.ok()) return t.status();
   if (t->vocab_size() > m.vocab)
-    return Status::InvalidArgument(t->source() + ": the tokenizer has " + std::to_string(t->vocab_size()) +
-                                   " tokens, more than the model's vocab_size " + std::to_string(m.vocab));
+    return Status::InvalidArgument(
+        t->source() + ": the tokenizer has " + std::to_string(t->vocab_size()) +
+        " tokens, more than the model's vocab_size " + std::to_string(m.vocab));
   codec.tokenizer_ = t.value();
   return codec;
 }
@@ -52,18 +60,22 @@ bool PasskeyCodec::Matches(const std::vector<int64_t>& generated, const std::str
   return tokenizer_.Decode(ids) == answer;
 }
 
-StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length, double depth,
-                                                uint64_t seed, int64_t samples) {
-  if (!(depth >= 0 && depth <= 1)) return Status::InvalidArgument("passkey: depth must be in [0, 1]");
+StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length,
+                                                double depth, uint64_t seed, int64_t samples) {
+  if (!(depth >= 0 && depth <= 1))
+    return Status::InvalidArgument("passkey: depth must be in [0, 1]");
   PasskeyCellPrompts cell;
   std::vector<int64_t> filler;  // the filler's tokens, encoded once per cell
   for (int64_t i = 0; i < samples; ++i) {
     const PasskeyPieces pieces = DrawPasskey(length, seed + uint64_t(i));
-    const std::vector<int64_t> needle = codec.Encode(pieces.needle), question = codec.Encode(pieces.question);
+    const std::vector<int64_t> needle = codec.Encode(pieces.needle),
+                               question = codec.Encode(pieces.question);
     const int64_t n = length - int64_t(needle.size() + question.size());
     if (n < 1)
-      return Status::InvalidArgument("passkey: length " + std::to_string(length) + " tokens is shorter than the needle "
-                                     "and question (" + std::to_string(length - n + 1) + " tokens)");
+      return Status::InvalidArgument("passkey: length " + std::to_string(length) +
+                                     " tokens is shorter than the needle "
+                                     "and question (" +
+                                     std::to_string(length - n + 1) + " tokens)");
     // The filler: the first n tokens of enough repeats of its unit (more repeats only append
     // tokens: BPE merges stay inside pre-tokenized words).
     std::string text = pieces.filler_unit;

@@ -54,7 +54,7 @@ struct PasskeyCellPrompts {
 };
 // InvalidArgument when `length` cannot hold the needle, the question and one filler token,
 // or depth is outside [0, 1].
-StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length, double depth,
-                                                uint64_t seed, int64_t samples);
+StatusOr<PasskeyCellPrompts> MakePasskeyPrompts(const PasskeyCodec& codec, int64_t length,
+                                                double depth, uint64_t seed, int64_t samples);
 
 }  // namespace headlab

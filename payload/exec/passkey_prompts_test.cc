@@ -39,11 +39,13 @@ TEST_CASE("passkey prompts: in bytes they are GeneratePasskey's prompts") {
       CHECK(cell->inserted_at[i] == ex->inserted_at);
     }
   }
-  CHECK_FALSE(MakePasskeyPrompts(bytes, 80, 0.5, 1, 1).ok());  // shorter than needle + question (95 bytes)
+  CHECK_FALSE(
+      MakePasskeyPrompts(bytes, 80, 0.5, 1, 1).ok());  // shorter than needle + question (95 bytes)
   CHECK_FALSE(MakePasskeyPrompts(bytes, 300, 1.5, 1, 1).ok());
 }
 
-TEST_CASE("passkey prompts: GPT-2 prompts have exactly the asked tokens, needle at the token depth") {
+TEST_CASE(
+    "passkey prompts: GPT-2 prompts have exactly the asked tokens, needle at the token depth") {
   const char* env = std::getenv("HEADLAB_GPT2_DIR");
   ModelConfig m;
   m.init_from = env ? env : "data/gpt2";  // the test's directory is build/ (make fetches it)

@@ -26,7 +26,8 @@ torch::ScalarType AutocastDtype(torch::DeviceType t) {
 #if HEADLAB_AUTOCAST_BY_DEVICE_TYPE
   return at::autocast::get_autocast_dtype(t);
 #else
-  return t == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+  return t == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype()
+                           : at::autocast::get_autocast_cpu_dtype();
 #endif
 }
 
@@ -56,16 +57,20 @@ StatusOr<Precision> ResolvePrecision(const std::string& want, const torch::Devic
     return Status::InvalidArgument("config: $.config.train.precision: expected auto or one of " +
                                    JoinNames(kPrecisionNames) + ", got \"" + want + "\"");
   if (*p == Precision::kFp16 && !device.is_cuda())
-    return Status::InvalidArgument("config: $.config.train.precision: fp16 needs a CUDA device "
-                                   "(CPU runs take fp32 or bf16)");
+    return Status::InvalidArgument(
+        "config: $.config.train.precision: fp16 needs a CUDA device "
+        "(CPU runs take fp32 or bf16)");
   return p;
 }
 
 torch::ScalarType ComputeDtype(Precision p) {
   switch (p) {
-    case Precision::kBf16: return torch::kBFloat16;
-    case Precision::kFp16: return torch::kHalf;
-    default: return torch::kFloat;
+    case Precision::kBf16:
+      return torch::kBFloat16;
+    case Precision::kFp16:
+      return torch::kHalf;
+    default:
+      return torch::kFloat;
   }
 }
 
@@ -118,7 +123,8 @@ torch::Tensor LossScaler::Unscale(const std::vector<torch::Tensor>& grads) {
     at::_amp_foreach_non_finite_check_and_unscale_(defined, found_inf, inv);
   } else {
     for (torch::Tensor& g : defined) {
-      found_inf = torch::maximum(found_inf, g.isfinite().logical_not().any().to(torch::kFloat).view({1}));
+      found_inf =
+          torch::maximum(found_inf, g.isfinite().logical_not().any().to(torch::kFloat).view({1}));
       g.mul_(inv);
     }
   }
@@ -128,8 +134,8 @@ torch::Tensor LossScaler::Unscale(const std::vector<torch::Tensor>& grads) {
 void LossScaler::Update(const torch::Tensor& found_inf) {
   if (!enabled_) return;
   if (scale_.is_cuda()) {
-    at::_amp_update_scale_(scale_, growth_, found_inf, /*growth_factor=*/2.0, /*backoff_factor=*/0.5,
-                           growth_interval_);
+    at::_amp_update_scale_(scale_, growth_, found_inf, /*growth_factor=*/2.0,
+                           /*backoff_factor=*/0.5, growth_interval_);
     return;
   }
   // The same rule with plain tensor ops (no host synchronisation either).

@@ -80,8 +80,8 @@ class LossScaler {
  private:
   bool enabled_;
   int64_t growth_interval_;
-  torch::Tensor scale_;    // [1] fp32 on the device
-  torch::Tensor growth_;   // [1] int32 on the device: clean updates since the last change
+  torch::Tensor scale_;   // [1] fp32 on the device
+  torch::Tensor growth_;  // [1] int32 on the device: clean updates since the last change
 };
 
 }  // namespace headlab

@@ -35,7 +35,8 @@ TEST_CASE("precision: an autocast scope computes linear layers in bf16 and ends 
     torch::Tensor y = torch::nn::functional::linear(x, w);
     CHECK(y.scalar_type() == torch::kBFloat16);
     // bf16 keeps 8 significant bits: close to the fp32 product, not equal to it.
-    const double rel = (y.to(torch::kFloat) - exact).norm().item<double>() / exact.norm().item<double>();
+    const double rel =
+        (y.to(torch::kFloat) - exact).norm().item<double>() / exact.norm().item<double>();
     CHECK(rel > 0);
     CHECK(rel < 2e-2);
   }

@@ -69,9 +69,9 @@ Status ReplicaSync::Sync(Gpt& model, const std::vector<torch::Tensor>& trained,
   if (hi != lo)
     return Status::Internal(
         "data-parallel rank " + std::to_string(group_.rank()) + " of " +
-        std::to_string(group_.world()) + ": the head configuration after " + where +
-        " at step " + std::to_string(step) + " differs across ranks (fingerprints " +
-        std::to_string(lo) + " .. " + std::to_string(hi) +
+        std::to_string(group_.world()) + ": the head configuration after " + where + " at step " +
+        std::to_string(step) + " differs across ranks (fingerprints " + std::to_string(lo) +
+        " .. " + std::to_string(hi) +
         "): a method chose differently on some rank, so the replicas would diverge");
   if (synced_ && *synced_ == uint64_t(fp)) return Status::Ok();
   synced_ = uint64_t(fp);
@@ -81,7 +81,8 @@ Status ReplicaSync::Sync(Gpt& model, const std::vector<torch::Tensor>& trained,
     bool fixed = false;
     for (const HeadState& s : a.head_states()) fixed = fixed || s.mode == HeadMode::kFixed;
     if (!fixed) continue;
-    for (torch::Tensor* t : {&a.fixed_alpha, &a.fixed_rho, &a.fixed_log_z}) BroadcastInto(group_, *t);
+    for (torch::Tensor* t : {&a.fixed_alpha, &a.fixed_rho, &a.fixed_log_z})
+      BroadcastInto(group_, *t);
     for (int64_t h = 0; h < a.heads(); ++h) {
       const HeadState& s = a.head_states()[size_t(h)];
       if (s.mode != HeadMode::kFixed) continue;

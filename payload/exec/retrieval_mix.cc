@@ -25,8 +25,9 @@ void CorpusRun(std::mt19937_64& rng, const TokenSpan& split, int64_t n, std::vec
 
 }  // namespace
 
-StatusOr<RetrievalMix> RetrievalMix::Make(double fraction, const std::string& tasks, int64_t context,
-                                          int64_t vocab, uint64_t seed, const PasskeyCodec& codec) {
+StatusOr<RetrievalMix> RetrievalMix::Make(double fraction, const std::string& tasks,
+                                          int64_t context, int64_t vocab, uint64_t seed,
+                                          const PasskeyCodec& codec) {
   if (!(fraction >= 0 && fraction < 1))
     return Status::InvalidArgument("data.retrieval_fraction: expected a number in [0, 1), got " +
                                    std::to_string(fraction));
@@ -41,28 +42,33 @@ StatusOr<RetrievalMix> RetrievalMix::Make(double fraction, const std::string& ta
     name.erase(0, name.find_first_not_of(' '));
     name.erase(name.find_last_not_of(' ') + 1);
     if (name.empty()) continue;
-    StatusOr<RetrievalTask> parsed = ParseNamed<RetrievalTask>(kRetrievalTaskNames, name, "data.retrieval_tasks task");
-    if (!parsed.ok()) return Status::InvalidArgument("data.retrieval_tasks: " + parsed.status().message());
+    StatusOr<RetrievalTask> parsed =
+        ParseNamed<RetrievalTask>(kRetrievalTaskNames, name, "data.retrieval_tasks task");
+    if (!parsed.ok())
+      return Status::InvalidArgument("data.retrieval_tasks: " + parsed.status().message());
     const RetrievalTask t = parsed.value();
     if (std::find(m.tasks_.begin(), m.tasks_.end(), t) != m.tasks_.end())
       return Status::InvalidArgument("data.retrieval_tasks: \"" + name + "\" is listed twice");
     m.tasks_.push_back(t);
   }
   if (fraction > 0 && m.tasks_.empty())
-    return Status::InvalidArgument("data.retrieval_tasks: expected at least one task with data.retrieval_fraction > 0");
+    return Status::InvalidArgument(
+        "data.retrieval_tasks: expected at least one task with data.retrieval_fraction > 0");
   if (fraction == 0) return m;
   if (std::find(m.tasks_.begin(), m.tasks_.end(), RetrievalTask::kPasskey) != m.tasks_.end()) {
     // The fixed text's tokens (a probe draw; keys differ by a token at most) plus slack.
     const PasskeyPieces p = DrawPasskey(context, seed);
     m.passkey_min_ = int64_t(codec.Encode(p.needle).size() + codec.Encode(p.question).size()) + 4;
     if (m.passkey_min_ > context + 1 - kMaxAnswerTokens)
-      return Status::InvalidArgument("data.retrieval_tasks: a passkey row needs about " +
-                                     std::to_string(m.passkey_min_ + kMaxAnswerTokens) +
-                                     " tokens, more than model.context + 1 = " + std::to_string(context + 1));
+      return Status::InvalidArgument(
+          "data.retrieval_tasks: a passkey row needs about " +
+          std::to_string(m.passkey_min_ + kMaxAnswerTokens) +
+          " tokens, more than model.context + 1 = " + std::to_string(context + 1));
   }
   if (std::find(m.tasks_.begin(), m.tasks_.end(), RetrievalTask::kRecall) != m.tasks_.end() &&
       (vocab < 4 || context + 1 < 8))
-    return Status::InvalidArgument("data.retrieval_tasks: recall needs model.vocab >= 4 and model.context >= 7");
+    return Status::InvalidArgument(
+        "data.retrieval_tasks: recall needs model.vocab >= 4 and model.context >= 7");
   return m;
 }
 
@@ -81,13 +87,20 @@ void RetrievalMix::Fill(int64_t n, const TokenSpan& split, std::vector<int64_t>*
   std::mt19937_64 rng(seq);
   row->clear();
   switch (TaskOf(n)) {
-    case RetrievalTask::kPasskey: FillPasskey(rng, split, row); break;
-    case RetrievalTask::kCopy: FillCopy(rng, split, row); break;
-    case RetrievalTask::kRecall: FillRecall(rng, row); break;
+    case RetrievalTask::kPasskey:
+      FillPasskey(rng, split, row);
+      break;
+    case RetrievalTask::kCopy:
+      FillCopy(rng, split, row);
+      break;
+    case RetrievalTask::kRecall:
+      FillRecall(rng, row);
+      break;
   }
 }
 
-void RetrievalMix::FillPasskey(std::mt19937_64& rng, const TokenSpan& split, std::vector<int64_t>* row) const {
+void RetrievalMix::FillPasskey(std::mt19937_64& rng, const TokenSpan& split,
+                               std::vector<int64_t>* row) const {
   const int64_t hi = context_ + 1 - kMaxAnswerTokens;
   int64_t length = passkey_min_ + int64_t(rng() % uint64_t(hi - passkey_min_ + 1));
   const double depth = double(rng() % 1001) / 1000.0;
@@ -104,7 +117,8 @@ void RetrievalMix::FillPasskey(std::mt19937_64& rng, const TokenSpan& split, std
   row->insert(row->end(), answer.begin(), answer.end());
 }
 
-void RetrievalMix::FillCopy(std::mt19937_64& rng, const TokenSpan& split, std::vector<int64_t>* row) const {
+void RetrievalMix::FillCopy(std::mt19937_64& rng, const TokenSpan& split,
+                            std::vector<int64_t>* row) const {
   const int64_t half = (context_ + 1) / 2;
   CorpusRun(rng, split, half, row);
   const std::vector<int64_t> first(row->begin(), row->end());  // (insert may not read *row)

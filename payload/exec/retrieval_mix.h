@@ -41,8 +41,8 @@ class RetrievalMix {
   // context + 1 tokens under `codec`. InvalidArgument naming data.retrieval_tasks or
   // data.retrieval_fraction when a name is unknown, the list is empty with fraction > 0,
   // fraction is outside [0, 1), or a passkey row cannot fit the context.
-  static StatusOr<RetrievalMix> Make(double fraction, const std::string& tasks, int64_t context, int64_t vocab,
-                                     uint64_t seed, const PasskeyCodec& codec);
+  static StatusOr<RetrievalMix> Make(double fraction, const std::string& tasks, int64_t context,
+                                     int64_t vocab, uint64_t seed, const PasskeyCodec& codec);
 
   // Whether global row n is synthetic (above).
   static bool Synthetic(double fraction, int64_t n);

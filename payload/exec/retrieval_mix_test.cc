@@ -24,9 +24,10 @@ TokenSpan Counting(std::vector<uint16_t>* storage, int64_t n) {
   return s;
 }
 
-RetrievalMix MakeMix(double fraction, const std::string& tasks, int64_t context, int64_t vocab = 256,
-                     uint64_t seed = 9) {
-  StatusOr<RetrievalMix> m = RetrievalMix::Make(fraction, tasks, context, vocab, seed, PasskeyCodec());
+RetrievalMix MakeMix(double fraction, const std::string& tasks, int64_t context,
+                     int64_t vocab = 256, uint64_t seed = 9) {
+  StatusOr<RetrievalMix> m =
+      RetrievalMix::Make(fraction, tasks, context, vocab, seed, PasskeyCodec());
   INFO(m.status().ToString());
   REQUIRE(m.ok());
   return m.value();
@@ -68,7 +69,8 @@ TEST_CASE("retrieval mix: the sampler replaces exactly the synthetic rows, by se
   const size_t row = size_t(context + 1);
   int64_t replaced = 0;
   for (int64_t n = 0; n < 24; ++n) {
-    const bool same = std::equal(a.begin() + n * row, a.begin() + (n + 1) * row, b.begin() + n * row);
+    const bool same =
+        std::equal(a.begin() + n * row, a.begin() + (n + 1) * row, b.begin() + n * row);
     CHECK(same == !RetrievalMix::Synthetic(0.25, n));
     replaced += !same;
   }
@@ -149,10 +151,18 @@ TEST_CASE("retrieval mix: the training loop draws the mixed rows; a bad task fai
     Json config = {{"seed", 4},
                    {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 200}}},
                    {"data", {{"retrieval_fraction", fraction}, {"retrieval_tasks", tasks}}},
-                   {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 1}, {"device", "cpu"},
-                              {"steps", 3}, {"log_every", 1}, {"eval_every", 0}, {"eval_batches", 1},
-                              {"checkpoint_every", 0}}}};
-    StatusOr<TrainRequest> r = testing::MakeTrainRequest(config, "grid.jsonc", "headlab_retrieval_" + name);
+                   {"train",
+                    {{"threads", 1},
+                     {"batch_size", 4},
+                     {"warmup_steps", 1},
+                     {"device", "cpu"},
+                     {"steps", 3},
+                     {"log_every", 1},
+                     {"eval_every", 0},
+                     {"eval_batches", 1},
+                     {"checkpoint_every", 0}}}};
+    StatusOr<TrainRequest> r =
+        testing::MakeTrainRequest(config, "grid.jsonc", "headlab_retrieval_" + name);
     INFO(r.status().message());
     REQUIRE(r.ok());
     return r.value();

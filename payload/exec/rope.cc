@@ -16,7 +16,8 @@ double Llama3(double theta, const RopeScaling& s) {
   const double wavelength = kTwoPi / theta, L = double(s.original_context);
   if (wavelength < L / s.high_freq_factor) return theta;
   if (wavelength > L / s.low_freq_factor) return theta / s.factor;
-  const double smooth = (L / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  const double smooth =
+      (L / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
   return (1 - smooth) * theta / s.factor + smooth * theta;
 }
 
@@ -40,7 +41,8 @@ std::vector<double> RopeFrequencies(const RopeSpec& rope, int64_t head_dim) {
   if (s.type == "yarn") {
     const double L = double(s.original_context);
     low = std::max(std::floor(CorrectionIndex(s.beta_fast, head_dim, rope.base, L)), 0.0);
-    high = std::min(std::ceil(CorrectionIndex(s.beta_slow, head_dim, rope.base, L)), double(head_dim - 1));
+    high = std::min(std::ceil(CorrectionIndex(s.beta_slow, head_dim, rope.base, L)),
+                    double(head_dim - 1));
     if (low == high) high += 0.001;  // a one-index ramp, not a division by zero
   }
   std::vector<double> theta(static_cast<size_t>(half));
@@ -49,7 +51,8 @@ std::vector<double> RopeFrequencies(const RopeSpec& rope, int64_t head_dim) {
     if (s.type == "llama3") {
       theta[size_t(i)] = Llama3(t, s);
     } else if (s.type == "yarn") {
-      const double gamma = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);  // 1 = interpolate
+      const double gamma =
+          std::clamp((double(i) - low) / (high - low), 0.0, 1.0);  // 1 = interpolate
       theta[size_t(i)] = gamma * t / s.factor + (1 - gamma) * t;
     } else {
       theta[size_t(i)] = t;

@@ -12,19 +12,20 @@
 namespace headlab {
 
 struct RopeScaling {
-  std::string type;                 // "" (none) | llama3 | yarn
-  double factor = 1;                // s: how many times the original context
-  int64_t original_context = 0;     // L: original_max_position_embeddings
-  double low_freq_factor = 1;       // llama3
-  double high_freq_factor = 4;      // llama3
-  double beta_fast = 32;            // yarn: alpha of YaRN eq. 18 (rotations, fast end)
-  double beta_slow = 1;             // yarn: beta of YaRN eq. 18 (rotations, slow end)
-  double attention_factor = 0;      // yarn: sqrt(1/t) of YaRN eq. 22; 0 = 0.1 ln(s) + 1
+  std::string type;              // "" (none) | llama3 | yarn
+  double factor = 1;             // s: how many times the original context
+  int64_t original_context = 0;  // L: original_max_position_embeddings
+  double low_freq_factor = 1;    // llama3
+  double high_freq_factor = 4;   // llama3
+  double beta_fast = 32;         // yarn: alpha of YaRN eq. 18 (rotations, fast end)
+  double beta_slow = 1;          // yarn: beta of YaRN eq. 18 (rotations, slow end)
+  double attention_factor = 0;   // yarn: sqrt(1/t) of YaRN eq. 22; 0 = 0.1 ln(s) + 1
 
   bool operator==(const RopeScaling& o) const {
     return type == o.type && factor == o.factor && original_context == o.original_context &&
            low_freq_factor == o.low_freq_factor && high_freq_factor == o.high_freq_factor &&
-           beta_fast == o.beta_fast && beta_slow == o.beta_slow && attention_factor == o.attention_factor;
+           beta_fast == o.beta_fast && beta_slow == o.beta_slow &&
+           attention_factor == o.attention_factor;
   }
 };
 

@@ -50,9 +50,15 @@ std::string DataParallelKinds() {
 }  // namespace
 
 TrainRequest TrainRequestOf(const LoadedRun& run) {
-  return TrainRequest{run.config,          run.normalized,      run.manifest.out_dir,
-                      run.manifest.resume, run.manifest.parent, run.manifest.parent_run,
-                      run.hooks,           run.rank,            run.file};
+  return TrainRequest{run.config,
+                      run.normalized,
+                      run.manifest.out_dir,
+                      run.manifest.resume,
+                      run.manifest.parent,
+                      run.manifest.parent_run,
+                      run.hooks,
+                      run.rank,
+                      run.file};
 }
 
 BenchRequest BenchRequestOf(const LoadedRun& run) {

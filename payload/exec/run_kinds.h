@@ -24,9 +24,9 @@ struct LoadedRun {
   Manifest manifest;
   Json normalized;  // the manifest's config after NormalizeRunConfig
   ExecConfig config;
-  HookList hooks;        // the methods the config turns on
-  int rank = 0;          // data-parallel rank (`exec --rank R`)
-  std::string file;      // the manifest's path, for error messages and peer launch
+  HookList hooks;    // the methods the config turns on
+  int rank = 0;      // data-parallel rank (`exec --rank R`)
+  std::string file;  // the manifest's path, for error messages and peer launch
 };
 
 struct RunKind {

@@ -33,7 +33,8 @@ Status PickDevice(const TrainConfig& t, int rank, torch::Device* device) {
 }
 
 StatusOr<Dataset> LoadRunData(const ExecConfig& c) {
-  StatusOr<Dataset> d = LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
+  StatusOr<Dataset> d =
+      LoadDataSource(c.data.source, c.data.path, c.data.val_fraction, c.model.vocab);
   if (!d.ok()) return d;
   HEADLAB_RETURN_IF_ERROR(CheckDataFitsModel(d.value(), c));
   if (c.data.calib_fraction > 0)
@@ -53,12 +54,9 @@ StatusOr<Dataset> LoadRunData(const ExecConfig& c) {
 }
 
 Json DataProvenance(const Dataset& d, const ExecConfig& c) {
-  Json prov = {{"dataset_source", c.data.source},
-               {"dataset_path", d.path},
-               {"dataset_sha256", d.sha256},
-               {"dataset_train_tokens", d.train.size},
-               {"dataset_val_tokens", d.val.size},
-               {"dataset_calib_tokens", d.calib.size}};
+  Json prov = {{"dataset_source", c.data.source},  {"dataset_path", d.path},
+               {"dataset_sha256", d.sha256},       {"dataset_train_tokens", d.train.size},
+               {"dataset_val_tokens", d.val.size}, {"dataset_calib_tokens", d.calib.size}};
   prov.update(DatasetProvenance(d, c.data.source));
   return prov;
 }
@@ -91,7 +89,8 @@ Status RestoreStartCheckpoint(const ResumePoint& from, Gpt& model, torch::optim:
 }
 
 Status SaveCheckpoint(const std::string& out_dir, const Json& config_json, Gpt& model,
-                      torch::optim::Optimizer& opt, const TrainProgress& progress, EventSink* events) {
+                      torch::optim::Optimizer& opt, const TrainProgress& progress,
+                      EventSink* events) {
   const std::string bytes = SerializeCheckpoint(model, opt, progress, CanonicalJson(config_json));
   const std::string path = CheckpointPath(out_dir, progress.step);
   HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
@@ -113,8 +112,9 @@ Status ConfigureExecution(Gpt& model, const TrainConfig& t, const torch::Device&
   model->SetPrecision(*p);
   AttentionMode mode;
   if (!ParseAttentionMode(t.attention, &mode))
-    return Status::InvalidArgument("config: $.config.train.attention: expected auto, fused or dense, got \"" +
-                                   t.attention + "\"");
+    return Status::InvalidArgument(
+        "config: $.config.train.attention: expected auto, fused or dense, got \"" + t.attention +
+        "\"");
   SetAttentionMode(mode);
   return Status::Ok();
 }
@@ -147,8 +147,11 @@ Json AttentionChoices(Gpt& model) {
         ms[t.label] = t.ms;
         samples[t.label] = t.samples_ms;
       }
-      out.push_back({{"layer", l}, {"shape", c.shape}, {"chosen", c.candidates[c.chosen].label},
-                     {"candidates_ms", ms}, {"samples_ms", samples}});
+      out.push_back({{"layer", l},
+                     {"shape", c.shape},
+                     {"chosen", c.candidates[c.chosen].label},
+                     {"candidates_ms", ms},
+                     {"samples_ms", samples}});
     }
   }
   return out;

@@ -36,7 +36,8 @@ Json DataProvenance(const Dataset& d, const ExecConfig& c);
 // The model of `c` on the CPU with its parameters in `weights` (GptImpl), its initial
 // weights drawn after torch::manual_seed(c.seed) and then replaced by model.init_from's
 // when set (its provenance into *init_prov, which may be null).
-StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov, torch::ScalarType weights = torch::kFloat);
+StatusOr<Gpt> SeededModel(const ExecConfig& c, Json* init_prov,
+                          torch::ScalarType weights = torch::kFloat);
 
 // Moves `model` to `device` and configures its execution (ConfigureExecution).
 Status PlaceModel(Gpt& model, const TrainConfig& t, const torch::Device& device);
@@ -51,7 +52,8 @@ Status RestoreStartCheckpoint(const ResumePoint& from, Gpt& model, torch::optim:
 // normalized config `config_json` stored with it for the record, and reports it as a
 // "checkpoint" artifact.
 Status SaveCheckpoint(const std::string& out_dir, const Json& config_json, Gpt& model,
-                      torch::optim::Optimizer& opt, const TrainProgress& progress, EventSink* events);
+                      torch::optim::Optimizer& opt, const TrainProgress& progress,
+                      EventSink* events);
 
 // Provenance every kind that builds a model reports: libtorch_version, device, threads and
 // ExecutionProvenance.

@@ -10,8 +10,8 @@
 #include "payload/exec/event_capture.h"
 #include "payload/exec/model_testing.h"
 #include "payload/exec/optimizer.h"
-#include "payload/exec/train.h"
 #include "payload/exec/test_util.h"
+#include "payload/exec/train.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
 // the definition included last is the one the tests use.
@@ -21,11 +21,12 @@ namespace headlab {
 namespace {
 
 ExecConfig TinyConfig(const Json& overrides) {
-  Json config = {{"kind", "train"},
-                 {"seed", 5},
-                 {"data", {{"source", "builtin"}}},
-                 {"model", {{"layers", 1}, {"heads", 2}, {"width", 16}, {"context", 16}, {"vocab", 256}}},
-                 {"train", {{"threads", 1}, {"device", "cpu"}, {"batch_size", 2}}}};
+  Json config = {
+      {"kind", "train"},
+      {"seed", 5},
+      {"data", {{"source", "builtin"}}},
+      {"model", {{"layers", 1}, {"heads", 2}, {"width", 16}, {"context", 16}, {"vocab", 256}}},
+      {"train", {{"threads", 1}, {"device", "cpu"}, {"batch_size", 2}}}};
   config.merge_patch(overrides);
   StatusOr<Json> normalized = NormalizeRunConfig(config, "test");
   INFO(normalized.status().message());
@@ -132,7 +133,9 @@ TEST_CASE("run setup: a saved checkpoint is restored only with the manifest's SH
   REQUIRE(MakeDirs(dir).ok());
   Status saved_st;
   std::vector<Json> events = testing::CaptureEvents(
-      [&](EventSink* sink) { return SaveCheckpoint(dir, Json::object(), saved, *saved_opt, at3, sink); },
+      [&](EventSink* sink) {
+        return SaveCheckpoint(dir, Json::object(), saved, *saved_opt, at3, sink);
+      },
       &saved_st);
   REQUIRE(saved_st.ok());
   const std::string path = CheckpointPath(dir, 3);
@@ -151,7 +154,8 @@ TEST_CASE("run setup: a saved checkpoint is restored only with the manifest's SH
   Gpt model = *fresh;
   auto opt = MakeOptimizer(model, c.train);
   TrainProgress progress;
-  Status wrong_sha = RestoreStartCheckpoint({path, std::string(64, '0'), 3}, model, *opt, &progress);
+  Status wrong_sha =
+      RestoreStartCheckpoint({path, std::string(64, '0'), 3}, model, *opt, &progress);
   CHECK(wrong_sha.code() == Status::Code::kCorruption);
   CHECK(wrong_sha.message() == path + ": SHA-256 is " + Sha256Hex(bytes) +
                                    ", the manifest expects " + std::string(64, '0'));

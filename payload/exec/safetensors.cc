@@ -59,18 +59,22 @@ Status SafeTensorSet::AddFile(const std::string& path) {
   map->len = size_t(st.st_size);
   if (map->len < 8) {
     ::close(fd);
-    return Status::Corruption(path + ": " + std::to_string(map->len) + " bytes: too short for a safetensors file");
+    return Status::Corruption(path + ": " + std::to_string(map->len) +
+                              " bytes: too short for a safetensors file");
   }
   map->addr = ::mmap(nullptr, map->len, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  if (map->addr == MAP_FAILED) return Status::IoError(path + ": mmap failed (" + std::strerror(errno) + ")");
+  if (map->addr == MAP_FAILED)
+    return Status::IoError(path + ": mmap failed (" + std::strerror(errno) + ")");
   const auto* base = static_cast<const uint8_t*>(map->addr);
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | base[i];
   if (header_bytes > kMaxHeaderBytes || header_bytes > map->len - 8)
-    return Status::Corruption(path + ": header of " + std::to_string(header_bytes) + " bytes does not fit the " +
-                              std::to_string(map->len) + "-byte file (truncated, or not safetensors)");
-  StatusOr<Json> header = ParseJson(std::string(reinterpret_cast<const char*>(base + 8), header_bytes), path + " (header)");
+    return Status::Corruption(path + ": header of " + std::to_string(header_bytes) +
+                              " bytes does not fit the " + std::to_string(map->len) +
+                              "-byte file (truncated, or not safetensors)");
+  StatusOr<Json> header = ParseJson(
+      std::string(reinterpret_cast<const char*>(base + 8), header_bytes), path + " (header)");
   if (!header.ok()) return Status::Corruption(header.status().message());
   if (!header->is_object()) return Status::Corruption(path + ": header: expected a JSON object");
   const uint8_t* data = base + 8 + header_bytes;
@@ -98,11 +102,13 @@ Status SafeTensorSet::AddFile(const std::string& path) {
       return Status::Corruption(where + ": bad data_offsets " + off.dump());
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > data_bytes)
-      return Status::Corruption(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                "] outside the " + std::to_string(data_bytes) + " data bytes (truncated file?)");
+      return Status::Corruption(where + ": data_offsets [" + std::to_string(begin) + ", " +
+                                std::to_string(end) + "] outside the " +
+                                std::to_string(data_bytes) + " data bytes (truncated file?)");
     if (end - begin != uint64_t(s.numel()) * width)
-      return Status::Corruption(where + ": " + std::to_string(end - begin) + " bytes for " + s.dtype + " " +
-                                ShapeString(s.shape) + " (expected " + std::to_string(uint64_t(s.numel()) * width) + ")");
+      return Status::Corruption(where + ": " + std::to_string(end - begin) + " bytes for " +
+                                s.dtype + " " + ShapeString(s.shape) + " (expected " +
+                                std::to_string(uint64_t(s.numel()) * width) + ")");
     s.data = data + begin;
     s.bytes = size_t(end - begin);
     if (!tensors_.emplace(it.key(), std::move(s)).second)
@@ -122,15 +128,18 @@ StatusOr<SafeTensorSet> SafeTensorSet::Open(const std::string& path) {
     HEADLAB_RETURN_IF_ERROR(set.AddFile(path));
     return set;
   }
-  const std::string single = path + "/model.safetensors", index = path + "/model.safetensors.index.json";
+  const std::string single = path + "/model.safetensors",
+                    index = path + "/model.safetensors.index.json";
   if (PathExists(single)) {
     set.source_ = single;
     HEADLAB_RETURN_IF_ERROR(set.AddFile(single));
     return set;
   }
   if (!PathExists(index))
-    return Status::NotFound(path + ": no model.safetensors or model.safetensors.index.json (model.init_from "
-                            "expects a Hugging Face checkpoint folder in safetensors format)");
+    return Status::NotFound(
+        path +
+        ": no model.safetensors or model.safetensors.index.json (model.init_from "
+        "expects a Hugging Face checkpoint folder in safetensors format)");
   set.source_ = index;
   StatusOr<std::string> text = ReadFile(index);
   if (!text.ok()) return text.status();
@@ -141,7 +150,8 @@ StatusOr<SafeTensorSet> SafeTensorSet::Open(const std::string& path) {
   std::vector<std::string> shards;
   for (auto it = (*j)["weight_map"].begin(); it != (*j)["weight_map"].end(); ++it) {
     if (!it.value().is_string() || it.value().get<std::string>().find('/') != std::string::npos)
-      return Status::Corruption(index + ": $.weight_map." + it.key() + ": expected a file name in the folder");
+      return Status::Corruption(index + ": $.weight_map." + it.key() +
+                                ": expected a file name in the folder");
     const std::string f = it.value().get<std::string>();
     bool seen = false;
     for (const std::string& s : shards) seen = seen || s == f;
@@ -150,8 +160,8 @@ StatusOr<SafeTensorSet> SafeTensorSet::Open(const std::string& path) {
   for (const std::string& f : shards) HEADLAB_RETURN_IF_ERROR(set.AddFile(path + "/" + f));
   for (auto it = (*j)["weight_map"].begin(); it != (*j)["weight_map"].end(); ++it)
     if (!set.tensors_.count(it.key()))
-      return Status::Corruption(index + ": names " + it.key() + " in " + it.value().get<std::string>() +
-                                ", which does not hold it");
+      return Status::Corruption(index + ": names " + it.key() + " in " +
+                                it.value().get<std::string>() + ", which does not hold it");
   return set;
 }
 
@@ -159,7 +169,9 @@ std::string EncodeSafetensors(const std::vector<SafeTensorOut>& tensors) {
   Json header = Json::object();
   std::string data;
   for (const SafeTensorOut& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data += t.bytes;
   }
   std::string h = header.dump();

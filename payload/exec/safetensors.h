@@ -19,11 +19,11 @@
 namespace headlab {
 
 struct SafeTensor {
-  std::string dtype;           // "F32", "BF16", ...
+  std::string dtype;  // "F32", "BF16", ...
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;
   size_t bytes = 0;
-  std::string file;            // the file it lives in (for error messages)
+  std::string file;  // the file it lives in (for error messages)
   int64_t numel() const;
 };
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <tuple>
 
 #include <torch/torch.h>
@@ -13,13 +13,13 @@
 #include "common/config_key.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "payload/exec/data.h"
-#include "payload/exec/passkey_prompts.h"
 #include "common/metric_names.h"
 #include "common/sha256.h"
 #include "payload/exec/checkpoint.h"
+#include "payload/exec/data.h"
 #include "payload/exec/model.h"
 #include "payload/exec/optimizer.h"
+#include "payload/exec/passkey_prompts.h"
 #include "payload/exec/run_setup.h"
 #include "payload/exec/stop_flag.h"
 #include "payload/exec/tasks.h"
@@ -86,11 +86,11 @@ StatusOr<MqarSpec> MqarSpecOf(const TrainRequest& req) {
   s.pairs = m.at("pairs").get<int64_t>();
   s.power_a = m.at("power_a").get<double>();
   if (s.vocab > model.vocab)
-    return Status::InvalidArgument(ConfigError("mqar.vocab", "must be <= model.vocab (" +
-                                               std::to_string(model.vocab) + ")"));
+    return Status::InvalidArgument(
+        ConfigError("mqar.vocab", "must be <= model.vocab (" + std::to_string(model.vocab) + ")"));
   if (s.seq_len > model.context)
-    return Status::InvalidArgument(ConfigError("mqar.seq_len", "must be <= model.context (" +
-                                               std::to_string(model.context) + ")"));
+    return Status::InvalidArgument(ConfigError(
+        "mqar.seq_len", "must be <= model.context (" + std::to_string(model.context) + ")"));
   Status v = ValidateMqar(s);
   if (!v.ok()) return Status::InvalidArgument(ConfigError("mqar", v.message()));
   return s;
@@ -124,7 +124,8 @@ QueryScore ScoreQueries(Gpt& model, const torch::Tensor& x, const torch::Tensor&
   QueryScore s;
   s.loss_sum = torch::nn::functional::cross_entropy(
       flat, target,
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget).reduction(torch::kSum));
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget).reduction(
+          torch::kSum));
   s.queries = mask.sum().item<int64_t>();
   s.correct = (flat.argmax(-1).eq(target) & mask).sum().item<int64_t>();
   return s;
@@ -190,7 +191,8 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
             std::to_string(eval_loss) + ", accuracy " + std::to_string(accuracy));
   };
   auto save = [&]() -> Status {
-    HEADLAB_RETURN_IF_ERROR(SaveCheckpoint(req.out_dir, req.config_json, model, *opt, progress, events));
+    HEADLAB_RETURN_IF_ERROR(
+        SaveCheckpoint(req.out_dir, req.config_json, model, *opt, progress, events));
     saved_at = progress.step;
     return Status::Ok();
   };
@@ -208,7 +210,8 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
       auto [x, y] = MqarBatch(*spec, train_seed, progress.step * per_update + micro * t.batch_size,
                               t.batch_size, setup.device);
       QueryScore s = ScoreQueries(model, x, y);
-      torch::Tensor part = s.loss_sum / double(std::max<int64_t>(1, s.queries)) / double(t.grad_accum);
+      torch::Tensor part =
+          s.loss_sum / double(std::max<int64_t>(1, s.queries)) / double(t.grad_accum);
       updater.Backward(part);
       loss += part.item<double>();
     }
@@ -221,8 +224,10 @@ Status RunMqar(const TrainRequest& req, EventSink* events) {
       events->Metric(progress.step, metric::kTrainTokens,
                      double(progress.step * per_update * spec->seq_len));
     }
-    if (t.eval_every > 0 && progress.step % t.eval_every == 0 && progress.step < last_step) evaluate();
-    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0 && progress.step < last_step)
+    if (t.eval_every > 0 && progress.step % t.eval_every == 0 && progress.step < last_step)
+      evaluate();
+    if (t.checkpoint_every > 0 && progress.step % t.checkpoint_every == 0 &&
+        progress.step < last_step)
       HEADLAB_RETURN_IF_ERROR(save());
   }
   if (evaluated_at != progress.step) evaluate();
@@ -266,7 +271,8 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   // Prompts in the model's token ids: the import's tokenizer, or the training data's.
   std::optional<ShardMeta> meta;
   if (c.data.source != "builtin") {
-    StatusOr<ShardMeta> m = ReadShardMeta(c.data.source == "corpus" ? DefaultCorpusDir(c.data.path) : c.data.path);
+    StatusOr<ShardMeta> m =
+        ReadShardMeta(c.data.source == "corpus" ? DefaultCorpusDir(c.data.path) : c.data.path);
     if (m.ok()) meta = m.value();
   }
   StatusOr<PasskeyCodec> codec = PasskeyCodec::For(c.model, meta ? &*meta : nullptr);
@@ -274,12 +280,16 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   const std::string lengths_text = p.at("lengths").get<std::string>();
   StatusOr<std::vector<int64_t>> lengths =
       // "" = the context less room for the answer (" N": 6 bytes, fewer tokens otherwise).
-      lengths_text.empty() ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context - 6})
-                           : ParsePositiveIntList(lengths_text);
-  if (!lengths.ok()) return Status::InvalidArgument(ConfigError("passkey.lengths", lengths.status().message()));
+      lengths_text.empty()
+          ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{c.model.context - 6})
+          : ParsePositiveIntList(lengths_text);
+  if (!lengths.ok())
+    return Status::InvalidArgument(ConfigError("passkey.lengths", lengths.status().message()));
   StatusOr<std::vector<double>> depths = ParseFractionList(p.at("depths").get<std::string>());
-  if (depths.ok() && depths->empty()) depths = Status::InvalidArgument("expected at least one depth");
-  if (!depths.ok()) return Status::InvalidArgument(ConfigError("passkey.depths", depths.status().message()));
+  if (depths.ok() && depths->empty())
+    depths = Status::InvalidArgument("expected at least one depth");
+  if (!depths.ok())
+    return Status::InvalidArgument(ConfigError("passkey.depths", depths.status().message()));
   const int64_t samples = p.at("samples").get<int64_t>();
   // Every prompt of a cell is generated up front, so bad lengths fail before any work.
   struct Cell {
@@ -290,8 +300,10 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
   std::vector<Cell> cells;
   for (int64_t length : *lengths)
     for (double depth : *depths) {
-      StatusOr<PasskeyCellPrompts> prompts = MakePasskeyPrompts(codec.value(), length, depth, uint64_t(c.seed), samples);
-      if (!prompts.ok()) return Status::InvalidArgument(ConfigError("passkey", prompts.status().message()));
+      StatusOr<PasskeyCellPrompts> prompts =
+          MakePasskeyPrompts(codec.value(), length, depth, uint64_t(c.seed), samples);
+      if (!prompts.ok())
+        return Status::InvalidArgument(ConfigError("passkey", prompts.status().message()));
       for (const PasskeyGroup& g : prompts->groups)
         if (g.length + g.answer_tokens - 1 > c.model.context)
           return Status::InvalidArgument(ConfigError(
@@ -318,18 +330,24 @@ Status RunPasskey(const TrainRequest& req, EventSink* events) {
     int64_t correct = 0;
     for (const PasskeyGroup& g : cell.prompts.groups) {
       const int64_t n = int64_t(g.examples.size());
-      torch::Tensor prompts = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(setup.device);
-      torch::Tensor out = GreedyDecode(model, prompts, g.answer_tokens).to(torch::kCPU).contiguous();
+      torch::Tensor prompts =
+          torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(setup.device);
+      torch::Tensor out =
+          GreedyDecode(model, prompts, g.answer_tokens).to(torch::kCPU).contiguous();
       for (int64_t i = 0; i < n; ++i) {
-        std::vector<int64_t> got(out[i].data_ptr<int64_t>(), out[i].data_ptr<int64_t>() + g.answer_tokens);
+        std::vector<int64_t> got(out[i].data_ptr<int64_t>(),
+                                 out[i].data_ptr<int64_t>() + g.answer_tokens);
         correct += codec->Matches(got, cell.prompts.answers[g.examples[size_t(i)]]);
       }
     }
     const double acc = double(correct) / double(samples);
     values[CellName(cell.length, cell.depth)] = acc;
     events->Metric(progress.step, CellName(cell.length, cell.depth), acc);
-    rows.push_back({{"length", cell.length}, {"depth", cell.depth}, {"samples", samples},
-                    {"correct", correct}, {"accuracy", acc}});
+    rows.push_back({{"length", cell.length},
+                    {"depth", cell.depth},
+                    {"samples", samples},
+                    {"correct", correct},
+                    {"accuracy", acc}});
     correct_all += correct;
     total += samples;
   }

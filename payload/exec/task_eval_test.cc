@@ -2,8 +2,8 @@
 
 #include "common/metric_names.h"
 #include "common/run_config.h"
-#include "payload/exec/test_util.h"
 #include "payload/exec/event_capture.h"
+#include "payload/exec/test_util.h"
 
 // Catch after everything that includes LibTorch: c10's logging defines CHECK too, and
 // the definition included last is the one the tests use.
@@ -15,8 +15,13 @@ namespace {
 TrainRequest TaskRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 4},
                  {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 192}}},
-                 {"train", {{"threads", 1}, {"batch_size", 4}, {"steps", 3}, {"warmup_steps", 1},
-                            {"checkpoint_every", 0}, {"device", "cpu"}}},
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"steps", 3},
+                   {"warmup_steps", 1},
+                   {"checkpoint_every", 0},
+                   {"device", "cpu"}}},
                  {"mqar", {{"pairs", 4}, {"eval_examples", 8}}},
                  {"passkey", {{"lengths", "160"}, {"depths", "0.5"}, {"samples", 2}}}};
   config.merge_patch(overrides);
@@ -33,7 +38,9 @@ TrainRequest TaskRun(const std::string& name, const Json& overrides) {
 Json Summary(const TrainRequest& req, Status* status) {
   Json summary;
   for (const Json& j : testing::CaptureEvents(
-           [&](EventSink* sink) { return req.config.kind == "mqar" ? RunMqar(req, sink) : RunPasskey(req, sink); },
+           [&](EventSink* sink) {
+             return req.config.kind == "mqar" ? RunMqar(req, sink) : RunPasskey(req, sink);
+           },
            status))
     if (j["ev"] == "summary") summary = j["values"];
   testing::RemoveTree(req.out_dir);
@@ -64,8 +71,7 @@ TEST_CASE("tasks: mqar trains and evaluates at query positions, deterministicall
 TEST_CASE("tasks: mqar.updates trains that many updates past the start, whatever train.steps") {
   // A constant learning rate (no warm-up, min_lr_ratio 1) makes train.steps matter only as
   // the end: 3 updates by train.steps and 3 by mqar.updates are the same run.
-  const Json constant = {{"kind", "mqar"},
-                         {"train", {{"warmup_steps", 0}, {"min_lr_ratio", 1.0}}}};
+  const Json constant = {{"kind", "mqar"}, {"train", {{"warmup_steps", 0}, {"min_lr_ratio", 1.0}}}};
   Json by_steps = constant, by_updates = constant;
   by_updates["train"]["steps"] = 50;
   by_updates["mqar"] = {{"updates", 3}};
@@ -80,7 +86,8 @@ TEST_CASE("tasks: mqar.updates trains that many updates past the start, whatever
 
 TEST_CASE("tasks: passkey reports exact-match accuracy per length x depth cell") {
   Status st;
-  Json s = Summary(TaskRun("pk", {{"kind", "passkey"}, {"passkey", {{"depths", "0.25,0.75"}}}}), &st);
+  Json s =
+      Summary(TaskRun("pk", {{"kind", "passkey"}, {"passkey", {{"depths", "0.25,0.75"}}}}), &st);
   INFO(st.message());
   REQUIRE(st.ok());
   CHECK(s.contains("passkey.acc.L160.D25"));

@@ -24,7 +24,8 @@ int64_t Uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
 std::vector<int64_t> Distinct(std::mt19937_64& rng, int64_t lo, int64_t hi, int64_t n) {
   std::vector<int64_t> pool(size_t(hi - lo));
   std::iota(pool.begin(), pool.end(), lo);
-  for (int64_t i = 0; i < n; ++i) std::swap(pool[size_t(i)], pool[size_t(Uniform(rng, i, hi - lo))]);
+  for (int64_t i = 0; i < n; ++i)
+    std::swap(pool[size_t(i)], pool[size_t(Uniform(rng, i, hi - lo))]);
   pool.resize(size_t(n));
   return pool;
 }
@@ -72,7 +73,8 @@ MqarExample GenerateMqar(const MqarSpec& s, uint64_t seed, uint64_t index) {
   std::vector<int64_t> values = Distinct(rng, s.vocab / 2, s.vocab, k);
   const int64_t space = (T - ctx) / 2;
   std::vector<double> p(static_cast<size_t>(space));
-  for (int64_t i = 1; i <= space; ++i) p[size_t(i - 1)] = s.power_a * std::pow(double(i), s.power_a - 1);
+  for (int64_t i = 1; i <= space; ++i)
+    p[size_t(i - 1)] = s.power_a * std::pow(double(i), s.power_a - 1);
   std::vector<int64_t> gaps = WeightedDistinct(rng, p, k);
 
   MqarExample ex;
@@ -97,8 +99,8 @@ MqarExample GenerateMqar(const MqarSpec& s, uint64_t seed, uint64_t index) {
 PasskeyPieces DrawPasskey(int64_t length, uint64_t seed) {
   std::mt19937_64 rng = ExampleRng(seed, uint64_t(length));
   const std::string key = std::to_string(Uniform(rng, 10000, 100000));
-  return {"The pass key is " + key + ". Remember it. " + key + " is the pass key. ", kQuestion, " " + key,
-          kFiller};
+  return {"The pass key is " + key + ". Remember it. " + key + " is the pass key. ", kQuestion,
+          " " + key, kFiller};
 }
 
 StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t seed) {
@@ -109,7 +111,8 @@ StatusOr<PasskeyExample> GeneratePasskey(int64_t length, double depth, uint64_t 
     return Status::InvalidArgument("passkey: length " + std::to_string(length) +
                                    " is shorter than the needle and question (" +
                                    std::to_string(fixed + 1) + " bytes)");
-  if (!(depth >= 0 && depth <= 1)) return Status::InvalidArgument("passkey: depth must be in [0, 1]");
+  if (!(depth >= 0 && depth <= 1))
+    return Status::InvalidArgument("passkey: depth must be in [0, 1]");
   const int64_t filler_len = length - fixed;
   std::string filler;
   while (int64_t(filler.size()) < filler_len) filler += kFiller;

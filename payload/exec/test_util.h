@@ -21,9 +21,10 @@ inline std::string ScratchPath(const std::string& name) {
 
 // Removes `path` and everything under it, like rm -rf; a missing path is fine.
 inline void RemoveTree(const std::string& path) {
-  nftw(path.c_str(),
-       [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-       FTW_DEPTH | FTW_PHYS);
+  nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 // Returns true iff `path` is a directory with no entries.
@@ -31,7 +32,8 @@ inline bool IsEmptyDir(const std::string& path) {
   DIR* d = opendir(path.c_str());
   if (!d) return false;
   int n = 0;
-  while (dirent* e = readdir(d)) n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+  while (dirent* e = readdir(d))
+    n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
   closedir(d);
   return n == 0;
 }

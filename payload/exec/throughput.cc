@@ -10,7 +10,8 @@ double ModelFlopsPerToken(const ModelConfig& c) {
   const double head_dim = C / double(c.heads);
   const double kv = double(c.kv_heads > 0 ? c.kv_heads : c.heads) * head_dim;
   const double hidden = std::round(c.mlp_ratio * C);
-  const double per_layer = C * C /* Q */ + 2 * C * kv /* K, V */ + C * C /* output */ + 2 * C * hidden;
+  const double per_layer =
+      C * C /* Q */ + 2 * C * kv /* K, V */ + C * C /* output */ + 2 * C * hidden;
   const double n = L * per_layer + double(c.vocab) * C;  // + the output head
   return 6 * n + 6 * L * T * C;
 }

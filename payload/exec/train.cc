@@ -155,8 +155,15 @@ namespace {
 class Trainer {
  public:
   Trainer(const TrainRequest& req, EventSink* events)
-      : req_(req), c_(req.config), t_(req.config.train), events_(events), t0_(Clock::now()),
-        world_(int(t_.ranks)), rank_(req.rank), lead_(req.rank == 0), timed_(t_.time_budget_s > 0) {}
+      : req_(req),
+        c_(req.config),
+        t_(req.config.train),
+        events_(events),
+        t0_(Clock::now()),
+        world_(int(t_.ranks)),
+        rank_(req.rank),
+        lead_(req.rank == 0),
+        timed_(t_.time_budget_s > 0) {}
 
   // Device by rank, data and its checks, the output folder, the data-parallel group (rank 0
   // launches its peers), the seeded model and its optimiser, the provenance so far.
@@ -243,11 +250,11 @@ class Trainer {
   double slowest_update_s_ = 0;  // the slowest single update so far
   // Interventions (train_hooks.h TrainContext::interventions).
   int64_t interventions_seen_ = 0;
-  bool timer_held_ = false;        // paused for an intervention until the re-planning update ends
-  bool replans_now_ = false;       // this update's forwards run the changed model first
-  bool replan_next_ = false;       // an AfterUpdate intervention: the next update re-plans
-  bool after_event_ = false;       // the window of train.tokens_per_s_after_event has begun
-  double event_seconds0_ = 0;      // the timer's totals where that window began
+  bool timer_held_ = false;    // paused for an intervention until the re-planning update ends
+  bool replans_now_ = false;   // this update's forwards run the changed model first
+  bool replan_next_ = false;   // an AfterUpdate intervention: the next update re-plans
+  bool after_event_ = false;   // the window of train.tokens_per_s_after_event has begun
+  double event_seconds0_ = 0;  // the timer's totals where that window began
   int64_t event_updates0_ = 0;
   Json attention_plans_ = Json::array();  // provenance: the layers' plans after each one
 };
@@ -264,7 +271,8 @@ Status Trainer::SetUp() {
   reduce_dtype_ = *reduce_dtype;
 
   // Data parallel (dist.h): rank 0 launches its peers; every rank joins the group.
-  StatusOr<DataParallel> dp = StartDataParallel(rank_, world_, req_.out_dir, req_.manifest_path, device_);
+  StatusOr<DataParallel> dp =
+      StartDataParallel(rank_, world_, req_.out_dir, req_.manifest_path, device_);
   if (!dp.ok()) return dp.status();
   dp_ = std::move(dp.value());
   group_ = dp_.group.get();
@@ -284,10 +292,13 @@ Status Trainer::SetUp() {
   sampler_ = std::make_unique<BatchSampler>(uint64_t(c_.seed), c_.model.context);
   if (c_.data.retrieval_fraction > 0) {
     // Passkey rows in the tokens the passkey evaluation uses (passkey_prompts.h).
-    StatusOr<PasskeyCodec> codec = PasskeyCodec::For(c_.model, data_.has_meta ? &data_.meta : nullptr);
-    if (!codec.ok()) return Status::InvalidArgument("data.retrieval_tasks: " + codec.status().message());
-    StatusOr<RetrievalMix> mix = RetrievalMix::Make(c_.data.retrieval_fraction, c_.data.retrieval_tasks,
-                                                    c_.model.context, c_.model.vocab, uint64_t(c_.seed), codec.value());
+    StatusOr<PasskeyCodec> codec =
+        PasskeyCodec::For(c_.model, data_.has_meta ? &data_.meta : nullptr);
+    if (!codec.ok())
+      return Status::InvalidArgument("data.retrieval_tasks: " + codec.status().message());
+    StatusOr<RetrievalMix> mix =
+        RetrievalMix::Make(c_.data.retrieval_fraction, c_.data.retrieval_tasks, c_.model.context,
+                           c_.model.vocab, uint64_t(c_.seed), codec.value());
     if (!mix.ok()) return mix.status();
     mix_ = std::move(mix.value());
   }
@@ -348,15 +359,16 @@ Status Trainer::StartMethods() {
   method_config_.train.batch_size = t_.batch_size * world_;
   method_dir_ = lead_ ? req_.out_dir : req_.out_dir + "/rank-" + std::to_string(rank_);
   if (!lead_ && !req_.hooks.empty()) HEADLAB_RETURN_IF_ERROR(MakeDirs(method_dir_));
-  ctx_.reset(new TrainContext{method_config_, req_.config_json, method_dir_, model_, opt_, data_,
-                              device_, events_, progress_.step, [this](int64_t batches) {
-                                return HeldOutLoss(model_, data_.val, c_, device_, batches,
-                                                   c_.train.eval_batches);
-                              },
-                              [this](int64_t batches) {
-                                if (data_.calib.size <= c_.model.context) return std::nan("");
-                                return HeldOutLoss(model_, data_.calib, c_, device_, batches, batches);
-                              }});
+  ctx_.reset(new TrainContext{
+      method_config_, req_.config_json, method_dir_, model_, opt_, data_, device_, events_,
+      progress_.step,
+      [this](int64_t batches) {
+        return HeldOutLoss(model_, data_.val, c_, device_, batches, c_.train.eval_batches);
+      },
+      [this](int64_t batches) {
+        if (data_.calib.size <= c_.model.context) return std::nan("");
+        return HeldOutLoss(model_, data_.calib, c_, device_, batches, batches);
+      }});
   // A method's own state comes back only on a resume of the same run: a continuation
   // from a parent starts its methods afresh.
   for (const std::shared_ptr<TrainHooks>& h : req_.hooks) {
@@ -367,10 +379,11 @@ Status Trainer::StartMethods() {
   }
   HEADLAB_RETURN_IF_ERROR(SyncReplicas("the methods' OnStart"));
   events_->Provenance(prov_);
-  LogInfo("train: " + std::to_string(c_.model.layers) + " layers, " + std::to_string(c_.model.heads) +
-          " heads, width " + std::to_string(c_.model.width) + ", context " +
-          std::to_string(c_.model.context) + ", " + std::to_string(t_.steps) + " steps on " +
-          device_.str() + " (" + std::to_string(torch::get_num_threads()) + " threads)");
+  LogInfo("train: " + std::to_string(c_.model.layers) + " layers, " +
+          std::to_string(c_.model.heads) + " heads, width " + std::to_string(c_.model.width) +
+          ", context " + std::to_string(c_.model.context) + ", " + std::to_string(t_.steps) +
+          " steps on " + device_.str() + " (" + std::to_string(torch::get_num_threads()) +
+          " threads)");
 
   tokens_per_step_ = t_.batch_size * t_.grad_accum * c_.model.context * world_;
   first_step_ = progress_.step;
@@ -388,14 +401,16 @@ Status Trainer::SyncReplicas(const char* where) {
 }
 
 double Trainer::TokensPerS() const {
-  if (timer_->updates() > 0) return double(timer_->updates() * tokens_per_step_) / timer_->seconds();
+  if (timer_->updates() > 0)
+    return double(timer_->updates() * tokens_per_step_) / timer_->seconds();
   double s = SecondsSince(train_t0_);
   return s > 0 ? double((progress_.step - first_step_) * tokens_per_step_) / s : 0.0;
 }
 
 StatusOr<bool> Trainer::TimeHooks(const std::function<Status()>& call) {
   const bool was_open = timer_->open();
-  if (was_open) timer_->Pause(progress_.step);  // waits for the device: the hooks' work is timed apart
+  if (was_open)
+    timer_->Pause(progress_.step);  // waits for the device: the hooks' work is timed apart
   const Clock::time_point h0 = Clock::now();
   HEADLAB_RETURN_IF_ERROR(call());
   const bool intervened = ctx_->interventions != interventions_seen_;
@@ -415,10 +430,13 @@ void Trainer::EndReplanningUpdate() {
   replans_now_ = false;
   if (lead_) {
     Json paths = AttentionPaths(model_), choices = AttentionChoices(model_);
-    attention_plans_.push_back({{"step", progress_.step}, {"interventions", ctx_->interventions},
-                                {"attention_paths", paths}, {"attention_choices", choices}});
+    attention_plans_.push_back({{"step", progress_.step},
+                                {"interventions", ctx_->interventions},
+                                {"attention_paths", paths},
+                                {"attention_choices", choices}});
     // The latest paths are the run's (results shows them); attention_plans keeps each.
-    events_->Provenance({{"attention_paths", paths}, {"attention_choices", choices},
+    events_->Provenance({{"attention_paths", paths},
+                         {"attention_choices", choices},
                          {"attention_plans", attention_plans_}});
   }
   if (timer_held_) {
@@ -431,7 +449,9 @@ void Trainer::EndReplanningUpdate() {
   event_updates0_ = timer_->updates();
 }
 
-double Trainer::Mfu() const { return peak_flops_ > 0 ? flops_per_token_ * TokensPerS() / peak_flops_ : 0.0; }
+double Trainer::Mfu() const {
+  return peak_flops_ > 0 ? flops_per_token_ * TokensPerS() / peak_flops_ : 0.0;
+}
 
 void Trainer::AddThroughput(MetricRow* row) const {
   row->emplace_back(metric::kTrainTokensPerS, TokensPerS());
@@ -441,7 +461,8 @@ void Trainer::AddThroughput(MetricRow* row) const {
     row->emplace_back(metric::kTrainTokensPerSAfterEvent,
                       double(after * tokens_per_step_) / (timer_->seconds() - event_seconds0_));
   if (Mfu() > 0) row->emplace_back(metric::kTrainMfu, Mfu());
-  if (device_.is_cuda()) row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device_)));
+  if (device_.is_cuda())
+    row->emplace_back(metric::kGpuPeakMemBytes, double(DevicePeakMemoryBytes(device_)));
 }
 
 // Per update of this attempt: the communication the update waited for after its last
@@ -507,8 +528,8 @@ void Trainer::LogStep() {
   for (const auto& [key, value] : row) events_->Metric(progress_.step, key, value);
   char line[200];
   std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.2e grad %.3f %.0f tok/s MFU %.3f",
-                static_cast<long long>(progress_.step), static_cast<long long>(t_.steps), last_loss_,
-                lr_, norm, TokensPerS(), Mfu());
+                static_cast<long long>(progress_.step), static_cast<long long>(t_.steps),
+                last_loss_, lr_, norm, TokensPerS(), Mfu());
   LogInfo(line);
 }
 
@@ -519,9 +540,11 @@ void Trainer::LogStep() {
 // Every rank must take the same number of updates: under a time budget any rank's
 // "stop" stops them all (one max-reduction per update).
 bool Trainer::KeepGoing() {
-  bool go = timed_ ? SecondsSince(t0_) + slowest_update_s_ <= t_.time_budget_s : progress_.step < t_.steps;
+  bool go = timed_ ? SecondsSince(t0_) + slowest_update_s_ <= t_.time_budget_s
+                   : progress_.step < t_.steps;
   if (group_ && timed_) {
-    torch::Tensor stop = torch::full({1}, go ? 0.0f : 1.0f, torch::dtype(torch::kFloat).device(device_));
+    torch::Tensor stop =
+        torch::full({1}, go ? 0.0f : 1.0f, torch::dtype(torch::kFloat).device(device_));
     group_->AllReduceMax(stop);
     go = stop.item<float>() == 0.0f;
   }
@@ -530,11 +553,13 @@ bool Trainer::KeepGoing() {
 
 Status Trainer::Step(bool* last) {
   TrainContext& ctx = *ctx_;
-  if (StopRequested()) return Status::Cancelled("stopped by signal at step " + std::to_string(progress_.step));
+  if (StopRequested())
+    return Status::Cancelled("stopped by signal at step " + std::to_string(progress_.step));
   const Clock::time_point u0 = Clock::now();
-  const double at = timed_ ? double(first_step_) + std::min(1.0, SecondsSince(t0_) / t_.time_budget_s) *
-                                                       double(std::max<int64_t>(0, t_.steps - first_step_))
-                           : double(progress_.step);
+  const double at =
+      timed_ ? double(first_step_) + std::min(1.0, SecondsSince(t0_) / t_.time_budget_s) *
+                                         double(std::max<int64_t>(0, t_.steps - first_step_))
+             : double(progress_.step);
   lr_ = ScheduledLr(t_, at);
   SetLr(*opt_, lr_);
   // Gradient accumulation: the update's loss is the mean over grad_accum micro-batches
@@ -577,7 +602,8 @@ Status Trainer::Step(bool* last) {
   // updates (SAF App. C.5: communication is part of the update time), its buckets
   // all-reduced while the last backward ran; the methods read it afterwards.
   updater_->FinishGradients();
-  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
+  HEADLAB_RETURN_IF_ERROR(
+      ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterBackward(ctx); }));
   if (group_) {  // the mean loss
     group_->AllReduceSum(loss_);
     loss_.div_(double(world_));
@@ -621,7 +647,8 @@ Status Trainer::Step(bool* last) {
   if (*last || (t_.log_every > 0 && progress_.step % t_.log_every == 0)) LogStep();
   if (*last) return Status::Ok();  // the final evaluation and checkpoint follow
   if (t_.eval_every > 0 && progress_.step % t_.eval_every == 0) HEADLAB_RETURN_IF_ERROR(Evaluate());
-  if (t_.checkpoint_every > 0 && progress_.step % t_.checkpoint_every == 0) HEADLAB_RETURN_IF_ERROR(Save());
+  if (t_.checkpoint_every > 0 && progress_.step % t_.checkpoint_every == 0)
+    HEADLAB_RETURN_IF_ERROR(Save());
   return Status::Ok();
 }
 
@@ -634,7 +661,8 @@ Status Trainer::Finish() {
   // With methods, AfterTraining may change the model (SAF at tau = 1, AoH conversion):
   // the final evaluation and checkpoint are then of the changed model.
   const bool has_methods = !req_.hooks.empty();
-  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterTraining(*ctx_); }));
+  HEADLAB_RETURN_IF_ERROR(
+      ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.AfterTraining(*ctx_); }));
   if (evaluated_at_ != progress_.step || has_methods) HEADLAB_RETURN_IF_ERROR(Evaluate());
   if (!lead_) return Status::Ok();  // rank 0 reports the run
   if (dp_.peers) dp_.peers->Wait();
@@ -654,7 +682,8 @@ Status Trainer::Finish() {
   for (const auto& [key, value] : rates) values[key] = value;
   if (!std::isnan(last_loss_)) values[metric::kTrainLoss] = last_loss_;
   if (group_) values[metric::kDistRanks] = world_;
-  HEADLAB_RETURN_IF_ERROR(ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.Summarize(*ctx_, &values); }));
+  HEADLAB_RETURN_IF_ERROR(
+      ForEachHook(req_.hooks, [&](TrainHooks& h) { return h.Summarize(*ctx_, &values); }));
   events_->Summary(values);
   return Status::Ok();
 }
@@ -666,7 +695,8 @@ Status RunTraining(const TrainRequest& req, EventSink* events) {
   HEADLAB_RETURN_IF_ERROR(trainer.SetUp());
   HEADLAB_RETURN_IF_ERROR(trainer.Restore());
   HEADLAB_RETURN_IF_ERROR(trainer.StartMethods());
-  for (bool last = false; !last && trainer.KeepGoing();) HEADLAB_RETURN_IF_ERROR(trainer.Step(&last));
+  for (bool last = false; !last && trainer.KeepGoing();)
+    HEADLAB_RETURN_IF_ERROR(trainer.Step(&last));
   return trainer.Finish();
 }
 

@@ -16,14 +16,14 @@ namespace headlab {
 
 struct TrainRequest {
   ExecConfig config;
-  Json config_json;     // the normalized config, stored in checkpoints for the record
-  std::string out_dir;  // checkpoints and artifacts go here (created if missing)
+  Json config_json;                   // the normalized config, stored in checkpoints for the record
+  std::string out_dir;                // checkpoints and artifacts go here (created if missing)
   std::optional<ResumePoint> resume;  // own checkpoint of an earlier attempt (wins)
   std::optional<ResumePoint> parent;  // shared parent checkpoint a continuation starts from
   Json parent_run;                    // its run id, for provenance
   HookList hooks;                     // the methods' hooks (MakeMethodHooks), in call order
-  int rank = 0;               // data-parallel rank (train.ranks > 1; dist.h)
-  std::string manifest_path;  // rank 0 starts its peers with it
+  int rank = 0;                       // data-parallel rank (train.ranks > 1; dist.h)
+  std::string manifest_path;          // rank 0 starts its peers with it
 };
 
 // Runs the training described by `req`, streaming events to `events`. Returns Ok when all

@@ -9,13 +9,13 @@
 #include <torch/torch.h>
 
 #include "common/files.h"
-#include "payload/exec/test_util.h"
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
 #include "payload/exec/checkpoint.h"
 #include "payload/exec/model.h"
 #include "payload/exec/stop_flag.h"
+#include "payload/exec/test_util.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/exec/train_testing.h"
 
@@ -30,8 +30,11 @@ namespace {
 TrainRequest TinyRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 3},
                  {"model", {{"layers", 1}, {"heads", 2}, {"width", 32}, {"context", 32}}},
-                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2},
-                            {"device", "cpu"}}}};  // the bitwise claims are for CPU
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"warmup_steps", 2},
+                   {"device", "cpu"}}}};  // the bitwise claims are for CPU
   config.merge_patch(overrides);
   StatusOr<TrainRequest> req = testing::MakeTrainRequest(config, "test", "headlab_exec_" + name);
   REQUIRE(req.ok());
@@ -55,9 +58,12 @@ TEST_CASE("train: the learning-rate schedule warms up linearly and decays by cos
 }
 
 TEST_CASE("train: loss decreases on the builtin corpus") {
-  TrainRequest req = TinyRun("decrease", {{"train", {{"steps", 40}, {"log_every", 1},
-                                                     {"eval_every", 0}, {"eval_batches", 4},
-                                                     {"checkpoint_every", 0}}}});
+  TrainRequest req = TinyRun("decrease", {{"train",
+                                           {{"steps", 40},
+                                            {"log_every", 1},
+                                            {"eval_every", 0},
+                                            {"eval_batches", 4},
+                                            {"checkpoint_every", 0}}}});
   Status st;
   Events ev = Run(req, &st);
   REQUIRE(st.ok());
@@ -87,8 +93,12 @@ TEST_CASE("train: loss decreases on the builtin corpus") {
 }
 
 TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU") {
-  const Json train = {{"train", {{"steps", 6}, {"log_every", 1}, {"eval_every", 3},
-                                 {"eval_batches", 2}, {"checkpoint_every", 3}}}};
+  const Json train = {{"train",
+                       {{"steps", 6},
+                        {"log_every", 1},
+                        {"eval_every", 3},
+                        {"eval_batches", 2},
+                        {"checkpoint_every", 3}}}};
   TrainRequest full = TinyRun("resume_full", train);
   Status st;
   Events a = Run(full, &st);
@@ -142,8 +152,12 @@ TEST_CASE("train: a run resumed from its checkpoint is bitwise identical on CPU"
 }
 
 TEST_CASE("train: a continuation from a shared parent checkpoint starts at the parent's step") {
-  const Json train = {{"train", {{"steps", 6}, {"log_every", 1}, {"eval_every", 0},
-                                 {"eval_batches", 2}, {"checkpoint_every", 3}}}};
+  const Json train = {{"train",
+                       {{"steps", 6},
+                        {"log_every", 1},
+                        {"eval_every", 0},
+                        {"eval_batches", 2},
+                        {"checkpoint_every", 3}}}};
   TrainRequest full = TinyRun("parent_full", train);
   Status st;
   Events a = Run(full, &st);
@@ -164,8 +178,8 @@ TEST_CASE("train: a continuation from a shared parent checkpoint starts at the p
   CHECK(b.provenance["parent_step"] == 3);
 
   // An arm with other head modes starts from the same weights and then diverges.
-  TrainRequest pruned = TinyRun("parent_pruned", {{"train", train["train"]},
-                                                  {"model", {{"head_modes", "*.1=pruned"}}}});
+  TrainRequest pruned = TinyRun(
+      "parent_pruned", {{"train", train["train"]}, {"model", {{"head_modes", "*.1=pruned"}}}});
   pruned.parent = child.parent;
   pruned.parent_run = 41;
   Events c = Run(pruned, &st);
@@ -192,9 +206,14 @@ TEST_CASE("train: a continuation from a shared parent checkpoint starts at the p
 
 TEST_CASE("train: k accumulated micro-batches equal one batch of k times the size") {
   auto config = [](int64_t batch, int64_t accum) {
-    return Json{{"train", {{"steps", 3}, {"log_every", 1}, {"eval_every", 0},
-                           {"eval_batches", 1}, {"checkpoint_every", 0},
-                           {"batch_size", batch}, {"grad_accum", accum}}}};
+    return Json{{"train",
+                 {{"steps", 3},
+                  {"log_every", 1},
+                  {"eval_every", 0},
+                  {"eval_batches", 1},
+                  {"checkpoint_every", 0},
+                  {"batch_size", batch},
+                  {"grad_accum", accum}}}};
   };
   TrainRequest one = TinyRun("accum_one", config(8, 1));
   TrainRequest four = TinyRun("accum_four", config(2, 4));
@@ -216,7 +235,8 @@ TEST_CASE("train: k accumulated micro-batches equal one batch of k times the siz
   // evaluation batch is train.batch_size rows.)
   // Not vacuous: another batch composition changes the losses.
   Events c = Run(TinyRun("accum_other", config(4, 1)), &st);
-  CHECK(c.metrics[metric::kTrainLoss].at(3) != Approx(a.metrics[metric::kTrainLoss].at(3)).epsilon(1e-5));
+  CHECK(c.metrics[metric::kTrainLoss].at(3) !=
+        Approx(a.metrics[metric::kTrainLoss].at(3)).epsilon(1e-5));
   testing::RemoveTree(one.out_dir);
   testing::RemoveTree(four.out_dir);
   testing::RemoveTree(TinyRun("accum_other", config(4, 1)).out_dir);
@@ -228,9 +248,9 @@ TEST_CASE("checkpoint: head states (including installed fixed heads) survive a r
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3));
   const int64_t T = req.config.model.context;
   model->attention(0)->SetHeadState(0, HeadState{HeadMode::kLocal, 5});
-  model->attention(0)->SetFixedCompact(1, torch::linspace(-1, 1, T), torch::linspace(0, -2, T),
-                                       CompactLogNormalizer(torch::linspace(-1, 1, T),
-                                                            torch::linspace(0, -2, T)));
+  model->attention(0)->SetFixedCompact(
+      1, torch::linspace(-1, 1, T), torch::linspace(0, -2, T),
+      CompactLogNormalizer(torch::linspace(-1, 1, T), torch::linspace(0, -2, T)));
   std::string bytes = SerializeCheckpoint(model, opt, TrainProgress{7, ""}, "{}");
 
   Gpt fresh(req.config.model);
@@ -246,8 +266,8 @@ TEST_CASE("checkpoint: head states (including installed fixed heads) survive a r
   CHECK(torch::equal(model->forward(x), fresh->forward(x)));
 
   // A dense fixed pattern travels as its layer's fixed_dense tensor.
-  model->attention(0)->SetFixedDense(2, torch::tril(torch::ones({T, T})) /
-                                            torch::arange(1, T + 1).unsqueeze(1));
+  model->attention(0)->SetFixedDense(
+      2, torch::tril(torch::ones({T, T})) / torch::arange(1, T + 1).unsqueeze(1));
   bytes = SerializeCheckpoint(model, opt, TrainProgress{7, ""}, "{}");
   Gpt other(req.config.model);
   torch::optim::AdamW other_opt(other->parameters(), torch::optim::AdamWOptions(1e-3));
@@ -258,10 +278,14 @@ TEST_CASE("checkpoint: head states (including installed fixed heads) survive a r
 }
 
 TEST_CASE("train: a matched-time run stops within its allowance, lr following elapsed time") {
-  TrainRequest req = TinyRun("timed", {{"train", {{"steps", 100000}, {"log_every", 1},
-                                                  {"eval_every", 0}, {"eval_batches", 1},
-                                                  {"checkpoint_every", 0}, {"warmup_steps", 0},
-                                                  {"time_budget_s", 1.5}}}});
+  TrainRequest req = TinyRun("timed", {{"train",
+                                        {{"steps", 100000},
+                                         {"log_every", 1},
+                                         {"eval_every", 0},
+                                         {"eval_batches", 1},
+                                         {"checkpoint_every", 0},
+                                         {"warmup_steps", 0},
+                                         {"time_budget_s", 1.5}}}});
   Status st;
   Events ev = Run(req, &st);
   REQUIRE(st.ok());
@@ -328,7 +352,9 @@ class RecordingHooks : public TrainHooks {
     return ctx.step == fail_at ? Status::Internal("recorder: fails at " + std::to_string(fail_at))
                                : Status::Ok();
   }
-  void LogRow(TrainContext& /*ctx*/, MetricRow* row) override { row->push_back({"recorder.updates", double(updates)}); }
+  void LogRow(TrainContext& /*ctx*/, MetricRow* row) override {
+    row->push_back({"recorder.updates", double(updates)});
+  }
   Status AfterTraining(TrainContext& ctx) override {
     calls.push_back("end@" + std::to_string(ctx.step));
     held_out = ctx.eval_loss(1);
@@ -347,17 +373,20 @@ class RecordingHooks : public TrainHooks {
 };
 
 TEST_CASE("train: method hooks are called in loop order and their state survives a resume") {
-  const Json train = {{"train", {{"steps", 4}, {"log_every", 1}, {"eval_every", 0},
-                                 {"eval_batches", 1}, {"checkpoint_every", 2}}}};
+  const Json train = {{"train",
+                       {{"steps", 4},
+                        {"log_every", 1},
+                        {"eval_every", 0},
+                        {"eval_batches", 1},
+                        {"checkpoint_every", 2}}}};
   TrainRequest full = TinyRun("hooks_full", train);
   auto rec = std::make_shared<RecordingHooks>();
   full.hooks = {rec};
   Status st;
   Events a = Run(full, &st);
   REQUIRE(st.ok());
-  const std::vector<std::string> order = {"start@0", "before@0", "after@1", "before@1",
-                                          "after@2",  "before@2", "after@3", "before@3",
-                                          "after@4",  "end@4"};
+  const std::vector<std::string> order = {"start@0",  "before@0", "after@1",  "before@1", "after@2",
+                                          "before@2", "after@3",  "before@3", "after@4",  "end@4"};
   CHECK(rec->calls == order);
   CHECK(a.metrics["recorder.updates"].at(3) == 3);
   CHECK(a.summary["recorder.updates"] == 4);
@@ -389,8 +418,12 @@ TEST_CASE("train: method hooks are called in loop order and their state survives
 }
 
 TEST_CASE("train: precision is a run setting, named in provenance; bf16 on the CPU tracks fp32") {
-  const Json train = {{"train", {{"steps", 8}, {"log_every", 1}, {"eval_every", 0},
-                                 {"eval_batches", 2}, {"checkpoint_every", 0}}}};
+  const Json train = {{"train",
+                       {{"steps", 8},
+                        {"log_every", 1},
+                        {"eval_every", 0},
+                        {"eval_batches", 2},
+                        {"checkpoint_every", 0}}}};
   std::map<std::string, Events> runs;
   for (const char* precision : {"fp32", "bf16"}) {
     Json config = train;
@@ -421,10 +454,15 @@ TEST_CASE("train: precision is a run setting, named in provenance; bf16 on the C
   testing::RemoveTree(req.out_dir);
 }
 
-TEST_CASE("train: throughput is tokens per second of the timed updates; no MFU without a known peak") {
-  TrainRequest req = TinyRun("throughput", {{"train", {{"steps", 5}, {"log_every", 1}, {"eval_every", 0},
-                                                         {"eval_batches", 1}, {"checkpoint_every", 0},
-                                                         {"grad_accum", 2}}}});
+TEST_CASE(
+    "train: throughput is tokens per second of the timed updates; no MFU without a known peak") {
+  TrainRequest req = TinyRun("throughput", {{"train",
+                                             {{"steps", 5},
+                                              {"log_every", 1},
+                                              {"eval_every", 0},
+                                              {"eval_batches", 1},
+                                              {"checkpoint_every", 0},
+                                              {"grad_accum", 2}}}});
   Status st;
   Events ev = Run(req, &st);
   REQUIRE(st.ok());
@@ -433,7 +471,7 @@ TEST_CASE("train: throughput is tokens per second of the timed updates; no MFU w
   CHECK(tokens_per_s > 0);
   // One update is batch_size x grad_accum x context = 4 x 2 x 32 tokens.
   CHECK(tokens_per_s * step_s == Approx(4 * 2 * 32).epsilon(1e-9));
-  CHECK(ev.metrics[metric::kTrainStepS].size() == 4);  // logged from step 2 on: step 1 is warm-up
+  CHECK(ev.metrics[metric::kTrainStepS].size() == 4);   // logged from step 2 on: step 1 is warm-up
   CHECK_FALSE(ev.summary.contains(metric::kTrainMfu));  // the CPU has no peak in the table
   CHECK_FALSE(ev.summary.contains(metric::kGpuPeakMemBytes));
   testing::RemoveTree(req.out_dir);
@@ -470,11 +508,17 @@ class InterventionHooks : public TrainHooks {
   const double work_s_;
 };
 
-TEST_CASE("train: an intervention's update is left out of the throughput, and the plans after it are recorded") {
+TEST_CASE(
+    "train: an intervention's update is left out of the throughput, and the plans after it are "
+    "recorded") {
   for (bool after_update : {false, true}) {
     INFO("intervention in " << (after_update ? "AfterUpdate" : "BeforeUpdate"));
-    TrainRequest req = TinyRun("intervention", {{"train", {{"steps", 7}, {"log_every", 1}, {"eval_every", 0},
-                                                            {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+    TrainRequest req = TinyRun("intervention", {{"train",
+                                                 {{"steps", 7},
+                                                  {"log_every", 1},
+                                                  {"eval_every", 0},
+                                                  {"eval_batches", 1},
+                                                  {"checkpoint_every", 0}}}});
     constexpr double kWorkS = 2.0;
     // BeforeUpdate of update 4 (ctx.step 3), or AfterUpdate of update 3 (ctx.step 3): either
     // way update 4 is the first to run the changed layer.
@@ -497,8 +541,12 @@ TEST_CASE("train: an intervention's update is left out of the throughput, and th
     testing::RemoveTree(req.out_dir);
   }
   // Without an intervention: no after-event rate, no plan history.
-  TrainRequest plain = TinyRun("no_intervention", {{"train", {{"steps", 3}, {"log_every", 1}, {"eval_every", 0},
-                                                               {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+  TrainRequest plain = TinyRun("no_intervention", {{"train",
+                                                    {{"steps", 3},
+                                                     {"log_every", 1},
+                                                     {"eval_every", 0},
+                                                     {"eval_batches", 1},
+                                                     {"checkpoint_every", 0}}}});
   plain.hooks = {std::make_shared<InterventionHooks>(-1, false, 0.0)};
   Status st;
   Events ev = Run(plain, &st);
@@ -527,8 +575,12 @@ class RecurringHooks : public TrainHooks {
 };
 
 TEST_CASE("train: a method's recurring work is counted in the throughput") {
-  TrainRequest req = TinyRun("recurring", {{"train", {{"steps", 4}, {"log_every", 1}, {"eval_every", 0},
-                                                       {"eval_batches", 1}, {"checkpoint_every", 0}}}});
+  TrainRequest req = TinyRun("recurring", {{"train",
+                                            {{"steps", 4},
+                                             {"log_every", 1},
+                                             {"eval_every", 0},
+                                             {"eval_batches", 1},
+                                             {"checkpoint_every", 0}}}});
   constexpr double kWorkS = 0.25;
   req.hooks = {std::make_shared<RecurringHooks>(kWorkS)};
   Status st;

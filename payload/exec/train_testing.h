@@ -49,9 +49,9 @@ inline std::vector<Json> RunTrainingEvents(const TrainRequest& req, Status* stat
 // A run's events, collected.
 struct TrainEvents {
   std::map<std::string, std::map<int64_t, double>> metrics;  // key -> step -> value
-  std::vector<Json> artifacts;                                // every artifact event, in order
-  std::map<std::string, std::vector<Json>> by_kind;           // artifact events of each kind
-  std::vector<Json> checkpoints;                              // the checkpoint artifacts
+  std::vector<Json> artifacts;                               // every artifact event, in order
+  std::map<std::string, std::vector<Json>> by_kind;          // artifact events of each kind
+  std::vector<Json> checkpoints;                             // the checkpoint artifacts
   Json summary, provenance;
 
   // The resume point of the checkpoint written at `step` (throws if there is none).

@@ -66,8 +66,8 @@ class Updater {
   AdamWStepper stepper_;
   LossScaler scaler_;
   GradientReducer* reducer_ = nullptr;
-  int64_t backwards_ = 0;          // since Begin
-  bool gradients_final_ = false;   // FinishGradients ran for this update
+  int64_t backwards_ = 0;         // since Begin
+  bool gradients_final_ = false;  // FinishGradients ran for this update
 };
 
 }  // namespace headlab

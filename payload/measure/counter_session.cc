@@ -32,7 +32,8 @@ StatusOr<CUcontext> CurrentContext() {
   cudaDriverEntryPointQueryResult q{};
   HEADLAB_CUDA_CHECK(
       cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q));
-  if (fn == nullptr) return Status::Unavailable("CUDA driver entry point cuCtxGetCurrent is missing");
+  if (fn == nullptr)
+    return Status::Unavailable("CUDA driver entry point cuCtxGetCurrent is missing");
   CUcontext ctx = nullptr;
   if (reinterpret_cast<CUresult (*)(CUcontext*)>(fn)(&ctx) != CUDA_SUCCESS || ctx == nullptr)
     return Status::Unavailable("no current CUDA context");
@@ -49,8 +50,8 @@ struct CounterSession::Impl {
   CUpti_RangeProfiler_Object* profiler = nullptr;
   std::vector<uint8_t> config_image, counter_image;
   bool profiler_initialized = false;
-  std::mutex mu;          // orders Push/Pop from several threads
-  Status marker_status;   // first error of Push/Pop; Guarded by mu
+  std::mutex mu;         // orders Push/Pop from several threads
+  Status marker_status;  // first error of Push/Pop; Guarded by mu
 
   Status Init();
   void Teardown();
@@ -71,7 +72,8 @@ Status CounterSession::Impl::Init() {
   chip.deviceIndex = size_t(device);
   HEADLAB_CUPTI_CHECK(cuptiDeviceGetChipName(&chip));
 
-  CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  CUpti_Profiler_GetCounterAvailability_Params avail{
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
   avail.ctx = ctx;
   HEADLAB_CUPTI_CHECK(cuptiProfilerGetCounterAvailability(&avail));
   std::vector<uint8_t> avail_image(avail.counterAvailabilityImageSize);
@@ -85,16 +87,19 @@ Status CounterSession::Impl::Init() {
   HEADLAB_CUPTI_CHECK(cuptiProfilerHostInitialize(&hi));
   host = hi.pHostObject;
 
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add{
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
   add.pHostObject = host;
   add.ppMetricNames = metric_ptrs.data();
   add.numMetrics = metric_ptrs.size();
   HEADLAB_CUPTI_CHECK(cuptiProfilerHostConfigAddMetrics(&add));
-  CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetConfigImageSize_Params size{
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
   size.pHostObject = host;
   HEADLAB_CUPTI_CHECK(cuptiProfilerHostGetConfigImageSize(&size));
   config_image.resize(size.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params img{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  CUpti_Profiler_Host_GetConfigImage_Params img{
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
   img.pHostObject = host;
   img.configImageSize = config_image.size();
   img.pConfigImage = config_image.data();
@@ -105,7 +110,8 @@ Status CounterSession::Impl::Init() {
   HEADLAB_CUPTI_CHECK(cuptiRangeProfilerEnable(&en));
   profiler = en.pRangeProfilerObject;
 
-  CUpti_RangeProfiler_GetCounterDataSize_Params cds{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_GetCounterDataSize_Params cds{
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
   cds.pRangeProfilerObject = profiler;
   cds.pMetricNames = metric_ptrs.data();
   cds.numMetrics = metric_ptrs.size();
@@ -113,7 +119,8 @@ Status CounterSession::Impl::Init() {
   cds.maxNumRangeTreeNodes = uint32_t(options.max_ranges);
   HEADLAB_CUPTI_CHECK(cuptiRangeProfilerGetCounterDataSize(&cds));
   counter_image.assign(cds.counterDataSize, 0);
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
   ci.pRangeProfilerObject = profiler;
   ci.counterDataSize = counter_image.size();
   ci.pCounterData = counter_image.data();
@@ -224,19 +231,22 @@ StatusOr<CounterRun> CounterSession::Run(const std::function<Status()>& body,
   run.dropped_ranges = dd.numOfRangeDropped;
   run.profiled_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info{
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
   info.pCounterDataImage = im.counter_image.data();
   info.counterDataImageSize = im.counter_image.size();
   HEADLAB_CUPTI_CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
   for (size_t i = 0; i < info.numTotalRanges; ++i) {
-    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{
+        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
     ri.pCounterDataImage = im.counter_image.data();
     ri.counterDataImageSize = im.counter_image.size();
     ri.rangeIndex = i;
     ri.rangeDelimiter = "/";
     HEADLAB_CUPTI_CHECK(cuptiRangeProfilerCounterDataGetRangeInfo(&ri));
     std::vector<double> values(im.metric_ptrs.size());
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
     ev.pHostObject = im.host;
     ev.pCounterDataImage = im.counter_image.data();
     ev.counterDataImageSize = im.counter_image.size();

@@ -26,9 +26,9 @@ namespace headlab::measure {
 
 struct CounterOptions {
   std::vector<std::string> metrics;
-  size_t max_ranges = 256;        // range occurrences per pass the counter image holds
-  uint16_t nesting_levels = 4;    // deepest range nesting profiled (step/forward/attention/L)
-  int max_passes = 64;            // refuse metric sets that need more replays than this
+  size_t max_ranges = 256;      // range occurrences per pass the counter image holds
+  uint16_t nesting_levels = 4;  // deepest range nesting profiled (step/forward/attention/L)
+  int max_passes = 64;          // refuse metric sets that need more replays than this
 };
 
 // Counter values of one range occurrence, by metric.

@@ -3,7 +3,8 @@
 
 namespace headlab::measure {
 
-std::map<std::string, std::map<std::string, double>> SumByPath(const std::vector<RangeCounters>& ranges) {
+std::map<std::string, std::map<std::string, double>> SumByPath(
+    const std::vector<RangeCounters>& ranges) {
   std::map<std::string, std::map<std::string, double>> out;
   for (const RangeCounters& r : ranges)
     for (const auto& [metric, v] : r.values) out[r.path][metric] += v;
@@ -57,8 +58,10 @@ Json FlopReportJson(const FlopReport& report) {
   Json ranges = Json::object();
   for (const auto& [path, f] : report.ranges) {
     auto occ = report.occurrences.find(path);
-    ranges[path] = {{"fp32", f.fp32}, {"half", f.half}, {"fp64", f.fp64}, {"tensor", f.tensor},
-                    {"total", f.total}, {"occurrences", occ == report.occurrences.end() ? 0 : occ->second}};
+    ranges[path] = {
+        {"fp32", f.fp32},   {"half", f.half},
+        {"fp64", f.fp64},   {"tensor", f.tensor},
+        {"total", f.total}, {"occurrences", occ == report.occurrences.end() ? 0 : occ->second}};
   }
   j["ranges"] = ranges;
   return j;

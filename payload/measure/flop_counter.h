@@ -19,9 +19,9 @@ struct FlopReport {
   std::string tensor_metric_set;             // the TensorMetricSet used
   std::map<std::string, FlopCounts> ranges;  // by range path, occurrences summed
   std::map<std::string, int64_t> occurrences;
-  int passes = 0;              // replay passes the metrics needed
-  double profiled_s = 0;       // wall time of all passes
-  size_t dropped_ranges = 0;   // > 0 means the counter image was too small (reported, not hidden)
+  int passes = 0;             // replay passes the metrics needed
+  double profiled_s = 0;      // wall time of all passes
+  size_t dropped_ranges = 0;  // > 0 means the counter image was too small (reported, not hidden)
 
   bool measured() const { return unmeasured.empty(); }
 };
@@ -34,7 +34,8 @@ StatusOr<FlopReport> MeasureFlops(const std::function<Status()>& body,
                                   const TensorMetricSet& tensor, CounterOptions options = {});
 
 // Sums counter values by range path (a range opened N times gives one entry).
-std::map<std::string, std::map<std::string, double>> SumByPath(const std::vector<RangeCounters>& ranges);
+std::map<std::string, std::map<std::string, double>> SumByPath(
+    const std::vector<RangeCounters>& ranges);
 
 // {"status":"measured"|"unmeasured", "reason"?, "tensor_metric_set", "passes",
 //  "profiled_s", "dropped_ranges", "ranges": {path: {fp32, half, fp64, tensor, total,

@@ -49,8 +49,8 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, s
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(record);
-        c.kernels.push_back({k->correlationId, k->start, k->end, k->streamId,
-                             k->name ? k->name : ""});
+        c.kernels.push_back(
+            {k->correlationId, k->start, k->end, k->streamId, k->name ? k->name : ""});
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -66,7 +66,8 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, s
     }
   }
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) c.dropped += dropped;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+    c.dropped += dropped;
   std::free(buffer);
 }
 

@@ -44,10 +44,10 @@ class KernelTrace : public RangeMarker {
 
   bool enabled_ = false;
   std::mutex mu_;
-  std::vector<std::string> stack_;      // Guarded by mu_
-  std::vector<uint64_t> stack_begin_;   // Guarded by mu_
-  std::vector<HostRange> ranges_;       // Guarded by mu_
-  Status marker_status_;                // first error of Push/Pop; Guarded by mu_
+  std::vector<std::string> stack_;     // Guarded by mu_
+  std::vector<uint64_t> stack_begin_;  // Guarded by mu_
+  std::vector<HostRange> ranges_;      // Guarded by mu_
+  Status marker_status_;               // first error of Push/Pop; Guarded by mu_
 };
 
 }  // namespace headlab::measure

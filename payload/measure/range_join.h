@@ -30,10 +30,10 @@ struct KernelRecord {
 
 // Per range path: what its kernels did.
 struct RangeKernelStats {
-  int64_t occurrences = 0;     // how many times the range was opened
-  int64_t kernels = 0;         // kernels launched inside it
-  uint64_t kernel_ns = 0;      // sum of kernel durations
-  uint64_t busy_ns = 0;        // union of kernel intervals (concurrent kernels counted once)
+  int64_t occurrences = 0;  // how many times the range was opened
+  int64_t kernels = 0;      // kernels launched inside it
+  uint64_t kernel_ns = 0;   // sum of kernel durations
+  uint64_t busy_ns = 0;     // union of kernel intervals (concurrent kernels counted once)
   uint64_t first_start_ns = 0, last_end_ns = 0;  // device span of its kernels
 };
 

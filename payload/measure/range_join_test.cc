@@ -10,8 +10,8 @@ namespace headlab::measure {
 namespace {
 
 TEST_CASE("kernels join to every range containing their launch") {
-  std::vector<HostRange> ranges = {{"step", 0, 100}, {"step/forward", 10, 50},
-                                   {"step/forward/attention", 20, 30}};
+  std::vector<HostRange> ranges = {
+      {"step", 0, 100}, {"step/forward", 10, 50}, {"step/forward/attention", 20, 30}};
   std::map<uint32_t, uint64_t> launch = {{1, 5}, {2, 25}, {3, 40}, {4, 200}};
   std::vector<KernelRecord> kernels = {{1, 1000, 1010, 7, "a"},
                                        {2, 1010, 1030, 7, "b"},

@@ -10,7 +10,8 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 
 // Under `prefix` and not inside a method hook's range.
 bool ModelWorkUnder(const std::string& path, const std::string& prefix) {
-  return path.compare(0, prefix.size() + 1, prefix + "/") == 0 && path.find("/method/") == std::string::npos;
+  return path.compare(0, prefix.size() + 1, prefix + "/") == 0 &&
+         path.find("/method/") == std::string::npos;
 }
 
 // True iff `segment` is a per-layer label "L<digits>".
@@ -32,11 +33,13 @@ bool IsProjectionPath(const std::string& path, const std::string& prefix) {
   if (!ModelWorkUnder(path, prefix) || !EndsWith(path, tail)) return false;
   std::string parent = path.substr(0, path.size() - tail.size());
   const size_t slash = parent.rfind('/');
-  if (slash != std::string::npos && IsLayerLabel(parent.substr(slash + 1))) parent = parent.substr(0, slash);
+  if (slash != std::string::npos && IsLayerLabel(parent.substr(slash + 1)))
+    parent = parent.substr(0, slash);
   return EndsWith(parent, std::string("/") + kAttentionRange);
 }
 
-AttentionSplit SplitAttention(const std::map<std::string, double>& by_path, const std::string& prefix) {
+AttentionSplit SplitAttention(const std::map<std::string, double>& by_path,
+                              const std::string& prefix) {
   AttentionSplit s;
   for (const auto& [path, v] : by_path) {
     if (IsAttentionPath(path, prefix)) s.attention += v;

@@ -32,6 +32,7 @@ struct AttentionSplit {
 };
 // Sums `by_path` (e.g. FLOPs, kernel ms per range path) over the attention and projection
 // paths under `prefix`.
-AttentionSplit SplitAttention(const std::map<std::string, double>& by_path, const std::string& prefix);
+AttentionSplit SplitAttention(const std::map<std::string, double>& by_path,
+                              const std::string& prefix);
 
 }  // namespace headlab::measure

@@ -22,13 +22,21 @@ TEST_CASE("range paths: attention, projections and the core of a step") {
 
   // Per-layer ranges on: the whole attention counted once per layer path, the projections
   // once per layer; core = attention - projections.
-  const std::map<std::string, double> flops = {
-      {"step", 100}, {"step/forward", 40}, {"step/backward", 55},
-      {"step/forward/attention", 20}, {"step/forward/attention/L0", 12}, {"step/forward/attention/L1", 8},
-      {"step/forward/attention/L0/proj", 5}, {"step/forward/attention/L1/proj", 4},
-      {"step/backward/attention", 30}, {"step/backward/attention/L0/proj", 9},
-      {"step/method", 5}, {"step/method/forward/attention", 3}, {"step/method/forward/attention/proj", 1},
-      {"forward/attention", 20}, {"forward/attention/proj", 9}};
+  const std::map<std::string, double> flops = {{"step", 100},
+                                               {"step/forward", 40},
+                                               {"step/backward", 55},
+                                               {"step/forward/attention", 20},
+                                               {"step/forward/attention/L0", 12},
+                                               {"step/forward/attention/L1", 8},
+                                               {"step/forward/attention/L0/proj", 5},
+                                               {"step/forward/attention/L1/proj", 4},
+                                               {"step/backward/attention", 30},
+                                               {"step/backward/attention/L0/proj", 9},
+                                               {"step/method", 5},
+                                               {"step/method/forward/attention", 3},
+                                               {"step/method/forward/attention/proj", 1},
+                                               {"forward/attention", 20},
+                                               {"forward/attention/proj", 9}};
   const AttentionSplit s = SplitAttention(flops, "step");
   CHECK(s.attention == 50);
   CHECK(s.projection == 18);

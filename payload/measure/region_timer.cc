@@ -56,7 +56,8 @@ void RegionTimer::Pop() {
 StatusOr<std::map<std::string, double>> RegionTimer::Elapsed() {
   std::lock_guard<std::mutex> lock(mu_);
   HEADLAB_RETURN_IF_ERROR(error_);
-  if (!open_.empty()) return Status::InvalidArgument("region timer read with open range " + RangePath(stack_));
+  if (!open_.empty())
+    return Status::InvalidArgument("region timer read with open range " + RangePath(stack_));
   std::map<std::string, double> ms;
   for (const Occurrence& o : done_) {
     if (!o.begin || !o.end) return Status::Unavailable("region " + o.path + " has no CUDA event");

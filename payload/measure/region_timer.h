@@ -42,12 +42,12 @@ class RegionTimer : public RangeMarker {
   void Note(Status s);
 
   std::mutex mu_;
-  std::vector<std::string> stack_;      // Guarded by mu_
-  std::vector<size_t> open_;            // indexes into done_ of open occurrences; Guarded by mu_
-  std::vector<Occurrence> done_;        // Guarded by mu_
-  std::vector<void*> pool_;             // every event created; Guarded by mu_
-  size_t pool_used_ = 0;                // Guarded by mu_
-  Status error_;                        // first CUDA error; Guarded by mu_
+  std::vector<std::string> stack_;  // Guarded by mu_
+  std::vector<size_t> open_;        // indexes into done_ of open occurrences; Guarded by mu_
+  std::vector<Occurrence> done_;    // Guarded by mu_
+  std::vector<void*> pool_;         // every event created; Guarded by mu_
+  size_t pool_used_ = 0;            // Guarded by mu_
+  Status error_;                    // first CUDA error; Guarded by mu_
 };
 
 }  // namespace headlab::measure

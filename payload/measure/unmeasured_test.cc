@@ -17,8 +17,12 @@ TEST_CASE("without a GPU, FLOPs are unmeasured with the reason, never a number")
   if (!reason.empty()) {
     CHECK(reason.rfind("no GPU: ", 0) == 0);
     int calls = 0;
-    StatusOr<FlopReport> r = MeasureFlops([&] { ++calls; return Status::Ok(); }, nullptr,
-                                          TensorMetricCandidates()[0]);
+    StatusOr<FlopReport> r = MeasureFlops(
+        [&] {
+          ++calls;
+          return Status::Ok();
+        },
+        nullptr, TensorMetricCandidates()[0]);
     REQUIRE(r.ok());
     CHECK_FALSE(r->measured());
     CHECK(r->unmeasured == reason);

@@ -66,7 +66,8 @@ Gpt SmallModel(int64_t head_dim, torch::Device dev, const char* pos) {
        Mode(HeadMode::kPruned), Mode(HeadMode::kPruned), Mode(HeadMode::kPruned),
        Mode(HeadMode::kPruned)}};
   for (int64_t l = 0; l < c.layers; ++l)
-    for (int64_t h = 0; h < c.heads; ++h) model->attention(l)->SetHeadState(h, states[size_t(l)][size_t(h)]);
+    for (int64_t h = 0; h < c.heads; ++h)
+      model->attention(l)->SetHeadState(h, states[size_t(l)][size_t(h)]);
   model->to(dev);
   model->eval();
   return model;
@@ -82,7 +83,8 @@ struct Decoded {
 // tokens one step at a time (teacher forcing, so every decoder sees the same inputs), prefill
 // the next 20 as a chunk (after steps: rings back to the linear layout), decode the rest.
 // `runs` > 1 repeats it after Reset (graph steps: the captured step is reused).
-Decoded Decode(Gpt& model, DecodePath path, const torch::Tensor& tokens, int64_t prompt, int runs = 1) {
+Decoded Decode(Gpt& model, DecodePath path, const torch::Tensor& tokens, int64_t prompt,
+               int runs = 1) {
   DecoderOptions o;
   o.prefill_chunk = 61;  // not a divisor: evictions fall inside the windows
   o.path = path;
@@ -143,8 +145,9 @@ TEST_CASE("decode gpu: fused and graph decode steps equal the reference decoder"
       for (DecodePath path : {DecodePath::kFused, DecodePath::kGraph}) {
         Decoded got = Decode(model, path, tokens, prompt);
         const double diff = MaxAbs(got.logits - exact.logits);
-        INFO(pos << " d " << head_dim << " path " << int(path) << ": fp32 max |fused - reference| = "
-                  << diff << " (logits up to " << scale << ")");
+        INFO(pos << " d " << head_dim << " path " << int(path)
+                 << ": fp32 max |fused - reference| = " << diff << " (logits up to " << scale
+                 << ")");
         CHECK(diff < 1e-3);
         CHECK(got.kv_bytes == exact.kv_bytes);
       }
@@ -155,12 +158,13 @@ TEST_CASE("decode gpu: fused and graph decode steps equal the reference decoder"
       for (DecodePath path : {DecodePath::kFused, DecodePath::kGraph}) {
         Decoded got = Decode(model, path, tokens, prompt);
         const double err = MaxAbs(got.logits - exact.logits);
-        INFO(pos << " d " << head_dim << " path " << int(path) << ": bf16 max error vs fp32: reference "
-                  << err_ref << ", fused " << err);
+        INFO(pos << " d " << head_dim << " path " << int(path)
+                 << ": bf16 max error vs fp32: reference " << err_ref << ", fused " << err);
         CHECK(err <= 2 * err_ref + 1e-3 * scale);
         CHECK(got.kv_bytes == ref16.kv_bytes);
       }
-      CHECK(ref16.kv_bytes.back() * 2 == exact.kv_bytes.back());  // the bf16 cache: half the fp32 bytes
+      CHECK(ref16.kv_bytes.back() * 2 ==
+            exact.kv_bytes.back());  // the bf16 cache: half the fp32 bytes
 
       // Graph steps: every step replayed; one capture serves both runs (the caches keep
       // their buffers across Reset and never outgrow them here), and a replayed sequence
@@ -208,8 +212,9 @@ TEST_CASE("decode gpu: prefill chunks equal the model's forward") {
       REQUIRE(dec16.ok());
       const double err_prefill = MaxAbs(dec16.value()->Prefill(tokens).to(torch::kFloat) - exact);
       INFO("d " << head_dim << ", chunks of " << chunk << ": logits up to " << scale
-                << "; fp32 max |prefill - forward| = " << diff32 << "; bf16 max error vs fp32: forward "
-                << err_forward << ", prefill " << err_prefill);
+                << "; fp32 max |prefill - forward| = " << diff32
+                << "; bf16 max error vs fp32: forward " << err_forward << ", prefill "
+                << err_prefill);
       CHECK(diff32 < 1e-3 * scale);
       CHECK(err_prefill <= 2 * err_forward + 1e-3 * scale);
     }

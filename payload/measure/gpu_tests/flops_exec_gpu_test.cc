@@ -19,11 +19,12 @@ namespace {
 
 TEST_CASE("flops kind on CUDA: measured step and forward FLOPs, times and kernels") {
   const int64_t L = 2, w = 128, T = 128, V = 256, B = 4;
-  Json config = {{"kind", "flops"},
-                 {"seed", 1},
-                 {"model", {{"layers", L}, {"heads", 4}, {"width", w}, {"context", T}, {"vocab", V}}},
-                 {"train", {{"batch_size", B}, {"device", "cuda"}}},
-                 {"flops", {{"warmup", 2}, {"repeats", 3}, {"per_layer", 1}}}};
+  Json config = {
+      {"kind", "flops"},
+      {"seed", 1},
+      {"model", {{"layers", L}, {"heads", 4}, {"width", w}, {"context", T}, {"vocab", V}}},
+      {"train", {{"batch_size", B}, {"device", "cuda"}}},
+      {"flops", {{"warmup", 2}, {"repeats", 3}, {"per_layer", 1}}}};
   testing::FlopsEvents ev = testing::RunFlopsForTest(config, "headlab_flops_gpu");
   Json summary = ev.summary, provenance = ev.provenance, artifact = ev.artifact;
   INFO(summary.dump(2));

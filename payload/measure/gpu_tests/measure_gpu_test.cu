@@ -45,13 +45,13 @@ void Check(bool ok, const std::string& what) {
 }
 
 // A failed CUDA call ends the test (common/gpu_check.h says which call, where, and why).
-#define CUDA_OK(call)                                                \
-  do {                                                               \
-    const ::headlab::Status cuda_ok_ = HEADLAB_CUDA_STATUS(call);    \
-    if (!cuda_ok_.ok()) {                                            \
-      std::printf("FAIL %s\n", cuda_ok_.message().c_str());          \
-      std::exit(1);                                                  \
-    }                                                                \
+#define CUDA_OK(call)                                             \
+  do {                                                            \
+    const ::headlab::Status cuda_ok_ = HEADLAB_CUDA_STATUS(call); \
+    if (!cuda_ok_.ok()) {                                         \
+      std::printf("FAIL %s\n", cuda_ok_.message().c_str());       \
+      std::exit(1);                                               \
+    }                                                             \
   } while (0)
 
 __global__ void KnownFp32(const float* in, float* out, int iters, float a, float b) {
@@ -89,7 +89,8 @@ void TestKnownKernel() {
     return cudaGetLastError() == cudaSuccess ? Status::Ok() : Status::Internal("launch failed");
   };
   StatusOr<FlopReport> r = MeasureFlops(body, nullptr, TensorMetricCandidates()[0]);
-  Check(r.ok(), "known kernel: MeasureFlops " + (r.ok() ? std::string("ran") : r.status().ToString()));
+  Check(r.ok(),
+        "known kernel: MeasureFlops " + (r.ok() ? std::string("ran") : r.status().ToString()));
   if (!r.ok()) return;
   Check(r->measured(), "known kernel: measured (" + r->unmeasured + ")");
   if (!r->measured()) return;
@@ -108,7 +109,8 @@ void TestKnownKernel() {
 
   // Activity API + events on the same body.
   StatusOr<std::unique_ptr<KernelTrace>> trace = KernelTrace::Start();
-  Check(trace.ok(), "kernel trace: started " + (trace.ok() ? std::string() : trace.status().ToString()));
+  Check(trace.ok(),
+        "kernel trace: started " + (trace.ok() ? std::string() : trace.status().ToString()));
   if (!trace.ok()) return;
   RegionTimer timer;
   TeeMarker tee({trace->get(), &timer});
@@ -121,9 +123,11 @@ void TestKnownKernel() {
   Check(ms.ok() && (*ms)["outer/known"] > 0, "region timer: outer/known > 0 ms");
   if (tr.ok()) {
     const RangeKernelStats& s = tr->join.ranges["outer/known"];
-    Check(s.kernels == 1, "kernel trace: 1 kernel joined to outer/known (got " + std::to_string(s.kernels) + ")");
+    Check(s.kernels == 1,
+          "kernel trace: 1 kernel joined to outer/known (got " + std::to_string(s.kernels) + ")");
     Check(s.kernel_ns > 0, "kernel trace: kernel time > 0");
-    g_summary["trace"] = {{"kernel_ns", s.kernel_ns}, {"busy_ns", s.busy_ns},
+    g_summary["trace"] = {{"kernel_ns", s.kernel_ns},
+                          {"busy_ns", s.busy_ns},
                           {"event_ms", ms.ok() ? (*ms)["outer/known"] : -1.0},
                           {"unattributed", tr->join.unattributed_kernels},
                           {"unmatched", tr->join.unmatched_kernels}};
@@ -156,10 +160,11 @@ void TestGemmCalibration() {
   const float alpha = 1, beta = 0;
   auto run = [&](const Gemm& g) -> Status {
     // Inputs filled in their own type so the tensor cores see ordinary numbers.
-    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, g.type, m,
-                                     b, g.type, k, &beta, c, CUDA_R_32F, m, g.compute,
-                                     CUBLAS_GEMM_DEFAULT);
-    return st == CUBLAS_STATUS_SUCCESS ? Status::Ok() : Status::Internal(std::string("cublasGemmEx ") + g.name);
+    cublasStatus_t st =
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, g.type, m, b, g.type, k,
+                     &beta, c, CUDA_R_32F, m, g.compute, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? Status::Ok()
+                                       : Status::Internal(std::string("cublasGemmEx ") + g.name);
   };
   Fill<__nv_bfloat16><<<(elems + 255) / 256, 256>>>(static_cast<__nv_bfloat16*>(a), elems);
   Fill<__nv_bfloat16><<<(elems + 255) / 256, 256>>>(static_cast<__nv_bfloat16*>(b), elems);
@@ -177,7 +182,8 @@ void TestGemmCalibration() {
   const auto t0 = std::chrono::steady_clock::now();
   (void)body();
   CUDA_OK(cudaDeviceSynchronize());
-  const double plain_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double plain_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   CounterOptions opt;
   for (const TensorMetricSet& s : TensorMetricCandidates())
@@ -188,7 +194,8 @@ void TestGemmCalibration() {
     }
   for (const MetricTerm& t : Fp32Terms()) opt.metrics.push_back(t.metric);
   StatusOr<std::unique_ptr<CounterSession>> session = CounterSession::Open(opt);
-  Check(session.ok(), "calibration: session " + (session.ok() ? std::string("open") : session.status().ToString()));
+  Check(session.ok(), "calibration: session " +
+                          (session.ok() ? std::string("open") : session.status().ToString()));
   if (!session.ok()) return;
   StatusOr<CounterRun> cr = (*session)->Run(body, nullptr);
   Check(cr.ok(), "calibration: run " + (cr.ok() ? std::string("ok") : cr.status().ToString()));
@@ -213,13 +220,16 @@ void TestGemmCalibration() {
       all = all && err <= 0.01;
     }
     cal["candidates"][s.name]["within_1pct"] = all;
-    if (i == 0) Check(all, "calibration: default tensor set " + s.name + " within 1% of 2MNK for bf16, fp16, tf32");
+    if (i == 0)
+      Check(all, "calibration: default tensor set " + s.name +
+                     " within 1% of 2MNK for bf16, fp16, tf32");
   }
   for (const Gemm& g : gemms) {
     StatusOr<double> f = EvaluateTerms(Fp32Terms(), sums[g.name]);
     cal["fp32_flops"][g.name] = f.ok() ? *f : -1.0;
   }
-  std::printf("calibration passes=%d profiled=%.3fs plain=%.4fs\n", cr->passes, cr->profiled_s, plain_s);
+  std::printf("calibration passes=%d profiled=%.3fs plain=%.4fs\n", cr->passes, cr->profiled_s,
+              plain_s);
   g_summary["calibration"] = cal;
   cublasDestroy(h);
   cudaFree(a);

@@ -33,11 +33,21 @@ torch::Tensor StateTable(const HybridAttentionImpl& attn, const torch::Device& d
   for (int field = 0; field < 6; ++field)
     for (const HeadState& s : states) {
       switch (field) {
-        case 0: v.push_back(s.window); break;
-        case 1: v.push_back(s.sink); break;
-        case 2: v.push_back(s.recent); break;
-        case 3: v.push_back(s.mode == HeadMode::kLocal); break;
-        case 4: v.push_back(s.mode == HeadMode::kStreaming); break;
+        case 0:
+          v.push_back(s.window);
+          break;
+        case 1:
+          v.push_back(s.sink);
+          break;
+        case 2:
+          v.push_back(s.recent);
+          break;
+        case 3:
+          v.push_back(s.mode == HeadMode::kLocal);
+          break;
+        case 4:
+          v.push_back(s.mode == HeadMode::kStreaming);
+          break;
         default:
           v.push_back(s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
                       s.mode == HeadMode::kStreaming);
@@ -67,13 +77,15 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
     if (s.mode == HeadMode::kStreaming && s.chunk > 0) return AttendWithLse();
     kernels::HeadSpec spec = KernelHeadSpec(s);
     // Heads without scores report zero diagnostics: the kernels skip them.
-    if (s.mode == HeadMode::kFixed || s.mode == HeadMode::kPruned) spec.state = kernels::HeadState::kPruned;
+    if (s.mode == HeadMode::kFixed || s.mode == HeadMode::kPruned)
+      spec.state = kernels::HeadState::kPruned;
     heads.specs.push_back(spec);
   }
   const double scale = 1.0 / std::sqrt(double(d));
-  return [heads, scale](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values) {
-    return kernels::HybridAttentionWithLse(q, k, values, heads, scale);
-  };
+  return
+      [heads, scale](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values) {
+        return kernels::HybridAttentionWithLse(q, k, values, heads, scale);
+      };
 #endif
 }
 
@@ -88,7 +100,8 @@ torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
   torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
   // Each query head's statistics of its key/value head under GQA (head i reads i / (H / kv)).
   torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k).repeat_interleave(group, 0),
-                                  MeanAbsStd(v).repeat_interleave(group, 0)}, 1);  // [H, 6]
+                                  MeanAbsStd(v).repeat_interleave(group, 0)},
+                                 1);  // [H, 6]
   // The attention each head executes now (head_diagnostics.h).
   if (rotate) {
     q = rotate(q.transpose(1, 2)).transpose(1, 2);
@@ -96,7 +109,8 @@ torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
   }
   const torch::Tensor table = StateTable(attn, h.device());
   const AttendWithLse attend = KernelAttend(attn, q);
-  torch::Tensor diag = attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
+  torch::Tensor diag =
+      attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
   return torch::cat({qkv, diag}, 1);
 }
 
@@ -113,7 +127,8 @@ HeadObservation ToObservation(const torch::Tensor& layer) {
 }
 
 // Installs one layer's windows: local(W) for W < context, ordinary otherwise (§5.8).
-void ApplyLayerWindows(HybridAttentionImpl& attn, const std::vector<int64_t>& windows, int64_t context) {
+void ApplyLayerWindows(HybridAttentionImpl& attn, const std::vector<int64_t>& windows,
+                       int64_t context) {
   for (size_t h = 0; h < windows.size(); ++h) {
     HeadState s;
     if (windows[h] < context) {
@@ -162,11 +177,19 @@ WindowMap InstalledWindows(GptImpl& model) {
   for (int64_t l = 0; l < c.layers; ++l)
     for (const HeadState& s : model.attention(l)->head_states()) {
       switch (s.mode) {
-        case HeadMode::kLocal: w[size_t(l)].push_back(std::min(s.window, c.context)); break;
-        case HeadMode::kStreaming: w[size_t(l)].push_back(std::min(s.sink + s.recent, c.context)); break;
-        case HeadMode::kPruned: w[size_t(l)].push_back(0); break;
+        case HeadMode::kLocal:
+          w[size_t(l)].push_back(std::min(s.window, c.context));
+          break;
+        case HeadMode::kStreaming:
+          w[size_t(l)].push_back(std::min(s.sink + s.recent, c.context));
+          break;
+        case HeadMode::kPruned:
+          w[size_t(l)].push_back(0);
+          break;
         case HeadMode::kOrdinary:
-        case HeadMode::kFixed: w[size_t(l)].push_back(c.context); break;
+        case HeadMode::kFixed:
+          w[size_t(l)].push_back(c.context);
+          break;
       }
     }
   return w;
@@ -186,8 +209,10 @@ ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device,
     torch::Tensor probe = torch::empty({1}, layer->q_proj->weight.options().device(device))
                               .expand({batch, c.context, c.width});
     const std::string why = FusedAttentionUnsupported(*layer, probe);
-    if (fused) b.layer_fallback.push_back(why);
-    else if (b.why_dense.empty()) b.why_dense = why;
+    if (fused)
+      b.layer_fallback.push_back(why);
+    else if (b.why_dense.empty())
+      b.why_dense = why;
   }
   return b;
 }
@@ -231,8 +256,10 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
           const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
           // The layer's one wait for the device: its controller runs on the host.
           Status s = controller.UpdateLayer(int(l), ToObservation(ObserveLayer(attn, h, rotate)));
-          if (s.ok()) ApplyLayerWindows(attn, controller.layer(int(l)).windows(), context);
-          else round->status = s;
+          if (s.ok())
+            ApplyLayerWindows(attn, controller.layer(int(l)).windows(), context);
+          else
+            round->status = s;
           ++round->layers;
           round->seconds += SecondsSince(t0);
         };
@@ -243,7 +270,8 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
 Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round) {
   if (round == nullptr || round->finished) return Status::Ok();
   round->finished = true;
-  for (int64_t l = 0; l < model.config().layers; ++l) model.attention(l)->observe_next_forward = nullptr;
+  for (int64_t l = 0; l < model.config().layers; ++l)
+    model.attention(l)->observe_next_forward = nullptr;
   Status end = controller.EndUpdate();
   if (!round->status.ok()) return round->status;
   if (round->layers != model.config().layers)

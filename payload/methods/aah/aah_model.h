@@ -53,10 +53,10 @@ enum class Observation {
 
 // A control update in flight: ControlStep starts it, FinishControl ends it.
 struct ControlRound {
-  int64_t step = 0;       // the optimizer step it runs before
-  int64_t layers = 0;     // layers observed so far
-  double seconds = 0;     // wall time of the observations and the controller
-  Status status;          // the first error of an observer
+  int64_t step = 0;    // the optimizer step it runs before
+  int64_t layers = 0;  // layers observed so far
+  double seconds = 0;  // wall time of the observations and the controller
+  Status status;       // the first error of an observer
   bool finished = false;
 };
 

@@ -43,10 +43,13 @@ std::vector<int64_t> ScaledWindows(int64_t context) {
 
 std::vector<int64_t> DefaultHierarchy(Regime r) {
   switch (r) {
-    case Regime::kShallowFreeze: return {2};
+    case Regime::kShallowFreeze:
+      return {2};
     case Regime::kFullAdaptive:
-    case Regime::kDeepReuse: return {2, 2, 2, 2};
-    default: return {};
+    case Regime::kDeepReuse:
+      return {2, 2, 2, 2};
+    default:
+      return {};
   }
 }
 
@@ -59,8 +62,8 @@ Status ValidateOptions(const AahOptions& o) {
   if (o.windows.empty()) return bad("windows", "expected at least one candidate window");
   for (size_t i = 0; i < o.windows.size(); ++i) {
     if (o.windows[i] < 1 || o.windows[i] > o.context)
-      return bad("windows", "expected windows in [1, model.context = " +
-                                std::to_string(o.context) + "], got " + std::to_string(o.windows[i]));
+      return bad("windows", "expected windows in [1, model.context = " + std::to_string(o.context) +
+                                "], got " + std::to_string(o.windows[i]));
     if (i > 0 && o.windows[i] <= o.windows[i - 1])
       return bad("windows", "expected strictly increasing windows (AAH §5.7 orders W by span)");
   }
@@ -73,18 +76,19 @@ Status ValidateOptions(const AahOptions& o) {
   const bool hier = o.regime == Regime::kFullAdaptive || o.regime == Regime::kShallowFreeze ||
                     o.regime == Regime::kDeepReuse;
   if (hier && o.hierarchy.empty()) return bad("hierarchy", "expected a shape such as \"2,2,2,2\"");
-  if (!hier && (o.control == Control::kFixedRandomGrouping ||
-                o.control == Control::kIndependentScoring ||
-                o.control == Control::kNoParentConstraint))
-    return bad("control", std::string("\"") + ControlName(o.control) +
-                              "\" needs a hierarchy regime (full_adaptive, shallow_freeze, deep_reuse)");
+  if (!hier &&
+      (o.control == Control::kFixedRandomGrouping || o.control == Control::kIndependentScoring ||
+       o.control == Control::kNoParentConstraint))
+    return bad("control",
+               std::string("\"") + ControlName(o.control) +
+                   "\" needs a hierarchy regime (full_adaptive, shallow_freeze, deep_reuse)");
   if (o.regime == Regime::kFull && o.control != Control::kNone)
     return bad("control", "the full regime takes no control");
   return Status::Ok();
 }
 
-StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
-                                        int64_t warmup_steps, const std::string& file) {
+StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context, int64_t warmup_steps,
+                                        const std::string& file) {
   // The values were validated against aah_schema.cc by NormalizeRunConfig; here the lists
   // are parsed, the run-dependent defaults filled and the fields checked against each other.
   AahOptions o;
@@ -98,7 +102,8 @@ StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
     o.regime = SchemaChecked(ParseRegime(a.at("regime").get<std::string>()));
     if (o.regime == Regime::kOff) return o;
     o.control = SchemaChecked(ParseControl(a.at("control").get<std::string>()));
-    o.resolution_state = SchemaChecked(ParseResolutionState(a.at("resolution_state").get<std::string>()));
+    o.resolution_state =
+        SchemaChecked(ParseResolutionState(a.at("resolution_state").get<std::string>()));
     o.control_every = a.at("control_every").get<int64_t>();
     o.feature_ema = a.at("feature_ema").get<double>();
     o.resolution_ema = a.at("resolution_ema").get<double>();

@@ -14,12 +14,12 @@ namespace headlab::aah {
 
 // The principal regimes of AAH §7.1 (plus kOff: no AAH at all in the run).
 enum class Regime {
-  kOff,           // AAH not part of the run: no diagnostics, no controller
-  kFull,          // "Full attention": ordinary causal MHA, ACR 1 by definition
-  kGroupingOff,   // every head its own level-0 item, base scorer, no pairing, no parents
-  kFullAdaptive,  // grouping and hierarchy recomputed at every control update
-  kShallowFreeze, // feature-derived [2] topology from the first update, then frozen
-  kDeepReuse,     // [2,2,2,2]: level-0 partition cached, upper levels recomputed
+  kOff,            // AAH not part of the run: no diagnostics, no controller
+  kFull,           // "Full attention": ordinary causal MHA, ACR 1 by definition
+  kGroupingOff,    // every head its own level-0 item, base scorer, no pairing, no parents
+  kFullAdaptive,   // grouping and hierarchy recomputed at every control update
+  kShallowFreeze,  // feature-derived [2] topology from the first update, then frozen
+  kDeepReuse,      // [2,2,2,2]: level-0 partition cached, upper levels recomputed
 };
 
 // One-mechanism controls (AAH §7.1 "additional diagnostic regimes", §7.3, App. A.2),
@@ -27,16 +27,16 @@ enum class Regime {
 // aah.control_every = 10, not a control of its own.
 enum class Control {
   kNone,
-  kControlOff,            // features, grouping and scoring run; windows stay at full span
-  kFixedRandomGrouping,   // level-0 partition: the first feature partition's group sizes,
-                          // heads drawn at random, fixed for the run
-  kFreezeAfterWarmup,     // updates stop at aah.freeze_step; cached windows pass through
-  kIndependentScoring,    // base logits for every item (no joint sibling scorer)
-  kNoParentConstraint,    // c = c_hat, no top-down min (§5.7)
-  kNoFeatureEma,          // alpha = 0: x_bar = x (§5.3)
-  kFixedWindow,           // every head at aah.fixed_window from step 0 (fixed-1024)
-  kRandomWindow,          // per-head decision drawn uniformly from the candidates
-  kShufflePostSelect,     // executed windows permuted within each layer at each update
+  kControlOff,           // features, grouping and scoring run; windows stay at full span
+  kFixedRandomGrouping,  // level-0 partition: the first feature partition's group sizes,
+                         // heads drawn at random, fixed for the run
+  kFreezeAfterWarmup,    // updates stop at aah.freeze_step; cached windows pass through
+  kIndependentScoring,   // base logits for every item (no joint sibling scorer)
+  kNoParentConstraint,   // c = c_hat, no top-down min (§5.7)
+  kNoFeatureEma,         // alpha = 0: x_bar = x (§5.3)
+  kFixedWindow,          // every head at aah.fixed_window from step 0 (fixed-1024)
+  kRandomWindow,         // per-head decision drawn uniformly from the candidates
+  kShufflePostSelect,    // executed windows permuted within each layer at each update
 };
 
 // What the final per-head resolution EMA (AAH §5.8) keeps between control updates.
@@ -61,13 +61,13 @@ StatusOr<ResolutionState> ParseResolutionState(const std::string& s);
 struct AahOptions {
   Regime regime = Regime::kOff;
   Control control = Control::kNone;
-  std::vector<int64_t> hierarchy;   // shape, e.g. {2} or {2,2,2,2}; top-down (README)
-  std::vector<int64_t> windows;     // candidate list W, increasing (§5.7)
-  int64_t min_window = 0;           // W_min (§5.8)
-  int64_t context = 0;              // T
-  int64_t control_every = 5;        // control updates every N optimizer steps (§5.3)
-  double feature_ema = 0.9;         // alpha (§5.3)
-  double resolution_ema = 0.15;     // beta (§5.8)
+  std::vector<int64_t> hierarchy;  // shape, e.g. {2} or {2,2,2,2}; top-down (README)
+  std::vector<int64_t> windows;    // candidate list W, increasing (§5.7)
+  int64_t min_window = 0;          // W_min (§5.8)
+  int64_t context = 0;             // T
+  int64_t control_every = 5;       // control updates every N optimizer steps (§5.3)
+  double feature_ema = 0.9;        // alpha (§5.3)
+  double resolution_ema = 0.15;    // beta (§5.8)
   ResolutionState resolution_state = ResolutionState::kRounded;  // §5.8 rule or the variant
   double norm_penalty = 16.0;       // lambda of cosine_normdiff (§5.4)
   double cluster_threshold = 0.98;  // level-0 centroid-threshold cosine (README: a choice)
@@ -80,7 +80,7 @@ struct AahOptions {
   // as zeros at u = 0, §5.3): u = 7 at alpha = 0.9. s >= 0: at the first update at or
   // after step s, never the first update. Before it both recompute like full_adaptive.
   int64_t cache_step = -1;
-  int64_t observe_rows = 1;         // batch rows used by the observation pass (0 = all)
+  int64_t observe_rows = 1;  // batch rows used by the observation pass (0 = all)
 };
 
 // Returns the paper's candidate set [512, 1024, 2048, 4096] scaled to `context`
@@ -101,7 +101,7 @@ Status ValidateOptions(const AahOptions& o);
 // model of `context` tokens. `warmup_steps` fills the run-dependent default freeze_step =
 // warmup_steps. Bad lists and fields that disagree are InvalidArgument naming `file` and
 // the key.
-StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context,
-                                        int64_t warmup_steps, const std::string& file);
+StatusOr<AahOptions> AahOptionsFromJson(const Json& config, int64_t context, int64_t warmup_steps,
+                                        const std::string& file);
 
 }  // namespace headlab::aah

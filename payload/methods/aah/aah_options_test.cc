@@ -35,8 +35,7 @@ TEST_CASE("aah config: defaults, regimes and the scaled window set") {
   CHECK(o->fixed_window == 1024);
   CHECK(o->freeze_step == 100);
 
-  auto small = Read(
-      Json{{"aah.regime", "shallow_freeze"}, {"aah.control_every", 10}}, 128, 0);
+  auto small = Read(Json{{"aah.regime", "shallow_freeze"}, {"aah.control_every", 10}}, 128, 0);
   REQUIRE(small.ok());
   CHECK(small->windows == std::vector<int64_t>{16, 32, 64, 128});
   CHECK(small->hierarchy == std::vector<int64_t>{2});
@@ -48,18 +47,18 @@ TEST_CASE("aah config: bad values are InvalidArgument naming the key") {
   // Names and ranges are the schema's (aah_schema.cc), checked at submit.
   auto bad_regime = Read(Json{{"aah", {{"regime", "fast"}}}}, 128, 0);
   REQUIRE_FALSE(bad_regime.ok());
-  CHECK(bad_regime.status().message().rfind("g.jsonc: $.aah.regime: expected one of \"off\", \"full\"", 0) == 0);
+  CHECK(bad_regime.status().message().rfind(
+            "g.jsonc: $.aah.regime: expected one of \"off\", \"full\"", 0) == 0);
   CHECK(Read(Json{{"aah", {{"feature_ema", 1.0}}}}, 128, 0).status().message() ==
         "g.jsonc: $.aah.feature_ema: expected a number in [0, 1), got 1.0");
-  auto bad_windows = Read(
-      Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,32"}}}}, 128, 0);
+  auto bad_windows =
+      Read(Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,32"}}}}, 128, 0);
   REQUIRE_FALSE(bad_windows.ok());
   CHECK(bad_windows.status().message().find("$.config.aah.windows") != std::string::npos);
-  auto too_big = Read(
-      Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,256"}}}}, 128, 0);
+  auto too_big = Read(Json{{"aah", {{"regime", "full_adaptive"}, {"windows", "64,256"}}}}, 128, 0);
   CHECK_FALSE(too_big.ok());
-  auto bad_type = Read(
-      Json{{"aah", {{"regime", "full_adaptive"}, {"control_every", "5"}}}}, 128, 0);
+  auto bad_type =
+      Read(Json{{"aah", {{"regime", "full_adaptive"}, {"control_every", "5"}}}}, 128, 0);
   CHECK_FALSE(bad_type.ok());
   CHECK(ParseControl("shuffle_post_select").value() == Control::kShufflePostSelect);
   CHECK_FALSE(ParseControl("shuffle").ok());

@@ -19,9 +19,8 @@ Json SummaryValues(const AahController& c, const BranchUsage& eval_usage) {
   const AahOptions& o = c.options();
   Json v = Json::object();
   for (const auto& [key, value] : TrainRowMetrics(c)) v[key] = value;
-  v[kInferenceAcr] = eval_usage.executions() > 0
-                         ? InferenceAcr(eval_usage.Frequencies(), o.context)
-                         : AttentionCoverageRatio(w, o.context);
+  v[kInferenceAcr] = eval_usage.executions() > 0 ? InferenceAcr(eval_usage.Frequencies(), o.context)
+                                                 : AttentionCoverageRatio(w, o.context);
   std::vector<double> buckets = WindowBucketDistribution(w, o.windows);
   for (size_t k = 0; k < buckets.size(); ++k)
     v[kBucketPrefix + std::to_string(o.windows[k])] = buckets[k];
@@ -34,7 +33,8 @@ Json BackendSummary(const ExecutionBackend& b, const WindowMap& windows, int64_t
   int64_t local = 0, native = 0, fallback = 0;
   std::map<int64_t, std::pair<int64_t, int64_t>> bucket;  // W -> (heads, fallen back)
   for (size_t l = 0; l < windows.size(); ++l) {
-    const bool layer_native = fused && (l >= b.layer_fallback.size() || b.layer_fallback[l].empty());
+    const bool layer_native =
+        fused && (l >= b.layer_fallback.size() || b.layer_fallback[l].empty());
     for (int64_t W : windows[l]) {
       if (W >= T) continue;  // ordinary attention: not a local bucket
       ++local;
@@ -58,7 +58,9 @@ Json BackendProvenance(const ExecutionBackend& b) {
   for (size_t l = 0; l < b.layer_fallback.size(); ++l)
     if (!b.layer_fallback[l].empty())
       fallback.push_back("layer " + std::to_string(l) + ": " + b.layer_fallback[l]);
-  Json p = {{"aah_backend", b.name}, {"aah_backend_device", b.device}, {"aah_backend_fallback", fallback}};
+  Json p = {{"aah_backend", b.name},
+            {"aah_backend_device", b.device},
+            {"aah_backend_fallback", fallback}};
   if (!b.why_dense.empty()) p["aah_backend_why_dense"] = b.why_dense;
   return p;
 }

@@ -16,12 +16,13 @@
 namespace headlab::aah {
 
 // Metric names (aah_metrics.h).
-inline constexpr const char* kAttnRatio = metric::kAahAttnRatio;          // training-row ACR (§5.10)
-inline constexpr const char* kExactCoverage = metric::kAahExactCoverage;  // sum min(t, W) / full causal
-inline constexpr const char* kLevelsUsed = metric::kAahLevelsUsed;        // mean over layers (Fig. 3)
+inline constexpr const char* kAttnRatio = metric::kAahAttnRatio;  // training-row ACR (§5.10)
+inline constexpr const char* kExactCoverage =
+    metric::kAahExactCoverage;                                      // sum min(t, W) / full causal
+inline constexpr const char* kLevelsUsed = metric::kAahLevelsUsed;  // mean over layers (Fig. 3)
 inline constexpr const char* kControlUpdates = metric::kAahControlUpdates;
-inline constexpr const char* kInferenceAcr = metric::kAahAcr;             // sum_W f_W W / T (§7.6)
-inline constexpr const char* kBucketPrefix = metric::kAahBucketPrefix;    // + W (§7.4, Fig. 4)
+inline constexpr const char* kInferenceAcr = metric::kAahAcr;           // sum_W f_W W / T (§7.6)
+inline constexpr const char* kBucketPrefix = metric::kAahBucketPrefix;  // + W (§7.4, Fig. 4)
 
 // Execution backend names (§7.7): the dense masks of the hybrid layer (the reference, on
 // any device) and the fused block-skipping CUDA kernels (payload/exec/attention_cuda.h).

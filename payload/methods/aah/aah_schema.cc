@@ -13,17 +13,18 @@ std::vector<ConfigKey> Keys() {
              "the hierarchy regime (§7.1); off = no AAH"),
       StrKey("aah.control", "none", JoinNames(kControlNames),
              "an ablation control (§7.1, §7.3, App. A.2); none = the method itself"),
-      StrKey("aah.hierarchy", "", nullptr,
-             "branching factors per level, e.g. `2,2,2,2`; \"\" = the regime's default shape (`2` / "
-             "`2,2,2,2`)"),
+      StrKey(
+          "aah.hierarchy", "", nullptr,
+          "branching factors per level, e.g. `2,2,2,2`; \"\" = the regime's default shape (`2` / "
+          "`2,2,2,2`)"),
       StrKey("aah.windows", "", nullptr,
              "candidate windows W, a comma list; \"\" = T/8, T/4, T/2, T (§5.2 scaled to "
              "model.context)"),
       IntKey("aah.min_window", 0, 1048576, 0, "W_min (§5.8); 0 = the smallest candidate"),
       IntKey("aah.control_every", 1, 1e8, 5, "control updates every N steps (§5.3)"),
       NumKey("aah.feature_ema", 0, 1, 0.9, "α: the feature EMA (§5.3)", false, /*hi_open=*/true),
-      NumKey("aah.resolution_ema", 0, 1, 0.15,
-             "β: the resolution EMA (§5.8)", false, /*hi_open=*/true),
+      NumKey("aah.resolution_ema", 0, 1, 0.15, "β: the resolution EMA (§5.8)", false,
+             /*hi_open=*/true),
       // §5.8's rounded state | the unrounded variant (docs/REPRODUCTIONS.md)
       StrKey("aah.resolution_state", "rounded", JoinNames(kResolutionStateNames),
              "rounded (§5.8) or running (the unrounded state)"),
@@ -41,9 +42,9 @@ std::vector<ConfigKey> Keys() {
   };
 }
 
-[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"aah", /*after=*/"saf", /*on_key=*/"regime", /*off_value=*/"off",
-     Keys(), nullptr, "payload/methods/aah/README.md"});
+[[maybe_unused]] const bool kRegistered =
+    RegisterMethodSchema({"aah", /*after=*/"saf", /*on_key=*/"regime", /*off_value=*/"off", Keys(),
+                          nullptr, "payload/methods/aah/README.md"});
 
 }  // namespace
 }  // namespace headlab::aah

@@ -29,8 +29,11 @@ struct Trace {
 // Trains `steps` updates with the AAH hooks and a 2-batch evaluation at the end.
 Trace Train(const std::string& regime, const std::string& control, int steps,
             double threshold = 0.98, Observation how = Observation::kInForward) {
-  Json config = {{"aah", {{"regime", regime}, {"control", control}, {"observe_rows", 2},
-                          {"cluster_threshold", threshold}}}};
+  Json config = {{"aah",
+                  {{"regime", regime},
+                   {"control", control},
+                   {"observe_rows", 2},
+                   {"cluster_threshold", threshold}}}};
   auto normalised = NormalizeRunConfig(config, "test");
   REQUIRE(normalised.ok());
   auto o = AahOptionsFromJson(*normalised, 32, 2, "test");
@@ -64,7 +67,7 @@ Trace Train(const std::string& regime, const std::string& control, int steps,
   }
   t.summary = SummaryValues(aah, usage);  // hook 7
   t.head_maps = FinalHeadMaps(aah);
-  t.state = aah.SaveState();              // hook 6
+  t.state = aah.SaveState();  // hook 6
   return t;
 }
 
@@ -82,7 +85,8 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
   CHECK(off.summary[kControlUpdates] == 3.0);  // steps 0, 5, 10
   CHECK(off.summary[kLevelsUsed] >= 1.0);
   // The same with the separate observation pass of data-parallel runs.
-  CHECK(Train("full_adaptive", "control_off", 12, 0.98, Observation::kSeparatePass).losses == full.losses);
+  CHECK(Train("full_adaptive", "control_off", 12, 0.98, Observation::kSeparatePass).losses ==
+        full.losses);
 
   // Before its cache point (update 7 at alpha 0.9; 3 updates here) Deep practical reuse
   // recomputes its [2,2,2,2] topology exactly like Full adaptive: the same run, bit for bit.
@@ -98,7 +102,8 @@ TEST_CASE("aah training integration: regimes, metrics, and an untouched control_
     CHECK(t.summary[kInferenceAcr].get<double>() == Approx(t.summary[kAttnRatio].get<double>()));
     CHECK(t.summary[kExactCoverage].get<double>() >= t.summary[kAttnRatio].get<double>() - 1e-9);
     double total = 0;
-    for (int k = 0; k < 4; ++k) total += t.summary[kBucketPrefix + std::to_string(4 << k)].get<double>();
+    for (int k = 0; k < 4; ++k)
+      total += t.summary[kBucketPrefix + std::to_string(4 << k)].get<double>();
     CHECK(total == Approx(1.0));
     CHECK(t.head_maps.size() == 16);
     // Runs are reproducible from the seed.

@@ -25,13 +25,14 @@ bool HasHierarchy(Regime r) {
 
 Vec BaseFeature(const std::array<float, 6>& qkv, const std::array<float, 3>* prev) {
   Vec x(qkv.begin(), qkv.end());
-  for (int i = 0; i < 3; ++i) x.push_back(prev ? (*prev)[size_t(i)] : 0.0f);  // §5.3: zero when missing
+  for (int i = 0; i < 3; ++i)
+    x.push_back(prev ? (*prev)[size_t(i)] : 0.0f);  // §5.3: zero when missing
   return x;
 }
 
 Selection SelectWindows(const Topology& t, const std::vector<LevelFeatures>& f,
-                        const BaseScorer& base, const JointSiblingScorer& joint_scorer,
-                        bool joint, bool parent_constraint) {
+                        const BaseScorer& base, const JointSiblingScorer& joint_scorer, bool joint,
+                        bool parent_constraint) {
   const int R = t.levels();
   Selection s;
   s.raw.resize(size_t(R));
@@ -45,8 +46,8 @@ Selection SelectWindows(const Topology& t, const std::vector<LevelFeatures>& f,
     std::vector<Vec> u(static_cast<size_t>(n)), z(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       // §5.5: at the top p = g, so g - p is the zero vector.
-      const Vec& p = r + 1 < R ? f[size_t(r + 1)].g[size_t(t.parent[size_t(r)][size_t(i)])]
-                               : lf.g[size_t(i)];
+      const Vec& p =
+          r + 1 < R ? f[size_t(r + 1)].g[size_t(t.parent[size_t(r)][size_t(i)])] : lf.g[size_t(i)];
       u[size_t(i)] = EnrichedInput(lf.g[size_t(i)], eta, p, mean, lf.size_fraction[size_t(i)]);
       z[size_t(i)] = base.Logits(u[size_t(i)]);
     }
@@ -136,8 +137,10 @@ std::vector<int> LayerController::Level0(const std::vector<Vec>& xbar, bool may_
       std::vector<int> first;
       for (int& g : cached_level0_) {
         auto it = std::find(first.begin(), first.end(), g);
-        if (it == first.end()) first.push_back(g), g = int(first.size()) - 1;
-        else g = int(it - first.begin());
+        if (it == first.end())
+          first.push_back(g), g = int(first.size()) - 1;
+        else
+          g = int(it - first.begin());
       }
     }
     return cached_level0_;
@@ -186,7 +189,7 @@ void LayerController::Update(const HeadObservation& obs, bool may_cache) {
   if (o_.control == Control::kRandomWindow)
     for (int& ci : c) ci = int(rng_.Below(int64_t(o_.windows.size())));
   if (o_.control == Control::kControlOff) return;  // windows stay at the full-span start
-  SetWindows(resolution_.Update(c));  // §5.8
+  SetWindows(resolution_.Update(c));               // §5.8
 }
 
 Json LayerController::ToJson() const {
@@ -253,8 +256,9 @@ bool AahController::MayCache(int64_t step) const {
 
 Status AahController::Update(const std::vector<HeadObservation>& obs, int64_t step) {
   if (obs.size() != layers_.size())
-    return Status::InvalidArgument("aah: " + std::to_string(obs.size()) + " layer observations for " +
-                                   std::to_string(layers_.size()) + " layers");
+    return Status::InvalidArgument("aah: " + std::to_string(obs.size()) +
+                                   " layer observations for " + std::to_string(layers_.size()) +
+                                   " layers");
   // Every observation is checked before any layer changes: a bad one leaves no partial update.
   for (const HeadObservation& h : obs) HEADLAB_RETURN_IF_ERROR(CheckObservation(h));
   BeginUpdate(step);
@@ -281,7 +285,8 @@ Status AahController::UpdateLayer(int layer, const HeadObservation& obs) {
     return Status::InvalidArgument("aah: layer " + std::to_string(layer) + " of " +
                                    std::to_string(layers_.size()));
   if (pending_done_[size_t(layer)])
-    return Status::Internal("aah: layer " + std::to_string(layer) + " observed twice in one update");
+    return Status::Internal("aah: layer " + std::to_string(layer) +
+                            " observed twice in one update");
   HEADLAB_RETURN_IF_ERROR(CheckObservation(obs));
   layers_[size_t(layer)].Update(obs, pending_may_cache_);
   pending_done_[size_t(layer)] = true;
@@ -339,14 +344,16 @@ Status AahController::LoadState(const std::string& bytes, const std::string& sou
   if (!parsed.ok()) return Status::Corruption(parsed.status().message());
   const Json& j = parsed.value();
   try {
-    if (j.at("version").get<int>() != 1) return Status::Corruption(source + ": unknown aah_state version");
+    if (j.at("version").get<int>() != 1)
+      return Status::Corruption(source + ": unknown aah_state version");
     if (j.at("regime").get<std::string>() != RegimeName(o_.regime) ||
         j.at("control").get<std::string>() != ControlName(o_.control) ||
         j.at("context").get<int64_t>() != o_.context ||
         j.at("windows").get<std::vector<int64_t>>() != o_.windows ||
         j.at("heads").get<int>() != heads_ || j.at("layers").size() != layers_.size())
-      return Status::Corruption(source + ": aah_state was written by another regime, control, "
-                                         "candidate list or model shape");
+      return Status::Corruption(source +
+                                ": aah_state was written by another regime, control, "
+                                "candidate list or model shape");
     for (size_t l = 0; l < layers_.size(); ++l)
       HEADLAB_RETURN_IF_ERROR(
           layers_[l].FromJson(j.at("layers")[l], source + ": layer " + std::to_string(l)));

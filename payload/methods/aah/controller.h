@@ -45,8 +45,8 @@ struct Selection {
 // of each parent, and the top-level items, paired in index order (0,1), (2,3), ...), argmax
 // and the top-down parent clamp c = min(c_hat, c_parent) (when `parent_constraint`).
 Selection SelectWindows(const Topology& t, const std::vector<LevelFeatures>& f,
-                        const BaseScorer& base, const JointSiblingScorer& joint_scorer,
-                        bool joint, bool parent_constraint);
+                        const BaseScorer& base, const JointSiblingScorer& joint_scorer, bool joint,
+                        bool parent_constraint);
 
 // The controller of one attention layer.
 class LayerController {
@@ -58,7 +58,7 @@ class LayerController {
   // schedule is AahController's, AahOptions::cache_step); until one does, both recompute.
   void Update(const HeadObservation& obs, bool may_cache);
 
-  const std::vector<int64_t>& windows() const { return windows_; }   // executed W_h
+  const std::vector<int64_t>& windows() const { return windows_; }       // executed W_h
   const std::vector<int>& index() const { return resolution_.index(); }  // c_tilde_h
   int levels_used() const { return levels_used_; }
   const Topology& topology() const { return topology_; }
@@ -81,7 +81,7 @@ class LayerController {
   ResolutionEma resolution_;
   BaseScorer base_;
   JointSiblingScorer joint_;
-  Rng rng_;  // random controls only
+  Rng rng_;                                           // random controls only
   std::vector<std::array<float, 3>> prev_attention_;  // empty until observed
   std::vector<int> cached_level0_;                    // deep reuse / fixed random grouping
   bool topology_frozen_ = false;                      // shallow freeze, once cached

@@ -90,7 +90,8 @@ TEST_CASE("aah resolution EMA: the paper's rounded rule is the identity at beta 
     }
 }
 
-TEST_CASE("aah resolution EMA: the running-state variant obeys the same bound and smooths above it") {
+TEST_CASE(
+    "aah resolution EMA: the running-state variant obeys the same bound and smooths above it") {
   // beta = 0.15, K = 4: the unrounded state also stays within 0.45 of c.
   ResolutionEma running(1, 4, 0.15, /*running=*/true);
   uint64_t x = 12345;
@@ -156,7 +157,8 @@ TEST_CASE("aah grouping off bypasses pairing and parent constraints") {
   std::vector<int> all = {0, 1, 2, 3, 4, 5};
   Vec mean = MeanOf(x, all);
   for (int h = 0; h < H; ++h) {
-    Vec z = lc.base_scorer().Logits(EnrichedInput(x[size_t(h)], 0.0f, x[size_t(h)], mean, 1.0f / H));
+    Vec z =
+        lc.base_scorer().Logits(EnrichedInput(x[size_t(h)], 0.0f, x[size_t(h)], mean, 1.0f / H));
     CHECK(lc.last_selection().head_index[size_t(h)] == Argmax(z.data(), int(z.size())));
   }
 }
@@ -181,7 +183,8 @@ std::vector<HeadObservation> RoleObservations(int u, int switch_at) {
   return {obs};
 }
 
-TEST_CASE("aah topology cache: shallow freeze and deep reuse cache once the features are meaningful") {
+TEST_CASE(
+    "aah topology cache: shallow freeze and deep reuse cache once the features are meaningful") {
   AahOptions o = Options(Regime::kDeepReuse);
   AahController probe(o, 1, 8, 1);
   // Default cache_step -1: the first update u with 0.9^u <= 1/2, u = 7 (0.9^6 = 0.53).
@@ -250,7 +253,8 @@ TEST_CASE("aah five regimes: different assignments where AAH §7.1 says they dif
     const auto prev = u > 0 ? RoleObservations(u - 1, kSwitch) : obs;
     for (int h = 0; h < 8; ++h) {
       Vec x(obs[0].qkv[size_t(h)].begin(), obs[0].qkv[size_t(h)].end());
-      for (int i = 0; i < 3; ++i) x.push_back(u > 0 ? prev[0].attention[size_t(h)][size_t(i)] : 0.0f);
+      for (int i = 0; i < 3; ++i)
+        x.push_back(u > 0 ? prev[0].attention[size_t(h)][size_t(i)] : 0.0f);
       if (u == 0) xbar[size_t(h)] = x;
       for (size_t i = 0; u > 0 && i < x.size(); ++i)
         xbar[size_t(h)][i] = 0.9f * xbar[size_t(h)][i] + (1 - 0.9f) * x[i];
@@ -275,7 +279,7 @@ TEST_CASE("aah five regimes: different assignments where AAH §7.1 says they dif
     if (u == kCache) {
       CHECK(d.head_group == roles);  // four feature-derived groups, cached now
       CHECK(d.head_group == Level0Partition(xbar, 0.98f, 16));
-      CHECK(d.levels() == 2);        // 4 > 2 top items: one upper level of 2 parents
+      CHECK(d.levels() == 2);  // 4 > 2 top items: one upper level of 2 parents
       CHECK(s.head_group == Level0Partition(xbar, 0.98f, 2));
       CHECK(s.head_group == std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1});  // closer roles merged
       shallow_at_cache = s.head_group;
@@ -292,7 +296,8 @@ TEST_CASE("aah five regimes: different assignments where AAH §7.1 says they dif
   CHECK(adaptive.layer(0).topology().head_group == new_roles);  // followed the re-dealt roles
   CHECK(deep.layer(0).topology().head_group == roles);          // kept its cache
   CHECK(AttentionCoverageRatio(full.windows(), 64) == 1.0);
-  auto differ_after = [](const std::vector<WindowMap>& a, const std::vector<WindowMap>& b, int from) {
+  auto differ_after = [](const std::vector<WindowMap>& a, const std::vector<WindowMap>& b,
+                         int from) {
     for (size_t u = size_t(from); u < a.size(); ++u)
       if (a[u] != b[u]) return true;
     return false;
@@ -360,7 +365,8 @@ TEST_CASE("aah control schedule and controls") {
 }
 
 TEST_CASE("aah controller state survives a round trip and reproduces the same windows") {
-  for (Control control : {Control::kNone, Control::kShufflePostSelect, Control::kFixedRandomGrouping}) {
+  for (Control control :
+       {Control::kNone, Control::kShufflePostSelect, Control::kFixedRandomGrouping}) {
     AahOptions o = Options(Regime::kDeepReuse, control);
     AahController a(o, 2, 8, 11);
     for (int t = 0; t < 3; ++t) REQUIRE(a.Update(Observe(2, 8, t), 0).ok());

@@ -61,12 +61,12 @@ std::vector<double> WindowBucketDistribution(const WindowMap& windows,
   return frac;
 }
 
-Json HeadMapsJson(const WindowMap& windows, const std::vector<std::vector<int>>& index,
-                  int64_t T) {
+Json HeadMapsJson(const WindowMap& windows, const std::vector<std::vector<int>>& index, int64_t T) {
   Json rows = Json::array();
   for (size_t l = 0; l < windows.size(); ++l)
     for (size_t h = 0; h < windows[l].size(); ++h) {
-      Json row = {{"layer", l}, {"head", h},
+      Json row = {{"layer", l},
+                  {"head", h},
                   {"role", windows[l][h] >= T ? "ordinary" : "local"},
                   {"window", windows[l][h]}};
       if (l < index.size() && h < index[l].size()) row["score"] = index[l][h];

@@ -51,7 +51,6 @@ std::vector<double> WindowBucketDistribution(const WindowMap& windows,
 
 // head_maps rows (schema: layer, head, role, score, window): role "local" for W < T and
 // "ordinary" for W >= T, score = the smoothed resolution index c_tilde.
-Json HeadMapsJson(const WindowMap& windows, const std::vector<std::vector<int>>& index,
-                  int64_t T);
+Json HeadMapsJson(const WindowMap& windows, const std::vector<std::vector<int>>& index, int64_t T);
 
 }  // namespace headlab::aah

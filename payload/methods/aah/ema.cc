@@ -13,8 +13,7 @@ const std::vector<Vec>& FeatureEma::Update(const std::vector<Vec>& x) {
   }
   const float a = float(alpha_);
   for (size_t h = 0; h < x.size(); ++h)
-    for (size_t i = 0; i < x[h].size(); ++i)
-      value_[h][i] = a * value_[h][i] + (1 - a) * x[h][i];
+    for (size_t i = 0; i < x[h].size(); ++i) value_[h][i] = a * value_[h][i] + (1 - a) * x[h][i];
   return value_;
 }
 

@@ -13,9 +13,11 @@ namespace {
 constexpr int64_t kChunkBytes = int64_t(256) << 20;
 
 // [H, 3] from per-head sums over batch and queries, zeroed where the head forms no scores.
-torch::Tensor Diagnostics(const torch::Tensor& entropy, const torch::Tensor& norm, const torch::Tensor& usage,
-                          const torch::Tensor& table, int64_t rows, int64_t T) {
-  torch::Tensor diag = torch::stack({entropy / double(rows), norm / double(rows), usage.to(torch::kFloat) / float(T)}, 1);
+torch::Tensor Diagnostics(const torch::Tensor& entropy, const torch::Tensor& norm,
+                          const torch::Tensor& usage, const torch::Tensor& table, int64_t rows,
+                          int64_t T) {
+  torch::Tensor diag = torch::stack(
+      {entropy / double(rows), norm / double(rows), usage.to(torch::kFloat) / float(T)}, 1);
   const torch::Tensor scores = (table[5] != 0).view({-1, 1});
   return torch::where(scores, diag, torch::zeros_like(diag));
 }
@@ -33,8 +35,8 @@ torch::Tensor AllowedKeyRows(const torch::Tensor& table, int64_t r0, int64_t r1,
   return causal & in_window & in_stream;
 }
 
-torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& table) {
+torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& table) {
   torch::NoGradGuard no_grad;
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), d = q.size(3);
   const int64_t group = H / k.size(2);
@@ -50,12 +52,19 @@ torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, c
     const int64_t r1 = std::min(T, r0 + rows);
     torch::Tensor allowed = AllowedKeyRows(table, r0, r1, T);
     torch::Tensor scores =
-        torch::matmul(qr.narrow(2, r0, r1 - r0), kr.transpose(-2, -1)).to(torch::kFloat) / std::sqrt(double(d));
-    scores = scores.masked_fill(allowed.logical_not().unsqueeze(0), -std::numeric_limits<float>::infinity());
-    torch::Tensor p = torch::softmax(scores, -1);  // [B, H, rows, T]
+        torch::matmul(qr.narrow(2, r0, r1 - r0), kr.transpose(-2, -1)).to(torch::kFloat) /
+        std::sqrt(double(d));
+    scores = scores.masked_fill(allowed.logical_not().unsqueeze(0),
+                                -std::numeric_limits<float>::infinity());
+    torch::Tensor p = torch::softmax(scores, -1);              // [B, H, rows, T]
     torch::Tensor plogp = p * torch::log(p.clamp_min(1e-30));  // 0 where p = 0
     entropy -= plogp.sum(std::vector<int64_t>{0, 2, 3});
-    norm += torch::matmul(p.to(vr.scalar_type()), vr).to(torch::kFloat).pow(2).sum(-1).sqrt().sum(std::vector<int64_t>{0, 2});
+    norm += torch::matmul(p.to(vr.scalar_type()), vr)
+                .to(torch::kFloat)
+                .pow(2)
+                .sum(-1)
+                .sqrt()
+                .sum(std::vector<int64_t>{0, 2});
     usage = torch::maximum(usage, allowed.sum(-1).amax(-1));
   }
   return Diagnostics(entropy, norm, usage, table, B * T, T);
@@ -67,7 +76,7 @@ torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, con
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), d = q.size(3);
   const double scale = 1.0 / std::sqrt(double(d));
   const std::vector<int64_t> kBatchQueries = {0, 1};
-  auto [o, lse] = attend(q, k, v);     // o [B, T, H, d], lse [B, H, T]
+  auto [o, lse] = attend(q, k, v);       // o [B, T, H, d], lse [B, H, T]
   auto [o_k, unused] = attend(q, k, k);  // sum_j p_ij k_j
   (void)unused;
   torch::Tensor q_dot = (q.to(torch::kFloat) * o_k.to(torch::kFloat)).sum(-1);  // [B, T, H]

@@ -33,8 +33,8 @@ using AttendWithLse = std::function<std::pair<torch::Tensor, torch::Tensor>(
 // keys one query reads, over T); zero for heads that form no scores. q [B, T, H, d], k and
 // v [B, T, Hkv, d], after the position encoding; `table` is the layer's [6, H] head table
 // (window, sink, recent, is local, is streaming, forms scores; see AllowedKeyRows).
-torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& table);
+torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& table);
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& table, const AttendWithLse& attend);
 

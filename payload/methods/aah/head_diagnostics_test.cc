@@ -24,29 +24,34 @@ struct TestHead {
 };
 
 // ordinary, local(3), streaming(sink 2, recent 3), fixed, local(1), pruned.
-const std::vector<TestHead> kHeads = {{HeadState::kOrdinary},        {HeadState::kLocal, 3},
+const std::vector<TestHead> kHeads = {{HeadState::kOrdinary},           {HeadState::kLocal, 3},
                                       {HeadState::kStreaming, 0, 2, 3}, {HeadState::kFixed},
-                                      {HeadState::kLocal, 1},          {HeadState::kPruned}};
+                                      {HeadState::kLocal, 1},           {HeadState::kPruned}};
 
 // The layer's [6, H] table as aah_model.cc's StateTable builds it.
 torch::Tensor Table() {
   std::vector<int64_t> v;
   for (int field = 0; field < 6; ++field)
     for (const TestHead& h : kHeads) {
-      const int64_t values[6] = {h.window, h.sink, h.recent, h.state == HeadState::kLocal,
-                                 h.state == HeadState::kStreaming, h.scores()};
+      const int64_t values[6] = {h.window,
+                                 h.sink,
+                                 h.recent,
+                                 h.state == HeadState::kLocal,
+                                 h.state == HeadState::kStreaming,
+                                 h.scores()};
       v.push_back(values[field]);
     }
   return torch::tensor(v, torch::kLong).view({6, -1});
 }
 
 bool Visible(const TestHead& h, int q, int k) {
-  return kernels::KeyVisible(h.state == HeadState::kFixed ? HeadState::kPruned : h.state, h.window, h.sink,
-                             h.recent, q, k);
+  return kernels::KeyVisible(h.state == HeadState::kFixed ? HeadState::kPruned : h.state, h.window,
+                             h.sink, h.recent, q, k);
 }
 
 // Brute force of the diagnostics' definition, in double: [H, 3].
-std::vector<std::vector<double>> BruteForce(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+std::vector<std::vector<double>> BruteForce(const torch::Tensor& q, const torch::Tensor& k,
+                                            const torch::Tensor& v) {
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), d = q.size(3), group = H / k.size(2);
   auto qa = q.accessor<float, 4>(), ka = k.accessor<float, 4>(), va = v.accessor<float, 4>();
   std::vector<std::vector<double>> out(size_t(H), std::vector<double>(3, 0.0));
@@ -97,8 +102,9 @@ std::pair<torch::Tensor, torch::Tensor> DenseAttend(const torch::Tensor& q, cons
   for (int64_t h = 0; h < H; ++h)
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) mask[h][i][j] = Visible(kHeads[size_t(h)], int(i), int(j));
-  torch::Tensor qd = q.to(torch::kDouble).transpose(1, 2);                                     // [B, H, T, d]
-  torch::Tensor kd = k.to(torch::kDouble).repeat_interleave(group, 2).transpose(1, 2);         // [B, H, T, d]
+  torch::Tensor qd = q.to(torch::kDouble).transpose(1, 2);  // [B, H, T, d]
+  torch::Tensor kd =
+      k.to(torch::kDouble).repeat_interleave(group, 2).transpose(1, 2);  // [B, H, T, d]
   torch::Tensor vd = values.to(torch::kDouble).repeat_interleave(group, 2).transpose(1, 2);
   torch::Tensor s = torch::matmul(qd, kd.transpose(-2, -1)) / std::sqrt(double(d));
   s = s.masked_fill(mask.logical_not().unsqueeze(0), -std::numeric_limits<double>::infinity());

@@ -174,7 +174,8 @@ Topology BuildUpperLevels(const std::vector<int>& head_group, const std::vector<
         int best = -1;
         float best_sim = -1e30f;
         for (int k = 0; k < n; ++k) {
-          if (parent[size_t(k)] >= 0 || std::find(kids.begin(), kids.end(), k) != kids.end()) continue;
+          if (parent[size_t(k)] >= 0 || std::find(kids.begin(), kids.end(), k) != kids.end())
+            continue;
           float s = CosineNormDiff(g[size_t(i)], g[size_t(k)], lambda);
           if (s > best_sim) best_sim = s, best = k;
         }

@@ -32,7 +32,7 @@ TEST_CASE("aah level 0: identical features fall back to a nontrivial bipartition
   CHECK(groups == std::set<int>{0, 1});
   int ones = 0;
   for (int g : p) ones += g;
-  CHECK(ones == 4);  // ties balance the two sides
+  CHECK(ones == 4);                           // ties balance the two sides
   CHECK(Level0Partition(x, 0.98f, 16) == p);  // deterministic
 }
 

@@ -58,8 +58,8 @@ Vec Mlp::Forward(const Vec& x) const {
 }
 
 Json Mlp::ToJson() const {
-  return {{"in", in_}, {"hidden", hidden_}, {"out", out_},
-          {"w1", w1_}, {"b1", b1_}, {"w2", w2_}, {"b2", b2_}};
+  return {{"in", in_}, {"hidden", hidden_}, {"out", out_}, {"w1", w1_},
+          {"b1", b1_}, {"w2", w2_},         {"b2", b2_}};
 }
 
 Status Mlp::FromJson(const Json& j, const std::string& what) {

@@ -14,9 +14,9 @@
 
 namespace headlab::aah {
 
-constexpr int kBaseFeatureDim = 9;                            // x_h (§5.3)
-constexpr int kEnrichedDim = 3 * kBaseFeatureDim + 2;         // 29 (§5.5)
-constexpr int kJointDim = 4 * kEnrichedDim;                   // [u_a, u_b, u_a-u_b, u_b-u_a]
+constexpr int kBaseFeatureDim = 9;                     // x_h (§5.3)
+constexpr int kEnrichedDim = 3 * kBaseFeatureDim + 2;  // 29 (§5.5)
+constexpr int kJointDim = 4 * kEnrichedDim;            // [u_a, u_b, u_a-u_b, u_b-u_a]
 
 // Returns the enriched input u_i^(r) = [g_i, eta_r, g_i - p_i, g_i - g_bar, s_i] (AAH §5.5);
 // pass parent = g at the top level (zero parent difference).

@@ -11,11 +11,11 @@ TEST_CASE("aah enriched input is 29-dimensional with a zero parent difference at
   Vec u = EnrichedInput(g, 0.5f, g, mean, 0.25f);
   REQUIRE(u.size() == size_t(kEnrichedDim));
   CHECK(kEnrichedDim == 29);
-  CHECK(u[9] == 0.5f);                           // eta_r
+  CHECK(u[9] == 0.5f);                                        // eta_r
   for (int i = 10; i < 19; ++i) CHECK(u[size_t(i)] == 0.0f);  // g - p with p = g
-  CHECK(u[19] == 0.0f);                          // g - g_bar, first entry: 1 - 1
-  CHECK(u[27] == 8.0f);                          // 9 - 1
-  CHECK(u[28] == 0.25f);                         // s_i
+  CHECK(u[19] == 0.0f);                                       // g - g_bar, first entry: 1 - 1
+  CHECK(u[27] == 8.0f);                                       // 9 - 1
+  CHECK(u[28] == 0.25f);                                      // s_i
   CHECK(LevelCoordinate(0, 1) == 0.0f);
   CHECK(LevelCoordinate(3, 4) == 1.0f);
 }
@@ -24,7 +24,8 @@ TEST_CASE("aah joint sibling scorer is order-sensitive") {
   Rng rng(7);
   JointSiblingScorer joint(4, 16, &rng);
   Vec ua(29), ub(29);
-  for (int i = 0; i < 29; ++i) ua[size_t(i)] = 0.1f * float(i), ub[size_t(i)] = 0.05f * float(29 - i);
+  for (int i = 0; i < 29; ++i)
+    ua[size_t(i)] = 0.1f * float(i), ub[size_t(i)] = 0.05f * float(29 - i);
   auto [za, zb] = joint.Logits(ua, ub);
   auto [zb2, za2] = joint.Logits(ub, ua);  // siblings swapped: slot 0 is now b's
   REQUIRE(za.size() == 4);

@@ -10,8 +10,8 @@
 #include "payload/exec/train_hooks.h"
 #include "payload/methods/aah/aah_method.h"
 #include "payload/methods/aah/aah_metrics.h"
-#include "payload/methods/aah/aah_options.h"
 #include "payload/methods/aah/aah_model.h"
+#include "payload/methods/aah/aah_options.h"
 #include "payload/methods/aah/aah_report.h"
 
 namespace headlab {
@@ -33,7 +33,8 @@ class AahHooks : public TrainHooks {
       // A resume of this run: the scorers, EMAs, topology cache and windows come back, and
       // the windows are installed before the first update (the checkpoint's head states
       // hold them too; installing again keeps the two from drifting apart).
-      HEADLAB_RETURN_IF_ERROR(controller_->LoadState(*saved, ctx.out_dir + ": checkpoint aah state"));
+      HEADLAB_RETURN_IF_ERROR(
+          controller_->LoadState(*saved, ctx.out_dir + ": checkpoint aah state"));
       aah::ApplyWindows(*ctx.model, controller_->windows());
     }
     backend_ = aah::ExecutionBackendOf(*ctx.model, ctx.device, ctx.config.train.batch_size);
@@ -89,7 +90,8 @@ class AahHooks : public TrainHooks {
     values->update(aah::SummaryValues(*controller_, eval_usage_));
     (*values)[metric::kAahControllerS] = controller_s_;
     values->update(aah::BackendSummary(
-        backend_, eval_windows_.empty() ? controller_->windows() : eval_windows_, options_.context));
+        backend_, eval_windows_.empty() ? controller_->windows() : eval_windows_,
+        options_.context));
     // aah_head_maps := {"head_maps": [{layer, head, role, score = c_tilde, window}]}.
     const std::string text = Json{{"head_maps", aah::FinalHeadMaps(*controller_)}}.dump() + "\n";
     const std::string path = ctx.out_dir + "/aah_head_maps.json";
@@ -104,16 +106,16 @@ class AahHooks : public TrainHooks {
   const aah::AahOptions options_;
   std::unique_ptr<aah::AahController> controller_;
   aah::ExecutionBackend backend_;
-  aah::BranchUsage eval_usage_;     // of the latest evaluation
-  aah::WindowMap eval_windows_;     // executed in the latest evaluation
-  double controller_s_ = 0;         // in control updates, this attempt
+  aah::BranchUsage eval_usage_;               // of the latest evaluation
+  aah::WindowMap eval_windows_;               // executed in the latest evaluation
+  double controller_s_ = 0;                   // in control updates, this attempt
   std::shared_ptr<aah::ControlRound> round_;  // the update's, BeforeUpdate to AfterBackward
 };
 
 }  // namespace
 
 StatusOr<std::shared_ptr<TrainHooks>> MakeAahHooks(const ExecConfig& config, const Json& c,
-                                                  const std::string& file) {
+                                                   const std::string& file) {
   StatusOr<aah::AahOptions> o =
       aah::AahOptionsFromJson(c, config.model.context, config.train.warmup_steps, file);
   if (!o.ok()) return o.status();
@@ -121,8 +123,9 @@ StatusOr<std::shared_ptr<TrainHooks>> MakeAahHooks(const ExecConfig& config, con
   // The flops kind runs the hooks in its warm-up steps, so its counted steps execute the
   // controller's windows (the AAH FLOPs-boundary grids of experiments/measure/).
   if (config.kind != "train" && config.kind != "flops")
-    return Status::InvalidArgument(file + ": $.config.aah.regime: AAH runs in kinds \"train\" and \"flops\" only, got \"" +
-                                   config.kind + "\"");
+    return Status::InvalidArgument(
+        file + ": $.config.aah.regime: AAH runs in kinds \"train\" and \"flops\" only, got \"" +
+        config.kind + "\"");
   return std::shared_ptr<TrainHooks>(std::make_shared<AahHooks>(o.value()));
 }
 

@@ -26,9 +26,16 @@ namespace {
 TrainRequest AahRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 7},
                  {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
-                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2}, {"steps", 6},
-                            {"log_every", 1}, {"eval_every", 0}, {"eval_batches", 2},
-                            {"checkpoint_every", 3}, {"device", "cpu"}}},
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"warmup_steps", 2},
+                   {"steps", 6},
+                   {"log_every", 1},
+                   {"eval_every", 0},
+                   {"eval_batches", 2},
+                   {"checkpoint_every", 3},
+                   {"device", "cpu"}}},
                  {"aah", {{"control_every", 2}, {"observe_rows", 2}}}};
   config.merge_patch(overrides);
   StatusOr<TrainRequest> req =
@@ -82,11 +89,13 @@ TEST_CASE("aah hooks: the loop runs the controller and reports ACR, coverage, bu
   // The controller's time: none without control updates, some with them, cumulative in rows.
   CHECK(full.summary[metric::kAahControllerS] == 0.0);
   CHECK(adaptive.summary[metric::kAahControllerS].get<double>() > 0.0);
-  CHECK(adaptive.metrics[metric::kAahControllerS].at(1) <= adaptive.metrics[metric::kAahControllerS].at(6));
+  CHECK(adaptive.metrics[metric::kAahControllerS].at(1) <=
+        adaptive.metrics[metric::kAahControllerS].at(6));
   CHECK(adaptive.metrics[metric::kAahControlUpdates].at(1) == 1.0);
   CHECK(adaptive.metrics[metric::kAahAcr].at(6) == Approx(acr));  // the final evaluation row
   double buckets = 0;
-  for (int W : {4, 8, 16, 32}) buckets += adaptive.summary[metric::kAahBucketPrefix + std::to_string(W)].get<double>();
+  for (int W : {4, 8, 16, 32})
+    buckets += adaptive.summary[metric::kAahBucketPrefix + std::to_string(W)].get<double>();
   CHECK(buckets == Approx(1.0));
   if (acr < 1.0) {  // dense masks run the local heads: none natively, none as a fallback
     CHECK(adaptive.summary[metric::kAahNativeFrac] == 0.0);
@@ -112,7 +121,8 @@ TEST_CASE("aah hooks: a resumed run reproduces the same windows") {
   // head maps and training losses.
   for (int64_t step = 4; step <= 6; ++step) {
     INFO("step " << step);
-    CHECK(b.metrics[metric::kAahControlUpdates].at(step) == a.metrics[metric::kAahControlUpdates].at(step));
+    CHECK(b.metrics[metric::kAahControlUpdates].at(step) ==
+          a.metrics[metric::kAahControlUpdates].at(step));
     CHECK(b.metrics[metric::kAahAttnRatio].at(step) == a.metrics[metric::kAahAttnRatio].at(step));
     CHECK(b.metrics[metric::kTrainLoss].at(step) == a.metrics[metric::kTrainLoss].at(step));
   }

@@ -77,10 +77,13 @@ TEST_CASE("aoh decode: streaming heads match the hybrid layer and stay within si
     CHECK(seen == 24);
     // Last-position-only prefill hands over one [B, 1, vocab] slice.
     auto q = MakeDecoder(model, c);
-    q->Prefill(idx, [&](int64_t start, const torch::Tensor& logits) {
-      CHECK(start == 23);
-      CHECK(torch::allclose(logits.squeeze(1), masked.select(1, 23), 1e-4, 1e-5));
-    }, /*last_only=*/true);
+    q->Prefill(
+        idx,
+        [&](int64_t start, const torch::Tensor& logits) {
+          CHECK(start == 23);
+          CHECK(torch::allclose(logits.squeeze(1), masked.select(1, 23), 1e-4, 1e-5));
+        },
+        /*last_only=*/true);
   }
 }
 
@@ -113,7 +116,8 @@ TEST_CASE("aoh decode: per-chunk eviction matches the hybrid layer's chunk masks
     // Between chunks a streaming KV group holds the sink and the `recent` newest keys.
     for (int64_t l = 0; l < 2; ++l)
       for (int64_t g = 0; g < 2; ++g)
-        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming) CHECK(p->KvEntries(l, g) == o.sink + o.recent);
+        if (plan->group_roles[size_t(l)][size_t(g)] == Role::kStreaming)
+          CHECK(p->KvEntries(l, g) == o.sink + o.recent);
     // A decode step at a chunk boundary is that chunk's first query.
     auto q = MakeDecoder(model, c);
     q->Prefill(idx.narrow(1, 0, 21 - 21 % chunk));

@@ -37,7 +37,8 @@ std::string DeviceLabel(const torch::Device& device) {
   return "cpu (" + std::to_string(torch::get_num_threads()) + " threads)";
 }
 
-StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode::DecoderOptions& decoder,
+StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model,
+                                                   const decode::DecoderOptions& decoder,
                                                    const PasskeyOptions& options) {
   const ModelConfig& c = model.config();
   const PasskeyCodec* codec = &options.codec;
@@ -67,9 +68,12 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode:
         torch::Tensor tokens = torch::tensor(g.tokens, torch::kLong).view({n, g.length}).to(dev);
         d.Reset();
         torch::Tensor next;
-        d.Prefill(tokens, [&](int64_t, const torch::Tensor& logits) {
-          next = logits.select(1, logits.size(1) - 1).argmax(-1);
-        }, /*last_only=*/true);
+        d.Prefill(
+            tokens,
+            [&](int64_t, const torch::Tensor& logits) {
+              next = logits.select(1, logits.size(1) - 1).argmax(-1);
+            },
+            /*last_only=*/true);
         std::vector<torch::Tensor> generated = {next};
         for (int64_t k = 1; k < g.answer_tokens; ++k) {
           next = d.Step(next).argmax(-1);  // greedy (AoH §6.1)
@@ -77,7 +81,8 @@ StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode:
         }
         torch::Tensor got = torch::stack(generated, 1).cpu().contiguous();  // [n, answer tokens]
         for (int64_t i = 0; i < n; ++i) {
-          std::vector<int64_t> ids(got[i].data_ptr<int64_t>(), got[i].data_ptr<int64_t>() + g.answer_tokens);
+          std::vector<int64_t> ids(got[i].data_ptr<int64_t>(),
+                                   got[i].data_ptr<int64_t>() + g.answer_tokens);
           cell.correct += codec->Matches(ids, prompts->answers[g.examples[size_t(i)]]);
         }
       }
@@ -99,15 +104,19 @@ double MeanPasskeyAccuracy(const std::vector<PasskeyCell>& cells) {
 Json PasskeyJson(const std::vector<PasskeyCell>& cells) {
   Json out = Json::array();
   for (const PasskeyCell& c : cells)
-    out.push_back({{"length", c.length}, {"depth", c.depth}, {"samples", c.samples},
-                   {"correct", c.correct}, {"accuracy", c.accuracy()}});
+    out.push_back({{"length", c.length},
+                   {"depth", c.depth},
+                   {"samples", c.samples},
+                   {"correct", c.correct},
+                   {"accuracy", c.accuracy()}});
   return out;
 }
 
 StatusOr<PerplexityResult> Perplexity(GptImpl& model, const decode::DecoderOptions& decoder,
                                       const torch::Tensor& windows, int64_t batch) {
   if (windows.dim() != 2 || windows.size(1) < 2 || batch < 1)
-    return Status::InvalidArgument("perplexity: expected windows [N, T + 1] with T >= 1 and batch >= 1");
+    return Status::InvalidArgument(
+        "perplexity: expected windows [N, T + 1] with T >= 1 and batch >= 1");
   const ModelConfig& c = model.config();
   const int64_t T = windows.size(1) - 1;
   if (c.pos == "learned" && T > c.context)
@@ -125,7 +134,8 @@ StatusOr<PerplexityResult> Perplexity(GptImpl& model, const decode::DecoderOptio
     d.Reset();
     d.Prefill(x, [&](int64_t first, const torch::Tensor& logits) {
       torch::Tensor target = y.narrow(1, first, logits.size(1)).unsqueeze(-1);
-      nll -= torch::log_softmax(logits.to(torch::kFloat), -1).gather(-1, target).sum().item<double>();
+      nll -=
+          torch::log_softmax(logits.to(torch::kFloat), -1).gather(-1, target).sum().item<double>();
     });
     r.tokens += x.numel();
     r.kv_bytes = d.KvBytes();
@@ -141,17 +151,17 @@ torch::Tensor EvalWindows(const TokenSpan& split, int64_t context, int64_t batch
   return torch::tensor(tokens, torch::kLong).view({batch * count, context + 1});
 }
 
-StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::DecoderOptions& decoder,
+StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model,
+                                                 const decode::DecoderOptions& decoder,
                                                  const BenchOptions& options) {
   const ModelConfig& c = model.config();
   if (options.repeats < 1 || options.warmup < 0 || options.decode_tokens < 0)
     return Status::InvalidArgument("bench: expected repeats >= 1, warmup >= 0, decode_tokens >= 0");
   for (int64_t ctx : options.contexts)
     if (ctx < 1 || (c.pos == "learned" && ctx + options.decode_tokens > c.context))
-      return Status::InvalidArgument("bench context " + std::to_string(ctx) + " + " +
-                                     std::to_string(options.decode_tokens) +
-                                     " decode tokens does not fit model.context " +
-                                     std::to_string(c.context));
+      return Status::InvalidArgument(
+          "bench context " + std::to_string(ctx) + " + " + std::to_string(options.decode_tokens) +
+          " decode tokens does not fit model.context " + std::to_string(c.context));
   auto made = decode::KvDecoder::Create(&model, decoder);
   if (!made.ok()) return made.status();
   decode::KvDecoder& d = *made.value();
@@ -171,9 +181,10 @@ StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::D
         torch::Tensor next;
         Sync(dev);
         auto t0 = Clock::now();
-        d.Prefill(prompt, [&](int64_t, const torch::Tensor& logits) {
-          next = logits.select(1, 0).argmax(-1);
-        }, /*last_only=*/true);
+        d.Prefill(
+            prompt,
+            [&](int64_t, const torch::Tensor& logits) { next = logits.select(1, 0).argmax(-1); },
+            /*last_only=*/true);
         Sync(dev);
         auto t1 = Clock::now();
         const int64_t after_prefill = d.KvBytes();
@@ -197,9 +208,12 @@ StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::D
 Json BenchJson(const std::vector<BenchRow>& rows) {
   Json out = Json::array();
   for (const BenchRow& r : rows)
-    out.push_back({{"context", r.context}, {"batch", r.batch}, {"prefill_s", r.prefill_s},
+    out.push_back({{"context", r.context},
+                   {"batch", r.batch},
+                   {"prefill_s", r.prefill_s},
                    {"decode_ms_per_token", r.decode_ms_per_token},
-                   {"kv_bytes_prefill", r.kv_bytes_prefill}, {"kv_bytes_decode", r.kv_bytes_decode},
+                   {"kv_bytes_prefill", r.kv_bytes_prefill},
+                   {"kv_bytes_decode", r.kv_bytes_decode},
                    {"device", r.device}});
   return out;
 }

@@ -14,10 +14,10 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "payload/decode/decoder.h"
 #include "payload/exec/data.h"
 #include "payload/exec/model.h"
 #include "payload/exec/passkey_prompts.h"
-#include "payload/decode/decoder.h"
 
 namespace headlab::aoh {
 
@@ -25,9 +25,9 @@ namespace headlab::aoh {
 // generator) in the ids of `codec` (payload/exec/passkey_prompts.h; bytes by default):
 // sample i of every cell uses seed + i.
 struct PasskeyOptions {
-  std::vector<int64_t> lengths = {256, 512};     // prompt bytes
+  std::vector<int64_t> lengths = {256, 512};          // prompt bytes
   std::vector<double> depths = {0.2, 0.4, 0.6, 0.8};  // AoH §3: 20/40/60/80 % depth
-  int64_t samples = 8;                            // per cell, run as one batch
+  int64_t samples = 8;                                // per cell, run as one batch
   uint64_t seed = 0;
   PasskeyCodec codec;  // the model's tokenizer (bytes unless set)
 };
@@ -43,7 +43,8 @@ struct PasskeyCell {
 // Greedy exact-match passkey accuracy of every (length, depth) cell, lengths outer.
 // InvalidArgument when the model's vocabulary is not byte-level (>= 256) or, with learned
 // positions, a prompt plus its answer does not fit the context.
-StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model, const decode::DecoderOptions& decoder,
+StatusOr<std::vector<PasskeyCell>> PasskeyAccuracy(GptImpl& model,
+                                                   const decode::DecoderOptions& decoder,
                                                    const PasskeyOptions& options);
 // Returns the mean accuracy over cells (each cell weighted by its samples).
 double MeanPasskeyAccuracy(const std::vector<PasskeyCell>& cells);
@@ -89,7 +90,8 @@ struct BenchRow {
 // Times prefill and decode at every context length; CUDA work is synchronised before each
 // clock read. InvalidArgument when, with learned positions, context + decode_tokens
 // exceeds the model's context.
-StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model, const decode::DecoderOptions& decoder,
+StatusOr<std::vector<BenchRow>> BenchmarkLatency(GptImpl& model,
+                                                 const decode::DecoderOptions& decoder,
                                                  const BenchOptions& options);
 // [{"context":C,"prefill_s":..,"decode_ms_per_token":..,"kv_bytes_prefill":..,
 //   "kv_bytes_decode":..,"device":".."}, ...]

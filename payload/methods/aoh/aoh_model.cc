@@ -46,8 +46,8 @@ StatusOr<std::vector<std::vector<SpectralScores>>> ScoreModel(GptImpl& model,
   std::vector<std::vector<SpectralScores>> scores;
   for (int64_t l = 0; l < c.layers; ++l) {
     HybridAttention& attn = model.attention(l);
-    scores.push_back(LayerScores(attn->q_proj->weight, attn->k_proj->weight, attn->head_dim(), c.Rope(),
-                                 rope_max_distance));
+    scores.push_back(LayerScores(attn->q_proj->weight, attn->k_proj->weight, attn->head_dim(),
+                                 c.Rope(), rope_max_distance));
   }
   return scores;
 }
@@ -79,8 +79,9 @@ void ApplyPlan(GptImpl& model, const AohPlan& plan) {
   streaming.chunk = plan.options.eviction_chunk;
   for (size_t l = 0; l < plan.head_roles.size(); ++l)
     for (size_t h = 0; h < plan.head_roles[l].size(); ++h)
-      model.attention(int64_t(l))->SetHeadState(
-          int64_t(h), plan.head_roles[l][h] == Role::kRetrieval ? HeadState{} : streaming);
+      model.attention(int64_t(l))
+          ->SetHeadState(int64_t(h),
+                         plan.head_roles[l][h] == Role::kRetrieval ? HeadState{} : streaming);
 }
 
 std::vector<HeadMapRow> PlanHeadMaps(const AohPlan& plan) {
@@ -133,8 +134,8 @@ void ReorderLayer(GptImpl& model, int64_t layer, const HeadOrder& order) {
   PermuteRows(attn->fixed_alpha, heads, 0);
   PermuteRows(attn->fixed_rho, heads, 0);
   PermuteRows(attn->fixed_log_z, heads, 0);
-  torch::Tensor dense = attn->fixed_dense.defined() ? attn->fixed_dense.index_select(0, heads)
-                                                    : torch::Tensor();
+  torch::Tensor dense =
+      attn->fixed_dense.defined() ? attn->fixed_dense.index_select(0, heads) : torch::Tensor();
   const std::vector<HeadState> old = attn->head_states();
   for (size_t i = 0; i < order.head_perm.size(); ++i) {
     const HeadState& s = old[size_t(order.head_perm[i])];

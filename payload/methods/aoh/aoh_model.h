@@ -20,9 +20,9 @@ namespace headlab::aoh {
 struct AohPlan {
   AohOptions options;
   std::vector<std::vector<SpectralScores>> head_scores;  // [layer][query head]
-  std::vector<std::vector<double>> group_scores;        // [layer][KV group], options.metric
-  std::vector<std::vector<Role>> group_roles;           // [layer][KV group]
-  std::vector<std::vector<Role>> head_roles;            // [layer][query head]
+  std::vector<std::vector<double>> group_scores;         // [layer][KV group], options.metric
+  std::vector<std::vector<Role>> group_roles;            // [layer][KV group]
+  std::vector<std::vector<Role>> head_roles;             // [layer][query head]
 };
 
 // Returns W_Q^h, the [d_head, d_model] query rows of head h of `layer`, and W_K^g(h), the

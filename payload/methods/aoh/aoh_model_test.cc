@@ -28,7 +28,8 @@ TEST_CASE("aoh model: sparsity 0 is full attention; streaming heads change the f
   REQUIRE(plan.ok());
   ApplyPlan(*model, plan.value());
   for (int64_t l = 0; l < 2; ++l)
-    for (const HeadState& s : model->attention(l)->head_states()) CHECK(s.mode == HeadMode::kOrdinary);
+    for (const HeadState& s : model->attention(l)->head_states())
+      CHECK(s.mode == HeadMode::kOrdinary);
   CHECK(torch::equal(model->forward(idx), full));
 
   o.sparsity = 0.5;
@@ -65,7 +66,8 @@ TEST_CASE("aoh model: labels are per KV group, controls keep the counts") {
       int64_t retrieval = 0;
       for (Role r : plan->group_roles[l]) retrieval += r == Role::kRetrieval;
       CHECK(retrieval == 1);
-      for (int64_t h = 0; h < 8; ++h) CHECK(plan->head_roles[l][size_t(h)] == plan->group_roles[l][size_t(h / 2)]);
+      for (int64_t h = 0; h < 8; ++h)
+        CHECK(plan->head_roles[l][size_t(h)] == plan->group_roles[l][size_t(h / 2)]);
     }
     CHECK(PlanHeadMaps(plan.value()).size() == 24);
   }
@@ -145,7 +147,7 @@ TEST_CASE("aoh model: anchor map picks the anchor head with the most similar ker
   auto map = AnchorHeadMap(*model, roles, 2);
   CHECK(map[0] == std::vector<int64_t>{-1, -1, -1, -1});  // anchor layer
   CHECK(map[2] == std::vector<int64_t>{-1, -1, -1, -1});  // anchor of the second block
-  CHECK(map[1][0] == -1);                                  // streaming head
+  CHECK(map[1][0] == -1);                                 // streaming head
   CHECK(map[1][2] == 3);
   for (int64_t h : map[3]) CHECK((h >= 0 && h < 4));
   CHECK(AnchorHeadMap(*model, roles, 1)[1][2] == -1);  // blocks of one layer: no reuse

@@ -14,7 +14,8 @@ Status ValidateOptions(const AohOptions& o) {
                                    std::to_string(o.sparsity));
   if (o.sink < 0) return Status::InvalidArgument("aoh.sink: expected >= 0");
   if (o.recent < 1) return Status::InvalidArgument("aoh.recent: expected >= 1");
-  if (o.rope_max_distance < 0) return Status::InvalidArgument("aoh.rope_max_distance: expected >= 0");
+  if (o.rope_max_distance < 0)
+    return Status::InvalidArgument("aoh.rope_max_distance: expected >= 0");
   if (o.eviction_chunk < 0) return Status::InvalidArgument("aoh.eviction: expected a chunk >= 0");
   return Status::Ok();
 }
@@ -41,7 +42,8 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
       r.options.selection = SchemaChecked(ParseSelection(method));
     }
     r.options.metric = SchemaChecked(ParseMetric(a.at("metric").get<std::string>()));
-    r.options.aggregation = SchemaChecked(ParseGroupAggregation(a.at("gqa_agg").get<std::string>()));
+    r.options.aggregation =
+        SchemaChecked(ParseGroupAggregation(a.at("gqa_agg").get<std::string>()));
     r.options.sparsity = a.at("sparsity").get<double>();
     // Random_avg (AoH Table 2) averages random draws: the draw follows the run seed and
     // the shared parent run too, so a grid's seed axis or parent.run list averages over
@@ -76,8 +78,8 @@ StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::strin
     if (!contexts.ok()) return bad(contexts.status().message());
     r.bench_contexts = contexts.value();
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(file + ": $.aoh: expected a normalised run config (" +
-                                   e.what() + ")");
+    return Status::InvalidArgument(file + ": $.aoh: expected a normalised run config (" + e.what() +
+                                   ")");
   }
   return r;
 }

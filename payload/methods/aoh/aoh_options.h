@@ -40,9 +40,9 @@ Status ValidateOptions(const AohOptions& o);
 
 // Everything a run needs to apply and evaluate AoH.
 struct AohRunConfig {
-  bool enabled = false;      // aoh.method != "none"
+  bool enabled = false;  // aoh.method != "none"
   AohOptions options;
-  int64_t apply_step = -1;   // -1: after training (inference only); s >= 0: convert at step s
+  int64_t apply_step = -1;  // -1: after training (inference only); s >= 0: convert at step s
   int64_t prefill_chunk = 512;
   DecodePath decode_path = DecodePath::kGraph;
   int64_t anchor_block = 0;  // > 1: anchor-reuse blocks (App. J.2)
@@ -50,7 +50,7 @@ struct AohRunConfig {
   std::vector<int64_t> passkey_lengths;  // empty: no passkey evaluation
   std::vector<double> passkey_depths;
   int64_t passkey_samples = 8;
-  std::vector<int64_t> bench_contexts;   // empty: no latency benchmark
+  std::vector<int64_t> bench_contexts;  // empty: no latency benchmark
   int64_t bench_decode_tokens = 32;
   int64_t bench_repeats = 3;
 };
@@ -60,8 +60,9 @@ struct AohRunConfig {
 // maps to the selection:
 // aoh -> AoH, aoh_rope -> AoH with rope_max_distance = aoh.rope_max_distance, random ->
 // Random (drawn from aoh.random_seed * 1000003 + seed + parent.run * 7919, so a grid's seed
-// axis or parent list averages over draws: Random_avg), reverse -> Reverse, none -> disabled (full attention; the
-// evaluation keys are still read). A bad list is InvalidArgument naming `file` and the key.
+// axis or parent list averages over draws: Random_avg), reverse -> Reverse, none -> disabled (full
+// attention; the evaluation keys are still read). A bad list is InvalidArgument naming `file` and
+// the key.
 StatusOr<AohRunConfig> AohRunConfigFromJson(const Json& config, const std::string& file);
 
 }  // namespace headlab::aoh

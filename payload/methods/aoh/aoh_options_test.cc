@@ -21,7 +21,9 @@ TEST_CASE("aoh config: missing section or method none disables AoH") {
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
   r = Read(ParseJson(R"({"aoh": {"method": "none", "sparsity": 0.3,
-      "passkey_lengths": "64,128", "bench_contexts": "32"}})", "t").value());
+      "passkey_lengths": "64,128", "bench_contexts": "32"}})",
+                     "t")
+               .value());
   REQUIRE(r.ok());
   CHECK_FALSE(r->enabled);
   // The full-attention arm is evaluated like the others.
@@ -30,16 +32,20 @@ TEST_CASE("aoh config: missing section or method none disables AoH") {
   CHECK(r->options.rope_max_distance == 0);
   CHECK(r->decode_path == DecodePath::kGraph);  // the schema's default, as the struct's
   CHECK(AohRunConfig{}.decode_path == DecodePath::kGraph);
-  CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "fused"}})", "t").value())->decode_path == DecodePath::kFused);
+  CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "fused"}})", "t").value())->decode_path ==
+        DecodePath::kFused);
   CHECK(Read(ParseJson(R"({"aoh": {"decode_path": "reference"}})", "t").value())->decode_path ==
         DecodePath::kReference);
   CHECK_FALSE(Read(ParseJson(R"({"aoh": {"decode_path": "fast"}})", "t").value()).ok());
   // Per-chunk eviction by default, with the prefill chunk; token eviction on request.
   CHECK(r->options.eviction_chunk == 512);
-  CHECK(Read(ParseJson(R"({"aoh": {"prefill_chunk": 64}})", "t").value())->options.eviction_chunk == 64);
-  CHECK(Read(ParseJson(R"({"aoh": {"eviction": "token"}})", "t").value())->options.eviction_chunk == 0);
+  CHECK(Read(ParseJson(R"({"aoh": {"prefill_chunk": 64}})", "t").value())->options.eviction_chunk ==
+        64);
+  CHECK(Read(ParseJson(R"({"aoh": {"eviction": "token"}})", "t").value())->options.eviction_chunk ==
+        0);
   CHECK_FALSE(Read(ParseJson(R"({"aoh": {"eviction": "window"}})", "t").value()).ok());
-  CHECK_FALSE(Read(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})", "t").value()).ok());
+  CHECK_FALSE(
+      Read(ParseJson(R"({"aoh": {"method": "none", "bench_contexts": "x"}})", "t").value()).ok());
   // Without a normalised config the parser says so instead of guessing defaults.
   CHECK_FALSE(AohRunConfigFromJson(Json::object(), "g").ok());
 }
@@ -48,7 +54,9 @@ TEST_CASE("aoh config: methods, metrics, lists and the Random_avg seed") {
   Json c = ParseJson(R"({"seed": 3, "aoh": {"method": "aoh_rope", "rope_max_distance": 4096,
       "sparsity": 0.75, "metric": "stable_rank", "gqa_agg": "min", "sink": 4, "recent": 128,
       "apply_step": 100, "passkey_lengths": "1024, 2048", "passkey_depths": "0.2,0.8",
-      "bench_contexts": "4096"}})", "t").value();
+      "bench_contexts": "4096"}})",
+                     "t")
+               .value();
   auto r = Read(c);
   REQUIRE(r.ok());
   CHECK(r->enabled);
@@ -87,7 +95,8 @@ TEST_CASE("aoh config: bad values are errors naming the key") {
   CHECK(bad(R"({"method": "aoh", "metric": "trace"})").find("$.aoh.metric") != std::string::npos);
   CHECK(bad(R"({"method": "aoh", "sparsity": 2})").find("aoh.sparsity") != std::string::npos);
   CHECK(bad(R"({"method": "aoh", "recent": 0})").find("aoh.recent") != std::string::npos);
-  CHECK(bad(R"({"method": "aoh", "passkey_lengths": "1,x"})").find("$.aoh.passkey_lengths") != std::string::npos);
+  CHECK(bad(R"({"method": "aoh", "passkey_lengths": "1,x"})").find("$.aoh.passkey_lengths") !=
+        std::string::npos);
   CHECK(bad(R"({"method": "aoh", "sink": "many"})").find("$.aoh.sink") != std::string::npos);
   // The bounds are the schema's: one place (aoh_schema.cc), as the coordinator checks them.
   CHECK(bad(R"({"method": "aoh", "rope_max_distance": 0})") ==

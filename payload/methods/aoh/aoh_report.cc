@@ -55,9 +55,13 @@ StatusOr<std::vector<std::vector<Role>>> RolesFromJson(const Json& j, const char
                                      std::to_string(width) + " entries per layer");
     out.emplace_back();
     for (const Json& r : layer) {
-      if (r == "retrieval") out.back().push_back(Role::kRetrieval);
-      else if (r == "streaming") out.back().push_back(Role::kStreaming);
-      else return Status::InvalidArgument(std::string("aoh plan: $.") + field + ": unknown role " + r.dump());
+      if (r == "retrieval")
+        out.back().push_back(Role::kRetrieval);
+      else if (r == "streaming")
+        out.back().push_back(Role::kStreaming);
+      else
+        return Status::InvalidArgument(std::string("aoh plan: $.") + field + ": unknown role " +
+                                       r.dump());
     }
   }
   return out;
@@ -132,7 +136,8 @@ StatusOr<AohPlan> ConvertAndReport(GptImpl& model, const AohRunConfig& cfg, int6
   events->LogLine("aoh: " + std::to_string(RetrievalHeads(plan.value())) +
                   " retrieval heads at sparsity " + std::to_string(cfg.options.sparsity) +
                   " (metric " + MetricName(cfg.options.metric) + ", sink " +
-                  std::to_string(cfg.options.sink) + ", recent " + std::to_string(cfg.options.recent) + ")");
+                  std::to_string(cfg.options.sink) + ", recent " +
+                  std::to_string(cfg.options.recent) + ")");
   return plan;
 }
 
@@ -173,8 +178,9 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
   Json summary = Json::object();
   const ModelConfig& c = model.config();
   summary[kAohRetrievalHeads] = plan ? RetrievalHeads(*plan) : c.layers * c.heads;
-  if (plan) HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_head_maps.json", "aoh_head_maps",
-                                                  HeadMapsJson(PlanHeadMaps(*plan)), step, events));
+  if (plan)
+    HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_head_maps.json", "aoh_head_maps",
+                                          HeadMapsJson(PlanHeadMaps(*plan)), step, events));
 
   auto ppl = Perplexity(model, d, windows, batch);
   if (!ppl.ok()) return ppl.status();
@@ -217,13 +223,15 @@ StatusOr<Json> EvaluateAndReport(GptImpl& model, const AohRunConfig& cfg, const 
       events->Metric(r.context, kAohBenchKvBytes, double(r.kv_bytes_decode));
     }
     const BenchRow& longest = *std::max_element(
-        rows->begin(), rows->end(), [](const BenchRow& a, const BenchRow& b) { return a.context < b.context; });
+        rows->begin(), rows->end(),
+        [](const BenchRow& a, const BenchRow& b) { return a.context < b.context; });
     summary[kAohBenchContext] = longest.context;
     summary[kAohBenchPrefillS] = longest.prefill_s;
     summary[kAohBenchDecodeMs] = longest.decode_ms_per_token;
     summary[kAohBenchKvBytes] = longest.kv_bytes_decode;
-    events->LogLine("aoh bench on " + longest.device + ": context " + std::to_string(longest.context) +
-                    " prefill " + std::to_string(longest.prefill_s) + " s, decode " +
+    events->LogLine("aoh bench on " + longest.device + ": context " +
+                    std::to_string(longest.context) + " prefill " +
+                    std::to_string(longest.prefill_s) + " s, decode " +
                     std::to_string(longest.decode_ms_per_token) + " ms/token, KV " +
                     std::to_string(longest.kv_bytes_decode) + " bytes");
     HEADLAB_RETURN_IF_ERROR(WriteArtifact(out_dir, "aoh_bench.json", "aoh_bench",

@@ -11,12 +11,12 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "payload/decode/decoder.h"
 #include "payload/exec/events.h"
 #include "payload/exec/model.h"
 #include "payload/exec/passkey_prompts.h"
-#include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_model.h"
-#include "payload/decode/decoder.h"
+#include "payload/methods/aoh/aoh_options.h"
 
 namespace headlab::aoh {
 

@@ -93,8 +93,13 @@ TEST_CASE("aoh report: convert + evaluate emit metrics, summary and hashed artif
       CHECK(model->attention(l)->head_states()[h].recent == planned[size_t(l)][h].recent);
       CHECK(model->attention(l)->head_states()[h].sink == planned[size_t(l)][h].sink);
     }
-  CHECK_FALSE(ApplyHeadMaps(*model, ParseJson(R"([{"layer": 5, "head": 0, "role": "retrieval"}])", "m").value()).ok());
-  CHECK_FALSE(ApplyHeadMaps(*model, ParseJson(R"([{"layer": 0, "head": 0, "role": "local"}])", "m").value()).ok());
+  CHECK_FALSE(
+      ApplyHeadMaps(*model,
+                    ParseJson(R"([{"layer": 5, "head": 0, "role": "retrieval"}])", "m").value())
+          .ok());
+  CHECK_FALSE(
+      ApplyHeadMaps(*model, ParseJson(R"([{"layer": 0, "head": 0, "role": "local"}])", "m").value())
+          .ok());
 
   // Full attention (no plan): every head counts as retrieval, no head map.
   FILE* g = std::tmpfile();

@@ -20,10 +20,11 @@ std::vector<ConfigKey> Keys() {
              "-1: apply after training (inference on the final weights); s: convert at step s and "
              "keep training"),
       IntKey("aoh.prefill_chunk", 1, 1048576, 512, "chunked-prefill chunk K"),
-      StrKey("aoh.eviction", "chunk", JoinNames(kEvictionNames),
-             "when streaming heads trim to sink + recent: after each chunk of K (§5; query q of the "
-             "chunk at c = ⌊q/K⌋K sees k < sink or k ≥ c − recent, in training/eval masks and the "
-             "decoder alike) or after every token (StreamingLLM: q − k < recent)"),
+      StrKey(
+          "aoh.eviction", "chunk", JoinNames(kEvictionNames),
+          "when streaming heads trim to sink + recent: after each chunk of K (§5; query q of the "
+          "chunk at c = ⌊q/K⌋K sees k < sink or k ≥ c − recent, in training/eval masks and the "
+          "decoder alike) or after every token (StreamingLLM: q − k < recent)"),
       StrKey("aoh.decode_path", "graph", JoinNames(kDecodePathNames),
              "decode steps on CUDA: the decode kernel with each step replayed from a captured CUDA "
              "graph, the same kernel launched op by op, or the reference (the CPU always takes "
@@ -43,9 +44,9 @@ std::vector<ConfigKey> Keys() {
   };
 }
 
-[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"aoh", /*after=*/"passkey", /*on_key=*/"method", /*off_value=*/"none",
-     Keys(), nullptr, "payload/methods/aoh/README.md"});
+[[maybe_unused]] const bool kRegistered =
+    RegisterMethodSchema({"aoh", /*after=*/"passkey", /*on_key=*/"method", /*off_value=*/"none",
+                          Keys(), nullptr, "payload/methods/aoh/README.md"});
 
 }  // namespace
 }  // namespace headlab::aoh

@@ -42,9 +42,13 @@ StatusOr<Leg> MakeLeg(const BenchRequest& req) {
 
 Json LegProvenance(const char* kind, const Leg& leg, const BenchClock& clock) {
   Json prov = RunProvenance(leg.model, leg.device);
-  prov.update({{"kind", kind}, {"device", DeviceLabel(leg.device)}, {"timer", clock.method()},
-               {"memory_kind", clock.memory_kind()}, {"pid", int64_t(::getpid())},
-               {"warmup", leg.settings.warmup}, {"repeats", leg.settings.repeats}});
+  prov.update({{"kind", kind},
+               {"device", DeviceLabel(leg.device)},
+               {"timer", clock.method()},
+               {"memory_kind", clock.memory_kind()},
+               {"pid", int64_t(::getpid())},
+               {"warmup", leg.settings.warmup},
+               {"repeats", leg.settings.repeats}});
   return prov;
 }
 
@@ -96,7 +100,7 @@ Status RunBenchPrefill(const BenchRequest& req, EventSink* events) {
         torch::Tensor logits = PrefillLogits(*leg->model, prompt);
         const double ms = clock.StopMs();
         if (rep >= s.warmup) times.push_back(ms);  // warm-ups discarded
-        if (cell == 0 && rep == 0)  // what the layers ran, after their first forward
+        if (cell == 0 && rep == 0)                 // what the layers ran, after their first forward
           events->Provenance({{"attention_paths", AttentionPaths(leg->model)}});
       }
       const double median = paired::Median(times);
@@ -104,15 +108,19 @@ Status RunBenchPrefill(const BenchRequest& req, EventSink* events) {
       events->Metric(cell, CellKey(metric::kBenchPrefillMs, len, batch), median);
       summary[CellKey(metric::kBenchPrefillMs, len, batch)] = median;
       if (cell == 1) summary[metric::kBenchPrefillMs] = median;
-      table.push_back({{"length", len}, {"batch", batch}, {"prefill_ms", median},
+      table.push_back({{"length", len},
+                       {"batch", batch},
+                       {"prefill_ms", median},
                        {"tokens_per_s", double(batch * len) / (median / 1e3)}});
       LogInfo("bench-prefill: length " + std::to_string(len) + " batch " + std::to_string(batch) +
               ": median " + std::to_string(median) + " ms");
     }
   summary[metric::kBenchPeakMemBytes] = double(clock.PeakMemoryBytes());
-  HEADLAB_RETURN_IF_ERROR(SaveTable(req, {{"kind", "bench-prefill"},
-                                          {"device", DeviceLabel(leg->device)},
-                                          {"timer", clock.method()}, {"rows", table}},
+  HEADLAB_RETURN_IF_ERROR(SaveTable(req,
+                                    {{"kind", "bench-prefill"},
+                                     {"device", DeviceLabel(leg->device)},
+                                     {"timer", clock.method()},
+                                     {"rows", table}},
                                     events));
   events->Summary(summary);
   return Status::Ok();
@@ -131,7 +139,8 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
   const BenchSettings& s = leg->settings;
   auto aoh_config = aoh::AohRunConfigFromJson(req.config_json, req.file);
   if (!aoh_config.ok()) return aoh_config.status();
-  const decode::DecoderOptions decoder = aoh::DecoderFor(*leg->model.get(), *aoh_config, /*plan=*/nullptr);
+  const decode::DecoderOptions decoder =
+      aoh::DecoderFor(*leg->model.get(), *aoh_config, /*plan=*/nullptr);
   prov["attention_paths"] =
       Json::object({{decode::DecoderPathLabel(*leg->model.get(), leg->device, decoder), layers}});
   events->Provenance(prov);
@@ -162,14 +171,15 @@ Status RunBenchDecode(const BenchRequest& req, EventSink* events) {
       summary[metric::kBenchKvBytes] = double(r.kv_bytes_decode);
       summary[metric::kBenchPrefillMs] = prefill_ms;
     }
-    LogInfo("bench-decode: length " + std::to_string(r.context) + " batch " + std::to_string(r.batch) +
-            ": " + std::to_string(r.decode_ms_per_token) + " ms/step, KV " +
-            std::to_string(r.kv_bytes_decode) + " bytes");
+    LogInfo("bench-decode: length " + std::to_string(r.context) + " batch " +
+            std::to_string(r.batch) + ": " + std::to_string(r.decode_ms_per_token) +
+            " ms/step, KV " + std::to_string(r.kv_bytes_decode) + " bytes");
   }
   summary[metric::kBenchPeakMemBytes] = double(clock.PeakMemoryBytes());
-  HEADLAB_RETURN_IF_ERROR(SaveTable(req, {{"kind", "bench-decode"},
-                                          {"device", DeviceLabel(leg->device)},
-                                          {"rows", aoh::BenchJson(*rows)}},
+  HEADLAB_RETURN_IF_ERROR(SaveTable(req,
+                                    {{"kind", "bench-decode"},
+                                     {"device", DeviceLabel(leg->device)},
+                                     {"rows", aoh::BenchJson(*rows)}},
                                     events));
   events->Summary(summary);
   return Status::Ok();

@@ -27,8 +27,7 @@ TEST_CASE("bench-decode honours head states: streaming heads shrink the KV cache
   REQUIRE(full.artifacts.size() == 1);
   CHECK(full.artifacts[0]["kind"] == "bench_table");
   // Every layer ran the decoder's own cached attention, and provenance says so.
-  CHECK(full.provenance["attention_paths"] ==
-        Json::object({{"kv_cache_reference", {0, 1}}}));
+  CHECK(full.provenance["attention_paths"] == Json::object({{"kv_cache_reference", {0, 1}}}));
 }
 
 TEST_CASE("bench-prefill: one median per length x batch cell") {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
-#include <iterator>
 #include <random>
 
 #include "payload/methods/aoh/aoh_schema.h"
@@ -59,8 +59,8 @@ bool LowIsRetrieval(Metric m) { return m == Metric::kEffectiveRank || m == Metri
 
 const char* RoleName(Role r) { return r == Role::kRetrieval ? "retrieval" : "streaming"; }
 
-std::vector<std::vector<double>> AggregateGroups(const std::vector<std::vector<double>>& head_scores,
-                                                 int64_t kv_heads, GroupAggregation agg) {
+std::vector<std::vector<double>> AggregateGroups(
+    const std::vector<std::vector<double>>& head_scores, int64_t kv_heads, GroupAggregation agg) {
   std::vector<std::vector<double>> out;
   for (const auto& layer : head_scores) {
     const int64_t group = int64_t(layer.size()) / kv_heads;
@@ -68,9 +68,15 @@ std::vector<std::vector<double>> AggregateGroups(const std::vector<std::vector<d
     for (int64_t k = 0; k < kv_heads; ++k) {
       auto first = layer.begin() + k * group, last = first + group;
       switch (agg) {
-        case GroupAggregation::kMean: g[size_t(k)] = std::accumulate(first, last, 0.0) / double(group); break;
-        case GroupAggregation::kMin: g[size_t(k)] = *std::min_element(first, last); break;
-        case GroupAggregation::kMax: g[size_t(k)] = *std::max_element(first, last); break;
+        case GroupAggregation::kMean:
+          g[size_t(k)] = std::accumulate(first, last, 0.0) / double(group);
+          break;
+        case GroupAggregation::kMin:
+          g[size_t(k)] = *std::min_element(first, last);
+          break;
+        case GroupAggregation::kMax:
+          g[size_t(k)] = *std::max_element(first, last);
+          break;
       }
     }
     out.push_back(std::move(g));
@@ -98,7 +104,8 @@ std::vector<std::vector<Role>> LabelGroups(const std::vector<std::vector<double>
       // (std::shuffle's algorithm is implementation-defined).
       order.resize(size_t(G));
       std::iota(order.begin(), order.end(), 0);
-      for (int64_t i = G - 1; i > 0; --i) std::swap(order[size_t(i)], order[size_t(rng() % uint64_t(i + 1))]);
+      for (int64_t i = G - 1; i > 0; --i)
+        std::swap(order[size_t(i)], order[size_t(rng() % uint64_t(i + 1))]);
     } else {
       bool low_first = LowIsRetrieval(metric) == (selection == Selection::kAoh);
       std::vector<double> key = scores;
@@ -171,8 +178,8 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 std::vector<HeadMapRow> HeadMapRows(const std::vector<std::vector<double>>& head_scores,
-                                    const std::vector<std::vector<Role>>& head_roles,
-                                    int64_t sink, int64_t recent) {
+                                    const std::vector<std::vector<Role>>& head_roles, int64_t sink,
+                                    int64_t recent) {
   std::vector<HeadMapRow> rows;
   for (size_t l = 0; l < head_scores.size(); ++l) {
     for (size_t h = 0; h < head_scores[l].size(); ++h) {
@@ -194,8 +201,12 @@ std::vector<HeadMapRow> HeadMapRows(const std::vector<std::vector<double>>& head
 Json HeadMapsJson(const std::vector<HeadMapRow>& rows) {
   Json out = Json::array();
   for (const HeadMapRow& r : rows)
-    out.push_back({{"layer", r.layer}, {"head", r.head}, {"role", RoleName(r.role)},
-                   {"score", r.score}, {"sink", r.sink}, {"window", r.window}});
+    out.push_back({{"layer", r.layer},
+                   {"head", r.head},
+                   {"role", RoleName(r.role)},
+                   {"score", r.score},
+                   {"sink", r.sink},
+                   {"window", r.window}});
   return out;
 }
 

@@ -47,8 +47,8 @@ const char* RoleName(Role r);  // "retrieval" | "streaming"
 // Returns per-layer group scores [layer][group] from query-head scores [layer][head] by
 // `agg` over the heads/kv_heads consecutive query heads of each group (AoH §4, Table 5).
 // Requires heads % kv_heads == 0 in every layer.
-std::vector<std::vector<double>> AggregateGroups(const std::vector<std::vector<double>>& head_scores,
-                                                 int64_t kv_heads, GroupAggregation agg);
+std::vector<std::vector<double>> AggregateGroups(
+    const std::vector<std::vector<double>>& head_scores, int64_t kv_heads, GroupAggregation agg);
 
 // Returns k = ceil((1 - s) * G), the number of retrieval groups of a layer at sparsity s in
 // [0, 1] (AoH §4). A tolerance of 1e-9 absorbs rounding, so (1 - 0.7) * 10 gives 3, not 4.
@@ -101,8 +101,8 @@ struct HeadMapRow {
   int64_t window = 0;
 };
 std::vector<HeadMapRow> HeadMapRows(const std::vector<std::vector<double>>& head_scores,
-                                    const std::vector<std::vector<Role>>& head_roles,
-                                    int64_t sink, int64_t recent);
+                                    const std::vector<std::vector<Role>>& head_roles, int64_t sink,
+                                    int64_t recent);
 // {"layer":L,"head":H,"role":"streaming","score":S,"window":W,"sink":K} per row.
 Json HeadMapsJson(const std::vector<HeadMapRow>& rows);
 

@@ -28,14 +28,19 @@ TEST_CASE("aoh labels: k = ceil((1 - s) G) retrieval groups") {
 TEST_CASE("aoh labels: AoH keeps the lowest effective ranks, Reverse the highest") {
   std::vector<std::vector<double>> scores = {{5, 1, 4, 2}, {1, 2, 3, 4}};
   auto aoh = LabelGroups(scores, Metric::kEffectiveRank, Selection::kAoh, 0.5, 0);
-  CHECK(aoh[0] == std::vector<Role>{Role::kStreaming, Role::kRetrieval, Role::kStreaming, Role::kRetrieval});
-  CHECK(aoh[1] == std::vector<Role>{Role::kRetrieval, Role::kRetrieval, Role::kStreaming, Role::kStreaming});
+  CHECK(aoh[0] ==
+        std::vector<Role>{Role::kStreaming, Role::kRetrieval, Role::kStreaming, Role::kRetrieval});
+  CHECK(aoh[1] ==
+        std::vector<Role>{Role::kRetrieval, Role::kRetrieval, Role::kStreaming, Role::kStreaming});
   auto rev = LabelGroups(scores, Metric::kEffectiveRank, Selection::kReverse, 0.5, 0);
-  CHECK(rev[0] == std::vector<Role>{Role::kRetrieval, Role::kStreaming, Role::kRetrieval, Role::kStreaming});
+  CHECK(rev[0] ==
+        std::vector<Role>{Role::kRetrieval, Role::kStreaming, Role::kRetrieval, Role::kStreaming});
   // Magnitude metrics keep the largest kernels as retrieval heads.
   auto fro = LabelGroups(scores, Metric::kFrobenius, Selection::kAoh, 0.75, 0);
-  CHECK(fro[0] == std::vector<Role>{Role::kRetrieval, Role::kStreaming, Role::kStreaming, Role::kStreaming});
-  CHECK(fro[1] == std::vector<Role>{Role::kStreaming, Role::kStreaming, Role::kStreaming, Role::kRetrieval});
+  CHECK(fro[0] ==
+        std::vector<Role>{Role::kRetrieval, Role::kStreaming, Role::kStreaming, Role::kStreaming});
+  CHECK(fro[1] ==
+        std::vector<Role>{Role::kStreaming, Role::kStreaming, Role::kStreaming, Role::kRetrieval});
 }
 
 TEST_CASE("aoh labels: Random keeps the same counts, depends on the seed, repeats per seed") {
@@ -59,7 +64,8 @@ TEST_CASE("aoh labels: GQA aggregation and group labels lift to query heads") {
 }
 
 TEST_CASE("aoh labels: contiguous order puts retrieval groups first and inverts exactly") {
-  std::vector<Role> roles = {Role::kStreaming, Role::kRetrieval, Role::kStreaming, Role::kRetrieval};
+  std::vector<Role> roles = {Role::kStreaming, Role::kRetrieval, Role::kStreaming,
+                             Role::kRetrieval};
   std::vector<double> scores = {3, 2, 0.5, 1};
   HeadOrder o = ContiguousOrder(roles, scores, 8);
   CHECK(o.group_perm == std::vector<int64_t>{3, 1, 2, 0});

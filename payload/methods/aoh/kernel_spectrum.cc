@@ -25,7 +25,8 @@ torch::Tensor GramFactors(const torch::Tensor& rows) {
   return lambda.clamp_min(0).sqrt().unsqueeze(-1) * u.transpose(-2, -1);
 }
 
-torch::Tensor KernelSpectra(const torch::Tensor& rq, const torch::Tensor& rk, const torch::Tensor& rotation) {
+torch::Tensor KernelSpectra(const torch::Tensor& rq, const torch::Tensor& rk,
+                            const torch::Tensor& rotation) {
   // M = Q_k F_k R F_q^T Q_q^T: the outer factors have orthonormal columns, so sigma(M) =
   // sigma(F_k R F_q^T) (AoH §6.4: R_Delta applied to the queries).
   torch::Tensor rqt = rq.transpose(-2, -1);
@@ -33,8 +34,10 @@ torch::Tensor KernelSpectra(const torch::Tensor& rq, const torch::Tensor& rk, co
   return torch::linalg_svdvals(torch::matmul(rk, rqt));  // descending
 }
 
-torch::Tensor KernelSpectrum(const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& rotation) {
-  return KernelSpectra(GramFactors(wq.unsqueeze(0)), GramFactors(wk.unsqueeze(0)), rotation)[0].cpu();
+torch::Tensor KernelSpectrum(const torch::Tensor& wq, const torch::Tensor& wk,
+                             const torch::Tensor& rotation) {
+  return KernelSpectra(GramFactors(wq.unsqueeze(0)), GramFactors(wk.unsqueeze(0)), rotation)[0]
+      .cpu();
 }
 
 double EffectiveRank(const torch::Tensor& sigma) {
@@ -48,8 +51,8 @@ SpectralScores ScoresFromSpectrum(const torch::Tensor& sigma) {
 std::vector<SpectralScores> ScoresFromSpectra(const torch::Tensor& sigma) {
   torch::Tensor s = sigma.detach().to(torch::kDouble).abs().cpu();  // [N, d]
   torch::Tensor top = std::get<0>(s.max(1, /*keepdim=*/true));
-  torch::Tensor kept = s * (s > kZeroSingularValue * top);            // the r_h nonzero values
-  torch::Tensor p = kept / kept.sum(1, true).clamp_min(1e-300);       // App. J.1: sigma_hat_k
+  torch::Tensor kept = s * (s > kZeroSingularValue * top);       // the r_h nonzero values
+  torch::Tensor p = kept / kept.sum(1, true).clamp_min(1e-300);  // App. J.1: sigma_hat_k
   torch::Tensor entropy = -(p * torch::where(p > 0, p.log(), torch::zeros_like(p))).sum(1);
   torch::Tensor er = torch::where(top.squeeze(1) > 0, entropy.exp(), torch::zeros_like(entropy));
   torch::Tensor fro2 = s.pow(2).sum(1);
@@ -69,10 +72,14 @@ std::vector<SpectralScores> ScoresFromSpectra(const torch::Tensor& sigma) {
 
 double MetricValue(const SpectralScores& s, Metric m) {
   switch (m) {
-    case Metric::kEffectiveRank: return s.effective_rank;
-    case Metric::kFrobenius: return s.frobenius;
-    case Metric::kSpectral: return s.spectral;
-    case Metric::kStableRank: return s.stable_rank;
+    case Metric::kEffectiveRank:
+      return s.effective_rank;
+    case Metric::kFrobenius:
+      return s.frobenius;
+    case Metric::kSpectral:
+      return s.spectral;
+    case Metric::kStableRank:
+      return s.stable_rank;
   }
   return s.effective_rank;
 }
@@ -100,13 +107,14 @@ std::vector<int64_t> RopeDistances(int64_t max_distance) {
   return d;
 }
 
-std::vector<SpectralScores> LayerScores(const torch::Tensor& wq, const torch::Tensor& wk, int64_t head_dim,
-                                        const RopeSpec& rope, int64_t max_distance) {
+std::vector<SpectralScores> LayerScores(const torch::Tensor& wq, const torch::Tensor& wk,
+                                        int64_t head_dim, const RopeSpec& rope,
+                                        int64_t max_distance) {
   const int64_t heads = wq.size(0) / head_dim, groups = wk.size(0) / head_dim;
   torch::Tensor rq = GramFactors(wq.reshape({heads, head_dim, wq.size(1)}));  // [H, d, d]
   // One factor per KV group, shared by its heads/groups query heads (AoH §4's GQA layout).
-  torch::Tensor rk = GramFactors(wk.reshape({groups, head_dim, wk.size(1)}))
-                         .repeat_interleave(heads / groups, 0);
+  torch::Tensor rk =
+      GramFactors(wk.reshape({groups, head_dim, wk.size(1)})).repeat_interleave(heads / groups, 0);
   const std::vector<int64_t> distances = RopeDistances(max_distance);
   std::vector<SpectralScores> mean(static_cast<size_t>(heads));
   for (int64_t delta : distances) {
@@ -122,8 +130,8 @@ std::vector<SpectralScores> LayerScores(const torch::Tensor& wq, const torch::Te
   return mean;
 }
 
-SpectralScores RopeAwareScores(const torch::Tensor& wq, const torch::Tensor& wk, const RopeSpec& rope,
-                               int64_t max_distance) {
+SpectralScores RopeAwareScores(const torch::Tensor& wq, const torch::Tensor& wk,
+                               const RopeSpec& rope, int64_t max_distance) {
   return LayerScores(wq, wk, wq.size(0), rope, max_distance)[0];
 }
 

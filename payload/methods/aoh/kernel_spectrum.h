@@ -89,14 +89,15 @@ std::vector<int64_t> RopeDistances(int64_t max_distance);
 
 // Returns the scores of one head averaged over RopeDistances(max_distance) (AoH §6.4,
 // C_{h,Delta}); max_distance 0 is the vanilla score.
-SpectralScores RopeAwareScores(const torch::Tensor& wq, const torch::Tensor& wk, const RopeSpec& rope,
-                               int64_t max_distance);
+SpectralScores RopeAwareScores(const torch::Tensor& wq, const torch::Tensor& wk,
+                               const RopeSpec& rope, int64_t max_distance);
 
 // Returns the scores of every query head of one layer, as RopeAwareScores of each: wq
 // [heads * d_head, d_model] and wk [kv_heads * d_head, d_model] (q_proj / k_proj weights,
 // any dtype and device), query head h reading KV group h / (heads / kv_heads).
-std::vector<SpectralScores> LayerScores(const torch::Tensor& wq, const torch::Tensor& wk, int64_t head_dim,
-                                        const RopeSpec& rope, int64_t max_distance);
+std::vector<SpectralScores> LayerScores(const torch::Tensor& wq, const torch::Tensor& wk,
+                                        int64_t head_dim, const RopeSpec& rope,
+                                        int64_t max_distance);
 
 // Returns <M_a, M_b>_F = tr(W_Q^a W_Q^b^T W_K^b W_K^a^T) by the trace identity of App. L,
 // in d_head space (float64).

@@ -37,7 +37,8 @@ TEST_CASE("aoh spectrum: the rotated factors give the SVD of the kernel with rot
   torch::Tensor wq = torch::randn({d, C}), wk = torch::randn({d, C});
   for (int64_t delta : {1, 7, 300}) {
     torch::Tensor r = RopeRotation(d, RopeSpec{10000.0}, delta);
-    CHECK(torch::allclose(torch::matmul(r, r.transpose(0, 1)), torch::eye(d, torch::kDouble), 1e-12, 1e-12));
+    CHECK(torch::allclose(torch::matmul(r, r.transpose(0, 1)), torch::eye(d, torch::kDouble), 1e-12,
+                          1e-12));
     // Score at distance delta: (R_i W_Q x)(R_j W_K y) = x^T W_Q^T R_delta^T W_K y, so the
     // kernel is W_K^T (R_delta W_Q) as a matrix acting on queries.
     torch::Tensor rotated = torch::matmul(r, wq.to(torch::kDouble));
@@ -52,7 +53,8 @@ TEST_CASE("aoh spectrum: RopeRotation is the model's RoPE at that position") {
   torch::Tensor x = torch::randn({1, 1, 1, d}).expand({1, 1, T, d}).contiguous();
   torch::Tensor rotated = RotaryEmbedding(x, RopeSpec{500.0});  // position t in row t
   for (int64_t t = 0; t < T; ++t) {
-    torch::Tensor mine = torch::matmul(RopeRotation(d, RopeSpec{500.0}, t), x[0][0][t].to(torch::kDouble));
+    torch::Tensor mine =
+        torch::matmul(RopeRotation(d, RopeSpec{500.0}, t), x[0][0][t].to(torch::kDouble));
     CHECK(torch::allclose(mine.to(torch::kFloat), rotated[0][0][t], 1e-5, 1e-5));
   }
 }
@@ -103,7 +105,8 @@ TEST_CASE("aoh spectrum: RoPE-aware scores average over log-spaced distances") {
   // kernels W_K^T R_delta W_Q.
   double er = 0, spectral = 0;
   for (int64_t delta : RopeDistances(64)) {
-    torch::Tensor rotated = torch::matmul(RopeRotation(8, RopeSpec{10000.0}, delta), wq.to(torch::kDouble));
+    torch::Tensor rotated =
+        torch::matmul(RopeRotation(8, RopeSpec{10000.0}, delta), wq.to(torch::kDouble));
     SpectralScores s = ScoresFromSpectrum(torch::linalg_svdvals(KernelMatrix(rotated, wk)));
     er += s.effective_rank / 8;
     spectral += s.spectral / 8;
@@ -116,14 +119,15 @@ TEST_CASE("aoh spectrum: RoPE-aware scores average over log-spaced distances") {
 
 // Brute force for one layer: every query head's explicit d_model x d_model kernel with
 // rotated queries, its full SVD, averaged over the RoPE distances.
-std::vector<SpectralScores> BruteForceLayer(const torch::Tensor& wq, const torch::Tensor& wk, int64_t d,
-                                            const RopeSpec& rope, int64_t max_distance) {
+std::vector<SpectralScores> BruteForceLayer(const torch::Tensor& wq, const torch::Tensor& wk,
+                                            int64_t d, const RopeSpec& rope, int64_t max_distance) {
   const int64_t H = wq.size(0) / d, G = wk.size(0) / d;
   std::vector<SpectralScores> out(static_cast<size_t>(H));
   const std::vector<int64_t> distances = RopeDistances(max_distance);
   for (int64_t h = 0; h < H; ++h) {
     for (int64_t delta : distances) {
-      torch::Tensor q = torch::matmul(RopeRotation(d, rope, delta), wq.narrow(0, h * d, d).to(torch::kDouble));
+      torch::Tensor q =
+          torch::matmul(RopeRotation(d, rope, delta), wq.narrow(0, h * d, d).to(torch::kDouble));
       torch::Tensor k = wk.narrow(0, (h / (H / G)) * d, d).to(torch::kDouble);
       SpectralScores s = ScoresFromSpectrum(torch::linalg_svdvals(KernelMatrix(q, k)));
       out[size_t(h)].effective_rank += s.effective_rank / double(distances.size());
@@ -142,7 +146,8 @@ TEST_CASE("aoh spectrum: a GQA layer's batched scores equal the brute-force SVD 
   torch::Tensor wq = torch::randn({H * d, C}).to(torch::kBFloat16);
   torch::Tensor wk = torch::randn({G * d, C}).to(torch::kBFloat16);
   // Head 3's rows are u or v times a power of two: exactly rank 2 in bf16.
-  torch::Tensor u = torch::randn({C}).to(torch::kBFloat16), v = torch::randn({C}).to(torch::kBFloat16);
+  torch::Tensor u = torch::randn({C}).to(torch::kBFloat16),
+                v = torch::randn({C}).to(torch::kBFloat16);
   for (int64_t i = 0; i < d; ++i) wq[3 * d + i].copy_((i % 2 ? u : v) * double(1 << (i % 3)));
   RopeSpec llama3{500000.0};
   llama3.scaling.type = "llama3";
@@ -155,7 +160,8 @@ TEST_CASE("aoh spectrum: a GQA layer's batched scores equal the brute-force SVD 
       REQUIRE(fast.size() == size_t(H));
       for (int64_t h = 0; h < H; ++h) {
         INFO("head " << h << " max_distance " << max_distance << " scaling " << rope.scaling.type);
-        CHECK(fast[size_t(h)].effective_rank == Approx(slow[size_t(h)].effective_rank).epsilon(1e-10));
+        CHECK(fast[size_t(h)].effective_rank ==
+              Approx(slow[size_t(h)].effective_rank).epsilon(1e-10));
         CHECK(fast[size_t(h)].frobenius == Approx(slow[size_t(h)].frobenius).epsilon(1e-10));
         CHECK(fast[size_t(h)].spectral == Approx(slow[size_t(h)].spectral).epsilon(1e-10));
         CHECK(fast[size_t(h)].stable_rank == Approx(slow[size_t(h)].stable_rank).epsilon(1e-10));
@@ -174,7 +180,8 @@ TEST_CASE("aoh spectrum: RopeRotation follows the model's RoPE scaling") {
   yarn.scaling.factor = 4;
   yarn.scaling.original_context = 32;
   torch::Tensor x = torch::randn({1, 1, 1, d}).expand({1, 1, T, d}).contiguous();
-  torch::Tensor rotated = RotaryEmbedding(x, yarn) / RopeAttentionFactor(yarn);  // the rotation alone
+  torch::Tensor rotated =
+      RotaryEmbedding(x, yarn) / RopeAttentionFactor(yarn);  // the rotation alone
   for (int64_t t : {1, 17, 299}) {
     torch::Tensor mine = torch::matmul(RopeRotation(d, yarn, t), x[0][0][t].to(torch::kDouble));
     CHECK(torch::allclose(mine.to(torch::kFloat), rotated[0][0][t], 1e-5, 1e-5));

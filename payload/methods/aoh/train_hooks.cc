@@ -6,10 +6,10 @@
 
 #include "common/log.h"
 #include "payload/exec/train_hooks.h"
+#include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_method.h"
 #include "payload/methods/aoh/aoh_metrics.h"
 #include "payload/methods/aoh/aoh_options.h"
-#include "payload/methods/aoh/aoh_eval.h"
 #include "payload/methods/aoh/aoh_report.h"
 
 namespace headlab {
@@ -26,7 +26,8 @@ class AohHooks : public TrainHooks {
   // map, retrieval counts) cannot be recomputed from the later weights.
   Status OnStart(TrainContext& ctx, const std::optional<std::string>& saved,
                  Json* provenance) override {
-    if (!cfg_.bench_contexts.empty()) (*provenance)["aoh_bench_device"] = aoh::DeviceLabel(ctx.device);
+    if (!cfg_.bench_contexts.empty())
+      (*provenance)["aoh_bench_device"] = aoh::DeviceLabel(ctx.device);
     if (!saved || saved->empty()) return Status::Ok();
     auto state = ParseJson(*saved, "checkpoint method state \"aoh\"");
     if (!state.ok()) return state.status();
@@ -35,7 +36,8 @@ class AohHooks : public TrainHooks {
     plan_ = std::move(plan.value());
     converted_at_ = state->value("converted_at", int64_t(-1));
     aoh::ApplyPlan(*ctx.model, *plan_);
-    LogInfo("aoh: labels of step " + std::to_string(converted_at_) + " restored from the checkpoint");
+    LogInfo("aoh: labels of step " + std::to_string(converted_at_) +
+            " restored from the checkpoint");
     return Status::Ok();
   }
 
@@ -104,18 +106,19 @@ class AohHooks : public TrainHooks {
 // On when aoh.method labels heads, or when a full-attention arm (method none) asks for
 // the AoH evaluation (passkey lengths or bench contexts), so it reports the same figures.
 StatusOr<std::shared_ptr<TrainHooks>> MakeAohHooks(const ExecConfig& config, const Json& c,
-                                                  const std::string& file) {
+                                                   const std::string& file) {
   auto cfg = aoh::AohRunConfigFromJson(c, file);
   if (!cfg.ok()) return cfg.status();
   if (!cfg->enabled && cfg->passkey_lengths.empty() && cfg->bench_contexts.empty())
     return std::shared_ptr<TrainHooks>();
   const TrainConfig& t = config.train;
   if (cfg->enabled && cfg->apply_step > t.steps && t.time_budget_s <= 0)
-    return Status::InvalidArgument(file + ": $.aoh.apply_step: " +
-                                   std::to_string(cfg->apply_step) + " is after the last step (" +
-                                   std::to_string(t.steps) + "); -1 converts after training");
+    return Status::InvalidArgument(file + ": $.aoh.apply_step: " + std::to_string(cfg->apply_step) +
+                                   " is after the last step (" + std::to_string(t.steps) +
+                                   "); -1 converts after training");
   if (cfg->options.rope_max_distance > 0 && config.model.pos != "rope")
-    return Status::InvalidArgument(file + ": $.aoh.method: aoh_rope needs model.pos \"rope\", got \"" +
+    return Status::InvalidArgument(file +
+                                   ": $.aoh.method: aoh_rope needs model.pos \"rope\", got \"" +
                                    config.model.pos + "\"");
   return std::shared_ptr<TrainHooks>(std::make_shared<AohHooks>(std::move(cfg.value())));
 }

@@ -21,11 +21,23 @@ namespace {
 // hooks built by the real factory.
 TrainRequest AohRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 5},
-                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 48},
-                            {"pos", "rope"}, {"norm", "rmsnorm"}}},
-                 {"train", {{"threads", 1}, {"batch_size", 2}, {"warmup_steps", 1}, {"steps", 4},
-                            {"eval_every", 0}, {"eval_batches", 1}, {"log_every", 1},
-                            {"checkpoint_every", 0}, {"device", "cpu"}}},
+                 {"model",
+                  {{"layers", 2},
+                   {"heads", 4},
+                   {"width", 32},
+                   {"context", 48},
+                   {"pos", "rope"},
+                   {"norm", "rmsnorm"}}},
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 2},
+                   {"warmup_steps", 1},
+                   {"steps", 4},
+                   {"eval_every", 0},
+                   {"eval_batches", 1},
+                   {"log_every", 1},
+                   {"checkpoint_every", 0},
+                   {"device", "cpu"}}},
                  {"aoh", {{"sink", 2}, {"recent", 8}, {"prefill_chunk", 16}}}};
   config.merge_patch(overrides);
   StatusOr<TrainRequest> req =
@@ -43,7 +55,7 @@ TEST_CASE("aoh hooks: convert during training, keep training, resume with the sa
   TrainRequest full = AohRun("during", cfg);
   Outcome a = Train(full);
   CHECK(a.metrics["aoh.retrieval_heads"].count(2) == 1);  // converted before update 3
-  CHECK(a.metrics["aoh.retrieval_heads"].at(2) == 4);    // 2 of 4 heads x 2 layers
+  CHECK(a.metrics["aoh.retrieval_heads"].at(2) == 4);     // 2 of 4 heads x 2 layers
   CHECK(a.summary["aoh.converted_at"] == 2);
   CHECK(a.summary["aoh.ppl"].get<double>() > 1);
   CHECK(a.summary["eval.ppl"].get<double>() > 1);
@@ -71,7 +83,8 @@ TEST_CASE("aoh hooks: convert during training, keep training, resume with the sa
   for (const TrainRequest* r : {&full, &cont}) testing::RemoveTree(r->out_dir);
 }
 
-TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms differ only in AoH") {
+TEST_CASE(
+    "aoh hooks: applied to a checkpoint by a zero-step continuation, arms differ only in AoH") {
   TrainRequest parent = AohRun("parent", {{"train", {{"checkpoint_every", 4}}}});
   REQUIRE(parent.hooks.empty());  // no aoh evaluation asked for: plain training
   Outcome p = Train(parent);
@@ -80,9 +93,9 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
   std::vector<TrainRequest> reqs;
   for (const auto& [arm, method, sparsity] :
        std::vector<std::tuple<std::string, std::string, double>>{{"full", "none", 0.5},
-                                                                  {"aoh25", "aoh", 0.25},
-                                                                  {"aoh75", "aoh", 0.75},
-                                                                  {"reverse", "reverse", 0.75}}) {
+                                                                 {"aoh25", "aoh", 0.25},
+                                                                 {"aoh75", "aoh", 0.75},
+                                                                 {"reverse", "reverse", 0.75}}) {
     Json aoh = eval;
     aoh["method"] = method;
     aoh["sparsity"] = sparsity;
@@ -101,7 +114,8 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
   CHECK(arms["aoh75"].summary["aoh.converted_at"] == 4);
   CHECK(arms["aoh75"].by_kind.count("aoh_head_maps") == 1);
   // KV bytes fall as sparsity rises (context 48 > sink 2 + recent 8).
-  const double full_kv = arms["full"].summary["aoh.kv_bytes"], kv25 = arms["aoh25"].summary["aoh.kv_bytes"],
+  const double full_kv = arms["full"].summary["aoh.kv_bytes"],
+               kv25 = arms["aoh25"].summary["aoh.kv_bytes"],
                kv75 = arms["aoh75"].summary["aoh.kv_bytes"];
   CHECK(full_kv > kv25);
   CHECK(kv25 > kv75);
@@ -113,11 +127,15 @@ TEST_CASE("aoh hooks: applied to a checkpoint by a zero-step continuation, arms 
   for (const TrainRequest& r : reqs) testing::RemoveTree(r.out_dir);
 }
 
-TEST_CASE("aoh hooks: bench rows label their device; AoH-RoPE reports Table 6; bad configs refused") {
+TEST_CASE(
+    "aoh hooks: bench rows label their device; AoH-RoPE reports Table 6; bad configs refused") {
   TrainRequest req = AohRun("rope", {{"train", {{"steps", 2}}},
-                                     {"aoh", {{"method", "aoh_rope"}, {"rope_max_distance", 16},
-                                              {"bench_contexts", "16,32"}, {"bench_decode_tokens", 2},
-                                              {"bench_repeats", 1}}}});
+                                     {"aoh",
+                                      {{"method", "aoh_rope"},
+                                       {"rope_max_distance", 16},
+                                       {"bench_contexts", "16,32"},
+                                       {"bench_decode_tokens", 2},
+                                       {"bench_repeats", 1}}}});
   Outcome o = Train(req);
   CHECK(o.provenance["aoh_bench_device"] == "cpu (1 threads)");
   CHECK(o.summary["aoh.bench.context"] == 32);

@@ -34,7 +34,8 @@ std::vector<std::vector<double>> GateTaylorImportance(Gpt& model,
       for (int64_t l = 0; l < L; ++l) {
         if (!grads[size_t(l)].defined()) continue;
         // SAF eq. 19: |dL_n/dxi| per sequence before averaging.
-        torch::Tensor g = grads[size_t(l)].abs().sum(0).to(torch::kCPU, torch::kDouble).contiguous();
+        torch::Tensor g =
+            grads[size_t(l)].abs().sum(0).to(torch::kCPU, torch::kDouble).contiguous();
         for (int64_t h = 0; h < H; ++h) sum[size_t(l)][size_t(h)] += g.data_ptr<double>()[h];
       }
       sequences += B;

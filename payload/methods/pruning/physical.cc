@@ -13,8 +13,7 @@ RemovalCounts RemoveHeadsPhysically(Gpt& model, const std::vector<HeadRef>& head
     // index_select copies the retained entries bit for bit; step stays as it was.
     if (s.exp_avg().defined()) s.exp_avg(s.exp_avg().index_select(dim, kept));
     if (s.exp_avg_sq().defined()) s.exp_avg_sq(s.exp_avg_sq().index_select(dim, kept));
-    if (s.max_exp_avg_sq().defined())
-      s.max_exp_avg_sq(s.max_exp_avg_sq().index_select(dim, kept));
+    if (s.max_exp_avg_sq().defined()) s.max_exp_avg_sq(s.max_exp_avg_sq().index_select(dim, kept));
   };
   for (int64_t l = 0; l < model->config().layers; ++l) {
     std::vector<int64_t> layer_heads;

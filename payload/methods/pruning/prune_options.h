@@ -38,8 +38,8 @@ struct PruneOptions {
 
 // Reads the `prune` section of a normalised run config (NormalizeRunConfig has checked every
 // key against prune_schema.cc; a config that is not normalised is InvalidArgument) for
-// `config`'s model. Errors are InvalidArgument naming `file` and the field (e.g. a head outside the model, an empty head
-// set, pruning asked of a run kind other than train).
+// `config`'s model. Errors are InvalidArgument naming `file` and the field (e.g. a head outside the
+// model, an empty head set, pruning asked of a run kind other than train).
 StatusOr<PruneOptions> PruneOptionsFromJson(const Json& config_json, const ExecConfig& config,
                                             const std::string& file);
 

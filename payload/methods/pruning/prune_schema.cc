@@ -26,9 +26,9 @@ std::vector<ConfigKey> Keys() {
   };
 }
 
-[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"prune", /*after=*/"noop", /*on_key=*/"method", /*off_value=*/"none",
-     Keys(), nullptr, "payload/methods/pruning/README.md"});
+[[maybe_unused]] const bool kRegistered =
+    RegisterMethodSchema({"prune", /*after=*/"noop", /*on_key=*/"method", /*off_value=*/"none",
+                          Keys(), nullptr, "payload/methods/pruning/README.md"});
 
 }  // namespace
 }  // namespace headlab

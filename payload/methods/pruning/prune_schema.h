@@ -13,5 +13,4 @@ namespace headlab {
 // Gate-Taylor importance (SAF eq. 19), or SAF's own selection (saf.*).
 inline constexpr const char* kPruneMethodNames[] = {"none", "heads", "gate_taylor", "saf"};
 
-
 }  // namespace headlab

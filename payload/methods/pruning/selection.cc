@@ -10,8 +10,8 @@
 
 namespace headlab {
 
-StatusOr<std::vector<HeadRef>> ParseHeadSet(const std::string& spec, int64_t layers,
-                                            int64_t heads, const std::string& where) {
+StatusOr<std::vector<HeadRef>> ParseHeadSet(const std::string& spec, int64_t layers, int64_t heads,
+                                            const std::string& where) {
   auto list = ParseHeadList(spec, layers, heads, where);  // the grammar: common/head_list.h
   if (!list.ok()) return list.status();
   std::vector<HeadRef> out;
@@ -34,7 +34,8 @@ std::vector<HeadRef> GateTaylorSelect(const std::vector<std::vector<double>>& im
     for (double i : importance[l]) norm2 += i * i;
     const double norm = std::sqrt(norm2);
     for (size_t h = 0; h < importance[l].size(); ++h)
-      if (std::find(exclude.begin(), exclude.end(), HeadRef{int64_t(l), int64_t(h)}) == exclude.end())
+      if (std::find(exclude.begin(), exclude.end(), HeadRef{int64_t(l), int64_t(h)}) ==
+          exclude.end())
         scored.emplace_back(norm > 0 ? importance[l][h] / norm : 0.0, int64_t(l), int64_t(h));
   }
   // Tuple order is (score, layer, head): the tie rule of App. C.3.4.

@@ -20,8 +20,8 @@ struct HeadRef {
 // Parses prune.heads := "" | LAYER "." HEAD ("," LAYER "." HEAD)* for a layers x heads
 // model; returns the heads sorted by (layer, head). Repeats and out-of-range heads are
 // InvalidArgument naming `where`.
-StatusOr<std::vector<HeadRef>> ParseHeadSet(const std::string& spec, int64_t layers,
-                                            int64_t heads, const std::string& where);
+StatusOr<std::vector<HeadRef>> ParseHeadSet(const std::string& spec, int64_t layers, int64_t heads,
+                                            const std::string& where);
 
 // Returns round(rate * total) (half up), the number of heads a pruning rate removes.
 int64_t PruneCount(double rate, int64_t total);

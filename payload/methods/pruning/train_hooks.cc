@@ -84,13 +84,14 @@ class PruneHooks : public TrainHooks {
     if (o_.method == PruneMethod::kGateTaylor) {
       const bool held_out = o_.calib_split == "calib";
       if (held_out && ctx.data.calib.size == 0)
-        return Status::InvalidArgument(file_ + ": $.config.prune.calib_split: \"calib\" needs a "
+        return Status::InvalidArgument(file_ +
+                                       ": $.config.prune.calib_split: \"calib\" needs a "
                                        "calibration split: set data.calib_fraction > 0");
       // The windows SAF's first event of this run calibrates on (saf/driver.h EventSeed,
       // with their next tokens for the loss): "exactly the same held-out sequences as
       // variance selection" when prune.calib_sequences = saf.calib_sequences (App. C.3.4).
-      const uint64_t seed =
-          saf::EventSeed(saf::DrawSeed(ctx.config_json, ctx.config.seed), 0) ^ saf::kCalibrationSalt;
+      const uint64_t seed = saf::EventSeed(saf::DrawSeed(ctx.config_json, ctx.config.seed), 0) ^
+                            saf::kCalibrationSalt;
       std::vector<torch::Tensor> batches =
           CalibrationBatches(held_out ? ctx.data.calib : ctx.data.train, seed, m.context,
                              o_.calib_sequences, o_.calib_batch, ctx.device);
@@ -104,12 +105,12 @@ class PruneHooks : public TrainHooks {
       if (!so.ok()) return so.status();
       StatusOr<TokenSpan> split = saf::CalibrationSplit(so.value(), ctx.data, file_);
       if (!split.ok()) return split.status();
-      StatusOr<std::vector<saf::HeadId>> picked = saf::SelectFirstEventHeads(
-          so.value(), ctx.model.get(), split.value(), saf::DrawSeed(ctx.config_json, ctx.config.seed),
-          ctx.device);
+      StatusOr<std::vector<saf::HeadId>> picked =
+          saf::SelectFirstEventHeads(so.value(), ctx.model.get(), split.value(),
+                                     saf::DrawSeed(ctx.config_json, ctx.config.seed), ctx.device);
       if (!picked.ok())
-        return Status::InvalidArgument(file_ + ": $.config.prune.method \"saf\": " +
-                                       picked.status().message());
+        return Status::InvalidArgument(
+            file_ + ": $.config.prune.method \"saf\": " + picked.status().message());
       heads.clear();
       for (const saf::HeadId& u : picked.value()) heads.push_back({u.layer, u.head});
       std::sort(heads.begin(), heads.end(), [](const HeadRef& a, const HeadRef& b) {
@@ -132,7 +133,8 @@ class PruneHooks : public TrainHooks {
       listed.push_back({r.layer, r.head});
     }
     char name[48];
-    std::snprintf(name, sizeof name, "prune_head_map-%08lld.json", static_cast<long long>(ctx.step));
+    std::snprintf(name, sizeof name, "prune_head_map-%08lld.json",
+                  static_cast<long long>(ctx.step));
     const std::string path = ctx.out_dir + "/" + name;
     const std::string bytes = CanonicalJson(Json{{"head_maps", rows}});
     HEADLAB_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));

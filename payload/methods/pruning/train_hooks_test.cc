@@ -29,9 +29,16 @@ namespace {
 TrainRequest PruneRun(const std::string& name, const Json& overrides) {
   Json config = {{"seed", 5},
                  {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
-                 {"train", {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 2},
-                            {"steps", 6}, {"log_every", 1}, {"eval_every", 0},
-                            {"eval_batches", 2}, {"checkpoint_every", 3}, {"device", "cpu"}}}};
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"warmup_steps", 2},
+                   {"steps", 6},
+                   {"log_every", 1},
+                   {"eval_every", 0},
+                   {"eval_batches", 2},
+                   {"checkpoint_every", 3},
+                   {"device", "cpu"}}}};
   config.merge_patch(overrides);
   StatusOr<TrainRequest> req = testing::MakeTrainRequest(config, "test", "headlab_prune_" + name);
   REQUIRE(req.ok());
@@ -50,7 +57,8 @@ TEST_CASE("prune hooks: a given head set is removed at the start and the smaller
   CHECK(ev.summary[metric::kPruneStep] == 0);
   // 2 heads x (Q rows + K rows + V rows + O columns) of 8 x 32 each.
   CHECK(ev.summary[metric::kPruneParamsBefore].get<double>() -
-            ev.summary[metric::kPruneParams].get<double>() == 2 * 4 * 8 * 32);
+            ev.summary[metric::kPruneParams].get<double>() ==
+        2 * 4 * 8 * 32);
   REQUIRE(ev.by_kind["prune_head_map"].size() == 1);
   StatusOr<std::string> map = ReadFile(ev.by_kind["prune_head_map"][0]["path"]);
   REQUIRE(map.ok());
@@ -76,8 +84,12 @@ TEST_CASE("prune hooks: a given head set is removed at the start and the smaller
 }
 
 TEST_CASE("prune hooks: gate-Taylor at a step, resumed after it, is bitwise identical on CPU") {
-  const Json prune = {{"prune", {{"method", "gate_taylor"}, {"rate", 0.25}, {"step", 2},
-                                 {"calib_sequences", 4}, {"calib_batch", 2}}}};
+  const Json prune = {{"prune",
+                       {{"method", "gate_taylor"},
+                        {"rate", 0.25},
+                        {"step", 2},
+                        {"calib_sequences", 4},
+                        {"calib_batch", 2}}}};
   TrainRequest full = PruneRun("gt_full", prune);
   Events a = Run(full);
   CHECK(a.summary[metric::kPruneHeadsRemoved] == 2);  // round(0.25 * 8)
@@ -178,7 +190,8 @@ TEST_CASE("prune hooks: bad prune sections are refused naming the field") {
   CHECK(make({{"prune", {{"method", "gate_taylor"}, {"heads", "0.1"}}}}).status().code() ==
         Status::Code::kInvalidArgument);
   CHECK(make({{"kind", "mqar"}, {"prune", {{"method", "heads"}, {"heads", "0.1"}}}})
-            .status().code() == Status::Code::kInvalidArgument);
+            .status()
+            .code() == Status::Code::kInvalidArgument);
   CHECK(make({{"prune", {{"method", "none"}, {"heads", "0.1"}}}})->empty());
   CHECK(make({{"prune", {{"method", "saf"}, {"heads", "0.1"}}}}).status().code() ==
         Status::Code::kInvalidArgument);

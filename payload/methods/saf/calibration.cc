@@ -32,7 +32,7 @@ void RunningMoments::Add(const torch::Tensor& x, bool per_entry) {
   torch::Tensor batch_mean = xf.mean(0);
   torch::Tensor dev2 = xf - batch_mean;  // squared in place: one [B, H, T, T] temporary
   dev2.pow_(2);
-  torch::Tensor batch_m2 = dev2.sum(0);                        // [H, T, T]
+  torch::Tensor batch_m2 = dev2.sum(0);                               // [H, T, T]
   std::vector<double> batch_total = ToDoubles(batch_m2.sum({1, 2}));  // [H]
   if (n == 0) {
     sum = xf.sum(0);
@@ -131,9 +131,7 @@ ModelView ViewOfGpt(GptImpl& gpt) {
     auto rotate = v.rotate;
     lv.block = [block, rotate](const torch::Tensor& r) { return block->forward(r, rotate); };
     // model.cc's BlockImpl::forward, second half (the gate-Taylor forward splits the block).
-    lv.mlp = [block](const torch::Tensor& r) {
-      return r + block->Mlp(block->ln2->forward(r));
-    };
+    lv.mlp = [block](const torch::Tensor& r) { return r + block->Mlp(block->ln2->forward(r)); };
     v.layers.push_back(lv);
   }
   v.logits = [g](const torch::Tensor& r) { return g->Logits(r); };
@@ -176,7 +174,8 @@ void Calibrate(const ModelView& model, const std::vector<torch::Tensor>& batches
   for (const torch::Tensor& tokens : batches) {
     torch::Tensor r = model.embed(tokens);
     for (int64_t l = 0; l < int64_t(model.layers.size()); ++l) {
-      LayerAttention a = ComputeLayerAttention(model, l, model.layers[size_t(l)].attention_input(r));
+      LayerAttention a =
+          ComputeLayerAttention(model, l, model.layers[size_t(l)].attention_input(r));
       stats->Add(l, a.att, stats->needs().logits ? a.scores : torch::Tensor());
       r = model.layers[size_t(l)].block(r);
     }
@@ -213,30 +212,36 @@ void AddLayerOutputs(const ModelView& model, int64_t l, const torch::Tensor& r,
   torch::Tensor wo = lv.o_weight.view({C, H, d});
   torch::Tensor mean_rows = mean.to(r.device()).index_select(1, idx);  // [H, nq, T]
   // App. A.3: C = A V W^O and C~ = A_hat V W^O at the sampled queries, per head.
-  torch::Tensor c = torch::einsum("bhid,chd->bhic", {torch::matmul(a.att.index_select(2, idx), a.values), wo});
-  torch::Tensor ct = torch::einsum("bhid,chd->bhic", {torch::matmul(mean_rows.unsqueeze(0), a.values), wo});
-  torch::Tensor o = c.sum(1);                          // [B, nq, C]
+  torch::Tensor c =
+      torch::einsum("bhid,chd->bhic", {torch::matmul(a.att.index_select(2, idx), a.values), wo});
+  torch::Tensor ct =
+      torch::einsum("bhid,chd->bhic", {torch::matmul(mean_rows.unsqueeze(0), a.values), wo});
+  torch::Tensor o = c.sum(1);  // [B, nq, C]
   if (lv.o_bias.defined()) o = o + lv.o_bias;
-  torch::Tensor y = r.index_select(1, idx) + o;        // Y = R + O
-  torch::Tensor yt = y.unsqueeze(1) - c + ct;          // Y~_h, [B, H, nq, C]
+  torch::Tensor y = r.index_select(1, idx) + o;  // Y = R + O
+  torch::Tensor yt = y.unsqueeze(1) - c + ct;    // Y~_h, [B, H, nq, C]
   std::vector<double> sq = ToDoubles(c.pow(2).sum(std::vector<int64_t>{0, 2, 3}));
   std::vector<double> gram = ToDoubles(torch::einsum("bhic,bgic->hg", {c, c}));
-  std::vector<double> cosv = ToDoubles(
-      (1 - torch::cosine_similarity(y.unsqueeze(1).expand_as(yt), yt, -1)).sum(std::vector<int64_t>{0, 2}));
+  std::vector<double> cosv =
+      ToDoubles((1 - torch::cosine_similarity(y.unsqueeze(1).expand_as(yt), yt, -1))
+                    .sum(std::vector<int64_t>{0, 2}));
   torch::Tensor denom = o.norm(2, -1).clamp_min(1e-8).unsqueeze(1);  // [B, 1, nq]
-  std::vector<double> rel = ToDoubles(((ct - c).norm(2, -1) / denom).sum(std::vector<int64_t>{0, 2}));
+  std::vector<double> rel =
+      ToDoubles(((ct - c).norm(2, -1) / denom).sum(std::vector<int64_t>{0, 2}));
   for (int64_t h = 0; h < H; ++h) {
     const size_t u = size_t(l * H + h);
     out->sq_norm[u] += sq[size_t(h)];
     out->dims[u] += B * nq * C;
     out->cos_sum[u] += cosv[size_t(h)];
     out->rel_sum[u] += rel[size_t(h)];
-    for (int64_t g = 0; g < H; ++g) out->gram[size_t((l * H + h) * H + g)] += gram[size_t(h * H + g)];
+    for (int64_t g = 0; g < H; ++g)
+      out->gram[size_t((l * H + h) * H + g)] += gram[size_t(h * H + g)];
   }
 }
 
 torch::Tensor QueryIndex(const torch::Tensor& tokens, int64_t queries) {
-  return torch::tensor(LatterHalfQueries(tokens.size(1), queries), torch::kLong).to(tokens.device());
+  return torch::tensor(LatterHalfQueries(tokens.size(1), queries), torch::kLong)
+      .to(tokens.device());
 }
 
 OutputStats CalibrateOutputs(const ModelView& model, const std::vector<torch::Tensor>& batches,
@@ -267,14 +272,16 @@ std::vector<double> GateTaylorImportance(const ModelView& model,
   for (const torch::Tensor& tokens : batches) {
     const int64_t B = tokens.size(0), T = tokens.size(1) - 1;
     torch::Tensor x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
-    torch::Tensor gates = torch::ones({B, L, H}, torch::dtype(torch::kFloat32).device(tokens.device()))
-                              .requires_grad_(true);
+    torch::Tensor gates =
+        torch::ones({B, L, H}, torch::dtype(torch::kFloat32).device(tokens.device()))
+            .requires_grad_(true);
     torch::Tensor r = model.embed(x);
     for (int64_t l = 0; l < L; ++l) {
       const LayerView& lv = model.layers[size_t(l)];
       LayerAttention a = ComputeLayerAttention(model, l, lv.attention_input(r));
       torch::Tensor z = torch::matmul(a.att, a.values) * gates.select(1, l).view({B, H, 1, 1});
-      r = r + torch::nn::functional::linear(z.transpose(1, 2).reshape({B, T, -1}), lv.o_weight, lv.o_bias);
+      r = r + torch::nn::functional::linear(z.transpose(1, 2).reshape({B, T, -1}), lv.o_weight,
+                                            lv.o_bias);
       r = lv.mlp(r);
     }
     torch::Tensor logits = model.logits(r);

@@ -36,9 +36,9 @@ struct CalibrationNeeds {
 // sequences.
 struct RunningMoments {
   int64_t n = 0;
-  torch::Tensor sum;              // [H, T, T] float32
-  torch::Tensor m2;               // [H, T, T] per-entry sum of squared deviations, or undefined
-  std::vector<double> m2_total;   // [H] sum_n ||X_n - mean||_F^2
+  torch::Tensor sum;             // [H, T, T] float32
+  torch::Tensor m2;              // [H, T, T] per-entry sum of squared deviations, or undefined
+  std::vector<double> m2_total;  // [H] sum_n ||X_n - mean||_F^2
   // Adds a batch x: [B, H, T, T], merging the batch's own moments by Chan et al.'s rule
   // (M2 = M2_a + M2_b + ||mean_b - mean_a||^2 n_a n_b / n): every term is a sum of squares.
   void Add(const torch::Tensor& x, bool per_entry);

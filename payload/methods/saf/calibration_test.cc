@@ -21,7 +21,8 @@ std::pair<torch::Tensor, torch::Tensor> RandomAttention(int64_t B, uint64_t seed
   return {torch::softmax(s, -1), s};
 }
 
-TEST_CASE("the variance and forward-KL scores of a head with identical attention on every input are 0") {
+TEST_CASE(
+    "the variance and forward-KL scores of a head with identical attention on every input are 0") {
   CalibrationStats stats(1, kHeads, {});
   torch::Tensor one = RandomAttention(1, 1).first;  // [1, H, T, T]
   for (int batch = 0; batch < 3; ++batch) stats.Add(0, one.expand({2, kHeads, kT, kT}));
@@ -57,14 +58,18 @@ TEST_CASE("streamed statistics equal the two-pass definitions (eq. 1, eq. 2, per
     double var = (a - mean).pow(2).sum().item<double>() / (double(N - 1) * kT * kT);  // eq. 1
     CHECK(stats.VarianceScore(0, h) == Approx(var).epsilon(1e-5));
     double kl = 0;  // eq. 2 term by term
-    for (int64_t n = 0; n < N; ++n) kl += (torch::xlogy(a[n], a[n]) - torch::xlogy(a[n], mean)).sum().item<double>();
+    for (int64_t n = 0; n < N; ++n)
+      kl += (torch::xlogy(a[n], a[n]) - torch::xlogy(a[n], mean)).sum().item<double>();
     kl /= double(N * kT);
     CHECK(stats.ForwardKlScore(0, h) == Approx(kl).epsilon(1e-4));
     CHECK(torch::allclose(stats.Mean(0, h).to(torch::kFloat64), mean, 1e-5, 1e-6));
-    CHECK(torch::allclose(stats.layer(0).att.EntryVariance()[h].to(torch::kFloat64), a.var(0), 1e-4, 1e-6));
+    CHECK(torch::allclose(stats.layer(0).att.EntryVariance()[h].to(torch::kFloat64), a.var(0), 1e-4,
+                          1e-6));
     torch::Tensor s = S.select(1, h);
-    CHECK(torch::allclose(stats.layer(0).logits.Mean()[h].to(torch::kFloat64), s.mean(0), 1e-4, 1e-5));
-    CHECK(torch::allclose(stats.layer(0).logits.EntryVariance()[h].to(torch::kFloat64), s.var(0), 1e-3, 1e-4));
+    CHECK(torch::allclose(stats.layer(0).logits.Mean()[h].to(torch::kFloat64), s.mean(0), 1e-4,
+                          1e-5));
+    CHECK(torch::allclose(stats.layer(0).logits.EntryVariance()[h].to(torch::kFloat64), s.var(0),
+                          1e-3, 1e-4));
   }
 }
 
@@ -121,7 +126,8 @@ TEST_CASE("calibration on a GPT walks the model's own layers and leaves it untou
 // attention layer and Y~_h from the same layer with head h replaced by its mean pattern
 // A_hat (a fixed dense head: its output is A_hat V W^O), compared at the sampled queries;
 // the scores are the means over sequences and queries.
-TEST_CASE("output-aware residual scores equal one-head replacement in the model's layer (eq. 11-12)") {
+TEST_CASE(
+    "output-aware residual scores equal one-head replacement in the model's layer (eq. 11-12)") {
   torch::manual_seed(10);
   Gpt gpt(TinyConfig());
   torch::Tensor tokens = torch::randint(0, 64, {3, kT}, torch::kLong);
@@ -129,9 +135,11 @@ TEST_CASE("output-aware residual scores equal one-head replacement in the model'
   CalibrationStats stats(2, 4, {});
   Calibrate(view, {tokens.narrow(0, 0, 2), tokens.narrow(0, 2, 1)}, &stats);
   const int64_t nq = 5;
-  OutputStats out = CalibrateOutputs(view, {tokens.narrow(0, 0, 2), tokens.narrow(0, 2, 1)}, stats, nq);
+  OutputStats out =
+      CalibrateOutputs(view, {tokens.narrow(0, 0, 2), tokens.narrow(0, 2, 1)}, stats, nq);
   REQUIRE(out.rows == 3 * nq);
-  const std::vector<double> cos_scores = ResidualCosScores(out), rel_scores = ResidualRelScores(out);
+  const std::vector<double> cos_scores = ResidualCosScores(out),
+                            rel_scores = ResidualRelScores(out);
   torch::NoGradGuard no_grad;
   gpt->eval();
   torch::Tensor queries = torch::tensor(LatterHalfQueries(kT, nq), torch::kLong);
@@ -141,7 +149,7 @@ TEST_CASE("output-aware residual scores equal one-head replacement in the model'
     HybridAttention& attn = gpt->attention(l);
     torch::Tensor x = block->ln1(r);
     torch::Tensor o = attn->forward(x).to(torch::kFloat64).index_select(1, queries);  // O
-    torch::Tensor y = r.to(torch::kFloat64).index_select(1, queries) + o;            // Y
+    torch::Tensor y = r.to(torch::kFloat64).index_select(1, queries) + o;             // Y
     for (int64_t h = 0; h < 4; ++h) {
       attn->SetFixedDense(h, stats.Mean(l, h));
       torch::Tensor ot = attn->forward(x).to(torch::kFloat64).index_select(1, queries);
@@ -193,7 +201,8 @@ TEST_CASE("gate-Taylor importances match central differences of per-sequence los
   torch::NoGradGuard ng;
   gpt->eval();
   for (int64_t n = 0; n < 2; ++n) {
-    torch::Tensor x = tokens.narrow(0, n, 1).narrow(1, 0, kT - 1), y = tokens.narrow(0, n, 1).narrow(1, 1, kT - 1);
+    torch::Tensor x = tokens.narrow(0, n, 1).narrow(1, 0, kT - 1),
+                  y = tokens.narrow(0, n, 1).narrow(1, 1, kT - 1);
     auto loss_at = [&](double gate) {
       wo.copy_(saved);
       wo.narrow(1, h * d, d).mul_(gate);

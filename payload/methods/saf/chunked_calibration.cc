@@ -25,7 +25,8 @@ int64_t MomentTensors(const CalibrationNeeds& needs) {
 int64_t ResidualBytes(const ModelView& model, const std::vector<torch::Tensor>& batches) {
   const torch::Tensor& w = model.layers[0].o_weight;
   int64_t total = 0;
-  for (const torch::Tensor& t : batches) total += t.size(0) * t.size(1) * w.size(0) * int64_t(w.element_size());
+  for (const torch::Tensor& t : batches)
+    total += t.size(0) * t.size(1) * w.size(0) * int64_t(w.element_size());
   return total;
 }
 
@@ -39,7 +40,8 @@ void WalkChunk(const ModelView& model, const torch::Tensor& tokens, int64_t firs
   torch::Tensor r = first == 0 ? model.embed(tokens) : *cache;
   for (int64_t l = first; l < last; ++l) {
     at_layer(l, r);
-    if (l + 1 < last || last < L) r = model.layers[size_t(l)].block(r);  // not after the model's last
+    if (l + 1 < last || last < L)
+      r = model.layers[size_t(l)].block(r);  // not after the model's last
   }
   *cache = last < L ? r : torch::Tensor();
 }
@@ -77,7 +79,8 @@ void SummarizeLayers(const CalibrationStats& stats, int64_t first_layer, double 
 int64_t LayersPerChunk(int64_t layers, int64_t layer_bytes, int64_t cache_bytes,
                        int64_t memory_bytes) {
   if (layers * layer_bytes <= memory_bytes) return layers;
-  return std::clamp<int64_t>((memory_bytes - cache_bytes) / std::max<int64_t>(1, layer_bytes), 1, layers);
+  return std::clamp<int64_t>((memory_bytes - cache_bytes) / std::max<int64_t>(1, layer_bytes), 1,
+                             layers);
 }
 
 ChunkedCalibration CalibrateInChunks(const ModelView& model,
@@ -99,8 +102,10 @@ ChunkedCalibration CalibrateInChunks(const ModelView& model,
   sum.head.resize(size_t(L * H));
   if (o.output_batches) result.outputs = EmptyOutputStats(L, H);
   const int64_t layer_bytes = H * T * T * int64_t(sizeof(float)) * MomentTensors(o.needs);
-  const int64_t cache_bytes = ResidualBytes(model, batches) + (outs.empty() ? 0 : ResidualBytes(model, outs));
-  sum.layers_per_chunk = o.keep_stats ? L : LayersPerChunk(L, layer_bytes, cache_bytes, o.memory_bytes);
+  const int64_t cache_bytes =
+      ResidualBytes(model, batches) + (outs.empty() ? 0 : ResidualBytes(model, outs));
+  sum.layers_per_chunk =
+      o.keep_stats ? L : LayersPerChunk(L, layer_bytes, cache_bytes, o.memory_bytes);
 
   std::vector<torch::Tensor> cache(batches.size()), out_cache(outs.size());
   for (int64_t first = 0; first < L; first += sum.layers_per_chunk) {
@@ -108,7 +113,8 @@ ChunkedCalibration CalibrateInChunks(const ModelView& model,
     CalibrationStats stats(last - first, H, o.needs);
     for (size_t b = 0; b < batches.size(); ++b)
       WalkChunk(model, batches[b], first, last, &cache[b], [&](int64_t l, const torch::Tensor& r) {
-        LayerAttention a = ComputeLayerAttention(model, l, model.layers[size_t(l)].attention_input(r));
+        LayerAttention a =
+            ComputeLayerAttention(model, l, model.layers[size_t(l)].attention_input(r));
         if (!o.needs.logits) a.scores = torch::Tensor();  // free before the moments' temporaries
         stats.Add(l - first, a.att, a.scores);
       });

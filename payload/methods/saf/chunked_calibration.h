@@ -60,10 +60,10 @@ int64_t LayersPerChunk(int64_t layers, int64_t layer_bytes, int64_t cache_bytes,
                        int64_t memory_bytes);
 
 struct ChunkedCalibrationOptions {
-  CalibrationNeeds needs;              // per-entry statistics beyond the mean
+  CalibrationNeeds needs;                   // per-entry statistics beyond the mean
   int64_t memory_bytes = int64_t(8) << 30;  // saf.calib_memory_gb
-  double floor = 1e-9;                 // PrepareTarget's floor (saf fit options)
-  bool keep_stats = false;             // keep the full statistics of every layer (one chunk)
+  double floor = 1e-9;                      // PrepareTarget's floor (saf fit options)
+  bool keep_stats = false;                  // keep the full statistics of every layer (one chunk)
   // Non-null: also run the output-aware pass (App. A.3) on these batches, chunk by chunk.
   const std::vector<torch::Tensor>* output_batches = nullptr;
   int64_t output_queries = 64;
@@ -71,8 +71,8 @@ struct ChunkedCalibrationOptions {
 
 struct ChunkedCalibration {
   CalibrationSummary summary;
-  OutputStats outputs;                     // when output_batches was given
-  std::optional<CalibrationStats> stats;   // when keep_stats
+  OutputStats outputs;                    // when output_batches was given
+  std::optional<CalibrationStats> stats;  // when keep_stats
 };
 
 // Runs the calibration pass over `batches` ([B, T] token tensors) in layer chunks (see the

@@ -96,7 +96,8 @@ TEST_CASE("chunked calibration reproduces the full pass head by head") {
   REQUIRE(one.stats.has_value());
   for (int64_t l = 0; l < kLayers; ++l) {
     CHECK(torch::equal(one.stats->layer(l).att.sum, full.layer(l).att.sum));
-    for (int64_t h = 0; h < kHeads; ++h) CHECK(one.summary.at(l, h).variance == c.summary.at(l, h).variance);
+    for (int64_t h = 0; h < kHeads; ++h)
+      CHECK(one.summary.at(l, h).variance == c.summary.at(l, h).variance);
   }
 }
 

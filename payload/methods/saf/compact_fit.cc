@@ -175,7 +175,8 @@ double MeanRowEntropy(const torch::Tensor& p) {
 
 double RowAveragedKl(const torch::Tensor& p, const torch::Tensor& q) {
   torch::Tensor a = AsF64(p), b = AsF64(q);
-  torch::Tensor terms = torch::where(a > 0, a * (torch::log(a) - torch::log(b)), torch::zeros_like(a));
+  torch::Tensor terms =
+      torch::where(a > 0, a * (torch::log(a) - torch::log(b)), torch::zeros_like(a));
   return terms.sum().item<double>() / double(a.size(0));
 }
 
@@ -207,8 +208,8 @@ std::vector<CompactFit> FitCompactBatched(const Marginals& eta, const torch::Ten
   torch::Tensor log_z = LogNormalizerFft(alpha, rho);
   // KL(P || P_hat) averaged over rows = eq. 4's cross-entropy minus the target's mean row
   // entropy: no T x T matrix of the fit is formed.
-  torch::Tensor kl = (FitLossRows(log_z, e, alpha, rho) - AsF64(entropy).to(alpha.device()))
-                         .clamp_min(0.0).cpu();
+  torch::Tensor kl =
+      (FitLossRows(log_z, e, alpha, rho) - AsF64(entropy).to(alpha.device())).clamp_min(0.0).cpu();
   alpha = alpha.cpu();
   rho = rho.cpu();
   log_z = log_z.cpu();

@@ -23,10 +23,10 @@ namespace headlab::saf {
 enum class NormalizerPath { kFft, kDense };
 
 struct CompactFitOptions {
-  int64_t steps = 400;          // J, Adam steps without early stopping (App. A.2)
-  double lr = 0.05;             // gamma (App. A.2)
-  double floor = 1e-9;          // causal entries of the target are floored here (Alg. 1 l.15)
-  double max_kl = 0.2;          // epsilon_fit, nats per row (§3.2)
+  int64_t steps = 400;  // J, Adam steps without early stopping (App. A.2)
+  double lr = 0.05;     // gamma (App. A.2)
+  double floor = 1e-9;  // causal entries of the target are floored here (Alg. 1 l.15)
+  double max_kl = 0.2;  // epsilon_fit, nats per row (§3.2)
   NormalizerPath path = NormalizerPath::kFft;
 };
 

@@ -60,8 +60,9 @@ TEST_CASE("fitted rows sum to 1 and are causal") {
   CHECK(q.triu(1).abs().max().item<double>() == 0.0);
   CHECK(q.min().item<double>() >= 0.0);
   // The installed form (exec's CompactPattern from alpha, rho, log Z) is the same matrix.
-  torch::Tensor installed = CompactPattern(fit.alpha.to(torch::kFloat32), fit.rho.to(torch::kFloat32),
-                                           fit.log_z.to(torch::kFloat32), kT);
+  torch::Tensor installed =
+      CompactPattern(fit.alpha.to(torch::kFloat32), fit.rho.to(torch::kFloat32),
+                     fit.log_z.to(torch::kFloat32), kT);
   CHECK((installed.to(torch::kFloat64) - q).abs().max().item<double>() < 1e-5);
   CHECK(fit.kl >= 0.0);
 }
@@ -131,7 +132,8 @@ TEST_CASE("batched fits equal per-head fits on assorted targets, ill-conditioned
     if (i < 4) {
       // The batch's KL is the dense KL of its own fit, and its fit that of the dense fitter
       // (the T x T reference, head by head): nothing leaks between rows.
-      CHECK(b.kl == Approx(RowAveragedKl(targets[i], CompactPatternDense(b.alpha, b.rho))).margin(1e-9));
+      CHECK(b.kl ==
+            Approx(RowAveragedKl(targets[i], CompactPatternDense(b.alpha, b.rho))).margin(1e-9));
       CompactFitOptions dense = opt;
       dense.path = NormalizerPath::kDense;
       const CompactFit d = FitCompact(targets[i], dense);
@@ -142,8 +144,8 @@ TEST_CASE("batched fits equal per-head fits on assorted targets, ill-conditioned
   CHECK(accepted > 0);                        // some pass ...
   CHECK(accepted < int64_t(targets.size()));  // ... and the permutation does not
   // A head's fit does not depend on its batch: alone, or after the others in reverse order.
-  std::vector<CompactFit> reversed = FitCompactBatched(
-      {in.eta.eta_abs.flip(0), in.eta.eta_rel.flip(0)}, in.entropy.flip(0), opt);
+  std::vector<CompactFit> reversed =
+      FitCompactBatched({in.eta.eta_abs.flip(0), in.eta.eta_rel.flip(0)}, in.entropy.flip(0), opt);
   for (size_t i = 0; i < targets.size(); ++i)
     CHECK(reversed[targets.size() - 1 - i].kl == Approx(batched[i].kl).epsilon(1e-9).margin(1e-12));
 }

@@ -28,9 +28,8 @@ SafDriver::SafDriver(const SafOptions& options, GptImpl* model, const TokenSpan&
       device_(device) {}
 
 StatusOr<std::unique_ptr<SafDriver>> SafDriver::Create(const SafOptions& options, GptImpl* model,
-                                                       const TokenSpan& split,
-                                                       int64_t total_steps, uint64_t seed,
-                                                       torch::Device device) {
+                                                       const TokenSpan& split, int64_t total_steps,
+                                                       uint64_t seed, torch::Device device) {
   std::unique_ptr<SafDriver> d(new SafDriver(options, model, split, total_steps, seed, device));
   const int64_t L = model->config().layers, H = model->config().heads;
   if (!options.heads.empty()) {
@@ -74,7 +73,8 @@ StatusOr<TokenSpan> CalibrationSplit(const SafOptions& o, const Dataset& data,
   if (o.calib_split == "val") return data.val;
   if (o.calib_split != "calib") return data.train;
   if (data.calib.size == 0)
-    return Status::InvalidArgument(file + ": $.config.saf.calib_split: \"calib\" needs a "
+    return Status::InvalidArgument(file +
+                                   ": $.config.saf.calib_split: \"calib\" needs a "
                                    "calibration split: set data.calib_fraction > 0");
   return data.calib;
 }
@@ -91,12 +91,12 @@ InterventionInputs EventInputs(const SafOptions& o, GptImpl* model, const TokenS
   for (int64_t l = 0; l < L; ++l) in.layers.push_back(model->attention(l).get());
   // Each event draws its own calibration sequences from a generator of its own.
   const uint64_t event_seed = EventSeed(seed, event);
-  in.calibration = DrawCalibrationBatches(split, context, o.calib_sequences, o.calib_batch,
-                                          event_seed, device);
+  in.calibration =
+      DrawCalibrationBatches(split, context, o.calib_sequences, o.calib_batch, event_seed, device);
   if (NeedsOutputPass(o.score))
-    in.output_calibration = DrawCalibrationBatches(split, context, o.output_sequences,
-                                                   o.calib_batch,
-                                                   event_seed ^ kOutputCalibrationSalt, device);
+    in.output_calibration =
+        DrawCalibrationBatches(split, context, o.output_sequences, o.calib_batch,
+                               event_seed ^ kOutputCalibrationSalt, device);
   // The random control draws per run unless saf.selection_seed fixes it (App. C.3.1).
   in.selection_seed = o.selection_seed >= 0 ? uint64_t(o.selection_seed) : seed;
   in.event = event;
@@ -194,7 +194,8 @@ void SafDriver::AfterBackward() {
 Status SafDriver::AfterUpdate(int64_t step, double loss, std::vector<InterventionReport>* reports) {
   if (!Active(options_) || !train_loss_) return Status::Ok();
   switch (train_loss_->Observe(step, loss)) {
-    case TrainLossController::Action::kNone: break;
+    case TrainLossController::Action::kNone:
+      break;
     case TrainLossController::Action::kPropose: {
       auto r = Run(step, train_loss_->NextGroupSize(), {}, true);
       if (!r.ok()) {
@@ -205,7 +206,9 @@ Status SafDriver::AfterUpdate(int64_t step, double loss, std::vector<Interventio
       reports->push_back(r->report);
       break;
     }
-    case TrainLossController::Action::kUndo: Revert(last_group_); break;
+    case TrainLossController::Action::kUndo:
+      Revert(last_group_);
+      break;
   }
   return Status::Ok();
 }
@@ -251,8 +254,8 @@ Status SafDriver::LoadState(const Json& j) {
     for (const Json& g : j.at("groups")) groups_.push_back(HeadsOf(g));
     ema_.Restore(j.at("ema_updates").get<int64_t>(), j.at("ema").get<std::vector<double>>());
     if (next_ > steps_.size())
-      return Status::Corruption("saf state: " + std::to_string(next_) + " scheduled events done of " +
-                                std::to_string(steps_.size()));
+      return Status::Corruption("saf state: " + std::to_string(next_) +
+                                " scheduled events done of " + std::to_string(steps_.size()));
     const int64_t L = model_->config().layers, H = model_->config().heads;
     for (const HeadId& u : installed_)
       if (u.layer < 0 || u.layer >= L || u.head < 0 || u.head >= H)

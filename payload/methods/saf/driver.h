@@ -93,8 +93,8 @@ class SafDriver {
   Status LoadState(const Json& state);
 
  private:
-  SafDriver(const SafOptions& options, GptImpl* model, const TokenSpan& split,
-            int64_t total_steps, uint64_t seed, torch::Device device);
+  SafDriver(const SafOptions& options, GptImpl* model, const TokenSpan& split, int64_t total_steps,
+            uint64_t seed, torch::Device device);
   StatusOr<InterventionResult> Run(int64_t step, int64_t k, const std::vector<HeadId>& prescribed,
                                    bool install);
   void Revert(const std::vector<HeadId>& heads);
@@ -111,7 +111,7 @@ class SafDriver {
   std::vector<HeadId> installed_;
   std::vector<HeadId> last_group_;
   // Fixed schedules.
-  std::vector<int64_t> steps_;               // one-time: one step; gradual: one per group
+  std::vector<int64_t> steps_;  // one-time: one step; gradual: one per group
   size_t next_ = 0;
   std::vector<std::vector<HeadId>> groups_;  // gradual
   // Adaptive schedules.

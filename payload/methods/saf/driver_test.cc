@@ -26,7 +26,8 @@ struct Fixture {
   int64_t Fixed() {
     int64_t n = 0;
     for (int64_t l = 0; l < 2; ++l)
-      for (const HeadState& s : gpt->attention(l)->head_states()) n += s.mode != HeadMode::kOrdinary;
+      for (const HeadState& s : gpt->attention(l)->head_states())
+        n += s.mode != HeadMode::kOrdinary;
     return n;
   }
 };
@@ -52,7 +53,8 @@ SafOptions AdaptiveOptions(ScheduleKind schedule, int64_t group) {
 
 TEST_CASE("one-time: the driver installs k heads at the midpoint only") {
   Fixture f;
-  auto d = SafDriver::Create(Options(ScheduleKind::kOneTime), f.gpt.get(), f.span, kSteps, 1, torch::kCPU);
+  auto d = SafDriver::Create(Options(ScheduleKind::kOneTime), f.gpt.get(), f.span, kSteps, 1,
+                             torch::kCPU);
   REQUIRE(d.ok());
   std::vector<InterventionReport> reports;
   auto no_eval = [] { return 0.0; };
@@ -76,7 +78,9 @@ TEST_CASE("gradual: the final set goes in nearly equal groups at evenly spaced s
   std::vector<InterventionReport> reports;
   std::vector<int64_t> counts;
   for (int64_t step = 0; step < kSteps; ++step) {
-    REQUIRE((*d)->BeforeUpdate(step, [] { return 0.0; }, &reports).ok());
+    REQUIRE((*d)->BeforeUpdate(
+                    step, [] { return 0.0; }, &reports)
+                .ok());
     counts.push_back(f.Fixed());
   }
   CHECK(counts[3] == 0);
@@ -98,7 +102,8 @@ TEST_CASE("validation budget: increments are kept while free and undone when ove
   int calls = 0;
   // Each pair of evaluations costs 0.4% (after = before + 0.004): two groups fit in 1%.
   auto eval = [&] { return 3.0 + 0.004 * double(calls++ % 2); };
-  for (int64_t step = 0; step < kSteps; ++step) REQUIRE((*d)->BeforeUpdate(step, eval, &reports).ok());
+  for (int64_t step = 0; step < kSteps; ++step)
+    REQUIRE((*d)->BeforeUpdate(step, eval, &reports).ok());
   CHECK(f.Fixed() == 2);
   CHECK(reports.size() == 3);  // two kept, the third undone
 }
@@ -111,7 +116,8 @@ TEST_CASE("train loss: a plateau proposes a group; a loss that never recovers un
   REQUIRE(d.ok());
   std::vector<InterventionReport> reports;
   int64_t step = 1;
-  for (; step <= 6; ++step) REQUIRE((*d)->AfterUpdate(step, 3.0 + 0.001 * double(step % 2), &reports).ok());
+  for (; step <= 6; ++step)
+    REQUIRE((*d)->AfterUpdate(step, 3.0 + 0.001 * double(step % 2), &reports).ok());
   CHECK(f.Fixed() == 2);
   REQUIRE(reports.size() == 1);
   for (; step <= 30; ++step) REQUIRE((*d)->AfterUpdate(step, 4.0, &reports).ok());

@@ -34,21 +34,37 @@ StatusOr<Ranking> Rank(const SafOptions& o, const CalibrationSummary& stats,
   switch (o.score) {
     case ScoreKind::kVariance:
     case ScoreKind::kRandomGlobal:  // random: its report's scores are the variance ones
-    case ScoreKind::kRandom:  // random ranks by variance first: its per-layer counts
+    case ScoreKind::kRandom:        // random ranks by variance first: its per-layer counts
       r.scores = var;
       break;
-    case ScoreKind::kForwardKl: r.scores = stats.ForwardKlScores(); break;
-    case ScoreKind::kGradient: r.scores = gradient->scores(); break;
-    case ScoreKind::kRankSum: r.scores = RankSumScores(var, gradient->scores()); break;
+    case ScoreKind::kForwardKl:
+      r.scores = stats.ForwardKlScores();
+      break;
+    case ScoreKind::kGradient:
+      r.scores = gradient->scores();
+      break;
+    case ScoreKind::kRankSum:
+      r.scores = RankSumScores(var, gradient->scores());
+      break;
     case ScoreKind::kGradientVeto:
       r.scores = var;
       r.order = GradientVetoOrder(var, gradient->scores());
       return r;
-    case ScoreKind::kMagnitude: r.scores = MagnitudeScores(*outputs); break;
-    case ScoreKind::kRedundancy: r.scores = RedundancyScores(*outputs); break;
-    case ScoreKind::kResidualCos: r.scores = ResidualCosScores(*outputs); break;
-    case ScoreKind::kResidualRel: r.scores = ResidualRelScores(*outputs); break;
-    case ScoreKind::kGateTaylor: r.scores = gate_taylor; break;
+    case ScoreKind::kMagnitude:
+      r.scores = MagnitudeScores(*outputs);
+      break;
+    case ScoreKind::kRedundancy:
+      r.scores = RedundancyScores(*outputs);
+      break;
+    case ScoreKind::kResidualCos:
+      r.scores = ResidualCosScores(*outputs);
+      break;
+    case ScoreKind::kResidualRel:
+      r.scores = ResidualRelScores(*outputs);
+      break;
+    case ScoreKind::kGateTaylor:
+      r.scores = gate_taylor;
+      break;
   }
   if (int64_t(r.scores.size()) != L * H)
     return Status::InvalidArgument("saf: score vector has " + std::to_string(r.scores.size()) +
@@ -91,7 +107,8 @@ class BatchedFits {
     std::vector<HeadId> batch = {u};
     const int64_t want = std::max<int64_t>(1, accept_ - accepted_);
     auto it = std::find(walk_.begin(), walk_.end(), u);
-    for (it = it == walk_.end() ? it : it + 1; it != walk_.end() && int64_t(batch.size()) < want; ++it)
+    for (it = it == walk_.end() ? it : it + 1; it != walk_.end() && int64_t(batch.size()) < want;
+         ++it)
       if (!done_.count(it->layer * H + it->head)) batch.push_back(*it);
     std::vector<torch::Tensor> abs, rel;
     std::vector<double> entropy;
@@ -102,8 +119,8 @@ class BatchedFits {
       entropy.push_back(s.target_entropy);
     }
     Marginals eta = {torch::stack(abs).to(device_), torch::stack(rel).to(device_)};
-    std::vector<CompactFit> fits = FitCompactBatched(
-        eta, torch::tensor(entropy, torch::kFloat64).to(device_), options_);
+    std::vector<CompactFit> fits =
+        FitCompactBatched(eta, torch::tensor(entropy, torch::kFloat64).to(device_), options_);
     for (size_t i = 0; i < batch.size(); ++i) done_[batch[i].layer * H + batch[i].head] = fits[i];
   }
 
@@ -146,8 +163,8 @@ Status InstallPattern(HybridAttentionImpl& layer, int64_t h, const FixedPattern&
 void RevertToOrdinary(HybridAttentionImpl& layer, int64_t h) { layer.SetHeadState(h, HeadState{}); }
 
 std::vector<torch::Tensor> DrawCalibrationBatches(const TokenSpan& split, int64_t context,
-                                                  int64_t sequences, int64_t batch,
-                                                  uint64_t seed, torch::Device device) {
+                                                  int64_t sequences, int64_t batch, uint64_t seed,
+                                                  torch::Device device) {
   BatchSampler sampler(seed ^ kCalibrationSalt, context);
   std::vector<torch::Tensor> out;
   for (int64_t done = 0; done < sequences; done += batch) {
@@ -170,8 +187,7 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
     return Status::InvalidArgument(
         "saf.trainable = 1 needs compact patterns (saf.method replace, saf.pattern mean with "
         "saf.storage compact, or structured_random): only they have alpha/rho to train");
-  if (in.calibration.empty())
-    return Status::InvalidArgument("saf: no calibration batches");
+  if (in.calibration.empty()) return Status::InvalidArgument("saf: no calibration batches");
   const int64_t T = in.calibration[0].size(1), context = in.layers[0]->fixed_alpha.size(1);
   if (T != context)
     return Status::InvalidArgument("saf: calibration length " + std::to_string(T) +
@@ -183,8 +199,9 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   rep.schedule = ScheduleKindName(o.schedule);
   rep.score = in.prescribed.empty() ? ScoreKindName(o.score) : "prescribed";
   rep.pattern = o.method == "prune" ? "none" : PatternKindName(o.pattern);
-  rep.storage = o.pattern == PatternKind::kMean ? o.storage
-                : o.pattern == PatternKind::kStructuredRandom ? "compact" : "dense";
+  rep.storage = o.pattern == PatternKind::kMean               ? o.storage
+                : o.pattern == PatternKind::kStructuredRandom ? "compact"
+                                                              : "dense";
 
   // Calibration (App. A.1), plus the output-aware pass when the score needs it: in layer
   // chunks under saf.calib_memory_gb, unless a dense pattern or the dense fitter reads
@@ -219,7 +236,8 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   std::vector<bool> eligible(size_t(L * H));
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h)
-      eligible[size_t(l * H + h)] = in.layers[size_t(l)]->head_states()[size_t(h)].mode == HeadMode::kOrdinary;
+      eligible[size_t(l * H + h)] =
+          in.layers[size_t(l)]->head_states()[size_t(h)].mode == HeadMode::kOrdinary;
   std::vector<HeadId> order;
   for (const HeadId& u : HeadsInOrder(ranking->order, H))
     if (eligible[size_t(u.layer * H + u.head)]) order.push_back(u);
@@ -236,9 +254,10 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
   BatchedFits batched(stats, fit_options, in.calibration[0].device());
   FitFn fit = [&](const HeadId& u) {
     if (fit_free) return FitOutcome{0.0, true};
-    CompactFit f = full && fit_options.path == NormalizerPath::kDense
-                       ? FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options)
-                       : batched.Fit(u);
+    CompactFit f =
+        full && fit_options.path == NormalizerPath::kDense
+            ? FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options)
+            : batched.Fit(u);
     fits[u.layer * H + u.head] = f;
     return FitOutcome{f.kl, f.accepted};
   };
@@ -311,10 +330,11 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
     std::vector<HeadId> by_variance;
     for (const HeadId& u : HeadsInOrder(IncreasingOrder(var), H))
       if (eligible[size_t(u.layer * H + u.head)]) by_variance.push_back(u);
-    batched.Walk(by_variance, in.k);  // the reference's walk, fitted batched as `fit` is
+    batched.Walk(by_variance, in.k);             // the reference's walk, fitted batched as `fit` is
     auto fit_reference = [&](const HeadId& u) {  // as `fit`, leaving the head map's fits alone
       if (full && fit_options.path == NormalizerPath::kDense) {
-        CompactFit f = FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options);
+        CompactFit f =
+            FitCompact(PrepareTarget(full->Mean(u.layer, u.head), fit_options.floor), fit_options);
         return FitOutcome{f.kl, f.accepted};
       }
       const CompactFit& f = batched.Fit(u);
@@ -327,12 +347,14 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
       if (it != outcomes.end()) return it->second;
       return outcomes[u.layer * H + u.head] = fit_free ? FitOutcome{0.0, true} : fit_reference(u);
     };
-    auto reference = o.score == ScoreKind::kVariance ? selection : SelectInOrder(by_variance, in.k, cached);
+    auto reference =
+        o.score == ScoreKind::kVariance ? selection : SelectInOrder(by_variance, in.k, cached);
     if (reference.ok()) rep.overlap_variance = HeadOverlap(result.installed, reference->heads);
   }
 
   std::map<int64_t, int64_t> rank_of;
-  for (size_t i = 0; i < order.size(); ++i) rank_of[order[i].layer * H + order[i].head] = int64_t(i);
+  for (size_t i = 0; i < order.size(); ++i)
+    rank_of[order[i].layer * H + order[i].head] = int64_t(i);
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) {
       const int64_t u = l * H + h;
@@ -344,7 +366,8 @@ StatusOr<InterventionResult> RunIntervention(const SafOptions& o, const Interven
       row.rank = rank_of.count(u) ? rank_of[u] : -1;
       if (fits.count(u)) row.fit_kl = fits[u].kl;
       for (size_t i = 0; i < result.installed.size(); ++i)
-        if (result.installed[i].layer == l && result.installed[i].head == h) row.pattern = o.method == "prune" ? "" : rep.pattern;
+        if (result.installed[i].layer == l && result.installed[i].head == h)
+          row.pattern = o.method == "prune" ? "" : rep.pattern;
       rep.head_map.push_back(row);
     }
   return result;

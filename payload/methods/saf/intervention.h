@@ -21,15 +21,15 @@
 namespace headlab::saf {
 
 struct InterventionInputs {
-  ModelView view;                                  // calibration view (ViewOfGpt)
-  std::vector<HybridAttentionImpl*> layers;        // where patterns are installed, per layer
-  std::vector<torch::Tensor> calibration;          // token batches [B, T], T = model context
-  std::vector<torch::Tensor> output_calibration;   // N_f batches for output-aware scores
-  const GradientEma* gradient = nullptr;           // Q/K gradient EMA (gradient scores)
-  int64_t k = 0;                                   // heads to install at this event
-  std::vector<HeadId> prescribed;                  // non-empty: exactly these heads
-  int64_t step = 0, event = 0;                     // for the report
-  uint64_t selection_seed = 0;                     // saf.score random: the head shuffle
+  ModelView view;                                 // calibration view (ViewOfGpt)
+  std::vector<HybridAttentionImpl*> layers;       // where patterns are installed, per layer
+  std::vector<torch::Tensor> calibration;         // token batches [B, T], T = model context
+  std::vector<torch::Tensor> output_calibration;  // N_f batches for output-aware scores
+  const GradientEma* gradient = nullptr;          // Q/K gradient EMA (gradient scores)
+  int64_t k = 0;                                  // heads to install at this event
+  std::vector<HeadId> prescribed;                 // non-empty: exactly these heads
+  int64_t step = 0, event = 0;                    // for the report
+  uint64_t selection_seed = 0;                    // saf.score random: the head shuffle
   bool install = true;  // false: select and fit only (the gradual schedule's final set)
 };
 
@@ -58,8 +58,8 @@ void RevertToOrdinary(HybridAttentionImpl& layer, int64_t h);
 // of its own (BatchSampler seeded by seed ^ kCalibrationSalt), grouped `batch` per tensor,
 // on `device`: the training sampler and its order are untouched (App. C.1).
 std::vector<torch::Tensor> DrawCalibrationBatches(const TokenSpan& split, int64_t context,
-                                                  int64_t sequences, int64_t batch,
-                                                  uint64_t seed, torch::Device device);
+                                                  int64_t sequences, int64_t batch, uint64_t seed,
+                                                  torch::Device device);
 
 inline constexpr uint64_t kCalibrationSalt = 0x5AFCA11B2A7E0001ULL;
 inline constexpr uint64_t kOutputCalibrationSalt = 0x5AFCA11B2A7E0002ULL;

@@ -24,7 +24,8 @@ InterventionInputs Inputs(Gpt& gpt, int64_t k) {
   in.view = ViewOfGpt(*gpt);
   for (int64_t l = 0; l < 2; ++l) in.layers.push_back(gpt->attention(l).get());
   torch::manual_seed(32);
-  for (int b = 0; b < 3; ++b) in.calibration.push_back(torch::randint(0, 64, {2, kT}, torch::kLong));
+  for (int b = 0; b < 3; ++b)
+    in.calibration.push_back(torch::randint(0, 64, {2, kT}, torch::kLong));
   in.k = k;
   return in;
 }
@@ -112,13 +113,16 @@ TEST_CASE("selection fails clearly when k fits cannot pass; prescribed sets are 
   CHECK(ok->installed == std::vector<HeadId>{{0, 1}, {1, 2}});
 }
 
-TEST_CASE("dense and sampled patterns install as dense heads; random selection matches per-layer counts") {
+TEST_CASE(
+    "dense and sampled patterns install as dense heads; random selection matches per-layer "
+    "counts") {
   Gpt gpt = TinyGpt();
   SafOptions o;
   o.pattern = PatternKind::kDirichlet;
   auto r = RunIntervention(o, Inputs(gpt, 3));
   REQUIRE(r.ok());
-  for (const HeadId& u : r->installed) CHECK(gpt->attention(u.layer)->head_states()[size_t(u.head)].dense);
+  for (const HeadId& u : r->installed)
+    CHECK(gpt->attention(u.layer)->head_states()[size_t(u.head)].dense);
 
   Gpt a = TinyGpt(), b = TinyGpt();
   SafOptions var;
@@ -177,10 +181,12 @@ TEST_CASE("selections at increasing rates are nested prefixes of one variance ra
     REQUIRE(int64_t(r->installed.size()) == k);
     CHECK(std::equal(previous.begin(), previous.end(), r->installed.begin()));
     std::vector<std::pair<double, int64_t>> by_score;
-    for (const HeadMapRow& row : r->report.head_map) by_score.push_back({row.score, row.layer * 4 + row.head});
+    for (const HeadMapRow& row : r->report.head_map)
+      by_score.push_back({row.score, row.layer * 4 + row.head});
     std::sort(by_score.begin(), by_score.end());
     for (int64_t i = 0; i < k; ++i)
-      CHECK(r->installed[size_t(i)].layer * 4 + r->installed[size_t(i)].head == by_score[size_t(i)].second);
+      CHECK(r->installed[size_t(i)].layer * 4 + r->installed[size_t(i)].head ==
+            by_score[size_t(i)].second);
     previous = r->installed;
   }
 }
@@ -247,13 +253,15 @@ TEST_CASE("chunked calibration and batched fits select, fit and report as one pa
       CHECK(x.role == y.role);
       CHECK(x.fit_kl == y.fit_kl);
     }
-    for (size_t i = 0; i < ra->patterns.size(); ++i) CHECK(torch::equal(ra->patterns[i].alpha, rb->patterns[i].alpha));
+    for (size_t i = 0; i < ra->patterns.size(); ++i)
+      CHECK(torch::equal(ra->patterns[i].alpha, rb->patterns[i].alpha));
     // The fits are the per-head fits of the heads' mean patterns.
     CalibrationStats stats(2, 4, {});
     Calibrate(ViewOfGpt(*TinyGpt()), Inputs(a, 5).calibration, &stats);
     const HeadId u = ra->installed[0];
     CompactFit one = FitCompact(PrepareTarget(stats.Mean(u.layer, u.head)));
-    CHECK(ra->report.head_map[size_t(u.layer * 4 + u.head)].fit_kl.value() == Approx(one.kl).epsilon(1e-9));
+    CHECK(ra->report.head_map[size_t(u.layer * 4 + u.head)].fit_kl.value() ==
+          Approx(one.kl).epsilon(1e-9));
     CHECK(torch::allclose(ra->patterns[0].alpha, one.alpha.to(torch::kFloat32)));
   }
 }

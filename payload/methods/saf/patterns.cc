@@ -30,7 +30,8 @@ at::Generator PatternGenerator(uint64_t seed, int64_t layer, int64_t head, Patte
 }
 
 torch::Tensor CausalSoftmax(const torch::Tensor& logits) {
-  return torch::softmax(logits.masked_fill(Future(logits.size(0)).to(logits.device()), -INFINITY), -1);
+  return torch::softmax(logits.masked_fill(Future(logits.size(0)).to(logits.device()), -INFINITY),
+                        -1);
 }
 
 torch::Tensor SharpMeanPattern(const CalibrationStats& stats, int64_t l, int64_t h) {
@@ -65,8 +66,9 @@ torch::Tensor DirichletSamplePattern(const CalibrationStats& stats, int64_t l, i
   // Gamma(x) = Gamma(x + 1) * U^(1/x): drawn in log space, a tiny parameter gives a very
   // negative log rather than an underflowed 0, and the row normalises by a softmax of logs
   // (the same as dividing the gamma draws by their sum).
-  torch::Tensor log_g = torch::log(at::_standard_gamma(params + 1, gen)) +
-                        torch::log(torch::rand({T, T}, gen, torch::kFloat64).clamp_min(1e-300)) / params;
+  torch::Tensor log_g =
+      torch::log(at::_standard_gamma(params + 1, gen)) +
+      torch::log(torch::rand({T, T}, gen, torch::kFloat64).clamp_min(1e-300)) / params;
   torch::Tensor rows = CausalSoftmax(log_g);
   torch::Tensor deterministic = (c == 0).unsqueeze(1);  // nearly deterministic: the mean
   return torch::where(deterministic, mean, rows).to(torch::kFloat32);

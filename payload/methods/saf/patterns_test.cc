@@ -42,7 +42,9 @@ void CheckCausalRowStochastic(const torch::Tensor& p) {
   CHECK(p.min().item<float>() >= 0.0f);
 }
 
-TEST_CASE("the post-softmax mean minimises the squared reconstruction error among the candidates (eq. 14)") {
+TEST_CASE(
+    "the post-softmax mean minimises the squared reconstruction error among the candidates (eq. "
+    "14)") {
   Calibrated c = MakeCalibrated();
   SafOptions o;
   o.storage = "dense";
@@ -70,7 +72,8 @@ TEST_CASE("the post-softmax mean minimises the squared reconstruction error amon
     double r = ReconstructionError(c.att, p);
     CHECK(r > r_mean);
     // eq. 14 with the empirical mean: R(P) = R(A_hat) + ||P - A_hat||^2 / T^2.
-    double gap = (p.to(torch::kFloat64) - mean.to(torch::kFloat64)).pow(2).sum().item<double>() / (kT * kT);
+    double gap =
+        (p.to(torch::kFloat64) - mean.to(torch::kFloat64)).pow(2).sum().item<double>() / (kT * kT);
     CHECK(r == Approx(r_mean + gap).epsilon(1e-4));
   }
 }
@@ -78,14 +81,18 @@ TEST_CASE("the post-softmax mean minimises the squared reconstruction error amon
 TEST_CASE("sampled patterns are drawn once per head: same seed, same draw; other heads differ") {
   Calibrated c = MakeCalibrated();
   auto draw = [&](int64_t head) {
-    return GaussianSamplePattern(c.stats, 0, 0, PatternGenerator(7, 0, head, PatternKind::kGaussian));
+    return GaussianSamplePattern(c.stats, 0, 0,
+                                 PatternGenerator(7, 0, head, PatternKind::kGaussian));
   };
   CHECK(torch::equal(draw(0), draw(0)));
   CHECK_FALSE(torch::equal(draw(0), draw(1)));
 }
 
-TEST_CASE("the Dirichlet concentration follows eq. 18, scaled and bounded; deterministic rows keep the mean") {
-  torch::Tensor m = torch::zeros({3, 3}, torch::kFloat64), u = torch::zeros({3, 3}, torch::kFloat64);
+TEST_CASE(
+    "the Dirichlet concentration follows eq. 18, scaled and bounded; deterministic rows keep the "
+    "mean") {
+  torch::Tensor m = torch::zeros({3, 3}, torch::kFloat64),
+                u = torch::zeros({3, 3}, torch::kFloat64);
   m[0][0] = 1;  // row 0: one key, deterministic
   m[1][0] = 0.5;
   m[1][1] = 0.5;
@@ -101,11 +108,13 @@ TEST_CASE("the Dirichlet concentration follows eq. 18, scaled and bounded; deter
   CHECK(c[2].item<double>() == Approx(1e6));
 
   Calibrated cal = MakeCalibrated();
-  torch::Tensor p = DirichletSamplePattern(cal.stats, 0, 0, 16, PatternGenerator(1, 0, 0, PatternKind::kDirichlet));
+  torch::Tensor p = DirichletSamplePattern(cal.stats, 0, 0, 16,
+                                           PatternGenerator(1, 0, 0, PatternKind::kDirichlet));
   CheckCausalRowStochastic(p);
   CHECK(p[0][0].item<float>() == Approx(1.0f));
   // Very large concentration: draws sit close to the mean.
-  torch::Tensor tight = DirichletSamplePattern(cal.stats, 0, 0, 1e9, PatternGenerator(1, 0, 0, PatternKind::kDirichlet));
+  torch::Tensor tight = DirichletSamplePattern(cal.stats, 0, 0, 1e9,
+                                               PatternGenerator(1, 0, 0, PatternKind::kDirichlet));
   CHECK((tight - cal.stats.Mean(0, 0)).abs().max().item<float>() < 0.05f);
 }
 

@@ -4,8 +4,11 @@
 namespace headlab::saf {
 
 Json ToJson(const HeadMapRow& row) {
-  Json j = {{"layer", row.layer}, {"head", row.head}, {"role", row.role},
-            {"score", row.score}, {"rank", row.rank}};
+  Json j = {{"layer", row.layer},
+            {"head", row.head},
+            {"role", row.role},
+            {"score", row.score},
+            {"rank", row.rank}};
   j["fit_kl"] = row.fit_kl ? Json(*row.fit_kl) : Json(nullptr);
   j["pattern"] = row.pattern.empty() ? Json(nullptr) : Json(row.pattern);
   return j;
@@ -31,10 +34,12 @@ Json ToJson(const InterventionReport& r) {
           {"memory",
            {{"calibration_statistics_bytes_peak", r.memory.statistics_bytes_peak},
             {"calibration_layers_per_chunk", r.memory.layers_per_chunk},
-            {"device_bytes_peak", r.memory.device_bytes_peak < 0 ? Json(nullptr) : Json(r.memory.device_bytes_peak)},
+            {"device_bytes_peak",
+             r.memory.device_bytes_peak < 0 ? Json(nullptr) : Json(r.memory.device_bytes_peak)},
             {"device_peak_raised", r.memory.device_peak_raised}}},
           {"overlap_variance", r.overlap_variance >= 0 ? Json(r.overlap_variance) : Json()},
-          {"variance_spread", {{"layer_sd", r.variance_layer_sd}, {"within_share", r.variance_within_share}}},
+          {"variance_spread",
+           {{"layer_sd", r.variance_layer_sd}, {"within_share", r.variance_within_share}}},
           {"head_map", rows}};
 }
 

@@ -41,7 +41,7 @@ struct InterventionCost {
 // What calibration held (chunked under saf.calib_memory_gb; chunked_calibration.h).
 struct CalibrationMemory {
   int64_t statistics_bytes_peak = 0, layers_per_chunk = 0;
-  int64_t device_bytes_peak = -1;  // CUDA allocator peak at the pass's end; -1 on the CPU
+  int64_t device_bytes_peak = -1;   // CUDA allocator peak at the pass's end; -1 on the CPU
   bool device_peak_raised = false;  // the pass set that peak (it is the pass's own)
 };
 
@@ -49,7 +49,7 @@ struct InterventionReport {
   int64_t event = 0;  // 0 for one-time; the group / increment index otherwise
   int64_t step = 0;   // completed updates when it ran
   std::string schedule, score, pattern, storage;
-  int64_t k = 0;      // heads installed by this event
+  int64_t k = 0;  // heads installed by this event
   InterventionCost cost;
   CalibrationMemory memory;
   int64_t fits_run = 0, fits_rejected = 0;

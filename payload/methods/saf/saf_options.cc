@@ -68,8 +68,8 @@ StatusOr<SafOptions> SafOptionsFromJson(const Json& config, const std::string& f
     o.pattern_seed = s.at("pattern_seed").get<int64_t>();
     o.selection_seed = s.at("selection_seed").get<int64_t>();
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(file + ": $.saf: expected a normalised run config (" +
-                                   e.what() + ")");
+    return Status::InvalidArgument(file + ": $.saf: expected a normalised run config (" + e.what() +
+                                   ")");
   }
   return o;
 }

@@ -35,18 +35,18 @@ StatusOr<ScheduleKind> ParseScheduleKind(const std::string& name);
 // the defaults for code that builds options directly, and saf_options_test checks that
 // they agree.
 struct SafOptions {
-  std::string method = "none";    // saf.method: none | replace (SAF) | prune (same heads, pruned)
-  double rate = 0.25;             // saf.rate, r in [0, 1]: k = round(r L H)
-  ScoreKind score = ScoreKind::kVariance;       // saf.score
-  PatternKind pattern = PatternKind::kMean;     // saf.pattern
-  std::string storage = "compact";              // saf.storage: compact | dense (mean only)
+  std::string method = "none";  // saf.method: none | replace (SAF) | prune (same heads, pruned)
+  double rate = 0.25;           // saf.rate, r in [0, 1]: k = round(r L H)
+  ScoreKind score = ScoreKind::kVariance;          // saf.score
+  PatternKind pattern = PatternKind::kMean;        // saf.pattern
+  std::string storage = "compact";                 // saf.storage: compact | dense (mean only)
   ScheduleKind schedule = ScheduleKind::kOneTime;  // saf.schedule
-  double tau = 0.5;               // saf.tau: replacement fraction of the run (one-time)
-  double tau_start = 0.3;         // saf.tau_start: first gradual group / controller start
-  double tau_end = 0.7;           // saf.tau_end: last gradual group / controller end
-  int64_t groups = 5;             // saf.groups: gradual groups (App. A.3: five)
-  int64_t calib_sequences = 32;   // saf.calib_sequences, N (App. C.1: 32 at 4K)
-  int64_t calib_batch = 2;        // saf.calib_batch: sequences per calibration forward
+  double tau = 0.5;              // saf.tau: replacement fraction of the run (one-time)
+  double tau_start = 0.3;        // saf.tau_start: first gradual group / controller start
+  double tau_end = 0.7;          // saf.tau_end: last gradual group / controller end
+  int64_t groups = 5;            // saf.groups: gradual groups (App. A.3: five)
+  int64_t calib_sequences = 32;  // saf.calib_sequences, N (App. C.1: 32 at 4K)
+  int64_t calib_batch = 2;       // saf.calib_batch: sequences per calibration forward
   // saf.calib_split: train | calib (the held-out calibration split, data.calib_fraction > 0:
   // disjoint from training and reporting data, SAF App. A.1, C.3.1) | val (the reporting
   // split); drawn by a generator of its own either way.
@@ -78,9 +78,8 @@ inline bool Active(const SafOptions& o) { return o.method != "none"; }
 // Returns true iff `options`' fixed patterns are compact (alpha, rho), as trainable
 // patterns (App. C.3.2) need.
 inline bool TrainablePatternOk(const SafOptions& o) {
-  return o.method != "prune" &&
-         ((o.pattern == PatternKind::kMean && o.storage == "compact") ||
-          o.pattern == PatternKind::kStructuredRandom);
+  return o.method != "prune" && ((o.pattern == PatternKind::kMean && o.storage == "compact") ||
+                                 o.pattern == PatternKind::kStructuredRandom);
 }
 
 // Returns the seed of a run's own SAF draws (calibration windows, and random heads unless

@@ -15,8 +15,12 @@ StatusOr<SafOptions> Read(const Json& partial) {
 }
 
 TEST_CASE("saf options: read from the normalised config, checked by the schema") {
-  auto o = Read(Json{{"saf", {{"selection_seed", 7}, {"calib_split", "calib"}, {"score", "gate_taylor"},
-                              {"pattern", "structured_random"}, {"schedule", "train_loss"}}}});
+  auto o = Read(Json{{"saf",
+                      {{"selection_seed", 7},
+                       {"calib_split", "calib"},
+                       {"score", "gate_taylor"},
+                       {"pattern", "structured_random"},
+                       {"schedule", "train_loss"}}}});
   REQUIRE(o.ok());
   CHECK(o->selection_seed == 7);
   CHECK(o->calib_split == "calib");
@@ -26,14 +30,19 @@ TEST_CASE("saf options: read from the normalised config, checked by the schema")
   auto bad = Read(Json{{"saf", {{"selection_seed", -2}}}});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message() == "g: $.saf.selection_seed: expected an integer >= -1, got -2");
-  CHECK(Read(Json{{"saf", {{"calib_split", "test"}}}}).status().message().rfind(
-            "g: $.saf.calib_split: expected one of \"train\", \"calib\", \"val\"", 0) == 0);
+  CHECK(Read(Json{{"saf", {{"calib_split", "test"}}}})
+            .status()
+            .message()
+            .rfind("g: $.saf.calib_split: expected one of \"train\", \"calib\", \"val\"", 0) == 0);
   // One bound for saf.fit_lr (the option parser once allowed [1e-12, 10], the schema (0, 10]).
   CHECK(Read(Json{{"saf", {{"fit_lr", 1e-13}}}}).ok());
   CHECK(!Read(Json{{"saf", {{"fit_lr", 0}}}}).ok());
   // The rules between keys are checked at submit too.
-  CHECK(Read(Json{{"saf", {{"storage", "dense"}, {"pattern", "structured_random"}}}}).status().message() ==
-        "g: $.saf.storage: \"dense\" does not apply to saf.pattern \"structured_random\" (compact only)");
+  CHECK(Read(Json{{"saf", {{"storage", "dense"}, {"pattern", "structured_random"}}}})
+            .status()
+            .message() ==
+        "g: $.saf.storage: \"dense\" does not apply to saf.pattern \"structured_random\" (compact "
+        "only)");
   CHECK(Read(Json{{"saf", {{"tau_start", 0.8}}}}).status().message() ==
         "g: $.saf.tau_start: expected <= saf.tau_end (0.7), got 0.8");
   // Without a normalised config the parser says so instead of guessing defaults.

@@ -28,7 +28,8 @@ std::vector<ConfigKey> Keys() {
       // GiB of calibration statistics held at once: layers are calibrated in chunks that fit
       NumKey("saf.calib_memory_gb", 0, 1e6, 8,
              "GiB of calibration statistics held at once (layer chunks; dense patterns keep all "
-             "layers)", /*lo_open=*/true),
+             "layers)",
+             /*lo_open=*/true),
       IntKey("saf.output_sequences", 1, 1e6, 16, "N_f (output-aware scores)"),
       IntKey("saf.output_queries", 1, 1e6, 64, "|I| per sequence"),
       IntKey("saf.fit_steps", 0, 1e6, 400, "J: compact-fit steps"),
@@ -59,14 +60,15 @@ Status Check(const Json& c, const std::string& file, const std::string& prefix) 
                                    ".saf.storage: \"dense\" does not apply to "
                                    "saf.pattern \"structured_random\" (compact only)");
   if (s["tau_start"].get<double>() > s["tau_end"].get<double>())
-    return Status::InvalidArgument(file + ": " + prefix + ".saf.tau_start: expected <= saf.tau_end (" +
+    return Status::InvalidArgument(file + ": " + prefix +
+                                   ".saf.tau_start: expected <= saf.tau_end (" +
                                    s["tau_end"].dump() + "), got " + s["tau_start"].dump());
   return Status::Ok();
 }
 
-[[maybe_unused]] const bool kRegistered = RegisterMethodSchema(
-    {"saf", /*after=*/"aoh", /*on_key=*/"method", /*off_value=*/"none",
-     Keys(), Check, "payload/methods/saf/README.md"});
+[[maybe_unused]] const bool kRegistered =
+    RegisterMethodSchema({"saf", /*after=*/"aoh", /*on_key=*/"method", /*off_value=*/"none", Keys(),
+                          Check, "payload/methods/saf/README.md"});
 
 }  // namespace
 }  // namespace headlab::saf

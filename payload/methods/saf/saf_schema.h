@@ -12,12 +12,10 @@ namespace headlab::saf {
 // Names of the enums of saf_options.h / scores.h, indexed by the enum's value.
 inline constexpr const char* kScoreNames[] = {
     "variance",   "forward_kl",   "gradient",     "rank_sum", "gradient_veto", "magnitude",
-    "redundancy", "residual_cos", "residual_rel", "random",   "gate_taylor",
-    "random_global"};
+    "redundancy", "residual_cos", "residual_rel", "random",   "gate_taylor",   "random_global"};
 inline constexpr const char* kPatternNames[] = {"mean", "sharp_mean", "gaussian", "dirichlet",
                                                 "structured_random"};
 inline constexpr const char* kScheduleNames[] = {"one_time", "gradual", "validation_budget",
                                                  "train_loss"};
-
 
 }  // namespace headlab::saf

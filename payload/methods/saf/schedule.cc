@@ -38,8 +38,7 @@ std::vector<int64_t> GradualSteps(double tau_start, double tau_end, int64_t grou
   return steps;
 }
 
-std::vector<std::vector<HeadId>> SplitIntoGroups(const std::vector<HeadId>& heads,
-                                                 int64_t groups) {
+std::vector<std::vector<HeadId>> SplitIntoGroups(const std::vector<HeadId>& heads, int64_t groups) {
   std::vector<std::vector<HeadId>> out;
   const int64_t n = int64_t(heads.size());
   groups = std::max<int64_t>(1, groups);
@@ -78,8 +77,8 @@ bool ValidationBudgetController::Report(double loss_before, double loss_after, i
   return true;
 }
 
-TrainLossController::TrainLossController(const ControllerOptions& options, double z,
-                                         int64_t window, int64_t max_wait)
+TrainLossController::TrainLossController(const ControllerOptions& options, double z, int64_t window,
+                                         int64_t max_wait)
     : options_(options), z_(z), window_(std::max<int64_t>(2, window)), max_wait_(max_wait) {}
 
 int64_t TrainLossController::NextGroupSize() const {

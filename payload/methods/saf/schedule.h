@@ -39,8 +39,7 @@ std::vector<int64_t> GradualSteps(double tau_start, double tau_end, int64_t grou
 
 // Splits an ordered head list into `groups` nearly equal consecutive groups, the first
 // ones larger by one (App. A.3: five nearly equal groups); empty groups are dropped.
-std::vector<std::vector<HeadId>> SplitIntoGroups(const std::vector<HeadId>& heads,
-                                                 int64_t groups);
+std::vector<std::vector<HeadId>> SplitIntoGroups(const std::vector<HeadId>& heads, int64_t groups);
 
 struct ControllerOptions {
   int64_t first_step = 0;   // no proposal before this step
@@ -86,8 +85,7 @@ class TrainLossController {
  public:
   enum class Action { kNone, kPropose, kUndo };
 
-  TrainLossController(const ControllerOptions& options, double z, int64_t window,
-                      int64_t max_wait);
+  TrainLossController(const ControllerOptions& options, double z, int64_t window, int64_t max_wait);
 
   // Feeds the training loss of update `step` (steps increase by one); returns what to do
   // before the next update. After kPropose the caller installs NextGroupSize() heads and
@@ -111,8 +109,8 @@ class TrainLossController {
   ControllerOptions options_;
   double z_;
   int64_t window_, max_wait_;
-  std::deque<double> losses_;     // since the last event (at most 2 * window kept)
-  bool waiting_ = false;          // an increment is installed and not yet recovered
+  std::deque<double> losses_;  // since the last event (at most 2 * window kept)
+  bool waiting_ = false;       // an increment is installed and not yet recovered
   int64_t event_step_ = 0;
   double baseline_mean_ = 0, baseline_var_ = 0;  // the last W losses before the event
   int64_t installed_ = 0, last_size_ = 0;

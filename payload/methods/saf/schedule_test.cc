@@ -27,7 +27,7 @@ TEST_CASE("gradual replacement: five nearly equal groups at evenly spaced update
   std::vector<size_t> sizes;
   for (auto& g : groups) sizes.push_back(g.size());
   CHECK(sizes == std::vector<size_t>{8, 7, 7, 7, 7});
-  CHECK(groups[1][0] == heads[8]);  // order preserved
+  CHECK(groups[1][0] == heads[8]);                          // order preserved
   CHECK(SplitIntoGroups({{0, 0}, {0, 1}}, 5).size() == 2);  // no empty groups
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("validation-budget controller accepts increments while the cumulative 
   CHECK(c.ShouldPropose(20));
   CHECK(c.Report(3.0, 3.005, 2));  // cumulative ~0.9%
   CHECK(c.installed() == 4);
-  CHECK(c.NextGroupSize() == 1);  // capped by max_heads
+  CHECK(c.NextGroupSize() == 1);         // capped by max_heads
   CHECK_FALSE(c.Report(3.0, 3.002, 1));  // would exceed 1%: undo and stop
   CHECK(c.stopped());
   CHECK(c.installed() == 4);
@@ -70,7 +70,8 @@ TrainLossController::Action Feed(TrainLossController& c, int64_t* step, int n, d
   return TrainLossController::Action::kNone;
 }
 
-TEST_CASE("train-loss controller: no trigger while improving, trigger on a plateau, wait for recovery") {
+TEST_CASE(
+    "train-loss controller: no trigger while improving, trigger on a plateau, wait for recovery") {
   std::mt19937_64 rng(1);
   TrainLossController c(Options(), 2.0, 8, 40);
   int64_t step = 0;

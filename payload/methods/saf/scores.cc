@@ -48,10 +48,12 @@ std::vector<double> NormalizeGateTaylor(const std::vector<double>& importance, i
   std::vector<double> out(importance.size(), 0.0);
   for (size_t l = 0; l * size_t(heads) < importance.size(); ++l) {
     double sq = 0;
-    for (int64_t h = 0; h < heads; ++h) sq += importance[l * size_t(heads) + size_t(h)] * importance[l * size_t(heads) + size_t(h)];
+    for (int64_t h = 0; h < heads; ++h)
+      sq += importance[l * size_t(heads) + size_t(h)] * importance[l * size_t(heads) + size_t(h)];
     if (sq <= 0) continue;  // zero-norm layers score 0
     for (int64_t h = 0; h < heads; ++h)
-      out[l * size_t(heads) + size_t(h)] = importance[l * size_t(heads) + size_t(h)] / std::sqrt(sq);
+      out[l * size_t(heads) + size_t(h)] =
+          importance[l * size_t(heads) + size_t(h)] / std::sqrt(sq);
   }
   return out;
 }

@@ -36,7 +36,7 @@ TEST_CASE("output-aware scores follow eq. 10-12 from the accumulated sums") {
   std::vector<double> red = RedundancyScores(s);
   CHECK(red[0] == Approx(-1.0));  // parallel to head 1: most redundant
   CHECK(red[1] == Approx(-1.0));
-  CHECK(red[2] == Approx(0.0));   // orthogonal to both
+  CHECK(red[2] == Approx(0.0));  // orthogonal to both
   CHECK(ResidualCosScores(s)[1] == Approx(0.2));
   CHECK(ResidualRelScores(s)[0] == Approx(0.5));
 }

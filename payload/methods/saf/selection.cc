@@ -38,10 +38,10 @@ StatusOr<Selection> SelectInOrder(const std::vector<HeadId>& order, int64_t k, c
     Record(h, fit(h), &s);
   }
   if (int64_t(s.heads.size()) < k)
-    return Status::InvalidArgument(
-        "saf: selection needs " + std::to_string(k) + " heads but only " +
-        std::to_string(s.heads.size()) + " of " + std::to_string(order.size()) +
-        " candidates have a compact fit within the KL tolerance");
+    return Status::InvalidArgument("saf: selection needs " + std::to_string(k) +
+                                   " heads but only " + std::to_string(s.heads.size()) + " of " +
+                                   std::to_string(order.size()) +
+                                   " candidates have a compact fit within the KL tolerance");
   return s;
 }
 
@@ -74,8 +74,8 @@ StatusOr<Selection> SelectPrescribed(const std::vector<HeadId>& heads, const Fit
     FitOutcome f = fit(h);
     Record(h, f, &s);
     if (!f.accepted)
-      return Status::InvalidArgument("saf: prescribed head " + Name(h) + " fails its compact fit (KL " +
-                                     std::to_string(f.kl) +
+      return Status::InvalidArgument("saf: prescribed head " + Name(h) +
+                                     " fails its compact fit (KL " + std::to_string(f.kl) +
                                      " nats > tolerance); prescribed sets are not substituted");
   }
   return s;

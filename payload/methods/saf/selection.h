@@ -30,11 +30,11 @@ struct FitOutcome {
 using FitFn = std::function<FitOutcome(const HeadId&)>;
 
 struct Selection {
-  std::vector<HeadId> heads;          // accepted, in the order they were accepted
-  std::vector<double> kl;             // their fit KLs
-  std::vector<HeadId> rejected;       // fitted and over epsilon_fit
+  std::vector<HeadId> heads;     // accepted, in the order they were accepted
+  std::vector<double> kl;        // their fit KLs
+  std::vector<HeadId> rejected;  // fitted and over epsilon_fit
   std::vector<double> rejected_kl;
-  int64_t fitted = 0;                 // fits run
+  int64_t fitted = 0;  // fits run
 };
 
 // Returns k = round(r L H) (§3.1).
@@ -62,8 +62,7 @@ std::vector<HeadId> ShuffledHeads(int64_t layers, int64_t heads, uint64_t seed);
 
 // Parses a prescribed head list "L.H,L.H,..." for an L x H model; InvalidArgument on a
 // malformed, out-of-range or repeated entry.
-StatusOr<std::vector<HeadId>> ParseHeadList(const std::string& spec, int64_t layers,
-                                            int64_t heads);
+StatusOr<std::vector<HeadId>> ParseHeadList(const std::string& spec, int64_t layers, int64_t heads);
 
 // Returns the number of selected heads per layer.
 std::vector<int64_t> PerLayerCounts(const std::vector<HeadId>& heads, int64_t layers);

@@ -70,7 +70,7 @@ TEST_CASE("random selection matches per-layer counts and still applies the fit c
   CHECK(quota == std::vector<int64_t>{2, 1, 0});
   std::vector<HeadId> shuffled = ShuffledHeads(3, 4, 99);
   CHECK(shuffled.size() == 12);
-  CHECK(shuffled == ShuffledHeads(3, 4, 99));  // deterministic per seed
+  CHECK(shuffled == ShuffledHeads(3, 4, 99));         // deterministic per seed
   f.kl[{shuffled[0].layer, shuffled[0].head}] = 1.0;  // the first candidate fails
   auto s = SelectWithLayerQuota(shuffled, quota, f.Fn());
   REQUIRE(s.ok());

@@ -48,12 +48,13 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
   if (!split.ok()) return split.status();
   if (options_.schedule == ScheduleKind::kValidationBudget &&
       (ctx.data.calib.size <= ctx.config.model.context || !ctx.controller_loss))
-    return Status::InvalidArgument(file_ + ": $.config.saf.schedule: \"validation_budget\" selects on a "
+    return Status::InvalidArgument(file_ +
+                                   ": $.config.saf.schedule: \"validation_budget\" selects on a "
                                    "controller split of its own, never the reporting batches: set "
                                    "data.calib_fraction > 0");
   const uint64_t seed = DrawSeed(ctx.config_json, ctx.config.seed);
-  auto driver = SafDriver::Create(options_, ctx.model.get(), split.value(),
-                                  ctx.config.train.steps, seed, ctx.device);
+  auto driver = SafDriver::Create(options_, ctx.model.get(), split.value(), ctx.config.train.steps,
+                                  seed, ctx.device);
   if (!driver.ok())
     return Status::InvalidArgument(file_ + ": $.config.saf: " + driver.status().message());
   driver_ = std::move(driver.value());
@@ -83,10 +84,11 @@ Status SafHooks::OnStart(TrainContext& ctx, const std::optional<std::string>& sa
     trainable_.clear();
     for (const Json& pair : state->at("trainable")) {
       const int64_t l = pair.at(0).get<int64_t>(), h = pair.at(1).get<int64_t>();
-      if (l < 0 || l >= ctx.model->config().layers || h < 0 || h >= ctx.model->attention(l)->heads() ||
-          !ctx.model->attention(l)->fixed_trainable(h))
+      if (l < 0 || l >= ctx.model->config().layers || h < 0 ||
+          h >= ctx.model->attention(l)->heads() || !ctx.model->attention(l)->fixed_trainable(h))
         return Status::Corruption("checkpoint: method.saf: head " + std::to_string(l) + "." +
-                                  std::to_string(h) + " is listed trainable but the model's is not");
+                                  std::to_string(h) +
+                                  " is listed trainable but the model's is not");
       trainable_.emplace_back(l, h);
     }
   } catch (const Json::exception& e) {
@@ -147,12 +149,15 @@ Status SafHooks::Publish(TrainContext& ctx, std::vector<InterventionReport> repo
     undo["undo"] = true;
     undo["step"] = ctx.step;
     undo["k"] = 0;
-    undo["cost_s"] = {{"calibration", 0.0}, {"ranking", 0.0}, {"fitting", 0.0},
-                      {"installation", 0.0}, {"total", 0.0}};
+    undo["cost_s"] = {{"calibration", 0.0},
+                      {"ranking", 0.0},
+                      {"fitting", 0.0},
+                      {"installation", 0.0},
+                      {"total", 0.0}};
     undo["fits"] = {{"run", 0}, {"rejected", 0}};
     for (Json& row : undo["head_map"])
-      row["role"] = RoleOf(*ctx.model->attention(row["layer"].get<int64_t>()),
-                           row["head"].get<int64_t>());
+      row["role"] =
+          RoleOf(*ctx.model->attention(row["layer"].get<int64_t>()), row["head"].get<int64_t>());
     events.push_back(undo);
   }
   last_installed_ = installed;
@@ -181,7 +186,8 @@ Status SafHooks::Publish(TrainContext& ctx, std::vector<InterventionReport> repo
   last_metric_step_ = ctx.step;
   Json values;
   HEADLAB_RETURN_IF_ERROR(Summarize(ctx, &values));
-  for (const auto& [key, value] : values.items()) ctx.events->Metric(ctx.step, key, value.get<double>());
+  for (const auto& [key, value] : values.items())
+    ctx.events->Metric(ctx.step, key, value.get<double>());
   return Status::Ok();
 }
 
@@ -281,8 +287,9 @@ StatusOr<std::shared_ptr<TrainHooks>> MakeSafHooks(const ExecConfig& config, con
   if (!saf::Active(*options)) return std::shared_ptr<TrainHooks>();
   if (options->trainable && !saf::TrainablePatternOk(*options))
     return Status::InvalidArgument(
-        file + ": $.config.saf.trainable: 1 needs compact patterns (saf.method replace with "
-               "saf.pattern mean and saf.storage compact, or structured_random)");
+        file +
+        ": $.config.saf.trainable: 1 needs compact patterns (saf.method replace with "
+        "saf.pattern mean and saf.storage compact, or structured_random)");
   if (!options->heads.empty()) {
     auto heads = saf::ParseHeadList(options->heads, config.model.layers, config.model.heads);
     if (!heads.ok())

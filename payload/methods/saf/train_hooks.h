@@ -49,13 +49,13 @@ class SafHooks : public TrainHooks {
   SafOptions options_;
   std::string file_;
   std::unique_ptr<SafDriver> driver_;
-  int64_t published_ = 0;             // saf_event_<n>.json files written
-  int64_t last_installed_ = 0;        // driver->heads_installed() when last published
-  InterventionCost cost_;             // summed over events
+  int64_t published_ = 0;       // saf_event_<n>.json files written
+  int64_t last_installed_ = 0;  // driver->heads_installed() when last published
+  InterventionCost cost_;       // summed over events
   int64_t fits_run_ = 0, fits_rejected_ = 0;
   std::map<std::pair<int64_t, int64_t>, double> fit_kl_;  // latest fit per (layer, head)
   std::vector<std::pair<int64_t, int64_t>> trainable_;    // heads with trainable alpha/rho
-  Json last_event_;                   // the last published event file (null before one)
+  Json last_event_;  // the last published event file (null before one)
   int64_t last_event_step_ = -1;
   int64_t last_metric_step_ = -1;  // the step of the last saf.* metrics emitted
 };

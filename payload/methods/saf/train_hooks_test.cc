@@ -3,9 +3,9 @@
 // alpha/rho, and configurations refused before training.
 #include "payload/methods/saf/train_hooks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <map>
 
 #include "common/files.h"
@@ -33,23 +33,32 @@ struct Emitted : headlab::testing::TrainEvents {
 // A 2 x 4-head model (k = round(0.25 * 8) = 2), 6 updates, SAF at the midpoint (step 3)
 // with quick fits; `overrides` is merge-patched onto that config.
 StatusOr<TrainRequest> Request(const std::string& name, const Json& overrides) {
-  Json config = {
-      {"seed", 5},
-      {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
-      {"train",
-       {{"threads", 1}, {"batch_size", 4}, {"warmup_steps", 1}, {"device", "cpu"},
-        {"steps", 6}, {"log_every", 1}, {"eval_every", 0}, {"eval_batches", 1},
-        {"checkpoint_every", 2}}},
-      {"saf",
-       {{"method", "replace"}, {"rate", 0.25}, {"calib_sequences", 4}, {"calib_batch", 2},
-        {"fit_steps", 150}}}};
+  Json config = {{"seed", 5},
+                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"warmup_steps", 1},
+                   {"device", "cpu"},
+                   {"steps", 6},
+                   {"log_every", 1},
+                   {"eval_every", 0},
+                   {"eval_batches", 1},
+                   {"checkpoint_every", 2}}},
+                 {"saf",
+                  {{"method", "replace"},
+                   {"rate", 0.25},
+                   {"calib_sequences", 4},
+                   {"calib_batch", 2},
+                   {"fit_steps", 150}}}};
   if (overrides.is_object()) config.merge_patch(overrides);  // {} in C++ is null
   return headlab::testing::MakeTrainRequest(config, "grid.jsonc", "headlab_saf_hooks_" + name);
 }
 
 Emitted Run(const TrainRequest& req) {
   Emitted out;
-  static_cast<headlab::testing::TrainEvents&>(out) = headlab::testing::CollectTrainingEvents(req, &out.status);
+  static_cast<headlab::testing::TrainEvents&>(out) =
+      headlab::testing::CollectTrainingEvents(req, &out.status);
   for (const Json& j : out.by_kind["saf_head_map"]) {
     StatusOr<std::string> text = ReadFile(j["path"]);
     REQUIRE(text.ok());
@@ -73,7 +82,8 @@ Emitted RunOk(const std::string& name, const Json& overrides) {
 
 // Resumes a copy of `overrides`'s run from the uninterrupted run a's checkpoint at `from`;
 // checks it succeeded and that every later loss and the final evaluation match a's bitwise.
-Emitted ResumeMatches(const Emitted& a, const std::string& name, const Json& overrides, int64_t from) {
+Emitted ResumeMatches(const Emitted& a, const std::string& name, const Json& overrides,
+                      int64_t from) {
   StatusOr<TrainRequest> cont = Request(name + "_" + std::to_string(from), overrides);
   REQUIRE(cont.ok());
   cont->resume = a.ResumeAt(from);
@@ -110,9 +120,9 @@ TEST_CASE("saf hooks: a one-time midpoint event is installed, reported and summa
   CHECK(e.summary[metric::kSafEvents] == 1);
   CHECK(e.summary[metric::kSafEventStep] == 3);
   CHECK(e.summary[metric::kSafFitKlMax].get<double>() <= 0.2);
-  for (const char* key : {metric::kSafCostCalibrationS, metric::kSafCostRankingS,
-                          metric::kSafCostFittingS, metric::kSafCostInstallationS,
-                          metric::kSafCostTotalS})
+  for (const char* key :
+       {metric::kSafCostCalibrationS, metric::kSafCostRankingS, metric::kSafCostFittingS,
+        metric::kSafCostInstallationS, metric::kSafCostTotalS})
     CHECK(e.summary[key].get<double>() > 0);
   // The event's metrics at its step.
   CHECK(e.metrics[metric::kSafCostTotalS].count(3) == 1);
@@ -132,7 +142,8 @@ TEST_CASE("saf hooks: both random controls report their overlap with the varianc
   for (const Json& row : variance.head_maps[0]["head_map"])
     if (row["role"] == "fixed") chosen.emplace_back(row["layer"], row["head"]);
   for (const char* score : {"random", "random_global"}) {
-    Emitted e = RunOk(std::string("ctl_") + score, {{"saf", {{"score", score}, {"selection_seed", 3}}}});
+    Emitted e =
+        RunOk(std::string("ctl_") + score, {{"saf", {{"score", score}, {"selection_seed", 3}}}});
     REQUIRE(e.head_maps.size() == 1);
     const Json& ev = e.head_maps[0];
     CHECK(ev["score"] == score);
@@ -142,8 +153,9 @@ TEST_CASE("saf hooks: both random controls report their overlap with the varianc
     int64_t overlap = 0;
     for (const Json& row : ev["head_map"])
       if (row["role"] == "fixed")
-        overlap += std::count(chosen.begin(), chosen.end(),
-                              std::make_pair(row["layer"].get<int64_t>(), row["head"].get<int64_t>()));
+        overlap +=
+            std::count(chosen.begin(), chosen.end(),
+                       std::make_pair(row["layer"].get<int64_t>(), row["head"].get<int64_t>()));
     INFO(score);
     CHECK(ev["overlap_variance"] == overlap);
     CHECK(e.summary[metric::kSafOverlapVariance] == overlap);
@@ -284,8 +296,8 @@ TEST_CASE("saf hooks: the hybrid layer's trainable alpha/rho get gradients and s
   }
   layer->SyncTrainableFixed();
   CHECK(torch::equal(layer->fixed_alpha[1], alpha.detach()));
-  torch::Tensor p = CompactPattern(layer->fixed_alpha[1], layer->fixed_rho[1],
-                                   layer->fixed_log_z[1], 8);
+  torch::Tensor p =
+      CompactPattern(layer->fixed_alpha[1], layer->fixed_rho[1], layer->fixed_log_z[1], 8);
   CHECK(torch::allclose(p.sum(1), torch::ones({8}), 1e-5, 1e-6));  // rows still sum to 1
   // Any new state freezes the head again.
   layer->SetHeadState(1, HeadState{});

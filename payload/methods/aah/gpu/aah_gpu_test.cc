@@ -34,8 +34,9 @@ torch::Tensor Table(const std::vector<HeadState>& states, const torch::Device& d
   for (int field = 0; field < 6; ++field)
     for (const HeadState& s : states) {
       const bool scores = s.mode != HeadMode::kPruned && s.mode != HeadMode::kFixed;
-      const int64_t values[6] = {s.window, s.sink, s.recent, s.mode == HeadMode::kLocal,
-                                 s.mode == HeadMode::kStreaming, scores};
+      const int64_t values[6] = {
+          s.window, s.sink, s.recent, s.mode == HeadMode::kLocal, s.mode == HeadMode::kStreaming,
+          scores};
       v.push_back(values[field]);
     }
   return torch::tensor(v, torch::kLong).view({6, -1}).to(device);
@@ -50,7 +51,8 @@ TEST_CASE("aah on CUDA: diagnostics from the kernels' log-normalisers equal the 
   kernels::HybridHeads heads;
   for (const HeadState& s : states) heads.specs.push_back(KernelHeadSpec(s));
   const double scale = 1.0 / std::sqrt(double(d));
-  AttendWithLse attend = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values) {
+  AttendWithLse attend = [&](const torch::Tensor& q, const torch::Tensor& k,
+                             const torch::Tensor& values) {
     return kernels::HybridAttentionWithLse(q, k, values, heads, scale);
   };
   torch::Tensor q = torch::randn({B, T, H, d}, cuda) * 2, k = torch::randn({B, T, kv, d}, cuda) * 2;
@@ -81,7 +83,8 @@ TEST_CASE("aah on CUDA: the observation pass equals the CPU's") {
   for (size_t l = 0; l < cpu.size(); ++l)
     for (size_t h = 0; h < 4; ++h) {
       INFO("layer " << l << " head " << h);
-      for (size_t i = 0; i < 6; ++i) CHECK(gpu[l].qkv[h][i] == Approx(cpu[l].qkv[h][i]).epsilon(1e-3).margin(1e-5));
+      for (size_t i = 0; i < 6; ++i)
+        CHECK(gpu[l].qkv[h][i] == Approx(cpu[l].qkv[h][i]).epsilon(1e-3).margin(1e-5));
       for (size_t i = 0; i < 3; ++i)
         CHECK(gpu[l].attention[h][i] == Approx(cpu[l].attention[h][i]).epsilon(1e-3).margin(1e-5));
     }

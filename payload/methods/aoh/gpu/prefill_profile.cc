@@ -24,12 +24,12 @@
 
 #include "common/files.h"
 #include "common/grid.h"
+#include "payload/decode/decoder.h"
 #include "payload/exec/bench_model.h"
 #include "payload/exec/bench_settings.h"
 #include "payload/exec/exec_config.h"
 #include "payload/methods/aoh/aoh_options.h"
 #include "payload/methods/aoh/aoh_report.h"
-#include "payload/decode/decoder.h"
 
 namespace headlab::aoh {
 namespace {
@@ -43,7 +43,8 @@ double PrefillMs(decode::KvDecoder& d, const torch::Tensor& prompt) {
   d.Reset();
   torch::cuda::synchronize();
   const auto t0 = std::chrono::steady_clock::now();
-  d.Prefill(prompt, [](int64_t, const torch::Tensor&) {}, /*last_only=*/true);
+  d.Prefill(
+      prompt, [](int64_t, const torch::Tensor&) {}, /*last_only=*/true);
   torch::cuda::synchronize();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -55,7 +56,8 @@ double StepsMs(decode::KvDecoder& d, torch::Tensor* next, int steps) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) *next = d.Step(*next).argmax(-1);
   torch::cuda::synchronize();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         steps;
 }
 
 // Prints `status` (when not ok) and returns whether it was ok.
@@ -70,7 +72,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const int64_t length = argc > 2 ? std::atoll(argv[2]) : 16384, batch = argc > 3 ? std::atoll(argv[3]) : 16;
+  const int64_t length = argc > 2 ? std::atoll(argv[2]) : 16384,
+                batch = argc > 3 ? std::atoll(argv[3]) : 16;
   const std::string grid_file = argc > 4 ? argv[4] : "experiments/measure/aoh_decode_gpu.jsonc";
   if (length < 1 || batch < 1) {
     std::fprintf(stderr, "aoh_prefill_profile: LENGTH and BATCH must be positive integers\n");
@@ -98,7 +101,8 @@ int Main(int argc, char** argv) {
     Gpt model(nullptr);
     if (!Ok(MakeBenchModel(*exec, *settings, torch::Device(torch::kCUDA), &model))) return 1;
     model->eval();
-    auto made = decode::KvDecoder::Create(model.get(), DecoderFor(*model.get(), *aoh, /*plan=*/nullptr));
+    auto made =
+        decode::KvDecoder::Create(model.get(), DecoderFor(*model.get(), *aoh, /*plan=*/nullptr));
     if (!Ok(made.status())) return 1;
     decode::KvDecoder& d = *made.value();
     torch::manual_seed(1);
@@ -113,8 +117,10 @@ int Main(int argc, char** argv) {
     const double profiled = PrefillMs(d, prompt);
     const std::string path = dir + "/prefill-" + run.arm + ".json";
     prof::disableProfiler()->save(path);
-    std::printf("%s: prefill of %lld tokens x %lld: %.1f ms (warm-up), %.1f ms, %.1f ms under the profiler -> %s\n",
-                run.arm.c_str(), (long long)length, (long long)batch, warm, again, profiled, path.c_str());
+    std::printf(
+        "%s: prefill of %lld tokens x %lld: %.1f ms (warm-up), %.1f ms, %.1f ms under the profiler "
+        "-> %s\n",
+        run.arm.c_str(), (long long)length, (long long)batch, warm, again, profiled, path.c_str());
     // Decode steps after the prefill.
     constexpr int kWarmSteps = 8, kSteps = 32;
     torch::Tensor next = torch::zeros({batch}, torch::dtype(torch::kLong).device(torch::kCUDA));
@@ -125,8 +131,10 @@ int Main(int argc, char** argv) {
     const double profiled_step_ms = StepsMs(d, &next, kSteps);
     const std::string decode_path = dir + "/decode-" + run.arm + ".json";
     prof::disableProfiler()->save(decode_path);
-    std::printf("%s: %d decode steps at position %lld: %.3f ms a step, %.3f under the profiler -> %s\n",
-                run.arm.c_str(), kSteps, (long long)d.position(), step_ms, profiled_step_ms, decode_path.c_str());
+    std::printf(
+        "%s: %d decode steps at position %lld: %.3f ms a step, %.3f under the profiler -> %s\n",
+        run.arm.c_str(), kSteps, (long long)d.position(), step_ms, profiled_step_ms,
+        decode_path.c_str());
   }
   return 0;
 }

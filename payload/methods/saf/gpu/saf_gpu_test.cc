@@ -21,8 +21,8 @@ TEST_CASE("batched fits on CUDA equal per-head CPU fits, ill-conditioned targets
   const std::vector<torch::Tensor> targets = testing::AssortedTargets(T);
   const testing::BatchInputs in = testing::StackTargets(targets);
   const torch::Device cuda(torch::kCUDA);
-  std::vector<CompactFit> batched = FitCompactBatched(
-      {in.eta.eta_abs.to(cuda), in.eta.eta_rel.to(cuda)}, in.entropy.to(cuda));
+  std::vector<CompactFit> batched =
+      FitCompactBatched({in.eta.eta_abs.to(cuda), in.eta.eta_rel.to(cuda)}, in.entropy.to(cuda));
   REQUIRE(batched.size() == targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     INFO("target " << i);
