@@ -29,15 +29,15 @@ inline constexpr const char* kGpuPeakMemBytes = "mem.gpu_peak_bytes";  // CUDA a
 // whole seconds since the attempt started, every AttemptOptions::system_period.
 inline constexpr const char* kSysHostRssBytes = "sys.host_rss_bytes";  // the child's process group
 inline constexpr const char* kSysGpuUtilPct = "sys.gpu_util_pct";      // NVML, mean over its GPUs
-inline constexpr const char* kSysGpuMemBytes =
-    "sys.gpu_mem_bytes";  // NVML, device memory in use, summed
+// NVML, device memory in use, summed
+inline constexpr const char* kSysGpuMemBytes = "sys.gpu_mem_bytes";
 
 // Data-parallel runs (train.ranks > 1, payload/exec/dist.h): per logged step and summary,
 // means per update over the attempt.
 inline constexpr const char* kDistRanks = "dist.ranks";
 inline constexpr const char* kDistAllReduceS = "dist.allreduce_s";  // gradient all-reduce
-inline constexpr const char* kDistSlowestUpdateS =
-    "dist.update_s_slowest";  // the slowest rank's update
+// the slowest rank's update
+inline constexpr const char* kDistSlowestUpdateS = "dist.update_s_slowest";
 
 // Evaluation on the held-out reporting split.
 inline constexpr const char* kEvalLoss = "eval.loss";  // nats/token
@@ -49,8 +49,8 @@ inline constexpr const char* kBenchUpdateMs = "bench.update_ms";    // one full 
 inline constexpr const char* kBenchPrefillMs = "bench.prefill_ms";  // at the first length x batch
 inline constexpr const char* kBenchDecodeMsPerToken = "bench.decode_ms_per_token";
 inline constexpr const char* kBenchKvBytes = "bench.kv_bytes";  // KV cache after decode
-inline constexpr const char* kBenchPeakMemBytes =
-    "bench.peak_mem_bytes";  // CUDA peak allocated, else peak RSS
+// CUDA peak allocated, else peak RSS
+inline constexpr const char* kBenchPeakMemBytes = "bench.peak_mem_bytes";
 
 // Hardware FLOPs (the flops run kind, CUPTI; AAH §5.10): per-run counts as summaries, and
 // method / pure ratios as results. A count that was not measured is never a number: the
@@ -77,8 +77,8 @@ inline constexpr const char* kFlopsHalf = "flops.half";      // fp16/bf16 non-te
 inline constexpr const char* kFlopsTensor = "flops.tensor";  // tensor-core ops
 inline constexpr const char* kFlopsForwardTotal = "flops.forward_total";
 inline constexpr const char* kFlopsForwardAttention = "flops.forward_attention";
-inline constexpr const char* kFlopsMethod =
-    "flops.method";  // step's method hooks (e.g. AAH controller)
+// step's method hooks (e.g. AAH controller)
+inline constexpr const char* kFlopsMethod = "flops.method";
 inline constexpr const char* kFlopsPasses = "flops.passes";          // counter replay passes
 inline constexpr const char* kFlopsOverheadX = "flops.overhead_x";   // profiled / plain wall time
 inline constexpr const char* kTimeWallPairMs = "time.pair_wall_ms";  // forward + step, host clock
@@ -86,8 +86,8 @@ inline constexpr const char* kTimeStepMs = "time.step_ms";           // CUDA eve
 inline constexpr const char* kTimeForwardMs = "time.forward_ms";
 inline constexpr const char* kTimeAttentionMs = "time.attention_ms";  // attention ranges in a step
 inline constexpr const char* kTimeAttentionCoreMs = "time.attention_core_ms";  // less projections
-inline constexpr const char* kTimeMethodMeanMs =
-    "time.method_mean_ms";                                      // method hooks, period mean
+// method hooks, period mean
+inline constexpr const char* kTimeMethodMeanMs = "time.method_mean_ms";
 inline constexpr const char* kKernelStepMs = "kernel.step_ms";  // Activity API kernel time
 inline constexpr const char* kKernelAttentionMs = "kernel.attention_ms";
 inline constexpr const char* kKernelAttentionCoreMs = "kernel.attention_core_ms";

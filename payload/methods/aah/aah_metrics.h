@@ -11,17 +11,17 @@ namespace headlab::metric {
 // Training and inference ACR are different quantities (the paper's ACR is the training
 // one, §5.10); their names say which.
 inline constexpr const char* kAahAttnRatio = "aah.acr_train";  // rows + summary: training ACR
-inline constexpr const char* kAahExactCoverage =
-    "aah.exact_coverage";                                         // sum min(t, W) / full causal
+// sum min(t, W) / full causal
+inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";
 inline constexpr const char* kAahLevelsUsed = "aah.levels_used";  // mean over layers (Fig. 3)
 inline constexpr const char* kAahControlUpdates = "aah.control_updates";
 // Seconds in the controller's updates (observation pass, scoring, hierarchy; the device
 // waited for): rows (cumulative) + summary. Training time, so inside train.tokens_per_s.
 inline constexpr const char* kAahControllerS = "aah.controller_s";
-inline constexpr const char* kAahAcr =
-    "aah.acr_inference";  // eval rows + summary: sum_W f_W W / T (§7.6)
-inline constexpr const char* kAahBucketPrefix =
-    "aah.bucket.";  // + W: fraction of final heads (Fig. 4)
+// eval rows + summary: sum_W f_W W / T (§7.6)
+inline constexpr const char* kAahAcr = "aah.acr_inference";
+// + W: fraction of final heads (Fig. 4)
+inline constexpr const char* kAahBucketPrefix = "aah.bucket.";
 // Execution backend of the selected windows (§7.7): aah.backend.<name> = 1 for the one that
 // ran (dense_masked | fused_cuda); of the final local-window (W < T) heads, the fraction the
 // backend executed natively (block skipping; 0 for dense masks) and the fraction it could

@@ -13,10 +13,10 @@ inline constexpr const char* kAohRetrievalHeads = "aoh.retrieval_heads";  // que
 inline constexpr const char* kAohLoss = "aoh.loss";  // nats/token, chunked prefill + eviction
 inline constexpr const char* kAohPpl = "aoh.ppl";    // exp(aoh.loss)
 inline constexpr const char* kAohKvBytes = "aoh.kv_bytes";  // KV cache after an eval window
-inline constexpr const char* kAohPasskeyAcc =
-    "aoh.passkey_acc";  // mean over length x depth (Fig. 9)
-inline constexpr const char* kAohRopeSpearman =
-    "aoh.rope_spearman";  // step = layer; summary: mean (Table 6)
+// mean over length x depth (Fig. 9)
+inline constexpr const char* kAohPasskeyAcc = "aoh.passkey_acc";
+// step = layer; summary: mean (Table 6)
+inline constexpr const char* kAohRopeSpearman = "aoh.rope_spearman";
 // Latency rows (Table 11's columns), metrics at step = context length; the summary holds
 // the longest context's row. The device label is in provenance (aoh_bench_device) and
 // in the aoh_bench artifact.

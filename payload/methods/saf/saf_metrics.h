@@ -9,10 +9,10 @@ namespace headlab::metric {
 // SAF (payload/methods/saf/): emitted at each intervention event and summarised at the end
 // (counts: the heads' state after the event; costs: Table 13's split, summed over events).
 inline constexpr const char* kSafHeadsFixed = "saf.heads_fixed";  // heads with a fixed pattern
-inline constexpr const char* kSafHeadsPruned =
-    "saf.heads_pruned";  // pruning control (saf.method prune)
-inline constexpr const char* kSafHeadsTrainable =
-    "saf.heads_trainable";                                      // fixed with trainable alpha/rho
+// pruning control (saf.method prune)
+inline constexpr const char* kSafHeadsPruned = "saf.heads_pruned";
+// fixed with trainable alpha/rho
+inline constexpr const char* kSafHeadsTrainable = "saf.heads_trainable";
 inline constexpr const char* kSafEvents = "saf.events";         // interventions run (undo included)
 inline constexpr const char* kSafEventStep = "saf.event_step";  // updates before the last event
 inline constexpr const char* kSafCostCalibrationS = "saf.cost.calibration_s";
