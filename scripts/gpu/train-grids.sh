@@ -40,19 +40,22 @@ RESULTS=${JOB_OUT:-${OUT:-/tmp/headlab-train-out}}
 mkdir -p "$RESULTS"
 source "$ROOT/tests/lib.sh"
 
-# runs_table NAME EXP: a line per run (arm, rep, status, the throughput and cost metrics)
+# runs_table NAME EXP: a line per run (arm, rep, status, the throughput, the method's own
+# cost — SAF's event or AAH's controller — AAH's training ACR and the GPU peak)
 # and the attention plans the runs' layers took after each event, into $RESULTS/NAME-runs.txt.
 runs_table() {
   local name=$1 exp=$2
   db "SELECT r.id, r.arm, json_extract(r.config_json, '$.pair.rep'), r.status,
              printf('%.0f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'train.tokens_per_s')),
              printf('%.0f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'train.tokens_per_s_after_event')),
-             printf('%.2f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'saf.cost.total_s')),
+             printf('%.2f', COALESCE((SELECT value FROM summaries WHERE run_id = r.id AND key = 'saf.cost.total_s'),
+                                     (SELECT value FROM summaries WHERE run_id = r.id AND key = 'aah.controller_s'), 0)),
+             (SELECT printf('%.3f', value) FROM summaries WHERE run_id = r.id AND key = 'aah.acr_train'),
              printf('%.2f', (SELECT value FROM summaries WHERE run_id = r.id AND key = 'mem.gpu_peak_bytes') / 1073741824.0)
       FROM runs r WHERE r.experiment_id = $exp ORDER BY r.id" |
-    awk -F'|' 'BEGIN { printf "%-5s %-12s %-4s %-10s %12s %16s %10s %10s\n", "run", "arm", "rep", "status",
-                       "tokens/s", "after event", "SAF cost s", "GPU GiB" }
-               { printf "%-5s %-12s %-4s %-10s %12s %16s %10s %10s\n", $1, $2, $3, $4, $5, $6, $7, $8 }' \
+    awk -F'|' 'BEGIN { printf "%-5s %-16s %-4s %-10s %12s %16s %14s %6s %10s\n", "run", "arm", "rep", "status",
+                       "tokens/s", "after event", "method cost s", "ACR", "GPU GiB" }
+               { printf "%-5s %-16s %-4s %-10s %12s %16s %14s %6s %10s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' \
     > "$RESULTS/$name-runs.txt"
   db "SELECT r.id || ' ' || r.arm || ': ' || COALESCE(json_extract(p.fields_json, '$.attention_plans'),
                                                       json_extract(p.fields_json, '$.attention_paths'))
