@@ -6,13 +6,13 @@
 //
 // One CTA per SM, persistent: it takes work tiles (128 query rows of one batch and head;
 // WorkTile) blockIdx.x, blockIdx.x + gridDim.x, ..., with three warpgroups:
-// - warpgroup 0, the producer: one thread issues TMA loads (tma_primitives.cuh) of each
+// - warpgroup 0, the producer (WsProduce): one thread issues TMA loads (tma_primitives.cuh) of each
 //   work tile's Q (two slots) and of each 128-key tile's K and V (a ring of kWsStages
 //   slots) in the 128-byte swizzle wgmma reads, each completing on the slot's "full"
 //   transaction barrier, after waiting on its "empty" barrier — running ahead into the next
 //   work tile while the consumers finish the last; the warpgroup gives its registers up
 //   (setmaxnreg).
-// - warpgroups 1 and 2, the consumers: 64 rows each, sharing every K/V tile. Tile n is
+// - warpgroups 1 and 2, the consumers (WsConsume): 64 rows each, sharing every K/V tile. Tile n is
 //   S_n = Q K_n^T (wgmma from shared memory), the online softmax (forward_tile.cuh, SAF's
 //   and FlashAttention-2's recurrence), then O += P_n V_n with P from registers. Within a
 //   warpgroup the GEMMs of one iteration are S_n and P_{n-1} V_{n-1}, so the softmax of S_n
@@ -100,86 +100,79 @@ __device__ __forceinline__ BlockRanges KeyTiles(const Params& p, const DeviceHea
       kWsBk);
 }
 
-// The CTA is persistent: it takes work tiles blockIdx.x, blockIdx.x + gridDim.x, ... (one
-// CTA per SM), so the producer loads the next tile's Q, K and V while the consumers finish
-// the last one's tiles and write its output, instead of every CTA starting cold.
+// One thread makes every slot's barriers: a "full" barrier completes on its loads (one
+// arrival with the transaction bytes), an "empty" one on lane 0 of each consumer warp.
+__device__ __forceinline__ void WsInitBarriers(WsBarriers& bar) {
+  for (int s = 0; s < kWsQSlots; ++s) {
+    MbarInit(bar.full_q + s, 1);
+    MbarInit(bar.empty_q + s, 8);  // lane 0 of each consumer warp
+  }
+  for (int s = 0; s < kWsStages; ++s) {
+    MbarInit(bar.full_k + s, 1);
+    MbarInit(bar.full_v + s, 1);
+    MbarInit(bar.empty_k + s, 8);
+    MbarInit(bar.empty_v + s, 8);
+  }
+  FenceBarrierInit();
+}
+
+// The producer (one thread of warpgroup 0): for each work tile of this CTA, Q into the next
+// Q slot (none for fixed heads), then each key tile's K and V into the next K/V slot, each
+// after the slot's "empty" barrier; a fixed head's K slots go round empty.
 template <typename T, int D>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    WsForwardKernel(const __grid_constant__ WsParams wp) {
+__device__ __forceinline__ void WsProduce(const WsParams& wp, T* qs, T* ks, T* vs, WsBarriers& bar,
+                                          int tiles) {
   using L = WsLayout<T, D>;
   constexpr int kHalves = L::kHalves;
   const Params& p = wp.p;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* base = AlignedSharedBase(smem_raw);
-  T* qs = reinterpret_cast<T*>(base);
-  T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
-  T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
-  float* fixed_s = reinterpret_cast<float*>(vs + kWsStages * kHalves * kHalfElems);  // [consumer]
-  WsBarriers& bar = *reinterpret_cast<WsBarriers*>(fixed_s + 2 * kWsFixedFloats);
-  const int tiles = WorkTiles(p);
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kWsQSlots; ++s) {
-      MbarInit(bar.full_q + s, 1);
-      MbarInit(bar.empty_q + s, 8);  // lane 0 of each consumer warp
+  constexpr uint32_t kTileTx = uint32_t(L::kTileBytes);
+  int it = 0, j = 0;  // key tiles and Q loads (work tiles of heads with a Q) so far
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const WorkTile wt(p, t);
+    const DeviceHead hd = p.heads[wt.h];
+    if (hd.state == int32_t(HeadState::kPruned)) continue;
+    const bool fixed = hd.state == int32_t(HeadState::kFixed);  // no Q, no K
+    const int g = wt.h / (p.H / p.G);
+    const BlockRanges br = KeyTiles(p, hd, wt.q0);
+    if (!fixed) {
+      const int qslot = j % kWsQSlots;
+      T* qst = qs + qslot * kHalves * kHalfElems;
+      MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
+      MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
+      for (int c = 0; c < kHalves; ++c)
+        TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
+      ++j;
     }
-    for (int s = 0; s < kWsStages; ++s) {
-      MbarInit(bar.full_k + s, 1);
-      MbarInit(bar.full_v + s, 1);
-      MbarInit(bar.empty_k + s, 8);
-      MbarInit(bar.empty_v + s, 8);
-    }
-    FenceBarrierInit();
-  }
-  __syncthreads();
-
-  const int wg = threadIdx.x / 128;
-  if (wg == 0) {  // the producer
-    SetMaxRegsDec<kProducerRegs>();
-    if (threadIdx.x != 0) return;
-    constexpr uint32_t kTileTx = uint32_t(L::kTileBytes);
-    int it = 0, j = 0;  // key tiles and Q loads (work tiles of heads with a Q) so far
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const WorkTile wt(p, t);
-      const DeviceHead hd = p.heads[wt.h];
-      if (hd.state == int32_t(HeadState::kPruned)) continue;
-      const bool fixed = hd.state == int32_t(HeadState::kFixed);  // no Q, no K
-      const int g = wt.h / (p.H / p.G);
-      const BlockRanges br = KeyTiles(p, hd, wt.q0);
-      if (!fixed) {
-        const int qslot = j % kWsQSlots;
-        T* qst = qs + qslot * kHalves * kHalfElems;
-        MbarWait(bar.empty_q + qslot, ((j / kWsQSlots) & 1) ^ 1);
-        MbarArriveExpectTx(bar.full_q + qslot, kTileTx);
+    for (int n = 0; n < br.Count(); ++n, ++it) {
+      const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
+      const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
+      T* kst = ks + st * kHalves * kHalfElems;
+      T* vst = vs + st * kHalves * kHalfElems;
+      MbarWait(bar.empty_k + st, free_parity);
+      if (fixed) {
+        MbarArrive(bar.full_k + st);  // the slot goes round empty
+      } else {
+        MbarArriveExpectTx(bar.full_k + st, kTileTx);
         for (int c = 0; c < kHalves; ++c)
-          TmaLoad4d(qst + c * kHalfElems, &wp.q, bar.full_q + qslot, 64 * c, wt.q0, wt.h, wt.b);
-        ++j;
+          TmaLoad4d(kst + c * kHalfElems, &wp.k, bar.full_k + st, 64 * c, k0, g, wt.b);
       }
-      for (int n = 0; n < br.Count(); ++n, ++it) {
-        const int st = it % kWsStages, k0 = br.Block(n) * kWsBk;
-        const uint32_t free_parity = ((it / kWsStages) & 1) ^ 1;
-        T* kst = ks + st * kHalves * kHalfElems;
-        T* vst = vs + st * kHalves * kHalfElems;
-        MbarWait(bar.empty_k + st, free_parity);
-        if (fixed) {
-          MbarArrive(bar.full_k + st);  // the slot goes round empty
-        } else {
-          MbarArriveExpectTx(bar.full_k + st, kTileTx);
-          for (int c = 0; c < kHalves; ++c)
-            TmaLoad4d(kst + c * kHalfElems, &wp.k, bar.full_k + st, 64 * c, k0, g, wt.b);
-        }
-        MbarWait(bar.empty_v + st, free_parity);
-        MbarArriveExpectTx(bar.full_v + st, kTileTx);
-        for (int c = 0; c < kHalves; ++c)
-          TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
-      }
+      MbarWait(bar.empty_v + st, free_parity);
+      MbarArriveExpectTx(bar.full_v + st, kTileTx);
+      for (int c = 0; c < kHalves; ++c)
+        TmaLoad4d(vst + c * kHalfElems, &wp.v, bar.full_v + st, 64 * c, k0, g, wt.b);
     }
-    return;
   }
+}
 
-  // A consumer: rows [q0 + 64 cw, q0 + 64 cw + 64) of each work tile.
-  SetMaxRegsInc<kConsumerRegs>();
-  const int cw = wg - 1;
+// A consumer (warpgroup 1 + cw): rows [q0 + 64 cw, q0 + 64 cw + 64) of each work tile of
+// this CTA, in turns with the other consumer (pingpong) for scoring heads, on its own for
+// fixed heads; pruned heads' rows are written as zeros.
+template <typename T, int D>
+__device__ __forceinline__ void WsConsume(const WsParams& wp, const T* qs, const T* ks, const T* vs,
+                                          float* fixed_s, WsBarriers& bar, int tiles, int cw) {
+  using L = WsLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
+  const Params& p = wp.p;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int my_turn = 1 + cw, other_turn = 2 - cw;  // named barrier ids
   const int my_fixed_bar = 3 + cw;                  // this warpgroup's 128 threads
@@ -332,6 +325,37 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     it += count;
     ++j;
   }
+}
+
+// The CTA is persistent: it takes work tiles blockIdx.x, blockIdx.x + gridDim.x, ... (one
+// CTA per SM), so the producer loads the next tile's Q, K and V while the consumers finish
+// the last one's tiles and write its output, instead of every CTA starting cold.
+template <typename T, int D>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    WsForwardKernel(const __grid_constant__ WsParams wp) {
+  using L = WsLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* base = AlignedSharedBase(smem_raw);
+  T* qs = reinterpret_cast<T*>(base);
+  T* ks = qs + kWsQSlots * kHalves * kHalfElems;  // [stage][half][128][64]
+  T* vs = ks + kWsStages * kHalves * kHalfElems;  // [stage][half][128][64]
+  float* fixed_s = reinterpret_cast<float*>(vs + kWsStages * kHalves * kHalfElems);  // [consumer]
+  WsBarriers& bar = *reinterpret_cast<WsBarriers*>(fixed_s + 2 * kWsFixedFloats);
+  const int tiles = WorkTiles(wp.p);
+
+  if (threadIdx.x == 0) WsInitBarriers(bar);
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {  // the producer
+    SetMaxRegsDec<kProducerRegs>();
+    if (threadIdx.x != 0) return;
+    WsProduce<T, D>(wp, qs, ks, vs, bar, tiles);
+    return;
+  }
+  SetMaxRegsInc<kConsumerRegs>();
+  WsConsume<T, D>(wp, qs, ks, vs, fixed_s, bar, tiles, wg - 1);
 }
 
 template <typename T, int D>
