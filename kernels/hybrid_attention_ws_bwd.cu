@@ -103,6 +103,51 @@ __device__ __forceinline__ BlockRanges QueryTiles(const Params& p, const DeviceH
                   kBq);
 }
 
+// One thread makes the barriers: K/V's (one arrival with the transaction bytes), each Q/dO
+// slot's "full" (the same) and "empty" (lane 0 of each consumer warp).
+__device__ __forceinline__ void WsBwdInitBarriers(WsBwdBarriers& bar) {
+  MbarInit(&bar.full_kv, 1);
+  for (int s = 0; s < kStages; ++s) {
+    MbarInit(bar.full + s, 1);
+    MbarInit(bar.empty + s, 8);  // lane 0 of each consumer warp
+  }
+  FenceBarrierInit();
+}
+
+// The producer (one thread of warpgroup 0): the CTA's K and V once, then for each head of
+// the group each query tile that sees its keys: Q and dO (dO only for fixed heads) into the
+// next slot of the ring, after the slot's "empty" barrier.
+template <typename T, int D>
+__device__ __forceinline__ void WsBwdProduce(const WsBwdParams& wp, T* ks, T* vs, T* qs, T* dos,
+                                             WsBwdBarriers& bar, int k0, int k1, int g, int b) {
+  using L = WsBwdLayout<T, D>;
+  constexpr int kHalves = L::kHalves;
+  const Params& p = wp.p;
+  const int rep = p.H / p.G;
+  MbarArriveExpectTx(&bar.full_kv, uint32_t(2 * 2 * kHalves * L::kTileBytes));
+  for (int c = 0; c < kHalves; ++c) {
+    TmaLoad4d(ks + c * 2 * kTile64, &wp.k, &bar.full_kv, 64 * c, k0, g, b);
+    TmaLoad4d(vs + c * 2 * kTile64, &wp.v, &bar.full_kv, 64 * c, k0, g, b);
+  }
+  int it = 0;
+  for (int h = g * rep; h < (g + 1) * rep; ++h) {
+    const DeviceHead hd = p.heads[h];
+    if (hd.state == int32_t(HeadState::kPruned)) continue;
+    const BlockRanges br = QueryTiles(p, hd, k0, k1);
+    const bool fixed = hd.state == int32_t(HeadState::kFixed);  // dO only
+    for (int n = 0; n < br.Count(); ++n, ++it) {
+      const int st = it % kStages, q0 = br.Block(n) * kBq;
+      MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
+      MbarArriveExpectTx(bar.full + st, uint32_t((fixed ? 1 : 2) * kHalves * L::kTileBytes));
+      for (int c = 0; c < kHalves; ++c) {
+        if (!fixed)
+          TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
+        TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
+      }
+    }
+  }
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     WsBackwardKernel(const __grid_constant__ WsBwdParams wp) {
@@ -125,46 +170,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int k1 = min(k0 + kKeys, p.T);
   const int rep = p.H / p.G;
 
-  if (threadIdx.x == 0) {
-    MbarInit(&bar.full_kv, 1);
-    for (int s = 0; s < kStages; ++s) {
-      MbarInit(bar.full + s, 1);
-      MbarInit(bar.empty + s, 8);  // lane 0 of each consumer warp
-    }
-    FenceBarrierInit();
-  }
+  if (threadIdx.x == 0) WsBwdInitBarriers(bar);
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {  // the producer
     SetMaxRegsDec<kProducerRegs>();
     if (threadIdx.x != 0) return;
-    MbarArriveExpectTx(&bar.full_kv, uint32_t(2 * 2 * kHalves * L::kTileBytes));
-    for (int c = 0; c < kHalves; ++c) {
-      TmaLoad4d(ks + c * 2 * kTile64, &wp.k, &bar.full_kv, 64 * c, k0, g, b);
-      TmaLoad4d(vs + c * 2 * kTile64, &wp.v, &bar.full_kv, 64 * c, k0, g, b);
-    }
-    int it = 0;
-    for (int h = g * rep; h < (g + 1) * rep; ++h) {
-      const DeviceHead hd = p.heads[h];
-      if (hd.state == int32_t(HeadState::kPruned)) continue;
-      const BlockRanges br = QueryTiles(p, hd, k0, k1);
-      const bool fixed = hd.state == int32_t(HeadState::kFixed);  // dO only
-      for (int n = 0; n < br.Count(); ++n, ++it) {
-        const int st = it % kStages, q0 = br.Block(n) * kBq;
-        MbarWait(bar.empty + st, ((it / kStages) & 1) ^ 1);
-        MbarArriveExpectTx(bar.full + st, uint32_t((fixed ? 1 : 2) * kHalves * L::kTileBytes));
-        for (int c = 0; c < kHalves; ++c) {
-          if (!fixed)
-            TmaLoad4d(qs + (st * kHalves + c) * kTile64, &wp.q, bar.full + st, 64 * c, q0, h, b);
-          TmaLoad4d(dos + (st * kHalves + c) * kTile64, &wp.d_o, bar.full + st, 64 * c, q0, h, b);
-        }
-      }
-    }
+    WsBwdProduce<T, D>(wp, ks, vs, qs, dos, bar, k0, k1, g, b);
     return;
   }
 
-  // A consumer: keys [k0 + 64 cw, k0 + 64 cw + 64).
+  // A consumer: keys [k0 + 64 cw, k0 + 64 cw + 64). It stays in the kernel's body: at
+  // d = 128 it holds dK, dV, S^T and dP^T at the register limit (ptxas spills 24 bytes), and
+  // moved into a force-inlined function like the producer it spilled 188 (ptxas -v, sm_90a).
   SetMaxRegsInc<kConsumerRegs>();
   const int cw = wg - 1, tid = threadIdx.x - 128 * wg;
   const int warp = tid / 32, lane = threadIdx.x % 32;
