@@ -8,6 +8,7 @@
 
 #include "kernels/torch/hybrid_attention_op.h"
 #include "payload/exec/attention_cuda.h"
+#include "payload/exec/bench_clock.h"
 #include "payload/measure/range_marker.h"
 #include "payload/methods/aah/head_diagnostics.h"
 
@@ -233,7 +234,10 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
   auto round = std::make_shared<ControlRound>();
   round->step = step;
   const int64_t rows = o.observe_rows > 0 ? o.observe_rows : std::numeric_limits<int64_t>::max();
+  // The clock starts once the device has finished the work queued before the controller
+  // (the model's): the seconds are the controller's own, not a forward it waited for.
   if (observation == Observation::kSeparatePass) {
+    SynchronizeDevice(x.device());
     const auto t0 = std::chrono::steady_clock::now();
     HEADLAB_RETURN_IF_ERROR(
         controller.Update(ObserveHeads(model, x.narrow(0, 0, std::min(rows, x.size(0)))), step));
@@ -251,6 +255,8 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
             const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
           if (!round->status.ok()) return;
           measure::ScopedRange method("method");  // the flops kind's range of method work
+          // The earlier layers' forward finishes outside the clock.
+          SynchronizeDevice(in.device());
           const auto t0 = std::chrono::steady_clock::now();
           torch::NoGradGuard no_grad;
           const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
