@@ -21,7 +21,7 @@ namespace {
 
 using plain_test::Expect;
 
-// x [.., d] rotated as the decoder's reference does (decoder.cc Rotate).
+// x [.., d] rotated as the decoder's reference does (decoder_attention.cc Rotate).
 torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   torch::Tensor swapped = torch::cat({x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);

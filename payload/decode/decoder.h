@@ -187,8 +187,8 @@ class ComputeWeightsIn {
   std::vector<torch::Tensor> originals_;
 };
 
-struct ChunkRope;  // RoPE's tables for one chunk (decoder.cc)
-struct StepGraph;  // a captured decode step (decoder.cc)
+struct ChunkRope;  // RoPE's tables for one chunk (decoder_internal.h)
+struct StepGraph;  // a captured decode step (decoder_internal.h)
 
 class KvDecoder {
  public:
