@@ -123,7 +123,9 @@ bool FlashWindowWorks(const torch::Device& device) {
   bool ok = false;
   std::string why;
   try {
+    // Whatever the caller's modes: gradients on, autocast off (the reference is fp32).
     torch::AutoGradMode grad(true);
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
     const int64_t T = 96, n = 2, d = 64, W = 17;
     auto input = [&](double f) {
       return torch::sin(torch::arange(T * n * d, torch::kFloat) * f)
