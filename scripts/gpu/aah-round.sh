@@ -2,8 +2,9 @@
 # aah-round.sh: one device round of AAH-v3's training speed, in the order that yields the
 # headline first when device time is short: build the whole repository, the `kind: train`
 # grid through a coordinator and worker (scripts/gpu/train-grids.sh aah-1b with the given
-# --set arguments), then the fused-attention GPU tests (the local heads' FlashAttention-2
-# path against the dense reference among them) and the layer bench at the 1b shape
+# --set arguments), then the GPU tests of the paths it runs on (exec_fused: the local heads'
+# FlashAttention-2 path against the dense reference; kernels_gpu, aah_gpu, decode_gpu) and
+# the layer bench at the 1b shape
 # (scripts/gpu/aah_layer_bench.py). Logs and results go to $OUT (or /tmp/headlab-train-out).
 #
 #   scripts/gpu/aah-round.sh [--set KEY=VALUE]...
@@ -19,8 +20,9 @@ mkdir -p "$out"
 [[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,14p' "$0"; exit 0; }
 status=0
 "$root/scripts/gpu/train-round.sh" aah-1b "$@" || status=1
-"$root/scripts/gpu/build-all.sh" -R exec_fused > "$out/ctest-exec-fused.out" 2>&1 || status=1
-grep -E "tests passed|tests failed|bf16 auto|Failed" "$out/ctest-exec-fused.out" | head -8
+"$root/scripts/gpu/build-all.sh" -R 'exec_fused|kernels_gpu|aah_gpu|decode_gpu' \
+  > "$out/ctest-gpu.out" 2>&1 || status=1
+grep -E "tests passed|tests failed|bf16 auto|Failed" "$out/ctest-gpu.out" | head -8
 PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/aah_layer_bench.py" --contexts 4096 \
   --lib "$root/build-gpu/kernels/libheadlab_kernels_capi.so" > "$out/aah_layer_bench.log" 2>&1 || status=1
 cat "$out/aah_layer_bench.log"
