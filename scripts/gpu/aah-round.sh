@@ -17,7 +17,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-/tmp/headlab-train-out}"
 mkdir -p "$out"
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,14p' "$0"; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,15p' "$0"; exit 0; }
 status=0
 "$root/scripts/gpu/train-round.sh" aah-1b "$@" || status=1
 "$root/scripts/gpu/build-all.sh" -R 'exec_fused|kernels_gpu|aah_gpu|decode_gpu' \
