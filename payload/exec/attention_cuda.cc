@@ -143,11 +143,9 @@ bool FlashWindowWorks(const torch::Device& device) {
       return t.detach().to(torch::kFloat).transpose(1, 2).requires_grad_();
     };
     torch::Tensor qf = ref(q), kf = ref(k), vf = ref(v);
-    torch::Tensor i = torch::arange(T, torch::dtype(torch::kLong).device(device));
-    torch::Tensor band =
-        (i.view({-1, 1}) >= i.view({1, -1})) & (i.view({-1, 1}) - i.view({1, -1}) < W);
+    const torch::Tensor allowed = AllowedKeys(HeadState{HeadMode::kLocal, W}, T, device);
     torch::Tensor p = torch::softmax((torch::matmul(qf, kf.transpose(-2, -1)) * 0.125)
-                                         .masked_fill(band.logical_not(), -INFINITY),
+                                         .masked_fill(allowed.logical_not(), -INFINITY),
                                      -1);
     torch::Tensor want = torch::matmul(p, vf).transpose(1, 2);
     auto want_grads = torch::autograd::grad({want}, {qf, kf, vf}, {dy.to(device)});
