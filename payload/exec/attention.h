@@ -147,9 +147,9 @@ class HybridAttentionImpl : public torch::nn::Module {
   std::shared_ptr<struct FastPathState> fast_state;
 
   // A one-shot observer of this layer's next forward: called with the layer's input x and
-  // position encoding before the layer plans its heads, so it may change head states for
-  // that very forward (AAH's controller, which reads the current Q/K/V, AAH §5.3); cleared
-  // before the call. It runs outside the flops kind's "attention" range.
+  // position encoding before the layer plans its heads (AAH's controller reads the current
+  // Q/K/V there, AAH §5.3); cleared before the call. It runs outside the flops kind's
+  // "attention" range.
   using ForwardObserver =
       std::function<void(HybridAttentionImpl& layer, const torch::Tensor& x,
                          const std::function<torch::Tensor(const torch::Tensor&)>& rotate)>;

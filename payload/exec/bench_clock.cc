@@ -11,15 +11,22 @@
 
 namespace headlab {
 
+namespace {
+
 // CUDA builds only: a start/stop event pair with timing enabled (LibTorch's default flags
 // disable timing), recorded on the current stream so they bracket exactly the work queued
 // between them.
-struct BenchClock::CudaEvents {
+struct EventPair {
 #if HEADLAB_TORCH_CUDA
   at::cuda::CUDAEvent start{cudaEventDefault};
   at::cuda::CUDAEvent stop{cudaEventDefault};
 #endif
 };
+
+}  // namespace
+
+struct BenchClock::CudaEvents : EventPair {};
+struct DeviceStopwatch::CudaEvents : EventPair {};
 
 std::string DeviceLabel(const torch::Device& device) {
 #if HEADLAB_TORCH_CUDA
@@ -94,6 +101,41 @@ int64_t BenchClock::PeakMemoryBytes() const {
 
 const char* BenchClock::memory_kind() const {
   return device_.is_cuda() ? "cuda_peak_allocated" : "peak_rss";
+}
+
+DeviceStopwatch::DeviceStopwatch(torch::Device device) : device_(device) {}
+
+DeviceStopwatch::~DeviceStopwatch() = default;
+
+void DeviceStopwatch::Start() {
+#if HEADLAB_TORCH_CUDA
+  if (device_.is_cuda()) {
+    regions_.push_back(std::make_unique<CudaEvents>());
+    regions_.back()->start.record();
+    return;
+  }
+#endif
+  t0_ = std::chrono::steady_clock::now();
+}
+
+void DeviceStopwatch::Stop() {
+#if HEADLAB_TORCH_CUDA
+  if (device_.is_cuda()) {
+    regions_.back()->stop.record();
+    return;
+  }
+#endif
+  host_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+double DeviceStopwatch::TotalMs() {
+  double ms = host_ms_;
+#if HEADLAB_TORCH_CUDA
+  if (!regions_.empty()) regions_.back()->stop.synchronize();
+  for (const auto& r : regions_) ms += double(r->start.elapsed_time(r->stop));
+#endif
+  return ms;
 }
 
 }  // namespace headlab

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -53,6 +54,29 @@ class BenchClock {
   torch::Device device_;
   std::unique_ptr<CudaEvents> events_;
   std::chrono::steady_clock::time_point t0_;
+};
+
+// Sums the device time of several regions without waiting inside them: a CUDA event pair
+// per region on the current stream (the steady clock on the CPU, whose work is done when
+// Stop returns). TotalMs waits for the last region. Single-threaded.
+class DeviceStopwatch {
+ public:
+  explicit DeviceStopwatch(torch::Device device);
+  ~DeviceStopwatch();
+  DeviceStopwatch(const DeviceStopwatch&) = delete;
+  DeviceStopwatch& operator=(const DeviceStopwatch&) = delete;
+
+  void Start();
+  void Stop();
+  // Milliseconds of every Start/Stop region so far (waits for the device).
+  double TotalMs();
+
+ private:
+  struct CudaEvents;  // defined only in CUDA builds
+  torch::Device device_;
+  std::vector<std::unique_ptr<CudaEvents>> regions_;
+  std::chrono::steady_clock::time_point t0_;
+  double host_ms_ = 0;
 };
 
 }  // namespace headlab

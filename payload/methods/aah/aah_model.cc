@@ -115,15 +115,18 @@ torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
   return torch::cat({qkv, diag}, 1);
 }
 
-// ObserveLayer's rows on the host as the controller reads them.
-HeadObservation ToObservation(const torch::Tensor& layer) {
-  const torch::Tensor host = layer.to(torch::kCPU, torch::kFloat).contiguous();
-  auto a = host.accessor<float, 2>();
-  HeadObservation out;
-  for (int64_t i = 0; i < a.size(0); ++i) {
-    out.qkv.push_back({a[i][0], a[i][1], a[i][2], a[i][3], a[i][4], a[i][5]});
-    out.attention.push_back({a[i][6], a[i][7], a[i][8]});
-  }
+// Every layer's ObserveLayer rows ([L, H, 9] on the device) on the host as the controller
+// reads them: the one wait for the device of an observation.
+std::vector<HeadObservation> ToObservations(const std::vector<torch::Tensor>& layers) {
+  const torch::Tensor all = torch::stack(layers).to(torch::kCPU, torch::kFloat).contiguous();
+  auto a = all.accessor<float, 3>();
+  std::vector<HeadObservation> out(size_t(a.size(0)));
+  for (int64_t l = 0; l < a.size(0); ++l)
+    for (int64_t i = 0; i < a.size(1); ++i) {
+      const auto r = a[l][i];
+      out[size_t(l)].qkv.push_back({r[0], r[1], r[2], r[3], r[4], r[5]});
+      out[size_t(l)].attention.push_back({r[6], r[7], r[8]});
+    }
   return out;
 }
 
@@ -161,10 +164,7 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
     layers.push_back(ObserveLayer(*block->attn, block->ln1(x), rotate));
     x = block->forward(x, rotate);
   }
-  torch::Tensor all = torch::stack(layers).to(torch::kCPU, torch::kFloat);  // the one wait
-  std::vector<HeadObservation> out;
-  for (int64_t l = 0; l < all.size(0); ++l) out.push_back(ToObservation(all[l]));
-  return out;
+  return ToObservations(layers);
 }
 
 void ApplyWindows(GptImpl& model, const WindowMap& windows) {
@@ -247,27 +247,21 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
     round->finished = true;
     return round;
   }
-  controller.BeginUpdate(step);
+  // In the update's forward each layer queues its observation on the device and keeps the
+  // rows there; FinishControl reads them all with one wait and runs the controller.
+  round->rows.resize(size_t(c.layers));
+  round->device_time = std::make_unique<DeviceStopwatch>(x.device());
   for (int64_t l = 0; l < c.layers; ++l) {
     model.attention(l)->observe_next_forward =
-        [&controller, round, l, rows, context = c.context](
-            HybridAttentionImpl& attn, const torch::Tensor& in,
-            const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
-          if (!round->status.ok()) return;
+        [round, l, rows](HybridAttentionImpl& attn, const torch::Tensor& in,
+                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
           measure::ScopedRange method("method");  // the flops kind's range of method work
-          // The earlier layers' forward finishes outside the clock.
-          SynchronizeDevice(in.device());
-          const auto t0 = std::chrono::steady_clock::now();
           torch::NoGradGuard no_grad;
           const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
-          // The layer's one wait for the device: its controller runs on the host.
-          Status s = controller.UpdateLayer(int(l), ToObservation(ObserveLayer(attn, h, rotate)));
-          if (s.ok())
-            ApplyLayerWindows(attn, controller.layer(int(l)).windows(), context);
-          else
-            round->status = s;
+          round->device_time->Start();
+          round->rows[size_t(l)] = ObserveLayer(attn, h, rotate);
+          round->device_time->Stop();
           ++round->layers;
-          round->seconds += SecondsSince(t0);
         };
   }
   return round;
@@ -276,16 +270,20 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
 Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round) {
   if (round == nullptr || round->finished) return Status::Ok();
   round->finished = true;
-  for (int64_t l = 0; l < model.config().layers; ++l)
-    model.attention(l)->observe_next_forward = nullptr;
-  Status end = controller.EndUpdate();
-  if (!round->status.ok()) return round->status;
-  if (round->layers != model.config().layers)
+  const ModelConfig& c = model.config();
+  for (int64_t l = 0; l < c.layers; ++l) model.attention(l)->observe_next_forward = nullptr;
+  if (round->layers != c.layers)
     return Status::Internal("aah: the control update before step " + std::to_string(round->step) +
                             " observed " + std::to_string(round->layers) + " of " +
-                            std::to_string(model.config().layers) +
+                            std::to_string(c.layers) +
                             " layers: the update's forward did not run every layer");
-  return end;
+  const std::vector<HeadObservation> observed = ToObservations(round->rows);  // the one wait
+  round->rows.clear();
+  const auto t0 = std::chrono::steady_clock::now();
+  HEADLAB_RETURN_IF_ERROR(controller.Update(observed, round->step));
+  ApplyWindows(model, controller.windows());
+  round->seconds = SecondsSince(t0) + round->device_time->TotalMs() / 1000.0;
+  return Status::Ok();
 }
 
 }  // namespace headlab::aah

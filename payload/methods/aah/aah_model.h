@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "common/status.h"
+#include "payload/exec/bench_clock.h"
 #include "payload/exec/model.h"
 #include "payload/methods/aah/aah_report.h"
 #include "payload/methods/aah/controller.h"
@@ -42,12 +43,17 @@ ExecutionBackend ExecutionBackendOf(GptImpl& model, const torch::Device& device,
 // previous attention diagnostics).
 enum class Observation {
   // Inside the update's own forward: each attention layer, at the start of its forward on
-  // the first micro-batch, observes its input, and its controller picks the windows that
-  // this same forward executes. No extra pass over the model; one wait for the device per
-  // layer. Each data-parallel rank would observe its own rows, so one rank only.
+  // the first micro-batch, queues the observation of its input on the device, with no wait
+  // inside the step; after the backward, FinishControl reads every layer's rows with one
+  // wait, runs the controller and installs its windows, which the next update executes
+  // (§5.3: "between control updates, the cached per-head window indices are reused"). The
+  // update's own forward runs the windows installed before it, so every layer observes
+  // what the separate pass would. Each data-parallel rank would observe its own rows, so
+  // one rank only.
   kInForward,
   // A separate no-grad forward (ObserveHeads) on the batch given to ControlStep, before
-  // the update: what every data-parallel rank computes alike from the global batch.
+  // the update, whose windows that update executes: what every data-parallel rank computes
+  // alike from the global batch.
   kSeparatePass,
 };
 
@@ -55,24 +61,30 @@ enum class Observation {
 struct ControlRound {
   int64_t step = 0;    // the optimizer step it runs before
   int64_t layers = 0;  // layers observed so far
-  double seconds = 0;  // wall time of the observations and the controller
-  Status status;       // the first error of an observer
+  // The controller's cost in seconds: the device time of the observations (CUDA events
+  // around each layer's, no wait) plus the host's controller update.
+  double seconds = 0;
   bool finished = false;
+  // kInForward: each layer's observation rows ([H, 9], on the device) until FinishControl,
+  // and the device time of their computation.
+  std::vector<torch::Tensor> rows;
+  std::unique_ptr<DeviceStopwatch> device_time;
 };
 
 // The training-loop hook, before the forward of optimizer step `step` (0-based): installs
 // the cached windows and, when a control update is due, starts one (nullptr otherwise)
 // that observes the first aah.observe_rows rows (all when 0) of the update's batch: of `x`
-// with kSeparatePass (the windows are installed before returning), of each layer's input
-// in the update's first forward with kInForward (each layer's windows installed as it
-// runs). InvalidArgument when the model's shape does not match the controller's.
+// with kSeparatePass (the new windows are installed before returning), of each layer's
+// input in the update's first forward with kInForward (installed by FinishControl).
+// InvalidArgument when the model's shape does not match the controller's.
 StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, GptImpl& model,
                                                     int64_t step, const torch::Tensor& x,
                                                     Observation observation);
 
-// After the update's forward: ends `round` (nothing when null or finished), removing any
-// observer still armed. Returns an observer's error, or Internal when the forward did not
-// run every layer's observer (the update is then not counted).
+// After the update's backward: ends `round` (nothing when null or finished), removing any
+// observer still armed; with kInForward, updates the controller from the observed rows and
+// installs its windows. Internal when the forward did not run every layer's observer (the
+// update is then not counted).
 Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round);
 
 }  // namespace headlab::aah

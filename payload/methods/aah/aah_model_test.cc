@@ -138,38 +138,45 @@ TEST_CASE("aah control hook: updates every 5 steps, installs windows, state roun
         Status::Code::kInvalidArgument);
 }
 
-TEST_CASE("aah in-forward control: each layer observes its own input, as the separate pass") {
+TEST_CASE("aah in-forward control: observes what the separate pass does, installs after") {
   torch::manual_seed(4);
   Gpt model(Tiny());
   AahOptions o = Opts(Regime::kFullAdaptive, 32);
   o.observe_rows = 0;  // every row
-  torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
-  // The separate pass observes every layer under the windows installed before the update.
-  const std::vector<HeadObservation> before = ObserveHeads(*model, x);
-  AahController separate(o, 2, 4, 7);
-  REQUIRE(separate.Update(before, 0).ok());
+  o.control_every = 1;
+  AahController in_forward(o, 2, 4, 7), separate(o, 2, 4, 7);
+  bool narrowed = false;
+  for (int64_t step = 0; step < 8; ++step) {
+    INFO("step " << step);
+    torch::Tensor x = torch::randint(0, 64, {3, 32}, torch::kLong);
+    // The separate pass observes every layer under the windows installed before the update.
+    ApplyWindows(*model, separate.windows());
+    REQUIRE(separate.Update(ObserveHeads(*model, x), step).ok());
 
-  AahController in_forward(o, 2, 4, 7);
-  auto round = ControlStep(in_forward, *model, 0, x, Observation::kInForward);
-  REQUIRE(round.ok());
-  REQUIRE(*round != nullptr);
-  {
-    torch::NoGradGuard no_grad;
-    model->Loss(x, x);
+    auto round = ControlStep(in_forward, *model, step, x, Observation::kInForward);
+    REQUIRE(round.ok());
+    REQUIRE(*round != nullptr);
+    const WindowMap installed = InstalledWindows(*model);
+    {
+      torch::NoGradGuard no_grad;
+      model->Loss(x, x);
+    }
+    CHECK((*round)->layers == 2);
+    // The update's forward ran the windows installed before it: nothing changed yet.
+    CHECK(InstalledWindows(*model) == installed);
+    CHECK(in_forward.updates() == step);
+    REQUIRE(FinishControl(in_forward, *model, round->get()).ok());
+    CHECK(in_forward.updates() == step + 1);
+    CHECK((*round)->seconds >= 0);
+    // Every layer observed its input under those windows: the separate pass's update.
+    CHECK(in_forward.windows() == separate.windows());
+    CHECK(in_forward.layer(1).index() == separate.layer(1).index());
+    CHECK(InstalledWindows(*model) == in_forward.windows());
+    for (const auto& layer : in_forward.windows())
+      for (int64_t w : layer) narrowed = narrowed || w < 32;
   }
-  CHECK((*round)->layers == 2);
-  REQUIRE(FinishControl(in_forward, *model, round->get()).ok());
-  CHECK(in_forward.updates() == 1);
-  // Layer 0 reads the embedding in both: the same observation, the same windows.
-  CHECK(in_forward.windows()[0] == separate.windows()[0]);
-  // Layer 1 observed its input under layer 0's new windows, which this forward executed:
-  // the separate pass over a model with those windows in layer 0 observes the same.
-  ApplyWindows(*model, {in_forward.windows()[0], {32, 32, 32, 32}});
-  const std::vector<HeadObservation> after0 = ObserveHeads(*model, x);
-  AahController expect(o, 2, 4, 7);
-  REQUIRE(expect.Update({before[0], after0[1]}, 0).ok());
-  CHECK(in_forward.windows()[1] == expect.windows()[1]);
-  CHECK(in_forward.layer(1).index() == expect.layer(1).index());
+  // Some update chose a window below the context, so the comparisons above can fail.
+  CHECK(narrowed);
 }
 
 TEST_CASE("aah in-forward control: a forward that misses a layer fails the update") {

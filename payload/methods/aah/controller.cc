@@ -261,46 +261,16 @@ Status AahController::Update(const std::vector<HeadObservation>& obs, int64_t st
                                    " layers");
   // Every observation is checked before any layer changes: a bad one leaves no partial update.
   for (const HeadObservation& h : obs) HEADLAB_RETURN_IF_ERROR(CheckObservation(h));
-  BeginUpdate(step);
-  for (size_t l = 0; l < layers_.size(); ++l) HEADLAB_RETURN_IF_ERROR(UpdateLayer(int(l), obs[l]));
-  return EndUpdate();
+  const bool may_cache = MayCache(step);
+  for (size_t l = 0; l < layers_.size(); ++l) layers_[l].Update(obs[l], may_cache);
+  ++updates_;
+  return Status::Ok();
 }
 
 Status AahController::CheckObservation(const HeadObservation& obs) const {
   if (obs.qkv.size() != size_t(heads_) ||
       (!obs.attention.empty() && obs.attention.size() != size_t(heads_)))
     return Status::InvalidArgument("aah: an observation does not have one row per head");
-  return Status::Ok();
-}
-
-void AahController::BeginUpdate(int64_t step) {
-  pending_ = true;
-  pending_may_cache_ = MayCache(step);
-  pending_done_.assign(layers_.size(), false);
-}
-
-Status AahController::UpdateLayer(int layer, const HeadObservation& obs) {
-  if (!pending_) return Status::Internal("aah: a layer update outside a control update");
-  if (layer < 0 || size_t(layer) >= layers_.size())
-    return Status::InvalidArgument("aah: layer " + std::to_string(layer) + " of " +
-                                   std::to_string(layers_.size()));
-  if (pending_done_[size_t(layer)])
-    return Status::Internal("aah: layer " + std::to_string(layer) +
-                            " observed twice in one update");
-  HEADLAB_RETURN_IF_ERROR(CheckObservation(obs));
-  layers_[size_t(layer)].Update(obs, pending_may_cache_);
-  pending_done_[size_t(layer)] = true;
-  return Status::Ok();
-}
-
-Status AahController::EndUpdate() {
-  if (!pending_) return Status::Internal("aah: no control update in progress");
-  pending_ = false;
-  const int64_t done = std::count(pending_done_.begin(), pending_done_.end(), true);
-  if (done != int64_t(layers_.size()))
-    return Status::Internal("aah: the control update observed " + std::to_string(done) + " of " +
-                            std::to_string(layers_.size()) + " layers");
-  ++updates_;
   return Status::Ok();
 }
 

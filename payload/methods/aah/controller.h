@@ -103,13 +103,6 @@ class AahController {
   bool Due(int64_t step) const;
   // Runs one control update before optimizer step `step` with one observation per layer.
   Status Update(const std::vector<HeadObservation>& obs, int64_t step);
-  // The same update one layer at a time, as the layers' forwards observe (aah_model.h's
-  // in-forward control): Begin, then UpdateLayer once for every layer in any order, then
-  // End. UpdateLayer and End are Internal outside that sequence, End also unless every
-  // layer was updated.
-  void BeginUpdate(int64_t step);
-  Status UpdateLayer(int layer, const HeadObservation& obs);
-  Status EndUpdate();
   // Returns true iff the update now due (the updates()-th, 0-based) before `step` may cache
   // the shallow_freeze topology / deep_reuse level 0: never the first update (its
   // diagnostics are zero, §5.3); with cache_step -1 from the first update u with
@@ -139,10 +132,6 @@ class AahController {
   int heads_;
   std::vector<LayerController> layers_;
   int64_t updates_ = 0;
-  // The update in progress (BeginUpdate .. EndUpdate): whether it may cache, and which
-  // layers it has updated. Not state: a checkpoint falls between updates.
-  bool pending_ = false, pending_may_cache_ = false;
-  std::vector<bool> pending_done_;
 };
 
 }  // namespace headlab::aah

@@ -55,9 +55,10 @@ class AahHooks : public TrainHooks {
     return Status::Ok();
   }
 
-  // The round's observations and controller ran in the update's forward (each layer waits
-  // for the device once), so their wall time is the controller's whole cost (§5.3's
-  // features, scoring and hierarchy); it is training time, counted in train.tokens_per_s.
+  // The round's observations ran in the update's forward; the controller reads them and
+  // installs the windows of the next update here. Its seconds (the observations' device
+  // time and the host's update: §5.3's features, scoring and hierarchy) are training time,
+  // counted in train.tokens_per_s.
   Status AfterBackward(TrainContext& ctx) override {
     if (!round_) return Status::Ok();
     Status s = aah::FinishControl(*controller_, *ctx.model, round_.get());
