@@ -234,17 +234,15 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
   auto round = std::make_shared<ControlRound>();
   round->step = step;
   const int64_t rows = o.observe_rows > 0 ? o.observe_rows : std::numeric_limits<int64_t>::max();
-  // The clock starts once the device has finished the work queued before the controller
-  // (the model's): the seconds are the controller's own, not a forward it waited for.
   if (observation == Observation::kSeparatePass) {
+    // The clock starts once the device has finished the work queued before the controller
+    // (the model's): the seconds are the controller's own, not a forward it waited for.
     SynchronizeDevice(x.device());
     const auto t0 = std::chrono::steady_clock::now();
     HEADLAB_RETURN_IF_ERROR(
         controller.Update(ObserveHeads(model, x.narrow(0, 0, std::min(rows, x.size(0)))), step));
-    ApplyWindows(model, controller.windows());
     round->layers = c.layers;
     round->seconds = SecondsSince(t0);  // ObserveHeads ends with its wait for the device
-    round->finished = true;
     return round;
   }
   // In the update's forward each layer queues its observation on the device and keeps the
@@ -277,12 +275,15 @@ Status FinishControl(AahController& controller, GptImpl& model, ControlRound* ro
                             " observed " + std::to_string(round->layers) + " of " +
                             std::to_string(c.layers) +
                             " layers: the update's forward did not run every layer");
-  const std::vector<HeadObservation> observed = ToObservations(round->rows);  // the one wait
-  round->rows.clear();
-  const auto t0 = std::chrono::steady_clock::now();
-  HEADLAB_RETURN_IF_ERROR(controller.Update(observed, round->step));
+  if (!round->rows.empty()) {
+    const std::vector<HeadObservation> observed = ToObservations(round->rows);  // the one wait
+    round->rows.clear();
+    const auto t0 = std::chrono::steady_clock::now();
+    HEADLAB_RETURN_IF_ERROR(controller.Update(observed, round->step));
+    round->seconds = SecondsSince(t0) + round->device_time->TotalMs() / 1000.0;
+  }
+  // Both observations install here: the update's own forward ran the windows before it.
   ApplyWindows(model, controller.windows());
-  round->seconds = SecondsSince(t0) + round->device_time->TotalMs() / 1000.0;
   return Status::Ok();
 }
 

@@ -52,8 +52,8 @@ enum class Observation {
   // one rank only.
   kInForward,
   // A separate no-grad forward (ObserveHeads) on the batch given to ControlStep, before
-  // the update, whose windows that update executes: what every data-parallel rank computes
-  // alike from the global batch.
+  // the update, with the controller's update there; FinishControl installs its windows as
+  // with kInForward. What every data-parallel rank computes alike from the global batch.
   kSeparatePass,
 };
 
@@ -74,17 +74,18 @@ struct ControlRound {
 // The training-loop hook, before the forward of optimizer step `step` (0-based): installs
 // the cached windows and, when a control update is due, starts one (nullptr otherwise)
 // that observes the first aah.observe_rows rows (all when 0) of the update's batch: of `x`
-// with kSeparatePass (the new windows are installed before returning), of each layer's
-// input in the update's first forward with kInForward (installed by FinishControl).
+// with kSeparatePass, of each layer's input in the update's first forward with kInForward.
+// Either way the update executes the windows installed before it; FinishControl installs
+// the new ones.
 // InvalidArgument when the model's shape does not match the controller's.
 StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, GptImpl& model,
                                                     int64_t step, const torch::Tensor& x,
                                                     Observation observation);
 
 // After the update's backward: ends `round` (nothing when null or finished), removing any
-// observer still armed; with kInForward, updates the controller from the observed rows and
-// installs its windows. Internal when the forward did not run every layer's observer (the
-// update is then not counted).
+// observer still armed; with kInForward, updates the controller from the observed rows;
+// installs the controller's windows. Internal when the forward did not run every layer's observer
+// (the update is then not counted).
 Status FinishControl(AahController& controller, GptImpl& model, ControlRound* round);
 
 }  // namespace headlab::aah
