@@ -15,9 +15,9 @@ inline constexpr const char* kAahAttnRatio = "aah.acr_train";  // rows + summary
 inline constexpr const char* kAahExactCoverage = "aah.exact_coverage";
 inline constexpr const char* kAahLevelsUsed = "aah.levels_used";  // mean over layers (Fig. 3)
 inline constexpr const char* kAahControlUpdates = "aah.control_updates";
-// Seconds in the controller's updates (the observation's device work, scoring, hierarchy;
-// timed from when the device has finished the model's queued work): rows (cumulative) +
-// summary. Training time, so inside train.tokens_per_s.
+// Seconds in the controller's updates (the observations' device time by CUDA events, plus
+// the host's scoring and hierarchy): rows (cumulative) + summary. Training time, so inside
+// train.tokens_per_s.
 inline constexpr const char* kAahControllerS = "aah.controller_s";
 // eval rows + summary: sum_W f_W W / T (§7.6)
 inline constexpr const char* kAahAcr = "aah.acr_inference";
