@@ -18,6 +18,7 @@
 #include "common/run_config.h"
 #include "payload/exec/attention.h"
 #include "payload/exec/attention_plan.h"
+#include "payload/exec/device_copy.h"
 #include "payload/exec/fixed_conv.h"
 #include "payload/exec/flops_ranges.h"
 #include "payload/exec/precision.h"
@@ -407,9 +408,9 @@ torch::Tensor Blocks(const torch::Tensor& w, int64_t dim, const torch::Tensor& i
 
 // Returns the plan with its index lists uploaded to `device`.
 DevicePlan Upload(AttentionPlan plan, const torch::Device& device) {
-  auto up = [&](const std::vector<int64_t>& v) {
-    return torch::tensor(v, torch::kLong).to(device);
-  };
+  // No wait for the device: the first forward after a change of head states (AAH's control
+  // updates) plans every layer, and a wait in each would stall the queue each time.
+  auto up = [&](const std::vector<int64_t>& v) { return IndexTensor(v, device); };
   DevicePlan dp;
   dp.q_idx = up(plan.q_blocks);
   dp.k_idx = up(plan.k_blocks);
@@ -440,7 +441,7 @@ bool ConvFactors(HybridAttentionImpl& layer, FastPathState& st, int64_t T,
   if (seg.heads.empty()) return false;
   const std::string key = PatternKey(layer, seg, T, dtype);
   if (key == st.conv_key) return st.conv_ok;
-  torch::Tensor idx = torch::tensor(seg.heads, torch::kLong).to(layer.fixed_alpha.device());
+  torch::Tensor idx = IndexTensor(seg.heads, layer.fixed_alpha.device());
   // Relative output accuracy asked of the FFT: well below each dtype's own rounding.
   const double tolerance = dtype == torch::kFloat ? 1e-6 : 1e-4;
   std::string why;

@@ -18,6 +18,7 @@
 #include "payload/exec/bench_clock.h"
 #include "payload/exec/checkpoint.h"
 #include "payload/exec/data.h"
+#include "payload/exec/device_copy.h"
 #include "payload/exec/dist.h"
 #include "payload/exec/grad_reducer.h"
 #include "payload/exec/model.h"
@@ -47,14 +48,12 @@ int64_t PeakRssBytes() {
   return int64_t(ru.ru_maxrss) * 1024;
 }
 
-// [B, T+1] row-major tokens -> inputs and next-token targets on `device`. To a GPU through
-// pinned memory without waiting (the caching host allocator keeps the pinned copy alive
-// until the transfer is done, so `tokens` may go at once).
+// [B, T+1] row-major tokens -> inputs and next-token targets on `device`, without waiting
+// for the device (`tokens` may go at once).
 std::pair<torch::Tensor, torch::Tensor> ToBatch(std::vector<int64_t>& tokens, int64_t batch,
                                                 int64_t context, torch::Device device) {
   torch::Tensor host = torch::from_blob(tokens.data(), {batch, context + 1}, torch::kLong);
-  torch::Tensor t = device.is_cuda() ? host.pin_memory().to(device, /*non_blocking=*/true)
-                                     : host.to(device, /*non_blocking=*/false, /*copy=*/true);
+  torch::Tensor t = ToDeviceAsync(host, device);
   return {t.narrow(1, 0, context), t.narrow(1, 1, context)};
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/torch/hybrid_attention_op.h"
 #include "payload/exec/attention_cuda.h"
 #include "payload/exec/bench_clock.h"
+#include "payload/exec/device_copy.h"
 #include "payload/measure/range_marker.h"
 #include "payload/methods/aah/head_diagnostics.h"
 
@@ -54,7 +55,7 @@ torch::Tensor StateTable(const HybridAttentionImpl& attn, const torch::Device& d
                       s.mode == HeadMode::kStreaming);
       }
     }
-  return torch::tensor(v, torch::kLong).view({6, -1}).to(device);
+  return IndexTensor(v, device).view({6, -1});  // no wait inside the update's forward
 }
 
 // The fused kernels' forward with log-normalisers as the diagnostics' attention, for a
