@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # aah-round.sh: one device round of AAH-v3's training speed, in the order that yields the
 # headline first when device time is short: build the whole repository, the `kind: train`
-# grid through a coordinator and worker (scripts/gpu/train-grids.sh aah-1b with the given
+# grid through a coordinator and worker (scripts/gpu/train-grids.sh PROTOCOL with the given
 # --set arguments), then the GPU tests of the paths it runs on (exec_fused: the local heads'
 # FlashAttention-2 path against the dense reference; kernels_gpu, aah_gpu, decode_gpu) and
 # the layer bench at the 1b shape
 # (scripts/gpu/aah_layer_bench.py). Logs and results go to $OUT (or /tmp/headlab-train-out).
 #
-#   scripts/gpu/aah-round.sh [--set KEY=VALUE]...
+#   scripts/gpu/aah-round.sh [aah-1b | aah-diag] [--set KEY=VALUE]...
+#
+# aah-1b (the default) is the claim's grid; aah-diag takes the 4K run apart (fixed windows,
+# the controller alone, Full adaptive: experiments/measure/aah_train_1b_diag_gpu.jsonc).
 #
 # Device (through scripts/gpu/background.sh when it may outlast one call):
 #   run(command="scripts/gpu/background.sh start aah scripts/gpu/aah-round.sh
@@ -17,9 +20,11 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-/tmp/headlab-train-out}"
 mkdir -p "$out"
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,15p' "$0"; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,18p' "$0"; exit 0; }
+protocol=aah-1b
+[[ ${1:-} == aah-1b || ${1:-} == aah-diag ]] && { protocol=$1; shift; }
 status=0
-"$root/scripts/gpu/train-round.sh" aah-1b "$@" || status=1
+"$root/scripts/gpu/train-round.sh" "$protocol" "$@" || status=1
 "$root/scripts/gpu/build-all.sh" -R 'exec_fused|kernels_gpu|aah_gpu|decode_gpu' \
   > "$out/ctest-gpu.out" 2>&1 || status=1
 grep -E "tests passed|tests failed|bf16 auto|Failed" "$out/ctest-gpu.out" | head -8

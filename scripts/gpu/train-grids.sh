@@ -11,6 +11,8 @@
 #     saf-midpoint  experiments/measure/saf_midpoint_parent_gpu.jsonc, then
 #                   saf_midpoint_gpu.jsonc from its checkpoint (ABBA, 3 reps)
 #     aah-1b        experiments/measure/aah_train_1b_gpu.jsonc (ABBA, 3 reps, 4K and 8K)
+#     aah-diag      experiments/measure/aah_train_1b_diag_gpu.jsonc (1b at 4K taken apart:
+#                   fixed windows, the controller alone, Full adaptive; one rep)
 #     saf-1b        experiments/measure/saf_1b_8k_gpu.jsonc (calibration, fits and 20
 #                   updates of the 1b preset at 8K on one GPU)
 #     --set         passed to every `headlab submit` of the protocol's measured grid
@@ -29,8 +31,8 @@ while (( $# )); do
   case "$arg" in
     --set) [[ $# -ge 1 ]] || { echo "train-grids.sh: --set needs KEY=VALUE" >&2; exit 2; }
            sets+=(--set "$1"); shift ;;
-    saf-midpoint|aah-1b|saf-1b) protocols+=("$arg") ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    saf-midpoint|aah-1b|aah-diag|saf-1b) protocols+=("$arg") ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "train-grids.sh: unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +105,10 @@ for protocol in "${protocols[@]}"; do
       E=$(submit "$ROOT/experiments/measure/aah_train_1b_gpu.jsonc" "${sets[@]}") || exit 1
       collect_pruned aah_train_1b "$E" 1800
       runs_table aah_train_1b "$E" ;;
+    aah-diag)
+      E=$(submit "$ROOT/experiments/measure/aah_train_1b_diag_gpu.jsonc" "${sets[@]}") || exit 1
+      collect_pruned aah_train_1b_diag "$E" 1200
+      runs_table aah_train_1b_diag "$E" ;;
     saf-1b)
       E=$(submit "$ROOT/experiments/measure/saf_1b_8k_gpu.jsonc" "${sets[@]}") || exit 1
       collect_pruned saf_1b_8k "$E" 1800
