@@ -32,7 +32,7 @@ while (( $# )); do
     --set) [[ $# -ge 1 ]] || { echo "train-grids.sh: --set needs KEY=VALUE" >&2; exit 2; }
            sets+=(--set "$1"); shift ;;
     saf-midpoint|aah-1b|aah-diag|saf-1b) protocols+=("$arg") ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "train-grids.sh: unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
