@@ -644,7 +644,14 @@ Status Trainer::Step(bool* last) {
 
   *last = !timed_ && progress_.step == t_.steps;
   if (*last || (t_.log_every > 0 && progress_.step % t_.log_every == 0)) LogStep();
-  if (*last) return Status::Ok();  // the final evaluation and checkpoint follow
+  if (*last) {
+    // The latest paths are the run's: a method may have re-planned layers without an
+    // intervention (AAH's windows change at every control update).
+    if (lead_)
+      events_->Provenance({{"attention_paths", AttentionPaths(model_)},
+                           {"attention_choices", AttentionChoices(model_)}});
+    return Status::Ok();  // the final evaluation and checkpoint follow
+  }
   if (t_.eval_every > 0 && progress_.step % t_.eval_every == 0) HEADLAB_RETURN_IF_ERROR(Evaluate());
   if (t_.checkpoint_every > 0 && progress_.step % t_.checkpoint_every == 0)
     HEADLAB_RETURN_IF_ERROR(Save());

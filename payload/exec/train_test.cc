@@ -12,6 +12,7 @@
 #include "common/metric_names.h"
 #include "common/run_config.h"
 #include "common/sha256.h"
+#include "payload/exec/attention_cuda.h"
 #include "payload/exec/checkpoint.h"
 #include "payload/exec/model.h"
 #include "payload/exec/stop_flag.h"
@@ -554,6 +555,48 @@ TEST_CASE(
   CHECK_FALSE(ev.summary.contains(metric::kTrainTokensPerSAfterEvent));
   CHECK_FALSE(ev.provenance.contains("attention_plans"));
   testing::RemoveTree(plain.out_dir);
+}
+
+// A method that changes head states without an intervention (as AAH's control updates
+// install windows): head 0 of layer 0 becomes local(4) before update `at` + 1.
+class ReplanHooks : public TrainHooks {
+ public:
+  explicit ReplanHooks(int64_t at) : at_(at) {}
+  const char* name() const override { return "replan"; }
+  Status BeforeUpdate(TrainContext& ctx, const torch::Tensor&) override {
+    if (ctx.step == at_) ctx.model->attention(0)->SetHeadState(0, {HeadMode::kLocal, 4});
+    return Status::Ok();
+  }
+
+ private:
+  const int64_t at_;
+};
+
+TEST_CASE("train: the attention paths in provenance are the last update's") {
+  SetFastPathOnCpuForTesting(true);  // labels name the plans (CPU stand-ins)
+  TrainRequest req = TinyRun("replan", {{"model", {{"layers", 2}, {"heads", 2}, {"width", 128}}},
+                                        {"train",
+                                         {{"steps", 4},
+                                          {"log_every", 1},
+                                          {"eval_every", 0},
+                                          {"eval_batches", 1},
+                                          {"checkpoint_every", 0}}}});
+  req.hooks = {std::make_shared<ReplanHooks>(2)};
+  Status st;
+  Events ev = Run(req, &st);
+  SetFastPathOnCpuForTesting(false);
+  REQUIRE(st.ok());
+  // Layer 0 took a plan of its own after update 3; layer 1 kept the first update's.
+  const Json& paths = ev.provenance["attention_paths"];
+  REQUIRE(paths.is_object());
+  std::string layer0, layer1;
+  for (const auto& [label, layers] : paths.items())
+    for (const auto& l : layers) (l == 0 ? layer0 : layer1) = label;
+  INFO(paths.dump());
+  CHECK(layer0 != layer1);
+  CHECK(layer1.find("sdpa[") != std::string::npos);
+  CHECK_FALSE(ev.provenance.contains("attention_plans"));  // no intervention
+  testing::RemoveTree(req.out_dir);
 }
 
 // A method's recurring work that changes nothing (as AAH's control updates): `work_s`
