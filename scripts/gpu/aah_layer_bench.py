@@ -11,6 +11,12 @@ arm's SDPA (cuDNN and flash):
                  with window_size_left = W - 1, window_size_right = 0), validated first
                  against SDPA with the band mask
 
+and a layer of mixed windows as headlab's plan runs it (one call per distinct window on the
+heads' slices, the full heads through SDPA's default backend, concatenated), one call after
+another and each on its own CUDA stream; and what the first call of each new head count
+costs SDPA's default backend (a backend that builds a plan per shape pays it when AAH's
+windows change a layer's head counts).
+
 Each leg alternates with the cuDNN baseline (ABBA rounds, CUDA events, warm-ups discarded);
 a ratio is baseline ms / leg ms (above 1: the leg is faster), median [min, max] over rounds.
 It tells which kernel a local head should run on for AAH's training to beat full attention.
@@ -18,8 +24,10 @@ It tells which kernel a local head should run on for AAH's training to beat full
   python3 scripts/gpu/aah_layer_bench.py --lib BUILD/kernels/libheadlab_kernels_capi.so
 """
 import argparse
+import contextlib
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -85,8 +93,38 @@ def main():
                 torch.autograd.grad(out, (qg, kg, vg), do)
             return run
 
+        def default_sdpa(x, y, z):  # [B, T, n, d] -> [B, T, n, d], SDPA's own backend choice
+            return F.scaled_dot_product_attention(x.transpose(1, 2), y.transpose(1, 2), z.transpose(1, 2),
+                                                  is_causal=True, scale=scale).transpose(1, 2)
+
+        side = [torch.cuda.Stream() for _ in range(4)]
+
+        def mixed(groups, streams):
+            """groups: (heads, window or None for full), in head order; headlab's segments."""
+            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+
+            def run():
+                cur, outs, off = torch.cuda.current_stream(), [], 0
+                for i, (n, W) in enumerate(groups):
+                    qs, ks, vs = (x[:, :, off:off + n] for x in (qg, kg, vg))
+                    if streams:
+                        side[i].wait_stream(cur)
+                    with torch.cuda.stream(side[i]) if streams else contextlib.nullcontext():
+                        outs.append(default_sdpa(qs, ks, vs) if W is None else flash_window(qs, ks, vs, W, scale))
+                    off += n
+                if streams:
+                    for s in side[:len(groups)]:
+                        cur.wait_stream(s)
+                torch.autograd.grad(torch.cat(outs, 2), (qg, kg, vg), do)
+            return run
+
         base = sdpa(SDPBackend.CUDNN_ATTENTION)
         print(f"\n== T={T} d=96: baseline sdpa-cudnn causal, all heads ordinary ==")
+        try:
+            choice = SDPBackend(torch._fused_sdp_choice(qt, kt, vt, None, 0.0, True, scale=scale)).name
+        except Exception as e:  # noqa: BLE001 - a private query; its absence is reported
+            choice = f"unknown ({type(e).__name__})"
+        print(f"  SDPA's default backend here: {choice} (cuDNN {torch.backends.cudnn.version()})")
 
         def leg(label, fn):
             try:
@@ -99,6 +137,7 @@ def main():
             print(f"  {label:28s} {la:8.3f} ms | cudnn full {ba:8.3f} ms | speed vs full {fmt((1 / r, 1 / hi, 1 / lo))}")
 
         leg("sdpa-flash full", sdpa(SDPBackend.FLASH_ATTENTION))
+        leg("sdpa default full", mixed([(H, None)], False))
         leg("ours d=96 full", ours(96, [(ORDINARY, 0, 0, 0)] * H))
         leg("ours d=128 full", ours(128, [(ORDINARY, 0, 0, 0)] * H))
         for W in (512, 1024, 2048):
@@ -120,6 +159,22 @@ def main():
                     leg(f"flash window W={W}", flash(W))
             except Exception as e:  # noqa: BLE001
                 print(f"  flash window W={W}: unavailable ({type(e).__name__}: {str(e)[:160]})")
+        # AAH's bucket mix at ACR ~0.5 (about a quarter of the heads at each candidate).
+        quarter = [(H // 4, 512), (H // 4, 1024), (H // 4, 2048), (H // 4, None)]
+        print("  -- mixed layer: 4 heads each at 512, 1024, 2048 (flash window) and full (sdpa default)")
+        leg("mixed, one call after another", mixed(quarter, False))
+        leg("mixed, a stream per call", mixed(quarter, True))
+        print("  -- SDPA default backend: first call of a new head count vs warm (fwd+bwd, host clock)")
+        for n in (3, 5, 7, 9, 11):
+            fn = mixed([(n, None)], False)
+            times = []
+            for _ in range(3):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                times.append((time.perf_counter() - t0) * 1e3)
+            print(f"  sdpa default, {n:2d} heads: first {times[0]:8.2f} ms, then {times[1]:6.2f} / {times[2]:6.2f} ms")
         del tensors
         torch.cuda.empty_cache()
     return 0
