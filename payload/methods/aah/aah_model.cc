@@ -16,14 +16,24 @@
 namespace headlab::aah {
 namespace {
 
-// Per head of t ([B, T, H, d]): mean absolute value and (population) standard deviation
-// over batch, sequence and head-feature axes (AAH §5.3: mu(|q_h|), not |mu(q_h)|); [H, 2].
-torch::Tensor MeanAbsStd(const torch::Tensor& t) {
+// Per query head of q [B, T, H, d], k and v [B, T, kv, d]: mean absolute value and
+// (population) standard deviation over batch, sequence and head-feature axes (AAH §5.3:
+// mu(|q_h|), not |mu(q_h)|), k and v those of the head's key/value head under GQA (head h
+// reads h / (H / kv)); [H, 6] = (mu|q|, sigma q, mu|k|, sigma k, mu|v|, sigma v). The
+// three projections go through one set of reductions (few operations for the host to
+// dispatch inside the update's forward).
+torch::Tensor QkvStatistics(const torch::Tensor& q, const torch::Tensor& k,
+                            const torch::Tensor& v) {
+  const int64_t H = q.size(2), kv = k.size(2), group = H / kv;
   const std::vector<int64_t> kAll = {0, 1, 3};
-  torch::Tensor f = t.to(torch::kFloat);
+  torch::Tensor f = torch::cat({q, k, v}, 2).to(torch::kFloat);  // [B, T, H + 2 kv, d]
   torch::Tensor mean = f.mean(kAll, /*keepdim=*/true);
   torch::Tensor std = (f - mean).pow(2).mean(kAll).sqrt();
-  return torch::stack({f.abs().mean(kAll), std}, 1);
+  torch::Tensor stats = torch::stack({f.abs().mean(kAll), std}, 1);  // [H + 2 kv, 2]
+  std::vector<int64_t> rows;  // [H, 3]: the q, k and v rows of each query head
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t r : {h, H + h / group, H + kv + h / group}) rows.push_back(r);
+  return stats.index_select(0, IndexTensor(rows, q.device())).view({H, 6});
 }
 
 // Per head of `attn`, what the observation needs of the head states, as one device tensor
@@ -92,42 +102,48 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
 }
 
 // One layer's observation (AAH §5.3) from its input h ([B, T, C], after the block's norm):
-// [H, 9] on h's device, the columns ObserveHeads documents. No wait for the device.
+// [H, 8] on h's device: QkvStatistics' six columns, then the entropy and output norm of
+// the attention each head executes now (head_diagnostics.h; unspecified for heads without
+// scores). No wait for the device.
 torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
                            const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
   const int64_t B = h.size(0), T = h.size(1), H = attn.heads(), d = attn.head_dim();
-  const int64_t kv = attn.k_proj->weight.size(0) / d, group = H / kv;
+  const int64_t kv = attn.k_proj->weight.size(0) / d;
   torch::Tensor q = attn.q_proj(h).view({B, T, H, d});
   torch::Tensor k = attn.k_proj(h).view({B, T, kv, d});
   torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
-  // Each query head's statistics of its key/value head under GQA (head i reads i / (H / kv)).
-  torch::Tensor qkv = torch::cat({MeanAbsStd(q), MeanAbsStd(k).repeat_interleave(group, 0),
-                                  MeanAbsStd(v).repeat_interleave(group, 0)},
-                                 1);  // [H, 6]
-  // The attention each head executes now (head_diagnostics.h).
+  const torch::Tensor qkv = QkvStatistics(q, k, v);
   if (rotate) {
     q = rotate(q.transpose(1, 2)).transpose(1, 2);
     k = rotate(k.transpose(1, 2)).transpose(1, 2);
   }
-  const torch::Tensor table = StateTable(attn, h.device());
   const AttendWithLse attend = KernelAttend(attn, q);
-  torch::Tensor diag =
-      attend ? LseDiagnostics(q, k, v, table, attend) : DenseDiagnostics(q, k, v, table);
+  torch::Tensor diag = attend ? LseDiagnostics(q, k, v, attend)
+                              : DenseDiagnostics(q, k, v, StateTable(attn, h.device()));
   return torch::cat({qkv, diag}, 1);
 }
 
-// Every layer's ObserveLayer rows ([L, H, 9] on the device) on the host as the controller
-// reads them: the one wait for the device of an observation.
-std::vector<HeadObservation> ToObservations(const std::vector<torch::Tensor>& layers) {
+// Every layer's ObserveLayer rows ([H, 8] each, on the device) on the host as the
+// controller reads them, with each head's usage from its state and zero diagnostics for
+// heads without scores (§5.3): the one wait for the device of an observation. `model`'s
+// head states are the ones the rows were observed under, on sequences of length T.
+std::vector<HeadObservation> ToObservations(GptImpl& model,
+                                            const std::vector<torch::Tensor>& layers, int64_t T) {
   const torch::Tensor all = torch::stack(layers).to(torch::kCPU, torch::kFloat).contiguous();
   auto a = all.accessor<float, 3>();
   std::vector<HeadObservation> out(size_t(a.size(0)));
-  for (int64_t l = 0; l < a.size(0); ++l)
+  for (int64_t l = 0; l < a.size(0); ++l) {
+    const std::vector<HeadState>& states = model.attention(l)->head_states();
     for (int64_t i = 0; i < a.size(1); ++i) {
       const auto r = a[l][i];
+      const HeadState& s = states[size_t(i)];
       out[size_t(l)].qkv.push_back({r[0], r[1], r[2], r[3], r[4], r[5]});
-      out[size_t(l)].attention.push_back({r[6], r[7], r[8]});
+      if (FormsScores(s))
+        out[size_t(l)].attention.push_back({r[6], r[7], float(HeadUsage(s, T))});
+      else
+        out[size_t(l)].attention.push_back({0.f, 0.f, 0.f});
     }
+  }
   return out;
 }
 
@@ -165,7 +181,7 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
     layers.push_back(ObserveLayer(*block->attn, block->ln1(x), rotate));
     x = block->forward(x, rotate);
   }
-  return ToObservations(layers);
+  return ToObservations(model, layers, idx.size(1));
 }
 
 void ApplyWindows(GptImpl& model, const WindowMap& windows) {
@@ -258,6 +274,7 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
           torch::NoGradGuard no_grad;
           const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
           round->device_time->Start();
+          round->sequence = h.size(1);
           round->rows[size_t(l)] = ObserveLayer(attn, h, rotate);
           round->device_time->Stop();
           ++round->layers;
@@ -277,7 +294,8 @@ Status FinishControl(AahController& controller, GptImpl& model, ControlRound* ro
                             std::to_string(c.layers) +
                             " layers: the update's forward did not run every layer");
   if (!round->rows.empty()) {
-    const std::vector<HeadObservation> observed = ToObservations(round->rows);  // the one wait
+    const std::vector<HeadObservation> observed =
+        ToObservations(model, round->rows, round->sequence);  // the one wait
     round->rows.clear();
     const auto t0 = std::chrono::steady_clock::now();
     HEADLAB_RETURN_IF_ERROR(controller.Update(observed, round->step));

@@ -65,9 +65,10 @@ struct ControlRound {
   // around each layer's, no wait) plus the host's controller update.
   double seconds = 0;
   bool finished = false;
-  // kInForward: each layer's observation rows ([H, 9], on the device) until FinishControl,
-  // and the device time of their computation.
+  // kInForward: each layer's observation rows ([H, 8], on the device) until FinishControl,
+  // the length of the sequences observed, and the device time of their computation.
   std::vector<torch::Tensor> rows;
+  int64_t sequence = 0;
   std::unique_ptr<DeviceStopwatch> device_time;
 };
 

@@ -12,14 +12,9 @@ namespace {
 // takes its queries in chunks of this size, so its memory does not grow with T^2.
 constexpr int64_t kChunkBytes = int64_t(256) << 20;
 
-// [H, 3] from per-head sums over batch and queries, zeroed where the head forms no scores.
-torch::Tensor Diagnostics(const torch::Tensor& entropy, const torch::Tensor& norm,
-                          const torch::Tensor& usage, const torch::Tensor& table, int64_t rows,
-                          int64_t T) {
-  torch::Tensor diag = torch::stack(
-      {entropy / double(rows), norm / double(rows), usage.to(torch::kFloat) / float(T)}, 1);
-  const torch::Tensor scores = (table[5] != 0).view({-1, 1});
-  return torch::where(scores, diag, torch::zeros_like(diag));
+// [H, 2] from per-head sums over the batch's `rows` queries.
+torch::Tensor Means(const torch::Tensor& entropy, const torch::Tensor& norm, int64_t rows) {
+  return torch::stack({entropy, norm}, 1) / double(rows);
 }
 
 }  // namespace
@@ -46,7 +41,6 @@ torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
   torch::Tensor vr = v.repeat_interleave(group, 2).transpose(1, 2);
   auto fopts = torch::dtype(torch::kFloat).device(q.device());
   torch::Tensor entropy = torch::zeros({H}, fopts), norm = torch::zeros({H}, fopts);
-  torch::Tensor usage = torch::zeros({H}, torch::dtype(torch::kLong).device(q.device()));
   const int64_t rows = std::max<int64_t>(1, kChunkBytes / (B * H * T * 4));
   for (int64_t r0 = 0; r0 < T; r0 += rows) {
     const int64_t r1 = std::min(T, r0 + rows);
@@ -65,15 +59,14 @@ torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
                 .sum(-1)
                 .sqrt()
                 .sum(std::vector<int64_t>{0, 2});
-    usage = torch::maximum(usage, allowed.sum(-1).amax(-1));
   }
-  return Diagnostics(entropy, norm, usage, table, B * T, T);
+  return Means(entropy, norm, B * T);
 }
 
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& table, const AttendWithLse& attend) {
+                             const AttendWithLse& attend) {
   torch::NoGradGuard no_grad;
-  const int64_t B = q.size(0), T = q.size(1), H = q.size(2), d = q.size(3);
+  const int64_t B = q.size(0), T = q.size(1), d = q.size(3);
   const double scale = 1.0 / std::sqrt(double(d));
   const std::vector<int64_t> kBatchQueries = {0, 1};
   auto [o, lse] = attend(q, k, v);       // o [B, T, H, d], lse [B, H, T]
@@ -82,10 +75,33 @@ torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, con
   torch::Tensor q_dot = (q.to(torch::kFloat) * o_k.to(torch::kFloat)).sum(-1);  // [B, T, H]
   torch::Tensor entropy = (lse.transpose(1, 2) - scale * q_dot).sum(kBatchQueries);
   torch::Tensor norm = o.to(torch::kFloat).pow(2).sum(-1).sqrt().sum(kBatchQueries);
-  // A query reads no fewer keys than any before it under every mask (causal, window,
-  // sink + recent), so the most keys one query reads are the last query's.
-  torch::Tensor usage = AllowedKeyRows(table, T - 1, T, T).sum(-1).view({H});
-  return Diagnostics(entropy, norm, usage, table, B * T, T);
+  return Means(entropy, norm, B * T);
+}
+
+bool FormsScores(const HeadState& s) {
+  return s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
+         s.mode == HeadMode::kStreaming;
+}
+
+double HeadUsage(const HeadState& s, int64_t T) {
+  int64_t keys = 0;  // the last query's (q = T - 1)
+  switch (s.mode) {
+    case HeadMode::kOrdinary:
+      keys = T;
+      break;
+    case HeadMode::kLocal:  // q - W < k <= q
+      keys = std::min(s.window, T);
+      break;
+    case HeadMode::kStreaming: {  // k < sink, or q - k < recent
+      const int64_t sink = std::min(s.sink, T), recent = std::min(s.recent, T);
+      keys = sink + recent - std::max<int64_t>(0, sink - (T - recent));
+      break;
+    }
+    case HeadMode::kFixed:
+    case HeadMode::kPruned:
+      break;
+  }
+  return double(keys) / double(T);
 }
 
 }  // namespace headlab::aah

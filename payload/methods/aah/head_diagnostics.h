@@ -1,7 +1,8 @@
 // AAH-v3's attention diagnostics of one layer (AAH §5.3: the entries e_h, n_h, rho_h of the
 // head feature x_h): per query head, the entropy of its attention rows, the norm of its
 // output rows and its usage, for the attention the head executes now (its installed
-// window). Two ways to the same numbers:
+// window). The usage follows from the head's state alone (HeadUsage, on the host); two
+// ways to the same entropy and norm:
 //   DenseDiagnostics materialises the probabilities in chunks of queries (any device; the
 //     reference, and the CPU's path).
 //   LseDiagnostics never forms a [T, T] matrix: two attention passes that also return each
@@ -18,6 +19,8 @@
 
 #include <torch/torch.h>
 
+#include "payload/exec/head_state.h"
+
 namespace headlab::aah {
 
 // The attention of every query head with its softmax log-normaliser: (q, k, values) ->
@@ -28,15 +31,25 @@ namespace headlab::aah {
 using AttendWithLse = std::function<std::pair<torch::Tensor, torch::Tensor>(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values)>;
 
-// Returns [H, 3] float32 on q's device: entropy (nats, mean over batch and queries of
-// -sum_k p log p), output norm (mean over batch and queries of |o|_2) and usage (the most
-// keys one query reads, over T); zero for heads that form no scores. q [B, T, H, d], k and
-// v [B, T, Hkv, d], after the position encoding; `table` is the layer's [6, H] head table
-// (window, sink, recent, is local, is streaming, forms scores; see AllowedKeyRows).
+// Return [H, 2] float32 on q's device: entropy (nats, mean over batch and queries of
+// -sum_k p log p) and output norm (mean over batch and queries of |o|_2); unspecified for
+// heads that form no scores (the caller zeroes them, HeadUsage's zero). q [B, T, H, d], k
+// and v [B, T, Hkv, d], after the position encoding; `table` is the layer's [6, H] head
+// table (window, sink, recent, is local, is streaming, forms scores; see AllowedKeyRows).
 torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& table);
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& table, const AttendWithLse& attend);
+                             const AttendWithLse& attend);
+
+// Whether a head in `s` forms attention scores (ordinary, local, streaming); fixed and pruned
+// heads report zero diagnostics.
+bool FormsScores(const HeadState& s);
+
+// The usage rho_h of a head in `s` on a length-T sequence: the most keys one query reads,
+// over T (the last query's: no mask lets a query read fewer keys than an earlier one):
+// 1 for ordinary, min(W, T) / T for local(W), the sink and recent keys' union for
+// streaming (per-token rule, as AllowedKeyRows); 0 for heads without scores. On the host.
+double HeadUsage(const HeadState& s, int64_t T);
 
 // The keys each head may read from queries [r0, r1) of a length-T sequence ([H, r1 - r0, T]
 // booleans), from the layer's [6, H] head table: AllowedKeys (payload/exec/attention.h) of

@@ -114,14 +114,41 @@ std::pair<torch::Tensor, torch::Tensor> DenseAttend(const torch::Tensor& q, cons
   return {o.to(torch::kFloat), lse.to(torch::kFloat)};
 }
 
+// Entropy and output norm of every head that forms scores (the others' are unspecified).
 void CheckAgainst(const torch::Tensor& got, const std::vector<std::vector<double>>& want) {
-  REQUIRE(got.sizes() == torch::IntArrayRef({int64_t(want.size()), 3}));
+  REQUIRE(got.sizes() == torch::IntArrayRef({int64_t(want.size()), 2}));
   auto a = got.accessor<float, 2>();
-  for (size_t h = 0; h < want.size(); ++h)
-    for (size_t c = 0; c < 3; ++c) {
+  for (size_t h = 0; h < want.size(); ++h) {
+    if (!kHeads[h].scores()) continue;
+    for (size_t c = 0; c < 2; ++c) {
       INFO("head " << h << " diagnostic " << c);
       CHECK(double(a[int64_t(h)][int64_t(c)]) == Approx(want[h][c]).epsilon(1e-4).margin(1e-5));
     }
+  }
+}
+
+// The layer's head states as payload/exec's HeadState (what HeadUsage reads).
+headlab::HeadState ExecState(const TestHead& h) {
+  headlab::HeadState s;
+  switch (h.state) {
+    case HeadState::kOrdinary:
+      break;
+    case HeadState::kLocal:
+      s.mode = HeadMode::kLocal;
+      s.window = h.window;
+      break;
+    case HeadState::kStreaming:
+      s.mode = HeadMode::kStreaming;
+      s.sink = h.sink;
+      s.recent = h.recent;
+      break;
+    case HeadState::kFixed:
+      s.mode = HeadMode::kFixed;
+      break;
+    default:
+      s.mode = HeadMode::kPruned;
+  }
+  return s;
 }
 
 }  // namespace
@@ -142,8 +169,28 @@ TEST_CASE("aah diagnostics: dense and log-normaliser forms equal the brute force
     CHECK(want[2][2] == Approx(5.0 / 9));
     CHECK(want[4][0] == Approx(0.0).margin(1e-12));  // local(1): one key, zero entropy
     CheckAgainst(DenseDiagnostics(q, k, v, Table()), want);
-    CheckAgainst(LseDiagnostics(q, k, v, Table(), DenseAttend), want);
+    CheckAgainst(LseDiagnostics(q, k, v, DenseAttend), want);
+    // The usage from the head's state alone equals the brute force's count; zero for heads
+    // without scores.
+    for (size_t h = 0; h < kHeads.size(); ++h) {
+      INFO("head " << h);
+      CHECK(FormsScores(ExecState(kHeads[h])) == kHeads[h].scores());
+      CHECK(HeadUsage(ExecState(kHeads[h]), T) == Approx(want[h][2]));
+    }
   }
+}
+
+TEST_CASE("aah diagnostics: streaming usage counts the sink and recent keys once") {
+  headlab::HeadState s;
+  s.mode = HeadMode::kStreaming;
+  s.sink = 4;
+  s.recent = 8;
+  CHECK(HeadUsage(s, 64) == Approx(12.0 / 64));
+  CHECK(HeadUsage(s, 10) == Approx(1.0));  // the sink [0, 4) and recent [2, 10) overlap
+  CHECK(HeadUsage(s, 3) == Approx(1.0));
+  s.mode = HeadMode::kLocal;
+  s.window = 100;
+  CHECK(HeadUsage(s, 64) == Approx(1.0));
 }
 
 }  // namespace headlab::aah

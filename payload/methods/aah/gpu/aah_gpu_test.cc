@@ -62,11 +62,10 @@ TEST_CASE("aah on CUDA: diagnostics from the kernels' log-normalisers equal the 
   for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
     INFO("dtype " << c10::toString(dtype));
     const double tol = dtype == torch::kFloat ? 1e-4 : 2e-2;
-    const torch::Tensor got =
-        LseDiagnostics(q.to(dtype), k.to(dtype), v.to(dtype), table, attend).cpu();
-    CHECK(torch::allclose(got, want, tol, tol));
+    const torch::Tensor got = LseDiagnostics(q.to(dtype), k.to(dtype), v.to(dtype), attend).cpu();
+    // Heads 0-2 form scores; the pruned head's values are unspecified (zeroed by the caller).
+    CHECK(torch::allclose(got.narrow(0, 0, 3), want.narrow(0, 0, 3), tol, tol));
   }
-  CHECK(want[3].abs().sum().item<float>() == 0.0f);  // pruned: zeros
 }
 
 TEST_CASE("aah on CUDA: the observation pass equals the CPU's") {
