@@ -37,7 +37,7 @@ CheckpointDiskNeed DiskNeedOf(const Json& config, const RetentionPolicy& policy)
 Status CheckDiskRoom(const CheckpointDiskNeed& need, int64_t keep_last, const std::string& dir,
                      int64_t free_bytes, int64_t reserved_bytes) {
   if (need.bytes <= free_bytes - reserved_bytes) return Status::Ok();
-  return Status::IoError(
+  std::string why =
       "not enough disk for the run's checkpoints in " + dir + ": needs " + GiB(need.bytes) + " (" +
       std::to_string(need.checkpoints) + " checkpoint(s) at once of " + GiB(need.checkpoint_bytes) +
       ", train.keep_checkpoints " + std::to_string(keep_last) + ", + " +
@@ -45,7 +45,11 @@ Status CheckDiskRoom(const CheckpointDiskNeed& need, int64_t keep_last, const st
       std::to_string(kAttemptFilesBytes >> 20) + " MiB), " + GiB(free_bytes) + " free" +
       (reserved_bytes > 0
            ? ", of which " + GiB(reserved_bytes) + " is held for the attempts running here"
-           : std::string()));
+           : std::string());
+  // Room the attempts running here will give back: the run waits (a busy REJECT, not
+  // charged to its attempts); room no attempt here holds: the run cannot fit this disk.
+  if (need.bytes <= free_bytes) return Status::Unavailable(std::move(why));
+  return Status::IoError(std::move(why));
 }
 
 StatusOr<int64_t> FreeDiskBytes(const std::string& dir) {

@@ -31,9 +31,11 @@ struct CheckpointDiskNeed {
 CheckpointDiskNeed DiskNeedOf(const Json& config, const RetentionPolicy& policy);
 
 // Returns Ok when `need` fits `free_bytes` less `reserved_bytes` (what running attempts
-// still need), else IoError "not enough disk for the run's checkpoints in DIR: needs
-// 4.61 GiB (3 checkpoints at once of 1.39 GiB, train.keep_checkpoints 2, + 10% + 64 MiB),
-// 2.10 GiB free". `keep_last` is train.keep_checkpoints, named in the message.
+// still need); else "not enough disk for the run's checkpoints in DIR: needs 4.61 GiB (3
+// checkpoints at once of 1.39 GiB, train.keep_checkpoints 2, + 10% + 64 MiB), 2.10 GiB
+// free", Unavailable when it fits once the running attempts are done (the run waits: a
+// busy REJECT), IoError when it does not fit the free space at all (charged to the run's
+// attempts). `keep_last` is train.keep_checkpoints, named in the message.
 Status CheckDiskRoom(const CheckpointDiskNeed& need, int64_t keep_last, const std::string& dir,
                      int64_t free_bytes, int64_t reserved_bytes);
 

@@ -38,13 +38,20 @@ TEST_CASE("DiskNeedOf: nothing for kinds without checkpoints and for imported mo
 TEST_CASE("CheckDiskRoom names the need, the checkpoints and the free space") {
   CheckpointDiskNeed need{int64_t(3) << 30, 2, int64_t(7) << 30};
   CHECK(CheckDiskRoom(need, 1, "/w", int64_t(8) << 30, 0).ok());
+  // Room the running attempts hold: the run waits (REJECT busy=true, not charged).
   Status st = CheckDiskRoom(need, 1, "/w", int64_t(8) << 30, int64_t(2) << 30);
   REQUIRE(!st.ok());
-  CHECK(st.code() != Status::Code::kUnavailable);  // REJECT busy=false: charged
+  CHECK(st.code() == Status::Code::kUnavailable);
   CHECK(st.message() ==
         "not enough disk for the run's checkpoints in /w: needs 7.00 GiB (2 checkpoint(s) at "
         "once of 3.00 GiB, train.keep_checkpoints 1, + 10% + 64 MiB), 8.00 GiB free, of which "
         "2.00 GiB is held for the attempts running here");
+  // More than the disk has free: charged (REJECT busy=false), the run fails after its
+  // attempts with the message.
+  st = CheckDiskRoom(need, 1, "/w", int64_t(6) << 30, int64_t(2) << 30);
+  REQUIRE(!st.ok());
+  CHECK(st.code() == Status::Code::kIoError);
+  CHECK(st.message().find("needs 7.00 GiB") != std::string::npos);
 }
 
 TEST_CASE("FreeDiskBytes reads statvfs, of the nearest existing ancestor if need be") {
