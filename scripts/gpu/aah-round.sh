@@ -3,9 +3,10 @@
 # headline first when device time is short: build the whole repository, the `kind: train`
 # grid through a coordinator and worker (scripts/gpu/train-grids.sh PROTOCOL with the given
 # --set arguments), then the GPU tests of the paths it runs on (exec_fused: the local heads'
-# FlashAttention-2 path against the dense reference; kernels_gpu, aah_gpu, decode_gpu) and
-# the layer bench at the 1b shape
-# (scripts/gpu/aah_layer_bench.py). Logs and results go to $OUT (or /tmp/headlab-train-out).
+# FlashAttention-2 path against the dense reference; aah_gpu: the observation; the kernels'
+# primitives; HEADLAB_GPU_TESTS, a ctest regex, replaces the list) and the layer bench at
+# the 1b shape (scripts/gpu/aah_layer_bench.py). Logs and results go to $OUT (or
+# /tmp/headlab-train-out).
 #
 #   scripts/gpu/aah-round.sh [aah-1b | aah-diag] [--set KEY=VALUE]...
 #
@@ -20,12 +21,12 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-/tmp/headlab-train-out}"
 mkdir -p "$out"
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,18p' "$0"; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,19p' "$0"; exit 0; }
 protocol=aah-1b
 [[ ${1:-} == aah-1b || ${1:-} == aah-diag ]] && { protocol=$1; shift; }
 status=0
 "$root/scripts/gpu/train-round.sh" "$protocol" "$@" || status=1
-"$root/scripts/gpu/build-all.sh" -R 'exec_fused|kernels_gpu|aah_gpu|decode_gpu' \
+"$root/scripts/gpu/build-all.sh" -R "${HEADLAB_GPU_TESTS:-exec_fused|aah_gpu|primitives}" \
   > "$out/ctest-gpu.out" 2>&1 || status=1
 grep -E "tests passed|tests failed|bf16 auto|Failed" "$out/ctest-gpu.out" | head -8
 PYTHONUNBUFFERED=1 python3 "$root/scripts/gpu/aah_layer_bench.py" --contexts 4096 \
