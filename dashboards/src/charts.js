@@ -112,6 +112,9 @@ export class CurveChart {
       drawn += n;
     }
     this.el.dataset.points = String(drawn);
+    // The last step drawn: a long curve is bucketed to a bounded number of points, so a live
+    // curve's growth shows in its last step, not in its point count.
+    this.el.dataset.lastStep = String(data[0].length ? data[0][data[0].length - 1] : -1);
     this.el.dataset.colors = JSON.stringify(lines.filter((l) => l.legend !== false).map((l) => l.color));
     this.el.dataset.xlabel = this.axes.xLabel;
     this.el.dataset.ylabel = this.axes.yLabel;
