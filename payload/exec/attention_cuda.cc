@@ -26,6 +26,7 @@
 #if HEADLAB_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "kernels/torch/hybrid_attention_op.h"
