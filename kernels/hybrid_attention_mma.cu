@@ -79,27 +79,13 @@ struct MmaForwardCore {
     const T* kt = ks + (n & 1) * kBk * (D + 8);
     if (n == 0) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
-                  col = kk * 16 + (lane / 16) * 8;
-        LdMatrixX4(qf[kk], qs + r * (D + 8) + col);
-      }
+      for (int kk = 0; kk < D / 16; ++kk) LoadRowFragment<T, D>(qf[kk], qs, warp, lane, kk);
     }
     float s[kBk / 8][4];
 #pragma unroll
     for (int nb = 0; nb < kBk / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-      for (int np = 0; np < kBk / 16; ++np) {
-        uint32_t bf[4];
-        const int mi = lane / 8;
-        const int key = np * 16 + (mi >> 1) * 8 + lane % 8, col = kk * 16 + (mi & 1) * 8;
-        LdMatrixX4(bf, kt + key * (D + 8) + col);
-        Mma<T>::Run(s[2 * np], qf[kk], bf[0], bf[1]);
-        Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-      }
-    }
+    for (int kk = 0; kk < D / 16; ++kk) AddTimesRowsT<T, D, kBk>(s, qf[kk], kt, lane, kk);
     float corr[2];
     SoftmaxTile(s, m, l, corr, need_mask, c.hd, c.w, k0, scale2);
     RescaleRows<D>(o, corr);

@@ -78,19 +78,8 @@ struct MmaBackwardCore {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       uint32_t af[4];
-      {
-        const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c = kk * 16 + (lane / 16) * 8;
-        LdMatrixX4(af, rows + r * (D + 8) + c);
-      }
-#pragma unroll
-      for (int np = 0; np < kBq / 16; ++np) {
-        uint32_t bf[4];
-        const int mi = lane / 8;
-        const int q = np * 16 + (mi >> 1) * 8 + lane % 8, c = kk * 16 + (mi & 1) * 8;
-        LdMatrixX4(bf, cols + q * (D + 8) + c);
-        Mma<T>::Run(acc[2 * np], af, bf[0], bf[1]);
-        Mma<T>::Run(acc[2 * np + 1], af, bf[2], bf[3]);
-      }
+      LoadRowFragment<T, D>(af, rows, warp, lane, kk);
+      AddTimesRowsT<T, D, kBq>(acc, af, cols, lane, kk);
     }
   }
   // acc (16 keys x D) += a^T-tile (P^T or dS^T, repacked accumulators) x rows (dO or Q),

@@ -119,6 +119,31 @@ __device__ __forceinline__ void LoadRows(const Params& p, const View& v, int b, 
   }
 }
 
+// The A fragment of Mma for column block kk (16 columns) of this warp's 16 rows of a
+// [rows][D + 8] tile.
+template <typename T, int D>
+__device__ __forceinline__ void LoadRowFragment(uint32_t (&a)[4], const T* rows, int warp, int lane,
+                                                int kk) {
+  const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c = kk * 16 + (lane / 16) * 8;
+  LdMatrixX4(a, rows + r * (D + 8) + c);
+}
+
+// acc (16 rows x kN) += a x cols^T over column block kk: `a` a LoadRowFragment, cols a
+// [kN][D + 8] tile whose B fragments come by ldmatrix (two n-blocks of 8 per load).
+template <typename T, int D, int kN>
+__device__ __forceinline__ void AddTimesRowsT(float (&acc)[kN / 8][4], const uint32_t (&a)[4],
+                                              const T* cols, int lane, int kk) {
+#pragma unroll
+  for (int np = 0; np < kN / 16; ++np) {
+    uint32_t bf[4];
+    const int mi = lane / 8;
+    const int r = np * 16 + (mi >> 1) * 8 + lane % 8, c = kk * 16 + (mi & 1) * 8;
+    LdMatrixX4(bf, cols + r * (D + 8) + c);
+    Mma<T>::Run(acc[2 * np], a, bf[0], bf[1]);
+    Mma<T>::Run(acc[2 * np + 1], a, bf[2], bf[3]);
+  }
+}
+
 }  // namespace internal
 }  // namespace kernels
 }  // namespace headlab

@@ -5,8 +5,8 @@
 // kernels_gpu_test only sees an attention output off. Inputs are small integers, exact in bf16
 // and fp16, so every fp32 sum is exact in any order and matmuls compare with ==.
 //   ex2        Ex2 within 2 ulp of the correctly rounded 2^x; exactly 1 at 0, 0 at -inf
-//   mma        S = Q K^T (LoadRows, LdMatrixX4, Mma), O = P V (AddPackedTimesRows: PackP,
-//              LdMatrixX4Trans); rows past T zero-filled
+//   mma        S = Q K^T (LoadRows, LoadRowFragment, AddTimesRowsT), O = P V
+//              (AddPackedTimesRows: PackP, LdMatrixX4Trans); rows past T zero-filled
 //   dbuf       DoubleBufferedTiles with CpAsync16
 //   sm_90a only (else "skipped: needs sm_90"):
 //   tma-load   TmaLoad4d of EncodeView boxes (strided view; past T zeros) on an mbarrier over
@@ -82,25 +82,13 @@ __global__ void MmaKernel(const Params p, const float* pm, float* s_out, float* 
   CpAsyncWait<0>();
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // hybrid_attention_mma.cu MmaForwardCore::ScoredTile's fragment addressing.
+  // S = Q K^T as hybrid_attention_mma.cu MmaForwardCore::ScoredTile forms it.
   uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int r = warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, col = kk * 16 + (lane / 16) * 8;
-    LdMatrixX4(qf[kk], qs + r * (D + 8) + col);
-  }
+  for (int kk = 0; kk < D / 16; ++kk) LoadRowFragment<T, D>(qf[kk], qs, warp, lane, kk);
   float s[8][4] = {};
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      uint32_t bf[4];
-      const int mi = lane / 8;
-      const int key = np * 16 + (mi >> 1) * 8 + lane % 8, col = kk * 16 + (mi & 1) * 8;
-      LdMatrixX4(bf, ks + key * (D + 8) + col);
-      Mma<T>::Run(s[2 * np], qf[kk], bf[0], bf[1]);
-      Mma<T>::Run(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-    }
+  for (int kk = 0; kk < D / 16; ++kk) AddTimesRowsT<T, D, 64>(s, qf[kk], ks, lane, kk);
   StoreAcc(s, s_out, 64);
   float pa[8][4], o[8][4] = {};
   LoadAcc(pm, 64, pa);
@@ -449,7 +437,7 @@ void TestMma(const char* name) {
   DeviceBuffer ds(64 * 64 * 4), dout(64 * 64 * 4);
   MmaKernel<T><<<1, 128>>>(x.p, F(x.d_pm), F(ds), F(dout));
   HEADLAB_CUDA_CHECK_OR_EXIT(cudaGetLastError());
-  ExpectEqual(name, "S = Q K^T (LdMatrixX4)", Download<float>(ds), x.QkT(64), 64);
+  ExpectEqual(name, "S = Q K^T (AddTimesRowsT)", Download<float>(ds), x.QkT(64), 64);
   ExpectEqual(name, "O = P V (LdMatrixX4Trans)", Download<float>(dout), x.Pv(), 64);
 }
 
