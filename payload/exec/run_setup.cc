@@ -157,4 +157,9 @@ Json AttentionChoices(Gpt& model) {
   return out;
 }
 
+Json AttentionPlanProvenance(Gpt& model) {
+  return {{"attention_paths", AttentionPaths(model)},
+          {"attention_choices", AttentionChoices(model)}};
+}
+
 }  // namespace headlab

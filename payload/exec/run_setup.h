@@ -77,4 +77,8 @@ Json AttentionPaths(Gpt& model);
 // ...], layers ascending; [] where nothing was measured.
 Json AttentionChoices(Gpt& model);
 
+// The layers' plans as provenance records them: {"attention_paths": AttentionPaths,
+// "attention_choices": AttentionChoices}.
+Json AttentionPlanProvenance(Gpt& model);
+
 }  // namespace headlab

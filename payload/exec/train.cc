@@ -428,15 +428,13 @@ StatusOr<bool> Trainer::TimeHooks(const std::function<Status()>& call) {
 void Trainer::EndReplanningUpdate() {
   replans_now_ = false;
   if (lead_) {
-    Json paths = AttentionPaths(model_), choices = AttentionChoices(model_);
-    attention_plans_.push_back({{"step", progress_.step},
-                                {"interventions", ctx_->interventions},
-                                {"attention_paths", paths},
-                                {"attention_choices", choices}});
+    Json plan = AttentionPlanProvenance(model_);
+    Json entry = {{"step", progress_.step}, {"interventions", ctx_->interventions}};
+    entry.update(plan);
+    attention_plans_.push_back(std::move(entry));
     // The latest paths are the run's (results shows them); attention_plans keeps each.
-    events_->Provenance({{"attention_paths", paths},
-                         {"attention_choices", choices},
-                         {"attention_plans", attention_plans_}});
+    plan["attention_plans"] = attention_plans_;
+    events_->Provenance(plan);
   }
   if (timer_held_) {
     timer_->Pause(progress_.step);  // no window is open: waits for the device only
@@ -616,8 +614,7 @@ Status Trainer::Step(bool* last) {
   if (progress_.step == first_step_ + 1) {
     timer_->Mark(progress_.step);  // the first update is warm-up: timing starts after it
     if (lead_) {
-      Json first = {{"attention_paths", AttentionPaths(model_)},
-                    {"attention_choices", AttentionChoices(model_)}};
+      Json first = AttentionPlanProvenance(model_);
       if (reducer_) first["allreduce_buckets"] = int64_t(reducer_->bucket_count());
       events_->Provenance(first);
     }
@@ -647,9 +644,7 @@ Status Trainer::Step(bool* last) {
   if (*last) {
     // The latest paths are the run's: a method may have re-planned layers without an
     // intervention (AAH's windows change at every control update).
-    if (lead_)
-      events_->Provenance({{"attention_paths", AttentionPaths(model_)},
-                           {"attention_choices", AttentionChoices(model_)}});
+    if (lead_) events_->Provenance(AttentionPlanProvenance(model_));
     return Status::Ok();  // the final evaluation and checkpoint follow
   }
   if (t_.eval_every > 0 && progress_.step % t_.eval_every == 0) HEADLAB_RETURN_IF_ERROR(Evaluate());
