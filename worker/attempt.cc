@@ -16,7 +16,8 @@ Attempt::Attempt(Json run, int64_t attempt, Json provenance, AttemptOptions opti
       options_(options),
       emit_(std::move(emit)),
       stderr_tail_(options.stderr_tail_bytes),
-      provenance_(std::move(provenance)) {}
+      host_provenance_(std::move(provenance)),
+      provenance_(host_provenance_) {}
 
 StatusOr<std::unique_ptr<Attempt>> Attempt::Start(Json run, int64_t attempt,
                                                   const std::vector<std::string>& argv,
@@ -121,10 +122,11 @@ void Attempt::HandleLine(const std::string& line) {
       break;
     }
     case ExecEvent::Type::kProvenance: {
-      // The worker's host facts win over exec's on a name clash: it computed them itself.
-      Json merged = ev->object;
-      merged.update(provenance_);
-      provenance_ = merged;
+      // Exec's fields: the newest wins (a re-planned layer's attention_paths replace the
+      // first update's). The worker's host facts win over exec's on a name clash: it
+      // computed them itself.
+      provenance_.update(ev->object);
+      provenance_.update(host_provenance_);
       ReportProvenance();
       break;
     }

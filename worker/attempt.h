@@ -108,7 +108,8 @@ class Attempt {
   std::optional<CheckpointTracker> checkpoints_;  // set by RetainCheckpoints
   LineSplitter stdout_lines_;
   TailBuffer stderr_tail_;
-  Json provenance_;                  // host facts + exec's fields so far
+  Json host_provenance_;             // the host's and this attempt's facts (win on a clash)
+  Json provenance_;                  // exec's fields so far (newest wins), then host_provenance_
   Json summary_ = Json::object();    // the last summary event
   Json points_ = Json::array();      // METRICS points not yet emitted
   Clock::time_point batch_started_;  // when the oldest unemitted point arrived

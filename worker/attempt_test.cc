@@ -58,7 +58,8 @@ echo '{"ev":"metric","step":0,"key":"train.loss","value":5.5,"t":1.5}'
 echo 'this is not an event'
 echo '{"ev":"metric","step":10,"key":"train.loss","value":4.0,"t":2.5}'
 echo '{"ev":"artifact","kind":"checkpoint","path":"/tmp/c.pt","sha256":"ab","bytes":3,"step":10}'
-echo '{"ev":"provenance","fields":{"libtorch_version":"1.13","host":"exec-says"}}'
+echo '{"ev":"provenance","fields":{"libtorch_version":"1.13","host":"exec-says","attention_paths":{"sdpa[16]":[0]}}}'
+echo '{"ev":"provenance","fields":{"attention_paths":{"fused[16]":[0]}}}'
 echo '{"ev":"summary","values":{"eval.ppl":9.0}}'
 echo "var=$HEADLAB_TEST_VAR" >&2
 printf '{"ev":"metric","step":11,"key":"k","value":1}'
@@ -84,9 +85,14 @@ exit 3
   CHECK(arts[0].body["sha256"] == "ab");
 
   auto prov = Only(sent, "PROVENANCE");
-  REQUIRE(prov.size() == 2);
+  REQUIRE(prov.size() == 3);
   CHECK(prov[1].body["fields"]["libtorch_version"] == "1.13");
   CHECK(prov[1].body["fields"]["host"] == "h");  // the worker's own facts win
+  // exec's later fields replace its earlier ones (a re-planned layer's paths), and the
+  // fields it sent once stay.
+  CHECK(prov[2].body["fields"]["attention_paths"] == Json{{"fused[16]", {0}}});
+  CHECK(prov[2].body["fields"]["libtorch_version"] == "1.13");
+  CHECK(prov[2].body["fields"]["host"] == "h");
 
   REQUIRE(sent.back().command == "DONE");
   const Json& done = sent.back().body;
