@@ -613,99 +613,6 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
 
 namespace {
 
-// Runs a layer's attention segments side by side on CUDA. At B = 1 one call over a few heads
-// fills a fraction of the device (a few heads x T / 128 query blocks), so in sequence each
-// segment costs about its longest block's time; side by side they share the device. The
-// first concurrent segment runs on the layer's stream, each later one on a stream of
-// LibTorch's pool that first waits for the layer's inputs; the layer's stream waits for all
-// before the outputs are joined. Autograd runs each segment's backward on the stream of its
-// forward and synchronises the gradients between streams. Memory crossing streams is marked
-// for the caching allocator (record_stream): the inputs for each side stream (autograd keeps
-// them for the backward there), each side output for the layer's stream. Not during a CUDA
-// graph capture, and not on the CPU.
-class SegmentStreams {
- public:
-  SegmentStreams(const AttentionPlan& plan, const torch::Tensor& x,
-                 std::vector<torch::Tensor> inputs) {
-#if HEADLAB_TORCH_CUDA
-    int concurrent = 0;
-    for (const PlanSegment& seg : plan.segments) concurrent += ConcurrentKind(seg.kind);
-    if (!x.is_cuda() || concurrent < 2 ||
-        c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
-      return;
-    layer_.emplace(c10::cuda::getCurrentCUDAStream(x.device().index()));
-    inputs_ = std::move(inputs);
-    ready_.record(*layer_);
-#else
-    (void)plan;
-    (void)x;
-    (void)inputs;
-#endif
-  }
-
-  // Before segment `seg` runs: makes its stream current (a side stream for every concurrent
-  // segment after the first) until After.
-  void Before(const PlanSegment& seg) {
-#if HEADLAB_TORCH_CUDA
-    if (!layer_ || !ConcurrentKind(seg.kind)) return;
-    if (!first_taken_) {
-      first_taken_ = true;
-      return;
-    }
-    c10::cuda::CUDAStream side =
-        c10::cuda::getStreamFromPool(/*isHighPriority=*/false, layer_->device_index());
-    ready_.block(side);
-    for (const torch::Tensor& t : inputs_)
-      if (t.defined()) t.record_stream(side);
-    guard_.emplace(side);
-#else
-    (void)seg;
-#endif
-  }
-
-  // After the segment: its output `out` (allocated on its stream) is marked for the layer's
-  // stream and the stream's completion recorded.
-  void After(const torch::Tensor& out) {
-#if HEADLAB_TORCH_CUDA
-    if (!guard_) return;
-    out.record_stream(*layer_);
-    done_.emplace_back();
-    done_.back().record(guard_->current_stream());
-    guard_.reset();
-#else
-    (void)out;
-#endif
-  }
-
-  // The layer's stream waits for every side stream. Returns how many segments ran on side
-  // streams.
-  size_t Join() {
-#if HEADLAB_TORCH_CUDA
-    for (at::cuda::CUDAEvent& e : done_) e.block(*layer_);
-    return done_.size();
-#else
-    return 0;
-#endif
-  }
-
- private:
-  // Whether segment kind `k` may run on a stream of its own: the attention calls (SDPA,
-  // FlashAttention-2's window, the fused kernels). Fixed-pattern segments read cached
-  // patterns and stay on the layer's stream.
-  static bool ConcurrentKind(SegmentKind k) {
-    return k == SegmentKind::kSdpa || k == SegmentKind::kFlashWindow || k == SegmentKind::kKernel;
-  }
-
-#if HEADLAB_TORCH_CUDA
-  std::optional<c10::cuda::CUDAStream> layer_;
-  std::vector<torch::Tensor> inputs_;
-  at::cuda::CUDAEvent ready_;
-  std::vector<at::cuda::CUDAEvent> done_;
-  std::optional<c10::cuda::CUDAStreamGuard> guard_;
-  bool first_taken_ = false;
-#endif
-};
-
 // The layer's forward as `dp` says; *label gets its LayerPathLabel.
 torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const DevicePlan& dp,
                       const torch::Tensor& x,
@@ -756,10 +663,8 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
 
   std::vector<torch::Tensor> outs;
   std::string kernel_path;
-  SegmentStreams streams(plan, x, {q_all, k_all, v_all});
   for (const PlanSegment& seg : plan.segments) {
     const int64_t n = int64_t(seg.heads.size());
-    streams.Before(seg);
     switch (seg.kind) {
       case SegmentKind::kSdpa:
         outs.push_back(SdpaCausal(q_all.narrow(2, seg.qk_offset, n),
@@ -800,10 +705,7 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
         break;
       }
     }
-    streams.After(outs.back());
   }
-  if (const size_t side = streams.Join(); side > 0)
-    *label += " streams=" + std::to_string(side + 1);
   if (!kernel_path.empty()) *label += " kernel=" + kernel_path;
 
   const int64_t no = int64_t(plan.output_heads.size());
