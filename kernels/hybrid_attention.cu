@@ -211,6 +211,13 @@ bool BackwardTensorCorePossible(const BackwardArgs& a) {
 
 }  // namespace
 
+int ExecutedHeadDim(const AttentionShape& s) {
+  constexpr int kPadded = 128;
+  if (s.head_dim != 96 || s.dtype == DType::kF32 || !Sm90a()) return s.head_dim;
+  if (int64_t(s.batch) * s.heads * s.seq_len * kPadded >= (int64_t(1) << 31)) return s.head_dim;
+  return kPadded;
+}
+
 const char* ForwardPathName(const ForwardArgs& a) {
   KernelStatus refusal;
   return ChosenName(ChoosePath(a.shape, ForwardTensorCorePossible(a), a.path, &refusal));

@@ -12,12 +12,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 
 #include "common/run_config.h"
+#include "kernels/torch/hybrid_attention_op.h"
 #include "payload/exec/attention_cuda.h"
 #include "payload/exec/linear_cross_entropy.h"
 #include "payload/exec/model.h"
@@ -204,6 +207,62 @@ TEST_CASE("fused attention: bf16 under autocast stays within the dense bf16 refe
     }
     SetAttentionMode(AttentionMode::kAuto);
   }
+}
+
+TEST_CASE("fused attention: d = 96 runs padded to 128 on Hopper with the same values") {
+  // The op pads a d = 96 layer's Q, K, V (and dO) with zero columns to the size the kernels
+  // run (ExecutedHeadDim): O, lse and the gradients must be those of the d = 96 attention,
+  // here against masked softmax attention in fp32 on the same inputs.
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(13);
+  const int64_t B = 2, T = 257, H = 4, d = 96;
+  const double scale = 1.0 / std::sqrt(double(d));
+  const auto bf16 = torch::dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::Tensor q = torch::randn({B, T, H, d}, bf16).requires_grad_();
+  torch::Tensor k = torch::randn({B, T, H, d}, bf16).requires_grad_();
+  torch::Tensor v = torch::randn({B, T, H, d}, bf16).requires_grad_();
+  const std::vector<int32_t> windows = {0, 16, 64, 200};  // 0: ordinary
+  kernels::HybridHeads heads;
+  for (int32_t w : windows) {
+    kernels::HeadSpec s;
+    s.state = w == 0 ? kernels::HeadState::kOrdinary : kernels::HeadState::kLocal;
+    s.window = w;
+    heads.specs.push_back(s);
+  }
+  kernels::KernelPaths paths;
+  torch::Tensor o = kernels::HybridAttention(q, k, v, heads, scale, &paths);
+  REQUIRE(o.sizes() == q.sizes());
+  CHECK(paths.head_dim == (ComputeMajor() == 9 ? 128 : 96));
+  std::printf("d = 96 op: kernels %s/%s at d = %d\n", paths.forward, paths.backward,
+              paths.head_dim);
+  torch::Tensor d_o = torch::randn_like(o);
+  std::vector<torch::Tensor> g = torch::autograd::grad({o}, {q, k, v}, {d_o});
+
+  // The reference: keys j <= i, and i - j < W for a local head.
+  torch::Tensor qf = q.detach().to(torch::kFloat).requires_grad_();
+  torch::Tensor kf = k.detach().to(torch::kFloat).requires_grad_();
+  torch::Tensor vf = v.detach().to(torch::kFloat).requires_grad_();
+  torch::Tensor i = torch::arange(T, torch::kCUDA).view({T, 1}), j = i.view({1, T});
+  std::vector<torch::Tensor> masks;
+  for (int32_t w : windows) masks.push_back((j <= i).logical_and(w == 0 ? j >= 0 : i - j < w));
+  torch::Tensor mask = torch::stack(masks).view({1, H, T, T});
+  torch::Tensor scores = torch::einsum("bihd,bjhd->bhij", {qf, kf}) * scale;
+  scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  torch::Tensor of = torch::einsum("bhij,bjhd->bihd", {torch::softmax(scores, -1), vf});
+  std::vector<torch::Tensor> gf =
+      torch::autograd::grad({of}, {qf, kf, vf}, {d_o.to(torch::kFloat)});
+  CHECK(RelL2(o.to(torch::kFloat), of) < 2e-2);
+  for (int n = 0; n < 3; ++n) {
+    INFO("gradient "
+         << "qkv"[n]);
+    REQUIRE(g[size_t(n)].sizes() == q.sizes());
+    CHECK(RelL2(g[size_t(n)].to(torch::kFloat), gf[size_t(n)]) < 3e-2);
+  }
+  auto [o2, lse] =
+      kernels::HybridAttentionWithLse(q.detach(), k.detach(), v.detach(), heads, scale);
+  REQUIRE(o2.sizes() == q.sizes());
+  CHECK(RelL2(o2.to(torch::kFloat), of) < 2e-2);
+  CHECK((lse - torch::logsumexp(scores.detach(), -1)).abs().max().item<float>() < 2e-2);
 }
 
 TEST_CASE("fused attention: the loss kernel equals cross_entropy(linear(h, w)) on CUDA") {

@@ -91,22 +91,33 @@ void* CurrentStream(const torch::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
 
-// Checks the inputs and launches the forward into fresh *o (contiguous, q's shape) and
-// *lse (fp32 (B, H, T)); `paths`, when given, receives the kernels' implementations.
-void LaunchForward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                   const HybridHeads& heads, double scale, KernelPaths* paths, torch::Tensor* o,
-                   torch::Tensor* lse) {
-  CheckInputs(q, k, v, heads);
-  c10::cuda::CUDAGuard guard(q.device());
+// Returns t (B, T, heads, d) with zero columns appended up to head size `to` (a fresh
+// contiguous tensor), or t itself when d == to.
+torch::Tensor PadHeadDim(const torch::Tensor& t, int64_t to) {
+  return t.size(3) == to ? t : torch::constant_pad_nd(t, {0, to - t.size(3)});
+}
+
+// Checks the inputs and launches the forward at the head size the kernels run
+// (ExecutedHeadDim: d = 96 as 128 on Hopper). *q, *k, *v become the inputs as launched
+// (zero-padded when padding), *o a fresh contiguous output of their head size and *lse fp32
+// (B, H, T); `paths`, when given, receives the kernels' implementations.
+void LaunchForward(torch::Tensor* q, torch::Tensor* k, torch::Tensor* v, const HybridHeads& heads,
+                   double scale, KernelPaths* paths, torch::Tensor* o, torch::Tensor* lse) {
+  CheckInputs(*q, *k, *v, heads);
+  c10::cuda::CUDAGuard guard(q->device());
+  const int64_t executed = ExecutedHeadDim(Shape(*q, *k, scale));
+  *q = PadHeadDim(*q, executed);
+  *k = PadHeadDim(*k, executed);
+  *v = PadHeadDim(*v, executed);
   const std::vector<HeadSpec> specs = DeviceSpecs(heads);
-  *o = torch::empty_like(q, torch::MemoryFormat::Contiguous);
-  *lse = torch::empty({q.size(0), q.size(2), q.size(1)}, q.options().dtype(torch::kFloat));
+  *o = torch::empty_like(*q, torch::MemoryFormat::Contiguous);
+  *lse = torch::empty({q->size(0), q->size(2), q->size(1)}, q->options().dtype(torch::kFloat));
   ForwardArgs a;
-  a.shape = Shape(q, k, scale);
+  a.shape = Shape(*q, *k, scale);
   a.heads = specs.data();
-  a.q = View(q);
-  a.k = View(k);
-  a.v = View(v);
+  a.q = View(*q);
+  a.k = View(*k);
+  a.v = View(*v);
   a.o = View(*o);
   a.lse = lse->data_ptr<float>();
   if (paths) {
@@ -121,8 +132,9 @@ void LaunchForward(const torch::Tensor& q, const torch::Tensor& k, const torch::
     b.dk = a.k;                // dK, dV are contiguous; K, V's alignment is checked anyway
     b.dv = a.v;
     paths->backward = BackwardPathName(b);
+    paths->head_dim = int(executed);
   }
-  Check(HybridAttentionForward(a, CurrentStream(q)));
+  Check(HybridAttentionForward(a, CurrentStream(*q)));
 }
 
 class HybridAttentionFunction : public torch::autograd::Function<HybridAttentionFunction> {
@@ -130,9 +142,10 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k,
                                torch::Tensor v, const HybridHeads& heads, double scale,
                                KernelPaths* paths) {
+    const int64_t d = q.size(3);
     torch::Tensor o, lse;
-    LaunchForward(q, k, v, heads, scale, paths, &o, &lse);
-    ctx->save_for_backward({q, k, v, o, lse});
+    LaunchForward(&q, &k, &v, heads, scale, paths, &o, &lse);
+    ctx->save_for_backward({q, k, v, o, lse});  // as launched (padded when padding)
     // The specs travel as plain integers; the prior tensors by reference (no copy).
     std::vector<int64_t> flat;
     for (const HeadSpec& s : heads.specs) {
@@ -144,7 +157,7 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     ctx->saved_data["rho"] = heads.rho.defined() ? heads.rho : torch::Tensor();
     ctx->saved_data["log_z"] = heads.log_z.defined() ? heads.log_z : torch::Tensor();
     ctx->saved_data["prior_rows"] = heads.prior_rows;
-    return o;
+    return o.size(3) == d ? o : o.narrow(3, 0, d);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -168,7 +181,10 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
     const double scale = ctx->saved_data["scale"].toDouble();
     const std::vector<HeadSpec> specs = DeviceSpecs(heads);
 
-    torch::Tensor d_o = grads[0];
+    // dO gets the forward's padding (zero columns: O's padded columns are zero, so
+    // rowsum(dO o O) is unchanged); the gradients are returned at the caller's head size.
+    const int64_t d = grads[0].size(3);
+    torch::Tensor d_o = PadHeadDim(grads[0], q.size(3));
     if (d_o.stride(3) != 1) d_o = d_o.contiguous();
     torch::Tensor dq = torch::empty_like(q, torch::MemoryFormat::Contiguous);
     torch::Tensor dk = torch::empty_like(k, torch::MemoryFormat::Contiguous);
@@ -189,6 +205,11 @@ class HybridAttentionFunction : public torch::autograd::Function<HybridAttention
                                            q.options().dtype(torch::kUInt8));
     a.workspace = workspace.data_ptr();
     Check(HybridAttentionBackward(a, CurrentStream(q)));
+    if (q.size(3) != d) {
+      dq = dq.narrow(3, 0, d);
+      dk = dk.narrow(3, 0, d);
+      dv = dv.narrow(3, 0, d);
+    }
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -225,9 +246,9 @@ std::pair<torch::Tensor, torch::Tensor> HybridAttentionWithLse(const torch::Tens
                                                                double scale) {
 #if HEADLAB_TORCH_CUDA
   torch::NoGradGuard no_grad;
-  torch::Tensor o, lse;
-  LaunchForward(q, k, v, heads, scale, nullptr, &o, &lse);
-  return {o, lse};
+  torch::Tensor qx = q, kx = k, vx = v, o, lse;
+  LaunchForward(&qx, &kx, &vx, heads, scale, nullptr, &o, &lse);
+  return {o.size(3) == q.size(3) ? o : o.narrow(3, 0, q.size(3)), lse};
 #else
   (void)scale;
   CheckInputs(q, k, v, heads);

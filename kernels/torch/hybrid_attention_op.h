@@ -32,6 +32,7 @@ struct HybridHeads {
 struct KernelPaths {
   const char* forward = "";
   const char* backward = "";
+  int head_dim = 0;  // the head size they ran at (ExecutedHeadDim: 128 for a padded d = 96)
 };
 
 // Returns true iff this build can run the op: LibTorch with CUDA and the kernels compiled.
@@ -40,7 +41,9 @@ bool HybridAttentionAvailable();
 // Returns O (B, T, H, d), causal hybrid attention of q (B, T, H, d) over k, v (B, T, Hkv, d)
 // with softmax scale `scale`; CUDA tensors of one dtype (fp32, bf16, fp16) whose last
 // dimension is contiguous (views such as slices of a packed QKV tensor are fine).
-// Differentiable in q, k and v; fixed heads' q and k gradients are exact zeros.
+// Differentiable in q, k and v; fixed heads' q and k gradients are exact zeros. A head size
+// the kernels run larger (ExecutedHeadDim) is padded with zero columns inside the op; O and
+// the gradients come back at d (views of the padded results).
 // Throws c10::Error on bad input or when !HybridAttentionAvailable(). `paths`, when given,
 // receives the forward kernel's implementation.
 torch::Tensor HybridAttention(const torch::Tensor& q, const torch::Tensor& k,

@@ -267,7 +267,8 @@ torch::Tensor KernelStandIn(const HybridAttentionImpl& layer, const PlanSegment&
 
 // The fused kernels over one segment's heads (their specs in order; fixed heads read their
 // prior rows by original number). Records the kernels' implementations in *path as
-// "<forward>/<backward>" (kernels/torch/hybrid_attention_op.h KernelPaths).
+// "<forward>/<backward>", with "@d<n>" when they ran a padded head size n
+// (kernels/torch/hybrid_attention_op.h KernelPaths).
 torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg,
                         const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         bool grouped, double scale, std::string* path) {
@@ -287,6 +288,7 @@ torch::Tensor RunKernel(const HybridAttentionImpl& layer, const PlanSegment& seg
     kernels::KernelPaths paths;
     torch::Tensor o = kernels::HybridAttention(q, k, v, heads, scale, &paths);
     *path = std::string(paths.forward) + "/" + paths.backward;
+    if (paths.head_dim != q.size(3)) *path += "@d" + std::to_string(paths.head_dim);
     return o;
   }
 #endif
