@@ -151,15 +151,21 @@ TEST_CASE("attention fast path: AAH's local heads through FlashAttention-2, one 
   const int64_t T = 29;
   torch::manual_seed(4);
   HybridAttention layer(320, 5, 5, 32);  // head_dim 64
-  // AAH §5.8 windows: heads 0 and 3 at W = 4, head 2 at W = 9, head 4 streaming.
+  // AAH §5.8 windows: heads 0 and 3 at W = 4, head 2 at W = 9, heads 1 and 4 pruned: two
+  // FlashAttention-2 calls.
   layer->SetHeadState(0, {HeadMode::kLocal, 4});
+  layer->SetHeadState(1, {HeadMode::kPruned});
   layer->SetHeadState(2, {HeadMode::kLocal, 9});
   layer->SetHeadState(3, {HeadMode::kLocal, 4});
-  layer->SetHeadState(4, {HeadMode::kStreaming, 0, 2, 5});
+  layer->SetHeadState(4, {HeadMode::kPruned});
   torch::Tensor x = torch::randn({2, T, 320});
   SetFlashWindowOnCpuForTesting(true);
-  ExpectSameAsDense(layer, x, AttentionMode::kAuto,
-                    "sdpa[1] flash_window[2] flash_window[1] fused[1] kernel=cpu_stand_in");
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto, "flash_window[2] flash_window[1]");
+  // Head 1 ordinary and head 4 streaming: four calls, so every head takes one launch of the
+  // kernels (attention_plan.h kMaxAttentionCalls).
+  layer->SetHeadState(1, {HeadMode::kOrdinary});
+  layer->SetHeadState(4, {HeadMode::kStreaming, 0, 2, 5});
+  ExpectSameAsDense(layer, x, AttentionMode::kAuto, "fused[5] kernel=cpu_stand_in");
   // train.attention = fused: the kernels take every head, FlashAttention none.
   ExpectSameAsDense(layer, x, AttentionMode::kFused, "fused[5] kernel=cpu_stand_in");
   SetFlashWindowOnCpuForTesting(false);

@@ -116,11 +116,13 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
 
   // Multi-head layers: sort the heads with outputs into the segments.
   std::vector<int64_t> sdpa, kernel, fixed_gemm, fixed_conv, fixed_kernel;
+  std::vector<int64_t> scoring;  // every head with scores, in original order
   std::map<int64_t, std::vector<int64_t>> flash_window;  // window -> its local heads
   for (int64_t h = 0; h < H; ++h) {
     const HeadState& s = states[size_t(h)];
     if (s.mode == HeadMode::kPruned) continue;
     if (SlotOf(kept, h) < 0) continue;  // removed physically (its state is pruned anyway)
+    if (Scores(s.mode)) scoring.push_back(h);
     if (s.mode == HeadMode::kOrdinary && o.sdpa && !o.fused_only) {
       sdpa.push_back(h);
     } else if (s.mode == HeadMode::kLocal && o.flash_window && !o.fused_only) {
@@ -145,6 +147,16 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
       return Dense("fixed head " + std::to_string(h) +
                    " needs the fused kernels or the pattern cache");
     }
+  }
+
+  // More attention calls than kMaxAttentionCalls (AAH's mixed windows: SDPA for the full
+  // heads, one FlashAttention-2 call per window, the kernels for the rest): every head with
+  // scores goes to one launch of the fused kernels instead.
+  const size_t calls = size_t(!sdpa.empty()) + flash_window.size() + size_t(!kernel.empty());
+  if (calls > kMaxAttentionCalls && o.kernel) {
+    sdpa.clear();
+    flash_window.clear();
+    kernel = scoring;
   }
 
   AttentionPlan p;

@@ -22,7 +22,8 @@
 //
 // PlanAttention applies the static rules (train.attention = fused forces the kernels;
 // otherwise SDPA for ordinary heads, FlashAttention-2 for local heads, the GEMM for fixed
-// heads). CandidatePlans lists every
+// heads, and one launch of the kernels for every head with scores where the split would
+// make more than kMaxAttentionCalls attention calls). CandidatePlans lists every
 // exact plan a layer could take, the static rule's first; train.attention = auto times them
 // on the device and ChoosePlan keeps the static plan unless another is faster beyond the
 // noise of the timings (attention_cuda.h, docs/DESIGN.md "Backend choice by measurement").
@@ -40,6 +41,7 @@
 // Q rows of every head, K and V rows of every group (`grouped`).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -90,6 +92,17 @@ struct AttentionPlan {
   // A one-line summary for logs and provenance, e.g. "sdpa[9] fixed_gemm[3]".
   std::string Label() const;
 };
+
+// The most attention calls (kSdpa, kFlashWindow and kKernel segments) a layer's static plan
+// makes; beyond it, the heads with scores take one kKernel segment. Each call over a few
+// heads fills a fraction of the device at batch 1, and the calls run one after another: on
+// an H100 (the 1b preset's layer, B=1 H=16 d=96 T=4096 bf16, forward + backward,
+// scripts/gpu/aah_layer_bench.py), four calls of 4 heads each (FlashAttention-2 at windows
+// 512, 1024, 2048 and SDPA) took 1.84 ms against 0.74 ms for one cuDNN call over all 16
+// heads; and the 1b model's training with AAH's mixed windows ran 34,937 tokens/s in one
+// launch of the kernels per layer against 26,944 split this way
+// (experiments/measure/aah_train_1b_diag_gpu.jsonc, docs/BENCHMARKS.md).
+constexpr size_t kMaxAttentionCalls = 2;
 
 // Plans a layer of `states.size()` query heads and `kv_heads` groups whose projections hold
 // the query heads `kept` and the groups `kept_kv` (original numbers, in slot order; fewer

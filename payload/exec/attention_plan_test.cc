@@ -65,7 +65,37 @@ TEST_CASE("attention plan: an all-ordinary layer is one SDPA call over every row
 
 TEST_CASE("attention plan: AAH's local heads take FlashAttention-2, one segment per window") {
   using M = HeadMode;
-  // Heads 0 and 3 at W = 512, head 2 at W = 1024, head 4 streaming, head 1 ordinary.
+  // Heads 0 and 3 at W = 512, head 2 at W = 1024, head 1 fixed: two attention calls.
+  auto states = States({M::kLocal, M::kFixed, M::kLocal, M::kLocal});
+  states[0].window = states[3].window = 512;
+  states[2].window = 1024;
+  PlanOptions o = Cuda();
+  o.flash_window = true;
+  AttentionPlan p = PlanAttention(states, 4, Iota(4), Iota(4), o);
+  REQUIRE(p.dense_reason.empty());
+  CHECK(p.Label() == "flash_window[2] flash_window[1] fixed_gemm[1]");
+  REQUIRE(p.segments.size() == 3);
+  CHECK(p.segments[0].heads == std::vector<int64_t>{0, 3});
+  CHECK(p.segments[0].window == 512);
+  CHECK(p.segments[0].qk_offset == 0);
+  CHECK(p.segments[1].heads == std::vector<int64_t>{2});
+  CHECK(p.segments[1].window == 1024);
+  CHECK(p.segments[1].qk_offset == 2);
+  CHECK(p.q_blocks == std::vector<int64_t>{0, 3, 2});  // the fixed head has no Q/K rows
+  CHECK(p.v_blocks == std::vector<int64_t>{0, 3, 2, 1});
+  CHECK(p.o_blocks == std::vector<int64_t>{0, 3, 2, 1});
+  // train.attention = fused keeps every head on the kernels; without FlashAttention the
+  // local heads take the kernels' segment.
+  o.fused_only = true;
+  CHECK(PlanAttention(states, 4, Iota(4), Iota(4), o).Label() == "fused[3] fixed_fused[1]");
+  o.fused_only = o.flash_window = false;
+  CHECK(PlanAttention(states, 4, Iota(4), Iota(4), o).Label() == "fused[3] fixed_gemm[1]");
+}
+
+TEST_CASE("attention plan: more than two attention calls become one launch of the kernels") {
+  using M = HeadMode;
+  // Heads 0 and 3 at W = 512, head 2 at W = 1024, head 4 streaming, head 1 ordinary: SDPA,
+  // two FlashAttention-2 windows and the kernels would be four calls.
   auto states = States({M::kLocal, M::kOrdinary, M::kLocal, M::kLocal, M::kStreaming});
   states[0].window = states[3].window = 512;
   states[2].window = 1024;
@@ -73,23 +103,23 @@ TEST_CASE("attention plan: AAH's local heads take FlashAttention-2, one segment 
   o.flash_window = true;
   AttentionPlan p = PlanAttention(states, 5, Iota(5), Iota(5), o);
   REQUIRE(p.dense_reason.empty());
-  CHECK(p.Label() == "sdpa[1] flash_window[2] flash_window[1] fused[1]");
-  REQUIRE(p.segments.size() == 4);
-  CHECK(p.segments[1].heads == std::vector<int64_t>{0, 3});
-  CHECK(p.segments[1].window == 512);
-  CHECK(p.segments[1].qk_offset == 1);
-  CHECK(p.segments[2].heads == std::vector<int64_t>{2});
-  CHECK(p.segments[2].window == 1024);
-  CHECK(p.segments[2].qk_offset == 3);
-  CHECK(p.segments[3].qk_offset == 4);  // the streaming head stays on the kernels
-  CHECK(p.q_blocks == std::vector<int64_t>{1, 0, 3, 2, 4});
-  CHECK(p.o_blocks == std::vector<int64_t>{1, 0, 3, 2, 4});
-  // train.attention = fused keeps every head on the kernels; without FlashAttention the
-  // local heads join the kernels' segment.
-  o.fused_only = true;
-  CHECK(PlanAttention(states, 5, Iota(5), Iota(5), o).Label() == "fused[5]");
-  o.fused_only = o.flash_window = false;
-  CHECK(PlanAttention(states, 5, Iota(5), Iota(5), o).Label() == "sdpa[1] fused[4]");
+  CHECK(p.Label() == "fused[5]");
+  REQUIRE(p.segments.size() == 1);
+  CHECK(p.segments[0].heads == std::vector<int64_t>{0, 1, 2, 3, 4});  // original order
+  CHECK(p.AllRows(5, 5));
+  CHECK(p.AllColumns(5));
+  // Three calls (SDPA and two windows) are one too many; two stay split.
+  auto three = States({M::kLocal, M::kOrdinary, M::kLocal});
+  three[0].window = 512;
+  three[2].window = 1024;
+  CHECK(PlanAttention(three, 3, Iota(3), Iota(3), o).Label() == "fused[3]");
+  three[2].window = 512;
+  CHECK(PlanAttention(three, 3, Iota(3), Iota(3), o).Label() == "sdpa[1] flash_window[2]");
+  // Without the kernels the calls stay split: nothing else takes every head.
+  three[2].window = 1024;
+  o.kernel = false;
+  CHECK(PlanAttention(three, 3, Iota(3), Iota(3), o).Label() ==
+        "sdpa[1] flash_window[1] flash_window[1]");
 }
 
 TEST_CASE("attention plan: pruned and removed heads have no rows and no output columns") {
