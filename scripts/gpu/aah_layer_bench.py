@@ -5,15 +5,17 @@ bf16, causal, T = 4096 and 8192), forward + backward, every head local with wind
 arm's SDPA (cuDNN and flash):
 
   ours d=96      the headlab kernels at the preset's head size (mma.sync on sm_90)
-  ours d=128     the same heads at d = 128 (the warp-specialised wgmma kernels): what
-                 zero-padding the head size would cost, padding copies not included
+  ours d=128     the same heads at d = 128 (the warp-specialised wgmma kernels), padding
+                 copies not included; "as 128 padded" legs pad the d = 96 tensors on every
+                 call as the torch op does on Hopper (kernels/hybrid_attention.h
+                 ExecutedHeadDim)
   flash window   PyTorch's FlashAttention-2 with a left window (aten::_flash_attention_forward
                  with window_size_left = W - 1, window_size_right = 0), validated first
                  against SDPA with the band mask
 
 and a layer of mixed windows as headlab's plan runs it (one call per distinct window on the
 heads' slices, the full heads through SDPA's default backend, concatenated), one call after
-another and each on its own CUDA stream; and what the first call of each new head count
+another and each on its own CUDA stream, and in one launch of the headlab kernels; and what the first call of each new head count
 costs SDPA's default backend (a backend that builds a plan per shape pays it when AAH's
 windows change a layer's head counts).
 
@@ -115,7 +117,19 @@ def main():
                 if streams:
                     for s in side[:len(groups)]:
                         cur.wait_stream(s)
-                torch.autograd.grad(torch.cat(outs, 2), (qg, kg, vg), do)
+                torch.autograd.grad(torch.cat(outs, 2), (qg, kg, vg), do[:, :, :off])
+            return run
+
+        def ours_padded(states):
+            """d = 96 heads run at d = 128 as the torch op runs them on Hopper: q, k, v and dO
+            padded with zero columns on every call (the copies are timed), outputs sliced."""
+            q96, k96, v96, do96 = tensors[96][:4]
+            _, _, _, _, o_, lse_, (dq, dk, dv), ws = tensors[128]
+
+            def run():
+                q_, k_, v_ = (F.pad(x, (0, 32)) for x in (q96, k96, v96))
+                kern.forward(q_, k_, v_, o_, lse_, states, 0)
+                kern.backward(q_, k_, v_, o_, F.pad(do96, (0, 32)), dq, dk, dv, lse_, ws, states, 0)
             return run
 
         base = sdpa(SDPBackend.CUDNN_ATTENTION)
@@ -164,6 +178,10 @@ def main():
         print("  -- mixed layer: 4 heads each at 512, 1024, 2048 (flash window) and full (sdpa default)")
         leg("mixed, one call after another", mixed(quarter, False))
         leg("mixed, a stream per call", mixed(quarter, True))
+        quarter_states = [(LOCAL, W, 0, 0) if W else (ORDINARY, 0, 0, 0) for n, W in quarter for _ in range(n)]
+        leg("mixed, ours d=96 one launch", ours(96, quarter_states))
+        leg("mixed, ours d=96 as 128 padded", ours_padded(quarter_states))
+        leg("full, ours d=96 as 128 padded", ours_padded([(ORDINARY, 0, 0, 0)] * H))
         print("  -- SDPA default backend: first call of a new head count vs warm (fwd+bwd, host clock)")
         for n in (3, 5, 7, 9, 11):
             fn = mixed([(n, None)], False)

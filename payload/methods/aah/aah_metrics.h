@@ -19,6 +19,8 @@ inline constexpr const char* kAahControlUpdates = "aah.control_updates";
 // the host's scoring and hierarchy): rows (cumulative) + summary. Training time, so inside
 // train.tokens_per_s.
 inline constexpr const char* kAahControllerS = "aah.controller_s";
+// Of aah.controller_s, the host's update alone (features, scoring, hierarchy; seconds).
+inline constexpr const char* kAahControllerHostS = "aah.controller_host_s";
 // eval rows + summary: sum_W f_W W / T (§7.6)
 inline constexpr const char* kAahAcr = "aah.acr_inference";
 // + W: fraction of final heads (Fig. 4)

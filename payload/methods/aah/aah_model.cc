@@ -256,10 +256,14 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
     // (the model's): the seconds are the controller's own, not a forward it waited for.
     SynchronizeDevice(x.device());
     const auto t0 = std::chrono::steady_clock::now();
-    HEADLAB_RETURN_IF_ERROR(
-        controller.Update(ObserveHeads(model, x.narrow(0, 0, std::min(rows, x.size(0)))), step));
+    // ObserveHeads ends with its wait for the device.
+    const std::vector<HeadObservation> observed =
+        ObserveHeads(model, x.narrow(0, 0, std::min(rows, x.size(0))));
+    const auto t1 = std::chrono::steady_clock::now();
+    HEADLAB_RETURN_IF_ERROR(controller.Update(observed, step));
     round->layers = c.layers;
-    round->seconds = SecondsSince(t0);  // ObserveHeads ends with its wait for the device
+    round->host_seconds = SecondsSince(t1);
+    round->seconds = SecondsSince(t0);
     return round;
   }
   // In the update's forward each layer queues its observation on the device and keeps the
@@ -299,7 +303,8 @@ Status FinishControl(AahController& controller, GptImpl& model, ControlRound* ro
     round->rows.clear();
     const auto t0 = std::chrono::steady_clock::now();
     HEADLAB_RETURN_IF_ERROR(controller.Update(observed, round->step));
-    round->seconds = SecondsSince(t0) + round->device_time->TotalMs() / 1000.0;
+    round->host_seconds = SecondsSince(t0);
+    round->seconds = round->host_seconds + round->device_time->TotalMs() / 1000.0;
   }
   // Both observations install here: the update's own forward ran the windows before it.
   ApplyWindows(model, controller.windows());

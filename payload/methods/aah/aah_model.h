@@ -64,6 +64,7 @@ struct ControlRound {
   // The controller's cost in seconds: the device time of the observations (CUDA events
   // around each layer's, no wait) plus the host's controller update.
   double seconds = 0;
+  double host_seconds = 0;  // of which the host's controller update
   bool finished = false;
   // kInForward: each layer's observation rows ([H, 8], on the device) until FinishControl,
   // the length of the sequences observed, and the device time of their computation.

@@ -63,6 +63,7 @@ class AahHooks : public TrainHooks {
     if (!round_) return Status::Ok();
     Status s = aah::FinishControl(*controller_, *ctx.model, round_.get());
     controller_s_ += round_->seconds;
+    controller_host_s_ += round_->host_seconds;
     round_.reset();
     return s;
   }
@@ -72,6 +73,7 @@ class AahHooks : public TrainHooks {
   void LogRow(TrainContext& /*ctx*/, MetricRow* row) override {
     for (auto& kv : aah::TrainRowMetrics(*controller_)) row->push_back(std::move(kv));
     row->emplace_back(metric::kAahControllerS, controller_s_);
+    row->emplace_back(metric::kAahControllerHostS, controller_host_s_);
   }
 
   // The loop's evaluation ran train.eval_batches forwards with the installed windows
@@ -90,6 +92,7 @@ class AahHooks : public TrainHooks {
   Status Summarize(TrainContext& ctx, Json* values) override {
     values->update(aah::SummaryValues(*controller_, eval_usage_));
     (*values)[metric::kAahControllerS] = controller_s_;
+    (*values)[metric::kAahControllerHostS] = controller_host_s_;
     values->update(aah::BackendSummary(
         backend_, eval_windows_.empty() ? controller_->windows() : eval_windows_,
         options_.context));
@@ -110,6 +113,7 @@ class AahHooks : public TrainHooks {
   aah::BranchUsage eval_usage_;               // of the latest evaluation
   aah::WindowMap eval_windows_;               // executed in the latest evaluation
   double controller_s_ = 0;                   // in control updates, this attempt
+  double controller_host_s_ = 0;              // of which the host's updates
   std::shared_ptr<aah::ControlRound> round_;  // the update's, BeforeUpdate to AfterBackward
 };
 
