@@ -798,6 +798,36 @@ torch::Tensor FusedAttentionForward(
   return y;
 }
 
+double PrepareSdpaHeadCounts(const HybridAttentionImpl& layer, int64_t batch, int64_t seq,
+                             torch::ScalarType dtype, const torch::Device& device, bool rotated) {
+  if (!device.is_cuda() || GetAttentionMode() != AttentionMode::kAuto) return 0;
+#if HEADLAB_HAVE_SDPA && HEADLAB_TORCH_CUDA
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t H = layer.heads(), d = layer.head_dim();
+  const double scale = 1.0 / std::sqrt(double(d));
+  const auto options = torch::dtype(dtype).device(device);
+  for (int64_t n = 1; n <= H; ++n) {
+    // RunPlan's layout: SDPA's heads first in [Q blocks | K blocks | V blocks] of one
+    // projection output; rotated queries and keys are a fresh head-major tensor.
+    torch::Tensor y = torch::randn({batch, seq, 3 * H * d}, options).requires_grad_();
+    torch::Tensor qk = y.narrow(2, 0, 2 * H * d).view({batch, seq, 2 * H, d});
+    if (rotated) qk = (qk.transpose(1, 2) * 1.0).transpose(1, 2);
+    torch::Tensor v = y.narrow(2, 2 * H * d, H * d).view({batch, seq, H, d});
+    torch::Tensor o = SdpaCausal(qk.narrow(2, 0, n), qk.narrow(2, H, n), v.narrow(2, 0, n), scale);
+    torch::autograd::grad({o}, {y}, {torch::ones_like(o)});
+  }
+  c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+#else
+  (void)layer;
+  (void)batch;
+  (void)seq;
+  (void)dtype;
+  (void)rotated;
+  return 0;
+#endif
+}
+
 int64_t FusedAttentionCalls() { return fused_calls.load(std::memory_order_relaxed); }
 
 std::string LayerPathLabel(const HybridAttentionImpl& layer) {

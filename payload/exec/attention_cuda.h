@@ -69,6 +69,18 @@ kernels::HeadSpec KernelHeadSpec(const HeadState& state);
 // Returns how many layer forwards took the fast path in this process (tests assert on it).
 int64_t FusedAttentionCalls();
 
+// Runs SDPA's causal attention (forward + backward) once over every head count 1..H of
+// `layer`'s heads, on inputs laid out as the fast path's packed projection gives them (B x
+// T tokens of `dtype` on `device`; `rotated`: queries and keys after a rotary encoding, as
+// RoPE models have them). SDPA's cuDNN backend builds an execution plan on the first call of
+// each shape (128-148 ms forward + backward at the 1b preset's layer on an H100,
+// scripts/gpu/aah_layer_bench.py), and a method that moves heads between SDPA and local
+// windows (AAH-v3) meets a new head count at most control updates; the plans are the
+// process's, shared by every layer of that shape. Returns the seconds spent; 0 with nothing
+// run (not CUDA, no SDPA in this build, train.attention other than auto).
+double PrepareSdpaHeadCounts(const HybridAttentionImpl& layer, int64_t batch, int64_t seq,
+                             torch::ScalarType dtype, const torch::Device& device, bool rotated);
+
 // Returns what `layer`'s latest forward ran on, e.g. "sdpa[9] fixed_gemm[3]",
 // "fused[12] kernel=wgmma-ws/wgmma-ws" (the fused kernels' forward/backward) or
 // "dense_reference (why)"; "" before its first forward.

@@ -6,7 +6,10 @@
 #include <optional>
 
 #include "common/files.h"
+#include "common/log.h"
 #include "common/sha256.h"
+#include "payload/exec/attention_cuda.h"
+#include "payload/exec/precision.h"
 #include "payload/exec/train_hooks.h"
 #include "payload/methods/aah/aah_method.h"
 #include "payload/methods/aah/aah_metrics.h"
@@ -38,6 +41,19 @@ class AahHooks : public TrainHooks {
       aah::ApplyWindows(*ctx.model, controller_->windows());
     }
     backend_ = aah::ExecutionBackendOf(*ctx.model, ctx.device, ctx.config.train.batch_size);
+    // The controller moves heads between full attention (SDPA) and local windows: SDPA's
+    // plans for every head count are built now, before the loop times its updates, instead
+    // of at the control updates that meet each count first (attention_cuda.h).
+    if (MovesWindows()) {
+      const double s =
+          PrepareSdpaHeadCounts(*ctx.model->attention(0), ctx.config.train.batch_size, m.context,
+                                ComputeDtype(ctx.model->precision()), ctx.device, m.pos == "rope");
+      if (s > 0) {
+        LogInfo("aah: SDPA's plans for 1-" + std::to_string(m.heads) + " heads built in " +
+                std::to_string(s) + " s");
+        (*provenance)["aah.sdpa_prepare_s"] = s;
+      }
+    }
     provenance->update(aah::ProvenanceFields(options_));
     provenance->update(aah::BackendProvenance(backend_));
     return Status::Ok();
@@ -107,6 +123,13 @@ class AahHooks : public TrainHooks {
   std::string SaveState(TrainContext&) override { return controller_->SaveState(); }
 
  private:
+  // Whether the controller changes the installed windows during the run.
+  bool MovesWindows() const {
+    return options_.regime != aah::Regime::kOff && options_.regime != aah::Regime::kFull &&
+           options_.control != aah::Control::kControlOff &&
+           options_.control != aah::Control::kFixedWindow;
+  }
+
   const aah::AahOptions options_;
   std::unique_ptr<aah::AahController> controller_;
   aah::ExecutionBackend backend_;
