@@ -23,6 +23,12 @@ Each leg alternates with the cuDNN baseline (ABBA rounds, CUDA events, warm-ups 
 a ratio is baseline ms / leg ms (above 1: the leg is faster), median [min, max] over rounds.
 It tells which kernel a local head should run on for AAH's training to beat full attention.
 
+Last, AAH's observation of one layer (payload/methods/aah/aah_model.cc ObserveLayer with
+head_diagnostics.cc LseDiagnostics, the controller's device work at each control update) as
+the same torch ops, stage by stage (projections, Q/K/V statistics, the two attention passes
+with log-normalisers through the kernels as the op runs them, the entropy and norm), each
+timed alone with CUDA events (median of 20), with the 1b preset's 32 layers' total.
+
   python3 scripts/gpu/aah_layer_bench.py --lib BUILD/kernels/libheadlab_kernels_capi.so
 """
 import argparse
@@ -195,7 +201,77 @@ def main():
             print(f"  sdpa default, {n:2d} heads: first {times[0]:8.2f} ms, then {times[1]:6.2f} / {times[2]:6.2f} ms")
         del tensors
         torch.cuda.empty_cache()
+        observation(kern, T)
     return 0
+
+
+def observation(kern, T, C=1536, H=16, d=96, layers=32):
+    """Times AAH's observation of one layer at the 1b preset's shape, stage by stage."""
+    dev = "cuda"
+    torch.manual_seed(3)
+    x = torch.randn(1, T, C, device=dev)  # the block's LayerNorm output: fp32 under autocast
+    w = [torch.randn(C, C, device=dev) * C ** -0.5 for _ in range(3)]
+    quarter = [(LOCAL, W, 0, 0) for W in (512, 1024, 2048) for _ in range(H // 4)] + \
+        [(ORDINARY, 0, 0, 0)] * (H // 4)
+    pad = 128 - d
+    o = torch.empty(1, T, H, 128, device=dev, dtype=torch.bfloat16)
+    lse = torch.empty(1, H, T, device=dev, dtype=torch.float32)
+    dims = (0, 1, 3)
+    rows = torch.tensor([r for h in range(H) for r in (h, H + h, 2 * H + h)], device=dev)
+
+    def project():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return [F.linear(x, wi).view(1, T, H, d) for wi in w]
+
+    def statistics(q, k, v):  # QkvStatistics
+        f = torch.cat([q, k, v], 2).float()
+        mean = f.mean(dims, keepdim=True)
+        std = (f - mean).pow(2).mean(dims).sqrt()
+        return torch.stack([f.abs().mean(dims), std], 1).index_select(0, rows).view(H, 6)
+
+    def statistics_fused(q, k, v):  # one Welford pass and one |x| pass
+        f = torch.cat([q, k, v], 2).float()
+        var, _ = torch.var_mean(f, dims, unbiased=False)
+        l1 = torch.linalg.vector_norm(f, 1, dims) / (T * d)
+        return torch.stack([l1, var.sqrt()], 1).index_select(0, rows).view(H, 6)
+
+    def attend(q, k, values):  # HybridAttentionWithLse as the op runs d = 96 on Hopper
+        kern.forward(F.pad(q, (0, pad)), F.pad(k, (0, pad)), F.pad(values, (0, pad)), o, lse, quarter, 0)
+        return o[..., :d], lse
+
+    def diagnostics(q, out, out_k, lse_):  # LseDiagnostics after the two passes
+        q_dot = (q.float() * out_k.float()).sum(-1)
+        entropy = (lse_.transpose(1, 2) - d ** -0.5 * q_dot).sum((0, 1))
+        norm = out.float().pow(2).sum(-1).sqrt().sum((0, 1))
+        return torch.stack([entropy, norm], 1) / T
+
+    q, k, v = project()
+    out, lse_v = attend(q, k, v)
+    out, lse_v = out.clone(), lse_v.clone()
+    out_k = attend(q, k, k)[0].clone()
+    stages = [("projections (3 GEMMs)", project),
+              ("Q/K/V statistics", lambda: statistics(q, k, v)),
+              ("  the same, var_mean + |x| norm", lambda: statistics_fused(q, k, v)),
+              ("attention pass, values V", lambda: attend(q, k, v)),
+              ("attention pass, values K", lambda: attend(q, k, k)),
+              ("entropy and norm", lambda: diagnostics(q, out, out_k, lse_v))]
+    print(f"\n== AAH observation of one layer (T={T}, H={H}, d={d}, bf16; x {layers} layers) ==")
+    total = 0.0
+    for label, fn in stages:
+        times = []
+        for i in range(25):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            torch.cuda.synchronize()
+            if i >= 5:
+                times.append(a.elapsed_time(b))
+        ms = sorted(times)[len(times) // 2]
+        if not label.startswith("  "):
+            total += ms
+        print(f"  {label:34s} {ms:7.3f} ms per layer, {ms * layers:7.2f} ms per control update")
+    print(f"  {'total':34s} {total:7.3f} ms per layer, {total * layers:7.2f} ms per control update")
 
 
 if __name__ == "__main__":
