@@ -188,6 +188,14 @@ def main():
         leg("mixed, ours d=96 one launch", ours(96, quarter_states))
         leg("mixed, ours d=96 as 128 padded", ours_padded(quarter_states))
         leg("full, ours d=96 as 128 padded", ours_padded([(ORDINARY, 0, 0, 0)] * H))
+        # Two calls (what AAH's hierarchy leaves most layers: at most two windows per layer).
+        for pair in ([(H // 2, 512), (H // 2, None)], [(H // 2, 1024), (H // 2, None)],
+                     [(H // 2, 512), (H // 2, 2048)]):
+            name = " + ".join(f"{n}x{W or 'full'}" for n, W in pair)
+            print(f"  -- two calls: {name}")
+            states = [(LOCAL, W, 0, 0) if W else (ORDINARY, 0, 0, 0) for n, W in pair for _ in range(n)]
+            leg("split, one call after another", mixed(pair, False))
+            leg("ours d=96 as 128 padded", ours_padded(states))
         print("  -- SDPA default backend: first call of a new head count vs warm (fwd+bwd, host clock)")
         for n in (3, 5, 7, 9, 11):
             fn = mixed([(n, None)], False)
