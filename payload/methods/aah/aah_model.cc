@@ -20,16 +20,17 @@ namespace {
 // (population) standard deviation over batch, sequence and head-feature axes (AAH §5.3:
 // mu(|q_h|), not |mu(q_h)|), k and v those of the head's key/value head under GQA (head h
 // reads h / (H / kv)); [H, 6] = (mu|q|, sigma q, mu|k|, sigma k, mu|v|, sigma v). The
-// three projections go through one set of reductions (few operations for the host to
-// dispatch inside the update's forward).
+// three projections go through one set of reductions, two passes over them: the variance by
+// Welford's one-pass update and the mean absolute value as the 1-norm over the count.
 torch::Tensor QkvStatistics(const torch::Tensor& q, const torch::Tensor& k,
                             const torch::Tensor& v) {
   const int64_t H = q.size(2), kv = k.size(2), group = H / kv;
   const std::vector<int64_t> kAll = {0, 1, 3};
   torch::Tensor f = torch::cat({q, k, v}, 2).to(torch::kFloat);  // [B, T, H + 2 kv, d]
-  torch::Tensor mean = f.mean(kAll, /*keepdim=*/true);
-  torch::Tensor std = (f - mean).pow(2).mean(kAll).sqrt();
-  torch::Tensor stats = torch::stack({f.abs().mean(kAll), std}, 1);  // [H + 2 kv, 2]
+  const double count = double(f.size(0) * f.size(1) * f.size(3));
+  torch::Tensor var = std::get<0>(torch::var_mean(f, kAll, /*unbiased=*/false));
+  torch::Tensor mean_abs = torch::linalg_vector_norm(f, 1, kAll, false, c10::nullopt) / count;
+  torch::Tensor stats = torch::stack({mean_abs, var.sqrt()}, 1);  // [H + 2 kv, 2]
   std::vector<int64_t> rows;  // [H, 3]: the q, k and v rows of each query head
   for (int64_t h = 0; h < H; ++h)
     for (int64_t r : {h, H + h / group, H + kv + h / group}) rows.push_back(r);

@@ -66,6 +66,13 @@ TEST_CASE("aah observation pass: mean-absolute Q/K/V statistics and diagnostics"
     torch::Tensor q1 = block->attn->q_proj(block->ln1(x)).narrow(-1, 8, 8);  // head 1
     CHECK(obs[0].qkv[1][0] == Approx(q1.abs().mean().item<float>()).epsilon(1e-4));
     CHECK(std::fabs(q1.mean().item<float>()) < obs[0].qkv[1][0]);  // mu(|q|), not |mu(q)|
+    // sigma: the population standard deviation over batch, sequence and features (§5.3).
+    const torch::Tensor c = q1 - q1.mean();
+    CHECK(obs[0].qkv[1][1] == Approx(c.pow(2).mean().sqrt().item<float>()).epsilon(1e-4));
+    torch::Tensor v0 = block->attn->v_proj(block->ln1(x)).narrow(-1, 0, 8);  // kv head 0
+    CHECK(obs[0].qkv[1][4] == Approx(v0.abs().mean().item<float>()).epsilon(1e-4));
+    CHECK(obs[0].qkv[1][5] ==
+          Approx((v0 - v0.mean()).pow(2).mean().sqrt().item<float>()).epsilon(1e-4));
   }
   CHECK(obs[0].qkv[0][2] == obs[0].qkv[1][2]);  // shared kv head
   CHECK(obs[0].qkv[0][2] != obs[0].qkv[2][2]);
