@@ -97,11 +97,10 @@ struct AttentionPlan {
 // makes; beyond it, the heads with scores take one kKernel segment. Each call over a few
 // heads fills a fraction of the device at batch 1, and the calls run one after another: on
 // an H100 (the 1b preset's layer, B=1 H=16 d=96 T=4096 bf16, forward + backward,
-// scripts/gpu/aah_layer_bench.py), four calls of 4 heads each (FlashAttention-2 at windows
-// 512, 1024, 2048 and SDPA) took 1.84 ms against 0.74 ms for one cuDNN call over all 16
-// heads; and the 1b model's training with AAH's mixed windows ran 34,937 tokens/s in one
-// launch of the kernels per layer against 26,944 split this way
-// (experiments/measure/aah_train_1b_diag_gpu.jsonc, docs/BENCHMARKS.md).
+// scripts/gpu/aah_layer_bench.py, docs/BENCHMARKS.md), four calls of 4 heads each
+// (FlashAttention-2 at windows 512, 1024, 2048 and SDPA) ran at 0.42x one cuDNN call over
+// all 16 heads, and the same heads in one launch of the kernels (d = 96 padded to 128) at
+// 0.85x. Two calls are timed by the same bench.
 constexpr size_t kMaxAttentionCalls = 2;
 
 // Plans a layer of `states.size()` query heads and `kv_heads` groups whose projections hold
