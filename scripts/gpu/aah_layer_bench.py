@@ -27,7 +27,8 @@ Last, AAH's observation of one layer (payload/methods/aah/aah_model.cc ObserveLa
 head_diagnostics.cc LseDiagnostics, the controller's device work at each control update) as
 the same torch ops, stage by stage (projections, Q/K/V statistics, the two attention passes
 with log-normalisers through the kernels as the op runs them, the entropy and norm), each
-timed alone with CUDA events (median of 20), with the 1b preset's 32 layers' total.
+timed alone with CUDA events (bench_vs_sdpa.time_ms, median of 20), with the 1b preset's
+32 layers' total.
 
   python3 scripts/gpu/aah_layer_bench.py --lib BUILD/kernels/libheadlab_kernels_capi.so
 """
@@ -42,7 +43,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_sdpa import LOCAL, ORDINARY, Kernels, compare, fmt, rel_l2  # noqa: E402
+from bench_vs_sdpa import LOCAL, ORDINARY, Kernels, compare, fmt, rel_l2, time_ms  # noqa: E402
 
 
 def flash_window(q, k, v, window, scale):
@@ -266,16 +267,7 @@ def observation(kern, T, C=1536, H=16, d=96, layers=32):
     print(f"\n== AAH observation of one layer (T={T}, H={H}, d={d}, bf16; x {layers} layers) ==")
     total = 0.0
     for label, fn in stages:
-        times = []
-        for i in range(25):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            if i >= 5:
-                times.append(a.elapsed_time(b))
-        ms = sorted(times)[len(times) // 2]
+        ms = time_ms(fn, reps=20, warm=5)
         if not label.startswith("  "):
             total += ms
         print(f"  {label:34s} {ms:7.3f} ms per layer, {ms * layers:7.2f} ms per control update")
