@@ -142,10 +142,10 @@ const char* BackwardPathName(const BackwardArgs& args);
 // bf16/fp16 where the warp-specialised kernels can run (an sm_90a build on an sm_90 device,
 // B*H*T*128 below 2^31), else shape.head_dim. Those kernels have no d = 96 form, and at d = 128
 // they run the 1b preset's heads faster than mma.sync does at d = 96 (docs/BENCHMARKS.md,
-// "Local heads' kernels"). The caller pads Q, K, V and dO with zero columns up to this size:
-// a zero column adds nothing to q.k, so the scores, the softmax and O's first d columns are
-// unchanged, and the padded columns of O, dQ, dK and dV are zero. The softmax scale stays
-// the caller's (1/sqrt(96), not 1/sqrt(128)).
+// the AAH-v3 layer bench under Training). The caller pads Q, K, V and dO with zero columns up to
+// this size: a zero column adds nothing to q.k, so the scores, the softmax and O's first d columns
+// are unchanged, and the padded columns of O, dQ, dK and dV are zero. The softmax scale stays the
+// caller's (1/sqrt(96), not 1/sqrt(128)).
 int ExecutedHeadDim(const AttentionShape& shape);
 
 // Launches the forward pass of all heads on `stream` (a cudaStream_t; nullptr = default).

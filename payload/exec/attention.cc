@@ -15,10 +15,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-bool NeedsScores(HeadMode m) {
-  return m == HeadMode::kOrdinary || m == HeadMode::kStreaming || m == HeadMode::kLocal;
-}
-
 // Returns the [T, T] unnormalised log-pattern alpha(j) + rho(i-j) for keys j <= i, -inf
 // for j > i.
 torch::Tensor CompactLogits(const torch::Tensor& alpha, const torch::Tensor& rho, int64_t T) {
@@ -312,7 +308,7 @@ torch::Tensor HybridAttentionImpl::forward(
   std::vector<int64_t> score_heads, score_q, score_kv, value_heads, value_kv;
   for (int64_t h = 0; h < heads_; ++h) {
     HeadMode m = states_[size_t(h)].mode;
-    if (NeedsScores(m)) {
+    if (FormsScores(m)) {
       score_heads.push_back(h);
       score_q.push_back(q_slot(h));
       score_kv.push_back(kv_slot(h));

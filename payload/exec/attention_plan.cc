@@ -21,10 +21,6 @@ bool IsIota(const std::vector<int64_t>& v, size_t n) {
   return true;
 }
 
-bool Scores(HeadMode m) {
-  return m == HeadMode::kOrdinary || m == HeadMode::kLocal || m == HeadMode::kStreaming;
-}
-
 AttentionPlan Dense(const std::string& why) {
   AttentionPlan p;
   p.dense_reason = why;
@@ -122,12 +118,12 @@ AttentionPlan PlanAttention(const std::vector<HeadState>& states, int64_t kv_hea
     const HeadState& s = states[size_t(h)];
     if (s.mode == HeadMode::kPruned) continue;
     if (SlotOf(kept, h) < 0) continue;  // removed physically (its state is pruned anyway)
-    if (Scores(s.mode)) scoring.push_back(h);
+    if (FormsScores(s.mode)) scoring.push_back(h);
     if (s.mode == HeadMode::kOrdinary && o.sdpa && !o.fused_only) {
       sdpa.push_back(h);
     } else if (s.mode == HeadMode::kLocal && o.flash_window && !o.fused_only) {
       flash_window[s.window].push_back(h);
-    } else if (Scores(s.mode)) {
+    } else if (FormsScores(s.mode)) {
       if (!o.kernel)
         return Dense(std::string(HeadModeName(s.mode)) + " head " + std::to_string(h) +
                      " needs the fused kernels, which this build lacks");

@@ -21,6 +21,10 @@ const char* HeadModeName(HeadMode m) {
   return "?";
 }
 
+bool FormsScores(HeadMode m) {
+  return m == HeadMode::kOrdinary || m == HeadMode::kLocal || m == HeadMode::kStreaming;
+}
+
 StatusOr<std::vector<HeadAssignment>> ParseHeadModes(const std::string& spec, int64_t layers,
                                                      int64_t heads, const std::string& where) {
   auto items = ParseHeadModeList(spec, layers, heads, where);  // the grammar: common/head_list.h

@@ -23,6 +23,10 @@ enum class HeadMode { kOrdinary, kFixed, kStreaming, kLocal, kPruned };
 // Returns "ordinary", "fixed", "streaming", "local" or "pruned".
 const char* HeadModeName(HeadMode m);
 
+// Whether a head in mode `m` forms attention scores from its Q and K (ordinary, local,
+// streaming); fixed heads read a pattern and pruned heads nothing.
+bool FormsScores(HeadMode m);
+
 struct HeadState {
   HeadMode mode = HeadMode::kOrdinary;
   int64_t window = 0;  // local: W >= 1, key k allowed iff q - W < k <= q (AAH §5.8)

@@ -10,7 +10,7 @@
 #
 #   scripts/gpu/aah-round.sh [aah-1b | aah-diag | saf-1b]... [--set KEY=VALUE]...
 #
-# aah-1b (the default) is the claim's grid; aah-diag takes the 4K run apart (fixed windows,
+# aah-1b (the default) is the claim's grid; aah-diag takes the 4K run apart (full attention,
 # the controller alone, Full adaptive: experiments/measure/aah_train_1b_diag_gpu.jsonc);
 # saf-1b (train-grids.sh) may share the round's build. The grids run in the order given.
 #

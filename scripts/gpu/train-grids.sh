@@ -12,7 +12,7 @@
 #                   saf_midpoint_gpu.jsonc from its checkpoint (ABBA, 3 reps)
 #     aah-1b        experiments/measure/aah_train_1b_gpu.jsonc (ABBA, 3 reps, 4K and 8K)
 #     aah-diag      experiments/measure/aah_train_1b_diag_gpu.jsonc (1b at 4K taken apart:
-#                   fixed windows, the controller alone, Full adaptive; one rep)
+#                   full attention, the controller alone, Full adaptive; one rep)
 #     saf-1b        experiments/measure/saf_1b_8k_gpu.jsonc (calibration, fits and 20
 #                   updates of the 1b preset at 8K on one GPU)
 #     --set         passed to every `headlab submit` of the protocol's measured grid

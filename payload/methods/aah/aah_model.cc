@@ -62,8 +62,7 @@ torch::Tensor StateTable(const HybridAttentionImpl& attn, const torch::Device& d
           v.push_back(s.mode == HeadMode::kStreaming);
           break;
         default:
-          v.push_back(s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
-                      s.mode == HeadMode::kStreaming);
+          v.push_back(FormsScores(s.mode));
       }
     }
   return IndexTensor(v, device).view({6, -1});  // no wait inside the update's forward
@@ -90,8 +89,7 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
     if (s.mode == HeadMode::kStreaming && s.chunk > 0) return AttendWithLse();
     kernels::HeadSpec spec = KernelHeadSpec(s);
     // Heads without scores report zero diagnostics: the kernels skip them.
-    if (s.mode == HeadMode::kFixed || s.mode == HeadMode::kPruned)
-      spec.state = kernels::HeadState::kPruned;
+    if (!FormsScores(s.mode)) spec.state = kernels::HeadState::kPruned;
     heads.specs.push_back(spec);
   }
   const double scale = 1.0 / std::sqrt(double(d));
@@ -139,7 +137,7 @@ std::vector<HeadObservation> ToObservations(GptImpl& model,
       const auto r = a[l][i];
       const HeadState& s = states[size_t(i)];
       out[size_t(l)].qkv.push_back({r[0], r[1], r[2], r[3], r[4], r[5]});
-      if (FormsScores(s))
+      if (FormsScores(s.mode))
         out[size_t(l)].attention.push_back({r[6], r[7], float(HeadUsage(s, T))});
       else
         out[size_t(l)].attention.push_back({0.f, 0.f, 0.f});

@@ -78,11 +78,6 @@ torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, con
   return Means(entropy, norm, B * T);
 }
 
-bool FormsScores(const HeadState& s) {
-  return s.mode == HeadMode::kOrdinary || s.mode == HeadMode::kLocal ||
-         s.mode == HeadMode::kStreaming;
-}
-
 double HeadUsage(const HeadState& s, int64_t T) {
   int64_t keys = 0;  // the last query's (q = T - 1)
   switch (s.mode) {

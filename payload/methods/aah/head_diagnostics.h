@@ -31,19 +31,16 @@ namespace headlab::aah {
 using AttendWithLse = std::function<std::pair<torch::Tensor, torch::Tensor>(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& values)>;
 
-// Return [H, 2] float32 on q's device: entropy (nats, mean over batch and queries of
+// Returns [H, 2] float32 on q's device: entropy (nats, mean over batch and queries of
 // -sum_k p log p) and output norm (mean over batch and queries of |o|_2); unspecified for
-// heads that form no scores (the caller zeroes them, HeadUsage's zero). q [B, T, H, d], k
-// and v [B, T, Hkv, d], after the position encoding; `table` is the layer's [6, H] head
-// table (window, sink, recent, is local, is streaming, forms scores; see AllowedKeyRows).
+// heads that form no scores (FormsScores, payload/exec/head_state.h: the caller zeroes
+// them, HeadUsage's zero). q [B, T, H, d], k and v [B, T, Hkv, d], after the position
+// encoding; DenseDiagnostics' `table` is the layer's [6, H] head table (window, sink,
+// recent, is local, is streaming, forms scores; see AllowedKeyRows).
 torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& table);
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const AttendWithLse& attend);
-
-// Whether a head in `s` forms attention scores (ordinary, local, streaming); fixed and pruned
-// heads report zero diagnostics.
-bool FormsScores(const HeadState& s);
 
 // The usage rho_h of a head in `s` on a length-T sequence: the most keys one query reads,
 // over T (the last query's: no mask lets a query read fewer keys than an earlier one):

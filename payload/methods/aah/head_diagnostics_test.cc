@@ -174,7 +174,7 @@ TEST_CASE("aah diagnostics: dense and log-normaliser forms equal the brute force
     // without scores.
     for (size_t h = 0; h < kHeads.size(); ++h) {
       INFO("head " << h);
-      CHECK(FormsScores(ExecState(kHeads[h])) == kHeads[h].scores());
+      CHECK(FormsScores(ExecState(kHeads[h]).mode) == kHeads[h].scores());
       CHECK(HeadUsage(ExecState(kHeads[h]), T) == Approx(want[h][2]));
     }
   }
