@@ -8,6 +8,9 @@ WERROR ?=
 # Paths relative to the checkout, so a fresh clone (CI) hits the same ccache entries.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
+# The payload's units use a precompiled header (cmake/torch_pch.cmake): ccache caches them
+# only with these.
+export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 .PHONY: all deps configure build test test-gpu demo up clean
 
