@@ -283,17 +283,26 @@ torch::Tensor HybridAttentionImpl::Project(const torch::Tensor& x, const torch::
 
 torch::Tensor HybridAttentionImpl::forward(
     const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
-  if (observe_next_forward) {
-    const ForwardObserver observe = std::move(observe_next_forward);
-    observe_next_forward = nullptr;
-    observe(*this, x, rotate);
-  }
-  // Run kind "flops": an "attention" range around this call, forward and backward.
-  if (AttentionRangeWanted())
-    return MarkAttentionRange(x, [&](const torch::Tensor& in) { return forward(in, rotate); });
+  const ForwardObserver observe = std::move(observe_next_forward);
+  observe_next_forward = nullptr;
+  ForwardTaps taps;
+  ForwardTaps* want = observe ? &taps : nullptr;
+  // Run kind "flops": an "attention" range around the layer, forward and backward.
+  torch::Tensor y =
+      AttentionRangeWanted()
+          ? MarkAttentionRange(x, [&](const torch::Tensor& in) { return Attend(in, rotate, want); })
+          : Attend(x, rotate, want);
+  if (observe) observe(*this, x, rotate, taps);
+  return y;
+}
+
+torch::Tensor HybridAttentionImpl::Attend(
+    const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+    ForwardTaps* taps) {
   // CUDA input: the fast path (attention_cuda.h) when the layer's plan allows; the masks
   // below are the reference and the fallback.
-  if (FusedAttentionUnsupported(*this, x).empty()) return FusedAttentionForward(*this, x, rotate);
+  if (FusedAttentionUnsupported(*this, x).empty())
+    return FusedAttentionForward(*this, x, rotate, taps);
   const int64_t B = x.size(0), T = x.size(1), d = head_dim_;
   const int64_t group = heads_ / kv_heads_;
 

@@ -61,6 +61,15 @@ struct AttentionOptions {
   double qk_norm_eps = 1e-6;
 };
 
+// What a layer's fast forward computed, detached, for its observer: q [B, T, H, d], k and
+// v [B, T, kv, d] as projected (before the per-head norm and the position encoding), and
+// o [B, T, H, d], each head's attention output before the output projection. Left empty
+// where the forward's path does not have them in that form: the dense reference, a plan
+// that projects only some heads' rows or outputs only some heads.
+struct ForwardTaps {
+  torch::Tensor q, k, v, o;
+};
+
 class HybridAttentionImpl : public torch::nn::Module {
  public:
   // All heads start ordinary. kv_heads divides heads.
@@ -146,16 +155,22 @@ class HybridAttentionImpl : public torch::nn::Module {
   // the layer's first fast forward.
   std::shared_ptr<struct FastPathState> fast_state;
 
-  // A one-shot observer of this layer's next forward: called with the layer's input x and
-  // position encoding before the layer plans its heads (AAH's controller reads the current
-  // Q/K/V there, AAH §5.3); cleared before the call. It runs outside the flops kind's
+  // A one-shot observer of this layer's next forward (AAH's controller reads the current
+  // Q/K/V and the attention each head executes there, AAH §5.3): called once the layer's
+  // attention has run, with the layer's input x, its position encoding and what the fast
+  // path computed on the way (ForwardTaps; empty where the path keeps none), so the observer
+  // need not compute it again; cleared before the call. It runs outside the flops kind's
   // "attention" range.
-  using ForwardObserver =
-      std::function<void(HybridAttentionImpl& layer, const torch::Tensor& x,
-                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate)>;
+  using ForwardObserver = std::function<void(
+      HybridAttentionImpl& layer, const torch::Tensor& x,
+      const std::function<torch::Tensor(const torch::Tensor&)>& rotate, const ForwardTaps& taps)>;
   ForwardObserver observe_next_forward;
 
  private:
+  // The layer's output for x; *taps (when not null) gets what the fast path computed.
+  torch::Tensor Attend(const torch::Tensor& x,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                       ForwardTaps* taps);
   // Projects x [B, T, C] with the row blocks `heads` (slots; repeats allowed, e.g. a GQA kv
   // head per query head) of `proj` ([n * head_dim, C] weight, optional bias), then the
   // per-head RMSNorm with gain `norm` when defined: [B, len(heads), T, head_dim]. Only the

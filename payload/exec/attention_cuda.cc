@@ -549,28 +549,30 @@ bool FusedAttentionCompiled() {
 #endif
 }
 
+std::string KernelInputUnsupported(const HybridAttentionImpl& layer, const torch::Tensor& x) {
+  const auto dt = x.scalar_type();
+  const int64_t d = layer.head_dim();
+  if (GetAttentionMode() == AttentionMode::kDense) return "train.attention = dense";
+  if (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf)
+    return std::string("dtype ") + c10::toString(dt) + " unsupported";
+  if (d != 64 && d != 96 && d != 128)
+    return "head_dim " + std::to_string(d) + " unsupported (64, 96, 128)";
+  if (layer.heads() > kernels::kMaxHeads)
+    return "more than " + std::to_string(kernels::kMaxHeads) + " heads";
+  if (x.size(0) * layer.heads() * x.size(1) * d >= (int64_t(1) << 31)) return "B*H*T*d >= 2^31";
+  return "";
+}
+
 std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::Tensor& x) {
   const bool testing = !x.is_cuda() && cpu_testing.load(std::memory_order_relaxed);
   if (!x.is_cuda() && !testing) return "input not on CUDA";
   const AttentionMode mode = GetAttentionMode();
   FastPathState& st = StateOf(layer);
-  std::string why;
-  const auto dt = x.scalar_type();
-  const int64_t d = layer.head_dim();
-  if (mode == AttentionMode::kDense) {
-    why = "train.attention = dense";
-  } else if (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf) {
-    why = std::string("dtype ") + c10::toString(dt) + " unsupported";
-  } else if (d != 64 && d != 96 && d != 128) {
-    why = "head_dim " + std::to_string(d) + " unsupported (64, 96, 128)";
-  } else if (layer.heads() > 128) {
-    why = "more than 128 heads";
-  } else if (x.size(0) * layer.heads() * x.size(1) * d >= (int64_t(1) << 31)) {
-    why = "B*H*T*d >= 2^31";
-  } else if (layer.fixed_alpha.scalar_type() != torch::kFloat ||
-             layer.fixed_alpha.device() != x.device()) {
+  std::string why = KernelInputUnsupported(layer, x);
+  if (why.empty() && (layer.fixed_alpha.scalar_type() != torch::kFloat ||
+                      layer.fixed_alpha.device() != x.device()))
     why = "fixed-pattern buffers are not fp32 on the input's device";
-  } else {
+  if (why.empty()) {
     PlanOptions o;
     o.sdpa = SdpaAvailable(x);
     o.kernel = KernelAvailable(x);
@@ -615,11 +617,23 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
 
 namespace {
 
-// The layer's forward as `dp` says; *label gets its LayerPathLabel.
+// Returns the first position in `blocks` of each of 0, 1, ..., n - 1, or {} when one of
+// them is missing.
+std::vector<int64_t> FirstPositions(const std::vector<int64_t>& blocks, int64_t n) {
+  std::vector<int64_t> at(size_t(n), -1);
+  for (size_t i = blocks.size(); i-- > 0;)
+    if (blocks[i] >= 0 && blocks[i] < n) at[size_t(blocks[i])] = int64_t(i);
+  for (int64_t i : at)
+    if (i < 0) return {};
+  return at;
+}
+
+// The layer's forward as `dp` says; *label gets its LayerPathLabel, and *taps (when given)
+// what an observer may read (ForwardTaps) where the plan projects and outputs every head.
 torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const DevicePlan& dp,
                       const torch::Tensor& x,
                       const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
-                      std::string* label) {
+                      std::string* label, ForwardTaps* taps = nullptr) {
   const AttentionPlan& plan = dp.plan;
   const int64_t B = x.size(0), T = x.size(1), d = layer.head_dim();
   const double scale = 1.0 / std::sqrt(double(d));
@@ -650,6 +664,27 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
   torch::Tensor y = MarkProjection(x, [&](const torch::Tensor& in) {
     return F::linear(in, torch::cat(parts, 0), biased ? torch::cat(biases, 0) : torch::Tensor());
   });
+  // The taps: every head's rows, put back in head order (the packed order is the plan's).
+  const int64_t H = layer.heads(), kv = layer.kv_heads();
+  std::vector<int64_t> q_at, k_at, v_at, o_at;
+  if (taps != nullptr && wq.size(0) == H * d && wk.size(0) == kv * d) {
+    q_at = FirstPositions(plan.q_blocks, H);
+    k_at = FirstPositions(plan.k_blocks, kv);
+    v_at = FirstPositions(plan.v_blocks, kv);
+    o_at = FirstPositions(plan.output_heads, H);
+  }
+  if (q_at.empty() || k_at.empty() || v_at.empty() || o_at.empty()) taps = nullptr;
+  if (taps != nullptr) {
+    const torch::Tensor rows = y.detach();
+    auto heads = [&](int64_t offset, int64_t n, const std::vector<int64_t>& at) {
+      return rows.narrow(2, offset * d, n * d)
+          .view({B, T, n, d})
+          .index_select(2, IndexTensor(at, y.device()));
+    };
+    taps->q = heads(0, nq, q_at);
+    taps->k = heads(nq, nk, k_at);
+    taps->v = heads(nq + nk, nv, v_at);
+  }
   torch::Tensor q_all, k_all;  // [B, T, nq, d], [B, T, nk, d]
   if (nq > 0) {
     torch::Tensor qk = y.narrow(2, 0, (nq + nk) * d).view({B, T, nq + nk, d});
@@ -712,6 +747,7 @@ torch::Tensor RunPlan(HybridAttentionImpl& layer, FastPathState& st, const Devic
 
   const int64_t no = int64_t(plan.output_heads.size());
   torch::Tensor o = outs.size() == 1 ? outs[0] : torch::cat(outs, 2);  // [B, T, no, d]
+  if (taps != nullptr) taps->o = o.detach().index_select(2, IndexTensor(o_at, o.device()));
   if (layer.head_gate.defined())
     o = o * layer.head_gate.index_select(1, dp.out_idx).view({B, 1, no, 1}).to(o.scalar_type());
   const torch::Tensor& wo = layer.o_proj->weight;
@@ -770,7 +806,7 @@ size_t MeasureChoice(HybridAttentionImpl& layer, FastPathState& st, const torch:
 
 torch::Tensor FusedAttentionForward(
     HybridAttentionImpl& layer, const torch::Tensor& x,
-    const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+    const std::function<torch::Tensor(const torch::Tensor&)>& rotate, ForwardTaps* taps) {
   TORCH_CHECK(x.is_cuda() ? FusedAttentionCompiled() || HEADLAB_HAVE_SDPA
                           : cpu_testing.load(std::memory_order_relaxed),
               "attention: this build has no fast path for ", x.device().str(), " inputs");
@@ -793,7 +829,7 @@ torch::Tensor FusedAttentionForward(
   }
   fused_calls.fetch_add(1, std::memory_order_relaxed);
   std::string label;
-  torch::Tensor y = RunPlan(layer, st, st.plans[st.active], x, rotate, &label);
+  torch::Tensor y = RunPlan(layer, st, st.plans[st.active], x, rotate, &label, taps);
   if (label != st.label) st.label = label;
   return y;
 }

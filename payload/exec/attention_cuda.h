@@ -32,6 +32,7 @@
 namespace headlab {
 
 class HybridAttentionImpl;
+struct ForwardTaps;
 
 // Which implementation the layers use (train.attention): kAuto = the fast path with the
 // plan measured fastest per layer and shape (below; the static rules of attention_plan.h
@@ -50,6 +51,11 @@ AttentionMode GetAttentionMode();
 // Returns true iff this build links the fused CUDA kernels.
 bool FusedAttentionCompiled();
 
+// Returns "" iff the layer's shape and input suit the fast path and the fused kernels,
+// else why not: train.attention is not dense, x [B, T, ...] is fp32, fp16 or bf16, head_dim
+// is 64, 96 or 128, at most kernels::kMaxHeads heads, B * H * T * d < 2^31.
+std::string KernelInputUnsupported(const HybridAttentionImpl& layer, const torch::Tensor& x);
+
 // Returns "" iff `layer` on input x takes the fast path, else why not (e.g. "input not on
 // CUDA", "train.attention = dense", a plan's reason). Plans (and caches the plan of) the
 // layer for x's shape and dtype; a fallback is logged once per process.
@@ -57,10 +63,11 @@ std::string FusedAttentionUnsupported(HybridAttentionImpl& layer, const torch::T
 
 // The layer's forward on the fast path: same contract as HybridAttentionImpl::forward
 // (x [B, T, C] -> [B, T, C], `rotate` applied to queries and keys [B, h, T, d]). Requires
-// FusedAttentionUnsupported(layer, x) == "".
+// FusedAttentionUnsupported(layer, x) == "". *taps, when given, gets the projections and
+// per-head outputs where the plan has every head's (ForwardTaps, attention.h).
 torch::Tensor FusedAttentionForward(
     HybridAttentionImpl& layer, const torch::Tensor& x,
-    const std::function<torch::Tensor(const torch::Tensor&)>& rotate);
+    const std::function<torch::Tensor(const torch::Tensor&)>& rotate, ForwardTaps* taps = nullptr);
 
 // Returns the kernels' spec of a head in `state` (its window, sink and recent; the fixed
 // heads' prior pointers left null for the caller to fill).

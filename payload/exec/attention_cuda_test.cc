@@ -1,5 +1,6 @@
 #include "payload/exec/attention_cuda.h"
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -237,6 +238,85 @@ TEST_CASE("attention fast path: grouped-query layers, RoPE, removed heads and he
     torch::Tensor y = layer->forward(torch::randn({1, 9, 128}));
     CHECK(y.abs().max().item<float>() == 0.f);
     CHECK(LayerPathLabel(*layer) == "none (every head pruned)");
+  }
+}
+
+// The taps an observer of the layer's forward gets (ForwardTaps), against the projections
+// and a masked softmax per head computed here.
+TEST_CASE("attention fast path: the taps give each head's projections and output in head order") {
+  torch::manual_seed(6);
+  auto rope = [](const torch::Tensor& t) { return RotaryEmbedding(t, RopeSpec{10000.0}); };
+  auto tapped = [&](HybridAttention& layer, const torch::Tensor& x, bool fast) {
+    ForwardTaps got;
+    bool called = false;
+    layer->observe_next_forward = [&](HybridAttentionImpl&, const torch::Tensor& in,
+                                      const std::function<torch::Tensor(const torch::Tensor&)>&,
+                                      const ForwardTaps& taps) {
+      CHECK(torch::equal(in, x));
+      got = taps;
+      called = true;
+    };
+    if (fast) {
+      CpuFastPath on(AttentionMode::kAuto);
+      layer->forward(x, rope);
+    } else {
+      layer->forward(x, rope);
+    }
+    CHECK(called);
+    CHECK(!layer->observe_next_forward);  // one-shot
+    return got;
+  };
+  // Each head's output: softmax(q k^T / sqrt(d)) v over the keys its state allows.
+  auto expected_output = [&](HybridAttention& layer, const torch::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1), H = layer->heads(), d = layer->head_dim();
+    const int64_t kv = layer->kv_heads();
+    torch::NoGradGuard no_grad;
+    torch::Tensor q = rope(layer->q_proj(x).view({B, T, H, d}).transpose(1, 2));
+    torch::Tensor k = rope(layer->k_proj(x).view({B, T, kv, d}).transpose(1, 2));
+    torch::Tensor v = layer->v_proj(x).view({B, T, kv, d}).transpose(1, 2);
+    std::vector<torch::Tensor> heads;
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / kv);
+      torch::Tensor s =
+          torch::matmul(q.select(1, h), k.select(1, g).transpose(-2, -1)) / std::sqrt(double(d));
+      torch::Tensor allowed = AllowedKeys(layer->head_states()[size_t(h)], T, x.device());
+      torch::Tensor p = torch::softmax(
+          s.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity()), -1);
+      heads.push_back(torch::matmul(p, v.select(1, g)));  // [B, T, d]
+    }
+    return torch::stack(heads, 2);  // [B, T, H, d]
+  };
+  SECTION("MHA with mixed windows: the plan packs the heads out of order") {
+    HybridAttention layer(256, 4, 4, 32);
+    layer->SetHeadState(0, {HeadMode::kLocal, 5});
+    layer->SetHeadState(2, {HeadMode::kLocal, 9});
+    const torch::Tensor x = torch::randn({2, 23, 256});
+    const ForwardTaps taps = tapped(layer, x, true);
+    REQUIRE(taps.o.defined());
+    torch::NoGradGuard no_grad;
+    CHECK(RelL2(taps.q, layer->q_proj(x).view({2, 23, 4, 64})) <= 1e-6);
+    CHECK(RelL2(taps.k, layer->k_proj(x).view({2, 23, 4, 64})) <= 1e-6);
+    CHECK(RelL2(taps.v, layer->v_proj(x).view({2, 23, 4, 64})) <= 1e-6);
+    CHECK(RelL2(taps.o, expected_output(layer, x)) <= 1e-5);
+  }
+  SECTION("GQA: keys and values per kv head") {
+    HybridAttention layer(256, 4, 2, 32);
+    layer->SetHeadState(3, {HeadMode::kLocal, 4});
+    const torch::Tensor x = torch::randn({1, 19, 256});
+    const ForwardTaps taps = tapped(layer, x, true);
+    REQUIRE(taps.o.defined());
+    torch::NoGradGuard no_grad;
+    CHECK(RelL2(taps.k, layer->k_proj(x).view({1, 19, 2, 64})) <= 1e-6);
+    CHECK(RelL2(taps.v, layer->v_proj(x).view({1, 19, 2, 64})) <= 1e-6);
+    CHECK(RelL2(taps.o, expected_output(layer, x)) <= 1e-5);
+  }
+  SECTION("no taps where the plan lacks a head's output, or on the dense reference") {
+    HybridAttention layer(256, 4, 4, 32);
+    CHECK(!tapped(layer, torch::randn({1, 9, 256}), false).q.defined());  // dense reference
+    layer->SetHeadState(1, {HeadMode::kPruned});
+    const ForwardTaps taps = tapped(layer, torch::randn({1, 9, 256}), true);
+    CHECK(!taps.q.defined());
+    CHECK(!taps.o.defined());
   }
 }
 

@@ -24,11 +24,12 @@ a ratio is baseline ms / leg ms (above 1: the leg is faster), median [min, max] 
 It tells which kernel a local head should run on for AAH's training to beat full attention.
 
 Last, AAH's observation of one layer (payload/methods/aah/aah_model.cc ObserveLayer with
-head_diagnostics.cc LseDiagnostics, the controller's device work at each control update) as
-the same torch ops, stage by stage (projections, Q/K/V statistics, the two attention passes
-with log-normalisers through the kernels as the op runs them, the entropy and norm), each
-timed alone with CUDA events (bench_vs_sdpa.time_ms, median of 20), with the 1b preset's
-32 layers' total.
+head_diagnostics.cc, the controller's device work at each control update) as the same torch
+ops, stage by stage (projections, Q/K/V statistics, the two attention passes with
+log-normalisers through the kernels as the op runs them, the entropy and norm), each timed
+alone with CUDA events (bench_vs_sdpa.time_ms, median of 20), with the 1b preset's 32
+layers' totals: in the training forward (the projections and the pass with values V come
+from the forward's taps) and as the separate pass.
 
   python3 scripts/gpu/aah_layer_bench.py --lib BUILD/kernels/libheadlab_kernels_capi.so
 """
@@ -258,21 +259,26 @@ def observation(kern, T, C=1536, H=16, d=96, layers=32):
     out, lse_v = attend(q, k, v)
     out, lse_v = out.clone(), lse_v.clone()
     out_k = attend(q, k, k)[0].clone()
-    stages = [("projections (3 GEMMs)", project),
-              ("Q/K/V statistics", lambda: statistics(q, k, v)),
-              ("  the same, var_mean + |x| norm", lambda: statistics_fused(q, k, v)),
-              ("attention pass, values V", lambda: attend(q, k, v)),
-              ("attention pass, values K", lambda: attend(q, k, k)),
-              ("entropy and norm", lambda: diagnostics(q, out, out_k, lse_v))]
+    # (label, fn, in the in-forward observation): there the layer's forward hands over the
+    # projections and each head's output (ForwardTaps), so only the pass over keys as values
+    # runs; the separate pass (data-parallel runs) computes every stage.
+    stages = [("projections (3 GEMMs)", project, False),
+              ("Q/K/V statistics, six reductions", lambda: statistics(q, k, v), None),
+              ("Q/K/V statistics (QkvStatistics)", lambda: statistics_fused(q, k, v), True),
+              ("attention pass, values V", lambda: attend(q, k, v), False),
+              ("attention pass, values K", lambda: attend(q, k, k), True),
+              ("entropy and norm", lambda: diagnostics(q, out, out_k, lse_v), True)]
     print(f"\n== AAH observation of one layer (T={T}, H={H}, d={d}, bf16; x {layers} layers) ==")
-    total = 0.0
-    for label, fn in stages:
+    in_forward = separate = 0.0
+    for label, fn, counted in stages:
         ms = time_ms(fn, reps=20, warm=5)
-        if not label.startswith("  "):
-            total += ms
+        if counted is not None:
+            separate += ms
+            in_forward += ms if counted else 0.0
         print(f"  {label:34s} {ms:7.3f} ms per layer, {ms * layers:7.2f} ms per control update")
-    print(f"  {'total':34s} {total:7.3f} ms per layer, {total * layers:7.2f} ms per control update")
-
+    for label, total in (("total, in the forward (taps)", in_forward),
+                         ("total, separate pass", separate)):
+        print(f"  {label:34s} {total:7.3f} ms per layer, {total * layers:7.2f} ms per control update")
 
 if __name__ == "__main__":
     sys.exit(main())

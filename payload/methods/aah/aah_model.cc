@@ -79,11 +79,7 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
   return AttendWithLse();
 #else
   const int64_t d = attn.head_dim();
-  const auto dt = q.scalar_type();
-  if (!q.is_cuda() || GetAttentionMode() == AttentionMode::kDense ||
-      (d != 64 && d != 96 && d != 128) || attn.heads() > kernels::kMaxHeads ||
-      (dt != torch::kFloat && dt != torch::kBFloat16 && dt != torch::kHalf))
-    return AttendWithLse();
+  if (!q.is_cuda() || !KernelInputUnsupported(attn, q).empty()) return AttendWithLse();
   kernels::HybridHeads heads;
   for (const HeadState& s : attn.head_states()) {
     if (s.mode == HeadMode::kStreaming && s.chunk > 0) return AttendWithLse();
@@ -103,22 +99,37 @@ AttendWithLse KernelAttend(const HybridAttentionImpl& attn, const torch::Tensor&
 // One layer's observation (AAH §5.3) from its input h ([B, T, C], after the block's norm):
 // [H, 8] on h's device: QkvStatistics' six columns, then the entropy and output norm of
 // the attention each head executes now (head_diagnostics.h; unspecified for heads without
-// scores). No wait for the device.
+// scores). What the layer's forward computed on h (`taps`, attention.h: the projections and
+// each head's output) is read, not computed again: then one attention pass runs, over keys
+// as values (OutputDiagnostics), instead of the projections and two. No wait for the device.
 torch::Tensor ObserveLayer(HybridAttentionImpl& attn, const torch::Tensor& h,
-                           const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+                           const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                           const ForwardTaps& taps) {
   const int64_t B = h.size(0), T = h.size(1), H = attn.heads(), d = attn.head_dim();
   const int64_t kv = attn.k_proj->weight.size(0) / d;
-  torch::Tensor q = attn.q_proj(h).view({B, T, H, d});
-  torch::Tensor k = attn.k_proj(h).view({B, T, kv, d});
-  torch::Tensor v = attn.v_proj(h).view({B, T, kv, d});
+  const bool tapped = taps.q.defined();
+  torch::Tensor q = tapped ? taps.q.narrow(0, 0, B) : attn.q_proj(h).view({B, T, H, d});
+  torch::Tensor k = tapped ? taps.k.narrow(0, 0, B) : attn.k_proj(h).view({B, T, kv, d});
+  torch::Tensor v = tapped ? taps.v.narrow(0, 0, B) : attn.v_proj(h).view({B, T, kv, d});
   const torch::Tensor qkv = QkvStatistics(q, k, v);
+  // The queries and keys the heads attend with: the per-head norm (Qwen 3), then the
+  // position encoding, as the forward applies them.
+  if (attn.q_norm.defined()) {
+    q = attn.NormalizeHeads(q, attn.q_norm);
+    k = attn.NormalizeHeads(k, attn.k_norm);
+  }
   if (rotate) {
     q = rotate(q.transpose(1, 2)).transpose(1, 2);
     k = rotate(k.transpose(1, 2)).transpose(1, 2);
   }
   const AttendWithLse attend = KernelAttend(attn, q);
-  torch::Tensor diag = attend ? LseDiagnostics(q, k, v, attend)
-                              : DenseDiagnostics(q, k, v, StateTable(attn, h.device()));
+  torch::Tensor diag;
+  if (attend && taps.o.defined())
+    diag = OutputDiagnostics(q, k, taps.o.narrow(0, 0, B), attend);
+  else if (attend)
+    diag = LseDiagnostics(q, k, v, attend);
+  else
+    diag = DenseDiagnostics(q, k, v, StateTable(attn, h.device()));
   return torch::cat({qkv, diag}, 1);
 }
 
@@ -174,10 +185,10 @@ std::vector<HeadObservation> ObserveHeads(GptImpl& model, const torch::Tensor& i
   const std::function<torch::Tensor(const torch::Tensor&)> rotate = model.Rotation();
   // Every statistic stays on the device until one copy at the end: the pass never waits
   // for the device inside a layer.
-  std::vector<torch::Tensor> layers;  // [H, 9] per layer
+  std::vector<torch::Tensor> layers;  // [H, 8] per layer
   for (const auto& module : *model.blocks) {
     auto block = module->as<Block>();
-    layers.push_back(ObserveLayer(*block->attn, block->ln1(x), rotate));
+    layers.push_back(ObserveLayer(*block->attn, block->ln1(x), rotate, ForwardTaps()));
     x = block->forward(x, rotate);
   }
   return ToObservations(model, layers, idx.size(1));
@@ -272,13 +283,14 @@ StatusOr<std::shared_ptr<ControlRound>> ControlStep(AahController& controller, G
   for (int64_t l = 0; l < c.layers; ++l) {
     model.attention(l)->observe_next_forward =
         [round, l, rows](HybridAttentionImpl& attn, const torch::Tensor& in,
-                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate) {
+                         const std::function<torch::Tensor(const torch::Tensor&)>& rotate,
+                         const ForwardTaps& taps) {
           measure::ScopedRange method("method");  // the flops kind's range of method work
           torch::NoGradGuard no_grad;
           const torch::Tensor h = in.detach().narrow(0, 0, std::min(rows, in.size(0)));
           round->device_time->Start();
           round->sequence = h.size(1);
-          round->rows[size_t(l)] = ObserveLayer(attn, h, rotate);
+          round->rows[size_t(l)] = ObserveLayer(attn, h, rotate, taps);
           round->device_time->Stop();
           ++round->layers;
         };

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "payload/exec/attention_cuda.h"
 #include "payload/methods/aah/aah_report.h"
 #include "payload/methods/aah/aah_testing.h"
 
@@ -146,6 +147,14 @@ TEST_CASE("aah control hook: updates every 5 steps, installs windows, state roun
 }
 
 TEST_CASE("aah in-forward control: observes what the separate pass does, installs after") {
+  // The dense reference layer, then the fast path (its CPU stand-ins), whose forward hands
+  // the observation its projections (ForwardTaps).
+  const bool fast = GENERATE(false, true);
+  INFO("fast path " << fast);
+  struct FastPath {
+    explicit FastPath(bool on) { SetFastPathOnCpuForTesting(on); }
+    ~FastPath() { SetFastPathOnCpuForTesting(false); }
+  } path(fast);
   torch::manual_seed(4);
   Gpt model(Tiny());
   AahOptions o = Opts(Regime::kFullAdaptive, 32);

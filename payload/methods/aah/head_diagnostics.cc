@@ -66,12 +66,16 @@ torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const AttendWithLse& attend) {
   torch::NoGradGuard no_grad;
+  return OutputDiagnostics(q, k, attend(q, k, v).first, attend);
+}
+
+torch::Tensor OutputDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
+                                const torch::Tensor& o, const AttendWithLse& attend) {
+  torch::NoGradGuard no_grad;
   const int64_t B = q.size(0), T = q.size(1), d = q.size(3);
   const double scale = 1.0 / std::sqrt(double(d));
   const std::vector<int64_t> kBatchQueries = {0, 1};
-  auto [o, lse] = attend(q, k, v);       // o [B, T, H, d], lse [B, H, T]
-  auto [o_k, unused] = attend(q, k, k);  // sum_j p_ij k_j
-  (void)unused;
+  auto [o_k, lse] = attend(q, k, k);  // sum_j p_ij k_j, and lse [B, H, T]
   torch::Tensor q_dot = (q.to(torch::kFloat) * o_k.to(torch::kFloat)).sum(-1);  // [B, T, H]
   torch::Tensor entropy = (lse.transpose(1, 2) - scale * q_dot).sum(kBatchQueries);
   torch::Tensor norm = o.to(torch::kFloat).pow(2).sum(-1).sqrt().sum(kBatchQueries);

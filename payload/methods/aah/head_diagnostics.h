@@ -11,6 +11,8 @@
 //       -sum_j p_ij log p_ij = lse_i - s <q_i, sum_j p_ij k_j>,
 //     the entropy of row i is lse_i minus s times q_i's dot product with the row's output
 //     over keys-as-values.
+//   OutputDiagnostics is LseDiagnostics given the output o the layer's forward computed:
+//     only the pass over keys-as-values runs.
 // LibTorch translation units only.
 #pragma once
 
@@ -41,6 +43,9 @@ torch::Tensor DenseDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& table);
 torch::Tensor LseDiagnostics(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const AttendWithLse& attend);
+// o [B, T, H, d]: each head's attention output, as `attend` would give it with values v.
+torch::Tensor OutputDiagnostics(const torch::Tensor& q, const torch::Tensor& k,
+                                const torch::Tensor& o, const AttendWithLse& attend);
 
 // The usage rho_h of a head in `s` on a length-T sequence: the most keys one query reads,
 // over T (the last query's: no mask lets a query read fewer keys than an earlier one):

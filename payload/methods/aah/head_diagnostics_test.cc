@@ -170,6 +170,20 @@ TEST_CASE("aah diagnostics: dense and log-normaliser forms equal the brute force
     CHECK(want[4][0] == Approx(0.0).margin(1e-12));  // local(1): one key, zero entropy
     CheckAgainst(DenseDiagnostics(q, k, v, Table()), want);
     CheckAgainst(LseDiagnostics(q, k, v, DenseAttend), want);
+    // Given the forward's output, one pass runs, over keys as values; the norm is o's.
+    int passes = 0;
+    AttendWithLse counted = [&](const torch::Tensor& q_, const torch::Tensor& k_,
+                                const torch::Tensor& values) {
+      ++passes;
+      CHECK(values.data_ptr() == k_.data_ptr());
+      return DenseAttend(q_, k_, values);
+    };
+    const torch::Tensor o = DenseAttend(q, k, v).first;
+    CheckAgainst(OutputDiagnostics(q, k, o, counted), want);
+    CHECK(passes == 1);
+    std::vector<std::vector<double>> doubled = want;
+    for (std::vector<double>& row : doubled) row[1] *= 2;
+    CheckAgainst(OutputDiagnostics(q, k, 2 * o, DenseAttend), doubled);
     // The usage from the head's state alone equals the brute force's count; zero for heads
     // without scores.
     for (size_t h = 0; h < kHeads.size(); ++h) {

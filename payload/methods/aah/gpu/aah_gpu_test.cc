@@ -1,6 +1,7 @@
 // AAH-v3 on CUDA (label gpu; built only against a CUDA LibTorch): the diagnostics from the
-// fused kernels' log-normalisers equal the dense ones, and the whole observation pass on
-// the device equals the CPU's.
+// fused kernels' log-normalisers equal the dense ones, the whole observation pass on the
+// device equals the CPU's, and the in-forward observation (from the forward's taps) equals
+// the separate pass.
 #include <torch/torch.h>
 
 #include <cmath>
@@ -87,6 +88,63 @@ TEST_CASE("aah on CUDA: the observation pass equals the CPU's") {
       for (size_t i = 0; i < 3; ++i)
         CHECK(gpu[l].attention[h][i] == Approx(cpu[l].attention[h][i]).epsilon(1e-3).margin(1e-5));
     }
+}
+
+// The control update's observation inside the training forward reads the projections and
+// each head's output from the layer's fast path (ForwardTaps) and runs one attention pass;
+// the separate pass projects and runs two. Same heads, same rows.
+TEST_CASE("aah on CUDA: the in-forward observation from the forward's taps equals the separate") {
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(13);
+  Gpt model(testing::SmallModel(2, 4, 256, 128, 64, "rope", 2));  // d = 64, GQA 2
+  model->to(torch::kCUDA);
+  AahOptions o;
+  o.regime = Regime::kFullAdaptive;
+  o.context = 128;
+  o.windows = ScaledWindows(128);
+  o.min_window = o.windows.front();
+  o.hierarchy = DefaultHierarchy(o.regime);
+  o.scorer_hidden = 16;
+  o.control_every = 1;
+  REQUIRE(ValidateOptions(o).ok());
+  AahController controller(o, 2, 4, 7);
+  const torch::Tensor idx = torch::randint(0, 64, {2, 128}, torch::kLong).to(torch::kCUDA);
+  // Mixed windows: the plan packs the heads out of order.
+  auto mix = [&] {
+    for (int64_t l = 0; l < 2; ++l) {
+      HeadState local;
+      local.mode = HeadMode::kLocal;
+      local.window = 48 - 16 * l;
+      model->attention(l)->SetHeadState(1, local);
+      model->attention(l)->SetHeadState(2, local);
+    }
+  };
+  mix();
+  const std::vector<HeadObservation> separate = ObserveHeads(*model, idx);
+  auto round = ControlStep(controller, *model, 0, idx, Observation::kInForward);
+  REQUIRE(round.ok());
+  REQUIRE(*round != nullptr);
+  mix();  // again: ControlStep installed the controller's windows
+  {
+    torch::NoGradGuard no_grad;
+    model->Loss(idx, idx);
+  }
+  REQUIRE((*round)->layers == 2);
+  for (int64_t l = 0; l < 2; ++l) {
+    CHECK(LayerPathLabel(*model->attention(l)).find("dense") == std::string::npos);
+    const torch::Tensor rows = (*round)->rows[size_t(l)].to(torch::kCPU, torch::kFloat);
+    auto r = rows.accessor<float, 2>();
+    for (int64_t h = 0; h < 4; ++h) {
+      INFO("layer " << l << " head " << h);
+      const HeadObservation& want = separate[size_t(l)];
+      for (int64_t i = 0; i < 6; ++i)
+        CHECK(r[h][i] == Approx(want.qkv[size_t(h)][size_t(i)]).epsilon(1e-3).margin(1e-5));
+      for (int64_t i = 0; i < 2; ++i)
+        CHECK(r[h][6 + i] ==
+              Approx(want.attention[size_t(h)][size_t(i)]).epsilon(1e-3).margin(1e-5));
+    }
+  }
+  REQUIRE(FinishControl(controller, *model, round->get()).ok());
 }
 
 }  // namespace
