@@ -15,8 +15,9 @@ arm's SDPA (cuDNN and flash):
 
 and a layer of mixed windows as headlab's plan runs it (one call per distinct window on the
 heads' slices, the full heads through SDPA's default backend, concatenated), one call after
-another and each on its own CUDA stream, and in one launch of the headlab kernels; and what the first call of each new head count
-costs SDPA's default backend (a backend that builds a plan per shape pays it when AAH's
+another and each on its own CUDA stream, in one launch of the headlab kernels, and as two
+calls (the full heads through SDPA, the windowed ones in one launch of the kernels); and what
+the first call of each new head count costs SDPA's default backend (a backend that builds a plan per shape pays it when AAH's
 windows change a layer's head counts).
 
 Each leg alternates with the cuDNN baseline (ABBA rounds, CUDA events, warm-ups discarded);
@@ -140,6 +141,27 @@ def main():
                 kern.backward(q_, k_, v_, o_, F.pad(do96, (0, 32)), dq, dk, dv, lse_, ws, states, 0)
             return run
 
+        def sdpa_and_ours(groups):
+            """Two calls: the full heads through SDPA (its default backend), then the windowed
+            heads in one launch of the kernels at d = 128 (padded, copies timed)."""
+            states = [(LOCAL, W, 0, 0) for n, W in groups if W for _ in range(n)]
+            m, full = len(states), sum(n for n, W in groups if W is None)
+            q96, k96, v96, do96 = tensors[96][:4]
+            qw, kw, vw, dow = (x[:, :, :m] for x in (q96, k96, v96, do96))
+            qf, kf, vf = (x[:, :, m:m + full].detach().clone().requires_grad_(True) for x in (q96, k96, v96))
+            o_ = torch.empty(B, T, m, 128, device=dev, dtype=dt)
+            lse_ = torch.empty(B, m, T, device=dev, dtype=torch.float32)
+            dq, dk, dv = (torch.empty_like(o_) for _ in range(3))
+            ws = torch.empty(kern.workspace_bytes(o_, o_), device=dev, dtype=torch.uint8)
+
+            def run():
+                if full:
+                    torch.autograd.grad(default_sdpa(qf, kf, vf), (qf, kf, vf), do96[:, :, m:m + full])
+                q_, k_, v_ = (F.pad(x, (0, 32)) for x in (qw, kw, vw))
+                kern.forward(q_, k_, v_, o_, lse_, states, 0)
+                kern.backward(q_, k_, v_, o_, F.pad(dow, (0, 32)), dq, dk, dv, lse_, ws, states, 0)
+            return run
+
         base = sdpa(SDPBackend.CUDNN_ATTENTION)
         print(f"\n== T={T} d=96: baseline sdpa-cudnn causal, all heads ordinary ==")
         try:
@@ -189,6 +211,7 @@ def main():
         quarter_states = [(LOCAL, W, 0, 0) if W else (ORDINARY, 0, 0, 0) for n, W in quarter for _ in range(n)]
         leg("mixed, ours d=96 one launch", ours(96, quarter_states))
         leg("mixed, ours d=96 as 128 padded", ours_padded(quarter_states))
+        leg("mixed, sdpa full + ours windowed", sdpa_and_ours(quarter))
         leg("full, ours d=96 as 128 padded", ours_padded([(ORDINARY, 0, 0, 0)] * H))
         # Two calls (what AAH's hierarchy leaves most layers: at most two windows per layer).
         for pair in ([(H // 2, 512), (H // 2, None)], [(H // 2, 1024), (H // 2, None)],
@@ -198,6 +221,8 @@ def main():
             states = [(LOCAL, W, 0, 0) if W else (ORDINARY, 0, 0, 0) for n, W in pair for _ in range(n)]
             leg("split, one call after another", mixed(pair, False))
             leg("ours d=96 as 128 padded", ours_padded(states))
+            if any(W is None for n, W in pair):
+                leg("sdpa full + ours windowed", sdpa_and_ours(pair))
         print("  -- SDPA default backend: first call of a new head count vs warm (fwd+bwd, host clock)")
         for n in (3, 5, 7, 9, 11):
             fn = mixed([(n, None)], False)
