@@ -86,4 +86,28 @@ inline TrainEvents CollectTrainingEventsOk(const TrainRequest& req) {
   return ev;
 }
 
+// The request of a tiny CPU run (2 layers x 4 heads, width 32, context 32; 6 updates of
+// batch 4, a log line each, checkpoints at steps 3 and 6) with `seed` and each of `patches`
+// merged on in order (JSON merge patch: a method's section, then a test's overrides),
+// writing to the scratch directory `scratch`.
+inline TrainRequest TinyRunRequest(int64_t seed, const std::vector<Json>& patches,
+                                   const std::string& scratch) {
+  Json config = {{"seed", seed},
+                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
+                 {"train",
+                  {{"threads", 1},
+                   {"batch_size", 4},
+                   {"warmup_steps", 2},
+                   {"steps", 6},
+                   {"log_every", 1},
+                   {"eval_every", 0},
+                   {"eval_batches", 2},
+                   {"checkpoint_every", 3},
+                   {"device", "cpu"}}}};
+  for (const Json& patch : patches) config.merge_patch(patch);
+  StatusOr<TrainRequest> req = MakeTrainRequest(config, "test", scratch);
+  REQUIRE(req.ok());
+  return req.value();
+}
+
 }  // namespace headlab::testing

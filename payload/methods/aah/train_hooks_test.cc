@@ -24,24 +24,8 @@ namespace {
 
 // 2 layers x 4 heads, context 32 (windows 4, 8, 16, 32), control every 2 steps.
 TrainRequest AahRun(const std::string& name, const Json& overrides) {
-  Json config = {{"seed", 7},
-                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
-                 {"train",
-                  {{"threads", 1},
-                   {"batch_size", 4},
-                   {"warmup_steps", 2},
-                   {"steps", 6},
-                   {"log_every", 1},
-                   {"eval_every", 0},
-                   {"eval_batches", 2},
-                   {"checkpoint_every", 3},
-                   {"device", "cpu"}}},
-                 {"aah", {{"control_every", 2}, {"observe_rows", 2}}}};
-  config.merge_patch(overrides);
-  StatusOr<TrainRequest> req =
-      testing::MakeTrainRequest(config, "test", "headlab_aah_hooks_" + name);
-  REQUIRE(req.ok());
-  return req.value();
+  const Json aah = {{"aah", {{"control_every", 2}, {"observe_rows", 2}}}};
+  return testing::TinyRunRequest(7, {aah, overrides}, "headlab_aah_hooks_" + name);
 }
 
 using Events = testing::TrainEvents;

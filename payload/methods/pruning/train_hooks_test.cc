@@ -27,22 +27,7 @@ namespace {
 
 // A tiny run (2 layers x 4 heads) with the prune hooks its config asks for.
 TrainRequest PruneRun(const std::string& name, const Json& overrides) {
-  Json config = {{"seed", 5},
-                 {"model", {{"layers", 2}, {"heads", 4}, {"width", 32}, {"context", 32}}},
-                 {"train",
-                  {{"threads", 1},
-                   {"batch_size", 4},
-                   {"warmup_steps", 2},
-                   {"steps", 6},
-                   {"log_every", 1},
-                   {"eval_every", 0},
-                   {"eval_batches", 2},
-                   {"checkpoint_every", 3},
-                   {"device", "cpu"}}}};
-  config.merge_patch(overrides);
-  StatusOr<TrainRequest> req = testing::MakeTrainRequest(config, "test", "headlab_prune_" + name);
-  REQUIRE(req.ok());
-  return req.value();
+  return testing::TinyRunRequest(5, {overrides}, "headlab_prune_" + name);
 }
 
 using Events = testing::TrainEvents;
