@@ -1,11 +1,11 @@
 # headlab_torch_pch(TARGET ...): LibTorch's headers as a precompiled header (GCC) for each
 # TARGET's units that include them, directly or through the project's own headers. They take
-# about 14 s per translation unit on a CI core, and the payload's library and its test
-# programs have about 160 such units: each target now compiles them once. Units that do not
-# include LibTorch are left as they are (SKIP_PRECOMPILE_HEADERS): forcing LibTorch on them
-# costs time, and through glog's stl_logging.h it changes how Catch prints a std::vector.
-# ccache caches the units that use it with -fpch-preprocess and the sloppiness the Makefile
-# exports. Off with -DHEADLAB_PCH=OFF.
+# about 14 s per translation unit on a CI core; the payload's library and its test programs
+# hold about half of the ~160 units that include them, and each target now compiles them
+# once. Units that do not include LibTorch are left as they are (SKIP_PRECOMPILE_HEADERS):
+# forcing LibTorch on them costs time, and through glog's stl_logging.h it changes how Catch
+# prints a std::vector. ccache caches the units that use it with -fpch-preprocess and the
+# sloppiness the Makefile exports. Off with -DHEADLAB_PCH=OFF.
 option(HEADLAB_PCH "precompile LibTorch's headers for the payload's targets" ON)
 
 # _headlab_uses_torch(FILE OUT): whether FILE includes <torch/...>, <ATen/...> or <c10/...>,
