@@ -176,9 +176,10 @@ def main():
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - a leg this PyTorch cannot run is reported, not fatal
                 print(f"  {label:28s} unavailable ({type(e).__name__}: {str(e)[:160]})")
-                return
+                return None
             ba, la, r, lo, hi = compare(base, fn)
             print(f"  {label:28s} {la:8.3f} ms | cudnn full {ba:8.3f} ms | speed vs full {fmt((1 / r, 1 / hi, 1 / lo))}")
+            return 1 / r
 
         leg("sdpa-flash full", sdpa(SDPBackend.FLASH_ATTENTION))
         leg("sdpa default full", mixed([(H, None)], False))
@@ -210,8 +211,12 @@ def main():
         leg("mixed, a stream per call", mixed(quarter, True))
         quarter_states = [(LOCAL, W, 0, 0) if W else (ORDINARY, 0, 0, 0) for n, W in quarter for _ in range(n)]
         leg("mixed, ours d=96 one launch", ours(96, quarter_states))
-        leg("mixed, ours d=96 as 128 padded", ours_padded(quarter_states))
-        leg("mixed, sdpa full + ours windowed", sdpa_and_ours(quarter))
+        one_launch = leg("mixed, ours d=96 as 128 padded", ours_padded(quarter_states))
+        two_calls = leg("mixed, sdpa full + ours windowed", sdpa_and_ours(quarter))
+        if one_launch and two_calls:  # attention_plan.h kMaxAttentionCalls: which form to keep
+            better = "SDPA for the full heads + one launch (branch plan-sdpa-full-heads)" \
+                if two_calls > one_launch else "every head in one launch (main)"
+            print(f"  beyond two calls, faster here: {better} ({two_calls:.3f}x vs {one_launch:.3f}x)")
         leg("full, ours d=96 as 128 padded", ours_padded([(ORDINARY, 0, 0, 0)] * H))
         # Two calls (what AAH's hierarchy leaves most layers: at most two windows per layer).
         for pair in ([(H // 2, 512), (H // 2, None)], [(H // 2, 1024), (H // 2, None)],
