@@ -18,6 +18,7 @@
 #include "common/run_config.h"
 #include "payload/exec/attention.h"
 #include "payload/exec/attention_plan.h"
+#include "payload/exec/bench_clock.h"
 #include "payload/exec/device_copy.h"
 #include "payload/exec/fixed_conv.h"
 #include "payload/exec/flops_ranges.h"
@@ -852,7 +853,7 @@ double PrepareSdpaHeadCounts(const HybridAttentionImpl& layer, int64_t batch, in
     torch::Tensor o = SdpaCausal(qk.narrow(2, 0, n), qk.narrow(2, H, n), v.narrow(2, 0, n), scale);
     torch::autograd::grad({o}, {y}, {torch::ones_like(o)});
   }
-  c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+  SynchronizeDevice(device);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 #else
   (void)layer;

@@ -286,29 +286,27 @@ TEST_CASE("attention fast path: the taps give each head's projections and output
     }
     return torch::stack(heads, 2);  // [B, T, H, d]
   };
+  // The fast path's taps on x against the layer's projections and expected_output.
+  auto expect_taps = [&](HybridAttention& layer, const torch::Tensor& x) {
+    const ForwardTaps taps = tapped(layer, x, true);
+    REQUIRE(taps.o.defined());
+    torch::NoGradGuard no_grad;
+    const int64_t B = x.size(0), T = x.size(1), d = layer->head_dim();
+    CHECK(RelL2(taps.q, layer->q_proj(x).view({B, T, layer->heads(), d})) <= 1e-6);
+    CHECK(RelL2(taps.k, layer->k_proj(x).view({B, T, layer->kv_heads(), d})) <= 1e-6);
+    CHECK(RelL2(taps.v, layer->v_proj(x).view({B, T, layer->kv_heads(), d})) <= 1e-6);
+    CHECK(RelL2(taps.o, expected_output(layer, x)) <= 1e-5);
+  };
   SECTION("MHA with mixed windows: the plan packs the heads out of order") {
     HybridAttention layer(256, 4, 4, 32);
     layer->SetHeadState(0, {HeadMode::kLocal, 5});
     layer->SetHeadState(2, {HeadMode::kLocal, 9});
-    const torch::Tensor x = torch::randn({2, 23, 256});
-    const ForwardTaps taps = tapped(layer, x, true);
-    REQUIRE(taps.o.defined());
-    torch::NoGradGuard no_grad;
-    CHECK(RelL2(taps.q, layer->q_proj(x).view({2, 23, 4, 64})) <= 1e-6);
-    CHECK(RelL2(taps.k, layer->k_proj(x).view({2, 23, 4, 64})) <= 1e-6);
-    CHECK(RelL2(taps.v, layer->v_proj(x).view({2, 23, 4, 64})) <= 1e-6);
-    CHECK(RelL2(taps.o, expected_output(layer, x)) <= 1e-5);
+    expect_taps(layer, torch::randn({2, 23, 256}));
   }
   SECTION("GQA: keys and values per kv head") {
     HybridAttention layer(256, 4, 2, 32);
     layer->SetHeadState(3, {HeadMode::kLocal, 4});
-    const torch::Tensor x = torch::randn({1, 19, 256});
-    const ForwardTaps taps = tapped(layer, x, true);
-    REQUIRE(taps.o.defined());
-    torch::NoGradGuard no_grad;
-    CHECK(RelL2(taps.k, layer->k_proj(x).view({1, 19, 2, 64})) <= 1e-6);
-    CHECK(RelL2(taps.v, layer->v_proj(x).view({1, 19, 2, 64})) <= 1e-6);
-    CHECK(RelL2(taps.o, expected_output(layer, x)) <= 1e-5);
+    expect_taps(layer, torch::randn({1, 19, 256}));
   }
   SECTION("no taps where the plan lacks a head's output, or on the dense reference") {
     HybridAttention layer(256, 4, 4, 32);

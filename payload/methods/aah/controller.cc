@@ -241,10 +241,18 @@ AahController::AahController(const AahOptions& o, int layers, int heads, uint64_
 }
 
 bool AahController::Due(int64_t step) const {
-  if (o_.regime == Regime::kOff || o_.regime == Regime::kFull) return false;
-  if (o_.control == Control::kFixedWindow) return false;
+  if (!Controls()) return false;
   if (o_.control == Control::kFreezeAfterWarmup && step >= o_.freeze_step) return false;
   return step % o_.control_every == 0;  // §5.3: every control_every steps, cached between
+}
+
+bool AahController::Controls() const {
+  return o_.regime != Regime::kOff && o_.regime != Regime::kFull &&
+         o_.control != Control::kFixedWindow;
+}
+
+bool AahController::MovesWindows() const {
+  return Controls() && o_.control != Control::kControlOff;
 }
 
 bool AahController::MayCache(int64_t step) const {

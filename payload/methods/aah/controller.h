@@ -101,6 +101,10 @@ class AahController {
   // control_every steps from step 0; never for full, fixed_window, or after freeze_step
   // under freeze_after_warmup). Between updates the cached windows are reused (§5.3).
   bool Due(int64_t step) const;
+  // Returns true iff control updates can change the installed windows: a regime with
+  // candidates other than full, and neither control_off (windows stay at the full span) nor
+  // fixed_window (windows set once).
+  bool MovesWindows() const;
   // Runs one control update before optimizer step `step` with one observation per layer.
   Status Update(const std::vector<HeadObservation>& obs, int64_t step);
   // Returns true iff the update now due (the updates()-th, 0-based) before `step` may cache
@@ -125,6 +129,9 @@ class AahController {
   Status LoadState(const std::string& bytes, const std::string& source);
 
  private:
+  // Whether control updates run at all: a regime with candidates other than full, and not
+  // fixed_window.
+  bool Controls() const;
   // InvalidArgument unless `obs` has one row per head.
   Status CheckObservation(const HeadObservation& obs) const;
 

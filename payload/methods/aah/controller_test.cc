@@ -329,6 +329,13 @@ TEST_CASE("aah control schedule and controls") {
   CHECK_FALSE(fixed.Due(0));
   CHECK(AttentionCoverageRatio(fixed.windows(), 64) == Approx(16.0 / 64));
   AahController off(Options(Regime::kFullAdaptive, Control::kControlOff), 1, 8, 0);
+  // Only an updating controller that may narrow windows moves them (SDPA's preparation).
+  CHECK(adaptive.MovesWindows());
+  CHECK(frozen.MovesWindows());
+  CHECK_FALSE(fixed.MovesWindows());
+  CHECK(off.Due(0));
+  CHECK_FALSE(off.MovesWindows());
+  CHECK_FALSE(AahController(Options(Regime::kFull), 1, 8, 0).MovesWindows());
   REQUIRE(off.Update(Observe(1, 8, 0), 0).ok());
   CHECK(off.levels_used() >= 1);
   CHECK(AttentionCoverageRatio(off.windows(), 64) == 1.0);

@@ -44,7 +44,7 @@ class AahHooks : public TrainHooks {
     // The controller moves heads between full attention (SDPA) and local windows: SDPA's
     // plans for every head count are built now, before the loop times its updates, instead
     // of at the control updates that meet each count first (attention_cuda.h).
-    if (MovesWindows()) {
+    if (controller_->MovesWindows()) {
       const double s =
           PrepareSdpaHeadCounts(*ctx.model->attention(0), ctx.config.train.batch_size, m.context,
                                 ComputeDtype(ctx.model->precision()), ctx.device, m.pos == "rope");
@@ -123,13 +123,6 @@ class AahHooks : public TrainHooks {
   std::string SaveState(TrainContext&) override { return controller_->SaveState(); }
 
  private:
-  // Whether the controller changes the installed windows during the run.
-  bool MovesWindows() const {
-    return options_.regime != aah::Regime::kOff && options_.regime != aah::Regime::kFull &&
-           options_.control != aah::Control::kControlOff &&
-           options_.control != aah::Control::kFixedWindow;
-  }
-
   const aah::AahOptions options_;
   std::unique_ptr<aah::AahController> controller_;
   aah::ExecutionBackend backend_;
